@@ -79,7 +79,7 @@ size_t kb__range_n_live(const kb__range_allocator *a);
 /* True when nothing is allocated and the free space is one block. */
 bool kb__range_is_pristine(const kb__range_allocator *a);
 /* True when both manage the same range with the same free blocks and the
- * same live blocks. O(F log F + L) with a temporary copy; for tests. */
+ * same live blocks. O(F + L) with a temporary copy; for tests. */
 bool kb__range_same_state(const kb__range_allocator *a, const kb__range_allocator *b);
 
 #endif
