@@ -12,7 +12,7 @@
  *   callee-saved slots. entry never returns.
  *
  * Frame layouts (must match kb__ctx_make):
- *   x86-64, 64 bytes from sp: mxcsr(4) fpcw(2) pad(2), r15, r14, r13, r12,
+ *   x86-64, 64 bytes from sp: mxcsr(4) fpcw(2) zero(2), r15, r14, r13, r12,
  *     rbx, rbp, return address. entry = r13, arg = r12.
  *   aarch64, 176 bytes from sp: x19..x30 (96), d8..d15 (64), fpcr (8),
  *     pad (8). entry = x19, arg = x20, x30 = return address.
@@ -37,10 +37,30 @@ kb__ctx_switch:
     pushq %r14
     pushq %r15
     subq $8, %rsp
+    movq $0, (%rsp)
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
     movq %rsp, (%rdi)
+    movq %rsp, %rcx
     movq %rsi, %rsp
+    /* Reload the FP control words only when their control bits differ
+     * (rare): the loads, fldcw above all, cost more than the rest of the
+     * switch. MXCSR bits 0-5 are sticky status flags, not preserved by the
+     * ABI, so they are left out of the comparison. */
+    movq (%rsp), %rax
+    xorq (%rcx), %rax
+    movabsq $0x0000ffffffffffc0, %rdx
+    testq %rdx, %rax
+    jnz 1f
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+1:
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     addq $8, %rsp

@@ -120,7 +120,9 @@ enum kb__proc_state { KB__P_NEW, KB__P_READY, KB__P_RUNNING, KB__P_BLOCKED, KB__
 struct kb__proc {
     kb__ctx ctx; /* saved context while not running */
     kb__sim *sim;
-    kb__timer wake;    /* resumes the process: start, wake-up, end of sleep */
+    kb__timer wake;    /* resumes it (start, wake-up, end of sleep); queued with
+                          kb__sim_schedule, never a tracked timer */
+    uint64_t wake_seq; /* sequence number of the queued wake */
     int wake_status;   /* what the blocking call returns */
     int wake_index;    /* kb__wait_any: index of the waiter that woke it */
     uint8_t state;     /* enum kb__proc_state */
@@ -143,7 +145,8 @@ struct kb__proc {
     kb__proc_fn fn;
     void *arg;
     kb__stack *stack;
-    uint64_t index; /* spawn index */
+    size_t stack_size; /* as asked (whole pages); the mapping has one more */
+    uint64_t index;    /* spawn index */
     kb__rng rng;
     kb__proc *prev, *next; /* live list in spawn order */
     char note[KB__NOTE_MAX];
@@ -152,11 +155,10 @@ struct kb__proc {
 
 /* ---- the simulator ------------------------------------------------------- */
 
-typedef struct kb__heap_entry {
+typedef struct kb__heap_key {
     kb__time t;
     uint64_t seq; /* (counter << 1) | 1 if the node tracks its slot */
-    kb__timer *node;
-} kb__heap_entry;
+} kb__heap_key;
 
 typedef struct kb__node_chunk {
     struct kb__node_chunk *next;
@@ -164,8 +166,10 @@ typedef struct kb__node_chunk {
 } kb__node_chunk;
 
 struct kb__sim {
-    kb__sim_hot hot;      /* first: the inline accessors read it */
-    kb__heap_entry *heap; /* 4-ary min-heap on (t, seq) */
+    kb__sim_hot hot;        /* first: the inline accessors read it */
+    kb__heap_key *heap_key; /* 4-ary min-heap on (t, seq), see queue.c */
+    kb__timer **heap_node;  /* node of each heap slot */
+    void *heap_mem;         /* allocation holding heap_key */
     uint32_t heap_len, heap_cap;
     uint64_t seq;          /* next sequence counter (shifted left by one) */
     kb__timer *free_nodes; /* pooled event nodes; linked through arg */
@@ -194,6 +198,11 @@ struct kb__sim {
 /* Pops and runs events until *until is true, the queue empties, or (when
  * honor_stop) a stop/failure. Returns 1 if the queue emptied. */
 int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_stop);
+/* Queues node (neither pooled nor a tracked timer) `delay` ps from now;
+ * returns its sequence number, the handle for kb__sim_unschedule. */
+uint64_t kb__sim_schedule(kb__sim *sim, kb__time delay, kb__timer *node);
+/* Removes the queued entry (node, seq); O(queue length). 1 if found. */
+int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq);
 /* Records a failure on sim (KB_ENOMEM from deep inside) and stops loops. */
 void kb__sim_fail(kb__sim *sim, int code, const char *what);
 

@@ -9,8 +9,8 @@
  *
  * Invariants: only proc_resume switches into a process, only kb__proc_yield,
  * proc_end and the overflow handler switch out of one; sim->current is set
- * exactly while a process runs. A wake is a timer start, so wake-ups follow
- * the (time, sequence) order like every other event.
+ * exactly while a process runs. A wake is a queue entry like any event, so
+ * wake-ups follow the (time, sequence) order.
  *
  * Cost: two context switches and one heap push/pop per block/resume.
  */
@@ -137,7 +137,7 @@ static void proc_finish(kb__sim *sim, kb__proc *p)
     if (p->overflowed) {
         p->status = KB_ESTACK;
         proc_error(p, KB_ESTACK, "process '%s' overflowed its %zu-byte stack", p->name,
-                   p->stack->size);
+                   p->stack_size);
     } else if (p->status < 0 && (!p->err || p->err->code != p->status)) {
         proc_error(p, p->status, "process '%s' failed: %s", p->name, kb_strerror(p->status));
     }
@@ -195,8 +195,11 @@ kb__proc *kb__proc_spawn(kb__sim *sim, const char *name, kb__proc_fn fn, void *a
         kb__err_set(&sim->err, KB_ENOMEM, "spawn of process '%s': out of memory", name);
         return NULL;
     }
+    size_t page = sim->stacks.page;
     size_t want = stack_bytes ? stack_bytes : KB__PROC_STACK_DEFAULT;
-    p->stack = kb__stack_get(&sim->stacks, want);
+    want = (want + page - 1) / page * page;
+    /* One page more than asked, used to stagger stack tops (below). */
+    p->stack = kb__stack_get(&sim->stacks, want + page);
     if (!p->stack) {
         kb__err_set(&sim->err, KB_ENOMEM, "spawn of process '%s': cannot map a %zu-byte stack",
                     name, want);
@@ -211,7 +214,12 @@ kb__proc *kb__proc_spawn(kb__sim *sim, const char *name, kb__proc_fn fn, void *a
     kb__rng_seed(&p->rng, sim->seed, p->index);
     kb__event_init(&p->done, p->name);
     kb__timer_init(&p->wake, proc_resume, p, 0);
-    kb__ctx_make(&p->ctx, p->stack->lo, p->stack->size, proc_entry, p);
+    p->stack_size = want;
+    /* Cache colouring: stack tops at the same page offset would all compete
+     * for the same few cache sets; shift each by a multiple of 128 bytes
+     * within the extra page. */
+    size_t colour = (p->index % (page / 128)) * 128;
+    kb__ctx_make(&p->ctx, p->stack->lo, p->stack->size - colour, proc_entry, p);
     p->state = KB__P_NEW;
     p->prev = sim->live_tail;
     if (sim->live_tail)
@@ -221,7 +229,7 @@ kb__proc *kb__proc_spawn(kb__sim *sim, const char *name, kb__proc_fn fn, void *a
     sim->live_tail = p;
     sim->nlive++;
     p->wake_pending = true;
-    kb__timer_start(sim, &p->wake, 0);
+    p->wake_seq = kb__sim_schedule(sim, 0, &p->wake);
     return p;
 }
 
@@ -233,7 +241,7 @@ void kb__proc_wake(kb__sim *sim, kb__proc *p, int status, int index)
     p->wake_pending = true;
     p->wake_status = status;
     p->wake_index = index;
-    kb__timer_start(sim, &p->wake, 0);
+    p->wake_seq = kb__sim_schedule(sim, 0, &p->wake);
 }
 
 int kb__proc_interrupt(kb__sim *sim, kb__proc *p, int code)
@@ -244,7 +252,7 @@ int kb__proc_interrupt(kb__sim *sim, kb__proc *p, int code)
         return 0;
     }
     if (p->sleeping) {
-        kb__timer_stop(sim, &p->wake);
+        kb__sim_unschedule(sim, &p->wake, p->wake_seq);
         p->sleeping = false;
         p->wake_pending = false;
     }

@@ -16,7 +16,7 @@
  * an item put goes to the first blocked getter, and a get that frees a slot
  * moves the first blocked putter's item in, so nobody can overtake a waiter.
  *
- * Cost: O(1) per wait and wake plus one timer (heap) operation per wake.
+ * Cost: O(1) per wait and wake plus one heap push and pop per wake.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,7 +147,7 @@ int kb__sleep(kb__sim *sim, kb__time d)
     p->sleeping = true;
     p->wake_status = 0;
     p->wake_index = -1;
-    kb__timer_start(sim, &p->wake, d);
+    p->wake_seq = kb__sim_schedule(sim, d, &p->wake);
     return kb__wait_block(sim, p, "sleep", NULL);
 }
 

@@ -3,6 +3,7 @@
  * stack overflow, determinism.
  */
 #include <criterion/criterion.h>
+#include <fenv.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -166,6 +167,7 @@ Test(proc, canceling_a_sleeping_process_ends_its_sleep_with_ecanceled_now)
     cr_assert_eq(kb__sim_run(sim), 0);
     cr_assert_eq(w.rc, KB_ECANCELED);
     cr_assert_eq(w.at, 70);
+    cr_assert_eq(kb__sim_now(sim), 70); /* the sleep's wake-up is gone */
     cr_assert_eq(kb__proc_join(sim, p, NULL), 0);
     kb__sim_destroy(sim);
 }
@@ -360,6 +362,37 @@ Test(proc, many_short_processes_run_one_after_another)
     }
     cr_assert_eq(count, 5000);
     cr_assert_eq(kb__sim_now(sim), 5000);
+    kb__sim_destroy(sim);
+}
+
+static int round_down_across_yields(kb__sim *sim, void *arg)
+{
+    int *ok = arg;
+    fesetround(FE_DOWNWARD);
+    for (int i = 0; i < 3; i++) {
+        kb__sleep(sim, 1);
+        *ok &= fegetround() == FE_DOWNWARD;
+    }
+    fesetround(FE_TONEAREST);
+    return 0;
+}
+
+static void check_rounding(kb__sim *sim, void *arg, uint64_t data)
+{
+    *(int *)arg &= fegetround() == FE_TONEAREST;
+}
+
+Test(proc, each_process_keeps_its_own_floating_point_rounding_mode)
+{
+    kb__sim *sim = make(1);
+    int proc_ok = 1, sched_ok = 1;
+    kb__proc *p = kb__proc_spawn(sim, "fp", round_down_across_yields, &proc_ok, 0);
+    for (kb__time t = 0; t < 4; t++)
+        kb__sim_post(sim, t, check_rounding, &sched_ok, 0);
+    cr_assert_eq(kb__proc_join(sim, p, NULL), 0);
+    cr_assert(proc_ok);
+    cr_assert(sched_ok);
+    cr_assert_eq(fegetround(), FE_TONEAREST);
     kb__sim_destroy(sim);
 }
 
