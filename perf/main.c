@@ -23,10 +23,10 @@ static const kb__perf_workload workloads[] = {
     {"phold", "messages", "PHOLD: 1000 LPs, exponential delays, plain event callbacks",
      kb__perf_phold, 1000, 5000000},
     {"switch", "switches", "two processes yielding to each other", kb__perf_switch, 2, 8000000},
-    {"hold_10000", "events", "HOLD with 10000 processes", kb__perf_hold, 10000, 4000000},
+    {"hold_10000", "events", "HOLD with 10000 processes", kb__perf_hold, 10000, 1000000},
     {"phold_10000", "messages", "PHOLD with 10000 LPs", kb__perf_phold, 10000, 5000000},
     {"switch_10000", "switches", "10000 processes yielding round-robin", kb__perf_switch, 10000,
-     8000000},
+     2000000},
 };
 
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])

@@ -59,6 +59,19 @@ static struct kb__stack_class *class_of(kb__stack_pool *pool, size_t size)
     return NULL;
 }
 
+/* Under ASan: frames abandoned by processes that ended without returning
+ * (raise, overflow) leave poisoned redzones in the shadow memory, and a new
+ * mapping may reuse the addresses of an old one; each new owner starts
+ * clean. */
+static void unpoison(kb__stack *st)
+{
+#if KB__ASAN
+    ASAN_UNPOISON_MEMORY_REGION(st->lo, st->size);
+#else
+    (void)st;
+#endif
+}
+
 kb__stack *kb__stack_get(kb__stack_pool *pool, size_t size)
 {
     size = (size + pool->page - 1) / pool->page * pool->page;
@@ -66,11 +79,7 @@ kb__stack *kb__stack_get(kb__stack_pool *pool, size_t size)
     if (c && c->free) {
         kb__stack *st = c->free;
         c->free = st->next;
-#if KB__ASAN
-        /* A process that ended by kb__proc_raise or overflow left poisoned
-         * redzones behind; the new owner starts clean. */
-        ASAN_UNPOISON_MEMORY_REGION(st->lo, st->size);
-#endif
+        unpoison(st);
         return st;
     }
     kb__stack *st = malloc(sizeof *st);
@@ -92,6 +101,7 @@ kb__stack *kb__stack_get(kb__stack_pool *pool, size_t size)
     st->next = NULL;
     st->all = pool->all;
     pool->all = st;
+    unpoison(st);
     return st;
 }
 

@@ -468,3 +468,25 @@ Test(proc, two_runs_of_a_random_workload_give_identical_traces)
     /* A different seed gives a different run (so the comparison can fail). */
     cr_assert(memcmp(a.val, c.val, sizeof a.val[0] * (size_t)a.n) != 0);
 }
+
+Test(proc, two_simulators_work_side_by_side_and_one_after_another)
+{
+    for (int round = 0; round < 2; round++) {
+        kb__sim *a = make(1), *b = make(2);
+        log_t la = {.n = 0}, lb = {.n = 0};
+        sleeper sa = {&la, "a", 10, 3}, sb = {&lb, "b", 7, 3};
+        kb__proc *pa = kb__proc_spawn(a, "a", sleeper_main, &sa, 0);
+        kb__proc *pb = kb__proc_spawn(b, "b", sleeper_main, &sb, 0);
+        kb__proc *ra = kb__proc_spawn(a, "ra", raiser, NULL, 0);
+        cr_assert_eq(kb__sim_run_until_time(a, 15), 0);
+        cr_assert_eq(kb__sim_run(b), 0);
+        cr_assert_eq(kb__sim_run(a), 0);
+        cr_assert_str_eq(la.s, "a@0 a@10 a@20 ");
+        cr_assert_str_eq(lb.s, "b@0 b@7 b@14 ");
+        cr_assert_eq(kb__proc_join(a, ra, NULL), KB_EFAULT);
+        cr_assert_eq(kb__proc_join(a, pa, NULL), 0);
+        cr_assert_eq(kb__proc_join(b, pb, NULL), 0);
+        kb__sim_destroy(a);
+        kb__sim_destroy(b);
+    }
+}
