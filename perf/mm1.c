@@ -16,7 +16,7 @@
 typedef struct mm1 {
     double lambda, mu;
     uint64_t customers;
-    kb__store queue; /* items are arrival times in ps */
+    kb__fifo queue; /* items are arrival times in ps */
     double sojourn_sum;
 } mm1;
 
@@ -31,7 +31,7 @@ static int arrivals(kb__sim *sim, void *arg)
     kb__rng *rng = kb__proc_rng(kb__proc_self(sim));
     for (uint64_t i = 0; i < m->customers; i++) {
         int rc = kb__sleep(sim, draw(rng, m->lambda));
-        if (rc == 0) rc = kb__store_put(sim, &m->queue, (void *)(uintptr_t)kb__sim_now(sim));
+        if (rc == 0) rc = kb__fifo_put(sim, &m->queue, (void *)(uintptr_t)kb__sim_now(sim));
         if (rc) return rc;
     }
     return 0;
@@ -43,7 +43,7 @@ static int server(kb__sim *sim, void *arg)
     kb__rng *rng = kb__proc_rng(kb__proc_self(sim));
     for (uint64_t i = 0; i < m->customers; i++) {
         void *item;
-        int rc = kb__store_get(sim, &m->queue, &item);
+        int rc = kb__fifo_get(sim, &m->queue, &item);
         if (rc == 0) rc = kb__sleep(sim, draw(rng, m->mu));
         if (rc) return rc;
         m->sojourn_sum += (double)(kb__sim_now(sim) - (kb__time)(uintptr_t)item);
@@ -60,7 +60,7 @@ int kb__perf_mm1(const kb__perf_workload *w, kb__perf_result *r)
         return err.code;
     }
     mm1 m = {.lambda = 0.9, .mu = 1.0, .customers = w->work};
-    kb__store_init(&m.queue, "queue", 0);
+    kb__fifo_init(&m.queue, "queue", 0);
     kb__proc *a = kb__proc_spawn(sim, "arrivals", arrivals, &m, 0);
     kb__proc *s = kb__proc_spawn(sim, "server", server, &m, 0);
     double t0 = kb__perf_now();
@@ -73,7 +73,7 @@ int kb__perf_mm1(const kb__perf_workload *w, kb__perf_result *r)
     kb__perf_extra_add(r, "mean_sojourn", m.sojourn_sum / (double)m.customers / UNIT_PS);
     kb__perf_extra_add(r, "theory", 1.0 / (m.mu - m.lambda));
     kb__perf_extra_add(r, "events", (double)kb__sim_events(sim));
-    kb__store_fini(&m.queue);
+    kb__fifo_fini(&m.queue);
     kb__sim_destroy(sim);
     return rc;
 }

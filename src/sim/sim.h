@@ -11,14 +11,14 @@
  * time run in the order they were scheduled and runs are deterministic.
  *
  * Blocking rule: the event loop runs only on the main stack. A blocking call
- * (kb__sleep, kb__event_wait, kb__resource_acquire, kb__store_put/get,
+ * (kb__sleep, kb__event_wait, kb__resource_acquire, kb__fifo_put/get,
  * kb__wait_any/all, kb__proc_join) made from a process switches back to the
  * scheduler; made from the main stack it runs the event loop until it is
  * satisfied. Blocking calls and kb__sim_run* are refused with KB_ESTATE from
  * an event callback, and kb__sim_run* also from a process.
  *
  * Ownership: kb__sim_create/kb__sim_destroy own events, processes, stacks.
- * Embeddable objects (kb__timer, kb__event, kb__resource, kb__store) belong
+ * Embeddable objects (kb__timer, kb__event, kb__resource, kb__fifo) belong
  * to the caller; the names given to their init functions are borrowed and
  * must outlive them (use string literals or names stored in the component).
  * Process names are copied.
@@ -315,7 +315,7 @@ static inline uint32_t kb__resource_queue_len(const kb__resource *res)
 }
 
 /* Bounded FIFO of void* items; blocked putters and getters are served FIFO. */
-typedef struct kb__store {
+typedef struct kb__fifo {
     const char *name;
     size_t capacity; /* 0 = unbounded */
     void **ring;     /* items, ring buffer */
@@ -323,21 +323,21 @@ typedef struct kb__store {
     size_t head;     /* index of the oldest item */
     size_t count;    /* items held */
     kb__waitq getters, putters;
-} kb__store;
+} kb__fifo;
 
-void kb__store_init(kb__store *st, const char *name, size_t capacity);
+void kb__fifo_init(kb__fifo *st, const char *name, size_t capacity);
 /* Frees the buffer; no process may be blocked on st. */
-void kb__store_fini(kb__store *st);
+void kb__fifo_fini(kb__fifo *st);
 /* Blocking when full. Returns 0, KB_ECANCELED, KB_EDEADLOCK, or KB_ENOMEM
  * when an unbounded store cannot grow. */
-int kb__store_put(kb__sim *sim, kb__store *st, void *item);
+int kb__fifo_put(kb__sim *sim, kb__fifo *st, void *item);
 /* Blocking when empty; *out gets the oldest item. */
-int kb__store_get(kb__sim *sim, kb__store *st, void **out);
+int kb__fifo_get(kb__sim *sim, kb__fifo *st, void **out);
 /* Never block: return 1 when done, 0 when full (put) or empty (get),
  * KB_ENOMEM when an unbounded store cannot grow. */
-int kb__store_try_put(kb__sim *sim, kb__store *st, void *item);
-int kb__store_try_get(kb__sim *sim, kb__store *st, void **out);
-static inline size_t kb__store_len(const kb__store *st)
+int kb__fifo_try_put(kb__sim *sim, kb__fifo *st, void *item);
+int kb__fifo_try_get(kb__sim *sim, kb__fifo *st, void **out);
+static inline size_t kb__fifo_len(const kb__fifo *st)
 {
     return st->count;
 }

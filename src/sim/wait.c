@@ -310,21 +310,21 @@ void kb__resource_release(kb__sim *sim, kb__resource *res)
 
 /* ---- stores -------------------------------------------------------------- */
 
-void kb__store_init(kb__store *st, const char *name, size_t capacity)
+void kb__fifo_init(kb__fifo *st, const char *name, size_t capacity)
 {
     memset(st, 0, sizeof *st);
     st->name = name;
     st->capacity = capacity;
 }
 
-void kb__store_fini(kb__store *st)
+void kb__fifo_fini(kb__fifo *st)
 {
     free(st->ring);
     st->ring = NULL;
     st->ring_cap = st->count = st->head = 0;
 }
 
-static int ring_grow(kb__store *st)
+static int ring_grow(kb__fifo *st)
 {
     size_t cap = st->ring_cap ? 2 * st->ring_cap : 16;
     if (st->capacity && cap > st->capacity) cap = st->capacity;
@@ -341,7 +341,7 @@ static int ring_grow(kb__store *st)
     return 0;
 }
 
-static void ring_push(kb__store *st, void *item)
+static void ring_push(kb__fifo *st, void *item)
 {
     size_t j = st->head + st->count;
     st->ring[j >= st->ring_cap ? j - st->ring_cap : j] = item;
@@ -349,7 +349,7 @@ static void ring_push(kb__store *st, void *item)
 }
 
 /* 1 put (or handed to a getter), 0 full, KB_ENOMEM. */
-static int store_offer(kb__sim *sim, kb__store *st, void *item)
+static int store_offer(kb__sim *sim, kb__fifo *st, void *item)
 {
     kb__waiter *w = kb__waitq_pop(&st->getters);
     if (w) {
@@ -364,7 +364,7 @@ static int store_offer(kb__sim *sim, kb__store *st, void *item)
 }
 
 /* 1 got, 0 empty. A freed slot goes to the first blocked putter. */
-static int store_take(kb__sim *sim, kb__store *st, void **out)
+static int store_take(kb__sim *sim, kb__fifo *st, void **out)
 {
     if (st->count == 0) return 0;
     *out = st->ring[st->head];
@@ -378,10 +378,10 @@ static int store_take(kb__sim *sim, kb__store *st, void **out)
     return 1;
 }
 
-int kb__store_put(kb__sim *sim, kb__store *st, void *item)
+int kb__fifo_put(kb__sim *sim, kb__fifo *st, void *item)
 {
     int rc = 0;
-    kb__proc *p = kb__wait_caller(sim, "kb__store_put", &rc);
+    kb__proc *p = kb__wait_caller(sim, "kb__fifo_put", &rc);
     if (!p) return rc;
     rc = store_offer(sim, st, item);
     if (rc == KB_ENOMEM)
@@ -393,10 +393,10 @@ int kb__store_put(kb__sim *sim, kb__store *st, void *item)
     return block_on(sim, p, &st->putters, &w, "store (full)", st->name);
 }
 
-int kb__store_get(kb__sim *sim, kb__store *st, void **out)
+int kb__fifo_get(kb__sim *sim, kb__fifo *st, void **out)
 {
     int rc = 0;
-    kb__proc *p = kb__wait_caller(sim, "kb__store_get", &rc);
+    kb__proc *p = kb__wait_caller(sim, "kb__fifo_get", &rc);
     if (!p) return rc;
     if (store_take(sim, st, out)) return 0;
     kb__waiter w;
@@ -406,12 +406,12 @@ int kb__store_get(kb__sim *sim, kb__store *st, void **out)
     return rc;
 }
 
-int kb__store_try_put(kb__sim *sim, kb__store *st, void *item)
+int kb__fifo_try_put(kb__sim *sim, kb__fifo *st, void *item)
 {
     return store_offer(sim, st, item);
 }
 
-int kb__store_try_get(kb__sim *sim, kb__store *st, void **out)
+int kb__fifo_try_get(kb__sim *sim, kb__fifo *st, void **out)
 {
     return store_take(sim, st, out);
 }

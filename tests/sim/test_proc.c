@@ -400,7 +400,7 @@ Test(proc, each_process_keeps_its_own_floating_point_rounding_mode)
 
 typedef struct world {
     kb__resource res;
-    kb__store st;
+    kb__fifo st;
     kb__time t[20000];
     uint32_t who[20000];
     uint64_t val[20000];
@@ -432,8 +432,8 @@ static int random_actor(kb__sim *sim, void *arg)
             kb__resource_release(sim, &w->res);
         } else {
             void *item;
-            kb__store_put(sim, &w->st, (void *)(uintptr_t)(i + 1));
-            kb__store_get(sim, &w->st, &item);
+            kb__fifo_put(sim, &w->st, (void *)(uintptr_t)(i + 1));
+            kb__fifo_get(sim, &w->st, &item);
             pick = (uint64_t)(uintptr_t)item;
         }
         record(sim, w, me, kb__rng_u64(rng) ^ pick);
@@ -445,12 +445,12 @@ static void run_world(world *w, uint64_t seed)
 {
     kb__sim *sim = make(seed);
     kb__resource_init(&w->res, "bus", 2);
-    kb__store_init(&w->st, "q", 3);
+    kb__fifo_init(&w->st, "q", 3);
     w->n = 0;
     for (int i = 0; i < 20; i++)
         kb__proc_detach(sim, kb__proc_spawn(sim, "actor", random_actor, w, 0));
     cr_assert_eq(kb__sim_run(sim), 0, "%s", kb__sim_error(sim)->msg);
-    kb__store_fini(&w->st);
+    kb__fifo_fini(&w->st);
     kb__sim_destroy(sim);
 }
 

@@ -39,7 +39,7 @@ typedef struct actor {
     kb__time hold;  /* resource: hold time; store: item value */
     kb__event *ev;
     kb__resource *res;
-    kb__store *st;
+    kb__fifo *st;
 } actor;
 
 static int ev_waiter(kb__sim *sim, void *arg)
@@ -184,7 +184,7 @@ static int getter(kb__sim *sim, void *arg)
     actor *a = arg;
     kb__sleep(sim, a->start);
     void *item = NULL;
-    int rc = kb__store_get(sim, a->st, &item);
+    int rc = kb__fifo_get(sim, a->st, &item);
     add(a->log, sim, a->id * 10 + (int)(uintptr_t)item, rc);
     return 0;
 }
@@ -193,7 +193,7 @@ static int putter(kb__sim *sim, void *arg)
 {
     actor *a = arg;
     kb__sleep(sim, a->start);
-    int rc = kb__store_put(sim, a->st, (void *)(uintptr_t)a->hold);
+    int rc = kb__fifo_put(sim, a->st, (void *)(uintptr_t)a->hold);
     add(a->log, sim, a->id, rc);
     return 0;
 }
@@ -202,8 +202,8 @@ Test(wait, getters_block_on_an_empty_store_and_are_served_in_order)
 {
     kb__sim *sim = make();
     olog l = {.n = 0};
-    kb__store st;
-    kb__store_init(&st, "rx", 0);
+    kb__fifo st;
+    kb__fifo_init(&st, "rx", 0);
     actor g[3];
     kb__time starts[3] = {5, 1, 3}; /* getters block in order 1, 2, 0 */
     for (int i = 0; i < 3; i++)
@@ -212,7 +212,7 @@ Test(wait, getters_block_on_an_empty_store_and_are_served_in_order)
     kb__sim_run_until_time(sim, 10);
     for (uintptr_t v = 1; v <= 3; v++) {
         kb__sim_run_until_time(sim, 10 * (v + 1));
-        cr_assert_eq(kb__store_try_put(sim, &st, (void *)v), 1);
+        cr_assert_eq(kb__fifo_try_put(sim, &st, (void *)v), 1);
     }
     kb__sim_run(sim);
     /* Item v goes to the v-th getter to block (g1, g2, g0) when it is put. */
@@ -222,7 +222,7 @@ Test(wait, getters_block_on_an_empty_store_and_are_served_in_order)
         cr_assert_eq(l.e[i].who, expect[i]);
         cr_assert_eq(l.e[i].t, 10 * (kb__time)(i + 2));
     }
-    kb__store_fini(&st);
+    kb__fifo_fini(&st);
     kb__sim_destroy(sim);
 }
 
@@ -230,8 +230,8 @@ Test(wait, putters_block_on_a_full_store_and_resume_in_order_as_slots_free)
 {
     kb__sim *sim = make();
     olog l = {.n = 0};
-    kb__store st;
-    kb__store_init(&st, "tx", 2);
+    kb__fifo st;
+    kb__fifo_init(&st, "tx", 2);
     enum { N = 5 };
     actor p[N];
     for (int i = 0; i < N; i++)
@@ -240,12 +240,12 @@ Test(wait, putters_block_on_a_full_store_and_resume_in_order_as_slots_free)
     spawn_all(sim, putter, p, N);
     kb__sim_run_until_time(sim, 10);
     cr_assert_eq(l.n, 2); /* capacity 2: two puts done, three blocked */
-    cr_assert_eq(kb__store_len(&st), 2);
-    cr_assert_eq(kb__store_try_put(sim, &st, (void *)1), 0);
+    cr_assert_eq(kb__fifo_len(&st), 2);
+    cr_assert_eq(kb__fifo_try_put(sim, &st, (void *)1), 0);
     for (int k = 0; k < N; k++) {
         void *item;
         kb__sim_run_until_time(sim, 20 + 10 * (kb__time)k);
-        cr_assert_eq(kb__store_try_get(sim, &st, &item), 1);
+        cr_assert_eq(kb__fifo_try_get(sim, &st, &item), 1);
         cr_assert_eq((uintptr_t)item, 100u + (uintptr_t)k, "get %d", k);
     }
     kb__sim_run(sim);
@@ -256,30 +256,30 @@ Test(wait, putters_block_on_a_full_store_and_resume_in_order_as_slots_free)
         cr_assert_eq(l.e[i].t, expect, "putter %d", i);
     }
     void *item;
-    cr_assert_eq(kb__store_try_get(sim, &st, &item), 0);
-    kb__store_fini(&st);
+    cr_assert_eq(kb__fifo_try_get(sim, &st, &item), 0);
+    kb__fifo_fini(&st);
     kb__sim_destroy(sim);
 }
 
 Test(wait, unbounded_store_keeps_items_in_fifo_order_across_growth)
 {
     kb__sim *sim = make();
-    kb__store st;
-    kb__store_init(&st, "big", 0);
+    kb__fifo st;
+    kb__fifo_init(&st, "big", 0);
     for (uintptr_t i = 1; i <= 1000; i++) {
-        cr_assert_eq(kb__store_put(sim, &st, (void *)i), 0);
+        cr_assert_eq(kb__fifo_put(sim, &st, (void *)i), 0);
         if (i % 3 == 0) {
             void *x;
-            cr_assert_eq(kb__store_get(sim, &st, &x), 0);
+            cr_assert_eq(kb__fifo_get(sim, &st, &x), 0);
             cr_assert_eq((uintptr_t)x, i / 3);
         }
     }
     for (uintptr_t i = 334; i <= 1000; i++) {
         void *x;
-        cr_assert_eq(kb__store_get(sim, &st, &x), 0);
+        cr_assert_eq(kb__fifo_get(sim, &st, &x), 0);
         cr_assert_eq((uintptr_t)x, i);
     }
-    kb__store_fini(&st);
+    kb__fifo_fini(&st);
     kb__sim_destroy(sim);
 }
 
