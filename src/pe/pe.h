@@ -90,6 +90,9 @@ struct kb__pe_op {
      * data. Returns 0 or a negative code with a message in err (the program's
      * first error). Skipped once the program has failed. */
     int (*compute)(kb__pe_op *op, kb__err *err);
+    /* Runs when the op retires (finished or dropped): frees what the op owns.
+     * May be NULL. */
+    void (*release)(kb__pe_op *op);
 };
 
 typedef struct kb__pe_unit {

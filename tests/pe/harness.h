@@ -8,6 +8,7 @@
 
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernel/tl_internal.h"
@@ -83,6 +84,82 @@ static inline int tm_run(tm_machine *m, const kb__tl_launch_desc *d, uint32_t n_
     if (t_end) *t_end = kb__pe_launch_end(l);
     kb__pe_launch_destroy(l);
     return rc;
+}
+
+/* A flat device memory for DMA tests before the fabric: host bytes at VA
+ * [va, va + bytes). A transfer takes kb__pe_dma_ps(total bytes) on its DMA
+ * channel; reads sample memory at the start, writes land at the end; a span
+ * outside the window faults. */
+typedef struct tm_flat {
+    uint64_t va;
+    uint64_t bytes;
+    uint8_t *mem;
+} tm_flat;
+
+typedef struct tm_xfer {
+    tm_flat *f;
+    kb__pe_op *op;
+    bool write;
+    const kb__tl_span *spans;
+    uint32_t n;
+    const uint8_t *src;
+} tm_xfer;
+
+static inline void tm_flat_done(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)sim;
+    (void)data;
+    tm_xfer *x = arg;
+    if (x->write)
+        for (uint32_t i = 0; i < x->n; i++)
+            memcpy(x->f->mem + (x->spans[i].va - x->f->va), x->src + x->spans[i].tile_off,
+                   x->spans[i].bytes);
+    kb__pe_op *op = x->op;
+    free(x);
+    kb__pe_op_done(op, 0, NULL);
+}
+
+static inline void tm_flat_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool write,
+                                    const kb__tl_span *spans, uint32_t n, void *bytes)
+{
+    tm_flat *f = self;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (spans[i].va < f->va || spans[i].va + spans[i].bytes > f->va + f->bytes) {
+            kb__err e;
+            kb__err_set(&e, KB_EFAULT, "VA 0x%llx is not mapped", (unsigned long long)spans[i].va);
+            kb__pe_op_done(op, KB_EFAULT, &e);
+            return;
+        }
+        total += spans[i].bytes;
+        if (!write)
+            memcpy((uint8_t *)bytes + spans[i].tile_off, f->mem + (spans[i].va - f->va),
+                   spans[i].bytes);
+    }
+    tm_xfer *x = malloc(sizeof *x);
+    cr_assert_not_null(x);
+    *x = (tm_xfer){f, op, write, spans, n, bytes};
+    kb__sim_post(pe->sim, kb__pe_dma_ps(&pe->p, total), tm_flat_done, x, 0);
+}
+
+/* Adds a tensor argument over f: dims/strides in elements. */
+static inline void tm_add_tensor(kb__tl_launch_desc *d, tm_flat *f, const char *name, tl_dtype dt,
+                                 int ndim, const int64_t *shape, const int64_t *strides,
+                                 uint64_t va, uint64_t bytes)
+{
+    kb__tl_arg *a = &d->args[d->n_args++];
+    a->kind = KB__TL_ARG_TENSOR;
+    a->t.name = name;
+    a->t.dtype = dt;
+    a->t.ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        a->t.shape[i] = shape[i];
+        a->t.strides[i] = strides[i];
+    }
+    a->t.va = va;
+    a->t.bytes = bytes;
+    d->mem.transfer = tm_flat_transfer;
+    d->mem.self = f;
 }
 
 /* The result record of a test kernel (arg 0). */
