@@ -81,6 +81,7 @@ static void op_retire(kb__pe_op *op)
     for (uint32_t i = 0; i < op->n_in; i++)
         buf_unuse(op->in[i]);
     if (op->out) buf_unuse(op->out);
+    if (op->release) op->release(op);
     op_recycle(g, op);
     wake_program(g);
 }
