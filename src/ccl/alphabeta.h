@@ -1,0 +1,84 @@
+/*
+ * ccl/alphabeta.h — the α-β cost model of a ring collective, from the plan
+ * and the machine graph.
+ *
+ * α is the latency of one slot-sized message between ring neighbours along
+ * its real path, by the closed form of docs/timing-model.md:
+ *
+ *   T = Σ(o_i + w_i) + Σ p1/B_i + Σ_{k>=2} p_k / min(B_i) + fixed costs
+ *
+ * over the directed links of the route (packets p_k of fabric.packet_bytes,
+ * the last possibly shorter), with the fixed costs pe.dma.setup_ns, one
+ * cube.router.overhead_ns per router crossed, and the destination memory's
+ * constant L + c·p1/B_mem (timing-model.md, "Memories"). The route is
+ *
+ *   src dma -> cube noc -> [xbar -> router -> UCIe (XY) ... -> router -> xbar]
+ *   -> destination buffer (tcm: noc -> dma -> tcm; sram: xbar -> sram;
+ *   hbm: xbar -> hbm slice)
+ *
+ * and across SIPs it runs to the attach cube's router, the IO chiplet's
+ * io_noc, the SIP links (the shorter way round the SIP ring), and back in.
+ * The ring's α is the largest step latency over all ranks (steps are
+ * synchronous, the slowest one paces the ring); B is the smallest link
+ * bandwidth along the slowest neighbour path; β = 1/B. Ring all-reduce of
+ * N bytes over p ranks: 2(p−1)α + 2(p−1)/p · N/B.
+ *
+ * Cost: O(world size × route length); no allocation beyond one route.
+ */
+#ifndef KB_CCL_ALPHABETA_H
+#define KB_CCL_ALPHABETA_H
+
+#include <stdint.h>
+
+#include "base/error.h"
+#include "ccl/plan.h"
+#include "topo/topo.h"
+
+/* Directed links of one route, in travel order. */
+typedef struct kb__ccl_route {
+    uint32_t *links; /* link ids */
+    uint32_t n, cap;
+    uint32_t routers; /* router nodes crossed (each costs cube.router.overhead_ns) */
+} kb__ccl_route;
+
+/* Fills r (initially zeroed, or reused) with the route from src's PE DMA to
+ * dst's receive buffer of kind buf. KB_EINVAL for locations outside t,
+ * KB_ENOMEM. Free with kb__ccl_route_fini. */
+int kb__ccl_route_build(const kb__topo *t, kb__ccl_loc src, kb__ccl_loc dst, kb__ccl_buffer buf,
+                        kb__ccl_route *r, kb__err *err);
+void kb__ccl_route_fini(kb__ccl_route *r);
+
+/* One message alone on its route, split into the probe's three terms. */
+typedef struct kb__ccl_msg_cost {
+    uint64_t overhead_ps; /* Σ o_i + routers + dma set-up + memory constant */
+    uint64_t wire_ps;     /* Σ w_i */
+    uint64_t drain_ps;    /* Σ p1/B_i + Σ_{k>=2} p_k/min(B_i) */
+    uint64_t total_ps;    /* the sum of the three */
+    double min_bw_gbs;    /* bottleneck bandwidth of the route */
+    uint32_t links, routers;
+} kb__ccl_msg_cost;
+
+/* Cost of a bytes-long message from src to dst's buffer (bytes >= 1). */
+int kb__ccl_msg_cost_get(const kb__topo *t, kb__ccl_loc src, kb__ccl_loc dst, kb__ccl_buffer buf,
+                         uint64_t bytes, kb__ccl_msg_cost *out, kb__err *err);
+
+typedef struct kb__ccl_alphabeta {
+    uint32_t world_size;
+    uint64_t slot_size;           /* bytes of the message α is measured with */
+    uint64_t alpha_ps;            /* largest rank -> next slot message latency */
+    uint32_t alpha_rank;          /* the rank whose send to next gives alpha_ps */
+    double bw_gbs;                /* B: bottleneck bandwidth of the slowest neighbour path */
+    uint32_t bw_rank;             /* the rank whose path to next has that bottleneck */
+    kb__ccl_msg_cost alpha_parts; /* breakdown of alpha_ps */
+} kb__ccl_alphabeta;
+
+/* α and B for a ring_1d plan on t (KB_EINVAL for other topologies). A
+ * world of one rank has no step: α = 0 and B = 0. */
+int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_alphabeta *out,
+                           kb__err *err);
+
+/* Predicted ring all-reduce time of bytes, ps:
+ * 2(p−1)α + ceil(2(p−1)/p · bytes/B). 0 for p = 1. */
+uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, uint64_t bytes);
+
+#endif

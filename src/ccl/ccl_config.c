@@ -1,0 +1,546 @@
+/*
+ * ccl_config.c — ccl.yaml parsed and validated into kb__ccl_config.
+ *
+ * Overrides ("ccl.PATH=VALUE") are grafted under a top-level `ccl` map of
+ * the same tree, so they keep their "--set ..." location; every lookup
+ * reads the override map first and the file second (pick()). Unknown keys
+ * are checked in both. The algorithm table is built in file order, then
+ * algorithms only the overrides name.
+ *
+ * Cost: O(keys x known names) string compares; nothing here is hot.
+ */
+#include "ccl/ccl_config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const char kb__embedded_ccl[];
+extern const unsigned long kb__embedded_ccl_len;
+
+static const char *const buffer_names[] = {"tcm", "sram", "hbm"};
+static const char *const bp_names[] = {"poll", "sleep"};
+static const char *const topo_names[] = {"ring_1d", "mesh_2d", "tree"};
+static const char *const coll_names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
+                                         "send_recv"};
+static const char *const field_names[] = {"buffer_kind",  "n_slots",       "slot_size",
+                                          "backpressure", "vc_chunk_size", "credit_size",
+                                          "world_size"};
+static const char *const root_keys[] = {"defaults", "algorithms", "ccl"};
+static const char *const over_keys[] = {"defaults", "algorithms"};
+static const char *const default_keys[] = {"buffer_kind",  "n_slots",       "slot_size",
+                                           "backpressure", "vc_chunk_size", "credit_size",
+                                           "world_size",   "algorithm"};
+static const char *const algo_keys[] = {
+    "module",    "collective",   "topology",      "buffer_kind", "n_slots",
+    "slot_size", "backpressure", "vc_chunk_size", "credit_size", "world_size"};
+
+#define COUNT(a)  (sizeof(a) / sizeof((a)[0]))
+#define MAX_SLOTS 65536u
+
+const char *kb__ccl_buffer_name(kb__ccl_buffer b)
+{
+    return (unsigned)b < KB__CCL_BUF_COUNT ? buffer_names[b] : "?";
+}
+const char *kb__ccl_backpressure_name(kb__ccl_backpressure b)
+{
+    return (unsigned)b < KB__CCL_BP_COUNT ? bp_names[b] : "?";
+}
+const char *kb__ccl_topology_name(kb__ccl_topology t)
+{
+    return (unsigned)t < KB__CCL_TOPOLOGY_COUNT ? topo_names[t] : "?";
+}
+const char *kb__ccl_collective_name(kb__ccl_collective c)
+{
+    return (unsigned)c < KB__CCL_COLLECTIVE_COUNT ? coll_names[c] : "?";
+}
+
+void kb__ccl_settings_builtin(kb__ccl_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->buffer_kind = KB__CCL_BUF_TCM;
+    s->n_slots = 4;
+    s->slot_size = 4096;
+    s->backpressure = KB__CCL_BP_SLEEP;
+}
+
+/* ---- tree helpers ------------------------------------------------------- */
+
+/* The override's value for key if any, else the file's. */
+static const kb__cfg_node *pick(const kb__cfg_node *file, const kb__cfg_node *over, const char *key)
+{
+    const kb__cfg_node *n = over ? kb__cfg_child(over, key) : NULL;
+    return n ? n : (file ? kb__cfg_child(file, key) : NULL);
+}
+
+/* n must be a mapping (an empty value counts as an empty one); *map gets
+ * it, or NULL when n is absent or empty. */
+static int as_map(const kb__cfg_node *n, const kb__cfg_node **map, kb__err *err)
+{
+    *map = NULL;
+    if (!n || kb__cfg_is_null(n)) return 0;
+    if (n->type != KB__CFG_MAP) return kb__cfg_fail(n, 0, err, "expected a mapping");
+    *map = n;
+    return 0;
+}
+
+static int check_keys(const kb__cfg_node *map, const char *const *known, size_t n, kb__err *err)
+{
+    for (size_t i = 0; map && i < map->n_kids; i++) {
+        const kb__cfg_node *k = map->kids[i];
+        size_t j = 0;
+        while (j < n && strcmp(k->key, known[j]))
+            j++;
+        if (j < n) continue;
+        const char *hint = kb__cfg_suggest(k->key, known, n);
+        if (hint)
+            return kb__cfg_fail(k, 1, err, "unknown key '%s'; did you mean '%s'?", k->key, hint);
+        char list[256] = "";
+        for (j = 0; j < n; j++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "",
+                     known[j]);
+        return kb__cfg_fail(k, 1, err, "unknown key '%s'; known keys here: %s", k->key, list);
+    }
+    return 0;
+}
+
+/* ---- settings ------------------------------------------------------------ */
+
+static int read_count(const kb__cfg_node *n, uint64_t lo, uint64_t hi, uint64_t *out, kb__err *err)
+{
+    if (kb__cfg_u64(n, out, err)) return KB_ECONFIG;
+    if (*out < lo || *out > hi)
+        return kb__cfg_fail(n, 0, err, "expected an integer from %llu to %llu, got '%.60s'",
+                            (unsigned long long)lo, (unsigned long long)hi, n->text);
+    return 0;
+}
+
+static int read_field(const kb__cfg_node *n, kb__ccl_field f, kb__ccl_settings *s, kb__err *err)
+{
+    int e;
+    uint64_t v;
+    switch (f) {
+    case KB__CCL_F_BUFFER_KIND:
+        if (kb__cfg_enum(n, buffer_names, COUNT(buffer_names), &e, err)) return KB_ECONFIG;
+        s->buffer_kind = (kb__ccl_buffer)e;
+        return 0;
+    case KB__CCL_F_BACKPRESSURE:
+        if (kb__cfg_enum(n, bp_names, COUNT(bp_names), &e, err)) return KB_ECONFIG;
+        s->backpressure = (kb__ccl_backpressure)e;
+        return 0;
+    case KB__CCL_F_N_SLOTS:
+        if (read_count(n, 1, MAX_SLOTS, &v, err)) return KB_ECONFIG;
+        s->n_slots = (uint32_t)v;
+        return 0;
+    case KB__CCL_F_WORLD_SIZE:
+        if (read_count(n, 1, KB__TOPO_MAX_PES, &v, err)) return KB_ECONFIG;
+        s->world_size = (uint32_t)v;
+        return 0;
+    default:
+        break;
+    }
+    if (kb__cfg_size(n, &v, err)) return KB_ECONFIG;
+    if (f == KB__CCL_F_SLOT_SIZE && (v == 0 || v % KB__CCL_SLOT_ALIGN || v > (1ull << 31)))
+        return kb__cfg_fail(n, 0, err,
+                            "expected a positive multiple of %u bytes up to 2GiB, got '%.60s'",
+                            KB__CCL_SLOT_ALIGN, n->text);
+    if (v == 0 || v > (1ull << 31))
+        return kb__cfg_fail(n, 0, err, "expected a size from 1 byte to 2GiB, got '%.60s'", n->text);
+    if (f == KB__CCL_F_SLOT_SIZE) s->slot_size = v;
+    if (f == KB__CCL_F_VC_CHUNK_SIZE) s->vc_chunk_size = v;
+    if (f == KB__CCL_F_CREDIT_SIZE) s->credit_size = v;
+    return 0;
+}
+
+/* Overlays the settings written in file/over maps onto s, recording where. */
+static int read_settings(const kb__cfg_node *file, const kb__cfg_node *over, kb__ccl_settings *s,
+                         const kb__cfg_node **at, kb__err *err)
+{
+    for (int f = 0; f < KB__CCL_F_COUNT; f++) {
+        const kb__cfg_node *n = pick(file, over, field_names[f]);
+        if (!n) continue;
+        if (read_field(n, (kb__ccl_field)f, s, err)) return KB_ECONFIG;
+        at[f] = n;
+    }
+    return 0;
+}
+
+/* ---- algorithms ---------------------------------------------------------- */
+
+typedef struct loader {
+    kb__ccl_config *c;
+    const kb__cfg_node *defaults[2]; /* file, override */
+    const kb__cfg_node *algos[2];
+    const kb__cfg_node *default_at[KB__CCL_F_COUNT];
+} loader;
+
+static int read_algo(loader *L, const char *name, kb__ccl_algo *a, kb__err *err)
+{
+    const kb__cfg_node *m[2];
+    if (as_map(L->algos[0] ? kb__cfg_child(L->algos[0], name) : NULL, &m[0], err) ||
+        as_map(L->algos[1] ? kb__cfg_child(L->algos[1], name) : NULL, &m[1], err) ||
+        check_keys(m[0], algo_keys, COUNT(algo_keys), err) ||
+        check_keys(m[1], algo_keys, COUNT(algo_keys), err))
+        return KB_ECONFIG;
+    a->node = m[0] ? m[0] : m[1];
+    if (!(a->name = strdup(name))) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    const kb__cfg_node *mod = pick(m[0], m[1], "module"), *top = pick(m[0], m[1], "topology");
+    const kb__cfg_node *coll = pick(m[0], m[1], "collective");
+    const kb__cfg_node *where = a->node ? a->node : (L->algos[0] ? L->algos[0] : L->algos[1]);
+    if (!mod)
+        return kb__cfg_fail(where, 0, err, "algorithm '%s' needs a 'module' (the kernel name)",
+                            name);
+    if (!top)
+        return kb__cfg_fail(where, 0, err,
+                            "algorithm '%s' needs a 'topology' (ring_1d, mesh_2d or tree)", name);
+    const char *s;
+    int e;
+    if (kb__cfg_str(mod, &s, err)) return KB_ECONFIG;
+    if (!s[0]) return kb__cfg_fail(mod, 0, err, "expected a kernel name, got ''");
+    if (!(a->module = strdup(s))) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    if (kb__cfg_enum(top, topo_names, COUNT(topo_names), &e, err)) return KB_ECONFIG;
+    a->topology = (kb__ccl_topology)e;
+    a->collective = KB__CCL_ALL_REDUCE;
+    if (coll) {
+        if (kb__cfg_enum(coll, coll_names, COUNT(coll_names), &e, err)) return KB_ECONFIG;
+        a->collective = (kb__ccl_collective)e;
+    }
+    a->s = L->c->defaults;
+    memcpy(a->at, L->default_at, sizeof a->at);
+    return read_settings(m[0], m[1], &a->s, a->at, err);
+}
+
+static int add_algo(loader *L, const char *name, kb__err *err)
+{
+    kb__ccl_config *c = L->c;
+    for (size_t i = 0; i < c->n_algos; i++)
+        if (!strcmp(c->algos[i].name, name)) return 0; /* named by file and override */
+    kb__ccl_algo *v = realloc(c->algos, (c->n_algos + 1) * sizeof *v);
+    if (!v) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    c->algos = v;
+    memset(&v[c->n_algos], 0, sizeof *v);
+    return read_algo(L, name, &v[c->n_algos++], err);
+}
+
+static int read_algos(loader *L, kb__err *err)
+{
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; L->algos[k] && i < L->algos[k]->n_kids; i++)
+            if (add_algo(L, L->algos[k]->kids[i]->key, err)) return KB_ECONFIG;
+    return 0;
+}
+
+static int find_index(const kb__ccl_config *c, const char *name)
+{
+    for (size_t i = 0; i < c->n_algos; i++)
+        if (!strcmp(c->algos[i].name, name)) return (int)i;
+    return -1;
+}
+
+/* The known algorithm names, comma separated, into buf. */
+static void algo_list(const kb__ccl_config *c, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < c->n_algos; i++)
+        snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", i ? ", " : "", c->algos[i].name);
+    if (!c->n_algos) snprintf(buf, size, "none");
+}
+
+static const char *suggest_algo(const kb__ccl_config *c, const char *name)
+{
+    const char *cand[64];
+    size_t n = c->n_algos < 64 ? c->n_algos : 64;
+    for (size_t i = 0; i < n; i++)
+        cand[i] = c->algos[i].name;
+    return kb__cfg_suggest(name, cand, n);
+}
+
+static int read_default_algo(loader *L, const kb__cfg_node *n, kb__err *err)
+{
+    kb__ccl_config *c = L->c;
+    int coll = 0; /* the key was checked against coll_names already */
+    while (coll < KB__CCL_COLLECTIVE_COUNT - 1 && strcmp(coll_names[coll], n->key))
+        coll++;
+    const char *s;
+    if (kb__cfg_str(n, &s, err)) return KB_ECONFIG;
+    int i = find_index(c, s);
+    if (i < 0) {
+        const char *hint = suggest_algo(c, s);
+        char list[512];
+        algo_list(c, list, sizeof list);
+        if (hint)
+            return kb__cfg_fail(n, 0, err, "unknown algorithm '%.60s'; did you mean '%s'?", s,
+                                hint);
+        return kb__cfg_fail(n, 0, err, "unknown algorithm '%.60s'; algorithms: %s", s, list);
+    }
+    if ((int)c->algos[i].collective != coll)
+        return kb__cfg_fail(n, 0, err, "algorithm '%s' implements %s, not %s", s,
+                            coll_names[c->algos[i].collective], coll_names[coll]);
+    c->default_algo[coll] = i;
+    return 0;
+}
+
+static int read_default_algos(loader *L, kb__err *err)
+{
+    const kb__cfg_node *m[2];
+    for (int k = 0; k < 2; k++) {
+        const kb__cfg_node *n = L->defaults[k] ? kb__cfg_child(L->defaults[k], "algorithm") : NULL;
+        if (n && n->type == KB__CFG_SCALAR && !kb__cfg_is_null(n))
+            return kb__cfg_fail(n, 0, err,
+                                "expected a mapping from collective to algorithm name, e.g. "
+                                "{all_reduce: ring_allreduce}, got '%.60s'",
+                                n->text);
+        if (as_map(n, &m[k], err) || check_keys(m[k], coll_names, COUNT(coll_names), err))
+            return KB_ECONFIG;
+    }
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; m[k] && i < m[k]->n_kids; i++)
+            if (read_default_algo(L, m[k]->kids[i], err)) return KB_ECONFIG;
+    return 0;
+}
+
+/* ---- load ------------------------------------------------------------------ */
+
+static int validate(kb__ccl_config *c, kb__err *err)
+{
+    loader L;
+    memset(&L, 0, sizeof L);
+    L.c = c;
+    const kb__cfg_node *root = kb__cfg_root(c->cfg), *over;
+    if (check_keys(root, root_keys, COUNT(root_keys), err) ||
+        as_map(kb__cfg_child(root, "ccl"), &over, err) ||
+        check_keys(over, over_keys, COUNT(over_keys), err))
+        return KB_ECONFIG;
+    const kb__cfg_node *files[2] = {root, over};
+    for (int k = 0; k < 2; k++) {
+        if (!files[k]) continue;
+        if (as_map(kb__cfg_child(files[k], "defaults"), &L.defaults[k], err) ||
+            check_keys(L.defaults[k], default_keys, COUNT(default_keys), err) ||
+            as_map(kb__cfg_child(files[k], "algorithms"), &L.algos[k], err))
+            return KB_ECONFIG;
+    }
+    kb__ccl_settings_builtin(&c->defaults);
+    if (read_settings(L.defaults[0], L.defaults[1], &c->defaults, L.default_at, err) ||
+        read_algos(&L, err))
+        return KB_ECONFIG;
+    for (int i = 0; i < KB__CCL_COLLECTIVE_COUNT; i++)
+        c->default_algo[i] = -1;
+    return read_default_algos(&L, err);
+}
+
+static int apply_sets(kb__cfg *cfg, const char *const *sets, size_t n_sets, kb__err *err)
+{
+    for (size_t i = 0; i < n_sets; i++) {
+        if (strncmp(sets[i], "ccl.", 4))
+            return kb__err_set(err, KB_ECONFIG,
+                               "--set %.200s: ccl.yaml overrides start with 'ccl.' "
+                               "(e.g. --set ccl.defaults.n_slots=8)",
+                               sets[i]);
+        int rc = kb__cfg_apply_set(cfg, sets[i], err);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int finish(kb__ccl_config **out, kb__cfg *cfg, const char *const *sets, size_t n_sets,
+                  kb__err *err)
+{
+    kb__ccl_config *c = calloc(1, sizeof *c);
+    if (!c) {
+        kb__cfg_destroy(cfg);
+        return kb__err_set(err, KB_ENOMEM, "out of memory");
+    }
+    c->cfg = cfg;
+    int rc = apply_sets(cfg, sets, n_sets, err);
+    if (!rc) rc = validate(c, err);
+    if (rc) {
+        kb__ccl_config_destroy(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+int kb__ccl_config_load_string(kb__ccl_config **out, const char *name, const char *text, size_t len,
+                               const char *const *sets, size_t n_sets, kb__err *err)
+{
+    *out = NULL;
+    kb__cfg *cfg;
+    int rc = kb__cfg_parse_string(&cfg, name, text, len, err);
+    return rc ? rc : finish(out, cfg, sets, n_sets, err);
+}
+
+int kb__ccl_config_load(kb__ccl_config **out, const char *file, const char *const *sets,
+                        size_t n_sets, kb__err *err)
+{
+    *out = NULL;
+    if (!file)
+        return kb__ccl_config_load_string(out, "ccl.yaml (built-in)", kb__embedded_ccl,
+                                          kb__embedded_ccl_len, sets, n_sets, err);
+    kb__cfg *cfg;
+    int rc = kb__cfg_parse_file(&cfg, file, err);
+    return rc ? rc : finish(out, cfg, sets, n_sets, err);
+}
+
+void kb__ccl_config_destroy(kb__ccl_config *c)
+{
+    if (!c) return;
+    for (size_t i = 0; i < c->n_algos; i++) {
+        free(c->algos[i].name);
+        free(c->algos[i].module);
+    }
+    free(c->algos);
+    kb__cfg_destroy(c->cfg);
+    free(c);
+}
+
+int kb__ccl_config_find(const kb__ccl_config *c, const char *name, const kb__ccl_algo **out,
+                        kb__err *err)
+{
+    *out = NULL;
+    int i = find_index(c, name);
+    if (i >= 0) {
+        *out = &c->algos[i];
+        return 0;
+    }
+    char list[512];
+    algo_list(c, list, sizeof list);
+    const char *hint = suggest_algo(c, name);
+    if (hint)
+        return kb__err_set(err, KB_ENOTFOUND,
+                           "unknown collective algorithm '%.60s'; did you mean '%s'? (ccl.yaml "
+                           "defines: %s)",
+                           name, hint, list);
+    return kb__err_set(err, KB_ENOTFOUND,
+                       "unknown collective algorithm '%.60s' (ccl.yaml defines: %s)", name, list);
+}
+
+int kb__ccl_config_default(const kb__ccl_config *c, kb__ccl_collective coll,
+                           const kb__ccl_algo **out, kb__err *err)
+{
+    *out = NULL;
+    if ((unsigned)coll >= KB__CCL_COLLECTIVE_COUNT)
+        return kb__err_set(err, KB_EINVAL, "collective %d out of range", (int)coll);
+    if (c->default_algo[coll] < 0)
+        return kb__err_set(err, KB_ENOTFOUND,
+                           "ccl.yaml names no default algorithm for %s (add "
+                           "defaults.algorithm.%s: NAME)",
+                           coll_names[coll], coll_names[coll]);
+    *out = &c->algos[c->default_algo[coll]];
+    return 0;
+}
+
+/* ---- resolve against a machine ------------------------------------------ */
+
+void kb__ccl_grid_shape(uint32_t n, uint32_t *rows, uint32_t *cols)
+{
+    uint32_t r = 1;
+    for (uint32_t d = 1; (uint64_t)d * d <= n; d++)
+        if (n % d == 0) r = d;
+    *rows = r;
+    *cols = n ? n / r : 0;
+}
+
+static int mesh_ok(uint32_t n)
+{
+    uint32_t r, c;
+    kb__ccl_grid_shape(n, &r, &c);
+    return n == 1 || r >= 2;
+}
+
+/* Reports a problem with setting f of a, at the place the value came from. */
+static int fail_setting(const kb__ccl_algo *a, kb__ccl_field f, int requested, kb__err *err,
+                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int fail_setting(const kb__ccl_algo *a, kb__ccl_field f, int requested, kb__err *err,
+                        const char *fmt, ...)
+{
+    char what[KB__ERR_MSG_MAX / 2];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (!requested && a->at[f]) return kb__cfg_fail(a->at[f], 0, err, "%s", what);
+    return kb__err_set(err, KB_ECONFIG, "algorithm '%s': %s (%s): %s", a->name, field_names[f],
+                       requested ? "requested by the caller" : "built-in ccl default", what);
+}
+
+static int check_world(const kb__ccl_algo *a, uint32_t ws, int requested, uint64_t pes,
+                       kb__err *err)
+{
+    const char *topo = topo_names[a->topology];
+    if (ws < 1 || ws > pes)
+        return fail_setting(a, KB__CCL_F_WORLD_SIZE, requested, err,
+                            "world size %u is impossible on this machine: expected 1 to %llu "
+                            "ranks (its PE count)",
+                            ws, (unsigned long long)pes);
+    if (a->topology != KB__CCL_MESH_2D || mesh_ok(ws)) return 0;
+    uint32_t lo = ws - 1, hi = ws + 1;
+    while (lo > 1 && !mesh_ok(lo))
+        lo--;
+    while (hi <= pes && !mesh_ok(hi))
+        hi++;
+    char alt[64];
+    if (hi <= pes && lo >= 4)
+        snprintf(alt, sizeof alt, "%u or %u", lo, hi);
+    else
+        snprintf(alt, sizeof alt, "%u", lo >= 4 ? lo : hi);
+    return fail_setting(a, KB__CCL_F_WORLD_SIZE, requested, err,
+                        "%s needs a world size R x C with R, C >= 2 (a rectangle of ranks); %u "
+                        "is not (nearest: %s)",
+                        topo, ws, alt);
+}
+
+static uint64_t capacity_per_rank(const kb__topo_params *p, kb__ccl_buffer b, uint32_t ws,
+                                  const char **what)
+{
+    uint32_t per_cube = kb__topo_pes_per_cube(p);
+    uint32_t sharing = ws < per_cube ? ws : per_cube;
+    switch (b) {
+    case KB__CCL_BUF_TCM:
+        *what = "usable TCM per PE (pe.tcm.size - pe.tcm.reserved)";
+        return p->pe.tcm_size - p->pe.tcm_reserved;
+    case KB__CCL_BUF_SRAM:
+        *what = "cube SRAM shared by the ranks of a cube (cube.sram.size / ranks per cube)";
+        return p->cube.sram_size / (sharing ? sharing : 1);
+    default:
+        *what = "HBM slice per PE (cube.hbm.capacity / cube.hbm.slices)";
+        return p->cube.hbm_capacity / p->cube.hbm_slices;
+    }
+}
+
+int kb__ccl_resolve(const kb__ccl_algo *a, const kb__topo_params *p, uint32_t world_size_override,
+                    kb__ccl_resolved *out, kb__err *err)
+{
+    static const uint32_t neighbours[] = {2, 4, 3};
+    memset(out, 0, sizeof *out);
+    out->algo = a;
+    out->s = a->s;
+    uint64_t pes = kb__topo_pe_total(p);
+    int requested = world_size_override != 0;
+    uint32_t ws = requested ? world_size_override : a->s.world_size;
+    if (!ws) ws = (uint32_t)(pes < KB__TOPO_MAX_PES ? pes : KB__TOPO_MAX_PES);
+    if (check_world(a, ws, requested, pes, err)) return KB_ECONFIG;
+    out->s.world_size = ws;
+    if (!out->s.vc_chunk_size) out->s.vc_chunk_size = p->pe.ipcq_vc_chunk_bytes;
+    if (!out->s.credit_size) out->s.credit_size = p->pe.ipcq_credit_bytes;
+    if (a->topology == KB__CCL_MESH_2D)
+        kb__ccl_grid_shape(ws, &out->grid_rows, &out->grid_cols);
+    else
+        out->grid_rows = 1, out->grid_cols = ws;
+    out->max_neighbours = ws > 1 ? neighbours[a->topology] : 0;
+    out->queue_bytes = (uint64_t)a->s.n_slots * a->s.slot_size * out->max_neighbours;
+    const char *what;
+    out->capacity_bytes = capacity_per_rank(p, a->s.buffer_kind, ws, &what);
+    if (out->queue_bytes <= out->capacity_bytes) return 0;
+    kb__ccl_field f = a->at[KB__CCL_F_SLOT_SIZE] ? KB__CCL_F_SLOT_SIZE
+                      : a->at[KB__CCL_F_N_SLOTS] ? KB__CCL_F_N_SLOTS
+                                                 : KB__CCL_F_BUFFER_KIND;
+    return fail_setting(a, f, 0, err,
+                        "receive queues do not fit: n_slots %u x slot_size %llu x %u neighbours "
+                        "(%s) = %llu bytes per rank, but %s buffers hold %llu bytes (%s)",
+                        a->s.n_slots, (unsigned long long)a->s.slot_size, out->max_neighbours,
+                        topo_names[a->topology], (unsigned long long)out->queue_bytes,
+                        buffer_names[a->s.buffer_kind], (unsigned long long)out->capacity_bytes,
+                        what);
+}

@@ -1,0 +1,208 @@
+/*
+ * α-β model: the slot message latency between a same-cube pair and a
+ * cross-cube pair, computed here term by term from the topology parameters
+ * (docs/timing-model.md closed form + the fixed costs docs/ccl.md lists),
+ * and the ring prediction 2(p−1)α + 2(p−1)/p · N/B.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "ccl/alphabeta.h"
+
+/* ns -> ps, rounded up (values within 1e-6 ps of a whole ps are that ps). */
+static uint64_t ps(double ns)
+{
+    return (uint64_t)ceil(ns * 1000.0 - 1e-6);
+}
+
+typedef struct hop {
+    double bw, o, len_mm;
+} hop;
+
+/* Closed form for a message of n full packets of pk bytes plus the fixed
+ * costs (dma set-up, routers, memory constant). */
+static uint64_t closed_form(const kb__topo_params *p, const hop *h, int k, int routers,
+                            uint64_t bytes, double mem_lat, double mem_bw, uint64_t mem_ch)
+{
+    uint64_t pk = p->fabric.packet_bytes, n = bytes / pk, t = 0;
+    double min_bw = h[0].bw;
+    for (int i = 0; i < k; i++) {
+        t += ps(h[i].o) + ps(h[i].len_mm * p->fabric.ns_per_mm) + ps((double)pk / h[i].bw);
+        if (h[i].bw < min_bw) min_bw = h[i].bw;
+    }
+    t += (n - 1) * ps((double)pk / min_bw);
+    t += ps(p->pe.dma_setup_ns) + (uint64_t)routers * ps(p->cube.router_overhead_ns);
+    t += ps(mem_lat) + ps((double)(mem_ch * pk) / mem_bw);
+    return t;
+}
+
+static kb__topo *machine(kb__topo_params *p)
+{
+    kb__topo *t;
+    kb__err err;
+    kb__topo_params_default(p);
+    cr_assert_eq(kb__topo_build(&t, p, &err), 0, "%s", err.msg);
+    return t;
+}
+
+Test(ccl_alphabeta, same_cube_slot_message_matches_the_closed_form)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    hop h[3] = {{p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm},
+                {p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm},
+                {p.pe.tcm_bw_gbs, p.pe.tcm_latency_ns, 0}};
+    uint64_t want = closed_form(&p, h, 3, 0, 4096, p.pe.tcm_latency_ns, p.pe.tcm_bw_gbs, 1);
+    kb__ccl_msg_cost c;
+    kb__err err;
+    kb__ccl_loc a = {0, 3, 0}, b = {0, 3, 5};
+    cr_assert_eq(kb__ccl_msg_cost_get(t, a, b, KB__CCL_BUF_TCM, 4096, &c, &err), 0, "%s", err.msg);
+    cr_assert_eq(c.total_ps, want);
+    cr_assert_eq(c.links, 3);
+    cr_assert_eq(c.routers, 0);
+    cr_assert_eq(c.total_ps, c.overhead_ps + c.wire_ps + c.drain_ps);
+    kb__topo_destroy(t);
+}
+
+Test(ccl_alphabeta, cross_cube_slot_message_matches_the_closed_form)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    hop noc = {p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm};
+    hop xbar = {p.cube.xbar_bw_gbs, p.cube.xbar_overhead_ns, 0};
+    hop ucie = {p.sip.ucie.bw_gbs, 2 * p.sip.ucie.overhead_ns, p.sip.ucie.length_mm};
+    hop tcm = {p.pe.tcm_bw_gbs, p.pe.tcm_latency_ns, 0};
+    /* dma->noc->xbar->router =UCIe=> router->xbar->noc->dma->tcm */
+    hop h[8] = {noc, xbar, xbar, ucie, xbar, xbar, noc, tcm};
+    uint64_t want = closed_form(&p, h, 8, 2, 4096, p.pe.tcm_latency_ns, p.pe.tcm_bw_gbs, 1);
+    kb__ccl_msg_cost c;
+    kb__err err;
+    kb__ccl_loc a = {0, 0, 7}, b = {0, 1, 0}; /* cube 1 is cube 0's east neighbour */
+    cr_assert_eq(kb__ccl_msg_cost_get(t, a, b, KB__CCL_BUF_TCM, 4096, &c, &err), 0, "%s", err.msg);
+    cr_assert_eq(c.total_ps, want);
+    cr_assert_eq(c.routers, 2);
+    double min_bw = fmin(fmin(noc.bw, xbar.bw), fmin(ucie.bw, tcm.bw));
+    cr_assert_float_eq(c.min_bw_gbs, min_bw, 1e-9);
+    kb__topo_destroy(t);
+}
+
+Test(ccl_alphabeta, hbm_buffer_adds_the_slice_constant)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    hop h[3] = {{p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm},
+                {p.cube.xbar_bw_gbs, p.cube.xbar_overhead_ns, 0},
+                {p.cube.hbm_xbar_bw_gbs, 0, 0}};
+    uint64_t want =
+        closed_form(&p, h, 3, 0, 4096, p.cube.hbm_access_latency_ns,
+                    p.cube.hbm_xbar_bw_gbs * p.cube.hbm_efficiency, p.cube.hbm_pseudo_channels);
+    kb__ccl_msg_cost c;
+    kb__err err;
+    kb__ccl_loc a = {1, 2, 0}, b = {1, 2, 1};
+    cr_assert_eq(kb__ccl_msg_cost_get(t, a, b, KB__CCL_BUF_HBM, 4096, &c, &err), 0, "%s", err.msg);
+    cr_assert_eq(c.total_ps, want);
+    kb__topo_destroy(t);
+}
+
+Test(ccl_alphabeta, cross_sip_route_goes_through_the_io_chiplets)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__ccl_route r = {0};
+    kb__err err;
+    kb__ccl_loc a = {0, 4, 0}, b = {1, 0, 0}; /* cube 4 is one hop south of attach cube 0 */
+    cr_assert_eq(kb__ccl_route_build(t, a, b, KB__CCL_BUF_TCM, &r, &err), 0, "%s", err.msg);
+    int sip_links = 0, io_ucie = 0, ucie = 0;
+    for (uint32_t i = 0; i < r.n; i++) {
+        kb__link_class cls = t->links[r.links[i]].cls;
+        sip_links += cls == KB__LINK_SIP_LINK;
+        io_ucie += cls == KB__LINK_IO_UCIE;
+        ucie += cls == KB__LINK_UCIE;
+        if (i) cr_assert_eq(t->links[r.links[i]].from, t->links[r.links[i - 1]].to);
+    }
+    cr_assert_eq(sip_links, 1);
+    cr_assert_eq(io_ucie, 2);
+    cr_assert_eq(ucie, 1);
+    kb__ccl_route_fini(&r);
+    kb__topo_destroy(t);
+}
+
+static kb__ccl_plan *ring_plan(const kb__topo_params *p, uint32_t ws, kb__ccl_config **c)
+{
+    kb__err err;
+    const char *text = "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d}\n";
+    cr_assert_eq(kb__ccl_config_load_string(c, "t.yaml", text, strlen(text), NULL, 0, &err), 0);
+    kb__ccl_resolved r;
+    kb__ccl_plan *pl;
+    cr_assert_eq(kb__ccl_resolve(&(*c)->algos[0], p, ws, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_plan_build(&pl, p, &r, &err), 0, "%s", err.msg);
+    return pl;
+}
+
+Test(ccl_alphabeta, ring_alpha_is_the_slowest_step_and_prediction_follows_the_formula)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__ccl_config *c;
+    kb__ccl_plan *pl = ring_plan(&p, 16, &c); /* two cubes: same-cube and cross-cube steps */
+    kb__ccl_alphabeta m;
+    kb__err err;
+    cr_assert_eq(kb__ccl_alphabeta_ring(t, pl, &m, &err), 0, "%s", err.msg);
+    uint64_t slowest = 0;
+    for (uint32_t r = 0; r < 16; r++) {
+        kb__ccl_msg_cost mc;
+        cr_assert_eq(kb__ccl_msg_cost_get(t, pl->loc[r], pl->loc[(r + 1) % 16], KB__CCL_BUF_TCM,
+                                          4096, &mc, &err),
+                     0);
+        if (mc.total_ps > slowest) slowest = mc.total_ps;
+    }
+    cr_assert_eq(m.alpha_ps, slowest);
+    cr_assert_neq(pl->loc[m.alpha_rank].cube, pl->loc[(m.alpha_rank + 1) % 16].cube);
+    double B =
+        fmin(fmin(p.cube.noc.bw_gbs, p.cube.xbar_bw_gbs), fmin(p.sip.ucie.bw_gbs, p.pe.tcm_bw_gbs));
+    cr_assert_float_eq(m.bw_gbs, B, 1e-9);
+    uint64_t N = 64ull << 20;
+    uint64_t want =
+        2 * 15 * m.alpha_ps + (uint64_t)ceil(2.0 * 15 / 16 * (double)N * 1000.0 / B - 1e-6);
+    cr_assert_eq(kb__ccl_ring_allreduce_ps(&m, N), want);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb__topo_destroy(t);
+}
+
+Test(ccl_alphabeta, full_machine_ring_is_bounded_by_the_sip_link)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__ccl_config *c;
+    kb__ccl_plan *pl = ring_plan(&p, 256, &c);
+    kb__ccl_alphabeta m;
+    kb__err err;
+    cr_assert_eq(kb__ccl_alphabeta_ring(t, pl, &m, &err), 0, "%s", err.msg);
+    cr_assert_float_eq(m.bw_gbs, p.system.sip_link.bw_gbs, 1e-9);
+    cr_assert_neq(pl->loc[m.alpha_rank].sip, pl->loc[(m.alpha_rank + 1) % 256].sip);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb__topo_destroy(t);
+}
+
+Test(ccl_alphabeta, non_ring_plan_is_refused)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__ccl_config *c;
+    kb__err err;
+    const char *text = "algorithms:\n  tree: {module: tree_allreduce, topology: tree}\n";
+    cr_assert_eq(kb__ccl_config_load_string(&c, "t.yaml", text, strlen(text), NULL, 0, &err), 0);
+    kb__ccl_resolved r;
+    kb__ccl_plan *pl;
+    cr_assert_eq(kb__ccl_resolve(&c->algos[0], &p, 8, &r, &err), 0);
+    cr_assert_eq(kb__ccl_plan_build(&pl, &p, &r, &err), 0);
+    kb__ccl_alphabeta m;
+    cr_assert_eq(kb__ccl_alphabeta_ring(t, pl, &m, &err), KB_EINVAL);
+    cr_assert_str_eq(err.msg, "α-β ring model: algorithm 'tree' is tree, not ring_1d");
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb__topo_destroy(t);
+}

@@ -1,0 +1,386 @@
+/*
+ * ccl.yaml: the shipped file equals the built-in configuration, every kind
+ * of bad input is reported at its file:line:col, machine-dependent checks
+ * (world size, queue fit) name where the value came from, and --set
+ * overrides apply key by key.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccl/ccl_config.h"
+
+extern const char kb__embedded_ccl[];
+extern const unsigned long kb__embedded_ccl_len;
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
+}
+
+static kb__ccl_config *load_ok(const char *text, const char *const *sets, size_t n_sets)
+{
+    kb__ccl_config *c;
+    kb__err err;
+    kb__err_clear(&err);
+    int rc = kb__ccl_config_load_string(&c, "t.yaml", text, strlen(text), sets, n_sets, &err);
+    cr_assert_eq(rc, 0, "load failed: %s", err.msg);
+    return c;
+}
+
+/* Loads text expecting failure; the message must equal want. */
+static void load_bad(const char *text, const char *set, const char *want)
+{
+    kb__ccl_config *c;
+    kb__err err;
+    kb__err_clear(&err);
+    const char *sets[1] = {set};
+    int rc =
+        kb__ccl_config_load_string(&c, "bad.yaml", text, strlen(text), sets, set ? 1 : 0, &err);
+    cr_assert_eq(rc, KB_ECONFIG, "expected KB_ECONFIG, got %d (%s)", rc, err.msg);
+    cr_assert_null(c);
+    cr_assert_str_eq(err.msg, want);
+}
+
+static int settings_equal(const kb__ccl_settings *a, const kb__ccl_settings *b)
+{
+    return a->buffer_kind == b->buffer_kind && a->n_slots == b->n_slots &&
+           a->slot_size == b->slot_size && a->backpressure == b->backpressure &&
+           a->vc_chunk_size == b->vc_chunk_size && a->credit_size == b->credit_size &&
+           a->world_size == b->world_size;
+}
+
+Test(ccl_config, embedded_copy_equals_the_shipped_file)
+{
+    size_t len;
+    char *file = slurp(KB_SOURCE_DIR "/configs/ccl.yaml", &len);
+    cr_assert_eq(kb__embedded_ccl_len, len);
+    cr_assert_eq(memcmp(kb__embedded_ccl, file, len), 0);
+    free(file);
+}
+
+Test(ccl_config, shipped_file_parses_to_the_built_in_configuration)
+{
+    kb__ccl_config *file, *builtin;
+    kb__err err;
+    cr_assert_eq(kb__ccl_config_load(&file, KB_SOURCE_DIR "/configs/ccl.yaml", NULL, 0, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(kb__ccl_config_load(&builtin, NULL, NULL, 0, &err), 0, "%s", err.msg);
+    kb__ccl_settings def;
+    kb__ccl_settings_builtin(&def);
+    cr_assert(settings_equal(&file->defaults, &def), "defaults section differs from the built-in");
+    cr_assert_eq(file->n_algos, builtin->n_algos);
+    cr_assert_geq(file->n_algos, 4);
+    for (size_t i = 0; i < file->n_algos; i++) {
+        cr_assert_str_eq(file->algos[i].name, builtin->algos[i].name);
+        cr_assert_str_eq(file->algos[i].module, builtin->algos[i].module);
+        cr_assert_eq(file->algos[i].topology, builtin->algos[i].topology);
+        cr_assert(settings_equal(&file->algos[i].s, &builtin->algos[i].s));
+    }
+    for (int k = 0; k < KB__CCL_COLLECTIVE_COUNT; k++)
+        cr_assert_eq(file->default_algo[k], builtin->default_algo[k]);
+    const kb__ccl_algo *a;
+    cr_assert_eq(kb__ccl_config_default(builtin, KB__CCL_ALL_REDUCE, &a, &err), 0);
+    cr_assert_str_eq(a->name, "ring_allreduce");
+    cr_assert_eq(a->topology, KB__CCL_RING_1D);
+    kb__ccl_config_destroy(file);
+    kb__ccl_config_destroy(builtin);
+}
+
+Test(ccl_config, empty_file_gives_the_built_in_defaults_and_no_algorithm)
+{
+    kb__ccl_config *c = load_ok("", NULL, 0);
+    kb__ccl_settings def;
+    kb__ccl_settings_builtin(&def);
+    cr_assert(settings_equal(&c->defaults, &def));
+    cr_assert_eq(c->n_algos, 0);
+    const kb__ccl_algo *a;
+    kb__err err;
+    cr_assert_eq(kb__ccl_config_default(c, KB__CCL_ALL_REDUCE, &a, &err), KB_ENOTFOUND);
+    cr_assert_str_eq(err.msg, "ccl.yaml names no default algorithm for all_reduce (add "
+                              "defaults.algorithm.all_reduce: NAME)");
+    kb__ccl_config_destroy(c);
+}
+
+Test(ccl_config, algorithm_inherits_defaults_and_overrides_its_own_keys)
+{
+    kb__ccl_config *c = load_ok("defaults:\n  n_slots: 6\n  buffer_kind: sram\n"
+                                "algorithms:\n  r:\n    module: ring_allreduce\n"
+                                "    topology: ring_1d\n    slot_size: 1KiB\n",
+                                NULL, 0);
+    cr_assert_eq(c->n_algos, 1);
+    cr_assert_eq(c->algos[0].s.n_slots, 6);
+    cr_assert_eq(c->algos[0].s.buffer_kind, KB__CCL_BUF_SRAM);
+    cr_assert_eq(c->algos[0].s.slot_size, 1024);
+    cr_assert_eq(c->algos[0].collective, KB__CCL_ALL_REDUCE);
+    cr_assert_eq(c->algos[0].at[KB__CCL_F_N_SLOTS]->line, 2);
+    cr_assert_eq(c->algos[0].at[KB__CCL_F_SLOT_SIZE]->line, 8);
+    kb__ccl_config_destroy(c);
+}
+
+/* ---- bad input, one kind per test ---------------------------------------- */
+
+#define ALG "algorithms:\n  a:\n    module: k\n    topology: ring_1d\n"
+
+Test(ccl_config_errors, unknown_key_gets_did_you_mean)
+{
+    load_bad("defaults:\n  n_slot: 4\n", NULL,
+             "bad.yaml:2:3: defaults.n_slot: unknown key 'n_slot'; did you mean 'n_slots'?");
+}
+
+Test(ccl_config_errors, unknown_top_level_key_lists_the_known_ones)
+{
+    load_bad(
+        "queues: {}\n", NULL,
+        "bad.yaml:1:1: queues: unknown key 'queues'; known keys here: defaults, algorithms, ccl");
+}
+
+Test(ccl_config_errors, slot_size_not_a_multiple_of_64)
+{
+    load_bad("defaults:\n  slot_size: 100\n", NULL,
+             "bad.yaml:2:14: defaults.slot_size: expected a positive multiple of 64 bytes up to "
+             "2GiB, got '100'");
+}
+
+Test(ccl_config_errors, n_slots_below_one)
+{
+    load_bad(ALG "    n_slots: 0\n", NULL,
+             "bad.yaml:5:14: algorithms.a.n_slots: expected an integer from 1 to 65536, got '0'");
+}
+
+Test(ccl_config_errors, buffer_kind_typo)
+{
+    load_bad("defaults:\n  buffer_kind: tcn\n", NULL,
+             "bad.yaml:2:16: defaults.buffer_kind: expected one of tcm, sram, hbm, got 'tcn'; "
+             "did you mean 'tcm'?");
+}
+
+Test(ccl_config_errors, unknown_topology)
+{
+    load_bad("algorithms:\n  a:\n    module: k\n    topology: torus\n", NULL,
+             "bad.yaml:4:15: algorithms.a.topology: expected one of ring_1d, mesh_2d, tree, got "
+             "'torus'");
+}
+
+Test(ccl_config_errors, algorithm_without_module)
+{
+    load_bad("algorithms:\n  a:\n    topology: tree\n", NULL,
+             "bad.yaml:3:5: algorithms.a: algorithm 'a' needs a 'module' (the kernel name)");
+}
+
+Test(ccl_config_errors, default_algorithm_unknown_gets_did_you_mean)
+{
+    load_bad(
+        "defaults:\n  algorithm:\n    all_reduce: b\n" ALG, NULL,
+        "bad.yaml:3:17: defaults.algorithm.all_reduce: unknown algorithm 'b'; did you mean 'a'?");
+}
+
+Test(ccl_config_errors, default_algorithm_of_another_collective)
+{
+    load_bad("defaults:\n  algorithm:\n    broadcast: a\n" ALG, NULL,
+             "bad.yaml:3:16: defaults.algorithm.broadcast: algorithm 'a' implements all_reduce, "
+             "not broadcast");
+}
+
+Test(ccl_config_errors, world_size_zero)
+{
+    load_bad("defaults:\n  world_size: 0\n", NULL,
+             "bad.yaml:2:15: defaults.world_size: expected an integer from 1 to 65536, got '0'");
+}
+
+Test(ccl_config_errors, section_that_is_not_a_mapping)
+{
+    load_bad("defaults: 5\n", NULL, "bad.yaml:1:11: defaults: expected a mapping");
+}
+
+Test(ccl_config_errors, backpressure_of_the_wrong_type)
+{
+    load_bad(ALG "    backpressure: [poll]\n", NULL,
+             "bad.yaml:5:19: algorithms.a.backpressure: expected one of poll, sleep, got a "
+             "sequence");
+}
+
+Test(ccl_config_errors, malformed_yaml_names_the_place)
+{
+    kb__ccl_config *c;
+    kb__err err;
+    const char *text = "defaults:\n  n_slots: [4\n";
+    int rc = kb__ccl_config_load_string(&c, "bad.yaml", text, strlen(text), NULL, 0, &err);
+    cr_assert_eq(rc, KB_ECONFIG);
+    cr_assert(!strncmp(err.msg, "bad.yaml:", 9), "%s", err.msg);
+}
+
+/* ---- overrides ------------------------------------------------------------ */
+
+Test(ccl_config_set, defaults_override_reaches_algorithms_without_their_own_value)
+{
+    const char *sets[] = {"ccl.defaults.n_slots=8"};
+    kb__ccl_config *c;
+    kb__err err;
+    cr_assert_eq(kb__ccl_config_load(&c, NULL, sets, 1, &err), 0, "%s", err.msg);
+    const kb__ccl_algo *ring, *hello;
+    cr_assert_eq(kb__ccl_config_find(c, "ring_allreduce", &ring, &err), 0);
+    cr_assert_eq(kb__ccl_config_find(c, "hello_send", &hello, &err), 0);
+    cr_assert_eq(c->defaults.n_slots, 8);
+    cr_assert_eq(ring->s.n_slots, 8);
+    cr_assert_eq(hello->s.n_slots, 2); /* its own key wins */
+    kb__ccl_config_destroy(c);
+}
+
+Test(ccl_config_set, algorithm_key_override_and_new_algorithm)
+{
+    const char *sets[] = {"ccl.algorithms.hello_send.n_slots=3",
+                          "ccl.algorithms.mine={module: ring_allreduce, topology: tree}"};
+    kb__ccl_config *c;
+    kb__err err;
+    cr_assert_eq(kb__ccl_config_load(&c, NULL, sets, 2, &err), 0, "%s", err.msg);
+    const kb__ccl_algo *hello, *mine;
+    cr_assert_eq(kb__ccl_config_find(c, "hello_send", &hello, &err), 0);
+    cr_assert_eq(hello->s.n_slots, 3);
+    cr_assert_str_eq(hello->module, "hello_send");
+    cr_assert_eq(kb__ccl_config_find(c, "mine", &mine, &err), 0, "%s", err.msg);
+    cr_assert_eq(mine->topology, KB__CCL_TREE);
+    kb__ccl_config_destroy(c);
+}
+
+Test(ccl_config_set, bad_override_names_the_assignment)
+{
+    load_bad(ALG, "ccl.algorithms.a.n_slots=0",
+             "--set ccl.algorithms.a.n_slots=0: ccl.algorithms.a.n_slots: expected an integer "
+             "from 1 to 65536, got '0'");
+}
+
+Test(ccl_config_set, override_without_the_ccl_prefix_is_refused)
+{
+    load_bad(ALG, "defaults.n_slots=2",
+             "--set defaults.n_slots=2: ccl.yaml overrides start with 'ccl.' (e.g. --set "
+             "ccl.defaults.n_slots=8)");
+}
+
+Test(ccl_config, unknown_algorithm_lookup_gets_did_you_mean)
+{
+    kb__ccl_config *c;
+    kb__err err;
+    cr_assert_eq(kb__ccl_config_load(&c, NULL, NULL, 0, &err), 0);
+    const kb__ccl_algo *a;
+    cr_assert_eq(kb__ccl_config_find(c, "ring_allreduse", &a, &err), KB_ENOTFOUND);
+    cr_assert_null(a);
+    cr_assert(strstr(err.msg, "unknown collective algorithm 'ring_allreduse'; did you mean "
+                              "'ring_allreduce'?"),
+              "%s", err.msg);
+    kb__ccl_config_destroy(c);
+}
+
+/* ---- resolve against the machine ------------------------------------------ */
+
+static const kb__ccl_algo *only(kb__ccl_config *c)
+{
+    cr_assert_eq(c->n_algos, 1);
+    return &c->algos[0];
+}
+
+Test(ccl_resolve, default_world_size_is_every_pe_and_ipcq_sizes_come_from_the_machine)
+{
+    kb__topo_params p;
+    kb__topo_params_default(&p);
+    kb__ccl_config *c = load_ok(ALG, NULL, 0);
+    kb__ccl_resolved r;
+    kb__err err;
+    cr_assert_eq(kb__ccl_resolve(only(c), &p, 0, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(r.s.world_size, kb__topo_pe_total(&p));
+    cr_assert_eq(r.s.vc_chunk_size, p.pe.ipcq_vc_chunk_bytes);
+    cr_assert_eq(r.s.credit_size, p.pe.ipcq_credit_bytes);
+    cr_assert_eq(r.queue_bytes, 2ull * r.s.n_slots * r.s.slot_size);
+    cr_assert_eq(r.capacity_bytes, p.pe.tcm_size - p.pe.tcm_reserved);
+    kb__ccl_config_destroy(c);
+}
+
+Test(ccl_resolve, world_size_above_the_pe_count_points_at_the_file)
+{
+    kb__topo_params p;
+    kb__topo_params_default(&p);
+    kb__ccl_config *c = load_ok(ALG "    world_size: 300\n", NULL, 0);
+    kb__ccl_resolved r;
+    kb__err err;
+    cr_assert_eq(kb__ccl_resolve(only(c), &p, 0, &r, &err), KB_ECONFIG);
+    char want[256];
+    snprintf(want, sizeof want,
+             "t.yaml:5:17: algorithms.a.world_size: world size 300 is impossible on this "
+             "machine: expected 1 to %llu ranks (its PE count)",
+             (unsigned long long)kb__topo_pe_total(&p));
+    cr_assert_str_eq(err.msg, want);
+    kb__ccl_config_destroy(c);
+}
+
+Test(ccl_resolve, mesh_world_size_must_form_a_rectangle)
+{
+    kb__topo_params p;
+    kb__topo_params_default(&p);
+    kb__ccl_config *c =
+        load_ok("algorithms:\n  m:\n    module: k\n    topology: mesh_2d\n", NULL, 0);
+    kb__ccl_resolved r;
+    kb__err err;
+    cr_assert_eq(kb__ccl_resolve(only(c), &p, 7, &r, &err), KB_ECONFIG);
+    cr_assert_str_eq(err.msg, "algorithm 'm': world_size (requested by the caller): mesh_2d needs "
+                              "a world size R x C with R, C >= 2 (a rectangle of ranks); 7 is "
+                              "not (nearest: 6 or 8)");
+    cr_assert_eq(kb__ccl_resolve(only(c), &p, 12, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(r.grid_rows, 3);
+    cr_assert_eq(r.grid_cols, 4);
+    kb__ccl_config_destroy(c);
+}
+
+Test(ccl_resolve, queues_that_do_not_fit_tcm_point_at_slot_size)
+{
+    kb__topo_params p;
+    kb__topo_params_default(&p);
+    kb__ccl_config *c = load_ok(ALG "    n_slots: 100\n    slot_size: 64KiB\n", NULL, 0);
+    kb__ccl_resolved r;
+    kb__err err;
+    cr_assert_eq(kb__ccl_resolve(only(c), &p, 8, &r, &err), KB_ECONFIG);
+    char want[512];
+    unsigned long long need = 100ull * 65536 * 2, cap = p.pe.tcm_size - p.pe.tcm_reserved;
+    cr_assert_gt(need, cap);
+    snprintf(want, sizeof want,
+             "t.yaml:6:16: algorithms.a.slot_size: receive queues do not fit: n_slots 100 x "
+             "slot_size 65536 x 2 neighbours (ring_1d) = %llu bytes per rank, but tcm buffers "
+             "hold %llu bytes (usable TCM per PE (pe.tcm.size - pe.tcm.reserved))",
+             need, cap);
+    cr_assert_str_eq(err.msg, want);
+    kb__ccl_config_destroy(c);
+}
+
+Test(ccl_resolve, sram_is_shared_by_the_ranks_of_a_cube)
+{
+    kb__topo_params p;
+    kb__topo_params_default(&p);
+    /* 8 ranks x 4 neighbours x n_slots x 64 KiB must exceed 32 MiB: n = 17 */
+    uint64_t per_rank = p.cube.sram_size / kb__topo_pes_per_cube(&p);
+    uint64_t slots = per_rank / (4 * 65536) + 1;
+    char text[256];
+    snprintf(text, sizeof text,
+             "algorithms:\n  m:\n    module: k\n    topology: mesh_2d\n    buffer_kind: sram\n"
+             "    slot_size: 64KiB\n    n_slots: %llu\n",
+             (unsigned long long)slots);
+    kb__ccl_config *c = load_ok(text, NULL, 0);
+    kb__ccl_resolved r;
+    kb__err err;
+    cr_assert_eq(kb__ccl_resolve(only(c), &p, 16, &r, &err), KB_ECONFIG);
+    cr_assert(strstr(err.msg, "t.yaml:6:16: algorithms.m.slot_size: receive queues do not fit"),
+              "%s", err.msg);
+    /* a world of 4 ranks shares the SRAM among 4 only, so it fits */
+    cr_assert_eq(kb__ccl_resolve(only(c), &p, 4, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(r.capacity_bytes, p.cube.sram_size / 4);
+    kb__ccl_config_destroy(c);
+}
