@@ -1,0 +1,79 @@
+/*
+ * mem/store.h — sparse backing store for device memory bytes.
+ *
+ * Host memory grows with the bytes written, never with device capacity (a
+ * 2-SIP machine has 1.5 TiB of HBM). The store is keyed by a 64-bit PA it
+ * does not interpret. Two layers:
+ *   - pages: 4 KiB host buffers for bytes that were written, in a hash map
+ *     page number -> buffer (O(1) expected lookup);
+ *   - fill extents: a sorted array of disjoint ranges [start, end), each a
+ *     repeating pattern of 1..64 bytes. A byte on no page reads from the
+ *     extent covering it, or as zero if none does.
+ * fill() drops the pages it covers completely, patches the (at most two)
+ * resident pages it covers partly, and records one extent, so filling 1 GiB
+ * or 1 TiB costs O(E + pages already resident in the range), not O(bytes).
+ * An all-zero pattern records no extent at all (absence reads as zero).
+ * copy() from a source range with no resident page copies extents the same
+ * way; otherwise it moves bytes and so materializes destination pages.
+ *
+ * Invariants: extents sorted by start, disjoint, non-empty; a resident page
+ * holds the current value of all its 4096 bytes (extents under it are
+ * ignored). Addresses: every range [pa, pa + n) must end at or below
+ * UINT64_MAX (the very last byte of the 64-bit space is not addressable).
+ * Cost: read/write O(n / 4096) page lookups, plus O(log E) per page not
+ * resident; fill O(E + min(pages in range, resident pages)).
+ * Ownership: init/destroy; the store owns its pages. Not thread-safe.
+ */
+#ifndef KB_MEM_STORE_H
+#define KB_MEM_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "mem/u64map.h"
+
+#define KB__STORE_PAGE_SHIFT  12
+#define KB__STORE_PAGE        (1u << KB__STORE_PAGE_SHIFT)
+#define KB__STORE_PATTERN_MAX 64
+
+typedef struct kb__store_extent {
+    uint64_t start, end; /* [start, end), start < end */
+    uint64_t anchor;     /* byte x reads pat[(x - anchor) % plen]; anchor <= start */
+    uint8_t plen;        /* 1..KB__STORE_PATTERN_MAX */
+    uint8_t pat[KB__STORE_PATTERN_MAX];
+} kb__store_extent;
+
+typedef struct kb__store {
+    kb__u64map pages;      /* page number -> (uintptr_t) 4 KiB buffer */
+    kb__store_extent *ext; /* sorted, disjoint fill extents */
+    size_t n_ext, cap_ext;
+} kb__store;
+
+/* An empty store: every byte reads as zero. Never allocates. */
+void kb__store_init(kb__store *st);
+/* Frees every page and extent; the store is empty and reusable. */
+void kb__store_destroy(kb__store *st);
+/* Copies n bytes from src to [pa, pa + n). KB_ERANGE if the range passes
+ * the end of the address space, KB_ENOMEM if a page cannot be allocated
+ * (bytes before it are written). n == 0 does nothing. */
+int kb__store_write(kb__store *st, uint64_t pa, const void *src, size_t n, kb__err *err);
+/* Copies n bytes at pa to dst; never-touched bytes read as zero. KB_ERANGE
+ * as for write. Never allocates. */
+int kb__store_read(const kb__store *st, uint64_t pa, void *dst, size_t n, kb__err *err);
+/* Sets [pa, pa + n) to the pattern repeated from pa (byte pa + k gets
+ * pattern[k % pattern_len]). pattern_len 1..KB__STORE_PATTERN_MAX
+ * (KB_EINVAL otherwise). Cheap for any n (see the file comment). */
+int kb__store_fill(kb__store *st, uint64_t pa, uint64_t n, const void *pattern, size_t pattern_len,
+                   kb__err *err);
+/* memmove inside the store: [dst, dst + n) gets what [src, src + n) held
+ * before the call, also when the ranges overlap. */
+int kb__store_copy(kb__store *st, uint64_t dst, uint64_t src, uint64_t n, kb__err *err);
+/* Host bytes the store holds: page buffers plus its index and extents. */
+size_t kb__store_bytes_resident(const kb__store *st);
+/* Pages currently materialized. */
+size_t kb__store_pages_resident(const kb__store *st);
+/* Fill extents currently recorded. */
+size_t kb__store_n_extents(const kb__store *st);
+
+#endif

@@ -1,0 +1,247 @@
+/*
+ * runtime/shard.c — shard placement from a {sip, cube, pe} policy.
+ *
+ * Each split level multiplies the number of blocks along its dimension; each
+ * replicate level multiplies the number of copies. A PE's indices at the
+ * three levels are read as mixed-radix digits: the row_wise digits give its
+ * block row, the column_wise digits its block column, the replicate digits
+ * its replica number. Validation runs first and fully, so a plan is either
+ * complete or not made at all.
+ */
+#include "runtime/shard.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { LV_SIP, LV_CUBE, LV_PE, N_LEVELS };
+
+static const char *const level_owner[N_LEVELS] = {"SIPs", "cubes", "PEs"};
+static const char *const level_count[N_LEVELS] = {"num_sips", "num_cubes", "num_pes"};
+static const char *const level_parent[N_LEVELS] = {"the tensor", "each SIP's part",
+                                                   "each cube's part"};
+
+const char *kb__split_name(kb_split s)
+{
+    switch (s) {
+    case KB_REPLICATE:
+        return "replicate";
+    case KB_ROW_WISE:
+        return "row_wise";
+    case KB_COLUMN_WISE:
+        return "column_wise";
+    }
+    return "?";
+}
+
+/* "[128, 256]" or "[64]". */
+static void fmt_shape(const int64_t *shape, int ndim, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < ndim && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, d ? ", " : "", shape[d]);
+    if (k < n) snprintf(buf + k, n - k, "]");
+}
+
+static int check_shape(const kb__shard_req *r, const char *name, kb__err *err)
+{
+    char shp[160];
+    int nd = r->ndim > 4 ? 4 : r->ndim;
+    if (r->ndim < 1 || !r->shape)
+        return kb__err_set(err, KB_EINVAL, "tensor %s: a tensor needs at least 1 dimension, got %d",
+                           name, r->ndim);
+    fmt_shape(r->shape, nd, shp, sizeof shp);
+    if (r->ndim >= 3)
+        return kb__err_set(err, KB_EUNSUPPORTED,
+                           "tensor %s: %d-D tensors are not supported yet (shape %s%s; only 1-D "
+                           "and 2-D tensors can be sharded)",
+                           name, r->ndim, shp, r->ndim > 4 ? "..." : "");
+    for (int d = 0; d < r->ndim; d++)
+        if (r->shape[d] <= 0)
+            return kb__err_set(err, KB_EINVAL,
+                               "tensor %s: dimension %d of shape %s is %" PRId64
+                               "; every dimension must be positive",
+                               name, d, shp, r->shape[d]);
+    if (r->elem_size == 0)
+        return kb__err_set(err, KB_EINVAL, "tensor %s: element size must be at least 1 byte", name);
+    return 0;
+}
+
+/* Fills plan->mode, count and sip_base from the policy and geometry. */
+static int resolve_levels(kb__shard_plan *p, const kb__shard_req *r, const char *name, kb__err *err)
+{
+    const kb__shard_geom *g = &r->geom;
+    const int avail[N_LEVELS] = {g->sips, g->cubes_per_sip, g->pes_per_cube};
+    const char *const avail_what[N_LEVELS] = {"SIPs of the machine", "cubes per SIP",
+                                              "PEs per cube"};
+    const int asked[N_LEVELS] = {r->policy.num_sips, r->policy.num_cubes, r->policy.num_pes};
+    const kb_split mode[N_LEVELS] = {r->policy.sip, r->policy.cube, r->policy.pe};
+    if (g->sips < 1 || g->cubes_per_sip < 1 || g->pes_per_cube < 1)
+        return kb__err_set(err, KB_EINVAL,
+                           "tensor %s: machine geometry %d SIPs x %d cubes x %d PEs is empty", name,
+                           g->sips, g->cubes_per_sip, g->pes_per_cube);
+    if (r->device_sip < -1 || r->device_sip >= g->sips)
+        return kb__err_set(err, KB_EINVAL,
+                           "tensor %s: current device sip %d is not a SIP of this machine "
+                           "(0..%d, or -1 for none)",
+                           name, r->device_sip, g->sips - 1);
+    for (int l = 0; l < N_LEVELS; l++) {
+        if ((unsigned)mode[l] > KB_COLUMN_WISE)
+            return kb__err_set(err, KB_EINVAL,
+                               "tensor %s: policy for %s is %d, not replicate, row_wise or "
+                               "column_wise",
+                               name, level_owner[l], (int)mode[l]);
+        if (asked[l] < 0 || asked[l] > avail[l])
+            return kb__err_set(err, KB_EINVAL, "tensor %s: %s = %d is outside 0..%d (the %d %s)",
+                               name, level_count[l], asked[l], avail[l], avail[l], avail_what[l]);
+        p->mode[l] = mode[l];
+        p->count[l] = asked[l] ? asked[l] : avail[l];
+    }
+    p->sip_base = 0;
+    if (r->device_sip >= 0 && mode[LV_SIP] == KB_REPLICATE && asked[LV_SIP] == 0) {
+        p->count[LV_SIP] = 1;
+        p->sip_base = r->device_sip;
+    }
+    return 0;
+}
+
+/* Checks every split divides its parent's part; leaves the local shape in
+ * *prow, *pcol and the block grid in the plan. */
+static int check_splits(kb__shard_plan *p, const kb__shard_req *r, const char *name, int64_t *prow,
+                        int64_t *pcol, kb__err *err)
+{
+    char shp[160];
+    fmt_shape(r->shape, r->ndim, shp, sizeof shp);
+    int64_t part[2] = {p->rows, p->cols};
+    p->row_blocks = p->col_blocks = p->copies = 1;
+    for (int l = 0; l < N_LEVELS; l++) {
+        int n = p->count[l];
+        if (p->mode[l] == KB_REPLICATE) {
+            p->copies *= n;
+            continue;
+        }
+        int d = p->mode[l] == KB_ROW_WISE ? 0 : 1;
+        if (r->ndim == 1 && d == 0 && n > 1)
+            return kb__err_set(err, KB_EINVAL,
+                               "tensor %s: shape %s cannot be split row_wise over %d %s (a 1-D "
+                               "tensor is one row [1, %" PRId64 "]; split it column_wise)",
+                               name, shp, n, level_owner[l], p->cols);
+        if (part[d] % n) {
+            int gd = r->ndim == 1 ? 0 : d; /* dimension as the user numbers it */
+            if (l == 0 || part[d] == (d ? p->cols : p->rows))
+                return kb__err_set(err, KB_EINVAL,
+                                   "tensor %s: shape %s cannot be split %s over %d %s (dimension "
+                                   "%d = %" PRId64 " is not a multiple of %d)",
+                                   name, shp, kb__split_name(p->mode[l]), n, level_owner[l], gd,
+                                   part[d], n);
+            return kb__err_set(err, KB_EINVAL,
+                               "tensor %s: shape %s cannot be split %s over %d %s (%s has "
+                               "dimension %d = %" PRId64 ", which is not a multiple of %d)",
+                               name, shp, kb__split_name(p->mode[l]), n, level_owner[l],
+                               level_parent[l], gd, part[d], n);
+        }
+        part[d] /= n;
+        if (d == 0)
+            p->row_blocks *= n;
+        else
+            p->col_blocks *= n;
+    }
+    *prow = part[0];
+    *pcol = part[1];
+    return 0;
+}
+
+/* Block row, block column and replica of the PE with level indices idx. */
+static void digits(const kb__shard_plan *p, const int idx[N_LEVELS], int *rb, int *cb, int *rep)
+{
+    *rb = *cb = *rep = 0;
+    for (int l = 0; l < N_LEVELS; l++) {
+        int *acc = p->mode[l] == KB_ROW_WISE ? rb : p->mode[l] == KB_COLUMN_WISE ? cb : rep;
+        *acc = *acc * p->count[l] + idx[l];
+    }
+}
+
+static void fill_shards(kb__shard_plan *p, int64_t prow, int64_t pcol, uint64_t bytes)
+{
+    int k = 0;
+    int idx[N_LEVELS];
+    for (idx[0] = 0; idx[0] < p->count[0]; idx[0]++)
+        for (idx[1] = 0; idx[1] < p->count[1]; idx[1]++)
+            for (idx[2] = 0; idx[2] < p->count[2]; idx[2]++) {
+                int rb, cb, rep;
+                digits(p, idx, &rb, &cb, &rep);
+                kb__shard *s = &p->shards[k++];
+                s->sip = p->sip_base + idx[0];
+                s->cube = idx[1];
+                s->pe = idx[2];
+                s->row0 = rb * prow;
+                s->col0 = cb * pcol;
+                s->rows = prow;
+                s->cols = pcol;
+                s->bytes = bytes;
+                s->region = rb * p->col_blocks + cb;
+                s->replica = rep;
+            }
+}
+
+int kb__shard_plan_make(kb__shard_plan *plan, const kb__shard_req *req, kb__err *err)
+{
+    memset(plan, 0, sizeof *plan);
+    const char *name = req->name ? req->name : "(unnamed)";
+    kb__shard_plan p = {0};
+    int rc = check_shape(req, name, err);
+    if (rc == 0) rc = resolve_levels(&p, req, name, err);
+    if (rc) return rc;
+    p.ndim = req->ndim;
+    p.rows = req->ndim == 2 ? req->shape[0] : 1;
+    p.cols = req->ndim == 2 ? req->shape[1] : req->shape[0];
+    p.elem_size = req->elem_size;
+    int64_t prow = 0, pcol = 0;
+    rc = check_splits(&p, req, name, &prow, &pcol, err);
+    if (rc) return rc;
+    uint64_t elems, bytes;
+    if (__builtin_mul_overflow((uint64_t)prow, (uint64_t)pcol, &elems) ||
+        __builtin_mul_overflow(elems, (uint64_t)req->elem_size, &bytes))
+        return kb__err_set(err, KB_EINVAL,
+                           "tensor %s: a shard of %" PRId64 " x %" PRId64 " elements of %zu bytes "
+                           "overflows 64 bits",
+                           name, prow, pcol, req->elem_size);
+    p.n_regions = p.row_blocks * p.col_blocks;
+    p.n_shards = p.count[0] * p.count[1] * p.count[2];
+    p.shards = calloc((size_t)p.n_shards, sizeof *p.shards);
+    if (!p.shards)
+        return kb__err_set(err, KB_ENOMEM, "tensor %s: out of host memory for %d shards", name,
+                           p.n_shards);
+    fill_shards(&p, prow, pcol, bytes);
+    *plan = p;
+    return 0;
+}
+
+void kb__shard_plan_fini(kb__shard_plan *plan)
+{
+    free(plan->shards);
+    memset(plan, 0, sizeof *plan);
+}
+
+int kb__shard_locate(const kb__shard_plan *plan, int64_t i, int64_t j, int *region, int64_t *li,
+                     int64_t *lj, kb__err *err)
+{
+    if (i < 0 || i >= plan->rows || j < 0 || j >= plan->cols)
+        return kb__err_set(err, KB_ERANGE,
+                           "element (%" PRId64 ", %" PRId64 ") is outside the %" PRId64
+                           " x %" PRId64 " tensor",
+                           i, j, plan->rows, plan->cols);
+    int64_t br = plan->rows / plan->row_blocks, bc = plan->cols / plan->col_blocks;
+    *region = (int)(i / br) * plan->col_blocks + (int)(j / bc);
+    *li = i % br;
+    *lj = j % bc;
+    return 0;
+}
+
+int kb__shard_find(const kb__shard_plan *plan, int region, int replica)
+{
+    for (int k = 0; k < plan->n_shards; k++)
+        if (plan->shards[k].region == region && plan->shards[k].replica == replica) return k;
+    return -1;
+}

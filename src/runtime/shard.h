@@ -1,0 +1,98 @@
+/*
+ * runtime/shard.h — where the pieces of a sharded tensor live (pure math).
+ *
+ * A policy names, for each of the three levels sip, cube and pe, whether the
+ * parent's part is replicated on every owner or split into equal contiguous
+ * blocks along rows (dim 0) or columns (dim 1), and over how many owners.
+ * Levels nest: the tensor over SIPs, each SIP's part over that SIP's cubes,
+ * each cube's part over that cube's PEs (docs/sharding.md has pictures).
+ * A 1-D tensor [n] is one row, [1, n], as in the original tool: column_wise
+ * splits its n elements, row_wise over more than one owner is an error.
+ *
+ * Output: one shard per owning PE, ordered by (sip, cube, pe). Shards that
+ * hold the same data share a region index; regions are numbered row-major
+ * over the grid of blocks (region = block_row * col_blocks + block_col).
+ *
+ * Invariants of a plan: every element of the tensor lies in exactly one
+ * region; each region is held by exactly `copies` shards, replica 0..copies-1.
+ * Cost: O(number of shards). No allocation except the shard array.
+ */
+#ifndef KB_RUNTIME_SHARD_H
+#define KB_RUNTIME_SHARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+/* How one level treats its parent's part (the public spelling). */
+typedef enum kb_split {
+    KB_REPLICATE = 0,   /* every owner gets the whole part */
+    KB_ROW_WISE = 1,    /* equal contiguous blocks of rows (dim 0) */
+    KB_COLUMN_WISE = 2, /* equal contiguous blocks of columns (dim 1) */
+} kb_split;
+
+typedef struct kb__shard_policy {
+    kb_split sip, cube, pe;
+    int num_sips, num_cubes, num_pes; /* owners at each level; 0 = all */
+} kb__shard_policy;
+
+typedef struct kb__shard_geom {
+    int sips;          /* SIPs in the system */
+    int cubes_per_sip; /* cubes per SIP */
+    int pes_per_cube;  /* PEs per cube */
+} kb__shard_geom;
+
+/* What to place. */
+typedef struct kb__shard_req {
+    const char *name;     /* tensor name, for messages */
+    int ndim;             /* 1 or 2 (3+ is not supported yet) */
+    const int64_t *shape; /* ndim positive extents */
+    size_t elem_size;     /* bytes per element, >= 1 */
+    kb__shard_policy policy;
+    kb__shard_geom geom;
+    int device_sip; /* set_device scope, or -1 for none */
+} kb__shard_req;
+
+typedef struct kb__shard {
+    int sip, cube, pe;  /* owner (global SIP index) */
+    int64_t row0, col0; /* global offset of the local block */
+    int64_t rows, cols; /* local shape (rows == 1 for a 1-D tensor) */
+    uint64_t bytes;     /* rows * cols * elem_size */
+    int region;         /* which distinct block of data this shard holds */
+    int replica;        /* which copy of that block, 0..copies-1 */
+} kb__shard;
+
+typedef struct kb__shard_plan {
+    int ndim;
+    int64_t rows, cols; /* global shape as 2-D ([1, n] for 1-D) */
+    size_t elem_size;
+    kb_split mode[3];  /* sip, cube, pe */
+    int count[3];      /* effective owners per level */
+    int sip_base;      /* first owning SIP: device_sip when scoped, else 0 */
+    int row_blocks;    /* product of row_wise counts */
+    int col_blocks;    /* product of column_wise counts */
+    int n_regions;     /* row_blocks * col_blocks */
+    int copies;        /* product of replicate counts */
+    int n_shards;      /* count[0] * count[1] * count[2] */
+    kb__shard *shards; /* n_shards, ordered by (sip, cube, pe) */
+} kb__shard_plan;
+
+/* Places req. On success *plan owns its shard array (kb__shard_plan_fini).
+ * Errors: KB_EUNSUPPORTED for 3-D and more; KB_EINVAL for a bad shape,
+ * element size, mode, count (naming the level and the maximum), device_sip,
+ * a split that does not divide (naming level, dimension and value) or a byte
+ * size that overflows; KB_ENOMEM. *plan is zeroed on failure. */
+int kb__shard_plan_make(kb__shard_plan *plan, const kb__shard_req *req, kb__err *err);
+/* Frees the shard array; safe on a zeroed plan. */
+void kb__shard_plan_fini(kb__shard_plan *plan);
+/* Region holding global element (i, j) (j = element index, i = 0 for a 1-D
+ * tensor) and its local coordinates there. KB_ERANGE if outside the shape. */
+int kb__shard_locate(const kb__shard_plan *plan, int64_t i, int64_t j, int *region, int64_t *li,
+                     int64_t *lj, kb__err *err);
+/* Index in plan->shards of the given copy of a region, or -1 if none. */
+int kb__shard_find(const kb__shard_plan *plan, int region, int replica);
+/* "replicate", "row_wise", "column_wise" (or "?" for other values). */
+const char *kb__split_name(kb_split s);
+
+#endif
