@@ -35,8 +35,7 @@ static bool has_row_split(kb_policy p)
 /* Element i of a test pattern, exactly representable in every dtype. */
 static double value_at(kb_dtype d, size_t i)
 {
-    if (d == KB_BOOL)
-        return (double)(i % 3 == 1);
+    if (d == KB_BOOL) return (double)(i % 3 == 1);
     return (double)((long)(i * 37 % 251) - 125);
 }
 
@@ -55,8 +54,7 @@ Test(tensor, every_combination_round_trips_every_dtype)
     for (int nd = 1; nd <= 2; nd++) {
         for (int combo = 0; combo < 27; combo++) {
             kb_policy p = policy_of(combo);
-            if (nd == 1 && has_row_split(p))
-                continue; /* refused: see bad-input tests */
+            if (nd == 1 && has_row_split(p)) continue; /* refused: see bad-input tests */
             for (int d = 0; d < KB_DTYPE_COUNT; d++) {
                 size_t n = nd == 2 ? 128 : 32, bytes = n * kb_dtype_size((kb_dtype)d);
                 uint8_t in[512], out[512];
@@ -238,8 +236,8 @@ Test(tensor, host_dtype_conversion_rounds_to_nearest_even)
     kb_tensor t;
     cr_assert_eq(kb_empty(m, "c", 1, shape, KB_F16, NULL, &t), 0, "%s", kb_last_error(m));
     const float u = 1.0f / 1024; /* f16 spacing at 1.0 */
-    float in[8] = {1.0f + u / 2, 1.0f + 3 * u / 2, 2.0f, -1.0f - u / 2, 0.0f, 65504.0f,
-                   1.0f + u / 4, 1.0f + 3 * u / 4};
+    float in[8] = {1.0f + u / 2, 1.0f + 3 * u / 2, 2.0f,         -1.0f - u / 2,
+                   0.0f,         65504.0f,         1.0f + u / 4, 1.0f + 3 * u / 4};
     float want[8] = {1.0f, 1.0f + 2 * u, 2.0f, -1.0f, 0.0f, 65504.0f, 1.0f, 1.0f + u};
     float out[8];
     cr_assert_eq(kb_copy_from_host(m, t, in, sizeof in, KB_F32), 0, "%s", kb_last_error(m));
