@@ -13,7 +13,11 @@ static int not_yet(const char *name)
     return KB_CLI_USAGE;
 }
 
-int kb__cli_run(int argc, char **argv) { return not_yet("run"); }
-int kb__cli_probe(int argc, char **argv) { return not_yet("probe"); }
-int kb__cli_topo(int argc, char **argv) { return not_yet("topo"); }
-int kb__cli_list(int argc, char **argv) { return not_yet("list"); }
+int kb__cli_run(int argc, char **argv)
+{
+    return not_yet("run");
+}
+int kb__cli_probe(int argc, char **argv)
+{
+    return not_yet("probe");
+}

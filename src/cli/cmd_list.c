@@ -1,0 +1,106 @@
+/*
+ * cmd_list.c — `kernbench list`: benches, probe cases and collective
+ * algorithms this build offers.
+ *
+ * The arrays below are the catalogue the command prints; the layers that
+ * implement benches, probes and collectives replace them with their own
+ * registries. An empty catalogue prints an explicit "none built in yet".
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/options.h"
+
+typedef struct entry {
+    const char *name;
+    const char *summary;
+} entry;
+
+static const entry probe_cases[] = {
+    {"h2d", "host to device write over PCIe into HBM"},
+    {"d2h", "device to host read from HBM over PCIe"},
+    {"pe-local-hbm", "PE DMA to its own HBM slice"},
+    {"pe-same-cube-hbm", "PE DMA to another slice of its cube"},
+    {"pe-remote-cube-hbm", "PE DMA to HBM of another cube of its SIP"},
+    {"pe-remote-sip-hbm", "PE DMA to HBM of another SIP"},
+    {"pe-tcm-to-tcm", "PE DMA from its TCM to another PE's TCM"},
+    {"pe-sram", "PE DMA to its cube's SRAM"},
+};
+
+typedef struct section {
+    const char *title;    /* heading of the table */
+    const char *json_key; /* key of the list in --json output */
+    const char *noun;     /* plural, for the "none built in yet" line */
+    const entry *items;
+    size_t n;
+} section;
+
+static void print_section(const section *s)
+{
+    printf("%s:\n", s->title);
+    if (!s->n) printf("  none built in yet (no %s in this build)\n", s->noun);
+    for (size_t i = 0; i < s->n; i++)
+        printf("  %-20s %s\n", s->items[i].name, s->items[i].summary);
+}
+
+static void print_json(FILE *f, const section *secs, size_t n)
+{
+    fprintf(f, "{");
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "%s\n  \"%s\": [", i ? "," : "", secs[i].json_key);
+        for (size_t j = 0; j < secs[i].n; j++)
+            fprintf(f, "%s\"%s\"", j ? ", " : "", secs[i].items[j].name);
+        fprintf(f, "]");
+    }
+    fprintf(f, "\n}\n");
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kernbench list [--json [F]]\n\n"
+               "Lists the benches, probe cases and collective algorithms available.\n\n"
+               "  --json [F] print the lists as JSON to F (default: stdout)\n"
+               "  --help     this text\n\n"
+               "exit status: 0 success, 2 usage error\n");
+}
+
+int kb__cli_list(int argc, char **argv)
+{
+    kb__cli_opts o;
+    int rc = kb__cli_opts_parse(&o, argc, argv, KB__OPT_JSON | KB__OPT_HELP);
+    if (rc == KB__CLI_OPTS_BAD) {
+        usage(stderr);
+        return KB_CLI_USAGE;
+    }
+    if (o.help) {
+        usage(stdout);
+        kb__cli_opts_fini(&o);
+        return KB_CLI_OK;
+    }
+    const section secs[] = {
+        {"benches", "benches", "benches", NULL, 0},
+        {"probe cases (kernbench probe --case NAME)", "probe_cases", "probe cases", probe_cases,
+         sizeof probe_cases / sizeof probe_cases[0]},
+        {"collective algorithms", "collective_algorithms", "collective algorithms", NULL, 0},
+    };
+    size_t n = sizeof secs / sizeof secs[0];
+    if (o.json) {
+        FILE *f = kb__cli_json_open(&o);
+        if (!f) {
+            kb__cli_opts_fini(&o);
+            return KB_CLI_FAIL;
+        }
+        print_json(f, secs, n);
+        rc = kb__cli_json_close(&o, f);
+        kb__cli_opts_fini(&o);
+        return rc;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (i) printf("\n");
+            print_section(&secs[i]);
+        }
+    }
+    kb__cli_opts_fini(&o);
+    return KB_CLI_OK;
+}

@@ -1,0 +1,148 @@
+/*
+ * options.c — parsing of the options subcommands share (see options.h).
+ */
+#include "cli/options.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+void kb__cli_opts_init(kb__cli_opts *o, const char *cmd)
+{
+    memset(o, 0, sizeof *o);
+    o->cmd = cmd;
+}
+
+void kb__cli_opts_fini(kb__cli_opts *o)
+{
+    free(o->sets);
+    o->sets = NULL;
+    o->n_sets = o->cap_sets = 0;
+}
+
+/* Matches "--name" or "--name=value"; *inline_value gets the latter. */
+static int is_opt(const char *arg, const char *name, const char **inline_value)
+{
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n)) return 0;
+    if (arg[n] == '\0') {
+        *inline_value = NULL;
+        return 1;
+    }
+    if (arg[n] == '=') {
+        *inline_value = arg + n + 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* The option's value: inline, or the next argument. 0 when missing. */
+static int value_of(const kb__cli_opts *o, int argc, char **argv, int i, const char *inl,
+                    const char **out, int *used)
+{
+    if (inl) {
+        *out = inl;
+        *used = 1;
+        return 1;
+    }
+    if (i + 1 >= argc) {
+        fprintf(stderr, "kernbench %s: %s needs a value\n", o->cmd, argv[i]);
+        return 0;
+    }
+    *out = argv[i + 1];
+    *used = 2;
+    return 1;
+}
+
+static int add_set(kb__cli_opts *o, const char *s)
+{
+    if (o->n_sets == o->cap_sets) {
+        size_t cap = o->cap_sets ? 2 * o->cap_sets : 8;
+        const char **a = realloc(o->sets, cap * sizeof *a);
+        if (!a) {
+            fprintf(stderr, "kernbench %s: out of memory\n", o->cmd);
+            return 0;
+        }
+        o->sets = a;
+        o->cap_sets = cap;
+    }
+    o->sets[o->n_sets++] = s;
+    return 1;
+}
+
+int kb__cli_opt_common(kb__cli_opts *o, int argc, char **argv, int i, unsigned accepted)
+{
+    const char *arg = argv[i], *inl, *v;
+    int used = 1;
+    if ((accepted & KB__OPT_HELP) && (!strcmp(arg, "--help") || !strcmp(arg, "-h"))) {
+        o->help = 1;
+        return 1;
+    }
+    if ((accepted & KB__OPT_TOPOLOGY) && is_opt(arg, "--topology", &inl)) {
+        if (!value_of(o, argc, argv, i, inl, &v, &used)) return KB__CLI_OPTS_BAD;
+        o->topology = v;
+        return used;
+    }
+    if ((accepted & KB__OPT_SET) && is_opt(arg, "--set", &inl)) {
+        if (!value_of(o, argc, argv, i, inl, &v, &used) || !add_set(o, v)) return KB__CLI_OPTS_BAD;
+        return used;
+    }
+    if ((accepted & KB__OPT_JSON) && is_opt(arg, "--json", &inl)) {
+        o->json = 1;
+        /* The file is optional: take the next argument unless it is an option. */
+        if (inl)
+            o->json_file = inl;
+        else if (i + 1 < argc && (argv[i + 1][0] != '-' || !strcmp(argv[i + 1], "-")))
+            o->json_file = argv[i + 1], used = 2;
+        return used;
+    }
+    return KB__CLI_OPTS_NOT_MINE;
+}
+
+int kb__cli_opts_parse(kb__cli_opts *o, int argc, char **argv, unsigned accepted)
+{
+    kb__cli_opts_init(o, argv[0]);
+    for (int i = 1; i < argc;) {
+        int n = kb__cli_opt_common(o, argc, argv, i, accepted);
+        if (n == KB__CLI_OPTS_NOT_MINE)
+            fprintf(stderr, "kernbench %s: unknown option '%s'\n", o->cmd, argv[i]);
+        if (n <= 0) {
+            kb__cli_opts_fini(o);
+            return KB__CLI_OPTS_BAD;
+        }
+        i += n;
+    }
+    return 0;
+}
+
+int kb__cli_load_params(const kb__cli_opts *o, kb__topo_params *p)
+{
+    kb__err err;
+    kb__err_clear(&err);
+    int rc = kb__topo_params_load(p, o->topology, o->sets, o->n_sets, &err);
+    if (!rc) return KB_CLI_OK;
+    fprintf(stderr, "kernbench %s: %s\n", o->cmd, err.msg);
+    return rc == KB_ENOMEM ? KB_CLI_FAIL : KB_CLI_USAGE;
+}
+
+FILE *kb__cli_json_open(const kb__cli_opts *o)
+{
+    if (!o->json_file || !strcmp(o->json_file, "-")) return stdout;
+    FILE *f = fopen(o->json_file, "w");
+    if (!f)
+        fprintf(stderr, "kernbench %s: %s: cannot write: %s\n", o->cmd, o->json_file,
+                strerror(errno));
+    return f;
+}
+
+int kb__cli_json_close(const kb__cli_opts *o, FILE *f)
+{
+    if (f == stdout) return fflush(f) ? KB_CLI_FAIL : KB_CLI_OK;
+    if (fclose(f)) {
+        fprintf(stderr, "kernbench %s: %s: write error\n", o->cmd, o->json_file);
+        return KB_CLI_FAIL;
+    }
+    return KB_CLI_OK;
+}

@@ -1,0 +1,65 @@
+/*
+ * topo/kinds.h — component roles and the table of component kinds.
+ *
+ * A role is the place a node takes in the machine (router, hbm_ctrl,
+ * pe_dma ...). A kind is an implementation name the YAML may choose with
+ * `kind: NAME`; one kind can serve several roles (`transit` forwards
+ * messages and can stand for a router, xbar, NOC, IO NOC or PCIe
+ * endpoint). The table is constant data; the machine graph records each
+ * node's kind index and the layers that implement components bind their
+ * operations (and state size) to kinds by that index, so this layer stays
+ * free of any higher layer's types.
+ */
+#ifndef KB_TOPO_KINDS_H
+#define KB_TOPO_KINDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum kb__role {
+    KB__ROLE_HOST,
+    KB__ROLE_PCIE_EP,
+    KB__ROLE_IO_CPU,
+    KB__ROLE_IO_NOC,
+    KB__ROLE_ROUTER,
+    KB__ROLE_XBAR,
+    KB__ROLE_NOC,
+    KB__ROLE_M_CPU,
+    KB__ROLE_M_DMA,
+    KB__ROLE_SRAM,
+    KB__ROLE_HBM_CTRL,
+    KB__ROLE_PE_CPU,
+    KB__ROLE_PE_DMA,
+    KB__ROLE_PE_MMU,
+    KB__ROLE_PE_TCM,
+    KB__ROLE_PE_GEMM,
+    KB__ROLE_PE_MATH,
+    KB__ROLE_PE_IPCQ,
+    KB__ROLE_COUNT
+} kb__role;
+
+#define KB__ROLE_BIT(r) (1u << (r))
+
+typedef struct kb__kind {
+    const char *name; /* the name the YAML uses */
+    uint32_t roles;   /* KB__ROLE_BIT()s of the roles it can serve */
+    const char *doc;  /* one line for docs and error hints */
+} kb__kind;
+
+/* The role's name as used in node names ("router", "hbm_ctrl", "pe_dma"). */
+const char *kb__role_name(kb__role role);
+
+/* Number of kinds and the kind at index i (i < count). */
+size_t kb__kind_count(void);
+const kb__kind *kb__kind_get(size_t i);
+
+/* Index of the kind called name, or -1. */
+int kb__kind_find(const char *name);
+
+/* Index of the standard kind for a role (its default in the YAML). */
+int kb__kind_default(kb__role role);
+
+/* 1 when kind index k can serve role. */
+int kb__kind_serves(int k, kb__role role);
+
+#endif

@@ -1,0 +1,143 @@
+/*
+ * topo/params.h — the machine's parameters and the schema that fills them.
+ *
+ * kb__topo_params is plain data: every field has one schema entry
+ * (src/topo/schema.c) giving its YAML path, type and unit, built-in
+ * default, range and a one-line description. The built-in machine is the
+ * schema's defaults; configs/topology.yaml spells out the same values.
+ * Times are in ns, bandwidths in GB/s (= bytes/ns), lengths in mm, sizes
+ * in bytes. Kind fields hold indices into the kinds table (kinds.h).
+ */
+#ifndef KB_TOPO_PARAMS_H
+#define KB_TOPO_PARAMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "config/config.h"
+
+typedef struct kb__link_params {
+    double bw_gbs;      /* bandwidth of one direction */
+    double length_mm;   /* wire length: w = length_mm x fabric.ns_per_mm */
+    double overhead_ns; /* per-message first-flit overhead */
+} kb__link_params;
+
+/* Cycle costs of the vector unit per element group, by op class. */
+typedef struct kb__math_cycles {
+    uint32_t add, sub, mul, max, min, cmp, select, cast, div;
+    uint32_t exp, log, sqrt, rsqrt, sigmoid, reduce;
+} kb__math_cycles;
+
+typedef struct kb__topo_params {
+    struct {
+        uint64_t packet_bytes;
+        double ns_per_mm;
+    } fabric;
+    struct {
+        uint32_t racks, sips; /* sips: in the whole system */
+        kb__link_params sip_link;
+    } system;
+    struct {
+        uint16_t kind;
+        double dispatch_ns;
+        kb__link_params pcie;
+    } host;
+    struct {
+        uint32_t attach_cube;
+        kb__link_params noc;
+        uint16_t noc_kind, io_cpu_kind, pcie_ep_kind;
+        double io_cpu_dispatch_ns;
+        double pcie_ep_overhead_ns;
+    } io;
+    struct {
+        uint32_t mesh_rows, mesh_cols;
+        kb__link_params ucie; /* overhead_ns is per port: 2 per crossing */
+    } sip;
+    struct {
+        uint16_t router_kind, xbar_kind, hbm_kind, sram_kind, noc_kind, m_cpu_kind, m_dma_kind;
+        double router_overhead_ns;
+        double xbar_overhead_ns, xbar_bw_gbs;
+        uint64_t hbm_capacity; /* bytes per cube, split evenly over slices */
+        uint32_t hbm_slices, hbm_pseudo_channels;
+        double hbm_xbar_bw_gbs, hbm_efficiency, hbm_access_latency_ns;
+        uint64_t hbm_interleave_bytes;
+        uint64_t sram_size;
+        double sram_bw_gbs, sram_latency_ns;
+        kb__link_params noc;
+        double m_cpu_dispatch_ns;
+        uint32_t m_cpu_dma_channels;
+        uint32_t corners, pe_per_corner;
+    } cube;
+    struct {
+        uint16_t tcm_kind, dma_kind, mmu_kind, gemm_kind, math_kind, cpu_kind, ipcq_kind;
+        uint64_t tcm_size, tcm_reserved;
+        double tcm_bw_gbs, tcm_latency_ns;
+        uint32_t dma_channels;
+        double dma_bw_gbs, dma_setup_ns;
+        uint64_t mmu_page_size;
+        double mmu_translate_ns, mmu_map_ns_per_page;
+        uint32_t gemm_rows, gemm_cols;
+        double gemm_clock_ghz;
+        uint32_t math_lanes;
+        double math_clock_ghz;
+        kb__math_cycles math_cycles;
+        double cpu_dispatch_ns, cpu_scalar_op_ns;
+        uint64_t ipcq_credit_bytes, ipcq_vc_chunk_bytes;
+        double ipcq_poll_interval_ns, ipcq_wake_ns;
+    } pe;
+} kb__topo_params;
+
+typedef enum kb__param_type {
+    KB__PT_U32,    /* whole number */
+    KB__PT_U64,    /* whole number */
+    KB__PT_DOUBLE, /* decimal number */
+    KB__PT_SIZE,   /* bytes, unit suffix allowed */
+    KB__PT_TIME,   /* ns, unit suffix allowed */
+    KB__PT_BW,     /* GB/s, unit suffix allowed */
+    KB__PT_MESH,   /* "RxC": fills two consecutive uint32_t */
+    KB__PT_KIND,   /* component kind name: uint16_t kind index */
+} kb__param_type;
+
+typedef struct kb__param {
+    const char *path; /* YAML path, "cube.hbm.efficiency" */
+    kb__param_type type;
+    size_t offset;   /* of the field in kb__topo_params */
+    const char *def; /* default, as it would be written in YAML */
+    double min, max; /* inclusive range (min_open: min excluded) */
+    int min_open;
+    int role;         /* KIND: the kb__role the kind must serve */
+    const char *unit; /* unit for docs: "ns", "GB/s", "bytes", "" */
+    const char *doc;  /* one-line meaning */
+} kb__param;
+
+/* The schema: every parameter, in documentation order. */
+size_t kb__topo_schema_count(void);
+const kb__param *kb__topo_schema_get(size_t i);
+
+/* Fills p with the built-in machine (the schema defaults). */
+void kb__topo_params_default(kb__topo_params *p);
+
+/* Fills p from the defaults overlaid with the tree under root, checking
+ * every key (unknown ones get a did-you-mean hint), type, unit, range and
+ * cross-parameter rule. Errors are KB_ECONFIG with the node's location. */
+int kb__topo_params_from_cfg(kb__topo_params *p, const kb__cfg_node *root, kb__err *err);
+
+/* Loads file (NULL: the built-in machine), applies sets[0..n_sets) in
+ * order, validates, and fills p. Errors: KB_EIO, KB_ECONFIG, KB_ENOMEM. */
+int kb__topo_params_load(kb__topo_params *p, const char *file, const char *const *sets,
+                         size_t n_sets, kb__err *err);
+
+/* Same from a YAML buffer named name (used by tests and the fuzz target). */
+int kb__topo_params_load_string(kb__topo_params *p, const char *name, const char *text, size_t len,
+                                const char *const *sets, size_t n_sets, kb__err *err);
+
+/* PEs per cube (corners x pe_per_corner), cubes per SIP, total PEs. */
+uint32_t kb__topo_pes_per_cube(const kb__topo_params *p);
+uint32_t kb__topo_cubes_per_sip(const kb__topo_params *p);
+uint64_t kb__topo_pe_total(const kb__topo_params *p);
+
+/* Largest machine accepted (PEs in the system). */
+#define KB__TOPO_MAX_PES 65536
+
+#endif

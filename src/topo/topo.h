@@ -1,0 +1,122 @@
+/*
+ * topo/topo.h — the machine graph: nodes, directed links, lookups.
+ *
+ * Built from validated parameters (params.h); immutable afterwards, so any
+ * number of readers may share it. Ids are dense and deterministic:
+ *
+ *   node 0                 host
+ *   per SIP s (in order)   pcie_ep, io_cpu, io_noc, then per cube c:
+ *                          router, xbar, noc, m_cpu, m_dma, sram,
+ *                          hbm0 .. hbm{K-1}, then per PE p:
+ *                          cpu, dma, mmu, tcm, gemm, math, ipcq
+ *
+ * Links come in pairs: a physical link is ids 2k (built direction) and
+ * 2k+1 (reverse), each with its own bandwidth B, overhead o and wire delay
+ * w (docs/topology.md says which parameter feeds which class). Out-links
+ * per node are in CSR form for the router of the fabric layer.
+ *
+ * Cost: build is O(nodes + links), one allocation per array; the default
+ * machine (2,247 nodes) builds in well under a millisecond.
+ */
+#ifndef KB_TOPO_TOPO_H
+#define KB_TOPO_TOPO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "topo/kinds.h"
+#include "topo/params.h"
+
+typedef enum kb__link_class {
+    KB__LINK_PCIE,     /* host <-> pcie_ep */
+    KB__LINK_IO_NOC,   /* pcie_ep <-> io_noc, io_cpu <-> io_noc */
+    KB__LINK_IO_UCIE,  /* io_noc <-> router of io_chiplet.attach_cube */
+    KB__LINK_UCIE,     /* router <-> neighbouring router in the cube mesh */
+    KB__LINK_XBAR,     /* xbar <-> router, noc, sram, m_cpu, m_dma */
+    KB__LINK_HBM,      /* xbar <-> hbm slice */
+    KB__LINK_NOC,      /* cube noc <-> pe dma */
+    KB__LINK_TCM,      /* pe dma <-> pe tcm */
+    KB__LINK_SIP_LINK, /* io_noc of SIP s <-> io_noc of SIP s+1 (ring) */
+    KB__LINK_CLASS_COUNT
+} kb__link_class;
+
+#define KB__TOPO_NAME_MAX 64
+
+typedef struct kb__topo_node {
+    uint32_t id;
+    kb__role role;
+    uint16_t kind;                /* index into the kinds table (kinds.h) */
+    int32_t rack;                 /* -1 for the host */
+    int32_t sip;                  /* -1 for the host */
+    int32_t cube;                 /* -1 when not inside a cube */
+    int32_t unit;                 /* PE index in the cube, or HBM slice; -1 otherwise */
+    int32_t x, y;                 /* cube mesh column and row; -1 outside cubes */
+    char name[KB__TOPO_NAME_MAX]; /* "sip0.cube3.pe1.dma" */
+} kb__topo_node;
+
+typedef struct kb__topo_link {
+    uint32_t id;
+    uint32_t from, to; /* node ids */
+    uint32_t reverse;  /* id of the opposite direction */
+    kb__link_class cls;
+    double bw_gbs;        /* B, GB/s = bytes/ns */
+    uint64_t packet_ps;   /* ceil(fabric.packet_bytes / B) in ps */
+    uint64_t overhead_ps; /* o, ceil to ps */
+    uint64_t wire_ps;     /* w = length_mm x ns_per_mm, ceil to ps */
+} kb__topo_link;
+
+typedef struct kb__topo {
+    kb__topo_params params; /* the validated parameters it was built from */
+    uint32_t n_nodes, n_links;
+    kb__topo_node *nodes;                          /* [n_nodes], nodes[i].id == i */
+    kb__topo_link *links;                          /* [n_links], links[i].id == i */
+    uint32_t *out_first;                           /* [n_nodes + 1]: out-links of node v are */
+    uint32_t *out_links;                           /* out_links[out_first[v] .. out_first[v+1]) */
+    uint32_t links_by_class[KB__LINK_CLASS_COUNT]; /* directed links per class */
+    /* shape, copied from params for quick use */
+    uint32_t sips, cubes_per_sip, pes_per_cube, slices_per_cube, mesh_rows, mesh_cols;
+} kb__topo;
+
+/* Builds the graph of p (which must have passed validation). *out is NULL
+ * on failure (KB_ENOMEM). */
+int kb__topo_build(kb__topo **out, const kb__topo_params *p, kb__err *err);
+void kb__topo_destroy(kb__topo *t);
+
+/* Node id of role at (sip, cube, unit) — unit is the PE index for pe_*
+ * roles and the slice for hbm_ctrl; pass -1 where n/a. -1 when no such
+ * node. O(1). */
+int32_t kb__topo_node_id(const kb__topo *t, kb__role role, int sip, int cube, int unit);
+
+/* Id of the directed link from -> to, or -1. O(out-degree of from). */
+int32_t kb__topo_link_id(const kb__topo *t, uint32_t from, uint32_t to);
+
+/* The node with this name ("sip1.cube2.hbm3"), or -1. O(nodes). */
+int32_t kb__topo_find(const kb__topo *t, const char *name);
+
+/* Picoseconds for ns, rounded up (values within 1e-6 ps of a whole ps
+ * count as that whole ps, so 1.25 ns is exactly 1250 ps). */
+uint64_t kb__topo_ns_to_ps(double ns);
+
+/* Serialization time of bytes on link l, ps, rounded up as above. */
+uint64_t kb__topo_serial_ps(const kb__topo_link *l, uint64_t bytes);
+
+/* Short upper-case name of a link class ("UCIE"). */
+const char *kb__link_class_name(kb__link_class c);
+
+/* Derived figures `kernbench topo` prints (all from the parameters). */
+typedef struct kb__topo_figures {
+    uint64_t pes, cubes, hbm_slices;
+    double hbm_slice_bytes, hbm_cube_bytes, hbm_system_bytes;
+    double sram_cube_bytes, tcm_bytes, tcm_usable_bytes;
+    double pe_peak_flops, system_peak_flops;            /* f16: 2 x rows x cols x clock */
+    double hbm_slice_gbs, hbm_cube_gbs, hbm_system_gbs; /* bw x efficiency */
+    uint32_t bisection_links;                           /* UCIe links across the mesh middle cut */
+    double bisection_gbs_per_dir;                       /* links x ucie bw, one direction */
+    double pcie_gbs;                                    /* per direction */
+    double sip_link_gbs;                                /* per direction */
+} kb__topo_figures;
+
+void kb__topo_figures_get(const kb__topo *t, kb__topo_figures *f);
+
+#endif
