@@ -193,15 +193,18 @@ typedef enum kb_msg_kind {
     KB_MSG_KIND_COUNT = 4
 } kb_msg_kind;
 
-/* Classes of links whose traffic is counted. */
+/* Classes of links whose traffic is counted (the machine graph's classes). */
 typedef enum kb_link_class {
-    KB_LINK_PCIE = 0, /* host <-> IO chiplet */
-    KB_LINK_SIP = 1,  /* IO chiplet <-> IO chiplet */
-    KB_LINK_IO = 2,   /* inside the IO chiplet and IO -> cube */
-    KB_LINK_UCIE = 3, /* cube <-> cube in a SIP mesh */
-    KB_LINK_CUBE = 4, /* inside a cube: NOC, xbar */
-    KB_LINK_HBM = 5,  /* xbar <-> HBM controller */
-    KB_LINK_CLASS_COUNT = 6
+    KB_LINK_PCIE = 0,    /* host <-> pcie_ep */
+    KB_LINK_IO_NOC = 1,  /* inside the IO chiplet */
+    KB_LINK_IO_UCIE = 2, /* IO chiplet <-> its attach cube */
+    KB_LINK_UCIE = 3,    /* cube <-> neighbouring cube in a SIP mesh */
+    KB_LINK_XBAR = 4,    /* cube xbar <-> router, NOC, SRAM, m_cpu, m_dma */
+    KB_LINK_HBM = 5,     /* xbar <-> HBM slice */
+    KB_LINK_NOC = 6,     /* cube NOC <-> PE DMA */
+    KB_LINK_TCM = 7,     /* PE DMA <-> TCM */
+    KB_LINK_SIP = 8,     /* SIP <-> SIP (IO chiplets) */
+    KB_LINK_CLASS_COUNT = 9
 } kb_link_class;
 
 typedef struct kb_stats {

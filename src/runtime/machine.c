@@ -8,6 +8,7 @@
  * for kb_last_error; a call that succeeds leaves the last message alone.
  */
 #include "runtime/internal.h"
+#include "topo/topo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,13 @@ _Static_assert(KB_F16 == (int)KB__F16 && KB_BF16 == (int)KB__BF16 && KB_F32 == (
                    KB_I32 == (int)KB__I32 && KB_I8 == (int)KB__I8 && KB_BOOL == (int)KB__BOOL &&
                    KB_DTYPE_COUNT == (int)KB__DTYPE_COUNT,
                "kb_dtype must equal kb__dtype value for value");
+_Static_assert(KB_LINK_PCIE == (int)KB__LINK_PCIE && KB_LINK_IO_NOC == (int)KB__LINK_IO_NOC &&
+                   KB_LINK_IO_UCIE == (int)KB__LINK_IO_UCIE && KB_LINK_UCIE == (int)KB__LINK_UCIE &&
+                   KB_LINK_XBAR == (int)KB__LINK_XBAR && KB_LINK_HBM == (int)KB__LINK_HBM &&
+                   KB_LINK_NOC == (int)KB__LINK_NOC && KB_LINK_TCM == (int)KB__LINK_TCM &&
+                   KB_LINK_SIP == (int)KB__LINK_SIP_LINK &&
+                   KB_LINK_CLASS_COUNT == (int)KB__LINK_CLASS_COUNT,
+               "kb_link_class must equal kb__link_class value for value");
 
 int kb__rt_fail(kb_machine *m, const kb__err *e)
 {
@@ -157,8 +165,7 @@ const char *kb_msg_kind_name(kb_msg_kind k)
 
 const char *kb_link_class_name(kb_link_class c)
 {
-    static const char *const names[] = {"pcie", "sip", "io", "ucie", "cube", "hbm"};
-    return (unsigned)c < KB_LINK_CLASS_COUNT ? names[c] : "?";
+    return (unsigned)c < KB_LINK_CLASS_COUNT ? kb__link_class_name((kb__link_class)c) : "?";
 }
 
 size_t kb_dtype_size(kb_dtype dtype)

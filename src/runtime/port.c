@@ -137,6 +137,6 @@ int kb__rt_port_mmu(kb_machine *m, const kb__rt_mmu_msg *msg, kb__err *err)
     m->now_ps += host_path_ps(m, bytes) + ns_to_ps(fan_ns + map_ns);
     count(m, KB_MSG_MMU, bytes);
     m->stats.link_bytes[KB_LINK_PCIE] += bytes;
-    m->stats.link_bytes[KB_LINK_IO] += bytes * msg->n_cubes;
+    m->stats.link_bytes[KB_LINK_IO_NOC] += bytes * msg->n_cubes;
     return 0;
 }
