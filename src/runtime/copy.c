@@ -16,6 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+int kb__rt_segs(kb_machine *m, size_t n, kb__err *err)
+{
+    if (n > m->segs_cap) {
+        kb__rt_seg *s = realloc(m->segs, n * sizeof *s);
+        if (!s) return kb__err_set(err, KB_ENOMEM, "cannot allocate %zu message segments", n);
+        m->segs = s;
+        m->segs_cap = n;
+    }
+    return 0;
+}
+
 int kb__rt_stage(kb_machine *m, size_t n, uint8_t **out, kb__err *err)
 {
     if (n > m->stage_cap) {
@@ -72,7 +83,9 @@ int kb_copy_from_host(kb_machine *m, kb_tensor h, const void *src, size_t nbytes
     kb__err_clear(&err);
     kb__rt_tensor *t = copy_check(m, h, src, nbytes, src_dtype, &err);
     uint8_t *stage = NULL;
-    if (!t || kb__rt_stage(m, t->plan.shards[0].bytes, &stage, &err)) return kb__rt_fail(m, &err);
+    if (!t || kb__rt_stage(m, t->plan.shards[0].bytes, &stage, &err) ||
+        kb__rt_segs(m, (size_t)t->plan.copies, &err))
+        return kb__rt_fail(m, &err);
     const kb__shard_plan *p = &t->plan;
     size_t hs = kb__dtype_size((kb__dtype)src_dtype), ds = kb__dtype_size(t->dtype);
     const uint8_t *s8 = src;
@@ -83,11 +96,11 @@ int kb_copy_from_host(kb_machine *m, kb_tensor h, const void *src, size_t nbytes
             kb__dtype_convert(t->dtype, stage + (uint64_t)i * sh->cols * ds, (kb__dtype)src_dtype,
                               s8 + off * hs, (size_t)sh->cols);
         }
-        for (int k = 0; k < p->copies; k++) {
-            int idx = kb__shard_find(p, r, k);
-            int rc = kb__rt_port_write(m, t->pa[idx], stage, sh->bytes, NULL, 0, &err);
-            if (rc) return kb__rt_fail(m, &err);
-        }
+        kb__rt_seg *segs = m->segs;
+        for (int k = 0; k < p->copies; k++)
+            segs[k] = (kb__rt_seg){t->pa[kb__shard_find(p, r, k)], sh->bytes, stage};
+        if (kb__rt_port_write(m, segs, (uint32_t)p->copies, NULL, 0, &err))
+            return kb__rt_fail(m, &err);
     }
     return 0;
 }
@@ -106,7 +119,8 @@ int kb_copy_to_host(kb_machine *m, kb_tensor h, void *dst, size_t nbytes, kb_dty
     for (int r = 0; r < p->n_regions; r++) {
         int idx = kb__shard_find(p, r, 0);
         const kb__shard *sh = &p->shards[idx];
-        int rc = kb__rt_port_read(m, t->pa[idx], stage, sh->bytes, &err);
+        kb__rt_seg seg = {t->pa[idx], sh->bytes, stage};
+        int rc = kb__rt_port_read(m, &seg, 1, &err);
         if (rc) return kb__rt_fail(m, &err);
         for (int64_t i = 0; i < sh->rows; i++) {
             uint64_t off = (uint64_t)(sh->row0 + i) * (uint64_t)p->cols + (uint64_t)sh->col0;

@@ -93,6 +93,8 @@ struct kb_machine {
     kb__rt_stats stats;
     uint8_t *stage; /* staging buffer for copies */
     size_t stage_cap;
+    struct kb__rt_seg *segs; /* segment list for copies */
+    size_t segs_cap;
 };
 
 /* ---- memory.c: device memory allocators ---------------------------------- */
@@ -122,13 +124,21 @@ bool kb__rt_memory_pristine(const kb_machine *m);
 
 /* ---- port.c: the host's messages to the device ---------------------------- */
 
-/* Host -> device memory write of n bytes at pa: data (pattern NULL) or a
- * repeating fill pattern of pattern_len bytes. Blocks until it lands;
+/* One piece of a host message: [pa, pa + bytes) inside one memory, and
+ * the host bytes it comes from or goes to (unused by a fill). */
+typedef struct kb__rt_seg {
+    uint64_t pa, bytes;
+    void *host;
+} kb__rt_seg;
+
+/* One MemoryWrite command covering n segments: data from each segment's
+ * host bytes, or (pattern non-NULL) a repeating fill of pattern_len bytes.
+ * The io_cpu fans it out per memory. Blocks until every segment landed;
  * advances the clock by its cost; counts it in the statistics. */
-int kb__rt_port_write(kb_machine *m, uint64_t pa, const void *data, uint64_t n, const void *pattern,
+int kb__rt_port_write(kb_machine *m, const kb__rt_seg *segs, uint32_t n, const void *pattern,
                       size_t pattern_len, kb__err *err);
-/* Device memory -> host read of n bytes at pa into dst. */
-int kb__rt_port_read(kb_machine *m, uint64_t pa, void *dst, uint64_t n, kb__err *err);
+/* One MemoryRead command gathering n segments into their host bytes. */
+int kb__rt_port_read(kb_machine *m, const kb__rt_seg *segs, uint32_t n, kb__err *err);
 
 /* One group of an MMU message: PEs (global indices) that get one set. */
 typedef struct kb__rt_mmu_group {
@@ -178,6 +188,8 @@ static inline uint64_t kb__rt_region_va(const kb__rt_tensor *t, int region)
 
 /* ---- copy.c ----------------------------------------------------------------- */
 
+/* Makes m->segs hold at least n segments (KB_ENOMEM). */
+int kb__rt_segs(kb_machine *m, size_t n, kb__err *err);
 /* Returns a staging buffer of at least n bytes owned by m (KB_ENOMEM). */
 int kb__rt_stage(kb_machine *m, size_t n, uint8_t **out, kb__err *err);
 

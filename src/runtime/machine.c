@@ -93,6 +93,7 @@ void kb_close(kb_machine *m)
     free(m->slots);
     free(m->free_slots);
     free(m->stage);
+    free(m->segs);
     kb__mmu_fini(&m->mmu);
     kb__store_destroy(&m->store);
     kb__rt_memory_fini(m);

@@ -40,33 +40,54 @@ static void count(kb_machine *m, kb_msg_kind k, uint64_t bytes)
     m->stats.bytes[k] += bytes;
 }
 
-int kb__rt_port_write(kb_machine *m, uint64_t pa, const void *data, uint64_t n, const void *pattern,
-                      size_t pattern_len, kb__err *err)
+/* Checks every segment and sums their bytes. */
+static int check_segs(const kb_machine *m, const kb__rt_seg *segs, uint32_t n, uint64_t *total,
+                      kb__err *err)
 {
-    int rc = kb__addr_check_span(&m->ageom, pa, n, err);
-    if (rc) return rc;
-    uint64_t wire = pattern ? pattern_len : n;
-    rc = pattern ? kb__store_fill(&m->store, pa, n, pattern, pattern_len, err)
-                 : kb__store_write(&m->store, pa, data, n, err);
-    if (rc) return rc;
-    m->now_ps +=
-        host_path_ps(m, MSG_HEADER_BYTES + wire) + ns_to_ps(m->params.cube.hbm_access_latency_ns);
-    count(m, KB_MSG_WRITE, n);
-    m->stats.link_bytes[KB_LINK_PCIE] += MSG_HEADER_BYTES + wire;
-    m->stats.link_bytes[KB_LINK_HBM] += n;
+    *total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int rc = kb__addr_check_span(&m->ageom, segs[i].pa, segs[i].bytes, err);
+        if (rc) return rc;
+        *total += segs[i].bytes;
+    }
     return 0;
 }
 
-int kb__rt_port_read(kb_machine *m, uint64_t pa, void *dst, uint64_t n, kb__err *err)
+int kb__rt_port_write(kb_machine *m, const kb__rt_seg *segs, uint32_t n, const void *pattern,
+                      size_t pattern_len, kb__err *err)
 {
-    int rc = kb__addr_check_span(&m->ageom, pa, n, err);
+    uint64_t total;
+    int rc = check_segs(m, segs, n, &total, err);
+    for (uint32_t i = 0; !rc && i < n; i++)
+        rc = pattern
+                 ? kb__store_fill(&m->store, segs[i].pa, segs[i].bytes, pattern, pattern_len, err)
+                 : kb__store_write(&m->store, segs[i].pa, segs[i].host, segs[i].bytes, err);
     if (rc) return rc;
-    if ((rc = kb__store_read(&m->store, pa, dst, n, err))) return rc;
-    m->now_ps +=
-        host_path_ps(m, MSG_HEADER_BYTES + n) + ns_to_ps(m->params.cube.hbm_access_latency_ns);
-    count(m, KB_MSG_READ, n);
-    m->stats.link_bytes[KB_LINK_PCIE] += MSG_HEADER_BYTES + n;
-    m->stats.link_bytes[KB_LINK_HBM] += n;
+    /* One command: a fill carries its pattern, a replicated write its data once
+     * per distinct host buffer (replicas share one). */
+    uint64_t wire = MSG_HEADER_BYTES * (uint64_t)n;
+    for (uint32_t i = 0; i < n; i++)
+        if (!pattern && (i == 0 || segs[i].host != segs[i - 1].host)) wire += segs[i].bytes;
+    wire += pattern ? pattern_len : 0;
+    m->now_ps += host_path_ps(m, wire) + ns_to_ps(m->params.cube.hbm_access_latency_ns);
+    count(m, KB_MSG_WRITE, total);
+    m->stats.link_bytes[KB_LINK_PCIE] += wire;
+    m->stats.link_bytes[KB_LINK_HBM] += total;
+    return 0;
+}
+
+int kb__rt_port_read(kb_machine *m, const kb__rt_seg *segs, uint32_t n, kb__err *err)
+{
+    uint64_t total;
+    int rc = check_segs(m, segs, n, &total, err);
+    for (uint32_t i = 0; !rc && i < n; i++)
+        rc = kb__store_read(&m->store, segs[i].pa, segs[i].host, segs[i].bytes, err);
+    if (rc) return rc;
+    uint64_t wire = MSG_HEADER_BYTES * (uint64_t)n + total;
+    m->now_ps += host_path_ps(m, wire) + ns_to_ps(m->params.cube.hbm_access_latency_ns);
+    count(m, KB_MSG_READ, total);
+    m->stats.link_bytes[KB_LINK_PCIE] += wire;
+    m->stats.link_bytes[KB_LINK_HBM] += total;
     return 0;
 }
 

@@ -225,9 +225,14 @@ static int create_filled(kb_machine *m, const char *name, int ndim, const int64_
     if (value) {
         uint8_t pat[8] __attribute__((aligned(8)));
         scalar_to(t->dtype, *value, pat);
+        kb__rt_seg *segs = malloc((size_t)t->plan.n_shards * sizeof *segs);
+        if (!segs) rc = kb__err_set(&err, KB_ENOMEM, "tensor '%s': out of memory", t->name);
         for (int i = 0; !rc && i < t->plan.n_shards; i++)
-            rc = kb__rt_port_write(m, t->pa[i], NULL, t->plan.shards[i].bytes, pat,
+            segs[i] = (kb__rt_seg){t->pa[i], t->plan.shards[i].bytes, NULL};
+        if (!rc)
+            rc = kb__rt_port_write(m, segs, (uint32_t)t->plan.n_shards, pat,
                                    kb__dtype_size(t->dtype), &err);
+        free(segs);
         if (rc) {
             kb_free(m, h);
             return kb__rt_fail(m, &err);
