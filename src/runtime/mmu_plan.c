@@ -166,7 +166,6 @@ static uint32_t target_cubes(const kb_machine *m, const kb__shard_plan *p, int s
     for (int i = 0; i < p->n_shards; i++)
         if (p->shards[i].sip == sip && (n == 0 || cubes[n - 1] != (uint32_t)p->shards[i].cube))
             cubes[n++] = (uint32_t)p->shards[i].cube;
-    (void)m;
     return n;
 }
 

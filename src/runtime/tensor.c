@@ -135,7 +135,6 @@ static int check_create(kb_machine *m, int ndim, const int64_t *shape, kb_dtype 
                            "tensor '%s': unknown dtype %d (expected KB_F16, KB_BF16, KB_F32, "
                            "KB_I32, KB_I8 or KB_BOOL)",
                            name, (int)dtype);
-    (void)m;
     return 0;
 }
 
