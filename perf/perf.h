@@ -1,0 +1,70 @@
+/*
+ * perf/perf.h — the workload interface of kernbench-perf.
+ *
+ * A workload is one table line in perf/main.c plus one run function (in
+ * its own file) that does a fixed amount of work, measures the wall time of
+ * the part that matters and fills a kb__perf_result. Each should take well
+ * under a second on a small machine. The workloads double as examples of
+ * how models use the simulation core (src/sim/sim.h).
+ */
+#ifndef KB_PERF_PERF_H
+#define KB_PERF_PERF_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "base/error.h"
+
+#define KB__PERF_EXTRA_MAX 8
+
+typedef struct kb__perf_extra {
+    const char *name; /* JSON key, also printed in text mode */
+    double value;
+} kb__perf_extra;
+
+typedef struct kb__perf_result {
+    uint64_t n;    /* units of work done (see the workload's unit) */
+    double wall_s; /* wall time of the measured part */
+    double per_s;  /* n / wall_s */
+    int nextra;
+    kb__perf_extra extra[KB__PERF_EXTRA_MAX];
+    char error[KB__ERR_MSG_MAX]; /* set when run returns nonzero */
+} kb__perf_result;
+
+typedef struct kb__perf_workload kb__perf_workload;
+struct kb__perf_workload {
+    const char *name;    /* --only NAME, JSON key */
+    const char *unit;    /* what n counts, plural: "events", "customers" */
+    const char *summary; /* one line for --help */
+    int (*run)(const kb__perf_workload *w, kb__perf_result *r);
+    uint64_t size; /* workload size parameter (processes, LPs, ...) */
+    uint64_t work; /* amount of work (events, customers, ...) */
+};
+
+/* Monotonic wall clock in seconds. */
+static inline double kb__perf_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Fills n, wall_s and per_s. */
+static inline void kb__perf_done(kb__perf_result *r, uint64_t n, double t0, double t1)
+{
+    r->n = n;
+    r->wall_s = t1 - t0;
+    r->per_s = r->wall_s > 0 ? (double)n / r->wall_s : 0.0;
+}
+
+static inline void kb__perf_extra_add(kb__perf_result *r, const char *name, double value)
+{
+    if (r->nextra < KB__PERF_EXTRA_MAX) r->extra[r->nextra++] = (kb__perf_extra){name, value};
+}
+
+int kb__perf_hold(const kb__perf_workload *w, kb__perf_result *r);
+int kb__perf_mm1(const kb__perf_workload *w, kb__perf_result *r);
+int kb__perf_phold(const kb__perf_workload *w, kb__perf_result *r);
+int kb__perf_switch(const kb__perf_workload *w, kb__perf_result *r);
+
+#endif

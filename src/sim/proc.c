@@ -1,0 +1,399 @@
+/*
+ * proc.c — processes: stackful coroutines run by the scheduler.
+ *
+ * Life of a process: spawn schedules its wake timer at the current time
+ * (spawn order); each time the timer fires, proc_resume switches from the
+ * scheduler (main stack) to the process, which runs until it blocks, returns
+ * or raises, and switches back. A finished process gives its stack back to
+ * the pool at once; its struct lives until join or detach.
+ *
+ * Invariants: only proc_resume switches into a process, only kb__proc_yield,
+ * proc_end and the overflow handler switch out of one; sim->current is set
+ * exactly while a process runs. A wake is a queue entry like any event, so
+ * wake-ups follow the (time, sequence) order.
+ *
+ * Cost: two context switches and one heap push/pop per block/resume.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/internal.h"
+
+#if KB__ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+/* ---- switching (with ASan fiber annotations) ----------------------------- */
+
+static void switch_into(kb__sim *sim, kb__proc *p)
+{
+#if KB__ASAN
+    void *fake = NULL;
+    __sanitizer_start_switch_fiber(&fake, p->stack->lo, p->stack->size);
+#endif
+    sim->hot.switches += 2; /* in now, out when it blocks or ends */
+    kb__ctx_swap(&sim->main_ctx, &p->ctx);
+#if KB__ASAN
+    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+}
+
+static void switch_out(kb__sim *sim, kb__proc *p, bool final)
+{
+#if KB__ASAN
+    void *fake = NULL;
+    __sanitizer_start_switch_fiber(final ? NULL : &fake, sim->main_stack_bottom,
+                                   sim->main_stack_size);
+#endif
+    kb__ctx_swap(&p->ctx, &sim->main_ctx);
+#if KB__ASAN
+    __sanitizer_finish_switch_fiber(fake, &sim->main_stack_bottom, &sim->main_stack_size);
+#endif
+}
+
+void kb__proc_yield(kb__sim *sim, kb__proc *p)
+{
+    switch_out(sim, p, false);
+}
+
+/* ---- errors -------------------------------------------------------------- */
+
+static void proc_verror(kb__proc *p, int code, const char *fmt, va_list ap)
+{
+    if (!p->err) p->err = malloc(sizeof *p->err);
+    if (p->err) kb__err_vset(p->err, code, fmt, ap);
+}
+
+static void proc_error(kb__proc *p, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void proc_error(kb__proc *p, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    proc_verror(p, code, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- start, end, resume -------------------------------------------------- */
+
+static _Noreturn void proc_end(kb__sim *sim, kb__proc *p, int status)
+{
+    p->status = status;
+    p->state = KB__P_DONE;
+    switch_out(sim, p, true);
+    __builtin_unreachable();
+}
+
+static void proc_entry(void *arg)
+{
+    kb__proc *p = arg;
+    kb__sim *sim = p->sim;
+#if KB__ASAN
+    __sanitizer_finish_switch_fiber(NULL, &sim->main_stack_bottom, &sim->main_stack_size);
+#endif
+    int rc = p->fn(sim, p->arg);
+    if (rc > 0) {
+        proc_error(p, KB_EINVAL,
+                   "process '%s' returned %d; a process returns 0 or a negative "
+                   "KB_E* code",
+                   p->name, rc);
+        rc = KB_EINVAL;
+    }
+    proc_end(sim, p, rc);
+}
+
+static void proc_unlink_free(kb__sim *sim, kb__proc *p)
+{
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        sim->live_head = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    else
+        sim->live_tail = p->prev;
+    kb__event_fini(&p->done);
+    free(p->err);
+    free(p);
+}
+
+/* Records a detached process's failure; the running loop stops with it. */
+static void record_detached_failure(kb__sim *sim, kb__proc *p)
+{
+    if (sim->fail_pending) return;
+    if (p->err)
+        kb__err_copy(&sim->fail, p->err);
+    else
+        kb__err_set(&sim->fail, p->status, "process '%s' failed: %s", p->name,
+                    kb_strerror(p->status));
+    sim->fail_pending = true;
+}
+
+/* Runs on the main stack once p has switched out for the last time. */
+static void proc_finish(kb__sim *sim, kb__proc *p)
+{
+    if (p->overflowed) {
+        p->status = KB_ESTACK;
+        proc_error(p, KB_ESTACK, "process '%s' overflowed its %zu-byte stack", p->name,
+                   p->stack_size);
+    } else if (p->status < 0 && (!p->err || p->err->code != p->status)) {
+        proc_error(p, p->status, "process '%s' failed: %s", p->name, kb_strerror(p->status));
+    }
+    kb__stack_put(&sim->stacks, p->stack);
+    p->stack = NULL;
+    sim->nlive--;
+    if (p->detached) {
+        if (p->status < 0) record_detached_failure(sim, p);
+        proc_unlink_free(sim, p);
+        return;
+    }
+    kb__event_fire(sim, &p->done, p->status);
+}
+
+static void proc_resume(kb__sim *sim, void *arg, uint64_t data)
+{
+    kb__proc *p = arg;
+    p->wake_pending = false;
+    p->sleeping = false;
+    p->state = KB__P_RUNNING;
+    sim->current = p;
+    switch_into(sim, p);
+    sim->current = NULL;
+    if (p->state == KB__P_DONE) proc_finish(sim, p);
+}
+
+static void main_resume(kb__sim *sim, void *arg, uint64_t data)
+{
+    kb__proc *p = arg;
+    p->wake_pending = false;
+    p->sleeping = false;
+    p->resumed = true;
+}
+
+kb__proc *kb__proc_new_main(kb__sim *sim)
+{
+    kb__proc *p = calloc(1, sizeof *p + sizeof "main");
+    if (!p) return NULL;
+    memcpy(p->name, "main", sizeof "main");
+    p->sim = sim;
+    p->is_main = true;
+    p->state = KB__P_RUNNING;
+    kb__timer_init(&p->wake, main_resume, p, 0);
+    kb__event_init(&p->done, p->name);
+    return p;
+}
+
+kb__proc *kb__proc_spawn(kb__sim *sim, const char *name, kb__proc_fn fn, void *arg,
+                         size_t stack_bytes)
+{
+    if (!name) name = "(unnamed)";
+    size_t len = strlen(name);
+    kb__proc *p = calloc(1, sizeof *p + len + 1);
+    if (!p) {
+        kb__err_set(&sim->err, KB_ENOMEM, "spawn of process '%s': out of memory", name);
+        return NULL;
+    }
+    size_t page = sim->stacks.page;
+    size_t want = stack_bytes ? stack_bytes : KB__PROC_STACK_DEFAULT;
+    want = (want + page - 1) / page * page;
+    /* One page more than asked, used to stagger stack tops (below). */
+    p->stack = kb__stack_get(&sim->stacks, want + page);
+    if (!p->stack) {
+        kb__err_set(&sim->err, KB_ENOMEM, "spawn of process '%s': cannot map a %zu-byte stack",
+                    name, want);
+        free(p);
+        return NULL;
+    }
+    memcpy(p->name, name, len + 1);
+    p->sim = sim;
+    p->fn = fn;
+    p->arg = arg;
+    p->index = sim->nspawned++;
+    kb__rng_seed(&p->rng, sim->seed, p->index);
+    kb__event_init(&p->done, p->name);
+    kb__timer_init(&p->wake, proc_resume, p, 0);
+    p->stack_size = want;
+    /* Cache colouring: stack tops at the same page offset would all compete
+     * for the same few cache sets; shift each by a multiple of 128 bytes
+     * within the extra page. */
+    size_t colour = (p->index % (page / 128)) * 128;
+    kb__ctx_make(&p->ctx, p->stack->lo, p->stack->size - colour, proc_entry, p);
+    p->state = KB__P_NEW;
+    p->prev = sim->live_tail;
+    if (sim->live_tail)
+        sim->live_tail->next = p;
+    else
+        sim->live_head = p;
+    sim->live_tail = p;
+    sim->nlive++;
+    p->wake_pending = true;
+    p->wake_seq = kb__sim_schedule(sim, 0, &p->wake);
+    return p;
+}
+
+/* ---- wake, interrupt ----------------------------------------------------- */
+
+void kb__proc_wake(kb__sim *sim, kb__proc *p, int status, int index)
+{
+    if (p->wake_pending) return;
+    p->wake_pending = true;
+    p->wake_status = status;
+    p->wake_index = index;
+    p->wake_seq = kb__sim_schedule(sim, 0, &p->wake);
+}
+
+int kb__proc_interrupt(kb__sim *sim, kb__proc *p, int code)
+{
+    if (p->state == KB__P_DONE || p->is_main) return 0;
+    if (p->state != KB__P_BLOCKED || (p->wake_pending && !p->sleeping)) {
+        p->interrupt = code; /* running, starting, or already satisfied */
+        return 0;
+    }
+    if (p->sleeping) {
+        kb__sim_unschedule(sim, &p->wake, p->wake_seq);
+        p->sleeping = false;
+        p->wake_pending = false;
+    }
+    for (int i = 0; i < p->nwaiters; i++)
+        if (p->waiters[i].q) kb__waitq_remove(&p->waiters[i]);
+    kb__proc_wake(sim, p, code, -1);
+    return 1;
+}
+
+void kb__proc_cancel(kb__sim *sim, kb__proc *p)
+{
+    if (p) kb__proc_interrupt(sim, p, KB_ECANCELED);
+}
+
+int kb__sim_interrupt_all(kb__sim *sim, int code)
+{
+    int n = 0;
+    for (kb__proc *p = sim->live_head; p; p = p->next)
+        if (p->state == KB__P_BLOCKED && !(p->wake_pending && !p->sleeping))
+            n += kb__proc_interrupt(sim, p, code);
+    return n;
+}
+
+/* ---- join, detach -------------------------------------------------------- */
+
+int kb__proc_join(kb__sim *sim, kb__proc *p, kb__err *err_out)
+{
+    if (!p) return kb__err_set(err_out, KB_EINVAL, "kb__proc_join: no process given");
+    if (p->detached)
+        return kb__err_set(err_out, KB_ESTATE, "process '%s' is detached and cannot be joined",
+                           p->name);
+    if (p == sim->current)
+        return kb__err_set(err_out, KB_ESTATE, "process '%s' cannot join itself", p->name);
+    if (p->state != KB__P_DONE) {
+        int rc = kb__event_wait_as(sim, &p->done, "kb__proc_join", "process", p->name);
+        if (p->state != KB__P_DONE) {
+            if (rc == KB_EDEADLOCK || rc == KB_ESTATE)
+                kb__err_copy(err_out, &sim->err);
+            else
+                kb__err_set(err_out, rc, "join of process '%s' interrupted: %s", p->name,
+                            kb_strerror(rc));
+            return rc;
+        }
+    }
+    int status = p->status;
+    if (p->err && status != 0)
+        kb__err_copy(err_out, p->err);
+    else
+        kb__err_clear(err_out);
+    proc_unlink_free(sim, p);
+    return status;
+}
+
+void kb__proc_detach(kb__sim *sim, kb__proc *p)
+{
+    if (!p || p->detached) return;
+    p->detached = true;
+    if (p->state == KB__P_DONE) {
+        if (p->status < 0) record_detached_failure(sim, p);
+        proc_unlink_free(sim, p);
+    }
+}
+
+/* ---- errors raised by the running process -------------------------------- */
+
+_Noreturn void kb__proc_raise(kb__sim *sim, int code, const char *fmt, ...)
+{
+    kb__proc *p = sim->current;
+    va_list ap;
+    va_start(ap, fmt);
+    if (!p) {
+        fprintf(stderr, "kernbench: kb__proc_raise outside a process: ");
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        abort();
+    }
+    if (code > 0) code = KB_EINVAL;
+    if (code < 0) proc_verror(p, code, fmt, ap);
+    va_end(ap);
+    proc_end(sim, p, code);
+}
+
+int kb__proc_fail(kb__sim *sim, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (sim->current)
+        proc_verror(sim->current, code, fmt, ap);
+    else
+        kb__err_vset(&sim->err, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+_Noreturn void kb__proc_overflowed(kb__sim *sim, kb__proc *p)
+{
+    p->overflowed = true;
+    proc_end(sim, p, KB_ESTACK);
+}
+
+int kb__proc_guard_hit(const kb__proc *p, const void *addr)
+{
+    if (!p->stack) return 0;
+    const char *lo = p->stack->lo;
+    const char *a = addr;
+    return a < lo && a >= lo - p->sim->stacks.page;
+}
+
+/* ---- small accessors ----------------------------------------------------- */
+
+kb__proc *kb__proc_self(kb__sim *sim)
+{
+    return sim->current;
+}
+
+const char *kb__proc_name(const kb__proc *p)
+{
+    return p->name;
+}
+
+void kb__proc_set_note(kb__proc *p, const char *fmt, ...)
+{
+    if (!p) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->note, sizeof p->note, fmt, ap);
+    va_end(ap);
+}
+
+kb__rng *kb__proc_rng(kb__proc *p)
+{
+    return &p->rng;
+}
+
+void kb__proc_free_all(kb__sim *sim)
+{
+    while (sim->live_head)
+        proc_unlink_free(sim, sim->live_head);
+    if (sim->main) {
+        kb__event_fini(&sim->main->done);
+        free(sim->main);
+        sim->main = NULL;
+    }
+}
