@@ -27,6 +27,8 @@ static const kb__perf_workload workloads[] = {
     {"phold_10000", "messages", "PHOLD with 10000 LPs", kb__perf_phold, 10000, 5000000},
     {"switch_10000", "switches", "10000 processes yielding round-robin", kb__perf_switch, 10000,
      2000000},
+    {"tensor_4096", "bytes", "4096x4096 f16 over 256 PEs: create, copy in, copy out, free",
+     kb__perf_tensor, 4096, 0},
 };
 
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])

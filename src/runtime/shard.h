@@ -25,12 +25,8 @@
 
 #include "base/error.h"
 
-/* How one level treats its parent's part (the public spelling). */
-typedef enum kb_split {
-    KB_REPLICATE = 0,   /* every owner gets the whole part */
-    KB_ROW_WISE = 1,    /* equal contiguous blocks of rows (dim 0) */
-    KB_COLUMN_WISE = 2, /* equal contiguous blocks of columns (dim 1) */
-} kb_split;
+/* kb_split (replicate, row_wise, column_wise) is the public type. */
+#include "kernbench/kernbench.h"
 
 typedef struct kb__shard_policy {
     kb_split sip, cube, pe;

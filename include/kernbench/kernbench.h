@@ -1,0 +1,230 @@
+/*
+ * kernbench/kernbench.h — the host API: machines, tensors, statistics.
+ *
+ * A kb_machine is one simulated accelerator (its event loop, fabric, device
+ * memory and clock). Everything hangs off it: two machines in one process
+ * are independent. Every call returns 0 or a negative KB_E* code
+ * (kernbench/error.h); on failure outputs are zeroed and kb_last_error(m)
+ * says what, where and which value. A failed call leaves the machine usable.
+ *
+ * Tensors are handles checked by generation: using a handle after kb_free()
+ * is an error ("tensor 't3' (id 3) was freed"), never undefined behaviour.
+ * Host calls that move data block until the simulated transfer completes
+ * and advance the simulated clock by what the transfer cost on the fabric.
+ *
+ * Ownership: kb_open() creates, kb_close() destroys the machine and frees
+ * every tensor still alive. Strings passed in are copied.
+ * Not thread-safe: one thread per machine.
+ */
+#ifndef KERNBENCH_KERNBENCH_H
+#define KERNBENCH_KERNBENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernbench/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kb_machine kb_machine;
+
+/* ---- machines ------------------------------------------------------------ */
+
+/* How to build a machine. A zeroed struct means the built-in default. */
+typedef struct kb_open_options {
+    const char *topology_path;    /* YAML machine description; NULL = built in */
+    const char *const *overrides; /* "key=value" (like --set), applied in order */
+    size_t n_overrides;           /* number of entries in overrides */
+} kb_open_options;
+
+/* Opens a machine. opts may be NULL (built-in default). On failure *out is
+ * NULL and, when errbuf is non-NULL, errbuf (errbuf_size bytes, always
+ * NUL-terminated) holds the message: "topology.yaml:23:5: ...". */
+KB_API int kb_open(kb_machine **out, const kb_open_options *opts, char *errbuf, size_t errbuf_size);
+
+/* Frees every tensor still alive and the machine itself. NULL is a no-op. */
+KB_API void kb_close(kb_machine *m);
+
+/* The message of the last failed call on m ("" if none failed yet). The
+ * string stays valid until the next call on m. */
+KB_API const char *kb_last_error(const kb_machine *m);
+
+/* Simulated time in picoseconds since the machine was opened. */
+KB_API uint64_t kb_now_ps(const kb_machine *m);
+
+/* Machine shape: SIPs, cubes per SIP, PEs per cube. Any pointer may be NULL. */
+KB_API int kb_machine_shape(const kb_machine *m, int *sips, int *cubes_per_sip, int *pes_per_cube);
+
+/* Binds the host to SIP `sip` (like torch.cuda.set_device): tensors created
+ * afterwards whose policy leaves the SIP level at its default (replicate,
+ * num_sips 0) are placed on that SIP only. sip = -1 removes the binding.
+ * KB_ERANGE if sip is not -1 and not a SIP of the machine. */
+KB_API int kb_set_device(kb_machine *m, int sip);
+
+/* The bound SIP, or -1 when none is bound. */
+KB_API int kb_get_device(const kb_machine *m);
+
+/* ---- tensors --------------------------------------------------------------- */
+
+/* Element types; the values equal the library's internal dtype table. */
+typedef enum kb_dtype {
+    KB_F16 = 0,
+    KB_BF16 = 1,
+    KB_F32 = 2,
+    KB_I32 = 3,
+    KB_I8 = 4,
+    KB_BOOL = 5,
+    KB_DTYPE_COUNT = 6
+} kb_dtype;
+
+/* How one level of the machine divides a tensor. */
+typedef enum kb_split {
+    KB_REPLICATE = 0,  /* every unit at this level holds the whole part */
+    KB_ROW_WISE = 1,   /* equal contiguous blocks of rows (dimension 0) */
+    KB_COLUMN_WISE = 2 /* equal contiguous blocks of columns (dimension 1) */
+} kb_split;
+
+/* Placement over {sip, cube, pe}: each level splits or replicates what the
+ * level above gave it, over num_* units (0 = all units of that level; units
+ * are taken from index 0 upwards). A split must divide its dimension evenly.
+ * A 1-D tensor [n] is one row [1, n], as in the original tool: column_wise
+ * splits its n elements; row_wise over more than one unit is an error. */
+typedef struct kb_policy {
+    kb_split sip, cube, pe;
+    int num_sips, num_cubes, num_pes;
+} kb_policy;
+
+/* The default: a full copy per SIP (the original tool's default SIP level,
+ * which kb_set_device scopes to one SIP), split by columns over every cube
+ * of the SIP and again over every PE of the cube — column_wise so that the
+ * default works for 1-D tensors too. */
+#define KB_POLICY_DEFAULT ((kb_policy){KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 0})
+
+/* A tensor handle; id 0 is never a valid tensor. */
+typedef struct kb_tensor {
+    uint64_t id;
+} kb_tensor;
+
+/* Creates a tensor in device HBM without initialising it (like torch.empty).
+ * name: NULL gives "t<N>"; copied. ndim 1 or 2 (3 and more: KB_EUNSUPPORTED,
+ * "not supported yet"), every dim >= 1. policy NULL = KB_POLICY_DEFAULT.
+ * Allocates physical memory per shard, one VA range, installs MMU mappings
+ * through the fabric (costs simulated time). On failure *out is {0}. */
+KB_API int kb_empty(kb_machine *m, const char *name, int ndim, const int64_t *shape, kb_dtype dtype,
+                    const kb_policy *policy, kb_tensor *out);
+
+/* kb_empty, then every element set to 0 by a fill write through the fabric. */
+KB_API int kb_zeros(kb_machine *m, const char *name, int ndim, const int64_t *shape, kb_dtype dtype,
+                    const kb_policy *policy, kb_tensor *out);
+
+/* kb_empty, then every element set to value (converted to dtype, round to
+ * nearest even; integers saturate) by a fill write through the fabric. */
+KB_API int kb_full(kb_machine *m, const char *name, int ndim, const int64_t *shape, kb_dtype dtype,
+                   const kb_policy *policy, double value, kb_tensor *out);
+
+/* Scatters a row-major host array of the tensor's full shape into every
+ * shard (every replica). src_dtype may differ from the tensor's dtype:
+ * elements are converted (round to nearest even). nbytes must equal
+ * elements × size of src_dtype (KB_EINVAL naming both otherwise). */
+KB_API int kb_copy_from_host(kb_machine *m, kb_tensor t, const void *src, size_t nbytes,
+                             kb_dtype src_dtype);
+
+/* Gathers the tensor into a row-major host array of dst_dtype (the first
+ * replica of each part is read). nbytes is checked as for kb_copy_from_host. */
+KB_API int kb_copy_to_host(kb_machine *m, kb_tensor t, void *dst, size_t nbytes,
+                           kb_dtype dst_dtype);
+
+/* Removes the MMU mappings (through the fabric), returns the VA range and
+ * every shard's physical memory. The handle is invalid afterwards. */
+KB_API int kb_free(kb_machine *m, kb_tensor t);
+
+/* What a tensor is. */
+typedef struct kb_tensor_info {
+    char name[64];    /* possibly truncated */
+    int ndim;         /* 1 or 2 */
+    int64_t shape[2]; /* shape[1] = 0 for 1-D */
+    kb_dtype dtype;
+    kb_policy policy;  /* as given, counts resolved (never 0) */
+    int sip_scope;     /* SIP the tensor was scoped to by kb_set_device, or -1 */
+    uint64_t nbytes;   /* elements × element size */
+    uint64_t va;       /* start of the tensor's virtual range */
+    uint64_t va_bytes; /* length of the range (page-aligned regions) */
+    int n_shards;      /* every replica counts */
+} kb_tensor_info;
+
+KB_API int kb_tensor_get_info(kb_machine *m, kb_tensor t, kb_tensor_info *out);
+
+/* One shard of a tensor. */
+typedef struct kb_shard_info {
+    int sip, cube, pe; /* owner PE (global SIP, cube in SIP, PE in cube) */
+    int replica;       /* 0 for the first copy of this part */
+    int64_t offset[2]; /* global row, column of the shard's first element */
+    int64_t shape[2];  /* local shape (shape[1] = 0 for 1-D) */
+    uint64_t nbytes;   /* local elements × element size */
+    uint64_t pa;       /* physical address of the shard (HBM slice of the PE) */
+    uint64_t va;       /* virtual address of the shard's region */
+} kb_shard_info;
+
+/* Shard i (0 <= i < n_shards) in shard order. KB_ERANGE for a bad index. */
+KB_API int kb_tensor_get_shard(kb_machine *m, kb_tensor t, int i, kb_shard_info *out);
+
+/* Writes a printable summary (name, shape, dtype, policy, VA range, then one
+ * line per shard: owner, offsets, local shape, PA, VA) into buf like
+ * snprintf: at most size bytes, NUL-terminated when size > 0. *needed (may
+ * be NULL) gets the full length + 1, so a second call can fit it. */
+KB_API int kb_tensor_describe(kb_machine *m, kb_tensor t, char *buf, size_t size, size_t *needed);
+
+/* Size in bytes of one element of dtype (0 for an unknown dtype). */
+KB_API size_t kb_dtype_size(kb_dtype dtype);
+
+/* "f16", "bf16", "f32", "i32", "i8", "bool"; "?" for others. */
+KB_API const char *kb_dtype_name(kb_dtype dtype);
+
+/* ---- statistics ------------------------------------------------------------ */
+
+/* Kinds of host/device messages whose bytes are counted. */
+typedef enum kb_msg_kind {
+    KB_MSG_WRITE = 0, /* host -> device memory (data or fill) */
+    KB_MSG_READ = 1,  /* device memory -> host */
+    KB_MSG_DMA = 2,   /* PE DMA */
+    KB_MSG_MMU = 3,   /* MMU map / unmap commands */
+    KB_MSG_KIND_COUNT = 4
+} kb_msg_kind;
+
+/* Classes of links whose traffic is counted (the machine graph's classes). */
+typedef enum kb_link_class {
+    KB_LINK_PCIE = 0,    /* host <-> pcie_ep */
+    KB_LINK_IO_NOC = 1,  /* inside the IO chiplet */
+    KB_LINK_IO_UCIE = 2, /* IO chiplet <-> its attach cube */
+    KB_LINK_UCIE = 3,    /* cube <-> neighbouring cube in a SIP mesh */
+    KB_LINK_XBAR = 4,    /* cube xbar <-> router, NOC, SRAM, m_cpu, m_dma */
+    KB_LINK_HBM = 5,     /* xbar <-> HBM slice */
+    KB_LINK_NOC = 6,     /* cube NOC <-> PE DMA */
+    KB_LINK_TCM = 7,     /* PE DMA <-> TCM */
+    KB_LINK_SIP = 8,     /* SIP <-> SIP (IO chiplets) */
+    KB_LINK_CLASS_COUNT = 9
+} kb_link_class;
+
+typedef struct kb_stats {
+    uint64_t now_ps;                          /* simulated clock */
+    uint64_t elapsed_ps;                      /* since the last reset */
+    uint64_t messages[KB_MSG_KIND_COUNT];     /* messages sent, per kind */
+    uint64_t bytes[KB_MSG_KIND_COUNT];        /* payload bytes, per kind */
+    uint64_t link_bytes[KB_LINK_CLASS_COUNT]; /* bytes that crossed links */
+} kb_stats;
+
+/* Counters since the machine was opened or since the last kb_stats_reset. */
+KB_API int kb_stats_get(const kb_machine *m, kb_stats *out);
+/* Zeroes the counters; the clock keeps running (elapsed_ps restarts). */
+KB_API int kb_stats_reset(kb_machine *m);
+
+/* Name of a message kind / link class ("write", "pcie", ...); "?" else. */
+KB_API const char *kb_msg_kind_name(kb_msg_kind k);
+KB_API const char *kb_link_class_name(kb_link_class c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,243 @@
+/*
+ * copy.c — host <-> device copies, tensor info and the printable summary.
+ *
+ * Copy in: for each region (distinct block of data), the block is packed
+ * from the row-major host array into a staging buffer, converted to the
+ * tensor's dtype on the way (round to nearest even), and written to every
+ * replica with one memory-write message each. Copy out: each region's first
+ * replica is read with one memory-read message and unpacked, converting to
+ * the host dtype. Host memory: one staging buffer of one shard's bytes.
+ */
+#include "runtime/internal.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kb__rt_segs(kb_machine *m, size_t n, kb__err *err)
+{
+    if (n > m->segs_cap) {
+        kb__rt_seg *s = realloc(m->segs, n * sizeof *s);
+        if (!s) return kb__err_set(err, KB_ENOMEM, "cannot allocate %zu message segments", n);
+        m->segs = s;
+        m->segs_cap = n;
+    }
+    return 0;
+}
+
+int kb__rt_stage(kb_machine *m, size_t n, uint8_t **out, kb__err *err)
+{
+    if (n > m->stage_cap) {
+        uint8_t *b = realloc(m->stage, n);
+        if (!b) return kb__err_set(err, KB_ENOMEM, "cannot allocate a %zu-byte staging buffer", n);
+        m->stage = b;
+        m->stage_cap = n;
+    }
+    *out = m->stage;
+    return 0;
+}
+
+static uint64_t elements(const kb__rt_tensor *t)
+{
+    return (uint64_t)t->shape[0] * (uint64_t)(t->ndim == 2 ? t->shape[1] : 1);
+}
+
+static void shape_text(const kb__rt_tensor *t, char *buf, size_t n)
+{
+    if (t->ndim == 2)
+        snprintf(buf, n, "%" PRId64 "×%" PRId64, t->shape[0], t->shape[1]);
+    else
+        snprintf(buf, n, "%" PRId64, t->shape[0]);
+}
+
+/* Looks the tensor up and checks the host buffer; NULL with err set. */
+static kb__rt_tensor *copy_check(kb_machine *m, kb_tensor h, const void *buf, size_t nbytes,
+                                 kb_dtype host_dtype, kb__err *err)
+{
+    kb__rt_tensor *t = kb__rt_tensor_get(m, h.id, err);
+    if (!t) return NULL;
+    if (!kb__dtype_valid((int)host_dtype)) {
+        kb__err_set(err, KB_EINVAL, "tensor '%s': unknown host dtype %d", t->name, (int)host_dtype);
+        return NULL;
+    }
+    uint64_t want = elements(t) * kb__dtype_size((kb__dtype)host_dtype);
+    if (!buf || nbytes != want) {
+        char shp[64];
+        shape_text(t, shp, sizeof shp);
+        kb__err_set(err, KB_EINVAL,
+                    "tensor '%s': host buffer has %zu bytes%s, expected %" PRIu64 " (%s %s)",
+                    t->name, buf ? nbytes : 0, buf ? "" : " (NULL)", want, shp,
+                    kb__dtype_name((kb__dtype)host_dtype));
+        return NULL;
+    }
+    return t;
+}
+
+int kb_copy_from_host(kb_machine *m, kb_tensor h, const void *src, size_t nbytes,
+                      kb_dtype src_dtype)
+{
+    if (!m) return KB_EINVAL;
+    kb__err err;
+    kb__err_clear(&err);
+    kb__rt_tensor *t = copy_check(m, h, src, nbytes, src_dtype, &err);
+    uint8_t *stage = NULL;
+    if (!t || kb__rt_stage(m, t->plan.shards[0].bytes, &stage, &err) ||
+        kb__rt_segs(m, (size_t)t->plan.copies, &err))
+        return kb__rt_fail(m, &err);
+    const kb__shard_plan *p = &t->plan;
+    size_t hs = kb__dtype_size((kb__dtype)src_dtype), ds = kb__dtype_size(t->dtype);
+    const uint8_t *s8 = src;
+    for (int r = 0; r < p->n_regions; r++) {
+        const kb__shard *sh = &p->shards[kb__shard_find(p, r, 0)];
+        for (int64_t i = 0; i < sh->rows; i++) {
+            uint64_t off = (uint64_t)(sh->row0 + i) * (uint64_t)p->cols + (uint64_t)sh->col0;
+            kb__dtype_convert(t->dtype, stage + (uint64_t)i * sh->cols * ds, (kb__dtype)src_dtype,
+                              s8 + off * hs, (size_t)sh->cols);
+        }
+        kb__rt_seg *segs = m->segs;
+        for (int k = 0; k < p->copies; k++)
+            segs[k] = (kb__rt_seg){t->pa[kb__shard_find(p, r, k)], sh->bytes, stage};
+        if (kb__rt_port_write(m, segs, (uint32_t)p->copies, NULL, 0, &err))
+            return kb__rt_fail(m, &err);
+    }
+    return 0;
+}
+
+int kb_copy_to_host(kb_machine *m, kb_tensor h, void *dst, size_t nbytes, kb_dtype dst_dtype)
+{
+    if (!m) return KB_EINVAL;
+    kb__err err;
+    kb__err_clear(&err);
+    kb__rt_tensor *t = copy_check(m, h, dst, nbytes, dst_dtype, &err);
+    uint8_t *stage = NULL;
+    if (!t || kb__rt_stage(m, t->plan.shards[0].bytes, &stage, &err)) return kb__rt_fail(m, &err);
+    const kb__shard_plan *p = &t->plan;
+    size_t hs = kb__dtype_size((kb__dtype)dst_dtype), ds = kb__dtype_size(t->dtype);
+    uint8_t *d8 = dst;
+    for (int r = 0; r < p->n_regions; r++) {
+        int idx = kb__shard_find(p, r, 0);
+        const kb__shard *sh = &p->shards[idx];
+        kb__rt_seg seg = {t->pa[idx], sh->bytes, stage};
+        int rc = kb__rt_port_read(m, &seg, 1, &err);
+        if (rc) return kb__rt_fail(m, &err);
+        for (int64_t i = 0; i < sh->rows; i++) {
+            uint64_t off = (uint64_t)(sh->row0 + i) * (uint64_t)p->cols + (uint64_t)sh->col0;
+            kb__dtype_convert((kb__dtype)dst_dtype, d8 + off * hs, t->dtype,
+                              stage + (uint64_t)i * sh->cols * ds, (size_t)sh->cols);
+        }
+    }
+    return 0;
+}
+
+int kb_tensor_get_info(kb_machine *m, kb_tensor h, kb_tensor_info *out)
+{
+    if (out) memset(out, 0, sizeof *out);
+    if (!m || !out) return KB_EINVAL;
+    kb__err err;
+    kb__rt_tensor *t = kb__rt_tensor_get(m, h.id, &err);
+    if (!t) return kb__rt_fail(m, &err);
+    snprintf(out->name, sizeof out->name, "%s", t->name);
+    out->ndim = t->ndim;
+    out->shape[0] = t->shape[0];
+    out->shape[1] = t->shape[1];
+    out->dtype = (kb_dtype)t->dtype;
+    out->policy = t->policy;
+    out->sip_scope = t->sip_scope;
+    out->nbytes = elements(t) * kb__dtype_size(t->dtype);
+    out->va = t->va;
+    out->va_bytes = t->va_bytes;
+    out->n_shards = t->plan.n_shards;
+    return 0;
+}
+
+static void shard_info(const kb__rt_tensor *t, int i, kb_shard_info *o)
+{
+    const kb__shard *s = &t->plan.shards[i];
+    *o = (kb_shard_info){s->sip,
+                         s->cube,
+                         s->pe,
+                         s->replica,
+                         {s->row0, s->col0},
+                         {s->rows, s->cols},
+                         s->bytes,
+                         t->pa[i],
+                         kb__rt_region_va(t, s->region)};
+    if (t->ndim == 1) { /* shard.h keeps a 1-D tensor as one row */
+        o->offset[0] = s->col0;
+        o->offset[1] = 0;
+        o->shape[0] = s->cols;
+        o->shape[1] = 0;
+    }
+}
+
+int kb_tensor_get_shard(kb_machine *m, kb_tensor h, int i, kb_shard_info *out)
+{
+    if (out) memset(out, 0, sizeof *out);
+    if (!m || !out) return KB_EINVAL;
+    kb__err err;
+    kb__rt_tensor *t = kb__rt_tensor_get(m, h.id, &err);
+    if (!t) return kb__rt_fail(m, &err);
+    if (i < 0 || i >= t->plan.n_shards) {
+        kb__err_set(&err, KB_ERANGE, "tensor '%s': shard %d does not exist (it has %d)", t->name, i,
+                    t->plan.n_shards);
+        return kb__rt_fail(m, &err);
+    }
+    shard_info(t, i, out);
+    return 0;
+}
+
+typedef struct text {
+    char *buf;
+    size_t size, len;
+} text;
+
+static void __attribute__((format(printf, 2, 3))) put(text *x, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = x->len < x->size ? x->size - x->len : 0;
+    int n = vsnprintf(room ? x->buf + x->len : NULL, room, fmt, ap);
+    va_end(ap);
+    x->len += n > 0 ? (size_t)n : 0;
+}
+
+int kb_tensor_describe(kb_machine *m, kb_tensor h, char *buf, size_t size, size_t *needed)
+{
+    if (needed) *needed = 0;
+    if (buf && size) buf[0] = '\0';
+    if (!m) return KB_EINVAL;
+    kb__err err;
+    kb__rt_tensor *t = kb__rt_tensor_get(m, h.id, &err);
+    if (!t) return kb__rt_fail(m, &err);
+    text x = {buf, buf ? size : 0, 0};
+    char shp[64], a[32], b[32];
+    shape_text(t, shp, sizeof shp);
+    const kb_policy *p = &t->policy;
+    put(&x, "tensor '%s' (id %" PRIu64 "): %s %s, policy sip=%s×%d cube=%s×%d pe=%s×%d", t->name,
+        t->serial, shp, kb__dtype_name(t->dtype), kb__split_name(p->sip), p->num_sips,
+        kb__split_name(p->cube), p->num_cubes, kb__split_name(p->pe), p->num_pes);
+    if (t->sip_scope >= 0) put(&x, " (scoped to sip%d)", t->sip_scope);
+    put(&x, "\n  VA [%s, %s), %d shards, %d regions × %d copies\n",
+        kb__mmu_format_va(t->va, a, sizeof a), kb__mmu_format_va(t->va + t->va_bytes, b, sizeof b),
+        t->plan.n_shards, t->plan.n_regions, t->plan.copies);
+    for (int i = 0; i < t->plan.n_shards; i++) {
+        kb_shard_info s;
+        char pa[64];
+        shard_info(t, i, &s);
+        kb__addr_format(&m->ageom, s.pa, pa, sizeof pa);
+        if (t->ndim == 2)
+            put(&x,
+                "  [%d] sip%d/cube%d/pe%d replica %d: offset (%" PRId64 ", %" PRId64
+                ") shape %" PRId64 "×%" PRId64,
+                i, s.sip, s.cube, s.pe, s.replica, s.offset[0], s.offset[1], s.shape[0],
+                s.shape[1]);
+        else
+            put(&x, "  [%d] sip%d/cube%d/pe%d replica %d: offset %" PRId64 " shape %" PRId64, i,
+                s.sip, s.cube, s.pe, s.replica, s.offset[0], s.shape[0]);
+        put(&x, " PA %s VA %s\n", pa, kb__mmu_format_va(s.va, a, sizeof a));
+    }
+    if (needed) *needed = x.len + 1;
+    return 0;
+}

@@ -1,0 +1,199 @@
+/*
+ * runtime/internal.h — the machine behind kb_machine and the tensor table.
+ *
+ * A machine owns: its parameters, the device memory allocators (per PE: HBM
+ * slice and TCM above the scheduler reserve; per cube: SRAM; one VA space),
+ * the pe_mmu tables, the backing store, the tensor table and statistics.
+ * Nothing is global: two machines share nothing.
+ *
+ * Tensor table: slots hold tensors; a handle id is (serial << 20 | slot),
+ * where serial is the tensor's creation number (unique per machine, never
+ * reused). A handle is valid while its slot holds the tensor with that
+ * serial, so a freed or stale handle is detected, never dereferenced.
+ *
+ * VA layout of a tensor: one contiguous range from the VA allocator, page
+ * aligned; region r (the r-th distinct block of data, row-major over the
+ * grid of blocks, as runtime/shard.h numbers them) starts at
+ * va + r × region_stride, region_stride = region bytes rounded up to a page.
+ * Every replica of a region has the same VA; which replica a PE sees is
+ * chosen when the mappings are built (runtime/mmu_plan.c).
+ */
+#ifndef KB_RUNTIME_INTERNAL_H
+#define KB_RUNTIME_INTERNAL_H
+
+#include <stdint.h>
+
+#include "base/dtype.h"
+#include "base/error.h"
+#include "kernbench/kernbench.h"
+#include "mem/addr.h"
+#include "mem/alloc.h"
+#include "mem/store.h"
+#include "pe/mmu.h"
+#include "runtime/shard.h"
+#include "topo/params.h"
+
+#define KB__RT_SLOT_BITS 20
+#define KB__RT_MAX_SLOTS (1u << KB__RT_SLOT_BITS)
+#define KB__RT_NAME_MAX  64
+
+/* The VA space tensors are placed in (documented in docs/runtime.md). */
+#define KB__RT_VA_BASE 0x100000000ull /* 4 GiB: 0 and low addresses never map */
+#define KB__RT_VA_SIZE (1ull << 46)   /* 64 TiB, above the default 1.5 TiB of HBM */
+
+typedef struct kb__rt_tensor {
+    uint64_t serial; /* creation number; the handle's high bits */
+    uint32_t slot;   /* index in the machine's tensor table */
+    char name[KB__RT_NAME_MAX];
+    int ndim;
+    int64_t shape[2]; /* shape[1] = 0 for 1-D */
+    kb__dtype dtype;
+    kb_policy policy;       /* counts resolved */
+    int sip_scope;          /* set_device SIP it was scoped to, or -1 */
+    kb__shard_plan plan;    /* shards in (sip, cube, pe) order */
+    uint64_t *pa;           /* per shard: HBM address, page aligned */
+    uint64_t va, va_bytes;  /* the tensor's VA range */
+    uint64_t region_stride; /* bytes between regions in VA */
+    int mapped;             /* MMU mappings installed */
+} kb__rt_tensor;
+
+typedef struct kb__rt_slot {
+    uint64_t serial;                  /* of the live tensor, or of the last freed */
+    kb__rt_tensor *t;                 /* NULL when free */
+    char freed_name[KB__RT_NAME_MAX]; /* name of the last tensor freed here */
+} kb__rt_slot;
+
+typedef struct kb__rt_stats {
+    uint64_t reset_ps;
+    uint64_t messages[KB_MSG_KIND_COUNT], bytes[KB_MSG_KIND_COUNT];
+    uint64_t link_bytes[KB_LINK_CLASS_COUNT];
+} kb__rt_stats;
+
+struct kb_machine {
+    kb__topo_params params;
+    uint32_t sips, cubes, pes; /* SIPs, cubes per SIP, PEs per cube */
+    uint32_t n_pes;            /* sips × cubes × pes */
+    uint64_t page_size;
+    kb__addr_geom ageom;
+    kb__err err;               /* last failure, for kb_last_error */
+    uint64_t now_ps;           /* simulated clock */
+    kb__range_allocator *hbm;  /* [n_pes]: PA range of the PE's HBM slice */
+    kb__range_allocator *tcm;  /* [n_pes]: PA range of TCM above the reserve */
+    kb__range_allocator *sram; /* [sips × cubes]: PA range of the cube's SRAM */
+    kb__range_allocator va;    /* tensor virtual addresses */
+    kb__mmu mmu;
+    kb__store store;
+    int device_sip; /* kb_set_device binding, -1 none */
+    kb__rt_slot *slots;
+    uint32_t n_slots, cap_slots;
+    uint32_t *free_slots; /* stack of free slot indices */
+    uint32_t n_free_slots;
+    uint64_t next_serial; /* starts at 1 */
+    uint32_t live_tensors;
+    kb__rt_stats stats;
+    uint8_t *stage; /* staging buffer for copies */
+    size_t stage_cap;
+    struct kb__rt_seg *segs; /* segment list for copies */
+    size_t segs_cap;
+};
+
+/* ---- memory.c: device memory allocators ---------------------------------- */
+
+/* Creates the per-PE, per-cube and VA allocators; KB_ENOMEM/KB_ECONFIG. */
+int kb__rt_memory_init(kb_machine *m, kb__err *err);
+void kb__rt_memory_fini(kb_machine *m);
+/* Global PE index of an owner. */
+static inline uint32_t kb__rt_pe_index(const kb_machine *m, int sip, int cube, int pe)
+{
+    return ((uint32_t)sip * m->cubes + (uint32_t)cube) * m->pes + (uint32_t)pe;
+}
+/* Allocates bytes (rounded up to a page, page aligned) in the HBM slice of
+ * PE index pe; KB_ENOSPC naming the slice, request and largest free. */
+int kb__rt_hbm_alloc(kb_machine *m, uint32_t pe, uint64_t bytes, uint64_t *pa, kb__err *err);
+int kb__rt_hbm_free(kb_machine *m, uint32_t pe, uint64_t pa, kb__err *err);
+/* Same for the PE's TCM above the scheduler reserve (align a power of two). */
+int kb__rt_tcm_alloc(kb_machine *m, uint32_t pe, uint64_t bytes, uint64_t align, uint64_t *pa,
+                     kb__err *err);
+int kb__rt_tcm_free(kb_machine *m, uint32_t pe, uint64_t pa, kb__err *err);
+/* Same for the SRAM of cube index (sip × cubes + cube). */
+int kb__rt_sram_alloc(kb_machine *m, uint32_t cube, uint64_t bytes, uint64_t align, uint64_t *pa,
+                      kb__err *err);
+int kb__rt_sram_free(kb_machine *m, uint32_t cube, uint64_t pa, kb__err *err);
+/* True when every allocator (HBM, TCM, SRAM, VA) holds nothing. */
+bool kb__rt_memory_pristine(const kb_machine *m);
+
+/* ---- port.c: the host's messages to the device ---------------------------- */
+
+/* One piece of a host message: [pa, pa + bytes) inside one memory, and
+ * the host bytes it comes from or goes to (unused by a fill). */
+typedef struct kb__rt_seg {
+    uint64_t pa, bytes;
+    void *host;
+} kb__rt_seg;
+
+/* One MemoryWrite command covering n segments: data from each segment's
+ * host bytes, or (pattern non-NULL) a repeating fill of pattern_len bytes.
+ * The io_cpu fans it out per memory. Blocks until every segment landed;
+ * advances the clock by its cost; counts it in the statistics. */
+int kb__rt_port_write(kb_machine *m, const kb__rt_seg *segs, uint32_t n, const void *pattern,
+                      size_t pattern_len, kb__err *err);
+/* One MemoryRead command gathering n segments into their host bytes. */
+int kb__rt_port_read(kb_machine *m, const kb__rt_seg *segs, uint32_t n, kb__err *err);
+
+/* One group of an MMU message: PEs (global indices) that get one set. */
+typedef struct kb__rt_mmu_group {
+    kb__mmu_set *set;
+    uint32_t *pes;
+    uint32_t n_pes;
+} kb__rt_mmu_group;
+
+/* MmuMap (map = 1) or MmuUnmap (map = 0) for one SIP's target cubes. For an
+ * unmap, groups carry no set and [va, va + len) is removed from their PEs. */
+typedef struct kb__rt_mmu_msg {
+    int map;
+    uint32_t sip;
+    const uint32_t *cubes; /* target cubes (in the SIP) */
+    uint32_t n_cubes;
+    kb__rt_mmu_group *groups;
+    uint32_t n_groups;
+    uint64_t va, len; /* unmap range */
+} kb__rt_mmu_msg;
+
+/* Sends the message to its target cubes, applies it to the PE tables there
+ * and advances the clock; the cost grows with the number of target cubes.
+ * On a map failure nothing stays attached. */
+int kb__rt_port_mmu(kb_machine *m, const kb__rt_mmu_msg *msg, kb__err *err);
+
+/* ---- mmu_plan.c: which PE sees which replica -------------------------------- */
+
+/* Builds and sends the MmuMap messages of a tensor (one per SIP when cubes
+ * split the tensor, one per cube when cubes replicate it). */
+int kb__rt_tensor_map(kb_machine *m, kb__rt_tensor *t, kb__err *err);
+/* Sends the matching MmuUnmap messages. */
+int kb__rt_tensor_unmap(kb_machine *m, kb__rt_tensor *t, kb__err *err);
+
+/* ---- tensor.c --------------------------------------------------------------- */
+
+/* The live tensor of handle id, or NULL with KB_ENOTFOUND ("... was freed",
+ * "... is not a tensor of this machine") in err. */
+kb__rt_tensor *kb__rt_tensor_get(kb_machine *m, uint64_t id, kb__err *err);
+/* Writes "inside tensor 'x' (id N) VA [a, b)" for a VA in a live tensor's
+ * range, "" otherwise (the pe_mmu fault namer). */
+void kb__rt_name_va(void *machine, uint64_t va, char *buf, size_t size);
+/* VA of region r of t. */
+static inline uint64_t kb__rt_region_va(const kb__rt_tensor *t, int region)
+{
+    return t->va + (uint64_t)region * t->region_stride;
+}
+
+/* ---- copy.c ----------------------------------------------------------------- */
+
+/* Makes m->segs hold at least n segments (KB_ENOMEM). */
+int kb__rt_segs(kb_machine *m, size_t n, kb__err *err);
+/* Returns a staging buffer of at least n bytes owned by m (KB_ENOMEM). */
+int kb__rt_stage(kb_machine *m, size_t n, uint8_t **out, kb__err *err);
+
+/* Records a failure of a public call on m and returns its code. */
+int kb__rt_fail(kb_machine *m, const kb__err *e);
+
+#endif

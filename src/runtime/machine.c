@@ -1,0 +1,180 @@
+/*
+ * machine.c — opening and closing machines, errors, clock, device binding,
+ * statistics.
+ *
+ * kb_open loads the machine description (built in or YAML, then the
+ * overrides), builds the allocators, MMU tables and backing store. Every
+ * public call that fails goes through kb__rt_fail, which keeps the message
+ * for kb_last_error; a call that succeeds leaves the last message alone.
+ */
+#include "runtime/internal.h"
+#include "topo/topo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(KB_F16 == (int)KB__F16 && KB_BF16 == (int)KB__BF16 && KB_F32 == (int)KB__F32 &&
+                   KB_I32 == (int)KB__I32 && KB_I8 == (int)KB__I8 && KB_BOOL == (int)KB__BOOL &&
+                   KB_DTYPE_COUNT == (int)KB__DTYPE_COUNT,
+               "kb_dtype must equal kb__dtype value for value");
+_Static_assert(KB_LINK_PCIE == (int)KB__LINK_PCIE && KB_LINK_IO_NOC == (int)KB__LINK_IO_NOC &&
+                   KB_LINK_IO_UCIE == (int)KB__LINK_IO_UCIE && KB_LINK_UCIE == (int)KB__LINK_UCIE &&
+                   KB_LINK_XBAR == (int)KB__LINK_XBAR && KB_LINK_HBM == (int)KB__LINK_HBM &&
+                   KB_LINK_NOC == (int)KB__LINK_NOC && KB_LINK_TCM == (int)KB__LINK_TCM &&
+                   KB_LINK_SIP == (int)KB__LINK_SIP_LINK &&
+                   KB_LINK_CLASS_COUNT == (int)KB__LINK_CLASS_COUNT,
+               "kb_link_class must equal kb__link_class value for value");
+
+int kb__rt_fail(kb_machine *m, const kb__err *e)
+{
+    if (m && e != &m->err) kb__err_copy(&m->err, e);
+    return e->code;
+}
+
+static int build(kb_machine *m, const kb_open_options *o, kb__err *err)
+{
+    int rc = kb__topo_params_load(&m->params, o ? o->topology_path : NULL, o ? o->overrides : NULL,
+                                  o ? o->n_overrides : 0, err);
+    if (rc) return rc;
+    m->sips = m->params.system.sips;
+    m->cubes = kb__topo_cubes_per_sip(&m->params);
+    m->pes = kb__topo_pes_per_cube(&m->params);
+    m->n_pes = m->sips * m->cubes * m->pes;
+    m->page_size = m->params.pe.mmu_page_size;
+    if (m->params.cube.hbm_slices != m->pes)
+        return kb__err_set(err, KB_EUNSUPPORTED,
+                           "cube.hbm.slices (%u) different from PEs per cube (%u) is not "
+                           "supported yet: each PE owns one slice",
+                           m->params.cube.hbm_slices, m->pes);
+    if ((rc = kb__rt_memory_init(m, err))) return rc;
+    uint64_t tr_ps = (uint64_t)(m->params.pe.mmu_translate_ns * 1000.0 + 0.999);
+    rc = kb__mmu_init(&m->mmu, m->sips, m->cubes, m->pes, m->page_size, tr_ps, err);
+    if (rc) return rc;
+    m->mmu.namer = kb__rt_name_va;
+    m->mmu.namer_ctx = m;
+    kb__store_init(&m->store);
+    m->device_sip = -1;
+    m->next_serial = 1;
+    return 0;
+}
+
+int kb_open(kb_machine **out, const kb_open_options *opts, char *errbuf, size_t errbuf_size)
+{
+    kb__err err;
+    kb__err_clear(&err);
+    if (errbuf && errbuf_size) errbuf[0] = '\0';
+    if (!out) {
+        if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "kb_open: out is NULL");
+        return KB_EINVAL;
+    }
+    *out = NULL;
+    kb_machine *m = calloc(1, sizeof *m);
+    int rc = m ? build(m, opts, &err)
+               : kb__err_set(&err, KB_ENOMEM, "kb_open: cannot allocate the machine");
+    if (rc) {
+        if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", err.msg);
+        kb_close(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+void kb_close(kb_machine *m)
+{
+    if (!m) return;
+    for (uint32_t i = 0; i < m->n_slots; i++) {
+        if (m->slots[i].t) {
+            kb_tensor t = {m->slots[i].serial << KB__RT_SLOT_BITS | i};
+            kb_free(m, t);
+        }
+    }
+    free(m->slots);
+    free(m->free_slots);
+    free(m->stage);
+    free(m->segs);
+    kb__mmu_fini(&m->mmu);
+    kb__store_destroy(&m->store);
+    kb__rt_memory_fini(m);
+    free(m);
+}
+
+const char *kb_last_error(const kb_machine *m)
+{
+    return m ? m->err.msg : "no machine (NULL)";
+}
+
+uint64_t kb_now_ps(const kb_machine *m)
+{
+    return m ? m->now_ps : 0;
+}
+
+int kb_machine_shape(const kb_machine *m, int *sips, int *cubes_per_sip, int *pes_per_cube)
+{
+    if (sips) *sips = m ? (int)m->sips : 0;
+    if (cubes_per_sip) *cubes_per_sip = m ? (int)m->cubes : 0;
+    if (pes_per_cube) *pes_per_cube = m ? (int)m->pes : 0;
+    return m ? 0 : KB_EINVAL;
+}
+
+int kb_set_device(kb_machine *m, int sip)
+{
+    if (!m) return KB_EINVAL;
+    if (sip < -1 || sip >= (int)m->sips) {
+        kb__err_set(&m->err, KB_ERANGE,
+                    "kb_set_device: SIP %d does not exist (machine has SIPs 0..%u; -1 "
+                    "removes the binding)",
+                    sip, m->sips - 1);
+        return KB_ERANGE;
+    }
+    m->device_sip = sip;
+    return 0;
+}
+
+int kb_get_device(const kb_machine *m)
+{
+    return m ? m->device_sip : -1;
+}
+
+int kb_stats_get(const kb_machine *m, kb_stats *out)
+{
+    if (!out) return KB_EINVAL;
+    memset(out, 0, sizeof *out);
+    if (!m) return KB_EINVAL;
+    out->now_ps = m->now_ps;
+    out->elapsed_ps = m->now_ps - m->stats.reset_ps;
+    memcpy(out->messages, m->stats.messages, sizeof out->messages);
+    memcpy(out->bytes, m->stats.bytes, sizeof out->bytes);
+    memcpy(out->link_bytes, m->stats.link_bytes, sizeof out->link_bytes);
+    return 0;
+}
+
+int kb_stats_reset(kb_machine *m)
+{
+    if (!m) return KB_EINVAL;
+    memset(&m->stats, 0, sizeof m->stats);
+    m->stats.reset_ps = m->now_ps;
+    return 0;
+}
+
+const char *kb_msg_kind_name(kb_msg_kind k)
+{
+    static const char *const names[] = {"write", "read", "dma", "mmu"};
+    return (unsigned)k < KB_MSG_KIND_COUNT ? names[k] : "?";
+}
+
+const char *kb_link_class_name(kb_link_class c)
+{
+    return (unsigned)c < KB_LINK_CLASS_COUNT ? kb__link_class_name((kb__link_class)c) : "?";
+}
+
+size_t kb_dtype_size(kb_dtype dtype)
+{
+    return kb__dtype_valid((int)dtype) ? kb__dtype_size((kb__dtype)dtype) : 0;
+}
+
+const char *kb_dtype_name(kb_dtype dtype)
+{
+    return kb__dtype_valid((int)dtype) ? kb__dtype_name((kb__dtype)dtype) : "?";
+}
