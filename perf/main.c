@@ -27,8 +27,8 @@ static const kb__perf_workload workloads[] = {
     {"phold_10000", "messages", "PHOLD with 10000 LPs", kb__perf_phold, 10000, 5000000},
     {"switch_10000", "switches", "10000 processes yielding round-robin", kb__perf_switch, 10000,
      2000000},
-    {"fabric", "pkt-hops", "1 MiB remote-cube PE DMAs through the packet engine, 16 in flight",
-     kb__perf_fabric, 16, 64},
+    {"fabric", "pkt-hops", "1 MiB remote-cube PE DMAs through the packet engine, 8 in flight",
+     kb__perf_fabric, 8, 64},
 };
 
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])

@@ -312,12 +312,10 @@ int kb__cli_probe(int argc, char **argv)
 {
     probe_opts o;
     int rc = parse_args(&o, argc, argv);
-    if (!rc && o.common.help)
-        usage(stdout);
+    if (!rc && o.common.help) usage(stdout);
     kb__err err = {0};
     kb__device *d = NULL;
-    if (!rc && !o.common.help)
-        rc = open_device(&o, &d);
+    if (!rc && !o.common.help) rc = open_device(&o, &d);
     if (rc || o.common.help) {
         kb__cli_opts_fini(&o.common);
         return rc;

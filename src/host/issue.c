@@ -317,6 +317,8 @@ void kb__xfer_free(kb__xfer *x)
     for (uint32_t i = 0; x->segs && i < x->n_segs; i++) {
         free(x->segs[i].trace);
         free(x->segs[i].staging);
+        kb__mem_xfer_fini(&x->segs[i].mx);
+        kb__mem_xfer_fini(&x->segs[i].mx2);
     }
     kb__event_fini(&x->done);
     free(x->segs);

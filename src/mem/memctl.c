@@ -149,6 +149,8 @@ static void read_sample(kb__sim *sim, void *arg, uint64_t pkt)
     kb__mem_xfer *x = arg;
     uint32_t size = pkt_size(x, (uint32_t)pkt);
     uint64_t rel = pkt * x->pkt_bytes;
+    if (x->starts && pkt + 1 < x->npkts)
+        kb__sim_post_at(sim, x->starts[pkt + 1], read_sample, x, pkt + 1);
     if (x->store && x->dst) {
         kb__err e;
         int rc = kb__store_read(x->store, x->mc->base_pa + x->offset + rel, x->dst + rel, size, &e);
@@ -161,11 +163,34 @@ static void read_sample(kb__sim *sim, void *arg, uint64_t pkt)
 
 void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x)
 {
-    kb__time now = kb__sim_now(sim), end;
+    kb__time now = kb__sim_now(sim), end, prev = 0;
+    int monotone = 1;
     x->out->t_start = now;
+    free(x->starts);
+    x->starts = x->npkts > 1 ? malloc(x->npkts * sizeof *x->starts) : NULL;
     for (uint32_t i = 0; i < x->npkts; i++) {
         kb__time start =
             reserve(x->mc, now, x->offset + (uint64_t)i * x->pkt_bytes, pkt_size(x, i), &end);
-        kb__sim_post_at(sim, start, read_sample, x, i);
+        monotone &= start >= prev;
+        prev = start;
+        if (x->starts)
+            x->starts[i] = start;
+        else
+            kb__sim_post_at(sim, start, read_sample, x, i);
     }
+    if (!x->starts) return;
+    if (monotone) {
+        kb__sim_post_at(sim, x->starts[0], read_sample, x, 0);
+        return;
+    }
+    for (uint32_t i = 0; i < x->npkts; i++)
+        kb__sim_post_at(sim, x->starts[i], read_sample, x, i);
+    free(x->starts);
+    x->starts = NULL;
+}
+
+void kb__mem_xfer_fini(kb__mem_xfer *x)
+{
+    free(x->starts);
+    x->starts = NULL;
 }

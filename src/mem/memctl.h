@@ -16,7 +16,7 @@
  *
  * Ownership: the caller owns controllers and transfers; a transfer must
  * outlive its on_done. Cost: O(1) per packet, two events per packet (service
- * edge, then the hand-off), no allocation.
+ * edge, then the hand-off); a read allocates one array of start times.
  */
 #ifndef KB_MEM_MEMCTL_H
 #define KB_MEM_MEMCTL_H
@@ -87,6 +87,7 @@ struct kb__mem_xfer {
     uint32_t done_pkts;
     int status;              /* first store error, else 0 */
     kb__err *err;            /* receives that error's message; may be NULL */
+    kb__time *starts;        /* read: channel start per packet while sampling in order */
     kb__mem_done_fn on_done; /* write: L after the last landing */
     void *user;
 };
@@ -99,7 +100,11 @@ void kb__mem_xfer_init(kb__mem_xfer *x, kb__memctl *mc, kb__store *store, uint64
 void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt);
 /* Read: every packet is requested now; each is sampled at its channel start
  * and offered to x->out's first link L after its service ends. x->out must
- * be initialised for x->bytes in x->pkt_bytes packets; its t_start is set. */
+ * be initialised for x->bytes in x->pkt_bytes packets; its t_start is set.
+ * When the channel starts come in packet order (the usual case) one sample
+ * event posts the next, so a long read keeps one pending event, not n. */
 void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x);
+/* Releases what a read keeps between its events (call when x is done). */
+void kb__mem_xfer_fini(kb__mem_xfer *x);
 
 #endif

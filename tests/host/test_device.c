@@ -180,8 +180,7 @@ Test(device, scatter_write_and_gather_read_span_cubes_and_sips)
     enum { NS = 4 };
     size_t len[NS] = {3000, 700, 4096, 1};
     uint64_t pa[NS] = {pa_of(d, KB__SPACE_HBM, 0, 2, 1, 0), pa_of(d, KB__SPACE_HBM, 0, 7, 4, 99),
-                       pa_of(d, KB__SPACE_SRAM, 1, 12, 0, 0),
-                       pa_of(d, KB__SPACE_TCM, 1, 1, 5, 5)};
+                       pa_of(d, KB__SPACE_SRAM, 1, 12, 0, 0), pa_of(d, KB__SPACE_TCM, 1, 1, 5, 5)};
     uint8_t *src[NS], *dst[NS];
     kb__seg ws[NS], rs[NS];
     for (int i = 0; i < NS; i++) {

@@ -85,3 +85,51 @@ Test(memctl, bad_parameters_are_rejected)
     cr_assert_eq(kb__memctl_init(&mc, &mp, &err), KB_EINVAL);
     cr_assert(strstr(err.msg, "sram"), "%s", err.msg);
 }
+
+typedef struct seen {
+    kb__time at[8];
+} seen;
+
+static void record(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    ((seen *)m->user)->at[pkt] = kb__sim_now(sim);
+}
+
+Test(memctl, a_read_behind_a_busy_channel_leaves_out_of_order)
+{
+    /* One link n0 -> n1 at 1000 GB/s carries the read out of a 4-channel
+     * memory whose channel 0 is busy with 4 earlier writes. */
+    kb__fab_node_desc nodes[2] = {{.name = "mem"}, {.name = "out"}};
+    kb__fab_link_desc link = {.from = 0, .to = 1, .bw_gbs = 1000.0};
+    kb__err err;
+    kb__sim *sim = kb__sim_create(1, &err);
+    kb__fabric *fab;
+    cr_assert_eq(kb__fabric_create(&fab, sim, nodes, 2, &link, 1, 256, 64, &err), 0);
+    const kb__route *r;
+    cr_assert_eq(kb__fabric_route(fab, 0, KB__NO_NODE, 1, &r, &err), 0);
+    kb__memctl mc = make(4, 256, 102.4, 5, 256); /* 4·256/102.4 = 10 ns a packet */
+    kb__mem_xfer w[4];
+    for (int i = 0; i < 4; i++) {
+        kb__mem_xfer_init(&w[i], &mc, NULL, 0, 256, 256);
+        kb__mem_write_packet(sim, &w[i], 0);
+    }
+    kb__fab_msg out;
+    seen s = {{0}};
+    kb__fab_msg_init(&out, fab, r, 3 * 256, 256);
+    out.user = &s;
+    out.on_packet = record;
+    kb__mem_xfer rd;
+    kb__mem_xfer_init(&rd, &mc, NULL, 0, 3 * 256, 256);
+    rd.out = &out;
+    kb__mem_read_start(sim, &rd);
+    kb__sim_run(sim);
+    kb__time svc = 10000, L = 5000, hop = 256; /* 256 B at 1000 GB/s = 256 ps */
+    cr_assert_eq(s.at[1], svc + L + hop);
+    cr_assert_eq(s.at[2], svc + L + 2 * hop);
+    cr_assert_eq(s.at[0], 5 * svc + L + hop);
+    cr_assert_eq(out.delivered, 3);
+    kb__mem_xfer_fini(&rd);
+    kb__memctl_fini(&mc);
+    kb__fabric_destroy(fab);
+    kb__sim_destroy(sim);
+}
