@@ -1,0 +1,200 @@
+/*
+ * kernbench/tl.h — the kernel-side API, mirroring triton.language.
+ *
+ * A kernel is a C function `void kernel(tl_ctx *k)`. It runs once per program
+ * of the launch grid, on the PE the launch assigns, as a coroutine: tile
+ * operations are issued in program order to the PE's units (DMA, GEMM, MATH)
+ * and run there in parallel; the kernel only waits when it reads a value
+ * (tl_item, tl_read), when a unit's queue is full, or at its end. See
+ * docs/kernels.md for a walk-through, tile lifetime and what blocks.
+ *
+ * Tiles are small value handles to dense row-major arrays of 0 (scalar), 1 or
+ * 2 dimensions held in the PE's TCM. Element types: f16, bf16, f32, i32, i8
+ * (tl_dot input) and bool. Broadcasting and type promotion follow Triton
+ * (docs/tile-semantics.md). Every op returns a new tile; inputs are never
+ * modified.
+ *
+ * Errors: a call that cannot proceed (shapes that do not broadcast, an
+ * unknown argument index, TCM exhausted, an unmasked load outside the
+ * tensor) ends the program with a kernel error that names the kernel, the
+ * program and the PE; the launch reports it to the host. Errors found by a
+ * unit while an op runs (a load that faults) surface at the program's next
+ * tl_ call. No tl_ call returns an error code.
+ */
+#ifndef KERNBENCH_TL_H
+#define KERNBENCH_TL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernbench/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tl_ctx tl_ctx;       /* one running program */
+typedef struct tl_tensor tl_tensor; /* a tensor argument: this PE's shard */
+
+/* A tile handle. TL_NONE (all zero) means "no tile" where a tile is optional
+ * (mask, other, acc). A handle is invalid after tl_free. */
+typedef struct tl_tile {
+    uint32_t slot;
+    uint32_t gen;
+} tl_tile;
+#define TL_NONE ((tl_tile){0, 0})
+
+typedef enum tl_dtype { TL_F16 = 0, TL_BF16, TL_F32, TL_I32, TL_I8, TL_BOOL } tl_dtype;
+
+/* Reduction over every element (Triton's axis=None). */
+#define TL_AXIS_ALL (-100)
+
+typedef void (*tl_kernel_fn)(tl_ctx *k);
+
+/* ---- program and arguments ------------------------------------------------ */
+
+/* This program's index along axis 0, 1 or 2. */
+KB_API int64_t tl_program_id(tl_ctx *k, int axis);
+/* The grid's extent along axis 0, 1 or 2. */
+KB_API int64_t tl_num_programs(tl_ctx *k, int axis);
+/* Argument i of the launch: a tensor (its local shard), an integer or a float. */
+KB_API tl_tensor *tl_arg_tensor(tl_ctx *k, int i);
+KB_API int64_t tl_arg_i64(tl_ctx *k, int i);
+KB_API double tl_arg_f64(tl_ctx *k, int i);
+/* The local shard's rank, extents and strides (in elements) and dtype. */
+KB_API int tl_tensor_ndim(const tl_tensor *t);
+KB_API int64_t tl_tensor_dim(const tl_tensor *t, int d);
+KB_API int64_t tl_tensor_stride(const tl_tensor *t, int d);
+KB_API tl_dtype tl_tensor_dtype(const tl_tensor *t);
+/* ceil(a / b) for b > 0. */
+KB_API int64_t tl_cdiv(int64_t a, int64_t b);
+
+/* ---- creation and shape --------------------------------------------------- */
+
+/* i32 [start, end); end - start a power of two. */
+KB_API tl_tile tl_arange(tl_ctx *k, int64_t start, int64_t end);
+/* A tile of `shape` (ndim 0, 1 or 2) filled with value converted to dtype. */
+KB_API tl_tile tl_full(tl_ctx *k, int ndim, const int64_t *shape, double value, tl_dtype dtype);
+KB_API tl_tile tl_zeros(tl_ctx *k, int ndim, const int64_t *shape, tl_dtype dtype);
+/* A 0-d tile (a scalar that broadcasts against anything). */
+KB_API tl_tile tl_scalar(tl_ctx *k, double value, tl_dtype dtype);
+/* Views (no unit time): a new handle on the same bytes. */
+KB_API tl_tile tl_expand_dims(tl_ctx *k, tl_tile x, int axis);
+KB_API tl_tile tl_reshape(tl_ctx *k, tl_tile x, int ndim, const int64_t *shape);
+/* Data movement on the MATH unit. */
+KB_API tl_tile tl_trans(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_broadcast_to(tl_ctx *k, tl_tile x, int ndim, const int64_t *shape);
+KB_API tl_tile tl_cast(tl_ctx *k, tl_tile x, tl_dtype dtype);
+
+/* ---- element-wise (MATH unit), broadcasting as Triton ---------------------- */
+
+KB_API tl_tile tl_add(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_sub(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_mul(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_div(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_floordiv(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_mod(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_maximum(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_minimum(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_and(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_or(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_eq(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_ne(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_lt(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_le(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_gt(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_ge(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_neg(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_abs(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_exp(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_exp2(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_log(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_sqrt(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_rsqrt(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_sigmoid(tl_ctx *k, tl_tile x);
+/* a * b + c */
+KB_API tl_tile tl_fma(tl_ctx *k, tl_tile a, tl_tile b, tl_tile c);
+/* cond ? a : b */
+KB_API tl_tile tl_where(tl_ctx *k, tl_tile cond, tl_tile a, tl_tile b);
+/* min(max(x, lo), hi), floats */
+KB_API tl_tile tl_clamp(tl_ctx *k, tl_tile x, tl_tile lo, tl_tile hi);
+
+/* ---- reductions (MATH unit) ----------------------------------------------- */
+
+/* Along axis (0, 1, -1, -2) or TL_AXIS_ALL; the reduced axis is removed. */
+KB_API tl_tile tl_sum(tl_ctx *k, tl_tile x, int axis);
+KB_API tl_tile tl_max(tl_ctx *k, tl_tile x, int axis);
+KB_API tl_tile tl_min(tl_ctx *k, tl_tile x, int axis);
+KB_API tl_tile tl_argmax(tl_ctx *k, tl_tile x, int axis);
+KB_API tl_tile tl_argmin(tl_ctx *k, tl_tile x, int axis);
+/* exp(x - max) / sum(exp(x - max)) along axis, f32 result. */
+KB_API tl_tile tl_softmax(tl_ctx *k, tl_tile x, int axis);
+
+/* ---- matrix product (GEMM unit) --------------------------------------------- */
+
+/* a [M, K] @ b [K, N] (+ acc [M, N] or TL_NONE): f16/bf16/f32 in, f32 out;
+ * i8 in, i32 out. */
+KB_API tl_tile tl_dot(tl_ctx *k, tl_tile a, tl_tile b, tl_tile acc);
+
+/* ---- reading values on the scalar side (blocks until produced) ------------ */
+
+/* The value of a one-element tile, as a double. */
+KB_API double tl_item(tl_ctx *k, tl_tile x);
+/* Copies the tile's bytes (row-major, its dtype) into dst of `bytes` bytes,
+ * which must equal the tile's size. */
+KB_API void tl_read(tl_ctx *k, tl_tile x, void *dst, size_t bytes);
+/* Element count, rank, extent and dtype of a tile (no blocking). */
+KB_API int64_t tl_numel(tl_ctx *k, tl_tile x);
+KB_API int tl_ndim(tl_ctx *k, tl_tile x);
+KB_API int64_t tl_shape(tl_ctx *k, tl_tile x, int d);
+KB_API tl_dtype tl_dtype_of(tl_ctx *k, tl_tile x);
+
+/* ---- tile lifetime ----------------------------------------------------------- */
+
+/* Releases a handle. Its TCM is reused once every op that reads it has
+ * finished; using the handle afterwards is a kernel error. */
+KB_API void tl_free(tl_ctx *k, tl_tile x);
+/* Scopes for loops: tl_scope_end releases every tile created since the
+ * matching tl_scope_begin except the n_keep tiles in keep, which then belong
+ * to the enclosing scope. Every tile still held is released at program end. */
+KB_API uint64_t tl_scope_begin(tl_ctx *k);
+KB_API void tl_scope_end(tl_ctx *k, uint64_t scope, int n_keep, const tl_tile *keep);
+
+/* ---- memory (DMA unit) ------------------------------------------------------ */
+
+/* Triton-style: loads t[offsets] (offsets an i32 tile in elements from the
+ * shard's base). Lanes where mask (bool tile or TL_NONE) is false are never
+ * touched and take `other` (a tile broadcastable to offsets, or TL_NONE for
+ * zero). An unmasked lane outside the shard is a kernel error naming the VA. */
+KB_API tl_tile tl_load(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile mask, tl_tile other);
+/* Stores value (broadcast to offsets, cast to t's dtype) at t[offsets]. */
+KB_API void tl_store(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask);
+
+/* Block pointers (tl.make_block_ptr). order is accepted for Triton source
+ * compatibility; the layout always comes from strides. */
+typedef struct tl_block_ptr {
+    tl_tensor *t;
+    int ndim;
+    int64_t shape[2], strides[2], offsets[2], block[2];
+    int order[2];
+} tl_block_ptr;
+
+typedef enum tl_padding { TL_PAD_ZERO = 0, TL_PAD_NAN } tl_padding;
+/* boundary_check bits: TL_CHECK(0) | TL_CHECK(1). */
+#define TL_CHECK(d) (1u << (d))
+
+KB_API tl_block_ptr tl_make_block_ptr(tl_ctx *k, tl_tensor *t, int ndim, const int64_t *shape,
+                                      const int64_t *strides, const int64_t *offsets,
+                                      const int64_t *block_shape, const int *order);
+KB_API tl_block_ptr tl_advance(tl_ctx *k, tl_block_ptr p, const int64_t *offsets);
+/* Elements outside `shape` on a checked dimension read as padding (zero or
+ * NaN) and are never touched. */
+KB_API tl_tile tl_load_block(tl_ctx *k, tl_block_ptr p, unsigned boundary_check,
+                             tl_padding padding);
+/* Elements outside `shape` on a checked dimension are not written. */
+KB_API void tl_store_block(tl_ctx *k, tl_block_ptr p, tl_tile value, unsigned boundary_check);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,138 @@
+/*
+ * kernel/tl_internal.h — the state behind tl_ctx, tile handles, tensor
+ * arguments, the memory port the DMA unit reaches, and the internal launch.
+ *
+ * A tl_ctx is the kernel layer's part of a running program (it extends
+ * kb__pe_prog). Tile handles index a slot table: slot 0 is never used, so
+ * TL_NONE is invalid; a slot's generation changes when it is freed, so a stale
+ * handle is detected. Each slot holds a descriptor and one handle on a
+ * kb__pe_buf (views such as expand_dims share the buffer).
+ */
+#ifndef KB_KERNEL_TL_INTERNAL_H
+#define KB_KERNEL_TL_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernbench/tl.h"
+#include "kernel/tile.h"
+#include "pe/pe.h"
+
+#define KB__TL_MAX_DIMS 4
+#define KB__TL_MAX_ARGS 16
+
+/* A tensor argument as one program sees it: the shard local to its PE. */
+struct tl_tensor {
+    const char *name; /* for messages ("x"), borrowed */
+    tl_dtype dtype;
+    int ndim;
+    int64_t shape[KB__TL_MAX_DIMS];   /* local shard extents */
+    int64_t strides[KB__TL_MAX_DIMS]; /* elements */
+    uint64_t va;                      /* local shard base (SIP-local VA) */
+    uint64_t bytes;                   /* bytes reachable from va (the shard) */
+};
+
+typedef enum kb__tl_arg_kind {
+    KB__TL_ARG_TENSOR = 1,
+    KB__TL_ARG_I64,
+    KB__TL_ARG_F64
+} kb__tl_arg_kind;
+
+typedef struct kb__tl_arg {
+    kb__tl_arg_kind kind;
+    int64_t i;
+    double f;
+    tl_tensor t;
+} kb__tl_arg;
+
+/* One contiguous piece of a DMA transfer. */
+typedef struct kb__tl_span {
+    uint64_t va;       /* device virtual address */
+    uint64_t tile_off; /* byte offset in the tile (or staging) bytes */
+    uint64_t bytes;
+} kb__tl_span;
+
+/* The memory system a PE's DMA unit reaches. transfer starts moving the
+ * spans (write: from `bytes` to memory; read: from memory into `bytes`) on
+ * behalf of op and calls kb__pe_op_done(op, status, err) when the last byte
+ * landed; a fault is reported the same way with a negative status and a
+ * message naming the VA. Reads sample memory when served; writes land at
+ * completion. */
+typedef struct kb__tl_mem_port {
+    void (*transfer)(void *self, kb__pe *pe, kb__pe_op *op, bool write, const kb__tl_span *spans,
+                     uint32_t n_spans, void *bytes);
+    void *self;
+} kb__tl_mem_port;
+
+typedef struct kb__tl_slot {
+    kb__tile_desc d;
+    kb__pe_buf *buf; /* NULL: free slot */
+    uint32_t gen;
+    uint32_t next_free;
+    uint64_t seq; /* creation order, for scopes */
+} kb__tl_slot;
+
+typedef struct kb__tl_launch_desc kb__tl_launch_desc;
+
+struct tl_ctx {
+    kb__pe_prog prog; /* first: the pipeline's view of this program */
+    const kb__tl_launch_desc *launch;
+    kb__tl_slot *slots;
+    uint32_t n_slots, cap_slots, free_slot;
+    uint64_t next_seq;
+};
+
+/* Internal launch: what runs, where and with which arguments. */
+struct kb__tl_launch_desc {
+    const char *name;
+    tl_kernel_fn fn;
+    uint32_t grid[3];
+    int n_args;
+    kb__tl_arg args[KB__TL_MAX_ARGS];
+    kb__tl_mem_port mem; /* reached by every PE's DMA unit */
+};
+
+/* Starts `d` on the PEs (program i on pes[i % n_pes]); see kb__pe_launch_start.
+ * d must outlive the launch. */
+int kb__tl_launch_start(kb__sim *sim, kb__pe *const *pes, uint32_t n_pes,
+                        const kb__tl_launch_desc *d, kb__pe_launch **out, kb__err *err);
+
+/* ---- shared by the tl_*.c files ------------------------------------------- */
+
+/* The slot of a live handle; raises "invalid tile handle" otherwise. */
+kb__tl_slot *kb__tl_slot_of(tl_ctx *k, tl_tile t, const char *op);
+/* A new handle on a new TCM buffer for d (may block on TCM, may raise). */
+tl_tile kb__tl_new(tl_ctx *k, const kb__tile_desc *d, kb__pe_buf **buf_out);
+/* A new handle on an existing buffer (a view). */
+tl_tile kb__tl_view(tl_ctx *k, const kb__tile_desc *d, kb__pe_buf *buf);
+/* A tile operation as the kernel layer issues it (first member: the
+ * pipeline's op). Memory ops use the second half. */
+typedef struct kb__tl_op {
+    kb__pe_op base;
+    kb__tile_op kind; /* compute ops */
+    int axis;
+    int n_tiles; /* tile operands in in_d */
+    kb__tile_desc out_d;
+    kb__tile_desc in_d[3];
+    double value;  /* full */
+    int64_t start; /* arange */
+    /* memory ops */
+    const tl_tensor *t;
+    bool write;
+    int8_t off_in, mask_in, other_in; /* indexes in base.in, -1 when absent */
+    tl_block_ptr bp;                  /* block ops: bp.t != NULL */
+    unsigned check;
+    tl_padding pad;
+    kb__tl_span *spans; /* built when the op starts */
+    uint8_t *active;    /* per lane: touched (1) or not (0) */
+    void *staging;      /* store: bytes in the tensor's dtype */
+} kb__tl_op;
+
+size_t kb__tl_op_size(void);
+
+/* Raises with err's message as a kernel error. */
+_Noreturn void kb__tl_raise_err(tl_ctx *k, const kb__err *err);
+/* Releases every live handle (program end). */
+void kb__tl_release_all(tl_ctx *k);
+
+#endif

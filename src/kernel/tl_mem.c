@@ -1,0 +1,318 @@
+/*
+ * tl_mem.c — loads and stores: Triton-style (offset tiles, mask, other) and
+ * block pointers (boundary check, padding), issued to the PE's DMA unit.
+ *
+ * The addresses of a Triton-style access depend on data (the offset and
+ * mask tiles), so they are computed when the DMA op starts, when those tiles
+ * are ready, not at issue. Lanes are turned into contiguous spans (adjacent
+ * lanes at adjacent addresses merge) and handed to the launch's memory port
+ * (kb__tl_mem_port), which moves them and finishes the op. Masked lanes and
+ * lanes outside a checked boundary are never touched; a load fills them with
+ * `other` or the padding when the op finishes. An unmasked lane outside the
+ * tensor's local shard finishes the op with a kernel error naming the VA.
+ * Cost: O(lanes) host work per op at start; the simulated time is the port's.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel/tl_internal.h"
+
+/* Index in `in` of output lane `lane` under broadcasting (right-aligned). */
+static int64_t bidx(const kb__tile_desc *in, const kb__tile_desc *out, int64_t lane)
+{
+    if (in->ndim == 0) return 0;
+    int64_t i = out->ndim == 2 ? lane / out->shape[1] : 0;
+    int64_t j = out->ndim == 2 ? lane % out->shape[1] : lane;
+    if (in->ndim == 1) return in->shape[0] == 1 ? 0 : j;
+    return (in->shape[0] == 1 ? 0 : i) * in->shape[1] + (in->shape[1] == 1 ? 0 : j);
+}
+
+static int64_t elem_i64(const kb__pe_buf *b, const kb__tile_desc *d, int64_t idx)
+{
+    int64_t v;
+    kb__dtype_load_i64(d->dtype, (const char *)b->data + idx * (int64_t)kb__dtype_size(d->dtype),
+                       &v, 1);
+    return v;
+}
+
+static void mem_release(kb__pe_op *base)
+{
+    kb__tl_op *op = (kb__tl_op *)base;
+    free(op->spans);
+    free(op->active);
+    free(op->staging);
+    op->spans = NULL;
+    op->active = NULL;
+    op->staging = NULL;
+}
+
+/* Where lane `lane` goes: *active 0 when masked or outside a checked
+ * boundary; otherwise *elem is the element offset from the shard base. */
+static void lane_target(const kb__tl_op *op, int64_t lane, int *active, int64_t *elem)
+{
+    const kb__pe_op *b = &op->base;
+    if (op->bp.t) {
+        int64_t pos[2] = {lane, 0};
+        if (op->bp.ndim == 2) {
+            pos[0] = lane / op->bp.block[1];
+            pos[1] = lane % op->bp.block[1];
+        }
+        *active = 1;
+        *elem = 0;
+        for (int d = 0; d < op->bp.ndim; d++) {
+            int64_t c = op->bp.offsets[d] + pos[d];
+            if ((op->check & TL_CHECK(d)) && (c < 0 || c >= op->bp.shape[d])) *active = 0;
+            *elem += c * op->bp.strides[d];
+        }
+        return;
+    }
+    const kb__tile_desc *od = &op->out_d;
+    *active = 1;
+    if (op->mask_in >= 0)
+        *active = elem_i64(b->in[op->mask_in], &op->in_d[1], bidx(&op->in_d[1], od, lane)) != 0;
+    *elem = elem_i64(b->in[op->off_in], &op->in_d[0], bidx(&op->in_d[0], od, lane));
+}
+
+static void fail_range(kb__tl_op *op, int64_t lane, int64_t elem, uint64_t va)
+{
+    kb__err e;
+    const tl_tensor *t = op->t;
+    kb__err_set(&e, KB_ERANGE,
+                "%s of tensor %s: lane %lld (element offset %lld) at VA 0x%llx is outside the "
+                "local shard [0x%llx, 0x%llx)",
+                op->write ? "store" : "load", t->name ? t->name : "?", (long long)lane,
+                (long long)elem, (unsigned long long)va, (unsigned long long)t->va,
+                (unsigned long long)(t->va + t->bytes));
+    kb__pe_op_done(&op->base, KB_ERANGE, &e);
+}
+
+/* Stages a store's values in the tensor's dtype (value broadcast to lanes). */
+static void stage_value(kb__tl_op *op, int64_t lane, void *dst)
+{
+    const kb__tile_desc *vd = &op->in_d[2];
+    const kb__pe_buf *vb = op->base.in[op->other_in];
+    size_t vs = kb__dtype_size(vd->dtype);
+    const char *src = (const char *)vb->data + bidx(vd, &op->out_d, lane) * (int64_t)vs;
+    kb__dtype_convert((kb__dtype)op->t->dtype, dst, vd->dtype, src, 1);
+}
+
+static void mem_start(kb__pe_op *base)
+{
+    kb__tl_op *op = (kb__tl_op *)base;
+    const tl_tensor *t = op->t;
+    int64_t n = kb__tile_numel(&op->out_d);
+    uint64_t es = kb__dtype_size((kb__dtype)t->dtype);
+    op->spans = malloc((size_t)n * sizeof *op->spans);
+    op->active = calloc((size_t)n, 1);
+    op->staging = op->write ? malloc((size_t)n * es) : NULL;
+    if (!op->spans || !op->active || (op->write && !op->staging)) {
+        kb__err e;
+        kb__pe_op_done(base, kb__err_set(&e, KB_ENOMEM, "out of host memory for a DMA"), &e);
+        return;
+    }
+    uint32_t ns = 0;
+    for (int64_t lane = 0; lane < n; lane++) {
+        int active;
+        int64_t elem;
+        lane_target(op, lane, &active, &elem);
+        if (!active) continue;
+        uint64_t va = t->va + (uint64_t)(elem * (int64_t)es);
+        if (elem < 0 || (uint64_t)elem * es + es > t->bytes) {
+            fail_range(op, lane, elem, va);
+            return;
+        }
+        op->active[lane] = 1;
+        uint64_t off = (uint64_t)lane * es;
+        if (op->write) stage_value(op, lane, (char *)op->staging + off);
+        kb__tl_span *last = ns ? &op->spans[ns - 1] : NULL;
+        if (last && last->va + last->bytes == va && last->tile_off + last->bytes == off)
+            last->bytes += es;
+        else
+            op->spans[ns++] = (kb__tl_span){va, off, es};
+    }
+    const kb__tl_mem_port *port = base->prog->pe->dma_port;
+    port->transfer(port->self, base->prog->pe, base, op->write, op->spans, ns,
+                   op->write ? op->staging : base->out->data);
+}
+
+/* Load finished: fill the lanes that were not read. */
+static int load_fill(kb__pe_op *base, kb__err *err)
+{
+    (void)err;
+    kb__tl_op *op = (kb__tl_op *)base;
+    kb__dtype dt = (kb__dtype)op->t->dtype;
+    size_t es = kb__dtype_size(dt);
+    int64_t n = kb__tile_numel(&op->out_d);
+    double pad = op->pad == TL_PAD_NAN && kb__dtype_is_float(dt) ? NAN : 0.0;
+    for (int64_t lane = 0; lane < n; lane++) {
+        if (op->active[lane]) continue;
+        char *dst = (char *)base->out->data + lane * (int64_t)es;
+        if (op->other_in >= 0) {
+            const kb__tile_desc *od = &op->in_d[2];
+            const char *src = (const char *)base->in[op->other_in]->data +
+                              bidx(od, &op->out_d, lane) * (int64_t)kb__dtype_size(od->dtype);
+            kb__dtype_convert(dt, dst, od->dtype, src, 1);
+        } else {
+            kb__tile_desc one = kb__tile_scalar(dt);
+            kb__tile_full(&one, dst, pad, NULL);
+        }
+    }
+    return 0;
+}
+
+static kb__tl_op *mem_op(tl_ctx *k, const char *name, const tl_tensor *t, bool write)
+{
+    kb__tl_op *op = (kb__tl_op *)kb__pe_op_new(&k->prog, KB__PE_DMA, name);
+    op->t = t;
+    op->write = write;
+    op->off_in = op->mask_in = op->other_in = -1;
+    op->base.start = mem_start;
+    op->base.release = mem_release;
+    if (!write) op->base.compute = load_fill;
+    return op;
+}
+
+static bool present(tl_tile t)
+{
+    return t.slot != 0 || t.gen != 0;
+}
+
+/* Shape of a Triton-style access: offsets broadcast with mask (and the
+ * value/other). Fills descs[0..2] = offsets, mask, value/other. */
+static kb__tile_desc access_shape(tl_ctx *k, const char *name, tl_tile offsets, tl_tile mask,
+                                  tl_tile val, kb__tile_desc descs[3])
+{
+    kb__err e;
+    descs[0] = kb__tl_slot_of(k, offsets, name)->d;
+    if (!kb__dtype_is_int(descs[0].dtype) || descs[0].dtype == KB__BOOL)
+        kb__pe_raise(&k->prog, KB_EINVAL, "%s: offsets must be an integer tile, not %s", name,
+                     kb__dtype_name(descs[0].dtype));
+    kb__tile_desc shape = descs[0];
+    if (present(mask)) {
+        descs[1] = kb__tl_slot_of(k, mask, name)->d;
+        if (kb__tile_broadcast_shape(&shape, &descs[1], &shape, &e) < 0) kb__tl_raise_err(k, &e);
+    }
+    if (present(val)) {
+        descs[2] = kb__tl_slot_of(k, val, name)->d;
+        kb__tile_desc tmp;
+        if (kb__tile_broadcast_shape(&shape, &descs[2], &tmp, &e) < 0) kb__tl_raise_err(k, &e);
+        tmp.dtype = shape.dtype;
+        if (!kb__tile_desc_eq(&tmp, &shape))
+            kb__pe_raise(&k->prog, KB_EINVAL, "%s: the value does not broadcast to the offsets",
+                         name);
+    }
+    return shape;
+}
+
+static void add_in(kb__tl_op *op, int8_t *slot, kb__pe_buf *b)
+{
+    *slot = (int8_t)op->base.n_in;
+    op->base.in[op->base.n_in++] = b;
+}
+
+tl_tile tl_load(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile mask, tl_tile other)
+{
+    kb__tile_desc descs[3];
+    kb__tile_desc shape = access_shape(k, "load", offsets, mask, other, descs);
+    shape.dtype = (kb__dtype)t->dtype;
+    kb__pe_buf *out;
+    tl_tile res = kb__tl_new(k, &shape, &out);
+    kb__tl_op *op = mem_op(k, "load", t, false);
+    op->out_d = shape;
+    memcpy(op->in_d, descs, sizeof descs);
+    add_in(op, &op->off_in, kb__tl_slot_of(k, offsets, "load")->buf);
+    if (present(mask)) add_in(op, &op->mask_in, kb__tl_slot_of(k, mask, "load")->buf);
+    if (present(other)) add_in(op, &op->other_in, kb__tl_slot_of(k, other, "load")->buf);
+    op->base.out = out;
+    kb__pe_issue(&k->prog, &op->base);
+    return res;
+}
+
+void tl_store(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask)
+{
+    kb__tile_desc descs[3];
+    kb__tile_desc shape = access_shape(k, "store", offsets, mask, value, descs);
+    kb__tl_op *op = mem_op(k, "store", t, true);
+    op->out_d = shape;
+    memcpy(op->in_d, descs, sizeof descs);
+    add_in(op, &op->off_in, kb__tl_slot_of(k, offsets, "store")->buf);
+    if (present(mask)) add_in(op, &op->mask_in, kb__tl_slot_of(k, mask, "store")->buf);
+    add_in(op, &op->other_in, kb__tl_slot_of(k, value, "store")->buf);
+    kb__pe_issue(&k->prog, &op->base);
+}
+
+/* ---- block pointers ------------------------------------------------------------ */
+
+tl_block_ptr tl_make_block_ptr(tl_ctx *k, tl_tensor *t, int ndim, const int64_t *shape,
+                               const int64_t *strides, const int64_t *offsets,
+                               const int64_t *block_shape, const int *order)
+{
+    if (ndim < 1 || ndim > 2)
+        kb__pe_raise(&k->prog, KB_EINVAL, "make_block_ptr: ndim %d (1 or 2 supported)", ndim);
+    tl_block_ptr p = {.t = t, .ndim = ndim};
+    for (int d = 0; d < ndim; d++) {
+        p.shape[d] = shape[d];
+        p.strides[d] = strides[d];
+        p.offsets[d] = offsets[d];
+        p.block[d] = block_shape[d];
+        p.order[d] = order ? order[d] : ndim - 1 - d;
+        if (block_shape[d] < 1)
+            kb__pe_raise(&k->prog, KB_EINVAL, "make_block_ptr: block_shape[%d] = %lld", d,
+                         (long long)block_shape[d]);
+    }
+    return p;
+}
+
+tl_block_ptr tl_advance(tl_ctx *k, tl_block_ptr p, const int64_t *offsets)
+{
+    (void)k;
+    for (int d = 0; d < p.ndim; d++)
+        p.offsets[d] += offsets[d];
+    return p;
+}
+
+static kb__tile_desc block_desc(tl_ctx *k, const tl_block_ptr *p)
+{
+    kb__tile_desc d = {.dtype = (kb__dtype)p->t->dtype, .ndim = p->ndim};
+    d.shape[0] = p->block[0];
+    d.shape[1] = p->ndim == 2 ? p->block[1] : 0;
+    kb__err e;
+    if (kb__tile_desc_check(&d, &e) < 0) kb__tl_raise_err(k, &e);
+    return d;
+}
+
+tl_tile tl_load_block(tl_ctx *k, tl_block_ptr p, unsigned boundary_check, tl_padding padding)
+{
+    kb__tile_desc d = block_desc(k, &p);
+    kb__pe_buf *out;
+    tl_tile res = kb__tl_new(k, &d, &out);
+    kb__tl_op *op = mem_op(k, "load", p.t, false);
+    op->bp = p;
+    op->check = boundary_check;
+    op->pad = padding;
+    op->out_d = d;
+    op->base.out = out;
+    kb__pe_issue(&k->prog, &op->base);
+    return res;
+}
+
+void tl_store_block(tl_ctx *k, tl_block_ptr p, tl_tile value, unsigned boundary_check)
+{
+    kb__tile_desc d = block_desc(k, &p);
+    kb__tl_slot *v = kb__tl_slot_of(k, value, "store");
+    kb__tile_desc vd = v->d;
+    vd.dtype = d.dtype;
+    if (!kb__tile_desc_eq(&vd, &d)) {
+        char a[48], b[48];
+        kb__pe_raise(&k->prog, KB_EINVAL, "store: value of shape %s into a block of shape %s",
+                     kb__tile_shape_str(&v->d, a, sizeof a), kb__tile_shape_str(&d, b, sizeof b));
+    }
+    kb__tl_op *op = mem_op(k, "store", p.t, true);
+    op->bp = p;
+    op->check = boundary_check;
+    op->out_d = d;
+    op->in_d[2] = v->d;
+    add_in(op, &op->other_in, v->buf);
+    kb__pe_issue(&k->prog, &op->base);
+}

@@ -1,0 +1,381 @@
+/*
+ * tl_ops.c — tl_ compute operations: creation, views, element-wise,
+ * reductions, softmax and dot, issued to the MATH and GEMM units.
+ *
+ * Each call infers the result's shape and dtype at once (a mismatch is a
+ * kernel error at the call), takes its service time from the op's cost
+ * (kb__tile_op_cost) and the unit parameters, allocates the result in TCM and
+ * issues the op; the tile function computes the data when the unit finishes.
+ * Views (expand_dims, reshape) share the input's buffer and cost nothing.
+ */
+#include <string.h>
+
+#include "kernel/tl_internal.h"
+
+size_t kb__tl_op_size(void)
+{
+    return sizeof(kb__tl_op);
+}
+
+static int compute(kb__pe_op *base, kb__err *err)
+{
+    kb__tl_op *op = (kb__tl_op *)base;
+    void *o = base->out->data;
+    const void *a = op->n_tiles > 0 ? base->in[0]->data : NULL;
+    const void *b = op->n_tiles > 1 ? base->in[1]->data : NULL;
+    const void *c = op->n_tiles > 2 ? base->in[2]->data : NULL;
+    const kb__tile_desc *d = op->in_d;
+    switch (op->kind) {
+    case KB__OP_ARANGE:
+        return kb__tile_arange(op->start, op->start + op->out_d.shape[0], &op->out_d, o, err);
+    case KB__OP_FULL:
+        return kb__tile_full(&op->out_d, o, op->value, err);
+    case KB__OP_CAST:
+        return kb__tile_cast(&op->out_d, o, &d[0], a, err);
+    case KB__OP_TRANS:
+        return kb__tile_trans(&op->out_d, o, &d[0], a, err);
+    case KB__OP_BROADCAST_TO:
+        return kb__tile_broadcast_to(&op->out_d, o, &d[0], a, err);
+    case KB__OP_SUM:
+    case KB__OP_MAX:
+    case KB__OP_MIN:
+    case KB__OP_ARGMAX:
+    case KB__OP_ARGMIN:
+        return kb__tile_reduce(op->kind, op->axis, &op->out_d, o, &d[0], a, err);
+    case KB__OP_SOFTMAX:
+        return kb__tile_softmax(op->axis, &op->out_d, o, &d[0], a, err);
+    case KB__OP_DOT:
+        return kb__tile_dot(&op->out_d, o, &d[0], a, &d[1], b, op->n_tiles > 2 ? &d[2] : NULL, c,
+                            NULL, 0, err);
+    case KB__OP_FMA:
+    case KB__OP_WHERE:
+    case KB__OP_CLAMP:
+        return kb__tile_ternary(op->kind, &op->out_d, o, &d[0], a, &d[1], b, &d[2], c, err);
+    default:
+        if (op->n_tiles == 2)
+            return kb__tile_binary(op->kind, &op->out_d, o, &d[0], a, &d[1], b, err);
+        return kb__tile_unary(op->kind, &op->out_d, o, &d[0], a, err);
+    }
+}
+
+static kb__math_class math_class(kb__tile_op_class c)
+{
+    switch (c) {
+    case KB__CLS_MUL:
+        return KB__MATH_MUL;
+    case KB__CLS_DIV:
+        return KB__MATH_DIV;
+    case KB__CLS_TRANSCENDENTAL:
+        return KB__MATH_TRANS;
+    case KB__CLS_REDUCE:
+        return KB__MATH_REDUCE;
+    case KB__CLS_CAST:
+        return KB__MATH_CAST;
+    case KB__CLS_SELECT:
+        return KB__MATH_SELECT;
+    case KB__CLS_CMP:
+        return KB__MATH_CMP;
+    case KB__CLS_MOVE:
+        return KB__MATH_MOVE;
+    default:
+        return KB__MATH_ADD;
+    }
+}
+
+/* Length of the reduced axis (all elements for TL_AXIS_ALL). */
+static int64_t reduce_len(const kb__tile_desc *x, int axis)
+{
+    if (axis == KB__TILE_AXIS_ALL || x->ndim == 0) return kb__tile_numel(x);
+    int a = axis < 0 ? axis + x->ndim : axis;
+    return a >= 0 && a < x->ndim ? x->shape[a] : 1;
+}
+
+static kb__time service_of(tl_ctx *k, const kb__tl_op *op, const kb__tile_cost *c)
+{
+    const kb__pe_params *p = &k->prog.pe->p;
+    if (c->unit == KB__UNIT_GEMM)
+        return kb__pe_gemm_ps(p, (uint64_t)c->m, (uint64_t)c->n, (uint64_t)c->k);
+    uint64_t cycles = 0;
+    int64_t len = op->n_tiles ? reduce_len(&op->in_d[0], op->axis) : 1;
+    for (int i = 0; i < c->n_parts; i++) {
+        uint64_t e = (uint64_t)c->part[i].elements;
+        if (c->part[i].cls == KB__CLS_REDUCE)
+            cycles += kb__pe_reduce_cycles(p, e, (uint64_t)len);
+        else if (c->part[i].cls != KB__CLS_NONE)
+            cycles += kb__pe_math_cycles(p, math_class(c->part[i].cls), e);
+    }
+    return kb__pe_math_ps(p, cycles);
+}
+
+/* Issues op->kind over the tiles `in` (descriptors already in op->in_d and
+ * op->out_d inferred). Returns the result handle. */
+static tl_tile issue(tl_ctx *k, kb__tl_op *tmpl, const tl_tile *in, const char *name)
+{
+    kb__err e;
+    kb__err_clear(&e);
+    kb__tile_cost cost;
+    if (kb__tile_op_cost(tmpl->kind, &tmpl->out_d, tmpl->in_d, tmpl->n_tiles, &cost, &e) < 0)
+        kb__tl_raise_err(k, &e);
+    kb__pe_buf *bufs[3];
+    for (int i = 0; i < tmpl->n_tiles; i++)
+        bufs[i] = kb__tl_slot_of(k, in[i], name)->buf;
+    if (cost.unit == KB__UNIT_NONE) return kb__tl_view(k, &tmpl->out_d, bufs[0]);
+    /* Inputs stay alive while we may block in the allocation: the slots hold them. */
+    kb__pe_buf *out;
+    tl_tile t = kb__tl_new(k, &tmpl->out_d, &out);
+    kb__pe_unit_id unit = cost.unit == KB__UNIT_GEMM ? KB__PE_GEMM : KB__PE_MATH;
+    kb__tl_op *op = (kb__tl_op *)kb__pe_op_new(&k->prog, unit, name);
+    kb__pe_op base = op->base;
+    *op = *tmpl;
+    op->base = base;
+    op->base.n_in = (uint32_t)tmpl->n_tiles;
+    for (int i = 0; i < tmpl->n_tiles; i++)
+        op->base.in[i] = bufs[i];
+    op->base.out = out;
+    op->base.service = service_of(k, op, &cost);
+    op->base.compute = compute;
+    kb__pe_issue(&k->prog, &op->base);
+    return t;
+}
+
+/* Loads the descriptors of n tiles into op->in_d. */
+static void operands(tl_ctx *k, kb__tl_op *op, const tl_tile *in, int n, const char *name)
+{
+    op->n_tiles = n;
+    for (int i = 0; i < n; i++)
+        op->in_d[i] = kb__tl_slot_of(k, in[i], name)->d;
+}
+
+static void check(tl_ctx *k, int rc, const kb__err *e)
+{
+    if (rc < 0) kb__tl_raise_err(k, e);
+}
+
+/* ---- creation and shape --------------------------------------------------- */
+
+tl_tile tl_arange(tl_ctx *k, int64_t start, int64_t end)
+{
+    kb__tl_op op = {.kind = KB__OP_ARANGE, .start = start};
+    kb__err e;
+    check(k, kb__tile_arange_infer(start, end, &op.out_d, &e), &e);
+    return issue(k, &op, NULL, "arange");
+}
+
+static void shape_desc(tl_ctx *k, kb__tile_desc *d, int ndim, const int64_t *shape, tl_dtype dtype,
+                       const char *name)
+{
+    kb__err e;
+    if (ndim < 0 || ndim > 2 || (ndim > 0 && !shape))
+        kb__pe_raise(&k->prog, KB_EINVAL, "%s: ndim %d (tiles have 0, 1 or 2 dims)", name, ndim);
+    *d = (kb__tile_desc){.dtype = (kb__dtype)dtype, .ndim = ndim};
+    for (int i = 0; i < ndim; i++)
+        d->shape[i] = shape[i];
+    check(k, kb__tile_desc_check(d, &e), &e);
+}
+
+tl_tile tl_full(tl_ctx *k, int ndim, const int64_t *shape, double value, tl_dtype dtype)
+{
+    kb__tl_op op = {.kind = KB__OP_FULL, .value = value};
+    shape_desc(k, &op.out_d, ndim, shape, dtype, "full");
+    return issue(k, &op, NULL, "full");
+}
+
+tl_tile tl_zeros(tl_ctx *k, int ndim, const int64_t *shape, tl_dtype dtype)
+{
+    return tl_full(k, ndim, shape, 0.0, dtype);
+}
+
+tl_tile tl_scalar(tl_ctx *k, double value, tl_dtype dtype)
+{
+    return tl_full(k, 0, NULL, value, dtype);
+}
+
+tl_tile tl_expand_dims(tl_ctx *k, tl_tile x, int axis)
+{
+    kb__tl_op op = {.kind = KB__OP_EXPAND_DIMS};
+    kb__err e;
+    operands(k, &op, &x, 1, "expand_dims");
+    check(k, kb__tile_expand_dims_infer(&op.in_d[0], axis, &op.out_d, &e), &e);
+    return issue(k, &op, &x, "expand_dims");
+}
+
+tl_tile tl_reshape(tl_ctx *k, tl_tile x, int ndim, const int64_t *shape)
+{
+    kb__tl_op op = {.kind = KB__OP_RESHAPE};
+    kb__err e;
+    operands(k, &op, &x, 1, "reshape");
+    check(k, kb__tile_reshape_infer(&op.in_d[0], ndim, shape, &op.out_d, &e), &e);
+    return issue(k, &op, &x, "reshape");
+}
+
+tl_tile tl_trans(tl_ctx *k, tl_tile x)
+{
+    kb__tl_op op = {.kind = KB__OP_TRANS};
+    kb__err e;
+    operands(k, &op, &x, 1, "trans");
+    check(k, kb__tile_trans_infer(&op.in_d[0], &op.out_d, &e), &e);
+    return issue(k, &op, &x, "trans");
+}
+
+tl_tile tl_broadcast_to(tl_ctx *k, tl_tile x, int ndim, const int64_t *shape)
+{
+    kb__tl_op op = {.kind = KB__OP_BROADCAST_TO};
+    kb__err e;
+    operands(k, &op, &x, 1, "broadcast_to");
+    check(k, kb__tile_broadcast_to_infer(&op.in_d[0], ndim, shape, &op.out_d, &e), &e);
+    return issue(k, &op, &x, "broadcast_to");
+}
+
+tl_tile tl_cast(tl_ctx *k, tl_tile x, tl_dtype dtype)
+{
+    kb__tl_op op = {.kind = KB__OP_CAST};
+    kb__err e;
+    operands(k, &op, &x, 1, "cast");
+    check(k, kb__tile_cast_infer(&op.in_d[0], (kb__dtype)dtype, &op.out_d, &e), &e);
+    return issue(k, &op, &x, "cast");
+}
+
+/* ---- element-wise ------------------------------------------------------------ */
+
+static tl_tile binary(tl_ctx *k, kb__tile_op kind, tl_tile a, tl_tile b)
+{
+    kb__tl_op op = {.kind = kind};
+    kb__err e;
+    tl_tile in[2] = {a, b};
+    const char *name = kb__tile_op_name(kind);
+    operands(k, &op, in, 2, name);
+    check(k, kb__tile_binary_infer(kind, &op.in_d[0], &op.in_d[1], &op.out_d, &e), &e);
+    return issue(k, &op, in, name);
+}
+
+static tl_tile unary(tl_ctx *k, kb__tile_op kind, tl_tile x)
+{
+    kb__tl_op op = {.kind = kind};
+    kb__err e;
+    const char *name = kb__tile_op_name(kind);
+    operands(k, &op, &x, 1, name);
+    check(k, kb__tile_unary_infer(kind, &op.in_d[0], &op.out_d, &e), &e);
+    return issue(k, &op, &x, name);
+}
+
+static tl_tile ternary(tl_ctx *k, kb__tile_op kind, tl_tile a, tl_tile b, tl_tile c)
+{
+    kb__tl_op op = {.kind = kind};
+    kb__err e;
+    tl_tile in[3] = {a, b, c};
+    const char *name = kb__tile_op_name(kind);
+    operands(k, &op, in, 3, name);
+    check(k, kb__tile_ternary_infer(kind, &op.in_d[0], &op.in_d[1], &op.in_d[2], &op.out_d, &e),
+          &e);
+    return issue(k, &op, in, name);
+}
+
+#define KB__TL_BINARY(fn, kind)                                                                    \
+    tl_tile fn(tl_ctx *k, tl_tile a, tl_tile b)                                                    \
+    {                                                                                              \
+        return binary(k, kind, a, b);                                                              \
+    }
+#define KB__TL_UNARY(fn, kind)                                                                     \
+    tl_tile fn(tl_ctx *k, tl_tile x)                                                               \
+    {                                                                                              \
+        return unary(k, kind, x);                                                                  \
+    }
+
+KB__TL_BINARY(tl_add, KB__OP_ADD)
+KB__TL_BINARY(tl_sub, KB__OP_SUB)
+KB__TL_BINARY(tl_mul, KB__OP_MUL)
+KB__TL_BINARY(tl_div, KB__OP_DIV)
+KB__TL_BINARY(tl_floordiv, KB__OP_FLOORDIV)
+KB__TL_BINARY(tl_mod, KB__OP_MOD)
+KB__TL_BINARY(tl_maximum, KB__OP_MAXIMUM)
+KB__TL_BINARY(tl_minimum, KB__OP_MINIMUM)
+KB__TL_BINARY(tl_and, KB__OP_AND)
+KB__TL_BINARY(tl_or, KB__OP_OR)
+KB__TL_BINARY(tl_eq, KB__OP_EQ)
+KB__TL_BINARY(tl_ne, KB__OP_NE)
+KB__TL_BINARY(tl_lt, KB__OP_LT)
+KB__TL_BINARY(tl_le, KB__OP_LE)
+KB__TL_BINARY(tl_gt, KB__OP_GT)
+KB__TL_BINARY(tl_ge, KB__OP_GE)
+KB__TL_UNARY(tl_neg, KB__OP_NEG)
+KB__TL_UNARY(tl_abs, KB__OP_ABS)
+KB__TL_UNARY(tl_exp, KB__OP_EXP)
+KB__TL_UNARY(tl_exp2, KB__OP_EXP2)
+KB__TL_UNARY(tl_log, KB__OP_LOG)
+KB__TL_UNARY(tl_sqrt, KB__OP_SQRT)
+KB__TL_UNARY(tl_rsqrt, KB__OP_RSQRT)
+KB__TL_UNARY(tl_sigmoid, KB__OP_SIGMOID)
+
+tl_tile tl_fma(tl_ctx *k, tl_tile a, tl_tile b, tl_tile c)
+{
+    return ternary(k, KB__OP_FMA, a, b, c);
+}
+
+tl_tile tl_where(tl_ctx *k, tl_tile cond, tl_tile a, tl_tile b)
+{
+    return ternary(k, KB__OP_WHERE, cond, a, b);
+}
+
+tl_tile tl_clamp(tl_ctx *k, tl_tile x, tl_tile lo, tl_tile hi)
+{
+    return ternary(k, KB__OP_CLAMP, x, lo, hi);
+}
+
+/* ---- reductions and dot ------------------------------------------------------- */
+
+static tl_tile reduce(tl_ctx *k, kb__tile_op kind, tl_tile x, int axis)
+{
+    kb__tl_op op = {.kind = kind, .axis = axis};
+    kb__err e;
+    const char *name = kb__tile_op_name(kind);
+    operands(k, &op, &x, 1, name);
+    check(k, kb__tile_reduce_infer(kind, &op.in_d[0], axis, false, &op.out_d, &e), &e);
+    return issue(k, &op, &x, name);
+}
+
+tl_tile tl_sum(tl_ctx *k, tl_tile x, int axis)
+{
+    return reduce(k, KB__OP_SUM, x, axis);
+}
+
+tl_tile tl_max(tl_ctx *k, tl_tile x, int axis)
+{
+    return reduce(k, KB__OP_MAX, x, axis);
+}
+
+tl_tile tl_min(tl_ctx *k, tl_tile x, int axis)
+{
+    return reduce(k, KB__OP_MIN, x, axis);
+}
+
+tl_tile tl_argmax(tl_ctx *k, tl_tile x, int axis)
+{
+    return reduce(k, KB__OP_ARGMAX, x, axis);
+}
+
+tl_tile tl_argmin(tl_ctx *k, tl_tile x, int axis)
+{
+    return reduce(k, KB__OP_ARGMIN, x, axis);
+}
+
+tl_tile tl_softmax(tl_ctx *k, tl_tile x, int axis)
+{
+    kb__tl_op op = {.kind = KB__OP_SOFTMAX, .axis = axis};
+    kb__err e;
+    operands(k, &op, &x, 1, "softmax");
+    check(k, kb__tile_softmax_infer(&op.in_d[0], axis, &op.out_d, &e), &e);
+    return issue(k, &op, &x, "softmax");
+}
+
+tl_tile tl_dot(tl_ctx *k, tl_tile a, tl_tile b, tl_tile acc)
+{
+    kb__tl_op op = {.kind = KB__OP_DOT};
+    kb__err e;
+    bool has_acc = acc.slot != 0 || acc.gen != 0;
+    tl_tile in[3] = {a, b, acc};
+    operands(k, &op, in, has_acc ? 3 : 2, "dot");
+    check(k,
+          kb__tile_dot_infer(&op.in_d[0], &op.in_d[1], has_acc ? &op.in_d[2] : NULL, &op.out_d, &e),
+          &e);
+    return issue(k, &op, in, "dot");
+}

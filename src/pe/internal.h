@@ -1,0 +1,17 @@
+/*
+ * pe/internal.h — what pe_cpu (the dispatcher) needs from the pipeline.
+ */
+#ifndef KB_PE_INTERNAL_H
+#define KB_PE_INTERNAL_H
+
+#include "pe/pe.h"
+
+/* Marks g failed with err (kept as is: already prefixed) unless it already
+ * failed; queued ops that have not started will be dropped. */
+void kb__pe_prog_fail(kb__pe_prog *g, const kb__err *err);
+/* Called on the dispatcher's stack after the program's coroutine ended: drops
+ * the queued ops of a failed program, waits until no op of g is in service,
+ * frees g's recycled ops. */
+void kb__pe_prog_drain(kb__pe_prog *g);
+
+#endif

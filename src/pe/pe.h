@@ -1,0 +1,211 @@
+/*
+ * pe/pe.h — one processing element: its units (DMA, GEMM, MATH), the TCM
+ * scratch space kernel tiles live in, and the pipeline that runs tile
+ * operations in program order (docs/pe-timing.md, docs/kernels.md).
+ *
+ * Pipeline. A program (a coroutine) issues operations in program order. Each
+ * goes to its unit's FIFO. An operation starts when (a) the program's scalar
+ * side has reached its issue time, (b) every input buffer is ready (its
+ * producer finished) and (c) its unit has a free server (GEMM and MATH: one;
+ * DMA: pe.dma.channels); heads of the FIFO start in order, so a blocked head
+ * holds the ops behind it (no reordering inside a unit). Different units run
+ * in parallel. The program blocks only when it reads a value (kb__pe_wait_buf),
+ * when a unit already holds queue_depth issued-and-unfinished ops, when a TCM
+ * allocation must wait for released tiles, and at its end.
+ *
+ * Scalar clock. Issuing costs pe.cpu.scalar_op_ns of scalar time per op. The
+ * program keeps its own clock (t_scalar) ahead of the simulator and only
+ * synchronises when it blocks, so a straight run of issues costs no context
+ * switch.
+ *
+ * Data. An op's compute callback runs when the op finishes, at the simulated
+ * time the unit would produce the result; nothing is replayed later.
+ *
+ * Errors. A synchronous error (bad shapes, TCM exhausted) ends the program
+ * at once (kb__pe_raise). An op that fails while running (a DMA fault)
+ * records the first error on the program; the program raises it at its next
+ * issue or block, and later queued ops are dropped without running. Either
+ * way the dispatcher waits until no op of the program is in service before
+ * it frees the program, so no callback ever sees freed memory.
+ *
+ * Ownership: the PE owns its unit queues and TCM allocator; a launch owns its
+ * programs; a program owns its buffers and ops. Buffers are reference
+ * counted: `handles` (tile handles the kernel holds) and `uses` (queued or
+ * running ops reading or writing it); the TCM range is reclaimed when both
+ * reach zero, so a released tile's memory is reused only after every op that
+ * reads it has finished.
+ */
+#ifndef KB_PE_PE_H
+#define KB_PE_PE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "pe/pe_tcm.h"
+#include "pe/pe_timing.h"
+#include "sim/sim.h"
+
+typedef enum kb__pe_unit_id {
+    KB__PE_DMA = 0,
+    KB__PE_GEMM,
+    KB__PE_MATH,
+    KB__PE_UNIT_COUNT
+} kb__pe_unit_id;
+
+typedef struct kb__pe kb__pe;
+typedef struct kb__pe_prog kb__pe_prog;
+typedef struct kb__pe_op kb__pe_op;
+
+/* A TCM range holding one tile's bytes. */
+typedef struct kb__pe_buf {
+    kb__pe_prog *prog;
+    uint64_t tcm_off; /* offset in the usable TCM */
+    uint64_t bytes;   /* requested size */
+    void *data;       /* host copy of the bytes (the TCM contents) */
+    uint32_t handles; /* tile handles referring to it */
+    uint32_t uses;    /* issued, unfinished ops reading or writing it */
+    bool ready;       /* its producer finished (or it had none) */
+} kb__pe_buf;
+
+#define KB__PE_OP_MAX_IN 6
+
+/* One tile operation. Callers embed it as the first member of a larger struct
+ * (the launch's op_size) to carry their own operands. */
+struct kb__pe_op {
+    kb__pe_op *next; /* unit FIFO / free list link */
+    kb__pe_prog *prog;
+    const char *name; /* "dot", "load", ... for traces and messages */
+    kb__pe_unit_id unit;
+    uint32_t n_in;
+    kb__pe_buf *in[KB__PE_OP_MAX_IN]; /* must be ready before the op starts */
+    kb__pe_buf *out;                  /* produced; ready when the op finishes */
+    kb__time issue_at;                /* scalar clock when issued */
+    kb__time service;                 /* timed ops: time the unit is busy */
+    kb__time t_start;                 /* when it started (statistics) */
+    /* Asynchronous ops (DMA) set start: it runs when the op starts and must
+     * eventually call kb__pe_op_done. Timed ops leave it NULL. */
+    void (*start)(kb__pe_op *op);
+    /* Runs when the op finishes, before its output becomes ready; computes the
+     * data. Returns 0 or a negative code with a message in err (the program's
+     * first error). Skipped once the program has failed. */
+    int (*compute)(kb__pe_op *op, kb__err *err);
+    /* Runs when the op retires (finished or dropped): frees what the op owns.
+     * May be NULL. */
+    void (*release)(kb__pe_op *op);
+};
+
+typedef struct kb__pe_unit {
+    kb__pe_op *head, *tail; /* issued, not started, in program order */
+    uint32_t queued;        /* issued and not finished */
+    uint32_t busy;          /* in service */
+    uint32_t servers;       /* 1, or pe.dma.channels */
+    bool wake_posted;       /* a start retry is scheduled */
+    kb__time busy_ps;       /* statistics: summed service time */
+    uint64_t ops;           /* statistics: ops finished */
+} kb__pe_unit;
+
+struct kb__pe {
+    kb__sim *sim;
+    char name[48]; /* "sip0/cube1/pe2" */
+    kb__pe_params p;
+    kb__tcm tcm; /* tile scratch space, reset per program */
+    kb__pe_unit unit[KB__PE_UNIT_COUNT];
+    void *dma_port; /* memory system the DMA unit reaches (kernel layer) */
+};
+
+struct kb__pe_prog {
+    kb__pe *pe;
+    kb__sim *sim;
+    const char *kernel; /* kernel name */
+    uint32_t index;     /* linear program index */
+    uint32_t pid[3];    /* program id per axis */
+    uint32_t grid[3];
+    kb__time t_scalar;     /* scalar side's clock (>= time of last block) */
+    uint32_t inflight;     /* issued, unfinished ops */
+    uint64_t pending_free; /* bytes released by handles, waiting for ops */
+    kb__event *wake;       /* set while the program (or its drain) blocks */
+    kb__err err;           /* first asynchronous error */
+    bool failed;
+    size_t op_size;
+    kb__pe_op *op_free;                      /* recycled ops */
+    const struct kb__pe_kernel *launch_kern; /* body and argument */
+};
+
+/* Creates a PE named `name` ("sip0/cube1/pe2") on sim. Returns 0, KB_EINVAL
+ * for parameters that cannot work (0 lanes, clock <= 0, reserved >= size, ...)
+ * with a message naming the parameter, or KB_ENOMEM. */
+int kb__pe_create(kb__sim *sim, const char *name, const kb__pe_params *p, kb__pe **out,
+                  kb__err *err);
+void kb__pe_destroy(kb__pe *pe);
+
+/* ---- program side (called from a program coroutine) ---------------------- */
+
+/* Raises a kernel error: "kernel K, program N on PE: <message>", ends the
+ * program. Never returns. */
+_Noreturn void kb__pe_raise(kb__pe_prog *g, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Raises the program's pending asynchronous error, if any. */
+void kb__pe_check(kb__pe_prog *g);
+/* Allocates a buffer of `bytes` in TCM with one handle. When TCM is full but
+ * released tiles wait for their readers, blocks until they are reclaimed;
+ * raises "TCM exhausted: asked N B, F B free (largest block L B)" otherwise. */
+kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes);
+/* Adds one handle (a second tile viewing the same bytes). */
+void kb__pe_buf_hold(kb__pe_buf *b);
+/* Drops one handle; memory is reclaimed once no op uses it either. */
+void kb__pe_buf_drop(kb__pe_buf *b);
+/* A zeroed op of the launch's op_size for `unit`. */
+kb__pe_op *kb__pe_op_new(kb__pe_prog *g, kb__pe_unit_id unit, const char *name);
+/* Issues op: charges scalar_op_ns, blocks while the unit's queue is full,
+ * takes a use of every input and the output, enqueues, starts what can. */
+void kb__pe_issue(kb__pe_prog *g, kb__pe_op *op);
+/* Blocks until b is ready (the scalar side reads it); raises pending errors. */
+void kb__pe_wait_buf(kb__pe_prog *g, kb__pe_buf *b);
+/* Blocks until every issued op finished; raises pending errors. */
+void kb__pe_wait_all(kb__pe_prog *g);
+/* Adds scalar time (address arithmetic the scalar side does). */
+void kb__pe_scalar_time(kb__pe_prog *g, kb__time ps);
+/* Blocks until the simulator reaches the program's scalar clock. */
+void kb__pe_sync(kb__pe_prog *g);
+
+/* ---- unit side ------------------------------------------------------------ */
+
+/* Finishes an asynchronous op (status 0, or negative with err's message). */
+void kb__pe_op_done(kb__pe_op *op, int status, const kb__err *err);
+
+/* ---- launch (pe_cpu) ------------------------------------------------------ */
+
+typedef struct kb__pe_kernel {
+    const char *name;
+    size_t prog_size; /* >= sizeof(kb__pe_prog); the caller's state follows it */
+    size_t op_size;   /* >= sizeof(kb__pe_op) */
+    size_t stack_bytes;
+    /* Program body, run in the program's coroutine after prog_init. */
+    void (*body)(kb__pe_prog *g, void *arg);
+    /* Prepares the caller's part of a new program (may be NULL). */
+    int (*prog_init)(kb__pe_prog *g, void *arg, kb__err *err);
+    /* Releases it, after every op of the program finished (may be NULL). */
+    void (*prog_fini)(kb__pe_prog *g, void *arg);
+    void *arg;
+} kb__pe_kernel;
+
+typedef struct kb__pe_launch kb__pe_launch;
+
+/* Starts a launch now: program i of the grid (i = pid0 + g0*(pid1 + g1*pid2))
+ * runs on pes[i % n_pes]; each PE's pe_cpu runs its programs one at a time in
+ * increasing i, paying pe.cpu.dispatch_ns before each. After a kernel error no
+ * new program starts on any PE. The launch is done when every PE finished.
+ * kern is copied; kern->name must outlive the launch. */
+int kb__pe_launch_start(kb__sim *sim, kb__pe *const *pes, uint32_t n_pes, const uint32_t grid[3],
+                        const kb__pe_kernel *kern, kb__pe_launch **out, kb__err *err);
+/* Fires when every program finished (or was skipped after an error). */
+kb__event *kb__pe_launch_done(kb__pe_launch *l);
+/* 0, or the first kernel error (earliest in simulated time) copied into err. */
+int kb__pe_launch_status(const kb__pe_launch *l, kb__err *err);
+/* Simulated time at which the last program finished. */
+kb__time kb__pe_launch_end(const kb__pe_launch *l);
+/* Destroys a launch that is done. */
+void kb__pe_launch_destroy(kb__pe_launch *l);
+
+#endif

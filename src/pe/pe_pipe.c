@@ -1,0 +1,364 @@
+/*
+ * pe_pipe.c — the PE pipeline: per-unit FIFOs of tile operations, buffer
+ * readiness, the program's scalar clock and its blocking points.
+ *
+ * Workload: every tl_ tile operation passes through kb__pe_issue once and
+ * finishes through op_finish once; both are O(inputs) plus one pump per unit.
+ * Timed units (GEMM, MATH) cost one simulator event per op; the program only
+ * switches context when it blocks (see pe.h).
+ * Invariants: unit.queued counts issued-unfinished ops of the unit; busy <=
+ * servers; an op in a FIFO has not started; prog.inflight is the sum over
+ * units of the program's queued ops (one program runs per PE at a time).
+ */
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pe/internal.h"
+#include "pe/pe.h"
+
+static void wake_program(kb__pe_prog *g)
+{
+    kb__event *ev = g->wake;
+    if (ev) {
+        g->wake = NULL;
+        kb__event_fire(g->sim, ev, 0);
+    }
+}
+
+/* ---- buffers --------------------------------------------------------------- */
+
+static void buf_reclaim(kb__pe_buf *b)
+{
+    kb__pe_prog *g = b->prog;
+    kb__tcm_free(&g->pe->tcm, b->tcm_off, b->bytes);
+    free(b);
+}
+
+static void buf_unuse(kb__pe_buf *b)
+{
+    assert(b->uses > 0);
+    if (--b->uses == 0 && b->handles == 0) {
+        b->prog->pending_free -= b->bytes;
+        buf_reclaim(b);
+    }
+}
+
+void kb__pe_buf_hold(kb__pe_buf *b)
+{
+    b->handles++;
+}
+
+void kb__pe_buf_drop(kb__pe_buf *b)
+{
+    assert(b->handles > 0);
+    if (--b->handles > 0) return;
+    if (b->uses == 0) {
+        buf_reclaim(b);
+        return;
+    }
+    b->prog->pending_free += b->bytes;
+}
+
+/* ---- units ------------------------------------------------------------------ */
+
+static void op_recycle(kb__pe_prog *g, kb__pe_op *op)
+{
+    op->next = g->op_free;
+    g->op_free = op;
+}
+
+/* Bookkeeping common to a finished op and a dropped one. */
+static void op_retire(kb__pe_op *op)
+{
+    kb__pe_prog *g = op->prog;
+    kb__pe_unit *u = &g->pe->unit[op->unit];
+    u->queued--;
+    g->inflight--;
+    if (op->out) op->out->ready = true;
+    for (uint32_t i = 0; i < op->n_in; i++)
+        buf_unuse(op->in[i]);
+    if (op->out) buf_unuse(op->out);
+    if (op->release) op->release(op);
+    op_recycle(g, op);
+    wake_program(g);
+}
+
+static bool inputs_ready(const kb__pe_op *op)
+{
+    for (uint32_t i = 0; i < op->n_in; i++)
+        if (!op->in[i]->ready) return false;
+    return true;
+}
+
+static void unit_pump(kb__pe *pe, kb__pe_unit_id id);
+
+static void unit_wake_cb(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)sim;
+    kb__pe *pe = arg;
+    pe->unit[data].wake_posted = false;
+    unit_pump(pe, (kb__pe_unit_id)data);
+}
+
+static void timed_done_cb(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)sim;
+    (void)data;
+    kb__pe_op_done(arg, 0, NULL);
+}
+
+/* Starts the FIFO heads that can start now, in order. */
+static void unit_pump(kb__pe *pe, kb__pe_unit_id id)
+{
+    kb__pe_unit *u = &pe->unit[id];
+    kb__time now = kb__sim_now(pe->sim);
+    while (u->head && u->busy < u->servers) {
+        kb__pe_op *op = u->head;
+        bool drop = op->prog->failed;
+        if (!drop && op->issue_at > now) {
+            if (!u->wake_posted) {
+                u->wake_posted = true;
+                kb__sim_post_at(pe->sim, op->issue_at, unit_wake_cb, pe, id);
+            }
+            return;
+        }
+        if (!drop && !inputs_ready(op)) return;
+        u->head = op->next;
+        if (!u->head) u->tail = NULL;
+        if (drop) {
+            op_retire(op);
+            continue;
+        }
+        u->busy++;
+        op->t_start = now;
+        if (op->start)
+            op->start(op);
+        else
+            kb__sim_post(pe->sim, op->service, timed_done_cb, op, 0);
+    }
+}
+
+static void pump_all(kb__pe *pe)
+{
+    for (int i = 0; i < KB__PE_UNIT_COUNT; i++)
+        unit_pump(pe, (kb__pe_unit_id)i);
+}
+
+static void record_error(kb__pe_prog *g, int code, const char *msg)
+{
+    if (g->failed) return;
+    g->failed = true;
+    kb__err_set(&g->err, code, "kernel %s, program %u on %s: %s", g->kernel, g->index, g->pe->name,
+                msg);
+}
+
+void kb__pe_op_done(kb__pe_op *op, int status, const kb__err *err)
+{
+    kb__pe_prog *g = op->prog;
+    kb__pe *pe = g->pe;
+    kb__pe_unit *u = &pe->unit[op->unit];
+    if (status < 0) {
+        record_error(g, status, err ? err->msg : kb_strerror(status));
+    } else if (!g->failed && op->compute) {
+        kb__err e;
+        kb__err_clear(&e);
+        int rc = op->compute(op, &e);
+        if (rc < 0) record_error(g, rc, e.msg);
+    }
+    u->busy--;
+    u->ops++;
+    u->busy_ps += kb__sim_now(pe->sim) - op->t_start;
+    op_retire(op);
+    pump_all(pe);
+}
+
+/* ---- program side -------------------------------------------------------------- */
+
+_Noreturn void kb__pe_raise(kb__pe_prog *g, int code, const char *fmt, ...)
+{
+    char msg[KB__ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    kb__proc_raise(g->sim, code, "kernel %s, program %u on %s: %s", g->kernel, g->index,
+                   g->pe->name, msg);
+}
+
+void kb__pe_check(kb__pe_prog *g)
+{
+    if (g->failed) kb__proc_raise(g->sim, g->err.code, "%s", g->err.msg);
+}
+
+static void sync_scalar(kb__pe_prog *g)
+{
+    kb__time now = kb__sim_now(g->sim);
+    if (g->t_scalar > now) kb__sleep(g->sim, g->t_scalar - now);
+}
+
+typedef bool (*cond_fn)(const kb__pe_prog *g, const void *arg);
+
+/* Blocks the program until cond holds or the program failed. */
+static void block_until(kb__pe_prog *g, cond_fn cond, const void *arg)
+{
+    sync_scalar(g);
+    while (!g->failed && !cond(g, arg)) {
+        kb__event ev;
+        kb__event_init(&ev, "pe pipeline");
+        g->wake = &ev;
+        kb__event_wait(g->sim, &ev);
+        g->wake = NULL;
+    }
+    kb__time now = kb__sim_now(g->sim);
+    if (g->t_scalar < now) g->t_scalar = now;
+}
+
+static bool cond_room(const kb__pe_prog *g, const void *arg)
+{
+    const kb__pe_unit *u = arg;
+    return u->queued < g->pe->p.queue_depth;
+}
+
+static bool cond_ready(const kb__pe_prog *g, const void *arg)
+{
+    (void)g;
+    return ((const kb__pe_buf *)arg)->ready;
+}
+
+static bool cond_idle(const kb__pe_prog *g, const void *arg)
+{
+    (void)arg;
+    return g->inflight == 0;
+}
+
+static bool cond_reclaimed(const kb__pe_prog *g, const void *arg)
+{
+    return g->pending_free < *(const uint64_t *)arg;
+}
+
+kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes)
+{
+    kb__tcm *t = &g->pe->tcm;
+    uint64_t off;
+    for (;;) {
+        kb__pe_check(g);
+        int rc = kb__tcm_alloc(t, bytes, &off);
+        if (rc == 0) break;
+        if (rc == KB_ENOMEM) kb__pe_raise(g, KB_ENOMEM, "out of host memory for the TCM allocator");
+        if (g->pending_free == 0)
+            kb__pe_raise(g, KB_ENOSPC,
+                         "TCM exhausted: asked %llu B, %llu B free (largest block %llu B)",
+                         (unsigned long long)bytes, (unsigned long long)t->free_bytes,
+                         (unsigned long long)kb__tcm_largest(t));
+        uint64_t before = g->pending_free;
+        block_until(g, cond_reclaimed, &before);
+    }
+    size_t head = (sizeof(kb__pe_buf) + 63) / 64 * 64;
+    kb__pe_buf *b = calloc(1, head + (bytes ? bytes : 1));
+    if (!b) {
+        kb__tcm_free(t, off, bytes);
+        kb__pe_raise(g, KB_ENOMEM, "out of host memory for a %llu B tile",
+                     (unsigned long long)bytes);
+    }
+    b->prog = g;
+    b->tcm_off = off;
+    b->bytes = bytes;
+    b->data = (char *)b + head;
+    b->handles = 1;
+    b->ready = true;
+    return b;
+}
+
+kb__pe_op *kb__pe_op_new(kb__pe_prog *g, kb__pe_unit_id unit, const char *name)
+{
+    kb__pe_op *op = g->op_free;
+    if (op)
+        g->op_free = op->next;
+    else if (!(op = malloc(g->op_size)))
+        kb__pe_raise(g, KB_ENOMEM, "out of host memory for an operation");
+    memset(op, 0, g->op_size);
+    op->prog = g;
+    op->unit = unit;
+    op->name = name;
+    return op;
+}
+
+void kb__pe_issue(kb__pe_prog *g, kb__pe_op *op)
+{
+    kb__pe *pe = g->pe;
+    kb__pe_unit *u = &pe->unit[op->unit];
+    kb__pe_check(g);
+    if (u->queued >= pe->p.queue_depth) block_until(g, cond_room, u);
+    kb__pe_check(g);
+    kb__time now = kb__sim_now(g->sim);
+    if (g->t_scalar < now) g->t_scalar = now;
+    g->t_scalar += kb__pe_ps_from_ns(pe->p.cpu.scalar_op_ns);
+    op->issue_at = g->t_scalar;
+    for (uint32_t i = 0; i < op->n_in; i++)
+        op->in[i]->uses++;
+    if (op->out) {
+        op->out->uses++;
+        op->out->ready = false;
+    }
+    op->next = NULL;
+    if (u->tail)
+        u->tail->next = op;
+    else
+        u->head = op;
+    u->tail = op;
+    u->queued++;
+    g->inflight++;
+    unit_pump(pe, op->unit);
+}
+
+void kb__pe_wait_buf(kb__pe_prog *g, kb__pe_buf *b)
+{
+    kb__pe_check(g);
+    if (!b->ready) block_until(g, cond_ready, b);
+    kb__pe_check(g);
+}
+
+void kb__pe_wait_all(kb__pe_prog *g)
+{
+    block_until(g, cond_idle, NULL);
+    kb__pe_check(g);
+}
+
+void kb__pe_scalar_time(kb__pe_prog *g, kb__time ps)
+{
+    kb__time now = kb__sim_now(g->sim);
+    if (g->t_scalar < now) g->t_scalar = now;
+    g->t_scalar += ps;
+}
+
+void kb__pe_sync(kb__pe_prog *g)
+{
+    sync_scalar(g);
+}
+
+void kb__pe_prog_fail(kb__pe_prog *g, const kb__err *err)
+{
+    if (g->failed) return;
+    g->failed = true;
+    kb__err_copy(&g->err, err);
+}
+
+void kb__pe_prog_drain(kb__pe_prog *g)
+{
+    if (g->failed) pump_all(g->pe);
+    while (g->inflight) {
+        kb__event ev;
+        kb__event_init(&ev, "pe drain");
+        g->wake = &ev;
+        kb__event_wait(g->sim, &ev);
+        g->wake = NULL;
+    }
+    while (g->op_free) {
+        kb__pe_op *op = g->op_free;
+        g->op_free = op->next;
+        free(op);
+    }
+}

@@ -1,0 +1,95 @@
+/*
+ * pe_timing.c — PE unit defaults and service-time formulas (see pe_timing.h).
+ *
+ * All conversions round up to a whole picosecond once per operation, with a
+ * relative tolerance of 1e-9 so that values which are whole picoseconds in
+ * decimal (1.5 ns, 64 B at 32 GB/s) do not gain a spurious extra ps from
+ * binary floating point.
+ */
+#include "pe/pe_timing.h"
+
+#include <math.h>
+
+void kb__pe_params_default(kb__pe_params *p)
+{
+    *p = (kb__pe_params){0};
+    p->gemm.rows = 64;
+    p->gemm.cols = 64;
+    p->gemm.clock_ghz = 1.0;
+    p->math.lanes = 64;
+    p->math.clock_ghz = 1.0;
+    for (int c = 0; c < KB__MATH_CLASS_COUNT; c++)
+        p->math.cycles[c] = 1;
+    p->math.cycles[KB__MATH_MUL] = 2;
+    p->math.cycles[KB__MATH_DIV] = 4;
+    p->math.cycles[KB__MATH_TRANS] = 8;
+    p->cpu.dispatch_ns = 100.0;
+    p->cpu.scalar_op_ns = 1.0;
+    p->tcm.size = 16u << 20;
+    p->tcm.reserved = 4u << 20;
+    p->tcm.bw_gbs = 512.0;
+    p->tcm.latency_ns = 2.0;
+    p->dma.channels = 4;
+    p->dma.bw_gbs = 64.0;
+    p->dma.setup_ns = 20.0;
+    p->queue_depth = 8;
+}
+
+static uint64_t ceil_ps(double ps)
+{
+    if (!(ps > 0)) return 0;
+    double r = nearbyint(ps);
+    if (fabs(ps - r) <= 1e-9 * (r > 1 ? r : 1)) return (uint64_t)r;
+    return (uint64_t)ceil(ps);
+}
+
+uint64_t kb__pe_ps_from_ns(double ns)
+{
+    return ceil_ps(ns * 1000.0);
+}
+
+uint64_t kb__pe_ps_from_cycles(uint64_t cycles, double ghz)
+{
+    return ceil_ps((double)cycles * 1000.0 / ghz);
+}
+
+static uint64_t cdiv(uint64_t a, uint64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+uint64_t kb__pe_gemm_cycles(const kb__pe_params *p, uint64_t m, uint64_t n, uint64_t k)
+{
+    if (!m || !n || !k) return 0;
+    uint64_t r = p->gemm.rows, c = p->gemm.cols;
+    return cdiv(m, r) * cdiv(n, c) * (k + r + c - 1);
+}
+
+uint64_t kb__pe_gemm_ps(const kb__pe_params *p, uint64_t m, uint64_t n, uint64_t k)
+{
+    return kb__pe_ps_from_cycles(kb__pe_gemm_cycles(p, m, n, k), p->gemm.clock_ghz);
+}
+
+uint64_t kb__pe_math_cycles(const kb__pe_params *p, kb__math_class c, uint64_t elems)
+{
+    return cdiv(elems ? elems : 1, p->math.lanes) * p->math.cycles[c];
+}
+
+uint64_t kb__pe_reduce_cycles(const kb__pe_params *p, uint64_t elems, uint64_t len)
+{
+    uint64_t depth = 0;
+    while ((1ull << depth) < len)
+        depth++;
+    uint64_t c = p->math.cycles[KB__MATH_REDUCE];
+    return cdiv(elems ? elems : 1, p->math.lanes) * c + depth * c;
+}
+
+uint64_t kb__pe_math_ps(const kb__pe_params *p, uint64_t cycles)
+{
+    return kb__pe_ps_from_cycles(cycles, p->math.clock_ghz);
+}
+
+uint64_t kb__pe_dma_ps(const kb__pe_params *p, uint64_t bytes)
+{
+    return ceil_ps(p->dma.setup_ns * 1000.0 + (double)bytes * 1000.0 / p->dma.bw_gbs);
+}
