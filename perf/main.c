@@ -29,6 +29,8 @@ static const kb__perf_workload workloads[] = {
      2000000},
     {"tensor_4096", "bytes", "4096x4096 f16 over 256 PEs: create, copy in, copy out, free",
      kb__perf_tensor, 4096, 0},
+    {"fabric", "pkt-hops", "1 MiB remote-cube PE DMAs through the packet engine, 8 in flight",
+     kb__perf_fabric, 8, 64},
 };
 
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])

@@ -67,5 +67,6 @@ int kb__perf_mm1(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_phold(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_switch(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_tensor(const kb__perf_workload *w, kb__perf_result *r);
+int kb__perf_fabric(const kb__perf_workload *w, kb__perf_result *r);
 
 #endif

@@ -11,22 +11,12 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "host/probe.h"
 
 typedef struct entry {
     const char *name;
     const char *summary;
 } entry;
-
-static const entry probe_cases[] = {
-    {"h2d", "host to device write over PCIe into HBM"},
-    {"d2h", "device to host read from HBM over PCIe"},
-    {"pe-local-hbm", "PE DMA to its own HBM slice"},
-    {"pe-same-cube-hbm", "PE DMA to another slice of its cube"},
-    {"pe-remote-cube-hbm", "PE DMA to HBM of another cube of its SIP"},
-    {"pe-remote-sip-hbm", "PE DMA to HBM of another SIP"},
-    {"pe-tcm-to-tcm", "PE DMA from its TCM to another PE's TCM"},
-    {"pe-sram", "PE DMA to its cube's SRAM"},
-};
 
 typedef struct section {
     const char *title;    /* heading of the table */
@@ -78,6 +68,9 @@ int kb__cli_list(int argc, char **argv)
         kb__cli_opts_fini(&o);
         return KB_CLI_OK;
     }
+    entry probe_cases[KB__PROBE_CASE_COUNT];
+    for (int i = 0; i < KB__PROBE_CASE_COUNT; i++)
+        probe_cases[i] = (entry){kb__probe_case_name(i), kb__probe_case_doc(i)};
     const section secs[] = {
         {"benches", "benches", "benches", NULL, 0},
         {"probe cases (kernbench probe --case NAME)", "probe_cases", "probe cases", probe_cases,

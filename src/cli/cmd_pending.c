@@ -25,7 +25,3 @@ int kb__cli_run(int argc, char **argv)
     char *topo_argv[] = {"topo", NULL};
     return kb__cli_topo(1, topo_argv);
 }
-int kb__cli_probe(int argc, char **argv)
-{
-    return not_yet("probe");
-}

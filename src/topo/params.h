@@ -32,6 +32,7 @@ typedef struct kb__math_cycles {
 typedef struct kb__topo_params {
     struct {
         uint64_t packet_bytes;
+        uint64_t header_bytes; /* commands, requests and acks: one packet */
         double ns_per_mm;
     } fabric;
     struct {

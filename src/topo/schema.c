@@ -65,6 +65,8 @@
 static const kb__param schema[] = {
     {"fabric.packet_bytes", KB__PT_SIZE, F(fabric.packet_bytes), "256", 1, 1048576, 0, -1, "bytes",
      "largest packet a message is cut into"},
+    {"fabric.header_bytes", KB__PT_SIZE, F(fabric.header_bytes), "64", 1, 1048576, 0, -1,
+     "bytes", "size of a command, request or acknowledgement (one packet)"},
     {"fabric.ns_per_mm", KB__PT_DOUBLE, F(fabric.ns_per_mm), "0.01", 0, 1e6, 0, -1, "ns/mm",
      "wire propagation delay per mm of link length"},
     {"system.racks", KB__PT_U32, F(system.racks), "1", 1, 1024, 0, -1, "",

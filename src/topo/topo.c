@@ -235,14 +235,14 @@ static void cube_links(link_builder *lb, int s, int c)
     link2(lb, xbar, NODE(M_CPU, s, c, -1), KB__LINK_XBAR, xb, xo, 0);
     link2(lb, xbar, NODE(M_DMA, s, c, -1), KB__LINK_XBAR, xb, xo, 0);
     for (int k = 0; k < (int)t->slices_per_cube; k++)
-        link2(lb, xbar, NODE(HBM_CTRL, s, c, k), KB__LINK_HBM, p->cube.hbm_xbar_bw_gbs, 0, 0);
+        link2(lb, xbar, NODE(HBM_CTRL, s, c, k), KB__LINK_HBM,
+              p->cube.hbm_xbar_bw_gbs * p->cube.hbm_efficiency, 0, 0);
     const kb__link_params *noc = &p->cube.noc;
     for (int pe = 0; pe < (int)t->pes_per_cube; pe++) {
         uint32_t dma = NODE(PE_DMA, s, c, pe);
         link2(lb, NODE(NOC, s, c, -1), dma, KB__LINK_NOC, noc->bw_gbs, noc->overhead_ns,
               noc->length_mm);
-        link2(lb, dma, NODE(PE_TCM, s, c, pe), KB__LINK_TCM, p->pe.tcm_bw_gbs, p->pe.tcm_latency_ns,
-              0);
+        link2(lb, dma, NODE(PE_TCM, s, c, pe), KB__LINK_TCM, p->pe.tcm_bw_gbs, 0, 0);
     }
 }
 

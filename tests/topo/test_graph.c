@@ -174,11 +174,11 @@ Test(graph, link_parameters_come_from_the_documented_keys)
         expect(link_between(t, ID(XBAR, 1, 3, -1), kb__topo_node_id(t, others[i], 1, 3, -1)),
                KB__LINK_XBAR, p->cube.xbar_bw_gbs, p->cube.xbar_overhead_ns, 0, pk);
     expect(link_between(t, ID(XBAR, 0, 4, -1), ID(HBM_CTRL, 0, 4, 7)), KB__LINK_HBM,
-           p->cube.hbm_xbar_bw_gbs, 0, 0, pk);
+           p->cube.hbm_xbar_bw_gbs * p->cube.hbm_efficiency, 0, 0, pk);
     expect(link_between(t, ID(NOC, 0, 4, -1), ID(PE_DMA, 0, 4, 6)), KB__LINK_NOC, cn->bw_gbs,
            cn->overhead_ns, cn->length_mm * npm, pk);
     expect(link_between(t, ID(PE_TCM, 0, 4, 6), ID(PE_DMA, 0, 4, 6)), KB__LINK_TCM,
-           p->pe.tcm_bw_gbs, p->pe.tcm_latency_ns, 0, pk);
+           p->pe.tcm_bw_gbs, 0, 0, pk);
     expect(link_between(t, ID(IO_NOC, 1, -1, -1), ID(IO_NOC, 0, -1, -1)), KB__LINK_SIP_LINK,
            sl->bw_gbs, sl->overhead_ns, sl->length_mm * npm, pk);
     kb__topo_destroy(t);

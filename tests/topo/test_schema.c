@@ -218,7 +218,7 @@ Test(schema_errors, unknown_key_without_a_close_name_lists_the_keys)
 {
     fails("fabric:\n  zzzzzzzzzz: 1\n",
           "m.yaml:2:3: fabric.zzzzzzzzzz: unknown key 'zzzzzzzzzz'; known keys here: "
-          "packet_bytes, ns_per_mm");
+          "packet_bytes, header_bytes, ns_per_mm");
 }
 
 Test(schema_errors, section_with_the_wrong_type)

@@ -1,0 +1,306 @@
+/*
+ * fabric.c — building the fabric from the machine graph, link accessors,
+ * the closed-form latency of a message alone on a route, and statistics.
+ *
+ * Cost: construction is linear in nodes + links; statistics walk the links.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric/internal.h"
+
+static int copy_nodes(kb__fabric *fab, const kb__fab_node_desc *nodes, kb__err *err)
+{
+    fab->nodes = calloc(fab->n_nodes ? fab->n_nodes : 1, sizeof *fab->nodes);
+    if (!fab->nodes)
+        return kb__err_set(err, KB_ENOMEM, "fabric: out of memory for %u nodes", fab->n_nodes);
+    for (uint32_t i = 0; i < fab->n_nodes; i++) {
+        fab->nodes[i] = nodes[i];
+        fab->nodes[i].name = strdup(nodes[i].name ? nodes[i].name : "?");
+        if (!fab->nodes[i].name)
+            return kb__err_set(err, KB_ENOMEM, "fabric: out of memory for node names");
+    }
+    return 0;
+}
+
+static int copy_links(kb__fabric *fab, const kb__fab_link_desc *links, kb__err *err)
+{
+    fab->links = calloc(fab->n_links ? fab->n_links : 1, sizeof *fab->links);
+    fab->out_next = calloc(fab->n_links ? fab->n_links : 1, sizeof *fab->out_next);
+    fab->out_first = malloc((fab->n_nodes ? fab->n_nodes : 1) * sizeof *fab->out_first);
+    if (!fab->links || !fab->out_next || !fab->out_first)
+        return kb__err_set(err, KB_ENOMEM, "fabric: out of memory for %u links", fab->n_links);
+    for (uint32_t i = 0; i < fab->n_nodes; i++)
+        fab->out_first[i] = KB__NO_NODE;
+    for (uint32_t i = 0; i < fab->n_links; i++) {
+        const kb__fab_link_desc *d = &links[i];
+        if (d->from >= fab->n_nodes || d->to >= fab->n_nodes || d->from == d->to)
+            return kb__err_set(err, KB_EINVAL, "fabric: link %u joins nodes %u -> %u of %u", i,
+                               d->from, d->to, fab->n_nodes);
+        if (!(d->bw_gbs > 0))
+            return kb__err_set(err, KB_EINVAL, "fabric: link %u (%s -> %s): bandwidth %g GB/s", i,
+                               fab->nodes[d->from].name, fab->nodes[d->to].name, d->bw_gbs);
+        kb__link *l = &fab->links[i];
+        *l = (kb__link){.id = i,
+                        .from = d->from,
+                        .to = d->to,
+                        .cls = d->cls,
+                        .bw_gbs = d->bw_gbs,
+                        .o_ps = d->overhead_ps,
+                        .w_ps = d->wire_ps};
+        l->ow_ps = l->o_ps + l->w_ps;
+        l->pkt_ps = kb__fabric_serial_ps(fab->packet_bytes, l->bw_gbs);
+        l->hdr_ps = kb__fabric_serial_ps(fab->header_bytes, l->bw_gbs);
+        fab->out_next[i] = KB__NO_NODE;
+    }
+    /* Adjacency in increasing link id order: insert from the back. */
+    for (uint32_t i = fab->n_links; i-- > 0;) {
+        fab->out_next[i] = fab->out_first[fab->links[i].from];
+        fab->out_first[fab->links[i].from] = i;
+    }
+    return 0;
+}
+
+int kb__fabric_create(kb__fabric **out, kb__sim *sim, const kb__fab_node_desc *nodes,
+                      uint32_t n_nodes, const kb__fab_link_desc *links, uint32_t n_links,
+                      uint32_t packet_bytes, uint32_t header_bytes, kb__err *err)
+{
+    *out = NULL;
+    if (!packet_bytes || !header_bytes)
+        return kb__err_set(err, KB_EINVAL,
+                           "fabric: packet_bytes %u and header_bytes %u must be >= 1", packet_bytes,
+                           header_bytes);
+    kb__fabric *fab = calloc(1, sizeof *fab);
+    if (!fab) return kb__err_set(err, KB_ENOMEM, "fabric: out of memory");
+    fab->sim = sim;
+    fab->packet_bytes = packet_bytes;
+    fab->header_bytes = header_bytes;
+    fab->n_nodes = n_nodes;
+    fab->n_links = n_links;
+    int rc = copy_nodes(fab, nodes, err);
+    if (!rc) rc = copy_links(fab, links, err);
+    if (!rc) rc = kb__fabric_index_gateways(fab, err);
+    if (rc) {
+        kb__fabric_destroy(fab);
+        return rc;
+    }
+    *out = fab;
+    return 0;
+}
+
+void kb__fabric_destroy(kb__fabric *fab)
+{
+    if (!fab) return;
+    for (size_t i = 0; i < fab->n_slots; i++) {
+        kb__route *r = fab->slots[i].route;
+        if (r) {
+            free(r->links);
+            free(r->nodes);
+            free(r);
+        }
+    }
+    free(fab->slots);
+    if (fab->nodes)
+        for (uint32_t i = 0; i < fab->n_nodes; i++)
+            free((char *)fab->nodes[i].name);
+    free(fab->nodes);
+    free(fab->links);
+    free(fab->out_first);
+    free(fab->out_next);
+    free(fab->routers);
+    free(fab->io_nocs);
+    free(fab->bfs_prev_link);
+    free(fab->bfs_queue);
+    free(fab);
+}
+
+uint32_t kb__fabric_packet_bytes(const kb__fabric *fab)
+{
+    return fab->packet_bytes;
+}
+uint32_t kb__fabric_header_bytes(const kb__fabric *fab)
+{
+    return fab->header_bytes;
+}
+uint32_t kb__fabric_node_count(const kb__fabric *fab)
+{
+    return fab->n_nodes;
+}
+uint32_t kb__fabric_link_count(const kb__fabric *fab)
+{
+    return fab->n_links;
+}
+
+const kb__link *kb__fabric_link(const kb__fabric *fab, uint32_t id)
+{
+    return id < fab->n_links ? &fab->links[id] : NULL;
+}
+
+const kb__fab_node_desc *kb__fabric_node(const kb__fabric *fab, uint32_t id)
+{
+    return id < fab->n_nodes ? &fab->nodes[id] : NULL;
+}
+
+kb__time kb__link_service_ps(const kb__fabric *fab, const kb__link *l, uint32_t bytes)
+{
+    if (bytes == fab->packet_bytes) return l->pkt_ps;
+    if (bytes == fab->header_bytes) return l->hdr_ps;
+    return kb__fabric_serial_ps(bytes, l->bw_gbs);
+}
+
+kb__time kb__fabric_serial_ps(uint64_t bytes, double gbs)
+{
+    return kb__topo_ns_to_ps((double)bytes / gbs);
+}
+
+static kb__fab_role role_of(kb__role r)
+{
+    switch (r) {
+    case KB__ROLE_HOST:
+        return KB__FR_HOST;
+    case KB__ROLE_PCIE_EP:
+        return KB__FR_PCIE_EP;
+    case KB__ROLE_IO_CPU:
+        return KB__FR_IO_CPU;
+    case KB__ROLE_IO_NOC:
+        return KB__FR_IO_NOC;
+    case KB__ROLE_ROUTER:
+        return KB__FR_ROUTER;
+    case KB__ROLE_XBAR:
+        return KB__FR_XBAR;
+    case KB__ROLE_NOC:
+        return KB__FR_NOC;
+    case KB__ROLE_M_CPU:
+    case KB__ROLE_M_DMA:
+        return KB__FR_M_CPU;
+    case KB__ROLE_SRAM:
+        return KB__FR_SRAM;
+    case KB__ROLE_HBM_CTRL:
+        return KB__FR_HBM;
+    default:
+        return KB__FR_PE;
+    }
+}
+
+int kb__fabric_create_topo(kb__fabric **out, kb__sim *sim, const kb__topo *t, uint32_t header_bytes,
+                           kb__err *err)
+{
+    *out = NULL;
+    kb__fab_node_desc *nodes = calloc(t->n_nodes ? t->n_nodes : 1, sizeof *nodes);
+    kb__fab_link_desc *links = calloc(t->n_links ? t->n_links : 1, sizeof *links);
+    int rc = KB_ENOMEM;
+    if (!nodes || !links) {
+        kb__err_set(err, rc, "fabric: out of memory for %u nodes", t->n_nodes);
+        goto out;
+    }
+    for (uint32_t i = 0; i < t->n_nodes; i++) {
+        const kb__topo_node *n = &t->nodes[i];
+        nodes[i] = (kb__fab_node_desc){.name = n->name,
+                                       .role = role_of(n->role),
+                                       .sip = n->sip < 0 ? 0 : (uint32_t)n->sip,
+                                       .cube = n->cube < 0 ? 0 : (uint32_t)n->cube,
+                                       .x = n->x < 0 ? 0 : (uint32_t)n->x,
+                                       .y = n->y < 0 ? 0 : (uint32_t)n->y};
+    }
+    /* A router's traversal cost is paid by every message leaving it. */
+    kb__time router_ps = kb__topo_ns_to_ps(t->params.cube.router_overhead_ns);
+    for (uint32_t i = 0; i < t->n_links; i++) {
+        const kb__topo_link *l = &t->links[i];
+        int from_router = t->nodes[l->from].role == KB__ROLE_ROUTER;
+        links[i] =
+            (kb__fab_link_desc){.from = l->from,
+                                .to = l->to,
+                                .cls = l->cls,
+                                .bw_gbs = l->bw_gbs,
+                                .overhead_ps = l->overhead_ps + (from_router ? router_ps : 0),
+                                .wire_ps = l->wire_ps};
+    }
+    rc = kb__fabric_create(out, sim, nodes, t->n_nodes, links, t->n_links,
+                           (uint32_t)t->params.fabric.packet_bytes, header_bytes, err);
+out:
+    free(nodes);
+    free(links);
+    return rc;
+}
+
+/* The per-packet recursion for a message alone on the route, starting at 0:
+ * the reference for messages whose last packet is shorter. */
+static kb__time recursion_alone(const kb__fabric *fab, const kb__route *r, uint64_t bytes,
+                                uint32_t p)
+{
+    uint64_t n = (bytes + p - 1) / p;
+    kb__time *free_at = calloc(r->n, sizeof *free_at);
+    kb__time last = 0;
+    if (!free_at) return 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t size = (i + 1 < n) ? p : (uint32_t)(bytes - (n - 1) * (uint64_t)p);
+        kb__time t = 0;
+        for (uint32_t h = 0; h < r->n; h++) {
+            const kb__link *l = &fab->links[r->links[h]];
+            kb__time start = t > free_at[h] ? t : free_at[h];
+            free_at[h] = start + kb__link_service_ps(fab, l, size);
+            t = free_at[h] + l->ow_ps;
+        }
+        last = t;
+    }
+    free(free_at);
+    return last;
+}
+
+void kb__fabric_closed_form(const kb__fabric *fab, const kb__route *r, uint64_t bytes, uint32_t p,
+                            kb__fab_closed *out)
+{
+    kb__time o = 0, w = 0, first = 0, worst = 0;
+    uint64_t n = (bytes + p - 1) / p;
+    for (uint32_t h = 0; h < r->n; h++) {
+        const kb__link *l = &fab->links[r->links[h]];
+        kb__time s = kb__link_service_ps(fab, l, p);
+        o += l->o_ps;
+        w += l->w_ps;
+        first += s;
+        if (s > worst) worst = s;
+    }
+    out->overhead = o;
+    out->wire = w;
+    if (bytes % p == 0 || n == 1) {
+        if (n == 1 && bytes % p) {
+            first = 0;
+            for (uint32_t h = 0; h < r->n; h++)
+                first += kb__link_service_ps(fab, &fab->links[r->links[h]], (uint32_t)bytes);
+        }
+        out->drain = first + (n - 1) * worst;
+        out->total = o + w + out->drain;
+        return;
+    }
+    out->total = recursion_alone(fab, r, bytes, p);
+    out->drain = out->total - o - w;
+}
+
+void kb__fabric_class_stats(const kb__fabric *fab, kb__link_class_stats out[KB__LINK_CLASS_COUNT])
+{
+    memset(out, 0, KB__LINK_CLASS_COUNT * sizeof *out);
+    for (uint32_t i = 0; i < fab->n_links; i++) {
+        const kb__link *l = &fab->links[i];
+        kb__link_class_stats *s = &out[l->cls];
+        s->bytes += l->bytes;
+        s->packets += l->packets;
+        s->busy_ps += l->busy_ps;
+        s->links++;
+    }
+}
+
+void kb__fabric_reset(kb__fabric *fab)
+{
+    for (uint32_t i = 0; i < fab->n_links; i++) {
+        kb__link *l = &fab->links[i];
+        l->free_at = 0;
+        l->bytes = l->packets = 0;
+        l->busy_ps = 0;
+    }
+    fab->packet_hops = 0;
+}
+
+uint64_t kb__fabric_packet_hops(const kb__fabric *fab)
+{
+    return fab->packet_hops;
+}

@@ -1,0 +1,186 @@
+/*
+ * fabric/fabric.h — directed links, the packet engine and routing.
+ *
+ * The fabric is built once from a node list and a directed link list, or
+ * from the machine graph of src/topo (kb__fabric_create_topo). It owns the
+ * per-link state (free_at, bytes, packets, busy time) and a route cache.
+ *
+ * Packet engine (docs/timing-model.md): a message of N bytes is cut into
+ * n = ceil(N / p) packets. At each hop a packet arriving at time t starts at
+ * max(t, link.free_at), ends after size/B (ceil to ps, precomputed for a full
+ * packet and for a header packet), and reaches the next link at end + o + w.
+ * Exactly one pooled kb__sim_post per packet per hop; the engine never
+ * allocates per packet: the caller owns the kb__fab_msg for its lifetime.
+ *
+ * Routing: dimension-order XY over the cube mesh inside a SIP; between SIPs
+ * source cube -> attach cube -> IO UCIe -> io_noc -> SIP links (ring, shortest
+ * direction, ties toward increasing index) -> io_noc -> attach cube -> XY.
+ * Inside a cube (PE units, noc, xbar, memories, m_cpu) and inside an IO
+ * chiplet (pcie_ep, io_cpu, io_noc, host) the route is the shortest path in
+ * that region (breadth first, lowest link id first), joined at the region's
+ * gateway (cube: router, IO chiplet: io_noc). Routes are computed once per
+ * (from, via, to) and cached in a hash table.
+ *
+ * Invariants: a link serves packets in arrival order (free_at only grows);
+ * the message object outlives its last packet. Cost: O(1) per packet per hop.
+ */
+#ifndef KB_FABRIC_FABRIC_H
+#define KB_FABRIC_FABRIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "sim/sim.h"
+#include "topo/topo.h"
+
+/* What a node is, as far as routing cares. */
+typedef enum kb__fab_role {
+    KB__FR_OTHER = 0,
+    KB__FR_HOST,
+    KB__FR_PCIE_EP,
+    KB__FR_IO_CPU,
+    KB__FR_IO_NOC,
+    KB__FR_ROUTER,
+    KB__FR_XBAR,
+    KB__FR_NOC,
+    KB__FR_M_CPU,
+    KB__FR_SRAM,
+    KB__FR_HBM,
+    KB__FR_PE, /* any PE unit: cpu, dma, mmu, tcm, gemm, math, ipcq */
+    KB__FR_COUNT
+} kb__fab_role;
+
+/* A node as the fabric sees it (copied in). */
+typedef struct kb__fab_node_desc {
+    const char *name; /* "sip0.cube3.pe1.dma"; copied */
+    kb__fab_role role;
+    uint32_t sip;  /* SIP index (host: 0) */
+    uint32_t cube; /* cube index inside the SIP (IO chiplet / host: unused) */
+    uint32_t x, y; /* mesh position of the node's cube */
+} kb__fab_node_desc;
+
+/* A directed link as the fabric sees it (copied in). */
+typedef struct kb__fab_link_desc {
+    uint32_t from, to; /* node ids (indices into the node list) */
+    kb__link_class cls;
+    double bw_gbs;        /* B, > 0 */
+    kb__time overhead_ps; /* o */
+    kb__time wire_ps;     /* w */
+} kb__fab_link_desc;
+
+/* Per-direction link state and statistics. */
+typedef struct kb__link {
+    uint32_t id, from, to;
+    kb__link_class cls;
+    double bw_gbs;
+    kb__time o_ps, w_ps, ow_ps; /* ow = o + w, the post-service delay */
+    kb__time pkt_ps;            /* ceil(packet_bytes / B) */
+    kb__time hdr_ps;            /* ceil(header_bytes / B) */
+    kb__time free_at;           /* end of the last reserved service */
+    uint64_t bytes, packets;
+    kb__time busy_ps; /* sum of service times */
+} kb__link;
+
+/* A route: the links a message crosses, in order, and its closed-form sums. */
+typedef struct kb__route {
+    uint32_t from, via, to; /* via == KB__NO_NODE for a direct route */
+    uint32_t n;             /* number of links, >= 1 */
+    uint32_t *links;        /* link ids */
+    uint32_t *nodes;        /* n + 1 node ids: from, ..., to */
+    uint32_t bottleneck;    /* link id with the largest pkt_ps (first one) */
+} kb__route;
+
+#define KB__NO_NODE UINT32_MAX
+
+/* Per-hop trace entry, times relative to the message start. */
+typedef struct kb__fab_hop {
+    kb__time head; /* first packet starts service on this link */
+    kb__time tail; /* last packet ends service on this link */
+} kb__fab_hop;
+
+typedef struct kb__fabric kb__fabric;
+typedef struct kb__fab_msg kb__fab_msg;
+
+/* Called when packet `pkt` of msg reaches the end of its route. */
+typedef void (*kb__fab_pkt_fn)(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt);
+
+/* A message in flight. The caller owns it; fill with kb__fab_msg_init. */
+struct kb__fab_msg {
+    const kb__route *route;
+    uint64_t bytes;           /* N */
+    uint32_t pkt_bytes;       /* p for this message (packet_bytes, or header_bytes) */
+    uint32_t npkts;           /* ceil(N / p) */
+    uint32_t delivered;       /* packets that reached the end */
+    kb__time t_start;         /* when the message was offered */
+    kb__time t_end;           /* when the last packet arrived (valid once done) */
+    kb__time first_end;       /* kb__fab_send: packet 0's service end on link 0 */
+    kb__fab_hop *trace;       /* optional, route->n entries, filled by the engine */
+    kb__fab_pkt_fn on_packet; /* optional, each delivered packet */
+    kb__fab_pkt_fn on_done;   /* optional, after the last packet's on_packet */
+    void *user;
+    kb__fabric *fab;
+};
+
+/* Builds a fabric over nodes/links. packet_bytes, header_bytes >= 1. Errors:
+ * KB_EINVAL (bad link endpoints, bandwidth <= 0), KB_ENOMEM. */
+int kb__fabric_create(kb__fabric **out, kb__sim *sim, const kb__fab_node_desc *nodes,
+                      uint32_t n_nodes, const kb__fab_link_desc *links, uint32_t n_links,
+                      uint32_t packet_bytes, uint32_t header_bytes, kb__err *err);
+/* Builds the fabric of the machine graph t (node and link ids are t's).
+ * A link leaving a router also carries cube.router.overhead_ns in its o. */
+int kb__fabric_create_topo(kb__fabric **out, kb__sim *sim, const kb__topo *t, uint32_t header_bytes,
+                           kb__err *err);
+void kb__fabric_destroy(kb__fabric *fab);
+
+uint32_t kb__fabric_packet_bytes(const kb__fabric *fab);
+uint32_t kb__fabric_header_bytes(const kb__fabric *fab);
+uint32_t kb__fabric_node_count(const kb__fabric *fab);
+uint32_t kb__fabric_link_count(const kb__fabric *fab);
+const kb__link *kb__fabric_link(const kb__fabric *fab, uint32_t id);
+const kb__fab_node_desc *kb__fabric_node(const kb__fabric *fab, uint32_t id);
+/* ceil(bytes / gbs) in ps, the rounding every service time uses. */
+kb__time kb__fabric_serial_ps(uint64_t bytes, double gbs);
+/* Service time of one packet of `bytes` on link l (precomputed when full). */
+kb__time kb__link_service_ps(const kb__fabric *fab, const kb__link *l, uint32_t bytes);
+
+/* The cached route from -> to (via KB__NO_NODE) or from -> via -> to, or an
+ * error (KB_ENOTFOUND naming both nodes) when no path exists. */
+int kb__fabric_route(kb__fabric *fab, uint32_t from, uint32_t via, uint32_t to,
+                     const kb__route **out, kb__err *err);
+
+/* Prepares msg for `bytes` (>= 1) over route, cut in packets of pkt_bytes. */
+void kb__fab_msg_init(kb__fab_msg *msg, kb__fabric *fab, const kb__route *route, uint64_t bytes,
+                      uint32_t pkt_bytes);
+/* Records per-hop head (earliest start) and tail (latest end) into trace
+ * (route->n entries), relative to msg->t_start. */
+void kb__fab_msg_set_trace(kb__fab_msg *msg, kb__fab_hop *trace);
+/* Bytes carried by packet pkt of msg. */
+uint32_t kb__fab_msg_pkt_size(const kb__fab_msg *msg, uint32_t pkt);
+
+/* Offers every packet of msg to its first link now (FIFO behind earlier
+ * arrivals). */
+void kb__fab_send(kb__sim *sim, kb__fab_msg *msg);
+/* Offers packet pkt alone to the first link at absolute time t >= now (for
+ * sources that produce packets over time, such as a memory read). */
+void kb__fab_inject_at(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt, kb__time t);
+
+/* Closed form for msg alone on route (docs/timing-model.md): the three terms. */
+typedef struct kb__fab_closed {
+    kb__time overhead, wire, drain, total;
+} kb__fab_closed;
+void kb__fabric_closed_form(const kb__fabric *fab, const kb__route *route, uint64_t bytes,
+                            uint32_t pkt_bytes, kb__fab_closed *out);
+
+/* Statistics. */
+typedef struct kb__link_class_stats {
+    uint64_t bytes, packets, links;
+    kb__time busy_ps;
+} kb__link_class_stats;
+void kb__fabric_class_stats(const kb__fabric *fab, kb__link_class_stats out[KB__LINK_CLASS_COUNT]);
+/* Resets link free times and statistics (routes stay cached). */
+void kb__fabric_reset(kb__fabric *fab);
+/* Total packet-hops served since creation or the last reset. */
+uint64_t kb__fabric_packet_hops(const kb__fabric *fab);
+
+#endif

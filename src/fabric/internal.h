@@ -1,0 +1,43 @@
+/*
+ * fabric/internal.h — the fabric's private state, shared by fabric.c
+ * (construction, statistics), route.c (routing, cache) and packet.c (engine).
+ *
+ * Invariants: links[i].id == i; out_first/out_next form, per node, the list
+ * of its outgoing links in increasing id order; the route cache holds every
+ * route ever returned and owns it until kb__fabric_destroy.
+ */
+#ifndef KB_FABRIC_INTERNAL_H
+#define KB_FABRIC_INTERNAL_H
+
+#include "fabric/fabric.h"
+
+typedef struct kb__route_slot {
+    uint64_t key_a;   /* from << 32 | to */
+    uint32_t key_via; /* via */
+    kb__route *route; /* NULL: empty slot */
+} kb__route_slot;
+
+struct kb__fabric {
+    kb__sim *sim;
+    uint32_t packet_bytes, header_bytes;
+    uint32_t n_nodes, n_links;
+    kb__fab_node_desc *nodes; /* names owned */
+    kb__link *links;
+    uint32_t *out_first; /* per node: first outgoing link id or KB__NO_NODE */
+    uint32_t *out_next;  /* per link: next outgoing link of the same node */
+    /* Mesh gateways: routers[sip * mesh_cap + y * mesh_w + x], io_noc[sip]. */
+    uint32_t n_sips, mesh_w, mesh_h;
+    uint32_t *routers;
+    uint32_t *io_nocs;
+    /* Route cache: open addressing, power-of-two capacity. */
+    kb__route_slot *slots;
+    size_t n_slots, n_routes;
+    /* Scratch for breadth-first search (n_nodes entries each). */
+    uint32_t *bfs_prev_link, *bfs_queue;
+    uint64_t packet_hops;
+};
+
+/* Builds the gateway tables (route.c). */
+int kb__fabric_index_gateways(kb__fabric *fab, kb__err *err);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * host/device.h — one simulated machine's data movement: the simulator, the
+ * machine graph, the fabric, the memory controllers and the backing store,
+ * and the three data-movement messages the host and the PEs issue.
+ *
+ *   MemoryWrite  host -> device memory, from a host buffer or a fill pattern
+ *   MemoryRead   device memory -> host buffer
+ *   PeDma        a PE's DMA engine copies between any two device memories
+ *
+ * Each message returns a kb__xfer handle: wait on it (kb__xfer_wait runs the
+ * event loop from the main stack until it completes) and read its timing
+ * and, when asked for, the per-hop trace of its data. A write or read may
+ * span several memories (a scatter/gather list): the host sends one command,
+ * io_cpu fans it out per memory and aggregates the replies into one
+ * completion. docs/timing-model.md lists every cost of every message.
+ *
+ * Ownership: kb__device_create builds everything and kb__device_destroy
+ * frees it (the device owns the topology it was given). A handle is owned
+ * by the caller until kb__xfer_free; a host buffer given to a write or read
+ * must stay valid until the handle completes. Errors from validation come
+ * back from the issuing call (nothing is scheduled); the issuing call never
+ * crashes on user input.
+ */
+#ifndef KB_HOST_DEVICE_H
+#define KB_HOST_DEVICE_H
+
+#include <stdint.h>
+
+#include "base/error.h"
+#include "fabric/fabric.h"
+#include "mem/addr.h"
+#include "mem/memctl.h"
+#include "mem/store.h"
+#include "sim/sim.h"
+#include "topo/topo.h"
+
+typedef struct kb__device kb__device;
+typedef struct kb__xfer kb__xfer;
+
+/* Per-PE DMA engine: a FIFO server with `channels` channels. */
+typedef struct kb__pe_dma {
+    uint32_t node;                   /* fabric node id of pe_dma (or m_dma) */
+    uint32_t channels;               /* capacity */
+    uint32_t busy;                   /* channels in use */
+    kb__xfer *wait_head, *wait_tail; /* FIFO of operations waiting for a channel */
+} kb__pe_dma;
+
+struct kb__device {
+    kb__sim *sim;
+    kb__topo *topo;
+    kb__fabric *fab;
+    kb__addr_geom geom;
+    kb__store store;
+    int no_data;     /* 1: timing only, no bytes move */
+    uint32_t n_mems; /* memory controllers, see kb__device_memctl */
+    kb__memctl *mems;
+    uint32_t n_dmas; /* PE DMA engines, then one m_dma per cube */
+    kb__pe_dma *dmas;
+    uint32_t header_bytes;
+    kb__time host_dispatch_ps, io_cpu_dispatch_ps, m_cpu_dispatch_ps, dma_setup_ps;
+    uint64_t xfers_done;
+};
+
+/* Builds the device for topology t (taken over: destroyed with the device,
+ * also on failure). header_bytes: size of command and ack packets. no_data:
+ * timing-only mode. Errors: KB_ENOMEM, KB_ECONFIG (geometry), KB_EINVAL. */
+int kb__device_create(kb__device **out, kb__topo *t, uint32_t header_bytes, int no_data,
+                      kb__err *err);
+void kb__device_destroy(kb__device *d);
+/* Resets link and memory reservations and statistics (for repeated probes). */
+void kb__device_reset_timing(kb__device *d);
+
+/* The controller owning pa, or NULL with KB_ERANGE naming the address. */
+kb__memctl *kb__device_memctl(kb__device *d, uint64_t pa, kb__err *err);
+/* PA of byte `offset` of a memory: space, sip, cube, and pe/slice (0 for
+ * SRAM). KB_ERANGE when outside the machine. */
+int kb__device_pa(const kb__device *d, kb__mem_space space, uint32_t sip, uint32_t cube,
+                  uint32_t unit, uint64_t offset, uint64_t *pa, kb__err *err);
+/* Node id of role at (sip, cube, unit), -1 when none. */
+int32_t kb__device_node(const kb__device *d, kb__role role, int sip, int cube, int unit);
+
+/* One piece of a scatter/gather list: [pa, pa + bytes) lies in one memory;
+ * host points to the host bytes (write source, read destination). */
+typedef struct kb__seg {
+    uint64_t pa;
+    uint64_t bytes;
+    void *host;
+} kb__seg;
+
+/* MemoryWrite of n segments from host buffers. */
+int kb__device_write(kb__device *d, const kb__seg *segs, uint32_t n, kb__xfer **out, kb__err *err);
+/* MemoryWrite of a repeating pattern (1..64 bytes) into n segments, carried
+ * out by each cube's m_cpu and m_dma. */
+int kb__device_fill(kb__device *d, const kb__seg *segs, uint32_t n, const void *pattern,
+                    uint32_t pattern_len, kb__xfer **out, kb__err *err);
+/* MemoryRead of n segments into host buffers. */
+int kb__device_read(kb__device *d, const kb__seg *segs, uint32_t n, kb__xfer **out, kb__err *err);
+/* PeDma: the DMA engine of PE (sip, cube, pe) copies bytes from src to dst. */
+int kb__device_pe_dma(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, uint64_t src,
+                      uint64_t dst, uint64_t bytes, kb__xfer **out, kb__err *err);
+
+/* Asks for the per-hop trace of the handle's data messages (call before the
+ * handle completes, right after issuing). */
+void kb__xfer_want_trace(kb__xfer *x);
+/* Runs the event loop until x completes; returns its status (0, or the
+ * error that stopped it, message in err). */
+int kb__xfer_wait(kb__device *d, kb__xfer *x, kb__err *err);
+int kb__xfer_done(const kb__xfer *x);
+/* Issue and completion times (ps). */
+kb__time kb__xfer_issued(const kb__xfer *x);
+kb__time kb__xfer_completed(const kb__xfer *x);
+/* Data message of segment i: its route and trace (NULL unless wanted). */
+const kb__route *kb__xfer_route(const kb__xfer *x, uint32_t seg);
+const kb__fab_hop *kb__xfer_trace(const kb__xfer *x, uint32_t seg);
+/* Time the data message of segment i started (relative times in the trace
+ * are from this instant). */
+kb__time kb__xfer_data_start(const kb__xfer *x, uint32_t seg);
+/* Frees a handle; it must have completed (or its device been destroyed). */
+void kb__xfer_free(kb__xfer *x);
+
+#endif

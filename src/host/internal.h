@@ -1,0 +1,74 @@
+/*
+ * host/internal.h — the state of one data-movement operation (kb__xfer),
+ * shared by device.c and xfer.c.
+ *
+ * An operation is a tree: the host, per SIP an io_cpu group, per cube an
+ * m_cpu group (fills only), per segment a memory transfer. Every level
+ * counts its outstanding children; when a count reaches zero that level
+ * sends its reply upward. All fabric messages live inside these structs, so
+ * an operation allocates once when issued and never per packet.
+ */
+#ifndef KB_HOST_INTERNAL_H
+#define KB_HOST_INTERNAL_H
+
+#include "host/device.h"
+
+typedef enum xfer_kind { XK_WRITE, XK_FILL, XK_READ, XK_DMA } xfer_kind;
+
+typedef struct kb__sip_group {
+    kb__xfer *x;
+    uint32_t sip, io_cpu; /* io_cpu node */
+    uint32_t pending;     /* children not yet acknowledged */
+    kb__fab_msg cmd, ack; /* host -> io_cpu command, io_cpu -> host reply */
+} kb__sip_group;
+
+typedef struct kb__cube_group {
+    kb__xfer *x;
+    uint32_t sipg, sip, cube, m_cpu, m_dma;
+    uint32_t pending;
+    kb__fab_msg cmd, ack; /* io_cpu -> m_cpu, m_cpu -> io_cpu */
+} kb__cube_group;
+
+typedef struct kb__seg_op {
+    kb__xfer *x;
+    uint32_t sipg, cubeg;
+    kb__memctl *mc;  /* destination (write, fill), source (read, DMA) */
+    kb__memctl *mc2; /* DMA destination */
+    kb__seg seg;
+    kb__fab_msg req;    /* read / DMA request header */
+    kb__fab_msg data;   /* the data message */
+    kb__fab_msg ack;    /* write acknowledgement header */
+    kb__mem_xfer mx;    /* at mc */
+    kb__mem_xfer mx2;   /* DMA: at mc2 */
+    kb__fab_hop *trace; /* data hops, when wanted */
+    uint8_t *staging;   /* DMA: bytes in flight */
+} kb__seg_op;
+
+struct kb__xfer {
+    kb__device *d;
+    xfer_kind kind;
+    kb__event done;
+    int status;
+    kb__err err;
+    int want_trace, finished;
+    kb__time t_issue, t_done;
+    uint32_t n_segs, n_sipg, n_cubeg;
+    kb__seg_op *segs;
+    kb__sip_group *sipg;
+    kb__cube_group *cubeg;
+    uint32_t pending_sipg;
+    uint8_t pattern[KB__STORE_PATTERN_MAX];
+    uint32_t pattern_len;
+    /* DMA */
+    kb__pe_dma *dma;
+    kb__xfer *wait_next;
+};
+
+/* Sets every message's and memory transfer's callbacks (xfer.c). */
+void kb__xfer_wire(kb__xfer *x);
+/* Starts an issued operation now: host dispatch, or the DMA channel queue. */
+void kb__xfer_start(kb__sim *sim, kb__xfer *x);
+/* The DMA engine of PE pe (pe == pes_per_cube: the cube's m_dma). */
+kb__pe_dma *kb__device_dma(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe);
+
+#endif

@@ -1,0 +1,248 @@
+/*
+ * xfer.c — MemoryWrite, MemoryRead (with fill) and PeDma as chains of fabric
+ * messages and memory transfers (docs/timing-model.md, "Operations").
+ *
+ *   write: host dispatch; data host -> memory (per segment, in order);
+ *          ack memory -> io_cpu; when a SIP's segments are all acked,
+ *          io_cpu dispatch, then ack io_cpu -> host.
+ *   fill:  host dispatch; command host -> io_cpu; io_cpu dispatch; command
+ *          io_cpu -> m_cpu per cube; m_cpu dispatch; data m_dma -> memory per
+ *          segment; ack memory -> m_cpu; ack m_cpu -> io_cpu; io_cpu
+ *          dispatch; ack io_cpu -> host.
+ *   read:  host dispatch; command host -> io_cpu; io_cpu dispatch; request
+ *          io_cpu -> memory per segment; data memory -> host.
+ *   DMA:   wait for a DMA channel (FIFO); set-up; request pe_dma -> source;
+ *          data source -> pe_dma -> destination; ack destination -> pe_dma.
+ *
+ * Every route is looked up when the operation is issued, so a bad machine
+ * or address is reported by the issuing call and callbacks cannot fail on
+ * routing. Commands, requests and acks are one header packet.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/internal.h"
+
+/* ---- completion ---------------------------------------------------------- */
+
+static void finish(kb__sim *sim, kb__xfer *x)
+{
+    for (uint32_t i = 0; i < x->n_segs && !x->status; i++) {
+        const kb__seg_op *s = &x->segs[i];
+        if (s->mx.status || s->mx2.status) {
+            x->status = s->mx.status ? s->mx.status : s->mx2.status;
+            kb__err_copy(&x->err, s->mx.status ? s->mx.err : s->mx2.err);
+        }
+    }
+    x->t_done = kb__sim_now(sim);
+    x->finished = 1;
+    x->d->xfers_done++;
+    kb__event_fire(sim, &x->done, x->status);
+}
+
+static void sipg_replied(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    kb__sip_group *g = m->user;
+    if (--g->x->pending_sipg == 0) finish(sim, g->x);
+}
+
+static void sipg_reply(kb__sim *sim, void *arg, uint64_t data)
+{
+    kb__sip_group *g = arg;
+    kb__fab_send(sim, &g->ack);
+}
+
+/* One child of SIP group g is done; the group replies after io_cpu dispatch
+ * (writes, fills) or the operation ends when every group is done (reads). */
+static void sipg_child_done(kb__sim *sim, kb__sip_group *g)
+{
+    if (--g->pending) return;
+    if (g->x->kind == XK_READ) {
+        if (--g->x->pending_sipg == 0) finish(sim, g->x);
+        return;
+    }
+    kb__sim_post(sim, g->x->d->io_cpu_dispatch_ps, sipg_reply, g, 0);
+}
+
+/* ---- write and fill ------------------------------------------------------ */
+
+static void write_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    kb__seg_op *s = m->user;
+    kb__mem_write_packet(sim, &s->mx, pkt);
+}
+
+static void seg_written(kb__sim *sim, kb__mem_xfer *mx)
+{
+    kb__seg_op *s = mx->user;
+    kb__fab_send(sim, &s->ack);
+}
+
+static void cubeg_acked(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    kb__cube_group *c = m->user;
+    sipg_child_done(sim, &c->x->sipg[c->sipg]);
+}
+
+static void seg_acked(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    kb__seg_op *s = m->user;
+    kb__xfer *x = s->x;
+    if (x->kind == XK_FILL) {
+        kb__cube_group *c = &x->cubeg[s->cubeg];
+        if (--c->pending == 0) kb__fab_send(sim, &c->ack);
+        return;
+    }
+    sipg_child_done(sim, &x->sipg[s->sipg]);
+}
+
+static void send_data(kb__sim *sim, kb__seg_op *s)
+{
+    if (s->trace) kb__fab_msg_set_trace(&s->data, s->trace);
+    kb__fab_send(sim, &s->data);
+}
+
+static void write_go(kb__sim *sim, void *arg, uint64_t data)
+{
+    kb__xfer *x = arg;
+    for (uint32_t i = 0; i < x->n_segs; i++)
+        send_data(sim, &x->segs[i]);
+}
+
+static void fill_cube(kb__sim *sim, void *arg, uint64_t data)
+{
+    kb__cube_group *c = arg;
+    for (uint32_t i = 0; i < c->x->n_segs; i++)
+        if (c->x->segs[i].cubeg == (uint32_t)(c - c->x->cubeg)) send_data(sim, &c->x->segs[i]);
+}
+
+static void cubeg_cmd_arrived(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    kb__cube_group *c = m->user;
+    kb__sim_post(sim, c->x->d->m_cpu_dispatch_ps, fill_cube, c, 0);
+}
+
+/* ---- read ---------------------------------------------------------------- */
+
+static void seg_read_done(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    kb__seg_op *s = m->user;
+    sipg_child_done(sim, &s->x->sipg[s->sipg]);
+}
+
+static void read_req_arrived(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    kb__seg_op *s = m->user;
+    if (s->trace) kb__fab_msg_set_trace(&s->data, s->trace);
+    kb__mem_read_start(sim, &s->mx);
+}
+
+/* io_cpu has dispatched the command of group g: fan out. */
+static void sipg_fanout(kb__sim *sim, void *arg, uint64_t data)
+{
+    kb__sip_group *g = arg;
+    kb__xfer *x = g->x;
+    uint32_t gi = (uint32_t)(g - x->sipg);
+    if (x->kind == XK_FILL) {
+        for (uint32_t i = 0; i < x->n_cubeg; i++)
+            if (x->cubeg[i].sipg == gi) kb__fab_send(sim, &x->cubeg[i].cmd);
+        return;
+    }
+    for (uint32_t i = 0; i < x->n_segs; i++)
+        if (x->segs[i].sipg == gi) kb__fab_send(sim, &x->segs[i].req);
+}
+
+static void sipg_cmd_arrived(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    kb__sip_group *g = m->user;
+    kb__sim_post(sim, g->x->d->io_cpu_dispatch_ps, sipg_fanout, g, 0);
+}
+
+static void host_go(kb__sim *sim, void *arg, uint64_t data)
+{
+    kb__xfer *x = arg;
+    for (uint32_t i = 0; i < x->n_sipg; i++)
+        kb__fab_send(sim, &x->sipg[i].cmd);
+}
+
+/* ---- PE DMA -------------------------------------------------------------- */
+
+static void dma_go(kb__sim *sim, void *arg, uint64_t data)
+{
+    kb__xfer *x = arg;
+    kb__fab_send(sim, &x->segs[0].req);
+}
+
+static void dma_data_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    kb__seg_op *s = m->user;
+    kb__mem_write_packet(sim, &s->mx2, pkt);
+}
+
+static void dma_acked(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    kb__seg_op *s = m->user;
+    kb__pe_dma *e = s->x->dma;
+    e->busy--;
+    if (e->wait_head) {
+        kb__xfer *next = e->wait_head;
+        e->wait_head = next->wait_next;
+        if (!e->wait_head) e->wait_tail = NULL;
+        e->busy++;
+        kb__sim_post(sim, s->x->d->dma_setup_ps, dma_go, next, 0);
+    }
+    finish(sim, s->x);
+}
+
+/* Takes a channel of x's DMA engine now, or queues x behind earlier ones. */
+static void dma_acquire(kb__sim *sim, kb__xfer *x)
+{
+    kb__pe_dma *e = x->dma;
+    if (e->busy < e->channels && !e->wait_head) {
+        e->busy++;
+        kb__sim_post(sim, x->d->dma_setup_ps, dma_go, x, 0);
+        return;
+    }
+    x->wait_next = NULL;
+    if (e->wait_tail)
+        e->wait_tail->wait_next = x;
+    else
+        e->wait_head = x;
+    e->wait_tail = x;
+}
+
+/* ---- wiring: called by issue.c once routes are known --------------------- */
+
+void kb__xfer_wire(kb__xfer *x)
+{
+    for (uint32_t i = 0; i < x->n_sipg; i++) {
+        x->sipg[i].cmd.on_done = sipg_cmd_arrived;
+        x->sipg[i].ack.on_done = sipg_replied;
+    }
+    for (uint32_t i = 0; i < x->n_cubeg; i++) {
+        x->cubeg[i].cmd.on_done = cubeg_cmd_arrived;
+        x->cubeg[i].ack.on_done = cubeg_acked;
+    }
+    for (uint32_t i = 0; i < x->n_segs; i++) {
+        kb__seg_op *s = &x->segs[i];
+        s->req.on_done = read_req_arrived;
+        s->ack.on_done = x->kind == XK_DMA ? dma_acked : seg_acked;
+        s->mx.on_done = seg_written;
+        s->mx2.on_done = seg_written;
+        if (x->kind == XK_WRITE || x->kind == XK_FILL)
+            s->data.on_packet = write_pkt;
+        else if (x->kind == XK_READ)
+            s->data.on_done = seg_read_done;
+        else
+            s->data.on_packet = dma_data_pkt;
+    }
+}
+
+void kb__xfer_start(kb__sim *sim, kb__xfer *x)
+{
+    x->t_issue = kb__sim_now(sim);
+    if (x->kind == XK_DMA)
+        dma_acquire(sim, x);
+    else
+        kb__sim_post(sim, x->d->host_dispatch_ps, x->kind == XK_WRITE ? write_go : host_go, x, 0);
+}

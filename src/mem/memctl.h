@@ -1,0 +1,110 @@
+/*
+ * mem/memctl.h — memory controllers: HBM slices, cube SRAM, PE TCM.
+ *
+ * A controller has c channels, a bandwidth B_mem and an access latency L
+ * (docs/timing-model.md, "Memories"). The packet at memory offset a is served
+ * by channel (a / interleave) mod c; each channel is a FIFO server that holds
+ * a packet of s bytes for c·s/B_mem (ceil to ps), after which the packet waits
+ * L. A write's bytes land in the backing store when its channel service ends;
+ * a read samples the store when its channel service starts.
+ *
+ * A kb__mem_xfer is one message's worth of packets at one controller. Writes
+ * are fed packet by packet (from the fabric's on_packet); reads are started
+ * once and inject their packets into a fabric message as they leave the
+ * memory. With store == NULL (--no-data) no byte moves; the events, and so
+ * the timing, are the same.
+ *
+ * Ownership: the caller owns controllers and transfers; a transfer must
+ * outlive its on_done. Cost: O(1) per packet, two events per packet (service
+ * edge, then the hand-off); a read allocates one array of start times.
+ */
+#ifndef KB_MEM_MEMCTL_H
+#define KB_MEM_MEMCTL_H
+
+#include <stdint.h>
+
+#include "base/error.h"
+#include "fabric/fabric.h"
+#include "mem/addr.h"
+#include "mem/store.h"
+#include "sim/sim.h"
+
+typedef struct kb__memctl_params {
+    const char *name; /* "sip0.cube3.hbm2"; copied (truncated to 47) */
+    uint32_t node;    /* fabric node id of the controller */
+    kb__mem_space space;
+    uint64_t base_pa;          /* PA of offset 0 */
+    uint64_t size;             /* bytes */
+    uint32_t channels;         /* c >= 1 */
+    uint64_t interleave_bytes; /* >= 1 */
+    double bw_gbs;             /* B_mem > 0 */
+    double latency_ns;         /* L >= 0 */
+    uint32_t packet_bytes;     /* fabric.packet_bytes */
+} kb__memctl_params;
+
+typedef struct kb__memctl {
+    char name[48];
+    uint32_t node;
+    kb__mem_space space;
+    uint64_t base_pa, size;
+    uint32_t channels;
+    uint64_t interleave;
+    double bw_gbs;
+    kb__time lat_ps; /* L */
+    kb__time pkt_ps; /* c·p/B_mem for a full packet */
+    uint32_t packet_bytes;
+    kb__time *ch_free; /* per channel: end of its last reserved service */
+    uint64_t bytes_read, bytes_written, packets;
+    kb__time busy_ps; /* sum of channel service times */
+    kb__time wait_ps; /* sum of time packets queued for a busy channel */
+} kb__memctl;
+
+/* Sets mc up from p. KB_EINVAL on a zero channel count, interleave or
+ * bandwidth; KB_ENOMEM. */
+int kb__memctl_init(kb__memctl *mc, const kb__memctl_params *p, kb__err *err);
+void kb__memctl_fini(kb__memctl *mc);
+/* Forgets channel reservations and statistics. */
+void kb__memctl_reset(kb__memctl *mc);
+/* Channel serving memory offset off. */
+uint32_t kb__memctl_channel(const kb__memctl *mc, uint64_t off);
+/* Channel service time of a packet of bytes: ceil(c·bytes/B_mem). */
+kb__time kb__memctl_service_ps(const kb__memctl *mc, uint32_t bytes);
+
+typedef struct kb__mem_xfer kb__mem_xfer;
+typedef void (*kb__mem_done_fn)(kb__sim *sim, kb__mem_xfer *x);
+
+struct kb__mem_xfer {
+    kb__memctl *mc;
+    kb__store *store; /* NULL: timing only */
+    uint64_t offset;  /* first byte, inside mc */
+    uint64_t bytes;
+    uint32_t pkt_bytes, npkts;
+    const uint8_t *src;                     /* write: bytes to land, or NULL with a pattern */
+    uint8_t pattern[KB__STORE_PATTERN_MAX]; /* write: fill, repeated from offset */
+    uint32_t pattern_len;                   /* 0: write from src */
+    uint8_t *dst;                           /* read: where sampled bytes go (bytes long) */
+    kb__fab_msg *out;                       /* read: the data message packets are injected into */
+    uint32_t done_pkts;
+    int status;              /* first store error, else 0 */
+    kb__err *err;            /* receives that error's message; may be NULL */
+    kb__time *starts;        /* read: channel start per packet while sampling in order */
+    kb__mem_done_fn on_done; /* write: L after the last landing */
+    void *user;
+};
+
+/* Prepares x for bytes at offset of mc in packets of pkt_bytes. */
+void kb__mem_xfer_init(kb__mem_xfer *x, kb__memctl *mc, kb__store *store, uint64_t offset,
+                       uint64_t bytes, uint32_t pkt_bytes);
+/* Write: packet pkt (bytes at offset + pkt·pkt_bytes) arrives now. on_done
+ * runs L after the last packet has landed. */
+void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt);
+/* Read: every packet is requested now; each is sampled at its channel start
+ * and offered to x->out's first link L after its service ends. x->out must
+ * be initialised for x->bytes in x->pkt_bytes packets; its t_start is set.
+ * When the channel starts come in packet order (the usual case) one sample
+ * event posts the next, so a long read keeps one pending event, not n. */
+void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x);
+/* Releases what a read keeps between its events (call when x is done). */
+void kb__mem_xfer_fini(kb__mem_xfer *x);
+
+#endif

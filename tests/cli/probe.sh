@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# probe.sh — `kernbench probe` end to end: every case reported, usage errors
+# exit 2 with a clear message, runs are deterministic, --no-data gives the
+# same timing, the sections requested appear.
+# usage: probe.sh KERNBENCH SOURCE_DIR
+set -u
+kb=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+cases="h2d d2h pe-local-hbm pe-same-cube-hbm pe-remote-cube-hbm pe-remote-sip-hbm pe-tcm-to-tcm pe-sram"
+
+# Summary of every case, exit 0.
+"$kb" probe >"$tmp/out" 2>"$tmp/err" || fail "probe exited $?: $(cat "$tmp/err")"
+for c in $cases; do
+    grep -q "^$c " "$tmp/out" || fail "summary lacks case $c"
+done
+grep -q "latency ns" "$tmp/out" || fail "summary lacks the latency column with its unit"
+
+# Unknown case: exit 2, message names the case and lists the valid ones.
+"$kb" probe --case pe-nowhere >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] || fail "unknown case should exit 2"
+grep -q "unknown case 'pe-nowhere'" "$tmp/err" || fail "unknown case message: $(cat "$tmp/err")"
+grep -q "pe-tcm-to-tcm" "$tmp/err" || fail "unknown case should list valid cases"
+
+# Bad sizes and counts: exit 2.
+for bad in "--bytes 0" "--bytes lots" "--contend 0" "--bytes"; do
+    "$kb" probe $bad >/dev/null 2>"$tmp/err"
+    [ $? -eq 2 ] || fail "'probe $bad' should exit 2"
+    [ -s "$tmp/err" ] || fail "'probe $bad' should say why"
+done
+"$kb" probe --frobnicate >/dev/null 2>&1
+[ $? -eq 2 ] || fail "unknown option should exit 2"
+
+# A bad --set is bad input: exit 2, with the message.
+"$kb" probe --set fabric.packet_bytes=zero >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "bad --set should exit 2"
+grep -q "packet_bytes" "$tmp/err" || fail "bad --set message: $(cat "$tmp/err")"
+
+# Sections.
+"$kb" probe --case pe-remote-cube-hbm --route --sweep --contend 3 >"$tmp/out" 2>&1 ||
+    fail "probe with every section failed: $(cat "$tmp/out")"
+grep -q "^route: pe-remote-cube-hbm" "$tmp/out" || fail "no route section"
+grep -q "UCIE" "$tmp/out" || fail "route lacks the UCIe hops"
+grep -q "^sweep: pe-remote-cube-hbm" "$tmp/out" || fail "no sweep section"
+grep -q "^   1048576 " "$tmp/out" || fail "sweep does not reach 1 MiB"
+grep -q "K\*N/B bound" "$tmp/out" || fail "no contention bound"
+
+# Determinism: the same run twice gives identical JSON.
+args="--sweep --route --contend 2 --bytes 10000"
+"$kb" probe $args --json "$tmp/a.json" >/dev/null || fail "json run 1"
+"$kb" probe $args --json "$tmp/b.json" >/dev/null || fail "json run 2"
+cmp -s "$tmp/a.json" "$tmp/b.json" || fail "two identical runs differ"
+grep -q '"case": "pe-sram"' "$tmp/a.json" || fail "json lacks a case"
+grep -q '"latency_ps"' "$tmp/a.json" || fail "json lacks latency"
+
+# --json with no file: JSON on stdout instead of tables.
+"$kb" probe --case h2d --json >"$tmp/c.json" || fail "json to stdout"
+head -c 1 "$tmp/c.json" | grep -q '{' || fail "json on stdout should start with {"
+
+# --no-data: same timing.
+"$kb" probe $args --no-data --json "$tmp/n.json" >/dev/null || fail "no-data run"
+sed 's/"no_data": true/"no_data": false/' "$tmp/n.json" | cmp -s - "$tmp/a.json" ||
+    fail "--no-data changes the timing"
+
+# A machine without a second SIP skips that case when all run, fails when asked.
+"$kb" probe --set system.sips=1 >"$tmp/out" 2>&1 || fail "one-SIP machine: $(cat "$tmp/out")"
+grep -q "pe-remote-sip-hbm.*not supported" "$tmp/out" || fail "one-SIP machine should skip"
+"$kb" probe --set system.sips=1 --case pe-remote-sip-hbm >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] || fail "asking for an impossible case should exit 1"
+echo "probe.sh: ok"
