@@ -52,7 +52,7 @@ Test(ccl_alphabeta, same_cube_slot_message_matches_the_closed_form)
     kb__topo *t = machine(&p);
     hop h[3] = {{p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm},
                 {p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm},
-                {p.pe.tcm_bw_gbs, p.pe.tcm_latency_ns, 0}};
+                {p.pe.tcm_bw_gbs, 0, 0}}; /* TCM latency: charged once, by its controller */
     uint64_t want = closed_form(&p, h, 3, 0, 4096, p.pe.tcm_latency_ns, p.pe.tcm_bw_gbs, 1);
     kb__ccl_msg_cost c;
     kb__err err;
@@ -72,7 +72,7 @@ Test(ccl_alphabeta, cross_cube_slot_message_matches_the_closed_form)
     hop noc = {p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm};
     hop xbar = {p.cube.xbar_bw_gbs, p.cube.xbar_overhead_ns, 0};
     hop ucie = {p.sip.ucie.bw_gbs, 2 * p.sip.ucie.overhead_ns, p.sip.ucie.length_mm};
-    hop tcm = {p.pe.tcm_bw_gbs, p.pe.tcm_latency_ns, 0};
+    hop tcm = {p.pe.tcm_bw_gbs, 0, 0}; /* latency charged by the TCM controller */
     /* dma->noc->xbar->router =UCIe=> router->xbar->noc->dma->tcm */
     hop h[8] = {noc, xbar, xbar, ucie, xbar, xbar, noc, tcm};
     uint64_t want = closed_form(&p, h, 8, 2, 4096, p.pe.tcm_latency_ns, p.pe.tcm_bw_gbs, 1);
@@ -93,7 +93,7 @@ Test(ccl_alphabeta, hbm_buffer_adds_the_slice_constant)
     kb__topo *t = machine(&p);
     hop h[3] = {{p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm},
                 {p.cube.xbar_bw_gbs, p.cube.xbar_overhead_ns, 0},
-                {p.cube.hbm_xbar_bw_gbs, 0, 0}};
+                {p.cube.hbm_xbar_bw_gbs * p.cube.hbm_efficiency, 0, 0}}; /* link no faster than HBM */
     uint64_t want =
         closed_form(&p, h, 3, 0, 4096, p.cube.hbm_access_latency_ns,
                     p.cube.hbm_xbar_bw_gbs * p.cube.hbm_efficiency, p.cube.hbm_pseudo_channels);
