@@ -6,6 +6,8 @@
  *   MemoryWrite  host -> device memory, from a host buffer or a fill pattern
  *   MemoryRead   device memory -> host buffer
  *   PeDma        a PE's DMA engine copies between any two device memories
+ *   Command      a control message host -> io_cpu -> target m_cpus (MMU
+ *                map/unmap), acknowledged back to the host
  *
  * Each message returns a kb__xfer handle: wait on it (kb__xfer_wait runs the
  * event loop from the main stack until it completes) and read its timing
@@ -98,6 +100,21 @@ int kb__device_read(kb__device *d, const kb__seg *segs, uint32_t n, kb__xfer **o
 /* PeDma: the DMA engine of PE (sip, cube, pe) copies bytes from src to dst. */
 int kb__device_pe_dma(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, uint64_t src,
                       uint64_t dst, uint64_t bytes, kb__xfer **out, kb__err *err);
+
+/* One target of a command: the m_cpu of (sip, cube), which works work_ps
+ * (after its dispatch) before acknowledging. */
+typedef struct kb__cmd_target {
+    uint32_t sip, cube;
+    kb__time work_ps;
+} kb__cmd_target;
+
+/* A control command of `bytes` bytes: host -> io_cpu of each SIP targeted,
+ * io_cpu dispatch, io_cpu -> m_cpu of each target cube (bytes each), m_cpu
+ * dispatch + work_ps, ack m_cpu -> io_cpu, io_cpu dispatch, ack -> host.
+ * A cube named twice counts once with the larger work. KB_EINVAL (no
+ * targets, bytes 0), KB_ERANGE (a SIP or cube outside the machine). */
+int kb__device_command(kb__device *d, const kb__cmd_target *t, uint32_t n, uint64_t bytes,
+                       kb__xfer **out, kb__err *err);
 
 /* Asks for the per-hop trace of the handle's data messages (call before the
  * handle completes, right after issuing). */

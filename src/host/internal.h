@@ -13,7 +13,7 @@
 
 #include "host/device.h"
 
-typedef enum xfer_kind { XK_WRITE, XK_FILL, XK_READ, XK_DMA } xfer_kind;
+typedef enum xfer_kind { XK_WRITE, XK_FILL, XK_READ, XK_DMA, XK_CMD } xfer_kind;
 
 typedef struct kb__sip_group {
     kb__xfer *x;
@@ -26,6 +26,7 @@ typedef struct kb__cube_group {
     kb__xfer *x;
     uint32_t sipg, sip, cube, m_cpu, m_dma;
     uint32_t pending;
+    kb__time work_ps;     /* command: m_cpu work after its dispatch */
     kb__fab_msg cmd, ack; /* io_cpu -> m_cpu, m_cpu -> io_cpu */
 } kb__cube_group;
 
@@ -59,6 +60,7 @@ struct kb__xfer {
     uint32_t pending_sipg;
     uint8_t pattern[KB__STORE_PATTERN_MAX];
     uint32_t pattern_len;
+    uint64_t cmd_bytes; /* command: size of the host and io_cpu commands */
     /* DMA */
     kb__pe_dma *dma;
     kb__xfer *wait_next;

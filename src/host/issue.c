@@ -14,8 +14,8 @@
 
 #include "host/internal.h"
 
-static const char *const kind_names[] = {"MemoryWrite", "MemoryWrite (fill)", "MemoryRead",
-                                         "PeDma"};
+static const char *const kind_names[] = {"MemoryWrite", "MemoryWrite (fill)", "MemoryRead", "PeDma",
+                                         "Command"};
 
 /* Checks segment i of x (size, host buffer, range inside one memory); what
  * names it in messages ("MemoryWrite segment 2", "PeDma source"). */
@@ -54,7 +54,7 @@ static kb__xfer *xfer_alloc(kb__device *d, xfer_kind kind, const kb__seg *segs, 
     kb__event_init(&x->done, kind_names[kind]);
     for (uint32_t i = 0; i < n; i++) {
         x->segs[i].x = x;
-        x->segs[i].seg = segs[i];
+        if (segs) x->segs[i].seg = segs[i];
     }
     return x;
 }
@@ -146,16 +146,18 @@ static int prepare_seg(kb__xfer *x, uint32_t i, kb__err *err)
 static int prepare_groups(kb__xfer *x, kb__err *err)
 {
     uint32_t h = x->d->header_bytes;
+    uint64_t cb = x->kind == XK_CMD ? x->cmd_bytes : h;
+    uint32_t cp = x->kind == XK_CMD ? kb__fabric_packet_bytes(x->d->fab) : h;
     int rc = 0;
     for (uint32_t i = 0; !rc && i < x->n_sipg; i++) {
         kb__sip_group *g = &x->sipg[i];
-        rc = msg(x, &g->cmd, 0, KB__NO_NODE, g->io_cpu, h, h, g, err);
+        rc = msg(x, &g->cmd, 0, KB__NO_NODE, g->io_cpu, cb, cp, g, err);
         if (!rc) rc = msg(x, &g->ack, g->io_cpu, KB__NO_NODE, 0, h, h, g, err);
     }
     for (uint32_t i = 0; !rc && i < x->n_cubeg; i++) {
         kb__cube_group *c = &x->cubeg[i];
         uint32_t io = x->sipg[c->sipg].io_cpu;
-        rc = msg(x, &c->cmd, io, KB__NO_NODE, c->m_cpu, h, h, c, err);
+        rc = msg(x, &c->cmd, io, KB__NO_NODE, c->m_cpu, cb, cp, c, err);
         if (!rc) rc = msg(x, &c->ack, c->m_cpu, KB__NO_NODE, io, h, h, c, err);
     }
     x->pending_sipg = x->n_sipg;
@@ -210,6 +212,46 @@ int kb__device_read(kb__device *d, const kb__seg *segs, uint32_t n, kb__xfer **o
 
 /* Checks the PE and both ranges; on success s->mc / s->mc2 are set and
  * s->seg describes the source. */
+/* Groups target i of a command (x->n_segs is 0: commands carry no data). */
+static int command_target(kb__xfer *x, const kb__cmd_target *t, kb__err *err)
+{
+    const kb__topo *tp = x->d->topo;
+    if (t->sip >= tp->sips || t->cube >= tp->cubes_per_sip)
+        return kb__err_set(err, KB_ERANGE,
+                           "Command: target sip%u.cube%u outside the machine (%u SIPs of %u "
+                           "cubes)",
+                           t->sip, t->cube, tp->sips, tp->cubes_per_sip);
+    uint32_t g = sip_group(x, t->sip);
+    kb__cube_group *c = &x->cubeg[cube_group(x, g, t->sip, t->cube)];
+    if (t->work_ps > c->work_ps) c->work_ps = t->work_ps;
+    return 0;
+}
+
+int kb__device_command(kb__device *d, const kb__cmd_target *t, uint32_t n, uint64_t bytes,
+                       kb__xfer **out, kb__err *err)
+{
+    *out = NULL;
+    if (!n || !t || !bytes)
+        return kb__err_set(err, KB_EINVAL, "Command: %u targets of %llu bytes (need >= 1 each)", n,
+                           (unsigned long long)bytes);
+    kb__xfer *x = xfer_alloc(d, XK_CMD, NULL, n);
+    if (!x) return kb__err_set(err, KB_ENOMEM, "Command: out of memory for %u targets", n);
+    x->n_segs = 0;
+    x->cmd_bytes = bytes;
+    int rc = 0;
+    for (uint32_t i = 0; !rc && i < n; i++)
+        rc = command_target(x, &t[i], err);
+    if (!rc) rc = prepare_groups(x, err);
+    if (rc) {
+        kb__xfer_free(x);
+        return rc;
+    }
+    kb__xfer_wire(x);
+    kb__xfer_start(d->sim, x);
+    *out = x;
+    return 0;
+}
+
 static int dma_prepare(kb__xfer *x, uint32_t sip, uint32_t cube, uint32_t pe, uint64_t dst,
                        kb__err *err)
 {

@@ -11,6 +11,9 @@
  *          dispatch; ack io_cpu -> host.
  *   read:  host dispatch; command host -> io_cpu; io_cpu dispatch; request
  *          io_cpu -> memory per segment; data memory -> host.
+ *   cmd:   host dispatch; command host -> io_cpu; io_cpu dispatch; command
+ *          io_cpu -> m_cpu per cube; m_cpu dispatch + the cube's work; ack
+ *          m_cpu -> io_cpu; io_cpu dispatch; ack io_cpu -> host.
  *   DMA:   wait for a DMA channel (FIFO); set-up; request pe_dma -> source;
  *          data source -> pe_dma -> destination; ack destination -> pe_dma.
  *
@@ -112,6 +115,10 @@ static void write_go(kb__sim *sim, void *arg, uint64_t data)
 static void fill_cube(kb__sim *sim, void *arg, uint64_t data)
 {
     kb__cube_group *c = arg;
+    if (c->x->kind == XK_CMD) {
+        kb__fab_send(sim, &c->ack);
+        return;
+    }
     for (uint32_t i = 0; i < c->x->n_segs; i++)
         if (c->x->segs[i].cubeg == (uint32_t)(c - c->x->cubeg)) send_data(sim, &c->x->segs[i]);
 }
@@ -119,7 +126,7 @@ static void fill_cube(kb__sim *sim, void *arg, uint64_t data)
 static void cubeg_cmd_arrived(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
     kb__cube_group *c = m->user;
-    kb__sim_post(sim, c->x->d->m_cpu_dispatch_ps, fill_cube, c, 0);
+    kb__sim_post(sim, c->x->d->m_cpu_dispatch_ps + c->work_ps, fill_cube, c, 0);
 }
 
 /* ---- read ---------------------------------------------------------------- */
@@ -143,7 +150,7 @@ static void sipg_fanout(kb__sim *sim, void *arg, uint64_t data)
     kb__sip_group *g = arg;
     kb__xfer *x = g->x;
     uint32_t gi = (uint32_t)(g - x->sipg);
-    if (x->kind == XK_FILL) {
+    if (x->kind == XK_FILL || x->kind == XK_CMD) {
         for (uint32_t i = 0; i < x->n_cubeg; i++)
             if (x->cubeg[i].sipg == gi) kb__fab_send(sim, &x->cubeg[i].cmd);
         return;

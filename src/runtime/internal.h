@@ -3,7 +3,9 @@
  *
  * A machine owns: its parameters, the device memory allocators (per PE: HBM
  * slice and TCM above the scheduler reserve; per cube: SRAM; one VA space),
- * the pe_mmu tables, the backing store, the tensor table and statistics.
+ * the pe_mmu tables, the simulated device (simulator, fabric, memory
+ * controllers, backing store; its clock is the machine's clock), the tensor
+ * table and statistics.
  * Nothing is global: two machines share nothing.
  *
  * Tensor table: slots hold tensors; a handle id is (serial << 20 | slot),
@@ -29,6 +31,7 @@
 #include "mem/addr.h"
 #include "mem/alloc.h"
 #include "mem/store.h"
+#include "host/device.h"
 #include "pe/mmu.h"
 #include "runtime/shard.h"
 #include "topo/params.h"
@@ -66,7 +69,7 @@ typedef struct kb__rt_slot {
 typedef struct kb__rt_stats {
     uint64_t reset_ps;
     uint64_t messages[KB_MSG_KIND_COUNT], bytes[KB_MSG_KIND_COUNT];
-    uint64_t link_bytes[KB_LINK_CLASS_COUNT];
+    uint64_t link_base[KB_LINK_CLASS_COUNT]; /* fabric bytes per class at reset */
 } kb__rt_stats;
 
 struct kb_machine {
@@ -76,14 +79,13 @@ struct kb_machine {
     uint64_t page_size;
     kb__addr_geom ageom;
     kb__err err;               /* last failure, for kb_last_error */
-    uint64_t now_ps;           /* simulated clock */
     kb__range_allocator *hbm;  /* [n_pes]: PA range of the PE's HBM slice */
     kb__range_allocator *tcm;  /* [n_pes]: PA range of TCM above the reserve */
     kb__range_allocator *sram; /* [sips × cubes]: PA range of the cube's SRAM */
     kb__range_allocator va;    /* tensor virtual addresses */
     kb__mmu mmu;
-    kb__store store;
-    int device_sip; /* kb_set_device binding, -1 none */
+    kb__device *dev; /* sim (the clock), fabric, memories, backing store */
+    int device_sip;  /* kb_set_device binding, -1 none */
     kb__rt_slot *slots;
     uint32_t n_slots, cap_slots;
     uint32_t *free_slots; /* stack of free slot indices */
@@ -93,7 +95,7 @@ struct kb_machine {
     kb__rt_stats stats;
     uint8_t *stage; /* staging buffer for copies */
     size_t stage_cap;
-    struct kb__rt_seg *segs; /* segment list for copies */
+    kb__seg *segs; /* segment list for copies */
     size_t segs_cap;
 };
 
@@ -126,15 +128,13 @@ bool kb__rt_memory_pristine(const kb_machine *m);
 
 /* One piece of a host message: [pa, pa + bytes) inside one memory, and
  * the host bytes it comes from or goes to (unused by a fill). */
-typedef struct kb__rt_seg {
-    uint64_t pa, bytes;
-    void *host;
-} kb__rt_seg;
+typedef kb__seg kb__rt_seg;
 
 /* One MemoryWrite command covering n segments: data from each segment's
  * host bytes, or (pattern non-NULL) a repeating fill of pattern_len bytes.
- * The io_cpu fans it out per memory. Blocks until every segment landed;
- * advances the clock by its cost; counts it in the statistics. */
+ * Sent through the device (host/device.h); blocks until every segment
+ * landed, running the simulation (the clock advances); counts it in the
+ * statistics. */
 int kb__rt_port_write(kb_machine *m, const kb__rt_seg *segs, uint32_t n, const void *pattern,
                       size_t pattern_len, kb__err *err);
 /* One MemoryRead command gathering n segments into their host bytes. */

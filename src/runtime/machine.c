@@ -3,7 +3,9 @@
  * statistics.
  *
  * kb_open loads the machine description (built in or YAML, then the
- * overrides), builds the allocators, MMU tables and backing store. Every
+ * overrides), builds the allocators, MMU tables and the simulated device
+ * (host/device.h) from the same topology; the device's simulator is the
+ * machine's clock and its store holds tensor data. Every
  * public call that fails goes through kb__rt_fail, which keeps the message
  * for kb_last_error; a call that succeeds leaves the last message alone.
  */
@@ -53,7 +55,10 @@ static int build(kb_machine *m, const kb_open_options *o, kb__err *err)
     if (rc) return rc;
     m->mmu.namer = kb__rt_name_va;
     m->mmu.namer_ctx = m;
-    kb__store_init(&m->store);
+    kb__topo *topo = NULL;
+    if ((rc = kb__topo_build(&topo, &m->params, err))) return rc;
+    rc = kb__device_create(&m->dev, topo, (uint32_t)m->params.fabric.header_bytes, 0, err);
+    if (rc) return rc;
     m->device_sip = -1;
     m->next_serial = 1;
     return 0;
@@ -95,7 +100,7 @@ void kb_close(kb_machine *m)
     free(m->stage);
     free(m->segs);
     kb__mmu_fini(&m->mmu);
-    kb__store_destroy(&m->store);
+    kb__device_destroy(m->dev);
     kb__rt_memory_fini(m);
     free(m);
 }
@@ -107,7 +112,16 @@ const char *kb_last_error(const kb_machine *m)
 
 uint64_t kb_now_ps(const kb_machine *m)
 {
-    return m ? m->now_ps : 0;
+    return m && m->dev ? kb__sim_now(m->dev->sim) : 0;
+}
+
+/* Bytes per link class carried by the fabric since creation. */
+static void link_bytes(const kb_machine *m, uint64_t out[KB_LINK_CLASS_COUNT])
+{
+    kb__link_class_stats cs[KB__LINK_CLASS_COUNT];
+    kb__fabric_class_stats(m->dev->fab, cs);
+    for (int i = 0; i < KB_LINK_CLASS_COUNT; i++)
+        out[i] = cs[i].bytes;
 }
 
 int kb_machine_shape(const kb_machine *m, int *sips, int *cubes_per_sip, int *pes_per_cube)
@@ -142,11 +156,13 @@ int kb_stats_get(const kb_machine *m, kb_stats *out)
     if (!out) return KB_EINVAL;
     memset(out, 0, sizeof *out);
     if (!m) return KB_EINVAL;
-    out->now_ps = m->now_ps;
-    out->elapsed_ps = m->now_ps - m->stats.reset_ps;
+    out->now_ps = kb_now_ps(m);
+    out->elapsed_ps = out->now_ps - m->stats.reset_ps;
     memcpy(out->messages, m->stats.messages, sizeof out->messages);
     memcpy(out->bytes, m->stats.bytes, sizeof out->bytes);
-    memcpy(out->link_bytes, m->stats.link_bytes, sizeof out->link_bytes);
+    link_bytes(m, out->link_bytes);
+    for (int i = 0; i < KB_LINK_CLASS_COUNT; i++)
+        out->link_bytes[i] -= m->stats.link_base[i];
     return 0;
 }
 
@@ -154,7 +170,8 @@ int kb_stats_reset(kb_machine *m)
 {
     if (!m) return KB_EINVAL;
     memset(&m->stats, 0, sizeof m->stats);
-    m->stats.reset_ps = m->now_ps;
+    m->stats.reset_ps = kb_now_ps(m);
+    link_bytes(m, m->stats.link_base);
     return 0;
 }
 

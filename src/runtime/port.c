@@ -2,36 +2,39 @@
  * port.c — the host's three message kinds to the device: memory write,
  * memory read, MMU map/unmap.
  *
- * Each function is the one place its message is sent: it moves the data
- * (backing store, pe_mmu tables), advances the simulated clock by the
- * message's cost and counts it in the statistics. Costs (docs/runtime.md):
- *   write/read of N bytes: host dispatch + PCIe overhead + N / PCIe bandwidth
- *     + io_cpu dispatch + HBM access latency (a fill carries only its pattern
- *     over PCIe; the HBM side still writes N bytes);
- *   MMU message to K target cubes: host dispatch + PCIe transfer of the
- *     message, then the io_cpu fans it out one cube after the other
- *     (io_cpu dispatch + message bytes / IO NOC bandwidth per cube), and each
- *     cube's m_cpu installs its pages (map_ns_per_page each) in parallel with
- *     the others: the cost grows with K.
- * Cost to simulate: O(N / 4096) for data, O(PEs targeted) for MMU messages.
+ * Each function is the one place its message is sent. Data moves through
+ * the simulated device (host/device.h): a write or fill is one
+ * kb__device_write / kb__device_fill, a read one kb__device_read, and the
+ * call runs the simulation until the transfer completes, so the clock
+ * advances by what the fabric and memories make it cost
+ * (docs/timing-model.md). An MMU map/unmap is a kb__device_command of
+ * fabric.header_bytes + 16 bytes per segment from the host through io_cpu
+ * to the m_cpu of every target cube, which installs or removes its pages
+ * (pe.mmu.map_ns_per_page each) before acknowledging; the pe_mmu tables are
+ * updated here when the message is sent. Commands to more cubes share the
+ * io_cpu's links, so their time grows with the number of target cubes.
+ * Cost to simulate: the device's events (O(packets)) for data, O(PEs
+ * targeted) plus the command's events for MMU messages.
  */
 #include "runtime/internal.h"
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 
-#define MSG_HEADER_BYTES 64 /* command header of every host message */
+#define MMU_SEG_BYTES 16 /* one (va, pa, pages) entry of an MMU command */
 
 static uint64_t ns_to_ps(double ns)
 {
     return ns <= 0 ? 0 : (uint64_t)ceil(ns * 1000.0 - 1e-9);
 }
 
-static uint64_t host_path_ps(const kb_machine *m, uint64_t pcie_bytes)
+/* Waits for x (issued by a call that returned rc) and frees it. */
+static int wait_free(kb_machine *m, int rc, kb__xfer *x, kb__err *err)
 {
-    const kb__topo_params *p = &m->params;
-    return ns_to_ps(p->host.dispatch_ns + p->host.pcie.overhead_ns + p->io.pcie_ep_overhead_ns +
-                    (double)pcie_bytes / p->host.pcie.bw_gbs + p->io.io_cpu_dispatch_ns);
+    if (!rc) rc = kb__xfer_wait(m->dev, x, err);
+    kb__xfer_free(x);
+    return rc;
 }
 
 static void count(kb_machine *m, kb_msg_kind k, uint64_t bytes)
@@ -58,21 +61,15 @@ int kb__rt_port_write(kb_machine *m, const kb__rt_seg *segs, uint32_t n, const v
 {
     uint64_t total;
     int rc = check_segs(m, segs, n, &total, err);
-    for (uint32_t i = 0; !rc && i < n; i++)
-        rc = pattern
-                 ? kb__store_fill(&m->store, segs[i].pa, segs[i].bytes, pattern, pattern_len, err)
-                 : kb__store_write(&m->store, segs[i].pa, segs[i].host, segs[i].bytes, err);
     if (rc) return rc;
-    /* One command: a fill carries its pattern, a replicated write its data once
-     * per distinct host buffer (replicas share one). */
-    uint64_t wire = MSG_HEADER_BYTES * (uint64_t)n;
-    for (uint32_t i = 0; i < n; i++)
-        if (!pattern && (i == 0 || segs[i].host != segs[i - 1].host)) wire += segs[i].bytes;
-    wire += pattern ? pattern_len : 0;
-    m->now_ps += host_path_ps(m, wire) + ns_to_ps(m->params.cube.hbm_access_latency_ns);
+    if (pattern && (pattern_len < 1 || pattern_len > KB__STORE_PATTERN_MAX))
+        return kb__err_set(err, KB_EINVAL, "fill: pattern of %zu bytes (1..%d)", pattern_len,
+                           KB__STORE_PATTERN_MAX);
+    kb__xfer *x = NULL;
+    rc = pattern ? kb__device_fill(m->dev, segs, n, pattern, (uint32_t)pattern_len, &x, err)
+                 : kb__device_write(m->dev, segs, n, &x, err);
+    if ((rc = wait_free(m, rc, x, err))) return rc;
     count(m, KB_MSG_WRITE, total);
-    m->stats.link_bytes[KB_LINK_PCIE] += wire;
-    m->stats.link_bytes[KB_LINK_HBM] += total;
     return 0;
 }
 
@@ -80,25 +77,20 @@ int kb__rt_port_read(kb_machine *m, const kb__rt_seg *segs, uint32_t n, kb__err 
 {
     uint64_t total;
     int rc = check_segs(m, segs, n, &total, err);
-    for (uint32_t i = 0; !rc && i < n; i++)
-        rc = kb__store_read(&m->store, segs[i].pa, segs[i].host, segs[i].bytes, err);
     if (rc) return rc;
-    uint64_t wire = MSG_HEADER_BYTES * (uint64_t)n + total;
-    m->now_ps += host_path_ps(m, wire) + ns_to_ps(m->params.cube.hbm_access_latency_ns);
+    kb__xfer *x = NULL;
+    rc = kb__device_read(m->dev, segs, n, &x, err);
+    if ((rc = wait_free(m, rc, x, err))) return rc;
     count(m, KB_MSG_READ, total);
-    m->stats.link_bytes[KB_LINK_PCIE] += wire;
-    m->stats.link_bytes[KB_LINK_HBM] += total;
     return 0;
 }
 
-static uint64_t mmu_msg_bytes(const kb__rt_mmu_msg *msg)
+static uint64_t mmu_msg_bytes(const kb_machine *m, const kb__rt_mmu_msg *msg)
 {
-    uint64_t b = MSG_HEADER_BYTES + 4ull * msg->n_cubes;
-    for (uint32_t g = 0; g < msg->n_groups; g++) {
-        const kb__rt_mmu_group *gr = &msg->groups[g];
-        b += 4ull * gr->n_pes + (gr->set ? gr->set->n * sizeof(kb__mmu_seg) : 16);
-    }
-    return b;
+    uint64_t segs = 0;
+    for (uint32_t g = 0; g < msg->n_groups; g++)
+        segs += msg->groups[g].set ? msg->groups[g].set->n : 1;
+    return m->params.fabric.header_bytes + MMU_SEG_BYTES * segs;
 }
 
 static void detach_all(kb_machine *m, const kb__rt_mmu_msg *msg, uint32_t upto_g, uint32_t upto_p)
@@ -112,25 +104,37 @@ static void detach_all(kb_machine *m, const kb__rt_mmu_msg *msg, uint32_t upto_g
     }
 }
 
-/* Largest number of pages one target cube installs or removes. */
-static uint64_t max_cube_pages(const kb_machine *m, const kb__rt_mmu_msg *msg)
+/* Pages target cube `cube` of the message installs or removes. */
+static uint64_t cube_pages(const kb_machine *m, const kb__rt_mmu_msg *msg, uint32_t cube)
 {
-    uint64_t best = 0;
-    for (uint32_t c = 0; c < msg->n_cubes; c++) {
-        uint64_t pages = 0;
-        for (uint32_t g = 0; g < msg->n_groups; g++) {
-            const kb__rt_mmu_group *gr = &msg->groups[g];
-            uint64_t set_pages =
-                gr->set ? kb__mmu_set_pages(&m->mmu, gr->set) : msg->len / m->page_size;
-            for (uint32_t p = 0; p < gr->n_pes; p++)
-                if (gr->pes[p] / m->pes % m->cubes == msg->cubes[c]) {
-                    pages += set_pages; /* one table write per distinct set */
-                    break;
-                }
-        }
-        best = pages > best ? pages : best;
+    uint64_t pages = 0;
+    for (uint32_t g = 0; g < msg->n_groups; g++) {
+        const kb__rt_mmu_group *gr = &msg->groups[g];
+        uint64_t set_pages =
+            gr->set ? kb__mmu_set_pages(&m->mmu, gr->set) : msg->len / m->page_size;
+        for (uint32_t p = 0; p < gr->n_pes; p++)
+            if (gr->pes[p] / m->pes % m->cubes == cube) {
+                pages += set_pages; /* one table write per distinct set */
+                break;
+            }
     }
-    return best;
+    return pages;
+}
+
+/* Sends the command to the message's target cubes and waits for the acks. */
+static int send_mmu(kb_machine *m, const kb__rt_mmu_msg *msg, uint64_t bytes, kb__err *err)
+{
+    kb__cmd_target *t = malloc((msg->n_cubes ? msg->n_cubes : 1) * sizeof *t);
+    if (!t)
+        return kb__err_set(err, KB_ENOMEM, "MMU message: out of memory for %u cubes", msg->n_cubes);
+    for (uint32_t c = 0; c < msg->n_cubes; c++) {
+        double ns = (double)cube_pages(m, msg, msg->cubes[c]) * m->params.pe.mmu_map_ns_per_page;
+        t[c] = (kb__cmd_target){msg->sip, msg->cubes[c], ns_to_ps(ns)};
+    }
+    kb__xfer *x = NULL;
+    int rc = kb__device_command(m->dev, t, msg->n_cubes, bytes, &x, err);
+    free(t);
+    return wait_free(m, rc, x, err);
 }
 
 int kb__rt_port_mmu(kb_machine *m, const kb__rt_mmu_msg *msg, kb__err *err)
@@ -149,15 +153,12 @@ int kb__rt_port_mmu(kb_machine *m, const kb__rt_mmu_msg *msg, kb__err *err)
             }
         }
     }
-    const kb__topo_params *pp = &m->params;
-    uint64_t bytes = mmu_msg_bytes(msg);
-    double fan_ns = (double)msg->n_cubes * (pp->io.io_cpu_dispatch_ns + pp->io.noc.overhead_ns +
-                                            (double)bytes / pp->io.noc.bw_gbs);
-    double map_ns =
-        (double)max_cube_pages(m, msg) * pp->pe.mmu_map_ns_per_page + pp->cube.m_cpu_dispatch_ns;
-    m->now_ps += host_path_ps(m, bytes) + ns_to_ps(fan_ns + map_ns);
+    uint64_t bytes = mmu_msg_bytes(m, msg);
+    int rc = msg->n_cubes ? send_mmu(m, msg, bytes, err) : 0;
+    if (rc) {
+        if (msg->map) detach_all(m, msg, msg->n_groups, 0);
+        return rc;
+    }
     count(m, KB_MSG_MMU, bytes);
-    m->stats.link_bytes[KB_LINK_PCIE] += bytes;
-    m->stats.link_bytes[KB_LINK_IO_NOC] += bytes * msg->n_cubes;
     return 0;
 }
