@@ -171,7 +171,19 @@ struct kb__sim {
     kb__timer **heap_node;  /* node of each heap slot */
     void *heap_mem;         /* allocation holding heap_key */
     uint32_t heap_len, heap_cap;
-    uint64_t seq;          /* next sequence counter (shifted left by one) */
+    uint64_t seq; /* next sequence counter (shifted left by one) */
+    /* One untracked entry pushed but not yet sifted into the heap: the next
+     * pop takes it or swaps it with the root (one sift instead of two). */
+    kb__heap_key pend_key;
+    kb__timer *pend_node;
+    bool has_pend;
+    /* Parameters of the running kb__sim_loop (loops never nest), read by
+     * kb__sim_pop_wake so a blocking process can switch directly to the next
+     * process exactly when the loop would. */
+    bool loop_active;
+    bool loop_honor_stop;
+    const bool *loop_until;
+    kb__time loop_limit;
     kb__timer *free_nodes; /* pooled event nodes; linked through arg */
     kb__node_chunk *chunks;
     kb__proc *current; /* running process, NULL on the main stack */
@@ -191,6 +203,7 @@ struct kb__sim {
 #if KB__ASAN
     const void *main_stack_bottom;
     size_t main_stack_size;
+    bool from_main; /* the switch in progress leaves the main stack */
 #endif
 };
 
@@ -201,6 +214,10 @@ int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_sto
 /* Queues node (neither pooled nor a tracked timer) `delay` ps from now;
  * returns its sequence number, the handle for kb__sim_unschedule. */
 uint64_t kb__sim_schedule(kb__sim *sim, kb__time delay, kb__timer *node);
+/* If the running loop would run, as its very next event, an untracked entry
+ * whose callback is fn, pops it (advancing the clock and the event count,
+ * exactly as the loop does) and returns its node; otherwise NULL. */
+kb__timer *kb__sim_pop_wake(kb__sim *sim, kb__event_fn fn);
 /* Removes the queued entry (node, seq); O(queue length). 1 if found. */
 int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq);
 /* Records a failure on sim (KB_ENOMEM from deep inside) and stops loops. */

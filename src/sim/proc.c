@@ -7,12 +7,22 @@
  * or raises, and switches back. A finished process gives its stack back to
  * the pool at once; its struct lives until join or detach.
  *
- * Invariants: only proc_resume switches into a process, only kb__proc_yield,
- * proc_end and the overflow handler switch out of one; sim->current is set
- * exactly while a process runs. A wake is a queue entry like any event, so
- * wake-ups follow the (time, sequence) order.
+ * Direct hand-over: a process that blocks while the loop's next event is
+ * another process's wake-up pops that event itself and switches straight to
+ * that process (kb__proc_yield), so a chain of process wake-ups costs one
+ * switch each instead of a round trip through the scheduler. The pop is the
+ * loop's own (same order, same clock and event count, same stop, limit and
+ * until conditions), so the schedule is identical either way.
  *
- * Cost: two context switches and one heap push/pop per block/resume.
+ * Invariants: only proc_resume and kb__proc_yield switch into a process,
+ * only kb__proc_yield, proc_end and the overflow handler switch out of one;
+ * sim->current is set exactly while a process runs, and names the process
+ * that switches back to the scheduler. A finished process always switches to
+ * the scheduler, which reclaims its stack. A wake is a queue entry like any
+ * event, so wake-ups follow the (time, sequence) order.
+ *
+ * Cost: one context switch and one heap push/pop per block/resume when
+ * processes wake each other; two switches when a callback runs in between.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,10 +37,27 @@
 
 /* ---- switching (with ASan fiber annotations) ----------------------------- */
 
+#if KB__ASAN
+/* Ends a switch into a process's stack: the bounds of the stack left are
+ * recorded only when it was the main stack (the target of later switches
+ * out). */
+static void finish_in_process(kb__sim *sim, void *fake)
+{
+    const void *bottom = NULL;
+    size_t size = 0;
+    __sanitizer_finish_switch_fiber(fake, &bottom, &size);
+    if (sim->from_main) {
+        sim->main_stack_bottom = bottom;
+        sim->main_stack_size = size;
+    }
+}
+#endif
+
 static void switch_into(kb__sim *sim, kb__proc *p)
 {
 #if KB__ASAN
     void *fake = NULL;
+    sim->from_main = true;
     __sanitizer_start_switch_fiber(&fake, p->stack->lo, p->stack->size);
 #endif
     sim->hot.switches += 2; /* in now, out when it blocks or ends */
@@ -49,13 +76,46 @@ static void switch_out(kb__sim *sim, kb__proc *p, bool final)
 #endif
     kb__ctx_swap(&p->ctx, &sim->main_ctx);
 #if KB__ASAN
-    __sanitizer_finish_switch_fiber(fake, &sim->main_stack_bottom, &sim->main_stack_size);
+    finish_in_process(sim, fake);
 #endif
 }
 
+/* From the blocking process p straight to q, as if p had switched out to the
+ * scheduler and the scheduler into q. */
+static void switch_direct(kb__sim *sim, kb__proc *p, kb__proc *q)
+{
+#if KB__ASAN
+    void *fake = NULL;
+    sim->from_main = false;
+    __sanitizer_start_switch_fiber(&fake, q->stack->lo, q->stack->size);
+#endif
+    kb__ctx_swap(&p->ctx, &q->ctx);
+#if KB__ASAN
+    finish_in_process(sim, fake);
+#endif
+}
+
+static void proc_resume(kb__sim *sim, void *arg, uint64_t data);
+
+/* The blocking process p gives the CPU away. When the loop's next event is
+ * the wake-up of a process q (p itself included), p runs that event here:
+ * the same pop the loop would do, then a single switch p -> q instead of
+ * p -> scheduler -> q. Everything else (a callback, a time limit, a stop, an
+ * empty queue) goes through the scheduler. */
 void kb__proc_yield(kb__sim *sim, kb__proc *p)
 {
-    switch_out(sim, p, false);
+    kb__timer *n = kb__sim_pop_wake(sim, proc_resume);
+    if (!n) {
+        switch_out(sim, p, false);
+        return;
+    }
+    kb__proc *q = n->arg;
+    q->wake_pending = false;
+    q->sleeping = false;
+    q->state = KB__P_RUNNING;
+    sim->current = q;
+    sim->hot.switches += 2; /* counted as the scheduler round trip it replaces */
+    if (q != p) switch_direct(sim, p, q);
 }
 
 /* ---- errors -------------------------------------------------------------- */
@@ -91,7 +151,7 @@ static void proc_entry(void *arg)
     kb__proc *p = arg;
     kb__sim *sim = p->sim;
 #if KB__ASAN
-    __sanitizer_finish_switch_fiber(NULL, &sim->main_stack_bottom, &sim->main_stack_size);
+    finish_in_process(sim, NULL);
 #endif
     int rc = p->fn(sim, p->arg);
     if (rc > 0) {
@@ -160,8 +220,11 @@ static void proc_resume(kb__sim *sim, void *arg, uint64_t data)
     p->state = KB__P_RUNNING;
     sim->current = p;
     switch_into(sim, p);
+    /* The process switching back may not be p: processes hand over directly
+     * (kb__proc_yield). */
+    kb__proc *last = sim->current;
     sim->current = NULL;
-    if (p->state == KB__P_DONE) proc_finish(sim, p);
+    if (last->state == KB__P_DONE) proc_finish(sim, last);
 }
 
 static void main_resume(kb__sim *sim, void *arg, uint64_t data)
