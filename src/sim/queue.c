@@ -59,23 +59,36 @@ static inline int before(const kb__heap_key *a, const kb__heap_key *b)
     return ka < kb;
 }
 
-static inline void place(kb__sim *sim, uint32_t i, kb__heap_key k, kb__timer *node)
+/* Sifts work on local copies of the array pointers and take the moving key
+ * as two scalars: building a 16-byte key on the stack and reloading it as
+ * one vector stalls store forwarding on every sift. */
+static inline void place(kb__heap_key *key, kb__timer **nodes, uint32_t i, kb__time t, uint64_t seq,
+                         kb__timer *node)
 {
-    sim->heap_key[i] = k;
-    sim->heap_node[i] = node;
-    if (k.seq & 1) node->idx = i;
+    key[i].t = t;
+    key[i].seq = seq;
+    nodes[i] = node;
+    if (seq & 1) node->idx = i;
+}
+
+static inline void move_slot(kb__heap_key *key, kb__timer **nodes, uint32_t to, uint32_t from)
+{
+    key[to] = key[from];
+    nodes[to] = nodes[from];
+    if (key[from].seq & 1) nodes[from]->idx = to;
 }
 
 static void sift_up(kb__sim *sim, uint32_t i, kb__heap_key k, kb__timer *node)
 {
-    const kb__heap_key *key = sim->heap_key;
+    kb__heap_key *key = sim->heap_key;
+    kb__timer **nodes = sim->heap_node;
     while (i > 0) {
         uint32_t parent = (i - 1) >> 2;
         if (!before(&k, &key[parent])) break;
-        place(sim, i, key[parent], sim->heap_node[parent]);
+        move_slot(key, nodes, i, parent);
         i = parent;
     }
-    place(sim, i, k, node);
+    place(key, nodes, i, k.t, k.seq, node);
 }
 
 /* The smallest of the children of slot i, or n if it has none. */
@@ -94,14 +107,17 @@ static inline uint32_t min_child(const kb__heap_key *key, uint32_t n, uint32_t i
     return best;
 }
 
-/* Fills the hole at slot i (of n) with (k, node), moving smaller children
- * up. (Floyd's leaf-first variant measured slower here.) */
-static void sift_down(kb__sim *sim, uint32_t n, uint32_t i, kb__heap_key k, kb__timer *node)
+/* Fills the hole at slot i (of n) with (t, seq, node), moving smaller
+ * children up. (Floyd's leaf-first variant measured slower here.) */
+static void sift_down(kb__sim *sim, uint32_t n, uint32_t i, kb__time t, uint64_t seq,
+                      kb__timer *node)
 {
-    const kb__heap_key *key = sim->heap_key;
+    kb__heap_key *key = sim->heap_key;
+    kb__timer **nodes = sim->heap_node;
+    const kb__heap_key k = {t, seq};
     for (uint32_t c; (c = min_child(key, n, i)) < n && before(&key[c], &k); i = c)
-        place(sim, i, key[c], sim->heap_node[c]);
-    place(sim, i, k, node);
+        move_slot(key, nodes, i, c);
+    place(key, nodes, i, t, seq, node);
 }
 
 static int heap_grow(kb__sim *sim)
@@ -170,7 +186,7 @@ static void heap_remove(kb__sim *sim, uint32_t i)
     if (before(&last, &sim->heap_key[i]))
         sift_up(sim, i, last, sim->heap_node[n]);
     else
-        sift_down(sim, n, i, last, sim->heap_node[n]);
+        sift_down(sim, n, i, last.t, last.seq, sim->heap_node[n]);
 }
 
 /* Pops the smallest entry if its time is <= limit and (when only is not
@@ -193,10 +209,10 @@ static inline kb__timer *pop_min(kb__sim *sim, kb__time limit, kb__event_fn only
     if (top.t > limit || (only && ((top.seq & 1) || node->fn != only))) return NULL;
     if (sim->has_pend) {
         sim->has_pend = false;
-        sift_down(sim, n, 0, sim->pend_key, sim->pend_node);
+        sift_down(sim, n, 0, sim->pend_key.t, sim->pend_key.seq, sim->pend_node);
     } else {
         sim->heap_len = --n;
-        if (n) sift_down(sim, n, 0, sim->heap_key[n], sim->heap_node[n]);
+        if (n) sift_down(sim, n, 0, sim->heap_key[n].t, sim->heap_key[n].seq, sim->heap_node[n]);
     }
     *out = top;
     return node;
