@@ -117,9 +117,10 @@ enum kb__proc_state { KB__P_NEW, KB__P_READY, KB__P_RUNNING, KB__P_BLOCKED, KB__
 
 #define KB__NOTE_MAX 96
 
+/* Fields used on every block and resume come first, so they share the first
+ * cache lines (the struct is 64-byte aligned when it lives in its stack). */
 struct kb__proc {
-    kb__ctx ctx; /* saved context while not running */
-    kb__sim *sim;
+    kb__ctx ctx;       /* saved context while not running */
     kb__timer wake;    /* resumes it (start, wake-up, end of sleep); queued with
                           kb__sim_schedule, never a tracked timer */
     uint64_t wake_seq; /* sequence number of the queued wake */
@@ -129,25 +130,27 @@ struct kb__proc {
     bool wake_pending; /* a wake is scheduled (the first wake wins) */
     bool sleeping;     /* wake is the end of a kb__sleep */
     bool detached;
-    bool is_main;        /* the main-stack pseudo-process */
-    bool resumed;        /* main only: its wake timer fired */
-    bool overflowed;     /* ended by the SIGSEGV guard handler */
-    int interrupt;       /* code for the next blocking call, 0 = none */
-    kb__waiter *waiters; /* the current wait's queue entries */
+    bool is_main;    /* the main-stack pseudo-process */
+    bool resumed;    /* main only: its wake timer fired */
+    bool overflowed; /* ended by the SIGSEGV guard handler */
+    bool in_stack;   /* the struct lives in the top page of its stack */
+    int interrupt;   /* code for the next blocking call, 0 = none */
     int nwaiters;
+    kb__waiter *waiters;   /* the current wait's queue entries */
     const char *wait_kind; /* "event", "resource", ... while blocked */
     const char *wait_name;
-    int wait_count; /* kb__wait_any/all: number of events */
     kb__time wait_since;
+    int wait_count; /* kb__wait_any/all: number of events */
     int status;     /* final status once DONE */
+    kb__rng rng;
+    kb__sim *sim;
     kb__err *err;   /* final error message, allocated on failure */
     kb__event done; /* fired with status when the process ends */
     kb__proc_fn fn;
     void *arg;
-    kb__stack *stack;
-    size_t stack_size; /* as asked (whole pages); the mapping has one more */
-    uint64_t index;    /* spawn index */
-    kb__rng rng;
+    kb__stack *stack;      /* kept until the struct is freed when in_stack */
+    size_t stack_size;     /* as asked (whole pages); the mapping has one more */
+    uint64_t index;        /* spawn index */
     kb__proc *prev, *next; /* live list in spawn order */
     char note[KB__NOTE_MAX];
     char name[]; /* copied at spawn */

@@ -176,7 +176,10 @@ static void proc_unlink_free(kb__sim *sim, kb__proc *p)
         sim->live_tail = p->prev;
     kb__event_fini(&p->done);
     free(p->err);
-    free(p);
+    if (p->in_stack)
+        kb__stack_put(&sim->stacks, p->stack); /* p lives in it: last use of p */
+    else
+        free(p);
 }
 
 /* Records a detached process's failure; the running loop stops with it. */
@@ -201,8 +204,10 @@ static void proc_finish(kb__sim *sim, kb__proc *p)
     } else if (p->status < 0 && (!p->err || p->err->code != p->status)) {
         proc_error(p, p->status, "process '%s' failed: %s", p->name, kb_strerror(p->status));
     }
-    kb__stack_put(&sim->stacks, p->stack);
-    p->stack = NULL;
+    if (!p->in_stack) { /* an in-stack struct gives its stack back when freed */
+        kb__stack_put(&sim->stacks, p->stack);
+        p->stack = NULL;
+    }
     sim->nlive--;
     if (p->detached) {
         if (p->status < 0) record_detached_failure(sim, p);
@@ -248,41 +253,68 @@ kb__proc *kb__proc_new_main(kb__sim *sim)
     return p;
 }
 
-kb__proc *kb__proc_spawn(kb__sim *sim, const char *name, kb__proc_fn fn, void *arg,
-                         size_t stack_bytes)
+/* Maps p's stack and places p: inside the top page of its stack when the
+ * struct (with its name) fits in half a page, so that resuming a process
+ * touches one page instead of two; in its own allocation otherwise. Stack
+ * tops (and in-stack structs) are staggered by multiples of 128 bytes within
+ * that extra page: at one page offset they would all compete for the same few
+ * cache sets. Returns p zeroed with stack, in_stack, index and *top_size set
+ * (bytes of stack below the struct or the staggered top), or NULL with
+ * sim->err filled. */
+static kb__proc *proc_alloc(kb__sim *sim, const char *name, size_t len, size_t want,
+                            size_t *top_size)
 {
-    if (!name) name = "(unnamed)";
-    size_t len = strlen(name);
-    kb__proc *p = calloc(1, sizeof *p + len + 1);
-    if (!p) {
+    size_t page = sim->stacks.page;
+    size_t bytes = (sizeof(kb__proc) + len + 1 + 63) & ~(size_t)63;
+    bool inside = bytes <= page / 2;
+    kb__proc *p = NULL;
+    if (!inside && !(p = calloc(1, sizeof *p + len + 1))) {
         kb__err_set(&sim->err, KB_ENOMEM, "spawn of process '%s': out of memory", name);
         return NULL;
     }
-    size_t page = sim->stacks.page;
-    size_t want = stack_bytes ? stack_bytes : KB__PROC_STACK_DEFAULT;
-    want = (want + page - 1) / page * page;
-    /* One page more than asked, used to stagger stack tops (below). */
-    p->stack = kb__stack_get(&sim->stacks, want + page);
-    if (!p->stack) {
+    /* One page more than asked: room for the struct and the staggering. */
+    kb__stack *st = kb__stack_get(&sim->stacks, want + page);
+    if (!st) {
         kb__err_set(&sim->err, KB_ENOMEM, "spawn of process '%s': cannot map a %zu-byte stack",
                     name, want);
         free(p);
         return NULL;
     }
+    uint64_t index = sim->nspawned;
+    size_t room = inside ? page - bytes : page;
+    size_t colour = (index % (room / 128)) * 128;
+    *top_size = st->size - colour - (inside ? bytes : 0);
+    if (inside) {
+        p = (kb__proc *)((char *)st->lo + *top_size);
+        memset(p, 0, bytes);
+    }
+    p->stack = st;
+    p->in_stack = inside;
+    p->index = index;
+    sim->nspawned++;
+    return p;
+}
+
+kb__proc *kb__proc_spawn(kb__sim *sim, const char *name, kb__proc_fn fn, void *arg,
+                         size_t stack_bytes)
+{
+    if (!name) name = "(unnamed)";
+    size_t len = strlen(name);
+    size_t page = sim->stacks.page;
+    size_t want = stack_bytes ? stack_bytes : KB__PROC_STACK_DEFAULT;
+    want = (want + page - 1) / page * page;
+    size_t top_size;
+    kb__proc *p = proc_alloc(sim, name, len, want, &top_size);
+    if (!p) return NULL;
     memcpy(p->name, name, len + 1);
     p->sim = sim;
     p->fn = fn;
     p->arg = arg;
-    p->index = sim->nspawned++;
     kb__rng_seed(&p->rng, sim->seed, p->index);
     kb__event_init(&p->done, p->name);
     kb__timer_init(&p->wake, proc_resume, p, 0);
     p->stack_size = want;
-    /* Cache colouring: stack tops at the same page offset would all compete
-     * for the same few cache sets; shift each by a multiple of 128 bytes
-     * within the extra page. */
-    size_t colour = (p->index % (page / 128)) * 128;
-    kb__ctx_make(&p->ctx, p->stack->lo, p->stack->size - colour, proc_entry, p);
+    kb__ctx_make(&p->ctx, p->stack->lo, top_size, proc_entry, p);
     p->state = KB__P_NEW;
     p->prev = sim->live_tail;
     if (sim->live_tail)
