@@ -117,9 +117,10 @@ enum kb__proc_state { KB__P_NEW, KB__P_READY, KB__P_RUNNING, KB__P_BLOCKED, KB__
 
 #define KB__NOTE_MAX 96
 
+/* Fields used on every block and resume come first, so they share the first
+ * cache lines (the struct is 64-byte aligned when it lives in its stack). */
 struct kb__proc {
-    kb__ctx ctx; /* saved context while not running */
-    kb__sim *sim;
+    kb__ctx ctx;       /* saved context while not running */
     kb__timer wake;    /* resumes it (start, wake-up, end of sleep); queued with
                           kb__sim_schedule, never a tracked timer */
     uint64_t wake_seq; /* sequence number of the queued wake */
@@ -129,25 +130,27 @@ struct kb__proc {
     bool wake_pending; /* a wake is scheduled (the first wake wins) */
     bool sleeping;     /* wake is the end of a kb__sleep */
     bool detached;
-    bool is_main;        /* the main-stack pseudo-process */
-    bool resumed;        /* main only: its wake timer fired */
-    bool overflowed;     /* ended by the SIGSEGV guard handler */
-    int interrupt;       /* code for the next blocking call, 0 = none */
-    kb__waiter *waiters; /* the current wait's queue entries */
+    bool is_main;    /* the main-stack pseudo-process */
+    bool resumed;    /* main only: its wake timer fired */
+    bool overflowed; /* ended by the SIGSEGV guard handler */
+    bool in_stack;   /* the struct lives in the top page of its stack */
+    int interrupt;   /* code for the next blocking call, 0 = none */
     int nwaiters;
+    kb__waiter *waiters;   /* the current wait's queue entries */
     const char *wait_kind; /* "event", "resource", ... while blocked */
     const char *wait_name;
-    int wait_count; /* kb__wait_any/all: number of events */
     kb__time wait_since;
+    int wait_count; /* kb__wait_any/all: number of events */
     int status;     /* final status once DONE */
+    kb__rng rng;
+    kb__sim *sim;
     kb__err *err;   /* final error message, allocated on failure */
     kb__event done; /* fired with status when the process ends */
     kb__proc_fn fn;
     void *arg;
-    kb__stack *stack;
-    size_t stack_size; /* as asked (whole pages); the mapping has one more */
-    uint64_t index;    /* spawn index */
-    kb__rng rng;
+    kb__stack *stack;      /* kept until the struct is freed when in_stack */
+    size_t stack_size;     /* as asked (whole pages); the mapping has one more */
+    uint64_t index;        /* spawn index */
     kb__proc *prev, *next; /* live list in spawn order */
     char note[KB__NOTE_MAX];
     char name[]; /* copied at spawn */
@@ -171,7 +174,19 @@ struct kb__sim {
     kb__timer **heap_node;  /* node of each heap slot */
     void *heap_mem;         /* allocation holding heap_key */
     uint32_t heap_len, heap_cap;
-    uint64_t seq;          /* next sequence counter (shifted left by one) */
+    uint64_t seq; /* next sequence counter (shifted left by one) */
+    /* One untracked entry pushed but not yet sifted into the heap: the next
+     * pop takes it or swaps it with the root (one sift instead of two). */
+    kb__heap_key pend_key;
+    kb__timer *pend_node;
+    bool has_pend;
+    /* Parameters of the running kb__sim_loop (loops never nest), read by
+     * kb__sim_pop_wake so a blocking process can switch directly to the next
+     * process exactly when the loop would. */
+    bool loop_active;
+    bool loop_honor_stop;
+    const bool *loop_until;
+    kb__time loop_limit;
     kb__timer *free_nodes; /* pooled event nodes; linked through arg */
     kb__node_chunk *chunks;
     kb__proc *current; /* running process, NULL on the main stack */
@@ -191,6 +206,7 @@ struct kb__sim {
 #if KB__ASAN
     const void *main_stack_bottom;
     size_t main_stack_size;
+    bool from_main; /* the switch in progress leaves the main stack */
 #endif
 };
 
@@ -201,6 +217,10 @@ int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_sto
 /* Queues node (neither pooled nor a tracked timer) `delay` ps from now;
  * returns its sequence number, the handle for kb__sim_unschedule. */
 uint64_t kb__sim_schedule(kb__sim *sim, kb__time delay, kb__timer *node);
+/* If the running loop would run, as its very next event, an untracked entry
+ * whose callback is fn, pops it (advancing the clock and the event count,
+ * exactly as the loop does) and returns its node; otherwise NULL. */
+kb__timer *kb__sim_pop_wake(kb__sim *sim, kb__event_fn fn);
 /* Removes the queued entry (node, seq); O(queue length). 1 if found. */
 int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq);
 /* Records a failure on sim (KB_ENOMEM from deep inside) and stops loops. */

@@ -7,12 +7,22 @@
  * or raises, and switches back. A finished process gives its stack back to
  * the pool at once; its struct lives until join or detach.
  *
- * Invariants: only proc_resume switches into a process, only kb__proc_yield,
- * proc_end and the overflow handler switch out of one; sim->current is set
- * exactly while a process runs. A wake is a queue entry like any event, so
- * wake-ups follow the (time, sequence) order.
+ * Direct hand-over: a process that blocks while the loop's next event is
+ * another process's wake-up pops that event itself and switches straight to
+ * that process (kb__proc_yield), so a chain of process wake-ups costs one
+ * switch each instead of a round trip through the scheduler. The pop is the
+ * loop's own (same order, same clock and event count, same stop, limit and
+ * until conditions), so the schedule is identical either way.
  *
- * Cost: two context switches and one heap push/pop per block/resume.
+ * Invariants: only proc_resume and kb__proc_yield switch into a process,
+ * only kb__proc_yield, proc_end and the overflow handler switch out of one;
+ * sim->current is set exactly while a process runs, and names the process
+ * that switches back to the scheduler. A finished process always switches to
+ * the scheduler, which reclaims its stack. A wake is a queue entry like any
+ * event, so wake-ups follow the (time, sequence) order.
+ *
+ * Cost: one context switch and one heap push/pop per block/resume when
+ * processes wake each other; two switches when a callback runs in between.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,10 +37,27 @@
 
 /* ---- switching (with ASan fiber annotations) ----------------------------- */
 
+#if KB__ASAN
+/* Ends a switch into a process's stack: the bounds of the stack left are
+ * recorded only when it was the main stack (the target of later switches
+ * out). */
+static void finish_in_process(kb__sim *sim, void *fake)
+{
+    const void *bottom = NULL;
+    size_t size = 0;
+    __sanitizer_finish_switch_fiber(fake, &bottom, &size);
+    if (sim->from_main) {
+        sim->main_stack_bottom = bottom;
+        sim->main_stack_size = size;
+    }
+}
+#endif
+
 static void switch_into(kb__sim *sim, kb__proc *p)
 {
 #if KB__ASAN
     void *fake = NULL;
+    sim->from_main = true;
     __sanitizer_start_switch_fiber(&fake, p->stack->lo, p->stack->size);
 #endif
     sim->hot.switches += 2; /* in now, out when it blocks or ends */
@@ -49,13 +76,46 @@ static void switch_out(kb__sim *sim, kb__proc *p, bool final)
 #endif
     kb__ctx_swap(&p->ctx, &sim->main_ctx);
 #if KB__ASAN
-    __sanitizer_finish_switch_fiber(fake, &sim->main_stack_bottom, &sim->main_stack_size);
+    finish_in_process(sim, fake);
 #endif
 }
 
+/* From the blocking process p straight to q, as if p had switched out to the
+ * scheduler and the scheduler into q. */
+static void switch_direct(kb__sim *sim, kb__proc *p, kb__proc *q)
+{
+#if KB__ASAN
+    void *fake = NULL;
+    sim->from_main = false;
+    __sanitizer_start_switch_fiber(&fake, q->stack->lo, q->stack->size);
+#endif
+    kb__ctx_swap(&p->ctx, &q->ctx);
+#if KB__ASAN
+    finish_in_process(sim, fake);
+#endif
+}
+
+static void proc_resume(kb__sim *sim, void *arg, uint64_t data);
+
+/* The blocking process p gives the CPU away. When the loop's next event is
+ * the wake-up of a process q (p itself included), p runs that event here:
+ * the same pop the loop would do, then a single switch p -> q instead of
+ * p -> scheduler -> q. Everything else (a callback, a time limit, a stop, an
+ * empty queue) goes through the scheduler. */
 void kb__proc_yield(kb__sim *sim, kb__proc *p)
 {
-    switch_out(sim, p, false);
+    kb__timer *n = kb__sim_pop_wake(sim, proc_resume);
+    if (!n) {
+        switch_out(sim, p, false);
+        return;
+    }
+    kb__proc *q = n->arg;
+    q->wake_pending = false;
+    q->sleeping = false;
+    q->state = KB__P_RUNNING;
+    sim->current = q;
+    sim->hot.switches += 2; /* counted as the scheduler round trip it replaces */
+    if (q != p) switch_direct(sim, p, q);
 }
 
 /* ---- errors -------------------------------------------------------------- */
@@ -91,7 +151,7 @@ static void proc_entry(void *arg)
     kb__proc *p = arg;
     kb__sim *sim = p->sim;
 #if KB__ASAN
-    __sanitizer_finish_switch_fiber(NULL, &sim->main_stack_bottom, &sim->main_stack_size);
+    finish_in_process(sim, NULL);
 #endif
     int rc = p->fn(sim, p->arg);
     if (rc > 0) {
@@ -116,7 +176,10 @@ static void proc_unlink_free(kb__sim *sim, kb__proc *p)
         sim->live_tail = p->prev;
     kb__event_fini(&p->done);
     free(p->err);
-    free(p);
+    if (p->in_stack)
+        kb__stack_put(&sim->stacks, p->stack); /* p lives in it: last use of p */
+    else
+        free(p);
 }
 
 /* Records a detached process's failure; the running loop stops with it. */
@@ -141,8 +204,10 @@ static void proc_finish(kb__sim *sim, kb__proc *p)
     } else if (p->status < 0 && (!p->err || p->err->code != p->status)) {
         proc_error(p, p->status, "process '%s' failed: %s", p->name, kb_strerror(p->status));
     }
-    kb__stack_put(&sim->stacks, p->stack);
-    p->stack = NULL;
+    if (!p->in_stack) { /* an in-stack struct gives its stack back when freed */
+        kb__stack_put(&sim->stacks, p->stack);
+        p->stack = NULL;
+    }
     sim->nlive--;
     if (p->detached) {
         if (p->status < 0) record_detached_failure(sim, p);
@@ -160,8 +225,11 @@ static void proc_resume(kb__sim *sim, void *arg, uint64_t data)
     p->state = KB__P_RUNNING;
     sim->current = p;
     switch_into(sim, p);
+    /* The process switching back may not be p: processes hand over directly
+     * (kb__proc_yield). */
+    kb__proc *last = sim->current;
     sim->current = NULL;
-    if (p->state == KB__P_DONE) proc_finish(sim, p);
+    if (last->state == KB__P_DONE) proc_finish(sim, last);
 }
 
 static void main_resume(kb__sim *sim, void *arg, uint64_t data)
@@ -185,41 +253,68 @@ kb__proc *kb__proc_new_main(kb__sim *sim)
     return p;
 }
 
-kb__proc *kb__proc_spawn(kb__sim *sim, const char *name, kb__proc_fn fn, void *arg,
-                         size_t stack_bytes)
+/* Maps p's stack and places p: inside the top page of its stack when the
+ * struct (with its name) fits in half a page, so that resuming a process
+ * touches one page instead of two; in its own allocation otherwise. Stack
+ * tops (and in-stack structs) are staggered by multiples of 128 bytes within
+ * that extra page: at one page offset they would all compete for the same few
+ * cache sets. Returns p zeroed with stack, in_stack, index and *top_size set
+ * (bytes of stack below the struct or the staggered top), or NULL with
+ * sim->err filled. */
+static kb__proc *proc_alloc(kb__sim *sim, const char *name, size_t len, size_t want,
+                            size_t *top_size)
 {
-    if (!name) name = "(unnamed)";
-    size_t len = strlen(name);
-    kb__proc *p = calloc(1, sizeof *p + len + 1);
-    if (!p) {
+    size_t page = sim->stacks.page;
+    size_t bytes = (sizeof(kb__proc) + len + 1 + 63) & ~(size_t)63;
+    bool inside = bytes <= page / 2;
+    kb__proc *p = NULL;
+    if (!inside && !(p = calloc(1, sizeof *p + len + 1))) {
         kb__err_set(&sim->err, KB_ENOMEM, "spawn of process '%s': out of memory", name);
         return NULL;
     }
-    size_t page = sim->stacks.page;
-    size_t want = stack_bytes ? stack_bytes : KB__PROC_STACK_DEFAULT;
-    want = (want + page - 1) / page * page;
-    /* One page more than asked, used to stagger stack tops (below). */
-    p->stack = kb__stack_get(&sim->stacks, want + page);
-    if (!p->stack) {
+    /* One page more than asked: room for the struct and the staggering. */
+    kb__stack *st = kb__stack_get(&sim->stacks, want + page);
+    if (!st) {
         kb__err_set(&sim->err, KB_ENOMEM, "spawn of process '%s': cannot map a %zu-byte stack",
                     name, want);
         free(p);
         return NULL;
     }
+    uint64_t index = sim->nspawned;
+    size_t room = inside ? page - bytes : page;
+    size_t colour = (index % (room / 128)) * 128;
+    *top_size = st->size - colour - (inside ? bytes : 0);
+    if (inside) {
+        p = (kb__proc *)((char *)st->lo + *top_size);
+        memset(p, 0, bytes);
+    }
+    p->stack = st;
+    p->in_stack = inside;
+    p->index = index;
+    sim->nspawned++;
+    return p;
+}
+
+kb__proc *kb__proc_spawn(kb__sim *sim, const char *name, kb__proc_fn fn, void *arg,
+                         size_t stack_bytes)
+{
+    if (!name) name = "(unnamed)";
+    size_t len = strlen(name);
+    size_t page = sim->stacks.page;
+    size_t want = stack_bytes ? stack_bytes : KB__PROC_STACK_DEFAULT;
+    want = (want + page - 1) / page * page;
+    size_t top_size;
+    kb__proc *p = proc_alloc(sim, name, len, want, &top_size);
+    if (!p) return NULL;
     memcpy(p->name, name, len + 1);
     p->sim = sim;
     p->fn = fn;
     p->arg = arg;
-    p->index = sim->nspawned++;
     kb__rng_seed(&p->rng, sim->seed, p->index);
     kb__event_init(&p->done, p->name);
     kb__timer_init(&p->wake, proc_resume, p, 0);
     p->stack_size = want;
-    /* Cache colouring: stack tops at the same page offset would all compete
-     * for the same few cache sets; shift each by a multiple of 128 bytes
-     * within the extra page. */
-    size_t colour = (p->index % (page / 128)) * 128;
-    kb__ctx_make(&p->ctx, p->stack->lo, p->stack->size - colour, proc_entry, p);
+    kb__ctx_make(&p->ctx, p->stack->lo, top_size, proc_entry, p);
     p->state = KB__P_NEW;
     p->prev = sim->live_tail;
     if (sim->live_tail)

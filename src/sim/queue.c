@@ -59,23 +59,36 @@ static inline int before(const kb__heap_key *a, const kb__heap_key *b)
     return ka < kb;
 }
 
-static inline void place(kb__sim *sim, uint32_t i, kb__heap_key k, kb__timer *node)
+/* Sifts work on local copies of the array pointers and take the moving key
+ * as two scalars: building a 16-byte key on the stack and reloading it as
+ * one vector stalls store forwarding on every sift. */
+static inline void place(kb__heap_key *key, kb__timer **nodes, uint32_t i, kb__time t, uint64_t seq,
+                         kb__timer *node)
 {
-    sim->heap_key[i] = k;
-    sim->heap_node[i] = node;
-    if (k.seq & 1) node->idx = i;
+    key[i].t = t;
+    key[i].seq = seq;
+    nodes[i] = node;
+    if (seq & 1) node->idx = i;
+}
+
+static inline void move_slot(kb__heap_key *key, kb__timer **nodes, uint32_t to, uint32_t from)
+{
+    key[to] = key[from];
+    nodes[to] = nodes[from];
+    if (key[from].seq & 1) nodes[from]->idx = to;
 }
 
 static void sift_up(kb__sim *sim, uint32_t i, kb__heap_key k, kb__timer *node)
 {
-    const kb__heap_key *key = sim->heap_key;
+    kb__heap_key *key = sim->heap_key;
+    kb__timer **nodes = sim->heap_node;
     while (i > 0) {
         uint32_t parent = (i - 1) >> 2;
         if (!before(&k, &key[parent])) break;
-        place(sim, i, key[parent], sim->heap_node[parent]);
+        move_slot(key, nodes, i, parent);
         i = parent;
     }
-    place(sim, i, k, node);
+    place(key, nodes, i, k.t, k.seq, node);
 }
 
 /* The smallest of the children of slot i, or n if it has none. */
@@ -94,14 +107,17 @@ static inline uint32_t min_child(const kb__heap_key *key, uint32_t n, uint32_t i
     return best;
 }
 
-/* Fills the hole at slot i (of n) with (k, node), moving smaller children
- * up. (Floyd's leaf-first variant measured slower here.) */
-static void sift_down(kb__sim *sim, uint32_t n, uint32_t i, kb__heap_key k, kb__timer *node)
+/* Fills the hole at slot i (of n) with (t, seq, node), moving smaller
+ * children up. (Floyd's leaf-first variant measured slower here.) */
+static void sift_down(kb__sim *sim, uint32_t n, uint32_t i, kb__time t, uint64_t seq,
+                      kb__timer *node)
 {
-    const kb__heap_key *key = sim->heap_key;
+    kb__heap_key *key = sim->heap_key;
+    kb__timer **nodes = sim->heap_node;
+    const kb__heap_key k = {t, seq};
     for (uint32_t c; (c = min_child(key, n, i)) < n && before(&key[c], &k); i = c)
-        place(sim, i, key[c], sim->heap_node[c]);
-    place(sim, i, k, node);
+        move_slot(key, nodes, i, c);
+    place(key, nodes, i, t, seq, node);
 }
 
 static int heap_grow(kb__sim *sim)
@@ -134,14 +150,31 @@ static int heap_grow(kb__sim *sim)
     return 0;
 }
 
+/* Sifts the pending entry (if any) into the heap. Never fails: heap_push
+ * reserved its slot. */
+static inline void flush_pending(kb__sim *sim)
+{
+    if (!sim->has_pend) return;
+    sim->has_pend = false;
+    sift_up(sim, sim->heap_len++, sim->pend_key, sim->pend_node);
+}
+
 /* Queues node at `at`; returns the entry's sequence number (0 if the heap
- * could not grow and the node was dropped). */
+ * could not grow and the node was dropped). An untracked entry is kept
+ * pending (see pop_min) until the next queue operation. */
 static inline uint64_t heap_push(kb__sim *sim, kb__time at, kb__timer *node, uint64_t tracked)
 {
+    flush_pending(sim);
     if (sim->heap_len == sim->heap_cap && heap_grow(sim)) return 0;
     kb__heap_key k = {at, sim->seq | tracked};
     sim->seq += 2;
-    sift_up(sim, sim->heap_len++, k, node);
+    if (tracked) {
+        sift_up(sim, sim->heap_len++, k, node);
+    } else {
+        sim->pend_key = k;
+        sim->pend_node = node;
+        sim->has_pend = true;
+    }
     return k.seq;
 }
 
@@ -153,7 +186,36 @@ static void heap_remove(kb__sim *sim, uint32_t i)
     if (before(&last, &sim->heap_key[i]))
         sift_up(sim, i, last, sim->heap_node[n]);
     else
-        sift_down(sim, n, i, last, sim->heap_node[n]);
+        sift_down(sim, n, i, last.t, last.seq, sim->heap_node[n]);
+}
+
+/* Pops the smallest entry if its time is <= limit and (when only is not
+ * NULL) it is an untracked entry with callback only; NULL otherwise. A
+ * pending entry smaller than the root is taken without touching the heap;
+ * otherwise it replaces the root and sifts down once. */
+static inline kb__timer *pop_min(kb__sim *sim, kb__time limit, kb__event_fn only, kb__heap_key *out)
+{
+    uint32_t n = sim->heap_len;
+    if (sim->has_pend && (n == 0 || before(&sim->pend_key, &sim->heap_key[0]))) {
+        kb__timer *node = sim->pend_node;
+        if (sim->pend_key.t > limit || (only && node->fn != only)) return NULL;
+        sim->has_pend = false;
+        *out = sim->pend_key;
+        return node;
+    }
+    if (n == 0) return NULL;
+    kb__heap_key top = sim->heap_key[0];
+    kb__timer *node = sim->heap_node[0];
+    if (top.t > limit || (only && ((top.seq & 1) || node->fn != only))) return NULL;
+    if (sim->has_pend) {
+        sim->has_pend = false;
+        sift_down(sim, n, 0, sim->pend_key.t, sim->pend_key.seq, sim->pend_node);
+    } else {
+        sim->heap_len = --n;
+        if (n) sift_down(sim, n, 0, sim->heap_key[n].t, sim->heap_key[n].seq, sim->heap_node[n]);
+    }
+    *out = top;
+    return node;
 }
 
 static inline kb__time time_after(const kb__sim *sim, kb__time delay)
@@ -217,6 +279,7 @@ void kb__timer_init(kb__timer *t, kb__event_fn fn, void *arg, uint64_t data)
 
 void kb__timer_start(kb__sim *sim, kb__timer *t, kb__time delay)
 {
+    flush_pending(sim);
     if (t->idx != KB__TIMER_IDLE) heap_remove(sim, t->idx);
     t->idx = KB__TIMER_IDLE;
     t->at = time_after(sim, delay);
@@ -226,6 +289,7 @@ void kb__timer_start(kb__sim *sim, kb__timer *t, kb__time delay)
 int kb__timer_stop(kb__sim *sim, kb__timer *t)
 {
     if (t->idx == KB__TIMER_IDLE) return 0;
+    flush_pending(sim);
     heap_remove(sim, t->idx);
     t->idx = KB__TIMER_IDLE;
     return 1;
@@ -243,6 +307,7 @@ uint64_t kb__sim_schedule(kb__sim *sim, kb__time delay, kb__timer *node)
 
 int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq)
 {
+    flush_pending(sim);
     for (uint32_t i = 0; i < sim->heap_len; i++)
         if (sim->heap_node[i] == node && sim->heap_key[i].seq == seq) {
             heap_remove(sim, i);
@@ -253,17 +318,42 @@ int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq)
 
 /* ---- the loop ------------------------------------------------------------ */
 
+/* True when the running loop would pop its next event now (its queue
+ * emptiness and time limit aside). */
+static inline bool loop_goes_on(const kb__sim *sim)
+{
+    if (sim->loop_until && *sim->loop_until) return false;
+    return !(sim->loop_honor_stop && (sim->stop || sim->fail_pending));
+}
+
+kb__timer *kb__sim_pop_wake(kb__sim *sim, kb__event_fn fn)
+{
+    if (!sim->loop_active || !loop_goes_on(sim)) return NULL;
+    kb__heap_key top;
+    kb__timer *node = pop_min(sim, sim->loop_limit, fn, &top);
+    if (node) {
+        sim->hot.now = top.t;
+        sim->hot.events++;
+    }
+    return node;
+}
+
 int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_stop)
 {
+    sim->loop_until = until;
+    sim->loop_limit = limit;
+    sim->loop_honor_stop = honor_stop;
+    sim->loop_active = true;
+    int emptied = 0;
     for (;;) {
-        if (until && *until) return 0;
-        if (honor_stop && (sim->stop || sim->fail_pending)) return 0;
-        if (sim->heap_len == 0) return 1;
-        kb__heap_key top = sim->heap_key[0];
-        if (top.t > limit) return 0;
-        kb__timer *node = sim->heap_node[0];
-        uint32_t n = --sim->heap_len;
-        if (n) sift_down(sim, n, 0, sim->heap_key[n], sim->heap_node[n]);
+        if (!loop_goes_on(sim)) break;
+        if (sim->heap_len == 0 && !sim->has_pend) {
+            emptied = 1;
+            break;
+        }
+        kb__heap_key top;
+        kb__timer *node = pop_min(sim, limit, NULL, &top);
+        if (!node) break;
         sim->hot.now = top.t;
         kb__event_fn fn = node->fn;
         void *arg = node->arg;
@@ -277,6 +367,9 @@ int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_sto
         sim->hot.events++;
         fn(sim, arg, data);
     }
+    sim->loop_active = false;
+    sim->loop_until = NULL;
+    return emptied;
 }
 
 void kb__sim_fail(kb__sim *sim, int code, const char *what)

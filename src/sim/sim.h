@@ -66,7 +66,8 @@ void kb__rng_seed(kb__rng *rng, uint64_t seed, uint64_t stream);
 uint64_t kb__rng_u64(kb__rng *rng);
 /* Uniform in [0, 1) with 53 random bits. */
 double kb__rng_uniform(kb__rng *rng);
-/* Exponential with the given mean (mean * -log(1 - u)); finite, >= 0. */
+/* Exponential with the given mean (ziggurat method, exact distribution);
+ * finite, >= 0. */
 double kb__rng_exp(kb__rng *rng, double mean);
 /* Uniform integer in [0, n) without modulo bias; 0 when n == 0. */
 uint64_t kb__rng_below(kb__rng *rng, uint64_t n);
