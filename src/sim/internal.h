@@ -170,7 +170,7 @@ typedef struct kb__node_chunk {
 
 struct kb__sim {
     kb__sim_hot hot;        /* first: the inline accessors read it */
-    kb__heap_key *heap_key; /* 4-ary min-heap on (t, seq), see queue.c */
+    kb__heap_key *heap_key; /* 8-ary min-heap on (t, seq), see queue.c */
     kb__timer **heap_node;  /* node of each heap slot */
     void *heap_mem;         /* allocation holding heap_key */
     uint32_t heap_len, heap_cap;
