@@ -3,7 +3,9 @@
  * processes, waiters, machine contexts and the stack pool.
  *
  * Invariants:
- * - The event loop runs only on the main stack; sim->current is the process
+ * - The event loop runs only on the main stack (a blocking process only pops
+ *   the next event itself when it is another process's wake-up, and then
+ *   switches to that process: kb__proc_yield); sim->current is the process
  *   whose stack is running (NULL on the main stack).
  * - A process is in exactly one of: NEW (start scheduled), READY (wake timer
  *   pending), RUNNING, BLOCKED (waiting; maybe with a wake already
