@@ -2,8 +2,8 @@
  * perf/hold.c — the classic HOLD model: `size` processes, each sleeping an
  * exponentially distributed time (mean 1 ns) in a loop, `work` wake-ups in
  * all. Measures events per second through the coroutine path: every event
- * is a heap pop, a switch into a process, a draw, a heap push and a switch
- * back.
+ * is an exponential draw, a heap push fused with the pop of the next wake-up,
+ * and a switch from the sleeping process straight into the woken one.
  */
 #include <stdio.h>
 

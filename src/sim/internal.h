@@ -3,7 +3,9 @@
  * processes, waiters, machine contexts and the stack pool.
  *
  * Invariants:
- * - The event loop runs only on the main stack; sim->current is the process
+ * - The event loop runs only on the main stack (a blocking process only pops
+ *   the next event itself when it is another process's wake-up, and then
+ *   switches to that process: kb__proc_yield); sim->current is the process
  *   whose stack is running (NULL on the main stack).
  * - A process is in exactly one of: NEW (start scheduled), READY (wake timer
  *   pending), RUNNING, BLOCKED (waiting; maybe with a wake already
@@ -170,7 +172,7 @@ typedef struct kb__node_chunk {
 
 struct kb__sim {
     kb__sim_hot hot;        /* first: the inline accessors read it */
-    kb__heap_key *heap_key; /* 4-ary min-heap on (t, seq), see queue.c */
+    kb__heap_key *heap_key; /* 8-ary min-heap on (t, seq), see queue.c */
     kb__timer **heap_node;  /* node of each heap slot */
     void *heap_mem;         /* allocation holding heap_key */
     uint32_t heap_len, heap_cap;

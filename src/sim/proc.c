@@ -4,8 +4,11 @@
  * Life of a process: spawn schedules its wake timer at the current time
  * (spawn order); each time the timer fires, proc_resume switches from the
  * scheduler (main stack) to the process, which runs until it blocks, returns
- * or raises, and switches back. A finished process gives its stack back to
- * the pool at once; its struct lives until join or detach.
+ * or raises, and switches back. The struct normally lives in the top page of
+ * the process's own stack (proc_alloc), so the stack returns to the pool when
+ * the struct is freed (join, detach, or at once when a detached process
+ * ends); a struct too big for that is allocated apart and its stack returns
+ * as soon as the process ends.
  *
  * Direct hand-over: a process that blocks while the loop's next event is
  * another process's wake-up pops that event itself and switches straight to

@@ -23,7 +23,7 @@
  * must outlive them (use string literals or names stored in the component).
  * Process names are copied.
  *
- * Cost: post/pop O(log n) in a 4-ary heap, no allocation in steady state;
+ * Cost: post/pop O(log n) in an 8-ary heap, no allocation in steady state;
  * a process switch is a few dozen instructions (hand-written for x86-64 and
  * aarch64). Measured figures are in docs/sim.md.
  */
