@@ -14,27 +14,9 @@
 
 #include "ccl/plan.h"
 
+#include "fuzz_sets.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define FUZZ_MAX_SETS 8
-
-static size_t collect_sets(const char *text, size_t size, char **sets)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < size && n < FUZZ_MAX_SETS; i++) {
-        if ((i == 0 || text[i - 1] == '\n') && size - i > 5 && !memcmp(text + i, "#set ", 5)) {
-            size_t end = i + 5;
-            while (end < size && text[end] != '\n' && text[end] != '\0')
-                end++;
-            char *s = malloc(end - i - 4);
-            if (!s) break;
-            memcpy(s, text + i + 5, end - i - 5);
-            s[end - i - 5] = '\0';
-            sets[n++] = s;
-        }
-    }
-    return n;
-}
 
 static void exercise(const kb__ccl_config *c, const kb__topo_params *p)
 {
@@ -55,7 +37,7 @@ static void exercise(const kb__ccl_config *c, const kb__topo_params *p)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *sets[FUZZ_MAX_SETS];
-    size_t n_sets = collect_sets((const char *)data, size, sets);
+    size_t n_sets = fuzz_sets_collect((const char *)data, size, sets);
     kb__ccl_config *c;
     kb__err err;
     kb__err_clear(&err);
@@ -66,7 +48,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         exercise(c, &p);
         kb__ccl_config_destroy(c);
     }
-    for (size_t i = 0; i < n_sets; i++)
-        free(sets[i]);
+    fuzz_sets_free(sets, n_sets);
     return 0;
 }

@@ -14,33 +14,14 @@
 
 #include "topo/topo.h"
 
+#include "fuzz_sets.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define FUZZ_MAX_SETS 8
-
-/* Collects "#set ..." lines as NUL-terminated copies in sets[]. */
-static size_t collect_sets(const char *text, size_t size, char **sets)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < size && n < FUZZ_MAX_SETS; i++) {
-        if ((i == 0 || text[i - 1] == '\n') && size - i > 5 && !memcmp(text + i, "#set ", 5)) {
-            size_t end = i + 5;
-            while (end < size && text[end] != '\n' && text[end] != '\0')
-                end++;
-            char *s = malloc(end - i - 4);
-            if (!s) break;
-            memcpy(s, text + i + 5, end - i - 5);
-            s[end - i - 5] = '\0';
-            sets[n++] = s;
-        }
-    }
-    return n;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *sets[FUZZ_MAX_SETS];
-    size_t n_sets = collect_sets((const char *)data, size, sets);
+    size_t n_sets = fuzz_sets_collect((const char *)data, size, sets);
     kb__topo_params p;
     kb__err err;
     kb__err_clear(&err);
@@ -50,7 +31,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         kb__topo *t;
         if (!kb__topo_build(&t, &p, &err)) kb__topo_destroy(t);
     }
-    for (size_t i = 0; i < n_sets; i++)
-        free(sets[i]);
+    fuzz_sets_free(sets, n_sets);
     return 0;
 }

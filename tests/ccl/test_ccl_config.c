@@ -10,24 +10,10 @@
 #include <string.h>
 
 #include "ccl/ccl_config.h"
+#include "support/files.h"
 
 extern const char kb__embedded_ccl[];
 extern const unsigned long kb__embedded_ccl_len;
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    buf[n] = '\0';
-    *len = (size_t)n;
-    return buf;
-}
 
 static kb__ccl_config *load_ok(const char *text, const char *const *sets, size_t n_sets)
 {
@@ -64,7 +50,7 @@ static int settings_equal(const kb__ccl_settings *a, const kb__ccl_settings *b)
 Test(ccl_config, embedded_copy_equals_the_shipped_file)
 {
     size_t len;
-    char *file = slurp(KB_SOURCE_DIR "/configs/ccl.yaml", &len);
+    char *file = kb_test_slurp(KB_SOURCE_DIR "/configs/ccl.yaml", &len);
     cr_assert_eq(kb__embedded_ccl_len, len);
     cr_assert_eq(memcmp(kb__embedded_ccl, file, len), 0);
     free(file);

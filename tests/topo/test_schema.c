@@ -10,24 +10,10 @@
 
 #include "topo/kinds.h"
 #include "topo/params.h"
+#include "support/files.h"
 
 extern const char kb__embedded_topology[];
 extern const unsigned long kb__embedded_topology_len;
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    buf[n] = '\0';
-    *len = (size_t)n;
-    return buf;
-}
 
 static size_t field_size(const kb__param *e)
 {
@@ -80,7 +66,7 @@ Test(schema, default_file_spells_out_every_parameter)
 Test(schema, embedded_copy_equals_the_file_bytes)
 {
     size_t len;
-    char *file = slurp(KB_SOURCE_DIR "/configs/topology.yaml", &len);
+    char *file = kb_test_slurp(KB_SOURCE_DIR "/configs/topology.yaml", &len);
     cr_assert_eq(kb__embedded_topology_len, len);
     cr_assert_eq(memcmp(kb__embedded_topology, file, len), 0);
     free(file);
@@ -89,7 +75,7 @@ Test(schema, embedded_copy_equals_the_file_bytes)
 Test(schema, docs_describe_every_parameter_and_kind)
 {
     size_t len;
-    char *doc = slurp(KB_SOURCE_DIR "/docs/topology.md", &len);
+    char *doc = kb_test_slurp(KB_SOURCE_DIR "/docs/topology.md", &len);
     char want[160];
     for (size_t i = 0; i < kb__topo_schema_count(); i++) {
         snprintf(want, sizeof want, "| `%s` |", kb__topo_schema_get(i)->path);
