@@ -164,6 +164,22 @@ static int prepare_groups(kb__xfer *x, kb__err *err)
     return rc;
 }
 
+/* Finishes issuing x whose segments or targets were prepared with status rc:
+ * groups them per SIP and cube, wires the messages and starts them. On
+ * failure x is freed and *out stays NULL. */
+static int group_and_start(kb__device *d, kb__xfer *x, int rc, kb__xfer **out, kb__err *err)
+{
+    if (!rc) rc = prepare_groups(x, err);
+    if (rc) {
+        kb__xfer_free(x);
+        return rc;
+    }
+    kb__xfer_wire(x);
+    kb__xfer_start(d->sim, x);
+    *out = x;
+    return 0;
+}
+
 static int issue(kb__device *d, xfer_kind kind, const kb__seg *segs, uint32_t n,
                  const void *pattern, uint32_t plen, kb__xfer **out, kb__err *err)
 {
@@ -183,15 +199,7 @@ static int issue(kb__device *d, xfer_kind kind, const kb__seg *segs, uint32_t n,
     int rc = 0;
     for (uint32_t i = 0; !rc && i < n; i++)
         rc = prepare_seg(x, i, err);
-    if (!rc) rc = prepare_groups(x, err);
-    if (rc) {
-        kb__xfer_free(x);
-        return rc;
-    }
-    kb__xfer_wire(x);
-    kb__xfer_start(d->sim, x);
-    *out = x;
-    return 0;
+    return group_and_start(d, x, rc, out, err);
 }
 
 int kb__device_write(kb__device *d, const kb__seg *segs, uint32_t n, kb__xfer **out, kb__err *err)
@@ -210,8 +218,6 @@ int kb__device_read(kb__device *d, const kb__seg *segs, uint32_t n, kb__xfer **o
     return issue(d, XK_READ, segs, n, NULL, 0, out, err);
 }
 
-/* Checks the PE and both ranges; on success s->mc / s->mc2 are set and
- * s->seg describes the source. */
 /* Groups target i of a command (x->n_segs is 0: commands carry no data). */
 static int command_target(kb__xfer *x, const kb__cmd_target *t, kb__err *err)
 {
@@ -241,17 +247,11 @@ int kb__device_command(kb__device *d, const kb__cmd_target *t, uint32_t n, uint6
     int rc = 0;
     for (uint32_t i = 0; !rc && i < n; i++)
         rc = command_target(x, &t[i], err);
-    if (!rc) rc = prepare_groups(x, err);
-    if (rc) {
-        kb__xfer_free(x);
-        return rc;
-    }
-    kb__xfer_wire(x);
-    kb__xfer_start(d->sim, x);
-    *out = x;
-    return 0;
+    return group_and_start(d, x, rc, out, err);
 }
 
+/* Checks the PE and both ranges; on success s->mc / s->mc2 are set and
+ * s->seg describes the source. */
 static int dma_prepare(kb__xfer *x, uint32_t sip, uint32_t cube, uint32_t pe, uint64_t dst,
                        kb__err *err)
 {
