@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "kernbench/error.h"
+#include "kernbench/tl.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,6 +38,7 @@ typedef struct kb_open_options {
     const char *topology_path;    /* YAML machine description; NULL = built in */
     const char *const *overrides; /* "key=value" (like --set), applied in order */
     size_t n_overrides;           /* number of entries in overrides */
+    int no_data;                  /* 1: timing only (--no-data), no bytes move */
 } kb_open_options;
 
 /* Opens a machine. opts may be NULL (built-in default). On failure *out is
@@ -182,6 +184,66 @@ KB_API size_t kb_dtype_size(kb_dtype dtype);
 /* "f16", "bf16", "f32", "i32", "i8", "bool"; "?" for others. */
 KB_API const char *kb_dtype_name(kb_dtype dtype);
 
+/* ---- kernel launches ------------------------------------------------------- */
+
+/* A launch argument: a tensor (each program sees its PE's local shard), an
+ * integer or a float. */
+typedef enum kb_arg_kind { KB_ARG_TENSOR, KB_ARG_I64, KB_ARG_F64 } kb_arg_kind;
+typedef struct kb_arg {
+    kb_arg_kind kind;
+    kb_tensor tensor;
+    int64_t i64;
+    double f64;
+} kb_arg;
+static inline kb_arg kb_arg_tensor(kb_tensor t)
+{
+    kb_arg a = {KB_ARG_TENSOR, t, 0, 0};
+    return a;
+}
+static inline kb_arg kb_arg_i64(int64_t v)
+{
+    kb_arg a = {KB_ARG_I64, {0}, v, 0};
+    return a;
+}
+static inline kb_arg kb_arg_f64(double v)
+{
+    kb_arg a = {KB_ARG_F64, {0}, 0, v};
+    return a;
+}
+
+typedef struct kb_launch_opts {
+    uint32_t grid[3]; /* programs per axis; {0,0,0} = one program per PE that owns a shard of
+                         the first tensor argument */
+    int sip;          /* -1: every SIP holding shards of the tensor arguments; else only that SIP */
+} kb_launch_opts;
+
+typedef struct kb_launch_id {
+    uint64_t id;
+} kb_launch_id;
+
+/* Launches kernel fn (named kernel_name in messages) over the grid: one
+ * launch message per SIP (host -> PCIe -> io_cpu), one global start time
+ * for every target PE, fan-out per cube to m_cpu and to each pe_cpu;
+ * completions aggregate back the same way (docs/runtime.md, "Launch").
+ * Program i runs on the i-th PE owning a shard of the first tensor
+ * argument, round robin (i mod PEs); a tensor argument shows that PE's
+ * shard. Returns at once (simulated time does not advance); the launch runs
+ * when the simulation runs (kb_wait, kb_sync, or any blocking host call).
+ * opts NULL = defaults ({0,0,0}, sip -1). *out (may be NULL) identifies it.
+ * Errors (nothing launched): KB_EINVAL (arguments, grid), KB_ENOTFOUND (a
+ * freed tensor), KB_ERANGE (sip), KB_ENOMEM. */
+KB_API int kb_launch(kb_machine *m, const char *kernel_name, tl_kernel_fn fn,
+                     const kb_launch_opts *opts, const kb_arg *args, int n_args,
+                     kb_launch_id *out);
+/* Runs the simulation until launch id completed (its completion reached the
+ * host); returns its status: 0, or the first kernel error, whose message
+ * ("kernel gemm, program 5 on sip0/cube2/pe1: ...") kb_last_error gives.
+ * The launch is forgotten afterwards (a second wait: KB_ENOTFOUND). */
+KB_API int kb_wait(kb_machine *m, kb_launch_id id);
+/* Waits for every outstanding launch; returns the first error (in launch
+ * order), 0 if none failed. */
+KB_API int kb_sync(kb_machine *m);
+
 /* ---- statistics ------------------------------------------------------------ */
 
 /* Kinds of host/device messages whose bytes are counted. */
@@ -207,18 +269,46 @@ typedef enum kb_link_class {
     KB_LINK_CLASS_COUNT = 9
 } kb_link_class;
 
+/* PE units whose busy time is counted. */
+typedef enum kb_unit { KB_UNIT_DMA = 0, KB_UNIT_GEMM = 1, KB_UNIT_MATH = 2, KB_UNIT_COUNT = 3 } kb_unit;
+
 typedef struct kb_stats {
     uint64_t now_ps;                          /* simulated clock */
     uint64_t elapsed_ps;                      /* since the last reset */
     uint64_t messages[KB_MSG_KIND_COUNT];     /* messages sent, per kind */
     uint64_t bytes[KB_MSG_KIND_COUNT];        /* payload bytes, per kind */
     uint64_t link_bytes[KB_LINK_CLASS_COUNT]; /* bytes that crossed links */
+    /* Service time of each unit summed over ops and PEs (DMA: over its
+     * channels, so it may exceed elapsed time), and the largest per-PE sum. */
+    uint64_t unit_busy_ps[KB_UNIT_COUNT];
+    uint64_t unit_busy_max_ps[KB_UNIT_COUNT];
+    uint64_t pes_used;      /* PEs that ran at least one program */
+    uint64_t programs;      /* programs run */
+    uint64_t launches;      /* launches completed */
+    uint64_t gemm_flops;    /* 2·M·N·K per tl_dot */
+    uint64_t math_elements; /* elements processed by MATH ops (first pass of each op) */
 } kb_stats;
 
 /* Counters since the machine was opened or since the last kb_stats_reset. */
 KB_API int kb_stats_get(const kb_machine *m, kb_stats *out);
 /* Zeroes the counters; the clock keeps running (elapsed_ps restarts). */
 KB_API int kb_stats_reset(kb_machine *m);
+
+/* One link direction and its traffic since the last reset. */
+typedef struct kb_link_info {
+    char name[96]; /* "sip0.cube0.xbar -> sip0.cube0.hbm0" */
+    kb_link_class cls;
+    uint64_t bytes;   /* bytes of every packet served */
+    uint64_t busy_ps; /* summed service time */
+} kb_link_info;
+
+/* Fills out[0..n) with the busiest link directions (by busy time, then
+ * bytes, then link id) since the last reset; returns how many were filled
+ * (at most n; links with no traffic are left out), or a negative code. */
+KB_API int kb_busiest_links(kb_machine *m, kb_link_info *out, int n);
+
+/* "dma", "gemm", "math"; "?" for others. */
+KB_API const char *kb_unit_name(kb_unit u);
 
 /* Name of a message kind / link class ("write", "pcie", ...); "?" else. */
 KB_API const char *kb_msg_kind_name(kb_msg_kind k);

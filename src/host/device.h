@@ -38,6 +38,7 @@
 
 typedef struct kb__device kb__device;
 typedef struct kb__xfer kb__xfer;
+typedef void (*kb__xfer_fn)(kb__sim *sim, kb__xfer *x);
 
 /* Per-PE DMA engine: a FIFO server with `channels` channels. */
 typedef struct kb__pe_dma {
@@ -100,6 +101,26 @@ int kb__device_read(kb__device *d, const kb__seg *segs, uint32_t n, kb__xfer **o
 /* PeDma: the DMA engine of PE (sip, cube, pe) copies bytes from src to dst. */
 int kb__device_pe_dma(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, uint64_t src,
                       uint64_t dst, uint64_t bytes, kb__xfer **out, kb__err *err);
+
+/* PeXfer: the DMA engine of PE (sip, cube, pe) moves n runs between its
+ * TCM and device memory in one channel occupancy. write = 0 (tile load):
+ * each run's [pa, pa + bytes) is read (sampled when served) and lands in
+ * runs[i].host (the tile's bytes) when the data reaches the TCM; write = 1
+ * (tile store): runs[i].host is carried from the TCM and lands at pa when
+ * the memory writes it. Chain per docs/timing-model.md (PeDma) with the
+ * PE's TCM as the other end; every run's request leaves after one set-up
+ * of dma_setup_ns + extra_setup_ps (the caller's address translation), the
+ * channel is held until the last run is acknowledged. on_finish (may be
+ * NULL) runs at completion with x, and may free it; user is stored in x.
+ * Errors (bad PE, a run outside one memory, 0 bytes): KB_ERANGE/KB_EINVAL,
+ * nothing scheduled. */
+int kb__device_pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, int write,
+                       const kb__seg *runs, uint32_t n, kb__time extra_setup_ps,
+                       kb__xfer_fn on_finish, void *user, kb__xfer **out, kb__err *err);
+/* The user pointer given to kb__device_pe_xfer. */
+void *kb__xfer_user(const kb__xfer *x);
+/* Status of a finished handle (0 or negative, message copied into err). */
+int kb__xfer_status(const kb__xfer *x, kb__err *err);
 
 /* One target of a command: the m_cpu of (sip, cube), which works work_ps
  * (after its dispatch) before acknowledging. */

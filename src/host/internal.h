@@ -64,6 +64,10 @@ struct kb__xfer {
     /* DMA */
     kb__pe_dma *dma;
     kb__xfer *wait_next;
+    kb__time extra_setup_ps; /* PeXfer: address translation, added to the set-up */
+    uint32_t pending_segs;   /* PeXfer: segments not yet acknowledged (PeDma: 0) */
+    kb__xfer_fn on_finish;   /* optional, runs after completion (may free x) */
+    void *user;
 };
 
 /* Sets every message's and memory transfer's callbacks (xfer.c). */

@@ -16,6 +16,9 @@
  *          m_cpu -> io_cpu; io_cpu dispatch; ack io_cpu -> host.
  *   DMA:   wait for a DMA channel (FIFO); set-up; request pe_dma -> source;
  *          data source -> pe_dma -> destination; ack destination -> pe_dma.
+ *          A PeXfer (pe_xfer.c) does this for each of its segments at once
+ *          after one set-up (plus its translation time) and releases the
+ *          channel when the last segment is acknowledged.
  *
  * Every route is looked up when the operation is issued, so a bad machine
  * or address is reported by the issuing call and callbacks cannot fail on
@@ -41,6 +44,7 @@ static void finish(kb__sim *sim, kb__xfer *x)
     x->finished = 1;
     x->d->xfers_done++;
     kb__event_fire(sim, &x->done, x->status);
+    if (x->on_finish) x->on_finish(sim, x);
 }
 
 static void sipg_replied(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
@@ -177,7 +181,8 @@ static void host_go(kb__sim *sim, void *arg, uint64_t data)
 static void dma_go(kb__sim *sim, void *arg, uint64_t data)
 {
     kb__xfer *x = arg;
-    kb__fab_send(sim, &x->segs[0].req);
+    for (uint32_t i = 0; i < x->n_segs; i++)
+        kb__fab_send(sim, &x->segs[i].req);
 }
 
 static void dma_data_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
@@ -189,6 +194,7 @@ static void dma_data_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 static void dma_acked(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
     kb__seg_op *s = m->user;
+    if (s->x->pending_segs && --s->x->pending_segs) return;
     kb__pe_dma *e = s->x->dma;
     e->busy--;
     if (e->wait_head) {
@@ -196,7 +202,7 @@ static void dma_acked(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
         e->wait_head = next->wait_next;
         if (!e->wait_head) e->wait_tail = NULL;
         e->busy++;
-        kb__sim_post(sim, s->x->d->dma_setup_ps, dma_go, next, 0);
+        kb__sim_post(sim, next->d->dma_setup_ps + next->extra_setup_ps, dma_go, next, 0);
     }
     finish(sim, s->x);
 }
@@ -207,7 +213,7 @@ static void dma_acquire(kb__sim *sim, kb__xfer *x)
     kb__pe_dma *e = x->dma;
     if (e->busy < e->channels && !e->wait_head) {
         e->busy++;
-        kb__sim_post(sim, x->d->dma_setup_ps, dma_go, x, 0);
+        kb__sim_post(sim, x->d->dma_setup_ps + x->extra_setup_ps, dma_go, x, 0);
         return;
     }
     x->wait_next = NULL;

@@ -54,7 +54,12 @@ static const kb__tl_arg *arg_of(tl_ctx *k, int i, kb__tl_arg_kind kind, const ch
 
 tl_tensor *tl_arg_tensor(tl_ctx *k, int i)
 {
-    return (tl_tensor *)&arg_of(k, i, KB__TL_ARG_TENSOR, "tl_arg_tensor")->t;
+    const kb__tl_arg *a = arg_of(k, i, KB__TL_ARG_TENSOR, "tl_arg_tensor");
+    const kb__tl_launch_desc *d = k->launch;
+    if (d->pe_tensors && d->n_pes)
+        return (tl_tensor *)&d->pe_tensors[(size_t)(k->prog.index % d->n_pes) * (size_t)d->n_args +
+                                            (size_t)i];
+    return (tl_tensor *)&a->t;
 }
 
 int64_t tl_arg_i64(tl_ctx *k, int i)
@@ -274,6 +279,12 @@ static void tl_prog_fini(kb__pe_prog *g, void *arg)
     kb__tl_release_all((tl_ctx *)g);
 }
 
+static void tl_pe_done(void *arg, uint32_t pe_idx)
+{
+    const kb__tl_launch_desc *d = arg;
+    if (d->pe_done) d->pe_done(d->pe_done_arg, pe_idx);
+}
+
 int kb__tl_launch_start(kb__sim *sim, kb__pe *const *pes, uint32_t n_pes,
                         const kb__tl_launch_desc *d, kb__pe_launch **out, kb__err *err)
 {
@@ -289,6 +300,7 @@ int kb__tl_launch_start(kb__sim *sim, kb__pe *const *pes, uint32_t n_pes,
         .body = tl_body,
         .prog_init = tl_prog_init,
         .prog_fini = tl_prog_fini,
+        .pe_done = tl_pe_done,
         .arg = (void *)d,
     };
     return kb__pe_launch_start(sim, pes, n_pes, d->grid, &kern, out, err);

@@ -90,6 +90,14 @@ struct kb__tl_launch_desc {
     int n_args;
     kb__tl_arg args[KB__TL_MAX_ARGS];
     kb__tl_mem_port mem; /* reached by every PE's DMA unit */
+    /* Optional per-PE tensor arguments: program i (on pes[i % n_pes]) sees
+     * pe_tensors[(i % n_pes) * n_args + a] for tensor argument a (the local
+     * shard of that PE) instead of args[a].t. NULL: args[a].t for all. */
+    const tl_tensor *pe_tensors;
+    uint32_t n_pes;
+    /* Optional: called when pes[pe_idx] finished its programs. */
+    void (*pe_done)(void *arg, uint32_t pe_idx);
+    void *pe_done_arg;
 };
 
 /* Starts `d` on the PEs (program i on pes[i % n_pes]); see kb__pe_launch_start.

@@ -90,19 +90,55 @@ static int64_t reduce_len(const kb__tile_desc *x, int axis)
     return a >= 0 && a < x->ndim ? x->shape[a] : 1;
 }
 
-static kb__time service_of(tl_ctx *k, const kb__tl_op *op, const kb__tile_cost *c)
+/* The function an op's part charges: the op's own function where the
+ * topology names one (pe.math.cycles.<function>), else its class. */
+static kb__math_class part_class(kb__tile_op op, kb__tile_op_class cls)
+{
+    switch (op) {
+    case KB__OP_SUB:
+        return KB__MATH_SUB;
+    case KB__OP_MAXIMUM:
+        return KB__MATH_MAX;
+    case KB__OP_MINIMUM:
+        return KB__MATH_MIN;
+    case KB__OP_LOG:
+    case KB__OP_LOG2:
+        return KB__MATH_LOG;
+    case KB__OP_SQRT:
+        return KB__MATH_SQRT;
+    case KB__OP_RSQRT:
+        return KB__MATH_RSQRT;
+    case KB__OP_SOFTMAX:
+        if (cls == KB__CLS_ADD) return KB__MATH_SUB;
+        return math_class(cls);
+    default:
+        return math_class(cls);
+    }
+}
+
+static kb__time service_of(tl_ctx *k, kb__tl_op *op, const kb__tile_cost *c)
 {
     const kb__pe_params *p = &k->prog.pe->p;
-    if (c->unit == KB__UNIT_GEMM)
+    if (c->unit == KB__UNIT_GEMM) {
+        op->base.work = 2 * (uint64_t)c->m * (uint64_t)c->n * (uint64_t)c->k;
         return kb__pe_gemm_ps(p, (uint64_t)c->m, (uint64_t)c->n, (uint64_t)c->k);
+    }
     uint64_t cycles = 0;
     int64_t len = op->n_tiles ? reduce_len(&op->in_d[0], op->axis) : 1;
+    uint64_t n_out = (uint64_t)kb__tile_numel(&op->out_d);
+    /* elements of the first pass: the output's, a reduction's input */
+    op->base.work = op->kind == KB__OP_CLAMP || !c->n_parts ? n_out : (uint64_t)c->part[0].elements;
+    if (op->kind == KB__OP_SIGMOID)
+        return kb__pe_math_ps(p, kb__pe_math_cycles(p, KB__MATH_SIGMOID, n_out));
+    if (op->kind == KB__OP_CLAMP)
+        return kb__pe_math_ps(p, kb__pe_math_cycles(p, KB__MATH_MAX, n_out) +
+                                     kb__pe_math_cycles(p, KB__MATH_MIN, n_out));
     for (int i = 0; i < c->n_parts; i++) {
         uint64_t e = (uint64_t)c->part[i].elements;
         if (c->part[i].cls == KB__CLS_REDUCE)
             cycles += kb__pe_reduce_cycles(p, e, (uint64_t)len);
         else if (c->part[i].cls != KB__CLS_NONE)
-            cycles += kb__pe_math_cycles(p, math_class(c->part[i].cls), e);
+            cycles += kb__pe_math_cycles(p, part_class(op->kind, c->part[i].cls), e);
     }
     return kb__pe_math_ps(p, cycles);
 }

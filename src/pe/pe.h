@@ -83,6 +83,7 @@ struct kb__pe_op {
     kb__time issue_at;                /* scalar clock when issued */
     kb__time service;                 /* timed ops: time the unit is busy */
     kb__time t_start;                 /* when it started (statistics) */
+    uint64_t work; /* statistics: FLOPs (GEMM: 2·M·N·K) or elements (MATH) */
     /* Asynchronous ops (DMA) set start: it runs when the op starts and must
      * eventually call kb__pe_op_done. Timed ops leave it NULL. */
     void (*start)(kb__pe_op *op);
@@ -103,6 +104,7 @@ typedef struct kb__pe_unit {
     bool wake_posted;       /* a start retry is scheduled */
     kb__time busy_ps;       /* statistics: summed service time */
     uint64_t ops;           /* statistics: ops finished */
+    uint64_t work;          /* statistics: summed kb__pe_op.work of finished ops */
 } kb__pe_unit;
 
 struct kb__pe {
@@ -112,6 +114,8 @@ struct kb__pe {
     kb__tcm tcm; /* tile scratch space, reset per program */
     kb__pe_unit unit[KB__PE_UNIT_COUNT];
     void *dma_port; /* memory system the DMA unit reaches (kernel layer) */
+    uint64_t programs; /* statistics: programs started on this PE */
+    uint32_t index;    /* the owner's number for this PE (the machine's global index) */
 };
 
 struct kb__pe_prog {
@@ -187,6 +191,9 @@ typedef struct kb__pe_kernel {
     int (*prog_init)(kb__pe_prog *g, void *arg, kb__err *err);
     /* Releases it, after every op of the program finished (may be NULL). */
     void (*prog_fini)(kb__pe_prog *g, void *arg);
+    /* Called when PE pes[pe_idx] ran its last program of the launch (or
+     * stopped after an error), at that simulated time (may be NULL). */
+    void (*pe_done)(void *arg, uint32_t pe_idx);
     void *arg;
 } kb__pe_kernel;
 

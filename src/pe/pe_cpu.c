@@ -144,6 +144,7 @@ static void run_program(kb__pe_launch *l, kb__pe *pe, uint32_t i)
         return;
     }
     kb__tcm_reset(&pe->tcm);
+    pe->programs++;
     int rc = l->kern.prog_init ? l->kern.prog_init(g, l->kern.arg, &e) : 0;
     if (rc == 0) {
         char name[64];
@@ -175,6 +176,7 @@ static int dispatcher_main(kb__sim *sim, void *arg)
         if (l->stop) break;
         run_program(l, pe, i);
     }
+    if (l->kern.pe_done) l->kern.pe_done(l->kern.arg, c->pe_idx);
     if (--l->running == 0) {
         l->t_end = kb__sim_now(sim);
         kb__event_fire(sim, &l->done, l->status);

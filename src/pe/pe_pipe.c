@@ -170,6 +170,7 @@ void kb__pe_op_done(kb__pe_op *op, int status, const kb__err *err)
     }
     u->busy--;
     u->ops++;
+    u->work += op->work;
     u->busy_ps += kb__sim_now(pe->sim) - op->t_start;
     op_retire(op);
     pump_all(pe);

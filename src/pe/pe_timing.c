@@ -23,6 +23,10 @@ void kb__pe_params_default(kb__pe_params *p)
     p->math.cycles[KB__MATH_MUL] = 2;
     p->math.cycles[KB__MATH_DIV] = 4;
     p->math.cycles[KB__MATH_TRANS] = 8;
+    p->math.cycles[KB__MATH_LOG] = 8;
+    p->math.cycles[KB__MATH_SQRT] = 8;
+    p->math.cycles[KB__MATH_RSQRT] = 8;
+    p->math.cycles[KB__MATH_SIGMOID] = 13; /* exp + add + div */
     p->cpu.dispatch_ns = 100.0;
     p->cpu.scalar_op_ns = 1.0;
     p->tcm.size = 16u << 20;
@@ -92,4 +96,49 @@ uint64_t kb__pe_math_ps(const kb__pe_params *p, uint64_t cycles)
 uint64_t kb__pe_dma_ps(const kb__pe_params *p, uint64_t bytes)
 {
     return ceil_ps(p->dma.setup_ns * 1000.0 + (double)bytes * 1000.0 / p->dma.bw_gbs);
+}
+
+int kb__pe_params_from_topo(const kb__topo_params *t, kb__pe_params *p, kb__err *err)
+{
+    kb__pe_params_default(p);
+    p->gemm.rows = t->pe.gemm_rows;
+    p->gemm.cols = t->pe.gemm_cols;
+    p->gemm.clock_ghz = t->pe.gemm_clock_ghz;
+    p->math.lanes = t->pe.math_lanes;
+    p->math.clock_ghz = t->pe.math_clock_ghz;
+    const kb__math_cycles *c = &t->pe.math_cycles;
+    uint32_t *y = p->math.cycles;
+    y[KB__MATH_ADD] = c->add;
+    y[KB__MATH_SUB] = c->sub;
+    y[KB__MATH_MUL] = c->mul;
+    y[KB__MATH_MAX] = c->max;
+    y[KB__MATH_MIN] = c->min;
+    y[KB__MATH_CMP] = c->cmp;
+    y[KB__MATH_SELECT] = c->select;
+    y[KB__MATH_CAST] = c->cast;
+    y[KB__MATH_DIV] = c->div;
+    y[KB__MATH_TRANS] = c->exp;
+    y[KB__MATH_LOG] = c->log;
+    y[KB__MATH_SQRT] = c->sqrt;
+    y[KB__MATH_RSQRT] = c->rsqrt;
+    y[KB__MATH_SIGMOID] = c->sigmoid;
+    y[KB__MATH_REDUCE] = c->reduce;
+    y[KB__MATH_MOVE] = 1;
+    p->cpu.dispatch_ns = t->pe.cpu_dispatch_ns;
+    p->cpu.scalar_op_ns = t->pe.cpu_scalar_op_ns;
+    p->tcm.size = t->pe.tcm_size;
+    p->tcm.reserved = t->pe.tcm_reserved;
+    p->tcm.bw_gbs = t->pe.tcm_bw_gbs;
+    p->tcm.latency_ns = t->pe.tcm_latency_ns;
+    p->dma.channels = t->pe.dma_channels;
+    p->dma.bw_gbs = t->pe.dma_bw_gbs;
+    p->dma.setup_ns = t->pe.dma_setup_ns;
+    for (int i = 0; i < KB__MATH_CLASS_COUNT; i++)
+        if (!y[i])
+            return kb__err_set(err, KB_ECONFIG, "pe.math.cycles: a cycle count of 0 (class %d)", i);
+    if (p->tcm.reserved >= p->tcm.size)
+        return kb__err_set(err, KB_ECONFIG,
+                           "pe.tcm.reserved (%llu B) must be smaller than pe.tcm.size (%llu B)",
+                           (unsigned long long)p->tcm.reserved, (unsigned long long)p->tcm.size);
+    return 0;
 }

@@ -18,17 +18,30 @@
 
 #include <stdint.h>
 
+#include "base/error.h"
+#include "topo/params.h"
+
 /* Op classes of the MATH unit, one cycle cost each (pe.math.*_cycles). */
+/* Cycle costs of the MATH unit, one per function the topology names
+ * (pe.math.cycles.<name>); each tl_ op charges the function it performs
+ * (docs/pe-timing.md has the table). MOVE has no topology key (fixed 1). */
 typedef enum kb__math_class {
-    KB__MATH_ADD = 0, /* add, sub, maximum, minimum, neg, abs, bitwise, not */
+    KB__MATH_ADD = 0, /* add, neg, abs, bitwise, not */
     KB__MATH_MUL,     /* mul, fma */
-    KB__MATH_DIV,     /* div, floordiv, mod */
-    KB__MATH_TRANS,   /* exp, exp2, log, sqrt, rsqrt, sigmoid parts */
+    KB__MATH_DIV,     /* div, floordiv, mod; softmax's normalisation */
+    KB__MATH_TRANS,   /* exp, exp2, sin, cos (pe.math.cycles.exp) */
     KB__MATH_REDUCE,  /* one pass of a reduction, and each step of its tree */
     KB__MATH_CAST,
-    KB__MATH_SELECT, /* where, clamp */
+    KB__MATH_SELECT, /* where */
     KB__MATH_CMP,
     KB__MATH_MOVE, /* arange, full, broadcast, transpose */
+    KB__MATH_SUB,  /* sub; softmax's subtraction of the max */
+    KB__MATH_MAX,  /* maximum; clamp's lower bound */
+    KB__MATH_MIN,  /* minimum; clamp's upper bound */
+    KB__MATH_LOG,  /* log, log2 */
+    KB__MATH_SQRT,
+    KB__MATH_RSQRT,
+    KB__MATH_SIGMOID, /* one pass per element group */
     KB__MATH_CLASS_COUNT
 } kb__math_class;
 
@@ -60,6 +73,11 @@ typedef struct kb__pe_params {
 
 /* The built-in defaults (docs/pe-timing.md lists them). */
 void kb__pe_params_default(kb__pe_params *p);
+/* The PE parameters of a machine description: pe.gemm.*, pe.math.* (every
+ * pe.math.cycles.<function> key), pe.cpu.*, pe.tcm.*, pe.dma.*; queue depth
+ * from the defaults (no topology key). KB_ECONFIG naming the parameter for
+ * values the units cannot run with. */
+int kb__pe_params_from_topo(const kb__topo_params *t, kb__pe_params *p, kb__err *err);
 /* ceil(ns * 1000) ps, exact for values that are whole picoseconds. */
 uint64_t kb__pe_ps_from_ns(double ns);
 /* ceil(cycles * 1000 / ghz) ps. */

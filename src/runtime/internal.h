@@ -33,6 +33,7 @@
 #include "mem/store.h"
 #include "host/device.h"
 #include "pe/mmu.h"
+#include "pe/pe.h"
 #include "runtime/shard.h"
 #include "topo/params.h"
 
@@ -70,7 +71,24 @@ typedef struct kb__rt_stats {
     uint64_t reset_ps;
     uint64_t messages[KB_MSG_KIND_COUNT], bytes[KB_MSG_KIND_COUNT];
     uint64_t link_base[KB_LINK_CLASS_COUNT]; /* fabric bytes per class at reset */
+    uint64_t launches;                       /* completed since reset */
 } kb__rt_stats;
+
+/* Counters of one PE at the last kb_stats_reset (stats.c). */
+typedef struct kb__rt_pe_base {
+    kb__time busy[KB__PE_UNIT_COUNT];
+    uint64_t work[KB__PE_UNIT_COUNT];
+    uint64_t programs;
+} kb__rt_pe_base;
+
+/* Counters of one link direction at the last reset. */
+typedef struct kb__rt_link_base {
+    uint64_t bytes;
+    kb__time busy;
+} kb__rt_link_base;
+
+typedef struct kb__rt_launch kb__rt_launch;
+struct kb__tl_span;
 
 struct kb_machine {
     kb__topo_params params;
@@ -97,6 +115,14 @@ struct kb_machine {
     size_t stage_cap;
     kb__seg *segs; /* segment list for copies */
     size_t segs_cap;
+    /* PEs and launches (launch.c); PEs are created at the first launch */
+    kb__pe_params pe_params;  /* from the topology, checked at kb_open */
+    kb__pe **pe_units;        /* [n_pes], NULL until the first launch */
+    kb__rt_pe_base *pe_base;  /* [n_pes] statistics at the last reset */
+    kb__rt_link_base *link_base; /* [links] statistics at the last reset */
+    kb__rt_launch *launches;  /* outstanding or not yet waited, in launch order */
+    kb__rt_launch *pe_owner;  /* the launch whose programs run on the PEs, or NULL */
+    uint64_t next_launch_id;  /* starts at 1 */
 };
 
 /* ---- memory.c: device memory allocators ---------------------------------- */
@@ -192,6 +218,22 @@ static inline uint64_t kb__rt_region_va(const kb__rt_tensor *t, int region)
 int kb__rt_segs(kb_machine *m, size_t n, kb__err *err);
 /* Returns a staging buffer of at least n bytes owned by m (KB_ENOMEM). */
 int kb__rt_stage(kb_machine *m, size_t n, uint8_t **out, kb__err *err);
+
+/* ---- launch.c, dma_port.c, stats.c ----------------------------------------- */
+
+/* Creates every PE (once); KB_ENOMEM. */
+int kb__rt_pes_init(kb_machine *m, kb__err *err);
+/* Destroys outstanding launches and the PEs (kb_close; the device's
+ * simulator must already be gone or idle). */
+void kb__rt_launch_fini(kb_machine *m);
+/* The memory port PE DMA units reach: translation through the PE's MMU,
+ * data through the device (kb__device_pe_xfer). self is the machine. */
+void kb__rt_dma_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool write,
+                         const struct kb__tl_span *spans, uint32_t n, void *bytes);
+/* Statistics of PEs and links since the last reset (stats.c). */
+void kb__rt_stats_pe(const kb_machine *m, kb_stats *out);
+/* Takes the current PE and link counters as the new base. KB_ENOMEM. */
+int kb__rt_stats_pe_reset(kb_machine *m);
 
 /* Records a failure of a public call on m and returns its code. */
 int kb__rt_fail(kb_machine *m, const kb__err *e);

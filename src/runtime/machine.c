@@ -55,9 +55,11 @@ static int build(kb_machine *m, const kb_open_options *o, kb__err *err)
     if (rc) return rc;
     m->mmu.namer = kb__rt_name_va;
     m->mmu.namer_ctx = m;
+    if ((rc = kb__pe_params_from_topo(&m->params, &m->pe_params, err))) return rc;
     kb__topo *topo = NULL;
     if ((rc = kb__topo_build(&topo, &m->params, err))) return rc;
-    rc = kb__device_create(&m->dev, topo, (uint32_t)m->params.fabric.header_bytes, 0, err);
+    rc = kb__device_create(&m->dev, topo, (uint32_t)m->params.fabric.header_bytes,
+                           o ? o->no_data : 0, err);
     if (rc) return rc;
     m->device_sip = -1;
     m->next_serial = 1;
@@ -100,7 +102,8 @@ void kb_close(kb_machine *m)
     free(m->stage);
     free(m->segs);
     kb__mmu_fini(&m->mmu);
-    kb__device_destroy(m->dev);
+    kb__device_destroy(m->dev); /* first: no program coroutine outlives it */
+    kb__rt_launch_fini(m);
     kb__rt_memory_fini(m);
     free(m);
 }
@@ -163,6 +166,8 @@ int kb_stats_get(const kb_machine *m, kb_stats *out)
     link_bytes(m, out->link_bytes);
     for (int i = 0; i < KB_LINK_CLASS_COUNT; i++)
         out->link_bytes[i] -= m->stats.link_base[i];
+    out->launches = m->stats.launches;
+    kb__rt_stats_pe(m, out);
     return 0;
 }
 
@@ -172,6 +177,12 @@ int kb_stats_reset(kb_machine *m)
     memset(&m->stats, 0, sizeof m->stats);
     m->stats.reset_ps = kb_now_ps(m);
     link_bytes(m, m->stats.link_base);
+    kb__err e;
+    int rc = kb__rt_stats_pe_reset(m);
+    if (rc) {
+        kb__err_set(&e, rc, "kb_stats_reset: out of host memory for the link counters");
+        return kb__rt_fail(m, &e);
+    }
     return 0;
 }
 

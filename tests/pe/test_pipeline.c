@@ -131,13 +131,14 @@ Test(pe_pipeline, math_time_is_lane_groups_times_class_cycles)
     p.math.cycles[KB__MATH_DIV] = 5;
     p.math.cycles[KB__MATH_TRANS] = 9;
     p.math.cycles[KB__MATH_REDUCE] = 3;
-    p.math.clock_ghz = 2.0; /* 500 ps per cycle */
+    p.math.cycles[KB__MATH_SIGMOID] = 7; /* its own function key, one pass */
+    p.math.clock_ghz = 2.0;              /* 500 ps per cycle */
     uint64_t groups = (32 * 100 + p.math.lanes - 1) / p.math.lanes;
     cr_assert_eq(run_math(M_ADD, &p), groups * 1 * 500);
     cr_assert_eq(run_math(M_MUL, &p), groups * 2 * 500);
     cr_assert_eq(run_math(M_DIV, &p), groups * 5 * 500);
     cr_assert_eq(run_math(M_EXP, &p), groups * 9 * 500);
-    cr_assert_eq(run_math(M_SIGMOID, &p), groups * (9 + 1 + 5) * 500);
+    cr_assert_eq(run_math(M_SIGMOID, &p), groups * 7 * 500);
     /* reduction along rows of 100: lane groups plus a ceil(log2 100) = 7 step tree */
     cr_assert_eq(run_math(M_SUM1, &p), (groups * 3 + 7 * 3) * 500);
 }

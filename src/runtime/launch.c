@@ -1,0 +1,578 @@
+/*
+ * launch.c — kb_launch / kb_wait / kb_sync: the launch path through the
+ * simulated device and the programs on the PEs (docs/runtime.md, "Launch").
+ *
+ * Path of one launch, every arrow a one-packet fabric message of
+ * fabric.header_bytes:
+ *   host.dispatch_ns; per SIP host -> io_cpu; io_cpu.dispatch_ns; per
+ *   target cube io_cpu -> m_cpu; cube.m_cpu.dispatch_ns; per target PE
+ *   m_cpu -> pe_cpu. The start time target_start is the latest of these
+ *   arrivals over every SIP (the io_cpus' global stamp): all target PEs
+ *   start their programs together then. When a PE finished its programs:
+ *   pe_cpu -> m_cpu; when a cube's PEs are all in, m_cpu -> io_cpu; when a
+ *   SIP's cubes are, io_cpu.dispatch_ns, io_cpu -> host; the launch is
+ *   complete when every SIP replied.
+ * Launches run their programs in launch order (one stream): a launch whose
+ * fan-out arrived while an earlier launch still runs programs starts when
+ * that one's last PE finished.
+ *
+ * Invariants: m->launches holds launches not yet waited for, in id order;
+ * m->pe_owner is the one launch whose programs run (PEs run one program at
+ * a time). A launch's struct (its messages, arguments) lives until it is
+ * waited for, so no callback ever sees freed memory.
+ * Cost: O(SIPs + cubes + PEs) messages per launch, one allocation block.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel/tl_internal.h"
+#include "runtime/internal.h"
+#include "topo/topo.h"
+
+typedef struct lsip {
+    kb__rt_launch *l;
+    uint32_t sip, io_cpu, pending;
+    kb__fab_msg cmd, ack;
+} lsip;
+
+typedef struct lcube {
+    kb__rt_launch *l;
+    uint32_t g, cube, m_cpu, pending;
+    kb__fab_msg cmd, ack;
+} lcube;
+
+typedef struct lpe {
+    kb__rt_launch *l;
+    uint32_t c, gi, pe_cpu;
+    kb__fab_msg cmd, ack;
+} lpe;
+
+struct kb__rt_launch {
+    kb_machine *m;
+    kb__rt_launch *next;
+    uint64_t id;
+    char name[64];
+    kb__tl_launch_desc desc;
+    tl_tensor *pe_tensors;                       /* [n_pes × n_args] */
+    char tnames[KB__TL_MAX_ARGS][KB__RT_NAME_MAX]; /* tensor names, copied */
+    uint32_t n_pes, n_sips, n_cubes;
+    kb__pe **pes;
+    lsip *sips;
+    lcube *cubes;
+    lpe *pe;
+    uint32_t arrivals, sips_pending, pes_running;
+    bool ready, started, finished;
+    kb__time t_issue, t_start, t_end;
+    kb__pe_launch *pl;
+    int status;
+    kb__err err;
+    kb__event done;
+};
+
+/* ---- PEs ------------------------------------------------------------------ */
+
+int kb__rt_pes_init(kb_machine *m, kb__err *err)
+{
+    if (m->pe_units) return 0;
+    kb__pe **v = calloc(m->n_pes, sizeof *v);
+    if (!m->pe_base) m->pe_base = calloc(m->n_pes, sizeof *m->pe_base);
+    if (!v || !m->pe_base) {
+        free(v);
+        return kb__err_set(err, KB_ENOMEM, "out of host memory for %u PEs", m->n_pes);
+    }
+    if (!v) return kb__err_set(err, KB_ENOMEM, "out of host memory for %u PEs", m->n_pes);
+    for (uint32_t i = 0; i < m->n_pes; i++) {
+        char name[48];
+        snprintf(name, sizeof name, "sip%u/cube%u/pe%u", i / (m->cubes * m->pes),
+                 i / m->pes % m->cubes, i % m->pes);
+        int rc = kb__pe_create(m->dev->sim, name, &m->pe_params, &v[i], err);
+        if (rc) {
+            for (uint32_t j = 0; j < i; j++)
+                kb__pe_destroy(v[j]);
+            free(v);
+            return rc;
+        }
+        v[i]->index = i;
+    }
+    m->pe_units = v;
+    return 0;
+}
+
+static void launch_free(kb__rt_launch *l)
+{
+    if (!l) return;
+    kb__pe_launch_destroy(l->pl);
+    kb__event_fini(&l->done);
+    free(l->pe_tensors);
+    free(l->pes);
+    free(l->sips);
+    free(l->cubes);
+    free(l->pe);
+    free(l);
+}
+
+void kb__rt_launch_fini(kb_machine *m)
+{
+    while (m->launches) {
+        kb__rt_launch *l = m->launches;
+        m->launches = l->next;
+        launch_free(l);
+    }
+    for (uint32_t i = 0; m->pe_units && i < m->n_pes; i++)
+        kb__pe_destroy(m->pe_units[i]);
+    free(m->pe_units);
+    m->pe_units = NULL;
+    free(m->pe_base);
+    m->pe_base = NULL;
+    free(m->link_base);
+    m->link_base = NULL;
+}
+
+/* ---- completion path --------------------------------------------------------- */
+
+static void launch_complete(kb__rt_launch *l)
+{
+    kb_machine *m = l->m;
+    l->finished = true;
+    l->t_end = kb__sim_now(m->dev->sim);
+    if (l->pl && l->status == 0) l->status = kb__pe_launch_status(l->pl, &l->err);
+    m->stats.launches++;
+    kb__event_fire(m->dev->sim, &l->done, l->status);
+}
+
+static void sip_acked(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt)
+{
+    (void)sim;
+    (void)pkt;
+    lsip *g = msg->user;
+    if (--g->l->sips_pending == 0) launch_complete(g->l);
+}
+
+static void sip_reply(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)data;
+    kb__fab_send(sim, &((lsip *)arg)->ack);
+}
+
+static void cube_acked(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt)
+{
+    (void)pkt;
+    lcube *c = msg->user;
+    lsip *g = &c->l->sips[c->g];
+    if (--g->pending == 0) kb__sim_post(sim, c->l->m->dev->io_cpu_dispatch_ps, sip_reply, g, 0);
+}
+
+static void pe_acked(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt)
+{
+    (void)pkt;
+    lpe *p = msg->user;
+    lcube *c = &p->l->cubes[p->c];
+    if (--c->pending == 0) kb__fab_send(sim, &c->ack);
+}
+
+static void try_start(kb_machine *m);
+
+static void start_next_cb(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)sim;
+    (void)data;
+    try_start(arg);
+}
+
+/* pe_cpu of pes[i] finished its programs (called on its dispatcher). */
+static void pe_done(void *arg, uint32_t i)
+{
+    kb__rt_launch *l = arg;
+    kb__fab_send(l->m->dev->sim, &l->pe[i].ack);
+    if (--l->pes_running == 0) {
+        l->m->pe_owner = NULL;
+        kb__sim_post(l->m->dev->sim, 0, start_next_cb, l->m, 0);
+    }
+}
+
+/* ---- start -------------------------------------------------------------------- */
+
+/* A launch that could not start its programs: every PE reports at once. */
+static void fail_start(kb__rt_launch *l, const kb__err *e)
+{
+    l->status = e->code ? e->code : KB_EKERNEL;
+    kb__err_copy(&l->err, e);
+    l->m->pe_owner = NULL;
+    for (uint32_t i = 0; i < l->n_pes; i++)
+        kb__fab_send(l->m->dev->sim, &l->pe[i].ack);
+}
+
+/* Starts the oldest launch whose fan-out arrived, if the PEs are free. */
+static void try_start(kb_machine *m)
+{
+    if (m->pe_owner) return;
+    kb__rt_launch *l = m->launches;
+    while (l && l->started)
+        l = l->next;
+    if (!l || !l->ready) return;
+    l->started = true;
+    l->t_start = kb__sim_now(m->dev->sim);
+    m->pe_owner = l;
+    l->pes_running = l->n_pes;
+    kb__err e;
+    kb__err_clear(&e);
+    if (kb__tl_launch_start(m->dev->sim, l->pes, l->n_pes, &l->desc, &l->pl, &e)) {
+        fail_start(l, &e);
+        try_start(m);
+    }
+}
+
+/* ---- fan-out ------------------------------------------------------------------- */
+
+static void pe_arrived(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt)
+{
+    (void)sim;
+    (void)pkt;
+    lpe *p = msg->user;
+    kb__rt_launch *l = p->l;
+    if (--l->arrivals) return;
+    l->ready = true; /* target_start: the latest arrival over every SIP */
+    try_start(l->m);
+}
+
+static void cube_fanout(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)data;
+    lcube *c = arg;
+    kb__rt_launch *l = c->l;
+    for (uint32_t i = 0; i < l->n_pes; i++)
+        if (l->pe[i].c == (uint32_t)(c - l->cubes)) kb__fab_send(sim, &l->pe[i].cmd);
+}
+
+static void cube_arrived(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt)
+{
+    (void)pkt;
+    lcube *c = msg->user;
+    kb__sim_post(sim, c->l->m->dev->m_cpu_dispatch_ps, cube_fanout, c, 0);
+}
+
+static void sip_fanout(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)data;
+    lsip *g = arg;
+    kb__rt_launch *l = g->l;
+    for (uint32_t i = 0; i < l->n_cubes; i++)
+        if (l->cubes[i].g == (uint32_t)(g - l->sips)) kb__fab_send(sim, &l->cubes[i].cmd);
+}
+
+static void sip_arrived(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt)
+{
+    (void)pkt;
+    lsip *g = msg->user;
+    kb__sim_post(sim, g->l->m->dev->io_cpu_dispatch_ps, sip_fanout, g, 0);
+}
+
+static void host_go(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)data;
+    kb__rt_launch *l = arg;
+    for (uint32_t i = 0; i < l->n_sips; i++)
+        kb__fab_send(sim, &l->sips[i].cmd);
+}
+
+/* ---- building a launch ------------------------------------------------------------ */
+
+static int mk_msg(kb__rt_launch *l, kb__fab_msg *msg, uint32_t from, uint32_t to,
+                  kb__fab_pkt_fn done, void *user, kb__err *err)
+{
+    kb__fabric *fab = l->m->dev->fab;
+    const kb__route *r;
+    int rc = kb__fabric_route(fab, from, KB__NO_NODE, to, &r, err);
+    if (rc) return rc;
+    uint32_t h = l->m->dev->header_bytes;
+    kb__fab_msg_init(msg, fab, r, h, h);
+    msg->on_done = done;
+    msg->user = user;
+    return 0;
+}
+
+static uint32_t node(kb_machine *m, kb__role role, uint32_t sip, int cube, int unit)
+{
+    return (uint32_t)kb__device_node(m->dev, role, (int)sip, cube, unit);
+}
+
+/* Builds the message tree over l->pes (global indices in l->pe[i].gi). */
+static int build_tree(kb__rt_launch *l, kb__err *err)
+{
+    kb_machine *m = l->m;
+    int rc = 0;
+    for (uint32_t i = 0; !rc && i < l->n_pes; i++) {
+        lpe *p = &l->pe[i];
+        uint32_t gi = p->gi, sip = gi / (m->cubes * m->pes), cube = gi / m->pes % m->cubes;
+        uint32_t g = 0, c = 0;
+        while (g < l->n_sips && l->sips[g].sip != sip)
+            g++;
+        if (g == l->n_sips) {
+            lsip *s = &l->sips[l->n_sips++];
+            *s = (lsip){.l = l, .sip = sip, .io_cpu = node(m, KB__ROLE_IO_CPU, sip, -1, -1)};
+            rc = mk_msg(l, &s->cmd, 0, s->io_cpu, sip_arrived, s, err);
+            if (!rc) rc = mk_msg(l, &s->ack, s->io_cpu, 0, sip_acked, s, err);
+        }
+        while (c < l->n_cubes && !(l->cubes[c].g == g && l->cubes[c].cube == cube))
+            c++;
+        if (!rc && c == l->n_cubes) {
+            lcube *k = &l->cubes[l->n_cubes++];
+            *k = (lcube){.l = l, .g = g, .cube = cube,
+                         .m_cpu = node(m, KB__ROLE_M_CPU, sip, (int)cube, -1)};
+            l->sips[g].pending++;
+            rc = mk_msg(l, &k->cmd, l->sips[g].io_cpu, k->m_cpu, cube_arrived, k, err);
+            if (!rc) rc = mk_msg(l, &k->ack, k->m_cpu, l->sips[g].io_cpu, cube_acked, k, err);
+        }
+        if (rc) break;
+        p->l = l;
+        p->c = c;
+        l->cubes[c].pending++;
+        p->pe_cpu = node(m, KB__ROLE_PE_CPU, sip, (int)cube, (int)(gi % m->pes));
+        rc = mk_msg(l, &p->cmd, l->cubes[c].m_cpu, p->pe_cpu, pe_arrived, p, err);
+        if (!rc) rc = mk_msg(l, &p->ack, p->pe_cpu, l->cubes[c].m_cpu, pe_acked, p, err);
+    }
+    l->arrivals = l->n_pes;
+    l->sips_pending = l->n_sips;
+    return rc;
+}
+
+/* The shard of tensor t on PE gi, as a kernel argument. */
+static int shard_arg(kb__rt_launch *l, const kb__rt_tensor *t, const char *name, uint32_t gi,
+                     int a, tl_tensor *out, kb__err *err)
+{
+    kb_machine *m = l->m;
+    for (int i = 0; i < t->plan.n_shards; i++) {
+        const kb__shard *s = &t->plan.shards[i];
+        if (kb__rt_pe_index(m, s->sip, s->cube, s->pe) != gi) continue;
+        memset(out, 0, sizeof *out);
+        out->name = name;
+        out->dtype = (tl_dtype)t->dtype;
+        out->ndim = t->ndim;
+        if (t->ndim == 1) {
+            out->shape[0] = s->cols;
+            out->strides[0] = 1;
+        } else {
+            out->shape[0] = s->rows;
+            out->shape[1] = s->cols;
+            out->strides[0] = s->cols;
+            out->strides[1] = 1;
+        }
+        out->va = kb__rt_region_va(t, s->region);
+        out->bytes = t->va + t->va_bytes - out->va;
+        return 0;
+    }
+    return kb__err_set(err, KB_EINVAL,
+                       "kb_launch %s: tensor argument %d ('%s') has no shard on "
+                       "sip%u/cube%u/pe%u, which runs programs (it owns a shard of the first "
+                       "tensor argument)",
+                       l->name, a, t->name, gi / (m->cubes * m->pes), gi / m->pes % m->cubes,
+                       gi % m->pes);
+}
+
+/* Fills l->pe[].gi with the PEs that run programs: owners of the first
+ * tensor argument (on opts' SIP), or every PE (of that SIP) without one. */
+static int pick_pes(kb__rt_launch *l, const kb__rt_tensor *first, int sip, uint64_t programs,
+                    kb__err *err)
+{
+    kb_machine *m = l->m;
+    uint32_t n = 0;
+    if (first) {
+        for (int i = 0; i < first->plan.n_shards; i++) {
+            const kb__shard *s = &first->plan.shards[i];
+            if (sip >= 0 && s->sip != sip) continue;
+            uint32_t gi = kb__rt_pe_index(m, s->sip, s->cube, s->pe);
+            if (n && l->pe[n - 1].gi == gi) continue;
+            l->pe[n++].gi = gi;
+        }
+    } else {
+        for (uint32_t gi = 0; gi < m->n_pes; gi++)
+            if (sip < 0 || gi / (m->cubes * m->pes) == (uint32_t)sip) l->pe[n++].gi = gi;
+    }
+    if (!n)
+        return kb__err_set(err, KB_EINVAL,
+                           "kb_launch %s: tensor argument 0 ('%s') has no shard on SIP %d", l->name,
+                           first ? first->name : "?", sip);
+    l->n_pes = programs < n ? (uint32_t)programs : n;
+    return 0;
+}
+
+static int fill_args(kb__rt_launch *l, const kb_arg *args, int n_args, const kb__rt_tensor **tv,
+                     kb__err *err)
+{
+    kb__tl_launch_desc *d = &l->desc;
+    d->n_args = n_args;
+    for (int a = 0; a < n_args; a++) {
+        kb__tl_arg *x = &d->args[a];
+        switch (args[a].kind) {
+        case KB_ARG_TENSOR:
+            x->kind = KB__TL_ARG_TENSOR;
+            tv[a] = kb__rt_tensor_get(l->m, args[a].tensor.id, err);
+            if (!tv[a]) return kb__err_prefix(err, "kb_launch %s: argument %d: ", l->name, a);
+            snprintf(l->tnames[a], sizeof l->tnames[a], "%s", tv[a]->name);
+            break;
+        case KB_ARG_I64:
+            x->kind = KB__TL_ARG_I64;
+            x->i = args[a].i64;
+            break;
+        case KB_ARG_F64:
+            x->kind = KB__TL_ARG_F64;
+            x->f = args[a].f64;
+            break;
+        default:
+            return kb__err_set(err, KB_EINVAL, "kb_launch %s: argument %d has kind %d", l->name, a,
+                               (int)args[a].kind);
+        }
+    }
+    return 0;
+}
+
+static int grid_of(const kb_launch_opts *o, uint64_t owners, uint32_t grid[3])
+{
+    if (!o || (!o->grid[0] && !o->grid[1] && !o->grid[2])) {
+        grid[0] = (uint32_t)owners;
+        grid[1] = grid[2] = 1;
+        return 0;
+    }
+    for (int i = 0; i < 3; i++)
+        grid[i] = o->grid[i] ? o->grid[i] : 1;
+    return 0;
+}
+
+static int prepare(kb__rt_launch *l, const kb_launch_opts *opts, const kb_arg *args, int n_args,
+                   kb__err *err)
+{
+    kb_machine *m = l->m;
+    const kb__rt_tensor *tv[KB__TL_MAX_ARGS] = {0};
+    int rc = fill_args(l, args, n_args, tv, err);
+    if (rc) return rc;
+    const kb__rt_tensor *first = NULL;
+    for (int a = 0; a < n_args && !first; a++)
+        first = tv[a];
+    int sip = opts ? opts->sip : -1;
+    l->pe = calloc(m->n_pes, sizeof *l->pe);
+    if (!l->pe) return kb__err_set(err, KB_ENOMEM, "kb_launch %s: out of host memory", l->name);
+    if ((rc = pick_pes(l, first, sip, UINT64_MAX, err))) return rc;
+    grid_of(opts, l->n_pes, l->desc.grid);
+    uint64_t programs = (uint64_t)l->desc.grid[0] * l->desc.grid[1] * l->desc.grid[2];
+    if (programs > UINT32_MAX)
+        return kb__err_set(err, KB_EINVAL, "kb_launch %s: grid (%u, %u, %u) has too many programs",
+                           l->name, l->desc.grid[0], l->desc.grid[1], l->desc.grid[2]);
+    if (programs < l->n_pes) l->n_pes = (uint32_t)programs;
+    l->pes = calloc(l->n_pes, sizeof *l->pes);
+    l->pe_tensors = calloc((size_t)l->n_pes * (size_t)(n_args ? n_args : 1), sizeof(tl_tensor));
+    l->sips = calloc(l->n_pes, sizeof *l->sips);
+    l->cubes = calloc(l->n_pes, sizeof *l->cubes);
+    if (!l->pes || !l->pe_tensors || !l->sips || !l->cubes)
+        return kb__err_set(err, KB_ENOMEM, "kb_launch %s: out of host memory", l->name);
+    for (uint32_t i = 0; i < l->n_pes; i++) {
+        l->pes[i] = m->pe_units[l->pe[i].gi];
+        for (int a = 0; a < n_args; a++)
+            if (tv[a] && (rc = shard_arg(l, tv[a], l->tnames[a], l->pe[i].gi, a,
+                                         &l->pe_tensors[(size_t)i * (size_t)n_args + (size_t)a],
+                                         err)))
+                return rc;
+    }
+    l->desc.pe_tensors = l->pe_tensors;
+    l->desc.n_pes = l->n_pes;
+    return build_tree(l, err);
+}
+
+int kb_launch(kb_machine *m, const char *kernel_name, tl_kernel_fn fn, const kb_launch_opts *opts,
+              const kb_arg *args, int n_args, kb_launch_id *out)
+{
+    if (out) out->id = 0;
+    if (!m) return KB_EINVAL;
+    kb__err e;
+    kb__err_clear(&e);
+    const char *name = kernel_name ? kernel_name : "kernel";
+    if (!fn || n_args < 0 || n_args > KB__TL_MAX_ARGS || (n_args && !args))
+        return kb__err_set(&m->err, KB_EINVAL,
+                           "kb_launch %s: need a kernel function and 0..%d arguments (got %d%s)",
+                           name, KB__TL_MAX_ARGS, n_args, fn ? "" : ", no function");
+    if (opts && (opts->sip < -1 || opts->sip >= (int)m->sips))
+        return kb__err_set(&m->err, KB_ERANGE, "kb_launch %s: sip %d (machine has SIPs 0..%u)",
+                           name, opts->sip, m->sips - 1);
+    int rc = kb__rt_pes_init(m, &e);
+    if (rc) return kb__rt_fail(m, &e);
+    kb__rt_launch *l = calloc(1, sizeof *l);
+    if (!l) return kb__err_set(&m->err, KB_ENOMEM, "kb_launch %s: out of host memory", name);
+    l->m = m;
+    snprintf(l->name, sizeof l->name, "%s", name);
+    l->desc.name = l->name;
+    l->desc.fn = fn;
+    l->desc.mem = (kb__tl_mem_port){kb__rt_dma_transfer, m};
+    l->desc.pe_done = pe_done;
+    l->desc.pe_done_arg = l;
+    kb__event_init(&l->done, "launch");
+    if ((rc = prepare(l, opts, args, n_args, &e))) {
+        launch_free(l);
+        return kb__rt_fail(m, &e);
+    }
+    l->id = m->next_launch_id++;
+    l->t_issue = kb__sim_now(m->dev->sim);
+    kb__rt_launch **tail = &m->launches;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = l;
+    kb__sim_post(m->dev->sim, m->dev->host_dispatch_ps, host_go, l, 0);
+    if (out) out->id = l->id;
+    return 0;
+}
+
+/* ---- waiting ------------------------------------------------------------------------ */
+
+static int wait_one(kb_machine *m, kb__rt_launch *l)
+{
+    kb__sim *sim = m->dev->sim;
+    int rc = kb__event_wait(sim, &l->done);
+    if (!l->finished) {
+        kb__err e;
+        const kb__err *se = kb__sim_error(sim);
+        kb__err_set(&e, rc ? rc : KB_EDEADLOCK,
+                    "kernel %s: the simulation stopped before the launch completed: %s", l->name,
+                    se && se->msg[0] ? se->msg : "no event left");
+        return kb__rt_fail(m, &e);
+    }
+    kb__rt_launch **pp = &m->launches;
+    while (*pp != l)
+        pp = &(*pp)->next;
+    *pp = l->next;
+    int st = l->status;
+    if (st) kb__rt_fail(m, &l->err);
+    launch_free(l);
+    return st;
+}
+
+int kb_wait(kb_machine *m, kb_launch_id id)
+{
+    if (!m) return KB_EINVAL;
+    kb__rt_launch *l = m->launches;
+    while (l && l->id != id.id)
+        l = l->next;
+    if (!l)
+        return kb__err_set(&m->err, KB_ENOTFOUND,
+                           "kb_wait: launch %llu is not outstanding (never launched or already "
+                           "waited for)",
+                           (unsigned long long)id.id);
+    return wait_one(m, l);
+}
+
+int kb_sync(kb_machine *m)
+{
+    if (!m) return KB_EINVAL;
+    int first = 0;
+    kb__err e;
+    kb__err_clear(&e);
+    while (m->launches) {
+        kb__rt_launch *l = m->launches;
+        int rc = wait_one(m, l);
+        if (rc && !first) {
+            first = rc;
+            kb__err_copy(&e, &m->err);
+        }
+        if (m->launches == l) break; /* the simulation stopped: it stays outstanding */
+    }
+    if (first) kb__rt_fail(m, &e);
+    return first;
+}
