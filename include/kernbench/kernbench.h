@@ -233,8 +233,7 @@ typedef struct kb_launch_id {
  * Errors (nothing launched): KB_EINVAL (arguments, grid), KB_ENOTFOUND (a
  * freed tensor), KB_ERANGE (sip), KB_ENOMEM. */
 KB_API int kb_launch(kb_machine *m, const char *kernel_name, tl_kernel_fn fn,
-                     const kb_launch_opts *opts, const kb_arg *args, int n_args,
-                     kb_launch_id *out);
+                     const kb_launch_opts *opts, const kb_arg *args, int n_args, kb_launch_id *out);
 /* Runs the simulation until launch id completed (its completion reached the
  * host); returns its status: 0, or the first kernel error, whose message
  * ("kernel gemm, program 5 on sip0/cube2/pe1: ...") kb_last_error gives.
@@ -270,7 +269,12 @@ typedef enum kb_link_class {
 } kb_link_class;
 
 /* PE units whose busy time is counted. */
-typedef enum kb_unit { KB_UNIT_DMA = 0, KB_UNIT_GEMM = 1, KB_UNIT_MATH = 2, KB_UNIT_COUNT = 3 } kb_unit;
+typedef enum kb_unit {
+    KB_UNIT_DMA = 0,
+    KB_UNIT_GEMM = 1,
+    KB_UNIT_MATH = 2,
+    KB_UNIT_COUNT = 3
+} kb_unit;
 
 typedef struct kb_stats {
     uint64_t now_ps;                          /* simulated clock */

@@ -83,7 +83,7 @@ struct kb__pe_op {
     kb__time issue_at;                /* scalar clock when issued */
     kb__time service;                 /* timed ops: time the unit is busy */
     kb__time t_start;                 /* when it started (statistics) */
-    uint64_t work; /* statistics: FLOPs (GEMM: 2·M·N·K) or elements (MATH) */
+    uint64_t work;                    /* statistics: FLOPs (GEMM: 2·M·N·K) or elements (MATH) */
     /* Asynchronous ops (DMA) set start: it runs when the op starts and must
      * eventually call kb__pe_op_done. Timed ops leave it NULL. */
     void (*start)(kb__pe_op *op);
@@ -113,7 +113,7 @@ struct kb__pe {
     kb__pe_params p;
     kb__tcm tcm; /* tile scratch space, reset per program */
     kb__pe_unit unit[KB__PE_UNIT_COUNT];
-    void *dma_port; /* memory system the DMA unit reaches (kernel layer) */
+    void *dma_port;    /* memory system the DMA unit reaches (kernel layer) */
     uint64_t programs; /* statistics: programs started on this PE */
     uint32_t index;    /* the owner's number for this PE (the machine's global index) */
 };

@@ -72,9 +72,8 @@ static void xfer_finished(kb__sim *sim, kb__xfer *x)
 
 /* Translates every span into runs; returns 0 or the failing status (fault
  * already reported). */
-static int translate(kb_machine *m, kb__pe *pe, kb__pe_op *op, bool write,
-                     const kb__tl_span *spans, uint32_t n, uint8_t *bytes, run_buf *r,
-                     kb__time *cost)
+static int translate(kb_machine *m, kb__pe *pe, kb__pe_op *op, bool write, const kb__tl_span *spans,
+                     uint32_t n, uint8_t *bytes, run_buf *r, kb__time *cost)
 {
     for (uint32_t i = 0; i < n; i++) {
         uint64_t va = spans[i].va, left = spans[i].bytes;
@@ -91,8 +90,7 @@ static int translate(kb_machine *m, kb__pe *pe, kb__pe_op *op, bool write,
             uint64_t take = contig < left ? contig : left;
             if (run_add(r, pa, take, host)) {
                 kb__err e;
-                kb__pe_op_done(op, kb__err_set(&e, KB_ENOMEM, "out of host memory for a DMA"),
-                               &e);
+                kb__pe_op_done(op, kb__err_set(&e, KB_ENOMEM, "out of host memory for a DMA"), &e);
                 return KB_ENOMEM;
             }
             va += take;

@@ -116,13 +116,13 @@ struct kb_machine {
     kb__seg *segs; /* segment list for copies */
     size_t segs_cap;
     /* PEs and launches (launch.c); PEs are created at the first launch */
-    kb__pe_params pe_params;  /* from the topology, checked at kb_open */
-    kb__pe **pe_units;        /* [n_pes], NULL until the first launch */
-    kb__rt_pe_base *pe_base;  /* [n_pes] statistics at the last reset */
+    kb__pe_params pe_params;     /* from the topology, checked at kb_open */
+    kb__pe **pe_units;           /* [n_pes], NULL until the first launch */
+    kb__rt_pe_base *pe_base;     /* [n_pes] statistics at the last reset */
     kb__rt_link_base *link_base; /* [links] statistics at the last reset */
-    kb__rt_launch *launches;  /* outstanding or not yet waited, in launch order */
-    kb__rt_launch *pe_owner;  /* the launch whose programs run on the PEs, or NULL */
-    uint64_t next_launch_id;  /* starts at 1 */
+    kb__rt_launch *launches;     /* outstanding or not yet waited, in launch order */
+    kb__rt_launch *pe_owner;     /* the launch whose programs run on the PEs, or NULL */
+    uint64_t next_launch_id;     /* starts at 1 */
 };
 
 /* ---- memory.c: device memory allocators ---------------------------------- */

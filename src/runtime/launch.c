@@ -44,7 +44,7 @@ typedef struct lcube {
 
 typedef struct lpe {
     kb__rt_launch *l;
-    uint32_t c, gi, pe_cpu;
+    uint32_t c, gi, pe_cpu; /* fabric node: the PE's port on the cube NOC (pe_dma) */
     kb__fab_msg cmd, ack;
 } lpe;
 
@@ -54,7 +54,7 @@ struct kb__rt_launch {
     uint64_t id;
     char name[64];
     kb__tl_launch_desc desc;
-    tl_tensor *pe_tensors;                       /* [n_pes × n_args] */
+    tl_tensor *pe_tensors;                         /* [n_pes × n_args] */
     char tnames[KB__TL_MAX_ARGS][KB__RT_NAME_MAX]; /* tensor names, copied */
     uint32_t n_pes, n_sips, n_cubes;
     kb__pe **pes;
@@ -318,8 +318,8 @@ static int build_tree(kb__rt_launch *l, kb__err *err)
             c++;
         if (!rc && c == l->n_cubes) {
             lcube *k = &l->cubes[l->n_cubes++];
-            *k = (lcube){.l = l, .g = g, .cube = cube,
-                         .m_cpu = node(m, KB__ROLE_M_CPU, sip, (int)cube, -1)};
+            *k = (lcube){
+                .l = l, .g = g, .cube = cube, .m_cpu = node(m, KB__ROLE_M_CPU, sip, (int)cube, -1)};
             l->sips[g].pending++;
             rc = mk_msg(l, &k->cmd, l->sips[g].io_cpu, k->m_cpu, cube_arrived, k, err);
             if (!rc) rc = mk_msg(l, &k->ack, k->m_cpu, l->sips[g].io_cpu, cube_acked, k, err);
@@ -328,7 +328,7 @@ static int build_tree(kb__rt_launch *l, kb__err *err)
         p->l = l;
         p->c = c;
         l->cubes[c].pending++;
-        p->pe_cpu = node(m, KB__ROLE_PE_CPU, sip, (int)cube, (int)(gi % m->pes));
+        p->pe_cpu = node(m, KB__ROLE_PE_DMA, sip, (int)cube, (int)(gi % m->pes));
         rc = mk_msg(l, &p->cmd, l->cubes[c].m_cpu, p->pe_cpu, pe_arrived, p, err);
         if (!rc) rc = mk_msg(l, &p->ack, p->pe_cpu, l->cubes[c].m_cpu, pe_acked, p, err);
     }
@@ -338,8 +338,8 @@ static int build_tree(kb__rt_launch *l, kb__err *err)
 }
 
 /* The shard of tensor t on PE gi, as a kernel argument. */
-static int shard_arg(kb__rt_launch *l, const kb__rt_tensor *t, const char *name, uint32_t gi,
-                     int a, tl_tensor *out, kb__err *err)
+static int shard_arg(kb__rt_launch *l, const kb__rt_tensor *t, const char *name, uint32_t gi, int a,
+                     tl_tensor *out, kb__err *err)
 {
     kb_machine *m = l->m;
     for (int i = 0; i < t->plan.n_shards; i++) {
@@ -468,9 +468,9 @@ static int prepare(kb__rt_launch *l, const kb_launch_opts *opts, const kb_arg *a
     for (uint32_t i = 0; i < l->n_pes; i++) {
         l->pes[i] = m->pe_units[l->pe[i].gi];
         for (int a = 0; a < n_args; a++)
-            if (tv[a] && (rc = shard_arg(l, tv[a], l->tnames[a], l->pe[i].gi, a,
-                                         &l->pe_tensors[(size_t)i * (size_t)n_args + (size_t)a],
-                                         err)))
+            if (tv[a] &&
+                (rc = shard_arg(l, tv[a], l->tnames[a], l->pe[i].gi, a,
+                                &l->pe_tensors[(size_t)i * (size_t)n_args + (size_t)a], err)))
                 return rc;
     }
     l->desc.pe_tensors = l->pe_tensors;
