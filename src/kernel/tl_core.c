@@ -57,8 +57,8 @@ tl_tensor *tl_arg_tensor(tl_ctx *k, int i)
     const kb__tl_arg *a = arg_of(k, i, KB__TL_ARG_TENSOR, "tl_arg_tensor");
     const kb__tl_launch_desc *d = k->launch;
     if (d->pe_tensors && d->n_pes)
-        return (tl_tensor *)&d->pe_tensors[(size_t)(k->prog.index % d->n_pes) * (size_t)d->n_args +
-                                            (size_t)i];
+        return (tl_tensor *)&d
+            ->pe_tensors[(size_t)(k->prog.index % d->n_pes) * (size_t)d->n_args + (size_t)i];
     return (tl_tensor *)&a->t;
 }
 
