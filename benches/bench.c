@@ -156,6 +156,8 @@ void kb_bench_measure_end(kb_bench_result *r)
 {
     if (!r->measuring) return;
     kb_stats_get(r->m, &r->stats);
+    int n = kb_busiest_links(r->m, r->links, KB_BENCH_MAX_LINKS);
+    r->n_links = n > 0 ? n : 0;
     r->end_ps = kb_now_ps(r->m);
     r->measuring = 0;
     r->measured = 1;

@@ -47,6 +47,7 @@ extern "C" {
 #define KB_BENCH_VALUE_MAX   128
 #define KB_BENCH_NAME_MAX    64
 #define KB_BENCH_MSG_MAX     1024
+#define KB_BENCH_MAX_LINKS   8
 
 /* ---- options (--opt key=value) ------------------------------------------- */
 
@@ -105,7 +106,9 @@ typedef struct kb_bench_result {
     int measuring, measured;   /* inside / after a measured region */
     uint64_t begin_ps, end_ps; /* simulated clock at the region's ends */
     kb_stats stats;            /* counters over the region */
-    int usage_error;           /* the failure was a bad option */
+    int n_links;               /* busiest link directions over the region */
+    kb_link_info links[KB_BENCH_MAX_LINKS];
+    int usage_error; /* the failure was a bad option */
     char error[KB_BENCH_MSG_MAX];
 } kb_bench_result;
 
@@ -120,7 +123,8 @@ KB_API void kb_bench_figure(kb_bench_result *r, const char *name, double value, 
 /* Starts the measured region: resets the machine's statistics and notes
  * the clock. Call after the inputs are on the device. */
 KB_API void kb_bench_measure_begin(kb_bench_result *r);
-/* Ends it: snapshots the statistics (r->stats) and the clock. */
+/* Ends it: snapshots the statistics (r->stats), the busiest links
+ * (r->links) and the clock. */
 KB_API void kb_bench_measure_end(kb_bench_result *r);
 
 /* Stores a message for the runner to print; returns code. */
@@ -162,9 +166,9 @@ KB_API const kb_bench *kb_bench_default(void);
 
 /* Runs b on m. Checks the option keys against b->opts first (an unknown
  * key is KB_EINVAL with r->usage_error set and a message listing the known
- * keys). no_data: the bench moves the same data through the same
- * simulated steps (so simulated time is the same) but does not compare
- * results; checks are not recorded. r is initialised here. On failure
+ * keys). no_data: pass 1 when m was opened with no_data (timing only): the
+ * bench runs the same simulated steps (so simulated time is the same) but
+ * does not compute references; checks are not recorded. r is initialised here. On failure
  * r->error holds the message. Returns 0 when the run completed (checks may
  * still FAIL: see kb_bench_passed). */
 KB_API int kb_bench_run(kb_machine *m, const kb_bench *b, kb_bench_opts *o, int no_data,

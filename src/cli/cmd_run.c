@@ -30,8 +30,6 @@ typedef struct run_opts {
 typedef struct run_out {
     const kb_bench *b;
     kb_bench_result r;
-    kb_link_info links[N_BUSIEST];
-    int n_links;
     int sips, cubes, pes;
     double peak_pe; /* FLOP/s of one PE's GEMM unit */
 } run_out;
@@ -152,7 +150,7 @@ static int open_machine(const run_opts *o, kb_machine **m, run_out *out)
     int status = kb__cli_load_params(&o->common, &p);
     if (status) return status;
     out->peak_pe = 2.0 * p.pe.gemm_rows * p.pe.gemm_cols * p.pe.gemm_clock_ghz * 1e9;
-    kb_open_options oo = {o->common.topology, o->common.sets, o->common.n_sets};
+    kb_open_options oo = {o->common.topology, o->common.sets, o->common.n_sets, o->no_data};
     char err[KB_BENCH_MSG_MAX];
     if (kb_open(m, &oo, err, sizeof err)) {
         fprintf(stderr, "kernbench run: %s\n", err);
@@ -165,6 +163,11 @@ static int open_machine(const run_opts *o, kb_machine **m, run_out *out)
 }
 
 /* ---- report --------------------------------------------------------------- */
+
+static int n_links(const run_out *o)
+{
+    return o->r.n_links < N_BUSIEST ? o->r.n_links : N_BUSIEST;
+}
 
 static const char *const unit_names[3] = {"DMA", "GEMM", "MATH"};
 
@@ -209,11 +212,11 @@ static void print_links(const run_out *o)
         if (o->r.stats.link_bytes[c])
             printf("%-10s %14llu\n", kb_link_class_name((kb_link_class)c),
                    (unsigned long long)o->r.stats.link_bytes[c]);
-    if (!o->n_links) return;
+    if (!n_links(o)) return;
     printf("\nbusiest links%29s %14s %12s\n", "", "bytes", "busy us");
-    for (int i = 0; i < o->n_links; i++)
-        printf("  %-40s %14llu %12.3f\n", o->links[i].name, (unsigned long long)o->links[i].bytes,
-               (double)o->links[i].busy_ps / 1e6);
+    for (int i = 0; i < n_links(o); i++)
+        printf("  %-40s %14llu %12.3f\n", o->r.links[i].name,
+               (unsigned long long)o->r.links[i].bytes, (double)o->r.links[i].busy_ps / 1e6);
 }
 
 static void print_text(const run_opts *ro, const run_out *o)
@@ -234,7 +237,7 @@ static void print_text(const run_opts *ro, const run_out *o)
     printf("GEMM           %.4g FLOP, %.4g TFLOP/s of %.4g TFLOP/s peak (%.1f%%)\n",
            (double)s->gemm_flops, flops(o) / 1e12, peak / 1e12,
            peak > 0 ? 100.0 * flops(o) / peak : 0.0);
-    printf("MATH           %.4g element-ops\n", (double)s->math_ops);
+    printf("MATH           %.4g element-ops\n", (double)s->math_elements);
     for (int i = 0; i < r->n_figures; i++)
         printf("%-14s %.6g %s\n", r->figures[i].name, r->figures[i].value, r->figures[i].unit);
     print_units(o);
@@ -287,12 +290,12 @@ static void json_units_links(FILE *f, const run_out *o)
         fprintf(f, "%s\"%s\": %llu", c ? ", " : "", kb_link_class_name((kb_link_class)c),
                 (unsigned long long)s->link_bytes[c]);
     fprintf(f, "},\n  \"busiest_links\": [");
-    for (int i = 0; i < o->n_links; i++) {
+    for (int i = 0; i < n_links(o); i++) {
         fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-        json_str(f, o->links[i].name);
+        json_str(f, o->r.links[i].name);
         fprintf(f, ", \"class\": \"%s\", \"bytes\": %llu, \"busy_ps\": %llu}",
-                kb_link_class_name(o->links[i].cls), (unsigned long long)o->links[i].bytes,
-                (unsigned long long)o->links[i].busy_ps);
+                kb_link_class_name(o->r.links[i].cls), (unsigned long long)o->r.links[i].bytes,
+                (unsigned long long)o->r.links[i].busy_ps);
     }
     fprintf(f, "],\n");
 }
@@ -322,11 +325,11 @@ static int write_json(const run_opts *ro, const run_out *o)
     double peak = o->peak_pe * pes_used(o);
     fprintf(f,
             "  \"sim_ps\": %llu,\n  \"programs\": %llu,\n  \"pes_used\": %llu,\n"
-            "  \"gemm_flops\": %llu,\n  \"math_ops\": %llu,\n  \"flops_per_s\": %.6g,\n"
+            "  \"gemm_flops\": %llu,\n  \"math_elements\": %llu,\n  \"flops_per_s\": %.6g,\n"
             "  \"peak_flops_per_s\": %.6g,\n",
             (unsigned long long)kb_bench_sim_ps(r), (unsigned long long)s->programs,
             (unsigned long long)s->pes_used, (unsigned long long)s->gemm_flops,
-            (unsigned long long)s->math_ops, flops(o), peak);
+            (unsigned long long)s->math_elements, flops(o), peak);
     json_units_links(f, o);
     fprintf(f, "  \"messages\": {");
     for (int k = 0; k < KB_MSG_KIND_COUNT; k++)
@@ -350,8 +353,6 @@ static int run_bench(const run_opts *ro, run_opts *mut, kb_machine *m, run_out *
         }
         return KB_CLI_FAIL;
     }
-    int n = kb_busiest_links(m, o->links, N_BUSIEST);
-    o->n_links = n > 0 ? n : 0;
     int json_stdout = !ro->common.json_file || !strcmp(ro->common.json_file, "-");
     if (!ro->common.json || !json_stdout) print_text(ro, o);
     int status = ro->common.json ? write_json(ro, o) : KB_CLI_OK;

@@ -10,18 +10,19 @@
 
 #include "kernbench/bench.h"
 
-static kb_machine *open_default(void)
+static kb_machine *open_default(int no_data)
 {
     char err[512];
     kb_machine *m = NULL;
-    cr_assert_eq(kb_open(&m, NULL, err, sizeof err), 0, "kb_open: %s", err);
+    kb_open_options oo = {NULL, NULL, 0, no_data};
+    cr_assert_eq(kb_open(&m, &oo, err, sizeof err), 0, "kb_open: %s", err);
     return m;
 }
 
 /* Runs bench `name` with "k=v" options (NULL-terminated) on a fresh machine. */
 static int run(const char *name, int no_data, kb_bench_result *r, const char *const *kv)
 {
-    kb_machine *m = open_default();
+    kb_machine *m = open_default(no_data);
     const kb_bench *b = kb_bench_find(name);
     cr_assert_not_null(b, "bench %s is not registered", name);
     kb_bench_opts o;
