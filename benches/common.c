@@ -123,18 +123,18 @@ void kb__bench_local_gemm(tl_ctx *k, tl_tensor *a, tl_tensor *b, tl_tensor *c, i
 
 int kb__bench_ref_gemm(const float *a, const float *b, float *c, int64_t M, int64_t K, int64_t N)
 {
-    double *row = malloc((size_t)N * sizeof *row);
+    float *row = malloc((size_t)N * sizeof *row);
     if (!row) return KB_ENOMEM;
     for (int64_t i = 0; i < M; i++) {
         memset(row, 0, (size_t)N * sizeof *row);
         for (int64_t p = 0; p < K; p++) {
-            double av = a[i * K + p];
+            float av = a[i * K + p];
             const float *br = b + p * N;
             for (int64_t j = 0; j < N; j++)
                 row[j] += av * br[j];
         }
         for (int64_t j = 0; j < N; j++)
-            c[i * N + j] = (float)row[j];
+            c[i * N + j] = row[j];
     }
     free(row);
     return 0;

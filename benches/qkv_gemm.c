@@ -9,7 +9,7 @@
  * computes its [m/cubes, n/pes] block from its X rows (replicated over the
  * cube's PEs) and its W columns (replicated over the cubes).
  *
- * Check: each output against a double-precision host product of the same
+ * Check: each output against a f32 host loop product of the same
  * f16-rounded inputs; inputs are in [-0.5, 0.5), tolerance 1e-3 absolute
  * (f32 accumulation error is below 1e-5 at k = 256).
  */

@@ -199,7 +199,8 @@ static void print_checks(const kb_bench_result *r)
 static void print_units(const run_out *o)
 {
     const kb_stats *s = &o->r.stats;
-    printf("\n%-6s %14s %14s %8s\n", "unit", "busy sum us", "busy max us", "util");
+    printf("\n%-6s %14s %14s %8s   (DMA: summed over its channels)\n", "unit", "busy sum us",
+           "busy max us", "util");
     for (int u = 0; u < 3; u++)
         printf("%-6s %14.3f %14.3f %7.1f%%\n", unit_names[u], (double)s->unit_busy_ps[u] / 1e6,
                (double)s->unit_busy_max_ps[u] / 1e6, 100.0 * util(o, s->unit_busy_ps[u]));

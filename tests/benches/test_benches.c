@@ -99,6 +99,12 @@ Test(benches, matmul_odd_sizes_pass)
                                                 "group_m=2", NULL});
 }
 
+Test(benches, matmul_with_block_pointers_at_odd_sizes_passes)
+{
+    assert_pass("matmul", (const char *const[]){"m=67", "n=45", "k=29", "bm=32", "bn=16", "bk=16",
+                                                "block_ptrs=true", NULL});
+}
+
 Test(benches, matmul_over_every_pe_passes)
 {
     assert_pass("matmul", (const char *const[]){"m=64", "n=48", "k=40", "dist=all", NULL});
