@@ -31,6 +31,10 @@ static const kb__perf_workload workloads[] = {
      kb__perf_tensor, 4096, 0},
     {"fabric", "pkt-hops", "1 MiB remote-cube PE DMAs through the packet engine, 8 in flight",
      kb__perf_fabric, 8, 64},
+    {"qkv_gemm", "flop", "bench qkv_gemm: 128x256x128 f16 Q/K/V on one PE, checked",
+     kb__perf_qkv_gemm, 1, 0},
+    {"matmul_1024", "flop", "bench matmul: 1024x1024x1024 f16 over 256 PEs, checked",
+     kb__perf_matmul, 256, 0},
 };
 
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])

@@ -2,9 +2,8 @@
  * cmd_list.c — `kernbench list`: benches, probe cases and collective
  * algorithms this build offers.
  *
- * The arrays below are the catalogue the command prints; the layers that
- * implement benches, probes and collectives replace them with their own
- * registries. An empty catalogue prints an explicit "none built in yet".
+ * Benches come from the bench registry (kernbench/bench.h), probe cases
+ * from the probe layer; an empty catalogue prints "none built in yet".
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "host/probe.h"
+#include "kernbench/bench.h"
 
 typedef struct entry {
     const char *name;
@@ -68,11 +68,16 @@ int kb__cli_list(int argc, char **argv)
         kb__cli_opts_fini(&o);
         return KB_CLI_OK;
     }
+    entry benches[64];
+    size_t n_benches = 0;
+    for (int i = 0; i < kb_bench_count() && n_benches < 64; i++, n_benches++)
+        benches[i] = (entry){kb_bench_at(i)->name, kb_bench_at(i)->summary};
     entry probe_cases[KB__PROBE_CASE_COUNT];
     for (int i = 0; i < KB__PROBE_CASE_COUNT; i++)
         probe_cases[i] = (entry){kb__probe_case_name(i), kb__probe_case_doc(i)};
     const section secs[] = {
-        {"benches", "benches", "benches", NULL, 0},
+        {"benches (kernbench run --bench NAME; options: kernbench run --bench NAME --help)",
+         "benches", "benches", benches, n_benches},
         {"probe cases (kernbench probe --case NAME)", "probe_cases", "probe cases", probe_cases,
          sizeof probe_cases / sizeof probe_cases[0]},
         {"collective algorithms", "collective_algorithms", "collective algorithms", NULL, 0},

@@ -1,0 +1,241 @@
+/*
+ * bench.c — bench options, results and the runner (kernbench/bench.h).
+ *
+ * Options are a small array of key/value texts; getters parse on demand.
+ * Results are fixed arrays of checks and figures. The runner validates the
+ * option keys against the descriptor, resets statistics, runs the bench
+ * and closes the measured region if the bench did not. Cost: linear in the
+ * number of options and checks; nothing allocates.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernbench/bench.h"
+
+void kb_bench_opts_init(kb_bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
+static int opts_error(kb_bench_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int opts_error(kb_bench_opts *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->error, sizeof o->error, fmt, ap);
+    va_end(ap);
+    return KB_EINVAL;
+}
+
+static int find_key(const kb_bench_opts *o, const char *key)
+{
+    for (int i = 0; i < o->n; i++)
+        if (!strcmp(o->kv[i].key, key)) return i;
+    return -1;
+}
+
+int kb_bench_opts_add(kb_bench_opts *o, const char *kv)
+{
+    const char *eq = kv ? strchr(kv, '=') : NULL;
+    if (!eq) return opts_error(o, "--opt '%s': expected key=value", kv ? kv : "(null)");
+    size_t kn = (size_t)(eq - kv), vn = strlen(eq + 1);
+    if (kn == 0) return opts_error(o, "--opt '%s': the key is empty", kv);
+    if (kn >= KB_BENCH_KEY_MAX || vn >= KB_BENCH_VALUE_MAX)
+        return opts_error(o, "--opt '%s': key longer than %d or value longer than %d characters",
+                          kv, KB_BENCH_KEY_MAX - 1, KB_BENCH_VALUE_MAX - 1);
+    char key[KB_BENCH_KEY_MAX];
+    memcpy(key, kv, kn);
+    key[kn] = '\0';
+    int i = find_key(o, key);
+    if (i < 0) {
+        if (o->n >= KB_BENCH_MAX_OPTS)
+            return opts_error(o, "--opt '%s': more than %d options", kv, KB_BENCH_MAX_OPTS);
+        i = o->n++;
+        memcpy(o->kv[i].key, key, kn + 1);
+    }
+    memcpy(o->kv[i].value, eq + 1, vn + 1);
+    return 0;
+}
+
+const char *kb_bench_opt_str(const kb_bench_opts *o, const char *key, const char *def)
+{
+    int i = find_key(o, key);
+    return i < 0 ? def : o->kv[i].value;
+}
+
+int kb_bench_opt_i64(kb_bench_opts *o, const char *key, int64_t def, int64_t lo, int64_t hi,
+                     int64_t *out)
+{
+    *out = def;
+    const char *v = kb_bench_opt_str(o, key, NULL);
+    if (!v) return 0;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 0);
+    if (!*v || *end || errno || x < lo || x > hi)
+        return opts_error(o, "option %s: expected an integer from %lld to %lld, got '%s'", key,
+                          (long long)lo, (long long)hi, v);
+    *out = x;
+    return 0;
+}
+
+int kb_bench_opt_f64(kb_bench_opts *o, const char *key, double def, double *out)
+{
+    *out = def;
+    const char *v = kb_bench_opt_str(o, key, NULL);
+    if (!v) return 0;
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (!*v || *end || errno || !isfinite(x))
+        return opts_error(o, "option %s: expected a finite number, got '%s'", key, v);
+    *out = x;
+    return 0;
+}
+
+int kb_bench_opt_bool(kb_bench_opts *o, const char *key, int def, int *out)
+{
+    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no",
+                                                                                "off"};
+    *out = def;
+    const char *v = kb_bench_opt_str(o, key, NULL);
+    if (!v) return 0;
+    for (int i = 0; i < 4; i++) {
+        if (!strcasecmp(v, yes[i])) return *out = 1, 0;
+        if (!strcasecmp(v, no[i])) return *out = 0, 0;
+    }
+    return opts_error(o, "option %s: expected true/false (1/0, yes/no, on/off), got '%s'", key, v);
+}
+
+/* ---- results ------------------------------------------------------------ */
+
+static void copy_name(char *dst, size_t n, const char *src)
+{
+    snprintf(dst, n, "%s", src ? src : "");
+}
+
+int kb_bench_check(kb_bench_result *r, const char *name, double max_err, double tol)
+{
+    int pass = !isnan(max_err) && max_err <= tol;
+    if (r->n_checks < KB_BENCH_MAX_CHECKS) {
+        kb_bench_check_rec *c = &r->checks[r->n_checks];
+        copy_name(c->name, sizeof c->name, name);
+        c->max_err = max_err;
+        c->tol = tol;
+        c->pass = pass;
+    }
+    r->n_checks++;
+    if (!pass) r->any_fail = 1;
+    return pass;
+}
+
+void kb_bench_figure(kb_bench_result *r, const char *name, double value, const char *unit)
+{
+    if (r->n_figures >= KB_BENCH_MAX_FIGURES) return;
+    kb_bench_figure_rec *f = &r->figures[r->n_figures++];
+    copy_name(f->name, sizeof f->name, name);
+    copy_name(f->unit, sizeof f->unit, unit);
+    f->value = value;
+}
+
+void kb_bench_measure_begin(kb_bench_result *r)
+{
+    kb_stats_reset(r->m);
+    r->begin_ps = kb_now_ps(r->m);
+    r->measuring = 1;
+    r->measured = 0;
+}
+
+void kb_bench_measure_end(kb_bench_result *r)
+{
+    if (!r->measuring) return;
+    kb_stats_get(r->m, &r->stats);
+    int n = kb_busiest_links(r->m, r->links, KB_BENCH_MAX_LINKS);
+    r->n_links = n > 0 ? n : 0;
+    r->end_ps = kb_now_ps(r->m);
+    r->measuring = 0;
+    r->measured = 1;
+}
+
+int kb_bench_fail(kb_bench_result *r, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->error, sizeof r->error, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int kb_bench_passed(const kb_bench_result *r)
+{
+    if (r->error[0] || r->any_fail) return 0;
+    return r->n_checks > 0 || r->no_data;
+}
+
+uint64_t kb_bench_sim_ps(const kb_bench_result *r)
+{
+    return r->end_ps - r->begin_ps;
+}
+
+/* ---- running ------------------------------------------------------------ */
+
+/* Every given key must be one the bench documents. */
+static int check_keys(const kb_bench *b, const kb_bench_opts *o, kb_bench_result *r)
+{
+    for (int i = 0; i < o->n; i++) {
+        int known = 0;
+        for (int j = 0; j < b->n_opts && !known; j++)
+            known = !strcmp(o->kv[i].key, b->opts[j].key);
+        if (known) continue;
+        size_t len =
+            (size_t)snprintf(r->error, sizeof r->error,
+                             "bench %s has no option '%s' (options:", b->name, o->kv[i].key);
+        for (int j = 0; j < b->n_opts && len < sizeof r->error; j++)
+            len += (size_t)snprintf(r->error + len, sizeof r->error - len, " %s", b->opts[j].key);
+        if (len < sizeof r->error)
+            snprintf(r->error + len, sizeof r->error - len, "%s)", b->n_opts ? "" : " none");
+        r->usage_error = 1;
+        return KB_EINVAL;
+    }
+    return 0;
+}
+
+/* The message of a failed run: the bench's own, a getter's, the machine's. */
+static void fill_error(kb_bench_result *r, const kb_bench_opts *o, int rc)
+{
+    if (r->error[0]) return;
+    if (o->error[0]) {
+        snprintf(r->error, sizeof r->error, "%s", o->error);
+        r->usage_error = 1;
+        return;
+    }
+    const char *msg = kb_last_error(r->m);
+    snprintf(r->error, sizeof r->error, "%s", msg && *msg ? msg : kb_strerror(rc));
+}
+
+int kb_bench_run(kb_machine *m, const kb_bench *b, kb_bench_opts *o, int no_data,
+                 kb_bench_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->m = m;
+    r->no_data = no_data;
+    if (!m || !b || !b->run || !o)
+        return kb_bench_fail(r, KB_EINVAL, "kb_bench_run: machine, bench or options is NULL");
+    o->error[0] = '\0';
+    int rc = check_keys(b, o, r);
+    if (rc) return rc;
+    kb_bench_measure_begin(r);
+    rc = b->run(m, o, r);
+    kb_bench_measure_end(r);
+    if (rc) {
+        fill_error(r, o, rc);
+        return rc;
+    }
+    return 0;
+}

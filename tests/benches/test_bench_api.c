@@ -1,0 +1,110 @@
+/*
+ * The bench interface itself: option parsing and getters, checks and the
+ * overall outcome, the registry. No machine is needed.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernbench/bench.h"
+
+Test(bench_opts, later_value_replaces_earlier)
+{
+    kb_bench_opts o;
+    kb_bench_opts_init(&o);
+    cr_assert_eq(kb_bench_opts_add(&o, "m=3"), 0);
+    cr_assert_eq(kb_bench_opts_add(&o, "m=5"), 0);
+    int64_t v;
+    cr_assert_eq(kb_bench_opt_i64(&o, "m", 1, 0, 10, &v), 0);
+    cr_assert_eq(v, 5);
+    cr_assert_eq(o.n, 1);
+}
+
+Test(bench_opts, missing_key_gives_the_default)
+{
+    kb_bench_opts o;
+    kb_bench_opts_init(&o);
+    int64_t v;
+    double d;
+    int b;
+    cr_assert_eq(kb_bench_opt_i64(&o, "m", 7, 0, 10, &v), 0);
+    cr_assert_eq(kb_bench_opt_f64(&o, "x", 0.5, &d), 0);
+    cr_assert_eq(kb_bench_opt_bool(&o, "on", 1, &b), 0);
+    cr_assert(v == 7 && d == 0.5 && b == 1);
+    cr_assert_str_eq(kb_bench_opt_str(&o, "s", "dflt"), "dflt");
+}
+
+Test(bench_opts, malformed_pairs_are_rejected)
+{
+    kb_bench_opts o;
+    kb_bench_opts_init(&o);
+    cr_assert_eq(kb_bench_opts_add(&o, "novalue"), KB_EINVAL);
+    cr_assert_not_null(strstr(o.error, "key=value"));
+    cr_assert_eq(kb_bench_opts_add(&o, "=3"), KB_EINVAL);
+    cr_assert_eq(o.n, 0);
+}
+
+Test(bench_opts, out_of_range_integer_names_key_value_and_range)
+{
+    kb_bench_opts o;
+    kb_bench_opts_init(&o);
+    kb_bench_opts_add(&o, "pes=9");
+    int64_t v;
+    cr_assert_eq(kb_bench_opt_i64(&o, "pes", 8, 1, 8, &v), KB_EINVAL);
+    cr_assert_eq(v, 8);
+    cr_assert_not_null(strstr(o.error, "pes"));
+    cr_assert_not_null(strstr(o.error, "from 1 to 8"));
+    cr_assert_not_null(strstr(o.error, "'9'"));
+}
+
+Test(bench_opts, typed_getters_parse_their_types)
+{
+    kb_bench_opts o;
+    kb_bench_opts_init(&o);
+    kb_bench_opts_add(&o, "x=2.5e-1");
+    kb_bench_opts_add(&o, "f=off");
+    kb_bench_opts_add(&o, "h=0x10");
+    double d;
+    int b;
+    int64_t v;
+    cr_assert_eq(kb_bench_opt_f64(&o, "x", 0, &d), 0);
+    cr_assert_float_eq(d, 0.25, 1e-12);
+    cr_assert_eq(kb_bench_opt_bool(&o, "f", 1, &b), 0);
+    cr_assert_eq(b, 0);
+    cr_assert_eq(kb_bench_opt_i64(&o, "h", 0, 0, 100, &v), 0);
+    cr_assert_eq(v, 16);
+    kb_bench_opts_add(&o, "f=maybe");
+    cr_assert_eq(kb_bench_opt_bool(&o, "f", 1, &b), KB_EINVAL);
+}
+
+Test(bench_result, check_passes_at_tolerance_and_fails_above_or_nan)
+{
+    kb_bench_result r;
+    memset(&r, 0, sizeof r);
+    cr_assert_eq(kb_bench_check(&r, "a", 1e-3, 1e-3), 1);
+    cr_assert(kb_bench_passed(&r));
+    cr_assert_eq(kb_bench_check(&r, "b", NAN, 1.0), 0);
+    cr_assert_eq(kb_bench_check(&r, "c", 2e-3, 1e-3), 0);
+    cr_assert_not(kb_bench_passed(&r));
+    cr_assert_eq(r.n_checks, 3);
+    cr_assert_not(r.checks[2].pass);
+}
+
+Test(bench_result, no_check_is_not_a_pass_unless_timing_only)
+{
+    kb_bench_result r;
+    memset(&r, 0, sizeof r);
+    cr_assert_not(kb_bench_passed(&r));
+    r.no_data = 1;
+    cr_assert(kb_bench_passed(&r));
+}
+
+Test(bench_registry, every_bench_is_found_by_its_name)
+{
+    cr_assert_geq(kb_bench_count(), 7);
+    for (int i = 0; i < kb_bench_count(); i++)
+        cr_assert_eq(kb_bench_find(kb_bench_at(i)->name), kb_bench_at(i));
+    cr_assert_null(kb_bench_find("no_such_bench"));
+    cr_assert_null(kb_bench_at(kb_bench_count()));
+    cr_assert_not_null(kb_bench_default());
+}

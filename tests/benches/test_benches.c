@@ -1,0 +1,163 @@
+/*
+ * Built-in benches through the C API (kernbench/bench.h) on the built-in
+ * machine: each passes with its defaults, the Triton tutorials also at odd
+ * sizes, runs are deterministic, --no-data keeps the simulated time, and
+ * option errors are usage errors that say what is accepted.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernbench/bench.h"
+
+static kb_machine *open_default(int no_data)
+{
+    char err[512];
+    kb_machine *m = NULL;
+    kb_open_options oo = {NULL, NULL, 0, no_data};
+    cr_assert_eq(kb_open(&m, &oo, err, sizeof err), 0, "kb_open: %s", err);
+    return m;
+}
+
+/* Runs bench `name` with "k=v" options (NULL-terminated) on a fresh machine. */
+static int run(const char *name, int no_data, kb_bench_result *r, const char *const *kv)
+{
+    kb_machine *m = open_default(no_data);
+    const kb_bench *b = kb_bench_find(name);
+    cr_assert_not_null(b, "bench %s is not registered", name);
+    kb_bench_opts o;
+    kb_bench_opts_init(&o);
+    for (int i = 0; kv && kv[i]; i++)
+        cr_assert_eq(kb_bench_opts_add(&o, kv[i]), 0, "%s", o.error);
+    int rc = kb_bench_run(m, b, &o, no_data, r);
+    kb_close(m);
+    return rc;
+}
+
+static void assert_pass(const char *name, const char *const *kv)
+{
+    kb_bench_result r;
+    int rc = run(name, 0, &r, kv);
+    cr_assert_eq(rc, 0, "%s: %s", name, r.error);
+    cr_assert_gt(r.n_checks, 0, "%s recorded no check", name);
+    for (int i = 0; i < r.n_checks; i++)
+        cr_assert(r.checks[i].pass, "%s: check %s max error %g > tolerance %g", name,
+                  r.checks[i].name, r.checks[i].max_err, r.checks[i].tol);
+    cr_assert(kb_bench_passed(&r));
+    cr_assert_gt(kb_bench_sim_ps(&r), 0, "%s: no simulated time measured", name);
+    cr_assert_gt(r.stats.programs, 0, "%s: no program ran", name);
+}
+
+Test(benches, qkv_gemm_passes)
+{
+    assert_pass("qkv_gemm", NULL);
+}
+Test(benches, qkv_gemm_multi_pe_passes)
+{
+    assert_pass("qkv_gemm_multi_pe", NULL);
+}
+Test(benches, va_offset_passes)
+{
+    assert_pass("va_offset", NULL);
+}
+Test(benches, vector_add_passes)
+{
+    assert_pass("vector_add", NULL);
+}
+Test(benches, softmax_passes)
+{
+    assert_pass("softmax", NULL);
+}
+Test(benches, matmul_passes)
+{
+    assert_pass("matmul", NULL);
+}
+Test(benches, layernorm_passes)
+{
+    assert_pass("layernorm", NULL);
+}
+
+Test(benches, qkv_gemm_multi_pe_over_all_cubes_passes)
+{
+    assert_pass("qkv_gemm_multi_pe", (const char *const[]){"cubes=16", "m=64", NULL});
+}
+
+Test(benches, vector_add_odd_blocks_pass)
+{
+    /* 8 x 777 elements, 256-wide blocks: 9 of 256 lanes used in the last block. */
+    assert_pass("vector_add", (const char *const[]){"n=6216", "block=256", NULL});
+}
+
+Test(benches, softmax_odd_sizes_pass)
+{
+    assert_pass("softmax", (const char *const[]){"rows=24", "cols=33", NULL});
+}
+
+Test(benches, matmul_odd_sizes_pass)
+{
+    assert_pass("matmul", (const char *const[]){"m=67", "n=45", "k=29", "bm=32", "bn=16", "bk=16",
+                                                "group_m=2", NULL});
+}
+
+Test(benches, matmul_with_block_pointers_at_odd_sizes_passes)
+{
+    assert_pass("matmul", (const char *const[]){"m=67", "n=45", "k=29", "bm=32", "bn=16", "bk=16",
+                                                "block_ptrs=true", NULL});
+}
+
+Test(benches, matmul_over_every_pe_passes)
+{
+    assert_pass("matmul", (const char *const[]){"m=64", "n=48", "k=40", "dist=all", NULL});
+}
+
+Test(benches, layernorm_odd_width_passes)
+{
+    assert_pass("layernorm", (const char *const[]){"rows=16", "cols=97", "block=32", NULL});
+}
+
+Test(benches, same_run_twice_gives_same_simulated_time_and_counters)
+{
+    kb_bench_result a, b;
+    cr_assert_eq(run("matmul", 0, &a, NULL), 0, "%s", a.error);
+    cr_assert_eq(run("matmul", 0, &b, NULL), 0, "%s", b.error);
+    cr_assert_eq(kb_bench_sim_ps(&a), kb_bench_sim_ps(&b));
+    cr_assert_eq(memcmp(&a.stats, &b.stats, sizeof a.stats), 0, "statistics differ");
+}
+
+Test(benches, no_data_keeps_simulated_time_and_skips_checks)
+{
+    kb_bench_result a, b;
+    cr_assert_eq(run("qkv_gemm", 0, &a, NULL), 0, "%s", a.error);
+    cr_assert_eq(run("qkv_gemm", 1, &b, NULL), 0, "%s", b.error);
+    cr_assert_eq(kb_bench_sim_ps(&a), kb_bench_sim_ps(&b));
+    cr_assert_eq(b.n_checks, 0);
+    cr_assert(kb_bench_passed(&b));
+}
+
+Test(benches, unknown_option_is_a_usage_error_listing_the_options)
+{
+    kb_bench_result r;
+    int rc = run("vector_add", 0, &r, (const char *const[]){"blok=64", NULL});
+    cr_assert_eq(rc, KB_EINVAL);
+    cr_assert(r.usage_error);
+    cr_assert_not_null(strstr(r.error, "'blok'"), "%s", r.error);
+    cr_assert_not_null(strstr(r.error, "block"), "%s", r.error);
+}
+
+Test(benches, bad_option_value_is_a_usage_error_naming_the_range)
+{
+    kb_bench_result r;
+    int rc = run("vector_add", 0, &r, (const char *const[]){"block=lots", NULL});
+    cr_assert_eq(rc, KB_EINVAL);
+    cr_assert(r.usage_error);
+    cr_assert_not_null(strstr(r.error, "block"), "%s", r.error);
+    cr_assert_not_null(strstr(r.error, "lots"), "%s", r.error);
+}
+
+Test(benches, sizes_that_do_not_split_are_an_error_with_the_numbers)
+{
+    kb_bench_result r;
+    int rc = run("softmax", 0, &r, (const char *const[]){"rows=13", NULL});
+    cr_assert_eq(rc, KB_EINVAL);
+    cr_assert_not_null(strstr(r.error, "13"), "%s", r.error);
+}
