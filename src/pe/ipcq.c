@@ -254,6 +254,7 @@ static void wait_credit(kb__pe_prog *g, kb__ipcq_port *sp)
             sp->tx_wake = NULL;
             if (st && !s->failed) kb__pe_raise(g, st, "tl_send: wait for a credit interrupted");
         }
+        sp->unblock_credit = sp->last_credit;
         if (!s->failed) kb__sleep(g->sim, s->cfg.wake_ps);
     } else {
         kb__time period = s->cfg.poll_ps + s->cfg.scalar_ps;
@@ -268,6 +269,7 @@ static void wait_credit(kb__pe_prog *g, kb__ipcq_port *sp)
                 kb__pe_raise(g, KB_ECANCELED, "tl_send: poll interrupted");
             sp->polls++;
         }
+        sp->unblock_credit = sp->last_credit;
     }
     if (s->failed) kb__pe_raise(g, s->err.code ? s->err.code : KB_ECANCELED, "%s", s->err.msg);
     kb__proc_set_note(kb__proc_self(g->sim), "%s", "");

@@ -139,7 +139,10 @@ typedef struct kb__ipcq_port {
     uint64_t pieces_sent, pieces_recv, credits_recv;
     uint64_t polls, sleeps;
     kb__time stall_ps;            /* time spent without credit */
-    kb__time last_block, last_credit, last_resume;
+    kb__time last_block;     /* when the last wait for a credit began */
+    kb__time last_credit;    /* arrival of the latest credit */
+    kb__time unblock_credit; /* arrival of the credit that ended the last wait */
+    kb__time last_resume;    /* when the last wait ended */
 } kb__ipcq_port;
 
 struct kb__ipcq_ep {
