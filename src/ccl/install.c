@@ -98,8 +98,8 @@ static void credit_done(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
     free(c);
 }
 
-static int dev_credit_fn(void *self, const kb__ipcq_ep *from, const kb__ipcq_ep *to,
-                         uint64_t bytes, kb__ipcq_done_fn done, void *arg, kb__err *err)
+static int dev_credit_fn(void *self, const kb__ipcq_ep *from, const kb__ipcq_ep *to, uint64_t bytes,
+                         kb__ipcq_done_fn done, void *arg, kb__err *err)
 {
     kb__device *d = self;
     const kb__route *r;

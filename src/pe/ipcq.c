@@ -101,8 +101,8 @@ int kb__ipcq_set_rank(kb__ipcq_set *s, uint32_t r, uint32_t sip, uint32_t cube, 
         kb__ipcq_port *pt = &ep->port[p];
         if (links[p].peer < 0) continue;
         if ((uint32_t)links[p].peer >= s->world || links[p].peer_port >= KB__IPCQ_PORTS)
-            return kb__err_set(err, KB_EINVAL, "ipcq: rank %u port %s: peer %d port %u invalid",
-                               r, port_names[p], links[p].peer, links[p].peer_port);
+            return kb__err_set(err, KB_EINVAL, "ipcq: rank %u port %s: peer %d port %u invalid", r,
+                               port_names[p], links[p].peer, links[p].peer_port);
         pt->peer = links[p].peer;
         pt->peer_port = links[p].peer_port;
         pt->ring_pa = ring_pa[p];
@@ -203,8 +203,8 @@ static void chunk_go(kb__sim *sim, void *arg, uint64_t data)
     ipcq_chunk *c = arg;
     kb__ipcq_set *s = c->ep->set;
     kb__err e;
-    int rc = s->tp.copy(s->tp.self, c->ep, c->src_pa, c->dst_pa, c->bytes, c->data, chunk_landed,
-                        c, &e);
+    int rc =
+        s->tp.copy(s->tp.self, c->ep, c->src_pa, c->dst_pa, c->bytes, c->data, chunk_landed, c, &e);
     if (rc) {
         kb__ipcq_port *rp = c->piece->rp;
         free(c); /* the piece never becomes visible: its receiver fails instead */
@@ -432,8 +432,8 @@ static void shape_str(char *buf, size_t n, int dtype, int ndim, const int64_t *s
 /* The first piece of rx's message: does it match what the receiver expects? */
 static int check_desc(const kb__ipcq_rx *rx, const kb__ipcq_desc *d, kb__err *err)
 {
-    bool ok = d->piece == 0 && d->dtype == rx->dtype && d->ndim == rx->ndim &&
-              d->msg_bytes == rx->bytes;
+    bool ok =
+        d->piece == 0 && d->dtype == rx->dtype && d->ndim == rx->ndim && d->msg_bytes == rx->bytes;
     for (int i = 0; ok && i < rx->ndim; i++)
         ok = d->shape[i] == rx->shape[i];
     if (ok) return 0;

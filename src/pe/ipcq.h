@@ -120,25 +120,25 @@ typedef struct kb__ipcq_slot {
 
 /* One port of a rank: its receive ring and its send side toward the peer. */
 typedef struct kb__ipcq_port {
-    kb__ipcq_ep *ep;     /* owner */
-    uint32_t index;      /* N 0, E 1, S 2, W 3 */
-    int32_t peer;        /* peer rank, -1: unused */
-    uint32_t peer_port;  /* the peer's port that points back here */
-    uint64_t ring_pa;    /* receive ring: n_slots x slot_size bytes */
-    kb__ipcq_slot *slot; /* [n_slots] */
-    uint64_t head;       /* receive: next piece to consume */
-    uint64_t consumed;   /* receive: pieces whose credit left */
-    uint32_t credit_flight; /* receive: credits on their way back */
-    uint64_t rx_msgs;    /* receive: next message number to take */
-    int64_t credits;     /* send: slots of the peer's ring we may write */
-    uint64_t tx_seq;     /* send: next piece number */
-    uint64_t tx_msgs;    /* send: next message number */
+    kb__ipcq_ep *ep;                /* owner */
+    uint32_t index;                 /* N 0, E 1, S 2, W 3 */
+    int32_t peer;                   /* peer rank, -1: unused */
+    uint32_t peer_port;             /* the peer's port that points back here */
+    uint64_t ring_pa;               /* receive ring: n_slots x slot_size bytes */
+    kb__ipcq_slot *slot;            /* [n_slots] */
+    uint64_t head;                  /* receive: next piece to consume */
+    uint64_t consumed;              /* receive: pieces whose credit left */
+    uint32_t credit_flight;         /* receive: credits on their way back */
+    uint64_t rx_msgs;               /* receive: next message number to take */
+    int64_t credits;                /* send: slots of the peer's ring we may write */
+    uint64_t tx_seq;                /* send: next piece number */
+    uint64_t tx_msgs;               /* send: next message number */
     kb__ipcq_rx *rx_head, *rx_tail; /* pending receives, in program order */
-    kb__event *tx_wake;  /* set while the rank waits for a credit here */
+    kb__event *tx_wake;             /* set while the rank waits for a credit here */
     /* statistics */
     uint64_t pieces_sent, pieces_recv, credits_recv;
     uint64_t polls, sleeps;
-    kb__time stall_ps;            /* time spent without credit */
+    kb__time stall_ps;       /* time spent without credit */
     kb__time last_block;     /* when the last wait for a credit began */
     kb__time last_credit;    /* arrival of the latest credit */
     kb__time unblock_credit; /* arrival of the credit that ended the last wait */
@@ -219,9 +219,9 @@ struct kb__ipcq_rx {
     void *user;
     /* internal */
     kb__ipcq_rx *next;
-    uint64_t off;  /* payload bytes copied so far */
-    bool copying;  /* a piece is being copied out */
-    bool checked;  /* the first piece's descriptor matched */
+    uint64_t off; /* payload bytes copied so far */
+    bool copying; /* a piece is being copied out */
+    bool checked; /* the first piece's descriptor matched */
 };
 
 /* Queues rx on its port behind earlier receives; it consumes the port's next

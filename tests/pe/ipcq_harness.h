@@ -58,8 +58,7 @@ static inline void qm_init(qm *m, uint32_t world, const char *const *sets, size_
         snprintf(name, sizeof name, "sip%u/cube%u/pe%u", l.sip, l.cube, l.pe);
         cr_assert_eq(kb__pe_create(m->d->sim, name, &p, &m->pes[i], &e), 0, "%s", e.msg);
     }
-    cr_assert_eq(kb__ccl_install(m->d, m->plan, m->pes, NULL, &m->q, &m->info, &e), 0, "%s",
-                 e.msg);
+    cr_assert_eq(kb__ccl_install(m->d, m->plan, m->pes, NULL, &m->q, &m->info, &e), 0, "%s", e.msg);
 }
 
 static inline void qm_fini(qm *m)

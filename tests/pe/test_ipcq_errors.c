@@ -5,6 +5,7 @@
  */
 #include <signal.h>
 
+#include "pe/harness.h"
 #include "pe/ipcq_harness.h"
 
 typedef struct bp_res {
@@ -278,4 +279,24 @@ Test(ipcq_errors, both_ranks_receiving_first_is_a_deadlock_naming_both)
     cr_assert_eq(kb__pe_launch_status(l, &e), KB_EDEADLOCK);
     kb__pe_launch_destroy(l);
     qm_fini(&m);
+}
+
+/* ---- no install ------------------------------------------------------------------ */
+
+static void rank_only(tl_ctx *k)
+{
+    tl_rank(k);
+}
+
+Test(ipcq_errors, queue_calls_without_an_install_are_kernel_errors)
+{
+    tm_machine m;
+    kb__pe_params p;
+    tm_params_simple(&p);
+    tm_init(&m, 1, &p);
+    kb__tl_launch_desc d = tm_desc("rank_only", rank_only, 1, NULL);
+    kb__err e;
+    cr_assert_eq(tm_run(&m, &d, 1, &e, NULL), KB_ESTATE);
+    cr_assert(strstr(e.msg, "tl_rank: no inter-PE queues are installed on this PE"), "%s", e.msg);
+    tm_fini(&m);
 }
