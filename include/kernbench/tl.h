@@ -194,6 +194,52 @@ KB_API tl_tile tl_load_block(tl_ctx *k, tl_block_ptr p, unsigned boundary_check,
 /* Elements outside `shape` on a checked dimension are not written. */
 KB_API void tl_store_block(tl_ctx *k, tl_block_ptr p, tl_tile value, unsigned boundary_check);
 
+/* ==== inter-PE queues (docs/ipcq.md) ======================================= */
+/*
+ * A collective kernel runs on the PEs of an install plan (ccl.yaml); each
+ * program is one collective rank with up to four neighbour ports. A
+ * direction is a port index 0..3 or one of the names below; the aliases name
+ * the port a topology uses for that role (ring_1d: PREV = W, NEXT = E;
+ * tree: PARENT = N, LEFT = W, RIGHT = E; mesh_2d: N, E, S, W).
+ *
+ * tl_send copies a tile into the neighbour's receive ring (split over slots
+ * when larger than one) and returns once every piece has left; it blocks
+ * while the ring is full (poll or sleep backpressure). tl_recv waits for the
+ * next message from that direction and returns it as a new tile; the dtype
+ * and shape must be the ones sent. Messages from one direction arrive in the
+ * order they were sent. Errors (no neighbour, mismatch, no queues installed)
+ * are kernel errors naming the rank and its PE.
+ */
+#define TL_DIR_N      0
+#define TL_DIR_E      1
+#define TL_DIR_S      2
+#define TL_DIR_W      3
+#define TL_DIR_PREV   TL_DIR_W
+#define TL_DIR_NEXT   TL_DIR_E
+#define TL_DIR_PARENT TL_DIR_N
+#define TL_DIR_LEFT   TL_DIR_W
+#define TL_DIR_RIGHT  TL_DIR_E
+
+/* A receive in progress (tl_recv_async); wait for it once with tl_wait. */
+typedef struct tl_recv_handle {
+    tl_tile t;
+} tl_recv_handle;
+
+/* This program's collective rank and the world size of the installed plan. */
+KB_API int tl_rank(tl_ctx *k);
+KB_API int tl_world_size(tl_ctx *k);
+/* 1 when direction dir has a neighbour, 0 otherwise. */
+KB_API int tl_has_neighbor(tl_ctx *k, int dir);
+/* Sends tile t to the neighbour in direction dir. */
+KB_API void tl_send(tl_ctx *k, int dir, tl_tile t);
+/* Receives the next message from direction dir: ndim 0..2, shape, dtype. */
+KB_API tl_tile tl_recv(tl_ctx *k, int dir, int ndim, const int64_t *shape, tl_dtype dtype);
+/* Starts a receive (a DMA-unit op: it holds one DMA channel until its data
+ * is in TCM) and returns at once; tl_wait blocks until the tile is there. */
+KB_API tl_recv_handle tl_recv_async(tl_ctx *k, int dir, int ndim, const int64_t *shape,
+                                    tl_dtype dtype);
+KB_API tl_tile tl_wait(tl_ctx *k, tl_recv_handle h);
+
 #ifdef __cplusplus
 }
 #endif

@@ -114,6 +114,7 @@ struct kb__pe {
     kb__tcm tcm; /* tile scratch space, reset per program */
     kb__pe_unit unit[KB__PE_UNIT_COUNT];
     void *dma_port;    /* memory system the DMA unit reaches (kernel layer) */
+    void *ipcq;        /* inter-PE queue endpoint (pe/ipcq.h), NULL when none installed */
     uint64_t programs; /* statistics: programs started on this PE */
     uint32_t index;    /* the owner's number for this PE (the machine's global index) */
 };

@@ -1,0 +1,301 @@
+/*
+ * install.c — pushing a collective's plan to its PEs through the fabric, and
+ * the device transport of the inter-PE queues (ccl/install.h, docs/ipcq.md).
+ *
+ * Transport costs, on the simulated device (docs/timing-model.md):
+ *   copy    memory read at the source controller (M_r), a data message
+ *           source -> PE's DMA node -> destination in fabric packets, memory
+ *           write at the destination (M_w); done when the last byte landed.
+ *   credit  one message of credit_size bytes, PE DMA node -> PE DMA node.
+ * Cost to simulate: the fabric's events, one allocation per copy or credit.
+ */
+#include "ccl/install.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- device transport ------------------------------------------------------ */
+
+typedef struct dev_copy {
+    kb__fab_msg data;
+    kb__mem_xfer rd, wr;
+    kb__ipcq_done_fn done;
+    void *arg;
+    kb__err err;
+} dev_copy;
+
+typedef struct dev_credit {
+    kb__fab_msg msg;
+    kb__ipcq_done_fn done;
+    void *arg;
+} dev_credit;
+
+static void copy_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    dev_copy *c = m->user;
+    kb__mem_write_packet(sim, &c->wr, pkt);
+}
+
+static void copy_written(kb__sim *sim, kb__mem_xfer *mx)
+{
+    dev_copy *c = mx->user;
+    c->done(sim, c->arg);
+    kb__mem_xfer_fini(&c->rd);
+    kb__mem_xfer_fini(&c->wr);
+    free(c);
+}
+
+static uint32_t dma_node(const kb__device *d, const kb__ipcq_ep *ep)
+{
+    return (uint32_t)kb__device_node(d, KB__ROLE_PE_DMA, (int)ep->sip, (int)ep->cube, (int)ep->pe);
+}
+
+static int dev_copy_fn(void *self, const kb__ipcq_ep *via, uint64_t src_pa, uint64_t dst_pa,
+                       uint64_t bytes, const void *data, kb__ipcq_done_fn done, void *arg,
+                       kb__err *err)
+{
+    kb__device *d = self;
+    kb__memctl *ms = kb__device_memctl(d, src_pa, err);
+    if (!ms) return err->code;
+    kb__memctl *md = kb__device_memctl(d, dst_pa, err);
+    if (!md) return err->code;
+    const kb__route *r;
+    int rc = kb__fabric_route(d->fab, ms->node, dma_node(d, via), md->node, &r, err);
+    if (rc) return rc;
+    dev_copy *c = calloc(1, sizeof *c);
+    if (!c) return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for a transfer");
+    uint32_t p = kb__fabric_packet_bytes(d->fab);
+    kb__fab_msg_init(&c->data, d->fab, r, bytes, p);
+    c->data.user = c;
+    c->data.on_packet = copy_pkt;
+    kb__mem_xfer_init(&c->rd, ms, NULL, src_pa - ms->base_pa, bytes, p);
+    c->rd.out = &c->data;
+    c->rd.err = &c->err;
+    kb__store *st = data && !d->no_data ? &d->store : NULL;
+    kb__mem_xfer_init(&c->wr, md, st, dst_pa - md->base_pa, bytes, p);
+    c->wr.src = data;
+    c->wr.user = c;
+    c->wr.err = &c->err;
+    c->wr.on_done = copy_written;
+    c->done = done;
+    c->arg = arg;
+    kb__mem_read_start(d->sim, &c->rd);
+    return 0;
+}
+
+static int dev_peek(void *self, uint64_t pa, void *dst, uint64_t bytes, kb__err *err)
+{
+    kb__device *d = self;
+    if (d->no_data) return 0;
+    return kb__store_read(&d->store, pa, dst, bytes, err);
+}
+
+static void credit_done(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    (void)pkt;
+    dev_credit *c = m->user;
+    c->done(sim, c->arg);
+    free(c);
+}
+
+static int dev_credit_fn(void *self, const kb__ipcq_ep *from, const kb__ipcq_ep *to, uint64_t bytes,
+                         kb__ipcq_done_fn done, void *arg, kb__err *err)
+{
+    kb__device *d = self;
+    const kb__route *r;
+    int rc = kb__fabric_route(d->fab, dma_node(d, from), KB__NO_NODE, dma_node(d, to), &r, err);
+    if (rc) return rc;
+    dev_credit *c = calloc(1, sizeof *c);
+    if (!c) return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for a credit");
+    kb__fab_msg_init(&c->msg, d->fab, r, bytes, kb__fabric_packet_bytes(d->fab));
+    c->msg.user = c;
+    c->msg.on_done = credit_done;
+    c->done = done;
+    c->arg = arg;
+    kb__fab_send(d->sim, &c->msg);
+    return 0;
+}
+
+static uint64_t dev_tcm_pa(void *self, const kb__ipcq_ep *ep, uint64_t off)
+{
+    kb__device *d = self;
+    uint64_t pa = 0;
+    kb__err e;
+    kb__device_pa(d, KB__SPACE_TCM, ep->sip, ep->cube, ep->pe,
+                  d->topo->params.pe.tcm_reserved + off, &pa, &e);
+    return pa;
+}
+
+void kb__ccl_ipcq_cfg(const kb__device *d, const kb__ccl_plan *plan, kb__ipcq_cfg *cfg)
+{
+    const kb__topo_params *p = &d->topo->params;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->n_slots = plan->r.s.n_slots;
+    cfg->slot_size = plan->r.s.slot_size;
+    cfg->vc_chunk = plan->r.s.vc_chunk_size ? plan->r.s.vc_chunk_size : p->pe.ipcq_vc_chunk_bytes;
+    cfg->credit_bytes = plan->r.s.credit_size ? plan->r.s.credit_size : p->pe.ipcq_credit_bytes;
+    cfg->bp = plan->r.s.backpressure == KB__CCL_BP_POLL ? KB__IPCQ_POLL : KB__IPCQ_SLEEP;
+    cfg->poll_ps = kb__ps_from_ns(p->pe.ipcq_poll_interval_ns);
+    cfg->wake_ps = kb__ps_from_ns(p->pe.ipcq_wake_ns);
+    cfg->scalar_ps = kb__ps_from_ns(p->pe.cpu_scalar_op_ns);
+    cfg->setup_ps = kb__ps_from_ns(p->pe.dma_setup_ns);
+    cfg->vc_bw_gbs = p->pe.dma_bw_gbs;
+}
+
+/* ---- ring placement ---------------------------------------------------------- */
+
+/* Default placement: top of the memory, downwards. `below` is how many rings
+ * already sit above in the same memory. */
+static int default_ring(const kb__device *d, kb__ccl_buffer kind, kb__ccl_loc loc, uint32_t below,
+                        uint64_t bytes, uint64_t *pa, kb__err *err)
+{
+    const kb__topo_params *p = &d->topo->params;
+    kb__mem_space space = KB__SPACE_TCM;
+    uint64_t top = p->pe.tcm_size, floor = p->pe.tcm_reserved;
+    uint32_t unit = loc.pe;
+    if (kind == KB__CCL_BUF_SRAM) {
+        space = KB__SPACE_SRAM;
+        top = p->cube.sram_size;
+        floor = 0;
+        unit = 0;
+    } else if (kind == KB__CCL_BUF_HBM) {
+        space = KB__SPACE_HBM;
+        top = p->cube.hbm_capacity / p->cube.hbm_slices;
+        floor = 0;
+    }
+    uint64_t need = (uint64_t)(below + 1) * bytes;
+    if (need > top - floor)
+        return kb__err_set(err, KB_ERANGE,
+                           "ipcq install: ring %u of %llu B on sip%u/cube%u/pe%u does not fit the "
+                           "%s (%llu B usable)",
+                           below, (unsigned long long)bytes, loc.sip, loc.cube, loc.pe,
+                           kb__ccl_buffer_name(kind), (unsigned long long)(top - floor));
+    return kb__device_pa(d, space, loc.sip, loc.cube, unit, top - need, pa, err);
+}
+
+/* The peer's port that points back at rank r through port p (the opposite
+ * direction when both ways exist, as in a ring of two). */
+static int32_t back_port(const kb__ccl_plan *plan, uint32_t r, uint32_t p)
+{
+    const kb__ccl_port *mine = &plan->ports[r][p];
+    uint32_t opp = (p + 2) % KB__CCL_DIR_COUNT;
+    if (plan->ports[mine->peer][opp].peer == (int32_t)r) return (int32_t)opp;
+    for (uint32_t q = 0; q < KB__CCL_DIR_COUNT; q++)
+        if (plan->ports[mine->peer][q].peer == (int32_t)r) return (int32_t)q;
+    return -1;
+}
+
+static int set_ranks(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
+                     const kb__ccl_ring_alloc *alloc, kb__ipcq_set *s, kb__err *err)
+{
+    uint64_t ring_bytes = (uint64_t)plan->r.s.n_slots * plan->r.s.slot_size;
+    uint32_t n_cubes = plan->sips * plan->cubes_per_sip;
+    uint32_t *sram_used = calloc(n_cubes ? n_cubes : 1, sizeof *sram_used);
+    if (!sram_used) return kb__err_set(err, KB_ENOMEM, "ipcq install: out of memory");
+    int rc = 0;
+    for (uint32_t r = 0; r < plan->world_size && !rc; r++) {
+        kb__ccl_loc loc = plan->loc[r];
+        kb__ipcq_link links[KB__IPCQ_PORTS];
+        uint64_t ring_pa[KB__IPCQ_PORTS] = {0};
+        uint32_t rings = 0;
+        for (uint32_t p = 0; p < KB__IPCQ_PORTS && !rc; p++) {
+            links[p].peer = plan->ports[r][p].peer;
+            links[p].peer_port = 0;
+            if (links[p].peer < 0) continue;
+            int32_t bp = back_port(plan, r, p);
+            if (bp < 0)
+                return free(sram_used),
+                       kb__err_set(err, KB_EINVAL,
+                                   "ipcq install: rank %u port %s -> rank %d has no way back", r,
+                                   kb__ccl_dir_name((kb__ccl_dir)p), links[p].peer);
+            links[p].peer_port = (uint32_t)bp;
+            uint32_t below = rings;
+            if (plan->r.s.buffer_kind == KB__CCL_BUF_SRAM)
+                below = sram_used[loc.sip * plan->cubes_per_sip + loc.cube]++;
+            if (alloc)
+                rc = alloc->alloc(alloc->self, plan->r.s.buffer_kind, r, loc, rings, ring_bytes,
+                                  &ring_pa[p], err);
+            else
+                rc = default_ring(d, plan->r.s.buffer_kind, loc, below, ring_bytes, &ring_pa[p],
+                                  err);
+            rings++;
+        }
+        if (!rc)
+            rc = kb__ipcq_set_rank(s, r, loc.sip, loc.cube, loc.pe, pes ? pes[r] : NULL, links,
+                                   ring_pa, err);
+    }
+    free(sram_used);
+    return rc;
+}
+
+/* ---- pushing the plan ----------------------------------------------------------- */
+
+static int push_plan(kb__device *d, const kb__ccl_plan *plan, kb__ccl_install_info *info,
+                     kb__err *err)
+{
+    uint32_t n_cubes = plan->sips * plan->cubes_per_sip;
+    uint64_t *bytes = calloc(n_cubes, sizeof *bytes);
+    kb__cmd_target *t = calloc(n_cubes, sizeof *t);
+    if (!bytes || !t) {
+        free(bytes);
+        free(t);
+        return kb__err_set(err, KB_ENOMEM, "ipcq install: out of memory");
+    }
+    double noc_bw = d->topo->params.cube.noc.bw_gbs;
+    for (uint32_t r = 0; r < plan->world_size; r++) {
+        uint32_t c = plan->loc[r].sip * plan->cubes_per_sip + plan->loc[r].cube;
+        uint64_t b = kb__ccl_install_bytes(plan, r);
+        if (!bytes[c]) {
+            t[info->cubes].sip = plan->loc[r].sip;
+            t[info->cubes].cube = plan->loc[r].cube;
+            info->cubes++;
+        }
+        bytes[c] += b;
+        info->msg_bytes += b;
+        for (uint32_t i = 0; i < info->cubes; i++)
+            if (t[i].sip == plan->loc[r].sip && t[i].cube == plan->loc[r].cube)
+                t[i].work_ps += kb__ps_from_bytes_gbs(b, noc_bw);
+    }
+    for (uint32_t c = 0; c < n_cubes; c++)
+        if (bytes[c] > info->cmd_bytes) info->cmd_bytes = bytes[c];
+    free(bytes);
+    kb__xfer *x = NULL;
+    info->t_start = kb__sim_now(d->sim);
+    int rc = kb__device_command(d, t, info->cubes, info->cmd_bytes, &x, err);
+    free(t);
+    if (!rc) rc = kb__xfer_wait(d, x, err);
+    if (x) kb__xfer_free(x);
+    info->t_end = kb__sim_now(d->sim);
+    return rc;
+}
+
+int kb__ccl_install(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
+                    const kb__ccl_ring_alloc *alloc, kb__ipcq_set **out, kb__ccl_install_info *info,
+                    kb__err *err)
+{
+    *out = NULL;
+    kb__ccl_install_info local;
+    if (!info) info = &local;
+    memset(info, 0, sizeof *info);
+    if (plan->sips > d->topo->sips || plan->cubes_per_sip != d->topo->cubes_per_sip ||
+        plan->pes_per_cube != d->topo->pes_per_cube)
+        return kb__err_set(err, KB_EINVAL,
+                           "ipcq install: the plan was built for %u SIPs x %u cubes x %u PEs, "
+                           "the device has %u x %u x %u",
+                           plan->sips, plan->cubes_per_sip, plan->pes_per_cube, d->topo->sips,
+                           d->topo->cubes_per_sip, d->topo->pes_per_cube);
+    kb__ipcq_cfg cfg;
+    kb__ccl_ipcq_cfg(d, plan, &cfg);
+    kb__ipcq_transport tp = {dev_copy_fn, dev_peek, dev_credit_fn, dev_tcm_pa, d};
+    kb__ipcq_set *s;
+    int rc = kb__ipcq_create(&s, d->sim, plan->world_size, &cfg, &tp, err);
+    if (rc) return rc;
+    rc = push_plan(d, plan, info, err);
+    if (!rc) rc = set_ranks(d, plan, pes, alloc, s, err);
+    if (rc) {
+        kb__ipcq_destroy(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}

@@ -1,0 +1,549 @@
+/*
+ * ipcq.c — pe_ipcq: receive rings, credits, the vc channel and backpressure
+ * (protocol and costs in pe/ipcq.h and docs/ipcq.md).
+ *
+ * Invariants: credits >= 0; for each sender port and the peer ring it writes,
+ * credits + ring slots not FREE + credits in flight == n_slots; a slot is
+ * written only when FREE. KB_DEBUG_INVARIANTS builds audit the whole set
+ * after every transition and abort with the audit's message on a violation.
+ * Cost: O(1) per piece, chunk and credit (audits: O(world) each).
+ */
+#include "pe/ipcq.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Consecutive polls without a credit after which a sender gives up. */
+#define POLL_LIMIT (1u << 24)
+
+typedef struct ipcq_piece {
+    kb__ipcq_port *rp; /* the receive ring */
+    uint32_t idx;      /* slot */
+    uint32_t pending;  /* chunks not landed */
+    uint8_t *staging;  /* descriptor + payload (data mode) */
+} ipcq_piece;
+
+typedef struct kb__ipcq_chunk {
+    struct kb__ipcq_chunk *next;
+    kb__ipcq_ep *ep;
+    ipcq_piece *piece;
+    uint64_t src_pa, dst_pa, bytes;
+    const uint8_t *data;
+} ipcq_chunk;
+
+static const char *const port_names[KB__IPCQ_PORTS] = {"N", "E", "S", "W"};
+
+static void debug_audit(const kb__ipcq_set *s)
+{
+#ifdef KB_DEBUG_INVARIANTS
+    kb__err e;
+    if (kb__ipcq_audit(s, &e)) {
+        fprintf(stderr, "kernbench: ipcq invariant violated: %s\n", e.msg);
+        abort();
+    }
+#else
+    (void)s;
+#endif
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+int kb__ipcq_create(kb__ipcq_set **out, kb__sim *sim, uint32_t world, const kb__ipcq_cfg *cfg,
+                    const kb__ipcq_transport *tp, kb__err *err)
+{
+    *out = NULL;
+    if (!cfg->n_slots || !world)
+        return kb__err_set(err, KB_EINVAL, "ipcq: n_slots (%u) and world size (%u) must be >= 1",
+                           cfg->n_slots, world);
+    if (cfg->slot_size <= KB__IPCQ_META_BYTES)
+        return kb__err_set(err, KB_EINVAL,
+                           "ipcq: slot_size %llu B leaves no payload after the %d B descriptor",
+                           (unsigned long long)cfg->slot_size, KB__IPCQ_META_BYTES);
+    if (!cfg->vc_chunk || !cfg->credit_bytes || !(cfg->vc_bw_gbs > 0))
+        return kb__err_set(err, KB_EINVAL,
+                           "ipcq: vc_chunk_size, credit_size and pe.dma.bw_gbs must be positive");
+    kb__ipcq_set *s = calloc(1, sizeof *s);
+    if (s) s->ep = calloc(world, sizeof *s->ep);
+    if (!s || !s->ep) {
+        if (s) free(s);
+        return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for %u ranks", world);
+    }
+    s->sim = sim;
+    s->cfg = *cfg;
+    s->tp = *tp;
+    s->world = world;
+    for (uint32_t r = 0; r < world; r++) {
+        s->ep[r].set = s;
+        s->ep[r].rank = r;
+        for (uint32_t p = 0; p < KB__IPCQ_PORTS; p++) {
+            s->ep[r].port[p].ep = &s->ep[r];
+            s->ep[r].port[p].index = p;
+            s->ep[r].port[p].peer = -1;
+        }
+    }
+    *out = s;
+    return 0;
+}
+
+int kb__ipcq_set_rank(kb__ipcq_set *s, uint32_t r, uint32_t sip, uint32_t cube, uint32_t pe,
+                      kb__pe *unit, const kb__ipcq_link links[KB__IPCQ_PORTS],
+                      const uint64_t ring_pa[KB__IPCQ_PORTS], kb__err *err)
+{
+    if (r >= s->world)
+        return kb__err_set(err, KB_EINVAL, "ipcq: rank %u outside world size %u", r, s->world);
+    kb__ipcq_ep *ep = &s->ep[r];
+    ep->sip = sip;
+    ep->cube = cube;
+    ep->pe = pe;
+    snprintf(ep->name, sizeof ep->name, "sip%u/cube%u/pe%u", sip, cube, pe);
+    for (uint32_t p = 0; p < KB__IPCQ_PORTS; p++) {
+        kb__ipcq_port *pt = &ep->port[p];
+        if (links[p].peer < 0) continue;
+        if ((uint32_t)links[p].peer >= s->world || links[p].peer_port >= KB__IPCQ_PORTS)
+            return kb__err_set(err, KB_EINVAL, "ipcq: rank %u port %s: peer %d port %u invalid", r,
+                               port_names[p], links[p].peer, links[p].peer_port);
+        pt->peer = links[p].peer;
+        pt->peer_port = links[p].peer_port;
+        pt->ring_pa = ring_pa[p];
+        pt->credits = s->cfg.n_slots;
+        free(pt->slot);
+        pt->slot = calloc(s->cfg.n_slots, sizeof *pt->slot);
+        if (!pt->slot) return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for slots");
+    }
+    ep->unit = unit;
+    if (unit) unit->ipcq = ep;
+    return 0;
+}
+
+void kb__ipcq_destroy(kb__ipcq_set *s)
+{
+    if (!s) return;
+    for (uint32_t r = 0; r < s->world; r++) {
+        if (s->ep[r].unit && s->ep[r].unit->ipcq == &s->ep[r]) s->ep[r].unit->ipcq = NULL;
+        for (uint32_t p = 0; p < KB__IPCQ_PORTS; p++)
+            free(s->ep[r].port[p].slot);
+        while (s->ep[r].vc_head) {
+            ipcq_chunk *c = s->ep[r].vc_head;
+            s->ep[r].vc_head = c->next;
+            free(c);
+        }
+    }
+    free(s->ep);
+    free(s);
+}
+
+uint64_t kb__ipcq_payload(const kb__ipcq_set *s)
+{
+    return s->cfg.slot_size - KB__IPCQ_META_BYTES;
+}
+
+static kb__ipcq_port *peer_ring(const kb__ipcq_port *sp)
+{
+    return &sp->ep->set->ep[sp->peer].port[sp->peer_port];
+}
+
+/* ---- descriptor encoding (the first bytes of a slot) ---------------------- */
+
+static void put(uint8_t *b, size_t *o, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        b[(*o)++] = (uint8_t)(v >> (8 * i));
+}
+
+static void desc_encode(const kb__ipcq_desc *d, uint8_t *b)
+{
+    size_t o = 0;
+    memset(b, 0, KB__IPCQ_META_BYTES);
+    put(b, &o, 0x51504349u, 4); /* "ICPQ" */
+    put(b, &o, d->seq, 8);
+    put(b, &o, d->msg, 8);
+    put(b, &o, d->piece, 4);
+    put(b, &o, d->n_pieces, 4);
+    put(b, &o, d->bytes, 8);
+    put(b, &o, d->msg_bytes, 8);
+    put(b, &o, (uint64_t)d->dtype, 1);
+    put(b, &o, (uint64_t)d->ndim, 1);
+    for (int i = 0; i < KB__IPCQ_MAX_DIMS; i++)
+        put(b, &o, (uint64_t)d->shape[i], 8);
+}
+
+/* ---- vc channel ------------------------------------------------------------- */
+
+static void rx_progress(kb__sim *sim, kb__ipcq_port *rp);
+static void fail_port(kb__sim *sim, kb__ipcq_port *rp, int code, const kb__err *err);
+
+static void chunk_landed(kb__sim *sim, void *arg)
+{
+    ipcq_chunk *c = arg;
+    ipcq_piece *pc = c->piece;
+    free(c);
+    if (--pc->pending) return;
+    kb__ipcq_port *rp = pc->rp;
+    rp->slot[pc->idx].state = KB__SLOT_VISIBLE;
+    free(pc->staging);
+    free(pc);
+    debug_audit(rp->ep->set);
+    rx_progress(sim, rp);
+}
+
+static void vc_kick(kb__sim *sim, kb__ipcq_ep *ep);
+
+static void vc_free(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)data;
+    kb__ipcq_ep *ep = arg;
+    ep->vc_busy = false;
+    vc_kick(sim, ep);
+}
+
+static void chunk_go(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)data;
+    ipcq_chunk *c = arg;
+    kb__ipcq_set *s = c->ep->set;
+    kb__err e;
+    int rc =
+        s->tp.copy(s->tp.self, c->ep, c->src_pa, c->dst_pa, c->bytes, c->data, chunk_landed, c, &e);
+    if (rc) {
+        kb__ipcq_port *rp = c->piece->rp;
+        free(c); /* the piece never becomes visible: its receiver fails instead */
+        fail_port(sim, rp, rc, &e);
+    }
+}
+
+static void vc_kick(kb__sim *sim, kb__ipcq_ep *ep)
+{
+    if (ep->vc_busy || !ep->vc_head) return;
+    ipcq_chunk *c = ep->vc_head;
+    ep->vc_head = c->next;
+    if (!ep->vc_head) ep->vc_tail = NULL;
+    ep->vc_busy = true;
+    ep->vc_chunks++;
+    ep->vc_bytes += c->bytes;
+    const kb__ipcq_cfg *cfg = &ep->set->cfg;
+    kb__sim_post(sim, cfg->setup_ps, chunk_go, c, 0);
+    kb__sim_post(sim, cfg->setup_ps + kb__ps_from_bytes_gbs(c->bytes, cfg->vc_bw_gbs), vc_free, ep,
+                 0);
+}
+
+/* ---- send side ---------------------------------------------------------------- */
+
+static void sync_to_now(kb__pe_prog *g)
+{
+    kb__time now = kb__sim_now(g->sim);
+    if (g->t_scalar < now) g->t_scalar = now;
+}
+
+/* Blocks g until port sp has a credit, by the configured backpressure. */
+static void wait_credit(kb__pe_prog *g, kb__ipcq_port *sp)
+{
+    if (sp->credits > 0) return;
+    kb__ipcq_set *s = sp->ep->set;
+    kb__time t0 = kb__sim_now(g->sim);
+    sp->last_block = t0;
+    kb__proc_set_note(kb__proc_self(g->sim), "tl_send to %s (rank %d): no credit",
+                      port_names[sp->index], sp->peer);
+    if (s->cfg.bp == KB__IPCQ_SLEEP) {
+        sp->sleeps++;
+        while (sp->credits <= 0 && !s->failed) {
+            kb__event ev;
+            kb__event_init(&ev, "ipcq credit");
+            sp->tx_wake = &ev;
+            int st = kb__event_wait(g->sim, &ev);
+            sp->tx_wake = NULL;
+            if (st && !s->failed) kb__pe_raise(g, st, "tl_send: wait for a credit interrupted");
+        }
+        sp->unblock_credit = sp->last_credit;
+        if (!s->failed) kb__sleep(g->sim, s->cfg.wake_ps);
+    } else {
+        kb__time period = s->cfg.poll_ps + s->cfg.scalar_ps;
+        uint32_t n = 0;
+        while (sp->credits <= 0 && !s->failed) {
+            if (++n > POLL_LIMIT)
+                kb__pe_raise(g, KB_EDEADLOCK,
+                             "tl_send to %s (rank %d): no credit after %u polls: the receiver "
+                             "does not consume",
+                             port_names[sp->index], sp->peer, POLL_LIMIT);
+            if (kb__sleep(g->sim, period > 0 ? period : 1))
+                kb__pe_raise(g, KB_ECANCELED, "tl_send: poll interrupted");
+            sp->polls++;
+        }
+        sp->unblock_credit = sp->last_credit;
+    }
+    if (s->failed) kb__pe_raise(g, s->err.code ? s->err.code : KB_ECANCELED, "%s", s->err.msg);
+    kb__proc_set_note(kb__proc_self(g->sim), "%s", "");
+    sp->last_resume = kb__sim_now(g->sim);
+    sp->stall_ps += sp->last_resume - t0;
+    sync_to_now(g);
+}
+
+/* Queues the chunks of one piece on ep's vc channel. */
+static void queue_piece(kb__sim *sim, kb__ipcq_ep *ep, ipcq_piece *pc, uint64_t src_pa,
+                        uint64_t dst_pa, uint64_t bytes)
+{
+    uint64_t chunk = ep->set->cfg.vc_chunk;
+    pc->pending = (uint32_t)((bytes + chunk - 1) / chunk);
+    for (uint64_t off = 0; off < bytes; off += chunk) {
+        ipcq_chunk *c = calloc(1, sizeof *c);
+        if (!c) abort(); /* host out of memory: nothing sensible to simulate */
+        c->ep = ep;
+        c->piece = pc;
+        c->src_pa = src_pa + off;
+        c->dst_pa = dst_pa + off;
+        c->bytes = bytes - off < chunk ? bytes - off : chunk;
+        c->data = pc->staging ? pc->staging + off : NULL;
+        if (ep->vc_tail)
+            ep->vc_tail->next = c;
+        else
+            ep->vc_head = c;
+        ep->vc_tail = c;
+    }
+    vc_kick(sim, ep);
+}
+
+void kb__ipcq_send(kb__pe_prog *g, kb__ipcq_ep *ep, uint32_t p, const kb__ipcq_desc *d,
+                   const void *data, uint64_t msg_bytes, uint64_t tcm_off)
+{
+    kb__ipcq_set *s = ep->set;
+    kb__ipcq_port *sp = &ep->port[p];
+    kb__ipcq_port *rp = peer_ring(sp);
+    uint64_t payload = kb__ipcq_payload(s);
+    uint32_t n = msg_bytes ? (uint32_t)((msg_bytes + payload - 1) / payload) : 1;
+    for (uint32_t i = 0; i < n; i++) {
+        kb__pe_scalar_time(g, s->cfg.scalar_ps);
+        kb__pe_sync(g);
+        wait_credit(g, sp);
+        uint32_t idx = (uint32_t)(sp->tx_seq % s->cfg.n_slots);
+        kb__ipcq_slot *sl = &rp->slot[idx];
+        if (sl->state != KB__SLOT_FREE)
+            kb__pe_raise(g, KB_ESTATE,
+                         "ipcq invariant: rank %u port %s: slot %u of rank %d's ring still holds "
+                         "piece %llu",
+                         ep->rank, port_names[p], idx, sp->peer, (unsigned long long)sl->d.seq);
+        sp->credits--;
+        uint64_t off = (uint64_t)i * payload;
+        uint64_t bytes = msg_bytes - off < payload ? msg_bytes - off : payload;
+        sl->state = KB__SLOT_INFLIGHT;
+        sl->d = *d;
+        sl->d.seq = sp->tx_seq++;
+        sl->d.msg = sp->tx_msgs;
+        sl->d.piece = i;
+        sl->d.n_pieces = n;
+        sl->d.bytes = bytes;
+        sl->d.msg_bytes = msg_bytes;
+        ipcq_piece *pc = calloc(1, sizeof *pc);
+        if (pc && data) pc->staging = malloc(KB__IPCQ_META_BYTES + bytes);
+        if (!pc || (data && !pc->staging)) {
+            free(pc);
+            kb__pe_raise(g, KB_ENOMEM, "tl_send: out of host memory for a piece");
+        }
+        pc->rp = rp;
+        pc->idx = idx;
+        if (data) {
+            desc_encode(&sl->d, pc->staging);
+            memcpy(pc->staging + KB__IPCQ_META_BYTES, (const uint8_t *)data + off, bytes);
+        }
+        sp->pieces_sent++;
+        uint64_t src = s->tp.tcm_pa(s->tp.self, ep, tcm_off + off);
+        queue_piece(g->sim, ep, pc, src, rp->ring_pa + (uint64_t)idx * s->cfg.slot_size,
+                    KB__IPCQ_META_BYTES + bytes);
+        debug_audit(s);
+    }
+    sp->tx_msgs++;
+}
+
+/* ---- receive side ------------------------------------------------------------- */
+
+static void credit_arrived(kb__sim *sim, void *arg)
+{
+    kb__ipcq_port *rp = arg;
+    kb__ipcq_port *sp = peer_ring(rp);
+    rp->credit_flight--;
+    sp->credits++;
+    sp->credits_recv++;
+    sp->last_credit = kb__sim_now(sim);
+    debug_audit(rp->ep->set);
+    if (sp->tx_wake) kb__event_fire(sim, sp->tx_wake, 0);
+}
+
+static void rx_finish(kb__sim *sim, kb__ipcq_port *rp, int status, const kb__err *err)
+{
+    kb__ipcq_rx *rx = rp->rx_head;
+    rp->rx_head = rx->next;
+    if (!rp->rx_head) rp->rx_tail = NULL;
+    rx->done(sim, rx, status, err);
+}
+
+static void fail_port(kb__sim *sim, kb__ipcq_port *rp, int code, const kb__err *err)
+{
+    kb__ipcq_set *s = rp->ep->set;
+    if (!s->failed) {
+        s->failed = 1;
+        kb__err_copy(&s->err, err);
+    }
+    while (rp->rx_head)
+        rx_finish(sim, rp, code, err);
+}
+
+static void piece_copied(kb__sim *sim, void *arg)
+{
+    kb__ipcq_rx *rx = arg;
+    kb__ipcq_port *rp = &rx->ep->port[rx->port];
+    kb__ipcq_set *s = rx->ep->set;
+    uint32_t idx = (uint32_t)(rp->head % s->cfg.n_slots);
+    kb__ipcq_slot *sl = &rp->slot[idx];
+    kb__err e;
+    int rc = 0;
+    if (rx->dst)
+        rc = s->tp.peek(s->tp.self,
+                        rp->ring_pa + (uint64_t)idx * s->cfg.slot_size + KB__IPCQ_META_BYTES,
+                        (uint8_t *)rx->dst + rx->off, sl->d.bytes, &e);
+    bool last = sl->d.piece + 1 == sl->d.n_pieces;
+    rx->off += sl->d.bytes;
+    sl->state = KB__SLOT_FREE;
+    rp->head++;
+    rp->pieces_recv++;
+    rp->credit_flight++;
+    rp->consumed++;
+    rx->copying = false;
+    kb__ipcq_ep *peer = &s->ep[rp->peer];
+    int crc = s->tp.credit(s->tp.self, rx->ep, peer, s->cfg.credit_bytes, credit_arrived, rp, &e);
+    if (crc) rc = rc ? rc : crc;
+    debug_audit(s);
+    if (rc) {
+        rx_finish(sim, rp, rc, &e);
+    } else if (last) {
+        rp->rx_msgs++;
+        rx_finish(sim, rp, 0, NULL);
+    }
+    rx_progress(sim, rp);
+}
+
+static void shape_str(char *buf, size_t n, int dtype, int ndim, const int64_t *shape)
+{
+    static const char *const dt[] = {"f16", "bf16", "f32", "i32", "i8", "bool"};
+    int o = snprintf(buf, n, "%s [", dtype >= 0 && dtype < 6 ? dt[dtype] : "?");
+    for (int i = 0; i < ndim && o > 0 && (size_t)o < n; i++)
+        o += snprintf(buf + o, n - (size_t)o, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (o > 0 && (size_t)o < n) snprintf(buf + o, n - (size_t)o, "]");
+}
+
+/* The first piece of rx's message: does it match what the receiver expects? */
+static int check_desc(const kb__ipcq_rx *rx, const kb__ipcq_desc *d, kb__err *err)
+{
+    bool ok =
+        d->piece == 0 && d->dtype == rx->dtype && d->ndim == rx->ndim && d->msg_bytes == rx->bytes;
+    for (int i = 0; ok && i < rx->ndim; i++)
+        ok = d->shape[i] == rx->shape[i];
+    if (ok) return 0;
+    const kb__ipcq_ep *peer = &rx->ep->set->ep[rx->ep->port[rx->port].peer];
+    char want[64], got[64];
+    shape_str(want, sizeof want, rx->dtype, rx->ndim, rx->shape);
+    shape_str(got, sizeof got, d->dtype, d->ndim, d->shape);
+    return kb__err_set(err, KB_EINVAL,
+                       "rank %u (%s): tl_recv from direction %s expects %s, but rank %u (%s) "
+                       "sent %s",
+                       rx->ep->rank, rx->ep->name, port_names[rx->port], want, peer->rank,
+                       peer->name, got);
+}
+
+static void rx_progress(kb__sim *sim, kb__ipcq_port *rp)
+{
+    kb__ipcq_rx *rx = rp->rx_head;
+    if (!rx || rx->copying) return;
+    kb__ipcq_set *s = rp->ep->set;
+    uint32_t idx = (uint32_t)(rp->head % s->cfg.n_slots);
+    kb__ipcq_slot *sl = &rp->slot[idx];
+    if (sl->state != KB__SLOT_VISIBLE) return;
+    kb__err e;
+    if (!rx->checked) {
+        if (check_desc(rx, &sl->d, &e)) {
+            rx_finish(sim, rp, KB_EINVAL, &e);
+            return;
+        }
+        rx->checked = true;
+    }
+    sl->state = KB__SLOT_CONSUMING;
+    rx->copying = true;
+    uint64_t src = rp->ring_pa + (uint64_t)idx * s->cfg.slot_size + KB__IPCQ_META_BYTES;
+    uint64_t dst = s->tp.tcm_pa(s->tp.self, rx->ep, rx->tcm_off + rx->off);
+    int rc = s->tp.copy(s->tp.self, rx->ep, src, dst, sl->d.bytes, NULL, piece_copied, rx, &e);
+    if (rc) fail_port(sim, rp, rc, &e);
+}
+
+void kb__ipcq_recv_start(kb__ipcq_rx *rx)
+{
+    kb__ipcq_port *rp = &rx->ep->port[rx->port];
+    kb__ipcq_set *s = rx->ep->set;
+    rx->next = NULL;
+    rx->off = 0;
+    rx->copying = rx->checked = false;
+    if (s->failed) {
+        rx->done(s->sim, rx, s->err.code ? s->err.code : KB_ECANCELED, &s->err);
+        return;
+    }
+    if (rp->rx_tail)
+        rp->rx_tail->next = rx;
+    else
+        rp->rx_head = rx;
+    rp->rx_tail = rx;
+    rx_progress(s->sim, rp);
+}
+
+uint32_t kb__ipcq_cancel(kb__ipcq_set *s, int code, const char *msg)
+{
+    kb__err e;
+    kb__err_set(&e, code, "%s", msg);
+    if (!s->failed) {
+        s->failed = 1;
+        kb__err_copy(&s->err, &e);
+    }
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < s->world; r++)
+        for (uint32_t p = 0; p < KB__IPCQ_PORTS; p++) {
+            kb__ipcq_port *pt = &s->ep[r].port[p];
+            while (pt->rx_head) {
+                rx_finish(s->sim, pt, code, &e);
+                n++;
+            }
+            if (pt->tx_wake) {
+                kb__event_fire(s->sim, pt->tx_wake, code);
+                n++;
+            }
+        }
+    return n;
+}
+
+/* ---- audit ---------------------------------------------------------------------- */
+
+int kb__ipcq_audit(const kb__ipcq_set *s, kb__err *err)
+{
+    for (uint32_t r = 0; r < s->world; r++)
+        for (uint32_t p = 0; p < KB__IPCQ_PORTS; p++) {
+            const kb__ipcq_port *sp = &s->ep[r].port[p];
+            if (sp->peer < 0) continue;
+            if (sp->credits < 0)
+                return kb__err_set(err, KB_ESTATE, "rank %u port %s: credits %lld < 0", r,
+                                   port_names[p], (long long)sp->credits);
+            const kb__ipcq_port *rp = peer_ring(sp);
+            uint64_t used = 0;
+            for (uint32_t i = 0; i < s->cfg.n_slots; i++)
+                used += rp->slot[i].state != KB__SLOT_FREE;
+            uint64_t total = (uint64_t)sp->credits + used + rp->credit_flight;
+            if (total != s->cfg.n_slots)
+                return kb__err_set(err, KB_ESTATE,
+                                   "rank %u port %s -> rank %d: credits %lld + occupied slots "
+                                   "%llu + credits in flight %u = %llu, not n_slots %u",
+                                   r, port_names[p], sp->peer, (long long)sp->credits,
+                                   (unsigned long long)used, rp->credit_flight,
+                                   (unsigned long long)total, s->cfg.n_slots);
+            if (sp->tx_seq - rp->consumed > s->cfg.n_slots)
+                return kb__err_set(err, KB_ESTATE,
+                                   "rank %u port %s -> rank %d: %llu pieces sent, %llu consumed: "
+                                   "more than n_slots %u outstanding (a slot was overwritten)",
+                                   r, port_names[p], sp->peer, (unsigned long long)sp->tx_seq,
+                                   (unsigned long long)rp->consumed, s->cfg.n_slots);
+        }
+    return 0;
+}
