@@ -1,0 +1,30 @@
+/*
+ * kernbench/dist.h — host ranks and collectives (torch.distributed names).
+ *
+ * Two kinds of rank: a *host rank* is a worker kb_spawn runs, like one
+ * process per device (rank = SIP by default); a *collective rank* is a PE
+ * that runs a collective kernel. A collective call works on the shards of
+ * its tensors: every shard is one collective rank's buffer (docs/ccl.md).
+ * From one driver, kb_all_reduce(m, t, op) reduces over all of t's shards;
+ * from spawned ranks, every rank passes its own tensor and the collective
+ * covers the shards of all of them. Results are bitwise identical in every
+ * buffer.
+ *
+ * Every call returns 0 or a negative KB_E* code, message in kb_last_error.
+ */
+#ifndef KERNBENCH_DIST_H
+#define KERNBENCH_DIST_H
+
+#include "kernbench/kernbench.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kb_reduce_op { KB_SUM = 0, KB_MAX = 1, KB_MIN = 2, KB_AVG = 3 } kb_reduce_op;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,81 @@
+/*
+ * ccl/collective.h — running a collective on the machine: the shards of
+ * tensors are the collective ranks' buffers.
+ *
+ * Collective ranks are PEs (docs/ccl.md). A collective call names n tensors
+ * (one from a single driver, one per host rank from spawned ranks); every
+ * shard of every tensor is one rank's buffer, so a PE may hold at most one
+ * of them. Every shard must have the same dtype and element count (the
+ * output tensors too, with the sizes each collective needs). The ranks are
+ * those PEs taken in the install plan's placement order (ccl/plan.h), so a
+ * ring follows physical neighbours; the "index" of a buffer, which decides
+ * which chunk a reduce_scatter leaves in it and where an all_gather puts
+ * it, is its position in call order: tensor 0's shards in shard order,
+ * then tensor 1's, and so on.
+ *
+ *   ALL_REDUCE      in-place: every buffer := op over all buffers
+ *   REDUCE_SCATTER  out buffer i (N/p elements) := op over all in buffers
+ *                   of elements [i·N/p, (i+1)·N/p); N must divide by p
+ *   ALL_GATHER      out buffer (p·N elements) := in buffers concatenated
+ *                   by index
+ *   BROADCAST       in-place: every buffer := the buffer of index root
+ *   SEND_RECV       hello_send: each rank sends its buffer to its next
+ *                   neighbour and checks what it got (no data change)
+ *
+ * op: sum, max, min, avg (avg = sum then divided by p in the buffer's
+ * dtype's arithmetic, as documented in docs/ccl.md). The result is
+ * bitwise identical in every buffer.
+ *
+ * The machine keeps one installed plan (the queues of the last algorithm
+ * and PE set); a call with the same algorithm and PE set reuses it, any
+ * other reinstalls (freeing the old rings first) and pays the install's
+ * simulated cost.
+ *
+ * Call from the main stack or from a process (a host rank); the call
+ * blocks until the collective completed and the clock advanced.
+ */
+#ifndef KB_CCL_COLLECTIVE_H
+#define KB_CCL_COLLECTIVE_H
+
+#include <stdint.h>
+
+#include "base/error.h"
+#include "ccl/ccl_config.h"
+#include "ccl/install.h"
+#include "kernbench/dist.h"
+
+typedef struct kb__coll_req {
+    kb__ccl_collective kind;
+    kb_reduce_op op;       /* ALL_REDUCE, REDUCE_SCATTER */
+    const char *algorithm; /* ccl.yaml algorithm; NULL: the default for kind */
+    uint32_t n;            /* tensors */
+    const kb_tensor *in;   /* [n] */
+    const kb_tensor *out;  /* [n] for REDUCE_SCATTER and ALL_GATHER, else NULL */
+    uint32_t root;         /* BROADCAST: index of the source buffer */
+} kb__coll_req;
+
+typedef struct kb__coll_info {
+    char algorithm[64];
+    uint32_t world;           /* collective ranks */
+    uint64_t bytes_per_rank;  /* bytes of one input buffer */
+    int installed;            /* 1 when this call installed the queues */
+    kb__ccl_install_info install;
+    uint64_t t_start, t_end;  /* simulated ps: the collective kernel's launch */
+    uint64_t predicted_ps;    /* α-β prediction for ring all-reduce, 0 for others */
+    double alpha_ps, beta_ps_per_byte;
+} kb__coll_info;
+
+/* Runs r on m; info (may be NULL) describes it. Errors (message in err,
+ * machine still usable): KB_EINVAL (mismatched buffers, a PE holding two,
+ * sizes), KB_ENOTFOUND (tensor, algorithm), KB_ECONFIG (world size or
+ * queues that do not fit), KB_ENOSPC (no room for the rings), KB_EKERNEL
+ * (the collective kernel failed), KB_EDEADLOCK. */
+int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__err *err);
+
+/* Installs the queues of algorithm (NULL: the all_reduce default) over its
+ * default world (ccl.yaml world_size, or every PE) now, so later calls on
+ * that PE set reuse them (init_process_group). */
+int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *info,
+                    kb__err *err);
+
+#endif
