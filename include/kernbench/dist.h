@@ -23,6 +23,78 @@ extern "C" {
 
 typedef enum kb_reduce_op { KB_SUM = 0, KB_MAX = 1, KB_MIN = 2, KB_AVG = 3 } kb_reduce_op;
 
+/* ---- host ranks ------------------------------------------------------------ */
+
+/* A host rank's body: 0, or a negative KB_E* code (the message is what
+ * kb_last_error(m) holds when the rank returns). */
+typedef int (*kb_rank_fn)(kb_machine *m, int rank, int nprocs, void *arg);
+
+/* Runs fn for ranks 0..nprocs-1 (nprocs 0: one per SIP) as coroutines of
+ * m's simulator, like torch.multiprocessing.spawn, and returns when all
+ * ended. Rank r starts bound to SIP r mod SIPs (kb_set_device changes it
+ * for that rank only). Blocking calls of one rank let the others run; the
+ * simulated clock is shared. When a rank fails, its siblings are
+ * canceled (their blocking calls return KB_ECANCELED) and the call returns
+ * the first root cause's code with every root cause in kb_last_error, one
+ * line each: "rank R: MESSAGE". Ranks that wait on each other forever
+ * give KB_EDEADLOCK and a report naming each rank's pending call. Call
+ * from the driver only (KB_ESTATE from a rank: nested spawns are not
+ * supported). */
+KB_API int kb_spawn(kb_machine *m, kb_rank_fn fn, int nprocs, void *arg);
+
+/* The caller's host rank (0 from the driver) and the number of host ranks
+ * of its group (1 from the driver). -1 for a NULL machine. */
+KB_API int kb_rank(const kb_machine *m);
+KB_API int kb_world_size(const kb_machine *m);
+
+/* ---- process group and collectives ------------------------------------------ */
+
+/* Starts the process group: backend must be "ahbm". Installs the inter-PE
+ * queues of the default all_reduce algorithm over its default world now
+ * (simulated cost), so the first collective on those PEs does not pay it.
+ * From spawned ranks every rank calls it (it is collective); a group the
+ * driver started before kb_spawn is inherited by the ranks. */
+KB_API int kb_init_process_group(kb_machine *m, const char *backend);
+/* 1 when the caller's group is started. */
+KB_API int kb_is_initialized(const kb_machine *m);
+
+/* Collectives. From the driver they work on the shards of one tensor;
+ * from spawned ranks every rank calls with its own tensor and the call
+ * covers the shards of all of them (each shard is one collective rank's
+ * buffer, docs/ccl.md). They block until the collective completed on the
+ * device. Every rank of a group must make the same calls in the same
+ * order with the same op, dtype and sizes; a mismatch is reported as a
+ * deadlock naming each rank's pending call (KB_EDEADLOCK). */
+KB_API int kb_all_reduce(kb_machine *m, kb_tensor t, kb_reduce_op op);
+/* out's buffers get the op over all in buffers of one chunk each: buffer
+ * i's out (N/p elements) is chunk i of the reduction of the N-element in
+ * buffers (index order: docs/ccl.md). */
+KB_API int kb_reduce_scatter(kb_machine *m, kb_tensor out, kb_tensor in, kb_reduce_op op);
+/* Every out buffer (p·N elements) := the in buffers concatenated in index
+ * order. */
+KB_API int kb_all_gather(kb_machine *m, kb_tensor out, kb_tensor in);
+/* Every buffer := the source: from spawned ranks src is the host rank
+ * whose tensor's first shard is the source; from the driver src is the
+ * shard index of t. */
+KB_API int kb_broadcast(kb_machine *m, kb_tensor t, int src);
+/* Completes the caller's outstanding launches (kb_sync), then returns when
+ * every rank of the group reached the barrier: afterwards every launch any
+ * rank issued before its barrier has completed. From the driver: kb_sync. */
+KB_API int kb_barrier(kb_machine *m);
+
+/* What the last collective of the machine did (for benches and reports). */
+typedef struct kb_ccl_report {
+    char algorithm[64];      /* ccl.yaml name */
+    int world;               /* collective ranks */
+    uint64_t bytes_per_rank; /* bytes of one input buffer */
+    int installed;           /* 1 when the call installed the queues */
+    uint64_t install_ps;     /* simulated time of that install */
+    uint64_t start_ps, end_ps; /* the collective kernel's launch to completion */
+    uint64_t predicted_ps;   /* alpha-beta prediction (ring all-reduce), else 0 */
+    double alpha_ps, beta_ps_per_byte;
+} kb_ccl_report;
+KB_API int kb_ccl_last(const kb_machine *m, kb_ccl_report *out);
+
 #ifdef __cplusplus
 }
 #endif

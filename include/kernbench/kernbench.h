@@ -240,7 +240,8 @@ KB_API int kb_launch(kb_machine *m, const char *kernel_name, tl_kernel_fn fn,
  * The launch is forgotten afterwards (a second wait: KB_ENOTFOUND). */
 KB_API int kb_wait(kb_machine *m, kb_launch_id id);
 /* Waits for every outstanding launch; returns the first error (in launch
- * order), 0 if none failed. */
+ * order), 0 if none failed. From a host rank (kernbench/dist.h) both calls
+ * concern that rank's own launches only (KB_EINVAL for another's). */
 KB_API int kb_sync(kb_machine *m);
 
 /* ---- statistics ------------------------------------------------------------ */

@@ -319,8 +319,9 @@ int kb__xfer_wait(kb__device *d, kb__xfer *x, kb__err *err)
 {
     int rc = kb__event_wait(d->sim, &x->done);
     if (!x->finished)
-        return kb__err_set(err, rc ? rc : KB_EDEADLOCK,
-                           "%s: the simulation stopped before it completed", kind_names[x->kind]);
+        return kb__err_set(err, rc ? rc : KB_EDEADLOCK, "%s: %s", kind_names[x->kind],
+                           rc == KB_ECANCELED ? "the wait was canceled before it completed"
+                                              : "the simulation stopped before it completed");
     if (x->status) kb__err_copy(err, &x->err);
     return x->status;
 }

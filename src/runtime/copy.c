@@ -16,27 +16,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-int kb__rt_segs(kb_machine *m, size_t n, kb__err *err)
+int kb__rt_segs(kb_machine *m, size_t n, kb__rt_seg **out, kb__err *err)
 {
-    if (n > m->segs_cap) {
-        kb__rt_seg *s = realloc(m->segs, n * sizeof *s);
+    kb__rt_scratch *x = kb__rt_scratch_of(m);
+    if (n > x->segs_cap) {
+        kb__rt_seg *s = realloc(x->segs, n * sizeof *s);
         if (!s) return kb__err_set(err, KB_ENOMEM, "cannot allocate %zu message segments", n);
-        m->segs = s;
-        m->segs_cap = n;
+        x->segs = s;
+        x->segs_cap = n;
     }
+    *out = x->segs;
     return 0;
 }
 
 int kb__rt_stage(kb_machine *m, size_t n, uint8_t **out, kb__err *err)
 {
-    if (n > m->stage_cap) {
-        uint8_t *b = realloc(m->stage, n);
+    kb__rt_scratch *x = kb__rt_scratch_of(m);
+    if (n > x->stage_cap) {
+        uint8_t *b = realloc(x->stage, n);
         if (!b) return kb__err_set(err, KB_ENOMEM, "cannot allocate a %zu-byte staging buffer", n);
-        m->stage = b;
-        m->stage_cap = n;
+        x->stage = b;
+        x->stage_cap = n;
     }
-    *out = m->stage;
+    *out = x->stage;
     return 0;
+}
+
+void kb__rt_scratch_fini(kb__rt_scratch *s)
+{
+    free(s->stage);
+    free(s->segs);
+    memset(s, 0, sizeof *s);
 }
 
 static uint64_t elements(const kb__rt_tensor *t)
@@ -83,8 +93,9 @@ int kb_copy_from_host(kb_machine *m, kb_tensor h, const void *src, size_t nbytes
     kb__err_clear(&err);
     kb__rt_tensor *t = copy_check(m, h, src, nbytes, src_dtype, &err);
     uint8_t *stage = NULL;
+    kb__rt_seg *segs = NULL;
     if (!t || kb__rt_stage(m, t->plan.shards[0].bytes, &stage, &err) ||
-        kb__rt_segs(m, (size_t)t->plan.copies, &err))
+        kb__rt_segs(m, (size_t)t->plan.copies, &segs, &err))
         return kb__rt_fail(m, &err);
     const kb__shard_plan *p = &t->plan;
     size_t hs = kb__dtype_size((kb__dtype)src_dtype), ds = kb__dtype_size(t->dtype);
@@ -96,7 +107,6 @@ int kb_copy_from_host(kb_machine *m, kb_tensor h, const void *src, size_t nbytes
             kb__dtype_convert(t->dtype, stage + (uint64_t)i * sh->cols * ds, (kb__dtype)src_dtype,
                               s8 + off * hs, (size_t)sh->cols);
         }
-        kb__rt_seg *segs = m->segs;
         for (int k = 0; k < p->copies; k++)
             segs[k] = (kb__rt_seg){t->pa[kb__shard_find(p, r, k)], sh->bytes, stage};
         if (kb__rt_port_write(m, segs, (uint32_t)p->copies, NULL, 0, &err))

@@ -87,6 +87,15 @@ typedef struct kb__rt_link_base {
     kb__time busy;
 } kb__rt_link_base;
 
+/* Host-side buffers a copy uses while it blocks: one set per host rank, so
+ * ranks copying at the same time never share them. */
+typedef struct kb__rt_scratch {
+    uint8_t *stage; /* staging buffer for copies */
+    size_t stage_cap;
+    kb__seg *segs; /* segment list for copies */
+    size_t segs_cap;
+} kb__rt_scratch;
+
 typedef struct kb__rt_launch kb__rt_launch;
 struct kb__tl_span;
 
@@ -111,10 +120,8 @@ struct kb_machine {
     uint64_t next_serial; /* starts at 1 */
     uint32_t live_tensors;
     kb__rt_stats stats;
-    uint8_t *stage; /* staging buffer for copies */
-    size_t stage_cap;
-    kb__seg *segs; /* segment list for copies */
-    size_t segs_cap;
+    kb__rt_scratch scratch;   /* host buffers of the driver (ranks have their own) */
+    struct kb__rt_dist *dist; /* host ranks and the process group (dist.c), or NULL */
     /* PEs and launches (launch.c); PEs are created at the first launch */
     kb__pe_params pe_params;     /* from the topology, checked at kb_open */
     kb__pe **pe_units;           /* [n_pes], NULL until the first launch */
@@ -214,10 +221,26 @@ static inline uint64_t kb__rt_region_va(const kb__rt_tensor *t, int region)
 
 /* ---- copy.c ----------------------------------------------------------------- */
 
-/* Makes m->segs hold at least n segments (KB_ENOMEM). */
-int kb__rt_segs(kb_machine *m, size_t n, kb__err *err);
-/* Returns a staging buffer of at least n bytes owned by m (KB_ENOMEM). */
+/* A segment list of at least n entries for the calling host rank (or the
+ * driver), owned by m (KB_ENOMEM). */
+int kb__rt_segs(kb_machine *m, size_t n, kb__rt_seg **out, kb__err *err);
+/* A staging buffer of at least n bytes for the calling host rank (or the
+ * driver), owned by m (KB_ENOMEM). */
 int kb__rt_stage(kb_machine *m, size_t n, uint8_t **out, kb__err *err);
+void kb__rt_scratch_fini(kb__rt_scratch *s);
+
+/* ---- dist.c: host ranks ------------------------------------------------------ */
+
+/* The calling host rank, or -1 from the driver. */
+int kb__rt_caller(const kb_machine *m);
+/* The calling host rank's scratch buffers (the driver's from the main stack). */
+kb__rt_scratch *kb__rt_scratch_of(kb_machine *m);
+/* The SIP kb_set_device bound the caller (host rank or driver) to, or -1. */
+int kb__rt_device(const kb_machine *m);
+/* Binds the caller (host rank or driver) to sip (checked by the caller). */
+void kb__rt_set_device(kb_machine *m, int sip);
+/* Frees the host-rank state (kb_close). */
+void kb__rt_dist_fini(kb_machine *m);
 
 /* ---- launch.c, dma_port.c, stats.c ----------------------------------------- */
 
@@ -230,6 +253,9 @@ void kb__rt_launch_fini(kb_machine *m);
  * data through the device (kb__device_pe_xfer). self is the machine. */
 void kb__rt_dma_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool write,
                          const struct kb__tl_span *spans, uint32_t n, void *bytes);
+/* Gives every outstanding launch to the driver (the ranks that made them
+ * ended). */
+void kb__rt_launch_adopt(kb_machine *m);
 /* Statistics of PEs and links since the last reset (stats.c). */
 void kb__rt_stats_pe(const kb_machine *m, kb_stats *out);
 /* Takes the current PE and link counters as the new base. KB_ENOMEM. */

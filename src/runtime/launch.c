@@ -52,6 +52,7 @@ struct kb__rt_launch {
     kb_machine *m;
     kb__rt_launch *next;
     uint64_t id;
+    int owner; /* host rank that launched it, -1: the driver */
     char name[64];
     kb__tl_launch_desc desc;
     tl_tensor *pe_tensors;                         /* [n_pes × n_args] */
@@ -510,6 +511,7 @@ int kb_launch(kb_machine *m, const char *kernel_name, tl_kernel_fn fn, const kb_
         return kb__rt_fail(m, &e);
     }
     l->id = m->next_launch_id++;
+    l->owner = kb__rt_caller(m);
     l->t_issue = kb__sim_now(m->dev->sim);
     kb__rt_launch **tail = &m->launches;
     while (*tail)
@@ -544,6 +546,12 @@ static int wait_one(kb_machine *m, kb__rt_launch *l)
     return st;
 }
 
+void kb__rt_launch_adopt(kb_machine *m)
+{
+    for (kb__rt_launch *l = m->launches; l; l = l->next)
+        l->owner = -1;
+}
+
 int kb_wait(kb_machine *m, kb_launch_id id)
 {
     if (!m) return KB_EINVAL;
@@ -555,6 +563,11 @@ int kb_wait(kb_machine *m, kb_launch_id id)
                            "kb_wait: launch %llu is not outstanding (never launched or already "
                            "waited for)",
                            (unsigned long long)id.id);
+    if (l->owner != kb__rt_caller(m))
+        return kb__err_set(&m->err, KB_EINVAL,
+                           "kb_wait: launch %llu (%s) belongs to host rank %d; only it may wait "
+                           "for it",
+                           (unsigned long long)id.id, l->name, l->owner);
     return wait_one(m, l);
 }
 
@@ -564,14 +577,22 @@ int kb_sync(kb_machine *m)
     int first = 0;
     kb__err e;
     kb__err_clear(&e);
-    while (m->launches) {
+    int me = kb__rt_caller(m);
+    for (;;) {
         kb__rt_launch *l = m->launches;
+        while (l && l->owner != me)
+            l = l->next;
+        if (!l) break;
+        uint64_t id = l->id;
         int rc = wait_one(m, l);
         if (rc && !first) {
             first = rc;
             kb__err_copy(&e, &m->err);
         }
-        if (m->launches == l) break; /* the simulation stopped: it stays outstanding */
+        kb__rt_launch *k = m->launches;
+        while (k && k->id != id)
+            k = k->next;
+        if (k) break; /* the simulation stopped: it stays outstanding */
     }
     if (first) kb__rt_fail(m, &e);
     return first;

@@ -63,6 +63,7 @@ static int build(kb_machine *m, const kb_open_options *o, kb__err *err)
     if (rc) return rc;
     m->device_sip = -1;
     m->next_serial = 1;
+    m->next_launch_id = 1; /* id 0 means "no launch" */
     return 0;
 }
 
@@ -99,8 +100,8 @@ void kb_close(kb_machine *m)
     }
     free(m->slots);
     free(m->free_slots);
-    free(m->stage);
-    free(m->segs);
+    kb__rt_scratch_fini(&m->scratch);
+    kb__rt_dist_fini(m);
     kb__mmu_fini(&m->mmu);
     kb__device_destroy(m->dev); /* first: no program coroutine outlives it */
     kb__rt_launch_fini(m);
@@ -145,13 +146,13 @@ int kb_set_device(kb_machine *m, int sip)
                     sip, m->sips - 1);
         return KB_ERANGE;
     }
-    m->device_sip = sip;
+    kb__rt_set_device(m, sip);
     return 0;
 }
 
 int kb_get_device(const kb_machine *m)
 {
-    return m ? m->device_sip : -1;
+    return m ? kb__rt_device(m) : -1;
 }
 
 int kb_stats_get(const kb_machine *m, kb_stats *out)

@@ -74,6 +74,7 @@ static void tensor_destroy(kb__rt_tensor *t)
 
 static int place(kb_machine *m, kb__rt_tensor *t, const kb_policy *pol, kb__err *err)
 {
+    int dev_sip = kb__rt_device(m);
     kb__shard_req req = {
         .name = t->name,
         .ndim = t->ndim,
@@ -81,7 +82,7 @@ static int place(kb_machine *m, kb__rt_tensor *t, const kb_policy *pol, kb__err 
         .elem_size = kb__dtype_size(t->dtype),
         .policy = {pol->sip, pol->cube, pol->pe, pol->num_sips, pol->num_cubes, pol->num_pes},
         .geom = {(int)m->sips, (int)m->cubes, (int)m->pes},
-        .device_sip = m->device_sip,
+        .device_sip = dev_sip,
     };
     int rc = kb__shard_plan_make(&t->plan, &req, err);
     if (rc) return rc;
@@ -89,9 +90,9 @@ static int place(kb_machine *m, kb__rt_tensor *t, const kb_policy *pol, kb__err 
     t->policy.num_sips = t->plan.count[0];
     t->policy.num_cubes = t->plan.count[1];
     t->policy.num_pes = t->plan.count[2];
-    t->sip_scope = (m->device_sip >= 0 && t->plan.sip_base == m->device_sip &&
+    t->sip_scope = (dev_sip >= 0 && t->plan.sip_base == dev_sip &&
                     pol->sip == KB_REPLICATE && pol->num_sips == 0)
-                       ? m->device_sip
+                       ? dev_sip
                        : -1;
     return 0;
 }

@@ -1,0 +1,309 @@
+/* Host ranks and the process group (kernbench/dist.h) on the built-in
+ * machine (2 SIPs x 16 cubes x 8 PEs): rank and device state per rank,
+ * concurrent copies from ranks, error propagation and sibling
+ * cancellation, the process-group rules, and deadlock reports for
+ * mismatched collective calls. Collective data is checked in
+ * tests/ccl/test_dist_coll.c. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernbench/dist.h"
+
+static kb_machine *open_m(void)
+{
+    kb_machine *m = NULL;
+    char eb[512];
+    cr_assert_eq(kb_open(&m, NULL, eb, sizeof eb), 0, "%s", eb);
+    return m;
+}
+
+/* One PE of the bound SIP holds the whole tensor: one shard per rank. */
+static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1};
+
+typedef struct seen {
+    int rank[8], world[8], dev[8];
+} seen;
+
+static int record(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    seen *s = arg;
+    s->rank[rank] = kb_rank(m);
+    s->world[rank] = kb_world_size(m);
+    s->dev[rank] = kb_get_device(m);
+    cr_assert_eq(nprocs, kb_world_size(m));
+    return 0;
+}
+
+Test(dist, spawn_defaults_to_one_rank_per_sip_bound_to_it)
+{
+    kb_machine *m = open_m();
+    int sips, cubes, pes;
+    kb_machine_shape(m, &sips, &cubes, &pes);
+    seen s;
+    memset(&s, -1, sizeof s);
+    cr_assert_eq(kb_spawn(m, record, 0, &s), 0, "%s", kb_last_error(m));
+    for (int r = 0; r < sips; r++) {
+        cr_expect_eq(s.rank[r], r);
+        cr_expect_eq(s.world[r], sips);
+        cr_expect_eq(s.dev[r], r);
+    }
+    cr_expect_eq(s.rank[sips], -1, "no extra rank ran");
+    cr_expect_eq(kb_rank(m), 0);
+    cr_expect_eq(kb_world_size(m), 1);
+    kb_close(m);
+}
+
+Test(dist, more_ranks_than_sips_wrap_around_the_sips)
+{
+    kb_machine *m = open_m();
+    seen s;
+    memset(&s, -1, sizeof s);
+    cr_assert_eq(kb_spawn(m, record, 5, &s), 0, "%s", kb_last_error(m));
+    for (int r = 0; r < 5; r++)
+        cr_expect_eq(s.dev[r], r % 2);
+    kb_close(m);
+}
+
+static int rebind(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    int *out = arg;
+    if (kb_set_device(m, 1 - rank)) return -1;
+    kb_tensor t;
+    int64_t shape[1] = {64};
+    if (kb_zeros(m, NULL, 1, shape, KB_F32, &ONE_PE, &t)) return -1; /* blocks: others run */
+    out[rank] = kb_get_device(m);
+    kb_shard_info si;
+    if (kb_tensor_get_shard(m, t, 0, &si)) return -1;
+    out[2 + rank] = si.sip;
+    return kb_free(m, t);
+}
+
+Test(dist, set_device_binds_only_the_calling_rank)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_set_device(m, 1), 0);
+    int out[4] = {-1, -1, -1, -1};
+    cr_assert_eq(kb_spawn(m, rebind, 2, out), 0, "%s", kb_last_error(m));
+    cr_expect_eq(out[0], 1);
+    cr_expect_eq(out[1], 0);
+    cr_expect_eq(out[2], 1, "rank 0's tensor lives on SIP 1");
+    cr_expect_eq(out[3], 0, "rank 1's tensor lives on SIP 0");
+    cr_expect_eq(kb_get_device(m), 1, "the driver's binding is untouched");
+    kb_close(m);
+}
+
+#define N_COPY 4096
+
+static int copy_round_trip(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    int *bad = arg;
+    int64_t shape[1] = {N_COPY};
+    kb_tensor t;
+    if (kb_empty(m, NULL, 1, shape, KB_F32, NULL, &t)) return -1;
+    float *in = malloc(N_COPY * sizeof *in), *out = malloc(N_COPY * sizeof *out);
+    for (int i = 0; i < N_COPY; i++)
+        in[i] = (float)(rank * 100000 + i);
+    int rc = kb_copy_from_host(m, t, in, N_COPY * sizeof *in, KB_F32);
+    if (!rc) rc = kb_copy_to_host(m, t, out, N_COPY * sizeof *out, KB_F32);
+    for (int i = 0; !rc && i < N_COPY; i++)
+        if (out[i] != in[i]) bad[rank]++;
+    free(in);
+    free(out);
+    return rc ? rc : kb_free(m, t);
+}
+
+Test(dist, ranks_copying_at_the_same_time_keep_their_own_data)
+{
+    kb_machine *m = open_m();
+    int bad[4] = {0};
+    cr_assert_eq(kb_spawn(m, copy_round_trip, 4, bad), 0, "%s", kb_last_error(m));
+    for (int r = 0; r < 4; r++)
+        cr_expect_eq(bad[r], 0, "rank %d: %d elements differ", r, bad[r]);
+    kb_close(m);
+}
+
+/* Rank 1 fails; rank 0 waits in a collective until it is canceled. */
+static int one_fails(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    int *canceled = arg;
+    if (kb_init_process_group(m, "ahbm")) return -1;
+    if (rank == 1) return kb_set_device(m, 7);
+    kb_tensor t;
+    int64_t shape[1] = {16};
+    int rc = kb_zeros(m, NULL, 1, shape, KB_F32, &ONE_PE, &t);
+    if (!rc) rc = kb_all_reduce(m, t, KB_SUM);
+    *canceled = rc == KB_ECANCELED;
+    return rc;
+}
+
+Test(dist, a_failing_rank_cancels_its_siblings_and_is_the_only_root_cause)
+{
+    kb_machine *m = open_m();
+    int canceled = 0;
+    int rc = kb_spawn(m, one_fails, 2, &canceled);
+    cr_assert_eq(rc, KB_ERANGE, "got %d: %s", rc, kb_last_error(m));
+    cr_expect(canceled, "rank 0's collective returned KB_ECANCELED");
+    const char *e = kb_last_error(m);
+    cr_expect(strstr(e, "rank 1: kb_set_device: SIP 7 does not exist"), "%s", e);
+    cr_expect_null(strstr(e, "rank 0"), "a canceled rank is not a root cause: %s", e);
+    /* the machine stays usable: a new group runs */
+    seen s;
+    cr_expect_eq(kb_spawn(m, record, 2, &s), 0, "%s", kb_last_error(m));
+    kb_close(m);
+}
+
+static int no_group(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)rank, (void)nprocs, (void)arg;
+    kb_tensor t;
+    int64_t shape[1] = {16};
+    if (kb_zeros(m, NULL, 1, shape, KB_F32, &ONE_PE, &t)) return -1;
+    return kb_all_reduce(m, t, KB_SUM);
+}
+
+Test(dist, collectives_need_a_process_group)
+{
+    kb_machine *m = open_m();
+    cr_expect_eq(kb_spawn(m, no_group, 2, NULL), KB_ESTATE);
+    cr_expect(strstr(kb_last_error(m), "no process group (call kb_init_process_group"), "%s",
+              kb_last_error(m));
+    kb_tensor t;
+    int64_t shape[1] = {16};
+    cr_assert_eq(kb_zeros(m, NULL, 1, shape, KB_F32, &ONE_PE, &t), 0, "%s", kb_last_error(m));
+    cr_expect_eq(kb_all_reduce(m, t, KB_SUM), KB_ESTATE, "from the driver too");
+    cr_expect_eq(kb_init_process_group(m, "nccl"), KB_EINVAL);
+    cr_expect(strstr(kb_last_error(m), "backend 'nccl' is not known"), "%s", kb_last_error(m));
+    cr_expect_eq(kb_is_initialized(m), 0);
+    kb_close(m);
+}
+
+static int nested(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)rank, (void)nprocs;
+    return kb_spawn(m, record, 2, arg);
+}
+
+Test(dist, nested_spawn_is_refused)
+{
+    kb_machine *m = open_m();
+    seen s;
+    cr_expect_eq(kb_spawn(m, nested, 2, &s), KB_ESTATE);
+    cr_expect(strstr(kb_last_error(m), "nested spawns are not supported"), "%s", kb_last_error(m));
+    kb_close(m);
+}
+
+/* Rank 0 sums, rank 1 takes the maximum. */
+static int mismatched_op(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs, (void)arg;
+    if (kb_init_process_group(m, "ahbm")) return -1;
+    kb_tensor t;
+    int64_t shape[1] = {32};
+    if (kb_zeros(m, rank ? "y" : "x", 1, shape, KB_F32, &ONE_PE, &t)) return -1;
+    return kb_all_reduce(m, t, rank ? KB_MAX : KB_SUM);
+}
+
+Test(dist, mismatched_ops_are_a_deadlock_naming_each_ranks_call)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_spawn(m, mismatched_op, 2, NULL), KB_EDEADLOCK, "%s", kb_last_error(m));
+    const char *e = kb_last_error(m);
+    cr_expect(strstr(e, "mismatched collectives"), "%s", e);
+    cr_expect(strstr(e, "rank 0: kb_all_reduce(tensor 'x': 32 f32 per shard, sum) call #1"), "%s",
+              e);
+    cr_expect(strstr(e, "rank 1: kb_all_reduce(tensor 'y': 32 f32 per shard, max) call #1"), "%s",
+              e);
+    kb_close(m);
+}
+
+static int mismatched_size(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs, (void)arg;
+    if (kb_init_process_group(m, "ahbm")) return -1;
+    kb_tensor t;
+    int64_t shape[1] = {rank ? 64 : 32};
+    if (kb_zeros(m, NULL, 1, shape, KB_F32, &ONE_PE, &t)) return -1;
+    return kb_all_reduce(m, t, KB_SUM);
+}
+
+Test(dist, mismatched_sizes_are_a_deadlock)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_spawn(m, mismatched_size, 2, NULL), KB_EDEADLOCK, "%s", kb_last_error(m));
+    cr_expect(strstr(kb_last_error(m), "32 f32 per shard"), "%s", kb_last_error(m));
+    cr_expect(strstr(kb_last_error(m), "64 f32 per shard"), "%s", kb_last_error(m));
+    kb_close(m);
+}
+
+/* Rank 0 makes one barrier more than rank 1. */
+static int extra_barrier(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs, (void)arg;
+    if (kb_init_process_group(m, "ahbm") || kb_barrier(m)) return -1;
+    return rank == 0 ? kb_barrier(m) : 0;
+}
+
+Test(dist, a_call_no_other_rank_makes_is_reported_with_the_ranks_that_ended)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_spawn(m, extra_barrier, 3, NULL), KB_EDEADLOCK, "%s", kb_last_error(m));
+    const char *e = kb_last_error(m);
+    cr_expect(strstr(e, "deadlock between ranks"), "%s", e);
+    cr_expect(strstr(e, "rank 0"), "%s", e);
+    cr_expect(strstr(e, "kb_barrier() call #2 waits for ranks 1 (ended), 2 (ended)"), "%s", e);
+    kb_close(m);
+}
+
+static void nop(tl_ctx *k)
+{
+    (void)k;
+}
+
+/* Rank 0 launches without waiting; rank 1's kb_sync has nothing of its own. */
+static int sync_own(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    kb_launch_id *ids = arg;
+    kb_launch_opts o = {{1, 1, 1}, rank};
+    if (rank == 0) return kb_launch(m, "nop", nop, &o, NULL, 0, &ids[0]);
+    uint64_t t0 = kb_now_ps(m);
+    int rc = kb_sync(m);
+    ids[1].id = kb_now_ps(m) - t0;
+    return rc;
+}
+
+Test(dist, a_rank_syncs_only_its_own_launches_and_the_driver_adopts_the_rest)
+{
+    kb_machine *m = open_m();
+    kb_launch_id ids[2] = {{0}, {99}};
+    cr_assert_eq(kb_spawn(m, sync_own, 2, ids), 0, "%s", kb_last_error(m));
+    cr_expect_eq(ids[1].id, 0, "rank 1's kb_sync did not run rank 0's launch");
+    cr_expect_eq(kb_wait(m, ids[0]), 0, "the driver waits for what rank 0 left: %s",
+                 kb_last_error(m));
+    kb_close(m);
+}
+
+static int wait_foreign(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    kb_launch_id *ids = arg;
+    kb_launch_opts o = {{1, 1, 1}, rank};
+    if (rank == 0) return kb_launch(m, "nop", nop, &o, NULL, 0, &ids[0]) || kb_sync(m);
+    kb_launch_id id = {1};
+    int rc = kb_wait(m, id);
+    ids[1].id = (uint64_t)(rc == KB_EINVAL && strstr(kb_last_error(m), "belongs to host rank 0"));
+    return 0;
+}
+
+Test(dist, waiting_for_another_ranks_launch_is_refused)
+{
+    kb_machine *m = open_m();
+    kb_launch_id ids[2] = {{0}, {0}};
+    cr_assert_eq(kb_spawn(m, wait_foreign, 2, ids), 0, "%s", kb_last_error(m));
+    cr_expect_eq(ids[1].id, 1, "rank 1 was told the launch is rank 0's");
+    kb_close(m);
+}
