@@ -66,5 +66,6 @@ extern const kb_bench kb__bench_vector_add;
 extern const kb_bench kb__bench_softmax;
 extern const kb_bench kb__bench_matmul;
 extern const kb_bench kb__bench_layernorm;
+extern const kb_bench kb__bench_ccl_allreduce;
 
 #endif

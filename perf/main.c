@@ -35,6 +35,8 @@ static const kb__perf_workload workloads[] = {
      kb__perf_qkv_gemm, 1, 0},
     {"matmul_1024", "flop", "bench matmul: 1024x1024x1024 f16 over 256 PEs, checked",
      kb__perf_matmul, 256, 0},
+    {"allreduce_256", "bytes", "bench ccl_allreduce: ring all-reduce, 1 MiB per rank, 256 PEs",
+     kb__perf_allreduce, 256, 0},
 };
 
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])

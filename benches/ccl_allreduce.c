@@ -1,0 +1,173 @@
+/*
+ * ccl_allreduce.c — bench ccl_allreduce: an all-reduce over collective
+ * ranks (PEs), with the algorithm's bandwidth against the α-β model.
+ *
+ * The buffer is an f32 tensor [world, n] split by rows, one row (`bytes`
+ * bytes) per PE: world <= PEs per cube takes the first PEs of cube 0; up
+ * to a SIP, whole cubes of SIP 0 from cube 0 on; beyond, whole SIPs. The
+ * collective's ranks are those PEs (docs/ccl.md). The first all-reduce
+ * installs the queues (reported as install time); the measured one runs on
+ * fresh inputs, so its time is the collective alone.
+ *
+ * Figures: algBW = bytes / t, busBW = algBW × 2(p−1)/p (the bytes each
+ * rank's links carry in a ring), the α-β prediction
+ * 2(p−1)α + 2(p−1)/p · N·β of src/ccl/alphabeta.h with α and β from the
+ * machine along the ring, and the ratio t / prediction.
+ *
+ * Check: element i of rank r is ((7r + i) mod 13) − 6, small integers, so
+ * every partial sum is exact in f32 and the result must equal the host sum
+ * exactly (tolerance 0) on every rank.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kernbench/dist.h"
+
+static float value(int64_t rank, int64_t i)
+{
+    return (float)((7 * rank + i) % 13 - 6);
+}
+
+/* The placement of world ranks described above; KB_EINVAL otherwise. */
+static int placement(kb_machine *m, int64_t world, kb_policy *p, kb_bench_result *r)
+{
+    int sips, cubes, pes;
+    kb_machine_shape(m, &sips, &cubes, &pes);
+    int64_t per_sip = (int64_t)cubes * pes;
+    *p = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, 1, 1, 1};
+    if (world <= pes) {
+        p->num_pes = (int)world;
+    } else if (world <= per_sip && world % pes == 0) {
+        p->cube = KB_ROW_WISE, p->num_cubes = (int)(world / pes), p->num_pes = pes;
+    } else if (world % per_sip == 0 && world / per_sip <= sips) {
+        p->sip = p->cube = KB_ROW_WISE;
+        p->num_sips = (int)(world / per_sip), p->num_cubes = cubes, p->num_pes = pes;
+    } else {
+        return kb_bench_fail(r, KB_EINVAL,
+                             "ccl_allreduce: world %lld has no placement: use 2..%d, a multiple "
+                             "of %d up to %lld, or a multiple of %lld up to %lld",
+                             (long long)world, pes, pes, (long long)per_sip, (long long)per_sip,
+                             (long long)per_sip * sips);
+    }
+    return 0;
+}
+
+/* ccl.yaml overrides for the options; returns how many were written. */
+static int overrides(const char *algorithm, const char *buffer, char sets[2][160])
+{
+    int n = 0;
+    if (algorithm) snprintf(sets[n++], 160, "ccl.defaults.algorithm.all_reduce=%s", algorithm);
+    if (buffer)
+        snprintf(sets[n++], 160, "ccl.algorithms.%s.buffer_kind=%s",
+                 algorithm ? algorithm : "ring_allreduce", buffer);
+    return n;
+}
+
+static int fill_and_copy(kb_machine *m, kb_tensor t, float *host, int64_t world, int64_t n)
+{
+    for (int64_t rk = 0; rk < world; rk++)
+        for (int64_t i = 0; i < n; i++)
+            host[rk * n + i] = value(rk, i);
+    return kb_copy_from_host(m, t, host, (size_t)(world * n) * sizeof *host, KB_F32);
+}
+
+static void report(kb_bench_result *r, int64_t world, int64_t bytes)
+{
+    kb_ccl_report c;
+    if (kb_ccl_last(r->m, &c)) return;
+    double t_ps = (double)(c.end_ps - c.start_ps), p = (double)world;
+    double alg = t_ps > 0 ? (double)bytes / (t_ps * 1e-12) / 1e9 : 0;
+    kb_bench_figure(r, "world", p, "ranks");
+    kb_bench_figure(r, "bytes_per_rank", (double)bytes, "B");
+    kb_bench_figure(r, "collective", t_ps / 1e6, "us");
+    kb_bench_figure(r, "alg_bw", alg, "GB/s");
+    kb_bench_figure(r, "bus_bw", alg * 2 * (p - 1) / p, "GB/s");
+    if (c.predicted_ps) {
+        kb_bench_figure(r, "alpha", c.alpha_ps / 1e3, "ns");
+        kb_bench_figure(r, "beta_bw", c.beta_ps_per_byte > 0 ? 1e3 / c.beta_ps_per_byte : 0,
+                        "GB/s");
+        kb_bench_figure(r, "alpha_beta", (double)c.predicted_ps / 1e6, "us");
+        kb_bench_figure(r, "ratio", t_ps / (double)c.predicted_ps, "");
+    }
+}
+
+static int ccl_allreduce(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
+{
+    int sips, cubes, pes;
+    kb_machine_shape(m, &sips, &cubes, &pes);
+    int64_t world, bytes;
+    int rc = kb_bench_opt_i64(o, "world", (int64_t)sips * cubes * pes, 2,
+                              (int64_t)sips * cubes * pes, &world);
+    if (!rc) rc = kb_bench_opt_i64(o, "bytes", 1 << 20, 4, (int64_t)1 << 30, &bytes);
+    if (rc) return rc;
+    const char *algorithm = kb_bench_opt_str(o, "algorithm", NULL);
+    const char *buffer = kb_bench_opt_str(o, "buffer", NULL);
+    if (bytes % 4)
+        return kb_bench_fail(r, KB_EINVAL,
+                             "ccl_allreduce: bytes = %lld is not a multiple of 4 (f32)",
+                             (long long)bytes);
+    kb_policy p;
+    if ((rc = placement(m, world, &p, r))) return rc;
+    char sets[2][160];
+    const char *setv[2] = {sets[0], sets[1]};
+    int n_sets = overrides(algorithm, buffer, sets);
+    if (n_sets && (rc = kb_ccl_configure(m, NULL, setv, (size_t)n_sets)))
+        return kb_bench_fail(r, rc, "ccl_allreduce: %s", kb_last_error(m));
+    int64_t n = bytes / 4, shape[2] = {world, n};
+    float *host = malloc((size_t)(world * n) * sizeof *host);
+    if (!host) return kb_bench_fail(r, KB_ENOMEM, "ccl_allreduce: cannot allocate host buffers");
+    kb_tensor t = {0};
+    rc = kb_empty(m, "buf", 2, shape, KB_F32, &p, &t);
+    if (!rc) rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_all_reduce(m, t, KB_SUM); /* installs the queues for these ranks */
+    kb_ccl_report first;
+    if (!rc) rc = kb_ccl_last(m, &first);
+    if (!rc && !r->no_data) rc = fill_and_copy(m, t, host, world, n);
+    if (!rc) {
+        kb_bench_measure_begin(r);
+        rc = kb_all_reduce(m, t, KB_SUM);
+        kb_bench_measure_end(r);
+    }
+    if (!rc) {
+        report(r, world, bytes);
+        kb_bench_figure(r, "install", (double)first.install_ps / 1e6, "us");
+    }
+    if (!rc && !r->no_data) {
+        float *out = malloc((size_t)(world * n) * sizeof *out);
+        rc =
+            out ? kb_copy_to_host(m, t, out, (size_t)(world * n) * sizeof *out, KB_F32) : KB_ENOMEM;
+        double err = 0;
+        for (int64_t i = 0; !rc && i < n; i++) {
+            float want = 0; /* plain host sum over ranks, in rank order */
+            for (int64_t rk = 0; rk < world; rk++)
+                want += value(rk, i);
+            for (int64_t rk = 0; rk < world; rk++) {
+                double d = (double)out[rk * n + i] - want;
+                if (d < 0) d = -d;
+                if (d > err || d != d) err = d;
+            }
+        }
+        if (!rc) kb_bench_check(r, "sum", err, 0.0);
+        free(out);
+    }
+    if (rc && !r->error[0]) kb_bench_fail(r, rc, "ccl_allreduce: %s", kb_last_error(m));
+    if (t.id) kb_free(m, t);
+    free(host);
+    return rc;
+}
+
+static const kb_bench_opt_doc opts[] = {
+    {"algorithm", "ring_allreduce",
+     "ccl.yaml all_reduce algorithm (ring_allreduce, "
+     "mesh_allreduce, tree_allreduce, ...)"},
+    {"buffer", "tcm", "where the receive queues live: tcm, sram or hbm"},
+    {"world", "all PEs", "collective ranks: 2..PEs per cube, whole cubes of SIP 0, or whole SIPs"},
+    {"bytes", "1048576", "bytes per rank (f32, a multiple of 4)"},
+};
+
+const kb_bench kb__bench_ccl_allreduce = {
+    "ccl_allreduce",
+    "all-reduce over PEs through the inter-PE queues, against the alpha-beta model", opts,
+    (int)(sizeof opts / sizeof opts[0]), ccl_allreduce};
