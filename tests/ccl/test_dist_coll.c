@@ -1,0 +1,243 @@
+/* The collective calls of kernbench/dist.h with data, from the driver and
+ * from spawned host ranks, on the built-in machine (2 SIPs x 16 cubes x 8
+ * PEs). Expected values come from plain host loops over the inputs. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernbench/dist.h"
+
+static kb_machine *open_m(void)
+{
+    kb_machine *m = NULL;
+    char eb[512];
+    cr_assert_eq(kb_open(&m, NULL, eb, sizeof eb), 0, "%s", eb);
+    return m;
+}
+
+/* One PE of the bound SIP (cube 0, PE 0) holds the whole tensor. */
+static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1};
+
+/* Element i of buffer b: small integers, so sums are exact in f32. */
+static float val(int b, int i)
+{
+    return (float)((5 * b + 3 * i) % 11 - 5);
+}
+
+/* ---- from the driver: every shard is a buffer ------------------------------ */
+
+#define ROWS 8 /* one row per PE of cube 0 */
+#define COLS 96
+
+static kb_tensor rows_tensor(kb_machine *m, const char *name, int64_t cols, int fill)
+{
+    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, 1, 1, ROWS};
+    int64_t shape[2] = {ROWS, cols};
+    kb_tensor t;
+    cr_assert_eq(kb_empty(m, name, 2, shape, KB_F32, &p, &t), 0, "%s", kb_last_error(m));
+    if (fill) {
+        float *h = malloc((size_t)(ROWS * cols) * sizeof *h);
+        for (int r = 0; r < ROWS; r++)
+            for (int i = 0; i < cols; i++)
+                h[r * cols + i] = val(r, i);
+        cr_assert_eq(kb_copy_from_host(m, t, h, (size_t)(ROWS * cols) * sizeof *h, KB_F32), 0);
+        free(h);
+    }
+    return t;
+}
+
+static float *read_all(kb_machine *m, kb_tensor t, size_t n)
+{
+    float *h = malloc(n * sizeof *h);
+    cr_assert_eq(kb_copy_to_host(m, t, h, n * sizeof *h, KB_F32), 0, "%s", kb_last_error(m));
+    return h;
+}
+
+static float reduce_ref(kb_reduce_op op, int n_bufs, int i)
+{
+    float acc = val(0, i);
+    for (int b = 1; b < n_bufs; b++) {
+        float v = val(b, i);
+        if (op == KB_MAX)
+            acc = v > acc ? v : acc;
+        else if (op == KB_MIN)
+            acc = v < acc ? v : acc;
+        else
+            acc += v;
+    }
+    return op == KB_AVG ? acc / (float)n_bufs : acc;
+}
+
+static void driver_all_reduce(kb_reduce_op op)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    kb_tensor t = rows_tensor(m, "g", COLS, 1);
+    cr_assert_eq(kb_all_reduce(m, t, op), 0, "%s", kb_last_error(m));
+    float *h = read_all(m, t, ROWS * COLS);
+    for (int i = 0; i < COLS; i++) {
+        float want = reduce_ref(op, ROWS, i);
+        cr_expect(fabsf(h[i] - want) <= fabsf(want) * 1e-6f, "element %d: %g, want %g", i,
+                  (double)h[i], (double)want);
+        for (int r = 1; r < ROWS; r++)
+            cr_expect_eq(memcmp(&h[r * COLS + i], &h[i], sizeof *h), 0,
+                         "row %d differs bitwise at %d", r, i);
+    }
+    kb_ccl_report c;
+    cr_assert_eq(kb_ccl_last(m, &c), 0);
+    cr_expect_eq(c.world, ROWS);
+    cr_expect_eq(c.bytes_per_rank, COLS * 4);
+    cr_expect_gt(c.end_ps, c.start_ps);
+    free(h);
+    kb_close(m);
+}
+
+Test(dist_coll, driver_all_reduce_sum_over_the_shards)
+{
+    driver_all_reduce(KB_SUM);
+}
+Test(dist_coll, driver_all_reduce_max)
+{
+    driver_all_reduce(KB_MAX);
+}
+Test(dist_coll, driver_all_reduce_min)
+{
+    driver_all_reduce(KB_MIN);
+}
+Test(dist_coll, driver_all_reduce_avg)
+{
+    driver_all_reduce(KB_AVG);
+}
+
+Test(dist_coll, driver_reduce_scatter_leaves_chunk_i_in_shard_i)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    kb_tensor in = rows_tensor(m, "in", COLS, 1), out = rows_tensor(m, "out", COLS / ROWS, 0);
+    cr_assert_eq(kb_reduce_scatter(m, out, in, KB_SUM), 0, "%s", kb_last_error(m));
+    float *h = read_all(m, out, COLS);
+    for (int r = 0; r < ROWS; r++)
+        for (int j = 0; j < COLS / ROWS; j++) {
+            float want = reduce_ref(KB_SUM, ROWS, r * (COLS / ROWS) + j);
+            cr_expect_eq(h[r * (COLS / ROWS) + j], want, "shard %d element %d", r, j);
+        }
+    free(h);
+    kb_close(m);
+}
+
+Test(dist_coll, driver_all_gather_concatenates_in_shard_order)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    kb_tensor in = rows_tensor(m, "in", 16, 1), out = rows_tensor(m, "out", 16 * ROWS, 0);
+    cr_assert_eq(kb_all_gather(m, out, in), 0, "%s", kb_last_error(m));
+    float *h = read_all(m, out, 16 * ROWS * ROWS);
+    for (int r = 0; r < ROWS; r++)
+        for (int b = 0; b < ROWS; b++)
+            for (int i = 0; i < 16; i++)
+                cr_expect_eq(h[(r * ROWS + b) * 16 + i], val(b, i), "shard %d, block %d, %d", r, b,
+                             i);
+    free(h);
+    kb_close(m);
+}
+
+Test(dist_coll, driver_broadcast_copies_the_source_shard)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    kb_tensor t = rows_tensor(m, "t", COLS, 1);
+    cr_assert_eq(kb_broadcast(m, t, 5), 0, "%s", kb_last_error(m));
+    float *h = read_all(m, t, ROWS * COLS);
+    for (int r = 0; r < ROWS; r++)
+        for (int i = 0; i < COLS; i++)
+            cr_expect_eq(h[r * COLS + i], val(5, i), "shard %d element %d", r, i);
+    free(h);
+    cr_expect_eq(kb_broadcast(m, t, -1), KB_ERANGE);
+    kb_close(m);
+}
+
+/* ---- from spawned ranks: one tensor per rank ------------------------------- */
+
+#define N_RANK 64
+
+typedef struct ranks_out {
+    float got[4][N_RANK];
+    int n;
+} ranks_out;
+
+static int rank_all_reduce(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    ranks_out *o = arg;
+    int rc = kb_init_process_group(m, "ahbm");
+    int64_t shape[1] = {N_RANK};
+    float h[N_RANK];
+    for (int i = 0; i < N_RANK; i++)
+        h[i] = val(rank, i);
+    kb_tensor t = {0};
+    if (!rc) rc = kb_empty(m, NULL, 1, shape, KB_F32, &ONE_PE, &t);
+    if (!rc) rc = kb_copy_from_host(m, t, h, sizeof h, KB_F32);
+    if (!rc) rc = kb_all_reduce(m, t, KB_SUM);
+    if (!rc) rc = kb_copy_to_host(m, t, o->got[rank], sizeof o->got[rank], KB_F32);
+    if (!rc) rc = kb_barrier(m);
+    o->n = nprocs;
+    return rc;
+}
+
+Test(dist_coll, spawned_ranks_all_reduce_their_tensors)
+{
+    kb_machine *m = open_m();
+    ranks_out o;
+    memset(&o, 0, sizeof o);
+    /* rank r is bound to SIP r: one shard on sip0/cube0/pe0, one on sip1/cube0/pe0 */
+    cr_assert_eq(kb_spawn(m, rank_all_reduce, 2, &o), 0, "%s", kb_last_error(m));
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < N_RANK; i++)
+            cr_expect_eq(o.got[r][i], val(0, i) + val(1, i), "rank %d element %d", r, i);
+    kb_close(m);
+}
+
+static int rank_broadcast(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    ranks_out *o = arg;
+    int rc = kb_init_process_group(m, "ahbm");
+    int64_t shape[1] = {N_RANK};
+    kb_tensor t = {0};
+    if (!rc) rc = kb_full(m, NULL, 1, shape, KB_F32, &ONE_PE, 10.0 * (rank + 1), &t);
+    if (!rc) rc = kb_broadcast(m, t, 1);
+    if (!rc) rc = kb_copy_to_host(m, t, o->got[rank], sizeof o->got[rank], KB_F32);
+    return rc;
+}
+
+Test(dist_coll, spawned_broadcast_from_host_rank_1)
+{
+    kb_machine *m = open_m();
+    ranks_out o;
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(kb_spawn(m, rank_broadcast, 2, &o), 0, "%s", kb_last_error(m));
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < N_RANK; i++)
+            cr_expect_eq(o.got[r][i], 20.0f, "rank %d element %d", r, i);
+    kb_close(m);
+}
+
+/* The driver's process group is inherited by the ranks it spawns. */
+static int no_init(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs, (void)arg;
+    int64_t shape[1] = {N_RANK};
+    kb_tensor t = {0};
+    int rc = kb_is_initialized(m) ? 0 : KB_ESTATE;
+    if (!rc) rc = kb_full(m, NULL, 1, shape, KB_F32, &ONE_PE, rank + 1.0, &t);
+    if (!rc) rc = kb_all_reduce(m, t, KB_MAX);
+    return rc;
+}
+
+Test(dist_coll, ranks_inherit_the_drivers_process_group)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    cr_expect_eq(kb_spawn(m, no_init, 2, NULL), 0, "%s", kb_last_error(m));
+    kb_close(m);
+}
