@@ -23,6 +23,15 @@ extern "C" {
 
 typedef enum kb_reduce_op { KB_SUM = 0, KB_MAX = 1, KB_MIN = 2, KB_AVG = 3 } kb_reduce_op;
 
+/* Reloads the machine's collective configuration: ccl_path (NULL = the
+ * built-in configs/ccl.yaml) with sets[0..n_sets) applied ("ccl.PATH=VALUE",
+ * as --set). The queues installed for the previous configuration are freed;
+ * the next collective installs its own. On failure (KB_EIO, KB_ECONFIG
+ * naming FILE:LINE:COL or the --set argument, KB_ENOMEM) the previous
+ * configuration stays in force. */
+KB_API int kb_ccl_configure(kb_machine *m, const char *ccl_path, const char *const *sets,
+                            size_t n_sets);
+
 #ifdef __cplusplus
 }
 #endif

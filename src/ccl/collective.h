@@ -37,6 +37,7 @@
 #ifndef KB_CCL_COLLECTIVE_H
 #define KB_CCL_COLLECTIVE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -77,5 +78,25 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
  * that PE set reuse them (init_process_group). */
 int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *info,
                     kb__err *err);
+
+/* ---- the machine's collective state (run.c) ------------------------------- */
+
+typedef struct kb__ccl_state kb__ccl_state;
+
+/* Loads ccl_path (NULL: the built-in configs/ccl.yaml) with the "ccl."
+ * overrides sets[0..n_sets) into m->ccl (kb_open). Errors of
+ * kb__ccl_config_load; m->ccl stays NULL then. */
+int kb__ccl_state_create(kb_machine *m, const char *ccl_path, const char *const *sets,
+                         size_t n_sets, kb__err *err);
+/* Frees the installed queues, their rings and the config (kb_close, before
+ * the device and the PEs go). NULL state is fine. */
+void kb__ccl_state_destroy(kb_machine *m);
+/* Replaces the config (kb_ccl_configure): on success the current install is
+ * dropped (the next collective reinstalls); on failure nothing changes. */
+int kb__ccl_reconfigure(kb_machine *m, const char *ccl_path, const char *const *sets,
+                        size_t n_sets, kb__err *err);
+/* The loaded config, and the installed plan (NULL when none). */
+const kb__ccl_config *kb__ccl_state_config(const kb_machine *m);
+const kb__ccl_plan *kb__ccl_state_plan(const kb_machine *m);
 
 #endif
