@@ -71,9 +71,9 @@ tl_tile kb__ccl_load(tl_ctx *k, tl_tensor *t, int64_t off, int64_t len);
 void kb__ccl_store(tl_ctx *k, tl_tensor *t, int64_t off, int64_t len, tl_tile v);
 /* op(a, b) for sum, max, min and avg (avg adds; see kb__ccl_finish). */
 tl_tile kb__ccl_combine(tl_ctx *k, kb_reduce_op op, tl_tile a, tl_tile b);
-/* The fully reduced value: v / p for avg (one tl_div by a scalar of the
- * buffer dtype: computed in f32, rounded once to the dtype), v else; frees
- * v when it makes a new tile. */
+/* The fully reduced value: v / p for avg (tl_div by a scalar p of the
+ * buffer dtype, a true division computed and rounded in f32, then tl_cast
+ * to the buffer dtype), v else; frees v when it makes a new tile. */
 tl_tile kb__ccl_finish(tl_ctx *k, const kb__ccl_sched *s, tl_tile v);
 
 /* ---- the kernels ------------------------------------------------------------ */

@@ -86,10 +86,13 @@ tl_tile kb__ccl_finish(tl_ctx *k, const kb__ccl_sched *s, tl_tile v)
 {
     if (s->op != KB_AVG) return v;
     tl_tile p = tl_scalar(k, (double)s->world, s->dtype);
-    tl_tile q = tl_div(k, v, p);
+    tl_tile q = tl_div(k, v, p); /* true division: f32 for f16/bf16/f32 inputs */
     tl_free(k, p);
     tl_free(k, v);
-    return q;
+    if (tl_dtype_of(k, q) == s->dtype) return q;
+    tl_tile c = tl_cast(k, q, s->dtype);
+    tl_free(k, q);
+    return c;
 }
 
 /* hello_send: every rank sends its buffer to NEXT, piece by piece, and
