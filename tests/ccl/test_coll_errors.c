@@ -181,7 +181,8 @@ static void big_tile(tl_ctx *k)
 
 Test(coll_tcm, a_kernel_tile_cannot_use_ring_bytes)
 {
-    kb_machine *m = cf_open(NULL, 0);
+    const char *sets[] = {"pe.tcm.size=5MiB"}; /* 1 MiB usable: one tile can ask for it all */
+    kb_machine *m = cf_open(sets, 1);
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
     cf_check_all_reduce(m, t, NULL, KB_SUM, 4, 8, KB_F32, NULL);
     uint64_t usable = m->params.pe.tcm_size - m->params.pe.tcm_reserved;
