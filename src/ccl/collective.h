@@ -62,7 +62,9 @@ typedef struct kb__coll_info {
     int installed;            /* 1 when this call installed the queues */
     kb__ccl_install_info install;
     uint64_t t_start, t_end;  /* simulated ps: the collective kernel's launch */
-    uint64_t predicted_ps;    /* α-β prediction for ring all-reduce, 0 for others */
+    uint64_t t_run_start, t_run_end; /* its programs: start on every PE, last one ends */
+    uint64_t predicted_ps;    /* α-β prediction for ring all-reduce (compare with
+                                 t_run_end - t_run_start), 0 for others */
     double alpha_ps, beta_ps_per_byte;
 } kb__coll_info;
 

@@ -467,6 +467,8 @@ static void fill_info(kb__ccl_state *st, const coll_call *c, const kb__rt_launch
     info->bytes_per_rank = (uint64_t)c->elems * kb__dtype_size(c->dtype);
     info->t_start = t->issue;
     info->t_end = t->end;
+    info->t_run_start = t->start;
+    info->t_run_end = t->pes_end;
     if (c->r->kind != KB__CCL_ALL_REDUCE || c->mod->topology != KB__CCL_RING_1D) return;
     kb__ccl_alphabeta ab;
     kb__err e;

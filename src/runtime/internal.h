@@ -253,7 +253,9 @@ typedef struct kb__rt_launch_spec {
 } kb__rt_launch_spec;
 
 typedef struct kb__rt_launch_times {
-    kb__time issue, start, end; /* host issue, programs start, completion at the host */
+    kb__time issue, start; /* host issue, programs start */
+    kb__time pes_end;      /* the last program ended */
+    kb__time end;          /* completion reached the host */
 } kb__rt_launch_times;
 
 /* Queues s (returns at once, like kb_launch). KB_EINVAL, KB_ENOMEM. */

@@ -64,6 +64,7 @@ struct kb__rt_launch {
     uint32_t arrivals, sips_pending, pes_running;
     bool ready, started, finished;
     kb__time t_issue, t_start, t_end;
+    kb__time t_pes_end; /* the last PE finished its programs */
     kb__pe_launch *pl;
     int status;
     kb__err err;
@@ -186,6 +187,7 @@ static void pe_done(void *arg, uint32_t i)
     kb__rt_launch *l = arg;
     kb__fab_send(l->m->dev->sim, &l->pe[i].ack);
     if (--l->pes_running == 0) {
+        l->t_pes_end = kb__sim_now(l->m->dev->sim);
         l->m->pe_owner = NULL;
         kb__sim_post(l->m->dev->sim, 0, start_next_cb, l->m, 0);
     }
@@ -607,7 +609,7 @@ static int wait_one(kb_machine *m, kb__rt_launch *l, kb__rt_launch_times *times)
     *pp = l->next;
     int st = l->status;
     if (st) kb__rt_fail(m, &l->err);
-    if (times) *times = (kb__rt_launch_times){l->t_issue, l->t_start, l->t_end};
+    if (times) *times = (kb__rt_launch_times){l->t_issue, l->t_start, l->t_pes_end, l->t_end};
     launch_free(l);
     return st;
 }
