@@ -205,8 +205,8 @@ void kb__ccl_state_destroy(kb_machine *m)
     m->ccl = NULL;
 }
 
-int kb__ccl_reconfigure(kb_machine *m, const char *ccl_path, const char *const *sets,
-                        size_t n_sets, kb__err *err)
+int kb__ccl_reconfigure(kb_machine *m, const char *ccl_path, const char *const *sets, size_t n_sets,
+                        kb__err *err)
 {
     kb__ccl_config *c;
     int rc = kb__ccl_config_load(&c, ccl_path, sets, n_sets, err);
@@ -313,9 +313,8 @@ static int add_outputs(coll_call *c, const int32_t *owner, kb__err *err)
             char pn[48];
             coll_buf *b = owner[gi] >= 0 ? &c->buf[owner[gi]] : NULL;
             if (!b || b->out)
-                return kb__err_set(err, KB_EINVAL,
-                                   "collective %s: output '%s' shard %d on %s: %s", c->what,
-                                   t->name, s, pe_name(m, gi, pn, sizeof pn),
+                return kb__err_set(err, KB_EINVAL, "collective %s: output '%s' shard %d on %s: %s",
+                                   c->what, t->name, s, pe_name(m, gi, pn, sizeof pn),
                                    b ? "a second output buffer on this PE"
                                      : "no input buffer on this PE (outputs must sit on the "
                                        "input buffers' PEs)");
@@ -343,19 +342,27 @@ static int check_values(const coll_call *c, kb__err *err)
 {
     const kb__coll_req *r = c->r;
     if (c->dtype != KB__F16 && c->dtype != KB__BF16 && c->dtype != KB__F32 && c->dtype != KB__I32)
-        return kb__err_set(err, KB_EINVAL, "collective %s: dtype %s is not supported (f16, bf16, "
-                           "f32, i32)", c->what, kb__dtype_name(c->dtype));
+        return kb__err_set(err, KB_EINVAL,
+                           "collective %s: dtype %s is not supported (f16, bf16, "
+                           "f32, i32)",
+                           c->what, kb__dtype_name(c->dtype));
     if ((unsigned)r->op > KB_AVG)
         return kb__err_set(err, KB_EINVAL, "collective %s: reduce op %d", c->what, (int)r->op);
     if (r->op == KB_AVG && c->dtype == KB__I32)
-        return kb__err_set(err, KB_EINVAL, "collective %s: avg of i32 buffers is not supported "
-                           "yet (use sum)", c->what);
+        return kb__err_set(err, KB_EINVAL,
+                           "collective %s: avg of i32 buffers is not supported "
+                           "yet (use sum)",
+                           c->what);
     if (r->kind == KB__CCL_REDUCE_SCATTER && c->elems % c->p)
-        return kb__err_set(err, KB_EINVAL, "collective reduce_scatter: %lld elements per buffer "
-                           "do not divide by %u ranks", (long long)c->elems, c->p);
+        return kb__err_set(err, KB_EINVAL,
+                           "collective reduce_scatter: %lld elements per buffer "
+                           "do not divide by %u ranks",
+                           (long long)c->elems, c->p);
     if (r->kind == KB__CCL_BROADCAST && r->root >= c->p)
-        return kb__err_set(err, KB_EINVAL, "collective broadcast: root %u, but there are %u "
-                           "buffers (0..%u)", r->root, c->p, c->p - 1);
+        return kb__err_set(err, KB_EINVAL,
+                           "collective broadcast: root %u, but there are %u "
+                           "buffers (0..%u)",
+                           r->root, c->p, c->p - 1);
     return 0;
 }
 
@@ -363,8 +370,8 @@ static int gather(coll_call *c, kb__err *err)
 {
     kb_machine *m = c->m;
     const kb__coll_req *r = c->r;
-    if (!r->n || !r->in || ((r->kind == KB__CCL_REDUCE_SCATTER || r->kind == KB__CCL_ALL_GATHER) &&
-                            !r->out))
+    if (!r->n || !r->in ||
+        ((r->kind == KB__CCL_REDUCE_SCATTER || r->kind == KB__CCL_ALL_GATHER) && !r->out))
         return kb__err_set(err, KB_EINVAL, "collective %s: needs %s", c->what,
                            r->n ? "output tensors" : "at least one tensor");
     int32_t *owner = malloc(m->n_pes * sizeof *owner);
@@ -409,8 +416,7 @@ static int pick(coll_call *c, const kb__ccl_config *cfg, const char *name, kb__e
         return kb__err_set(err, KB_ECONFIG,
                            "collective %s: algorithm '%s': module '%s' implements %s over %s, "
                            "the algorithm is %s over %s",
-                           c->what, a->name, a->module,
-                           kb__ccl_collective_name(c->mod->collective),
+                           c->what, a->name, a->module, kb__ccl_collective_name(c->mod->collective),
                            kb__ccl_topology_name(c->mod->topology), kb__ccl_collective_name(kind),
                            kb__ccl_topology_name(a->topology));
     return 0;
@@ -479,16 +485,15 @@ static void fill_info(kb__ccl_state *st, const coll_call *c, const kb__rt_launch
 }
 
 /* Launches the module's kernel, one program per rank, and waits for it. */
-static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *times,
-                  kb__err *err)
+static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *times, kb__err *err)
 {
     kb_machine *m = st->m;
     uint32_t p = c->p;
     uint32_t *index = malloc(p * sizeof *index);
     tl_tensor *views = calloc((size_t)p * 3, sizeof *views);
     int rc = index && views ? 0 : kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
-    kb__ccl_sched s = {.world = p, .op = c->r->op, .dtype = (tl_dtype)c->dtype,
-                       .elems = c->elems, .index = index};
+    kb__ccl_sched s = {
+        .world = p, .op = c->r->op, .dtype = (tl_dtype)c->dtype, .elems = c->elems, .index = index};
     for (uint32_t r = 0; !rc && r < p; r++) {
         uint32_t b = 0;
         while (c->buf[b].gi != st->pes[r])
@@ -538,9 +543,9 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     if (!rc) {
         rc = launch(st, &c, &t, err);
         if (rc) {
-            kb__err_prefix(err, "collective %s (algorithm '%s', %u ranks, %llu B per rank): ",
-                           c.what, c.algo->name, c.p,
-                           (unsigned long long)c.elems * kb__dtype_size(c.dtype));
+            kb__err_prefix(
+                err, "collective %s (algorithm '%s', %u ranks, %llu B per rank): ", c.what,
+                c.algo->name, c.p, (unsigned long long)c.elems * kb__dtype_size(c.dtype));
             uninstall(st); /* messages may be left in the rings */
         }
     }
@@ -549,8 +554,7 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     return rc;
 }
 
-int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *info,
-                    kb__err *err)
+int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *info, kb__err *err)
 {
     kb__ccl_install_info local;
     if (!info) info = &local;

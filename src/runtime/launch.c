@@ -570,8 +570,8 @@ int kb__rt_launch_on(kb_machine *m, const kb__rt_launch_spec *s, kb_launch_id *o
     rc = l->pe ? 0 : kb__err_set(err, KB_ENOMEM, "launch %s: out of host memory", s->name);
     for (uint32_t i = 0; !rc && i < s->n_pes; i++) {
         if (s->pes[i] >= m->n_pes)
-            rc = kb__err_set(err, KB_EINVAL, "launch %s: PE index %u (machine has %u PEs)",
-                             s->name, s->pes[i], m->n_pes);
+            rc = kb__err_set(err, KB_EINVAL, "launch %s: PE index %u (machine has %u PEs)", s->name,
+                             s->pes[i], m->n_pes);
         l->pe[i].gi = s->pes[i];
     }
     if (!rc) rc = alloc_pes(l, s->n_args, err);

@@ -65,8 +65,8 @@ static inline double cf_value(int b, int64_t e)
 
 /* A tensor of w buffers of n elements of dtype placed per `where`, buffer
  * b (shard b in shard order) holding cf_value(b, e) (fill: 0 none). */
-static inline kb_tensor cf_tensor(kb_machine *m, const char *name, cf_place where, int w,
-                                  int64_t n, kb_dtype dt, int fill)
+static inline kb_tensor cf_tensor(kb_machine *m, const char *name, cf_place where, int w, int64_t n,
+                                  kb_dtype dt, int fill)
 {
     kb_policy pol = cf_policy(where, w);
     int64_t shape = (int64_t)w * n;
@@ -133,8 +133,8 @@ static inline void cf_check_all_reduce(kb_machine *m, kb_tensor t, const char *a
         for (int64_t x = 0; x < n; x++) {
             float want = cf_expect(op, w, x, dt), got = h[(int64_t)b * n + x];
             cr_assert(!memcmp(&want, &got, sizeof want),
-                      "%s op %d world %d: buffer %d element %lld is %g, expected %g", algo ? algo : "default",
-                      (int)op, w, b, (long long)x, got, want);
+                      "%s op %d world %d: buffer %d element %lld is %g, expected %g",
+                      algo ? algo : "default", (int)op, w, b, (long long)x, got, want);
         }
     free(h);
 }

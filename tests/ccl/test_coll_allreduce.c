@@ -17,8 +17,8 @@ static void matrix(const char *algo, const char *kind)
     static const struct {
         cf_place where;
         int w;
-    } worlds[] = {{CF_ONE_CUBE, 2}, {CF_ONE_CUBE, 4}, {CF_ONE_CUBE, 8}, {CF_CUBES, 16},
-                  {CF_TWO_SIPS, 16}};
+    } worlds[] = {
+        {CF_ONE_CUBE, 2}, {CF_ONE_CUBE, 4}, {CF_ONE_CUBE, 8}, {CF_CUBES, 16}, {CF_TWO_SIPS, 16}};
     static const kb_reduce_op ops[] = {KB_SUM, KB_MAX, KB_MIN, KB_AVG};
     static const kb_dtype dts[] = {KB_F16, KB_F32};
     int mesh = !strcmp(algo, "mesh_allreduce");
@@ -36,15 +36,42 @@ static void matrix(const char *algo, const char *kind)
     kb_close(m);
 }
 
-Test(coll_allreduce, ring_tcm) { matrix("ring_allreduce", "tcm"); }
-Test(coll_allreduce, ring_sram) { matrix("ring_allreduce", "sram"); }
-Test(coll_allreduce, ring_hbm) { matrix("ring_allreduce", "hbm"); }
-Test(coll_allreduce, mesh_tcm) { matrix("mesh_allreduce", "tcm"); }
-Test(coll_allreduce, mesh_sram) { matrix("mesh_allreduce", "sram"); }
-Test(coll_allreduce, mesh_hbm) { matrix("mesh_allreduce", "hbm"); }
-Test(coll_allreduce, tree_tcm) { matrix("tree_allreduce", "tcm"); }
-Test(coll_allreduce, tree_sram) { matrix("tree_allreduce", "sram"); }
-Test(coll_allreduce, tree_hbm) { matrix("tree_allreduce", "hbm"); }
+Test(coll_allreduce, ring_tcm)
+{
+    matrix("ring_allreduce", "tcm");
+}
+Test(coll_allreduce, ring_sram)
+{
+    matrix("ring_allreduce", "sram");
+}
+Test(coll_allreduce, ring_hbm)
+{
+    matrix("ring_allreduce", "hbm");
+}
+Test(coll_allreduce, mesh_tcm)
+{
+    matrix("mesh_allreduce", "tcm");
+}
+Test(coll_allreduce, mesh_sram)
+{
+    matrix("mesh_allreduce", "sram");
+}
+Test(coll_allreduce, mesh_hbm)
+{
+    matrix("mesh_allreduce", "hbm");
+}
+Test(coll_allreduce, tree_tcm)
+{
+    matrix("tree_allreduce", "tcm");
+}
+Test(coll_allreduce, tree_sram)
+{
+    matrix("tree_allreduce", "sram");
+}
+Test(coll_allreduce, tree_hbm)
+{
+    matrix("tree_allreduce", "hbm");
+}
 
 Test(coll_allreduce, ranks_spread_over_cubes_use_the_placement_order)
 {

@@ -32,9 +32,18 @@ static void reduce_scatter(cf_place where, int w, kb_dtype dt, kb_reduce_op op)
     kb_close(m);
 }
 
-Test(coll_reduce_scatter, sum_in_a_cube) { reduce_scatter(CF_ONE_CUBE, 8, KB_F32, KB_SUM); }
-Test(coll_reduce_scatter, avg_over_cubes_f16) { reduce_scatter(CF_CUBES, 16, KB_F16, KB_AVG); }
-Test(coll_reduce_scatter, max_over_both_sips) { reduce_scatter(CF_TWO_SIPS, 16, KB_F32, KB_MAX); }
+Test(coll_reduce_scatter, sum_in_a_cube)
+{
+    reduce_scatter(CF_ONE_CUBE, 8, KB_F32, KB_SUM);
+}
+Test(coll_reduce_scatter, avg_over_cubes_f16)
+{
+    reduce_scatter(CF_CUBES, 16, KB_F16, KB_AVG);
+}
+Test(coll_reduce_scatter, max_over_both_sips)
+{
+    reduce_scatter(CF_TWO_SIPS, 16, KB_F32, KB_MAX);
+}
 
 static void all_gather(cf_place where, int w, int64_t n)
 {
@@ -48,15 +57,21 @@ static void all_gather(cf_place where, int w, int64_t n)
         for (int src = 0; src < w; src++)
             for (int64_t x = 0; x < n; x++) {
                 float got = h[((int64_t)b * w + src) * n + x];
-                cr_assert_eq(got, (float)cf_value(src, x), "buffer %d, part %d, element %lld",
-                             b, src, (long long)x);
+                cr_assert_eq(got, (float)cf_value(src, x), "buffer %d, part %d, element %lld", b,
+                             src, (long long)x);
             }
     free(h);
     kb_close(m);
 }
 
-Test(coll_all_gather, in_a_cube) { all_gather(CF_ONE_CUBE, 4, 13); }
-Test(coll_all_gather, over_both_sips) { all_gather(CF_TWO_SIPS, 16, 9); }
+Test(coll_all_gather, in_a_cube)
+{
+    all_gather(CF_ONE_CUBE, 4, 13);
+}
+Test(coll_all_gather, over_both_sips)
+{
+    all_gather(CF_TWO_SIPS, 16, 9);
+}
 
 static void broadcast(cf_place where, int w, uint32_t root)
 {
@@ -74,8 +89,14 @@ static void broadcast(cf_place where, int w, uint32_t root)
     kb_close(m);
 }
 
-Test(coll_broadcast, from_buffer_0) { broadcast(CF_ONE_CUBE, 8, 0); }
-Test(coll_broadcast, from_a_middle_buffer_over_sips) { broadcast(CF_TWO_SIPS, 16, 11); }
+Test(coll_broadcast, from_buffer_0)
+{
+    broadcast(CF_ONE_CUBE, 8, 0);
+}
+Test(coll_broadcast, from_a_middle_buffer_over_sips)
+{
+    broadcast(CF_TWO_SIPS, 16, 11);
+}
 
 Test(coll_index, two_tensors_index_in_call_order)
 {

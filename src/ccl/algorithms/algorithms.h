@@ -31,13 +31,13 @@
 /* Constants of one collective call (owned by the runner, read-only during
  * the launch). */
 typedef struct kb__ccl_sched {
-    uint32_t world;        /* collective ranks p */
-    kb_reduce_op op;       /* all_reduce, reduce_scatter */
-    tl_dtype dtype;        /* of every buffer */
-    int64_t elems;         /* elements of one input buffer (N) */
-    int64_t piece;         /* largest message, elements (fits the tile budget) */
-    int64_t window;        /* ring: pieces of one chunk kept in TCM per round, <= KB__CCL_WINDOW_MAX */
-    uint32_t root;         /* broadcast: the rank of the source buffer */
+    uint32_t world;  /* collective ranks p */
+    kb_reduce_op op; /* all_reduce, reduce_scatter */
+    tl_dtype dtype;  /* of every buffer */
+    int64_t elems;   /* elements of one input buffer (N) */
+    int64_t piece;   /* largest message, elements (fits the tile budget) */
+    int64_t window;  /* ring: pieces of one chunk kept in TCM per round, <= KB__CCL_WINDOW_MAX */
+    uint32_t root;   /* broadcast: the rank of the source buffer */
     const uint32_t *index; /* [world]: rank -> index of its buffer in call order */
 } kb__ccl_sched;
 
