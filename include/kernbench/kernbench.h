@@ -39,6 +39,8 @@ typedef struct kb_open_options {
     const char *const *overrides; /* "key=value" (like --set), applied in order */
     size_t n_overrides;           /* number of entries in overrides */
     int no_data;                  /* 1: timing only (--no-data), no bytes move */
+    const char *ccl_path;         /* ccl.yaml (collectives); NULL = built in. Overrides that
+                                     start with "ccl." go to it instead of the topology */
 } kb_open_options;
 
 /* Opens a machine. opts may be NULL (built-in default). On failure *out is

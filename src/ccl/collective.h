@@ -37,6 +37,7 @@
 #ifndef KB_CCL_COLLECTIVE_H
 #define KB_CCL_COLLECTIVE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -56,12 +57,14 @@ typedef struct kb__coll_req {
 
 typedef struct kb__coll_info {
     char algorithm[64];
-    uint32_t world;           /* collective ranks */
-    uint64_t bytes_per_rank;  /* bytes of one input buffer */
-    int installed;            /* 1 when this call installed the queues */
+    uint32_t world;          /* collective ranks */
+    uint64_t bytes_per_rank; /* bytes of one input buffer */
+    int installed;           /* 1 when this call installed the queues */
     kb__ccl_install_info install;
-    uint64_t t_start, t_end;  /* simulated ps: the collective kernel's launch */
-    uint64_t predicted_ps;    /* α-β prediction for ring all-reduce, 0 for others */
+    uint64_t t_start, t_end;         /* simulated ps: the collective kernel's launch */
+    uint64_t t_run_start, t_run_end; /* its programs: start on every PE, last one ends */
+    uint64_t predicted_ps;           /* α-β prediction for ring all-reduce (compare with
+                                        t_run_end - t_run_start), 0 for others */
     double alpha_ps, beta_ps_per_byte;
 } kb__coll_info;
 
@@ -75,7 +78,26 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
 /* Installs the queues of algorithm (NULL: the all_reduce default) over its
  * default world (ccl.yaml world_size, or every PE) now, so later calls on
  * that PE set reuse them (init_process_group). */
-int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *info,
-                    kb__err *err);
+int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *info, kb__err *err);
+
+/* ---- the machine's collective state (run.c) ------------------------------- */
+
+typedef struct kb__ccl_state kb__ccl_state;
+
+/* Loads ccl_path (NULL: the built-in configs/ccl.yaml) with the "ccl."
+ * overrides sets[0..n_sets) into m->ccl (kb_open). Errors of
+ * kb__ccl_config_load; m->ccl stays NULL then. */
+int kb__ccl_state_create(kb_machine *m, const char *ccl_path, const char *const *sets,
+                         size_t n_sets, kb__err *err);
+/* Frees the installed queues, their rings and the config (kb_close, before
+ * the device and the PEs go). NULL state is fine. */
+void kb__ccl_state_destroy(kb_machine *m);
+/* Replaces the config (kb_ccl_configure): on success the current install is
+ * dropped (the next collective reinstalls); on failure nothing changes. */
+int kb__ccl_reconfigure(kb_machine *m, const char *ccl_path, const char *const *sets, size_t n_sets,
+                        kb__err *err);
+/* The loaded config, and the installed plan (NULL when none). */
+const kb__ccl_config *kb__ccl_state_config(const kb_machine *m);
+const kb__ccl_plan *kb__ccl_state_plan(const kb_machine *m);
 
 #endif

@@ -153,17 +153,10 @@ static int place(kb__ccl_plan *pl, kb__err *err)
     return 0;
 }
 
-int kb__ccl_plan_build(kb__ccl_plan **out, const kb__topo_params *p, const kb__ccl_resolved *r,
-                       kb__err *err)
+static kb__ccl_plan *plan_new(const kb__topo_params *p, const kb__ccl_resolved *r, uint32_t ws)
 {
-    *out = NULL;
-    uint64_t pes = kb__topo_pe_total(p);
-    uint32_t ws = r->s.world_size;
-    if (!r->algo || ws < 1 || ws > pes)
-        return kb__err_set(err, KB_EINVAL, "ccl plan: world size %u does not fit %llu PEs", ws,
-                           (unsigned long long)pes);
     kb__ccl_plan *pl = calloc(1, sizeof *pl);
-    if (!pl) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    if (!pl) return NULL;
     pl->r = *r;
     pl->world_size = ws;
     pl->sips = p->system.sips;
@@ -174,7 +167,78 @@ int kb__ccl_plan_build(kb__ccl_plan **out, const kb__topo_params *p, const kb__c
     pl->attach_cube = p->io.attach_cube;
     pl->loc = calloc(ws, sizeof *pl->loc);
     pl->ports = calloc(ws, sizeof *pl->ports);
-    if (!pl->loc || !pl->ports || place(pl, err)) {
+    if (!pl->loc || !pl->ports) {
+        kb__ccl_plan_destroy(pl);
+        return NULL;
+    }
+    return pl;
+}
+
+typedef struct keyed_loc {
+    uint64_t key; /* position in the full placement order */
+    kb__ccl_loc loc;
+} keyed_loc;
+
+static int by_key(const void *a, const void *b)
+{
+    uint64_t x = ((const keyed_loc *)a)->key, y = ((const keyed_loc *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+int kb__ccl_plan_build_on(kb__ccl_plan **out, const kb__topo_params *p, const kb__ccl_resolved *r,
+                          const kb__ccl_loc *set, uint32_t n, kb__err *err)
+{
+    *out = NULL;
+    uint32_t cubes = kb__topo_cubes_per_sip(p), per_cube = kb__topo_pes_per_cube(p);
+    if (!r->algo || n < 1 || r->s.world_size != n)
+        return kb__err_set(err, KB_EINVAL, "ccl plan: %u PEs given for a world size of %u", n,
+                           r->s.world_size);
+    uint32_t *order = malloc(cubes * sizeof *order), *pos = malloc(cubes * sizeof *pos);
+    keyed_loc *k = malloc((size_t)n * sizeof *k);
+    kb__ccl_plan *pl = plan_new(p, r, n);
+    int rc = 0;
+    if (!order || !pos || !k || !pl) rc = kb__err_set(err, KB_ENOMEM, "ccl plan: out of memory");
+    if (!rc) kb__ccl_cube_order(p->sip.mesh_rows, p->sip.mesh_cols, p->io.attach_cube, order);
+    for (uint32_t c = 0; !rc && c < cubes; c++)
+        pos[order[c]] = c;
+    for (uint32_t i = 0; !rc && i < n; i++) {
+        kb__ccl_loc l = set[i];
+        if (l.sip >= p->system.sips || l.cube >= cubes || l.pe >= per_cube)
+            rc = kb__err_set(err, KB_EINVAL, "ccl plan: PE sip%u/cube%u/pe%u is not on the machine",
+                             l.sip, l.cube, l.pe);
+        else
+            k[i] = (keyed_loc){((uint64_t)l.sip * cubes + pos[l.cube]) * per_cube + l.pe, l};
+    }
+    if (!rc) qsort(k, n, sizeof *k, by_key);
+    for (uint32_t i = 0; !rc && i < n; i++) {
+        if (i && k[i].key == k[i - 1].key)
+            rc = kb__err_set(err, KB_EINVAL, "ccl plan: PE sip%u/cube%u/pe%u is given twice",
+                             k[i].loc.sip, k[i].loc.cube, k[i].loc.pe);
+        pl->loc[i] = k[i].loc;
+    }
+    free(order);
+    free(pos);
+    free(k);
+    if (rc) {
+        kb__ccl_plan_destroy(pl);
+        return rc;
+    }
+    fill_ports(pl);
+    *out = pl;
+    return 0;
+}
+
+int kb__ccl_plan_build(kb__ccl_plan **out, const kb__topo_params *p, const kb__ccl_resolved *r,
+                       kb__err *err)
+{
+    *out = NULL;
+    uint64_t pes = kb__topo_pe_total(p);
+    uint32_t ws = r->s.world_size;
+    if (!r->algo || ws < 1 || ws > pes)
+        return kb__err_set(err, KB_EINVAL, "ccl plan: world size %u does not fit %llu PEs", ws,
+                           (unsigned long long)pes);
+    kb__ccl_plan *pl = plan_new(p, r, ws);
+    if (!pl || place(pl, err)) {
         kb__ccl_plan_destroy(pl);
         return kb__err_set(err, KB_ENOMEM, "out of memory");
     }

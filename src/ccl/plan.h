@@ -11,7 +11,8 @@
  *   next to its SIP link; inside a cube the PEs in index order.
  *
  * A smaller world takes the first world_size PEs of that order, so it stays
- * as compact as the machine allows. Ports (docs/ccl.md):
+ * as compact as the machine allows; kb__ccl_plan_build_on numbers a given
+ * PE set (the PEs holding a collective's buffers) in the same order. Ports (docs/ccl.md):
  *
  *   ring_1d   W = prev (r-1), E = next (r+1), modulo the world size
  *   mesh_2d   rank r at (r / cols, r % cols) of the grid; N/E/S/W, no wrap
@@ -79,6 +80,12 @@ typedef struct kb__ccl_plan {
  * does not fit p). */
 int kb__ccl_plan_build(kb__ccl_plan **out, const kb__topo_params *p, const kb__ccl_resolved *r,
                        kb__err *err);
+/* The plan of r over exactly the PEs set[0..n) (n == r->s.world_size):
+ * ranks are numbered in the placement order above restricted to that set,
+ * ports follow the same rules. KB_EINVAL for a PE outside p or given twice,
+ * KB_ENOMEM. */
+int kb__ccl_plan_build_on(kb__ccl_plan **out, const kb__topo_params *p, const kb__ccl_resolved *r,
+                          const kb__ccl_loc *set, uint32_t n, kb__err *err);
 void kb__ccl_plan_destroy(kb__ccl_plan *plan);
 
 /* The cube visiting order of one SIP (a Hamiltonian cycle of the mesh when

@@ -150,7 +150,7 @@ static int open_machine(const run_opts *o, kb_machine **m, run_out *out)
     int status = kb__cli_load_params(&o->common, &p);
     if (status) return status;
     out->peak_pe = 2.0 * p.pe.gemm_rows * p.pe.gemm_cols * p.pe.gemm_clock_ghz * 1e9;
-    kb_open_options oo = {o->common.topology, o->common.sets, o->common.n_sets, o->no_data};
+    kb_open_options oo = {o->common.topology, o->common.sets, o->common.n_sets, o->no_data, NULL};
     char err[KB_BENCH_MSG_MAX];
     if (kb_open(m, &oo, err, sizeof err)) {
         fprintf(stderr, "kernbench run: %s\n", err);

@@ -49,11 +49,17 @@ void kb__tcm_reset(kb__tcm *t)
 {
     t->n_free = 0;
     t->n_live = 0;
-    t->free_bytes = t->size;
-    if (t->size) {
-        t->free[0] = (kb__tcm_range){0, t->size};
+    t->free_bytes = t->size - t->base;
+    if (t->free_bytes) {
+        t->free[0] = (kb__tcm_range){t->base, t->free_bytes};
         t->n_free = 1;
     }
+}
+
+void kb__tcm_set_base(kb__tcm *t, uint64_t base)
+{
+    assert(base % KB__TCM_ALIGN == 0 && base <= t->size);
+    t->base = base;
 }
 
 int kb__tcm_alloc(kb__tcm *t, uint64_t bytes, uint64_t *off)

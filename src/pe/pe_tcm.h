@@ -2,6 +2,8 @@
  * pe/pe_tcm.h — the scratch allocator that places kernel tiles in a PE's TCM.
  *
  * The usable TCM is pe.tcm.size minus pe.tcm.reserved (the scheduler's part).
+ * Tiles get [base, size) of it: the bytes below base hold what outlives a
+ * program (the receive rings of an installed collective, ccl/run.c).
  * Ranges are handed out first-fit, aligned to KB__TCM_ALIGN bytes, from a
  * free list kept sorted by offset; freeing coalesces with both neighbours,
  * so free space never fragments more than the live ranges force it to.
@@ -27,6 +29,7 @@ typedef struct kb__tcm_range {
 
 typedef struct kb__tcm {
     uint64_t size;        /* usable bytes */
+    uint64_t base;        /* scratch starts here; [0, base) belongs to others (ipcq rings) */
     uint64_t free_bytes;  /* sum of free range lengths */
     kb__tcm_range *free;  /* sorted by off */
     uint32_t n_free, cap; /* entries used / allocated; cap >= n_live + 2 */
@@ -36,8 +39,12 @@ typedef struct kb__tcm {
 /* Initialises t over [0, usable) bytes. Returns 0 or KB_ENOMEM. */
 int kb__tcm_init(kb__tcm *t, uint64_t usable, kb__err *err);
 void kb__tcm_fini(kb__tcm *t);
-/* Forgets every allocation: the whole usable range is free again. */
+/* Forgets every allocation: the whole scratch range [base, size) is free. */
 void kb__tcm_reset(kb__tcm *t);
+/* Moves the start of the scratch range to base (a multiple of KB__TCM_ALIGN,
+ * <= size); it applies from the next kb__tcm_reset (the PE resets its
+ * scratch when each program starts). */
+void kb__tcm_set_base(kb__tcm *t, uint64_t base);
 /* Allocates bytes (rounded up to the alignment) first-fit; *off receives the
  * offset. Returns 0, or KB_ENOSPC when no free range is large enough (the
  * caller words the message: see kb__tcm_largest), or KB_ENOMEM. */

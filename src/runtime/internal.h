@@ -98,6 +98,8 @@ typedef struct kb__rt_scratch {
 
 typedef struct kb__rt_launch kb__rt_launch;
 struct kb__tl_span;
+struct kb__tl_arg;
+struct kb__ccl_state;
 
 struct kb_machine {
     kb__topo_params params;
@@ -130,6 +132,7 @@ struct kb_machine {
     kb__rt_launch *launches;     /* outstanding or not yet waited, in launch order */
     kb__rt_launch *pe_owner;     /* the launch whose programs run on the PEs, or NULL */
     uint64_t next_launch_id;     /* starts at 1 */
+    struct kb__ccl_state *ccl;   /* collectives: ccl.yaml and the installed queues (ccl/run.c) */
 };
 
 /* ---- memory.c: device memory allocators ---------------------------------- */
@@ -260,6 +263,37 @@ void kb__rt_launch_adopt(kb_machine *m);
 void kb__rt_stats_pe(const kb_machine *m, kb_stats *out);
 /* Takes the current PE and link counters as the new base. KB_ENOMEM. */
 int kb__rt_stats_pe_reset(kb_machine *m);
+
+/* An internal launch over an explicit PE list (the collective runner,
+ * ccl/run.c): program i runs on PE pes[i] and sees pe_tensors[i × n_args
+ * + a] for tensor argument a; args[a] gives the other arguments. It takes
+ * the same path and costs as kb_launch (fan-out, start, completion). */
+typedef struct kb__rt_launch_spec {
+    const char *name; /* kernel name in messages (copied) */
+    tl_kernel_fn fn;
+    const uint32_t *pes; /* [n_pes] global PE indices, distinct */
+    uint32_t n_pes;
+    const struct kb__tl_arg *args; /* [n_args] */
+    int n_args;
+    const tl_tensor *pe_tensors; /* [n_pes × n_args], NULL: none; names must outlive the launch */
+} kb__rt_launch_spec;
+
+typedef struct kb__rt_launch_times {
+    kb__time issue, start; /* host issue, programs start */
+    kb__time pes_end;      /* the last program ended */
+    kb__time end;          /* completion reached the host */
+} kb__rt_launch_times;
+
+/* Queues s (returns at once, like kb_launch). KB_EINVAL, KB_ENOMEM. */
+int kb__rt_launch_on(kb_machine *m, const kb__rt_launch_spec *s, kb_launch_id *out, kb__err *err);
+/* Runs until launch id completed (from the main stack or a process); its
+ * status with the message in err, its times in *times (may be NULL). If
+ * the simulation stopped first (deadlock), the launch stays outstanding. */
+int kb__rt_launch_wait(kb_machine *m, kb_launch_id id, kb__rt_launch_times *times, kb__err *err);
+
+/* Shard `shard` of t as the tl_tensor a program on its PE sees (name is
+ * borrowed). */
+void kb__rt_shard_view(const kb__rt_tensor *t, int shard, const char *name, tl_tensor *out);
 
 /* Records a failure of a public call on m and returns its code. */
 int kb__rt_fail(kb_machine *m, const kb__err *e);

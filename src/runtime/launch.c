@@ -65,6 +65,7 @@ struct kb__rt_launch {
     uint32_t arrivals, sips_pending, pes_running;
     bool ready, started, finished;
     kb__time t_issue, t_start, t_end;
+    kb__time t_pes_end; /* the last PE finished its programs */
     kb__pe_launch *pl;
     int status;
     kb__err err;
@@ -187,6 +188,7 @@ static void pe_done(void *arg, uint32_t i)
     kb__rt_launch *l = arg;
     kb__fab_send(l->m->dev->sim, &l->pe[i].ack);
     if (--l->pes_running == 0) {
+        l->t_pes_end = kb__sim_now(l->m->dev->sim);
         l->m->pe_owner = NULL;
         kb__sim_post(l->m->dev->sim, 0, start_next_cb, l->m, 0);
     }
@@ -338,6 +340,26 @@ static int build_tree(kb__rt_launch *l, kb__err *err)
     return rc;
 }
 
+void kb__rt_shard_view(const kb__rt_tensor *t, int shard, const char *name, tl_tensor *out)
+{
+    const kb__shard *s = &t->plan.shards[shard];
+    memset(out, 0, sizeof *out);
+    out->name = name;
+    out->dtype = (tl_dtype)t->dtype;
+    out->ndim = t->ndim;
+    if (t->ndim == 1) {
+        out->shape[0] = s->cols;
+        out->strides[0] = 1;
+    } else {
+        out->shape[0] = s->rows;
+        out->shape[1] = s->cols;
+        out->strides[0] = s->cols;
+        out->strides[1] = 1;
+    }
+    out->va = kb__rt_region_va(t, s->region);
+    out->bytes = t->va + t->va_bytes - out->va;
+}
+
 /* The shard of tensor t on PE gi, as a kernel argument. */
 static int shard_arg(kb__rt_launch *l, const kb__rt_tensor *t, const char *name, uint32_t gi, int a,
                      tl_tensor *out, kb__err *err)
@@ -346,21 +368,7 @@ static int shard_arg(kb__rt_launch *l, const kb__rt_tensor *t, const char *name,
     for (int i = 0; i < t->plan.n_shards; i++) {
         const kb__shard *s = &t->plan.shards[i];
         if (kb__rt_pe_index(m, s->sip, s->cube, s->pe) != gi) continue;
-        memset(out, 0, sizeof *out);
-        out->name = name;
-        out->dtype = (tl_dtype)t->dtype;
-        out->ndim = t->ndim;
-        if (t->ndim == 1) {
-            out->shape[0] = s->cols;
-            out->strides[0] = 1;
-        } else {
-            out->shape[0] = s->rows;
-            out->shape[1] = s->cols;
-            out->strides[0] = s->cols;
-            out->strides[1] = 1;
-        }
-        out->va = kb__rt_region_va(t, s->region);
-        out->bytes = t->va + t->va_bytes - out->va;
+        kb__rt_shard_view(t, i, name, out);
         return 0;
     }
     return kb__err_set(err, KB_EINVAL,
@@ -440,6 +448,22 @@ static int grid_of(const kb_launch_opts *o, uint64_t owners, uint32_t grid[3])
     return 0;
 }
 
+/* Allocates the per-PE arrays of l (l->n_pes PEs, n_args arguments). */
+static int alloc_pes(kb__rt_launch *l, int n_args, kb__err *err)
+{
+    l->pes = calloc(l->n_pes, sizeof *l->pes);
+    l->pe_tensors = calloc((size_t)l->n_pes * (size_t)(n_args ? n_args : 1), sizeof(tl_tensor));
+    l->sips = calloc(l->n_pes, sizeof *l->sips);
+    l->cubes = calloc(l->n_pes, sizeof *l->cubes);
+    if (!l->pes || !l->pe_tensors || !l->sips || !l->cubes)
+        return kb__err_set(err, KB_ENOMEM, "kb_launch %s: out of host memory", l->name);
+    for (uint32_t i = 0; i < l->n_pes; i++)
+        l->pes[i] = l->m->pe_units[l->pe[i].gi];
+    l->desc.pe_tensors = l->pe_tensors;
+    l->desc.n_pes = l->n_pes;
+    return 0;
+}
+
 static int prepare(kb__rt_launch *l, const kb_launch_opts *opts, const kb_arg *args, int n_args,
                    kb__err *err)
 {
@@ -460,23 +484,45 @@ static int prepare(kb__rt_launch *l, const kb_launch_opts *opts, const kb_arg *a
         return kb__err_set(err, KB_EINVAL, "kb_launch %s: grid (%u, %u, %u) has too many programs",
                            l->name, l->desc.grid[0], l->desc.grid[1], l->desc.grid[2]);
     if (programs < l->n_pes) l->n_pes = (uint32_t)programs;
-    l->pes = calloc(l->n_pes, sizeof *l->pes);
-    l->pe_tensors = calloc((size_t)l->n_pes * (size_t)(n_args ? n_args : 1), sizeof(tl_tensor));
-    l->sips = calloc(l->n_pes, sizeof *l->sips);
-    l->cubes = calloc(l->n_pes, sizeof *l->cubes);
-    if (!l->pes || !l->pe_tensors || !l->sips || !l->cubes)
-        return kb__err_set(err, KB_ENOMEM, "kb_launch %s: out of host memory", l->name);
+    if ((rc = alloc_pes(l, n_args, err))) return rc;
     for (uint32_t i = 0; i < l->n_pes; i++) {
-        l->pes[i] = m->pe_units[l->pe[i].gi];
         for (int a = 0; a < n_args; a++)
             if (tv[a] &&
                 (rc = shard_arg(l, tv[a], l->tnames[a], l->pe[i].gi, a,
                                 &l->pe_tensors[(size_t)i * (size_t)n_args + (size_t)a], err)))
                 return rc;
     }
-    l->desc.pe_tensors = l->pe_tensors;
-    l->desc.n_pes = l->n_pes;
     return build_tree(l, err);
+}
+
+/* A zeroed launch of fn named name on m (not yet queued). */
+static kb__rt_launch *launch_new(kb_machine *m, const char *name, tl_kernel_fn fn)
+{
+    kb__rt_launch *l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    l->m = m;
+    snprintf(l->name, sizeof l->name, "%s", name);
+    l->desc.name = l->name;
+    l->desc.fn = fn;
+    l->desc.mem = (kb__tl_mem_port){kb__rt_dma_transfer, m};
+    l->desc.pe_done = pe_done;
+    l->desc.pe_done_arg = l;
+    kb__event_init(&l->done, "launch");
+    return l;
+}
+
+/* Queues a prepared launch behind the outstanding ones and sends it. */
+static void launch_queue(kb_machine *m, kb__rt_launch *l, kb_launch_id *out)
+{
+    l->id = m->next_launch_id++;
+    l->owner = kb__rt_caller(m);
+    l->t_issue = kb__sim_now(m->dev->sim);
+    kb__rt_launch **tail = &m->launches;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = l;
+    kb__sim_post(m->dev->sim, m->dev->host_dispatch_ps, host_go, l, 0);
+    if (out) out->id = l->id;
 }
 
 int kb_launch(kb_machine *m, const char *kernel_name, tl_kernel_fn fn, const kb_launch_opts *opts,
@@ -496,35 +542,58 @@ int kb_launch(kb_machine *m, const char *kernel_name, tl_kernel_fn fn, const kb_
                            name, opts->sip, m->sips - 1);
     int rc = kb__rt_pes_init(m, &e);
     if (rc) return kb__rt_fail(m, &e);
-    kb__rt_launch *l = calloc(1, sizeof *l);
+    kb__rt_launch *l = launch_new(m, name, fn);
     if (!l) return kb__err_set(&m->err, KB_ENOMEM, "kb_launch %s: out of host memory", name);
-    l->m = m;
-    snprintf(l->name, sizeof l->name, "%s", name);
-    l->desc.name = l->name;
-    l->desc.fn = fn;
-    l->desc.mem = (kb__tl_mem_port){kb__rt_dma_transfer, m};
-    l->desc.pe_done = pe_done;
-    l->desc.pe_done_arg = l;
-    kb__event_init(&l->done, "launch");
     if ((rc = prepare(l, opts, args, n_args, &e))) {
         launch_free(l);
         return kb__rt_fail(m, &e);
     }
-    l->id = m->next_launch_id++;
-    l->owner = kb__rt_caller(m);
-    l->t_issue = kb__sim_now(m->dev->sim);
-    kb__rt_launch **tail = &m->launches;
-    while (*tail)
-        tail = &(*tail)->next;
-    *tail = l;
-    kb__sim_post(m->dev->sim, m->dev->host_dispatch_ps, host_go, l, 0);
-    if (out) out->id = l->id;
+    launch_queue(m, l, out);
+    return 0;
+}
+
+int kb__rt_launch_on(kb_machine *m, const kb__rt_launch_spec *s, kb_launch_id *out, kb__err *err)
+{
+    if (out) out->id = 0;
+    if (!s->fn || !s->n_pes || s->n_args < 0 || s->n_args > KB__TL_MAX_ARGS)
+        return kb__err_set(err, KB_EINVAL, "launch %s: need a kernel, PEs and 0..%d arguments",
+                           s->name, KB__TL_MAX_ARGS);
+    int rc = kb__rt_pes_init(m, err);
+    if (rc) return rc;
+    kb__rt_launch *l = launch_new(m, s->name, s->fn);
+    if (!l) return kb__err_set(err, KB_ENOMEM, "launch %s: out of host memory", s->name);
+    l->desc.n_args = s->n_args;
+    for (int a = 0; a < s->n_args; a++)
+        l->desc.args[a] = s->args[a];
+    l->n_pes = s->n_pes;
+    l->desc.grid[0] = s->n_pes;
+    l->desc.grid[1] = l->desc.grid[2] = 1;
+    l->pe = calloc(s->n_pes, sizeof *l->pe);
+    rc = l->pe ? 0 : kb__err_set(err, KB_ENOMEM, "launch %s: out of host memory", s->name);
+    for (uint32_t i = 0; !rc && i < s->n_pes; i++) {
+        if (s->pes[i] >= m->n_pes)
+            rc = kb__err_set(err, KB_EINVAL, "launch %s: PE index %u (machine has %u PEs)", s->name,
+                             s->pes[i], m->n_pes);
+        l->pe[i].gi = s->pes[i];
+    }
+    if (!rc) rc = alloc_pes(l, s->n_args, err);
+    if (!rc && s->pe_tensors)
+        memcpy(l->pe_tensors, s->pe_tensors,
+               (size_t)s->n_pes * (size_t)s->n_args * sizeof *l->pe_tensors);
+    if (!rc) rc = build_tree(l, err);
+    if (rc) {
+        launch_free(l);
+        return rc;
+    }
+    launch_queue(m, l, out);
     return 0;
 }
 
 /* ---- waiting ------------------------------------------------------------------------ */
 
-static int wait_one(kb_machine *m, kb__rt_launch *l)
+/* Waits for l; on return (unless the simulation stopped first) l is freed.
+ * times (may be NULL) gets its issue, start and completion times. */
+static int wait_one(kb_machine *m, kb__rt_launch *l, kb__rt_launch_times *times)
 {
     kb__sim *sim = m->dev->sim;
     int rc = kb__event_wait(sim, &l->done);
@@ -542,6 +611,7 @@ static int wait_one(kb_machine *m, kb__rt_launch *l)
     *pp = l->next;
     int st = l->status;
     if (st) kb__rt_fail(m, &l->err);
+    if (times) *times = (kb__rt_launch_times){l->t_issue, l->t_start, l->t_pes_end, l->t_end};
     launch_free(l);
     return st;
 }
@@ -550,6 +620,19 @@ void kb__rt_launch_adopt(kb_machine *m)
 {
     for (kb__rt_launch *l = m->launches; l; l = l->next)
         l->owner = -1;
+}
+
+int kb__rt_launch_wait(kb_machine *m, kb_launch_id id, kb__rt_launch_times *times, kb__err *err)
+{
+    kb__rt_launch *l = m->launches;
+    while (l && l->id != id.id)
+        l = l->next;
+    if (!l)
+        return kb__err_set(err, KB_ENOTFOUND, "launch %llu is not outstanding",
+                           (unsigned long long)id.id);
+    int rc = wait_one(m, l, times);
+    if (rc) kb__err_copy(err, &m->err);
+    return rc;
 }
 
 int kb_wait(kb_machine *m, kb_launch_id id)
@@ -568,7 +651,7 @@ int kb_wait(kb_machine *m, kb_launch_id id)
                            "kb_wait: launch %llu (%s) belongs to host rank %d; only it may wait "
                            "for it",
                            (unsigned long long)id.id, l->name, l->owner);
-    return wait_one(m, l);
+    return wait_one(m, l, NULL);
 }
 
 int kb_sync(kb_machine *m)
@@ -584,7 +667,7 @@ int kb_sync(kb_machine *m)
             l = l->next;
         if (!l) break;
         uint64_t id = l->id;
-        int rc = wait_one(m, l);
+        int rc = wait_one(m, l, NULL);
         if (rc && !first) {
             first = rc;
             kb__err_copy(&e, &m->err);

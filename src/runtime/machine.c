@@ -3,12 +3,14 @@
  * statistics.
  *
  * kb_open loads the machine description (built in or YAML, then the
- * overrides), builds the allocators, MMU tables and the simulated device
+ * overrides) and the collective config (ccl.yaml and the "ccl." overrides,
+ * ccl/run.c owns it), builds the allocators, MMU tables and the simulated device
  * (host/device.h) from the same topology; the device's simulator is the
  * machine's clock and its store holds tensor data. Every
  * public call that fails goes through kb__rt_fail, which keeps the message
  * for kb_last_error; a call that succeeds leaves the last message alone.
  */
+#include "ccl/collective.h"
 #include "runtime/internal.h"
 #include "topo/topo.h"
 
@@ -34,10 +36,30 @@ int kb__rt_fail(kb_machine *m, const kb__err *e)
     return e->code;
 }
 
+/* Loads the topology with the overrides that do not start with "ccl." and
+ * the collective config with those that do. */
+static int load_configs(kb_machine *m, const kb_open_options *o, kb__err *err)
+{
+    size_t n = o ? o->n_overrides : 0, nt = 0, nc = 0;
+    if (n && !o->overrides) return kb__err_set(err, KB_EINVAL, "kb_open: overrides is NULL");
+    const char **topo = calloc(n + 1, sizeof *topo), **ccl = calloc(n + 1, sizeof *ccl);
+    int rc = topo && ccl ? 0 : kb__err_set(err, KB_ENOMEM, "kb_open: out of host memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (!strncmp(o->overrides[i], "ccl.", 4))
+            ccl[nc++] = o->overrides[i];
+        else
+            topo[nt++] = o->overrides[i];
+    }
+    if (!rc) rc = kb__topo_params_load(&m->params, o ? o->topology_path : NULL, topo, nt, err);
+    if (!rc) rc = kb__ccl_state_create(m, o ? o->ccl_path : NULL, ccl, nc, err);
+    free(topo);
+    free(ccl);
+    return rc;
+}
+
 static int build(kb_machine *m, const kb_open_options *o, kb__err *err)
 {
-    int rc = kb__topo_params_load(&m->params, o ? o->topology_path : NULL, o ? o->overrides : NULL,
-                                  o ? o->n_overrides : 0, err);
+    int rc = load_configs(m, o, err);
     if (rc) return rc;
     m->sips = m->params.system.sips;
     m->cubes = kb__topo_cubes_per_sip(&m->params);
@@ -102,6 +124,7 @@ void kb_close(kb_machine *m)
     free(m->free_slots);
     kb__rt_scratch_fini(&m->scratch);
     kb__rt_dist_fini(m);
+    kb__ccl_state_destroy(m); /* its rings go back to the allocators */
     kb__mmu_fini(&m->mmu);
     kb__device_destroy(m->dev); /* first: no program coroutine outlives it */
     kb__rt_launch_fini(m);

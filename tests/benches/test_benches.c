@@ -14,7 +14,7 @@ static kb_machine *open_default(int no_data)
 {
     char err[512];
     kb_machine *m = NULL;
-    kb_open_options oo = {NULL, NULL, 0, no_data};
+    kb_open_options oo = {NULL, NULL, 0, no_data, NULL};
     cr_assert_eq(kb_open(&m, &oo, err, sizeof err), 0, "kb_open: %s", err);
     return m;
 }

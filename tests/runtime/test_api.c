@@ -12,7 +12,7 @@ static const char *const small[] = {"sip.cube_mesh=1x2", "cube.pe_layout.corners
 
 static kb_machine *open_small(void)
 {
-    kb_open_options o = {NULL, small, 4, 0};
+    kb_open_options o = {NULL, small, 4, 0, NULL};
     kb_machine *m = NULL;
     char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
@@ -252,13 +252,13 @@ Test(api, statistics_count_bytes_per_message_kind_and_reset)
 Test(api, open_failure_fills_the_error_buffer)
 {
     const char *bad[] = {"pe.mmu.page_size=3000"};
-    kb_open_options o = {NULL, bad, 1, 0};
+    kb_open_options o = {NULL, bad, 1, 0, NULL};
     kb_machine *m = (kb_machine *)1;
     char eb[512];
     cr_assert_lt(kb_open(&m, &o, eb, sizeof eb), 0);
     cr_assert_null(m);
     cr_assert(strstr(eb, "page_size"), "%s", eb);
-    o = (kb_open_options){"/nonexistent/topology.yaml", NULL, 0, 0};
+    o = (kb_open_options){"/nonexistent/topology.yaml", NULL, 0, 0, NULL};
     cr_assert_lt(kb_open(&m, &o, eb, sizeof eb), 0);
     cr_assert_null(m);
     cr_assert(strstr(eb, "/nonexistent/topology.yaml"), "%s", eb);

@@ -13,7 +13,7 @@ static const char *const small[] = {"sip.cube_mesh=1x2", "cube.pe_layout.corners
 
 static kb_machine *open_small(void)
 {
-    kb_open_options o = {NULL, small, 4, 0};
+    kb_open_options o = {NULL, small, 4, 0, NULL};
     kb_machine *m = NULL;
     char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);

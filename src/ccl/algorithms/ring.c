@@ -1,0 +1,237 @@
+/*
+ * ring.c — ring collectives over a ring_1d plan: all-reduce (reduce-scatter
+ * then all-gather), reduce-scatter, all-gather, and a pipelined broadcast.
+ *
+ * The ring stream. The buffer is cut into p chunks ("ring chunks" q, mapped
+ * to data chunks by D(q)); each chunk into pieces of at most s->piece
+ * elements. At step t of the reduce-scatter rank r sends ring chunk r - t and
+ * receives r - t - 1, which it combines with its own data and sends on at
+ * step t + 1; after p - 1 steps rank r holds ring chunk r + 1 fully reduced.
+ * The all-gather then forwards finished chunks p - 1 more steps (send
+ * r + 1 - t, receive r - t). So every rank's outbound messages are
+ *
+ *   O[k] = its own piece k          (k < m, step 0)
+ *   O[k] = R[k - m]                 (k >= m)
+ *
+ * where R[i] is what it made of inbound message I[i] (combined, or just
+ * received) and m the pieces per chunk in this round. The kernel walks k
+ * once: it posts the receive of I[k + 1] (tl_recv_async) before it sends
+ * O[k + 1], so every rank always has a receive pending on the message its
+ * predecessor is sending: rings with any number of slots drain and no rank
+ * waits on a message that is not on its way. At most two receives are
+ * pending (pe.dma.channels is 2 on the built-in machine), and the own-data
+ * load for I[k + 1] is issued right behind its receive so it runs while
+ * I[k + 1] is in flight.
+ *
+ * R[i] stays in TCM until it is sent m messages later, so one round keeps
+ * at most m <= s->window pieces; a chunk with more pieces is done in rounds
+ * of s->window pieces (each a complete stream over the same steps).
+ *
+ * Data chunks: all-reduce uses D(q) = q. Reduce-scatter must leave in rank
+ * r the chunk of its buffer index s->index[r], so D(q) = index[q - 1] (rank
+ * q - 1 finishes ring chunk q); all-gather starts with rank r's own buffer
+ * as ring chunk r + 1, the same map.
+ *
+ * Reduction order (bitwise identical results): chunk D(q)'s value is
+ * x_q, then ((x_q op x_{q+1}) op x_{q+2}) ... op x_{q-1}, ranks mod p, each
+ * op rounded to the buffer dtype; avg divides that sum once by p. The
+ * all-gather copies the finished tile, so every rank stores the same bits.
+ */
+#include "ccl/algorithms/algorithms.h"
+
+typedef enum ring_mode { RING_AR, RING_RS, RING_AG } ring_mode;
+
+typedef struct ring {
+    tl_ctx *k;
+    const kb__ccl_sched *s;
+    tl_tensor *in, *out;
+    ring_mode md;
+    int r, p;
+    int rs_steps, steps; /* reduce-scatter steps, all steps */
+    int64_t first, m;    /* this round: first piece of each chunk, pieces */
+} ring;
+
+/* A piece: ring chunk q's piece j of this round. clo is the chunk's first
+ * element in the buffer it is stored to, a the piece's offset in the chunk. */
+typedef struct piece {
+    int t; /* step */
+    int64_t clo, a, len;
+    tl_recv_handle h;
+    tl_tile own;
+} piece;
+
+static int wrap(int q, int p)
+{
+    return ((q % p) + p) % p;
+}
+
+static int data_chunk(const ring *g, int q)
+{
+    q = wrap(q, g->p);
+    return g->md == RING_AR ? q : (int)g->s->index[wrap(q - 1, g->p)];
+}
+
+static void piece_at(const ring *g, int q, int64_t j, piece *x)
+{
+    int64_t lo, hi, n = g->s->elems;
+    int c = data_chunk(g, q);
+    if (g->md == RING_AG)
+        lo = (int64_t)c * n, hi = lo + n;
+    else
+        kb__ccl_chunk(n, g->p, c, &lo, &hi);
+    x->clo = lo;
+    x->a = (g->first + j) * g->s->piece;
+    x->len = hi - lo - x->a < g->s->piece ? hi - lo - x->a : g->s->piece;
+    if (x->len < 0) x->len = 0;
+}
+
+/* Outbound message k < m: this rank's own piece (all-gather also copies it
+ * to its place in the output). */
+static tl_tile own_piece(ring *g, int64_t k)
+{
+    piece x;
+    int q = g->md == RING_AG ? g->r + 1 : g->r;
+    piece_at(g, q, k, &x);
+    if (!x.len) return TL_NONE;
+    if (g->md != RING_AG) return kb__ccl_load(g->k, g->in, x.clo + x.a, x.len);
+    tl_tile v = kb__ccl_load(g->k, g->in, x.a, x.len);
+    kb__ccl_store(g->k, g->out, x.clo + x.a, x.len, v);
+    return v;
+}
+
+/* Posts the receive of inbound message k and, in the reduce-scatter, the
+ * load of the own data it will be combined with. */
+static void post(ring *g, int64_t k, piece *x)
+{
+    x->t = (int)(k / g->m);
+    int q = x->t < g->rs_steps ? g->r - x->t - 1 : g->r - (x->t - g->rs_steps);
+    piece_at(g, q, k % g->m, x);
+    if (!x->len) return;
+    x->h = tl_recv_async(g->k, TL_DIR_PREV, 1, &x->len, g->s->dtype);
+    x->own = x->t < g->rs_steps ? kb__ccl_load(g->k, g->in, x->clo + x->a, x->len) : TL_NONE;
+}
+
+/* Waits for x and makes R: combined (reduce-scatter; finished and stored
+ * at its last step) or received and stored (all-gather). */
+static tl_tile arrive(ring *g, piece *x)
+{
+    tl_ctx *k = g->k;
+    tl_tile got = tl_wait(k, x->h);
+    if (x->t >= g->rs_steps) {
+        kb__ccl_store(k, g->md == RING_AR ? g->in : g->out, x->clo + x->a, x->len, got);
+        return got;
+    }
+    tl_tile v = kb__ccl_combine(k, g->s->op, got, x->own);
+    tl_free(k, got);
+    tl_free(k, x->own);
+    if (x->t + 1 < g->rs_steps) return v;
+    v = kb__ccl_finish(k, g->s, v);
+    if (g->md == RING_AR)
+        kb__ccl_store(k, g->in, x->clo + x->a, x->len, v);
+    else
+        kb__ccl_store(k, g->out, x->a, x->len, v);
+    return v;
+}
+
+static void round_run(ring *g)
+{
+    tl_ctx *k = g->k;
+    int64_t m = g->m, total = (int64_t)g->steps * m;
+    tl_tile held[KB__CCL_WINDOW_MAX];
+    piece cur, nxt;
+    tl_tile o = own_piece(g, 0);
+    post(g, 0, &cur);
+    for (int64_t i = 0; i < total; i++) {
+        tl_tile o_next = TL_NONE;
+        if (i + 1 < total) {
+            if (i + 1 < m) o_next = own_piece(g, i + 1);
+            post(g, i + 1, &nxt);
+        }
+        if (o.slot) {
+            tl_send(k, TL_DIR_NEXT, o);
+            tl_free(k, o);
+        }
+        held[i % m] = TL_NONE;
+        if (cur.len) {
+            tl_tile v = arrive(g, &cur);
+            if (cur.t + 1 < g->steps)
+                held[i % m] = v;
+            else
+                tl_free(k, v);
+        }
+        o = i + 1 < m ? o_next : held[(i + 1) % m];
+        cur = nxt;
+    }
+}
+
+/* p == 1: reduce-scatter and all-gather copy the buffer. */
+static void copy_all(ring *g)
+{
+    for (int64_t a = 0; a < g->s->elems; a += g->s->piece) {
+        int64_t len = g->s->elems - a < g->s->piece ? g->s->elems - a : g->s->piece;
+        tl_tile v = kb__ccl_load(g->k, g->in, a, len);
+        kb__ccl_store(g->k, g->out, a, len, v);
+        tl_free(g->k, v);
+    }
+}
+
+static void ring_run(tl_ctx *k, ring_mode md)
+{
+    const kb__ccl_sched *s = kb__ccl_sched_of(k);
+    ring g = {.k = k, .s = s, .md = md, .p = (int)s->world};
+    g.in = tl_arg_tensor(k, 0);
+    g.out = tl_arg_tensor(k, 1);
+    g.r = tl_rank(k);
+    if (g.p == 1) {
+        if (md != RING_AR) copy_all(&g);
+        return;
+    }
+    g.rs_steps = md == RING_AG ? 0 : g.p - 1;
+    g.steps = md == RING_AR ? 2 * (g.p - 1) : g.p - 1;
+    int64_t chunk = md == RING_AG ? s->elems : tl_cdiv(s->elems, g.p);
+    int64_t pieces = tl_cdiv(chunk, s->piece);
+    for (g.first = 0; g.first < pieces; g.first += g.m) {
+        g.m = pieces - g.first < s->window ? pieces - g.first : s->window;
+        round_run(&g);
+    }
+}
+
+void kb__ccl_ring_allreduce(tl_ctx *k)
+{
+    ring_run(k, RING_AR);
+}
+
+void kb__ccl_ring_reduce_scatter(tl_ctx *k)
+{
+    ring_run(k, RING_RS);
+}
+
+void kb__ccl_ring_all_gather(tl_ctx *k)
+{
+    ring_run(k, RING_AG);
+}
+
+/* Broadcast: the root sends its buffer piece by piece to NEXT; every other
+ * rank receives from PREV, stores, and passes the piece on unless NEXT is
+ * the root. Pieces pipeline along the ring (a chain: nobody waits on a
+ * rank downstream, so no slot count can deadlock it). */
+void kb__ccl_ring_broadcast(tl_ctx *k)
+{
+    const kb__ccl_sched *s = kb__ccl_sched_of(k);
+    tl_tensor *buf = tl_arg_tensor(k, 0);
+    int r = tl_rank(k), p = (int)s->world, root = (int)s->root;
+    if (p == 1) return;
+    int last = wrap(r + 1, p) == root;
+    for (int64_t a = 0; a < s->elems; a += s->piece) {
+        int64_t len = s->elems - a < s->piece ? s->elems - a : s->piece;
+        tl_tile v;
+        if (r == root) {
+            v = kb__ccl_load(k, buf, a, len);
+        } else {
+            v = tl_recv(k, TL_DIR_PREV, 1, &len, s->dtype);
+            kb__ccl_store(k, buf, a, len, v);
+        }
+        if (!last) tl_send(k, TL_DIR_NEXT, v);
+        tl_free(k, v);
+    }
+}

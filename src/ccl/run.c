@@ -1,0 +1,574 @@
+/*
+ * run.c — the machine's collective state (ccl.yaml, the installed queues)
+ * and kb__ccl_run / kb__ccl_prepare (ccl/collective.h, docs/ccl.md).
+ *
+ * State (one per machine, m->ccl): the loaded ccl config and the install
+ * cache: the algorithm, the plan (its PE set in rank order), the queue set
+ * and every ring allocation. Rings come from the machine's allocators (TCM,
+ * SRAM, HBM), so tensors and rings never share memory; a PE's TCM rings sit
+ * at the bottom of its usable TCM (first fit) and the PE's tile scratch
+ * starts above them (kb__tcm_set_base). A reinstall frees the old rings
+ * first; kb_close frees them last.
+ *
+ * A call: gather the buffers (every shard of every tensor), check them,
+ * pick the algorithm and its kernel (algorithms/algorithms.h), reuse or
+ * make the install over exactly the buffer PEs, then one internal launch
+ * (kb__rt_launch_on: the launch path and costs of kb_launch) with one
+ * program per rank. A failed kernel leaves the queues in an unknown state,
+ * so the install is dropped and the next call reinstalls.
+ *
+ * Cost: O(buffers + world size) host work per call besides the simulation;
+ * an install is O(world size) plus its simulated messages.
+ */
+#include "ccl/collective.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccl/algorithms/algorithms.h"
+#include "ccl/alphabeta.h"
+#include "kernel/tl_internal.h"
+#include "runtime/internal.h"
+
+/* Bytes of one message the kernels aim for: four slots of the built-in
+ * ring (measured: 8-32 KiB pieces give the same ring all-reduce time within
+ * 3%; smaller pieces cost per-message overheads, larger ones pipelining). */
+#define PIECE_TARGET_BYTES (16u * 1024u)
+
+typedef struct ring_block {
+    kb__ccl_buffer kind;
+    uint32_t unit; /* PE index (TCM, HBM) or cube index (SRAM) */
+    uint64_t pa, bytes;
+} ring_block;
+
+/* One buffer of a call: a shard of an input tensor. */
+typedef struct coll_buf {
+    uint32_t gi; /* PE */
+    const kb__rt_tensor *in, *out;
+    int in_shard, out_shard;
+} coll_buf;
+
+struct kb__ccl_state {
+    kb_machine *m;
+    kb__ccl_config *cfg;
+    /* install cache */
+    const kb__ccl_algo *algo;
+    kb__ccl_plan *plan;
+    kb__ipcq_set *q;
+    uint32_t *pes; /* [world] rank -> global PE index */
+    ring_block *rings;
+    size_t n_rings, cap_rings;
+};
+
+/* ---- rings ------------------------------------------------------------------ */
+
+static int ring_alloc(void *self, kb__ccl_buffer kind, uint32_t rank, kb__ccl_loc loc,
+                      uint32_t ring, uint64_t bytes, uint64_t *pa, kb__err *err)
+{
+    kb__ccl_state *st = self;
+    kb_machine *m = st->m;
+    if (st->n_rings == st->cap_rings) {
+        size_t cap = st->cap_rings ? 2 * st->cap_rings : 64;
+        ring_block *v = realloc(st->rings, cap * sizeof *v);
+        if (!v) return kb__err_set(err, KB_ENOMEM, "ipcq rings: out of host memory");
+        st->rings = v;
+        st->cap_rings = cap;
+    }
+    uint32_t gi = kb__rt_pe_index(m, (int)loc.sip, (int)loc.cube, (int)loc.pe);
+    uint32_t unit = kind == KB__CCL_BUF_SRAM ? loc.sip * m->cubes + loc.cube : gi;
+    int rc = kind == KB__CCL_BUF_TCM    ? kb__rt_tcm_alloc(m, gi, bytes, KB__TCM_ALIGN, pa, err)
+             : kind == KB__CCL_BUF_SRAM ? kb__rt_sram_alloc(m, unit, bytes, 64, pa, err)
+                                        : kb__rt_hbm_alloc(m, gi, bytes, pa, err);
+    if (rc)
+        return kb__err_prefix(err, "ipcq ring %u of rank %u (sip%u/cube%u/pe%u, %s): ", ring, rank,
+                              loc.sip, loc.cube, loc.pe, kb__ccl_buffer_name(kind));
+    st->rings[st->n_rings++] = (ring_block){kind, unit, *pa, bytes};
+    return 0;
+}
+
+static void rings_free(kb__ccl_state *st)
+{
+    kb_machine *m = st->m;
+    kb__err e;
+    for (size_t i = 0; i < st->n_rings; i++) {
+        ring_block *b = &st->rings[i];
+        if (b->kind == KB__CCL_BUF_TCM) {
+            kb__rt_tcm_free(m, b->unit, b->pa, &e);
+            if (m->pe_units) kb__tcm_set_base(&m->pe_units[b->unit]->tcm, 0);
+        } else if (b->kind == KB__CCL_BUF_SRAM) {
+            kb__rt_sram_free(m, b->unit, b->pa, &e);
+        } else {
+            kb__rt_hbm_free(m, b->unit, b->pa, &e);
+        }
+    }
+    st->n_rings = 0;
+}
+
+/* Tile scratch of every PE with TCM rings starts above its highest ring. */
+static void rings_reserve_tcm(kb__ccl_state *st)
+{
+    kb_machine *m = st->m;
+    for (size_t i = 0; i < st->n_rings; i++) {
+        ring_block *b = &st->rings[i];
+        if (b->kind != KB__CCL_BUF_TCM) continue;
+        kb__tcm *t = &m->pe_units[b->unit]->tcm;
+        uint64_t end = b->pa + b->bytes - m->tcm[b->unit].base;
+        end = (end + KB__TCM_ALIGN - 1) / KB__TCM_ALIGN * KB__TCM_ALIGN;
+        if (end > t->base) kb__tcm_set_base(t, end);
+    }
+}
+
+/* ---- install cache ---------------------------------------------------------- */
+
+static void uninstall(kb__ccl_state *st)
+{
+    kb__ipcq_destroy(st->q);
+    st->q = NULL;
+    rings_free(st);
+    kb__ccl_plan_destroy(st->plan);
+    st->plan = NULL;
+    free(st->pes);
+    st->pes = NULL;
+    st->algo = NULL;
+}
+
+static int same_install(const kb__ccl_state *st, const kb__ccl_algo *a, const kb__ccl_plan *p)
+{
+    if (!st->q || st->algo != a || st->plan->world_size != p->world_size) return 0;
+    return !memcmp(st->plan->loc, p->loc, p->world_size * sizeof *p->loc);
+}
+
+/* Makes plan (taken over) the installed one, reusing the cache when it
+ * matches. *installed says whether queues were installed. */
+static int install(kb__ccl_state *st, const kb__ccl_algo *a, kb__ccl_plan *plan, int *installed,
+                   kb__ccl_install_info *info, kb__err *err)
+{
+    kb_machine *m = st->m;
+    *installed = 0;
+    if (same_install(st, a, plan)) {
+        kb__ccl_plan_destroy(plan);
+        return 0;
+    }
+    uninstall(st);
+    int rc = kb__rt_pes_init(m, err);
+    uint32_t *pes = rc ? NULL : malloc(plan->world_size * sizeof *pes);
+    kb__pe **units = rc ? NULL : malloc(plan->world_size * sizeof *units);
+    if (!rc && (!pes || !units)) rc = kb__err_set(err, KB_ENOMEM, "ccl install: out of memory");
+    for (uint32_t r = 0; !rc && r < plan->world_size; r++) {
+        kb__ccl_loc l = plan->loc[r];
+        pes[r] = kb__rt_pe_index(m, (int)l.sip, (int)l.cube, (int)l.pe);
+        units[r] = m->pe_units[pes[r]];
+    }
+    kb__ccl_ring_alloc alloc = {ring_alloc, st};
+    if (!rc) rc = kb__ccl_install(m->dev, plan, units, &alloc, &st->q, info, err);
+    free(units);
+    if (rc) {
+        rings_free(st);
+        free(pes);
+        kb__ccl_plan_destroy(plan);
+        return kb__err_prefix(err, "algorithm '%s': ", a->name);
+    }
+    rings_reserve_tcm(st);
+    st->algo = a;
+    st->plan = plan;
+    st->pes = pes;
+    *installed = 1;
+    return 0;
+}
+
+/* ---- state ------------------------------------------------------------------ */
+
+int kb__ccl_state_create(kb_machine *m, const char *ccl_path, const char *const *sets,
+                         size_t n_sets, kb__err *err)
+{
+    kb__ccl_state *st = calloc(1, sizeof *st);
+    if (!st) return kb__err_set(err, KB_ENOMEM, "ccl: out of host memory");
+    st->m = m;
+    int rc = kb__ccl_config_load(&st->cfg, ccl_path, sets, n_sets, err);
+    if (rc) {
+        free(st);
+        return rc;
+    }
+    m->ccl = st;
+    return 0;
+}
+
+void kb__ccl_state_destroy(kb_machine *m)
+{
+    kb__ccl_state *st = m->ccl;
+    if (!st) return;
+    uninstall(st);
+    free(st->rings);
+    kb__ccl_config_destroy(st->cfg);
+    free(st);
+    m->ccl = NULL;
+}
+
+int kb__ccl_reconfigure(kb_machine *m, const char *ccl_path, const char *const *sets, size_t n_sets,
+                        kb__err *err)
+{
+    kb__ccl_config *c;
+    int rc = kb__ccl_config_load(&c, ccl_path, sets, n_sets, err);
+    if (rc) return rc;
+    uninstall(m->ccl);
+    kb__ccl_config_destroy(m->ccl->cfg);
+    m->ccl->cfg = c;
+    return 0;
+}
+
+const kb__ccl_config *kb__ccl_state_config(const kb_machine *m)
+{
+    return m->ccl ? m->ccl->cfg : NULL;
+}
+
+const kb__ccl_plan *kb__ccl_state_plan(const kb_machine *m)
+{
+    return m->ccl && m->ccl->q ? m->ccl->plan : NULL;
+}
+
+KB_API int kb_ccl_configure(kb_machine *m, const char *ccl_path, const char *const *sets,
+                            size_t n_sets)
+{
+    if (!m) return KB_EINVAL;
+    kb__err e;
+    kb__err_clear(&e);
+    int rc = n_sets && !sets ? kb__err_set(&e, KB_EINVAL, "kb_ccl_configure: sets is NULL")
+                             : kb__ccl_reconfigure(m, ccl_path, sets, n_sets, &e);
+    return rc ? kb__rt_fail(m, &e) : 0;
+}
+
+/* ---- one call ------------------------------------------------------------------ */
+
+typedef struct coll_call {
+    kb_machine *m;
+    const kb__coll_req *r;
+    const char *what; /* "all_reduce" */
+    coll_buf *buf;    /* [p] in call order */
+    uint32_t p;
+    int64_t elems;   /* of one input buffer */
+    kb__dtype dtype; /* of every buffer */
+    const kb__ccl_algo *algo;
+    const kb__ccl_module *mod;
+} coll_call;
+
+static int64_t shard_elems(const kb__rt_tensor *t, int i)
+{
+    const kb__shard *s = &t->plan.shards[i];
+    return t->ndim == 1 ? s->cols : s->rows * s->cols;
+}
+
+static const char *pe_name(const kb_machine *m, uint32_t gi, char *buf, size_t size)
+{
+    snprintf(buf, size, "sip%u/cube%u/pe%u", gi / (m->cubes * m->pes), gi / m->pes % m->cubes,
+             gi % m->pes);
+    return buf;
+}
+
+/* Adds every shard of in tensor i; checks dtype, size and one buffer per PE. */
+static int add_tensor(coll_call *c, uint32_t i, int32_t *owner, kb__err *err)
+{
+    kb_machine *m = c->m;
+    const kb__rt_tensor *t = kb__rt_tensor_get(m, c->r->in[i].id, err);
+    if (!t) return kb__err_prefix(err, "collective %s: input %u: ", c->what, i);
+    for (int s = 0; s < t->plan.n_shards; s++) {
+        const kb__shard *sh = &t->plan.shards[s];
+        uint32_t gi = kb__rt_pe_index(m, sh->sip, sh->cube, sh->pe);
+        char pn[48];
+        if (!c->p) c->elems = shard_elems(t, s), c->dtype = t->dtype;
+        if (t->dtype != c->dtype || shard_elems(t, s) != c->elems)
+            return kb__err_set(err, KB_EINVAL,
+                               "collective %s: tensor '%s' shard %d on %s is %s [%lld elements], "
+                               "but the first buffer is %s [%lld]: every buffer must have the "
+                               "same dtype and size",
+                               c->what, t->name, s, pe_name(m, gi, pn, sizeof pn),
+                               kb__dtype_name(t->dtype), (long long)shard_elems(t, s),
+                               kb__dtype_name(c->dtype), (long long)c->elems);
+        if (owner[gi] >= 0) {
+            const coll_buf *o = &c->buf[owner[gi]];
+            return kb__err_set(err, KB_EINVAL,
+                               "collective %s: tensor '%s' shard %d and tensor '%s' shard %d are "
+                               "both on %s; a PE holds at most one buffer of a collective",
+                               c->what, t->name, s, o->in->name, o->in_shard,
+                               pe_name(m, gi, pn, sizeof pn));
+        }
+        owner[gi] = (int32_t)c->p;
+        c->buf[c->p++] = (coll_buf){gi, t, NULL, s, -1};
+    }
+    return 0;
+}
+
+/* Pairs each output shard with the input buffer on its PE (sizes per kind). */
+static int add_outputs(coll_call *c, const int32_t *owner, kb__err *err)
+{
+    kb_machine *m = c->m;
+    int64_t want = c->r->kind == KB__CCL_REDUCE_SCATTER ? c->elems / c->p : c->elems * c->p;
+    uint32_t got = 0;
+    for (uint32_t i = 0; i < c->r->n; i++) {
+        const kb__rt_tensor *t = kb__rt_tensor_get(m, c->r->out[i].id, err);
+        if (!t) return kb__err_prefix(err, "collective %s: output %u: ", c->what, i);
+        for (int s = 0; s < t->plan.n_shards; s++) {
+            const kb__shard *sh = &t->plan.shards[s];
+            uint32_t gi = kb__rt_pe_index(m, sh->sip, sh->cube, sh->pe);
+            char pn[48];
+            coll_buf *b = owner[gi] >= 0 ? &c->buf[owner[gi]] : NULL;
+            if (!b || b->out)
+                return kb__err_set(err, KB_EINVAL, "collective %s: output '%s' shard %d on %s: %s",
+                                   c->what, t->name, s, pe_name(m, gi, pn, sizeof pn),
+                                   b ? "a second output buffer on this PE"
+                                     : "no input buffer on this PE (outputs must sit on the "
+                                       "input buffers' PEs)");
+            if (t->dtype != c->dtype || shard_elems(t, s) != want)
+                return kb__err_set(err, KB_EINVAL,
+                                   "collective %s: output '%s' shard %d on %s is %s [%lld "
+                                   "elements], expected %s [%lld] (%u ranks x %lld input "
+                                   "elements)",
+                                   c->what, t->name, s, pe_name(m, gi, pn, sizeof pn),
+                                   kb__dtype_name(t->dtype), (long long)shard_elems(t, s),
+                                   kb__dtype_name(c->dtype), (long long)want, c->p,
+                                   (long long)c->elems);
+            b->out = t;
+            b->out_shard = s;
+            got++;
+        }
+    }
+    if (got != c->p)
+        return kb__err_set(err, KB_EINVAL, "collective %s: %u output buffers for %u inputs",
+                           c->what, got, c->p);
+    return 0;
+}
+
+static int check_values(const coll_call *c, kb__err *err)
+{
+    const kb__coll_req *r = c->r;
+    if (c->dtype != KB__F16 && c->dtype != KB__BF16 && c->dtype != KB__F32 && c->dtype != KB__I32)
+        return kb__err_set(err, KB_EINVAL,
+                           "collective %s: dtype %s is not supported (f16, bf16, "
+                           "f32, i32)",
+                           c->what, kb__dtype_name(c->dtype));
+    if ((unsigned)r->op > KB_AVG)
+        return kb__err_set(err, KB_EINVAL, "collective %s: reduce op %d", c->what, (int)r->op);
+    if (r->op == KB_AVG && c->dtype == KB__I32)
+        return kb__err_set(err, KB_EINVAL,
+                           "collective %s: avg of i32 buffers is not supported "
+                           "yet (use sum)",
+                           c->what);
+    if (r->kind == KB__CCL_REDUCE_SCATTER && c->elems % c->p)
+        return kb__err_set(err, KB_EINVAL,
+                           "collective reduce_scatter: %lld elements per buffer "
+                           "do not divide by %u ranks",
+                           (long long)c->elems, c->p);
+    if (r->kind == KB__CCL_BROADCAST && r->root >= c->p)
+        return kb__err_set(err, KB_EINVAL,
+                           "collective broadcast: root %u, but there are %u "
+                           "buffers (0..%u)",
+                           r->root, c->p, c->p - 1);
+    return 0;
+}
+
+static int gather(coll_call *c, kb__err *err)
+{
+    kb_machine *m = c->m;
+    const kb__coll_req *r = c->r;
+    if (!r->n || !r->in ||
+        ((r->kind == KB__CCL_REDUCE_SCATTER || r->kind == KB__CCL_ALL_GATHER) && !r->out))
+        return kb__err_set(err, KB_EINVAL, "collective %s: needs %s", c->what,
+                           r->n ? "output tensors" : "at least one tensor");
+    int32_t *owner = malloc(m->n_pes * sizeof *owner);
+    c->buf = calloc(m->n_pes, sizeof *c->buf);
+    if (!owner || !c->buf) {
+        free(owner);
+        return kb__err_set(err, KB_ENOMEM, "collective %s: out of host memory", c->what);
+    }
+    for (uint32_t i = 0; i < m->n_pes; i++)
+        owner[i] = -1;
+    int rc = 0;
+    for (uint32_t i = 0; !rc && i < r->n; i++)
+        rc = add_tensor(c, i, owner, err);
+    if (!rc) rc = check_values(c, err);
+    if (!rc && (r->kind == KB__CCL_REDUCE_SCATTER || r->kind == KB__CCL_ALL_GATHER))
+        rc = add_outputs(c, owner, err);
+    free(owner);
+    return rc;
+}
+
+/* The algorithm (named or the default) and its kernel. */
+static int pick(coll_call *c, const kb__ccl_config *cfg, const char *name, kb__err *err)
+{
+    kb__ccl_collective kind = c->r->kind;
+    int rc = name ? kb__ccl_config_find(cfg, name, &c->algo, err)
+                  : kb__ccl_config_default(cfg, kind, &c->algo, err);
+    if (rc) return kb__err_prefix(err, "collective %s: ", c->what);
+    const kb__ccl_algo *a = c->algo;
+    if (a->collective != kind)
+        return kb__err_set(err, KB_EINVAL, "collective %s: algorithm '%s' implements %s", c->what,
+                           a->name, kb__ccl_collective_name(a->collective));
+    c->mod = kb__ccl_module_find(a->module);
+    if (!c->mod) {
+        char list[256];
+        kb__ccl_module_list(list, sizeof list);
+        return kb__err_set(err, KB_ENOTFOUND,
+                           "collective %s: algorithm '%s': unknown module '%s' (known modules: "
+                           "%s)",
+                           c->what, a->name, a->module, list);
+    }
+    if (c->mod->collective != kind || c->mod->topology != a->topology)
+        return kb__err_set(err, KB_ECONFIG,
+                           "collective %s: algorithm '%s': module '%s' implements %s over %s, "
+                           "the algorithm is %s over %s",
+                           c->what, a->name, a->module, kb__ccl_collective_name(c->mod->collective),
+                           kb__ccl_topology_name(c->mod->topology), kb__ccl_collective_name(kind),
+                           kb__ccl_topology_name(a->topology));
+    return 0;
+}
+
+/* Builds the plan of the call's PE set and installs it (or reuses the cache). */
+static int plan_and_install(kb__ccl_state *st, coll_call *c, kb__coll_info *info, kb__err *err)
+{
+    kb_machine *m = c->m;
+    kb__ccl_resolved res;
+    int rc = kb__ccl_resolve(c->algo, &m->params, c->p, &res, err);
+    if (rc) return kb__err_prefix(err, "collective %s over %u buffers: ", c->what, c->p);
+    kb__ccl_loc *set = malloc(c->p * sizeof *set);
+    if (!set) return kb__err_set(err, KB_ENOMEM, "collective %s: out of host memory", c->what);
+    for (uint32_t i = 0; i < c->p; i++) {
+        uint32_t gi = c->buf[i].gi;
+        set[i] = (kb__ccl_loc){gi / (m->cubes * m->pes), gi / m->pes % m->cubes, gi % m->pes};
+    }
+    kb__ccl_plan *plan;
+    rc = kb__ccl_plan_build_on(&plan, &m->params, &res, set, c->p, err);
+    free(set);
+    if (!rc) rc = install(st, c->algo, plan, &info->installed, &info->install, err);
+    return rc;
+}
+
+/* Message size (elements) and ring window for the kernels: a piece fits the
+ * tile scratch (the ring keeps window + 6 pieces), and for mesh and tree one
+ * message fits one ring (their deadlock-freedom rests on it). */
+static void sizes(const kb__ccl_state *st, const coll_call *c, kb__ccl_sched *s)
+{
+    kb_machine *m = st->m;
+    uint64_t esize = kb__dtype_size(c->dtype), scratch = UINT64_MAX;
+    for (uint32_t r = 0; r < c->p; r++) {
+        const kb__tcm *t = &m->pe_units[st->pes[r]]->tcm;
+        if (t->size - t->base < scratch) scratch = t->size - t->base;
+    }
+    uint64_t piece = PIECE_TARGET_BYTES;
+    if (piece > scratch / 16) piece = scratch / 16;
+    if (c->mod->topology != KB__CCL_RING_1D) {
+        const kb__ccl_settings *q = &st->plan->r.s;
+        uint64_t ring = (uint64_t)q->n_slots * (q->slot_size - KB__IPCQ_META_BYTES);
+        if (piece > ring) piece = ring;
+    }
+    s->piece = (int64_t)(piece / esize ? piece / esize : 1);
+    uint64_t window = scratch / 2 / ((uint64_t)s->piece * esize);
+    s->window = window > KB__CCL_WINDOW_MAX ? KB__CCL_WINDOW_MAX : window ? (int64_t)window : 1;
+}
+
+static void fill_info(kb__ccl_state *st, const coll_call *c, const kb__rt_launch_times *t,
+                      kb__coll_info *info)
+{
+    snprintf(info->algorithm, sizeof info->algorithm, "%s", c->algo->name);
+    info->world = c->p;
+    info->bytes_per_rank = (uint64_t)c->elems * kb__dtype_size(c->dtype);
+    info->t_start = t->issue;
+    info->t_end = t->end;
+    info->t_run_start = t->start;
+    info->t_run_end = t->pes_end;
+    if (c->r->kind != KB__CCL_ALL_REDUCE || c->mod->topology != KB__CCL_RING_1D) return;
+    kb__ccl_alphabeta ab;
+    kb__err e;
+    if (kb__ccl_alphabeta_ring(st->m->dev->topo, st->plan, &ab, &e)) return;
+    info->predicted_ps = kb__ccl_ring_allreduce_ps(&ab, info->bytes_per_rank);
+    info->alpha_ps = (double)ab.alpha_ps;
+    info->beta_ps_per_byte = ab.bw_gbs > 0 ? 1000.0 / ab.bw_gbs : 0;
+}
+
+/* Launches the module's kernel, one program per rank, and waits for it. */
+static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *times, kb__err *err)
+{
+    kb_machine *m = st->m;
+    uint32_t p = c->p;
+    uint32_t *index = malloc(p * sizeof *index);
+    tl_tensor *views = calloc((size_t)p * 3, sizeof *views);
+    int rc = index && views ? 0 : kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
+    kb__ccl_sched s = {
+        .world = p, .op = c->r->op, .dtype = (tl_dtype)c->dtype, .elems = c->elems, .index = index};
+    for (uint32_t r = 0; !rc && r < p; r++) {
+        uint32_t b = 0;
+        while (c->buf[b].gi != st->pes[r])
+            b++;
+        index[r] = b;
+        if (b == c->r->root) s.root = r;
+        const coll_buf *x = &c->buf[b];
+        kb__rt_shard_view(x->in, x->in_shard, x->in->name, &views[r * 3]);
+        if (x->out)
+            kb__rt_shard_view(x->out, x->out_shard, x->out->name, &views[r * 3 + 1]);
+        else
+            views[r * 3 + 1] = views[r * 3];
+    }
+    if (!rc) {
+        sizes(st, c, &s);
+        kb__tl_arg args[3] = {{.kind = KB__TL_ARG_TENSOR},
+                              {.kind = KB__TL_ARG_TENSOR},
+                              {.kind = KB__TL_ARG_I64, .i = (int64_t)(intptr_t)&s}};
+        kb__rt_launch_spec spec = {c->algo->name, c->mod->fn, st->pes, p, args, 3, views};
+        kb_launch_id id;
+        rc = kb__rt_launch_on(m, &spec, &id, err);
+        if (!rc) rc = kb__rt_launch_wait(m, id, times, err);
+        if (rc == KB_EDEADLOCK && st->q) {
+            kb__ipcq_cancel(st->q, KB_EDEADLOCK, "the collective deadlocked");
+            kb__err e2;
+            kb__rt_launch_wait(m, id, NULL, &e2);
+        }
+    }
+    free(index);
+    free(views);
+    return rc;
+}
+
+int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__err *err)
+{
+    kb__coll_info local;
+    if (!info) info = &local;
+    memset(info, 0, sizeof *info);
+    if (!m || !m->ccl || !r || (unsigned)r->kind >= KB__CCL_COLLECTIVE_COUNT)
+        return kb__err_set(err, KB_EINVAL, "collective: no machine, request or kind");
+    kb__ccl_state *st = m->ccl;
+    coll_call c = {.m = m, .r = r, .what = kb__ccl_collective_name(r->kind)};
+    int rc = gather(&c, err);
+    if (!rc) rc = pick(&c, st->cfg, r->algorithm, err);
+    if (!rc) rc = plan_and_install(st, &c, info, err);
+    kb__rt_launch_times t = {0};
+    if (!rc) {
+        rc = launch(st, &c, &t, err);
+        if (rc) {
+            kb__err_prefix(
+                err, "collective %s (algorithm '%s', %u ranks, %llu B per rank): ", c.what,
+                c.algo->name, c.p, (unsigned long long)c.elems * kb__dtype_size(c.dtype));
+            uninstall(st); /* messages may be left in the rings */
+        }
+    }
+    if (!rc) fill_info(st, &c, &t, info);
+    free(c.buf);
+    return rc;
+}
+
+int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *info, kb__err *err)
+{
+    kb__ccl_install_info local;
+    if (!info) info = &local;
+    memset(info, 0, sizeof *info);
+    if (!m || !m->ccl) return kb__err_set(err, KB_EINVAL, "ccl prepare: no machine");
+    kb__ccl_state *st = m->ccl;
+    const kb__ccl_algo *a;
+    int rc = algorithm ? kb__ccl_config_find(st->cfg, algorithm, &a, err)
+                       : kb__ccl_config_default(st->cfg, KB__CCL_ALL_REDUCE, &a, err);
+    if (rc) return kb__err_prefix(err, "ccl prepare: ");
+    kb__ccl_resolved res;
+    kb__ccl_plan *plan;
+    if ((rc = kb__ccl_resolve(a, &m->params, 0, &res, err))) return rc;
+    if ((rc = kb__ccl_plan_build(&plan, &m->params, &res, err))) return rc;
+    int installed;
+    return install(st, a, plan, &installed, info, err);
+}

@@ -1,0 +1,181 @@
+/*
+ * reduce_scatter, all_gather and broadcast data, index order over two
+ * tensors (one per SIP, as two host ranks would pass them), hello_send, and
+ * the install cache (same PE set reuses the queues, another reinstalls).
+ */
+#include "ccl/coll_fixture.h"
+
+static void run(kb_machine *m, kb__coll_req *r, kb__coll_info *info)
+{
+    kb__err e;
+    kb__err_clear(&e);
+    cr_assert_eq(kb__ccl_run(m, r, info, &e), 0, "%s", e.msg);
+}
+
+static void reduce_scatter(cf_place where, int w, kb_dtype dt, kb_reduce_op op)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    int64_t n = (int64_t)w * 5;
+    kb_tensor in = cf_tensor(m, "in", where, w, n, dt, 1);
+    kb_tensor out = cf_tensor(m, "out", where, w, n / w, dt, 0);
+    kb__coll_req r = {KB__CCL_REDUCE_SCATTER, op, NULL, 1, &in, &out, 0};
+    run(m, &r, NULL);
+    float *h = cf_read(m, out, n);
+    for (int b = 0; b < w; b++)
+        for (int64_t x = 0; x < n / w; x++) {
+            float want = cf_expect(op, w, (int64_t)b * (n / w) + x, dt);
+            cr_assert(!memcmp(&want, &h[(int64_t)b * (n / w) + x], sizeof want),
+                      "buffer %d element %lld: %g, expected %g", b, (long long)x,
+                      h[(int64_t)b * (n / w) + x], want);
+        }
+    free(h);
+    kb_close(m);
+}
+
+Test(coll_reduce_scatter, sum_in_a_cube)
+{
+    reduce_scatter(CF_ONE_CUBE, 8, KB_F32, KB_SUM);
+}
+Test(coll_reduce_scatter, avg_over_cubes_f16)
+{
+    reduce_scatter(CF_CUBES, 16, KB_F16, KB_AVG);
+}
+Test(coll_reduce_scatter, max_over_both_sips)
+{
+    reduce_scatter(CF_TWO_SIPS, 16, KB_F32, KB_MAX);
+}
+
+static void all_gather(cf_place where, int w, int64_t n)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor in = cf_tensor(m, "in", where, w, n, KB_F32, 1);
+    kb_tensor out = cf_tensor(m, "out", where, w, n * w, KB_F32, 0);
+    kb__coll_req r = {KB__CCL_ALL_GATHER, KB_SUM, NULL, 1, &in, &out, 0};
+    run(m, &r, NULL);
+    float *h = cf_read(m, out, n * w * w);
+    for (int b = 0; b < w; b++)
+        for (int src = 0; src < w; src++)
+            for (int64_t x = 0; x < n; x++) {
+                float got = h[((int64_t)b * w + src) * n + x];
+                cr_assert_eq(got, (float)cf_value(src, x), "buffer %d, part %d, element %lld", b,
+                             src, (long long)x);
+            }
+    free(h);
+    kb_close(m);
+}
+
+Test(coll_all_gather, in_a_cube)
+{
+    all_gather(CF_ONE_CUBE, 4, 13);
+}
+Test(coll_all_gather, over_both_sips)
+{
+    all_gather(CF_TWO_SIPS, 16, 9);
+}
+
+static void broadcast(cf_place where, int w, uint32_t root)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    int64_t n = 1000;
+    kb_tensor t = cf_tensor(m, "x", where, w, n, KB_F16, 1);
+    kb__coll_req r = {KB__CCL_BROADCAST, KB_SUM, NULL, 1, &t, NULL, root};
+    run(m, &r, NULL);
+    float *h = cf_read(m, t, n * w);
+    for (int b = 0; b < w; b++)
+        for (int64_t x = 0; x < n; x++)
+            cr_assert_eq(h[(int64_t)b * n + x], (float)cf_value((int)root, x),
+                         "buffer %d element %lld", b, (long long)x);
+    free(h);
+    kb_close(m);
+}
+
+Test(coll_broadcast, from_buffer_0)
+{
+    broadcast(CF_ONE_CUBE, 8, 0);
+}
+Test(coll_broadcast, from_a_middle_buffer_over_sips)
+{
+    broadcast(CF_TWO_SIPS, 16, 11);
+}
+
+Test(coll_index, two_tensors_index_in_call_order)
+{
+    /* tensor a on SIP 1, tensor b on SIP 0: a's shards are indexes 0..7 */
+    kb_machine *m = cf_open(NULL, 0);
+    kb_policy p1 = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 1, 8}; /* scoped */
+    int64_t n = 3, shape = 8 * n;
+    kb_tensor ab[2], out[2];
+    float h[24];
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(kb_set_device(m, 1 - i), 0);
+        cr_assert_eq(kb_empty(m, i ? "b" : "a", 1, &shape, KB_F32, &p1, &ab[i]), 0, "%s",
+                     kb_last_error(m));
+        for (int e = 0; e < 24; e++)
+            h[e] = (float)(i * 100 + e);
+        cr_assert_eq(kb_copy_from_host(m, ab[i], h, sizeof h, KB_F32), 0);
+        int64_t oshape = 8 * 16 * n;
+        cr_assert_eq(kb_empty(m, "o", 1, &oshape, KB_F32, &p1, &out[i]), 0);
+    }
+    kb__coll_req r = {KB__CCL_ALL_GATHER, KB_SUM, NULL, 2, ab, out, 0};
+    kb__coll_info info;
+    run(m, &r, &info);
+    cr_assert_eq(info.world, 16u);
+    float *g = cf_read(m, out[1], 8 * 16 * n);
+    /* every out buffer: index i's n elements at i * n, a's first */
+    for (int i = 0; i < 16; i++)
+        for (int e = 0; e < n; e++)
+            cr_assert_eq(g[i * n + e], (float)((i / 8) * 100 + (i % 8) * n + e), "index %d", i);
+    free(g);
+    kb_close(m);
+}
+
+Test(coll_hello, every_rank_sends_to_next_and_buffers_stay)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor t = cf_tensor(m, "x", CF_CUBES, 16, 3000, KB_F32, 1);
+    kb__coll_req r = {KB__CCL_SEND_RECV, KB_SUM, NULL, 1, &t, NULL, 0};
+    kb__coll_info info;
+    run(m, &r, &info);
+    cr_assert_str_eq(info.algorithm, "hello_send");
+    cr_assert_gt(info.t_end, info.t_start);
+    float *h = cf_read(m, t, 16 * 3000);
+    for (int b = 0; b < 16; b++)
+        cr_assert_eq(h[b * 3000 + 7], (float)cf_value(b, 7));
+    free(h);
+    kb_close(m);
+}
+
+Test(coll_cache, same_pe_set_reuses_the_install_another_reinstalls)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor a = cf_tensor(m, "a", CF_ONE_CUBE, 4, 10, KB_F32, 1);
+    kb_tensor b = cf_tensor(m, "b", CF_ONE_CUBE, 4, 20, KB_F32, 1);
+    kb_tensor c = cf_tensor(m, "c", CF_ONE_CUBE, 8, 10, KB_F32, 1);
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 1, &a, NULL, 0};
+    kb__coll_info info;
+    run(m, &r, &info);
+    cr_assert_eq(info.installed, 1);
+    cr_assert_gt(info.install.t_end, info.install.t_start);
+    r.in = &b;
+    run(m, &r, &info);
+    cr_assert_eq(info.installed, 0, "same PEs and algorithm: the queues stay");
+    r.in = &c;
+    run(m, &r, &info);
+    cr_assert_eq(info.installed, 1, "another PE set reinstalls");
+    r.in = &c;
+    r.algorithm = "tree_allreduce";
+    run(m, &r, &info);
+    cr_assert_eq(info.installed, 1, "another algorithm reinstalls");
+    kb_close(m);
+}
+
+Test(coll_cache, prepare_installs_the_default_world)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb__ccl_install_info ii;
+    kb__err e;
+    cr_assert_eq(kb__ccl_prepare(m, NULL, &ii, &e), 0, "%s", e.msg);
+    cr_assert_eq(kb__ccl_state_plan(m)->world_size, 256u);
+    cr_assert_eq(ii.cubes, 32u);
+    kb_close(m);
+}

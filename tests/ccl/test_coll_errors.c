@@ -1,0 +1,236 @@
+/*
+ * Collective errors name the tensor, PE, sizes and algorithm, and leave the
+ * machine usable (a later all-reduce on it is right); TCM rings shrink the
+ * tile scratch of their PEs; ccl config from kb_open and kb_ccl_configure.
+ */
+#include "ccl/coll_fixture.h"
+#include "kernel/tl_internal.h"
+#include "runtime/internal.h"
+#include <unistd.h>
+
+static int run_err(kb_machine *m, kb__coll_req *r, kb__err *e)
+{
+    kb__err_clear(e);
+    return kb__ccl_run(m, r, NULL, e);
+}
+
+/* The machine still all-reduces correctly. */
+static void still_usable(kb_machine *m)
+{
+    kb_tensor t = cf_tensor(m, "ok", CF_ONE_CUBE, 4, 11, KB_F32, 1);
+    cf_check_all_reduce(m, t, NULL, KB_SUM, 4, 11, KB_F32, NULL);
+}
+
+Test(coll_errors, unknown_algorithm)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "ring_allreduc", 1, &t, NULL, 0};
+    kb__err e;
+    cr_assert_eq(run_err(m, &r, &e), KB_ENOTFOUND);
+    cr_assert(strstr(e.msg, "'ring_allreduc'; did you mean 'ring_allreduce'"), "%s", e.msg);
+    still_usable(m);
+    kb_close(m);
+}
+
+Test(coll_errors, unknown_module_lists_the_known_ones)
+{
+    const char *sets[] = {"ccl.algorithms.mine={module: ring_alreduce, topology: ring_1d}"};
+    kb_machine *m = cf_open(sets, 1);
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "mine", 1, &t, NULL, 0};
+    kb__err e;
+    cr_assert_eq(run_err(m, &r, &e), KB_ENOTFOUND);
+    cr_assert(strstr(e.msg, "algorithm 'mine': unknown module 'ring_alreduce' (known modules: "
+                            "ring_allreduce, mesh_allreduce"),
+              "%s", e.msg);
+    still_usable(m);
+    kb_close(m);
+}
+
+Test(coll_errors, mismatched_dtypes_name_both)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_set_device(m, 0);
+    kb_tensor t[2] = {cf_tensor(m, "a", CF_ONE_CUBE, 4, 8, KB_F32, 1)};
+    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 1, 1, 4};
+    int64_t shape = 32;
+    kb_set_device(m, 1);
+    p.num_sips = 0;
+    cr_assert_eq(kb_empty(m, "b", 1, &shape, KB_F16, &p, &t[1]), 0, "%s", kb_last_error(m));
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 2, t, NULL, 0};
+    kb__err e;
+    cr_assert_eq(run_err(m, &r, &e), KB_EINVAL);
+    cr_assert(strstr(e.msg, "tensor 'b' shard 0 on sip1/cube0/pe0 is f16 [8 elements], but the "
+                            "first buffer is f32 [8]"),
+              "%s", e.msg);
+    still_usable(m);
+    kb_close(m);
+}
+
+Test(coll_errors, mismatched_sizes)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor t[2] = {cf_tensor(m, "a", CF_ONE_CUBE, 2, 8, KB_F32, 1)};
+    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 1, 2, 1};
+    int64_t shape = 18;
+    cr_assert_eq(kb_empty(m, "b", 1, &shape, KB_F32, &p, &t[1]), 0, "%s", kb_last_error(m));
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 2, t, NULL, 0};
+    kb__err e;
+    cr_assert_eq(run_err(m, &r, &e), KB_EINVAL);
+    cr_assert(strstr(e.msg, "tensor 'b' shard 0 on sip0/cube0/pe0 is f32 [9 elements]"), "%s",
+              e.msg);
+    still_usable(m);
+    kb_close(m);
+}
+
+Test(coll_errors, two_buffers_on_one_pe)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor t[2] = {cf_tensor(m, "a", CF_ONE_CUBE, 4, 8, KB_F32, 1),
+                      cf_tensor(m, "b", CF_ONE_CUBE, 4, 8, KB_F32, 1)};
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 2, t, NULL, 0};
+    kb__err e;
+    cr_assert_eq(run_err(m, &r, &e), KB_EINVAL);
+    cr_assert(strstr(e.msg, "tensor 'b' shard 0 and tensor 'a' shard 0 are both on "
+                            "sip0/cube0/pe0; a PE holds at most one buffer"),
+              "%s", e.msg);
+    still_usable(m);
+    kb_close(m);
+}
+
+Test(coll_errors, world_size_not_fitting_mesh_2d)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 6, 8, KB_F32, 1);
+    kb_tensor t2 = cf_tensor(m, "y", CF_ONE_CUBE, 2, 8, KB_F32, 1);
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "mesh_allreduce", 1, &t2, NULL, 0};
+    kb__err e;
+    cr_assert_eq(run_err(m, &r, &e), KB_ECONFIG);
+    cr_assert(strstr(e.msg, "collective all_reduce over 2 buffers: algorithm 'mesh_allreduce': "
+                            "world_size (requested by the caller): mesh_2d needs"),
+              "%s", e.msg);
+    r.in = &t; /* 6 = 2 x 3 works */
+    cf_check_all_reduce(m, t, "mesh_allreduce", KB_AVG, 6, 8, KB_F32, NULL);
+    still_usable(m);
+    kb_close(m);
+}
+
+Test(coll_errors, reduce_scatter_sizes_and_broadcast_root)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor in = cf_tensor(m, "in", CF_ONE_CUBE, 4, 10, KB_F32, 1);
+    kb_tensor out = cf_tensor(m, "out", CF_ONE_CUBE, 4, 3, KB_F32, 0);
+    kb__coll_req r = {KB__CCL_REDUCE_SCATTER, KB_SUM, NULL, 1, &in, &out, 0};
+    kb__err e;
+    cr_assert_eq(run_err(m, &r, &e), KB_EINVAL);
+    cr_assert(strstr(e.msg, "10 elements per buffer do not divide by 4 ranks"), "%s", e.msg);
+    kb__coll_req b = {KB__CCL_BROADCAST, KB_SUM, NULL, 1, &in, NULL, 4};
+    cr_assert_eq(run_err(m, &b, &e), KB_EINVAL);
+    cr_assert(strstr(e.msg, "root 4, but there are 4 buffers"), "%s", e.msg);
+    kb__coll_req w = {KB__CCL_ALL_REDUCE, KB_SUM, "ring_broadcast", 1, &in, NULL, 0};
+    cr_assert_eq(run_err(m, &w, &e), KB_EINVAL);
+    cr_assert(strstr(e.msg, "algorithm 'ring_broadcast' implements broadcast"), "%s", e.msg);
+    still_usable(m);
+    kb_close(m);
+}
+
+Test(coll_errors, rings_that_do_not_fit_and_a_failing_kernel)
+{
+    /* SRAM rings of 2 x 1 MiB per rank: 8 ranks of a cube need 16 MiB */
+    const char *sets[] = {"ccl.algorithms.ring_allreduce_sram.slot_size=1MiB",
+                          "ccl.algorithms.ring_allreduce_sram.n_slots=1", "cube.sram.size=12MiB"};
+    kb_machine *m = cf_open(sets, 3);
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 8, 8, KB_F32, 1);
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "ring_allreduce_sram", 1, &t, NULL, 0};
+    kb__err e;
+    int rc = run_err(m, &r, &e);
+    cr_assert(rc == KB_ENOSPC || rc == KB_ECONFIG, "%d %s", rc, e.msg);
+    cr_assert(strstr(e.msg, "ring_allreduce_sram"), "%s", e.msg);
+    cr_assert(kb__ccl_state_plan(m) == NULL);
+    still_usable(m);
+    kb_close(m);
+}
+
+Test(coll_tcm, rings_take_their_bytes_from_the_tile_scratch)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 4, 8, KB_F32, NULL);
+    const kb__ccl_plan *pl = kb__ccl_state_plan(m);
+    uint64_t rings = 2ull * pl->r.s.n_slots * pl->r.s.slot_size;
+    kb__pe *pe = m->pe_units[0];
+    cr_assert_eq(pe->tcm.base, rings);
+    cr_assert_eq(kb__range_bytes_used(&m->tcm[0]), rings);
+    /* a new program sees exactly the usable TCM minus the rings */
+    kb__tcm_reset(&pe->tcm);
+    cr_assert_eq(pe->tcm.free_bytes, m->params.pe.tcm_size - m->params.pe.tcm_reserved - rings);
+    /* switching to HBM rings gives the TCM back */
+    t = cf_tensor(m, "y", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    cf_check_all_reduce(m, t, "ring_allreduce_hbm", KB_SUM, 4, 8, KB_F32, NULL);
+    cr_assert_eq(pe->tcm.base, 0u);
+    cr_assert_eq(kb__range_bytes_used(&m->tcm[0]), 0u);
+    kb_close(m);
+}
+
+static void big_tile(tl_ctx *k)
+{
+    int64_t shape[2] = {tl_arg_i64(k, 1) / 64, 64};
+    tl_zeros(k, 2, shape, TL_I8);
+}
+
+Test(coll_tcm, a_kernel_tile_cannot_use_ring_bytes)
+{
+    const char *sets[] = {"pe.tcm.size=5MiB"}; /* 1 MiB usable: one tile can ask for it all */
+    kb_machine *m = cf_open(sets, 1);
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    cf_check_all_reduce(m, t, NULL, KB_SUM, 4, 8, KB_F32, NULL);
+    uint64_t usable = m->params.pe.tcm_size - m->params.pe.tcm_reserved;
+    uint64_t rings = m->pe_units[0]->tcm.base;
+    kb_arg args[2] = {kb_arg_tensor(t), kb_arg_i64((int64_t)(usable - rings + 64))};
+    kb_launch_id id;
+    cr_assert_eq(kb_launch(m, "big", big_tile, NULL, args, 2, &id), 0);
+    int rc = kb_wait(m, id);
+    cr_assert_eq(rc, KB_ENOSPC, "%d: %s", rc, kb_last_error(m));
+    char want[160];
+    snprintf(want, sizeof want, "TCM exhausted: asked %llu B, %llu B free (largest block %llu B)",
+             (unsigned long long)(usable - rings + 64), (unsigned long long)(usable - rings),
+             (unsigned long long)(usable - rings));
+    cr_assert(strstr(kb_last_error(m), want), "%s", kb_last_error(m));
+    kb_close(m);
+}
+
+Test(coll_config, kb_open_takes_ccl_path_and_ccl_overrides)
+{
+    char path[] = "/tmp/kb_ccl_XXXXXX";
+    int fd = mkstemp(path);
+    const char *text = "defaults: {n_slots: 3}\n"
+                       "algorithms:\n  r: {module: ring_allreduce, topology: ring_1d}\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    const char *sets[] = {"ccl.defaults.slot_size=8KiB", "pe.dma.channels=3"};
+    kb_open_options o = {NULL, sets, 2, 0, path};
+    kb_machine *m;
+    char eb[512];
+    cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
+    const kb__ccl_config *c = kb__ccl_state_config(m);
+    cr_assert_eq(c->algos[0].s.n_slots, 3u);
+    cr_assert_eq(c->algos[0].s.slot_size, 8192u);
+    cr_assert_eq(m->params.pe.dma_channels, 3u);
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    cf_check_all_reduce(m, t, "r", KB_MAX, 4, 8, KB_F32, NULL);
+    /* back to the built-in file */
+    cr_assert_eq(kb_ccl_configure(m, NULL, NULL, 0), 0, "%s", kb_last_error(m));
+    cr_assert_null(kb__ccl_state_plan(m));
+    t = cf_tensor(m, "y", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    cf_check_all_reduce(m, t, "tree_allreduce", KB_SUM, 4, 8, KB_F32, NULL);
+    const char *bad[] = {"ccl.defaults.n_slots=0"};
+    cr_assert_eq(kb_ccl_configure(m, NULL, bad, 1), KB_ECONFIG);
+    cr_assert(strstr(kb_last_error(m), "n_slots"), "%s", kb_last_error(m));
+    still_usable(m);
+    kb_close(m);
+    unlink(path);
+    o = (kb_open_options){NULL, bad, 1, 0, NULL};
+    cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), KB_ECONFIG);
+    cr_assert(strstr(eb, "ccl.defaults.n_slots"), "%s", eb);
+}

@@ -1,0 +1,104 @@
+/*
+ * Collective timing: the full 256-rank ring all-reduce, the α-β prediction
+ * the runner reports, bandwidth-bound scaling of large messages, poll vs
+ * sleep backpressure, and determinism (same time and bytes twice).
+ */
+#include "ccl/alphabeta.h"
+#include "ccl/coll_fixture.h"
+#include "runtime/internal.h"
+
+Test(coll_timing, ring_of_256_ranks_over_both_sips)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    int64_t n = 1024; /* 4 KiB of f32 per rank */
+    kb_policy p = {KB_COLUMN_WISE, KB_COLUMN_WISE, KB_COLUMN_WISE, 2, 16, 8};
+    int64_t shape = 256 * n;
+    kb_tensor t;
+    cr_assert_eq(kb_empty(m, "x", 1, &shape, KB_F32, &p, &t), 0, "%s", kb_last_error(m));
+    float *h = malloc((size_t)shape * sizeof *h);
+    for (int b = 0; b < 256; b++)
+        for (int64_t e = 0; e < n; e++)
+            h[b * n + e] = (float)cf_value(b, e);
+    cr_assert_eq(kb_copy_from_host(m, t, h, (size_t)shape * sizeof *h, KB_F32), 0);
+    free(h);
+    kb__coll_info info;
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 256, n, KB_F32, &info);
+    cr_assert_eq(info.world, 256u);
+    const kb__ccl_plan *pl = kb__ccl_state_plan(m);
+    cr_assert_eq(pl->loc[0].sip, 0u);
+    cr_assert_eq(pl->loc[255].sip, 1u);
+    cr_assert_gt(info.predicted_ps, 0u);
+    kb_close(m);
+}
+
+/* One ring all-reduce of w ranks in one cube of `bytes` per rank; returns
+ * the programs' span. */
+static uint64_t ring_span(const char *const *sets, size_t n_sets, int w, int64_t bytes,
+                          kb__coll_info *info, kb_stats *st)
+{
+    kb_machine *m = cf_open(sets, n_sets);
+    int64_t n = bytes / 4;
+    kb_tensor t = cf_tensor(m, "x", w > 8 ? CF_CUBES : CF_ONE_CUBE, w, n, KB_F32, 1);
+    kb_stats_reset(m);
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, w, n, KB_F32, info);
+    if (st) kb_stats_get(m, st);
+    kb_close(m);
+    return info->t_run_end - info->t_run_start;
+}
+
+Test(coll_timing, prediction_is_the_alphabeta_model_of_the_installed_ring)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor t = cf_tensor(m, "x", CF_CUBES, 16, 4096, KB_F32, 1);
+    kb__coll_info info;
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 16, 4096, KB_F32, &info);
+    kb__ccl_alphabeta ab;
+    kb__err e;
+    cr_assert_eq(kb__ccl_alphabeta_ring(m->dev->topo, kb__ccl_state_plan(m), &ab, &e), 0);
+    cr_assert_eq(info.predicted_ps, kb__ccl_ring_allreduce_ps(&ab, 4096 * 4));
+    cr_assert_eq((uint64_t)info.alpha_ps, ab.alpha_ps);
+    cr_assert_float_eq(info.beta_ps_per_byte, 1000.0 / ab.bw_gbs, 1e-9);
+    cr_assert_gt(info.t_run_start, info.t_start);
+    cr_assert_lt(info.t_run_end, info.t_end);
+    kb_close(m);
+}
+
+Test(coll_timing, large_messages_are_bandwidth_bound)
+{
+    /* the time per byte is constant once pieces pipeline: doubling the
+     * buffer adds the same time again, within 10% */
+    kb__coll_info i1, i2, i3;
+    uint64_t a = ring_span(NULL, 0, 8, 256 * 1024, &i1, NULL);
+    uint64_t b = ring_span(NULL, 0, 8, 512 * 1024, &i2, NULL);
+    uint64_t c = ring_span(NULL, 0, 8, 1024 * 1024, &i3, NULL);
+    double d1 = (double)(b - a) / (256 * 1024), d2 = (double)(c - b) / (512 * 1024);
+    cr_assert(d2 > 0.9 * d1 && d2 < 1.1 * d1, "ps per byte: %.4f then %.4f", d1, d2);
+    /* the α-β model is a lower bound here (docs/ccl.md: the receive copy of
+     * each slot is serialised, which the model does not see) */
+    cr_assert_gt(c, i3.predicted_ps);
+}
+
+Test(coll_timing, sleep_backpressure_costs_more_than_poll)
+{
+    const char *poll[] = {"ccl.defaults.n_slots=1", "ccl.defaults.backpressure=poll"};
+    const char *sleep[] = {"ccl.defaults.n_slots=1", "ccl.defaults.backpressure=sleep"};
+    kb__coll_info ip, is;
+    uint64_t tp = ring_span(poll, 2, 8, 64 * 1024, &ip, NULL);
+    uint64_t ts = ring_span(sleep, 2, 8, 64 * 1024, &is, NULL);
+    /* a sleeper resumes wake_ns (200 ns) after the credit, a poller at most
+     * one poll period (21 ns) after it */
+    cr_assert_gt(ts, tp, "sleep %llu ps, poll %llu ps", (unsigned long long)ts,
+                 (unsigned long long)tp);
+}
+
+Test(coll_timing, two_runs_take_the_same_time_and_bytes)
+{
+    kb__coll_info a, b;
+    kb_stats sa, sb;
+    uint64_t ta = ring_span(NULL, 0, 16, 40000, &a, &sa);
+    uint64_t tb = ring_span(NULL, 0, 16, 40000, &b, &sb);
+    cr_assert_eq(ta, tb);
+    cr_assert_eq(a.t_end, b.t_end);
+    cr_assert_eq(a.install.t_end, b.install.t_end);
+    cr_assert(!memcmp(sa.link_bytes, sb.link_bytes, sizeof sa.link_bytes));
+}
