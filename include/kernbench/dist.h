@@ -84,13 +84,15 @@ KB_API int kb_barrier(kb_machine *m);
 
 /* What the last collective of the machine did (for benches and reports). */
 typedef struct kb_ccl_report {
-    char algorithm[64];      /* ccl.yaml name */
-    int world;               /* collective ranks */
-    uint64_t bytes_per_rank; /* bytes of one input buffer */
-    int installed;           /* 1 when the call installed the queues */
-    uint64_t install_ps;     /* simulated time of that install */
-    uint64_t start_ps, end_ps; /* the collective kernel's launch to completion */
-    uint64_t predicted_ps;   /* alpha-beta prediction (ring all-reduce), else 0 */
+    char algorithm[64];                /* ccl.yaml name */
+    int world;                         /* collective ranks */
+    uint64_t bytes_per_rank;           /* bytes of one input buffer */
+    int installed;                     /* 1 when the call installed the queues */
+    uint64_t install_ps;               /* simulated time of that install */
+    uint64_t start_ps, end_ps;         /* the collective kernel's launch to completion */
+    uint64_t run_start_ps, run_end_ps; /* its programs: start on every PE, last one ends */
+    uint64_t predicted_ps;             /* alpha-beta prediction of the programs' span (ring
+                                          all-reduce), else 0 */
     double alpha_ps, beta_ps_per_byte;
 } kb_ccl_report;
 KB_API int kb_ccl_last(const kb_machine *m, kb_ccl_report *out);

@@ -152,9 +152,10 @@ static int open_machine(const run_opts *o, kb_machine **m, run_out *out)
     out->peak_pe = 2.0 * p.pe.gemm_rows * p.pe.gemm_cols * p.pe.gemm_clock_ghz * 1e9;
     kb_open_options oo = {o->common.topology, o->common.sets, o->common.n_sets, o->no_data, NULL};
     char err[KB_BENCH_MSG_MAX];
-    if (kb_open(m, &oo, err, sizeof err)) {
+    int rc = kb_open(m, &oo, err, sizeof err);
+    if (rc) { /* the topology loaded above: what is left is the ccl configuration */
         fprintf(stderr, "kernbench run: %s\n", err);
-        return KB_CLI_FAIL;
+        return rc == KB_ECONFIG || rc == KB_EIO ? KB_CLI_USAGE : KB_CLI_FAIL;
     }
     kb_machine_shape(*m, &out->sips, &out->cubes, &out->pes);
     if (o->device >= 0 && kb_set_device(*m, o->device))

@@ -121,7 +121,17 @@ int kb__cli_load_params(const kb__cli_opts *o, kb__topo_params *p)
 {
     kb__err err;
     kb__err_clear(&err);
-    int rc = kb__topo_params_load(p, o->topology, o->sets, o->n_sets, &err);
+    /* "ccl.*" settings belong to the collective configuration (kb_open) */
+    const char **topo_sets = o->n_sets ? malloc(o->n_sets * sizeof *topo_sets) : NULL;
+    size_t n = 0;
+    if (o->n_sets && !topo_sets) {
+        fprintf(stderr, "kernbench %s: out of memory\n", o->cmd);
+        return KB_CLI_FAIL;
+    }
+    for (size_t i = 0; i < o->n_sets; i++)
+        if (strncmp(o->sets[i], "ccl.", 4) != 0) topo_sets[n++] = o->sets[i];
+    int rc = kb__topo_params_load(p, o->topology, topo_sets, n, &err);
+    free(topo_sets);
     if (!rc) return KB_CLI_OK;
     fprintf(stderr, "kernbench %s: %s\n", o->cmd, err.msg);
     return rc == KB_ENOMEM ? KB_CLI_FAIL : KB_CLI_USAGE;

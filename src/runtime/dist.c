@@ -394,6 +394,8 @@ static void keep_report(kb__rt_dist *x, const kb__coll_info *info)
     o->install_ps = info->installed ? info->install.t_end - info->install.t_start : 0;
     o->start_ps = info->t_start;
     o->end_ps = info->t_end;
+    o->run_start_ps = info->t_run_start;
+    o->run_end_ps = info->t_run_end;
     o->predicted_ps = info->predicted_ps;
     o->alpha_ps = info->alpha_ps;
     o->beta_ps_per_byte = info->beta_ps_per_byte;

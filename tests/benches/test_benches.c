@@ -161,3 +161,56 @@ Test(benches, sizes_that_do_not_split_are_an_error_with_the_numbers)
     cr_assert_eq(rc, KB_EINVAL);
     cr_assert_not_null(strstr(r.error, "13"), "%s", r.error);
 }
+
+/* ---- ccl_allreduce ------------------------------------------------------------ */
+
+static double figure(const kb_bench_result *r, const char *name)
+{
+    for (int i = 0; i < r->n_figures && i < KB_BENCH_MAX_FIGURES; i++)
+        if (!strcmp(r->figures[i].name, name)) return r->figures[i].value;
+    cr_assert_fail("figure %s missing", name);
+    return 0;
+}
+
+Test(benches, ccl_allreduce_passes_over_each_placement_kind)
+{
+    static const char *const worlds[] = {"world=4", "world=16", "world=256"};
+    for (int i = 0; i < 3; i++) {
+        const char *kv[] = {worlds[i], "bytes=4096", NULL};
+        assert_pass("ccl_allreduce", kv);
+    }
+}
+
+Test(benches, ccl_allreduce_passes_with_each_algorithm_and_buffer)
+{
+    static const char *const algs[] = {"algorithm=ring_allreduce", "algorithm=mesh_allreduce",
+                                       "algorithm=tree_allreduce"};
+    static const char *const bufs[] = {"buffer=tcm", "buffer=sram", "buffer=hbm"};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            const char *kv[] = {algs[a], bufs[b], "world=8", "bytes=2048", NULL};
+            assert_pass("ccl_allreduce", kv);
+        }
+}
+
+Test(benches, ccl_allreduce_figures_follow_their_definitions)
+{
+    const char *kv[] = {"world=8", "bytes=65536", NULL};
+    kb_bench_result r;
+    cr_assert_eq(run("ccl_allreduce", 0, &r, kv), 0, "%s", r.error);
+    double t_us = figure(&r, "collective"), alg = figure(&r, "alg_bw");
+    cr_expect_float_eq(alg, 65536.0 / (t_us * 1e-6) / 1e9, alg * 1e-9);
+    cr_expect_float_eq(figure(&r, "bus_bw"), alg * 2 * 7 / 8, alg * 1e-9);
+    cr_expect_float_eq(figure(&r, "ratio"), figure(&r, "kernel_span") / figure(&r, "alpha_beta"),
+                       1e-9);
+    cr_expect_gt(figure(&r, "install"), 0, "world 8 is not the default plan: it installs");
+    cr_expect_leq(figure(&r, "kernel_span"), t_us);
+}
+
+Test(benches, ccl_allreduce_rejects_a_world_without_placement)
+{
+    const char *kv[] = {"world=12", NULL};
+    kb_bench_result r;
+    cr_assert_neq(run("ccl_allreduce", 0, &r, kv), 0);
+    cr_expect(strstr(r.error, "world 12 has no placement"), "%s", r.error);
+}

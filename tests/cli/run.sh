@@ -57,9 +57,18 @@ grep -q "block" "$tmp/err" || fail "unknown --opt should list the options"
 # --device sip:1 runs on the other SIP.
 "$kb" run --bench qkv_gemm --device sip:1 >"$tmp/out" 2>&1 || fail "device sip:1: $(cat "$tmp/out")"
 
+# ccl.* settings reach the collective configuration, checked like the topology's.
+"$kb" run --bench ccl_allreduce --opt world=8 --opt bytes=8192 --set ccl.defaults.n_slots=8 \
+    >"$tmp/out" 2>&1 || fail "ccl_allreduce with --set ccl.: $(cat "$tmp/out")"
+grep -q "PASS" "$tmp/out" || fail "ccl_allreduce prints no PASS"
+grep -q "^bus_bw" "$tmp/out" || fail "ccl_allreduce reports no bus bandwidth"
+"$kb" run --bench ccl_allreduce --set ccl.defaults.n_slotz=8 >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "a misspelt ccl key should exit 2"
+grep -q "did you mean 'n_slots'" "$tmp/err" || fail "a misspelt ccl key gets a hint"
+
 # list shows the benches.
 "$kb" list >"$tmp/out" || fail "list"
-for b in qkv_gemm qkv_gemm_multi_pe va_offset vector_add softmax matmul layernorm; do
+for b in qkv_gemm qkv_gemm_multi_pe va_offset vector_add softmax matmul layernorm ccl_allreduce; do
     grep -q "^  $b " "$tmp/out" || fail "list lacks $b"
 done
 
