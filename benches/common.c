@@ -121,22 +121,39 @@ void kb__bench_local_gemm(tl_ctx *k, tl_tensor *a, tl_tensor *b, tl_tensor *c, i
     }
 }
 
+/* Rows i0 .. i0+nr-1 (nr <= 4) of c = a b: each element summed over p in
+ * increasing order, so blocking rows changes no result bit; the four rows
+ * share each load of a row of b. */
+static void ref_gemm_rows(const float *restrict a, const float *restrict b, float *restrict acc,
+                          int64_t i0, int nr, int64_t K, int64_t N)
+{
+    memset(acc, 0, (size_t)(4 * N) * sizeof *acc);
+    float *restrict r0 = acc, *restrict r1 = acc + N, *restrict r2 = acc + 2 * N,
+                    *restrict r3 = acc + 3 * N;
+    for (int64_t p = 0; p < K; p++) {
+        const float *restrict br = b + p * N;
+        float a0 = a[i0 * K + p], a1 = nr > 1 ? a[(i0 + 1) * K + p] : 0.0f,
+              a2 = nr > 2 ? a[(i0 + 2) * K + p] : 0.0f, a3 = nr > 3 ? a[(i0 + 3) * K + p] : 0.0f;
+        for (int64_t j = 0; j < N; j++) {
+            float bv = br[j];
+            r0[j] += a0 * bv;
+            r1[j] += a1 * bv;
+            r2[j] += a2 * bv;
+            r3[j] += a3 * bv;
+        }
+    }
+}
+
 int kb__bench_ref_gemm(const float *a, const float *b, float *c, int64_t M, int64_t K, int64_t N)
 {
-    float *row = malloc((size_t)N * sizeof *row);
-    if (!row) return KB_ENOMEM;
-    for (int64_t i = 0; i < M; i++) {
-        memset(row, 0, (size_t)N * sizeof *row);
-        for (int64_t p = 0; p < K; p++) {
-            float av = a[i * K + p];
-            const float *br = b + p * N;
-            for (int64_t j = 0; j < N; j++)
-                row[j] += av * br[j];
-        }
-        for (int64_t j = 0; j < N; j++)
-            c[i * N + j] = row[j];
+    float *acc = malloc((size_t)(4 * N) * sizeof *acc);
+    if (!acc) return KB_ENOMEM;
+    for (int64_t i = 0; i < M; i += 4) {
+        int nr = M - i < 4 ? (int)(M - i) : 4;
+        ref_gemm_rows(a, b, acc, i, nr, K, N);
+        memcpy(c + i * N, acc, (size_t)((int64_t)nr * N) * sizeof *c);
     }
-    free(row);
+    free(acc);
     return 0;
 }
 
