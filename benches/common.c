@@ -121,27 +121,59 @@ void kb__bench_local_gemm(tl_ctx *k, tl_tensor *a, tl_tensor *b, tl_tensor *c, i
     }
 }
 
-/* Rows i0 .. i0+nr-1 (nr <= 4) of c = a b: each element summed over p in
- * increasing order, so blocking rows changes no result bit; the four rows
- * share each load of a row of b. */
-static void ref_gemm_rows(const float *restrict a, const float *restrict b, float *restrict acc,
-                          int64_t i0, int nr, int64_t K, int64_t N)
+typedef float ref_v4 __attribute__((vector_size(16)));
+
+static ref_v4 v4_load(const float *p)
 {
-    memset(acc, 0, (size_t)(4 * N) * sizeof *acc);
-    float *restrict r0 = acc, *restrict r1 = acc + N, *restrict r2 = acc + 2 * N,
-                    *restrict r3 = acc + 3 * N;
-    for (int64_t p = 0; p < K; p++) {
-        const float *restrict br = b + p * N;
-        float a0 = a[i0 * K + p], a1 = nr > 1 ? a[(i0 + 1) * K + p] : 0.0f,
-              a2 = nr > 2 ? a[(i0 + 2) * K + p] : 0.0f, a3 = nr > 3 ? a[(i0 + 3) * K + p] : 0.0f;
-        for (int64_t j = 0; j < N; j++) {
-            float bv = br[j];
-            r0[j] += a0 * bv;
-            r1[j] += a1 * bv;
-            r2[j] += a2 * bv;
-            r3[j] += a3 * bv;
+    ref_v4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static void v4_store(float *p, ref_v4 v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+/* Rows i0 .. i0+nr-1 (nr <= 4) of c = a b into acc (4 rows of N). Each
+ * element starts at 0 and adds a[i][p] * b[p][j] for p = 0, 1, ... one
+ * product at a time, so the blocking (4 rows x 8 columns held in
+ * registers over the whole of K) changes no result bit. */
+static void ref_gemm_rows(const float *a, const float *b, float *acc, int64_t i0, int nr, int64_t K,
+                          int64_t N)
+{
+    const float *ar[4];
+    for (int q = 0; q < 4; q++)
+        ar[q] = a + (i0 + (q < nr ? q : 0)) * K;
+    int64_t n8 = N - N % 8;
+    for (int64_t j = 0; j < n8; j += 8) {
+        ref_v4 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0},
+               c31 = {0};
+        for (int64_t p = 0; p < K; p++) {
+            ref_v4 b0 = v4_load(b + p * N + j), b1 = v4_load(b + p * N + j + 4);
+            float a0 = ar[0][p], a1 = ar[1][p], a2 = ar[2][p], a3 = ar[3][p];
+            c00 += a0 * b0;
+            c01 += a0 * b1;
+            c10 += a1 * b0;
+            c11 += a1 * b1;
+            c20 += a2 * b0;
+            c21 += a2 * b1;
+            c30 += a3 * b0;
+            c31 += a3 * b1;
+        }
+        ref_v4 c[8] = {c00, c01, c10, c11, c20, c21, c30, c31};
+        for (int q = 0; q < 4; q++) {
+            v4_store(acc + q * N + j, c[2 * q]);
+            v4_store(acc + q * N + j + 4, c[2 * q + 1]);
         }
     }
+    for (int64_t j = n8; j < N; j++)
+        for (int q = 0; q < 4; q++) {
+            float c = 0.0f;
+            for (int64_t p = 0; p < K; p++)
+                c += ar[q][p] * b[p * N + j];
+            acc[q * N + j] = c;
+        }
 }
 
 int kb__bench_ref_gemm(const float *a, const float *b, float *c, int64_t M, int64_t K, int64_t N)
