@@ -105,7 +105,12 @@ struct kb__mem_xfer {
      * runs back to back; NULL: [offset, offset + bytes) with src / dst. */
     const kb__mem_run *runs;
     uint32_t n_runs;
-    uint32_t run_cur; /* cursor: run holding message byte run_rel */
+    /* Write that never moves bytes (a PE's TCM side, the tile buffers hold
+     * the data): no event per landing; on_done still runs L after the
+     * latest landing. Set after kb__mem_xfer_init. */
+    int timing_only;
+    kb__time land_max; /* timing_only: latest landing so far */
+    uint32_t run_cur;  /* cursor: run holding message byte run_rel */
     uint64_t run_rel;
 };
 
