@@ -44,9 +44,10 @@ void kb__bench_local_gemm(tl_ctx *k, tl_tensor *a, tl_tensor *b, tl_tensor *c, i
                           int64_t bn, int64_t bk);
 
 /* Host reference: c[M, N] = a[M, K] @ b[K, N], a plain i-k-j loop with f32
- * accumulation (independent of the device's BLAS path; error about
- * K x 2^-24 relative, far below the benches' tolerances);
- * KB_ENOMEM if its row buffer cannot be allocated. */
+ * accumulation, four rows of a per pass over b (independent of the device's
+ * BLAS path; each element summed in k order; error about K x 2^-24
+ * relative, far below the benches' tolerances); KB_ENOMEM if its row
+ * buffer cannot be allocated. */
 int kb__bench_ref_gemm(const float *a, const float *b, float *c, int64_t M, int64_t K, int64_t N);
 
 /* calloc of n floats per array for up to 8 arrays (NULL ends the list);

@@ -365,6 +365,7 @@ void kb__xfer_free(kb__xfer *x)
     }
     kb__event_fini(&x->done);
     free(x->segs);
+    free(x->runs);
     free(x->sipg);
     free(x->cubeg);
     free(x);

@@ -3,34 +3,39 @@
  * device memory (the memory side of tl_load / tl_store), as a PeDma with
  * several segments sharing one channel occupancy.
  *
- * Each run is one segment: request pe_dma -> source, data source -> pe_dma
- * -> destination, ack destination -> pe_dma (xfer.c runs the chain). The
+ * Gather/scatter: the runs are grouped per memory (HBM slice, SRAM) in
+ * order of first appearance, and each memory's runs become one segment, one
+ * message chain whose data packets carry those runs back to back: request
+ * pe_dma -> memory, data memory -> pe_dma -> TCM (a store: the reverse),
+ * ack -> pe_dma (xfer.c runs the chain). The
  * memory side moves bytes through the backing store (unless --no-data); the
  * TCM side is timing only, because tile bytes live in the PE's tile buffers:
  * a load's sampled bytes go straight to the tile, a store's come from it.
- * Cost: one allocation block per transfer, O(runs) routes (cached).
+ * Cost: a few allocations per transfer, O(runs × memories) grouping,
+ * O(memories) routes (cached).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "host/internal.h"
 
-static kb__xfer *pex_alloc(kb__device *d, uint32_t n)
+static kb__xfer *pex_alloc(kb__device *d, uint32_t n_groups, uint32_t n_runs)
 {
     kb__xfer *x = calloc(1, sizeof *x);
     if (!x) return NULL;
-    x->segs = calloc(n, sizeof *x->segs);
+    x->segs = calloc(n_groups, sizeof *x->segs);
+    x->runs = calloc(n_runs, sizeof *x->runs);
     x->sipg = calloc(1, sizeof *x->sipg);
     x->cubeg = calloc(1, sizeof *x->cubeg);
-    if (!x->segs || !x->sipg || !x->cubeg) {
+    if (!x->segs || !x->runs || !x->sipg || !x->cubeg) {
         kb__xfer_free(x);
         return NULL;
     }
     x->d = d;
     x->kind = XK_DMA;
-    x->n_segs = n;
+    x->n_segs = n_groups;
     kb__event_init(&x->done, "PeXfer");
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n_groups; i++)
         x->segs[i].x = x;
     return x;
 }
@@ -46,38 +51,84 @@ static int route(kb__xfer *x, kb__fab_msg *m, uint32_t from, uint32_t via, uint3
     return 0;
 }
 
-/* Builds segment i: memory run r, the PE's TCM controller tcm. */
-static int pex_seg(kb__xfer *x, uint32_t i, const kb__seg *r, kb__memctl *tcm, int write,
-                   kb__err *err)
+/* The memory of each run, checked; group[i] numbers the distinct memories
+ * in order of first appearance, mems[g] is memory g. Returns the count of
+ * memories, or a negative status. */
+static int pex_group(kb__device *d, const kb__seg *runs, uint32_t n, uint32_t *group,
+                     kb__memctl **mems, kb__err *err)
+{
+    uint32_t ng = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const kb__seg *r = &runs[i];
+        if (!r->bytes)
+            return kb__err_set(err, KB_EINVAL, "PeXfer run %u: zero size at 0x%llx", i,
+                               (unsigned long long)r->pa);
+        kb__memctl *mem = kb__device_memctl(d, r->pa, err);
+        if (!mem) return kb__err_prefix(err, "PeXfer run %u: ", i);
+        if (kb__addr_check_span(&d->geom, r->pa, r->bytes, err))
+            return kb__err_prefix(err, "PeXfer run %u (%s, %llu bytes): ", i, mem->name,
+                                  (unsigned long long)r->bytes);
+        uint32_t g = ng && mems[ng - 1] == mem ? ng - 1 : 0;
+        while (g < ng && mems[g] != mem)
+            g++;
+        if (g == ng) mems[ng++] = mem;
+        group[i] = g;
+    }
+    return (int)ng;
+}
+
+/* Builds segment g: the memory mem, its nr runs x->runs[first ..] (total
+ * bytes), the PE's TCM controller tcm. */
+static int pex_seg(kb__xfer *x, uint32_t g, kb__memctl *mem, uint32_t first, uint32_t nr,
+                   uint64_t total, kb__memctl *tcm, int write, kb__err *err)
 {
     kb__device *d = x->d;
-    kb__seg_op *s = &x->segs[i];
-    if (!r->bytes)
-        return kb__err_set(err, KB_EINVAL, "PeXfer run %u: zero size at 0x%llx", i,
-                           (unsigned long long)r->pa);
-    kb__memctl *mem = kb__device_memctl(d, r->pa, err);
-    if (!mem) return kb__err_prefix(err, "PeXfer run %u: ", i);
-    if (kb__addr_check_span(&d->geom, r->pa, r->bytes, err))
-        return kb__err_prefix(err, "PeXfer run %u (%s, %llu bytes): ", i, mem->name,
-                              (unsigned long long)r->bytes);
-    s->seg = *r;
+    kb__seg_op *s = &x->segs[g];
+    const kb__mem_run *r = &x->runs[first];
+    s->seg = (kb__seg){mem->base_pa + r->offset, total, r->host};
     s->mc = write ? tcm : mem;
     s->mc2 = write ? mem : tcm;
     uint32_t p = kb__fabric_packet_bytes(d->fab), h = d->header_bytes, dn = x->dma->node;
     int rc = route(x, &s->req, dn, KB__NO_NODE, s->mc->node, h, h, s, err);
-    if (!rc) rc = route(x, &s->data, s->mc->node, dn, s->mc2->node, r->bytes, p, s, err);
+    if (!rc) rc = route(x, &s->data, s->mc->node, dn, s->mc2->node, total, p, s, err);
     if (!rc) rc = route(x, &s->ack, s->mc2->node, KB__NO_NODE, dn, h, h, s, err);
     if (rc) return rc;
     kb__store *st = d->no_data ? NULL : &d->store;
-    uint64_t moff = r->pa - mem->base_pa;
-    kb__mem_xfer_init(&s->mx, s->mc, write ? NULL : st, write ? 0 : moff, r->bytes, p);
-    kb__mem_xfer_init(&s->mx2, s->mc2, write ? st : NULL, write ? moff : 0, r->bytes, p);
-    s->mx.dst = write || d->no_data ? NULL : r->host;
+    kb__mem_xfer *mx = write ? &s->mx2 : &s->mx, *tx = write ? &s->mx : &s->mx2;
+    kb__mem_xfer_init(mx, mem, st, r->offset, total, p);
+    kb__mem_xfer_init(tx, tcm, NULL, 0, total, p);
+    tx->timing_only = 1;
+    if (nr > 1)
+        kb__mem_xfer_set_runs(mx, r, nr);
+    else if (!d->no_data && write)
+        mx->src = r->host;
+    else if (!d->no_data)
+        mx->dst = r->host;
     s->mx.out = &s->data;
-    s->mx2.src = write && !d->no_data ? r->host : NULL;
     s->mx.user = s->mx2.user = s;
     s->mx.err = s->mx2.err = &x->err;
     return 0;
+}
+
+/* Groups the runs per memory (x->runs: each memory's runs in their order)
+ * and builds one segment per memory. */
+static int pex_build(kb__xfer *x, const kb__seg *runs, uint32_t n, const uint32_t *group,
+                     kb__memctl *const *mems, uint32_t ng, kb__memctl *tcm, int write, kb__err *err)
+{
+    uint32_t k = 0;
+    int rc = 0;
+    for (uint32_t g = 0; g < ng && !rc; g++) {
+        uint32_t first = k;
+        uint64_t total = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (group[i] != g) continue;
+            x->runs[k++] = (kb__mem_run){runs[i].pa - mems[g]->base_pa, runs[i].bytes,
+                                         (uint8_t *)runs[i].host};
+            total += runs[i].bytes;
+        }
+        rc = pex_seg(x, g, mems[g], first, k - first, total, tcm, write, err);
+    }
+    return rc;
 }
 
 int kb__device_pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, int write,
@@ -94,17 +145,25 @@ int kb__device_pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, 
     int rc = kb__device_pa(d, KB__SPACE_TCM, sip, cube, pe, 0, &tcm_pa, err);
     kb__memctl *tcm = rc ? NULL : kb__device_memctl(d, tcm_pa, err);
     if (!tcm) return err->code;
-    kb__xfer *x = pex_alloc(d, n);
-    if (!x) return kb__err_set(err, KB_ENOMEM, "PeXfer: out of memory for %u runs", n);
-    x->dma = kb__device_dma(d, sip, cube, pe);
-    for (uint32_t i = 0; !rc && i < n; i++)
-        rc = pex_seg(x, i, &runs[i], tcm, write, err);
+    uint32_t *group = malloc(n * sizeof *group);
+    kb__memctl **mems = malloc(n * sizeof *mems);
+    int ng = group && mems ? pex_group(d, runs, n, group, mems, err)
+                           : kb__err_set(err, KB_ENOMEM, "PeXfer: out of memory for %u runs", n);
+    kb__xfer *x = ng > 0 ? pex_alloc(d, (uint32_t)ng, n) : NULL;
+    if (ng > 0 && !x) ng = kb__err_set(err, KB_ENOMEM, "PeXfer: out of memory for %u runs", n);
+    if (x) {
+        x->dma = kb__device_dma(d, sip, cube, pe);
+        rc = pex_build(x, runs, n, group, mems, (uint32_t)ng, tcm, write, err);
+    }
+    free(group);
+    free(mems);
+    if (ng < 0) return ng;
     if (rc) {
         kb__xfer_free(x);
         return rc;
     }
     x->extra_setup_ps = extra_setup_ps;
-    x->pending_segs = n;
+    x->pending_segs = (uint32_t)ng;
     x->on_finish = on_finish;
     x->user = user;
     kb__xfer_wire(x);

@@ -10,7 +10,11 @@
  * lanes outside a checked boundary are never touched; a load fills them with
  * `other` or the padding when the op finishes. An unmasked lane outside the
  * tensor's local shard finishes the op with a kernel error naming the VA.
- * Cost: O(lanes) host work per op at start; the simulated time is the port's.
+ * A block pointer whose last dimension has unit stride is walked row by row
+ * (one span per row, the same spans the lane walk builds).
+ * Cost: O(lanes) host work per op at start (O(rows) plus a memset and, for
+ * a store, one conversion per row on the block path); the simulated time is
+ * the port's.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -97,6 +101,74 @@ static void stage_value(kb__tl_op *op, int64_t lane, void *dst)
     kb__dtype_convert((kb__dtype)op->t->dtype, dst, vd->dtype, src, 1);
 }
 
+/* Appends a span, merging it into the previous one when it continues it
+ * both in VA and in the tile. */
+static void span_add(kb__tl_op *op, uint32_t *ns, uint64_t va, uint64_t off, uint64_t bytes)
+{
+    kb__tl_span *last = *ns ? &op->spans[*ns - 1] : NULL;
+    if (last && last->va + last->bytes == va && last->tile_off + last->bytes == off)
+        last->bytes += bytes;
+    else
+        op->spans[(*ns)++] = (kb__tl_span){va, off, bytes};
+}
+
+/* Lane by lane: any access. Returns 0, or the status of the op it failed. */
+static int lane_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
+{
+    const tl_tensor *t = op->t;
+    for (int64_t lane = 0; lane < n; lane++) {
+        int active;
+        int64_t elem;
+        lane_target(op, lane, &active, &elem);
+        if (!active) continue;
+        uint64_t va = t->va + (uint64_t)(elem * (int64_t)es);
+        if (elem < 0 || (uint64_t)elem * es + es > t->bytes) {
+            fail_range(op, lane, elem, va);
+            return KB_ERANGE;
+        }
+        op->active[lane] = 1;
+        uint64_t off = (uint64_t)lane * es;
+        if (op->write) stage_value(op, lane, (char *)op->staging + off);
+        span_add(op, ns, va, off, es);
+    }
+    return 0;
+}
+
+/* Row by row: a block pointer whose last dimension has unit stride. The
+ * spans, lanes and staged bytes are exactly the lane-by-lane ones. Returns
+ * false (nothing decided) when that does not apply or a lane is out of
+ * range, so lane_spans reports it. */
+static bool block_spans(kb__tl_op *op, uint64_t es, uint32_t *ns)
+{
+    const tl_block_ptr *bp = &op->bp;
+    int cd = bp->ndim - 1;
+    if (!bp->t || bp->ndim < 1 || bp->ndim > 2 || bp->strides[cd] != 1) return false;
+    int64_t rows = bp->ndim == 2 ? bp->block[0] : 1, cols = bp->block[cd], c0 = bp->offsets[cd];
+    int64_t j0 = 0, j1 = cols;
+    if (op->check & TL_CHECK(cd)) {
+        j0 = c0 < 0 ? (-c0 < cols ? -c0 : cols) : 0;
+        j1 = bp->shape[cd] - c0 < cols ? bp->shape[cd] - c0 : cols;
+        if (j1 < j0) j1 = j0;
+    }
+    for (int64_t r = 0; r < rows && j0 < j1; r++) {
+        int64_t row = bp->ndim == 2 ? bp->offsets[0] + r : 0;
+        if (bp->ndim == 2 && (op->check & TL_CHECK(0)) && (row < 0 || row >= bp->shape[0]))
+            continue;
+        int64_t e0 = (bp->ndim == 2 ? row * bp->strides[0] : 0) + c0 + j0, e1 = e0 + (j1 - j0);
+        if (e0 < 0 || (uint64_t)e1 * es > op->t->bytes) return false;
+        int64_t lane = r * cols + j0;
+        uint64_t off = (uint64_t)lane * es;
+        memset(op->active + lane, 1, (size_t)(j1 - j0));
+        if (op->write)
+            kb__dtype_convert((kb__dtype)op->t->dtype, (char *)op->staging + off, op->in_d[2].dtype,
+                              (const char *)op->base.in[op->other_in]->data +
+                                  lane * (int64_t)kb__dtype_size(op->in_d[2].dtype),
+                              (size_t)(j1 - j0));
+        span_add(op, ns, op->t->va + (uint64_t)e0 * es, off, (uint64_t)(j1 - j0) * es);
+    }
+    return true;
+}
+
 static void mem_start(kb__pe_op *base)
 {
     kb__tl_op *op = (kb__tl_op *)base;
@@ -112,24 +184,10 @@ static void mem_start(kb__pe_op *base)
         return;
     }
     uint32_t ns = 0;
-    for (int64_t lane = 0; lane < n; lane++) {
-        int active;
-        int64_t elem;
-        lane_target(op, lane, &active, &elem);
-        if (!active) continue;
-        uint64_t va = t->va + (uint64_t)(elem * (int64_t)es);
-        if (elem < 0 || (uint64_t)elem * es + es > t->bytes) {
-            fail_range(op, lane, elem, va);
-            return;
-        }
-        op->active[lane] = 1;
-        uint64_t off = (uint64_t)lane * es;
-        if (op->write) stage_value(op, lane, (char *)op->staging + off);
-        kb__tl_span *last = ns ? &op->spans[ns - 1] : NULL;
-        if (last && last->va + last->bytes == va && last->tile_off + last->bytes == off)
-            last->bytes += es;
-        else
-            op->spans[ns++] = (kb__tl_span){va, off, es};
+    if (!block_spans(op, es, &ns)) {
+        ns = 0;
+        memset(op->active, 0, (size_t)n);
+        if (lane_spans(op, n, es, &ns)) return;
     }
     const kb__tl_mem_port *port = base->prog->pe->dma_port;
     port->transfer(port->self, base->prog->pe, base, op->write, op->spans, ns,

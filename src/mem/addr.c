@@ -168,18 +168,21 @@ int kb__addr_decode(const kb__addr_geom *g, uint64_t pa, kb__pa *f, kb__err *err
 {
     kb__addr_layout l;
     layout_of(g, &l);
-    char what[40];
-    snprintf(what, sizeof what, "PA 0x%" PRIx64, pa);
     if (l.total_bits < 64 && pa >> l.total_bits)
         return kb__err_set(err, KB_ERANGE,
-                           "%s: bits above bit %u are set (this machine's addresses have %u bits)",
-                           what, l.total_bits - 1, l.total_bits);
+                           "PA 0x%" PRIx64
+                           ": bits above bit %u are set (this machine's addresses have %u bits)",
+                           pa, l.total_bits - 1, l.total_bits);
     f->offset = l.offset_bits ? pa & ((1ULL << l.offset_bits) - 1) : 0;
     f->space = (kb__mem_space)field(pa, l.space_shift, 2);
     f->pe = field(pa, l.pe_shift, l.pe_bits);
     f->cube = field(pa, l.cube_shift, l.cube_bits);
     f->sip = field(pa, l.sip_shift, l.sip_bits);
     f->rack = field(pa, l.rack_shift, l.rack_bits);
+    /* Hot path (every DMA run): name the address only when a check fails. */
+    if (!check_fields(g, f, "", NULL)) return 0;
+    char what[40];
+    snprintf(what, sizeof what, "PA 0x%" PRIx64, pa);
     return check_fields(g, f, what, err);
 }
 

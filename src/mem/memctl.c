@@ -6,6 +6,8 @@
  * for the data (end for a write, start for a read) is an event, so data
  * moves exactly when the hardware would move it.
  */
+#include <assert.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,15 +65,15 @@ kb__time kb__memctl_service_ps(const kb__memctl *mc, uint32_t bytes)
     return kb__fabric_serial_ps((uint64_t)mc->channels * bytes, mc->bw_gbs);
 }
 
-/* Reserves the channel for a packet arriving now; returns its start. */
-static kb__time reserve(kb__memctl *mc, kb__time now, uint64_t off, uint32_t size, kb__time *end)
+/* Reserves the channel of memory offset off for size bytes arriving now;
+ * returns the service start, *end its end. */
+static kb__time reserve(kb__memctl *mc, kb__time now, uint64_t off, uint64_t size, kb__time *end)
 {
     kb__time *ch = &mc->ch_free[kb__memctl_channel(mc, off)];
     kb__time start = now > *ch ? now : *ch;
-    kb__time svc = kb__memctl_service_ps(mc, size);
+    kb__time svc = kb__memctl_service_ps(mc, (uint32_t)size);
     *end = start + svc;
     *ch = *end;
-    mc->packets++;
     mc->busy_ps += svc;
     mc->wait_ps += start - now;
     return start;
@@ -89,10 +91,76 @@ void kb__mem_xfer_init(kb__mem_xfer *x, kb__memctl *mc, kb__store *store, uint64
     x->npkts = (uint32_t)((bytes + pkt_bytes - 1) / pkt_bytes);
 }
 
+void kb__mem_xfer_set_runs(kb__mem_xfer *x, const kb__mem_run *runs, uint32_t n)
+{
+    x->runs = runs;
+    x->n_runs = n;
+    x->run_cur = 0;
+    x->run_rel = 0;
+}
+
+/* Gather/scatter: the run holding message byte rel (cursor, moved forward
+ * from where it was: packets mostly come in order); *at = rel - its start. */
+static const kb__mem_run *run_at(kb__mem_xfer *x, uint64_t rel, uint64_t *at)
+{
+    if (rel < x->run_rel) {
+        x->run_cur = 0;
+        x->run_rel = 0;
+    }
+    while (rel - x->run_rel >= x->runs[x->run_cur].bytes) {
+        assert(x->run_cur + 1 < x->n_runs);
+        x->run_rel += x->runs[x->run_cur++].bytes;
+    }
+    *at = rel - x->run_rel;
+    return &x->runs[x->run_cur];
+}
+
+/* Moves message bytes [rel, rel + size) of a gather/scatter between the
+ * store and the runs' host bytes, piece by piece. */
+static int runs_move(kb__mem_xfer *x, uint64_t rel, uint64_t size, bool write, kb__err *e)
+{
+    while (size) {
+        uint64_t at;
+        const kb__mem_run *r = run_at(x, rel, &at);
+        uint64_t take = r->bytes - at < size ? r->bytes - at : size;
+        uint64_t pa = x->mc->base_pa + r->offset + at;
+        int rc = write ? kb__store_write(x->store, pa, r->host + at, take, e)
+                       : kb__store_read(x->store, pa, r->host + at, take, e);
+        if (rc) return rc;
+        rel += take;
+        size -= take;
+    }
+    return 0;
+}
+
 static uint32_t pkt_size(const kb__mem_xfer *x, uint32_t pkt)
 {
     if (pkt + 1 < x->npkts) return x->pkt_bytes;
     return (uint32_t)(x->bytes - (uint64_t)(x->npkts - 1) * x->pkt_bytes);
+}
+
+/* Reserves the channels of packet pkt arriving now: the channel of its
+ * first byte; for a gather/scatter, each piece (the part of the packet in
+ * one run) on the channel of the piece's first byte. Returns the packet's
+ * service start (the latest piece's), *end its end (the latest piece's). */
+static kb__time reserve_pkt(kb__mem_xfer *x, kb__time now, uint32_t pkt, kb__time *end)
+{
+    uint64_t rel = (uint64_t)pkt * x->pkt_bytes, size = pkt_size(x, pkt);
+    x->mc->packets++;
+    if (!x->runs) return reserve(x->mc, now, x->offset + rel, size, end);
+    kb__time start = 0;
+    *end = 0;
+    while (size) {
+        uint64_t at;
+        const kb__mem_run *r = run_at(x, rel, &at);
+        uint64_t take = r->bytes - at < size ? r->bytes - at : size;
+        kb__time e, s = reserve(x->mc, now, r->offset + at, take, &e);
+        start = s > start ? s : start;
+        *end = e > *end ? e : *end;
+        rel += take;
+        size -= take;
+    }
+    return start;
 }
 
 static void fail(kb__mem_xfer *x, int rc, const kb__err *e)
@@ -116,6 +184,8 @@ static void land_bytes(kb__mem_xfer *x, uint32_t pkt)
         for (uint32_t i = 0; i < x->pattern_len; i++)
             rot[i] = x->pattern[(phase + i) % x->pattern_len];
         rc = kb__store_fill(x->store, pa, size, rot, x->pattern_len, &e);
+    } else if (x->runs) {
+        rc = runs_move(x, rel, size, true, &e);
     } else {
         rc = kb__store_write(x->store, pa, x->src + rel, size, &e);
     }
@@ -139,9 +209,16 @@ static void write_land(kb__sim *sim, void *arg, uint64_t pkt)
 void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt)
 {
     kb__time end;
-    reserve(x->mc, kb__sim_now(sim), x->offset + (uint64_t)pkt * x->pkt_bytes, pkt_size(x, pkt),
-            &end);
-    kb__sim_post_at(sim, end, write_land, x, pkt);
+    reserve_pkt(x, kb__sim_now(sim), pkt, &end);
+    if (!x->timing_only) {
+        kb__sim_post_at(sim, end, write_land, x, pkt);
+        return;
+    }
+    /* Nothing lands: only the latest landing matters, no event per packet. */
+    x->land_max = end > x->land_max ? end : x->land_max;
+    x->mc->bytes_written += pkt_size(x, pkt);
+    if (++x->done_pkts == x->npkts)
+        kb__sim_post_at(sim, x->land_max + x->mc->lat_ps, write_done, x, 0);
 }
 
 static void read_sample(kb__sim *sim, void *arg, uint64_t pkt)
@@ -149,15 +226,17 @@ static void read_sample(kb__sim *sim, void *arg, uint64_t pkt)
     kb__mem_xfer *x = arg;
     uint32_t size = pkt_size(x, (uint32_t)pkt);
     uint64_t rel = pkt * x->pkt_bytes;
-    if (x->starts && pkt + 1 < x->npkts)
+    if (x->chain && pkt + 1 < x->npkts)
         kb__sim_post_at(sim, x->starts[pkt + 1], read_sample, x, pkt + 1);
-    if (x->store && x->dst) {
+    if (x->store && (x->dst || x->runs)) {
         kb__err e;
-        int rc = kb__store_read(x->store, x->mc->base_pa + x->offset + rel, x->dst + rel, size, &e);
+        int rc = x->runs ? runs_move(x, rel, size, false, &e)
+                         : kb__store_read(x->store, x->mc->base_pa + x->offset + rel, x->dst + rel,
+                                          size, &e);
         if (rc) fail(x, rc, &e);
     }
     x->mc->bytes_read += size;
-    kb__time end = kb__sim_now(sim) + kb__memctl_service_ps(x->mc, size);
+    kb__time end = x->ends ? x->ends[pkt] : kb__sim_now(sim) + kb__memctl_service_ps(x->mc, size);
     kb__fab_inject_at(sim, x->out, (uint32_t)pkt, end + x->mc->lat_ps);
 }
 
@@ -166,31 +245,34 @@ void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x)
     kb__time now = kb__sim_now(sim), end, prev = 0;
     int monotone = 1;
     x->out->t_start = now;
-    free(x->starts);
-    x->starts = x->npkts > 1 ? malloc(x->npkts * sizeof *x->starts) : NULL;
+    kb__mem_xfer_fini(x);
+    /* A gather's packet ends with its latest piece: keep the ends. */
+    size_t per = x->runs ? 2 : 1;
+    if (x->npkts > 1 || x->runs) x->starts = malloc(per * x->npkts * sizeof *x->starts);
+    if (x->starts && x->runs) x->ends = x->starts + x->npkts;
     for (uint32_t i = 0; i < x->npkts; i++) {
-        kb__time start =
-            reserve(x->mc, now, x->offset + (uint64_t)i * x->pkt_bytes, pkt_size(x, i), &end);
+        kb__time start = reserve_pkt(x, now, i, &end);
         monotone &= start >= prev;
         prev = start;
+        if (x->ends) x->ends[i] = end;
         if (x->starts)
             x->starts[i] = start;
         else
             kb__sim_post_at(sim, start, read_sample, x, i);
     }
     if (!x->starts) return;
+    x->chain = monotone;
     if (monotone) {
         kb__sim_post_at(sim, x->starts[0], read_sample, x, 0);
         return;
     }
     for (uint32_t i = 0; i < x->npkts; i++)
         kb__sim_post_at(sim, x->starts[i], read_sample, x, i);
-    free(x->starts);
-    x->starts = NULL;
 }
 
 void kb__mem_xfer_fini(kb__mem_xfer *x)
 {
     free(x->starts);
-    x->starts = NULL;
+    x->starts = x->ends = NULL;
+    x->chain = 0;
 }

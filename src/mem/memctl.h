@@ -8,7 +8,8 @@
  * L. A write's bytes land in the backing store when its channel service ends;
  * a read samples the store when its channel service starts.
  *
- * A kb__mem_xfer is one message's worth of packets at one controller. Writes
+ * A kb__mem_xfer is one message's worth of packets at one controller, over
+ * one contiguous range or over several runs (gather/scatter). Writes
  * are fed packet by packet (from the fabric's on_packet); reads are started
  * once and inject their packets into a fabric message as they leave the
  * memory. With store == NULL (--no-data) no byte moves; the events, and so
@@ -70,6 +71,14 @@ uint32_t kb__memctl_channel(const kb__memctl *mc, uint64_t off);
 /* Channel service time of a packet of bytes: ceil(c·bytes/B_mem). */
 kb__time kb__memctl_service_ps(const kb__memctl *mc, uint32_t bytes);
 
+/* One piece of a gather/scatter transfer: bytes at a memory offset and the
+ * host bytes they are sampled into (read) or taken from (write). */
+typedef struct kb__mem_run {
+    uint64_t offset; /* inside the controller */
+    uint64_t bytes;
+    uint8_t *host;
+} kb__mem_run;
+
 typedef struct kb__mem_xfer kb__mem_xfer;
 typedef void (*kb__mem_done_fn)(kb__sim *sim, kb__mem_xfer *x);
 
@@ -87,14 +96,35 @@ struct kb__mem_xfer {
     uint32_t done_pkts;
     int status;              /* first store error, else 0 */
     kb__err *err;            /* receives that error's message; may be NULL */
-    kb__time *starts;        /* read: channel start per packet while sampling in order */
+    kb__time *starts;        /* read: channel start per packet (NULL for one packet) */
+    kb__time *ends;          /* read of runs: service end per packet (in starts' block) */
+    int chain;               /* read: starts come in packet order, one sample posts the next */
     kb__mem_done_fn on_done; /* write: L after the last landing */
     void *user;
+    /* Gather/scatter (kb__mem_xfer_set_runs): the message's bytes are these
+     * runs back to back; NULL: [offset, offset + bytes) with src / dst. */
+    const kb__mem_run *runs;
+    uint32_t n_runs;
+    /* Write that never moves bytes (a PE's TCM side, the tile buffers hold
+     * the data): no event per landing; on_done still runs L after the
+     * latest landing. Set after kb__mem_xfer_init. */
+    int timing_only;
+    kb__time land_max; /* timing_only: latest landing so far */
+    uint32_t run_cur;  /* cursor: run holding message byte run_rel */
+    uint64_t run_rel;
 };
 
 /* Prepares x for bytes at offset of mc in packets of pkt_bytes. */
 void kb__mem_xfer_init(kb__mem_xfer *x, kb__memctl *mc, kb__store *store, uint64_t offset,
                        uint64_t bytes, uint32_t pkt_bytes);
+/* Makes x a gather (read) or scatter (write) of n runs of one controller,
+ * after kb__mem_xfer_init with offset = runs[0].offset and bytes = the sum
+ * of the runs' bytes: the message's bytes are the runs' bytes in order. A
+ * packet is served by the channel of its first byte's memory offset; a
+ * read samples, a write lands, each of its pieces at its own address and
+ * host bytes (host bytes are only used with a store). runs must outlive x;
+ * not combined with a fill pattern. */
+void kb__mem_xfer_set_runs(kb__mem_xfer *x, const kb__mem_run *runs, uint32_t n);
 /* Write: packet pkt (bytes at offset + pkt·pkt_bytes) arrives now. on_done
  * runs L after the last packet has landed. */
 void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt);

@@ -9,8 +9,9 @@
  * is added to the DMA set-up. A miss finishes the op with a kernel error
  * naming the access, the tensor, the VA and what the VA belongs to.
  * Coalescing: pieces contiguous both in PA and in the tile merge into one
- * run, so a gather of many small spans costs one fabric message per
- * contiguous physical run, not one per span.
+ * run; the device then groups runs per memory, one gather/scatter message
+ * per memory (host/pe_xfer.c), so a strided tile costs one message per
+ * memory it touches, not one per row.
  * --no-data: the same runs and events, no bytes (a loaded tile reads 0).
  * Cost: O(spans × log(mappings)) host work per op.
  */

@@ -351,3 +351,110 @@ Test(closed_form, holds_on_a_modified_machine_too)
     }
     kb__device_destroy(d);
 }
+
+/* ---- PeXfer gather / scatter ------------------------------------------------ */
+
+enum { GS_RUNS = 8, GS_RUN_PKTS = 2 };
+
+/* A strided tile transfer of PE sip0/cube0/pe0 against HBM slice 0 of cube
+ * 1: GS_RUNS runs of GS_RUN_PKTS whole packets at a stride of (GS_RUN_PKTS
+ * + c) packets, so packet k of the gathered message sits on channel k mod c
+ * (the stream never queues on a channel). Returns the latency; the runs'
+ * PAs go to pa[], their host bytes are tile + i * run bytes. */
+static void gather_pas(kb__device *d, uint64_t *pa)
+{
+    const kb__topo_params *p = &d->topo->params;
+    uint64_t stride = (GS_RUN_PKTS + p->cube.hbm_pseudo_channels) * p->fabric.packet_bytes;
+    kb__err err;
+    for (int i = 0; i < GS_RUNS; i++)
+        cr_assert_eq(kb__device_pa(d, KB__SPACE_HBM, 0, 1, 0, (uint64_t)i * stride, &pa[i], &err),
+                     0, "%s", err.msg);
+}
+
+static kb__time gather_run(kb__device *d, int write, uint8_t *tile, uint64_t *pa)
+{
+    uint64_t run = GS_RUN_PKTS * d->topo->params.fabric.packet_bytes;
+    kb__seg runs[GS_RUNS];
+    kb__err err;
+    gather_pas(d, pa);
+    for (int i = 0; i < GS_RUNS; i++)
+        runs[i] = (kb__seg){pa[i], run, tile + (uint64_t)i * run};
+    kb__xfer *x;
+    cr_assert_eq(kb__device_pe_xfer(d, 0, 0, 0, write, runs, GS_RUNS, 0, NULL, NULL, &x, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(kb__xfer_wait(d, x, &err), 0, "%s", err.msg);
+    kb__time t = kb__xfer_completed(x) - kb__xfer_issued(x);
+    kb__xfer_free(x);
+    return t;
+}
+
+/* The closed form of one PeDma-like chain from memory `from` to memory `to`
+ * for `bytes`, the DMA of sip0/cube0/pe0 in the middle. */
+static kb__time gather_closed(kb__device *d, kb__memctl *from, kb__memctl *to, uint64_t bytes)
+{
+    const kb__topo_params *p = &d->topo->params;
+    uint32_t pk = (uint32_t)p->fabric.packet_bytes, h = (uint32_t)p->fabric.header_bytes;
+    uint32_t dma = node(d, KB__ROLE_PE_DMA, 0, 0, 0);
+    mem_ref ms = mem_of(p, from->space), md = mem_of(p, to->space);
+    return ps(p->pe.dma_setup_ns) + closed(d, route(d, dma, KB__NO_NODE, from->node), h, h) +
+           ps(ms.lat_ns) + svc(ms, pk) + closed(d, route(d, from->node, dma, to->node), bytes, pk) +
+           ps(md.lat_ns) + svc(md, pk) + closed(d, route(d, to->node, KB__NO_NODE, dma), h, h);
+}
+
+static kb__memctl *tcm_of_pe0(kb__device *d)
+{
+    uint64_t pa;
+    kb__err err;
+    cr_assert_eq(kb__device_pa(d, KB__SPACE_TCM, 0, 0, 0, 0, &pa, &err), 0, "%s", err.msg);
+    return mc_of(d, pa);
+}
+
+Test(closed_form, strided_load_is_one_gather_message_per_memory)
+{
+    kb__device *d = kb_test_device(NULL, 0, 0);
+    uint64_t run = GS_RUN_PKTS * d->topo->params.fabric.packet_bytes, pa[GS_RUNS];
+    uint8_t *tile = calloc(GS_RUNS, run), *want = malloc(GS_RUNS * run);
+    kb__err err;
+    gather_pas(d, pa);
+    for (uint64_t i = 0; i < GS_RUNS * run; i++)
+        want[i] = (uint8_t)(i * 7 + 3);
+    for (int i = 0; i < GS_RUNS; i++)
+        cr_assert_eq(kb__store_write(&d->store, pa[i], want + i * run, run, &err), 0, "%s",
+                     err.msg);
+    kb__time got = gather_run(d, 0, tile, pa);
+    kb__time expect = gather_closed(d, mc_of(d, pa[0]), tcm_of_pe0(d), GS_RUNS * run);
+    cr_assert_eq(got, expect, "gather of %d runs: %llu ps, closed form %llu ps", GS_RUNS,
+                 (unsigned long long)got, (unsigned long long)expect);
+    cr_assert_eq(memcmp(tile, want, GS_RUNS * run), 0, "gathered bytes differ");
+    free(tile);
+    free(want);
+    kb__device_destroy(d);
+}
+
+Test(closed_form, strided_store_is_one_scatter_message_and_leaves_the_gaps)
+{
+    kb__device *d = kb_test_device(NULL, 0, 0);
+    const kb__topo_params *p = &d->topo->params;
+    uint64_t pk = p->fabric.packet_bytes, run = GS_RUN_PKTS * pk, pa[GS_RUNS];
+    uint8_t *tile = malloc(GS_RUNS * run), *back = malloc(pk);
+    for (uint64_t i = 0; i < GS_RUNS * run; i++)
+        tile[i] = (uint8_t)(i * 5 + 1);
+    kb__time got = gather_run(d, 1, tile, pa);
+    kb__time expect = gather_closed(d, tcm_of_pe0(d), mc_of(d, pa[0]), GS_RUNS * run);
+    cr_assert_eq(got, expect, "scatter of %d runs: %llu ps, closed form %llu ps", GS_RUNS,
+                 (unsigned long long)got, (unsigned long long)expect);
+    kb__err err;
+    uint8_t *mem = malloc(run);
+    for (int i = 0; i < GS_RUNS; i++) {
+        cr_assert_eq(kb__store_read(&d->store, pa[i], mem, run, &err), 0, "%s", err.msg);
+        cr_assert_eq(memcmp(mem, tile + i * run, run), 0, "run %d did not land", i);
+        cr_assert_eq(kb__store_read(&d->store, pa[i] + run, back, pk, &err), 0, "%s", err.msg);
+        for (uint64_t j = 0; j < pk; j++)
+            cr_assert_eq(back[j], 0, "gap after run %d written at byte %llu", i,
+                         (unsigned long long)j);
+    }
+    free(mem);
+    free(tile);
+    free(back);
+    kb__device_destroy(d);
+}
