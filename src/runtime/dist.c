@@ -40,7 +40,7 @@ typedef struct call {
     kb_tensor in, out;
     int root;
     uint64_t seq;   /* the rank's collective call number, from 1 */
-    char what[200]; /* "kb_all_reduce(tensor 'x': 256 f32 per shard, sum)" */
+    char what[256]; /* "kb_all_reduce(tensor 'x': 256 f32 per shard, sum)" */
 } call;
 
 typedef struct round_slot {
@@ -272,7 +272,7 @@ int kb_is_initialized(const kb_machine *m)
 
 static void describe(kb_machine *m, call *c)
 {
-    char a[96] = "", b[96] = "";
+    char a[160] = "", b[32] = "";
     kb__err e;
     kb__rt_tensor *t =
         c->kind < KB__CCL_COLLECTIVE_COUNT ? kb__rt_tensor_get(m, c->in.id, &e) : NULL;
