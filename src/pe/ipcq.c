@@ -372,6 +372,7 @@ static void rx_finish(kb__sim *sim, kb__ipcq_port *rp, int status, const kb__err
     kb__ipcq_rx *rx = rp->rx_head;
     rp->rx_head = rx->next;
     if (!rp->rx_head) rp->rx_tail = NULL;
+    if (rp->rx_issue == rx) rp->rx_issue = rx->next;
     rx->done(sim, rx, status, err);
 }
 
@@ -386,37 +387,63 @@ static void fail_port(kb__sim *sim, kb__ipcq_port *rp, int code, const kb__err *
         rx_finish(sim, rp, code, err);
 }
 
+/* One slot's copy ring -> TCM. */
+typedef struct ipcq_copy {
+    kb__ipcq_port *rp;
+    kb__ipcq_rx *rx;
+    uint32_t idx;
+    uint64_t off; /* offset of the piece in rx's message */
+} ipcq_copy;
+
+/* Frees the copied slots at the tail of the ring, in order, each returning
+ * one credit to the sender. */
+static int release_slots(kb__ipcq_port *rp, kb__err *err)
+{
+    kb__ipcq_set *s = rp->ep->set;
+    int rc = 0;
+    while (rp->consumed < rp->head) {
+        kb__ipcq_slot *sl = &rp->slot[rp->consumed % s->cfg.n_slots];
+        if (sl->state != KB__SLOT_COPIED) break;
+        sl->state = KB__SLOT_FREE;
+        rp->consumed++;
+        rp->pieces_recv++;
+        rp->credit_flight++;
+        int crc = s->tp.credit(s->tp.self, rp->ep, &s->ep[rp->peer], s->cfg.credit_bytes,
+                               credit_arrived, rp, err);
+        if (crc && !rc) rc = crc;
+    }
+    return rc;
+}
+
 static void piece_copied(kb__sim *sim, void *arg)
 {
-    kb__ipcq_rx *rx = arg;
-    kb__ipcq_port *rp = &rx->ep->port[rx->port];
-    kb__ipcq_set *s = rx->ep->set;
-    uint32_t idx = (uint32_t)(rp->head % s->cfg.n_slots);
+    ipcq_copy *c = arg;
+    kb__ipcq_port *rp = c->rp;
+    kb__ipcq_rx *rx = c->rx;
+    kb__ipcq_set *s = rp->ep->set;
+    uint32_t idx = c->idx;
     kb__ipcq_slot *sl = &rp->slot[idx];
+    uint64_t off = c->off;
+    free(c);
+    rp->copies--;
+    if (s->failed) return; /* rx was failed and handed back: leave the slot */
     kb__err e;
     int rc = 0;
     if (rx->dst)
         rc = s->tp.peek(s->tp.self,
                         rp->ring_pa + (uint64_t)idx * s->cfg.slot_size + KB__IPCQ_META_BYTES,
-                        (uint8_t *)rx->dst + rx->off, sl->d.bytes, &e);
-    bool last = sl->d.piece + 1 == sl->d.n_pieces;
-    rx->off += sl->d.bytes;
-    sl->state = KB__SLOT_FREE;
-    rp->head++;
-    rp->pieces_recv++;
-    rp->credit_flight++;
-    rp->consumed++;
-    rx->copying = false;
-    kb__ipcq_ep *peer = &s->ep[rp->peer];
-    int crc = s->tp.credit(s->tp.self, rx->ep, peer, s->cfg.credit_bytes, credit_arrived, rp, &e);
-    if (crc) rc = rc ? rc : crc;
+                        (uint8_t *)rx->dst + off, sl->d.bytes, &e);
+    sl->state = KB__SLOT_COPIED;
+    rx->pending--;
+    kb__err ce;
+    int crc = release_slots(rp, &ce);
     debug_audit(s);
-    if (rc) {
-        rx_finish(sim, rp, rc, &e);
-    } else if (last) {
-        rp->rx_msgs++;
-        rx_finish(sim, rp, 0, NULL);
+    if (rc || crc) {
+        fail_port(sim, rp, rc ? rc : crc, rc ? &e : &ce);
+        return;
     }
+    while (rp->rx_head && rp->rx_head->issued && !rp->rx_head->pending)
+        rx_finish(sim, rp, 0, NULL);
     rx_progress(sim, rp);
 }
 
@@ -448,28 +475,59 @@ static int check_desc(const kb__ipcq_rx *rx, const kb__ipcq_desc *d, kb__err *er
                        peer->name, got);
 }
 
+/* Checks the first piece of rx's message. A mismatch fails rx once it is
+ * the oldest receive (earlier ones complete first); returns false then and
+ * while it waits for that. */
+static bool rx_accepts(kb__sim *sim, kb__ipcq_port *rp, kb__ipcq_rx *rx, const kb__ipcq_desc *d)
+{
+    if (rx->checked) return true;
+    kb__err e;
+    if (!check_desc(rx, d, &e)) {
+        rx->checked = true;
+        return true;
+    }
+    if (rx == rp->rx_head) rx_finish(sim, rp, KB_EINVAL, &e);
+    return false;
+}
+
+/* Starts the copy of every visible slot a pending receive claims, in ring
+ * order (at most n_slots per queue, one per slot). */
 static void rx_progress(kb__sim *sim, kb__ipcq_port *rp)
 {
-    kb__ipcq_rx *rx = rp->rx_head;
-    if (!rx || rx->copying) return;
     kb__ipcq_set *s = rp->ep->set;
-    uint32_t idx = (uint32_t)(rp->head % s->cfg.n_slots);
-    kb__ipcq_slot *sl = &rp->slot[idx];
-    if (sl->state != KB__SLOT_VISIBLE) return;
-    kb__err e;
-    if (!rx->checked) {
-        if (check_desc(rx, &sl->d, &e)) {
-            rx_finish(sim, rp, KB_EINVAL, &e);
-            return;
+    while (rp->rx_issue && !s->failed) {
+        kb__ipcq_rx *rx = rp->rx_issue;
+        uint32_t idx = (uint32_t)(rp->head % s->cfg.n_slots);
+        kb__ipcq_slot *sl = &rp->slot[idx];
+        if (sl->state != KB__SLOT_VISIBLE) return;
+        if (!rx_accepts(sim, rp, rx, &sl->d)) {
+            if (rp->rx_issue == rx) return; /* waits to become the oldest */
+            continue;                       /* failed: the next receive may match */
         }
-        rx->checked = true;
+        ipcq_copy *c = calloc(1, sizeof *c);
+        if (!c) abort(); /* host out of memory: nothing sensible to simulate */
+        *c = (ipcq_copy){.rp = rp, .rx = rx, .idx = idx, .off = rx->off};
+        sl->state = KB__SLOT_CONSUMING;
+        rp->head++;
+        if (++rp->copies > rp->copies_max) rp->copies_max = rp->copies;
+        rx->pending++;
+        if (sl->d.piece + 1 == sl->d.n_pieces) {
+            rx->issued = true;
+            rp->rx_issue = rx->next;
+            rp->rx_msgs++;
+        }
+        uint64_t src = rp->ring_pa + (uint64_t)idx * s->cfg.slot_size + KB__IPCQ_META_BYTES;
+        uint64_t dst = s->tp.tcm_pa(s->tp.self, rx->ep, rx->tcm_off + rx->off);
+        rx->off += sl->d.bytes;
+        kb__err e;
+        int rc = s->tp.copy(s->tp.self, rx->ep, src, dst, sl->d.bytes, NULL, piece_copied, c, &e);
+        if (rc) {
+            free(c);
+            rp->copies--;
+            fail_port(sim, rp, rc, &e);
+        }
+        debug_audit(s);
     }
-    sl->state = KB__SLOT_CONSUMING;
-    rx->copying = true;
-    uint64_t src = rp->ring_pa + (uint64_t)idx * s->cfg.slot_size + KB__IPCQ_META_BYTES;
-    uint64_t dst = s->tp.tcm_pa(s->tp.self, rx->ep, rx->tcm_off + rx->off);
-    int rc = s->tp.copy(s->tp.self, rx->ep, src, dst, sl->d.bytes, NULL, piece_copied, rx, &e);
-    if (rc) fail_port(sim, rp, rc, &e);
 }
 
 void kb__ipcq_recv_start(kb__ipcq_rx *rx)
@@ -478,7 +536,8 @@ void kb__ipcq_recv_start(kb__ipcq_rx *rx)
     kb__ipcq_set *s = rx->ep->set;
     rx->next = NULL;
     rx->off = 0;
-    rx->copying = rx->checked = false;
+    rx->pending = 0;
+    rx->issued = rx->checked = false;
     if (s->failed) {
         rx->done(s->sim, rx, s->err.code ? s->err.code : KB_ECANCELED, &s->err);
         return;
@@ -488,6 +547,7 @@ void kb__ipcq_recv_start(kb__ipcq_rx *rx)
     else
         rp->rx_head = rx;
     rp->rx_tail = rx;
+    if (!rp->rx_issue) rp->rx_issue = rx;
     rx_progress(s->sim, rp);
 }
 

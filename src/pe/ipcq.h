@@ -19,9 +19,15 @@
  *     bytes / pe.dma.bw_gbs, then flies through the fabric to q's memory.
  *     The slot becomes visible to b when the last byte of its last chunk
  *     landed (data and descriptor together, atomically).
- *   - b consumes slots in order (head); once a slot's payload is copied into
- *     a tile, b returns one credit to a: a message of credit_size bytes on the
- *     reverse path (the fast path: it never waits for a vc channel).
+ *   - b consumes slots in order (head). The copy of a slot's payload into
+ *     the receiving tile starts as soon as the slot is visible and a receive
+ *     is pending on the port, without waiting for earlier copies: up to
+ *     n_slots copies of one queue are in flight, each through b's DMA node
+ *     and completing on its own. A slot is freed, and one credit returned to
+ *     a (credit_size bytes on the reverse path, the fast path: it never
+ *     waits for a vc channel), once its copy and the copies of every earlier
+ *     slot completed; a receive completes once all its pieces are in TCM and
+ *     every earlier receive of the port completed.
  *   - A sender without credit waits. poll: it re-checks every
  *     P = pe.ipcq.poll_interval_ns + pe.cpu.scalar_op_ns and resumes at the
  *     first check at or after the credit's arrival t_c, i.e. after
@@ -75,9 +81,10 @@ typedef struct kb__ipcq_desc {
 
 typedef enum kb__ipcq_slot_state {
     KB__SLOT_FREE = 0,
-    KB__SLOT_INFLIGHT, /* being written */
-    KB__SLOT_VISIBLE,  /* landed, not consumed */
-    KB__SLOT_CONSUMING /* being copied out; the credit leaves when done */
+    KB__SLOT_INFLIGHT,  /* being written */
+    KB__SLOT_VISIBLE,   /* landed, not consumed */
+    KB__SLOT_CONSUMING, /* being copied out */
+    KB__SLOT_COPIED     /* copied; freed (credit sent) once earlier slots are */
 } kb__ipcq_slot_state;
 
 /* The memory system, as the queues need it. */
@@ -126,14 +133,17 @@ typedef struct kb__ipcq_port {
     uint32_t peer_port;             /* the peer's port that points back here */
     uint64_t ring_pa;               /* receive ring: n_slots x slot_size bytes */
     kb__ipcq_slot *slot;            /* [n_slots] */
-    uint64_t head;                  /* receive: next piece to consume */
+    uint64_t head;                  /* receive: next piece whose copy starts */
     uint64_t consumed;              /* receive: pieces whose credit left */
+    uint32_t copies;                /* receive: copies in flight */
+    uint32_t copies_max;            /* receive: most copies in flight at once */
     uint32_t credit_flight;         /* receive: credits on their way back */
     uint64_t rx_msgs;               /* receive: next message number to take */
     int64_t credits;                /* send: slots of the peer's ring we may write */
     uint64_t tx_seq;                /* send: next piece number */
     uint64_t tx_msgs;               /* send: next message number */
     kb__ipcq_rx *rx_head, *rx_tail; /* pending receives, in program order */
+    kb__ipcq_rx *rx_issue;          /* the first one with pieces left to copy */
     kb__event *tx_wake;             /* set while the rank waits for a credit here */
     /* statistics */
     uint64_t pieces_sent, pieces_recv, credits_recv;
@@ -219,14 +229,16 @@ struct kb__ipcq_rx {
     void *user;
     /* internal */
     kb__ipcq_rx *next;
-    uint64_t off; /* payload bytes copied so far */
-    bool copying; /* a piece is being copied out */
-    bool checked; /* the first piece's descriptor matched */
+    uint64_t off;     /* payload bytes whose copy started */
+    uint32_t pending; /* its copies in flight */
+    bool issued;      /* every piece's copy started */
+    bool checked;     /* the first piece's descriptor matched */
 };
 
 /* Queues rx on its port behind earlier receives; it consumes the port's next
  * message, piece by piece, as the pieces become visible: each piece is copied
- * ring -> TCM (transport copy) and its credit returned once copied. A message
+ * ring -> TCM (transport copy; copies of consecutive slots overlap) and its
+ * credit returned once it and every earlier piece are copied. A message
  * whose dtype, shape or size differs from rx's fails rx with KB_EINVAL naming
  * both (the slot is left unconsumed). */
 void kb__ipcq_recv_start(kb__ipcq_rx *rx);
