@@ -137,6 +137,7 @@ tl_recv_handle tl_recv_async(tl_ctx *k, int dir, int ndim, const int64_t *shape,
     rx->user = op;
     op->staging = rx;
     op->base.start = rx_start;
+    op->base.no_server = true; /* the queue's copies move the data, not a DMA channel */
     op->base.release = rx_release;
     op->base.out = out;
     kb__pe_issue(&k->prog, &op->base);

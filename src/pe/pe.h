@@ -84,6 +84,10 @@ struct kb__pe_op {
     kb__time service;                 /* timed ops: time the unit is busy */
     kb__time t_start;                 /* when it started (statistics) */
     uint64_t work;                    /* statistics: FLOPs (GEMM: 2·M·N·K) or elements (MATH) */
+    /* Waits on something outside its unit (an inter-PE receive: its data is
+     * moved by the queue's own copies): it takes its turn in the unit's
+     * program order but holds no server and adds no busy time. */
+    bool no_server;
     /* Asynchronous ops (DMA) set start: it runs when the op starts and must
      * eventually call kb__pe_op_done. Timed ops leave it NULL. */
     void (*start)(kb__pe_op *op);

@@ -115,7 +115,7 @@ static void unit_pump(kb__pe *pe, kb__pe_unit_id id)
 {
     kb__pe_unit *u = &pe->unit[id];
     kb__time now = kb__sim_now(pe->sim);
-    while (u->head && u->busy < u->servers) {
+    while (u->head && (u->busy < u->servers || u->head->no_server)) {
         kb__pe_op *op = u->head;
         bool drop = op->prog->failed;
         if (!drop && op->issue_at > now) {
@@ -132,7 +132,7 @@ static void unit_pump(kb__pe *pe, kb__pe_unit_id id)
             op_retire(op);
             continue;
         }
-        u->busy++;
+        if (!op->no_server) u->busy++;
         op->t_start = now;
         if (op->start)
             op->start(op);
@@ -168,10 +168,12 @@ void kb__pe_op_done(kb__pe_op *op, int status, const kb__err *err)
         int rc = op->compute(op, &e);
         if (rc < 0) record_error(g, rc, e.msg);
     }
-    u->busy--;
+    if (!op->no_server) {
+        u->busy--;
+        u->busy_ps += kb__sim_now(pe->sim) - op->t_start;
+    }
     u->ops++;
     u->work += op->work;
-    u->busy_ps += kb__sim_now(pe->sim) - op->t_start;
     op_retire(op);
     pump_all(pe);
 }
