@@ -164,6 +164,7 @@ size_t kb__mmu_detach(kb__mmu *mmu, uint32_t pe, uint64_t va, uint64_t len)
     uint32_t i = ref_search(t, va), j = i;
     while (j < t->n && t->refs[j].lo >= va && t->refs[j].hi - va <= len)
         set_unref(mmu, t->refs[j++].set);
+    if (j == i) return 0;
     memmove(&t->refs[i], &t->refs[j], (t->n - j) * sizeof *t->refs);
     t->n -= j - i;
     mmu->live_refs -= j - i;

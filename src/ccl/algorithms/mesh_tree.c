@@ -74,15 +74,6 @@ static void mesh_piece(tl_ctx *k, const kb__ccl_sched *s, tl_tensor *buf, int64_
     tl_free(k, v);
 }
 
-void kb__ccl_mesh_allreduce(tl_ctx *k)
-{
-    const kb__ccl_sched *s = kb__ccl_sched_of(k);
-    tl_tensor *buf = tl_arg_tensor(k, 0);
-    if (s->world < 2) return;
-    for (int64_t a = 0; a < s->elems; a += s->piece)
-        mesh_piece(k, s, buf, a, s->elems - a < s->piece ? s->elems - a : s->piece);
-}
-
 static void tree_piece(tl_ctx *k, const kb__ccl_sched *s, tl_tensor *buf, int64_t a, int64_t len)
 {
     tl_tile v = kb__ccl_load(k, buf, a, len);
@@ -101,11 +92,25 @@ static void tree_piece(tl_ctx *k, const kb__ccl_sched *s, tl_tensor *buf, int64_
     tl_free(k, v);
 }
 
-void kb__ccl_tree_allreduce(tl_ctx *k)
+typedef void (*piece_fn)(tl_ctx *k, const kb__ccl_sched *s, tl_tensor *buf, int64_t a, int64_t len);
+
+/* Runs the whole buffer through f, one piece of at most s->piece elements at
+ * a time (each piece is a complete all-reduce of its elements). */
+static void each_piece(tl_ctx *k, piece_fn f)
 {
     const kb__ccl_sched *s = kb__ccl_sched_of(k);
     tl_tensor *buf = tl_arg_tensor(k, 0);
     if (s->world < 2) return;
     for (int64_t a = 0; a < s->elems; a += s->piece)
-        tree_piece(k, s, buf, a, s->elems - a < s->piece ? s->elems - a : s->piece);
+        f(k, s, buf, a, s->elems - a < s->piece ? s->elems - a : s->piece);
+}
+
+void kb__ccl_mesh_allreduce(tl_ctx *k)
+{
+    each_piece(k, mesh_piece);
+}
+
+void kb__ccl_tree_allreduce(tl_ctx *k)
+{
+    each_piece(k, tree_piece);
 }
