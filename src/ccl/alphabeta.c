@@ -10,8 +10,12 @@
 #include "ccl/alphabeta.h"
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "pe/ipcq.h"
 
 static int push(const kb__topo *t, kb__ccl_route *r, int32_t from, int32_t to, kb__err *err)
 {
@@ -134,6 +138,29 @@ static uint64_t memory_ps(const kb__topo_params *p, kb__ccl_buffer buf, uint64_t
     return kb__topo_ns_to_ps(lat) + kb__topo_ns_to_ps((double)(ch * first) / bw);
 }
 
+/* T of docs/timing-model.md for a bytes-long message alone on r: the
+ * overhead (links and routers), wire and drain terms, no fixed costs. */
+static const kb__topo_link *route_cost(const kb__topo *t, const kb__ccl_route *r, uint64_t bytes,
+                                       kb__ccl_msg_cost *out)
+{
+    const kb__topo_params *p = &t->params;
+    uint64_t pk = p->fabric.packet_bytes, first = bytes < pk ? bytes : pk;
+    const kb__topo_link *slow = NULL;
+    for (uint32_t i = 0; i < r->n; i++) {
+        const kb__topo_link *l = &t->links[r->links[i]];
+        out->overhead_ps += l->overhead_ps;
+        out->wire_ps += l->wire_ps;
+        out->drain_ps += kb__topo_serial_ps(l, first);
+        if (!slow || l->bw_gbs < slow->bw_gbs) slow = l;
+    }
+    uint64_t full = (bytes - first) / pk, rest = (bytes - first) % pk;
+    out->drain_ps +=
+        full * kb__topo_serial_ps(slow, pk) + (rest ? kb__topo_serial_ps(slow, rest) : 0);
+    out->overhead_ps += r->routers * kb__topo_ns_to_ps(p->cube.router_overhead_ns);
+    out->total_ps = out->overhead_ps + out->wire_ps + out->drain_ps;
+    return slow;
+}
+
 int kb__ccl_msg_cost_get(const kb__topo *t, kb__ccl_loc src, kb__ccl_loc dst, kb__ccl_buffer buf,
                          uint64_t bytes, kb__ccl_msg_cost *out, kb__err *err)
 {
@@ -147,21 +174,9 @@ int kb__ccl_msg_cost_get(const kb__topo *t, kb__ccl_loc src, kb__ccl_loc dst, kb
     }
     const kb__topo_params *p = &t->params;
     uint64_t pk = p->fabric.packet_bytes, first = bytes < pk ? bytes : pk;
-    const kb__topo_link *slow = NULL;
-    for (uint32_t i = 0; i < r.n; i++) {
-        const kb__topo_link *l = &t->links[r.links[i]];
-        out->overhead_ps += l->overhead_ps;
-        out->wire_ps += l->wire_ps;
-        out->drain_ps += kb__topo_serial_ps(l, first);
-        if (!slow || l->bw_gbs < slow->bw_gbs) slow = l;
-    }
-    uint64_t full = (bytes - first) / pk, rest = (bytes - first) % pk;
-    out->drain_ps +=
-        full * kb__topo_serial_ps(slow, pk) + (rest ? kb__topo_serial_ps(slow, rest) : 0);
-    out->overhead_ps += r.routers * kb__topo_ns_to_ps(p->cube.router_overhead_ns) +
-                        kb__topo_ns_to_ps(p->pe.dma_setup_ns) + memory_ps(p, buf, first);
+    out->min_bw_gbs = route_cost(t, &r, bytes, out)->bw_gbs;
+    out->overhead_ps += kb__topo_ns_to_ps(p->pe.dma_setup_ns) + memory_ps(p, buf, first);
     out->total_ps = out->overhead_ps + out->wire_ps + out->drain_ps;
-    out->min_bw_gbs = slow->bw_gbs;
     out->links = r.n;
     out->routers = r.routers;
     kb__ccl_route_fini(&r);
@@ -196,10 +211,167 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_
     return 0;
 }
 
-uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, uint64_t bytes)
+uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, const kb__ccl_ring_bw *bw)
 {
     uint64_t p = m->world_size;
-    if (p < 2 || m->bw_gbs <= 0) return 0;
-    double beta_ps = 2.0 * (double)(p - 1) / (double)p * (double)bytes * 1000.0 / m->bw_gbs;
-    return 2 * (p - 1) * m->alpha_ps + (uint64_t)ceil(beta_ps - 1e-6);
+    if (p < 2) return 0;
+    return 2 * (p - 1) * m->alpha_ps + bw->phase_ps[0] + bw->phase_ps[1];
+}
+
+/* ---- the bandwidth term of a ring all-reduce --------------------------------- */
+
+/* r := the route through nodes[0..n) (consecutive nodes must be linked). */
+static int path(const kb__topo *t, kb__ccl_route *r, const int32_t *nodes, int n, kb__err *err)
+{
+    r->n = 0;
+    r->routers = 0;
+    for (int i = 0; i + 1 < n; i++)
+        if (push(t, r, nodes[i], nodes[i + 1], err)) return KB_EINVAL;
+    return 0;
+}
+
+/* The closed-form time of one tile load (or store) of `bytes` between PE q's
+ * TCM and its own HBM slice, the PeXfer chain of timing-model.md: set-up and
+ * translations, request, memory read, data, memory write, ack. The DMA
+ * channel is held for all of it. */
+static int xfer_ps(const kb__topo *t, kb__ccl_loc q, bool store, uint64_t bytes, uint64_t *out,
+                   kb__err *err)
+{
+    const kb__topo_params *p = &t->params;
+    int32_t dma = NODE(PE_DMA, q.sip, q.cube, q.pe), tcm = NODE(PE_TCM, q.sip, q.cube, q.pe);
+    int32_t noc = NODE(NOC, q.sip, q.cube, -1), xbar = NODE(XBAR, q.sip, q.cube, -1);
+    int32_t hbm = NODE(HBM_CTRL, q.sip, q.cube, q.pe);
+    int32_t to_hbm[] = {dma, noc, xbar, hbm}, from_hbm[] = {hbm, xbar, noc, dma};
+    int32_t to_tcm[] = {dma, tcm}, from_tcm[] = {tcm, dma};
+    int32_t load_data[] = {hbm, xbar, noc, dma, tcm}, store_data[] = {tcm, dma, noc, xbar, hbm};
+    uint64_t hdr = p->fabric.header_bytes, pk = p->fabric.packet_bytes;
+    uint64_t first = bytes < pk ? bytes : pk, page = p->pe.mmu_page_size;
+    kb__ccl_route r = {0};
+    kb__ccl_msg_cost req = {0}, data = {0}, ack = {0};
+    int rc = path(t, &r, store ? to_tcm : to_hbm, store ? 2 : 4, err);
+    if (!rc) route_cost(t, &r, hdr, &req);
+    if (!rc && !(rc = path(t, &r, store ? store_data : load_data, 5, err)))
+        route_cost(t, &r, bytes, &data);
+    if (!rc && !(rc = path(t, &r, store ? from_hbm : from_tcm, store ? 4 : 2, err)))
+        route_cost(t, &r, hdr, &ack);
+    kb__ccl_route_fini(&r);
+    if (rc) return rc;
+    uint64_t pages = 1 + (bytes - 1 + page - 1) / page;
+    *out = kb__topo_ns_to_ps(p->pe.dma_setup_ns) + pages * kb__topo_ns_to_ps(p->pe.mmu_translate_ns) +
+           req.total_ps + data.total_ps + ack.total_ps +
+           memory_ps(p, KB__CCL_BUF_HBM, store ? hdr : first) +
+           memory_ps(p, KB__CCL_BUF_TCM, store ? first : hdr);
+    return 0;
+}
+
+/* Messages of at most piece bytes, and the slots they fill, in `bytes`. */
+static void cut(uint64_t bytes, uint64_t piece, uint64_t payload, uint64_t *msgs, uint64_t *slots)
+{
+    uint64_t full = bytes / piece, rest = bytes % piece;
+    *msgs = full + (rest != 0);
+    *slots = full * ((piece + payload - 1) / payload) + (rest + payload - 1) / payload;
+}
+
+typedef struct phase_acc {
+    double *link_ps; /* [n_links] */
+    double worst_ps;
+    char what[160];
+} phase_acc;
+
+static void worst(phase_acc *a, double ps, const char *unit, uint32_t rank)
+{
+    if (ps <= a->worst_ps) return;
+    a->worst_ps = ps;
+    snprintf(a->what, sizeof a->what, "the %s of rank %u", unit, rank);
+}
+
+static void add_route(const kb__topo *t, phase_acc *a, const kb__ccl_route *r, double bytes)
+{
+    for (uint32_t i = 0; i < r->n; i++)
+        a->link_ps[r->links[i]] += bytes * 1000.0 / t->links[r->links[i]].bw_gbs;
+}
+
+/* The receiver's copy of its ring's slots into its TCM. */
+static int copy_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__ccl_route *r,
+                     kb__err *err)
+{
+    int32_t dma = NODE(PE_DMA, d.sip, d.cube, d.pe), tcm = NODE(PE_TCM, d.sip, d.cube, d.pe);
+    int32_t noc = NODE(NOC, d.sip, d.cube, -1), xbar = NODE(XBAR, d.sip, d.cube, -1);
+    int32_t mem = buf == KB__CCL_BUF_SRAM ? NODE(SRAM, d.sip, d.cube, -1)
+                                          : NODE(HBM_CTRL, d.sip, d.cube, d.pe);
+    int32_t tcm_ring[] = {tcm, dma, tcm}, far_ring[] = {mem, xbar, noc, dma, tcm};
+    return buf == KB__CCL_BUF_TCM ? path(t, r, tcm_ring, 3, err) : path(t, r, far_ring, 5, err);
+}
+
+int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
+                              uint64_t piece, kb__ccl_ring_bw *out, kb__err *err)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t p = plan->world_size;
+    if (plan->r.algo->topology != KB__CCL_RING_1D)
+        return kb__err_set(err, KB_EINVAL, "ring bandwidth model: algorithm '%s' is %s, not ring_1d",
+                           plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
+    if (p < 2 || !bytes || !piece) return 0;
+    const kb__topo_params *tp = &t->params;
+    const kb__ccl_settings *q = &plan->r.s;
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
+    uint64_t vc_chunk = q->vc_chunk_size ? q->vc_chunk_size : tp->pe.ipcq_vc_chunk_bytes;
+    uint64_t chunk = (bytes + p - 1) / p, msgs, slots;
+    cut(chunk, piece, payload, &msgs, &slots);
+    /* per rank and phase: ring chunks sent, own chunks loaded and stored */
+    const double ring_chunks = p - 1, loads[2] = {p, 0}, stores[2] = {1, p - 1};
+    double wire = (double)(chunk + slots * KB__IPCQ_META_BYTES);
+    double slot_ps = (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
+                         (double)kb__topo_ns_to_ps(tp->pe.dma_setup_ns) +
+                     (double)q->slot_size * 1000.0 / tp->pe.dma_bw_gbs;
+    phase_acc acc[2] = {{0}, {0}};
+    acc[0].link_ps = calloc(t->n_links, sizeof(double));
+    acc[1].link_ps = calloc(t->n_links, sizeof(double));
+    int rc = acc[0].link_ps && acc[1].link_ps ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
+    kb__ccl_route r = {0}, ld = {0}, st = {0};
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        kb__ccl_loc at = plan->loc[k];
+        int32_t dma = NODE(PE_DMA, at.sip, at.cube, at.pe), tcm = NODE(PE_TCM, at.sip, at.cube, at.pe);
+        int32_t noc = NODE(NOC, at.sip, at.cube, -1), xbar = NODE(XBAR, at.sip, at.cube, -1);
+        int32_t hbm = NODE(HBM_CTRL, at.sip, at.cube, at.pe);
+        int32_t load_data[] = {hbm, xbar, noc, dma, tcm}, store_data[] = {tcm, dma, noc, xbar, hbm};
+        uint64_t t_load, t_store;
+        if ((rc = path(t, &ld, load_data, 5, err)) || (rc = path(t, &st, store_data, 5, err)) ||
+            (rc = xfer_ps(t, at, false, piece < chunk ? piece : chunk, &t_load, err)) ||
+            (rc = xfer_ps(t, at, true, piece < chunk ? piece : chunk, &t_store, err)))
+            break;
+        for (int ph = 0; ph < 2; ph++) {
+            phase_acc *a = &acc[ph];
+            if ((rc = kb__ccl_route_build(t, at, plan->ports[k][KB__CCL_E].loc, q->buffer_kind, &r,
+                                          err)))
+                break;
+            add_route(t, a, &r, ring_chunks * wire);
+            if ((rc = copy_path(t, at, q->buffer_kind, &r, err))) break;
+            add_route(t, a, &r, ring_chunks * (double)chunk);
+            add_route(t, a, &ld, loads[ph] * (double)chunk);
+            add_route(t, a, &st, stores[ph] * (double)chunk);
+            worst(a, ring_chunks * (double)slots * slot_ps, "vc channel", k);
+            worst(a,
+                  (double)msgs * (loads[ph] * (double)t_load + stores[ph] * (double)t_store) /
+                      tp->pe.dma_channels,
+                  "DMA channels", k);
+        }
+    }
+    for (int ph = 0; !rc && ph < 2; ph++) {
+        for (uint32_t l = 0; l < t->n_links; l++) {
+            if (acc[ph].link_ps[l] <= acc[ph].worst_ps) continue;
+            acc[ph].worst_ps = acc[ph].link_ps[l];
+            const kb__topo_link *tl = &t->links[l];
+            snprintf(acc[ph].what, sizeof acc[ph].what, "the link %s -> %s",
+                     t->nodes[tl->from].name, t->nodes[tl->to].name);
+        }
+        out->phase_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
+        snprintf(out->bottleneck[ph], sizeof out->bottleneck[ph], "%s", acc[ph].what);
+    }
+    kb__ccl_route_fini(&r);
+    kb__ccl_route_fini(&ld);
+    kb__ccl_route_fini(&st);
+    free(acc[0].link_ps);
+    free(acc[1].link_ps);
+    return rc;
 }

@@ -77,8 +77,35 @@ typedef struct kb__ccl_alphabeta {
 int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_alphabeta *out,
                            kb__err *err);
 
-/* Predicted ring all-reduce time of bytes, ps:
- * 2(p−1)α + ceil(2(p−1)/p · bytes/B). 0 for p = 1. */
-uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, uint64_t bytes);
+/* The bandwidth term of a ring all-reduce of `bytes` per rank moved in
+ * messages of at most `piece` bytes, with every rank's buffer in its own
+ * PE's HBM slice. Each of the two phases (reduce-scatter, all-gather)
+ * takes as long as its busiest resource, where per rank and phase the
+ * kernel sends p - 1 chunks (N/p bytes) to NEXT, loads p chunks of its
+ * buffer and stores 1 (reduce-scatter) or loads none and stores p - 1
+ * (all-gather). The resources and their busy time:
+ *
+ *   each link:            the bytes of every flow crossing it / B
+ *                         (ring messages with their slot descriptors, the
+ *                         receiver's ring -> TCM copies, loads, stores)
+ *   each rank's vc channel: slots sent × (set-up per vc chunk + slot / pe.dma.bw)
+ *   each rank's DMA unit: loads and stores × their closed-form PeXfer
+ *                         time (the channel is held from set-up to ack)
+ *                         / pe.dma.channels
+ *
+ * Credits are assumed never to run out (a ring of n_slots slots that
+ * cannot cover the credit round trip is slower than this). */
+typedef struct kb__ccl_ring_bw {
+    uint64_t phase_ps[2];    /* reduce-scatter, all-gather */
+    char bottleneck[2][160]; /* the busiest resource of each phase */
+} kb__ccl_ring_bw;
+
+int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
+                              uint64_t piece, kb__ccl_ring_bw *out, kb__err *err);
+
+/* Predicted ring all-reduce time, ps: 2(p−1)α + the two phases' bandwidth
+ * terms (0 for p = 1). With B := 2(p−1)/p · N / (phase_ps[0] +
+ * phase_ps[1]) this is the textbook 2(p−1)α + 2(p−1)/p · N/B. */
+uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, const kb__ccl_ring_bw *bw);
 
 #endif

@@ -455,11 +455,13 @@ static void sizes(const kb__ccl_state *st, const coll_call *c, kb__ccl_sched *s)
     }
     uint64_t piece = PIECE_TARGET_BYTES;
     if (piece > scratch / 16) piece = scratch / 16;
+    const kb__ccl_settings *q = &st->plan->r.s;
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
     if (c->mod->topology != KB__CCL_RING_1D) {
-        const kb__ccl_settings *q = &st->plan->r.s;
-        uint64_t ring = (uint64_t)q->n_slots * (q->slot_size - KB__IPCQ_META_BYTES);
+        uint64_t ring = (uint64_t)q->n_slots * payload;
         if (piece > ring) piece = ring;
     }
+    if (piece > payload) piece -= piece % payload;
     s->piece = (int64_t)(piece / esize ? piece / esize : 1);
     uint64_t window = scratch / 2 / ((uint64_t)s->piece * esize);
     s->window = window > KB__CCL_WINDOW_MAX ? KB__CCL_WINDOW_MAX : window ? (int64_t)window : 1;
@@ -477,11 +479,25 @@ static void fill_info(kb__ccl_state *st, const coll_call *c, const kb__rt_launch
     info->t_run_end = t->pes_end;
     if (c->r->kind != KB__CCL_ALL_REDUCE || c->mod->topology != KB__CCL_RING_1D) return;
     kb__ccl_alphabeta ab;
+    kb__ccl_ring_bw bw;
+    kb__ccl_sched s;
     kb__err e;
-    if (kb__ccl_alphabeta_ring(st->m->dev->topo, st->plan, &ab, &e)) return;
-    info->predicted_ps = kb__ccl_ring_allreduce_ps(&ab, info->bytes_per_rank);
+    sizes(st, c, &s);
+    if (kb__ccl_alphabeta_ring(st->m->dev->topo, st->plan, &ab, &e) ||
+        kb__ccl_ring_allreduce_bw(st->m->dev->topo, st->plan, info->bytes_per_rank,
+                                  (uint64_t)s.piece * kb__dtype_size(c->dtype), &bw, &e))
+        return;
+    info->predicted_ps = kb__ccl_ring_allreduce_ps(&ab, &bw);
     info->alpha_ps = (double)ab.alpha_ps;
-    info->beta_ps_per_byte = ab.bw_gbs > 0 ? 1000.0 / ab.bw_gbs : 0;
+    info->link_bw_gbs = ab.bw_gbs;
+    uint64_t t_bw = bw.phase_ps[0] + bw.phase_ps[1], p = c->p;
+    info->beta_ps_per_byte =
+        t_bw ? (double)t_bw / (2.0 * (double)(p - 1) / (double)p * (double)info->bytes_per_rank)
+             : 0;
+    for (int ph = 0; ph < 2; ph++) {
+        info->phase_ps[ph] = bw.phase_ps[ph];
+        snprintf(info->bottleneck[ph], sizeof info->bottleneck[ph], "%s", bw.bottleneck[ph]);
+    }
 }
 
 /* Launches the module's kernel, one program per rank, and waits for it. */

@@ -399,6 +399,9 @@ static void keep_report(kb__rt_dist *x, const kb__coll_info *info)
     o->predicted_ps = info->predicted_ps;
     o->alpha_ps = info->alpha_ps;
     o->beta_ps_per_byte = info->beta_ps_per_byte;
+    o->link_bw_gbs = info->link_bw_gbs;
+    memcpy(o->phase_ps, info->phase_ps, sizeof o->phase_ps);
+    memcpy(o->bottleneck, info->bottleneck, sizeof o->bottleneck);
     x->has_last = 1;
 }
 

@@ -162,10 +162,39 @@ Test(ccl_alphabeta, ring_alpha_is_the_slowest_step_and_prediction_follows_the_fo
     double B =
         fmin(fmin(p.cube.noc.bw_gbs, p.cube.xbar_bw_gbs), fmin(p.sip.ucie.bw_gbs, p.pe.tcm_bw_gbs));
     cr_assert_float_eq(m.bw_gbs, B, 1e-9);
-    uint64_t N = 64ull << 20;
-    uint64_t want =
-        2 * 15 * m.alpha_ps + (uint64_t)ceil(2.0 * 15 / 16 * (double)N * 1000.0 / B - 1e-6);
-    cr_assert_eq(kb__ccl_ring_allreduce_ps(&m, N), want);
+    kb__ccl_ring_bw bw = {{1000000, 2500000}, {"", ""}};
+    cr_assert_eq(kb__ccl_ring_allreduce_ps(&m, &bw), 2 * 15 * m.alpha_ps + 3500000);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb__topo_destroy(t);
+}
+
+/* Eight ranks of one cube, buffers in their HBM slices: every rank loads
+ * its whole buffer in the reduce-scatter and stores p - 1 chunks in the
+ * all-gather, all through the cube's one xbar <-> NOC link pair, which is
+ * busier than any rank's NOC link, vc channel or DMA unit. */
+Test(ccl_alphabeta, cube_ring_bandwidth_term_is_the_shared_xbar_link)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__ccl_config *c;
+    kb__ccl_plan *pl = ring_plan(&p, 8, &c);
+    kb__ccl_ring_bw bw;
+    kb__err err;
+    uint64_t N = 2u << 20, chunk = N / 8;
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, 16128, &bw, &err), 0, "%s", err.msg);
+    cr_assert_eq(bw.phase_ps[0], ps(8.0 * 8 * (double)chunk / p.cube.xbar_bw_gbs));
+    cr_assert_eq(bw.phase_ps[1], ps(8.0 * 7 * (double)chunk / p.cube.xbar_bw_gbs));
+    cr_assert_str_eq(bw.bottleneck[0], "the link sip0.cube0.xbar -> sip0.cube0.noc");
+    cr_assert_str_eq(bw.bottleneck[1], "the link sip0.cube0.noc -> sip0.cube0.xbar");
+    /* one rank alone in its cube is not bound by the xbar: a two-rank ring
+     * moves less through it than the 8-rank one, per byte */
+    kb__ccl_plan *two = ring_plan(&p, 2, &c);
+    kb__ccl_ring_bw b2;
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, two, N, 16128, &b2, &err), 0, "%s", err.msg);
+    cr_assert_lt(b2.phase_ps[0], bw.phase_ps[0]);
+    cr_assert_gt(b2.phase_ps[0], 0u);
+    kb__ccl_plan_destroy(two);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     kb__topo_destroy(t);

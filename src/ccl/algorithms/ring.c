@@ -133,34 +133,53 @@ static tl_tile arrive(ring *g, piece *x)
     return v;
 }
 
+/* Messages a rank may still be waiting for while it sends: it sends O[i]
+ * before it waits for I[i - lag], so the send of O[i + 1] never waits for
+ * the message that arrives right before it (O[i + 1] = R[i + 1 - m] only
+ * needs lag < m). */
+#define RING_LAG_MAX 8
+
+static int64_t lag_of(const ring *g)
+{
+    int64_t d = g->m - 1, room = (g->s->window - 4) / 2;
+    if (d > room) d = room;
+    if (d > RING_LAG_MAX) d = RING_LAG_MAX;
+    return d > 0 ? d : 0;
+}
+
+/* Walks the outbound messages once. At message i it posts the receive of
+ * I[i] (with its own-data load) before it sends O[i], so every rank has a
+ * receive pending on what its predecessor sends; then it waits for I[i -
+ * lag]. The receives I[i - lag .. i] and the own pieces O[i .. i + lag]
+ * are in flight together. */
 static void round_run(ring *g)
 {
     tl_ctx *k = g->k;
-    int64_t m = g->m, total = (int64_t)g->steps * m;
-    tl_tile held[KB__CCL_WINDOW_MAX];
-    piece cur, nxt;
-    tl_tile o = own_piece(g, 0);
-    post(g, 0, &cur);
-    for (int64_t i = 0; i < total; i++) {
-        tl_tile o_next = TL_NONE;
-        if (i + 1 < total) {
-            if (i + 1 < m) o_next = own_piece(g, i + 1);
-            post(g, i + 1, &nxt);
+    int64_t m = g->m, total = (int64_t)g->steps * m, d = lag_of(g), q = d + 1;
+    tl_tile held[KB__CCL_WINDOW_MAX], own[RING_LAG_MAX + 1];
+    piece pend[RING_LAG_MAX + 1];
+    for (int64_t j = 0; j < q && j < m; j++)
+        own[j] = own_piece(g, j);
+    for (int64_t i = 0; i < total + d; i++) {
+        if (i < total) {
+            post(g, i, &pend[i % q]);
+            tl_tile o = i < m ? own[i % q] : held[(i - m) % m];
+            if (i + q < m) own[i % q] = own_piece(g, i + q);
+            if (o.slot) {
+                tl_send(k, TL_DIR_NEXT, o);
+                tl_free(k, o);
+            }
         }
-        if (o.slot) {
-            tl_send(k, TL_DIR_NEXT, o);
-            tl_free(k, o);
-        }
-        held[i % m] = TL_NONE;
-        if (cur.len) {
-            tl_tile v = arrive(g, &cur);
-            if (cur.t + 1 < g->steps)
-                held[i % m] = v;
-            else
-                tl_free(k, v);
-        }
-        o = i + 1 < m ? o_next : held[(i + 1) % m];
-        cur = nxt;
+        int64_t j = i - d;
+        if (j < 0) continue;
+        piece *x = &pend[j % q];
+        held[j % m] = TL_NONE;
+        if (!x->len) continue;
+        tl_tile v = arrive(g, x);
+        if (x->t + 1 < g->steps)
+            held[j % m] = v;
+        else
+            tl_free(k, v);
     }
 }
 
