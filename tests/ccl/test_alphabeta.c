@@ -189,12 +189,14 @@ Test(ccl_alphabeta, cube_ring_bandwidth_term_is_the_shared_xbar_link)
     cr_assert_str_eq(bw.bottleneck[1], "the link sip0.cube0.noc -> sip0.cube0.xbar");
     /* one rank alone in its cube is not bound by the xbar: a two-rank ring
      * moves less through it than the 8-rank one, per byte */
-    kb__ccl_plan *two = ring_plan(&p, 2, &c);
+    kb__ccl_config *c2;
+    kb__ccl_plan *two = ring_plan(&p, 2, &c2);
     kb__ccl_ring_bw b2;
     cr_assert_eq(kb__ccl_ring_allreduce_bw(t, two, N, 16128, &b2, &err), 0, "%s", err.msg);
     cr_assert_lt(b2.phase_ps[0], bw.phase_ps[0]);
     cr_assert_gt(b2.phase_ps[0], 0u);
     kb__ccl_plan_destroy(two);
+    kb__ccl_config_destroy(c2);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     kb__topo_destroy(t);
