@@ -17,6 +17,8 @@
 
 #include "kernbench/bench.h"
 
+#include "config/config.h"
+
 void kb_bench_opts_init(kb_bench_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -78,9 +80,16 @@ int kb_bench_opt_i64(kb_bench_opts *o, const char *key, int64_t def, int64_t lo,
     char *end;
     errno = 0;
     long long x = strtoll(v, &end, 0);
+    uint64_t size;
+    if (*v && *end && !errno && kb__cfg_text_size(v, &size) && size <= INT64_MAX) {
+        x = (long long)size; /* a size with a unit: 4MiB, 64KiB, 1GB */
+        end = (char *)v + strlen(v);
+    }
     if (!*v || *end || errno || x < lo || x > hi)
-        return opts_error(o, "option %s: expected an integer from %lld to %lld, got '%s'", key,
-                          (long long)lo, (long long)hi, v);
+        return opts_error(o,
+                          "option %s: expected an integer (or a size such as 4MiB) from %lld to "
+                          "%lld, got '%s'",
+                          key, (long long)lo, (long long)hi, v);
     *out = x;
     return 0;
 }

@@ -4,6 +4,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "kernbench/bench.h"
@@ -55,6 +56,24 @@ Test(bench_opts, out_of_range_integer_names_key_value_and_range)
     cr_assert_not_null(strstr(o.error, "pes"));
     cr_assert_not_null(strstr(o.error, "from 1 to 8"));
     cr_assert_not_null(strstr(o.error, "'9'"));
+}
+
+Test(bench_opts, integers_take_a_size_unit)
+{
+    kb_bench_opts o;
+    kb_bench_opts_init(&o);
+    kb_bench_opts_add(&o, "bytes=4MiB");
+    kb_bench_opts_add(&o, "k=64KB");
+    kb_bench_opts_add(&o, "bad=4Mi");
+    int64_t v;
+    cr_assert_eq(kb_bench_opt_i64(&o, "bytes", 0, 0, INT64_MAX, &v), 0);
+    cr_assert_eq(v, 4 << 20);
+    cr_assert_eq(kb_bench_opt_i64(&o, "k", 0, 0, INT64_MAX, &v), 0);
+    cr_assert_eq(v, 64000);
+    cr_assert_eq(kb_bench_opt_i64(&o, "bytes", 0, 0, 1 << 20, &v), KB_EINVAL);
+    cr_assert_not_null(strstr(o.error, "'4MiB'"));
+    cr_assert_eq(kb_bench_opt_i64(&o, "bad", 0, 0, INT64_MAX, &v), KB_EINVAL);
+    cr_assert_not_null(strstr(o.error, "'4Mi'"));
 }
 
 Test(bench_opts, typed_getters_parse_their_types)
