@@ -230,12 +230,23 @@ static int path(const kb__topo *t, kb__ccl_route *r, const int32_t *nodes, int n
     return 0;
 }
 
+/* The data route of a tile load (HBM slice -> xbar -> noc -> dma -> TCM)
+ * or store (the way back) of PE q, with its own HBM slice. */
+static int data_path(const kb__topo *t, kb__ccl_loc q, bool store, kb__ccl_route *r, kb__err *err)
+{
+    int32_t dma = NODE(PE_DMA, q.sip, q.cube, q.pe), tcm = NODE(PE_TCM, q.sip, q.cube, q.pe);
+    int32_t noc = NODE(NOC, q.sip, q.cube, -1), xbar = NODE(XBAR, q.sip, q.cube, -1);
+    int32_t hbm = NODE(HBM_CTRL, q.sip, q.cube, q.pe);
+    int32_t load[] = {hbm, xbar, noc, dma, tcm}, st[] = {tcm, dma, noc, xbar, hbm};
+    return path(t, r, store ? st : load, 5, err);
+}
+
 /* The closed-form time of one tile load (or store) of `bytes` between PE q's
- * TCM and its own HBM slice, the PeXfer chain of timing-model.md: set-up and
- * translations, request, memory read, data, memory write, ack. The DMA
- * channel is held for all of it. */
-static int xfer_ps(const kb__topo *t, kb__ccl_loc q, bool store, uint64_t bytes, uint64_t *out,
-                   kb__err *err)
+ * TCM and its own HBM slice over the data route `data`: the PeXfer chain of
+ * timing-model.md (set-up and translations, request, memory read, data,
+ * memory write, ack). The DMA channel is held for all of it. */
+static int xfer_ps(const kb__topo *t, kb__ccl_loc q, bool store, const kb__ccl_route *data,
+                   uint64_t bytes, uint64_t *out, kb__err *err)
 {
     const kb__topo_params *p = &t->params;
     int32_t dma = NODE(PE_DMA, q.sip, q.cube, q.pe), tcm = NODE(PE_TCM, q.sip, q.cube, q.pe);
@@ -243,24 +254,22 @@ static int xfer_ps(const kb__topo *t, kb__ccl_loc q, bool store, uint64_t bytes,
     int32_t hbm = NODE(HBM_CTRL, q.sip, q.cube, q.pe);
     int32_t to_hbm[] = {dma, noc, xbar, hbm}, from_hbm[] = {hbm, xbar, noc, dma};
     int32_t to_tcm[] = {dma, tcm}, from_tcm[] = {tcm, dma};
-    int32_t load_data[] = {hbm, xbar, noc, dma, tcm}, store_data[] = {tcm, dma, noc, xbar, hbm};
     uint64_t hdr = p->fabric.header_bytes, pk = p->fabric.packet_bytes;
     uint64_t first = bytes < pk ? bytes : pk, page = p->pe.mmu_page_size;
     kb__ccl_route r = {0};
-    kb__ccl_msg_cost req = {0}, data = {0}, ack = {0};
+    kb__ccl_msg_cost req = {0}, dat = {0}, ack = {0};
     int rc = path(t, &r, store ? to_tcm : to_hbm, store ? 2 : 4, err);
     if (!rc) route_cost(t, &r, hdr, &req);
-    if (!rc && !(rc = path(t, &r, store ? store_data : load_data, 5, err)))
-        route_cost(t, &r, bytes, &data);
     if (!rc && !(rc = path(t, &r, store ? from_hbm : from_tcm, store ? 4 : 2, err)))
         route_cost(t, &r, hdr, &ack);
     kb__ccl_route_fini(&r);
     if (rc) return rc;
+    route_cost(t, data, bytes, &dat);
     uint64_t pages = 1 + (bytes - 1 + page - 1) / page;
-    *out = kb__topo_ns_to_ps(p->pe.dma_setup_ns) + pages * kb__topo_ns_to_ps(p->pe.mmu_translate_ns) +
-           req.total_ps + data.total_ps + ack.total_ps +
-           memory_ps(p, KB__CCL_BUF_HBM, store ? hdr : first) +
-           memory_ps(p, KB__CCL_BUF_TCM, store ? first : hdr);
+    *out = kb__topo_ns_to_ps(p->pe.dma_setup_ns) +
+           pages * kb__topo_ns_to_ps(p->pe.mmu_translate_ns) + req.total_ps + dat.total_ps +
+           ack.total_ps + memory_ps(p, KB__CCL_BUF_HBM, first) +
+           memory_ps(p, KB__CCL_BUF_TCM, first);
     return 0;
 }
 
@@ -309,7 +318,8 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
     memset(out, 0, sizeof *out);
     uint32_t p = plan->world_size;
     if (plan->r.algo->topology != KB__CCL_RING_1D)
-        return kb__err_set(err, KB_EINVAL, "ring bandwidth model: algorithm '%s' is %s, not ring_1d",
+        return kb__err_set(err, KB_EINVAL,
+                           "ring bandwidth model: algorithm '%s' is %s, not ring_1d",
                            plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
     if (p < 2 || !bytes || !piece) return 0;
     const kb__topo_params *tp = &t->params;
@@ -328,26 +338,21 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
     acc[0].link_ps = calloc(t->n_links, sizeof(double));
     acc[1].link_ps = calloc(t->n_links, sizeof(double));
     int rc = acc[0].link_ps && acc[1].link_ps ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
-    kb__ccl_route r = {0}, ld = {0}, st = {0};
+    kb__ccl_route ring = {0}, copy = {0}, ld = {0}, st = {0};
     for (uint32_t k = 0; !rc && k < p; k++) {
         kb__ccl_loc at = plan->loc[k];
-        int32_t dma = NODE(PE_DMA, at.sip, at.cube, at.pe), tcm = NODE(PE_TCM, at.sip, at.cube, at.pe);
-        int32_t noc = NODE(NOC, at.sip, at.cube, -1), xbar = NODE(XBAR, at.sip, at.cube, -1);
-        int32_t hbm = NODE(HBM_CTRL, at.sip, at.cube, at.pe);
-        int32_t load_data[] = {hbm, xbar, noc, dma, tcm}, store_data[] = {tcm, dma, noc, xbar, hbm};
-        uint64_t t_load, t_store;
-        if ((rc = path(t, &ld, load_data, 5, err)) || (rc = path(t, &st, store_data, 5, err)) ||
-            (rc = xfer_ps(t, at, false, piece < chunk ? piece : chunk, &t_load, err)) ||
-            (rc = xfer_ps(t, at, true, piece < chunk ? piece : chunk, &t_store, err)))
+        uint64_t t_load, t_store, xfer = piece < chunk ? piece : chunk;
+        if ((rc = kb__ccl_route_build(t, at, plan->ports[k][KB__CCL_E].loc, q->buffer_kind, &ring,
+                                      err)) ||
+            (rc = copy_path(t, at, q->buffer_kind, &copy, err)) ||
+            (rc = data_path(t, at, false, &ld, err)) || (rc = data_path(t, at, true, &st, err)) ||
+            (rc = xfer_ps(t, at, false, &ld, xfer, &t_load, err)) ||
+            (rc = xfer_ps(t, at, true, &st, xfer, &t_store, err)))
             break;
         for (int ph = 0; ph < 2; ph++) {
             phase_acc *a = &acc[ph];
-            if ((rc = kb__ccl_route_build(t, at, plan->ports[k][KB__CCL_E].loc, q->buffer_kind, &r,
-                                          err)))
-                break;
-            add_route(t, a, &r, ring_chunks * wire);
-            if ((rc = copy_path(t, at, q->buffer_kind, &r, err))) break;
-            add_route(t, a, &r, ring_chunks * (double)chunk);
+            add_route(t, a, &ring, ring_chunks * wire);
+            add_route(t, a, &copy, ring_chunks * (double)chunk);
             add_route(t, a, &ld, loads[ph] * (double)chunk);
             add_route(t, a, &st, stores[ph] * (double)chunk);
             worst(a, ring_chunks * (double)slots * slot_ps, "vc channel", k);
@@ -368,7 +373,8 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
         out->phase_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
         snprintf(out->bottleneck[ph], sizeof out->bottleneck[ph], "%s", acc[ph].what);
     }
-    kb__ccl_route_fini(&r);
+    kb__ccl_route_fini(&ring);
+    kb__ccl_route_fini(&copy);
     kb__ccl_route_fini(&ld);
     kb__ccl_route_fini(&st);
     free(acc[0].link_ps);

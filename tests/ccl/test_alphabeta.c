@@ -91,9 +91,10 @@ Test(ccl_alphabeta, hbm_buffer_adds_the_slice_constant)
 {
     kb__topo_params p;
     kb__topo *t = machine(&p);
-    hop h[3] = {{p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm},
-                {p.cube.xbar_bw_gbs, p.cube.xbar_overhead_ns, 0},
-                {p.cube.hbm_xbar_bw_gbs * p.cube.hbm_efficiency, 0, 0}}; /* link no faster than HBM */
+    hop h[3] = {
+        {p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm},
+        {p.cube.xbar_bw_gbs, p.cube.xbar_overhead_ns, 0},
+        {p.cube.hbm_xbar_bw_gbs * p.cube.hbm_efficiency, 0, 0}}; /* link no faster than HBM */
     uint64_t want =
         closed_form(&p, h, 3, 0, 4096, p.cube.hbm_access_latency_ns,
                     p.cube.hbm_xbar_bw_gbs * p.cube.hbm_efficiency, p.cube.hbm_pseudo_channels);
