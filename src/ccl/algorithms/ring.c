@@ -15,13 +15,14 @@
  *
  * where R[i] is what it made of inbound message I[i] (combined, or just
  * received) and m the pieces per chunk in this round. The kernel walks k
- * once: it posts the receive of I[k + 1] (tl_recv_async) before it sends
- * O[k + 1], so every rank always has a receive pending on the message its
+ * once: it posts the receive of I[k] (tl_recv_async) before it sends O[k],
+ * so every rank always has a receive pending on the message its
  * predecessor is sending: rings with any number of slots drain and no rank
- * waits on a message that is not on its way. At most two receives are
- * pending (pe.dma.channels is 2 on the built-in machine), and the own-data
- * load for I[k + 1] is issued right behind its receive so it runs while
- * I[k + 1] is in flight.
+ * waits on a message that is not on its way. It then waits for I[k - lag]
+ * (lag < m, at most RING_LAG_MAX), so the send of O[k + 1] never waits for
+ * the message that just arrived; the own-data load for I[k] is issued
+ * right behind its receive and runs while the message is in flight.
+ * Pending receives hold no DMA channel, so they cost only TCM.
  *
  * R[i] stays in TCM until it is sent m messages later, so one round keeps
  * at most m <= s->window pieces; a chunk with more pieces is done in rounds
@@ -133,10 +134,8 @@ static tl_tile arrive(ring *g, piece *x)
     return v;
 }
 
-/* Messages a rank may still be waiting for while it sends: it sends O[i]
- * before it waits for I[i - lag], so the send of O[i + 1] never waits for
- * the message that arrives right before it (O[i + 1] = R[i + 1 - m] only
- * needs lag < m). */
+/* Receives a rank may still wait for while it sends (see the top). The
+ * scratch holds the window plus 2 (lag + 1) pending tiles. */
 #define RING_LAG_MAX 8
 
 static int64_t lag_of(const ring *g)
@@ -147,11 +146,8 @@ static int64_t lag_of(const ring *g)
     return d > 0 ? d : 0;
 }
 
-/* Walks the outbound messages once. At message i it posts the receive of
- * I[i] (with its own-data load) before it sends O[i], so every rank has a
- * receive pending on what its predecessor sends; then it waits for I[i -
- * lag]. The receives I[i - lag .. i] and the own pieces O[i .. i + lag]
- * are in flight together. */
+/* One round: the receives I[i - lag .. i] and the own pieces O[i .. i +
+ * lag] are in flight together. */
 static void round_run(ring *g)
 {
     tl_ctx *k = g->k;
