@@ -183,23 +183,25 @@ int kb__ccl_msg_cost_get(const kb__topo *t, kb__ccl_loc src, kb__ccl_loc dst, kb
     return 0;
 }
 
-int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_alphabeta *out,
-                           kb__err *err)
+int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg_bytes,
+                           kb__ccl_alphabeta *out, kb__err *err)
 {
     memset(out, 0, sizeof *out);
     if (plan->r.algo->topology != KB__CCL_RING_1D)
         return kb__err_set(err, KB_EINVAL, "α-β ring model: algorithm '%s' is %s, not ring_1d",
                            plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
     out->world_size = plan->world_size;
-    out->slot_size = plan->r.s.slot_size;
-    for (uint32_t k = 0; plan->world_size > 1 && k < plan->world_size; k++) {
+    out->msg_bytes = msg_bytes && msg_bytes < plan->r.s.slot_size ? msg_bytes : plan->r.s.slot_size;
+    uint32_t p = plan->world_size;
+    uint64_t sum = 0, pair = UINT64_MAX, first = 0, prev = 0;
+    for (uint32_t k = 0; p > 1 && k < p; k++) {
         const kb__ccl_port *next = &plan->ports[k][KB__CCL_E];
         kb__ccl_msg_cost c;
         int rc = kb__ccl_msg_cost_get(t, plan->loc[k], next->loc, plan->r.s.buffer_kind,
-                                      out->slot_size, &c, err);
+                                      out->msg_bytes, &c, err);
         if (rc) return rc;
-        if (c.total_ps > out->alpha_ps) {
-            out->alpha_ps = c.total_ps;
+        if (c.total_ps > out->hop_max_ps) {
+            out->hop_max_ps = c.total_ps;
             out->alpha_rank = k;
             out->alpha_parts = c;
         }
@@ -207,7 +209,17 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_
             out->bw_gbs = c.min_bw_gbs;
             out->bw_rank = k;
         }
+        sum += c.total_ps;
+        if (k && prev + c.total_ps < pair) pair = prev + c.total_ps;
+        if (!k) first = c.total_ps;
+        prev = c.total_ps;
     }
+    if (p < 2) return 0;
+    if (prev + first < pair) pair = prev + first;
+    /* the slowest chunk crosses 2(p - 1) consecutive hops: every hop twice
+     * but the cheapest two neighbouring ones once */
+    out->path_ps = 2 * sum - pair;
+    out->alpha_ps = (out->path_ps + 2 * (p - 1) - 1) / (2 * (p - 1));
     return 0;
 }
 
@@ -215,7 +227,7 @@ uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, const kb__ccl_rin
 {
     uint64_t p = m->world_size;
     if (p < 2) return 0;
-    return 2 * (p - 1) * m->alpha_ps + bw->phase_ps[0] + bw->phase_ps[1];
+    return m->path_ps + bw->phase_ps[0] + bw->phase_ps[1];
 }
 
 /* ---- the bandwidth term of a ring all-reduce --------------------------------- */
@@ -312,6 +324,69 @@ static int copy_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__c
     return buf == KB__CCL_BUF_TCM ? path(t, r, tcm_ring, 3, err) : path(t, r, far_ring, 5, err);
 }
 
+/* The credit round trip of rank k's port to NEXT, ps: a slot's trip (vc
+ * set-up, TCM read, route, ring write), the receiver's copy ring -> TCM,
+ * and the credit back. */
+static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, uint64_t *out,
+                         kb__err *err)
+{
+    const kb__topo_params *tp = &t->params;
+    const kb__ccl_settings *q = &plan->r.s;
+    kb__ccl_loc at = plan->loc[k], nx = plan->ports[k][KB__CCL_E].loc;
+    uint64_t pk = tp->fabric.packet_bytes, slot = q->slot_size;
+    uint64_t first = slot < pk ? slot : pk;
+    uint64_t credit = q->credit_size ? q->credit_size : tp->pe.ipcq_credit_bytes;
+    int32_t tcm = NODE(PE_TCM, at.sip, at.cube, at.pe), dma = NODE(PE_DMA, at.sip, at.cube, at.pe);
+    kb__ccl_route hop = {0}, r = {0};
+    kb__ccl_msg_cost trip = {0}, copy = {0}, back = {0};
+    int rc = kb__ccl_route_build(t, at, nx, q->buffer_kind, &r, err);
+    if (!rc) {
+        /* the slot leaves the sender's TCM through its DMA node */
+        int32_t first_hop[] = {tcm, dma};
+        rc = path(t, &hop, first_hop, 2, err);
+        for (uint32_t i = 0; !rc && i < r.n; i++)
+            rc = push(t, &hop, (int32_t)t->links[r.links[i]].from, (int32_t)t->links[r.links[i]].to,
+                      err);
+    }
+    if (!rc) route_cost(t, &hop, slot, &trip);
+    if (!rc && !(rc = copy_path(t, nx, q->buffer_kind, &r, err)))
+        route_cost(t, &r, slot - KB__IPCQ_META_BYTES, &copy);
+    if (!rc && !(rc = kb__ccl_route_build(t, nx, at, KB__CCL_BUF_TCM, &r, err))) {
+        r.n--; /* DMA to DMA: without the last dma -> tcm link */
+        route_cost(t, &r, credit, &back);
+    }
+    kb__ccl_route_fini(&hop);
+    kb__ccl_route_fini(&r);
+    if (rc) return rc;
+    *out = kb__topo_ns_to_ps(tp->pe.dma_setup_ns) + memory_ps(tp, KB__CCL_BUF_TCM, first) +
+           trip.total_ps + memory_ps(tp, q->buffer_kind, first) +
+           memory_ps(tp, q->buffer_kind, first) + copy.total_ps +
+           memory_ps(tp, KB__CCL_BUF_TCM, first) + back.total_ps;
+    return 0;
+}
+
+/* Whether the slowest credit loop (rtt, of rank) paces the phase, and then
+ * its time: a sender that runs out of credit waits a round trip plus its
+ * resume (pe.ipcq.wake_ns asleep, one poll period polling) per n_slots
+ * slots. It runs out when a chunk streams through more slots than it has
+ * credits and n_slots slots leave the vc channel faster than a round trip;
+ * or, with chunks of at most n_slots slots, when keeping every slot of the
+ * phase a round trip in flight needs more than n_slots at the pace the
+ * other resources allow. */
+static void credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, double chunks,
+                         uint64_t chunk_slots, double slot_ps, uint64_t rtt, uint32_t rank,
+                         phase_acc *a)
+{
+    double n = q->n_slots, slots = chunks * (double)chunk_slots;
+    bool dry = chunk_slots > q->n_slots ? n * slot_ps < (double)rtt
+                                        : slots * (double)rtt / n > a->worst_ps;
+    if (!dry) return;
+    double resume = q->backpressure == KB__CCL_BP_POLL
+                        ? tp->pe.ipcq_poll_interval_ns + tp->pe.cpu_scalar_op_ns
+                        : tp->pe.ipcq_wake_ns;
+    worst(a, slots * ((double)rtt + (double)kb__topo_ns_to_ps(resume)) / n, "credits", rank);
+}
+
 int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
                               uint64_t piece, kb__ccl_ring_bw *out, kb__err *err)
 {
@@ -339,16 +414,20 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
     acc[1].link_ps = calloc(t->n_links, sizeof(double));
     int rc = acc[0].link_ps && acc[1].link_ps ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
     kb__ccl_route ring = {0}, copy = {0}, ld = {0}, st = {0};
+    uint64_t rtt_max = 0;
+    uint32_t rtt_rank = 0;
     for (uint32_t k = 0; !rc && k < p; k++) {
         kb__ccl_loc at = plan->loc[k];
-        uint64_t t_load, t_store, xfer = piece < chunk ? piece : chunk;
+        uint64_t t_load, t_store, rtt, xfer = piece < chunk ? piece : chunk;
         if ((rc = kb__ccl_route_build(t, at, plan->ports[k][KB__CCL_E].loc, q->buffer_kind, &ring,
                                       err)) ||
             (rc = copy_path(t, at, q->buffer_kind, &copy, err)) ||
             (rc = data_path(t, at, false, &ld, err)) || (rc = data_path(t, at, true, &st, err)) ||
             (rc = xfer_ps(t, at, false, &ld, xfer, &t_load, err)) ||
-            (rc = xfer_ps(t, at, true, &st, xfer, &t_store, err)))
+            (rc = xfer_ps(t, at, true, &st, xfer, &t_store, err)) ||
+            (rc = credit_rtt_ps(t, plan, k, &rtt, err)))
             break;
+        if (rtt > rtt_max) rtt_max = rtt, rtt_rank = k;
         for (int ph = 0; ph < 2; ph++) {
             phase_acc *a = &acc[ph];
             add_route(t, a, &ring, ring_chunks * wire);
@@ -370,6 +449,7 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
             snprintf(acc[ph].what, sizeof acc[ph].what, "the link %s -> %s",
                      t->nodes[tl->from].name, t->nodes[tl->to].name);
         }
+        credit_limit(tp, q, ring_chunks, slots, slot_ps, rtt_max, rtt_rank, &acc[ph]);
         out->phase_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
         snprintf(out->bottleneck[ph], sizeof out->bottleneck[ph], "%s", acc[ph].what);
     }

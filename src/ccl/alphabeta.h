@@ -2,8 +2,10 @@
  * ccl/alphabeta.h — the α-β cost model of a ring collective, from the plan
  * and the machine graph.
  *
- * α is the latency of one slot-sized message between ring neighbours along
- * its real path, by the closed form of docs/timing-model.md:
+ * A hop's latency is that of the first slot of a step's message (its
+ * first piece, at most a slot's payload, plus the descriptor) between ring
+ * neighbours along its real path, by the closed form of
+ * docs/timing-model.md:
  *
  *   T = Σ(o_i + w_i) + Σ p1/B_i + Σ_{k>=2} p_k / min(B_i) + fixed costs
  *
@@ -18,10 +20,13 @@
  *
  * and across SIPs it runs to the attach cube's router, the IO chiplet's
  * io_noc, the SIP links (the shorter way round the SIP ring), and back in.
- * The ring's α is the largest step latency over all ranks (steps are
- * synchronous, the slowest one paces the ring); B is the smallest link
- * bandwidth along the slowest neighbour path; β = 1/B. Ring all-reduce of
- * N bytes over p ranks: 2(p−1)α + 2(p−1)/p · N/B.
+ * Steps are not synchronous: chunk q crosses 2(p−1) consecutive hops from
+ * rank q, so the latency term is the slowest chunk's path — every hop
+ * twice except the cheapest two neighbouring ones — and α is its mean
+ * per hop. B (textbook) is the smallest link bandwidth along the slowest
+ * neighbour path; the prediction's bandwidth term comes from
+ * kb__ccl_ring_allreduce_bw below. Ring all-reduce of N bytes over p
+ * ranks: 2(p−1)α + T_rs + T_ag.
  *
  * Cost: O(world size × route length); no allocation beyond one route.
  */
@@ -64,18 +69,22 @@ int kb__ccl_msg_cost_get(const kb__topo *t, kb__ccl_loc src, kb__ccl_loc dst, kb
 
 typedef struct kb__ccl_alphabeta {
     uint32_t world_size;
-    uint64_t slot_size;           /* bytes of the message α is measured with */
-    uint64_t alpha_ps;            /* largest rank -> next slot message latency */
-    uint32_t alpha_rank;          /* the rank whose send to next gives alpha_ps */
+    uint64_t msg_bytes;           /* bytes of the message α is measured with (<= a slot) */
+    uint64_t path_ps;             /* latency of the slowest chunk's 2(p−1) hops */
+    uint64_t alpha_ps;            /* α = path_ps / 2(p−1), rounded up: the mean hop */
+    uint64_t hop_max_ps;          /* the slowest hop's latency */
+    uint32_t alpha_rank;          /* the rank whose hop to next is the slowest */
     double bw_gbs;                /* B: bottleneck bandwidth of the slowest neighbour path */
     uint32_t bw_rank;             /* the rank whose path to next has that bottleneck */
-    kb__ccl_msg_cost alpha_parts; /* breakdown of alpha_ps */
+    kb__ccl_msg_cost alpha_parts; /* breakdown of hop_max_ps */
 } kb__ccl_alphabeta;
 
-/* α and B for a ring_1d plan on t (KB_EINVAL for other topologies). A
- * world of one rank has no step: α = 0 and B = 0. */
-int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_alphabeta *out,
-                           kb__err *err);
+/* α and B for a ring_1d plan on t (KB_EINVAL for other topologies): α is
+ * the latency of the first slot of a step's message, msg_bytes with its
+ * descriptor (0 or more than a slot: a whole slot). A world of one rank
+ * has no step: α = 0 and B = 0. */
+int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg_bytes,
+                           kb__ccl_alphabeta *out, kb__err *err);
 
 /* The bandwidth term of a ring all-reduce of `bytes` per rank moved in
  * messages of at most `piece` bytes, with every rank's buffer in its own

@@ -483,14 +483,17 @@ static void fill_info(kb__ccl_state *st, const coll_call *c, const kb__rt_launch
     kb__ccl_sched s;
     kb__err e;
     sizes(st, c, &s);
-    if (kb__ccl_alphabeta_ring(st->m->dev->topo, st->plan, &ab, &e) ||
-        kb__ccl_ring_allreduce_bw(st->m->dev->topo, st->plan, info->bytes_per_rank,
-                                  (uint64_t)s.piece * kb__dtype_size(c->dtype), &bw, &e))
+    /* a step's first slot: the chunk's first piece, up to one payload */
+    uint64_t piece = (uint64_t)s.piece * kb__dtype_size(c->dtype), p = c->p;
+    uint64_t chunk = ((uint64_t)c->elems + p - 1) / p * kb__dtype_size(c->dtype);
+    uint64_t first = (chunk < piece ? chunk : piece) + KB__IPCQ_META_BYTES;
+    if (kb__ccl_alphabeta_ring(st->m->dev->topo, st->plan, first, &ab, &e) ||
+        kb__ccl_ring_allreduce_bw(st->m->dev->topo, st->plan, info->bytes_per_rank, piece, &bw, &e))
         return;
     info->predicted_ps = kb__ccl_ring_allreduce_ps(&ab, &bw);
     info->alpha_ps = (double)ab.alpha_ps;
     info->link_bw_gbs = ab.bw_gbs;
-    uint64_t t_bw = bw.phase_ps[0] + bw.phase_ps[1], p = c->p;
+    uint64_t t_bw = bw.phase_ps[0] + bw.phase_ps[1];
     info->beta_ps_per_byte =
         t_bw ? (double)t_bw / (2.0 * (double)(p - 1) / (double)p * (double)info->bytes_per_rank)
              : 0;

@@ -129,10 +129,10 @@ Test(ccl_alphabeta, cross_sip_route_goes_through_the_io_chiplets)
     kb__topo_destroy(t);
 }
 
-static kb__ccl_plan *ring_plan(const kb__topo_params *p, uint32_t ws, kb__ccl_config **c)
+static kb__ccl_plan *ring_plan_of(const kb__topo_params *p, uint32_t ws, const char *text,
+                                  kb__ccl_config **c)
 {
     kb__err err;
-    const char *text = "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d}\n";
     cr_assert_eq(kb__ccl_config_load_string(c, "t.yaml", text, strlen(text), NULL, 0, &err), 0);
     kb__ccl_resolved r;
     kb__ccl_plan *pl;
@@ -141,7 +141,13 @@ static kb__ccl_plan *ring_plan(const kb__topo_params *p, uint32_t ws, kb__ccl_co
     return pl;
 }
 
-Test(ccl_alphabeta, ring_alpha_is_the_slowest_step_and_prediction_follows_the_formula)
+static kb__ccl_plan *ring_plan(const kb__topo_params *p, uint32_t ws, kb__ccl_config **c)
+{
+    return ring_plan_of(p, ws, "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d}\n",
+                        c);
+}
+
+Test(ccl_alphabeta, ring_alpha_is_the_slowest_chunks_path_and_prediction_follows_the_formula)
 {
     kb__topo_params p;
     kb__topo *t = machine(&p);
@@ -149,16 +155,27 @@ Test(ccl_alphabeta, ring_alpha_is_the_slowest_step_and_prediction_follows_the_fo
     kb__ccl_plan *pl = ring_plan(&p, 16, &c); /* two cubes: same-cube and cross-cube steps */
     kb__ccl_alphabeta m;
     kb__err err;
-    cr_assert_eq(kb__ccl_alphabeta_ring(t, pl, &m, &err), 0, "%s", err.msg);
-    uint64_t slowest = 0;
+    cr_assert_eq(kb__ccl_alphabeta_ring(t, pl, 0, &m, &err), 0, "%s", err.msg);
+    uint64_t lat[16], slowest = 0;
     for (uint32_t r = 0; r < 16; r++) {
         kb__ccl_msg_cost mc;
         cr_assert_eq(kb__ccl_msg_cost_get(t, pl->loc[r], pl->loc[(r + 1) % 16], KB__CCL_BUF_TCM,
                                           4096, &mc, &err),
                      0);
+        lat[r] = mc.total_ps;
         if (mc.total_ps > slowest) slowest = mc.total_ps;
     }
-    cr_assert_eq(m.alpha_ps, slowest);
+    cr_assert_eq(m.hop_max_ps, slowest);
+    /* chunk q crosses hops q, q+1, ..., q+29 (mod 16): the slowest such path */
+    uint64_t path = 0;
+    for (uint32_t q = 0; q < 16; q++) {
+        uint64_t sum = 0;
+        for (uint32_t j = 0; j < 30; j++)
+            sum += lat[(q + j) % 16];
+        if (sum > path) path = sum;
+    }
+    cr_assert_eq(m.path_ps, path);
+    cr_assert_eq(m.alpha_ps, (path + 29) / 30);
     cr_assert_neq(pl->loc[m.alpha_rank].cube, pl->loc[(m.alpha_rank + 1) % 16].cube);
     double B =
         fmin(fmin(p.cube.noc.bw_gbs, p.cube.xbar_bw_gbs), fmin(p.sip.ucie.bw_gbs, p.pe.tcm_bw_gbs));
@@ -203,6 +220,37 @@ Test(ccl_alphabeta, cube_ring_bandwidth_term_is_the_shared_xbar_link)
     kb__topo_destroy(t);
 }
 
+/* Sixteen ranks over two cubes with the built-in 4 slots of 4 KiB: a chunk
+ * streams through more slots than credits and 4 slots leave the vc
+ * channel faster than the cross-cube credit round trip, so the credits of
+ * the rank before the cube boundary pace the ring, and a sleeping sender
+ * pays pe.ipcq.wake_ns once per window of 4 slots. */
+Test(ccl_alphabeta, credits_pace_a_streaming_ring_with_few_slots)
+{
+    kb__topo_params p, slow;
+    kb__topo *t = machine(&p), *t2;
+    kb__err err;
+    slow = p;
+    slow.pe.ipcq_wake_ns += 100;
+    cr_assert_eq(kb__topo_build(&t2, &slow, &err), 0, "%s", err.msg);
+    kb__ccl_config *c;
+    kb__ccl_plan *pl = ring_plan(&p, 16, &c);
+    kb__ccl_ring_bw b1, b2;
+    uint64_t N = 4u << 20, chunk = N / 16, piece = 4 * 4032;
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, piece, &b1, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t2, pl, N, piece, &b2, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(b1.bottleneck[0], "the credits of rank 7");
+    cr_assert_str_eq(b1.bottleneck[1], "the credits of rank 7");
+    /* slots per phase: 15 chunks, each 16 full 4-slot messages and a rest */
+    uint64_t rest = chunk % piece, slots = 15 * ((chunk / piece) * 4 + (rest + 4031) / 4032);
+    double diff = (double)b2.phase_ps[0] - (double)b1.phase_ps[0];
+    cr_assert(fabs(diff - (double)slots * 100000.0 / 4) <= 1.0, "%.0f ps", diff);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb__topo_destroy(t2);
+    kb__topo_destroy(t);
+}
+
 Test(ccl_alphabeta, full_machine_ring_is_bounded_by_the_sip_link)
 {
     kb__topo_params p;
@@ -211,7 +259,7 @@ Test(ccl_alphabeta, full_machine_ring_is_bounded_by_the_sip_link)
     kb__ccl_plan *pl = ring_plan(&p, 256, &c);
     kb__ccl_alphabeta m;
     kb__err err;
-    cr_assert_eq(kb__ccl_alphabeta_ring(t, pl, &m, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_alphabeta_ring(t, pl, 0, &m, &err), 0, "%s", err.msg);
     cr_assert_float_eq(m.bw_gbs, p.system.sip_link.bw_gbs, 1e-9);
     cr_assert_neq(pl->loc[m.alpha_rank].sip, pl->loc[(m.alpha_rank + 1) % 256].sip);
     kb__ccl_plan_destroy(pl);
@@ -232,7 +280,7 @@ Test(ccl_alphabeta, non_ring_plan_is_refused)
     cr_assert_eq(kb__ccl_resolve(&c->algos[0], &p, 8, &r, &err), 0);
     cr_assert_eq(kb__ccl_plan_build(&pl, &p, &r, &err), 0);
     kb__ccl_alphabeta m;
-    cr_assert_eq(kb__ccl_alphabeta_ring(t, pl, &m, &err), KB_EINVAL);
+    cr_assert_eq(kb__ccl_alphabeta_ring(t, pl, 0, &m, &err), KB_EINVAL);
     cr_assert_str_eq(err.msg, "α-β ring model: algorithm 'tree' is tree, not ring_1d");
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
