@@ -170,6 +170,12 @@ typedef struct kb__node_chunk {
     kb__timer nodes[256];
 } kb__node_chunk;
 
+/* Near-time wheel: one slot per picosecond over KB__WHEEL_SLOTS ps (see
+ * queue.c). */
+#define KB__WHEEL_BITS  16
+#define KB__WHEEL_SLOTS (1u << KB__WHEEL_BITS)
+#define KB__WHEEL_WORDS (KB__WHEEL_SLOTS / 64)
+
 struct kb__sim {
     kb__sim_hot hot;        /* first: the inline accessors read it */
     kb__heap_key *heap_key; /* 8-ary min-heap on (t, seq), see queue.c */
@@ -177,11 +183,16 @@ struct kb__sim {
     void *heap_mem;         /* allocation holding heap_key */
     uint32_t heap_len, heap_cap;
     uint64_t seq; /* next sequence counter (shifted left by one) */
-    /* One untracked entry pushed but not yet sifted into the heap: the next
-     * pop takes it or swaps it with the root (one sift instead of two). */
-    kb__heap_key pend_key;
-    kb__timer *pend_node;
-    bool has_pend;
+    /* Untracked entries due in [wheel_base, wheel_base + KB__WHEEL_SLOTS):
+     * slot t mod KB__WHEEL_SLOTS holds those due at t, newest first; the
+     * slot being served (time cur_t) is moved to cur, oldest first. */
+    kb__timer **wheel;                        /* KB__WHEEL_SLOTS list heads */
+    uint64_t *wheel_bit;                      /* KB__WHEEL_WORDS words: slot non-empty */
+    uint64_t wheel_sum[KB__WHEEL_WORDS / 64]; /* word of wheel_bit non-zero */
+    uint64_t wheel_n;                         /* entries in the slots (cur excluded) */
+    kb__time wheel_base;
+    kb__timer *cur_head, *cur_tail; /* NULL when no slot is being served */
+    kb__time cur_t;
     /* Parameters of the running kb__sim_loop (loops never nest), read by
      * kb__sim_pop_wake so a blocking process can switch directly to the next
      * process exactly when the loop would. */

@@ -1,27 +1,34 @@
 /*
  * queue.c — the simulator object, the event queue and the event loop.
  *
- * The queue is an 8-ary min-heap of (time, sequence) keys stored by value,
- * with the node pointers in a parallel array, so comparisons never chase
- * pointers and each sibling group is two cache lines. A node is either a
- * pooled fire-and-forget event (kb__sim_post), a caller's kb__timer, or a
- * process wake-up (kb__sim_schedule); only timers track their heap slot
- * (needed for O(log n) cancellation), which the low bit of the sequence
- * number records so other nodes are never written during sift moves.
- * Sequence numbers grow by two per scheduling, which gives the strict (time,
- * scheduling order) contract of sim.h.
+ * Two structures hold the queued entries; each pop takes the smaller of
+ * their two minima, so entries run in exact (time, sequence) order:
  *
- * The last untracked push stays pending outside the heap until the next
- * queue operation: a pop then either returns it untouched (it is the
- * smallest) or puts it in the root's place and sifts it down once, instead
- * of a sift up followed by a sift down. Any other operation sifts it in
- * first, so the heap plus the pending entry always hold exactly the queued
- * entries and pops follow (time, seq) order.
+ * - The near-time wheel: untracked entries (pooled posts, process
+ *   wake-ups) due in [wheel_base, wheel_base + KB__WHEEL_SLOTS) ps sit in
+ *   the slot of their exact picosecond, a singly linked list, newest first.
+ *   Entries are scheduled in increasing sequence order, so reversing a slot
+ *   gives its (time, seq) order; the slot being served is moved to the cur
+ *   list (oldest first) and its base becomes wheel_base, and later entries
+ *   for that same picosecond are appended to cur. A bitmap with a summary
+ *   word level finds the next non-empty slot. Almost every event of the
+ *   models is due within a few tens of ns, so a post is a list push and a
+ *   pop a bit scan: O(1).
+ * - An 8-ary min-heap of (time, sequence) keys stored by value, with the
+ *   node pointers in a parallel array, so comparisons never chase pointers
+ *   and each sibling group is two cache lines. It holds timers (which track
+ *   their heap slot for O(log n) cancellation; the low bit of the sequence
+ *   number marks them, so other nodes are never written during sift moves)
+ *   and untracked entries outside the wheel's window (far future, or before
+ *   wheel_base, which only a main-stack post after a stopped loop can be).
  *
- * Cost: post and pop O(log8 n) entry moves (8-ary: fewer dependent levels
- * than 4-ary, measured faster on HOLD and PHOLD); pooled nodes come from
- * 256-node chunks kept until kb__sim_destroy, so steady state allocates
- * nothing.
+ * Sequence numbers grow by two per scheduling, which gives the strict
+ * (time, scheduling order) contract of sim.h.
+ *
+ * Cost: wheel post and pop O(1); heap post and pop O(log8 n) entry moves
+ * (8-ary: fewer dependent levels than 4-ary, measured faster on HOLD and
+ * PHOLD); pooled nodes come from 256-node chunks kept until
+ * kb__sim_destroy, so steady state allocates nothing.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -164,31 +171,14 @@ static int heap_grow(kb__sim *sim)
     return 0;
 }
 
-/* Sifts the pending entry (if any) into the heap. Never fails: heap_push
- * reserved its slot. */
-static inline void flush_pending(kb__sim *sim)
-{
-    if (!sim->has_pend) return;
-    sim->has_pend = false;
-    sift_up(sim, sim->heap_len++, sim->pend_key, sim->pend_node);
-}
-
-/* Queues node at `at`; returns the entry's sequence number (0 if the heap
- * could not grow and the node was dropped). An untracked entry is kept
- * pending (see pop_min) until the next queue operation. */
+/* Queues node at `at` in the heap; returns the entry's sequence number (0
+ * if the heap could not grow and the node was dropped). */
 static inline uint64_t heap_push(kb__sim *sim, kb__time at, kb__timer *node, uint64_t tracked)
 {
-    flush_pending(sim);
     if (sim->heap_len == sim->heap_cap && heap_grow(sim)) return 0;
     kb__heap_key k = {at, sim->seq | tracked};
     sim->seq += 2;
-    if (tracked) {
-        sift_up(sim, sim->heap_len++, k, node);
-    } else {
-        sim->pend_key = k;
-        sim->pend_node = node;
-        sim->has_pend = true;
-    }
+    sift_up(sim, sim->heap_len++, k, node);
     return k.seq;
 }
 
@@ -203,31 +193,132 @@ static void heap_remove(kb__sim *sim, uint32_t i)
         sift_down(sim, n, i, last.t, last.seq, sim->heap_node[n]);
 }
 
+/* ---- near-time wheel ------------------------------------------------------ */
+
+#define WHEEL_MASK ((kb__time)KB__WHEEL_SLOTS - 1)
+
+static inline void wheel_mark(kb__sim *sim, uint32_t s)
+{
+    sim->wheel_bit[s >> 6] |= (uint64_t)1 << (s & 63);
+    sim->wheel_sum[s >> 12] |= (uint64_t)1 << ((s >> 6) & 63);
+}
+
+static inline void wheel_unmark(kb__sim *sim, uint32_t s)
+{
+    uint64_t *w = &sim->wheel_bit[s >> 6];
+    *w &= ~((uint64_t)1 << (s & 63));
+    if (!*w) sim->wheel_sum[s >> 12] &= ~((uint64_t)1 << ((s >> 6) & 63));
+}
+
+/* First word >= w (of KB__WHEEL_WORDS) with a non-empty slot, or
+ * KB__WHEEL_WORDS. */
+static inline uint32_t wheel_word_from(const kb__sim *sim, uint32_t w)
+{
+    uint32_t i = w >> 6;
+    uint64_t m = sim->wheel_sum[i] & (~(uint64_t)0 << (w & 63));
+    for (;;) {
+        if (m) return (i << 6) + (uint32_t)__builtin_ctzll(m);
+        if (++i == KB__WHEEL_WORDS / 64) return KB__WHEEL_WORDS;
+        m = sim->wheel_sum[i];
+    }
+}
+
+/* The first non-empty slot at or after slot s, circularly; the wheel must
+ * hold an entry. In time order because every entry lies in [wheel_base,
+ * wheel_base + KB__WHEEL_SLOTS) and s is wheel_base's slot. */
+static inline uint32_t wheel_next(const kb__sim *sim, uint32_t s)
+{
+    uint32_t w = s >> 6;
+    uint64_t m = sim->wheel_bit[w] & (~(uint64_t)0 << (s & 63));
+    if (m) return (w << 6) + (uint32_t)__builtin_ctzll(m);
+    uint32_t v = w + 1 < KB__WHEEL_WORDS ? wheel_word_from(sim, w + 1) : KB__WHEEL_WORDS;
+    if (v == KB__WHEEL_WORDS) v = wheel_word_from(sim, 0);
+    return (v << 6) + (uint32_t)__builtin_ctzll(sim->wheel_bit[v]);
+}
+
+/* Queues an untracked node at `at` (>= now); returns its sequence number. */
+static inline uint64_t queue_untracked(kb__sim *sim, kb__time at, kb__timer *node)
+{
+    if (at < sim->wheel_base || at - sim->wheel_base > WHEEL_MASK) {
+        /* An empty wheel moves to now (nothing queued is earlier). */
+        if (sim->wheel_n || sim->cur_head || at - sim->hot.now > WHEEL_MASK)
+            return heap_push(sim, at, node, 0);
+        sim->wheel_base = sim->hot.now;
+    }
+    uint64_t seq = sim->seq;
+    sim->seq += 2;
+    node->at = at;
+    node->seq = seq;
+    if (sim->cur_head && at == sim->cur_t) {
+        node->next = NULL;
+        sim->cur_tail->next = node;
+        sim->cur_tail = node;
+        return seq;
+    }
+    uint32_t s = (uint32_t)(at & WHEEL_MASK);
+    node->next = sim->wheel[s];
+    if (!node->next) wheel_mark(sim, s);
+    sim->wheel[s] = node;
+    sim->wheel_n++;
+    return seq;
+}
+
+/* Makes slot s (due at t) the cur list, oldest first; t becomes the base. */
+static void wheel_serve(kb__sim *sim, uint32_t s, kb__time t)
+{
+    kb__timer *n = sim->wheel[s], *prev = NULL;
+    sim->wheel[s] = NULL;
+    wheel_unmark(sim, s);
+    sim->cur_tail = n;
+    while (n) {
+        kb__timer *next = n->next;
+        n->next = prev;
+        prev = n;
+        n = next;
+        sim->wheel_n--;
+    }
+    sim->cur_head = prev;
+    sim->cur_t = t;
+    sim->wheel_base = t;
+}
+
+static inline bool queue_empty(const kb__sim *sim)
+{
+    return sim->heap_len == 0 && !sim->cur_head && !sim->wheel_n;
+}
+
 /* Pops the smallest entry if its time is <= limit and (when only is not
- * NULL) it is an untracked entry with callback only; NULL otherwise. A
- * pending entry smaller than the root is taken without touching the heap;
- * otherwise it replaces the root and sifts down once. */
+ * NULL) it is an untracked entry with callback only; NULL otherwise. When
+ * no slot is being served and the wheel's earliest slot is due no later
+ * than the heap's minimum (and the limit), that slot is served first: the
+ * next pop is then at its time, and whatever is queued later for that
+ * picosecond has a larger sequence number, so it belongs behind cur. */
 static inline kb__timer *pop_min(kb__sim *sim, kb__time limit, kb__event_fn only, kb__heap_key *out)
 {
     uint32_t n = sim->heap_len;
-    if (sim->has_pend && (n == 0 || before(&sim->pend_key, &sim->heap_key[0]))) {
-        kb__timer *node = sim->pend_node;
-        if (sim->pend_key.t > limit || (only && node->fn != only)) return NULL;
-        sim->has_pend = false;
-        *out = sim->pend_key;
-        return node;
+    if (!sim->cur_head && sim->wheel_n) {
+        uint32_t s = wheel_next(sim, (uint32_t)(sim->wheel_base & WHEEL_MASK));
+        kb__time t = sim->wheel_base + (((kb__time)s - sim->wheel_base) & WHEEL_MASK);
+        if (t <= limit && (n == 0 || t <= sim->heap_key[0].t)) wheel_serve(sim, s, t);
+    }
+    kb__timer *c = sim->cur_head;
+    if (c && (n == 0 || sim->cur_t < sim->heap_key[0].t ||
+              (sim->cur_t == sim->heap_key[0].t && c->seq < sim->heap_key[0].seq))) {
+        if (sim->cur_t > limit || (only && c->fn != only)) return NULL;
+        sim->cur_head = c->next;
+        out->t = sim->cur_t;
+        out->seq = c->seq;
+        return c;
     }
     if (n == 0) return NULL;
     kb__heap_key top = sim->heap_key[0];
     kb__timer *node = sim->heap_node[0];
     if (top.t > limit || (only && ((top.seq & 1) || node->fn != only))) return NULL;
-    if (sim->has_pend) {
-        sim->has_pend = false;
-        sift_down(sim, n, 0, sim->pend_key.t, sim->pend_key.seq, sim->pend_node);
-    } else {
-        sim->heap_len = --n;
-        if (n) sift_down(sim, n, 0, sim->heap_key[n].t, sim->heap_key[n].seq, sim->heap_node[n]);
-    }
+    sim->heap_len = --n;
+    if (n) sift_down(sim, n, 0, sim->heap_key[n].t, sim->heap_key[n].seq, sim->heap_node[n]);
+    /* Nothing in the wheel is earlier than top (see above): keep its window
+     * moving with the clock. */
+    if (top.t > sim->wheel_base) sim->wheel_base = top.t;
     *out = top;
     return node;
 }
@@ -273,7 +364,7 @@ void kb__sim_post_at(kb__sim *sim, kb__time at, kb__event_fn fn, void *arg, uint
     n->fn = fn;
     n->arg = arg;
     n->data = data;
-    heap_push(sim, at < sim->hot.now ? sim->hot.now : at, n, 0);
+    queue_untracked(sim, at < sim->hot.now ? sim->hot.now : at, n);
 }
 
 void kb__sim_post(kb__sim *sim, kb__time delay, kb__event_fn fn, void *arg, uint64_t data)
@@ -293,7 +384,6 @@ void kb__timer_init(kb__timer *t, kb__event_fn fn, void *arg, uint64_t data)
 
 void kb__timer_start(kb__sim *sim, kb__timer *t, kb__time delay)
 {
-    flush_pending(sim);
     if (t->idx != KB__TIMER_IDLE) heap_remove(sim, t->idx);
     t->idx = KB__TIMER_IDLE;
     t->at = time_after(sim, delay);
@@ -303,7 +393,6 @@ void kb__timer_start(kb__sim *sim, kb__timer *t, kb__time delay)
 int kb__timer_stop(kb__sim *sim, kb__timer *t)
 {
     if (t->idx == KB__TIMER_IDLE) return 0;
-    flush_pending(sim);
     heap_remove(sim, t->idx);
     t->idx = KB__TIMER_IDLE;
     return 1;
@@ -316,12 +405,37 @@ int kb__timer_stop(kb__sim *sim, kb__timer *t)
 uint64_t kb__sim_schedule(kb__sim *sim, kb__time delay, kb__timer *node)
 {
     node->at = time_after(sim, delay);
-    return heap_push(sim, node->at, node, 0);
+    return queue_untracked(sim, node->at, node);
+}
+
+/* Unlinks node from the list at *head (whose last node is *tail, if tail is
+ * given); 1 if it was there. */
+static int list_remove(kb__timer **head, kb__timer **tail, const kb__timer *node, uint64_t seq)
+{
+    kb__timer *prev = NULL;
+    for (kb__timer *n = *head; n; prev = n, n = n->next) {
+        if (n != node || n->seq != seq) continue;
+        if (prev)
+            prev->next = n->next;
+        else
+            *head = n->next;
+        if (tail && *tail == n) *tail = prev;
+        return 1;
+    }
+    return 0;
 }
 
 int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq)
 {
-    flush_pending(sim);
+    if (sim->cur_head && node->at == sim->cur_t &&
+        list_remove(&sim->cur_head, &sim->cur_tail, node, seq))
+        return 1;
+    uint32_t s = (uint32_t)(node->at & WHEEL_MASK);
+    if (sim->wheel[s] && list_remove(&sim->wheel[s], NULL, node, seq)) {
+        sim->wheel_n--;
+        if (!sim->wheel[s]) wheel_unmark(sim, s);
+        return 1;
+    }
     for (uint32_t i = 0; i < sim->heap_len; i++)
         if (sim->heap_node[i] == node && sim->heap_key[i].seq == seq) {
             heap_remove(sim, i);
@@ -361,7 +475,7 @@ int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_sto
     int emptied = 0;
     for (;;) {
         if (!loop_goes_on(sim)) break;
-        if (sim->heap_len == 0 && !sim->has_pend) {
+        if (queue_empty(sim)) {
             emptied = 1;
             break;
         }
@@ -462,7 +576,15 @@ kb__sim *kb__sim_create(uint64_t seed, kb__err *err)
 {
     if (kb__overflow_guard_install(err)) return NULL;
     kb__sim *sim = calloc(1, sizeof *sim);
-    if (!sim || heap_grow(sim)) {
+    if (sim) {
+        sim->wheel = calloc(KB__WHEEL_SLOTS, sizeof *sim->wheel);
+        sim->wheel_bit = calloc(KB__WHEEL_WORDS, sizeof *sim->wheel_bit);
+    }
+    if (!sim || !sim->wheel || !sim->wheel_bit || heap_grow(sim)) {
+        if (sim) {
+            free(sim->wheel);
+            free(sim->wheel_bit);
+        }
         free(sim);
         kb__err_set(err, KB_ENOMEM, "simulator: out of memory creating the event queue");
         return NULL;
@@ -492,6 +614,8 @@ void kb__sim_destroy(kb__sim *sim)
     }
     free(sim->heap_mem);
     free(sim->heap_node);
+    free(sim->wheel);
+    free(sim->wheel_bit);
     free(sim);
 }
 
