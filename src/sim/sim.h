@@ -23,11 +23,10 @@
  * must outlive them (use string literals or names stored in the component).
  * Process names are copied.
  *
- * Cost: post/pop O(1) for actions due within 65.5 ns (a time wheel of
- * picosecond slots), O(log n) in an 8-ary heap otherwise and for timers; no
- * allocation in steady state;
- * a process switch is a few dozen instructions (hand-written for x86-64 and
- * aarch64). Measured figures are in docs/sim.md.
+ * Cost: post/pop O(1) for untracked actions due within 65.5 ns (a time
+ * wheel), O(log n) in an 8-ary heap for timers and later actions; no
+ * allocation in steady state; a process switch is a few dozen instructions (hand-written for x86-64
+ * and aarch64). Measured figures are in docs/sim.md.
  */
 #ifndef KB_SIM_SIM_H
 #define KB_SIM_SIM_H
