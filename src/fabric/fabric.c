@@ -25,7 +25,9 @@ static int copy_nodes(kb__fabric *fab, const kb__fab_node_desc *nodes, kb__err *
 
 static int copy_links(kb__fabric *fab, const kb__fab_link_desc *links, kb__err *err)
 {
-    fab->links = calloc(fab->n_links ? fab->n_links : 1, sizeof *fab->links);
+    size_t link_bytes = (fab->n_links ? fab->n_links : 1) * sizeof *fab->links;
+    fab->links = aligned_alloc(_Alignof(kb__link), link_bytes); /* a multiple of it */
+    if (fab->links) memset(fab->links, 0, link_bytes);
     fab->out_next = calloc(fab->n_links ? fab->n_links : 1, sizeof *fab->out_next);
     fab->out_first = malloc((fab->n_nodes ? fab->n_nodes : 1) * sizeof *fab->out_first);
     if (!fab->links || !fab->out_next || !fab->out_first)

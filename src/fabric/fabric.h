@@ -69,17 +69,19 @@ typedef struct kb__fab_link_desc {
     kb__time wire_ps;     /* w */
 } kb__fab_link_desc;
 
-/* Per-direction link state and statistics. */
+/* Per-direction link state and statistics. What a packet's service reads
+ * and writes fills the first 64-byte line; the array is line-aligned. */
 typedef struct kb__link {
-    uint32_t id, from, to;
-    kb__link_class cls;
-    double bw_gbs;
-    kb__time o_ps, w_ps, ow_ps; /* ow = o + w, the post-service delay */
-    kb__time pkt_ps;            /* ceil(packet_bytes / B) */
-    kb__time hdr_ps;            /* ceil(header_bytes / B) */
-    kb__time free_at;           /* end of the last reserved service */
+    _Alignas(64) kb__time free_at; /* end of the last reserved service */
+    kb__time pkt_ps;               /* ceil(packet_bytes / B) */
+    kb__time hdr_ps;               /* ceil(header_bytes / B) */
+    kb__time ow_ps;                /* o + w, the post-service delay */
     uint64_t bytes, packets;
     kb__time busy_ps; /* sum of service times */
+    double bw_gbs;
+    uint32_t id, from, to;
+    kb__link_class cls;
+    kb__time o_ps, w_ps;
 } kb__link;
 
 /* A route: the links a message crosses, in order, and its closed-form sums. */

@@ -19,22 +19,30 @@ static const char *const kind_names[] = {"MemoryWrite", "MemoryWrite (fill)", "M
 
 /* Checks segment i of x (size, host buffer, range inside one memory); what
  * names it in messages ("MemoryWrite segment 2", "PeDma source"). */
+/* Validates segment i. Error texts start with what, or when what is NULL
+ * with "<kind> segment <i>" (formatted only on failure). */
 static int check_seg(kb__device *d, kb__xfer *x, uint32_t i, const char *what, int need_host,
                      kb__memctl **mc, kb__err *err)
 {
     const kb__seg *s = &x->segs[i].seg;
+    int bad_host = need_host && !d->no_data && !s->host;
+    if (s->bytes && !bad_host && (*mc = kb__device_memctl(d, s->pa, err)) &&
+        !kb__addr_check_span(&d->geom, s->pa, s->bytes, err))
+        return 0;
+    char name[64];
+    if (!what) {
+        snprintf(name, sizeof name, "%s segment %u", kind_names[x->kind], i);
+        what = name;
+    }
     if (!s->bytes)
         return kb__err_set(err, KB_EINVAL, "%s: zero size at address 0x%llx", what,
                            (unsigned long long)s->pa);
-    if (need_host && !d->no_data && !s->host)
+    if (bad_host)
         return kb__err_set(err, KB_EINVAL, "%s: no host buffer for %llu bytes", what,
                            (unsigned long long)s->bytes);
-    *mc = kb__device_memctl(d, s->pa, err);
     if (!*mc) return kb__err_prefix(err, "%s: ", what);
-    if (kb__addr_check_span(&d->geom, s->pa, s->bytes, err))
-        return kb__err_prefix(err, "%s (%s, %llu bytes): ", what, (*mc)->name,
-                              (unsigned long long)s->bytes);
-    return 0;
+    return kb__err_prefix(err, "%s (%s, %llu bytes): ", what, (*mc)->name,
+                          (unsigned long long)s->bytes);
 }
 
 static kb__xfer *xfer_alloc(kb__device *d, xfer_kind kind, const kb__seg *segs, uint32_t n)
@@ -107,9 +115,7 @@ static int prepare_seg(kb__xfer *x, uint32_t i, kb__err *err)
 {
     kb__device *d = x->d;
     kb__seg_op *s = &x->segs[i];
-    char what[64];
-    snprintf(what, sizeof what, "%s segment %u", kind_names[x->kind], i);
-    int rc = check_seg(d, x, i, what, x->kind != XK_FILL, &s->mc, err);
+    int rc = check_seg(d, x, i, NULL, x->kind != XK_FILL, &s->mc, err);
     if (rc) return rc;
     const kb__topo_node *mn = &d->topo->nodes[s->mc->node];
     uint32_t sip = (uint32_t)mn->sip, host = 0, p = kb__fabric_packet_bytes(d->fab);

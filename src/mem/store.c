@@ -23,6 +23,8 @@ void kb__store_init(kb__store *st)
     kb__u64map_init(&st->pages);
     st->ext = NULL;
     st->n_ext = st->cap_ext = 0;
+    for (size_t i = 0; i < KB__STORE_HOT; i++)
+        st->hot[i] = (struct kb__store_hot){UINT64_MAX, NULL};
 }
 
 void kb__store_destroy(kb__store *st)
@@ -45,10 +47,18 @@ static int check_range(uint64_t pa, uint64_t n, const char *op, kb__err *err)
     return 0;
 }
 
+/* The resident page pn, or NULL. Refreshes the lookaside, which is not part
+ * of the store's value (so a read through a const store may update it:
+ * stores are never defined const). */
 static uint8_t *page_of(const kb__store *st, uint64_t pn)
 {
+    struct kb__store_hot *h = (struct kb__store_hot *)&st->hot[pn % KB__STORE_HOT];
+    if (h->pn == pn) return h->page;
     uint64_t v;
-    return kb__u64map_get(&st->pages, pn, &v) ? (uint8_t *)(uintptr_t)v : NULL;
+    if (!kb__u64map_get(&st->pages, pn, &v)) return NULL;
+    h->pn = pn;
+    h->page = (uint8_t *)(uintptr_t)v;
+    return h->page;
 }
 
 /* First index in e[0..k) whose extent ends after x. */
@@ -149,7 +159,10 @@ int kb__store_read(const kb__store *st, uint64_t pa, void *dst, size_t n, kb__er
 static void page_drop(kb__store *st, uint64_t pn)
 {
     uint64_t v;
-    if (kb__u64map_del(&st->pages, pn, &v)) free((void *)(uintptr_t)v);
+    if (!kb__u64map_del(&st->pages, pn, &v)) return;
+    free((void *)(uintptr_t)v);
+    struct kb__store_hot *h = &st->hot[pn % KB__STORE_HOT];
+    if (h->pn == pn) *h = (struct kb__store_hot){UINT64_MAX, NULL};
 }
 
 /* Frees every resident page inside pages [fp, lp): probes each page number

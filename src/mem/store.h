@@ -20,8 +20,10 @@
  * holds the current value of all its 4096 bytes (extents under it are
  * ignored). Addresses: every range [pa, pa + n) must end at or below
  * UINT64_MAX (the very last byte of the 64-bit space is not addressable).
- * Cost: read/write O(n / 4096) page lookups, plus O(log E) per page not
- * resident; fill O(E + min(pages in range, resident pages)).
+ * Cost: read/write O(n / 4096) page lookups (a small direct-mapped cache
+ * of recent pages in front of the hash map: a stream of packet-sized
+ * accesses finds its page there), plus O(log E) per page not resident;
+ * fill O(E + min(pages in range, resident pages)).
  * Ownership: init/destroy; the store owns its pages. Not thread-safe.
  */
 #ifndef KB_MEM_STORE_H
@@ -44,10 +46,19 @@ typedef struct kb__store_extent {
     uint8_t pat[KB__STORE_PATTERN_MAX];
 } kb__store_extent;
 
+#define KB__STORE_HOT 64 /* entries of the recently-used page cache */
+
 typedef struct kb__store {
     kb__u64map pages;      /* page number -> (uintptr_t) 4 KiB buffer */
     kb__store_extent *ext; /* sorted, disjoint fill extents */
     size_t n_ext, cap_ext;
+    /* Lookaside for `pages`, direct-mapped by page number: resident pages
+     * recently looked up (pn UINT64_MAX: empty). Not part of the store's
+     * value; reads refresh it too. */
+    struct kb__store_hot {
+        uint64_t pn;
+        uint8_t *page;
+    } hot[KB__STORE_HOT];
 } kb__store;
 
 /* An empty store: every byte reads as zero. Never allocates. */

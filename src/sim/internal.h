@@ -165,23 +165,40 @@ typedef struct kb__heap_key {
     uint64_t seq; /* (counter << 1) | 1 if the node tracks its slot */
 } kb__heap_key;
 
+/* An 8-ary min-heap on (t, seq) (queue.c). */
+typedef struct kb__heap {
+    kb__heap_key *key; /* keys by value; key[1] on a 64-byte boundary */
+    kb__timer **node;  /* node of each slot */
+    void *mem;         /* allocation holding key */
+    uint32_t len, cap;
+} kb__heap;
+
 typedef struct kb__node_chunk {
     struct kb__node_chunk *next;
     kb__timer nodes[256];
 } kb__node_chunk;
 
+/* Near-time wheel: KB__WHEEL_SLOTS buckets of 2^KB__WHEEL_SHIFT ps, a span of
+ * 65 536 ps (see queue.c). */
+#define KB__WHEEL_SHIFT 5
+#define KB__WHEEL_SLOTS 2048u
+#define KB__WHEEL_WORDS (KB__WHEEL_SLOTS / 64)
+
 struct kb__sim {
-    kb__sim_hot hot;        /* first: the inline accessors read it */
-    kb__heap_key *heap_key; /* 8-ary min-heap on (t, seq), see queue.c */
-    kb__timer **heap_node;  /* node of each heap slot */
-    void *heap_mem;         /* allocation holding heap_key */
-    uint32_t heap_len, heap_cap;
-    uint64_t seq; /* next sequence counter (shifted left by one) */
-    /* One untracked entry pushed but not yet sifted into the heap: the next
-     * pop takes it or swaps it with the root (one sift instead of two). */
-    kb__heap_key pend_key;
-    kb__timer *pend_node;
-    bool has_pend;
+    kb__sim_hot hot; /* first: the inline accessors read it */
+    kb__heap heap;   /* timers, and untracked entries outside the wheel */
+    uint64_t seq;    /* next sequence counter (shifted left by one) */
+    /* Near-time wheel (queue.c): untracked entries of the current bucket
+     * (number cur_b, 32 ps) in one list per ps, oldest first; those of the
+     * next KB__WHEEL_SLOTS - 1 buckets in bucket (t >> KB__WHEEL_SHIFT) mod
+     * KB__WHEEL_SLOTS, unsorted, newest first. */
+    uint64_t cur_b;
+    uint32_t cur_mask; /* bit i: the list of ps i is not empty */
+    kb__timer *cur_head[1u << KB__WHEEL_SHIFT], *cur_tail[1u << KB__WHEEL_SHIFT];
+    kb__timer *wheel[KB__WHEEL_SLOTS];
+    uint64_t wheel_bit[KB__WHEEL_WORDS]; /* bucket non-empty */
+    uint64_t wheel_sum;                  /* word of wheel_bit non-zero */
+    uint64_t wheel_n;                    /* entries in the buckets */
     /* Parameters of the running kb__sim_loop (loops never nest), read by
      * kb__sim_pop_wake so a blocking process can switch directly to the next
      * process exactly when the loop would. */

@@ -1,25 +1,43 @@
 /*
  * queue.c — the simulator object, the event queue and the event loop.
  *
- * The queue is an 8-ary min-heap of (time, sequence) keys stored by value,
- * with the node pointers in a parallel array, so comparisons never chase
- * pointers and each sibling group is two cache lines. A node is either a
- * pooled fire-and-forget event (kb__sim_post), a caller's kb__timer, or a
- * process wake-up (kb__sim_schedule); only timers track their heap slot
- * (needed for O(log n) cancellation), which the low bit of the sequence
- * number records so other nodes are never written during sift moves.
- * Sequence numbers grow by two per scheduling, which gives the strict (time,
- * scheduling order) contract of sim.h.
+ * The queue is a two-level time wheel for untracked entries (pooled posts,
+ * process wake-ups) due soon, plus an 8-ary min-heap for the rest:
  *
- * The last untracked push stays pending outside the heap until the next
- * queue operation: a pop then either returns it untouched (it is the
- * smallest) or puts it in the root's place and sifts it down once, instead
- * of a sift up followed by a sift down. Any other operation sifts it in
- * first, so the heap plus the pending entry always hold exactly the queued
- * entries and pops follow (time, seq) order.
+ * - The current bucket (number cur_b: the 32 ps from cur_b << 5) keeps one
+ *   FIFO list per picosecond and a 32-bit mask of the non-empty ones.
+ *   Entries are scheduled in increasing sequence order, so appending keeps
+ *   each list in (time, seq) order and the first entry of the lowest list
+ *   is the bucket's minimum.
+ * - The next KB__WHEEL_SLOTS - 1 buckets (65.5 ns in all) are unsorted
+ *   singly linked lists, newest first, found by a bitmap with a summary
+ *   word (16 KiB of heads: they stay in cache). When the current bucket is
+ *   empty and the next non-empty one starts no later than the heap's
+ *   minimum, it becomes current: each entry is pushed to the front of its
+ *   picosecond's list, which, walking newest to oldest, leaves every list
+ *   oldest first.
+ * - The heap holds timers (which track their heap slot for O(log n)
+ *   cancellation; the low bit of the sequence number marks them, so other
+ *   nodes are never written during sift moves) and untracked entries
+ *   outside the wheel's window (later, or, after a stopped loop, earlier).
+ *   It stores (time, sequence) keys by value with the node pointers in a
+ *   parallel array, so comparisons never chase pointers and each sibling
+ *   group is two cache lines.
  *
- * Cost: post and pop O(log8 n) entry moves (8-ary: fewer dependent levels
- * than 4-ary, measured faster on HOLD and PHOLD); pooled nodes come from
+ * A pop takes the smaller of the current bucket's first entry and the
+ * heap's minimum: every other wheel entry lies in a later bucket, which
+ * starts after the current one ends or after the heap's minimum. So pops
+ * follow (time, seq) exactly. Almost every event of the models is due
+ * within a few tens of ns (and many at the same picosecond: symmetric
+ * machines do the same thing everywhere at once), so a post is a list
+ * push and a pop a mask scan; the heap stays small.
+ *
+ * Sequence numbers grow by two per scheduling, which gives the strict
+ * (time, scheduling order) contract of sim.h.
+ *
+ * Cost: wheel post and pop O(1) (a bucket's entries are each moved once
+ * when it becomes current); heap post and pop O(log8 n) entry moves
+ * (8-ary: fewer dependent levels than 4-ary); pooled nodes come from
  * 256-node chunks kept until kb__sim_destroy, so steady state allocates
  * nothing.
  */
@@ -88,10 +106,10 @@ static inline void move_slot(kb__heap_key *key, kb__timer **nodes, uint32_t to, 
     if (key[from].seq & 1) nodes[from]->idx = to;
 }
 
-static void sift_up(kb__sim *sim, uint32_t i, kb__heap_key k, kb__timer *node)
+static void sift_up(kb__heap *h, uint32_t i, kb__heap_key k, kb__timer *node)
 {
-    kb__heap_key *key = sim->heap_key;
-    kb__timer **nodes = sim->heap_node;
+    kb__heap_key *key = h->key;
+    kb__timer **nodes = h->node;
     while (i > 0) {
         uint32_t parent = (i - 1) >> 3;
         if (!before(&k, &key[parent])) break;
@@ -123,21 +141,25 @@ static inline uint32_t min_child(const kb__heap_key *key, uint32_t n, uint32_t i
 
 /* Fills the hole at slot i (of n) with (t, seq, node), moving smaller
  * children up. (Floyd's leaf-first variant measured slower here.) */
-static void sift_down(kb__sim *sim, uint32_t n, uint32_t i, kb__time t, uint64_t seq,
+static void sift_down(kb__heap *h, uint32_t n, uint32_t i, kb__time t, uint64_t seq,
                       kb__timer *node)
 {
-    kb__heap_key *key = sim->heap_key;
-    kb__timer **nodes = sim->heap_node;
+    kb__heap_key *key = h->key;
+    kb__timer **nodes = h->node;
     const kb__heap_key k = {t, seq};
     for (uint32_t c; (c = min_child(key, n, i)) < n && before(&key[c], &k); i = c)
         move_slot(key, nodes, i, c);
     place(key, nodes, i, t, seq, node);
 }
 
-static int heap_grow(kb__sim *sim)
+/* Makes room for `more` entries in h. */
+static int heap_reserve(kb__sim *sim, kb__heap *h, uint32_t more)
 {
-    uint32_t cap = sim->heap_cap ? sim->heap_cap * 2 : 1024;
-    if (cap <= sim->heap_cap) {
+    if (h->len + (uint64_t)more <= h->cap) return 0;
+    uint64_t cap = h->cap ? h->cap : 256;
+    while (cap < h->len + (uint64_t)more)
+        cap *= 2;
+    if (cap > UINT32_MAX) {
         kb__sim_fail(sim, KB_ENOMEM, "event queue: more than 2^32 pending events");
         return KB_ENOMEM;
     }
@@ -151,83 +173,203 @@ static int heap_grow(kb__sim *sim)
         return KB_ENOMEM;
     }
     kb__heap_key *key = (kb__heap_key *)mem + 3;
-    if (sim->heap_len) {
-        memcpy(key, sim->heap_key, sim->heap_len * sizeof *key);
-        memcpy(node, sim->heap_node, sim->heap_len * sizeof *node);
+    if (h->len) {
+        memcpy(key, h->key, h->len * sizeof *key);
+        memcpy(node, h->node, h->len * sizeof *node);
     }
-    free(sim->heap_mem);
-    free(sim->heap_node);
-    sim->heap_mem = mem;
-    sim->heap_key = key;
-    sim->heap_node = node;
-    sim->heap_cap = cap;
+    free(h->mem);
+    free(h->node);
+    h->mem = mem;
+    h->key = key;
+    h->node = node;
+    h->cap = (uint32_t)cap;
     return 0;
 }
 
-/* Sifts the pending entry (if any) into the heap. Never fails: heap_push
- * reserved its slot. */
-static inline void flush_pending(kb__sim *sim)
+static void heap_free(kb__heap *h)
 {
-    if (!sim->has_pend) return;
-    sim->has_pend = false;
-    sift_up(sim, sim->heap_len++, sim->pend_key, sim->pend_node);
+    free(h->mem);
+    free(h->node);
 }
 
-/* Queues node at `at`; returns the entry's sequence number (0 if the heap
- * could not grow and the node was dropped). An untracked entry is kept
- * pending (see pop_min) until the next queue operation. */
-static inline uint64_t heap_push(kb__sim *sim, kb__time at, kb__timer *node, uint64_t tracked)
+/* Queues node at `at` in h with the next sequence number, which it returns
+ * (0 if the heap could not grow and the node was dropped). */
+static inline uint64_t heap_push(kb__sim *sim, kb__heap *h, kb__time at, kb__timer *node,
+                                 uint64_t tracked)
 {
-    flush_pending(sim);
-    if (sim->heap_len == sim->heap_cap && heap_grow(sim)) return 0;
+    if (h->len == h->cap && heap_reserve(sim, h, 1)) return 0;
     kb__heap_key k = {at, sim->seq | tracked};
     sim->seq += 2;
-    if (tracked) {
-        sift_up(sim, sim->heap_len++, k, node);
-    } else {
-        sim->pend_key = k;
-        sim->pend_node = node;
-        sim->has_pend = true;
-    }
+    sift_up(h, h->len++, k, node);
     return k.seq;
 }
 
-static void heap_remove(kb__sim *sim, uint32_t i)
+static void heap_remove(kb__heap *h, uint32_t i)
 {
-    uint32_t n = --sim->heap_len;
+    uint32_t n = --h->len;
     if (i == n) return;
-    kb__heap_key last = sim->heap_key[n];
-    if (before(&last, &sim->heap_key[i]))
-        sift_up(sim, i, last, sim->heap_node[n]);
+    kb__heap_key last = h->key[n];
+    if (before(&last, &h->key[i]))
+        sift_up(h, i, last, h->node[n]);
     else
-        sift_down(sim, n, i, last.t, last.seq, sim->heap_node[n]);
+        sift_down(h, n, i, last.t, last.seq, h->node[n]);
+}
+
+/* Removes h's minimum (h not empty). */
+static inline void heap_pop(kb__heap *h)
+{
+    uint32_t n = --h->len;
+    if (n) sift_down(h, n, 0, h->key[n].t, h->key[n].seq, h->node[n]);
+}
+
+/* Removes the untracked entry (node, seq) if h holds it; 1 if it did. */
+static int heap_unschedule(kb__heap *h, const kb__timer *node, uint64_t seq)
+{
+    for (uint32_t i = 0; i < h->len; i++)
+        if (h->node[i] == node && h->key[i].seq == seq) {
+            heap_remove(h, i);
+            return 1;
+        }
+    return 0;
+}
+
+/* ---- near-time wheel ------------------------------------------------------ */
+
+#define WHEEL_MASK ((uint64_t)KB__WHEEL_SLOTS - 1)
+#define CUR_MASK   (((kb__time)1 << KB__WHEEL_SHIFT) - 1)
+
+static inline void wheel_mark(kb__sim *sim, uint32_t s)
+{
+    sim->wheel_bit[s >> 6] |= (uint64_t)1 << (s & 63);
+    sim->wheel_sum |= (uint64_t)1 << (s >> 6);
+}
+
+static inline void wheel_unmark(kb__sim *sim, uint32_t s)
+{
+    uint64_t *w = &sim->wheel_bit[s >> 6];
+    *w &= ~((uint64_t)1 << (s & 63));
+    if (!*w) sim->wheel_sum &= ~((uint64_t)1 << (s >> 6));
+}
+
+/* The first non-empty bucket at or after slot s, circularly; the wheel
+ * must hold an entry. */
+static inline uint32_t wheel_next(const kb__sim *sim, uint32_t s)
+{
+    uint32_t w = s >> 6;
+    uint64_t m = sim->wheel_bit[w] & (~(uint64_t)0 << (s & 63));
+    if (m) return (w << 6) + (uint32_t)__builtin_ctzll(m);
+    uint64_t above = w + 1 < KB__WHEEL_WORDS ? sim->wheel_sum & (~(uint64_t)0 << (w + 1)) : 0;
+    uint32_t v = (uint32_t)__builtin_ctzll(above ? above : sim->wheel_sum);
+    return (v << 6) + (uint32_t)__builtin_ctzll(sim->wheel_bit[v]);
+}
+
+/* Appends node to the list of its picosecond in the current bucket. */
+static inline void cur_append(kb__sim *sim, kb__timer *node)
+{
+    uint32_t i = (uint32_t)(node->at & CUR_MASK);
+    node->next = NULL;
+    if (sim->cur_head[i])
+        sim->cur_tail[i]->next = node;
+    else
+        sim->cur_head[i] = node, sim->cur_mask |= (uint32_t)1 << i;
+    sim->cur_tail[i] = node;
+}
+
+/* Queues an untracked node at `at` (>= now); returns its sequence number
+ * (0 if it was dropped for lack of memory). */
+static inline uint64_t queue_untracked(kb__sim *sim, kb__time at, kb__timer *node)
+{
+    uint64_t d = (at >> KB__WHEEL_SHIFT) - sim->cur_b;
+    if (d > WHEEL_MASK) {
+        /* An empty wheel moves to now's bucket (nothing queued is earlier). */
+        uint64_t now_b = sim->hot.now >> KB__WHEEL_SHIFT;
+        if (sim->cur_mask || sim->wheel_n || (at >> KB__WHEEL_SHIFT) - now_b > WHEEL_MASK)
+            return heap_push(sim, &sim->heap, at, node, 0);
+        sim->cur_b = now_b;
+        d = (at >> KB__WHEEL_SHIFT) - now_b;
+    }
+    uint64_t seq = sim->seq;
+    sim->seq += 2;
+    node->at = at;
+    node->seq = seq;
+    if (d == 0) {
+        cur_append(sim, node);
+        return seq;
+    }
+    uint32_t s = (uint32_t)((at >> KB__WHEEL_SHIFT) & WHEEL_MASK);
+    node->next = sim->wheel[s];
+    if (!node->next) wheel_mark(sim, s);
+    sim->wheel[s] = node;
+    sim->wheel_n++;
+    return seq;
+}
+
+/* Makes bucket s (number b) the current one (which must be empty): each
+ * entry goes to the front of its picosecond's list, so the lists, built
+ * from the newest entry back, come out oldest first. */
+static void wheel_serve(kb__sim *sim, uint32_t s, uint64_t b)
+{
+    kb__timer *n = sim->wheel[s];
+    sim->wheel[s] = NULL;
+    wheel_unmark(sim, s);
+    sim->cur_b = b;
+    while (n) {
+        kb__timer *next = n->next;
+        uint32_t i = (uint32_t)(n->at & CUR_MASK);
+        n->next = sim->cur_head[i];
+        if (!n->next) sim->cur_tail[i] = n, sim->cur_mask |= (uint32_t)1 << i;
+        sim->cur_head[i] = n;
+        sim->wheel_n--;
+        n = next;
+    }
+}
+
+static inline bool queue_empty(const kb__sim *sim)
+{
+    return sim->heap.len == 0 && !sim->cur_mask && !sim->wheel_n;
 }
 
 /* Pops the smallest entry if its time is <= limit and (when only is not
- * NULL) it is an untracked entry with callback only; NULL otherwise. A
- * pending entry smaller than the root is taken without touching the heap;
- * otherwise it replaces the root and sifts down once. */
+ * NULL) it is an untracked entry with callback only; NULL otherwise.
+ *
+ * When the current bucket is empty, the wheel's next bucket becomes current
+ * if it starts no later than the heap's minimum (and the limit). The
+ * smallest queued entry is then the smaller of the current bucket's first
+ * entry and the heap's minimum: every other bucket starts after the
+ * current one ends, or after the heap's minimum. */
 static inline kb__timer *pop_min(kb__sim *sim, kb__time limit, kb__event_fn only, kb__heap_key *out)
 {
-    uint32_t n = sim->heap_len;
-    if (sim->has_pend && (n == 0 || before(&sim->pend_key, &sim->heap_key[0]))) {
-        kb__timer *node = sim->pend_node;
-        if (sim->pend_key.t > limit || (only && node->fn != only)) return NULL;
-        sim->has_pend = false;
-        *out = sim->pend_key;
-        return node;
+    kb__heap *h = &sim->heap;
+    if (!sim->cur_mask && sim->wheel_n) {
+        uint64_t from = sim->cur_b + 1;
+        uint32_t s = wheel_next(sim, (uint32_t)(from & WHEEL_MASK));
+        uint64_t b = from + ((s - from) & WHEEL_MASK);
+        kb__time t = b << KB__WHEEL_SHIFT; /* no entry of bucket b is earlier */
+        if (t <= limit && (h->len == 0 || t <= h->key[0].t)) wheel_serve(sim, s, b);
     }
-    if (n == 0) return NULL;
-    kb__heap_key top = sim->heap_key[0];
-    kb__timer *node = sim->heap_node[0];
+    if (sim->cur_mask) {
+        uint32_t i = (uint32_t)__builtin_ctz(sim->cur_mask);
+        kb__timer *c = sim->cur_head[i];
+        kb__time t = (sim->cur_b << KB__WHEEL_SHIFT) | i;
+        if (h->len == 0 || t < h->key[0].t || (t == h->key[0].t && c->seq < h->key[0].seq)) {
+            if (t > limit || (only && c->fn != only)) return NULL;
+            sim->cur_head[i] = c->next;
+            if (!c->next) sim->cur_mask &= ~((uint32_t)1 << i);
+            out->t = t;
+            out->seq = c->seq;
+            return c;
+        }
+    }
+    if (h->len == 0) return NULL;
+    kb__heap_key top = h->key[0];
+    kb__timer *node = h->node[0];
     if (top.t > limit || (only && ((top.seq & 1) || node->fn != only))) return NULL;
-    if (sim->has_pend) {
-        sim->has_pend = false;
-        sift_down(sim, n, 0, sim->pend_key.t, sim->pend_key.seq, sim->pend_node);
-    } else {
-        sim->heap_len = --n;
-        if (n) sift_down(sim, n, 0, sim->heap_key[n].t, sim->heap_key[n].seq, sim->heap_node[n]);
-    }
+    heap_pop(h);
+    /* With the current bucket empty, every wheel bucket starts after top
+     * (see above): the current bucket may move up to top's, so the wheel's
+     * window follows the clock. */
+    if (!sim->cur_mask && (top.t >> KB__WHEEL_SHIFT) > sim->cur_b)
+        sim->cur_b = top.t >> KB__WHEEL_SHIFT;
     *out = top;
     return node;
 }
@@ -273,7 +415,7 @@ void kb__sim_post_at(kb__sim *sim, kb__time at, kb__event_fn fn, void *arg, uint
     n->fn = fn;
     n->arg = arg;
     n->data = data;
-    heap_push(sim, at < sim->hot.now ? sim->hot.now : at, n, 0);
+    queue_untracked(sim, at < sim->hot.now ? sim->hot.now : at, n);
 }
 
 void kb__sim_post(kb__sim *sim, kb__time delay, kb__event_fn fn, void *arg, uint64_t data)
@@ -293,18 +435,16 @@ void kb__timer_init(kb__timer *t, kb__event_fn fn, void *arg, uint64_t data)
 
 void kb__timer_start(kb__sim *sim, kb__timer *t, kb__time delay)
 {
-    flush_pending(sim);
-    if (t->idx != KB__TIMER_IDLE) heap_remove(sim, t->idx);
+    if (t->idx != KB__TIMER_IDLE) heap_remove(&sim->heap, t->idx);
     t->idx = KB__TIMER_IDLE;
     t->at = time_after(sim, delay);
-    heap_push(sim, t->at, t, 1);
+    heap_push(sim, &sim->heap, t->at, t, 1);
 }
 
 int kb__timer_stop(kb__sim *sim, kb__timer *t)
 {
     if (t->idx == KB__TIMER_IDLE) return 0;
-    flush_pending(sim);
-    heap_remove(sim, t->idx);
+    heap_remove(&sim->heap, t->idx);
     t->idx = KB__TIMER_IDLE;
     return 1;
 }
@@ -316,17 +456,43 @@ int kb__timer_stop(kb__sim *sim, kb__timer *t)
 uint64_t kb__sim_schedule(kb__sim *sim, kb__time delay, kb__timer *node)
 {
     node->at = time_after(sim, delay);
-    return heap_push(sim, node->at, node, 0);
+    return queue_untracked(sim, node->at, node);
+}
+
+/* Unlinks (node, seq) from the list at *link; 1 if it was there. */
+static int list_remove(kb__timer **link, const kb__timer *node, uint64_t seq)
+{
+    for (; *link; link = &(*link)->next) {
+        if (*link != node || node->seq != seq) continue;
+        *link = node->next;
+        return 1;
+    }
+    return 0;
 }
 
 int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq)
 {
-    flush_pending(sim);
-    for (uint32_t i = 0; i < sim->heap_len; i++)
-        if (sim->heap_node[i] == node && sim->heap_key[i].seq == seq) {
-            heap_remove(sim, i);
-            return 1;
+    if (heap_unschedule(&sim->heap, node, seq)) return 1;
+    /* Not in the heap: in the wheel at its time, if anywhere. */
+    uint64_t b = node->at >> KB__WHEEL_SHIFT;
+    uint32_t i = (uint32_t)(node->at & CUR_MASK);
+    if (b == sim->cur_b && list_remove(&sim->cur_head[i], node, seq)) {
+        if (!sim->cur_head[i]) {
+            sim->cur_mask &= ~((uint32_t)1 << i);
+        } else if (sim->cur_tail[i] == node) {
+            kb__timer *n = sim->cur_head[i];
+            while (n->next)
+                n = n->next;
+            sim->cur_tail[i] = n;
         }
+        return 1;
+    }
+    uint32_t s = (uint32_t)(b & WHEEL_MASK);
+    if (list_remove(&sim->wheel[s], node, seq)) {
+        sim->wheel_n--;
+        if (!sim->wheel[s]) wheel_unmark(sim, s);
+        return 1;
+    }
     return 0;
 }
 
@@ -361,7 +527,7 @@ int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_sto
     int emptied = 0;
     for (;;) {
         if (!loop_goes_on(sim)) break;
-        if (sim->heap_len == 0 && !sim->has_pend) {
+        if (queue_empty(sim)) {
             emptied = 1;
             break;
         }
@@ -462,7 +628,7 @@ kb__sim *kb__sim_create(uint64_t seed, kb__err *err)
 {
     if (kb__overflow_guard_install(err)) return NULL;
     kb__sim *sim = calloc(1, sizeof *sim);
-    if (!sim || heap_grow(sim)) {
+    if (!sim || heap_reserve(sim, &sim->heap, 1024)) {
         free(sim);
         kb__err_set(err, KB_ENOMEM, "simulator: out of memory creating the event queue");
         return NULL;
@@ -490,8 +656,7 @@ void kb__sim_destroy(kb__sim *sim)
         sim->chunks = c->next;
         free(c);
     }
-    free(sim->heap_mem);
-    free(sim->heap_node);
+    heap_free(&sim->heap);
     free(sim);
 }
 

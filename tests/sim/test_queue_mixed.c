@@ -2,13 +2,16 @@
  * The queue under a random mix of pooled posts, timer starts, restarts and
  * stops made from inside callbacks (so pushes and pops interleave), against
  * a plain reference: a list searched for the smallest (time, scheduling
- * order) on every step.
+ * order) on every step. The second case spreads the delays over several
+ * times the span of the queue's near-time wheel (65 536 ps), so entries
+ * move between the wheel and the heap and meet at equal times.
  */
 #include <criterion/criterion.h>
 
 #include "sim/sim.h"
 
 enum { NTIMERS = 48, BUDGET = 20000, MAXREF = 2 * BUDGET + NTIMERS + 8 };
+#define FAR_PS 200000u
 
 typedef struct fired {
     uint64_t label; /* timer index, or NTIMERS + post number */
@@ -17,6 +20,7 @@ typedef struct fired {
 
 typedef struct world {
     kb__rng rng;
+    int far;           /* delays up to FAR_PS instead of 40 ps */
     int budget;        /* actions left */
     uint64_t nposts;   /* posts made so far (labels) */
     fired log[MAXREF]; /* what fired, in order */
@@ -47,6 +51,9 @@ static void act(world *w, int real)
         kind = kind < 3 ? 0 : kind < 6 ? 1 : kind - 4;
         uint64_t j = kb__rng_below(&w->rng, NTIMERS);
         kb__time d = kb__rng_below(&w->rng, 40);
+        /* Far mode: a quarter of the delays anywhere up to FAR_PS, on a
+         * coarse grid so that far entries still tie with near ones. */
+        if (w->far && kb__rng_below(&w->rng, 4) == 0) d = kb__rng_below(&w->rng, FAR_PS / 16) * 16;
         kb__time now = real ? kb__sim_now(w->sim) : w->ref_now;
         if (kind == 0) {
             uint64_t label = NTIMERS + w->nposts++;
@@ -89,10 +96,11 @@ static void seed_world(world *w)
     w->nposts = 0;
 }
 
-Test(queue_mixed, random_posts_and_timer_restarts_fire_in_time_then_scheduling_order)
+static void check_against_reference(int far)
 {
     static world w;
     kb__err err;
+    w.far = far;
     w.sim = kb__sim_create(1, &err);
     cr_assert_not_null(w.sim, "%s", err.msg);
     for (int j = 0; j < NTIMERS; j++)
@@ -128,4 +136,14 @@ Test(queue_mixed, random_posts_and_timer_restarts_fire_in_time_then_scheduling_o
     cr_assert_eq(k, nreal);
     cr_assert_gt(k, BUDGET / 2);
     kb__sim_destroy(w.sim);
+}
+
+Test(queue_mixed, random_posts_and_timer_restarts_fire_in_time_then_scheduling_order)
+{
+    check_against_reference(0);
+}
+
+Test(queue_mixed, near_and_far_posts_and_timers_fire_in_time_then_scheduling_order)
+{
+    check_against_reference(1);
 }
