@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernbench/bench.h"
 
@@ -153,10 +154,18 @@ void kb_bench_figure(kb_bench_result *r, const char *name, double value, const c
     f->value = value;
 }
 
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 void kb_bench_measure_begin(kb_bench_result *r)
 {
     kb_stats_reset(r->m);
     r->begin_ps = kb_now_ps(r->m);
+    r->measured_wall_s = -wall_now();
     r->measuring = 1;
     r->measured = 0;
 }
@@ -168,6 +177,7 @@ void kb_bench_measure_end(kb_bench_result *r)
     int n = kb_busiest_links(r->m, r->links, KB_BENCH_MAX_LINKS);
     r->n_links = n > 0 ? n : 0;
     r->end_ps = kb_now_ps(r->m);
+    r->measured_wall_s += wall_now();
     r->measuring = 0;
     r->measured = 1;
 }

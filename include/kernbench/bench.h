@@ -111,6 +111,8 @@ typedef struct kb_bench_result {
     kb_link_info links[KB_BENCH_MAX_LINKS];
     int usage_error; /* the failure was a bad option */
     char error[KB_BENCH_MSG_MAX];
+    double measured_wall_s; /* host wall-clock seconds the measured region took (not in the
+                               report, which stays the same run to run) */
 } kb_bench_result;
 
 /* Records a check; returns 1 for PASS, 0 for FAIL (max_err > tol or NaN).
@@ -122,10 +124,11 @@ KB_API int kb_bench_check(kb_bench_result *r, const char *name, double max_err, 
 KB_API void kb_bench_figure(kb_bench_result *r, const char *name, double value, const char *unit);
 
 /* Starts the measured region: resets the machine's statistics and notes
- * the clock. Call after the inputs are on the device. */
+ * the simulated and the host clock. Call after the inputs are on the
+ * device. */
 KB_API void kb_bench_measure_begin(kb_bench_result *r);
 /* Ends it: snapshots the statistics (r->stats), the busiest links
- * (r->links) and the clock. */
+ * (r->links), the clock and the wall time taken (r->measured_wall_s). */
 KB_API void kb_bench_measure_end(kb_bench_result *r);
 
 /* Stores a message for the runner to print; returns code. */
