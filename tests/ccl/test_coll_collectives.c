@@ -12,10 +12,10 @@ static void run(kb_machine *m, kb__coll_req *r, kb__coll_info *info)
     cr_assert_eq(kb__ccl_run(m, r, info, &e), 0, "%s", e.msg);
 }
 
-static void reduce_scatter(cf_place where, int w, kb_dtype dt, kb_reduce_op op)
+static void reduce_scatter(cf_place where, int w, int64_t per_rank, kb_dtype dt, kb_reduce_op op)
 {
     kb_machine *m = cf_open(NULL, 0);
-    int64_t n = (int64_t)w * 5;
+    int64_t n = (int64_t)w * per_rank;
     kb_tensor in = cf_tensor(m, "in", where, w, n, dt, 1);
     kb_tensor out = cf_tensor(m, "out", where, w, n / w, dt, 0);
     kb__coll_req r = {KB__CCL_REDUCE_SCATTER, op, NULL, 1, &in, &out, 0};
@@ -34,15 +34,20 @@ static void reduce_scatter(cf_place where, int w, kb_dtype dt, kb_reduce_op op)
 
 Test(coll_reduce_scatter, sum_in_a_cube)
 {
-    reduce_scatter(CF_ONE_CUBE, 8, KB_F32, KB_SUM);
+    reduce_scatter(CF_ONE_CUBE, 8, 5, KB_F32, KB_SUM);
+}
+/* chunks of many messages: receives in flight behind the sends (ring.c) */
+Test(coll_reduce_scatter, large_chunks_stream)
+{
+    reduce_scatter(CF_ONE_CUBE, 4, 40001, KB_F32, KB_SUM);
 }
 Test(coll_reduce_scatter, avg_over_cubes_f16)
 {
-    reduce_scatter(CF_CUBES, 16, KB_F16, KB_AVG);
+    reduce_scatter(CF_CUBES, 16, 5, KB_F16, KB_AVG);
 }
 Test(coll_reduce_scatter, max_over_both_sips)
 {
-    reduce_scatter(CF_TWO_SIPS, 16, KB_F32, KB_MAX);
+    reduce_scatter(CF_TWO_SIPS, 16, 5, KB_F32, KB_MAX);
 }
 
 static void all_gather(cf_place where, int w, int64_t n)
@@ -71,6 +76,10 @@ Test(coll_all_gather, in_a_cube)
 Test(coll_all_gather, over_both_sips)
 {
     all_gather(CF_TWO_SIPS, 16, 9);
+}
+Test(coll_all_gather, large_buffers_stream)
+{
+    all_gather(CF_ONE_CUBE, 4, 30001);
 }
 
 static void broadcast(cf_place where, int w, uint32_t root)
