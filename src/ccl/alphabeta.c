@@ -242,14 +242,26 @@ static int path(const kb__topo *t, kb__ccl_route *r, const int32_t *nodes, int n
     return 0;
 }
 
+/* The graph nodes around PE q: its DMA and TCM, its cube's NOC and xbar,
+ * and its own HBM slice. */
+typedef struct pe_nodes {
+    int32_t dma, tcm, noc, xbar, hbm;
+} pe_nodes;
+
+static pe_nodes nodes_of(const kb__topo *t, kb__ccl_loc q)
+{
+    return (pe_nodes){NODE(PE_DMA, q.sip, q.cube, q.pe), NODE(PE_TCM, q.sip, q.cube, q.pe),
+                      NODE(NOC, q.sip, q.cube, -1), NODE(XBAR, q.sip, q.cube, -1),
+                      NODE(HBM_CTRL, q.sip, q.cube, q.pe)};
+}
+
 /* The data route of a tile load (HBM slice -> xbar -> noc -> dma -> TCM)
  * or store (the way back) of PE q, with its own HBM slice. */
 static int data_path(const kb__topo *t, kb__ccl_loc q, bool store, kb__ccl_route *r, kb__err *err)
 {
-    int32_t dma = NODE(PE_DMA, q.sip, q.cube, q.pe), tcm = NODE(PE_TCM, q.sip, q.cube, q.pe);
-    int32_t noc = NODE(NOC, q.sip, q.cube, -1), xbar = NODE(XBAR, q.sip, q.cube, -1);
-    int32_t hbm = NODE(HBM_CTRL, q.sip, q.cube, q.pe);
-    int32_t load[] = {hbm, xbar, noc, dma, tcm}, st[] = {tcm, dma, noc, xbar, hbm};
+    pe_nodes n = nodes_of(t, q);
+    int32_t load[] = {n.hbm, n.xbar, n.noc, n.dma, n.tcm},
+            st[] = {n.tcm, n.dma, n.noc, n.xbar, n.hbm};
     return path(t, r, store ? st : load, 5, err);
 }
 
@@ -261,11 +273,9 @@ static int xfer_ps(const kb__topo *t, kb__ccl_loc q, bool store, const kb__ccl_r
                    uint64_t bytes, uint64_t *out, kb__err *err)
 {
     const kb__topo_params *p = &t->params;
-    int32_t dma = NODE(PE_DMA, q.sip, q.cube, q.pe), tcm = NODE(PE_TCM, q.sip, q.cube, q.pe);
-    int32_t noc = NODE(NOC, q.sip, q.cube, -1), xbar = NODE(XBAR, q.sip, q.cube, -1);
-    int32_t hbm = NODE(HBM_CTRL, q.sip, q.cube, q.pe);
-    int32_t to_hbm[] = {dma, noc, xbar, hbm}, from_hbm[] = {hbm, xbar, noc, dma};
-    int32_t to_tcm[] = {dma, tcm}, from_tcm[] = {tcm, dma};
+    pe_nodes n = nodes_of(t, q);
+    int32_t to_hbm[] = {n.dma, n.noc, n.xbar, n.hbm}, from_hbm[] = {n.hbm, n.xbar, n.noc, n.dma};
+    int32_t to_tcm[] = {n.dma, n.tcm}, from_tcm[] = {n.tcm, n.dma};
     uint64_t hdr = p->fabric.header_bytes, pk = p->fabric.packet_bytes;
     uint64_t first = bytes < pk ? bytes : pk, page = p->pe.mmu_page_size;
     kb__ccl_route r = {0};
@@ -316,19 +326,17 @@ static void add_route(const kb__topo *t, phase_acc *a, const kb__ccl_route *r, d
 static int copy_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__ccl_route *r,
                      kb__err *err)
 {
-    int32_t dma = NODE(PE_DMA, d.sip, d.cube, d.pe), tcm = NODE(PE_TCM, d.sip, d.cube, d.pe);
-    int32_t noc = NODE(NOC, d.sip, d.cube, -1), xbar = NODE(XBAR, d.sip, d.cube, -1);
-    int32_t mem = buf == KB__CCL_BUF_SRAM ? NODE(SRAM, d.sip, d.cube, -1)
-                                          : NODE(HBM_CTRL, d.sip, d.cube, d.pe);
-    int32_t tcm_ring[] = {tcm, dma, tcm}, far_ring[] = {mem, xbar, noc, dma, tcm};
+    pe_nodes n = nodes_of(t, d);
+    int32_t mem = buf == KB__CCL_BUF_SRAM ? NODE(SRAM, d.sip, d.cube, -1) : n.hbm;
+    int32_t tcm_ring[] = {n.tcm, n.dma, n.tcm}, far_ring[] = {mem, n.xbar, n.noc, n.dma, n.tcm};
     return buf == KB__CCL_BUF_TCM ? path(t, r, tcm_ring, 3, err) : path(t, r, far_ring, 5, err);
 }
 
-/* The credit round trip of rank k's port to NEXT, ps: a slot's trip (vc
- * set-up, TCM read, route, ring write), the receiver's copy ring -> TCM,
- * and the credit back. */
-static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, uint64_t *out,
-                         kb__err *err)
+/* The credit round trip of rank k's port to NEXT (its route `ring`), ps:
+ * a slot's trip (vc set-up, TCM read, route, ring write), the receiver's
+ * copy ring -> TCM (ring read, route, TCM write), and the credit back. */
+static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k,
+                         const kb__ccl_route *ring, uint64_t *out, kb__err *err)
 {
     const kb__topo_params *tp = &t->params;
     const kb__ccl_settings *q = &plan->r.s;
@@ -336,32 +344,28 @@ static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k
     uint64_t pk = tp->fabric.packet_bytes, slot = q->slot_size;
     uint64_t first = slot < pk ? slot : pk;
     uint64_t credit = q->credit_size ? q->credit_size : tp->pe.ipcq_credit_bytes;
-    int32_t tcm = NODE(PE_TCM, at.sip, at.cube, at.pe), dma = NODE(PE_DMA, at.sip, at.cube, at.pe);
-    kb__ccl_route hop = {0}, r = {0};
+    pe_nodes n = nodes_of(t, at);
+    int32_t first_hop[] = {n.tcm, n.dma}; /* the slot leaves the sender's TCM through its DMA */
+    kb__ccl_route r = {0};
     kb__ccl_msg_cost trip = {0}, copy = {0}, back = {0};
-    int rc = kb__ccl_route_build(t, at, nx, q->buffer_kind, &r, err);
-    if (!rc) {
-        /* the slot leaves the sender's TCM through its DMA node */
-        int32_t first_hop[] = {tcm, dma};
-        rc = path(t, &hop, first_hop, 2, err);
-        for (uint32_t i = 0; !rc && i < r.n; i++)
-            rc = push(t, &hop, (int32_t)t->links[r.links[i]].from, (int32_t)t->links[r.links[i]].to,
-                      err);
+    int rc = path(t, &r, first_hop, 2, err);
+    for (uint32_t i = 0; !rc && i < ring->n; i++) {
+        const kb__topo_link *l = &t->links[ring->links[i]];
+        rc = push(t, &r, (int32_t)l->from, (int32_t)l->to, err);
     }
-    if (!rc) route_cost(t, &hop, slot, &trip);
+    if (!rc) route_cost(t, &r, slot, &trip);
     if (!rc && !(rc = copy_path(t, nx, q->buffer_kind, &r, err)))
         route_cost(t, &r, slot - KB__IPCQ_META_BYTES, &copy);
     if (!rc && !(rc = kb__ccl_route_build(t, nx, at, KB__CCL_BUF_TCM, &r, err))) {
         r.n--; /* DMA to DMA: without the last dma -> tcm link */
         route_cost(t, &r, credit, &back);
     }
-    kb__ccl_route_fini(&hop);
     kb__ccl_route_fini(&r);
     if (rc) return rc;
-    *out = kb__topo_ns_to_ps(tp->pe.dma_setup_ns) + memory_ps(tp, KB__CCL_BUF_TCM, first) +
-           trip.total_ps + memory_ps(tp, q->buffer_kind, first) +
-           memory_ps(tp, q->buffer_kind, first) + copy.total_ps +
-           memory_ps(tp, KB__CCL_BUF_TCM, first) + back.total_ps;
+    uint64_t ring_mem = memory_ps(tp, q->buffer_kind, first),
+             tcm = memory_ps(tp, KB__CCL_BUF_TCM, first);
+    *out = kb__topo_ns_to_ps(tp->pe.dma_setup_ns) + tcm + trip.total_ps + ring_mem + ring_mem +
+           copy.total_ps + tcm + back.total_ps;
     return 0;
 }
 
@@ -425,7 +429,7 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
             (rc = data_path(t, at, false, &ld, err)) || (rc = data_path(t, at, true, &st, err)) ||
             (rc = xfer_ps(t, at, false, &ld, xfer, &t_load, err)) ||
             (rc = xfer_ps(t, at, true, &st, xfer, &t_store, err)) ||
-            (rc = credit_rtt_ps(t, plan, k, &rtt, err)))
+            (rc = credit_rtt_ps(t, plan, k, &ring, &rtt, err)))
             break;
         if (rtt > rtt_max) rtt_max = rtt, rtt_rank = k;
         for (int ph = 0; ph < 2; ph++) {

@@ -443,7 +443,7 @@ static int plan_and_install(kb__ccl_state *st, coll_call *c, kb__coll_info *info
 }
 
 /* Message size (elements) and ring window for the kernels: a piece fits the
- * tile scratch (the ring keeps window + 6 pieces), and for mesh and tree one
+ * tile scratch (the ring keeps up to 2 windows of pieces, ring.c), and for mesh and tree one
  * message fits one ring (their deadlock-freedom rests on it). */
 static void sizes(const kb__ccl_state *st, const coll_call *c, kb__ccl_sched *s)
 {

@@ -135,12 +135,13 @@ static tl_tile arrive(ring *g, piece *x)
 }
 
 /* Receives a rank may still wait for while it sends (see the top). The
- * scratch holds the window plus 2 (lag + 1) pending tiles. */
+ * scratch (2 windows of pieces, run.c) holds the held pieces, lag + 1
+ * receives with their own-data loads, lag + 1 own pieces and one result. */
 #define RING_LAG_MAX 8
 
 static int64_t lag_of(const ring *g)
 {
-    int64_t d = g->m - 1, room = (g->s->window - 4) / 2;
+    int64_t d = g->m - 1, room = (g->s->window - 4) / 3;
     if (d > room) d = room;
     if (d > RING_LAG_MAX) d = RING_LAG_MAX;
     return d > 0 ? d : 0;
