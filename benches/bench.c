@@ -154,6 +154,17 @@ void kb_bench_figure(kb_bench_result *r, const char *name, double value, const c
     f->value = value;
 }
 
+void kb_bench_note(kb_bench_result *r, const char *name, const char *fmt, ...)
+{
+    if (r->n_notes >= KB_BENCH_MAX_NOTES) return;
+    kb_bench_note_rec *n = &r->notes[r->n_notes++];
+    copy_name(n->name, sizeof n->name, name);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n->text, sizeof n->text, fmt, ap);
+    va_end(ap);
+}
+
 static double wall_now(void)
 {
     struct timespec ts;

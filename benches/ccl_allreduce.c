@@ -125,6 +125,8 @@ static void report(kb_bench_result *r, int64_t world, int64_t bytes)
         kb_bench_figure(r, "ag_bw_term", (double)c.phase_ps[1] / 1e6, "us");
         kb_bench_figure(r, "alpha_beta", (double)c.predicted_ps / 1e6, "us");
         kb_bench_figure(r, "ratio", run_ps / (double)c.predicted_ps, "");
+        kb_bench_note(r, "rs_bound", "%s", c.bottleneck[0]);
+        kb_bench_note(r, "ag_bound", "%s", c.bottleneck[1]);
     }
 }
 

@@ -43,6 +43,8 @@ extern "C" {
 #define KB_BENCH_MAX_OPTS    32
 #define KB_BENCH_MAX_CHECKS  32
 #define KB_BENCH_MAX_FIGURES 32
+#define KB_BENCH_MAX_NOTES   8
+#define KB_BENCH_NOTE_MAX    256
 #define KB_BENCH_KEY_MAX     32
 #define KB_BENCH_VALUE_MAX   128
 #define KB_BENCH_NAME_MAX    64
@@ -96,6 +98,11 @@ typedef struct kb_bench_figure_rec {
     char unit[16];
 } kb_bench_figure_rec;
 
+typedef struct kb_bench_note_rec {
+    char name[KB_BENCH_NAME_MAX];
+    char text[KB_BENCH_NOTE_MAX];
+} kb_bench_note_rec;
+
 typedef struct kb_bench_result {
     kb_machine *m; /* the machine the bench runs on (set by kb_bench_run) */
     int no_data;   /* timing only: checks are skipped (see kb_bench_run) */
@@ -113,6 +120,8 @@ typedef struct kb_bench_result {
     char error[KB_BENCH_MSG_MAX];
     double measured_wall_s; /* host wall-clock seconds the measured region took (not in the
                                report, which stays the same run to run) */
+    int n_notes;
+    kb_bench_note_rec notes[KB_BENCH_MAX_NOTES];
 } kb_bench_result;
 
 /* Records a check; returns 1 for PASS, 0 for FAIL (max_err > tol or NaN).
@@ -122,6 +131,12 @@ KB_API int kb_bench_check(kb_bench_result *r, const char *name, double max_err, 
 
 /* Records an extra figure the report shows (e.g. "tiles", 64, ""). */
 KB_API void kb_bench_figure(kb_bench_result *r, const char *name, double value, const char *unit);
+/* Records a line of text the report shows after the figures (e.g.
+ * "bottleneck", "the link sip0.cube0.xbar -> sip0.cube0.noc"); printf
+ * format, cut at KB_BENCH_NOTE_MAX - 1 bytes; beyond KB_BENCH_MAX_NOTES
+ * notes are dropped. */
+KB_API void kb_bench_note(kb_bench_result *r, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Starts the measured region: resets the machine's statistics and notes
  * the simulated and the host clock. Call after the inputs are on the

@@ -242,6 +242,8 @@ static void print_text(const run_opts *ro, const run_out *o)
     printf("MATH           %.4g element-ops\n", (double)s->math_elements);
     for (int i = 0; i < r->n_figures; i++)
         printf("%-14s %.6g %s\n", r->figures[i].name, r->figures[i].value, r->figures[i].unit);
+    for (int i = 0; i < r->n_notes; i++)
+        printf("%-14s %s\n", r->notes[i].name, r->notes[i].text);
     print_units(o);
     print_links(o);
     printf("\nresult         %s\n", kb_bench_passed(r) ? "PASS" : "FAIL");
@@ -275,6 +277,13 @@ static void json_checks(FILE *f, const kb_bench_result *r)
         fprintf(f, "%s", i ? ", " : "");
         json_str(f, r->figures[i].name);
         fprintf(f, ": %.9g", r->figures[i].value);
+    }
+    fprintf(f, "},\n  \"notes\": {");
+    for (int i = 0; i < r->n_notes; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        json_str(f, r->notes[i].name);
+        fputs(": ", f);
+        json_str(f, r->notes[i].text);
     }
     fprintf(f, "},\n");
 }

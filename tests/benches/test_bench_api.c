@@ -76,6 +76,24 @@ Test(bench_opts, integers_take_a_size_unit)
     cr_assert_not_null(strstr(o.error, "'4Mi'"));
 }
 
+Test(bench_result, notes_are_kept_in_order_and_cut)
+{
+    kb_bench_result r;
+    memset(&r, 0, sizeof r);
+    kb_bench_note(&r, "bound", "the link %s", "a -> b");
+    char big[KB_BENCH_NOTE_MAX * 2];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    kb_bench_note(&r, "long", "%s", big);
+    for (int i = 0; i < KB_BENCH_MAX_NOTES; i++)
+        kb_bench_note(&r, "more", "%d", i);
+    cr_assert_eq(r.n_notes, KB_BENCH_MAX_NOTES);
+    cr_assert_str_eq(r.notes[0].name, "bound");
+    cr_assert_str_eq(r.notes[0].text, "the link a -> b");
+    cr_assert_eq(strlen(r.notes[1].text), KB_BENCH_NOTE_MAX - 1);
+    cr_assert_str_eq(r.notes[KB_BENCH_MAX_NOTES - 1].text, "5");
+}
+
 Test(bench_opts, typed_getters_parse_their_types)
 {
     kb_bench_opts o;

@@ -205,6 +205,16 @@ Test(benches, ccl_allreduce_figures_follow_their_definitions)
                        1e-9);
     cr_expect_gt(figure(&r, "install"), 0, "world 8 is not the default plan: it installs");
     cr_expect_leq(figure(&r, "kernel_span"), t_us);
+    /* alpha_beta = 2(p-1) alpha + both phases' bandwidth terms, within rounding */
+    cr_expect(
+        fabs(figure(&r, "alpha_beta") - (14 * figure(&r, "alpha") / 1e3 + figure(&r, "rs_bw_term") +
+                                         figure(&r, "ag_bw_term"))) < 1e-3,
+        "alpha_beta %g", figure(&r, "alpha_beta"));
+    /* one cube of ranks loading their buffers: the cube's xbar link bounds both phases */
+    cr_assert_eq(r.n_notes, 2);
+    cr_expect_str_eq(r.notes[0].name, "rs_bound");
+    cr_expect_str_eq(r.notes[0].text, "the link sip0.cube0.xbar -> sip0.cube0.noc");
+    cr_expect_str_eq(r.notes[1].text, "the link sip0.cube0.noc -> sip0.cube0.xbar");
 }
 
 Test(benches, ccl_allreduce_rejects_a_world_without_placement)
