@@ -31,19 +31,25 @@ Test(coll_timing, ring_of_256_ranks_over_both_sips)
     kb_close(m);
 }
 
-/* One ring all-reduce of w ranks in one cube of `bytes` per rank; returns
- * the programs' span. */
-static uint64_t ring_span(const char *const *sets, size_t n_sets, int w, int64_t bytes,
-                          kb__coll_info *info, kb_stats *st)
+/* One all-reduce by algo over w ranks (one cube, or whole cubes) of
+ * `bytes` per rank; returns the programs' span. */
+static uint64_t algo_span(const char *algo, const char *const *sets, size_t n_sets, int w,
+                          int64_t bytes, kb__coll_info *info, kb_stats *st)
 {
     kb_machine *m = cf_open(sets, n_sets);
     int64_t n = bytes / 4;
     kb_tensor t = cf_tensor(m, "x", w > 8 ? CF_CUBES : CF_ONE_CUBE, w, n, KB_F32, 1);
     kb_stats_reset(m);
-    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, w, n, KB_F32, info);
+    cf_check_all_reduce(m, t, algo, KB_SUM, w, n, KB_F32, info);
     if (st) kb_stats_get(m, st);
     kb_close(m);
     return info->t_run_end - info->t_run_start;
+}
+
+static uint64_t ring_span(const char *const *sets, size_t n_sets, int w, int64_t bytes,
+                          kb__coll_info *info, kb_stats *st)
+{
+    return algo_span("ring_allreduce", sets, n_sets, w, bytes, info, st);
 }
 
 Test(coll_timing, prediction_is_the_alphabeta_model_of_the_installed_ring)
@@ -85,17 +91,25 @@ Test(coll_timing, large_messages_are_bandwidth_bound)
 
 /* Large messages with rings deep enough that credits never run out
  * (docs/ccl.md): the simulated ring is within 10% of the α-β prediction,
- * in one cube (the shared xbar link bounds it) and over two cubes. */
+ * in one cube (the shared xbar link bounds it) and over two cubes, with
+ * its rings in TCM, SRAM or HBM. */
 Test(coll_timing, large_ring_is_within_ten_percent_of_the_alphabeta_model)
 {
     const char *deep[] = {"ccl.defaults.n_slots=16"};
-    static const int worlds[] = {8, 16};
-    for (size_t i = 0; i < sizeof worlds / sizeof worlds[0]; i++) {
+    static const struct {
+        const char *algo;
+        int w;
+    } cases[] = {{"ring_allreduce", 8},
+                 {"ring_allreduce", 16},
+                 {"ring_allreduce_sram", 8},
+                 {"ring_allreduce_hbm", 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         kb__coll_info info;
-        uint64_t span = ring_span(deep, 1, worlds[i], 2 << 20, &info, NULL);
+        uint64_t span = algo_span(cases[i].algo, deep, 1, cases[i].w, 2 << 20, &info, NULL);
         double ratio = (double)span / (double)info.predicted_ps;
-        cr_assert(ratio > 0.9 && ratio < 1.1, "%d ranks: %llu ps simulated, %llu ps predicted",
-                  worlds[i], (unsigned long long)span, (unsigned long long)info.predicted_ps);
+        cr_assert(ratio > 0.9 && ratio < 1.1, "%s, %d ranks: %llu ps simulated, %llu ps predicted",
+                  cases[i].algo, cases[i].w, (unsigned long long)span,
+                  (unsigned long long)info.predicted_ps);
         /* the memory path, not the ring's links, bounds it: the effective
          * bandwidth is under half the slowest link's */
         cr_assert_gt(info.link_bw_gbs * info.beta_ps_per_byte / 1000.0, 2.0);
