@@ -93,7 +93,7 @@ typedef struct kb_ccl_report {
     uint64_t run_start_ps, run_end_ps; /* its programs: start on every PE, last one ends */
     uint64_t predicted_ps;             /* alpha-beta prediction of the programs' span (ring
                                           all-reduce), else 0 */
-    double alpha_ps;         /* alpha: one slot message to the next rank (slowest step) */
+    double alpha_ps;         /* alpha: the mean hop latency along the slowest chunk's path */
     double beta_ps_per_byte; /* beta: the bandwidth term over 2(p-1)/p * bytes_per_rank */
     double link_bw_gbs;      /* the slowest link along the ring (the textbook model's B) */
     uint64_t phase_ps[2];    /* bandwidth term of the reduce-scatter and the all-gather */

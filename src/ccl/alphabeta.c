@@ -202,8 +202,8 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
         if (rc) return rc;
         if (c.total_ps > out->hop_max_ps) {
             out->hop_max_ps = c.total_ps;
-            out->alpha_rank = k;
-            out->alpha_parts = c;
+            out->hop_max_rank = k;
+            out->hop_max_parts = c;
         }
         if (!out->bw_gbs || c.min_bw_gbs < out->bw_gbs) {
             out->bw_gbs = c.min_bw_gbs;

@@ -26,7 +26,7 @@
  * per hop. B (textbook) is the smallest link bandwidth along the slowest
  * neighbour path; the prediction's bandwidth term comes from
  * kb__ccl_ring_allreduce_bw below. Ring all-reduce of N bytes over p
- * ranks: 2(p−1)α + T_rs + T_ag.
+ * ranks: path_ps + T_rs + T_ag.
  *
  * Cost: O(world size × route length); no allocation beyond one route.
  */
@@ -69,14 +69,14 @@ int kb__ccl_msg_cost_get(const kb__topo *t, kb__ccl_loc src, kb__ccl_loc dst, kb
 
 typedef struct kb__ccl_alphabeta {
     uint32_t world_size;
-    uint64_t msg_bytes;           /* bytes of the message α is measured with (<= a slot) */
-    uint64_t path_ps;             /* latency of the slowest chunk's 2(p−1) hops */
-    uint64_t alpha_ps;            /* α = path_ps / 2(p−1), rounded up: the mean hop */
-    uint64_t hop_max_ps;          /* the slowest hop's latency */
-    uint32_t alpha_rank;          /* the rank whose hop to next is the slowest */
-    double bw_gbs;                /* B: bottleneck bandwidth of the slowest neighbour path */
-    uint32_t bw_rank;             /* the rank whose path to next has that bottleneck */
-    kb__ccl_msg_cost alpha_parts; /* breakdown of hop_max_ps */
+    uint64_t msg_bytes;             /* bytes of the message α is measured with (<= a slot) */
+    uint64_t path_ps;               /* latency of the slowest chunk's 2(p−1) hops */
+    uint64_t alpha_ps;              /* α = path_ps / 2(p−1), rounded up: the mean hop */
+    uint64_t hop_max_ps;            /* the slowest hop's latency */
+    uint32_t hop_max_rank;          /* the rank whose hop to next is the slowest */
+    double bw_gbs;                  /* B: bottleneck bandwidth of the slowest neighbour path */
+    uint32_t bw_rank;               /* the rank whose path to next has that bottleneck */
+    kb__ccl_msg_cost hop_max_parts; /* breakdown of hop_max_ps */
 } kb__ccl_alphabeta;
 
 /* α and B for a ring_1d plan on t (KB_EINVAL for other topologies): α is
@@ -101,9 +101,10 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
  *   each rank's DMA unit: loads and stores × their closed-form PeXfer
  *                         time (the channel is held from set-up to ack)
  *                         / pe.dma.channels
+ *   the slowest credit loop, when a sender runs dry: slots × (round trip +
+ *                         wake or poll period) / n_slots
  *
- * Credits are assumed never to run out (a ring of n_slots slots that
- * cannot cover the credit round trip is slower than this). */
+ * Queueing on shared links is not modelled (docs/ccl.md). */
 typedef struct kb__ccl_ring_bw {
     uint64_t phase_ps[2];    /* reduce-scatter, all-gather */
     char bottleneck[2][160]; /* the busiest resource of each phase */
@@ -112,9 +113,10 @@ typedef struct kb__ccl_ring_bw {
 int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
                               uint64_t piece, kb__ccl_ring_bw *out, kb__err *err);
 
-/* Predicted ring all-reduce time, ps: 2(p−1)α + the two phases' bandwidth
- * terms (0 for p = 1). With B := 2(p−1)/p · N / (phase_ps[0] +
- * phase_ps[1]) this is the textbook 2(p−1)α + 2(p−1)/p · N/B. */
+/* Predicted ring all-reduce time, ps: path_ps (= 2(p−1)α up to α's
+ * rounding) + the two phases' bandwidth terms (0 for p = 1). With B :=
+ * 2(p−1)/p · N / (phase_ps[0] + phase_ps[1]) this is the textbook
+ * 2(p−1)α + 2(p−1)/p · N/B. */
 uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, const kb__ccl_ring_bw *bw);
 
 #endif

@@ -65,11 +65,11 @@ typedef struct kb__coll_info {
     uint64_t t_run_start, t_run_end; /* its programs: start on every PE, last one ends */
     uint64_t predicted_ps;           /* α-β prediction for ring all-reduce (compare with
                                         t_run_end - t_run_start), 0 for others */
-    double alpha_ps;          /* α: a slot message to NEXT (slowest step) */
-    double beta_ps_per_byte;  /* β: the bandwidth term over 2(p−1)/p · N */
-    double link_bw_gbs;       /* the slowest ring link: the textbook α-β's B */
-    uint64_t phase_ps[2];     /* bandwidth term of reduce-scatter, all-gather */
-    char bottleneck[2][160];  /* the busiest resource of each phase */
+    double alpha_ps;                 /* α: the mean hop along the slowest chunk's path */
+    double beta_ps_per_byte;         /* β: the bandwidth term over 2(p−1)/p · N */
+    double link_bw_gbs;              /* the slowest ring link: the textbook α-β's B */
+    uint64_t phase_ps[2];            /* bandwidth term of reduce-scatter, all-gather */
+    char bottleneck[2][160];         /* the busiest resource of each phase */
 } kb__coll_info;
 
 /* Runs r on m; info (may be NULL) describes it. Errors (message in err,

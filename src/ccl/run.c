@@ -468,7 +468,7 @@ static void sizes(const kb__ccl_state *st, const coll_call *c, kb__ccl_sched *s)
 }
 
 static void fill_info(kb__ccl_state *st, const coll_call *c, const kb__rt_launch_times *t,
-                      kb__coll_info *info)
+                      uint64_t piece, kb__coll_info *info)
 {
     snprintf(info->algorithm, sizeof info->algorithm, "%s", c->algo->name);
     info->world = c->p;
@@ -480,11 +480,9 @@ static void fill_info(kb__ccl_state *st, const coll_call *c, const kb__rt_launch
     if (c->r->kind != KB__CCL_ALL_REDUCE || c->mod->topology != KB__CCL_RING_1D) return;
     kb__ccl_alphabeta ab;
     kb__ccl_ring_bw bw;
-    kb__ccl_sched s;
     kb__err e;
-    sizes(st, c, &s);
     /* a step's first slot: the chunk's first piece, up to one payload */
-    uint64_t piece = (uint64_t)s.piece * kb__dtype_size(c->dtype), p = c->p;
+    uint64_t p = c->p;
     uint64_t chunk = ((uint64_t)c->elems + p - 1) / p * kb__dtype_size(c->dtype);
     uint64_t first = (chunk < piece ? chunk : piece) + KB__IPCQ_META_BYTES;
     if (kb__ccl_alphabeta_ring(st->m->dev->topo, st->plan, first, &ab, &e) ||
@@ -503,8 +501,10 @@ static void fill_info(kb__ccl_state *st, const coll_call *c, const kb__rt_launch
     }
 }
 
-/* Launches the module's kernel, one program per rank, and waits for it. */
-static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *times, kb__err *err)
+/* Launches the module's kernel, one program per rank, and waits for it;
+ * *piece gets its message size in bytes. */
+static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *times,
+                  uint64_t *piece, kb__err *err)
 {
     kb_machine *m = st->m;
     uint32_t p = c->p;
@@ -528,6 +528,7 @@ static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *ti
     }
     if (!rc) {
         sizes(st, c, &s);
+        *piece = (uint64_t)s.piece * kb__dtype_size(c->dtype);
         kb__tl_arg args[3] = {{.kind = KB__TL_ARG_TENSOR},
                               {.kind = KB__TL_ARG_TENSOR},
                               {.kind = KB__TL_ARG_I64, .i = (int64_t)(intptr_t)&s}};
@@ -559,8 +560,9 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     if (!rc) rc = pick(&c, st->cfg, r->algorithm, err);
     if (!rc) rc = plan_and_install(st, &c, info, err);
     kb__rt_launch_times t = {0};
+    uint64_t piece = 0;
     if (!rc) {
-        rc = launch(st, &c, &t, err);
+        rc = launch(st, &c, &t, &piece, err);
         if (rc) {
             kb__err_prefix(
                 err, "collective %s (algorithm '%s', %u ranks, %llu B per rank): ", c.what,
@@ -568,7 +570,7 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
             uninstall(st); /* messages may be left in the rings */
         }
     }
-    if (!rc) fill_info(st, &c, &t, info);
+    if (!rc) fill_info(st, &c, &t, piece, info);
     free(c.buf);
     return rc;
 }

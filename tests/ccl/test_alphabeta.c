@@ -129,22 +129,16 @@ Test(ccl_alphabeta, cross_sip_route_goes_through_the_io_chiplets)
     kb__topo_destroy(t);
 }
 
-static kb__ccl_plan *ring_plan_of(const kb__topo_params *p, uint32_t ws, const char *text,
-                                  kb__ccl_config **c)
+static kb__ccl_plan *ring_plan(const kb__topo_params *p, uint32_t ws, kb__ccl_config **c)
 {
     kb__err err;
+    const char *text = "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d}\n";
     cr_assert_eq(kb__ccl_config_load_string(c, "t.yaml", text, strlen(text), NULL, 0, &err), 0);
     kb__ccl_resolved r;
     kb__ccl_plan *pl;
     cr_assert_eq(kb__ccl_resolve(&(*c)->algos[0], p, ws, &r, &err), 0, "%s", err.msg);
     cr_assert_eq(kb__ccl_plan_build(&pl, p, &r, &err), 0, "%s", err.msg);
     return pl;
-}
-
-static kb__ccl_plan *ring_plan(const kb__topo_params *p, uint32_t ws, kb__ccl_config **c)
-{
-    return ring_plan_of(p, ws, "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d}\n",
-                        c);
 }
 
 Test(ccl_alphabeta, ring_alpha_is_the_slowest_chunks_path_and_prediction_follows_the_formula)
@@ -176,7 +170,7 @@ Test(ccl_alphabeta, ring_alpha_is_the_slowest_chunks_path_and_prediction_follows
     }
     cr_assert_eq(m.path_ps, path);
     cr_assert_eq(m.alpha_ps, (path + 29) / 30);
-    cr_assert_neq(pl->loc[m.alpha_rank].cube, pl->loc[(m.alpha_rank + 1) % 16].cube);
+    cr_assert_neq(pl->loc[m.hop_max_rank].cube, pl->loc[(m.hop_max_rank + 1) % 16].cube);
     double B =
         fmin(fmin(p.cube.noc.bw_gbs, p.cube.xbar_bw_gbs), fmin(p.sip.ucie.bw_gbs, p.pe.tcm_bw_gbs));
     cr_assert_float_eq(m.bw_gbs, B, 1e-9);
@@ -261,7 +255,7 @@ Test(ccl_alphabeta, full_machine_ring_is_bounded_by_the_sip_link)
     kb__err err;
     cr_assert_eq(kb__ccl_alphabeta_ring(t, pl, 0, &m, &err), 0, "%s", err.msg);
     cr_assert_float_eq(m.bw_gbs, p.system.sip_link.bw_gbs, 1e-9);
-    cr_assert_neq(pl->loc[m.alpha_rank].sip, pl->loc[(m.alpha_rank + 1) % 256].sip);
+    cr_assert_neq(pl->loc[m.hop_max_rank].sip, pl->loc[(m.hop_max_rank + 1) % 256].sip);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     kb__topo_destroy(t);
