@@ -117,6 +117,8 @@ struct kb__fab_msg {
     kb__time t_start;         /* when the message was offered */
     kb__time t_end;           /* when the last packet arrived (valid once done) */
     kb__time first_end;       /* kb__fab_send: packet 0's service end on link 0 */
+    const kb__time *inject;   /* kb__fab_inject: packet i is offered at inject[i] */
+    int inject_chain;         /* inject is non-decreasing: packet i posts i + 1 */
     kb__fab_hop *trace;       /* optional, route->n entries, filled by the engine */
     kb__fab_pkt_fn on_packet; /* optional, each delivered packet */
     kb__fab_pkt_fn on_done;   /* optional, after the last packet's on_packet */
@@ -163,9 +165,12 @@ uint32_t kb__fab_msg_pkt_size(const kb__fab_msg *msg, uint32_t pkt);
 /* Offers every packet of msg to its first link now (FIFO behind earlier
  * arrivals). */
 void kb__fab_send(kb__sim *sim, kb__fab_msg *msg);
-/* Offers packet pkt alone to the first link at absolute time t >= now (for
- * sources that produce packets over time, such as a memory read). */
-void kb__fab_inject_at(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt, kb__time t);
+/* Offers packet i to the first link at at[i] >= now, for every packet (a
+ * source that produces packets over time, such as a memory read). at must
+ * stay valid until the last packet is offered. When at is non-decreasing
+ * (the usual case) each packet's offer posts the next, so a long message
+ * keeps one pending event on its first link, not n. */
+void kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, const kb__time *at);
 
 /* Closed form for msg alone on route (docs/timing-model.md): the three terms. */
 typedef struct kb__fab_closed {

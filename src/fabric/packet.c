@@ -29,6 +29,8 @@ void kb__fab_msg_init(kb__fab_msg *msg, kb__fabric *fab, const kb__route *route,
     msg->t_start = 0;
     msg->t_end = 0;
     msg->first_end = 0;
+    msg->inject = NULL;
+    msg->inject_chain = 0;
     msg->trace = NULL;
     msg->on_packet = NULL;
     msg->on_done = NULL;
@@ -109,6 +111,11 @@ static void hop_arrive(kb__sim *sim, void *arg, uint64_t data)
     const kb__route *r = msg->route;
     uint32_t hop = (uint32_t)(data & HOP_MASK);
     chain_next(sim, msg, data);
+    if (hop == 0 && msg->inject_chain) {
+        uint32_t next = (uint32_t)(data >> HOP_BITS) + 1;
+        if (next < msg->npkts)
+            kb__sim_post_at(sim, msg->inject[next], hop_arrive, msg, (uint64_t)next << HOP_BITS);
+    }
     kb__time end = serve(msg, hop, (uint32_t)(data >> HOP_BITS), kb__sim_now(sim));
     kb__event_fn next = (hop + 1 < r->n) ? hop_arrive : deliver;
     kb__sim_post_at(sim, end + msg->fab->links[r->links[hop]].ow_ps, next, msg, data + 1);
@@ -127,9 +134,15 @@ void kb__fab_send(kb__sim *sim, kb__fab_msg *msg)
     kb__sim_post_at(sim, msg->first_end + l0->ow_ps, next, msg, 1);
 }
 
-void kb__fab_inject_at(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt, kb__time t)
+void kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, const kb__time *at)
 {
-    assert(pkt < msg->npkts && t >= kb__sim_now(sim));
     msg->first_end = 0;
-    kb__sim_post_at(sim, t, hop_arrive, msg, (uint64_t)pkt << HOP_BITS);
+    msg->inject = at;
+    msg->inject_chain = 1;
+    for (uint32_t i = 1; i < msg->npkts && msg->inject_chain; i++)
+        msg->inject_chain = at[i] >= at[i - 1];
+    for (uint32_t i = 0; i < (msg->inject_chain ? 1 : msg->npkts); i++) {
+        assert(at[i] >= kb__sim_now(sim));
+        kb__sim_post_at(sim, at[i], hop_arrive, msg, (uint64_t)i << HOP_BITS);
+    }
 }

@@ -97,7 +97,6 @@ static int pex_seg(kb__xfer *x, uint32_t g, kb__memctl *mem, uint32_t first, uin
     kb__mem_xfer *mx = write ? &s->mx2 : &s->mx, *tx = write ? &s->mx : &s->mx2;
     kb__mem_xfer_init(mx, mem, st, r->offset, total, p);
     kb__mem_xfer_init(tx, tcm, NULL, 0, total, p);
-    tx->timing_only = 1;
     if (nr > 1)
         kb__mem_xfer_set_runs(mx, r, nr);
     else if (!d->no_data && write)

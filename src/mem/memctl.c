@@ -2,9 +2,15 @@
  * memctl.c — channel reservation, write landing and read sampling.
  *
  * Like a link, a channel is reserved when the packet arrives: start =
- * max(now, ch_free), end = start + c·s/B_mem. The service edge that matters
- * for the data (end for a write, start for a read) is an event, so data
- * moves exactly when the hardware would move it.
+ * max(now, ch_free), end = start + c·s/B_mem. Every access to a byte goes
+ * through the channel of its address, a FIFO: the writes a read sees are
+ * exactly those reserved on that channel before it, whatever the service
+ * times. So bytes move at reservation, in channel order: a write lands and
+ * a read samples when its packet is reserved, which gives every read the
+ * bytes it would sample at its service start, and costs no event per
+ * packet. The times (a write's completion L after its latest landing, a
+ * read's packets leaving L after their service ends) are those of the
+ * service edges.
  */
 #include <assert.h>
 #include <stdbool.h>
@@ -194,85 +200,57 @@ static void land_bytes(kb__mem_xfer *x, uint32_t pkt)
 
 static void write_done(kb__sim *sim, void *arg, uint64_t data)
 {
+    (void)data;
     kb__mem_xfer *x = arg;
     if (x->on_done) x->on_done(sim, x);
-}
-
-static void write_land(kb__sim *sim, void *arg, uint64_t pkt)
-{
-    kb__mem_xfer *x = arg;
-    if (x->store) land_bytes(x, (uint32_t)pkt);
-    x->mc->bytes_written += pkt_size(x, (uint32_t)pkt);
-    if (++x->done_pkts == x->npkts) kb__sim_post(sim, x->mc->lat_ps, write_done, x, 0);
 }
 
 void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt)
 {
     kb__time end;
     reserve_pkt(x, kb__sim_now(sim), pkt, &end);
-    if (!x->timing_only) {
-        kb__sim_post_at(sim, end, write_land, x, pkt);
-        return;
-    }
-    /* Nothing lands: only the latest landing matters, no event per packet. */
+    /* The bytes land in channel order (see the top): no event per packet. */
+    if (x->store) land_bytes(x, pkt);
     x->land_max = end > x->land_max ? end : x->land_max;
     x->mc->bytes_written += pkt_size(x, pkt);
     if (++x->done_pkts == x->npkts)
         kb__sim_post_at(sim, x->land_max + x->mc->lat_ps, write_done, x, 0);
 }
 
-static void read_sample(kb__sim *sim, void *arg, uint64_t pkt)
+/* Samples the whole message now (in channel order, see the top). */
+static void read_bytes(kb__mem_xfer *x)
 {
-    kb__mem_xfer *x = arg;
-    uint32_t size = pkt_size(x, (uint32_t)pkt);
-    uint64_t rel = pkt * x->pkt_bytes;
-    if (x->chain && pkt + 1 < x->npkts)
-        kb__sim_post_at(sim, x->starts[pkt + 1], read_sample, x, pkt + 1);
-    if (x->store && (x->dst || x->runs)) {
-        kb__err e;
-        int rc = x->runs ? runs_move(x, rel, size, false, &e)
-                         : kb__store_read(x->store, x->mc->base_pa + x->offset + rel, x->dst + rel,
-                                          size, &e);
-        if (rc) fail(x, rc, &e);
-    }
-    x->mc->bytes_read += size;
-    kb__time end = x->ends ? x->ends[pkt] : kb__sim_now(sim) + kb__memctl_service_ps(x->mc, size);
-    kb__fab_inject_at(sim, x->out, (uint32_t)pkt, end + x->mc->lat_ps);
+    kb__err e;
+    int rc = x->runs ? runs_move(x, 0, x->bytes, false, &e)
+                     : kb__store_read(x->store, x->mc->base_pa + x->offset, x->dst, x->bytes, &e);
+    if (rc) fail(x, rc, &e);
 }
 
 void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x)
 {
-    kb__time now = kb__sim_now(sim), end, prev = 0;
-    int monotone = 1;
+    kb__time now = kb__sim_now(sim);
     x->out->t_start = now;
-    kb__mem_xfer_fini(x);
-    /* A gather's packet ends with its latest piece: keep the ends. */
-    size_t per = x->runs ? 2 : 1;
-    if (x->npkts > 1 || x->runs) x->starts = malloc(per * x->npkts * sizeof *x->starts);
-    if (x->starts && x->runs) x->ends = x->starts + x->npkts;
+    if (x->store && (x->dst || x->runs)) read_bytes(x);
+    x->mc->bytes_read += x->bytes;
+    kb__time *leave = x->npkts <= KB__MEM_LEAVE_INLINE ? x->leave_inline : x->leave_heap;
+    if (leave == x->leave_heap) {
+        free(x->leave_heap);
+        leave = x->leave_heap = malloc(x->npkts * sizeof *leave);
+        if (!leave) {
+            kb__sim_fail(sim, KB_ENOMEM, "memory read: out of host memory for its packets");
+            return;
+        }
+    }
     for (uint32_t i = 0; i < x->npkts; i++) {
-        kb__time start = reserve_pkt(x, now, i, &end);
-        monotone &= start >= prev;
-        prev = start;
-        if (x->ends) x->ends[i] = end;
-        if (x->starts)
-            x->starts[i] = start;
-        else
-            kb__sim_post_at(sim, start, read_sample, x, i);
+        kb__time end;
+        reserve_pkt(x, now, i, &end);
+        leave[i] = end + x->mc->lat_ps;
     }
-    if (!x->starts) return;
-    x->chain = monotone;
-    if (monotone) {
-        kb__sim_post_at(sim, x->starts[0], read_sample, x, 0);
-        return;
-    }
-    for (uint32_t i = 0; i < x->npkts; i++)
-        kb__sim_post_at(sim, x->starts[i], read_sample, x, i);
+    kb__fab_inject(sim, x->out, leave);
 }
 
 void kb__mem_xfer_fini(kb__mem_xfer *x)
 {
-    free(x->starts);
-    x->starts = x->ends = NULL;
-    x->chain = 0;
+    free(x->leave_heap);
+    x->leave_heap = NULL;
 }

@@ -5,8 +5,9 @@
  * (docs/timing-model.md, "Memories"). The packet at memory offset a is served
  * by channel (a / interleave) mod c; each channel is a FIFO server that holds
  * a packet of s bytes for c·s/B_mem (ceil to ps), after which the packet waits
- * L. A write's bytes land in the backing store when its channel service ends;
- * a read samples the store when its channel service starts.
+ * L. Bytes move in each channel's service order (memctl.c): a write lands
+ * and a read samples when its packet reserves its channel, so a read sees
+ * exactly the writes its channel served before it.
  *
  * A kb__mem_xfer is one message's worth of packets at one controller, over
  * one contiguous range or over several runs (gather/scatter). Writes
@@ -16,8 +17,10 @@
  * the timing, are the same.
  *
  * Ownership: the caller owns controllers and transfers; a transfer must
- * outlive its on_done. Cost: O(1) per packet, two events per packet (service
- * edge, then the hand-off); a read allocates one array of start times.
+ * outlive its on_done (a read: its last packet's delivery). Cost: O(1) per
+ * packet and no event of its own per packet (a write posts its completion,
+ * a read hands its packets to the fabric); a read of more than
+ * KB__MEM_LEAVE_INLINE packets allocates one array of leave times.
  */
 #ifndef KB_MEM_MEMCTL_H
 #define KB_MEM_MEMCTL_H
@@ -80,6 +83,9 @@ typedef struct kb__mem_run {
 } kb__mem_run;
 
 typedef struct kb__mem_xfer kb__mem_xfer;
+
+/* Packets of a read whose leave times fit in the transfer itself. */
+#define KB__MEM_LEAVE_INLINE 32
 typedef void (*kb__mem_done_fn)(kb__sim *sim, kb__mem_xfer *x);
 
 struct kb__mem_xfer {
@@ -96,20 +102,15 @@ struct kb__mem_xfer {
     uint32_t done_pkts;
     int status;              /* first store error, else 0 */
     kb__err *err;            /* receives that error's message; may be NULL */
-    kb__time *starts;        /* read: channel start per packet (NULL for one packet) */
-    kb__time *ends;          /* read of runs: service end per packet (in starts' block) */
-    int chain;               /* read: starts come in packet order, one sample posts the next */
+    kb__time leave_inline[KB__MEM_LEAVE_INLINE]; /* read: when each packet leaves */
+    kb__time *leave_heap;                        /* read: the same, for longer messages */
     kb__mem_done_fn on_done; /* write: L after the last landing */
     void *user;
     /* Gather/scatter (kb__mem_xfer_set_runs): the message's bytes are these
      * runs back to back; NULL: [offset, offset + bytes) with src / dst. */
     const kb__mem_run *runs;
     uint32_t n_runs;
-    /* Write that never moves bytes (a PE's TCM side, the tile buffers hold
-     * the data): no event per landing; on_done still runs L after the
-     * latest landing. Set after kb__mem_xfer_init. */
-    int timing_only;
-    kb__time land_max; /* timing_only: latest landing so far */
+    kb__time land_max; /* write: latest landing so far */
     uint32_t run_cur;  /* cursor: run holding message byte run_rel */
     uint64_t run_rel;
 };
@@ -128,13 +129,13 @@ void kb__mem_xfer_set_runs(kb__mem_xfer *x, const kb__mem_run *runs, uint32_t n)
 /* Write: packet pkt (bytes at offset + pkt·pkt_bytes) arrives now. on_done
  * runs L after the last packet has landed. */
 void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt);
-/* Read: every packet is requested now; each is sampled at its channel start
- * and offered to x->out's first link L after its service ends. x->out must
- * be initialised for x->bytes in x->pkt_bytes packets; its t_start is set.
- * When the channel starts come in packet order (the usual case) one sample
- * event posts the next, so a long read keeps one pending event, not n. */
+/* Read: every packet is requested now and sampled (channel order); each is
+ * offered to x->out's first link L after its channel service ends
+ * (kb__fab_inject). x->out must be initialised for x->bytes in
+ * x->pkt_bytes packets; its t_start is set. Out of host memory for the
+ * leave times fails the simulation (kb__sim_fail). */
 void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x);
-/* Releases what a read keeps between its events (call when x is done). */
+/* Releases what a read keeps until its last packet is delivered. */
 void kb__mem_xfer_fini(kb__mem_xfer *x);
 
 #endif

@@ -170,6 +170,10 @@ static inline int kb__timer_pending(const kb__timer *t)
     return t->idx != KB__TIMER_IDLE;
 }
 
+/* Records a failure on sim (out of host memory deep inside a model) and
+ * stops the running loop, whose kb__sim_run* call returns code. */
+void kb__sim_fail(kb__sim *sim, int code, const char *what);
+
 /* ---- running ------------------------------------------------------------- */
 
 /* Runs until the queue is empty or kb__sim_stop. Returns 0; KB_EDEADLOCK if

@@ -133,3 +133,60 @@ Test(memctl, a_read_behind_a_busy_channel_leaves_out_of_order)
     kb__fabric_destroy(fab);
     kb__sim_destroy(sim);
 }
+
+/* Bytes move in channel order: each read returns exactly the writes its
+ * channel served before it, however long the channel's queue is. */
+Test(memctl, a_read_sees_the_writes_its_channel_served_before_it)
+{
+    kb__fab_node_desc nodes[2] = {{.name = "mem"}, {.name = "out"}};
+    kb__fab_link_desc link = {.from = 0, .to = 1, .bw_gbs = 1000.0};
+    kb__err err;
+    kb__sim *sim = kb__sim_create(1, &err);
+    kb__fabric *fab;
+    cr_assert_eq(kb__fabric_create(&fab, sim, nodes, 2, &link, 1, 256, 64, &err), 0);
+    const kb__route *r;
+    cr_assert_eq(kb__fabric_route(fab, 0, KB__NO_NODE, 1, &r, &err), 0);
+    kb__memctl mc = make(1, 256, 10.0, 5, 256); /* one channel, 25.6 ns a packet */
+    kb__store st;
+    kb__store_init(&st);
+    uint8_t a[256], b[256], got[3][256];
+    memset(a, 0xaa, sizeof a);
+    memset(b, 0xbb, sizeof b);
+    /* Queued at the same time, in this order: write a, read, write b, read,
+     * read; the channel serves them one after another. */
+    kb__mem_xfer w[2], rd[3];
+    kb__fab_msg out[3];
+    seen s[3] = {{{0}}};
+    const uint8_t *src[2] = {a, b};
+    int order[5] = {0, 10, 1, 11, 12}; /* < 10: write i, else read i - 10 */
+    for (int k = 0; k < 5; k++) {
+        if (order[k] < 10) {
+            kb__mem_xfer_init(&w[order[k]], &mc, &st, 0, 256, 256);
+            w[order[k]].src = src[order[k]];
+            kb__mem_write_packet(sim, &w[order[k]], 0);
+            continue;
+        }
+        int i = order[k] - 10;
+        kb__fab_msg_init(&out[i], fab, r, 256, 256);
+        out[i].user = &s[i];
+        out[i].on_packet = record;
+        kb__mem_xfer_init(&rd[i], &mc, &st, 0, 256, 256);
+        rd[i].dst = got[i];
+        rd[i].out = &out[i];
+        kb__mem_read_start(sim, &rd[i]);
+    }
+    kb__sim_run(sim);
+    cr_assert_arr_eq(got[0], a, 256);
+    cr_assert_arr_eq(got[1], b, 256);
+    cr_assert_arr_eq(got[2], b, 256);
+    /* And the times are the channel's: read i leaves after the services queued
+     * before it, plus its own and L. */
+    kb__time svc = 25600, L = 5000, hop = 256;
+    cr_assert_eq(s[0].at[0], 2 * svc + L + hop);
+    cr_assert_eq(s[1].at[0], 4 * svc + L + hop);
+    cr_assert_eq(s[2].at[0], 5 * svc + L + hop);
+    kb__store_destroy(&st);
+    kb__memctl_fini(&mc);
+    kb__fabric_destroy(fab);
+    kb__sim_destroy(sim);
+}
