@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define PAGE     ((uint64_t)KB__STORE_PAGE)
 #define PAGE_OFF (PAGE - 1)
@@ -21,6 +22,11 @@
 void kb__store_init(kb__store *st)
 {
     kb__u64map_init(&st->pages);
+    st->slabs = NULL;
+    st->n_slabs = st->cap_slabs = 0;
+    st->slab_next = NULL;
+    st->slab_left = 0;
+    st->free_pages = NULL;
     st->ext = NULL;
     st->n_ext = st->cap_ext = 0;
     for (size_t i = 0; i < KB__STORE_HOT; i++)
@@ -29,9 +35,9 @@ void kb__store_init(kb__store *st)
 
 void kb__store_destroy(kb__store *st)
 {
-    for (size_t i = 0; i < st->pages.cap; i++)
-        if (st->pages.slots[i].key != KB__U64MAP_EMPTY)
-            free((void *)(uintptr_t)st->pages.slots[i].val);
+    for (size_t i = 0; i < st->n_slabs; i++)
+        munmap(st->slabs[i], KB__STORE_SLAB);
+    free(st->slabs);
     kb__u64map_fini(&st->pages);
     free(st->ext);
     kb__store_init(st);
@@ -101,16 +107,68 @@ static void extents_bytes(const kb__store_extent *e, size_t k, uint64_t x, uint8
     }
 }
 
+/* A slab-aligned mapping of KB__STORE_SLAB bytes advised as a huge page,
+ * or NULL. */
+static uint8_t *slab_map(void)
+{
+    size_t want = 2 * KB__STORE_SLAB;
+    uint8_t *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    uintptr_t a = ((uintptr_t)m + KB__STORE_SLAB - 1) & ~(uintptr_t)(KB__STORE_SLAB - 1);
+    uint8_t *slab = (uint8_t *)a;
+    if (slab > m) munmap(m, (size_t)(slab - m));
+    if (slab + KB__STORE_SLAB < m + want)
+        munmap(slab + KB__STORE_SLAB, (size_t)(m + want - (slab + KB__STORE_SLAB)));
+#ifdef MADV_HUGEPAGE
+    madvise(slab, KB__STORE_SLAB, MADV_HUGEPAGE); /* advice only: 4 KiB pages work too */
+#endif
+    return slab;
+}
+
+/* A page buffer (contents undefined), or NULL. */
+static uint8_t *page_alloc(kb__store *st)
+{
+    if (st->free_pages) {
+        uint8_t *p = st->free_pages;
+        memcpy(&st->free_pages, p, sizeof st->free_pages);
+        return p;
+    }
+    if (!st->slab_left) {
+        if (st->n_slabs == st->cap_slabs) {
+            size_t cap = st->cap_slabs ? 2 * st->cap_slabs : 16;
+            uint8_t **v = realloc(st->slabs, cap * sizeof *v);
+            if (!v) return NULL;
+            st->slabs = v;
+            st->cap_slabs = cap;
+        }
+        uint8_t *slab = slab_map();
+        if (!slab) return NULL;
+        st->slabs[st->n_slabs++] = slab;
+        st->slab_next = slab;
+        st->slab_left = KB__STORE_SLAB / PAGE;
+    }
+    uint8_t *p = st->slab_next;
+    st->slab_next += PAGE;
+    st->slab_left--;
+    return p;
+}
+
+static void page_free(kb__store *st, uint8_t *p)
+{
+    memcpy(p, &st->free_pages, sizeof st->free_pages);
+    st->free_pages = p;
+}
+
 /* The page pn, created from the extents under it if not resident. */
 static int page_make(kb__store *st, uint64_t pn, uint8_t **out, kb__err *err)
 {
     uint8_t *p = page_of(st, pn);
     if (!p) {
-        p = malloc(PAGE);
+        p = page_alloc(st);
         if (!p) return kb__err_set(err, KB_ENOMEM, "store: out of host memory for a page");
         extents_bytes(st->ext, st->n_ext, pn << KB__STORE_PAGE_SHIFT, p, PAGE);
         if (kb__u64map_put(&st->pages, pn, (uint64_t)(uintptr_t)p)) {
-            free(p);
+            page_free(st, p);
             return kb__err_set(err, KB_ENOMEM, "store: out of host memory for the page index");
         }
     }
@@ -160,7 +218,7 @@ static void page_drop(kb__store *st, uint64_t pn)
 {
     uint64_t v;
     if (!kb__u64map_del(&st->pages, pn, &v)) return;
-    free((void *)(uintptr_t)v);
+    page_free(st, (uint8_t *)(uintptr_t)v);
     struct kb__store_hot *h = &st->hot[pn % KB__STORE_HOT];
     if (h->pn == pn) *h = (struct kb__store_hot){UINT64_MAX, NULL};
 }

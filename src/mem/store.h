@@ -20,6 +20,9 @@
  * holds the current value of all its 4096 bytes (extents under it are
  * ignored). Addresses: every range [pa, pa + n) must end at or below
  * UINT64_MAX (the very last byte of the 64-bit space is not addressable).
+ * Pages are carved from 2 MiB slabs, advised as huge pages: a first touch
+ * of host memory costs a page fault per 4 KiB otherwise, which on some
+ * virtual machines is the largest cost of a large copy.
  * Cost: read/write O(n / 4096) page lookups (a small direct-mapped cache
  * of recent pages in front of the hash map: a stream of packet-sized
  * accesses finds its page there), plus O(log E) per page not resident;
@@ -48,8 +51,17 @@ typedef struct kb__store_extent {
 
 #define KB__STORE_HOT 64 /* entries of the recently-used page cache */
 
+/* Pages come from slabs of this many bytes (2 MiB: one huge page where the
+ * host grants it), carved in order; dropped pages go to a free list. */
+#define KB__STORE_SLAB ((size_t)2 << 20)
+
 typedef struct kb__store {
     kb__u64map pages;      /* page number -> (uintptr_t) 4 KiB buffer */
+    uint8_t **slabs;       /* every slab, for the release at destroy */
+    size_t n_slabs, cap_slabs;
+    uint8_t *slab_next;    /* next uncarved page of the newest slab */
+    size_t slab_left;      /* pages left to carve there */
+    void *free_pages;      /* dropped pages, linked through their first bytes */
     kb__store_extent *ext; /* sorted, disjoint fill extents */
     size_t n_ext, cap_ext;
     /* Lookaside for `pages`, direct-mapped by page number: resident pages
