@@ -10,6 +10,7 @@
  * and finishes when the last piece is in TCM. tl_wait blocks on that tile.
  * Cost: one scalar op per call plus pe_ipcq's costs.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,18 @@ int tl_has_neighbor(tl_ctx *k, int dir)
     return dir >= 0 && dir < KB__IPCQ_PORTS && ep->port[dir].peer >= 0;
 }
 
+static void note_send(char *buf, size_t n, const void *arg)
+{
+    const kb__ipcq_port *pt = arg;
+    snprintf(buf, n, "tl_send to %s: waits for its tile", dir_names[pt->index]);
+}
+
+static void note_recv(char *buf, size_t n, const void *arg)
+{
+    const kb__ipcq_ep *ep = arg;
+    snprintf(buf, n, "rank %u (%s): tl_recv waits for a message", ep->rank, ep->name);
+}
+
 void tl_send(tl_ctx *k, int dir, tl_tile t)
 {
     kb__ipcq_ep *ep = ep_of(k, "tl_send");
@@ -65,8 +78,7 @@ void tl_send(tl_ctx *k, int dir, tl_tile t)
     port_of(k, ep, dir, "send to");
     kb__pe_buf *b = sl->buf;
     kb__pe_buf_hold(b); /* the handle may not be freed while we read it */
-    kb__proc_set_note(kb__proc_self(k->prog.sim), "tl_send to %s: waits for its tile",
-                      dir_names[dir]);
+    kb__proc_set_note_fn(kb__proc_self(k->prog.sim), note_send, &ep->port[dir]);
     kb__pe_wait_buf(&k->prog, b);
     kb__ipcq_desc d;
     memset(&d, 0, sizeof d);
@@ -75,7 +87,7 @@ void tl_send(tl_ctx *k, int dir, tl_tile t)
     for (int i = 0; i < sl->d.ndim && i < KB__IPCQ_MAX_DIMS; i++)
         d.shape[i] = sl->d.shape[i];
     kb__ipcq_send(&k->prog, ep, (uint32_t)dir, &d, b->data, kb__tile_bytes(&sl->d), b->tcm_off);
-    kb__proc_set_note(kb__proc_self(k->prog.sim), "%s", "");
+    kb__proc_set_note_fn(kb__proc_self(k->prog.sim), NULL, NULL);
     kb__pe_buf_drop(b);
 }
 
@@ -148,10 +160,9 @@ tl_tile tl_wait(tl_ctx *k, tl_recv_handle h)
 {
     kb__tl_slot *sl = kb__tl_slot_of(k, h.t, "tl_wait");
     kb__ipcq_ep *ep = ep_of(k, "tl_wait");
-    kb__proc_set_note(kb__proc_self(k->prog.sim), "rank %u (%s): tl_recv waits for a message",
-                      ep->rank, ep->name);
+    kb__proc_set_note_fn(kb__proc_self(k->prog.sim), note_recv, ep);
     kb__pe_wait_buf(&k->prog, sl->buf);
-    kb__proc_set_note(kb__proc_self(k->prog.sim), "%s", "");
+    kb__proc_set_note_fn(kb__proc_self(k->prog.sim), NULL, NULL);
     return h.t;
 }
 

@@ -53,12 +53,18 @@ static int check_range(uint64_t pa, uint64_t n, const char *op, kb__err *err)
     return 0;
 }
 
+/* The lookaside entry of page pn (Fibonacci hashing). */
+static inline size_t hot_index(uint64_t pn)
+{
+    return (size_t)((pn * 0x9E3779B97F4A7C15u) >> (64 - KB__STORE_HOT_BITS));
+}
+
 /* The resident page pn, or NULL. Refreshes the lookaside, which is not part
  * of the store's value (so a read through a const store may update it:
  * stores are never defined const). */
 static uint8_t *page_of(const kb__store *st, uint64_t pn)
 {
-    struct kb__store_hot *h = (struct kb__store_hot *)&st->hot[pn % KB__STORE_HOT];
+    struct kb__store_hot *h = (struct kb__store_hot *)&st->hot[hot_index(pn)];
     if (h->pn == pn) return h->page;
     uint64_t v;
     if (!kb__u64map_get(&st->pages, pn, &v)) return NULL;
@@ -219,7 +225,7 @@ static void page_drop(kb__store *st, uint64_t pn)
     uint64_t v;
     if (!kb__u64map_del(&st->pages, pn, &v)) return;
     page_free(st, (uint8_t *)(uintptr_t)v);
-    struct kb__store_hot *h = &st->hot[pn % KB__STORE_HOT];
+    struct kb__store_hot *h = &st->hot[hot_index(pn)];
     if (h->pn == pn) *h = (struct kb__store_hot){UINT64_MAX, NULL};
 }
 

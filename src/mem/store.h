@@ -49,7 +49,8 @@ typedef struct kb__store_extent {
     uint8_t pat[KB__STORE_PATTERN_MAX];
 } kb__store_extent;
 
-#define KB__STORE_HOT 64 /* entries of the recently-used page cache */
+#define KB__STORE_HOT_BITS 10 /* 2^10 entries of the recently-used page cache */
+#define KB__STORE_HOT      (1u << KB__STORE_HOT_BITS)
 
 /* Pages come from slabs of this many bytes (2 MiB: one huge page where the
  * host grants it), carved in order; dropped pages go to a free list. */
@@ -64,7 +65,8 @@ typedef struct kb__store {
     void *free_pages;      /* dropped pages, linked through their first bytes */
     kb__store_extent *ext; /* sorted, disjoint fill extents */
     size_t n_ext, cap_ext;
-    /* Lookaside for `pages`, direct-mapped by page number: resident pages
+    /* Lookaside for `pages`, direct-mapped by a hash of the page number
+     * (buffers of many PEs sit at the same offsets of their slices): resident pages
      * recently looked up (pn UINT64_MAX: empty). Not part of the store's
      * value; reads refresh it too. */
     struct kb__store_hot {

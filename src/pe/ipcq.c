@@ -235,6 +235,12 @@ static void sync_to_now(kb__pe_prog *g)
     if (g->t_scalar < now) g->t_scalar = now;
 }
 
+static void note_no_credit(char *buf, size_t n, const void *arg)
+{
+    const kb__ipcq_port *sp = arg;
+    snprintf(buf, n, "tl_send to %s (rank %d): no credit", port_names[sp->index], sp->peer);
+}
+
 /* Blocks g until port sp has a credit, by the configured backpressure. */
 static void wait_credit(kb__pe_prog *g, kb__ipcq_port *sp)
 {
@@ -242,8 +248,7 @@ static void wait_credit(kb__pe_prog *g, kb__ipcq_port *sp)
     kb__ipcq_set *s = sp->ep->set;
     kb__time t0 = kb__sim_now(g->sim);
     sp->last_block = t0;
-    kb__proc_set_note(kb__proc_self(g->sim), "tl_send to %s (rank %d): no credit",
-                      port_names[sp->index], sp->peer);
+    kb__proc_set_note_fn(kb__proc_self(g->sim), note_no_credit, sp);
     if (s->cfg.bp == KB__IPCQ_SLEEP) {
         sp->sleeps++;
         while (sp->credits <= 0 && !s->failed) {
@@ -272,7 +277,7 @@ static void wait_credit(kb__pe_prog *g, kb__ipcq_port *sp)
         sp->unblock_credit = sp->last_credit;
     }
     if (s->failed) kb__pe_raise(g, s->err.code ? s->err.code : KB_ECANCELED, "%s", s->err.msg);
-    kb__proc_set_note(kb__proc_self(g->sim), "%s", "");
+    kb__proc_set_note_fn(kb__proc_self(g->sim), NULL, NULL);
     sp->last_resume = kb__sim_now(g->sim);
     sp->stall_ps += sp->last_resume - t0;
     sync_to_now(g);

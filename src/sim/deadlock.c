@@ -52,8 +52,14 @@ static int waiting_line(const kb__proc *p, char *buf, size_t n)
         else
             len = snprintf(buf, n, "%s waits on %s '%s' since %s", who, p->wait_kind, wname, since);
     }
-    if (p->note[0] && len >= 0 && (size_t)len < n)
-        len += snprintf(buf + len, n - (size_t)len, " [note: %s]", p->note);
+    char lazy[KB__NOTE_MAX];
+    const char *note = p->note;
+    if (p->note_fn) {
+        p->note_fn(lazy, sizeof lazy, p->note_arg);
+        note = lazy;
+    }
+    if (note[0] && len >= 0 && (size_t)len < n)
+        len += snprintf(buf + len, n - (size_t)len, " [note: %s]", note);
     return len;
 }
 

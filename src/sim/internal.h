@@ -155,6 +155,8 @@ struct kb__proc {
     uint64_t index;        /* spawn index */
     kb__proc *prev, *next; /* live list in spawn order */
     char note[KB__NOTE_MAX];
+    kb__note_fn note_fn; /* when set, the note is note_fn(note_arg) */
+    const void *note_arg;
     char name[]; /* copied at spawn */
 };
 

@@ -474,10 +474,19 @@ const char *kb__proc_name(const kb__proc *p)
 void kb__proc_set_note(kb__proc *p, const char *fmt, ...)
 {
     if (!p) return;
+    p->note_fn = NULL;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(p->note, sizeof p->note, fmt, ap);
     va_end(ap);
+}
+
+void kb__proc_set_note_fn(kb__proc *p, kb__note_fn fn, const void *arg)
+{
+    if (!p) return;
+    p->note_fn = fn;
+    p->note_arg = arg;
+    p->note[0] = 0;
 }
 
 kb__rng *kb__proc_rng(kb__proc *p)

@@ -232,6 +232,12 @@ int kb__proc_fail(kb__sim *sim, int code, const char *fmt, ...)
 /* A short note shown in deadlock reports (truncated to 95 chars). NULL p is
  * ignored. */
 void kb__proc_set_note(kb__proc *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same note, formatted only when a report shows it: fn writes it into
+ * buf (n bytes, NUL-terminated) from arg, which must stay valid while the
+ * note is set. For notes set on every blocking call of a hot path. NULL fn
+ * clears the note. */
+typedef void (*kb__note_fn)(char *buf, size_t n, const void *arg);
+void kb__proc_set_note_fn(kb__proc *p, kb__note_fn fn, const void *arg);
 /* p's own random stream, seeded from the sim seed and p's spawn index. */
 kb__rng *kb__proc_rng(kb__proc *p);
 
