@@ -16,7 +16,10 @@
 
 /* ---- device transport ------------------------------------------------------ */
 
+typedef struct dev_transport dev_transport;
+
 typedef struct dev_copy {
+    dev_transport *tp;
     kb__fab_msg data;
     kb__mem_xfer rd, wr;
     kb__ipcq_done_fn done;
@@ -25,10 +28,26 @@ typedef struct dev_copy {
 } dev_copy;
 
 typedef struct dev_credit {
+    dev_transport *tp;
     kb__fab_msg msg;
     kb__ipcq_done_fn done;
     void *arg;
 } dev_credit;
+
+/* The transport's self: the device, and the copies and credits in flight
+ * recycled (one of each per piece and slot: far too many to malloc). */
+struct dev_transport {
+    kb__device *d;
+    kb__pool copies, credits;
+};
+
+static void dev_fini(void *self)
+{
+    dev_transport *t = self;
+    kb__pool_fini(&t->copies);
+    kb__pool_fini(&t->credits);
+    free(t);
+}
 
 static void copy_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
@@ -42,7 +61,7 @@ static void copy_written(kb__sim *sim, kb__mem_xfer *mx)
     c->done(sim, c->arg);
     kb__mem_xfer_fini(&c->rd);
     kb__mem_xfer_fini(&c->wr);
-    free(c);
+    kb__pool_put(&c->tp->copies, c);
 }
 
 static uint32_t dma_node(const kb__device *d, const kb__ipcq_ep *ep)
@@ -54,7 +73,8 @@ static int dev_copy_fn(void *self, const kb__ipcq_ep *via, uint64_t src_pa, uint
                        uint64_t bytes, const void *data, kb__ipcq_done_fn done, void *arg,
                        kb__err *err)
 {
-    kb__device *d = self;
+    dev_transport *tp = self;
+    kb__device *d = tp->d;
     kb__memctl *ms = kb__device_memctl(d, src_pa, err);
     if (!ms) return err->code;
     kb__memctl *md = kb__device_memctl(d, dst_pa, err);
@@ -62,8 +82,10 @@ static int dev_copy_fn(void *self, const kb__ipcq_ep *via, uint64_t src_pa, uint
     const kb__route *r;
     int rc = kb__fabric_route(d->fab, ms->node, dma_node(d, via), md->node, &r, err);
     if (rc) return rc;
-    dev_copy *c = calloc(1, sizeof *c);
+    dev_copy *c = kb__pool_get(&tp->copies);
     if (!c) return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for a transfer");
+    c->tp = tp;
+    kb__err_clear(&c->err);
     uint32_t p = kb__fabric_packet_bytes(d->fab);
     kb__fab_msg_init(&c->data, d->fab, r, bytes, p);
     c->data.user = c;
@@ -85,7 +107,7 @@ static int dev_copy_fn(void *self, const kb__ipcq_ep *via, uint64_t src_pa, uint
 
 static int dev_peek(void *self, uint64_t pa, void *dst, uint64_t bytes, kb__err *err)
 {
-    kb__device *d = self;
+    kb__device *d = ((dev_transport *)self)->d;
     if (d->no_data) return 0;
     return kb__store_read(&d->store, pa, dst, bytes, err);
 }
@@ -95,18 +117,20 @@ static void credit_done(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
     (void)pkt;
     dev_credit *c = m->user;
     c->done(sim, c->arg);
-    free(c);
+    kb__pool_put(&c->tp->credits, c);
 }
 
 static int dev_credit_fn(void *self, const kb__ipcq_ep *from, const kb__ipcq_ep *to, uint64_t bytes,
                          kb__ipcq_done_fn done, void *arg, kb__err *err)
 {
-    kb__device *d = self;
+    dev_transport *tp = self;
+    kb__device *d = tp->d;
     const kb__route *r;
     int rc = kb__fabric_route(d->fab, dma_node(d, from), KB__NO_NODE, dma_node(d, to), &r, err);
     if (rc) return rc;
-    dev_credit *c = calloc(1, sizeof *c);
+    dev_credit *c = kb__pool_get(&tp->credits);
     if (!c) return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for a credit");
+    c->tp = tp;
     kb__fab_msg_init(&c->msg, d->fab, r, bytes, kb__fabric_packet_bytes(d->fab));
     c->msg.user = c;
     c->msg.on_done = credit_done;
@@ -118,7 +142,7 @@ static int dev_credit_fn(void *self, const kb__ipcq_ep *from, const kb__ipcq_ep 
 
 static uint64_t dev_tcm_pa(void *self, const kb__ipcq_ep *ep, uint64_t off)
 {
-    kb__device *d = self;
+    kb__device *d = ((dev_transport *)self)->d;
     uint64_t pa = 0;
     kb__err e;
     kb__device_pa(d, KB__SPACE_TCM, ep->sip, ep->cube, ep->pe,
@@ -286,7 +310,12 @@ int kb__ccl_install(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
                            d->topo->cubes_per_sip, d->topo->pes_per_cube);
     kb__ipcq_cfg cfg;
     kb__ccl_ipcq_cfg(d, plan, &cfg);
-    kb__ipcq_transport tp = {dev_copy_fn, dev_peek, dev_credit_fn, dev_tcm_pa, d};
+    dev_transport *self = malloc(sizeof *self);
+    if (!self) return kb__err_set(err, KB_ENOMEM, "ipcq install: out of host memory");
+    self->d = d;
+    kb__pool_init(&self->copies, sizeof(dev_copy));
+    kb__pool_init(&self->credits, sizeof(dev_credit));
+    kb__ipcq_transport tp = {dev_copy_fn, dev_peek, dev_credit_fn, dev_tcm_pa, dev_fini, self};
     kb__ipcq_set *s;
     int rc = kb__ipcq_create(&s, d->sim, plan->world_size, &cfg, &tp, err);
     if (rc) return rc;

@@ -10,8 +10,10 @@
  * failed; queued ops that have not started will be dropped. */
 void kb__pe_prog_fail(kb__pe_prog *g, const kb__err *err);
 /* Called on the dispatcher's stack after the program's coroutine ended: drops
- * the queued ops of a failed program, waits until no op of g is in service,
- * frees g's recycled ops. */
+ * the queued ops of a failed program, waits until no op of g is in service. */
 void kb__pe_prog_drain(kb__pe_prog *g);
+/* Frees the ops and tile buffers g keeps for reuse (after its kernel's
+ * prog_fini, which may release the last buffers). */
+void kb__pe_prog_release(kb__pe_prog *g);
 
 #endif

@@ -56,19 +56,25 @@ int kb__ipcq_create(kb__ipcq_set **out, kb__sim *sim, uint32_t world, const kb__
     if (!cfg->n_slots || !world)
         return kb__err_set(err, KB_EINVAL, "ipcq: n_slots (%u) and world size (%u) must be >= 1",
                            cfg->n_slots, world);
-    if (cfg->slot_size <= KB__IPCQ_META_BYTES)
+    if (cfg->slot_size <= KB__IPCQ_META_BYTES) {
+        if (tp->fini) tp->fini(tp->self);
         return kb__err_set(err, KB_EINVAL,
                            "ipcq: slot_size %llu B leaves no payload after the %d B descriptor",
                            (unsigned long long)cfg->slot_size, KB__IPCQ_META_BYTES);
-    if (!cfg->vc_chunk || !cfg->credit_bytes || !(cfg->vc_bw_gbs > 0))
+    }
+    if (!cfg->vc_chunk || !cfg->credit_bytes || !(cfg->vc_bw_gbs > 0)) {
+        if (tp->fini) tp->fini(tp->self);
         return kb__err_set(err, KB_EINVAL,
                            "ipcq: vc_chunk_size, credit_size and pe.dma.bw_gbs must be positive");
+    }
     kb__ipcq_set *s = calloc(1, sizeof *s);
     if (s) s->ep = calloc(world, sizeof *s->ep);
     if (!s || !s->ep) {
         if (s) free(s);
+        if (tp->fini) tp->fini(tp->self);
         return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for %u ranks", world);
     }
+    kb__pool_init(&s->staging, cfg->slot_size);
     s->sim = sim;
     s->cfg = *cfg;
     s->tp = *tp;
@@ -130,6 +136,8 @@ void kb__ipcq_destroy(kb__ipcq_set *s)
         }
     }
     free(s->ep);
+    kb__pool_fini(&s->staging);
+    if (s->tp.fini) s->tp.fini(s->tp.self);
     free(s);
 }
 
@@ -181,7 +189,7 @@ static void chunk_landed(kb__sim *sim, void *arg)
     if (--pc->pending) return;
     kb__ipcq_port *rp = pc->rp;
     rp->slot[pc->idx].state = KB__SLOT_VISIBLE;
-    free(pc->staging);
+    kb__pool_put(&rp->ep->set->staging, pc->staging);
     free(pc);
     debug_audit(rp->ep->set);
     rx_progress(sim, rp);
@@ -338,7 +346,7 @@ void kb__ipcq_send(kb__pe_prog *g, kb__ipcq_ep *ep, uint32_t p, const kb__ipcq_d
         sl->d.bytes = bytes;
         sl->d.msg_bytes = msg_bytes;
         ipcq_piece *pc = calloc(1, sizeof *pc);
-        if (pc && data) pc->staging = malloc(KB__IPCQ_META_BYTES + bytes);
+        if (pc && data) pc->staging = kb__pool_get(&s->staging);
         if (!pc || (data && !pc->staging)) {
             free(pc);
             kb__pe_raise(g, KB_ENOMEM, "tl_send: out of host memory for a piece");

@@ -53,6 +53,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/pool.h"
 #include "pe/pe.h"
 #include "sim/sim.h"
 
@@ -104,6 +105,9 @@ typedef struct kb__ipcq_transport {
                   kb__ipcq_done_fn done, void *arg, kb__err *err);
     /* PA of byte off of the usable TCM (after the reserve) of ep's PE. */
     uint64_t (*tcm_pa)(void *self, const kb__ipcq_ep *ep, uint64_t off);
+    /* Optional: releases self when the set is destroyed (and when
+     * kb__ipcq_create fails). */
+    void (*fini)(void *self);
     void *self;
 } kb__ipcq_transport;
 
@@ -176,6 +180,7 @@ struct kb__ipcq_set {
     kb__ipcq_ep *ep; /* [world] */
     int failed;      /* a transport error or a cancel happened */
     kb__err err;     /* its message */
+    kb__pool staging; /* slot images (descriptor + payload) of pieces in flight */
 };
 
 /* One port of one rank, as install describes it. */
@@ -184,7 +189,8 @@ typedef struct kb__ipcq_link {
     uint32_t peer_port;
 } kb__ipcq_link;
 
-/* Creates a set of `world` ranks with cfg and transport tp. Every rank's
+/* Creates a set of `world` ranks with cfg and transport tp (the set owns
+ * tp.self from then on, also on failure, when tp.fini is set). Every rank's
  * location and links are then given with kb__ipcq_set_rank. Errors:
  * KB_EINVAL (slot_size too small for the descriptor, no slots, chunk 0),
  * KB_ENOMEM. */

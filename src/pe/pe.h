@@ -66,7 +66,11 @@ typedef struct kb__pe_buf {
     uint32_t handles; /* tile handles referring to it */
     uint32_t uses;    /* issued, unfinished ops reading or writing it */
     bool ready;       /* its producer finished (or it had none) */
+    struct kb__pe_buf *next_free; /* recycled: next buffer of its size */
 } kb__pe_buf;
+
+/* Tile sizes whose freed buffers a program recycles (a kernel uses few). */
+#define KB__PE_BUF_CLASSES 4
 
 #define KB__PE_OP_MAX_IN 6
 
@@ -138,6 +142,10 @@ struct kb__pe_prog {
     bool failed;
     size_t op_size;
     kb__pe_op *op_free;                      /* recycled ops */
+    struct {
+        uint64_t bytes;
+        kb__pe_buf *head;
+    } buf_free[KB__PE_BUF_CLASSES]; /* recycled tile buffers, by size */
     const struct kb__pe_kernel *launch_kern; /* body and argument */
 };
 

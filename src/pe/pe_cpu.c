@@ -161,6 +161,7 @@ static void run_program(kb__pe_launch *l, kb__pe *pe, uint32_t i)
         kb__pe_prog_drain(g);
         if (l->kern.prog_fini) l->kern.prog_fini(g, l->kern.arg);
     }
+    kb__pe_prog_release(g);
     if (rc < 0) launch_fail(l, &e);
     free(g);
 }

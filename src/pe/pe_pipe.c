@@ -30,11 +30,33 @@ static void wake_program(kb__pe_prog *g)
 
 /* ---- buffers --------------------------------------------------------------- */
 
+/* Returns b's TCM and keeps its host memory for the next tile of its size
+ * (the first KB__PE_BUF_CLASSES sizes seen), or frees it. */
 static void buf_reclaim(kb__pe_buf *b)
 {
     kb__pe_prog *g = b->prog;
     kb__tcm_free(&g->pe->tcm, b->tcm_off, b->bytes);
+    for (int i = 0; i < KB__PE_BUF_CLASSES; i++) {
+        if (g->buf_free[i].head && g->buf_free[i].bytes != b->bytes) continue;
+        g->buf_free[i].bytes = b->bytes;
+        b->next_free = g->buf_free[i].head;
+        g->buf_free[i].head = b;
+        return;
+    }
     free(b);
+}
+
+/* Host memory for a buffer of bytes: recycled (data zeroed) or new. */
+static kb__pe_buf *buf_host(kb__pe_prog *g, uint64_t bytes, size_t head)
+{
+    for (int i = 0; i < KB__PE_BUF_CLASSES; i++) {
+        kb__pe_buf *b = g->buf_free[i].head;
+        if (!b || g->buf_free[i].bytes != bytes) continue;
+        g->buf_free[i].head = b->next_free;
+        memset(b, 0, head + (bytes ? bytes : 1));
+        return b;
+    }
+    return calloc(1, head + (bytes ? bytes : 1));
 }
 
 static void buf_unuse(kb__pe_buf *b)
@@ -260,7 +282,7 @@ kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes)
         block_until(g, cond_reclaimed, &before);
     }
     size_t head = (sizeof(kb__pe_buf) + 63) / 64 * 64;
-    kb__pe_buf *b = calloc(1, head + (bytes ? bytes : 1));
+    kb__pe_buf *b = buf_host(g, bytes, head);
     if (!b) {
         kb__tcm_free(t, off, bytes);
         kb__pe_raise(g, KB_ENOMEM, "out of host memory for a %llu B tile",
@@ -359,9 +381,19 @@ void kb__pe_prog_drain(kb__pe_prog *g)
         kb__event_wait(g->sim, &ev);
         g->wake = NULL;
     }
+}
+
+void kb__pe_prog_release(kb__pe_prog *g)
+{
     while (g->op_free) {
         kb__pe_op *op = g->op_free;
         g->op_free = op->next;
         free(op);
     }
+    for (int i = 0; i < KB__PE_BUF_CLASSES; i++)
+        while (g->buf_free[i].head) {
+            kb__pe_buf *b = g->buf_free[i].head;
+            g->buf_free[i].head = b->next_free;
+            free(b);
+        }
 }
