@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/pool.h"
 #include "fabric/fabric.h"
 #include "mem/addr.h"
 #include "mem/memctl.h"
@@ -62,6 +63,7 @@ struct kb__device {
     uint32_t header_bytes;
     kb__time host_dispatch_ps, io_cpu_dispatch_ps, m_cpu_dispatch_ps, dma_setup_ps;
     uint64_t xfers_done;
+    kb__pool pex_pool; /* recycled one-memory PeXfers (host/internal.h) */
 };
 
 /* Builds the device for topology t (taken over: destroyed with the device,

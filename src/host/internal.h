@@ -69,7 +69,19 @@ struct kb__xfer {
     uint32_t pending_segs;   /* PeXfer: segments not yet acknowledged (PeDma: 0) */
     kb__xfer_fn on_finish;   /* optional, runs after completion (may free x) */
     void *user;
+    int pooled; /* a kb__pex_block from the device's pool */
 };
+
+/* A PeXfer of one memory and at most KB__PEX_BLOCK_RUNS runs (nearly every
+ * tile load and store) in one block, recycled through the device's pool. */
+#define KB__PEX_BLOCK_RUNS 16
+typedef struct kb__pex_block {
+    kb__xfer x; /* first: the block is freed through x */
+    kb__seg_op seg;
+    kb__mem_run runs[KB__PEX_BLOCK_RUNS];
+    kb__sip_group sipg;
+    kb__cube_group cubeg;
+} kb__pex_block;
 
 /* Sets every message's and memory transfer's callbacks (xfer.c). */
 void kb__xfer_wire(kb__xfer *x);

@@ -370,6 +370,10 @@ void kb__xfer_free(kb__xfer *x)
         kb__mem_xfer_fini(&x->segs[i].mx2);
     }
     kb__event_fini(&x->done);
+    if (x->pooled) {
+        kb__pool_put(&x->d->pex_pool, x);
+        return;
+    }
     free(x->segs);
     free(x->runs);
     free(x->sipg);

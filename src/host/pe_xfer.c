@@ -19,17 +19,32 @@
 
 #include "host/internal.h"
 
+/* One block from the device's pool when the transfer fits one, else
+ * separate allocations. */
 static kb__xfer *pex_alloc(kb__device *d, uint32_t n_groups, uint32_t n_runs)
 {
-    kb__xfer *x = calloc(1, sizeof *x);
-    if (!x) return NULL;
-    x->segs = calloc(n_groups, sizeof *x->segs);
-    x->runs = calloc(n_runs, sizeof *x->runs);
-    x->sipg = calloc(1, sizeof *x->sipg);
-    x->cubeg = calloc(1, sizeof *x->cubeg);
-    if (!x->segs || !x->runs || !x->sipg || !x->cubeg) {
-        kb__xfer_free(x);
-        return NULL;
+    kb__xfer *x;
+    if (n_groups == 1 && n_runs <= KB__PEX_BLOCK_RUNS) {
+        kb__pex_block *b = kb__pool_get(&d->pex_pool);
+        if (!b) return NULL;
+        memset(b, 0, sizeof *b);
+        x = &b->x;
+        x->pooled = 1;
+        x->segs = &b->seg;
+        x->runs = b->runs;
+        x->sipg = &b->sipg;
+        x->cubeg = &b->cubeg;
+    } else {
+        x = calloc(1, sizeof *x);
+        if (!x) return NULL;
+        x->segs = calloc(n_groups, sizeof *x->segs);
+        x->runs = calloc(n_runs, sizeof *x->runs);
+        x->sipg = calloc(1, sizeof *x->sipg);
+        x->cubeg = calloc(1, sizeof *x->cubeg);
+        if (!x->segs || !x->runs || !x->sipg || !x->cubeg) {
+            kb__xfer_free(x);
+            return NULL;
+        }
     }
     x->d = d;
     x->kind = XK_DMA;
@@ -144,8 +159,11 @@ int kb__device_pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, 
     int rc = kb__device_pa(d, KB__SPACE_TCM, sip, cube, pe, 0, &tcm_pa, err);
     kb__memctl *tcm = rc ? NULL : kb__device_memctl(d, tcm_pa, err);
     if (!tcm) return err->code;
-    uint32_t *group = malloc(n * sizeof *group);
-    kb__memctl **mems = malloc(n * sizeof *mems);
+    uint32_t group_s[KB__PEX_BLOCK_RUNS];
+    kb__memctl *mems_s[KB__PEX_BLOCK_RUNS];
+    int small = n <= KB__PEX_BLOCK_RUNS;
+    uint32_t *group = small ? group_s : malloc(n * sizeof *group);
+    kb__memctl **mems = small ? mems_s : malloc(n * sizeof *mems);
     int ng = group && mems ? pex_group(d, runs, n, group, mems, err)
                            : kb__err_set(err, KB_ENOMEM, "PeXfer: out of memory for %u runs", n);
     kb__xfer *x = ng > 0 ? pex_alloc(d, (uint32_t)ng, n) : NULL;
@@ -154,8 +172,10 @@ int kb__device_pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, 
         x->dma = kb__device_dma(d, sip, cube, pe);
         rc = pex_build(x, runs, n, group, mems, (uint32_t)ng, tcm, write, err);
     }
-    free(group);
-    free(mems);
+    if (!small) {
+        free(group);
+        free(mems);
+    }
     if (ng < 0) return ng;
     if (rc) {
         kb__xfer_free(x);

@@ -21,10 +21,26 @@
 #include "kernel/tl_internal.h"
 #include "runtime/internal.h"
 
+/* Runs of one transfer: in place up to RUN_INLINE (nearly every tile), on
+ * the heap beyond. */
+#define RUN_INLINE 16
 typedef struct run_buf {
     kb__seg *v;
     uint32_t n, cap;
+    kb__seg inl[RUN_INLINE];
 } run_buf;
+
+static void run_init(run_buf *r)
+{
+    r->v = r->inl;
+    r->n = 0;
+    r->cap = RUN_INLINE;
+}
+
+static void run_fini(run_buf *r)
+{
+    if (r->v != r->inl) free(r->v);
+}
 
 static int run_add(run_buf *r, uint64_t pa, uint64_t bytes, uint8_t *host)
 {
@@ -36,9 +52,10 @@ static int run_add(run_buf *r, uint64_t pa, uint64_t bytes, uint8_t *host)
         }
     }
     if (r->n == r->cap) {
-        uint32_t cap = r->cap ? r->cap * 2 : 16;
-        kb__seg *v = realloc(r->v, cap * sizeof *v);
+        uint32_t cap = r->cap * 2;
+        kb__seg *v = r->v == r->inl ? malloc(cap * sizeof *v) : realloc(r->v, cap * sizeof *v);
         if (!v) return KB_ENOMEM;
+        if (r->v == r->inl) memcpy(v, r->inl, sizeof r->inl);
         r->v = v;
         r->cap = cap;
     }
@@ -110,10 +127,11 @@ void kb__rt_dma_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool write,
         kb__pe_op_done(op, 0, NULL);
         return;
     }
-    run_buf r = {0};
+    run_buf r;
+    run_init(&r);
     kb__time cost = 0;
     if (translate(m, pe, op, write, spans, n, bytes, &r, &cost)) {
-        free(r.v);
+        run_fini(&r);
         return;
     }
     uint32_t gi = pe->index, sip = gi / (m->cubes * m->pes), cube = gi / m->pes % m->cubes,
@@ -126,7 +144,7 @@ void kb__rt_dma_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool write,
     kb__err_clear(&e);
     int rc = kb__device_pe_xfer(m->dev, sip, cube, unit, write, r.v, r.n, cost, xfer_finished, op,
                                 &x, &e);
-    free(r.v);
+    run_fini(&r);
     if (rc) {
         kb__pe_op_done(op, rc, &e);
         return;
