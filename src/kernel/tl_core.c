@@ -193,6 +193,9 @@ void kb__tl_release_all(tl_ctx *k)
     free(k->slots);
     k->slots = NULL;
     k->n_slots = k->cap_slots = k->free_slot = 0;
+    free(k->span_buf);
+    k->span_buf = NULL;
+    k->span_cap = 0;
 }
 
 /* ---- scalar-side reads ----------------------------------------------------- */

@@ -80,6 +80,8 @@ struct tl_ctx {
     kb__tl_slot *slots;
     uint32_t n_slots, cap_slots, free_slot;
     uint64_t next_seq;
+    kb__tl_span *span_buf; /* scratch of a starting load/store (tl_mem.c) */
+    size_t span_cap;
 };
 
 /* Internal launch: what runs, where and with which arguments. */
@@ -131,8 +133,9 @@ typedef struct kb__tl_op {
     tl_block_ptr bp;                  /* block ops: bp.t != NULL */
     unsigned check;
     tl_padding pad;
-    kb__tl_span *spans; /* built when the op starts */
+    kb__tl_span *spans; /* built when the op starts, in its program's span_buf */
     uint8_t *active;    /* per lane: touched (1) or not (0) */
+    int64_t n_active;   /* lanes touched */
     void *staging;      /* store: bytes in the tensor's dtype */
 } kb__tl_op;
 

@@ -43,7 +43,6 @@ static int64_t elem_i64(const kb__pe_buf *b, const kb__tile_desc *d, int64_t idx
 static void mem_release(kb__pe_op *base)
 {
     kb__tl_op *op = (kb__tl_op *)base;
-    free(op->spans);
     free(op->active);
     free(op->staging);
     op->spans = NULL;
@@ -127,6 +126,7 @@ static int lane_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
             return KB_ERANGE;
         }
         op->active[lane] = 1;
+        op->n_active++;
         uint64_t off = (uint64_t)lane * es;
         if (op->write) stage_value(op, lane, (char *)op->staging + off);
         span_add(op, ns, va, off, es);
@@ -159,6 +159,7 @@ static bool block_spans(kb__tl_op *op, uint64_t es, uint32_t *ns)
         int64_t lane = r * cols + j0;
         uint64_t off = (uint64_t)lane * es;
         memset(op->active + lane, 1, (size_t)(j1 - j0));
+        op->n_active += j1 - j0;
         if (op->write)
             kb__dtype_convert((kb__dtype)op->t->dtype, (char *)op->staging + off, op->in_d[2].dtype,
                               (const char *)op->base.in[op->other_in]->data +
@@ -175,7 +176,13 @@ static void mem_start(kb__pe_op *base)
     const tl_tensor *t = op->t;
     int64_t n = kb__tile_numel(&op->out_d);
     uint64_t es = kb__dtype_size((kb__dtype)t->dtype);
-    op->spans = malloc((size_t)n * sizeof *op->spans);
+    tl_ctx *k = (tl_ctx *)base->prog;
+    if (k->span_cap < (size_t)n) {
+        free(k->span_buf);
+        k->span_buf = malloc((size_t)n * sizeof *k->span_buf);
+        k->span_cap = k->span_buf ? (size_t)n : 0;
+    }
+    op->spans = k->span_buf; /* used up before this returns */
     op->active = calloc((size_t)n, 1);
     op->staging = op->write ? malloc((size_t)n * es) : NULL;
     if (!op->spans || !op->active || (op->write && !op->staging)) {
@@ -186,12 +193,14 @@ static void mem_start(kb__pe_op *base)
     uint32_t ns = 0;
     if (!block_spans(op, es, &ns)) {
         ns = 0;
+        op->n_active = 0;
         memset(op->active, 0, (size_t)n);
         if (lane_spans(op, n, es, &ns)) return;
     }
     const kb__tl_mem_port *port = base->prog->pe->dma_port;
     port->transfer(port->self, base->prog->pe, base, op->write, op->spans, ns,
                    op->write ? op->staging : base->out->data);
+    op->spans = NULL;
 }
 
 /* Load finished: fill the lanes that were not read. */
@@ -202,6 +211,7 @@ static int load_fill(kb__pe_op *base, kb__err *err)
     kb__dtype dt = (kb__dtype)op->t->dtype;
     size_t es = kb__dtype_size(dt);
     int64_t n = kb__tile_numel(&op->out_d);
+    if (op->n_active == n) return 0;
     double pad = op->pad == TL_PAD_NAN && kb__dtype_is_float(dt) ? NAN : 0.0;
     for (int64_t lane = 0; lane < n; lane++) {
         if (op->active[lane]) continue;
