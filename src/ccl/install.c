@@ -3,9 +3,10 @@
  * the device transport of the inter-PE queues (ccl/install.h, docs/ipcq.md).
  *
  * Transport costs, on the simulated device (docs/timing-model.md):
- *   copy    memory read at the source controller (M_r), a data message
- *           source -> PE's DMA node -> destination in fabric packets, memory
- *           write at the destination (M_w); done when the last byte landed.
+ *   copy    a read request (one header packet) PE's DMA node -> source,
+ *           memory read there (M_r), a data message source -> PE's DMA node
+ *           -> destination in fabric packets, memory write at the
+ *           destination (M_w); done when the last byte landed.
  *   credit  one message of credit_size bytes, PE DMA node -> PE DMA node.
  * Cost to simulate: the fabric's events, one allocation per copy or credit.
  */
@@ -20,6 +21,7 @@ typedef struct dev_transport dev_transport;
 
 typedef struct dev_copy {
     dev_transport *tp;
+    kb__fab_msg req; /* the DMA's read request to the source memory */
     kb__fab_msg data;
     kb__mem_xfer rd, wr;
     kb__ipcq_done_fn done;
@@ -49,10 +51,17 @@ static void dev_fini(void *self)
     free(t);
 }
 
+static void copy_req_arrived(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    (void)pkt;
+    dev_copy *c = m->user;
+    kb__mem_read_start(sim, &c->rd, m->t_arrive);
+}
+
 static void copy_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
     dev_copy *c = m->user;
-    kb__mem_write_packet(sim, &c->wr, pkt);
+    kb__mem_write_packet(sim, &c->wr, pkt, m->t_arrive);
 }
 
 static void copy_written(kb__sim *sim, kb__mem_xfer *mx)
@@ -79,14 +88,19 @@ static int dev_copy_fn(void *self, const kb__ipcq_ep *via, uint64_t src_pa, uint
     if (!ms) return err->code;
     kb__memctl *md = kb__device_memctl(d, dst_pa, err);
     if (!md) return err->code;
-    const kb__route *r;
-    int rc = kb__fabric_route(d->fab, ms->node, dma_node(d, via), md->node, &r, err);
+    const kb__route *r, *rq;
+    uint32_t dn = dma_node(d, via);
+    int rc = kb__fabric_route(d->fab, ms->node, dn, md->node, &r, err);
+    if (!rc) rc = kb__fabric_route(d->fab, dn, KB__NO_NODE, ms->node, &rq, err);
     if (rc) return rc;
     dev_copy *c = kb__pool_get(&tp->copies);
     if (!c) return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for a transfer");
     c->tp = tp;
     kb__err_clear(&c->err);
     uint32_t p = kb__fabric_packet_bytes(d->fab);
+    kb__fab_msg_init(&c->req, d->fab, rq, d->header_bytes, d->header_bytes);
+    c->req.user = c;
+    c->req.on_done = copy_req_arrived;
     kb__fab_msg_init(&c->data, d->fab, r, bytes, p);
     c->data.user = c;
     c->data.on_packet = copy_pkt;
@@ -101,7 +115,7 @@ static int dev_copy_fn(void *self, const kb__ipcq_ep *via, uint64_t src_pa, uint
     c->wr.on_done = copy_written;
     c->done = done;
     c->arg = arg;
-    kb__mem_read_start(d->sim, &c->rd);
+    kb__fab_send(d->sim, &c->req);
     return 0;
 }
 

@@ -113,7 +113,27 @@ void kb__fabric_destroy(kb__fabric *fab)
     free(fab->io_nocs);
     free(fab->bfs_prev_link);
     free(fab->bfs_queue);
+    free(fab->in_order);
     free(fab);
+}
+
+int kb__fabric_set_in_order(kb__fabric *fab, uint32_t node, kb__err *err)
+{
+    uint32_t in = 0;
+    for (uint32_t i = 0; node < fab->n_nodes && i < fab->n_links; i++)
+        in += fab->links[i].to == node;
+    if (in != 1)
+        return kb__err_set(err, KB_EINVAL,
+                           "fabric: node %s has %u incoming links; arrivals are in order only "
+                           "through exactly one",
+                           node < fab->n_nodes ? fab->nodes[node].name : "?", in);
+    if (!fab->in_order && !(fab->in_order = calloc(fab->n_nodes, 1)))
+        return kb__err_set(err, KB_ENOMEM, "fabric: out of memory");
+    fab->in_order[node] = 1;
+    for (size_t i = 0; i < fab->n_slots; i++)
+        if (fab->slots[i].route && fab->slots[i].route->to == node)
+            fab->slots[i].route->ends_in_order = 1;
+    return 0;
 }
 
 uint32_t kb__fabric_packet_bytes(const kb__fabric *fab)

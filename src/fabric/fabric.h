@@ -91,6 +91,7 @@ typedef struct kb__route {
     uint32_t *links;        /* link ids */
     uint32_t *nodes;        /* n + 1 node ids: from, ..., to */
     uint32_t bottleneck;    /* link id with the largest pkt_ps (first one) */
+    int ends_in_order;      /* `to` takes arrivals at its in-link's service */
 } kb__route;
 
 #define KB__NO_NODE UINT32_MAX
@@ -104,7 +105,8 @@ typedef struct kb__fab_hop {
 typedef struct kb__fabric kb__fabric;
 typedef struct kb__fab_msg kb__fab_msg;
 
-/* Called when packet `pkt` of msg reaches the end of its route. */
+/* Called when packet `pkt` of msg reaches the end of its route, at
+ * msg->t_arrive (kb__fabric_set_in_order: possibly before it, see there). */
 typedef void (*kb__fab_pkt_fn)(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt);
 
 /* A message in flight. The caller owns it; fill with kb__fab_msg_init. */
@@ -116,6 +118,7 @@ struct kb__fab_msg {
     uint32_t delivered;       /* packets that reached the end */
     kb__time t_start;         /* when the message was offered */
     kb__time t_end;           /* when the last packet arrived (valid once done) */
+    kb__time t_arrive;        /* in on_packet / on_done: when this packet arrives */
     kb__time first_end;       /* kb__fab_send: packet 0's service end on link 0 */
     const kb__time *inject;   /* kb__fab_inject: packet i is offered at inject[i] */
     int inject_chain;         /* inject is non-decreasing: packet i posts i + 1 */
@@ -147,6 +150,17 @@ const kb__fab_node_desc *kb__fabric_node(const kb__fabric *fab, uint32_t id);
 kb__time kb__fabric_serial_ps(uint64_t bytes, double gbs);
 /* Service time of one packet of `bytes` on link l (precomputed when full). */
 kb__time kb__link_service_ps(const kb__fabric *fab, const kb__link *l, uint32_t bytes);
+
+/* Declares that every message ending at node reaches it through its one
+ * incoming link and that what its arrivals trigger only depends on their
+ * order and times (a memory controller: channel reservations). The engine
+ * then hands each arriving packet over when it is served on that link,
+ * with msg->t_arrive its arrival time, instead of posting an event for the
+ * arrival: the link serves in arrival order, so the hand-overs come in
+ * arrival order. on_packet and on_done of such messages must use
+ * t_arrive, not the clock, and may only act at or after it. KB_EINVAL when
+ * node has not exactly one incoming link. */
+int kb__fabric_set_in_order(kb__fabric *fab, uint32_t node, kb__err *err);
 
 /* The cached route from -> to (via KB__NO_NODE) or from -> via -> to, or an
  * error (KB_ENOTFOUND naming both nodes) when no path exists. */

@@ -35,6 +35,7 @@ struct kb__fabric {
     /* Scratch for breadth-first search (n_nodes entries each). */
     uint32_t *bfs_prev_link, *bfs_queue;
     uint64_t packet_hops;
+    uint8_t *in_order; /* per node: kb__fabric_set_in_order was called */
 };
 
 /* Builds the gateway tables (route.c). */

@@ -8,6 +8,11 @@
  * server with known service times: later arrivals can only queue behind.
  * The packet then reaches hop h+1 (or the destination) at end + o + w.
  *
+ * A route that ends at a node declared in order (kb__fabric_set_in_order:
+ * a memory, reached through its one incoming link) hands each packet over
+ * when it is served on that last link, with its arrival time: that link
+ * serves in arrival order, so no event is needed for the arrival.
+ *
  * Cost: O(1) per packet per hop, no allocation.
  */
 #include <assert.h>
@@ -53,15 +58,23 @@ uint32_t kb__fab_msg_pkt_size(const kb__fab_msg *msg, uint32_t pkt)
 
 static void chain_next(kb__sim *sim, kb__fab_msg *msg, uint64_t data);
 
+/* Hands packet pkt over at the end of the route; it arrives at `at`. The
+ * last hand-over may end the message's life (its on_done may free it). */
+static void arrive(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt, kb__time at)
+{
+    msg->t_arrive = at;
+    msg->delivered++;
+    int last = msg->delivered == msg->npkts;
+    if (last) msg->t_end = at;
+    if (msg->on_packet) msg->on_packet(sim, msg, pkt);
+    if (last && msg->on_done) msg->on_done(sim, msg, pkt);
+}
+
 static void deliver(kb__sim *sim, void *arg, uint64_t data)
 {
     kb__fab_msg *msg = arg;
-    uint32_t pkt = (uint32_t)(data >> HOP_BITS);
     chain_next(sim, msg, data);
-    msg->delivered++;
-    if (msg->delivered == msg->npkts) msg->t_end = kb__sim_now(sim);
-    if (msg->on_packet) msg->on_packet(sim, msg, pkt);
-    if (msg->delivered == msg->npkts && msg->on_done) msg->on_done(sim, msg, pkt);
+    arrive(sim, msg, (uint32_t)(data >> HOP_BITS), kb__sim_now(sim));
 }
 
 /* Reserves link `hop` for packet pkt arriving at now; returns its service end. */
@@ -117,20 +130,36 @@ static void hop_arrive(kb__sim *sim, void *arg, uint64_t data)
             kb__sim_post_at(sim, msg->inject[next], hop_arrive, msg, (uint64_t)next << HOP_BITS);
     }
     kb__time end = serve(msg, hop, (uint32_t)(data >> HOP_BITS), kb__sim_now(sim));
-    kb__event_fn next = (hop + 1 < r->n) ? hop_arrive : deliver;
-    kb__sim_post_at(sim, end + msg->fab->links[r->links[hop]].ow_ps, next, msg, data + 1);
+    kb__time at = end + msg->fab->links[r->links[hop]].ow_ps;
+    if (hop + 1 < r->n)
+        kb__sim_post_at(sim, at, hop_arrive, msg, data + 1);
+    else if (r->ends_in_order)
+        arrive(sim, msg, (uint32_t)(data >> HOP_BITS), at);
+    else
+        kb__sim_post_at(sim, at, deliver, msg, data + 1);
 }
 
 void kb__fab_send(kb__sim *sim, kb__fab_msg *msg)
 {
     kb__time now = kb__sim_now(sim);
+    const kb__route *r = msg->route;
+    const kb__link *l0 = &msg->fab->links[r->links[0]];
     msg->t_start = now;
+    if (r->n == 1 && r->ends_in_order) {
+        /* Every packet is served now and handed over in order. */
+        uint32_t n = msg->npkts;
+        for (uint32_t i = 0; i < n; i++) {
+            kb__time end = serve(msg, 0, i, now);
+            if (i == 0) msg->first_end = end;
+            arrive(sim, msg, i, end + l0->ow_ps);
+        }
+        return;
+    }
     for (uint32_t i = 0; i < msg->npkts; i++) {
         kb__time end = serve(msg, 0, i, now);
         if (i == 0) msg->first_end = end;
     }
-    const kb__link *l0 = &msg->fab->links[msg->route->links[0]];
-    kb__event_fn next = msg->route->n > 1 ? hop_arrive : deliver;
+    kb__event_fn next = r->n > 1 ? hop_arrive : deliver;
     kb__sim_post_at(sim, msg->first_end + l0->ow_ps, next, msg, 1);
 }
 

@@ -295,6 +295,7 @@ static int finish_route(kb__fabric *fab, path *p, uint32_t from, uint32_t via, u
     *r = (kb__route){
         .from = from, .via = via, .to = to, .n = p->n, .links = p->links, .nodes = nodes};
     nodes[0] = from;
+    r->ends_in_order = fab->in_order && fab->in_order[to];
     r->bottleneck = p->links[0];
     for (uint32_t i = 0; i < p->n; i++) {
         const kb__link *l = &fab->links[p->links[i]];

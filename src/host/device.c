@@ -131,6 +131,17 @@ kb__pe_dma *kb__device_dma(kb__device *d, uint32_t sip, uint32_t cube, uint32_t 
     return &d->dmas[(sip * t->cubes_per_sip + cube) * (t->pes_per_cube + 1) + pe];
 }
 
+/* Every access reaches a memory as a message through its one incoming
+ * link (xbar -> slice, xbar -> SRAM, pe_dma -> TCM): its arrivals need no
+ * event of their own (kb__fabric_set_in_order). A memory with another
+ * in-degree (a custom graph) keeps one event per arrival. */
+static void mems_in_order(kb__device *d)
+{
+    kb__err e;
+    for (uint32_t i = 0; i < d->n_mems; i++)
+        (void)kb__fabric_set_in_order(d->fab, d->mems[i].node, &e);
+}
+
 int kb__device_create(kb__device **out, kb__topo *t, uint32_t header_bytes, int no_data,
                       kb__err *err)
 {
@@ -161,6 +172,7 @@ int kb__device_create(kb__device **out, kb__topo *t, uint32_t header_bytes, int 
         kb__device_destroy(d);
         return rc;
     }
+    mems_in_order(d);
     *out = d;
     return 0;
 }

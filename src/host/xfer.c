@@ -76,7 +76,7 @@ static void sipg_child_done(kb__sim *sim, kb__sip_group *g)
 static void write_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
     kb__seg_op *s = m->user;
-    kb__mem_write_packet(sim, &s->mx, pkt);
+    kb__mem_write_packet(sim, &s->mx, pkt, m->t_arrive);
 }
 
 static void seg_written(kb__sim *sim, kb__mem_xfer *mx)
@@ -145,7 +145,7 @@ static void read_req_arrived(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
     kb__seg_op *s = m->user;
     if (s->trace) kb__fab_msg_set_trace(&s->data, s->trace);
-    kb__mem_read_start(sim, &s->mx);
+    kb__mem_read_start(sim, &s->mx, m->t_arrive);
 }
 
 /* io_cpu has dispatched the command of group g: fan out. */
@@ -188,7 +188,7 @@ static void dma_go(kb__sim *sim, void *arg, uint64_t data)
 static void dma_data_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
     kb__seg_op *s = m->user;
-    kb__mem_write_packet(sim, &s->mx2, pkt);
+    kb__mem_write_packet(sim, &s->mx2, pkt, m->t_arrive);
 }
 
 static void dma_acked(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)

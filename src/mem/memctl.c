@@ -2,7 +2,7 @@
  * memctl.c — channel reservation, write landing and read sampling.
  *
  * Like a link, a channel is reserved when the packet arrives: start =
- * max(now, ch_free), end = start + c·s/B_mem. Every access to a byte goes
+ * max(arrival, ch_free), end = start + c·s/B_mem. Every access to a byte goes
  * through the channel of its address, a FIFO: the writes a read sees are
  * exactly those reserved on that channel before it, whatever the service
  * times. So bytes move at reservation, in channel order: a write lands and
@@ -71,17 +71,17 @@ kb__time kb__memctl_service_ps(const kb__memctl *mc, uint32_t bytes)
     return kb__fabric_serial_ps((uint64_t)mc->channels * bytes, mc->bw_gbs);
 }
 
-/* Reserves the channel of memory offset off for size bytes arriving now;
- * returns the service start, *end its end. */
-static kb__time reserve(kb__memctl *mc, kb__time now, uint64_t off, uint64_t size, kb__time *end)
+/* Reserves the channel of memory offset off for size bytes arriving at
+ * `at`; returns the service start, *end its end. */
+static kb__time reserve(kb__memctl *mc, kb__time at, uint64_t off, uint64_t size, kb__time *end)
 {
     kb__time *ch = &mc->ch_free[kb__memctl_channel(mc, off)];
-    kb__time start = now > *ch ? now : *ch;
+    kb__time start = at > *ch ? at : *ch;
     kb__time svc = kb__memctl_service_ps(mc, (uint32_t)size);
     *end = start + svc;
     *ch = *end;
     mc->busy_ps += svc;
-    mc->wait_ps += start - now;
+    mc->wait_ps += start - at;
     return start;
 }
 
@@ -145,22 +145,22 @@ static uint32_t pkt_size(const kb__mem_xfer *x, uint32_t pkt)
     return (uint32_t)(x->bytes - (uint64_t)(x->npkts - 1) * x->pkt_bytes);
 }
 
-/* Reserves the channels of packet pkt arriving now: the channel of its
+/* Reserves the channels of packet pkt arriving at `at`: the channel of its
  * first byte; for a gather/scatter, each piece (the part of the packet in
  * one run) on the channel of the piece's first byte. Returns the packet's
  * service start (the latest piece's), *end its end (the latest piece's). */
-static kb__time reserve_pkt(kb__mem_xfer *x, kb__time now, uint32_t pkt, kb__time *end)
+static kb__time reserve_pkt(kb__mem_xfer *x, kb__time at, uint32_t pkt, kb__time *end)
 {
     uint64_t rel = (uint64_t)pkt * x->pkt_bytes, size = pkt_size(x, pkt);
     x->mc->packets++;
-    if (!x->runs) return reserve(x->mc, now, x->offset + rel, size, end);
+    if (!x->runs) return reserve(x->mc, at, x->offset + rel, size, end);
     kb__time start = 0;
     *end = 0;
     while (size) {
-        uint64_t at;
-        const kb__mem_run *r = run_at(x, rel, &at);
-        uint64_t take = r->bytes - at < size ? r->bytes - at : size;
-        kb__time e, s = reserve(x->mc, now, r->offset + at, take, &e);
+        uint64_t off;
+        const kb__mem_run *r = run_at(x, rel, &off);
+        uint64_t take = r->bytes - off < size ? r->bytes - off : size;
+        kb__time e, s = reserve(x->mc, at, r->offset + off, take, &e);
         start = s > start ? s : start;
         *end = e > *end ? e : *end;
         rel += take;
@@ -205,10 +205,10 @@ static void write_done(kb__sim *sim, void *arg, uint64_t data)
     if (x->on_done) x->on_done(sim, x);
 }
 
-void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt)
+void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt, kb__time at)
 {
     kb__time end;
-    reserve_pkt(x, kb__sim_now(sim), pkt, &end);
+    reserve_pkt(x, at, pkt, &end);
     /* The bytes land in channel order (see the top): no event per packet. */
     if (x->store) land_bytes(x, pkt);
     x->land_max = end > x->land_max ? end : x->land_max;
@@ -217,7 +217,7 @@ void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt)
         kb__sim_post_at(sim, x->land_max + x->mc->lat_ps, write_done, x, 0);
 }
 
-/* Samples the whole message now (in channel order, see the top). */
+/* Samples the whole message (in channel order, see the top). */
 static void read_bytes(kb__mem_xfer *x)
 {
     kb__err e;
@@ -226,10 +226,9 @@ static void read_bytes(kb__mem_xfer *x)
     if (rc) fail(x, rc, &e);
 }
 
-void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x)
+void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x, kb__time at)
 {
-    kb__time now = kb__sim_now(sim);
-    x->out->t_start = now;
+    x->out->t_start = at;
     if (x->store && (x->dst || x->runs)) read_bytes(x);
     x->mc->bytes_read += x->bytes;
     kb__time *leave = x->npkts <= KB__MEM_LEAVE_INLINE ? x->leave_inline : x->leave_heap;
@@ -243,7 +242,7 @@ void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x)
     }
     for (uint32_t i = 0; i < x->npkts; i++) {
         kb__time end;
-        reserve_pkt(x, now, i, &end);
+        reserve_pkt(x, at, i, &end);
         leave[i] = end + x->mc->lat_ps;
     }
     kb__fab_inject(sim, x->out, leave);

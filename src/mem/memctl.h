@@ -126,15 +126,18 @@ void kb__mem_xfer_init(kb__mem_xfer *x, kb__memctl *mc, kb__store *store, uint64
  * host bytes (host bytes are only used with a store). runs must outlive x;
  * not combined with a fill pattern. */
 void kb__mem_xfer_set_runs(kb__mem_xfer *x, const kb__mem_run *runs, uint32_t n);
-/* Write: packet pkt (bytes at offset + pkt·pkt_bytes) arrives now. on_done
- * runs L after the last packet has landed. */
-void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt);
-/* Read: every packet is requested now and sampled (channel order); each is
+/* Write: packet pkt (bytes at offset + pkt·pkt_bytes) arrives at `at` (>=
+ * now; calls for one controller come in arrival order, see
+ * kb__fabric_set_in_order). on_done runs L after the last packet has
+ * landed. */
+void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt, kb__time at);
+/* Read: every packet is requested at `at` (>= now, in arrival order with
+ * the controller's other calls) and sampled (channel order); each is
  * offered to x->out's first link L after its channel service ends
  * (kb__fab_inject). x->out must be initialised for x->bytes in
  * x->pkt_bytes packets; its t_start is set. Out of host memory for the
  * leave times fails the simulation (kb__sim_fail). */
-void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x);
+void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x, kb__time at);
 /* Releases what a read keeps until its last packet is delivered. */
 void kb__mem_xfer_fini(kb__mem_xfer *x);
 

@@ -55,7 +55,7 @@ static kb__time burst(kb__memctl *mc, uint32_t n, uint64_t stride)
         kb__mem_xfer_init(&x[i], mc, NULL, i * stride, mc->packet_bytes, mc->packet_bytes);
         x[i].on_done = on_done;
         x[i].user = &box[i];
-        kb__mem_write_packet(sim, &x[i], 0);
+        kb__mem_write_packet(sim, &x[i], 0, 0);
     }
     kb__sim_run(sim);
     for (uint32_t i = 0; i < n; i++)
@@ -111,7 +111,7 @@ Test(memctl, a_read_behind_a_busy_channel_leaves_out_of_order)
     kb__mem_xfer w[4];
     for (int i = 0; i < 4; i++) {
         kb__mem_xfer_init(&w[i], &mc, NULL, 0, 256, 256);
-        kb__mem_write_packet(sim, &w[i], 0);
+        kb__mem_write_packet(sim, &w[i], 0, 0);
     }
     kb__fab_msg out;
     seen s = {{0}};
@@ -121,7 +121,7 @@ Test(memctl, a_read_behind_a_busy_channel_leaves_out_of_order)
     kb__mem_xfer rd;
     kb__mem_xfer_init(&rd, &mc, NULL, 0, 3 * 256, 256);
     rd.out = &out;
-    kb__mem_read_start(sim, &rd);
+    kb__mem_read_start(sim, &rd, 0);
     kb__sim_run(sim);
     kb__time svc = 10000, L = 5000, hop = 256; /* 256 B at 1000 GB/s = 256 ps */
     cr_assert_eq(s.at[1], svc + L + hop);
@@ -163,7 +163,7 @@ Test(memctl, a_read_sees_the_writes_its_channel_served_before_it)
         if (order[k] < 10) {
             kb__mem_xfer_init(&w[order[k]], &mc, &st, 0, 256, 256);
             w[order[k]].src = src[order[k]];
-            kb__mem_write_packet(sim, &w[order[k]], 0);
+            kb__mem_write_packet(sim, &w[order[k]], 0, 0);
             continue;
         }
         int i = order[k] - 10;
@@ -173,7 +173,7 @@ Test(memctl, a_read_sees_the_writes_its_channel_served_before_it)
         kb__mem_xfer_init(&rd[i], &mc, &st, 0, 256, 256);
         rd[i].dst = got[i];
         rd[i].out = &out[i];
-        kb__mem_read_start(sim, &rd[i]);
+        kb__mem_read_start(sim, &rd[i], 0);
     }
     kb__sim_run(sim);
     cr_assert_arr_eq(got[0], a, 256);
