@@ -236,7 +236,8 @@ static int heap_unschedule(kb__heap *h, const kb__timer *node, uint64_t seq)
 /* ---- near-time wheel ------------------------------------------------------ */
 
 #define WHEEL_MASK ((uint64_t)KB__WHEEL_SLOTS - 1)
-#define CUR_MASK   (((kb__time)1 << KB__WHEEL_SHIFT) - 1)
+#define CUR_MASK   ((uint64_t)KB__WHEEL_PS - 1)
+#define REC_NODE   ((uint64_t)1 << KB__WHEEL_SHIFT) /* key bit: arg is a node */
 
 static inline void wheel_mark(kb__sim *sim, uint32_t s)
 {
@@ -263,115 +264,229 @@ static inline uint32_t wheel_next(const kb__sim *sim, uint32_t s)
     return (v << 6) + (uint32_t)__builtin_ctzll(sim->wheel_bit[v]);
 }
 
-/* Appends node to the list of its picosecond in the current bucket. */
-static inline void cur_append(kb__sim *sim, kb__timer *node)
+static inline bool cur_empty(const kb__sim *sim)
 {
-    uint32_t i = (uint32_t)(node->at & CUR_MASK);
-    node->next = NULL;
-    if (sim->cur_head[i])
-        sim->cur_tail[i]->next = node;
-    else
-        sim->cur_head[i] = node, sim->cur_mask |= (uint32_t)1 << i;
-    sim->cur_tail[i] = node;
+    return sim->run_pos == sim->run_len && !sim->late_mask;
 }
 
-/* Queues an untracked node at `at` (>= now); returns its sequence number
- * (0 if it was dropped for lack of memory). */
-static inline uint64_t queue_untracked(kb__sim *sim, kb__time at, kb__timer *node)
+/* Reallocates *rec (contents kept) to hold cap records; 0 or KB_ENOMEM,
+ * recorded on sim (*rec then unchanged). */
+static int recs_resize(kb__sim *sim, kb__wheel_rec **rec, uint64_t cap)
+{
+    kb__wheel_rec *v = cap <= UINT32_MAX ? realloc(*rec, cap * sizeof *v) : NULL;
+    if (!v) {
+        kb__sim_fail(sim, KB_ENOMEM, "event queue: cannot grow a time wheel bucket");
+        return KB_ENOMEM;
+    }
+    *rec = v;
+    return 0;
+}
+
+/* Doubles w's capacity, and the sorting area with it when it would fall
+ * short of it (serving a bucket then never allocates). */
+static int bucket_grow(kb__sim *sim, kb__wheel_bucket *w)
+{
+    uint64_t cap = w->cap ? 2 * (uint64_t)w->cap : 8;
+    if (cap > sim->sorted_cap) {
+        bool in_run = sim->run == sim->sorted;
+        if (recs_resize(sim, &sim->sorted, cap)) return KB_ENOMEM;
+        sim->sorted_cap = (uint32_t)cap;
+        if (in_run) sim->run = sim->sorted;
+    }
+    if (recs_resize(sim, &w->rec, cap)) return KB_ENOMEM;
+    w->cap = (uint32_t)cap;
+    return 0;
+}
+
+/* Makes room for one more record at the end of f: slides its live records
+ * to the front when at least half of it has been popped, else doubles it. */
+static int fifo_room(kb__sim *sim, kb__wheel_fifo *f)
+{
+    if (f->head && f->head >= f->cap / 2) {
+        memmove(f->rec, f->rec + f->head, (size_t)(f->len - f->head) * sizeof *f->rec);
+        f->len -= f->head;
+        f->head = 0;
+        return 0;
+    }
+    uint64_t cap = f->cap ? 2 * (uint64_t)f->cap : 8;
+    if (recs_resize(sim, &f->rec, cap)) return KB_ENOMEM;
+    f->cap = (uint32_t)cap;
+    return 0;
+}
+
+/* Bucket distance from the current bucket to `at` (>= now); beyond
+ * WHEEL_MASK the entry belongs in the heap. An empty wheel first moves to
+ * now's bucket (nothing queued is earlier). */
+static inline uint64_t wheel_distance(kb__sim *sim, kb__time at)
 {
     uint64_t d = (at >> KB__WHEEL_SHIFT) - sim->cur_b;
-    if (d > WHEEL_MASK) {
-        /* An empty wheel moves to now's bucket (nothing queued is earlier). */
-        uint64_t now_b = sim->hot.now >> KB__WHEEL_SHIFT;
-        if (sim->cur_mask || sim->wheel_n || (at >> KB__WHEEL_SHIFT) - now_b > WHEEL_MASK)
-            return heap_push(sim, &sim->heap, at, node, 0);
-        sim->cur_b = now_b;
-        d = (at >> KB__WHEEL_SHIFT) - now_b;
-    }
-    uint64_t seq = sim->seq;
-    sim->seq += 2;
-    node->at = at;
-    node->seq = seq;
-    if (d == 0) {
-        cur_append(sim, node);
-        return seq;
-    }
-    uint32_t s = (uint32_t)((at >> KB__WHEEL_SHIFT) & WHEEL_MASK);
-    node->next = sim->wheel[s];
-    if (!node->next) wheel_mark(sim, s);
-    sim->wheel[s] = node;
-    sim->wheel_n++;
-    return seq;
+    if (d <= WHEEL_MASK || !cur_empty(sim) || sim->wheel_n) return d;
+    uint64_t now_b = sim->hot.now >> KB__WHEEL_SHIFT;
+    d = (at >> KB__WHEEL_SHIFT) - now_b;
+    if (d <= WHEEL_MASK) sim->cur_b = now_b;
+    return d;
 }
 
-/* Makes bucket s (number b) the current one (which must be empty): each
- * entry goes to the front of its picosecond's list, so the lists, built
- * from the newest entry back, come out oldest first. */
+/* Takes the next sequence number for an entry at `at`, d buckets ahead
+ * (d <= WHEEL_MASK), and returns its record with the key set (node: arg
+ * will be a kb__sim_schedule node); NULL, with nothing queued, when memory
+ * runs out. */
+static inline kb__wheel_rec *wheel_add(kb__sim *sim, kb__time at, uint64_t d, uint64_t node)
+{
+    uint32_t i = (uint32_t)(at & CUR_MASK);
+    kb__wheel_rec *r;
+    if (d == 0) {
+        kb__wheel_fifo *f = &sim->late[i];
+        if (f->len == f->cap && fifo_room(sim, f)) return NULL;
+        if (!f->len) sim->late_mask |= (uint32_t)1 << i;
+        r = &f->rec[f->len++];
+    } else {
+        uint32_t s = (uint32_t)((at >> KB__WHEEL_SHIFT) & WHEEL_MASK);
+        kb__wheel_bucket *w = &sim->wheel[s];
+        if (w->len == w->cap && bucket_grow(sim, w)) return NULL;
+        if (!w->len) wheel_mark(sim, s);
+        r = &w->rec[w->len++];
+        sim->wheel_n++;
+    }
+    r->key = (sim->seq << KB__WHEEL_SHIFT) | node | i;
+    sim->seq += 2;
+    return r;
+}
+
+/* Makes bucket s (number b) the current one, which must be empty. Its
+ * records are in seq order; a stable counting sort on the picosecond puts
+ * them in (ps, seq) order in the sorting area, unless they already are in
+ * that order (one picosecond, say): then they are read where they are (no
+ * entry is added to slot s while its bucket is current). */
 static void wheel_serve(kb__sim *sim, uint32_t s, uint64_t b)
 {
-    kb__timer *n = sim->wheel[s];
-    sim->wheel[s] = NULL;
-    wheel_unmark(sim, s);
-    sim->cur_b = b;
-    while (n) {
-        kb__timer *next = n->next;
-        uint32_t i = (uint32_t)(n->at & CUR_MASK);
-        n->next = sim->cur_head[i];
-        if (!n->next) sim->cur_tail[i] = n, sim->cur_mask |= (uint32_t)1 << i;
-        sim->cur_head[i] = n;
-        sim->wheel_n--;
-        n = next;
+    kb__wheel_bucket *w = &sim->wheel[s];
+    kb__wheel_rec *v = w->rec;
+    uint32_t n = w->len, j = 1;
+    while (j < n && (v[j].key & CUR_MASK) >= (v[j - 1].key & CUR_MASK))
+        j++;
+    sim->run = v;
+    if (j < n) {
+        uint32_t at[KB__WHEEL_PS] = {0};
+        for (j = 0; j < n; j++)
+            at[v[j].key & CUR_MASK]++;
+        for (uint32_t i = 0, sum = 0; i < KB__WHEEL_PS; i++) {
+            uint32_t c = at[i];
+            at[i] = sum;
+            sum += c;
+        }
+        for (j = 0; j < n; j++)
+            sim->sorted[at[v[j].key & CUR_MASK]++] = v[j];
+        sim->run = sim->sorted;
     }
+    sim->run_pos = 0;
+    sim->run_len = n;
+    w->len = 0;
+    wheel_unmark(sim, s);
+    sim->wheel_n -= n;
+    sim->cur_b = b;
 }
 
 static inline bool queue_empty(const kb__sim *sim)
 {
-    return sim->heap.len == 0 && !sim->cur_mask && !sim->wheel_n;
+    return sim->heap.len == 0 && cur_empty(sim) && !sim->wheel_n;
 }
 
-/* Pops the smallest entry if its time is <= limit and (when only is not
- * NULL) it is an untracked entry with callback only; NULL otherwise.
+/* An entry taken off the queue: what to run, and for pop_wake the node. */
+typedef struct due {
+    kb__time t;
+    kb__event_fn fn;
+    void *arg;
+    uint64_t data;
+    kb__timer *node; /* kb__sim_schedule and heap entries */
+} due;
+
+/* Pops the current bucket's first entry r (from the run, or from late
+ * FIFO f when not NULL) into *out. */
+static inline void cur_take(kb__sim *sim, const kb__wheel_rec *r, kb__wheel_fifo *f, kb__time t,
+                            due *out)
+{
+    out->t = t;
+    out->fn = r->fn;
+    if (r->key & REC_NODE) {
+        kb__timer *n = r->arg;
+        out->node = n;
+        out->arg = n->arg;
+        out->data = n->data;
+    } else {
+        out->arg = r->arg;
+        out->data = r->data;
+    }
+    if (!f) {
+        sim->run_pos++;
+    } else if (++f->head == f->len) {
+        f->head = f->len = 0;
+        sim->late_mask &= ~((uint32_t)1 << (r->key & CUR_MASK));
+    }
+}
+
+/* Pops the smallest entry into *out if its time is <= limit and (when only
+ * is not NULL) it is a kb__sim_schedule node with callback only; false
+ * otherwise.
  *
  * When the current bucket is empty, the wheel's next bucket becomes current
  * if it starts no later than the heap's minimum (and the limit). The
  * smallest queued entry is then the smaller of the current bucket's first
  * entry and the heap's minimum: every other bucket starts after the
- * current one ends, or after the heap's minimum. */
-static inline kb__timer *pop_min(kb__sim *sim, kb__time limit, kb__event_fn only, kb__heap_key *out)
+ * current one ends, or after the heap's minimum. In the current bucket, at
+ * equal ps the run (scheduled before it became current) goes first. */
+static inline bool pop_min(kb__sim *sim, kb__time limit, kb__event_fn only, due *out)
 {
     kb__heap *h = &sim->heap;
-    if (!sim->cur_mask && sim->wheel_n) {
+    if (cur_empty(sim) && sim->wheel_n) {
         uint64_t from = sim->cur_b + 1;
         uint32_t s = wheel_next(sim, (uint32_t)(from & WHEEL_MASK));
         uint64_t b = from + ((s - from) & WHEEL_MASK);
         kb__time t = b << KB__WHEEL_SHIFT; /* no entry of bucket b is earlier */
         if (t <= limit && (h->len == 0 || t <= h->key[0].t)) wheel_serve(sim, s, b);
     }
-    if (sim->cur_mask) {
-        uint32_t i = (uint32_t)__builtin_ctz(sim->cur_mask);
-        kb__timer *c = sim->cur_head[i];
-        kb__time t = (sim->cur_b << KB__WHEEL_SHIFT) | i;
-        if (h->len == 0 || t < h->key[0].t || (t == h->key[0].t && c->seq < h->key[0].seq)) {
-            if (t > limit || (only && c->fn != only)) return NULL;
-            sim->cur_head[i] = c->next;
-            if (!c->next) sim->cur_mask &= ~((uint32_t)1 << i);
-            out->t = t;
-            out->seq = c->seq;
-            return c;
+    const kb__wheel_rec *r = NULL;
+    kb__wheel_fifo *f = NULL;
+    if (sim->run_pos < sim->run_len) r = &sim->run[sim->run_pos];
+    if (sim->late_mask) {
+        uint32_t i = (uint32_t)__builtin_ctz(sim->late_mask);
+        if (!r || (r->key & CUR_MASK) > i) {
+            f = &sim->late[i];
+            r = &f->rec[f->head];
         }
     }
-    if (h->len == 0) return NULL;
+    if (r) {
+        kb__time t = (sim->cur_b << KB__WHEEL_SHIFT) | (r->key & CUR_MASK);
+        uint64_t seq = r->key >> KB__WHEEL_SHIFT;
+        if (h->len == 0 || t < h->key[0].t || (t == h->key[0].t && seq < h->key[0].seq)) {
+            if (t > limit || (only && (!(r->key & REC_NODE) || r->fn != only))) return false;
+            cur_take(sim, r, f, t, out);
+            return true;
+        }
+    }
+    if (h->len == 0) return false;
     kb__heap_key top = h->key[0];
     kb__timer *node = h->node[0];
-    if (top.t > limit || (only && ((top.seq & 1) || node->fn != only))) return NULL;
+    if (top.t > limit || (only && ((top.seq & 1) || node->pooled || node->fn != only)))
+        return false;
     heap_pop(h);
     /* With the current bucket empty, every wheel bucket starts after top
      * (see above): the current bucket may move up to top's, so the wheel's
      * window follows the clock. */
-    if (!sim->cur_mask && (top.t >> KB__WHEEL_SHIFT) > sim->cur_b)
+    if (cur_empty(sim) && (top.t >> KB__WHEEL_SHIFT) > sim->cur_b)
         sim->cur_b = top.t >> KB__WHEEL_SHIFT;
-    *out = top;
-    return node;
+    out->t = top.t;
+    out->fn = node->fn;
+    out->arg = node->arg;
+    out->data = node->data;
+    out->node = node;
+    if (top.seq & 1) {
+        node->idx = KB__TIMER_IDLE;
+    } else if (node->pooled) {
+        node->arg = sim->free_nodes;
+        sim->free_nodes = node;
+    }
+    return true;
 }
 
 static inline kb__time time_after(const kb__sim *sim, kb__time delay)
@@ -408,14 +523,29 @@ static kb__timer *node_alloc(kb__sim *sim)
     return &c->nodes[0];
 }
 
+/* Within the wheel's window a post is a record appended to its bucket;
+ * beyond it, a pooled node in the heap. */
 void kb__sim_post_at(kb__sim *sim, kb__time at, kb__event_fn fn, void *arg, uint64_t data)
 {
+    if (at < sim->hot.now) at = sim->hot.now;
+    uint64_t d = wheel_distance(sim, at);
+    if (d <= WHEEL_MASK) {
+        kb__wheel_rec *r = wheel_add(sim, at, d, 0);
+        if (!r) return;
+        r->fn = fn;
+        r->arg = arg;
+        r->data = data;
+        return;
+    }
     kb__timer *n = node_alloc(sim);
     if (!n) return;
     n->fn = fn;
     n->arg = arg;
     n->data = data;
-    queue_untracked(sim, at < sim->hot.now ? sim->hot.now : at, n);
+    if (!heap_push(sim, &sim->heap, at, n, 0)) {
+        n->arg = sim->free_nodes;
+        sim->free_nodes = n;
+    }
 }
 
 void kb__sim_post(kb__sim *sim, kb__time delay, kb__event_fn fn, void *arg, uint64_t data)
@@ -449,22 +579,34 @@ int kb__timer_stop(kb__sim *sim, kb__timer *t)
     return 1;
 }
 
-/* Process wake-ups are queued untracked: no slot bookkeeping during sift
- * moves (each would touch the process struct, a cache miss per level).
- * Cancelling one is rare (kb__proc_cancel of a sleeping process) and pays a
- * linear search instead. */
+/* Process wake-ups are queued untracked: in the wheel a record pointing at
+ * the node, in the heap the node without slot bookkeeping during sift moves
+ * (each would touch the process struct, a cache miss per level). Cancelling
+ * one is rare (kb__proc_cancel of a sleeping process) and pays a linear
+ * search instead. */
 uint64_t kb__sim_schedule(kb__sim *sim, kb__time delay, kb__timer *node)
 {
-    node->at = time_after(sim, delay);
-    return queue_untracked(sim, node->at, node);
+    kb__time at = time_after(sim, delay);
+    node->at = at;
+    uint64_t d = wheel_distance(sim, at);
+    if (d > WHEEL_MASK) return heap_push(sim, &sim->heap, at, node, 0);
+    uint64_t seq = sim->seq;
+    kb__wheel_rec *r = wheel_add(sim, at, d, REC_NODE);
+    if (!r) return 0;
+    r->fn = node->fn;
+    r->arg = node;
+    r->data = 0;
+    return seq;
 }
 
-/* Unlinks (node, seq) from the list at *link; 1 if it was there. */
-static int list_remove(kb__timer **link, const kb__timer *node, uint64_t seq)
+/* Removes the record with key from v[from, *len), keeping the order of the
+ * others; 1 if it was there. */
+static int recs_remove(kb__wheel_rec *v, uint32_t from, uint32_t *len, uint64_t key)
 {
-    for (; *link; link = &(*link)->next) {
-        if (*link != node || node->seq != seq) continue;
-        *link = node->next;
+    for (uint32_t i = from; i < *len; i++) {
+        if (v[i].key != key) continue;
+        memmove(&v[i], &v[i + 1], (size_t)(*len - i - 1) * sizeof *v);
+        (*len)--;
         return 1;
     }
     return 0;
@@ -473,27 +615,29 @@ static int list_remove(kb__timer **link, const kb__timer *node, uint64_t seq)
 int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq)
 {
     if (heap_unschedule(&sim->heap, node, seq)) return 1;
-    /* Not in the heap: in the wheel at its time, if anywhere. */
-    uint64_t b = node->at >> KB__WHEEL_SHIFT;
+    /* Not in the heap: in the wheel at its time, if anywhere. Sequence
+     * numbers are unique, so the key identifies the record. */
     uint32_t i = (uint32_t)(node->at & CUR_MASK);
-    if (b == sim->cur_b && list_remove(&sim->cur_head[i], node, seq)) {
-        if (!sim->cur_head[i]) {
-            sim->cur_mask &= ~((uint32_t)1 << i);
-        } else if (sim->cur_tail[i] == node) {
-            kb__timer *n = sim->cur_head[i];
-            while (n->next)
-                n = n->next;
-            sim->cur_tail[i] = n;
+    uint64_t key = (seq << KB__WHEEL_SHIFT) | REC_NODE | i;
+    uint64_t b = node->at >> KB__WHEEL_SHIFT;
+    if (b == sim->cur_b) {
+        if (recs_remove(sim->run, sim->run_pos, &sim->run_len, key)) return 1;
+        kb__wheel_fifo *f = &sim->late[i];
+        if (recs_remove(f->rec, f->head, &f->len, key)) {
+            if (f->head == f->len) {
+                f->head = f->len = 0;
+                sim->late_mask &= ~((uint32_t)1 << i);
+            }
+            return 1;
         }
-        return 1;
+        return 0;
     }
     uint32_t s = (uint32_t)(b & WHEEL_MASK);
-    if (list_remove(&sim->wheel[s], node, seq)) {
-        sim->wheel_n--;
-        if (!sim->wheel[s]) wheel_unmark(sim, s);
-        return 1;
-    }
-    return 0;
+    kb__wheel_bucket *w = &sim->wheel[s];
+    if (!recs_remove(w->rec, 0, &w->len, key)) return 0;
+    sim->wheel_n--;
+    if (!w->len) wheel_unmark(sim, s);
+    return 1;
 }
 
 /* ---- the loop ------------------------------------------------------------ */
@@ -509,13 +653,11 @@ static inline bool loop_goes_on(const kb__sim *sim)
 kb__timer *kb__sim_pop_wake(kb__sim *sim, kb__event_fn fn)
 {
     if (!sim->loop_active || !loop_goes_on(sim)) return NULL;
-    kb__heap_key top;
-    kb__timer *node = pop_min(sim, sim->loop_limit, fn, &top);
-    if (node) {
-        sim->hot.now = top.t;
-        sim->hot.events++;
-    }
-    return node;
+    due e;
+    if (!pop_min(sim, sim->loop_limit, fn, &e)) return NULL;
+    sim->hot.now = e.t;
+    sim->hot.events++;
+    return e.node;
 }
 
 int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_stop)
@@ -531,21 +673,11 @@ int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_sto
             emptied = 1;
             break;
         }
-        kb__heap_key top;
-        kb__timer *node = pop_min(sim, limit, NULL, &top);
-        if (!node) break;
-        sim->hot.now = top.t;
-        kb__event_fn fn = node->fn;
-        void *arg = node->arg;
-        uint64_t data = node->data;
-        if (top.seq & 1) {
-            node->idx = KB__TIMER_IDLE;
-        } else if (node->pooled) {
-            node->arg = sim->free_nodes;
-            sim->free_nodes = node;
-        }
+        due e;
+        if (!pop_min(sim, limit, NULL, &e)) break;
+        sim->hot.now = e.t;
         sim->hot.events++;
-        fn(sim, arg, data);
+        e.fn(sim, e.arg, e.data);
     }
     sim->loop_active = false;
     sim->loop_until = NULL;
@@ -657,6 +789,11 @@ void kb__sim_destroy(kb__sim *sim)
         free(c);
     }
     heap_free(&sim->heap);
+    for (uint32_t s = 0; s < KB__WHEEL_SLOTS; s++)
+        free(sim->wheel[s].rec);
+    for (uint32_t i = 0; i < KB__WHEEL_PS; i++)
+        free(sim->late[i].rec);
+    free(sim->sorted);
     free(sim);
 }
 
