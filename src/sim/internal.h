@@ -194,10 +194,20 @@ typedef struct kb__wheel_rec {
     uint64_t data;
 } kb__wheel_rec;
 
-/* A future bucket: its entries in scheduling order. */
+/* 512 bytes of a bucket's records; chunks come from a LIFO free list, so a
+ * post writes into memory a pop just read. */
+#define KB__CHUNK_RECS 15
+typedef struct kb__wheel_chunk {
+    kb__wheel_rec rec[KB__CHUNK_RECS];
+    struct kb__wheel_chunk *next; /* bucket order; or free list, or slab list */
+    char pad[32 - sizeof(void *)];
+} kb__wheel_chunk;
+
+/* A future bucket: its records in scheduling order, head to tail. */
 typedef struct kb__wheel_bucket {
-    kb__wheel_rec *rec;
-    uint32_t len, cap; /* cap <= kb__sim.sorted_cap */
+    kb__wheel_chunk *head, *tail; /* NULL when empty */
+    uint32_t n;                   /* records; <= kb__sim.run_cap */
+    uint32_t tail_n;              /* records in tail */
 } kb__wheel_bucket;
 
 /* Entries scheduled into one picosecond of the current bucket while it is
@@ -218,11 +228,13 @@ struct kb__sim {
      * buckets are wheel[(t >> KB__WHEEL_SHIFT) mod KB__WHEEL_SLOTS]. Every
      * buffer keeps its capacity until kb__sim_destroy. */
     uint64_t cur_b;
-    kb__wheel_rec *run; /* sorted, or the served bucket's own array */
+    kb__wheel_rec *run;
     uint32_t run_pos, run_len;
+    uint32_t run_cap; /* of run and spare; >= every bucket's n */
     uint32_t late_mask;
-    uint32_t sorted_cap;   /* >= every bucket's cap */
-    kb__wheel_rec *sorted; /* where an unsorted bucket is sorted when served */
+    kb__wheel_rec *spare;         /* a served bucket is gathered here first */
+    kb__wheel_chunk *free_chunks; /* most recently freed first */
+    kb__wheel_chunk *slabs;       /* chunk memory, for kb__sim_destroy */
     kb__wheel_fifo late[KB__WHEEL_PS];
     kb__wheel_bucket wheel[KB__WHEEL_SLOTS];
     uint64_t wheel_bit[KB__WHEEL_WORDS]; /* bucket non-empty */

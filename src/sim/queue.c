@@ -282,20 +282,37 @@ static int recs_resize(kb__sim *sim, kb__wheel_rec **rec, uint64_t cap)
     return 0;
 }
 
-/* Doubles w's capacity, and the sorting area with it when it would fall
- * short of it (serving a bucket then never allocates). */
-static int bucket_grow(kb__sim *sim, kb__wheel_bucket *w)
+/* Doubles the capacity of run and spare (a bucket grows past it). */
+static int run_grow(kb__sim *sim)
 {
-    uint64_t cap = w->cap ? 2 * (uint64_t)w->cap : 8;
-    if (cap > sim->sorted_cap) {
-        bool in_run = sim->run == sim->sorted;
-        if (recs_resize(sim, &sim->sorted, cap)) return KB_ENOMEM;
-        sim->sorted_cap = (uint32_t)cap;
-        if (in_run) sim->run = sim->sorted;
-    }
-    if (recs_resize(sim, &w->rec, cap)) return KB_ENOMEM;
-    w->cap = (uint32_t)cap;
+    uint64_t cap = sim->run_cap ? 2 * (uint64_t)sim->run_cap : 64;
+    if (recs_resize(sim, &sim->run, cap) || recs_resize(sim, &sim->spare, cap)) return KB_ENOMEM;
+    sim->run_cap = (uint32_t)cap;
     return 0;
+}
+
+/* A free chunk, the most recently freed one; NULL (recorded) when memory
+ * runs out. Chunks come in 64-chunk slabs whose first chunk links the
+ * slabs. */
+static kb__wheel_chunk *chunk_alloc(kb__sim *sim)
+{
+    kb__wheel_chunk *c = sim->free_chunks;
+    if (c) {
+        sim->free_chunks = c->next;
+        return c;
+    }
+    enum { PER_SLAB = 64 };
+    kb__wheel_chunk *slab = aligned_alloc(64, PER_SLAB * sizeof *slab);
+    if (!slab) {
+        kb__sim_fail(sim, KB_ENOMEM, "event queue: cannot allocate time wheel chunks");
+        return NULL;
+    }
+    slab->next = sim->slabs;
+    sim->slabs = slab;
+    for (int i = 2; i < PER_SLAB; i++)
+        slab[i].next = i + 1 < PER_SLAB ? &slab[i + 1] : NULL;
+    sim->free_chunks = &slab[2];
+    return &slab[1];
 }
 
 /* Makes room for one more record at the end of f: slides its live records
@@ -343,9 +360,22 @@ static inline kb__wheel_rec *wheel_add(kb__sim *sim, kb__time at, uint64_t d, ui
     } else {
         uint32_t s = (uint32_t)((at >> KB__WHEEL_SHIFT) & WHEEL_MASK);
         kb__wheel_bucket *w = &sim->wheel[s];
-        if (w->len == w->cap && bucket_grow(sim, w)) return NULL;
-        if (!w->len) wheel_mark(sim, s);
-        r = &w->rec[w->len++];
+        if (w->n == sim->run_cap && run_grow(sim)) return NULL;
+        kb__wheel_chunk *c = w->tail;
+        if (!c || w->tail_n == KB__CHUNK_RECS) {
+            kb__wheel_chunk *fresh = chunk_alloc(sim);
+            if (!fresh) return NULL;
+            if (c) {
+                c->next = fresh;
+            } else {
+                w->head = fresh;
+                wheel_mark(sim, s);
+            }
+            w->tail = c = fresh;
+            w->tail_n = 0;
+        }
+        r = &c->rec[w->tail_n++];
+        w->n++;
         sim->wheel_n++;
     }
     r->key = (sim->seq << KB__WHEEL_SHIFT) | node | i;
@@ -353,35 +383,46 @@ static inline kb__wheel_rec *wheel_add(kb__sim *sim, kb__time at, uint64_t d, ui
     return r;
 }
 
-/* Makes bucket s (number b) the current one, which must be empty. Its
- * records are in seq order; a stable counting sort on the picosecond puts
- * them in (ps, seq) order in the sorting area, unless they already are in
- * that order (one picosecond, say): then they are read where they are (no
- * entry is added to slot s while its bucket is current). */
+/* Makes bucket s (number b) the current one, which must be empty: its
+ * records, in seq order, are gathered into spare; unless they already are
+ * in (ps, seq) order (all at one ps, say), a stable counting sort on the ps
+ * puts them in that order into run. Its chunks go back to the free list. */
 static void wheel_serve(kb__sim *sim, uint32_t s, uint64_t b)
 {
     kb__wheel_bucket *w = &sim->wheel[s];
-    kb__wheel_rec *v = w->rec;
-    uint32_t n = w->len, j = 1;
-    while (j < n && (v[j].key & CUR_MASK) >= (v[j - 1].key & CUR_MASK))
-        j++;
-    sim->run = v;
-    if (j < n) {
+    kb__wheel_rec *v = sim->spare;
+    uint32_t n = w->n, k = 0;
+    uint64_t prev = 0, unsorted = 0;
+    for (kb__wheel_chunk *c = w->head;; c = c->next) {
+        uint32_t m = c == w->tail ? w->tail_n : KB__CHUNK_RECS;
+        for (uint32_t j = 0; j < m; j++, k++) {
+            v[k] = c->rec[j];
+            unsorted |= (v[k].key & CUR_MASK) < prev;
+            prev = v[k].key & CUR_MASK;
+        }
+        if (c == w->tail) break;
+    }
+    if (unsorted) {
         uint32_t at[KB__WHEEL_PS] = {0};
-        for (j = 0; j < n; j++)
-            at[v[j].key & CUR_MASK]++;
+        for (k = 0; k < n; k++)
+            at[v[k].key & CUR_MASK]++;
         for (uint32_t i = 0, sum = 0; i < KB__WHEEL_PS; i++) {
             uint32_t c = at[i];
             at[i] = sum;
             sum += c;
         }
-        for (j = 0; j < n; j++)
-            sim->sorted[at[v[j].key & CUR_MASK]++] = v[j];
-        sim->run = sim->sorted;
+        for (k = 0; k < n; k++)
+            sim->run[at[v[k].key & CUR_MASK]++] = v[k];
+    } else {
+        sim->spare = sim->run;
+        sim->run = v;
     }
+    w->tail->next = sim->free_chunks;
+    sim->free_chunks = w->head;
+    w->head = w->tail = NULL;
+    w->n = w->tail_n = 0;
     sim->run_pos = 0;
     sim->run_len = n;
-    w->len = 0;
     wheel_unmark(sim, s);
     sim->wheel_n -= n;
     sim->cur_b = b;
@@ -612,6 +653,31 @@ static int recs_remove(kb__wheel_rec *v, uint32_t from, uint32_t *len, uint64_t 
     return 0;
 }
 
+/* Removes the record with key from bucket w, moving each later record one
+ * place back (across chunks); 1 if it was there. The tail may be left
+ * empty (tail_n 0). */
+static int bucket_remove(kb__wheel_bucket *w, uint64_t key)
+{
+    kb__wheel_chunk *c = w->head;
+    uint32_t i;
+    for (;;) {
+        if (!c) return 0;
+        uint32_t m = c == w->tail ? w->tail_n : KB__CHUNK_RECS;
+        for (i = 0; i < m && c->rec[i].key != key; i++)
+            ;
+        if (i < m) break;
+        c = c == w->tail ? NULL : c->next;
+    }
+    for (; c != w->tail; c = c->next, i = 0) {
+        memmove(&c->rec[i], &c->rec[i + 1], (KB__CHUNK_RECS - 1 - i) * sizeof c->rec[0]);
+        c->rec[KB__CHUNK_RECS - 1] = c->next->rec[0];
+    }
+    memmove(&c->rec[i], &c->rec[i + 1], (w->tail_n - 1 - i) * sizeof c->rec[0]);
+    w->tail_n--;
+    w->n--;
+    return 1;
+}
+
 int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq)
 {
     if (heap_unschedule(&sim->heap, node, seq)) return 1;
@@ -633,10 +699,24 @@ int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq)
         return 0;
     }
     uint32_t s = (uint32_t)(b & WHEEL_MASK);
-    kb__wheel_bucket *w = &sim->wheel[s];
-    if (!recs_remove(w->rec, 0, &w->len, key)) return 0;
+    if (!bucket_remove(&sim->wheel[s], key)) return 0;
     sim->wheel_n--;
-    if (!w->len) wheel_unmark(sim, s);
+    kb__wheel_bucket *w = &sim->wheel[s];
+    if (w->tail_n == 0) {
+        kb__wheel_chunk *c = w->tail;
+        c->next = sim->free_chunks;
+        sim->free_chunks = c;
+        if (w->head == c) {
+            w->head = w->tail = NULL;
+            wheel_unmark(sim, s);
+        } else {
+            kb__wheel_chunk *p = w->head;
+            while (p->next != c)
+                p = p->next;
+            w->tail = p;
+            w->tail_n = KB__CHUNK_RECS;
+        }
+    }
     return 1;
 }
 
@@ -789,11 +869,15 @@ void kb__sim_destroy(kb__sim *sim)
         free(c);
     }
     heap_free(&sim->heap);
-    for (uint32_t s = 0; s < KB__WHEEL_SLOTS; s++)
-        free(sim->wheel[s].rec);
+    while (sim->slabs) {
+        kb__wheel_chunk *slab = sim->slabs;
+        sim->slabs = slab->next;
+        free(slab);
+    }
     for (uint32_t i = 0; i < KB__WHEEL_PS; i++)
         free(sim->late[i].rec);
-    free(sim->sorted);
+    free(sim->run);
+    free(sim->spare);
     free(sim);
 }
 
