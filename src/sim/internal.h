@@ -194,21 +194,15 @@ typedef struct kb__wheel_rec {
     uint64_t data;
 } kb__wheel_rec;
 
-/* 512 bytes of a bucket's records; chunks come from a LIFO free list, so a
- * post writes into memory a pop just read. */
-#define KB__CHUNK_RECS 15
+/* 512 bytes (and 512-byte aligned) of a bucket's records; chunks come from
+ * a LIFO free list, so a post writes into memory a pop just read. */
+#define KB__CHUNK_RECS  15
+#define KB__CHUNK_BYTES 512u
 typedef struct kb__wheel_chunk {
     kb__wheel_rec rec[KB__CHUNK_RECS];
     struct kb__wheel_chunk *next; /* bucket order; or free list, or slab list */
     char pad[32 - sizeof(void *)];
 } kb__wheel_chunk;
-
-/* A future bucket: its records in scheduling order, head to tail. */
-typedef struct kb__wheel_bucket {
-    kb__wheel_chunk *head, *tail; /* NULL when empty */
-    uint32_t n;                   /* records; <= kb__sim.run_cap */
-    uint32_t tail_n;              /* records in tail */
-} kb__wheel_bucket;
 
 /* Entries scheduled into one picosecond of the current bucket while it is
  * current, oldest first from head; head == len == 0 when empty. */
@@ -230,16 +224,18 @@ struct kb__sim {
     uint64_t cur_b;
     kb__wheel_rec *run;
     uint32_t run_pos, run_len;
-    uint32_t run_cap; /* of run and spare; >= every bucket's n */
+    uint32_t run_cap; /* of run and spare; >= wheel_n */
     uint32_t late_mask;
     kb__wheel_rec *spare;         /* a served bucket is gathered here first */
     kb__wheel_chunk *free_chunks; /* most recently freed first */
     kb__wheel_chunk *slabs;       /* chunk memory, for kb__sim_destroy */
     kb__wheel_fifo late[KB__WHEEL_PS];
-    kb__wheel_bucket wheel[KB__WHEEL_SLOTS];
-    uint64_t wheel_bit[KB__WHEEL_WORDS]; /* bucket non-empty */
-    uint64_t wheel_sum;                  /* word of wheel_bit non-zero */
-    uint64_t wheel_n;                    /* entries in the buckets */
+    kb__wheel_rec *wheel_end[KB__WHEEL_SLOTS];    /* next record place in the last chunk of
+                                                     the bucket; NULL when empty */
+    kb__wheel_chunk *wheel_head[KB__WHEEL_SLOTS]; /* its first chunk */
+    uint64_t wheel_bit[KB__WHEEL_WORDS];          /* bucket non-empty */
+    uint64_t wheel_sum;                           /* word of wheel_bit non-zero */
+    uint64_t wheel_n;                             /* entries in the buckets */
     /* Parameters of the running kb__sim_loop (loops never nest), read by
      * kb__sim_pop_wake so a blocking process can switch directly to the next
      * process exactly when the loop would. */

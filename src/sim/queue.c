@@ -282,7 +282,14 @@ static int recs_resize(kb__sim *sim, kb__wheel_rec **rec, uint64_t cap)
     return 0;
 }
 
-/* Doubles the capacity of run and spare (a bucket grows past it). */
+/* The chunk whose records end at r (a bucket's write position: r is past
+ * at least one record of it). */
+static inline kb__wheel_chunk *chunk_of(const kb__wheel_rec *r)
+{
+    return (kb__wheel_chunk *)((uintptr_t)(r - 1) & ~(uintptr_t)(KB__CHUNK_BYTES - 1));
+}
+
+/* Doubles the capacity of run and spare (the wheel grows past it). */
 static int run_grow(kb__sim *sim)
 {
     uint64_t cap = sim->run_cap ? 2 * (uint64_t)sim->run_cap : 64;
@@ -302,7 +309,7 @@ static kb__wheel_chunk *chunk_alloc(kb__sim *sim)
         return c;
     }
     enum { PER_SLAB = 64 };
-    kb__wheel_chunk *slab = aligned_alloc(64, PER_SLAB * sizeof *slab);
+    kb__wheel_chunk *slab = aligned_alloc(KB__CHUNK_BYTES, PER_SLAB * sizeof *slab);
     if (!slab) {
         kb__sim_fail(sim, KB_ENOMEM, "event queue: cannot allocate time wheel chunks");
         return NULL;
@@ -359,23 +366,20 @@ static inline kb__wheel_rec *wheel_add(kb__sim *sim, kb__time at, uint64_t d, ui
         r = &f->rec[f->len++];
     } else {
         uint32_t s = (uint32_t)((at >> KB__WHEEL_SHIFT) & WHEEL_MASK);
-        kb__wheel_bucket *w = &sim->wheel[s];
-        if (w->n == sim->run_cap && run_grow(sim)) return NULL;
-        kb__wheel_chunk *c = w->tail;
-        if (!c || w->tail_n == KB__CHUNK_RECS) {
+        if (sim->wheel_n == sim->run_cap && run_grow(sim)) return NULL;
+        r = sim->wheel_end[s];
+        if (!r || r == chunk_of(r)->rec + KB__CHUNK_RECS) {
             kb__wheel_chunk *fresh = chunk_alloc(sim);
             if (!fresh) return NULL;
-            if (c) {
-                c->next = fresh;
+            if (r) {
+                chunk_of(r)->next = fresh;
             } else {
-                w->head = fresh;
+                sim->wheel_head[s] = fresh;
                 wheel_mark(sim, s);
             }
-            w->tail = c = fresh;
-            w->tail_n = 0;
+            r = fresh->rec;
         }
-        r = &c->rec[w->tail_n++];
-        w->n++;
+        sim->wheel_end[s] = r + 1;
         sim->wheel_n++;
     }
     r->key = (sim->seq << KB__WHEEL_SHIFT) | node | i;
@@ -389,38 +393,37 @@ static inline kb__wheel_rec *wheel_add(kb__sim *sim, kb__time at, uint64_t d, ui
  * puts them in that order into run. Its chunks go back to the free list. */
 static void wheel_serve(kb__sim *sim, uint32_t s, uint64_t b)
 {
-    kb__wheel_bucket *w = &sim->wheel[s];
-    kb__wheel_rec *v = sim->spare;
-    uint32_t n = w->n, k = 0;
+    kb__wheel_rec *end = sim->wheel_end[s], *v = sim->spare;
+    kb__wheel_chunk *head = sim->wheel_head[s], *last = chunk_of(end);
+    uint32_t n = 0;
     uint64_t prev = 0, unsorted = 0;
-    for (kb__wheel_chunk *c = w->head;; c = c->next) {
-        uint32_t m = c == w->tail ? w->tail_n : KB__CHUNK_RECS;
-        for (uint32_t j = 0; j < m; j++, k++) {
-            v[k] = c->rec[j];
-            unsorted |= (v[k].key & CUR_MASK) < prev;
-            prev = v[k].key & CUR_MASK;
+    for (kb__wheel_chunk *c = head;; c = c->next) {
+        const kb__wheel_rec *stop = c == last ? end : c->rec + KB__CHUNK_RECS;
+        for (const kb__wheel_rec *r = c->rec; r < stop; r++, n++) {
+            v[n] = *r;
+            unsorted |= (r->key & CUR_MASK) < prev;
+            prev = r->key & CUR_MASK;
         }
-        if (c == w->tail) break;
+        if (c == last) break;
     }
     if (unsorted) {
         uint32_t at[KB__WHEEL_PS] = {0};
-        for (k = 0; k < n; k++)
+        for (uint32_t k = 0; k < n; k++)
             at[v[k].key & CUR_MASK]++;
         for (uint32_t i = 0, sum = 0; i < KB__WHEEL_PS; i++) {
             uint32_t c = at[i];
             at[i] = sum;
             sum += c;
         }
-        for (k = 0; k < n; k++)
+        for (uint32_t k = 0; k < n; k++)
             sim->run[at[v[k].key & CUR_MASK]++] = v[k];
     } else {
         sim->spare = sim->run;
         sim->run = v;
     }
-    w->tail->next = sim->free_chunks;
-    sim->free_chunks = w->head;
-    w->head = w->tail = NULL;
-    w->n = w->tail_n = 0;
+    last->next = sim->free_chunks;
+    sim->free_chunks = head;
+    sim->wheel_end[s] = NULL;
     sim->run_pos = 0;
     sim->run_len = n;
     wheel_unmark(sim, s);
@@ -653,28 +656,39 @@ static int recs_remove(kb__wheel_rec *v, uint32_t from, uint32_t *len, uint64_t 
     return 0;
 }
 
-/* Removes the record with key from bucket w, moving each later record one
- * place back (across chunks); 1 if it was there. The tail may be left
- * empty (tail_n 0). */
-static int bucket_remove(kb__wheel_bucket *w, uint64_t key)
+/* Removes the record with key from bucket s, moving each later record one
+ * place back (across chunks) and freeing a last chunk left empty; 1 if it
+ * was there. */
+static int bucket_remove(kb__sim *sim, uint32_t s, uint64_t key)
 {
-    kb__wheel_chunk *c = w->head;
-    uint32_t i;
-    for (;;) {
-        if (!c) return 0;
-        uint32_t m = c == w->tail ? w->tail_n : KB__CHUNK_RECS;
-        for (i = 0; i < m && c->rec[i].key != key; i++)
+    kb__wheel_rec *end = sim->wheel_end[s], *r = NULL;
+    if (!end) return 0;
+    kb__wheel_chunk *c = sim->wheel_head[s], *last = chunk_of(end), *prev = NULL;
+    for (;; prev = c, c = c->next) {
+        const kb__wheel_rec *stop = c == last ? end : c->rec + KB__CHUNK_RECS;
+        for (r = c->rec; r < stop && r->key != key; r++)
             ;
-        if (i < m) break;
-        c = c == w->tail ? NULL : c->next;
+        if (r < stop) break;
+        if (c == last) return 0;
     }
-    for (; c != w->tail; c = c->next, i = 0) {
-        memmove(&c->rec[i], &c->rec[i + 1], (KB__CHUNK_RECS - 1 - i) * sizeof c->rec[0]);
+    for (; c != last; prev = c, c = c->next, r = c->rec) {
+        memmove(r, r + 1, (size_t)(c->rec + KB__CHUNK_RECS - 1 - r) * sizeof *r);
         c->rec[KB__CHUNK_RECS - 1] = c->next->rec[0];
     }
-    memmove(&c->rec[i], &c->rec[i + 1], (w->tail_n - 1 - i) * sizeof c->rec[0]);
-    w->tail_n--;
-    w->n--;
+    memmove(r, r + 1, (size_t)(end - 1 - r) * sizeof *r);
+    end--;
+    if (end == last->rec) {
+        last->next = sim->free_chunks;
+        sim->free_chunks = last;
+        if (!prev) {
+            end = NULL;
+            wheel_unmark(sim, s);
+        } else {
+            end = prev->rec + KB__CHUNK_RECS;
+        }
+    }
+    sim->wheel_end[s] = end;
+    sim->wheel_n--;
     return 1;
 }
 
@@ -698,26 +712,7 @@ int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq)
         }
         return 0;
     }
-    uint32_t s = (uint32_t)(b & WHEEL_MASK);
-    if (!bucket_remove(&sim->wheel[s], key)) return 0;
-    sim->wheel_n--;
-    kb__wheel_bucket *w = &sim->wheel[s];
-    if (w->tail_n == 0) {
-        kb__wheel_chunk *c = w->tail;
-        c->next = sim->free_chunks;
-        sim->free_chunks = c;
-        if (w->head == c) {
-            w->head = w->tail = NULL;
-            wheel_unmark(sim, s);
-        } else {
-            kb__wheel_chunk *p = w->head;
-            while (p->next != c)
-                p = p->next;
-            w->tail = p;
-            w->tail_n = KB__CHUNK_RECS;
-        }
-    }
-    return 1;
+    return bucket_remove(sim, (uint32_t)(b & WHEEL_MASK), key);
 }
 
 /* ---- the loop ------------------------------------------------------------ */
