@@ -183,59 +183,22 @@ typedef struct kb__node_chunk {
 #define KB__WHEEL_SHIFT 5
 #define KB__WHEEL_SLOTS 2048u
 #define KB__WHEEL_WORDS (KB__WHEEL_SLOTS / 64)
-#define KB__WHEEL_PS    (1u << KB__WHEEL_SHIFT)
-
-/* An untracked entry of the wheel, by value (queue.c). */
-typedef struct kb__wheel_rec {
-    uint64_t key; /* (seq << KB__WHEEL_SHIFT) | ps within the bucket; seq's low
-                     bit is set when arg is a node queued by kb__sim_schedule */
-    kb__event_fn fn;
-    void *arg;
-    uint64_t data;
-} kb__wheel_rec;
-
-/* 512 bytes (and 512-byte aligned) of a bucket's records; chunks come from
- * a LIFO free list, so a post writes into memory a pop just read. */
-#define KB__CHUNK_RECS  15
-#define KB__CHUNK_BYTES 512u
-typedef struct kb__wheel_chunk {
-    kb__wheel_rec rec[KB__CHUNK_RECS];
-    struct kb__wheel_chunk *next; /* bucket order; or free list, or slab list */
-    char pad[32 - sizeof(void *)];
-} kb__wheel_chunk;
-
-/* Entries scheduled into one picosecond of the current bucket while it is
- * current, oldest first from head; head == len == 0 when empty. */
-typedef struct kb__wheel_fifo {
-    kb__wheel_rec *rec;
-    uint32_t head, len, cap;
-} kb__wheel_fifo;
 
 struct kb__sim {
     kb__sim_hot hot; /* first: the inline accessors read it */
     kb__heap heap;   /* timers, and untracked entries outside the wheel */
     uint64_t seq;    /* next sequence counter (shifted left by one) */
-    /* Near-time wheel (queue.c). The current bucket (number cur_b, 32 ps)
-     * holds run[run_pos, run_len): the entries scheduled before it became
-     * current, sorted by (ps, seq); and late[ps]: those scheduled since
-     * (late_mask bit ps: late[ps] not empty). The next KB__WHEEL_SLOTS - 1
-     * buckets are wheel[(t >> KB__WHEEL_SHIFT) mod KB__WHEEL_SLOTS]. Every
-     * buffer keeps its capacity until kb__sim_destroy. */
+    /* Near-time wheel (queue.c): untracked entries of the current bucket
+     * (number cur_b, 32 ps) in one list per ps, oldest first; those of the
+     * next KB__WHEEL_SLOTS - 1 buckets in bucket (t >> KB__WHEEL_SHIFT) mod
+     * KB__WHEEL_SLOTS, unsorted, newest first. */
     uint64_t cur_b;
-    kb__wheel_rec *run;
-    uint32_t run_pos, run_len;
-    uint32_t run_cap; /* of run and spare; >= wheel_n */
-    uint32_t late_mask;
-    kb__wheel_rec *spare;         /* a served bucket is gathered here first */
-    kb__wheel_chunk *free_chunks; /* most recently freed first */
-    kb__wheel_chunk *slabs;       /* chunk memory, for kb__sim_destroy */
-    kb__wheel_fifo late[KB__WHEEL_PS];
-    kb__wheel_rec *wheel_end[KB__WHEEL_SLOTS];    /* next record place in the last chunk of
-                                                     the bucket; NULL when empty */
-    kb__wheel_chunk *wheel_head[KB__WHEEL_SLOTS]; /* its first chunk */
-    uint64_t wheel_bit[KB__WHEEL_WORDS];          /* bucket non-empty */
-    uint64_t wheel_sum;                           /* word of wheel_bit non-zero */
-    uint64_t wheel_n;                             /* entries in the buckets */
+    uint32_t cur_mask; /* bit i: the list of ps i is not empty */
+    kb__timer *cur_head[1u << KB__WHEEL_SHIFT], *cur_tail[1u << KB__WHEEL_SHIFT];
+    kb__timer *wheel[KB__WHEEL_SLOTS];
+    uint64_t wheel_bit[KB__WHEEL_WORDS]; /* bucket non-empty */
+    uint64_t wheel_sum;                  /* word of wheel_bit non-zero */
+    uint64_t wheel_n;                    /* entries in the buckets */
     /* Parameters of the running kb__sim_loop (loops never nest), read by
      * kb__sim_pop_wake so a blocking process can switch directly to the next
      * process exactly when the loop would. */
@@ -243,8 +206,7 @@ struct kb__sim {
     bool loop_honor_stop;
     const bool *loop_until;
     kb__time loop_limit;
-    kb__timer *free_nodes; /* pooled nodes of posts bound for the heap; linked
-                              through arg */
+    kb__timer *free_nodes; /* pooled event nodes; linked through arg */
     kb__node_chunk *chunks;
     kb__proc *current; /* running process, NULL on the main stack */
     bool in_loop;      /* an event loop runs (refuse nested blocking) */
@@ -274,10 +236,9 @@ int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_sto
 /* Queues node (neither pooled nor a tracked timer) `delay` ps from now;
  * returns its sequence number, the handle for kb__sim_unschedule. */
 uint64_t kb__sim_schedule(kb__sim *sim, kb__time delay, kb__timer *node);
-/* If the running loop would run, as its very next event, a node queued by
- * kb__sim_schedule whose callback is fn, pops it (advancing the clock and the
- * event count, exactly as the loop does) and returns the node; otherwise
- * NULL. */
+/* If the running loop would run, as its very next event, an untracked entry
+ * whose callback is fn, pops it (advancing the clock and the event count,
+ * exactly as the loop does) and returns its node; otherwise NULL. */
 kb__timer *kb__sim_pop_wake(kb__sim *sim, kb__event_fn fn);
 /* Removes the queued entry (node, seq); O(queue length). 1 if found. */
 int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq);

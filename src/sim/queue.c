@@ -236,8 +236,7 @@ static int heap_unschedule(kb__heap *h, const kb__timer *node, uint64_t seq)
 /* ---- near-time wheel ------------------------------------------------------ */
 
 #define WHEEL_MASK ((uint64_t)KB__WHEEL_SLOTS - 1)
-#define CUR_MASK   ((uint64_t)KB__WHEEL_PS - 1)
-#define REC_NODE   ((uint64_t)1 << KB__WHEEL_SHIFT) /* key bit: arg is a node */
+#define CUR_MASK   (((kb__time)1 << KB__WHEEL_SHIFT) - 1)
 
 static inline void wheel_mark(kb__sim *sim, uint32_t s)
 {
@@ -264,273 +263,115 @@ static inline uint32_t wheel_next(const kb__sim *sim, uint32_t s)
     return (v << 6) + (uint32_t)__builtin_ctzll(sim->wheel_bit[v]);
 }
 
-static inline bool cur_empty(const kb__sim *sim)
+/* Appends node to the list of its picosecond in the current bucket. */
+static inline void cur_append(kb__sim *sim, kb__timer *node)
 {
-    return sim->run_pos == sim->run_len && !sim->late_mask;
+    uint32_t i = (uint32_t)(node->at & CUR_MASK);
+    node->next = NULL;
+    if (sim->cur_head[i])
+        sim->cur_tail[i]->next = node;
+    else
+        sim->cur_head[i] = node, sim->cur_mask |= (uint32_t)1 << i;
+    sim->cur_tail[i] = node;
 }
 
-/* Reallocates *rec (contents kept) to hold cap records; 0 or KB_ENOMEM,
- * recorded on sim (*rec then unchanged). */
-static int recs_resize(kb__sim *sim, kb__wheel_rec **rec, uint64_t cap)
-{
-    kb__wheel_rec *v = cap <= UINT32_MAX ? realloc(*rec, cap * sizeof *v) : NULL;
-    if (!v) {
-        kb__sim_fail(sim, KB_ENOMEM, "event queue: cannot grow a time wheel bucket");
-        return KB_ENOMEM;
-    }
-    *rec = v;
-    return 0;
-}
-
-/* The chunk whose records end at r (a bucket's write position: r is past
- * at least one record of it). */
-static inline kb__wheel_chunk *chunk_of(const kb__wheel_rec *r)
-{
-    return (kb__wheel_chunk *)((uintptr_t)(r - 1) & ~(uintptr_t)(KB__CHUNK_BYTES - 1));
-}
-
-/* Doubles the capacity of run and spare (the wheel grows past it). */
-static int run_grow(kb__sim *sim)
-{
-    uint64_t cap = sim->run_cap ? 2 * (uint64_t)sim->run_cap : 64;
-    if (recs_resize(sim, &sim->run, cap) || recs_resize(sim, &sim->spare, cap)) return KB_ENOMEM;
-    sim->run_cap = (uint32_t)cap;
-    return 0;
-}
-
-/* A free chunk, the most recently freed one; NULL (recorded) when memory
- * runs out. Chunks come in 64-chunk slabs whose first chunk links the
- * slabs. */
-static kb__wheel_chunk *chunk_alloc(kb__sim *sim)
-{
-    kb__wheel_chunk *c = sim->free_chunks;
-    if (c) {
-        sim->free_chunks = c->next;
-        return c;
-    }
-    enum { PER_SLAB = 64 };
-    kb__wheel_chunk *slab = aligned_alloc(KB__CHUNK_BYTES, PER_SLAB * sizeof *slab);
-    if (!slab) {
-        kb__sim_fail(sim, KB_ENOMEM, "event queue: cannot allocate time wheel chunks");
-        return NULL;
-    }
-    slab->next = sim->slabs;
-    sim->slabs = slab;
-    for (int i = 2; i < PER_SLAB; i++)
-        slab[i].next = i + 1 < PER_SLAB ? &slab[i + 1] : NULL;
-    sim->free_chunks = &slab[2];
-    return &slab[1];
-}
-
-/* Makes room for one more record at the end of f: slides its live records
- * to the front when at least half of it has been popped, else doubles it. */
-static int fifo_room(kb__sim *sim, kb__wheel_fifo *f)
-{
-    if (f->head && f->head >= f->cap / 2) {
-        memmove(f->rec, f->rec + f->head, (size_t)(f->len - f->head) * sizeof *f->rec);
-        f->len -= f->head;
-        f->head = 0;
-        return 0;
-    }
-    uint64_t cap = f->cap ? 2 * (uint64_t)f->cap : 8;
-    if (recs_resize(sim, &f->rec, cap)) return KB_ENOMEM;
-    f->cap = (uint32_t)cap;
-    return 0;
-}
-
-/* Bucket distance from the current bucket to `at` (>= now); beyond
- * WHEEL_MASK the entry belongs in the heap. An empty wheel first moves to
- * now's bucket (nothing queued is earlier). */
-static inline uint64_t wheel_distance(kb__sim *sim, kb__time at)
+/* Queues an untracked node at `at` (>= now); returns its sequence number
+ * (0 if it was dropped for lack of memory). */
+static inline uint64_t queue_untracked(kb__sim *sim, kb__time at, kb__timer *node)
 {
     uint64_t d = (at >> KB__WHEEL_SHIFT) - sim->cur_b;
-    if (d <= WHEEL_MASK || !cur_empty(sim) || sim->wheel_n) return d;
-    uint64_t now_b = sim->hot.now >> KB__WHEEL_SHIFT;
-    d = (at >> KB__WHEEL_SHIFT) - now_b;
-    if (d <= WHEEL_MASK) sim->cur_b = now_b;
-    return d;
-}
-
-/* Takes the next sequence number for an entry at `at`, d buckets ahead
- * (d <= WHEEL_MASK), and returns its record with the key set (node: arg
- * will be a kb__sim_schedule node); NULL, with nothing queued, when memory
- * runs out. */
-static inline kb__wheel_rec *wheel_add(kb__sim *sim, kb__time at, uint64_t d, uint64_t node)
-{
-    uint32_t i = (uint32_t)(at & CUR_MASK);
-    kb__wheel_rec *r;
-    if (d == 0) {
-        kb__wheel_fifo *f = &sim->late[i];
-        if (f->len == f->cap && fifo_room(sim, f)) return NULL;
-        if (!f->len) sim->late_mask |= (uint32_t)1 << i;
-        r = &f->rec[f->len++];
-    } else {
-        uint32_t s = (uint32_t)((at >> KB__WHEEL_SHIFT) & WHEEL_MASK);
-        if (sim->wheel_n == sim->run_cap && run_grow(sim)) return NULL;
-        r = sim->wheel_end[s];
-        if (!r || r == chunk_of(r)->rec + KB__CHUNK_RECS) {
-            kb__wheel_chunk *fresh = chunk_alloc(sim);
-            if (!fresh) return NULL;
-            if (r) {
-                chunk_of(r)->next = fresh;
-            } else {
-                sim->wheel_head[s] = fresh;
-                wheel_mark(sim, s);
-            }
-            r = fresh->rec;
-        }
-        sim->wheel_end[s] = r + 1;
-        sim->wheel_n++;
+    if (d > WHEEL_MASK) {
+        /* An empty wheel moves to now's bucket (nothing queued is earlier). */
+        uint64_t now_b = sim->hot.now >> KB__WHEEL_SHIFT;
+        if (sim->cur_mask || sim->wheel_n || (at >> KB__WHEEL_SHIFT) - now_b > WHEEL_MASK)
+            return heap_push(sim, &sim->heap, at, node, 0);
+        sim->cur_b = now_b;
+        d = (at >> KB__WHEEL_SHIFT) - now_b;
     }
-    r->key = (sim->seq << KB__WHEEL_SHIFT) | node | i;
+    uint64_t seq = sim->seq;
     sim->seq += 2;
-    return r;
+    node->at = at;
+    node->seq = seq;
+    if (d == 0) {
+        cur_append(sim, node);
+        return seq;
+    }
+    uint32_t s = (uint32_t)((at >> KB__WHEEL_SHIFT) & WHEEL_MASK);
+    node->next = sim->wheel[s];
+    if (!node->next) wheel_mark(sim, s);
+    sim->wheel[s] = node;
+    sim->wheel_n++;
+    return seq;
 }
 
-/* Makes bucket s (number b) the current one, which must be empty: its
- * records, in seq order, are gathered into spare; unless they already are
- * in (ps, seq) order (all at one ps, say), a stable counting sort on the ps
- * puts them in that order into run. Its chunks go back to the free list. */
+/* Makes bucket s (number b) the current one (which must be empty): each
+ * entry goes to the front of its picosecond's list, so the lists, built
+ * from the newest entry back, come out oldest first. */
 static void wheel_serve(kb__sim *sim, uint32_t s, uint64_t b)
 {
-    kb__wheel_rec *end = sim->wheel_end[s], *v = sim->spare;
-    kb__wheel_chunk *head = sim->wheel_head[s], *last = chunk_of(end);
-    uint32_t n = 0;
-    uint64_t prev = 0, unsorted = 0;
-    for (kb__wheel_chunk *c = head;; c = c->next) {
-        const kb__wheel_rec *stop = c == last ? end : c->rec + KB__CHUNK_RECS;
-        for (const kb__wheel_rec *r = c->rec; r < stop; r++, n++) {
-            v[n] = *r;
-            unsorted |= (r->key & CUR_MASK) < prev;
-            prev = r->key & CUR_MASK;
-        }
-        if (c == last) break;
-    }
-    if (unsorted) {
-        uint32_t at[KB__WHEEL_PS] = {0};
-        for (uint32_t k = 0; k < n; k++)
-            at[v[k].key & CUR_MASK]++;
-        for (uint32_t i = 0, sum = 0; i < KB__WHEEL_PS; i++) {
-            uint32_t c = at[i];
-            at[i] = sum;
-            sum += c;
-        }
-        for (uint32_t k = 0; k < n; k++)
-            sim->run[at[v[k].key & CUR_MASK]++] = v[k];
-    } else {
-        sim->spare = sim->run;
-        sim->run = v;
-    }
-    last->next = sim->free_chunks;
-    sim->free_chunks = head;
-    sim->wheel_end[s] = NULL;
-    sim->run_pos = 0;
-    sim->run_len = n;
+    kb__timer *n = sim->wheel[s];
+    sim->wheel[s] = NULL;
     wheel_unmark(sim, s);
-    sim->wheel_n -= n;
     sim->cur_b = b;
+    while (n) {
+        kb__timer *next = n->next;
+        uint32_t i = (uint32_t)(n->at & CUR_MASK);
+        n->next = sim->cur_head[i];
+        if (!n->next) sim->cur_tail[i] = n, sim->cur_mask |= (uint32_t)1 << i;
+        sim->cur_head[i] = n;
+        sim->wheel_n--;
+        n = next;
+    }
 }
 
 static inline bool queue_empty(const kb__sim *sim)
 {
-    return sim->heap.len == 0 && cur_empty(sim) && !sim->wheel_n;
+    return sim->heap.len == 0 && !sim->cur_mask && !sim->wheel_n;
 }
 
-/* An entry taken off the queue: what to run, and for pop_wake the node. */
-typedef struct due {
-    kb__time t;
-    kb__event_fn fn;
-    void *arg;
-    uint64_t data;
-    kb__timer *node; /* kb__sim_schedule and heap entries */
-} due;
-
-/* Pops the current bucket's first entry r (from the run, or from late
- * FIFO f when not NULL) into *out. */
-static inline void cur_take(kb__sim *sim, const kb__wheel_rec *r, kb__wheel_fifo *f, kb__time t,
-                            due *out)
-{
-    out->t = t;
-    out->fn = r->fn;
-    if (r->key & REC_NODE) {
-        kb__timer *n = r->arg;
-        out->node = n;
-        out->arg = n->arg;
-        out->data = n->data;
-    } else {
-        out->arg = r->arg;
-        out->data = r->data;
-    }
-    if (!f) {
-        sim->run_pos++;
-    } else if (++f->head == f->len) {
-        f->head = f->len = 0;
-        sim->late_mask &= ~((uint32_t)1 << (r->key & CUR_MASK));
-    }
-}
-
-/* Pops the smallest entry into *out if its time is <= limit and (when only
- * is not NULL) it is a kb__sim_schedule node with callback only; false
- * otherwise.
+/* Pops the smallest entry if its time is <= limit and (when only is not
+ * NULL) it is an untracked entry with callback only; NULL otherwise.
  *
  * When the current bucket is empty, the wheel's next bucket becomes current
  * if it starts no later than the heap's minimum (and the limit). The
  * smallest queued entry is then the smaller of the current bucket's first
  * entry and the heap's minimum: every other bucket starts after the
- * current one ends, or after the heap's minimum. In the current bucket, at
- * equal ps the run (scheduled before it became current) goes first. */
-static inline bool pop_min(kb__sim *sim, kb__time limit, kb__event_fn only, due *out)
+ * current one ends, or after the heap's minimum. */
+static inline kb__timer *pop_min(kb__sim *sim, kb__time limit, kb__event_fn only, kb__heap_key *out)
 {
     kb__heap *h = &sim->heap;
-    if (cur_empty(sim) && sim->wheel_n) {
+    if (!sim->cur_mask && sim->wheel_n) {
         uint64_t from = sim->cur_b + 1;
         uint32_t s = wheel_next(sim, (uint32_t)(from & WHEEL_MASK));
         uint64_t b = from + ((s - from) & WHEEL_MASK);
         kb__time t = b << KB__WHEEL_SHIFT; /* no entry of bucket b is earlier */
         if (t <= limit && (h->len == 0 || t <= h->key[0].t)) wheel_serve(sim, s, b);
     }
-    const kb__wheel_rec *r = NULL;
-    kb__wheel_fifo *f = NULL;
-    if (sim->run_pos < sim->run_len) r = &sim->run[sim->run_pos];
-    if (sim->late_mask) {
-        uint32_t i = (uint32_t)__builtin_ctz(sim->late_mask);
-        if (!r || (r->key & CUR_MASK) > i) {
-            f = &sim->late[i];
-            r = &f->rec[f->head];
+    if (sim->cur_mask) {
+        uint32_t i = (uint32_t)__builtin_ctz(sim->cur_mask);
+        kb__timer *c = sim->cur_head[i];
+        kb__time t = (sim->cur_b << KB__WHEEL_SHIFT) | i;
+        if (h->len == 0 || t < h->key[0].t || (t == h->key[0].t && c->seq < h->key[0].seq)) {
+            if (t > limit || (only && c->fn != only)) return NULL;
+            sim->cur_head[i] = c->next;
+            if (!c->next) sim->cur_mask &= ~((uint32_t)1 << i);
+            out->t = t;
+            out->seq = c->seq;
+            return c;
         }
     }
-    if (r) {
-        kb__time t = (sim->cur_b << KB__WHEEL_SHIFT) | (r->key & CUR_MASK);
-        uint64_t seq = r->key >> KB__WHEEL_SHIFT;
-        if (h->len == 0 || t < h->key[0].t || (t == h->key[0].t && seq < h->key[0].seq)) {
-            if (t > limit || (only && (!(r->key & REC_NODE) || r->fn != only))) return false;
-            cur_take(sim, r, f, t, out);
-            return true;
-        }
-    }
-    if (h->len == 0) return false;
+    if (h->len == 0) return NULL;
     kb__heap_key top = h->key[0];
     kb__timer *node = h->node[0];
-    if (top.t > limit || (only && ((top.seq & 1) || node->pooled || node->fn != only)))
-        return false;
+    if (top.t > limit || (only && ((top.seq & 1) || node->fn != only))) return NULL;
     heap_pop(h);
     /* With the current bucket empty, every wheel bucket starts after top
      * (see above): the current bucket may move up to top's, so the wheel's
      * window follows the clock. */
-    if (cur_empty(sim) && (top.t >> KB__WHEEL_SHIFT) > sim->cur_b)
+    if (!sim->cur_mask && (top.t >> KB__WHEEL_SHIFT) > sim->cur_b)
         sim->cur_b = top.t >> KB__WHEEL_SHIFT;
-    out->t = top.t;
-    out->fn = node->fn;
-    out->arg = node->arg;
-    out->data = node->data;
-    out->node = node;
-    if (top.seq & 1) {
-        node->idx = KB__TIMER_IDLE;
-    } else if (node->pooled) {
-        node->arg = sim->free_nodes;
-        sim->free_nodes = node;
-    }
-    return true;
+    *out = top;
+    return node;
 }
 
 static inline kb__time time_after(const kb__sim *sim, kb__time delay)
@@ -567,29 +408,14 @@ static kb__timer *node_alloc(kb__sim *sim)
     return &c->nodes[0];
 }
 
-/* Within the wheel's window a post is a record appended to its bucket;
- * beyond it, a pooled node in the heap. */
 void kb__sim_post_at(kb__sim *sim, kb__time at, kb__event_fn fn, void *arg, uint64_t data)
 {
-    if (at < sim->hot.now) at = sim->hot.now;
-    uint64_t d = wheel_distance(sim, at);
-    if (d <= WHEEL_MASK) {
-        kb__wheel_rec *r = wheel_add(sim, at, d, 0);
-        if (!r) return;
-        r->fn = fn;
-        r->arg = arg;
-        r->data = data;
-        return;
-    }
     kb__timer *n = node_alloc(sim);
     if (!n) return;
     n->fn = fn;
     n->arg = arg;
     n->data = data;
-    if (!heap_push(sim, &sim->heap, at, n, 0)) {
-        n->arg = sim->free_nodes;
-        sim->free_nodes = n;
-    }
+    queue_untracked(sim, at < sim->hot.now ? sim->hot.now : at, n);
 }
 
 void kb__sim_post(kb__sim *sim, kb__time delay, kb__event_fn fn, void *arg, uint64_t data)
@@ -623,96 +449,51 @@ int kb__timer_stop(kb__sim *sim, kb__timer *t)
     return 1;
 }
 
-/* Process wake-ups are queued untracked: in the wheel a record pointing at
- * the node, in the heap the node without slot bookkeeping during sift moves
- * (each would touch the process struct, a cache miss per level). Cancelling
- * one is rare (kb__proc_cancel of a sleeping process) and pays a linear
- * search instead. */
+/* Process wake-ups are queued untracked: no slot bookkeeping during sift
+ * moves (each would touch the process struct, a cache miss per level).
+ * Cancelling one is rare (kb__proc_cancel of a sleeping process) and pays a
+ * linear search instead. */
 uint64_t kb__sim_schedule(kb__sim *sim, kb__time delay, kb__timer *node)
 {
-    kb__time at = time_after(sim, delay);
-    node->at = at;
-    uint64_t d = wheel_distance(sim, at);
-    if (d > WHEEL_MASK) return heap_push(sim, &sim->heap, at, node, 0);
-    uint64_t seq = sim->seq;
-    kb__wheel_rec *r = wheel_add(sim, at, d, REC_NODE);
-    if (!r) return 0;
-    r->fn = node->fn;
-    r->arg = node;
-    r->data = 0;
-    return seq;
+    node->at = time_after(sim, delay);
+    return queue_untracked(sim, node->at, node);
 }
 
-/* Removes the record with key from v[from, *len), keeping the order of the
- * others; 1 if it was there. */
-static int recs_remove(kb__wheel_rec *v, uint32_t from, uint32_t *len, uint64_t key)
+/* Unlinks (node, seq) from the list at *link; 1 if it was there. */
+static int list_remove(kb__timer **link, const kb__timer *node, uint64_t seq)
 {
-    for (uint32_t i = from; i < *len; i++) {
-        if (v[i].key != key) continue;
-        memmove(&v[i], &v[i + 1], (size_t)(*len - i - 1) * sizeof *v);
-        (*len)--;
+    for (; *link; link = &(*link)->next) {
+        if (*link != node || node->seq != seq) continue;
+        *link = node->next;
         return 1;
     }
     return 0;
 }
 
-/* Removes the record with key from bucket s, moving each later record one
- * place back (across chunks) and freeing a last chunk left empty; 1 if it
- * was there. */
-static int bucket_remove(kb__sim *sim, uint32_t s, uint64_t key)
-{
-    kb__wheel_rec *end = sim->wheel_end[s], *r = NULL;
-    if (!end) return 0;
-    kb__wheel_chunk *c = sim->wheel_head[s], *last = chunk_of(end), *prev = NULL;
-    for (;; prev = c, c = c->next) {
-        const kb__wheel_rec *stop = c == last ? end : c->rec + KB__CHUNK_RECS;
-        for (r = c->rec; r < stop && r->key != key; r++)
-            ;
-        if (r < stop) break;
-        if (c == last) return 0;
-    }
-    for (; c != last; prev = c, c = c->next, r = c->rec) {
-        memmove(r, r + 1, (size_t)(c->rec + KB__CHUNK_RECS - 1 - r) * sizeof *r);
-        c->rec[KB__CHUNK_RECS - 1] = c->next->rec[0];
-    }
-    memmove(r, r + 1, (size_t)(end - 1 - r) * sizeof *r);
-    end--;
-    if (end == last->rec) {
-        last->next = sim->free_chunks;
-        sim->free_chunks = last;
-        if (!prev) {
-            end = NULL;
-            wheel_unmark(sim, s);
-        } else {
-            end = prev->rec + KB__CHUNK_RECS;
-        }
-    }
-    sim->wheel_end[s] = end;
-    sim->wheel_n--;
-    return 1;
-}
-
 int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq)
 {
     if (heap_unschedule(&sim->heap, node, seq)) return 1;
-    /* Not in the heap: in the wheel at its time, if anywhere. Sequence
-     * numbers are unique, so the key identifies the record. */
-    uint32_t i = (uint32_t)(node->at & CUR_MASK);
-    uint64_t key = (seq << KB__WHEEL_SHIFT) | REC_NODE | i;
+    /* Not in the heap: in the wheel at its time, if anywhere. */
     uint64_t b = node->at >> KB__WHEEL_SHIFT;
-    if (b == sim->cur_b) {
-        if (recs_remove(sim->run, sim->run_pos, &sim->run_len, key)) return 1;
-        kb__wheel_fifo *f = &sim->late[i];
-        if (recs_remove(f->rec, f->head, &f->len, key)) {
-            if (f->head == f->len) {
-                f->head = f->len = 0;
-                sim->late_mask &= ~((uint32_t)1 << i);
-            }
-            return 1;
+    uint32_t i = (uint32_t)(node->at & CUR_MASK);
+    if (b == sim->cur_b && list_remove(&sim->cur_head[i], node, seq)) {
+        if (!sim->cur_head[i]) {
+            sim->cur_mask &= ~((uint32_t)1 << i);
+        } else if (sim->cur_tail[i] == node) {
+            kb__timer *n = sim->cur_head[i];
+            while (n->next)
+                n = n->next;
+            sim->cur_tail[i] = n;
         }
-        return 0;
+        return 1;
     }
-    return bucket_remove(sim, (uint32_t)(b & WHEEL_MASK), key);
+    uint32_t s = (uint32_t)(b & WHEEL_MASK);
+    if (list_remove(&sim->wheel[s], node, seq)) {
+        sim->wheel_n--;
+        if (!sim->wheel[s]) wheel_unmark(sim, s);
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- the loop ------------------------------------------------------------ */
@@ -728,11 +509,13 @@ static inline bool loop_goes_on(const kb__sim *sim)
 kb__timer *kb__sim_pop_wake(kb__sim *sim, kb__event_fn fn)
 {
     if (!sim->loop_active || !loop_goes_on(sim)) return NULL;
-    due e;
-    if (!pop_min(sim, sim->loop_limit, fn, &e)) return NULL;
-    sim->hot.now = e.t;
-    sim->hot.events++;
-    return e.node;
+    kb__heap_key top;
+    kb__timer *node = pop_min(sim, sim->loop_limit, fn, &top);
+    if (node) {
+        sim->hot.now = top.t;
+        sim->hot.events++;
+    }
+    return node;
 }
 
 int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_stop)
@@ -748,11 +531,21 @@ int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_sto
             emptied = 1;
             break;
         }
-        due e;
-        if (!pop_min(sim, limit, NULL, &e)) break;
-        sim->hot.now = e.t;
+        kb__heap_key top;
+        kb__timer *node = pop_min(sim, limit, NULL, &top);
+        if (!node) break;
+        sim->hot.now = top.t;
+        kb__event_fn fn = node->fn;
+        void *arg = node->arg;
+        uint64_t data = node->data;
+        if (top.seq & 1) {
+            node->idx = KB__TIMER_IDLE;
+        } else if (node->pooled) {
+            node->arg = sim->free_nodes;
+            sim->free_nodes = node;
+        }
         sim->hot.events++;
-        e.fn(sim, e.arg, e.data);
+        fn(sim, arg, data);
     }
     sim->loop_active = false;
     sim->loop_until = NULL;
@@ -864,15 +657,6 @@ void kb__sim_destroy(kb__sim *sim)
         free(c);
     }
     heap_free(&sim->heap);
-    while (sim->slabs) {
-        kb__wheel_chunk *slab = sim->slabs;
-        sim->slabs = slab->next;
-        free(slab);
-    }
-    for (uint32_t i = 0; i < KB__WHEEL_PS; i++)
-        free(sim->late[i].rec);
-    free(sim->run);
-    free(sim->spare);
     free(sim);
 }
 

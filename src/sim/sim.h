@@ -151,9 +151,11 @@ typedef struct kb__timer {
     kb__event_fn fn;
     void *arg;
     uint64_t data;
-    kb__time at;     /* firing time while pending */
-    uint32_t idx;    /* heap slot while pending, KB__TIMER_IDLE otherwise */
-    uint32_t pooled; /* 1 for the simulator's own fire-and-forget nodes */
+    kb__time at;            /* firing time while pending */
+    uint32_t idx;           /* heap slot while pending, KB__TIMER_IDLE otherwise */
+    uint32_t pooled;        /* 1 for the simulator's own fire-and-forget nodes */
+    struct kb__timer *next; /* queue internal: list link in the near-time wheel */
+    uint64_t seq;           /* queue internal: sequence number while in the wheel */
 } kb__timer;
 
 void kb__timer_init(kb__timer *t, kb__event_fn fn, void *arg, uint64_t data);
