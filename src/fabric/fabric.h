@@ -92,6 +92,8 @@ typedef struct kb__route {
     uint32_t *nodes;        /* n + 1 node ids: from, ..., to */
     uint32_t bottleneck;    /* link id with the largest pkt_ps (first one) */
     int ends_in_order;      /* `to` takes arrivals at its in-link's service */
+    int starts_at_leaf;     /* `from` has no neighbour but the next node: its
+                               first link carries only what `from` injects */
 } kb__route;
 
 #define KB__NO_NODE UINT32_MAX
@@ -122,6 +124,7 @@ struct kb__fab_msg {
     kb__time first_end;       /* kb__fab_send: packet 0's service end on link 0 */
     const kb__time *inject;   /* kb__fab_inject: packet i is offered at inject[i] */
     int inject_chain;         /* inject is non-decreasing: packet i posts i + 1 */
+    const kb__time *l0_end;   /* kb__fab_inject of a train: packet i's end on link 0 */
     kb__fab_hop *trace;       /* optional, route->n entries, filled by the engine */
     kb__fab_pkt_fn on_packet; /* optional, each delivered packet */
     kb__fab_pkt_fn on_done;   /* optional, after the last packet's on_packet */
@@ -183,8 +186,13 @@ void kb__fab_send(kb__sim *sim, kb__fab_msg *msg);
  * source that produces packets over time, such as a memory read). at must
  * stay valid until the last packet is offered. When at is non-decreasing
  * (the usual case) each packet's offer posts the next, so a long message
- * keeps one pending event on its first link, not n. */
-void kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, const kb__time *at);
+ * keeps one pending event on its first link, not n.
+ * `sorted`: the source offers every packet it will ever offer in
+ * non-decreasing time (across messages too; a memory with one channel).
+ * When also the first link carries nothing else (route->starts_at_leaf),
+ * the link is reserved for every packet now, which is the order it would
+ * serve them in, and at[i] is overwritten with packet i's service end. */
+void kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int sorted);
 
 /* Closed form for msg alone on route (docs/timing-model.md): the three terms. */
 typedef struct kb__fab_closed {

@@ -36,6 +36,7 @@ void kb__fab_msg_init(kb__fab_msg *msg, kb__fabric *fab, const kb__route *route,
     msg->first_end = 0;
     msg->inject = NULL;
     msg->inject_chain = 0;
+    msg->l0_end = NULL;
     msg->trace = NULL;
     msg->on_packet = NULL;
     msg->on_done = NULL;
@@ -101,18 +102,21 @@ static kb__time serve(kb__fab_msg *msg, uint32_t hop, uint32_t pkt, kb__time now
 
 static void hop_arrive(kb__sim *sim, void *arg, uint64_t data);
 
-/* A message offered by kb__fab_send occupies link 0 back to back from
- * first_end on, so packet pkt + 1 reaches hop 1 at a known time: it is
- * posted when packet pkt gets there, keeping one pending event per message
- * on that hop instead of n. */
+/* A message whose link 0 was reserved for every packet at once (offered by
+ * kb__fab_send: back to back from first_end on; or a sorted train of
+ * kb__fab_inject: ends in l0_end) has packet pkt + 1 reach hop 1 at a known
+ * time: it is posted when packet pkt gets there, keeping one pending event
+ * per message on that hop instead of n. */
 static void chain_next(kb__sim *sim, kb__fab_msg *msg, uint64_t data)
 {
     uint32_t pkt = (uint32_t)(data >> HOP_BITS);
-    if ((data & HOP_MASK) != 1 || !msg->first_end || pkt + 1 >= msg->npkts) return;
+    if ((data & HOP_MASK) != 1 || !(msg->first_end || msg->l0_end) || pkt + 1 >= msg->npkts)
+        return;
     const kb__fabric *fab = msg->fab;
     const kb__link *l0 = &fab->links[msg->route->links[0]];
-    kb__time end = msg->first_end + (kb__time)pkt * l0->pkt_ps +
-                   kb__link_service_ps(fab, l0, kb__fab_msg_pkt_size(msg, pkt + 1));
+    kb__time end = msg->l0_end ? msg->l0_end[pkt + 1]
+                               : msg->first_end + (kb__time)pkt * l0->pkt_ps +
+                                     kb__link_service_ps(fab, l0, kb__fab_msg_pkt_size(msg, pkt + 1));
     kb__event_fn next = msg->route->n > 1 ? hop_arrive : deliver;
     kb__sim_post_at(sim, end + l0->ow_ps, next, msg, data + ((uint64_t)1 << HOP_BITS));
 }
@@ -145,6 +149,7 @@ void kb__fab_send(kb__sim *sim, kb__fab_msg *msg)
     const kb__route *r = msg->route;
     const kb__link *l0 = &msg->fab->links[r->links[0]];
     msg->t_start = now;
+    msg->l0_end = NULL;
     if (r->n == 1 && r->ends_in_order) {
         /* Every packet is served now and handed over in order. */
         uint32_t n = msg->npkts;
@@ -163,13 +168,34 @@ void kb__fab_send(kb__sim *sim, kb__fab_msg *msg)
     kb__sim_post_at(sim, msg->first_end + l0->ow_ps, next, msg, 1);
 }
 
-void kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, const kb__time *at)
+void kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int sorted)
 {
+    const kb__route *r = msg->route;
     msg->first_end = 0;
+    msg->l0_end = NULL;
     msg->inject = at;
     msg->inject_chain = 1;
     for (uint32_t i = 1; i < msg->npkts && msg->inject_chain; i++)
         msg->inject_chain = at[i] >= at[i - 1];
+    if (sorted && msg->inject_chain && r->starts_at_leaf) {
+        /* Nothing else reaches link 0, and nothing this source offers later
+         * comes earlier: serve the whole train now, in order. */
+        const kb__link *l0 = &msg->fab->links[r->links[0]];
+        for (uint32_t i = 0; i < msg->npkts; i++) {
+            assert(at[i] >= kb__sim_now(sim));
+            at[i] = serve(msg, 0, i, at[i]);
+        }
+        msg->inject_chain = 0;
+        if (r->n == 1 && r->ends_in_order) {
+            for (uint32_t i = 0; i < msg->npkts; i++)
+                arrive(sim, msg, i, at[i] + l0->ow_ps);
+            return;
+        }
+        msg->l0_end = at;
+        kb__event_fn next = r->n > 1 ? hop_arrive : deliver;
+        kb__sim_post_at(sim, at[0] + l0->ow_ps, next, msg, 1);
+        return;
+    }
     for (uint32_t i = 0; i < (msg->inject_chain ? 1 : msg->npkts); i++) {
         assert(at[i] >= kb__sim_now(sim));
         kb__sim_post_at(sim, at[i], hop_arrive, msg, (uint64_t)i << HOP_BITS);

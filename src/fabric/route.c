@@ -296,6 +296,11 @@ static int finish_route(kb__fabric *fab, path *p, uint32_t from, uint32_t via, u
         .from = from, .via = via, .to = to, .n = p->n, .links = p->links, .nodes = nodes};
     nodes[0] = from;
     r->ends_in_order = fab->in_order && fab->in_order[to];
+    r->starts_at_leaf = 1;
+    for (uint32_t i = 0; i < fab->n_links; i++)
+        if ((fab->links[i].to == from && fab->links[i].from != fab->links[p->links[0]].to) ||
+            (fab->links[i].from == from && i != p->links[0]))
+            r->starts_at_leaf = 0;
     r->bottleneck = p->links[0];
     for (uint32_t i = 0; i < p->n; i++) {
         const kb__link *l = &fab->links[p->links[i]];

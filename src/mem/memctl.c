@@ -245,7 +245,9 @@ void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x, kb__time at)
         reserve_pkt(x, at, i, &end);
         leave[i] = end + x->mc->lat_ps;
     }
-    kb__fab_inject(sim, x->out, leave);
+    /* One channel serves reads in request order, so this memory offers
+     * packets in time order across reads too. */
+    kb__fab_inject(sim, x->out, leave, x->mc->channels == 1);
 }
 
 void kb__mem_xfer_fini(kb__mem_xfer *x)
