@@ -165,9 +165,7 @@ const kb__fab_node_desc *kb__fabric_node(const kb__fabric *fab, uint32_t id)
 
 kb__time kb__link_service_ps(const kb__fabric *fab, const kb__link *l, uint32_t bytes)
 {
-    if (bytes == fab->packet_bytes) return l->pkt_ps;
-    if (bytes == fab->header_bytes) return l->hdr_ps;
-    return kb__fabric_serial_ps(bytes, l->bw_gbs);
+    return kb__link_svc(fab, l, bytes);
 }
 
 kb__time kb__fabric_serial_ps(uint64_t bytes, double gbs)

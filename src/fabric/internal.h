@@ -38,6 +38,14 @@ struct kb__fabric {
     uint8_t *in_order; /* per node: kb__fabric_set_in_order was called */
 };
 
+/* Service time of a packet of `bytes` on l (kb__link_service_ps, inline). */
+static inline kb__time kb__link_svc(const kb__fabric *fab, const kb__link *l, uint32_t bytes)
+{
+    if (bytes == fab->packet_bytes) return l->pkt_ps;
+    if (bytes == fab->header_bytes) return l->hdr_ps;
+    return kb__fabric_serial_ps(bytes, l->bw_gbs);
+}
+
 /* Builds the gateway tables (route.c). */
 int kb__fabric_index_gateways(kb__fabric *fab, kb__err *err);
 

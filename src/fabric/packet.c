@@ -85,7 +85,7 @@ static kb__time serve(kb__fab_msg *msg, uint32_t hop, uint32_t pkt, kb__time now
     kb__link *l = &fab->links[msg->route->links[hop]];
     uint32_t size = kb__fab_msg_pkt_size(msg, pkt);
     kb__time start = now > l->free_at ? now : l->free_at;
-    kb__time svc = kb__link_service_ps(fab, l, size);
+    kb__time svc = kb__link_svc(fab, l, size);
     kb__time end = start + svc;
     l->free_at = end;
     l->bytes += size;
@@ -98,6 +98,33 @@ static kb__time serve(kb__fab_msg *msg, uint32_t hop, uint32_t pkt, kb__time now
         if (end - msg->t_start > tr->tail) tr->tail = end - msg->t_start;
     }
     return end;
+}
+
+/* Reserves link 0 for every packet of msg offered together at now: they
+ * are served back to back. Returns packet 0's end; a packet i < n - 1 ends
+ * svc_full later per packet, the last one at the returned *last. Same
+ * accounting as n calls of serve. */
+static kb__time serve_all(kb__fab_msg *msg, kb__time now, kb__time *svc_full, kb__time *last)
+{
+    kb__fabric *fab = msg->fab;
+    kb__link *l = &fab->links[msg->route->links[0]];
+    uint32_t n = msg->npkts, tail = kb__fab_msg_pkt_size(msg, n - 1);
+    kb__time start = now > l->free_at ? now : l->free_at;
+    kb__time full = kb__link_svc(fab, l, msg->pkt_bytes), svc_last = kb__link_svc(fab, l, tail);
+    kb__time busy = (kb__time)(n - 1) * full + svc_last;
+    l->free_at = start + busy;
+    l->bytes += msg->bytes;
+    l->packets += n;
+    l->busy_ps += busy;
+    fab->packet_hops += n;
+    if (msg->trace) {
+        kb__fab_hop *tr = &msg->trace[0];
+        if (start - msg->t_start < tr->head) tr->head = start - msg->t_start;
+        if (l->free_at - msg->t_start > tr->tail) tr->tail = l->free_at - msg->t_start;
+    }
+    *svc_full = full;
+    *last = l->free_at;
+    return start + (n > 1 ? full : svc_last);
 }
 
 static void hop_arrive(kb__sim *sim, void *arg, uint64_t data);
@@ -115,8 +142,9 @@ static void chain_next(kb__sim *sim, kb__fab_msg *msg, uint64_t data)
     const kb__fabric *fab = msg->fab;
     const kb__link *l0 = &fab->links[msg->route->links[0]];
     kb__time end = msg->l0_end ? msg->l0_end[pkt + 1]
-                               : msg->first_end + (kb__time)pkt * l0->pkt_ps +
-                                     kb__link_service_ps(fab, l0, kb__fab_msg_pkt_size(msg, pkt + 1));
+                               : msg->first_end +
+                                     (kb__time)pkt * kb__link_svc(fab, l0, msg->pkt_bytes) +
+                                     kb__link_svc(fab, l0, kb__fab_msg_pkt_size(msg, pkt + 1));
     kb__event_fn next = msg->route->n > 1 ? hop_arrive : deliver;
     kb__sim_post_at(sim, end + l0->ow_ps, next, msg, data + ((uint64_t)1 << HOP_BITS));
 }
@@ -150,19 +178,16 @@ void kb__fab_send(kb__sim *sim, kb__fab_msg *msg)
     const kb__link *l0 = &msg->fab->links[r->links[0]];
     msg->t_start = now;
     msg->l0_end = NULL;
+    kb__time full, last;
+    msg->first_end = serve_all(msg, now, &full, &last);
     if (r->n == 1 && r->ends_in_order) {
-        /* Every packet is served now and handed over in order. */
+        /* Every packet is handed over in order (the last may end the msg). */
         uint32_t n = msg->npkts;
-        for (uint32_t i = 0; i < n; i++) {
-            kb__time end = serve(msg, 0, i, now);
-            if (i == 0) msg->first_end = end;
-            arrive(sim, msg, i, end + l0->ow_ps);
-        }
+        kb__time first = msg->first_end;
+        for (uint32_t i = 0; i + 1 < n; i++)
+            arrive(sim, msg, i, first + (kb__time)i * full + l0->ow_ps);
+        arrive(sim, msg, n - 1, last + l0->ow_ps);
         return;
-    }
-    for (uint32_t i = 0; i < msg->npkts; i++) {
-        kb__time end = serve(msg, 0, i, now);
-        if (i == 0) msg->first_end = end;
     }
     kb__event_fn next = r->n > 1 ? hop_arrive : deliver;
     kb__sim_post_at(sim, msg->first_end + l0->ow_ps, next, msg, 1);
