@@ -96,7 +96,6 @@ void kb__fabric_destroy(kb__fabric *fab)
     for (size_t i = 0; i < fab->n_slots; i++) {
         kb__route *r = fab->slots[i].route;
         if (r) {
-            free(r->links);
             free(r->nodes);
             free(r);
         }

@@ -88,12 +88,12 @@ typedef struct kb__link {
 typedef struct kb__route {
     uint32_t from, via, to; /* via == KB__NO_NODE for a direct route */
     uint32_t n;             /* number of links, >= 1 */
-    uint32_t *links;        /* link ids */
     uint32_t *nodes;        /* n + 1 node ids: from, ..., to */
     uint32_t bottleneck;    /* link id with the largest pkt_ps (first one) */
     int ends_in_order;      /* `to` takes arrivals at its in-link's service */
     int starts_at_leaf;     /* `from` has no neighbour but the next node: its
                                first link carries only what `from` injects */
+    uint32_t links[];       /* n link ids, in the route's own allocation */
 } kb__route;
 
 #define KB__NO_NODE UINT32_MAX
@@ -113,23 +113,24 @@ typedef void (*kb__fab_pkt_fn)(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt);
 
 /* A message in flight. The caller owns it; fill with kb__fab_msg_init. */
 struct kb__fab_msg {
+    /* Read by every hop: the first 64 bytes. */
     const kb__route *route;
+    kb__fabric *fab;
     uint64_t bytes;           /* N */
     uint32_t pkt_bytes;       /* p for this message (packet_bytes, or header_bytes) */
     uint32_t npkts;           /* ceil(N / p) */
+    kb__time first_end;       /* kb__fab_send: packet 0's service end on link 0 */
+    const kb__time *l0_end;   /* kb__fab_inject of a train: packet i's end on link 0 */
+    const kb__time *inject;   /* kb__fab_inject: packet i is offered at inject[i] */
+    kb__fab_hop *trace;       /* optional, route->n entries, filled by the engine */
+    int inject_chain;         /* inject is non-decreasing: packet i posts i + 1 */
     uint32_t delivered;       /* packets that reached the end */
     kb__time t_start;         /* when the message was offered */
     kb__time t_end;           /* when the last packet arrived (valid once done) */
     kb__time t_arrive;        /* in on_packet / on_done: when this packet arrives */
-    kb__time first_end;       /* kb__fab_send: packet 0's service end on link 0 */
-    const kb__time *inject;   /* kb__fab_inject: packet i is offered at inject[i] */
-    int inject_chain;         /* inject is non-decreasing: packet i posts i + 1 */
-    const kb__time *l0_end;   /* kb__fab_inject of a train: packet i's end on link 0 */
-    kb__fab_hop *trace;       /* optional, route->n entries, filled by the engine */
     kb__fab_pkt_fn on_packet; /* optional, each delivered packet */
     kb__fab_pkt_fn on_done;   /* optional, after the last packet's on_packet */
     void *user;
-    kb__fabric *fab;
 };
 
 /* Builds a fabric over nodes/links. packet_bytes, header_bytes >= 1. Errors:

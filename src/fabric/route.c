@@ -285,15 +285,15 @@ static int cache_grow(kb__fabric *fab)
 static int finish_route(kb__fabric *fab, path *p, uint32_t from, uint32_t via, uint32_t to,
                         kb__route **out)
 {
-    kb__route *r = calloc(1, sizeof *r);
+    kb__route *r = malloc(sizeof *r + p->n * sizeof r->links[0]);
     uint32_t *nodes = malloc((p->n + 1) * sizeof *nodes);
     if (!r || !nodes) {
         free(r);
         free(nodes);
         return KB_ENOMEM;
     }
-    *r = (kb__route){
-        .from = from, .via = via, .to = to, .n = p->n, .links = p->links, .nodes = nodes};
+    *r = (kb__route){.from = from, .via = via, .to = to, .n = p->n, .nodes = nodes};
+    memcpy(r->links, p->links, p->n * sizeof r->links[0]);
     nodes[0] = from;
     r->ends_in_order = fab->in_order && fab->in_order[to];
     r->starts_at_leaf = 1;
@@ -307,7 +307,6 @@ static int finish_route(kb__fabric *fab, path *p, uint32_t from, uint32_t via, u
         nodes[i + 1] = l->to;
         if (l->pkt_ps > fab->links[r->bottleneck].pkt_ps) r->bottleneck = l->id;
     }
-    p->links = NULL;
     *out = r;
     return 0;
 }
@@ -344,7 +343,6 @@ int kb__fabric_route(kb__fabric *fab, uint32_t from, uint32_t via, uint32_t to,
                            fab->nodes[to].name, via == KB__NO_NODE ? "" : " via ",
                            via == KB__NO_NODE ? "" : fab->nodes[via].name);
     if (2 * (fab->n_routes + 1) > fab->n_slots && cache_grow(fab)) {
-        free(r->links);
         free(r->nodes);
         free(r);
         return kb__err_set(err, KB_ENOMEM, "fabric: out of memory for the route cache");
