@@ -82,6 +82,8 @@ typedef struct kb__link {
     uint32_t id, from, to;
     kb__link_class cls;
     kb__time o_ps, w_ps;
+    uint32_t odd_bytes; /* the last other packet size served, and its time */
+    kb__time odd_ps;
 } kb__link;
 
 /* A route: the links a message crosses, in order, and its closed-form sums. */

@@ -38,12 +38,18 @@ struct kb__fabric {
     uint8_t *in_order; /* per node: kb__fabric_set_in_order was called */
 };
 
-/* Service time of a packet of `bytes` on l (kb__link_service_ps, inline). */
+/* Service time of a packet of `bytes` on l (kb__link_service_ps, inline):
+ * full and header packets precomputed, other sizes remembered one at a
+ * time (a short last packet tends to recur: the same messages repeat). */
 static inline kb__time kb__link_svc(const kb__fabric *fab, const kb__link *l, uint32_t bytes)
 {
     if (bytes == fab->packet_bytes) return l->pkt_ps;
     if (bytes == fab->header_bytes) return l->hdr_ps;
-    return kb__fabric_serial_ps(bytes, l->bw_gbs);
+    if (bytes == l->odd_bytes) return l->odd_ps;
+    kb__link *w = (kb__link *)l; /* the memo is not part of the link's value */
+    w->odd_bytes = bytes;
+    w->odd_ps = kb__fabric_serial_ps(bytes, l->bw_gbs);
+    return w->odd_ps;
 }
 
 /* Builds the gateway tables (route.c). */

@@ -40,6 +40,10 @@ int kb__memctl_init(kb__memctl *mc, const kb__memctl_params *p, kb__err *err)
     mc->lat_ps = kb__topo_ns_to_ps(p->latency_ns);
     mc->packet_bytes = p->packet_bytes;
     mc->pkt_ps = kb__fabric_serial_ps((uint64_t)p->channels * p->packet_bytes, p->bw_gbs);
+    mc->il_shift = -1;
+    for (int b = 0; b < 64 && mc->il_shift < 0; b++)
+        if (mc->interleave == (uint64_t)1 << b) mc->il_shift = b;
+    mc->ch_mask = (p->channels & (p->channels - 1)) == 0 ? (int)(p->channels - 1) : -1;
     mc->ch_free = calloc(p->channels, sizeof *mc->ch_free);
     if (!mc->ch_free)
         return kb__err_set(err, KB_ENOMEM, "memory %s: out of memory for %u channels", mc->name,
@@ -62,13 +66,18 @@ void kb__memctl_reset(kb__memctl *mc)
 
 uint32_t kb__memctl_channel(const kb__memctl *mc, uint64_t off)
 {
-    return (uint32_t)((off / mc->interleave) % mc->channels);
+    uint64_t blk = mc->il_shift >= 0 ? off >> mc->il_shift : off / mc->interleave;
+    return (uint32_t)(mc->ch_mask >= 0 ? blk & (uint64_t)mc->ch_mask : blk % mc->channels);
 }
 
 kb__time kb__memctl_service_ps(const kb__memctl *mc, uint32_t bytes)
 {
     if (bytes == mc->packet_bytes) return mc->pkt_ps;
-    return kb__fabric_serial_ps((uint64_t)mc->channels * bytes, mc->bw_gbs);
+    if (bytes == mc->odd_bytes) return mc->odd_ps;
+    kb__memctl *w = (kb__memctl *)mc; /* the memo is not part of the controller's value */
+    w->odd_bytes = bytes;
+    w->odd_ps = kb__fabric_serial_ps((uint64_t)mc->channels * bytes, mc->bw_gbs);
+    return w->odd_ps;
 }
 
 /* Reserves the channel of memory offset off for size bytes arriving at
