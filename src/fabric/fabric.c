@@ -312,7 +312,7 @@ void kb__fabric_reset(kb__fabric *fab)
 {
     for (uint32_t i = 0; i < fab->n_links; i++) {
         kb__link *l = &fab->links[i];
-        l->free_at = 0;
+        l->free_at = l->last_arrival = 0;
         l->bytes = l->packets = 0;
         l->busy_ps = 0;
     }

@@ -84,6 +84,7 @@ typedef struct kb__link {
     kb__time o_ps, w_ps;
     uint32_t odd_bytes; /* the last other packet size served, and its time */
     kb__time odd_ps;
+    kb__time last_arrival; /* KB_DEBUG_INVARIANTS: latest arrival reserved */
 } kb__link;
 
 /* A route: the links a message crosses, in order, and its closed-form sums. */
@@ -190,12 +191,14 @@ void kb__fab_send(kb__sim *sim, kb__fab_msg *msg);
  * stay valid until the last packet is offered. When at is non-decreasing
  * (the usual case) each packet's offer posts the next, so a long message
  * keeps one pending event on its first link, not n.
- * `sorted`: the source offers every packet it will ever offer in
- * non-decreasing time (across messages too; a memory with one channel).
- * When also the first link carries nothing else (route->starts_at_leaf),
- * the link is reserved for every packet now, which is the order it would
- * serve them in, and at[i] is overwritten with packet i's service end. */
-void kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int sorted);
+ * `in_order`: the source guarantees that these packets come after every
+ * packet it offered before (all of them already served) and before every
+ * packet it will offer later. When also the first link carries nothing
+ * but what the source offers (route->starts_at_leaf), the link is reserved
+ * for the whole train now, which is the order it would serve them in, and
+ * at[i] is overwritten with packet i's service end. Returns 1 then, 0 when
+ * the packets were posted one by one. */
+int kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int in_order);
 
 /* Closed form for msg alone on route (docs/timing-model.md): the three terms. */
 typedef struct kb__fab_closed {

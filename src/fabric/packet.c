@@ -16,6 +16,8 @@
  * Cost: O(1) per packet per hop, no allocation.
  */
 #include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "fabric/internal.h"
 
@@ -78,12 +80,36 @@ static void deliver(kb__sim *sim, void *arg, uint64_t data)
     arrive(sim, msg, (uint32_t)(data >> HOP_BITS), kb__sim_now(sim));
 }
 
+/* The engine's invariant: a link is reserved in arrival order (ties in any
+ * order), however early a reservation is made (link 0 of a message offered
+ * at once, trains of kb__fab_inject, hand-overs at in-order nodes). Debug
+ * builds check it at every reservation. */
+static inline void check_fifo(kb__fabric *fab, kb__link *l, kb__time arrival)
+{
+#ifdef KB_DEBUG_INVARIANTS
+    if (arrival < l->last_arrival) {
+        fprintf(stderr,
+                "kernbench: fabric invariant violated: link %s -> %s reserved for an arrival "
+                "at %llu ps after one at %llu ps\n",
+                fab->nodes[l->from].name, fab->nodes[l->to].name, (unsigned long long)arrival,
+                (unsigned long long)l->last_arrival);
+        abort();
+    }
+    l->last_arrival = arrival;
+#else
+    (void)fab;
+    (void)l;
+    (void)arrival;
+#endif
+}
+
 /* Reserves link `hop` for packet pkt arriving at now; returns its service end. */
 static kb__time serve(kb__fab_msg *msg, uint32_t hop, uint32_t pkt, kb__time now)
 {
     kb__fabric *fab = msg->fab;
     kb__link *l = &fab->links[msg->route->links[hop]];
     uint32_t size = kb__fab_msg_pkt_size(msg, pkt);
+    check_fifo(fab, l, now);
     kb__time start = now > l->free_at ? now : l->free_at;
     kb__time svc = kb__link_svc(fab, l, size);
     kb__time end = start + svc;
@@ -109,6 +135,7 @@ static kb__time serve_all(kb__fab_msg *msg, kb__time now, kb__time *svc_full, kb
     kb__fabric *fab = msg->fab;
     kb__link *l = &fab->links[msg->route->links[0]];
     uint32_t n = msg->npkts, tail = kb__fab_msg_pkt_size(msg, n - 1);
+    check_fifo(fab, l, now);
     kb__time start = now > l->free_at ? now : l->free_at;
     kb__time full = kb__link_svc(fab, l, msg->pkt_bytes), svc_last = kb__link_svc(fab, l, tail);
     kb__time busy = (kb__time)(n - 1) * full + svc_last;
@@ -193,7 +220,7 @@ void kb__fab_send(kb__sim *sim, kb__fab_msg *msg)
     kb__sim_post_at(sim, msg->first_end + l0->ow_ps, next, msg, 1);
 }
 
-void kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int sorted)
+int kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int in_order)
 {
     const kb__route *r = msg->route;
     msg->first_end = 0;
@@ -202,9 +229,9 @@ void kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int sorted)
     msg->inject_chain = 1;
     for (uint32_t i = 1; i < msg->npkts && msg->inject_chain; i++)
         msg->inject_chain = at[i] >= at[i - 1];
-    if (sorted && msg->inject_chain && r->starts_at_leaf) {
-        /* Nothing else reaches link 0, and nothing this source offers later
-         * comes earlier: serve the whole train now, in order. */
+    if (in_order && msg->inject_chain && r->starts_at_leaf) {
+        /* Nothing else reaches link 0, nothing offered earlier is pending
+         * and nothing offered later comes earlier: serve the train now. */
         const kb__link *l0 = &msg->fab->links[r->links[0]];
         for (uint32_t i = 0; i < msg->npkts; i++) {
             assert(at[i] >= kb__sim_now(sim));
@@ -214,15 +241,16 @@ void kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int sorted)
         if (r->n == 1 && r->ends_in_order) {
             for (uint32_t i = 0; i < msg->npkts; i++)
                 arrive(sim, msg, i, at[i] + l0->ow_ps);
-            return;
+            return 1;
         }
         msg->l0_end = at;
         kb__event_fn next = r->n > 1 ? hop_arrive : deliver;
         kb__sim_post_at(sim, at[0] + l0->ow_ps, next, msg, 1);
-        return;
+        return 1;
     }
     for (uint32_t i = 0; i < (msg->inject_chain ? 1 : msg->npkts); i++) {
         assert(at[i] >= kb__sim_now(sim));
         kb__sim_post_at(sim, at[i], hop_arrive, msg, (uint64_t)i << HOP_BITS);
     }
+    return 0;
 }

@@ -242,6 +242,7 @@ void kb__xfer_wire(kb__xfer *x)
         s->ack.on_done = x->kind == XK_DMA ? dma_acked : seg_acked;
         s->mx.on_done = seg_written;
         s->mx2.on_done = seg_written;
+        s->mx.acks = s->mx2.acks = 1; /* seg_written sends the ack from the memory */
         if (x->kind == XK_WRITE || x->kind == XK_FILL)
             s->data.on_packet = write_pkt;
         else if (x->kind == XK_READ)

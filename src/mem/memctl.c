@@ -40,6 +40,7 @@ int kb__memctl_init(kb__memctl *mc, const kb__memctl_params *p, kb__err *err)
     mc->lat_ps = kb__topo_ns_to_ps(p->latency_ns);
     mc->packet_bytes = p->packet_bytes;
     mc->pkt_ps = kb__fabric_serial_ps((uint64_t)p->channels * p->packet_bytes, p->bw_gbs);
+    mc->min_ps = kb__fabric_serial_ps(p->channels, p->bw_gbs);
     mc->il_shift = -1;
     for (int b = 0; b < 64 && mc->il_shift < 0; b++)
         if (mc->interleave == (uint64_t)1 << b) mc->il_shift = b;
@@ -62,6 +63,8 @@ void kb__memctl_reset(kb__memctl *mc)
     memset(mc->ch_free, 0, mc->channels * sizeof *mc->ch_free);
     mc->bytes_read = mc->bytes_written = mc->packets = 0;
     mc->busy_ps = mc->wait_ps = 0;
+    mc->last_leave = mc->posted_until = 0;
+    mc->acks_due = 0;
 }
 
 uint32_t kb__memctl_channel(const kb__memctl *mc, uint64_t off)
@@ -211,6 +214,7 @@ static void write_done(kb__sim *sim, void *arg, uint64_t data)
 {
     (void)data;
     kb__mem_xfer *x = arg;
+    if (x->acks) x->mc->acks_due--;
     if (x->on_done) x->on_done(sim, x);
 }
 
@@ -222,8 +226,10 @@ void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt, kb__time 
     if (x->store) land_bytes(x, pkt);
     x->land_max = end > x->land_max ? end : x->land_max;
     x->mc->bytes_written += pkt_size(x, pkt);
-    if (++x->done_pkts == x->npkts)
+    if (++x->done_pkts == x->npkts) {
+        x->mc->acks_due += x->acks != 0;
         kb__sim_post_at(sim, x->land_max + x->mc->lat_ps, write_done, x, 0);
+    }
 }
 
 /* Samples the whole message (in channel order, see the top). */
@@ -233,6 +239,30 @@ static void read_bytes(kb__mem_xfer *x)
     int rc = x->runs ? runs_move(x, 0, x->bytes, false, &e)
                      : kb__store_read(x->store, x->mc->base_pa + x->offset, x->dst, x->bytes, &e);
     if (rc) fail(x, rc, &e);
+}
+
+/* Whether a read's packets (leave[0..n) times, reserved at `at`, at time
+ * now) leave the memory's node before anything it sends later, and after
+ * all it sent before: in order, after the latest earlier offer, with every
+ * packet-by-packet offer already handed over (strictly before now), no
+ * completion due whose on_done sends from the node (an acknowledgement),
+ * and strictly before the earliest packet a later read could leave with
+ * or a later write could complete at (its channel's free time, at least
+ * `at`, + the smallest service + L). Then its whole train may take the
+ * memory's out-link at once (kb__fab_inject). */
+static int read_is_first(const kb__memctl *mc, const kb__time *leave, uint32_t n, kb__time at,
+                         kb__time now)
+{
+    if (mc->acks_due || leave[0] < mc->last_leave || (mc->posted_until && mc->posted_until >= now))
+        return 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (leave[i] < leave[i - 1]) return 0;
+    kb__time earliest = KB__TIME_NEVER;
+    for (uint32_t k = 0; k < mc->channels; k++) {
+        kb__time f = mc->ch_free[k] > at ? mc->ch_free[k] : at;
+        earliest = f < earliest ? f : earliest;
+    }
+    return leave[n - 1] < earliest + mc->min_ps + mc->lat_ps;
 }
 
 void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x, kb__time at)
@@ -254,9 +284,14 @@ void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x, kb__time at)
         reserve_pkt(x, at, i, &end);
         leave[i] = end + x->mc->lat_ps;
     }
-    /* One channel serves reads in request order, so this memory offers
-     * packets in time order across reads too. */
-    kb__fab_inject(sim, x->out, leave, x->mc->channels == 1);
+    int first = read_is_first(x->mc, leave, x->npkts, at, kb__sim_now(sim));
+    kb__memctl *mc = x->mc;
+    kb__time last = leave[x->npkts - 1];
+    for (uint32_t i = 0; i < x->npkts; i++)
+        last = leave[i] > last ? leave[i] : last;
+    if (last > mc->last_leave) mc->last_leave = last;
+    if (!kb__fab_inject(sim, x->out, leave, first) && last > mc->posted_until)
+        mc->posted_until = last;
 }
 
 void kb__mem_xfer_fini(kb__mem_xfer *x)

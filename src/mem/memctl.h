@@ -62,6 +62,10 @@ typedef struct kb__memctl {
                               when powers of two; -1 otherwise */
     uint32_t odd_bytes;    /* the last other packet size served, and its time */
     kb__time odd_ps;
+    kb__time min_ps;       /* channel service of the smallest packet (1 byte) */
+    kb__time last_leave;   /* latest time a read packet was offered to the fabric */
+    kb__time posted_until; /* latest offer of a read handed over packet by packet */
+    uint32_t acks_due;     /* completions posted whose on_done sends from this memory */
     uint64_t bytes_read, bytes_written, packets;
     kb__time busy_ps; /* sum of channel service times */
     kb__time wait_ps; /* sum of time packets queued for a busy channel */
@@ -109,6 +113,7 @@ struct kb__mem_xfer {
     kb__time leave_inline[KB__MEM_LEAVE_INLINE]; /* read: when each packet leaves */
     kb__time *leave_heap;                        /* read: the same, for longer messages */
     kb__mem_done_fn on_done; /* write: L after the last landing */
+    int acks;                /* write: on_done sends a message from the memory's node */
     void *user;
     /* Gather/scatter (kb__mem_xfer_set_runs): the message's bytes are these
      * runs back to back; NULL: [offset, offset + bytes) with src / dst. */

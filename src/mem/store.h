@@ -49,7 +49,7 @@ typedef struct kb__store_extent {
     uint8_t pat[KB__STORE_PATTERN_MAX];
 } kb__store_extent;
 
-#define KB__STORE_HOT_BITS 10 /* 2^10 entries of the recently-used page cache */
+#define KB__STORE_HOT_BITS 12 /* 2^12 entries of the recently-used page cache */
 #define KB__STORE_HOT      (1u << KB__STORE_HOT_BITS)
 
 /* Pages come from slabs of this many bytes (2 MiB: one huge page where the
