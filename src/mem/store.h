@@ -94,7 +94,8 @@ int kb__store_fill(kb__store *st, uint64_t pa, uint64_t n, const void *pattern, 
 /* memmove inside the store: [dst, dst + n) gets what [src, src + n) held
  * before the call, also when the ranges overlap. */
 int kb__store_copy(kb__store *st, uint64_t dst, uint64_t src, uint64_t n, kb__err *err);
-/* Host bytes the store holds: page buffers plus its index and extents. */
+/* Host bytes the store holds: page buffers in use plus its index and
+ * extents (the slabs they come from reserve up to 2 MiB more). */
 size_t kb__store_bytes_resident(const kb__store *st);
 /* Pages currently materialized. */
 size_t kb__store_pages_resident(const kb__store *st);

@@ -190,3 +190,55 @@ Test(memctl, a_read_sees_the_writes_its_channel_served_before_it)
     kb__fabric_destroy(fab);
     kb__sim_destroy(sim);
 }
+
+/* A read whose packets all leave before anything the memory sends later
+ * takes its out-link as one train; one behind a due acknowledgement, or
+ * one that leaves a channel idle earlier, goes packet by packet. Both give
+ * the same arrivals. */
+Test(memctl, a_read_goes_as_one_train_only_when_nothing_can_overtake_it)
+{
+    kb__fab_node_desc nodes[2] = {{.name = "mem"}, {.name = "out"}};
+    kb__fab_link_desc link = {.from = 0, .to = 1, .bw_gbs = 1000.0};
+    kb__err err;
+    kb__sim *sim = kb__sim_create(1, &err);
+    kb__fabric *fab;
+    cr_assert_eq(kb__fabric_create(&fab, sim, nodes, 2, &link, 1, 256, 64, &err), 0);
+    const kb__route *r;
+    cr_assert_eq(kb__fabric_route(fab, 0, KB__NO_NODE, 1, &r, &err), 0);
+    kb__memctl mc = make(4, 256, 102.4, 5, 256);
+    kb__fab_msg out[3];
+    kb__mem_xfer rd[3];
+    seen s[3] = {{{0}}, {{0}}, {{0}}};
+    for (int i = 0; i < 3; i++) {
+        kb__fab_msg_init(&out[i], fab, r, (i == 1 ? 2 : 4) * 256, 256);
+        out[i].user = &s[i];
+        out[i].on_packet = record;
+        kb__mem_xfer_init(&rd[i], &mc, NULL, 0, (i == 1 ? 2 : 4) * 256, 256);
+        rd[i].out = &out[i];
+    }
+    kb__mem_read_start(sim, &rd[0], 0); /* all 4 channels: nothing can leave earlier */
+    cr_assert_eq(mc.posted_until, 0);
+    kb__sim_run(sim);
+    /* Two packets leave two channels idle: a later read could leave first. */
+    kb__mem_read_start(sim, &rd[1], kb__sim_now(sim));
+    cr_assert_gt(mc.posted_until, 0);
+    kb__sim_run(sim);
+    /* A write whose completion sends an acknowledgement is due. */
+    kb__mem_xfer w;
+    kb__mem_xfer_init(&w, &mc, NULL, 0, 256, 256);
+    w.acks = 1;
+    kb__time t = kb__sim_now(sim) + 1;
+    kb__mem_write_packet(sim, &w, 0, t);
+    kb__time before = mc.posted_until;
+    kb__mem_read_start(sim, &rd[2], t);
+    cr_assert_gt(mc.posted_until, before);
+    kb__sim_run(sim);
+    kb__time svc = 10000, L = 5000, hop = 256;
+    for (int p = 0; p < 4; p++) /* read 0: 4 channels at once, then the link */
+        cr_assert_eq(s[0].at[p], svc + L + (kb__time)(p + 1) * hop);
+    for (int i = 0; i < 3; i++)
+        kb__mem_xfer_fini(&rd[i]);
+    kb__memctl_fini(&mc);
+    kb__fabric_destroy(fab);
+    kb__sim_destroy(sim);
+}

@@ -264,3 +264,34 @@ Test(store, fill_pattern_length_must_be_1_to_64)
     cr_assert_eq(kb__store_fill(&st, 0, 10, pat, KB__STORE_PATTERN_MAX, &e), 0);
     kb__store_destroy(&st);
 }
+
+/* Pages come from 2 MiB slabs and dropped pages are reused: 3 slabs' worth
+ * of pages at scattered addresses hold their own bytes, a zero fill drops
+ * every page, and writing them again costs no new slab. */
+Test(store, pages_span_several_slabs_and_dropped_pages_are_reused)
+{
+    kb__store st;
+    kb__store_init(&st);
+    size_t pages = 3 * KB__STORE_SLAB / KB__STORE_PAGE + 7;
+    for (size_t i = 0; i < pages; i++) {
+        uint64_t v = i * 0x9E3779B97F4A7C15ull, pa = (i * 7919 % 100003) * KB__STORE_PAGE;
+        cr_assert_eq(kb__store_write(&st, pa + 8, &v, sizeof v, NULL), 0);
+    }
+    cr_assert_eq(st.n_slabs, 4);
+    for (size_t i = 0; i < pages; i++) {
+        uint64_t v, pa = (i * 7919 % 100003) * KB__STORE_PAGE, z = 1;
+        cr_assert_eq(kb__store_read(&st, pa + 8, &v, sizeof v, NULL), 0);
+        cr_assert_eq(v, i * 0x9E3779B97F4A7C15ull, "page %zu", i);
+        cr_assert_eq(kb__store_read(&st, pa, &z, sizeof z, NULL), 0);
+        cr_assert_eq(z, 0, "page %zu: bytes around the write read as zero", i);
+    }
+    uint8_t zero = 0;
+    cr_assert_eq(kb__store_fill(&st, 0, 100003 * (uint64_t)KB__STORE_PAGE, &zero, 1, NULL), 0);
+    cr_assert_eq(kb__store_pages_resident(&st), 0);
+    for (size_t i = 0; i < pages; i++) {
+        uint64_t v = ~(uint64_t)i, pa = (i * 104729 % 100003) * KB__STORE_PAGE;
+        cr_assert_eq(kb__store_write(&st, pa, &v, sizeof v, NULL), 0);
+    }
+    cr_assert_eq(st.n_slabs, 4, "dropped pages were not reused");
+    kb__store_destroy(&st);
+}
