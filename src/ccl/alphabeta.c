@@ -332,9 +332,21 @@ static int copy_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__c
     return buf == KB__CCL_BUF_TCM ? path(t, r, tcm_ring, 3, err) : path(t, r, far_ring, 5, err);
 }
 
+/* The read request of a copy from PE d's DMA to the memory it reads (its
+ * TCM, or the ring memory of a receive copy). */
+static int request_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__ccl_route *r,
+                        kb__err *err)
+{
+    pe_nodes n = nodes_of(t, d);
+    int32_t mem = buf == KB__CCL_BUF_SRAM ? NODE(SRAM, d.sip, d.cube, -1) : n.hbm;
+    int32_t near[] = {n.dma, n.tcm}, far[] = {n.dma, n.noc, n.xbar, mem};
+    return buf == KB__CCL_BUF_TCM ? path(t, r, near, 2, err) : path(t, r, far, 4, err);
+}
+
 /* The credit round trip of rank k's port to NEXT (its route `ring`), ps:
- * a slot's trip (vc set-up, TCM read, route, ring write), the receiver's
- * copy ring -> TCM (ring read, route, TCM write), and the credit back. */
+ * a slot's trip (vc set-up, read request to the TCM, TCM read, route, ring
+ * write), the receiver's copy ring -> TCM (read request to the ring, ring
+ * read, route, TCM write), and the credit back. */
 static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k,
                          const kb__ccl_route *ring, uint64_t *out, kb__err *err)
 {
@@ -347,8 +359,13 @@ static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k
     pe_nodes n = nodes_of(t, at);
     int32_t first_hop[] = {n.tcm, n.dma}; /* the slot leaves the sender's TCM through its DMA */
     kb__ccl_route r = {0};
-    kb__ccl_msg_cost trip = {0}, copy = {0}, back = {0};
-    int rc = path(t, &r, first_hop, 2, err);
+    kb__ccl_msg_cost trip = {0}, copy = {0}, back = {0}, req_tx = {0}, req_rx = {0};
+    uint64_t hdr = tp->fabric.header_bytes;
+    int rc = request_path(t, at, KB__CCL_BUF_TCM, &r, err);
+    if (!rc) route_cost(t, &r, hdr, &req_tx);
+    if (!rc && !(rc = request_path(t, nx, q->buffer_kind, &r, err)))
+        route_cost(t, &r, hdr, &req_rx);
+    if (!rc) rc = path(t, &r, first_hop, 2, err);
     for (uint32_t i = 0; !rc && i < ring->n; i++) {
         const kb__topo_link *l = &t->links[ring->links[i]];
         rc = push(t, &r, (int32_t)l->from, (int32_t)l->to, err);
@@ -364,8 +381,8 @@ static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k
     if (rc) return rc;
     uint64_t ring_mem = memory_ps(tp, q->buffer_kind, first),
              tcm = memory_ps(tp, KB__CCL_BUF_TCM, first);
-    *out = kb__topo_ns_to_ps(tp->pe.dma_setup_ns) + tcm + trip.total_ps + ring_mem + ring_mem +
-           copy.total_ps + tcm + back.total_ps;
+    *out = kb__topo_ns_to_ps(tp->pe.dma_setup_ns) + req_tx.total_ps + tcm + trip.total_ps +
+           ring_mem + req_rx.total_ps + ring_mem + copy.total_ps + tcm + back.total_ps;
     return 0;
 }
 
