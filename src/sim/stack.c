@@ -41,11 +41,14 @@ void kb__stack_pool_init(kb__stack_pool *pool)
     pool->page = page > 0 ? (size_t)page : 4096;
 }
 
+static void unpoison(kb__stack *st);
+
 void kb__stack_pool_fini(kb__stack_pool *pool)
 {
     while (pool->all) {
         kb__stack *st = pool->all;
         pool->all = st->all;
+        unpoison(st); /* the next mapping at these addresses is not a stack */
         munmap((char *)st->lo - pool->page, st->size + pool->page);
         free(st);
     }
@@ -61,8 +64,9 @@ static struct kb__stack_class *class_of(kb__stack_pool *pool, size_t size)
 
 /* Under ASan: frames abandoned by processes that ended without returning
  * (raise, overflow) leave poisoned redzones in the shadow memory, and a new
- * mapping may reuse the addresses of an old one; each new owner starts
- * clean. */
+ * mapping (a stack, or any other mmap of the process) may reuse the
+ * addresses of an old one; each new owner starts clean, and a stack is
+ * cleaned before it is unmapped. */
 static void unpoison(kb__stack *st)
 {
 #if KB__ASAN
