@@ -60,6 +60,14 @@ static int copy_links(kb__fabric *fab, const kb__fab_link_desc *links, kb__err *
         fab->out_next[i] = fab->out_first[fab->links[i].from];
         fab->out_first[fab->links[i].from] = i;
     }
+    fab->in_deg = calloc(fab->n_nodes ? fab->n_nodes : 1, sizeof *fab->in_deg);
+    fab->in_from = calloc(fab->n_nodes ? fab->n_nodes : 1, sizeof *fab->in_from);
+    if (!fab->in_deg || !fab->in_from)
+        return kb__err_set(err, KB_ENOMEM, "fabric: out of memory for %u nodes", fab->n_nodes);
+    for (uint32_t i = 0; i < fab->n_links; i++) {
+        fab->in_deg[fab->links[i].to]++;
+        fab->in_from[fab->links[i].to] = fab->links[i].from;
+    }
     return 0;
 }
 
@@ -113,14 +121,14 @@ void kb__fabric_destroy(kb__fabric *fab)
     free(fab->bfs_prev_link);
     free(fab->bfs_queue);
     free(fab->in_order);
+    free(fab->in_deg);
+    free(fab->in_from);
     free(fab);
 }
 
 int kb__fabric_set_in_order(kb__fabric *fab, uint32_t node, kb__err *err)
 {
-    uint32_t in = 0;
-    for (uint32_t i = 0; node < fab->n_nodes && i < fab->n_links; i++)
-        in += fab->links[i].to == node;
+    uint32_t in = node < fab->n_nodes ? fab->in_deg[node] : 0;
     if (in != 1)
         return kb__err_set(err, KB_EINVAL,
                            "fabric: node %s has %u incoming links; arrivals are in order only "

@@ -36,6 +36,9 @@ struct kb__fabric {
     uint32_t *bfs_prev_link, *bfs_queue;
     uint64_t packet_hops;
     uint8_t *in_order; /* per node: kb__fabric_set_in_order was called */
+    uint32_t *in_deg;  /* per node: incoming links */
+    uint32_t *in_from; /* per node: the source of one incoming link (the only one when
+                          in_deg is 1) */
 };
 
 /* Service time of a packet of `bytes` on l (kb__link_service_ps, inline):

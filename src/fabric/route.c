@@ -296,11 +296,12 @@ static int finish_route(kb__fabric *fab, path *p, uint32_t from, uint32_t via, u
     memcpy(r->links, p->links, p->n * sizeof r->links[0]);
     nodes[0] = from;
     r->ends_in_order = fab->in_order && fab->in_order[to];
-    r->starts_at_leaf = 1;
-    for (uint32_t i = 0; i < fab->n_links; i++)
-        if ((fab->links[i].to == from && fab->links[i].from != fab->links[p->links[0]].to) ||
-            (fab->links[i].from == from && i != p->links[0]))
-            r->starts_at_leaf = 0;
+    /* from's only neighbour is the first link's end: one link out, and no
+     * link in but from that neighbour. */
+    uint32_t first = p->links[0], next = fab->links[first].to;
+    r->starts_at_leaf = fab->out_first[from] == first && fab->out_next[first] == KB__NO_NODE &&
+                        (fab->in_deg[from] == 0 ||
+                         (fab->in_deg[from] == 1 && fab->in_from[from] == next));
     r->bottleneck = p->links[0];
     for (uint32_t i = 0; i < p->n; i++) {
         const kb__link *l = &fab->links[p->links[i]];

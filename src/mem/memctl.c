@@ -14,6 +14,7 @@
  */
 #include <assert.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,7 +101,7 @@ static kb__time reserve(kb__memctl *mc, kb__time at, uint64_t off, uint64_t size
 void kb__mem_xfer_init(kb__mem_xfer *x, kb__memctl *mc, kb__store *store, uint64_t offset,
                        uint64_t bytes, uint32_t pkt_bytes)
 {
-    memset(x, 0, sizeof *x);
+    memset(x, 0, offsetof(kb__mem_xfer, leave_inline)); /* the times are written before use */
     x->mc = mc;
     x->store = store;
     x->offset = offset;

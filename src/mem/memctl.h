@@ -110,8 +110,7 @@ struct kb__mem_xfer {
     uint32_t done_pkts;
     int status;              /* first store error, else 0 */
     kb__err *err;            /* receives that error's message; may be NULL */
-    kb__time leave_inline[KB__MEM_LEAVE_INLINE]; /* read: when each packet leaves */
-    kb__time *leave_heap;                        /* read: the same, for longer messages */
+    kb__time *leave_heap;    /* read: leave times of a message longer than leave_inline */
     kb__mem_done_fn on_done; /* write: L after the last landing */
     int acks;                /* write: on_done sends a message from the memory's node */
     void *user;
@@ -122,6 +121,9 @@ struct kb__mem_xfer {
     kb__time land_max; /* write: latest landing so far */
     uint32_t run_cur;  /* cursor: run holding message byte run_rel */
     uint64_t run_rel;
+    /* Last, not cleared by kb__mem_xfer_init: read: when each packet leaves
+     * (then its service end on the first link, kb__fab_inject). */
+    kb__time leave_inline[KB__MEM_LEAVE_INLINE];
 };
 
 /* Prepares x for bytes at offset of mc in packets of pkt_bytes. */
