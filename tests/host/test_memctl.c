@@ -95,18 +95,48 @@ static void record(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
     ((seen *)m->user)->at[pkt] = kb__sim_now(sim);
 }
 
-Test(memctl, a_read_behind_a_busy_channel_leaves_out_of_order)
+/* A memory node and one link mem -> out at 1000 GB/s (256 ps a packet) that
+ * carries its reads. */
+typedef struct bench {
+    kb__sim *sim;
+    kb__fabric *fab;
+    const kb__route *r;
+} bench;
+
+static void bench_make(bench *b)
 {
-    /* One link n0 -> n1 at 1000 GB/s carries the read out of a 4-channel
-     * memory whose channel 0 is busy with 4 earlier writes. */
     kb__fab_node_desc nodes[2] = {{.name = "mem"}, {.name = "out"}};
     kb__fab_link_desc link = {.from = 0, .to = 1, .bw_gbs = 1000.0};
     kb__err err;
-    kb__sim *sim = kb__sim_create(1, &err);
-    kb__fabric *fab;
-    cr_assert_eq(kb__fabric_create(&fab, sim, nodes, 2, &link, 1, 256, 64, &err), 0);
-    const kb__route *r;
-    cr_assert_eq(kb__fabric_route(fab, 0, KB__NO_NODE, 1, &r, &err), 0);
+    b->sim = kb__sim_create(1, &err);
+    cr_assert_eq(kb__fabric_create(&b->fab, b->sim, nodes, 2, &link, 1, 256, 64, &err), 0);
+    cr_assert_eq(kb__fabric_route(b->fab, 0, KB__NO_NODE, 1, &b->r, &err), 0);
+}
+
+static void bench_free(bench *b)
+{
+    kb__fabric_destroy(b->fab);
+    kb__sim_destroy(b->sim);
+}
+
+/* A read of bytes at offset 0 of mc whose packets go to out, recorded in s. */
+static void read_prepare(bench *b, kb__memctl *mc, kb__store *st, uint64_t bytes,
+                         kb__fab_msg *out, kb__mem_xfer *rd, seen *s)
+{
+    kb__fab_msg_init(out, b->fab, b->r, bytes, 256);
+    out->user = s;
+    out->on_packet = record;
+    kb__mem_xfer_init(rd, mc, st, 0, bytes, 256);
+    rd->out = out;
+}
+
+Test(memctl, a_read_behind_a_busy_channel_leaves_out_of_order)
+{
+    /* The read leaves a 4-channel memory whose channel 0 is busy with 4
+     * earlier writes. */
+    bench b;
+    bench_make(&b);
+    kb__sim *sim = b.sim;
     kb__memctl mc = make(4, 256, 102.4, 5, 256); /* 4·256/102.4 = 10 ns a packet */
     kb__mem_xfer w[4];
     for (int i = 0; i < 4; i++) {
@@ -115,12 +145,8 @@ Test(memctl, a_read_behind_a_busy_channel_leaves_out_of_order)
     }
     kb__fab_msg out;
     seen s = {{0}};
-    kb__fab_msg_init(&out, fab, r, 3 * 256, 256);
-    out.user = &s;
-    out.on_packet = record;
     kb__mem_xfer rd;
-    kb__mem_xfer_init(&rd, &mc, NULL, 0, 3 * 256, 256);
-    rd.out = &out;
+    read_prepare(&b, &mc, NULL, 3 * 256, &out, &rd, &s);
     kb__mem_read_start(sim, &rd, 0);
     kb__sim_run(sim);
     kb__time svc = 10000, L = 5000, hop = 256; /* 256 B at 1000 GB/s = 256 ps */
@@ -130,22 +156,16 @@ Test(memctl, a_read_behind_a_busy_channel_leaves_out_of_order)
     cr_assert_eq(out.delivered, 3);
     kb__mem_xfer_fini(&rd);
     kb__memctl_fini(&mc);
-    kb__fabric_destroy(fab);
-    kb__sim_destroy(sim);
+    bench_free(&b);
 }
 
 /* Bytes move in channel order: each read returns exactly the writes its
  * channel served before it, however long the channel's queue is. */
 Test(memctl, a_read_sees_the_writes_its_channel_served_before_it)
 {
-    kb__fab_node_desc nodes[2] = {{.name = "mem"}, {.name = "out"}};
-    kb__fab_link_desc link = {.from = 0, .to = 1, .bw_gbs = 1000.0};
-    kb__err err;
-    kb__sim *sim = kb__sim_create(1, &err);
-    kb__fabric *fab;
-    cr_assert_eq(kb__fabric_create(&fab, sim, nodes, 2, &link, 1, 256, 64, &err), 0);
-    const kb__route *r;
-    cr_assert_eq(kb__fabric_route(fab, 0, KB__NO_NODE, 1, &r, &err), 0);
+    bench bn;
+    bench_make(&bn);
+    kb__sim *sim = bn.sim;
     kb__memctl mc = make(1, 256, 10.0, 5, 256); /* one channel, 25.6 ns a packet */
     kb__store st;
     kb__store_init(&st);
@@ -167,12 +187,8 @@ Test(memctl, a_read_sees_the_writes_its_channel_served_before_it)
             continue;
         }
         int i = order[k] - 10;
-        kb__fab_msg_init(&out[i], fab, r, 256, 256);
-        out[i].user = &s[i];
-        out[i].on_packet = record;
-        kb__mem_xfer_init(&rd[i], &mc, &st, 0, 256, 256);
+        read_prepare(&bn, &mc, &st, 256, &out[i], &rd[i], &s[i]);
         rd[i].dst = got[i];
-        rd[i].out = &out[i];
         kb__mem_read_start(sim, &rd[i], 0);
     }
     kb__sim_run(sim);
@@ -187,8 +203,7 @@ Test(memctl, a_read_sees_the_writes_its_channel_served_before_it)
     cr_assert_eq(s[2].at[0], 5 * svc + L + hop);
     kb__store_destroy(&st);
     kb__memctl_fini(&mc);
-    kb__fabric_destroy(fab);
-    kb__sim_destroy(sim);
+    bench_free(&bn);
 }
 
 /* A read whose packets all leave before anything the memory sends later
@@ -197,25 +212,15 @@ Test(memctl, a_read_sees_the_writes_its_channel_served_before_it)
  * the same arrivals. */
 Test(memctl, a_read_goes_as_one_train_only_when_nothing_can_overtake_it)
 {
-    kb__fab_node_desc nodes[2] = {{.name = "mem"}, {.name = "out"}};
-    kb__fab_link_desc link = {.from = 0, .to = 1, .bw_gbs = 1000.0};
-    kb__err err;
-    kb__sim *sim = kb__sim_create(1, &err);
-    kb__fabric *fab;
-    cr_assert_eq(kb__fabric_create(&fab, sim, nodes, 2, &link, 1, 256, 64, &err), 0);
-    const kb__route *r;
-    cr_assert_eq(kb__fabric_route(fab, 0, KB__NO_NODE, 1, &r, &err), 0);
+    bench b;
+    bench_make(&b);
+    kb__sim *sim = b.sim;
     kb__memctl mc = make(4, 256, 102.4, 5, 256);
     kb__fab_msg out[3];
     kb__mem_xfer rd[3];
     seen s[3] = {{{0}}, {{0}}, {{0}}};
-    for (int i = 0; i < 3; i++) {
-        kb__fab_msg_init(&out[i], fab, r, (i == 1 ? 2 : 4) * 256, 256);
-        out[i].user = &s[i];
-        out[i].on_packet = record;
-        kb__mem_xfer_init(&rd[i], &mc, NULL, 0, (i == 1 ? 2 : 4) * 256, 256);
-        rd[i].out = &out[i];
-    }
+    for (int i = 0; i < 3; i++)
+        read_prepare(&b, &mc, NULL, (i == 1 ? 2 : 4) * 256, &out[i], &rd[i], &s[i]);
     kb__mem_read_start(sim, &rd[0], 0); /* all 4 channels: nothing can leave earlier */
     cr_assert_eq(mc.posted_until, 0);
     kb__sim_run(sim);
@@ -239,6 +244,5 @@ Test(memctl, a_read_goes_as_one_train_only_when_nothing_can_overtake_it)
     for (int i = 0; i < 3; i++)
         kb__mem_xfer_fini(&rd[i]);
     kb__memctl_fini(&mc);
-    kb__fabric_destroy(fab);
-    kb__sim_destroy(sim);
+    bench_free(&b);
 }
