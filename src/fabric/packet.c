@@ -164,14 +164,13 @@ static void hop_arrive(kb__sim *sim, void *arg, uint64_t data);
 static void chain_next(kb__sim *sim, kb__fab_msg *msg, uint64_t data)
 {
     uint32_t pkt = (uint32_t)(data >> HOP_BITS);
-    if ((data & HOP_MASK) != 1 || !(msg->first_end || msg->l0_end) || pkt + 1 >= msg->npkts)
-        return;
+    if ((data & HOP_MASK) != 1 || !(msg->first_end || msg->l0_end) || pkt + 1 >= msg->npkts) return;
     const kb__fabric *fab = msg->fab;
     const kb__link *l0 = &fab->links[msg->route->links[0]];
-    kb__time end = msg->l0_end ? msg->l0_end[pkt + 1]
-                               : msg->first_end +
-                                     (kb__time)pkt * kb__link_svc(fab, l0, msg->pkt_bytes) +
-                                     kb__link_svc(fab, l0, kb__fab_msg_pkt_size(msg, pkt + 1));
+    kb__time end = msg->l0_end
+                       ? msg->l0_end[pkt + 1]
+                       : msg->first_end + (kb__time)pkt * kb__link_svc(fab, l0, msg->pkt_bytes) +
+                             kb__link_svc(fab, l0, kb__fab_msg_pkt_size(msg, pkt + 1));
     kb__event_fn next = msg->route->n > 1 ? hop_arrive : deliver;
     kb__sim_post_at(sim, end + l0->ow_ps, next, msg, data + ((uint64_t)1 << HOP_BITS));
 }

@@ -299,9 +299,9 @@ static int finish_route(kb__fabric *fab, path *p, uint32_t from, uint32_t via, u
     /* from's only neighbour is the first link's end: one link out, and no
      * link in but from that neighbour. */
     uint32_t first = p->links[0], next = fab->links[first].to;
-    r->starts_at_leaf = fab->out_first[from] == first && fab->out_next[first] == KB__NO_NODE &&
-                        (fab->in_deg[from] == 0 ||
-                         (fab->in_deg[from] == 1 && fab->in_from[from] == next));
+    r->starts_at_leaf =
+        fab->out_first[from] == first && fab->out_next[first] == KB__NO_NODE &&
+        (fab->in_deg[from] == 0 || (fab->in_deg[from] == 1 && fab->in_from[from] == next));
     r->bottleneck = p->links[0];
     for (uint32_t i = 0; i < p->n; i++) {
         const kb__link *l = &fab->links[p->links[i]];

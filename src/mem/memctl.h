@@ -57,7 +57,7 @@ typedef struct kb__memctl {
     kb__time lat_ps; /* L */
     kb__time pkt_ps; /* c·p/B_mem for a full packet */
     uint32_t packet_bytes;
-    kb__time *ch_free; /* per channel: end of its last reserved service */
+    kb__time *ch_free;     /* per channel: end of its last reserved service */
     int il_shift, ch_mask; /* interleave = 1 << il_shift, channels = ch_mask + 1
                               when powers of two; -1 otherwise */
     uint32_t odd_bytes;    /* the last other packet size served, and its time */

@@ -57,8 +57,8 @@ typedef struct kb__store_extent {
 #define KB__STORE_SLAB ((size_t)2 << 20)
 
 typedef struct kb__store {
-    kb__u64map pages;      /* page number -> (uintptr_t) 4 KiB buffer */
-    uint8_t **slabs;       /* every slab, for the release at destroy */
+    kb__u64map pages; /* page number -> (uintptr_t) 4 KiB buffer */
+    uint8_t **slabs;  /* every slab, for the release at destroy */
     size_t n_slabs, cap_slabs;
     uint8_t *slab_next;    /* next uncarved page of the newest slab */
     size_t slab_left;      /* pages left to carve there */

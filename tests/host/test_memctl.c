@@ -120,8 +120,8 @@ static void bench_free(bench *b)
 }
 
 /* A read of bytes at offset 0 of mc whose packets go to out, recorded in s. */
-static void read_prepare(bench *b, kb__memctl *mc, kb__store *st, uint64_t bytes,
-                         kb__fab_msg *out, kb__mem_xfer *rd, seen *s)
+static void read_prepare(bench *b, kb__memctl *mc, kb__store *st, uint64_t bytes, kb__fab_msg *out,
+                         kb__mem_xfer *rd, seen *s)
 {
     kb__fab_msg_init(out, b->fab, b->r, bytes, 256);
     out->user = s;
