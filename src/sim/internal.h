@@ -201,6 +201,7 @@ struct kb__sim {
     uint64_t wheel_bit[KB__WHEEL_WORDS]; /* bucket non-empty */
     uint64_t wheel_sum;                  /* word of wheel_bit non-zero */
     uint64_t wheel_n;                    /* entries in the buckets */
+    kb__timer *pf_next; /* walk of the next bucket's list, one node a pop (queue.c) */
     /* Parameters of the running kb__sim_loop (loops never nest), read by
      * kb__sim_pop_wake so a blocking process can switch directly to the next
      * process exactly when the loop would. */
