@@ -337,6 +337,7 @@ static inline void prefetch_step(kb__sim *sim)
     if (!n) return;
     kb__timer *next = n->next;
     if (next) __builtin_prefetch(next);
+    __builtin_prefetch(n->arg); /* what the callback will touch first */
     sim->pf_next = next;
 }
 
