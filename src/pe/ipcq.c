@@ -32,6 +32,14 @@ typedef struct kb__ipcq_chunk {
     const uint8_t *data;
 } ipcq_chunk;
 
+/* One slot's copy ring -> TCM. */
+typedef struct ipcq_copy {
+    kb__ipcq_port *rp;
+    kb__ipcq_rx *rx;
+    uint32_t idx;
+    uint64_t off; /* offset of the piece in rx's message */
+} ipcq_copy;
+
 static const char *const port_names[KB__IPCQ_PORTS] = {"N", "E", "S", "W"};
 
 static void debug_audit(const kb__ipcq_set *s)
@@ -75,6 +83,9 @@ int kb__ipcq_create(kb__ipcq_set **out, kb__sim *sim, uint32_t world, const kb__
         return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for %u ranks", world);
     }
     kb__pool_init(&s->staging, cfg->slot_size);
+    kb__pool_init(&s->pieces, sizeof(ipcq_piece));
+    kb__pool_init(&s->chunks, sizeof(ipcq_chunk));
+    kb__pool_init(&s->copies, sizeof(ipcq_copy));
     s->sim = sim;
     s->cfg = *cfg;
     s->tp = *tp;
@@ -132,11 +143,14 @@ void kb__ipcq_destroy(kb__ipcq_set *s)
         while (s->ep[r].vc_head) {
             ipcq_chunk *c = s->ep[r].vc_head;
             s->ep[r].vc_head = c->next;
-            free(c);
+            kb__pool_put(&s->chunks, c);
         }
     }
     free(s->ep);
     kb__pool_fini(&s->staging);
+    kb__pool_fini(&s->pieces);
+    kb__pool_fini(&s->chunks);
+    kb__pool_fini(&s->copies);
     if (s->tp.fini) s->tp.fini(s->tp.self);
     free(s);
 }
@@ -185,12 +199,13 @@ static void chunk_landed(kb__sim *sim, void *arg)
 {
     ipcq_chunk *c = arg;
     ipcq_piece *pc = c->piece;
-    free(c);
+    kb__ipcq_set *s = c->ep->set;
+    kb__pool_put(&s->chunks, c);
     if (--pc->pending) return;
     kb__ipcq_port *rp = pc->rp;
     rp->slot[pc->idx].state = KB__SLOT_VISIBLE;
-    kb__pool_put(&rp->ep->set->staging, pc->staging);
-    free(pc);
+    kb__pool_put(&s->staging, pc->staging);
+    kb__pool_put(&s->pieces, pc);
     debug_audit(rp->ep->set);
     rx_progress(sim, rp);
 }
@@ -215,7 +230,7 @@ static void chunk_go(kb__sim *sim, void *arg, uint64_t data)
         s->tp.copy(s->tp.self, c->ep, c->src_pa, c->dst_pa, c->bytes, c->data, chunk_landed, c, &e);
     if (rc) {
         kb__ipcq_port *rp = c->piece->rp;
-        free(c); /* the piece never becomes visible: its receiver fails instead */
+        kb__pool_put(&s->chunks, c); /* the piece never becomes visible: its receiver fails */
         fail_port(sim, rp, rc, &e);
     }
 }
@@ -298,8 +313,9 @@ static void queue_piece(kb__sim *sim, kb__ipcq_ep *ep, ipcq_piece *pc, uint64_t 
     uint64_t chunk = ep->set->cfg.vc_chunk;
     pc->pending = (uint32_t)((bytes + chunk - 1) / chunk);
     for (uint64_t off = 0; off < bytes; off += chunk) {
-        ipcq_chunk *c = calloc(1, sizeof *c);
+        ipcq_chunk *c = kb__pool_get(&ep->set->chunks);
         if (!c) abort(); /* host out of memory: nothing sensible to simulate */
+        c->next = NULL;
         c->ep = ep;
         c->piece = pc;
         c->src_pa = src_pa + off;
@@ -345,10 +361,10 @@ void kb__ipcq_send(kb__pe_prog *g, kb__ipcq_ep *ep, uint32_t p, const kb__ipcq_d
         sl->d.n_pieces = n;
         sl->d.bytes = bytes;
         sl->d.msg_bytes = msg_bytes;
-        ipcq_piece *pc = calloc(1, sizeof *pc);
-        if (pc && data) pc->staging = kb__pool_get(&s->staging);
+        ipcq_piece *pc = kb__pool_get(&s->pieces);
+        if (pc) pc->staging = data ? kb__pool_get(&s->staging) : NULL;
         if (!pc || (data && !pc->staging)) {
-            free(pc);
+            kb__pool_put(&s->pieces, pc);
             kb__pe_raise(g, KB_ENOMEM, "tl_send: out of host memory for a piece");
         }
         pc->rp = rp;
@@ -400,14 +416,6 @@ static void fail_port(kb__sim *sim, kb__ipcq_port *rp, int code, const kb__err *
         rx_finish(sim, rp, code, err);
 }
 
-/* One slot's copy ring -> TCM. */
-typedef struct ipcq_copy {
-    kb__ipcq_port *rp;
-    kb__ipcq_rx *rx;
-    uint32_t idx;
-    uint64_t off; /* offset of the piece in rx's message */
-} ipcq_copy;
-
 /* Frees the copied slots at the tail of the ring, in order, each returning
  * one credit to the sender. */
 static int release_slots(kb__ipcq_port *rp, kb__err *err)
@@ -437,7 +445,7 @@ static void piece_copied(kb__sim *sim, void *arg)
     uint32_t idx = c->idx;
     kb__ipcq_slot *sl = &rp->slot[idx];
     uint64_t off = c->off;
-    free(c);
+    kb__pool_put(&s->copies, c);
     rp->copies--;
     if (s->failed) return; /* rx was failed and handed back: leave the slot */
     kb__err e;
@@ -517,7 +525,7 @@ static void rx_progress(kb__sim *sim, kb__ipcq_port *rp)
             if (rp->rx_issue == rx) return; /* waits to become the oldest */
             continue;                       /* failed: the next receive may match */
         }
-        ipcq_copy *c = calloc(1, sizeof *c);
+        ipcq_copy *c = kb__pool_get(&s->copies);
         if (!c) abort(); /* host out of memory: nothing sensible to simulate */
         *c = (ipcq_copy){.rp = rp, .rx = rx, .idx = idx, .off = rx->off};
         sl->state = KB__SLOT_CONSUMING;
@@ -535,7 +543,7 @@ static void rx_progress(kb__sim *sim, kb__ipcq_port *rp)
         kb__err e;
         int rc = s->tp.copy(s->tp.self, rx->ep, src, dst, sl->d.bytes, NULL, piece_copied, c, &e);
         if (rc) {
-            free(c);
+            kb__pool_put(&s->copies, c);
             rp->copies--;
             fail_port(sim, rp, rc, &e);
         }

@@ -177,10 +177,11 @@ struct kb__ipcq_set {
     kb__ipcq_cfg cfg;
     kb__ipcq_transport tp;
     uint32_t world;
-    kb__ipcq_ep *ep;  /* [world] */
-    int failed;       /* a transport error or a cancel happened */
-    kb__err err;      /* its message */
-    kb__pool staging; /* slot images (descriptor + payload) of pieces in flight */
+    kb__ipcq_ep *ep;                 /* [world] */
+    int failed;                      /* a transport error or a cancel happened */
+    kb__err err;                     /* its message */
+    kb__pool staging;                /* slot images (descriptor + payload) of pieces in flight */
+    kb__pool pieces, chunks, copies; /* the records of pieces, vc chunks and slot copies */
 };
 
 /* One port of one rank, as install describes it. */
