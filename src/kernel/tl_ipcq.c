@@ -111,7 +111,8 @@ static void rx_start(kb__pe_op *op)
 static void rx_release(kb__pe_op *op)
 {
     kb__tl_op *o = (kb__tl_op *)op;
-    free(o->staging);
+    kb__ipcq_rx *rx = o->staging;
+    kb__pool_put(&rx->ep->set->rxs, rx);
     o->staging = NULL;
 }
 
@@ -133,10 +134,11 @@ tl_recv_handle tl_recv_async(tl_ctx *k, int dir, int ndim, const int64_t *shape,
                          dir_names[dir], (long long)shape[i], i);
         d.shape[i] = shape[i];
     }
-    kb__ipcq_rx *rx = calloc(1, sizeof *rx);
-    if (!rx) kb__pe_raise(&k->prog, KB_ENOMEM, "tl_recv: out of host memory");
     kb__pe_buf *out;
     tl_tile t = kb__tl_new(k, &d, &out);
+    kb__ipcq_rx *rx = kb__pool_get(&ep->set->rxs);
+    if (!rx) kb__pe_raise(&k->prog, KB_ENOMEM, "tl_recv: out of host memory");
+    memset(rx, 0, sizeof *rx);
     rx->ep = ep;
     rx->port = (uint32_t)dir;
     rx->dtype = (int)dtype;

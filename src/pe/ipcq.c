@@ -86,6 +86,7 @@ int kb__ipcq_create(kb__ipcq_set **out, kb__sim *sim, uint32_t world, const kb__
     kb__pool_init(&s->pieces, sizeof(ipcq_piece));
     kb__pool_init(&s->chunks, sizeof(ipcq_chunk));
     kb__pool_init(&s->copies, sizeof(ipcq_copy));
+    kb__pool_init(&s->rxs, sizeof(kb__ipcq_rx));
     s->sim = sim;
     s->cfg = *cfg;
     s->tp = *tp;
@@ -151,6 +152,7 @@ void kb__ipcq_destroy(kb__ipcq_set *s)
     kb__pool_fini(&s->pieces);
     kb__pool_fini(&s->chunks);
     kb__pool_fini(&s->copies);
+    kb__pool_fini(&s->rxs);
     if (s->tp.fini) s->tp.fini(s->tp.self);
     free(s);
 }

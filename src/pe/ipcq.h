@@ -182,6 +182,7 @@ struct kb__ipcq_set {
     kb__err err;                     /* its message */
     kb__pool staging;                /* slot images (descriptor + payload) of pieces in flight */
     kb__pool pieces, chunks, copies; /* the records of pieces, vc chunks and slot copies */
+    kb__pool rxs;                    /* kb__ipcq_rx of the kernels' receives */
 };
 
 /* One port of one rank, as install describes it. */
