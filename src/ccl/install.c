@@ -41,6 +41,7 @@ typedef struct dev_credit {
 struct dev_transport {
     kb__device *d;
     kb__pool copies, credits;
+    kb__route_memo *routes; /* per rank: the routes its DMA uses */
 };
 
 static void dev_fini(void *self)
@@ -48,6 +49,7 @@ static void dev_fini(void *self)
     dev_transport *t = self;
     kb__pool_fini(&t->copies);
     kb__pool_fini(&t->credits);
+    free(t->routes);
     free(t);
 }
 
@@ -90,8 +92,9 @@ static int dev_copy_fn(void *self, const kb__ipcq_ep *via, uint64_t src_pa, uint
     if (!md) return err->code;
     const kb__route *r, *rq;
     uint32_t dn = dma_node(d, via);
-    int rc = kb__fabric_route(d->fab, ms->node, dn, md->node, &r, err);
-    if (!rc) rc = kb__fabric_route(d->fab, dn, KB__NO_NODE, ms->node, &rq, err);
+    kb__route_memo *memo = &tp->routes[via->rank];
+    int rc = kb__fabric_route_memo(d->fab, memo, ms->node, dn, md->node, &r, err);
+    if (!rc) rc = kb__fabric_route_memo(d->fab, memo, dn, KB__NO_NODE, ms->node, &rq, err);
     if (rc) return rc;
     dev_copy *c = kb__pool_get(&tp->copies);
     if (!c) return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for a transfer");
@@ -140,7 +143,8 @@ static int dev_credit_fn(void *self, const kb__ipcq_ep *from, const kb__ipcq_ep 
     dev_transport *tp = self;
     kb__device *d = tp->d;
     const kb__route *r;
-    int rc = kb__fabric_route(d->fab, dma_node(d, from), KB__NO_NODE, dma_node(d, to), &r, err);
+    int rc = kb__fabric_route_memo(d->fab, &tp->routes[from->rank], dma_node(d, from), KB__NO_NODE,
+                                   dma_node(d, to), &r, err);
     if (rc) return rc;
     dev_credit *c = kb__pool_get(&tp->credits);
     if (!c) return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for a credit");
@@ -325,8 +329,14 @@ int kb__ccl_install(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
     kb__ipcq_cfg cfg;
     kb__ccl_ipcq_cfg(d, plan, &cfg);
     dev_transport *self = malloc(sizeof *self);
-    if (!self) return kb__err_set(err, KB_ENOMEM, "ipcq install: out of host memory");
+    kb__route_memo *routes = calloc(plan->world_size ? plan->world_size : 1, sizeof *routes);
+    if (!self || !routes) {
+        free(self);
+        free(routes);
+        return kb__err_set(err, KB_ENOMEM, "ipcq install: out of host memory");
+    }
     self->d = d;
+    self->routes = routes;
     kb__pool_init(&self->copies, sizeof(dev_copy));
     kb__pool_init(&self->credits, sizeof(dev_credit));
     kb__ipcq_transport tp = {dev_copy_fn, dev_peek, dev_credit_fn, dev_tcm_pa, dev_fini, self};

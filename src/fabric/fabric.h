@@ -169,6 +169,22 @@ kb__time kb__link_service_ps(const kb__fabric *fab, const kb__link *l, uint32_t 
  * node has not exactly one incoming link. */
 int kb__fabric_set_in_order(kb__fabric *fab, uint32_t node, kb__err *err);
 
+/* A few routes remembered by their user (a DMA engine, a queue endpoint) in
+ * front of the fabric's route cache: the user's own memory is in cache, the
+ * route cache's slots mostly are not. Zero-initialise; replaced round robin. */
+#define KB__ROUTE_MEMO 6
+typedef struct kb__route_memo {
+    struct {
+        uint32_t from, via, to;
+        const kb__route *r; /* NULL: empty */
+    } e[KB__ROUTE_MEMO];
+    uint32_t next;
+} kb__route_memo;
+
+/* kb__fabric_route through memo. */
+int kb__fabric_route_memo(kb__fabric *fab, kb__route_memo *memo, uint32_t from, uint32_t via,
+                          uint32_t to, const kb__route **out, kb__err *err);
+
 /* The cached route from -> to (via KB__NO_NODE) or from -> via -> to, or an
  * error (KB_ENOTFOUND naming both nodes) when no path exists. */
 int kb__fabric_route(kb__fabric *fab, uint32_t from, uint32_t via, uint32_t to,

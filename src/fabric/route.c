@@ -353,3 +353,22 @@ int kb__fabric_route(kb__fabric *fab, uint32_t from, uint32_t via, uint32_t to,
     *out = r;
     return 0;
 }
+
+int kb__fabric_route_memo(kb__fabric *fab, kb__route_memo *memo, uint32_t from, uint32_t via,
+                          uint32_t to, const kb__route **out, kb__err *err)
+{
+    for (uint32_t i = 0; i < KB__ROUTE_MEMO; i++)
+        if (memo->e[i].r && memo->e[i].from == from && memo->e[i].via == via &&
+            memo->e[i].to == to) {
+            *out = memo->e[i].r;
+            return 0;
+        }
+    int rc = kb__fabric_route(fab, from, via, to, out, err);
+    if (rc) return rc;
+    uint32_t k = memo->next++ % KB__ROUTE_MEMO;
+    memo->e[k].from = from;
+    memo->e[k].via = via;
+    memo->e[k].to = to;
+    memo->e[k].r = *out;
+    return 0;
+}

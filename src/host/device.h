@@ -47,6 +47,7 @@ typedef struct kb__pe_dma {
     uint32_t channels;               /* capacity */
     uint32_t busy;                   /* channels in use */
     kb__xfer *wait_head, *wait_tail; /* FIFO of operations waiting for a channel */
+    kb__route_memo routes;           /* of its PeXfers (pe_xfer.c) */
 } kb__pe_dma;
 
 struct kb__device {

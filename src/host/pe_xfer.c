@@ -59,7 +59,7 @@ static int route(kb__xfer *x, kb__fab_msg *m, uint32_t from, uint32_t via, uint3
                  uint64_t bytes, uint32_t pkt, void *user, kb__err *err)
 {
     const kb__route *r;
-    int rc = kb__fabric_route(x->d->fab, from, via, to, &r, err);
+    int rc = kb__fabric_route_memo(x->d->fab, &x->dma->routes, from, via, to, &r, err);
     if (rc) return rc;
     kb__fab_msg_init(m, x->d->fab, r, bytes, pkt);
     m->user = user;
