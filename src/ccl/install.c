@@ -42,7 +42,22 @@ struct dev_transport {
     kb__device *d;
     kb__pool copies, credits;
     kb__route_memo *routes; /* per rank: the routes its DMA uses */
+    kb__memctl *(*mems)[2]; /* per rank: the last two memories its copies touched */
 };
+
+/* The controller of pa, from rank r's two last ones when it is one of them. */
+static kb__memctl *memctl_of(dev_transport *t, uint32_t r, uint64_t pa, kb__err *err)
+{
+    kb__memctl **m = t->mems[r];
+    for (int i = 0; i < 2; i++)
+        if (m[i] && pa - m[i]->base_pa < m[i]->size) return m[i];
+    kb__memctl *mc = kb__device_memctl(t->d, pa, err);
+    if (mc) {
+        m[1] = m[0];
+        m[0] = mc;
+    }
+    return mc;
+}
 
 static void dev_fini(void *self)
 {
@@ -50,6 +65,7 @@ static void dev_fini(void *self)
     kb__pool_fini(&t->copies);
     kb__pool_fini(&t->credits);
     free(t->routes);
+    free(t->mems);
     free(t);
 }
 
@@ -86,9 +102,9 @@ static int dev_copy_fn(void *self, const kb__ipcq_ep *via, uint64_t src_pa, uint
 {
     dev_transport *tp = self;
     kb__device *d = tp->d;
-    kb__memctl *ms = kb__device_memctl(d, src_pa, err);
+    kb__memctl *ms = memctl_of(tp, via->rank, src_pa, err);
     if (!ms) return err->code;
-    kb__memctl *md = kb__device_memctl(d, dst_pa, err);
+    kb__memctl *md = memctl_of(tp, via->rank, dst_pa, err);
     if (!md) return err->code;
     const kb__route *r, *rq;
     uint32_t dn = dma_node(d, via);
@@ -329,14 +345,18 @@ int kb__ccl_install(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
     kb__ipcq_cfg cfg;
     kb__ccl_ipcq_cfg(d, plan, &cfg);
     dev_transport *self = malloc(sizeof *self);
-    kb__route_memo *routes = calloc(plan->world_size ? plan->world_size : 1, sizeof *routes);
-    if (!self || !routes) {
+    size_t ranks = plan->world_size ? plan->world_size : 1;
+    kb__route_memo *routes = calloc(ranks, sizeof *routes);
+    kb__memctl *(*mems)[2] = calloc(ranks, sizeof *mems);
+    if (!self || !routes || !mems) {
         free(self);
         free(routes);
+        free(mems);
         return kb__err_set(err, KB_ENOMEM, "ipcq install: out of host memory");
     }
     self->d = d;
     self->routes = routes;
+    self->mems = mems;
     kb__pool_init(&self->copies, sizeof(dev_copy));
     kb__pool_init(&self->credits, sizeof(dev_credit));
     kb__ipcq_transport tp = {dev_copy_fn, dev_peek, dev_credit_fn, dev_tcm_pa, dev_fini, self};
