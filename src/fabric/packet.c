@@ -1,17 +1,23 @@
 /*
- * packet.c — the packet engine: every packet, at every hop, is one pooled
- * event callback.
+ * packet.c — the packet engine: a packet at a hop is one pooled event
+ * callback, except where the order of reservations is known without it.
  *
  * An event's data word packs (packet index << 16 | hop index). On arrival at
  * hop h at time t the packet reserves link h: start = max(t, free_at), end =
  * start + size/B; free_at = end. Reserving at arrival is exact for a FIFO
- * server with known service times: later arrivals can only queue behind.
- * The packet then reaches hop h+1 (or the destination) at end + o + w.
+ * server with known service times, as long as every link is reserved in
+ * arrival order (debug builds check it: check_fifo). The packet then
+ * reaches hop h+1 (or the destination) at end + o + w.
  *
- * A route that ends at a node declared in order (kb__fabric_set_in_order:
- * a memory, reached through its one incoming link) hands each packet over
- * when it is served on that last link, with its arrival time: that link
- * serves in arrival order, so no event is needed for the arrival.
+ * No event is needed
+ * - on link 0 of a message offered at once (kb__fab_send: every packet is
+ *   reserved at the send) or of a train whose source guarantees its order
+ *   (kb__fab_inject with in_order, from a leaf node: a memory read);
+ * - for the arrival at a node declared in order (kb__fabric_set_in_order:
+ *   a memory behind its one incoming link): each packet is handed over when
+ *   it is served on that last link, with its arrival time.
+ * After link 0 reserved at once, one pending event per message walks its
+ * packets onto link 1 (chain_next).
  *
  * Cost: O(1) per packet per hop, no allocation.
  */
