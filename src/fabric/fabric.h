@@ -9,7 +9,8 @@
  * n = ceil(N / p) packets. At each hop a packet arriving at time t starts at
  * max(t, link.free_at), ends after size/B (ceil to ps, precomputed for a full
  * packet and for a header packet), and reaches the next link at end + o + w.
- * Exactly one pooled kb__sim_post per packet per hop; the engine never
+ * At most one pooled kb__sim_post per packet per hop (none where the order
+ * of reservations is known without one: packet.c); the engine never
  * allocates per packet: the caller owns the kb__fab_msg for its lifetime.
  *
  * Routing: dimension-order XY over the cube mesh inside a SIP; between SIPs
@@ -21,8 +22,9 @@
  * gateway (cube: router, IO chiplet: io_noc). Routes are computed once per
  * (from, via, to) and cached in a hash table.
  *
- * Invariants: a link serves packets in arrival order (free_at only grows);
- * the message object outlives its last packet. Cost: O(1) per packet per hop.
+ * Invariants: a link is reserved in arrival order (free_at only grows;
+ * debug builds check it); the message object outlives its last packet.
+ * Cost: O(1) per packet per hop.
  */
 #ifndef KB_FABRIC_FABRIC_H
 #define KB_FABRIC_FABRIC_H
