@@ -271,8 +271,8 @@ void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x, kb__time at)
     x->out->t_start = at;
     if (x->store && (x->dst || x->runs)) read_bytes(x);
     x->mc->bytes_read += x->bytes;
-    kb__time *leave = x->npkts <= KB__MEM_LEAVE_INLINE ? x->leave_inline : x->leave_heap;
-    if (leave == x->leave_heap) {
+    kb__time *leave = x->leave_inline;
+    if (x->npkts > KB__MEM_LEAVE_INLINE) {
         free(x->leave_heap);
         leave = x->leave_heap = malloc(x->npkts * sizeof *leave);
         if (!leave) {
@@ -280,16 +280,15 @@ void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x, kb__time at)
             return;
         }
     }
+    kb__memctl *mc = x->mc;
+    kb__time last = 0;
     for (uint32_t i = 0; i < x->npkts; i++) {
         kb__time end;
         reserve_pkt(x, at, i, &end);
-        leave[i] = end + x->mc->lat_ps;
-    }
-    int first = read_is_first(x->mc, leave, x->npkts, at, kb__sim_now(sim));
-    kb__memctl *mc = x->mc;
-    kb__time last = leave[x->npkts - 1];
-    for (uint32_t i = 0; i < x->npkts; i++)
+        leave[i] = end + mc->lat_ps;
         last = leave[i] > last ? leave[i] : last;
+    }
+    int first = read_is_first(mc, leave, x->npkts, at, kb__sim_now(sim));
     if (last > mc->last_leave) mc->last_leave = last;
     if (!kb__fab_inject(sim, x->out, leave, first) && last > mc->posted_until)
         mc->posted_until = last;
