@@ -359,7 +359,8 @@ int kb__ccl_install(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
     self->mems = mems;
     kb__pool_init(&self->copies, sizeof(dev_copy));
     kb__pool_init(&self->credits, sizeof(dev_credit));
-    kb__ipcq_transport tp = {dev_copy_fn, dev_peek, dev_credit_fn, dev_tcm_pa, dev_fini, self};
+    kb__ipcq_transport tp = {dev_copy_fn, dev_peek, dev_credit_fn, dev_tcm_pa,
+                             dev_fini,    self,     d->no_data};
     kb__ipcq_set *s;
     int rc = kb__ipcq_create(&s, d->sim, plan->world_size, &cfg, &tp, err);
     if (rc) return rc;

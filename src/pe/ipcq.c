@@ -340,6 +340,7 @@ void kb__ipcq_send(kb__pe_prog *g, kb__ipcq_ep *ep, uint32_t p, const kb__ipcq_d
     kb__ipcq_port *sp = &ep->port[p];
     kb__ipcq_port *rp = peer_ring(sp);
     uint64_t payload = kb__ipcq_payload(s);
+    if (s->tp.timing_only) data = NULL;
     uint32_t n = msg_bytes ? (uint32_t)((msg_bytes + payload - 1) / payload) : 1;
     for (uint32_t i = 0; i < n; i++) {
         kb__pe_scalar_time(g, s->cfg.scalar_ps);

@@ -109,6 +109,7 @@ typedef struct kb__ipcq_transport {
      * kb__ipcq_create fails). */
     void (*fini)(void *self);
     void *self;
+    int timing_only; /* bytes never move (--no-data): senders make no slot images */
 } kb__ipcq_transport;
 
 typedef struct kb__ipcq_cfg {
