@@ -133,10 +133,9 @@ static kb__time serve(kb__fab_msg *msg, uint32_t hop, uint32_t pkt, kb__time now
 }
 
 /* Reserves link 0 for every packet of msg offered together at now: they
- * are served back to back. Returns packet 0's end; a packet i < n - 1 ends
- * svc_full later per packet, the last one at the returned *last. Same
- * accounting as n calls of serve. */
-static kb__time serve_all(kb__fab_msg *msg, kb__time now, kb__time *svc_full, kb__time *last)
+ * are served back to back. Returns packet 0's end (l0_end_of gives the
+ * others). Same accounting as n calls of serve. */
+static kb__time serve_all(kb__fab_msg *msg, kb__time now)
 {
     kb__fabric *fab = msg->fab;
     kb__link *l = &fab->links[msg->route->links[0]];
@@ -155,30 +154,51 @@ static kb__time serve_all(kb__fab_msg *msg, kb__time now, kb__time *svc_full, kb
         if (start - msg->t_start < tr->head) tr->head = start - msg->t_start;
         if (l->free_at - msg->t_start > tr->tail) tr->tail = l->free_at - msg->t_start;
     }
-    *svc_full = full;
-    *last = l->free_at;
     return start + (n > 1 ? full : svc_last);
+}
+
+/* Packet i's service end on link 0 of a message reserved there at once: a
+ * sorted train of kb__fab_inject keeps them in l0_end; kb__fab_send's
+ * packets are back to back from first_end (every one before i full). */
+static kb__time l0_end_of(const kb__fab_msg *msg, uint32_t i)
+{
+    if (msg->l0_end) return msg->l0_end[i];
+    if (i == 0) return msg->first_end;
+    const kb__fabric *fab = msg->fab;
+    const kb__link *l0 = &fab->links[msg->route->links[0]];
+    kb__time full = kb__link_svc(fab, l0, msg->pkt_bytes);
+    return msg->first_end + (kb__time)(i - 1) * full +
+           kb__link_svc(fab, l0, kb__fab_msg_pkt_size(msg, i));
 }
 
 static void hop_arrive(kb__sim *sim, void *arg, uint64_t data);
 
-/* A message whose link 0 was reserved for every packet at once (offered by
- * kb__fab_send: back to back from first_end on; or a sorted train of
- * kb__fab_inject: ends in l0_end) has packet pkt + 1 reach hop 1 at a known
- * time: it is posted when packet pkt gets there, keeping one pending event
- * per message on that hop instead of n. */
+/* A message whose link 0 was reserved for every packet at once has packet
+ * pkt + 1 reach hop 1 at a known time: it is posted when packet pkt gets
+ * there, keeping one pending event per message on that hop instead of n. */
 static void chain_next(kb__sim *sim, kb__fab_msg *msg, uint64_t data)
 {
     uint32_t pkt = (uint32_t)(data >> HOP_BITS);
     if ((data & HOP_MASK) != 1 || !(msg->first_end || msg->l0_end) || pkt + 1 >= msg->npkts) return;
-    const kb__fabric *fab = msg->fab;
-    const kb__link *l0 = &fab->links[msg->route->links[0]];
-    kb__time end = msg->l0_end
-                       ? msg->l0_end[pkt + 1]
-                       : msg->first_end + (kb__time)pkt * kb__link_svc(fab, l0, msg->pkt_bytes) +
-                             kb__link_svc(fab, l0, kb__fab_msg_pkt_size(msg, pkt + 1));
+    const kb__link *l0 = &msg->fab->links[msg->route->links[0]];
     kb__event_fn next = msg->route->n > 1 ? hop_arrive : deliver;
-    kb__sim_post_at(sim, end + l0->ow_ps, next, msg, data + ((uint64_t)1 << HOP_BITS));
+    kb__sim_post_at(sim, l0_end_of(msg, pkt + 1) + l0->ow_ps, next, msg,
+                    data + ((uint64_t)1 << HOP_BITS));
+}
+
+/* Link 0 of msg is reserved for every packet: hand them all over now if
+ * that is the whole route into an in-order node (the last may end msg),
+ * else start the walk onto link 1 (chain_next). */
+static void after_link0(kb__sim *sim, kb__fab_msg *msg)
+{
+    const kb__route *r = msg->route;
+    kb__time ow = msg->fab->links[r->links[0]].ow_ps;
+    if (r->n == 1 && r->ends_in_order) {
+        for (uint32_t i = 0, n = msg->npkts; i < n; i++)
+            arrive(sim, msg, i, l0_end_of(msg, i) + ow);
+        return;
+    }
+    kb__sim_post_at(sim, l0_end_of(msg, 0) + ow, r->n > 1 ? hop_arrive : deliver, msg, 1);
 }
 
 /* Serves packet (data) on its current hop at time now and forwards it. */
@@ -205,24 +225,10 @@ static void hop_arrive(kb__sim *sim, void *arg, uint64_t data)
 
 void kb__fab_send(kb__sim *sim, kb__fab_msg *msg)
 {
-    kb__time now = kb__sim_now(sim);
-    const kb__route *r = msg->route;
-    const kb__link *l0 = &msg->fab->links[r->links[0]];
-    msg->t_start = now;
+    msg->t_start = kb__sim_now(sim);
     msg->l0_end = NULL;
-    kb__time full, last;
-    msg->first_end = serve_all(msg, now, &full, &last);
-    if (r->n == 1 && r->ends_in_order) {
-        /* Every packet is handed over in order (the last may end the msg). */
-        uint32_t n = msg->npkts;
-        kb__time first = msg->first_end;
-        for (uint32_t i = 0; i + 1 < n; i++)
-            arrive(sim, msg, i, first + (kb__time)i * full + l0->ow_ps);
-        arrive(sim, msg, n - 1, last + l0->ow_ps);
-        return;
-    }
-    kb__event_fn next = r->n > 1 ? hop_arrive : deliver;
-    kb__sim_post_at(sim, msg->first_end + l0->ow_ps, next, msg, 1);
+    msg->first_end = serve_all(msg, msg->t_start);
+    after_link0(sim, msg);
 }
 
 int kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int in_order)
@@ -237,20 +243,13 @@ int kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int in_order)
     if (in_order && msg->inject_chain && r->starts_at_leaf) {
         /* Nothing else reaches link 0, nothing offered earlier is pending
          * and nothing offered later comes earlier: serve the train now. */
-        const kb__link *l0 = &msg->fab->links[r->links[0]];
         for (uint32_t i = 0; i < msg->npkts; i++) {
             assert(at[i] >= kb__sim_now(sim));
             at[i] = serve(msg, 0, i, at[i]);
         }
         msg->inject_chain = 0;
-        if (r->n == 1 && r->ends_in_order) {
-            for (uint32_t i = 0; i < msg->npkts; i++)
-                arrive(sim, msg, i, at[i] + l0->ow_ps);
-            return 1;
-        }
         msg->l0_end = at;
-        kb__event_fn next = r->n > 1 ? hop_arrive : deliver;
-        kb__sim_post_at(sim, at[0] + l0->ow_ps, next, msg, 1);
+        after_link0(sim, msg);
         return 1;
     }
     for (uint32_t i = 0; i < (msg->inject_chain ? 1 : msg->npkts); i++) {
