@@ -8,7 +8,8 @@
  *           -> destination in fabric packets, memory write at the
  *           destination (M_w); done when the last byte landed.
  *   credit  one message of credit_size bytes, PE DMA node -> PE DMA node.
- * Cost to simulate: the fabric's events, one allocation per copy or credit.
+ * Cost to simulate: the fabric's events; copies and credits come from the
+ * transport's free lists, routes and memories from each rank's memo.
  */
 #include "ccl/install.h"
 

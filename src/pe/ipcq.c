@@ -57,30 +57,34 @@ static void debug_audit(const kb__ipcq_set *s)
 
 /* ---- set-up ------------------------------------------------------------------ */
 
+/* Checks cfg and world; 0 or KB_EINVAL with the message. */
+static int check_cfg(uint32_t world, const kb__ipcq_cfg *cfg, kb__err *err)
+{
+    if (!cfg->n_slots || !world)
+        return kb__err_set(err, KB_EINVAL, "ipcq: n_slots (%u) and world size (%u) must be >= 1",
+                           cfg->n_slots, world);
+    if (cfg->slot_size <= KB__IPCQ_META_BYTES)
+        return kb__err_set(err, KB_EINVAL,
+                           "ipcq: slot_size %llu B leaves no payload after the %d B descriptor",
+                           (unsigned long long)cfg->slot_size, KB__IPCQ_META_BYTES);
+    if (!cfg->vc_chunk || !cfg->credit_bytes || !(cfg->vc_bw_gbs > 0))
+        return kb__err_set(err, KB_EINVAL,
+                           "ipcq: vc_chunk_size, credit_size and pe.dma.bw_gbs must be positive");
+    return 0;
+}
+
 int kb__ipcq_create(kb__ipcq_set **out, kb__sim *sim, uint32_t world, const kb__ipcq_cfg *cfg,
                     const kb__ipcq_transport *tp, kb__err *err)
 {
     *out = NULL;
-    if (!cfg->n_slots || !world)
-        return kb__err_set(err, KB_EINVAL, "ipcq: n_slots (%u) and world size (%u) must be >= 1",
-                           cfg->n_slots, world);
-    if (cfg->slot_size <= KB__IPCQ_META_BYTES) {
-        if (tp->fini) tp->fini(tp->self);
-        return kb__err_set(err, KB_EINVAL,
-                           "ipcq: slot_size %llu B leaves no payload after the %d B descriptor",
-                           (unsigned long long)cfg->slot_size, KB__IPCQ_META_BYTES);
-    }
-    if (!cfg->vc_chunk || !cfg->credit_bytes || !(cfg->vc_bw_gbs > 0)) {
-        if (tp->fini) tp->fini(tp->self);
-        return kb__err_set(err, KB_EINVAL,
-                           "ipcq: vc_chunk_size, credit_size and pe.dma.bw_gbs must be positive");
-    }
-    kb__ipcq_set *s = calloc(1, sizeof *s);
-    if (s) s->ep = calloc(world, sizeof *s->ep);
-    if (!s || !s->ep) {
-        if (s) free(s);
-        if (tp->fini) tp->fini(tp->self);
-        return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for %u ranks", world);
+    kb__ipcq_set *s = NULL;
+    int rc = check_cfg(world, cfg, err);
+    if (!rc && (!(s = calloc(1, sizeof *s)) || !(s->ep = calloc(world, sizeof *s->ep))))
+        rc = kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for %u ranks", world);
+    if (rc) {
+        free(s);
+        if (tp->fini) tp->fini(tp->self); /* the set owns the transport's self */
+        return rc;
     }
     kb__pool_init(&s->staging, cfg->slot_size);
     kb__pool_init(&s->pieces, sizeof(ipcq_piece));
