@@ -28,8 +28,8 @@
 #include "internal.h"
 #include "kernbench/dist.h"
 
-/* Row i of pattern pat (period 13) into row[0..n): the first period, then
- * copies of what is written so far, doubling (memcpy-fast). */
+/* Fills row[0..n) with the 13 values of pat repeated: the first period,
+ * then copies of what is written so far, doubling (memcpy-fast). */
 static void repeat13(float *row, const float pat[13], int64_t n)
 {
     int64_t have = n < 13 ? n : 13;

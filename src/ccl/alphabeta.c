@@ -322,24 +322,31 @@ static void add_route(const kb__topo *t, phase_acc *a, const kb__ccl_route *r, d
         a->link_ps[r->links[i]] += bytes * 1000.0 / t->links[r->links[i]].bw_gbs;
 }
 
+/* The node of PE d's ring memory of kind buf. */
+static int32_t ring_node(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf)
+{
+    pe_nodes n = nodes_of(t, d);
+    if (buf == KB__CCL_BUF_TCM) return n.tcm;
+    return buf == KB__CCL_BUF_SRAM ? NODE(SRAM, d.sip, d.cube, -1) : n.hbm;
+}
+
 /* The receiver's copy of its ring's slots into its TCM. */
 static int copy_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__ccl_route *r,
                      kb__err *err)
 {
     pe_nodes n = nodes_of(t, d);
-    int32_t mem = buf == KB__CCL_BUF_SRAM ? NODE(SRAM, d.sip, d.cube, -1) : n.hbm;
-    int32_t tcm_ring[] = {n.tcm, n.dma, n.tcm}, far_ring[] = {mem, n.xbar, n.noc, n.dma, n.tcm};
+    int32_t tcm_ring[] = {n.tcm, n.dma, n.tcm},
+            far_ring[] = {ring_node(t, d, buf), n.xbar, n.noc, n.dma, n.tcm};
     return buf == KB__CCL_BUF_TCM ? path(t, r, tcm_ring, 3, err) : path(t, r, far_ring, 5, err);
 }
 
 /* The read request of a copy from PE d's DMA to the memory it reads (its
- * TCM, or the ring memory of a receive copy). */
+ * TCM, or the ring memory of a receive copy): the copy's route back. */
 static int request_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__ccl_route *r,
                         kb__err *err)
 {
     pe_nodes n = nodes_of(t, d);
-    int32_t mem = buf == KB__CCL_BUF_SRAM ? NODE(SRAM, d.sip, d.cube, -1) : n.hbm;
-    int32_t near[] = {n.dma, n.tcm}, far[] = {n.dma, n.noc, n.xbar, mem};
+    int32_t near[] = {n.dma, n.tcm}, far[] = {n.dma, n.noc, n.xbar, ring_node(t, d, buf)};
     return buf == KB__CCL_BUF_TCM ? path(t, r, near, 2, err) : path(t, r, far, 4, err);
 }
 
