@@ -235,7 +235,7 @@ int kb__tile_reduce_infer(kb__tile_op op, const kb__tile_desc *x, int axis, bool
 {
     if (op < KB__OP_SUM || op > KB__OP_XOR_SUM)
         return kb__err_set(err, KB_EINVAL, "%s is not a reduction", kb__tile_op_name(op));
-    int rc, ax;
+    int rc, ax = KB__TILE_AXIS_ALL; /* set by kb__tile_norm_axis; -O3 cannot see it */
     if ((rc = kb__tile_check_desc(op, "x", x, err)) ||
         (rc = kb__tile_norm_axis(op, x, axis, &ax, err)))
         return rc;
