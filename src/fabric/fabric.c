@@ -113,6 +113,8 @@ void kb__fabric_destroy(kb__fabric *fab)
         for (uint32_t i = 0; i < fab->n_nodes; i++)
             free((char *)fab->nodes[i].name);
     free(fab->nodes);
+    for (uint32_t i = 0; fab->links && i < fab->n_links; i++)
+        free(fab->links[i].pq);
     free(fab->links);
     free(fab->out_first);
     free(fab->out_next);
@@ -321,6 +323,7 @@ void kb__fabric_reset(kb__fabric *fab)
     for (uint32_t i = 0; i < fab->n_links; i++) {
         kb__link *l = &fab->links[i];
         l->free_at = l->last_arrival = 0;
+        l->pq_head = l->pq_n = 0;
         l->bytes = l->packets = 0;
         l->busy_ps = 0;
     }

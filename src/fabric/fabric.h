@@ -87,7 +87,20 @@ typedef struct kb__link {
     uint32_t odd_bytes; /* the last other packet size served, and its time */
     kb__time odd_ps;
     kb__time last_arrival; /* KB_DEBUG_INVARIANTS: latest arrival reserved */
+    /* Packets on their way to this link, the last of their route into an
+     * in-order node, whose arrival is known: they wait to be reserved in
+     * arrival order (packet.c). A ring of pq_cap entries (a power of two),
+     * sorted by arrival from pq_head. */
+    uint32_t pq_head, pq_n, pq_cap;
+    struct kb__fab_pend *pq;
 } kb__link;
+
+/* A packet waiting on a link (above): packet pkt of msg arrives at `at`. */
+typedef struct kb__fab_pend {
+    struct kb__fab_msg *msg;
+    uint32_t pkt;
+    kb__time at;
+} kb__fab_pend;
 
 /* A route: the links a message crosses, in order, and its closed-form sums. */
 typedef struct kb__route {
@@ -113,7 +126,7 @@ typedef struct kb__fabric kb__fabric;
 typedef struct kb__fab_msg kb__fab_msg;
 
 /* Called when packet `pkt` of msg reaches the end of its route, at
- * msg->t_arrive (kb__fabric_set_in_order: possibly before it, see there). */
+ * msg->t_arrive (kb__fabric_set_in_order: the clock may differ, see there). */
 typedef void (*kb__fab_pkt_fn)(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt);
 
 /* A message in flight. The caller owns it; fill with kb__fab_msg_init. */
@@ -136,6 +149,8 @@ struct kb__fab_msg {
     kb__fab_pkt_fn on_packet; /* optional, each delivered packet */
     kb__fab_pkt_fn on_done;   /* optional, after the last packet's on_packet */
     void *user;
+    uint32_t waiting;      /* packets waiting on the last link (packet.c) */
+    kb__time wait_last_at; /* the latest of their arrivals there */
 };
 
 /* Builds a fabric over nodes/links. packet_bytes, header_bytes >= 1. Errors:
@@ -163,12 +178,15 @@ kb__time kb__link_service_ps(const kb__fabric *fab, const kb__link *l, uint32_t 
 /* Declares that every message ending at node reaches it through its one
  * incoming link and that what its arrivals trigger only depends on their
  * order and times (a memory controller: channel reservations). The engine
- * then hands each arriving packet over when it is served on that link,
+ * then hands each arriving packet over when it is reserved on that link,
  * with msg->t_arrive its arrival time, instead of posting an event for the
- * arrival: the link serves in arrival order, so the hand-overs come in
- * arrival order. on_packet and on_done of such messages must use
- * t_arrive, not the clock, and may only act at or after it. KB_EINVAL when
- * node has not exactly one incoming link. */
+ * arrival: the link is reserved in arrival order, so the hand-overs come in
+ * arrival order. The clock at a hand-over may be before t_arrive, or, for
+ * any packet but the message's last, after it; the last packet's comes no
+ * later than its t_arrive. So on_packet and on_done of such messages must
+ * use t_arrive, not the clock; on_done may act at or after it, on_packet
+ * only on state that the node's later hand-overs read (no event). KB_EINVAL
+ * when node has not exactly one incoming link. */
 int kb__fabric_set_in_order(kb__fabric *fab, uint32_t node, kb__err *err);
 
 /* A few routes remembered by their user (a DMA engine, a queue endpoint) in

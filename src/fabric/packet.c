@@ -15,11 +15,16 @@
  *   (kb__fab_inject with in_order, from a leaf node: a memory read);
  * - for the arrival at a node declared in order (kb__fabric_set_in_order:
  *   a memory behind its one incoming link): each packet is handed over when
- *   it is served on that last link, with its arrival time.
+ *   it is reserved on that last link, with its arrival time;
+ * - on that last link, for a packet whose arrival there is known when it is
+ *   served on the link before: it waits in the link's queue (wait_last,
+ *   below) instead, one event per message.
  * After link 0 reserved at once, one pending event per message walks its
  * packets onto link 1 (chain_next).
  *
- * Cost: O(1) per packet per hop, no allocation.
+ * Cost: O(1) per packet per hop (a waiting packet: its insertion from the
+ * back of a queue sorted by arrival, mostly at the back); no allocation
+ * once each queue has grown to the packets in flight toward its link.
  */
 #include <assert.h>
 #include <stdio.h>
@@ -50,6 +55,8 @@ void kb__fab_msg_init(kb__fab_msg *msg, kb__fabric *fab, const kb__route *route,
     msg->on_done = NULL;
     msg->user = NULL;
     msg->fab = fab;
+    msg->waiting = 0;
+    msg->wait_last_at = 0;
 }
 
 void kb__fab_msg_set_trace(kb__fab_msg *msg, kb__fab_hop *trace)
@@ -109,11 +116,11 @@ static inline void check_fifo(kb__fabric *fab, kb__link *l, kb__time arrival)
 #endif
 }
 
-/* Reserves link `hop` for packet pkt arriving at now; returns its service end. */
-static kb__time serve(kb__fab_msg *msg, uint32_t hop, uint32_t pkt, kb__time now)
+/* Reserves link l (hop `hop` of msg) for packet pkt arriving at now;
+ * returns its service end. */
+static kb__time reserve(kb__fab_msg *msg, kb__link *l, uint32_t hop, uint32_t pkt, kb__time now)
 {
     kb__fabric *fab = msg->fab;
-    kb__link *l = &fab->links[msg->route->links[hop]];
     uint32_t size = kb__fab_msg_pkt_size(msg, pkt);
     check_fifo(fab, l, now);
     kb__time start = now > l->free_at ? now : l->free_at;
@@ -132,13 +139,86 @@ static kb__time serve(kb__fab_msg *msg, uint32_t hop, uint32_t pkt, kb__time now
     return end;
 }
 
+/* ---- waiting packets --------------------------------------------------
+ *
+ * A packet served on its route's second-last link reaches the last one, L,
+ * at a time known now (its service end + o + w), later than now. When L
+ * leads into an in-order node, the packet waits in L's queue, sorted by
+ * arrival, instead of posting an event: every arrival L has reserved was
+ * by now, so all those in the queue come after them. Whatever else
+ * arrives at L does so at its own arrival time, now, by an event or a
+ * send: it first reserves every waiting packet that arrived by now, in
+ * arrival order (ties: the waiting one first), then itself. Once all the
+ * packets of a message wait, one event at the latest of their arrivals does
+ * the same (flush_due). So L is reserved in arrival order, and each
+ * message's last packet is handed over at its arrival time, the others at
+ * or after theirs but not after the last. */
+
+/* Reserves and hands over every packet waiting on l that arrived by t (at
+ * most now). Hand-overs may send more: the loop re-reads the queue. */
+static void flush(kb__sim *sim, kb__link *l, kb__time t)
+{
+    assert(t <= kb__sim_now(sim));
+    while (l->pq_n && l->pq[l->pq_head].at <= t) {
+        kb__fab_pend e = l->pq[l->pq_head];
+        l->pq_head = (l->pq_head + 1) & (l->pq_cap - 1);
+        l->pq_n--;
+        kb__time end = reserve(e.msg, l, e.msg->route->n - 1, e.pkt, e.at);
+        arrive(sim, e.msg, e.pkt, end + l->ow_ps);
+    }
+}
+
+static void flush_due(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)data;
+    flush(sim, arg, kb__sim_now(sim));
+}
+
+/* Queues packet pkt of msg on its route's last link, into an in-order node,
+ * which it reaches at `at` > now. */
+static void wait_last(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt, kb__time at)
+{
+    kb__link *l = &msg->fab->links[msg->route->links[msg->route->n - 1]];
+    if (l->pq_n == l->pq_cap) {
+        uint32_t cap = l->pq_cap ? 2 * l->pq_cap : 16;
+        kb__fab_pend *q = malloc(cap * sizeof *q);
+        if (!q) {
+            kb__sim_fail(sim, KB_ENOMEM, "fabric: out of host memory for packets in flight");
+            return;
+        }
+        for (uint32_t i = 0; i < l->pq_n; i++)
+            q[i] = l->pq[(l->pq_head + i) & (l->pq_cap - 1)];
+        free(l->pq);
+        l->pq = q;
+        l->pq_head = 0;
+        l->pq_cap = cap;
+    }
+    /* Insert from the back: packets mostly come in arrival order. */
+    uint32_t m = l->pq_cap - 1, i = l->pq_n++;
+    for (; i > 0 && l->pq[(l->pq_head + i - 1) & m].at > at; i--)
+        l->pq[(l->pq_head + i) & m] = l->pq[(l->pq_head + i - 1) & m];
+    l->pq[(l->pq_head + i) & m] = (kb__fab_pend){msg, pkt, at};
+    if (at > msg->wait_last_at) msg->wait_last_at = at;
+    if (++msg->waiting == msg->npkts) kb__sim_post_at(sim, msg->wait_last_at, flush_due, l, 0);
+}
+
+/* Reserves link `hop` for packet pkt arriving at now, after the packets
+ * waiting there that arrived by now; returns its service end. */
+static kb__time serve(kb__sim *sim, kb__fab_msg *msg, uint32_t hop, uint32_t pkt, kb__time now)
+{
+    kb__link *l = &msg->fab->links[msg->route->links[hop]];
+    if (l->pq_n) flush(sim, l, now);
+    return reserve(msg, l, hop, pkt, now);
+}
+
 /* Reserves link 0 for every packet of msg offered together at now: they
  * are served back to back. Returns packet 0's end (l0_end_of gives the
  * others). Same accounting as n calls of serve. */
-static kb__time serve_all(kb__fab_msg *msg, kb__time now)
+static kb__time serve_all(kb__sim *sim, kb__fab_msg *msg, kb__time now)
 {
     kb__fabric *fab = msg->fab;
     kb__link *l = &fab->links[msg->route->links[0]];
+    if (l->pq_n) flush(sim, l, now);
     uint32_t n = msg->npkts, tail = kb__fab_msg_pkt_size(msg, n - 1);
     check_fifo(fab, l, now);
     kb__time start = now > l->free_at ? now : l->free_at;
@@ -186,16 +266,21 @@ static void chain_next(kb__sim *sim, kb__fab_msg *msg, uint64_t data)
                     data + ((uint64_t)1 << HOP_BITS));
 }
 
-/* Link 0 of msg is reserved for every packet: hand them all over now if
- * that is the whole route into an in-order node (the last may end msg),
- * else start the walk onto link 1 (chain_next). */
+/* Link 0 of msg is reserved for every packet: into an in-order node, hand
+ * them all over now if that is the whole route (the last may end msg), or
+ * queue them all on link 1 if that is the last; else start the walk onto
+ * link 1 (chain_next). */
 static void after_link0(kb__sim *sim, kb__fab_msg *msg)
 {
     const kb__route *r = msg->route;
     kb__time ow = msg->fab->links[r->links[0]].ow_ps;
-    if (r->n == 1 && r->ends_in_order) {
-        for (uint32_t i = 0, n = msg->npkts; i < n; i++)
-            arrive(sim, msg, i, l0_end_of(msg, i) + ow);
+    if (r->n <= 2 && r->ends_in_order) {
+        for (uint32_t i = 0, n = msg->npkts; i < n; i++) {
+            if (r->n == 1)
+                arrive(sim, msg, i, l0_end_of(msg, i) + ow);
+            else
+                wait_last(sim, msg, i, l0_end_of(msg, i) + ow);
+        }
         return;
     }
     kb__sim_post_at(sim, l0_end_of(msg, 0) + ow, r->n > 1 ? hop_arrive : deliver, msg, 1);
@@ -213,12 +298,15 @@ static void hop_arrive(kb__sim *sim, void *arg, uint64_t data)
         if (next < msg->npkts)
             kb__sim_post_at(sim, msg->inject[next], hop_arrive, msg, (uint64_t)next << HOP_BITS);
     }
-    kb__time end = serve(msg, hop, (uint32_t)(data >> HOP_BITS), kb__sim_now(sim));
+    uint32_t pkt = (uint32_t)(data >> HOP_BITS);
+    kb__time end = serve(sim, msg, hop, pkt, kb__sim_now(sim));
     kb__time at = end + msg->fab->links[r->links[hop]].ow_ps;
-    if (hop + 1 < r->n)
+    if (hop + 2 == r->n && r->ends_in_order)
+        wait_last(sim, msg, pkt, at);
+    else if (hop + 1 < r->n)
         kb__sim_post_at(sim, at, hop_arrive, msg, data + 1);
     else if (r->ends_in_order)
-        arrive(sim, msg, (uint32_t)(data >> HOP_BITS), at);
+        arrive(sim, msg, pkt, at);
     else
         kb__sim_post_at(sim, at, deliver, msg, data + 1);
 }
@@ -227,7 +315,7 @@ void kb__fab_send(kb__sim *sim, kb__fab_msg *msg)
 {
     msg->t_start = kb__sim_now(sim);
     msg->l0_end = NULL;
-    msg->first_end = serve_all(msg, msg->t_start);
+    msg->first_end = serve_all(sim, msg, msg->t_start);
     after_link0(sim, msg);
 }
 
@@ -245,7 +333,7 @@ int kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int in_order)
          * and nothing offered later comes earlier: serve the train now. */
         for (uint32_t i = 0; i < msg->npkts; i++) {
             assert(at[i] >= kb__sim_now(sim));
-            at[i] = serve(msg, 0, i, at[i]);
+            at[i] = serve(sim, msg, 0, i, at[i]);
         }
         msg->inject_chain = 0;
         msg->l0_end = at;

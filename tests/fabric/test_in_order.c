@@ -20,7 +20,7 @@ enum { SRC0, SRC1, A, B, MEM, NODES };
 typedef struct net {
     kb__sim *sim;
     kb__fabric *fab;
-    const kb__route *r0, *r1;
+    const kb__route *r0, *r1, *rb; /* src0 -> mem, src1 -> mem, b -> mem */
 } net;
 
 static void net_make(net *n, int in_order)
@@ -42,6 +42,7 @@ static void net_make(net *n, int in_order)
     if (in_order) cr_assert_eq(kb__fabric_set_in_order(n->fab, MEM, &err), 0, "%s", err.msg);
     cr_assert_eq(kb__fabric_route(n->fab, SRC0, KB__NO_NODE, MEM, &n->r0, &err), 0);
     cr_assert_eq(kb__fabric_route(n->fab, SRC1, KB__NO_NODE, MEM, &n->r1, &err), 0);
+    cr_assert_eq(kb__fabric_route(n->fab, B, KB__NO_NODE, MEM, &n->rb, &err), 0);
 }
 
 static void net_free(net *n)
@@ -52,14 +53,22 @@ static void net_free(net *n)
 
 typedef struct seen {
     kb__time at[64];
-    int early; /* a hand-over came after its arrival time */
+    int late;      /* the last hand-over came after its arrival time */
+    int unordered; /* a hand-over came after a later arrival's */
 } seen;
 
+static kb__time handed_last; /* the latest arrival handed over in this run */
+
+/* Hand-overs at an in-order node: in arrival order over all messages; a
+ * message's last one at its arrival time (the others may come later, up
+ * to that). */
 static void record(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
     seen *s = m->user;
     s->at[pkt] = m->t_arrive;
-    if (kb__sim_now(sim) > m->t_arrive) s->early = 1;
+    if (m->delivered == m->npkts && kb__sim_now(sim) > m->t_arrive) s->late = 1;
+    if (m->t_arrive < handed_last) s->unordered = 1;
+    handed_last = m->t_arrive;
 }
 
 static void send_cb(kb__sim *sim, void *arg, uint64_t data)
@@ -68,23 +77,30 @@ static void send_cb(kb__sim *sim, void *arg, uint64_t data)
     kb__fab_send(sim, arg);
 }
 
-/* Two messages of b0 and b1 bytes from src0 (now) and src1 (after delay):
- * their packets contend on a -> b and b -> mem. */
-static void run(int in_order, uint64_t b0, uint64_t b1, kb__time delay, seen *s0, seen *s1)
+/* Two messages of b0 and b1 bytes from src0 (now) and src1 (after delay)
+ * contend on a -> b and b -> mem; a header sent from b itself (after
+ * delay / 2 + 700 ps) takes b -> mem among them. */
+static void run(int in_order, uint64_t b0, uint64_t b1, kb__time delay, seen *s0, seen *s1,
+                seen *sb)
 {
     net n;
     net_make(&n, in_order);
-    kb__fab_msg m0, m1;
+    kb__fab_msg m0, m1, mb;
+    handed_last = 0;
     kb__fab_msg_init(&m0, n.fab, n.r0, b0, P);
     kb__fab_msg_init(&m1, n.fab, n.r1, b1, P);
+    kb__fab_msg_init(&mb, n.fab, n.rb, HDR, HDR);
     m0.user = s0;
     m1.user = s1;
-    m0.on_packet = m1.on_packet = record;
+    mb.user = sb;
+    m0.on_packet = m1.on_packet = mb.on_packet = record;
     kb__fab_send(n.sim, &m0);
     kb__sim_post(n.sim, delay, send_cb, &m1, 0);
+    kb__sim_post(n.sim, delay / 2 + 700, send_cb, &mb, 0);
     cr_assert_eq(kb__sim_run(n.sim), 0);
     cr_assert_eq(m0.delivered, m0.npkts);
     cr_assert_eq(m1.delivered, m1.npkts);
+    cr_assert_eq(mb.delivered, 1);
     net_free(&n);
 }
 
@@ -105,13 +121,17 @@ Test(in_order, hand_over_at_the_last_link_gives_the_per_packet_arrivals)
     static const kb__time delays[] = {0, 1500, 20000, 90000};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
         for (size_t d = 0; d < sizeof delays / sizeof delays[0]; d++) {
-            seen p0 = {{0}, 0}, p1 = {{0}, 0}, q0 = {{0}, 0}, q1 = {{0}, 0};
-            run(0, sizes[k][0], sizes[k][1], delays[d], &p0, &p1);
-            run(1, sizes[k][0], sizes[k][1], delays[d], &q0, &q1);
-            cr_assert_arr_eq(q0.at, p0.at, sizeof p0.at, "sizes %zu delay %zu", k, d);
-            cr_assert_arr_eq(q1.at, p1.at, sizeof p1.at, "sizes %zu delay %zu", k, d);
-            cr_assert_not(q0.early || q1.early, "a hand-over came after its arrival");
-            cr_assert_not(p0.early || p1.early);
+            seen p[3], q[3];
+            memset(p, 0, sizeof p);
+            memset(q, 0, sizeof q);
+            run(0, sizes[k][0], sizes[k][1], delays[d], &p[0], &p[1], &p[2]);
+            run(1, sizes[k][0], sizes[k][1], delays[d], &q[0], &q[1], &q[2]);
+            for (int i = 0; i < 3; i++) {
+                cr_assert_arr_eq(q[i].at, p[i].at, sizeof p[i].at, "sizes %zu delay %zu msg %d", k,
+                                 d, i);
+                cr_assert_not(q[i].late || p[i].late, "a last hand-over came after its arrival");
+                cr_assert_not(q[i].unordered, "hand-overs out of arrival order");
+            }
         }
 }
 
@@ -123,7 +143,8 @@ Test(in_order, a_train_from_a_leaf_arrives_as_packet_by_packet)
     kb__time leave[12];
     for (int i = 0; i < 12; i++) /* bursts (equal times, closer than a service) and gaps */
         leave[i] = i ? leave[i - 1] + (i % 4 == 0 ? 9000 : i % 4 == 1 ? 0 : 700) : 5000;
-    seen s[2] = {{{0}, 0}, {{0}, 0}};
+    seen s[2];
+    memset(s, 0, sizeof s);
     for (int mode = 0; mode < 2; mode++) {
         net n;
         net_make(&n, 0);
@@ -157,4 +178,31 @@ Test(in_order, a_source_that_is_not_a_leaf_gets_packet_by_packet_offers)
     cr_assert_eq(kb__sim_run(n.sim), 0);
     cr_assert_eq(m.delivered, 2);
     net_free(&n);
+}
+
+/* Packets offered out of order (a gather's pieces leave their channels at
+ * unrelated times) still reach mem as packet by packet, all of them: the
+ * message's packets wait on b -> mem until the latest has arrived. */
+Test(in_order, packets_offered_out_of_order_all_arrive_as_packet_by_packet)
+{
+    static const kb__time leave[6] = {9000, 2000, 2000, 15000, 700, 4000};
+    seen s[2];
+    memset(s, 0, sizeof s);
+    for (int mode = 0; mode < 2; mode++) {
+        net n;
+        net_make(&n, mode);
+        handed_last = 0;
+        kb__fab_msg m;
+        kb__fab_msg_init(&m, n.fab, n.r0, 6 * P, P);
+        m.user = &s[mode];
+        m.on_packet = record;
+        kb__time at[6];
+        memcpy(at, leave, sizeof at);
+        cr_assert_eq(kb__fab_inject(n.sim, &m, at, 0), 0);
+        cr_assert_eq(kb__sim_run(n.sim), 0);
+        cr_assert_eq(m.delivered, 6);
+        net_free(&n);
+    }
+    cr_assert_arr_eq(s[1].at, s[0].at, sizeof s[0].at);
+    cr_assert_not(s[1].late || s[1].unordered);
 }
