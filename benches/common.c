@@ -5,7 +5,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "base/dtype.h"
 #include "internal.h"
@@ -219,19 +218,3 @@ void kb__bench_free(float *p0, ...)
     va_end(ap);
 }
 
-float *kb__bench_map(size_t n)
-{
-    size_t bytes = n * sizeof(float);
-    void *p =
-        mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, bytes, MADV_HUGEPAGE); /* advice only */
-#endif
-    return p;
-}
-
-void kb__bench_unmap(float *p, size_t n)
-{
-    if (p) munmap(p, n ? n * sizeof(float) : 1);
-}

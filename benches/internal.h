@@ -56,13 +56,6 @@ int kb__bench_alloc(size_t n, float **p0, ...);
 /* Frees a NULL-terminated list of arrays. */
 void kb__bench_free(float *p0, ...);
 
-/* A large host buffer of n floats (contents undefined), mapped in 2 MiB
- * huge pages where the host grants them: first touching hundreds of MiB
- * page by page costs more than the simulation on some virtual machines.
- * NULL when out of memory; release with kb__bench_unmap(p, n). */
-float *kb__bench_map(size_t n);
-void kb__bench_unmap(float *p, size_t n);
-
 /* A tl scalar of dtype (shorthand). */
 #define KB__S(k, v, dt) tl_scalar((k), (double)(v), (dt))
 

@@ -6,12 +6,15 @@
  * tensor's dtype on the way (round to nearest even), and written to every
  * replica with one memory-write message each. Copy out: each region's first
  * replica is read with one memory-read message and unpacked, converting to
- * the host dtype. Host memory: one staging buffer of one shard's bytes.
+ * the host dtype. A copy of some rows moves only the rows of each region
+ * inside them (a shard stores its rows one after another, so they are one
+ * contiguous range). Host memory: one staging buffer of one shard's bytes.
  */
 #include "runtime/internal.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,9 +65,10 @@ static void shape_text(const kb__rt_tensor *t, char *buf, size_t n)
         snprintf(buf, n, "%" PRId64, t->shape[0]);
 }
 
-/* Looks the tensor up and checks the host buffer; NULL with err set. */
-static kb__rt_tensor *copy_check(kb_machine *m, kb_tensor h, const void *buf, size_t nbytes,
-                                 kb_dtype host_dtype, kb__err *err)
+/* Looks the tensor up and checks rows [row0, row0 + nrows) and the host
+ * buffer of that many rows; NULL with err set. nrows < 0: every row. */
+static kb__rt_tensor *copy_check(kb_machine *m, kb_tensor h, int64_t row0, int64_t *nrows,
+                                 const void *buf, size_t nbytes, kb_dtype host_dtype, kb__err *err)
 {
     kb__rt_tensor *t = kb__rt_tensor_get(m, h.id, err);
     if (!t) return NULL;
@@ -72,26 +76,49 @@ static kb__rt_tensor *copy_check(kb_machine *m, kb_tensor h, const void *buf, si
         kb__err_set(err, KB_EINVAL, "tensor '%s': unknown host dtype %d", t->name, (int)host_dtype);
         return NULL;
     }
-    uint64_t want = elements(t) * kb__dtype_size((kb__dtype)host_dtype);
-    if (!buf || nbytes != want) {
+    const kb__shard_plan *p = &t->plan;
+    if (*nrows < 0) *nrows = p->rows;
+    if (row0 < 0 || *nrows < 1 || row0 > p->rows - *nrows) {
         char shp[64];
         shape_text(t, shp, sizeof shp);
+        kb__err_set(err, KB_ERANGE,
+                    "tensor '%s' (%s): rows [%" PRId64 ", %" PRId64 ") are not inside its %" PRId64
+                    " row%s%s",
+                    t->name, shp, row0, row0 + *nrows, p->rows, p->rows == 1 ? "" : "s",
+                    t->ndim == 1 ? " (a 1-D tensor is one row)" : "");
+        return NULL;
+    }
+    uint64_t want = (uint64_t)*nrows * (uint64_t)p->cols * kb__dtype_size((kb__dtype)host_dtype);
+    if (!buf || nbytes != want) {
+        char shp[64], part[64] = "";
+        shape_text(t, shp, sizeof shp);
+        if (*nrows != p->rows)
+            snprintf(part, sizeof part, "rows [%" PRId64 ", %" PRId64 ") of ", row0, row0 + *nrows);
         kb__err_set(err, KB_EINVAL,
-                    "tensor '%s': host buffer has %zu bytes%s, expected %" PRIu64 " (%s %s)",
-                    t->name, buf ? nbytes : 0, buf ? "" : " (NULL)", want, shp,
+                    "tensor '%s': host buffer has %zu bytes%s, expected %" PRIu64 " (%s%s %s)",
+                    t->name, buf ? nbytes : 0, buf ? "" : " (NULL)", want, part, shp,
                     kb__dtype_name((kb__dtype)host_dtype));
         return NULL;
     }
     return t;
 }
 
-int kb_copy_from_host(kb_machine *m, kb_tensor h, const void *src, size_t nbytes,
-                      kb_dtype src_dtype)
+/* The rows of shard sh inside [row0, row0 + nrows): [*a, *b) in global rows;
+ * false when none. */
+static bool rows_in(const kb__shard *sh, int64_t row0, int64_t nrows, int64_t *a, int64_t *b)
+{
+    *a = sh->row0 > row0 ? sh->row0 : row0;
+    *b = sh->row0 + sh->rows < row0 + nrows ? sh->row0 + sh->rows : row0 + nrows;
+    return *a < *b;
+}
+
+int kb_copy_rows_from_host(kb_machine *m, kb_tensor h, int64_t row0, int64_t nrows, const void *src,
+                           size_t nbytes, kb_dtype src_dtype)
 {
     if (!m) return KB_EINVAL;
     kb__err err;
     kb__err_clear(&err);
-    kb__rt_tensor *t = copy_check(m, h, src, nbytes, src_dtype, &err);
+    kb__rt_tensor *t = copy_check(m, h, row0, &nrows, src, nbytes, src_dtype, &err);
     uint8_t *stage = NULL;
     kb__rt_seg *segs = NULL;
     if (!t || kb__rt_stage(m, t->plan.shards[0].bytes, &stage, &err) ||
@@ -102,25 +129,36 @@ int kb_copy_from_host(kb_machine *m, kb_tensor h, const void *src, size_t nbytes
     const uint8_t *s8 = src;
     for (int r = 0; r < p->n_regions; r++) {
         const kb__shard *sh = &p->shards[kb__shard_find(p, r, 0)];
-        for (int64_t i = 0; i < sh->rows; i++) {
-            uint64_t off = (uint64_t)(sh->row0 + i) * (uint64_t)p->cols + (uint64_t)sh->col0;
-            kb__dtype_convert(t->dtype, stage + (uint64_t)i * sh->cols * ds, (kb__dtype)src_dtype,
-                              s8 + off * hs, (size_t)sh->cols);
+        int64_t a, b;
+        if (!rows_in(sh, row0, nrows, &a, &b)) continue;
+        for (int64_t i = a; i < b; i++) {
+            uint64_t off = (uint64_t)(i - row0) * (uint64_t)p->cols + (uint64_t)sh->col0;
+            kb__dtype_convert(t->dtype, stage + (uint64_t)(i - a) * sh->cols * ds,
+                              (kb__dtype)src_dtype, s8 + off * hs, (size_t)sh->cols);
         }
+        uint64_t skip = (uint64_t)(a - sh->row0) * sh->cols * ds,
+                 len = (uint64_t)(b - a) * sh->cols * ds;
         for (int k = 0; k < p->copies; k++)
-            segs[k] = (kb__rt_seg){t->pa[kb__shard_find(p, r, k)], sh->bytes, stage};
+            segs[k] = (kb__rt_seg){t->pa[kb__shard_find(p, r, k)] + skip, len, stage};
         if (kb__rt_port_write(m, segs, (uint32_t)p->copies, NULL, 0, &err))
             return kb__rt_fail(m, &err);
     }
     return 0;
 }
 
-int kb_copy_to_host(kb_machine *m, kb_tensor h, void *dst, size_t nbytes, kb_dtype dst_dtype)
+int kb_copy_from_host(kb_machine *m, kb_tensor t, const void *src, size_t nbytes,
+                      kb_dtype src_dtype)
+{
+    return kb_copy_rows_from_host(m, t, 0, -1, src, nbytes, src_dtype);
+}
+
+int kb_copy_rows_to_host(kb_machine *m, kb_tensor h, int64_t row0, int64_t nrows, void *dst,
+                         size_t nbytes, kb_dtype dst_dtype)
 {
     if (!m) return KB_EINVAL;
     kb__err err;
     kb__err_clear(&err);
-    kb__rt_tensor *t = copy_check(m, h, dst, nbytes, dst_dtype, &err);
+    kb__rt_tensor *t = copy_check(m, h, row0, &nrows, dst, nbytes, dst_dtype, &err);
     uint8_t *stage = NULL;
     if (!t || kb__rt_stage(m, t->plan.shards[0].bytes, &stage, &err)) return kb__rt_fail(m, &err);
     const kb__shard_plan *p = &t->plan;
@@ -129,16 +167,25 @@ int kb_copy_to_host(kb_machine *m, kb_tensor h, void *dst, size_t nbytes, kb_dty
     for (int r = 0; r < p->n_regions; r++) {
         int idx = kb__shard_find(p, r, 0);
         const kb__shard *sh = &p->shards[idx];
-        kb__rt_seg seg = {t->pa[idx], sh->bytes, stage};
+        int64_t a, b;
+        if (!rows_in(sh, row0, nrows, &a, &b)) continue;
+        uint64_t skip = (uint64_t)(a - sh->row0) * sh->cols * ds,
+                 len = (uint64_t)(b - a) * sh->cols * ds;
+        kb__rt_seg seg = {t->pa[idx] + skip, len, stage};
         int rc = kb__rt_port_read(m, &seg, 1, &err);
         if (rc) return kb__rt_fail(m, &err);
-        for (int64_t i = 0; i < sh->rows; i++) {
-            uint64_t off = (uint64_t)(sh->row0 + i) * (uint64_t)p->cols + (uint64_t)sh->col0;
+        for (int64_t i = a; i < b; i++) {
+            uint64_t off = (uint64_t)(i - row0) * (uint64_t)p->cols + (uint64_t)sh->col0;
             kb__dtype_convert((kb__dtype)dst_dtype, d8 + off * hs, t->dtype,
-                              stage + (uint64_t)i * sh->cols * ds, (size_t)sh->cols);
+                              stage + (uint64_t)(i - a) * sh->cols * ds, (size_t)sh->cols);
         }
     }
     return 0;
+}
+
+int kb_copy_to_host(kb_machine *m, kb_tensor t, void *dst, size_t nbytes, kb_dtype dst_dtype)
+{
+    return kb_copy_rows_to_host(m, t, 0, -1, dst, nbytes, dst_dtype);
 }
 
 int kb_tensor_get_info(kb_machine *m, kb_tensor h, kb_tensor_info *out)

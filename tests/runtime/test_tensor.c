@@ -273,3 +273,89 @@ Test(tensor, close_frees_tensors_still_alive)
     cr_assert_eq(kb_zeros(m, "left", 2, shape, KB_F32, NULL, &t), 0);
     kb_close(m); /* the sanitizer build checks nothing leaks */
 }
+
+/* Copies of row ranges move those rows only, into every replica, for every
+ * sharding of a 2-D tensor: checked against a host copy of the whole
+ * tensor, through a full copy out, ranged copies out and every replica's
+ * bytes in the backing store. */
+Test(tensor, row_range_copies_move_only_their_rows_into_every_replica)
+{
+    kb_machine *m = open_small();
+    enum { R = 8, C = 16 };
+    static const int64_t ranges[][2] = {{3, 2}, {0, 1}, {5, 3}, {1, 6}, {7, 1}};
+    int64_t shape[2] = {R, C};
+    for (int combo = 0; combo < 27; combo++) {
+        kb_policy p = policy_of(combo);
+        kb_tensor t;
+        cr_assert_eq(kb_zeros(m, "rows", 2, shape, KB_F32, &p, &t), 0, "%s", kb_last_error(m));
+        float ref[R][C] = {{0}}, buf[R * C], back[R][C];
+        for (size_t k = 0; k < sizeof ranges / sizeof ranges[0]; k++) {
+            int64_t r0 = ranges[k][0], n = ranges[k][1];
+            for (int64_t i = 0; i < n * C; i++)
+                buf[i] = ref[r0 + i / C][i % C] = (float)(100 * (int)k + i);
+            cr_assert_eq(kb_copy_rows_from_host(m, t, r0, n, buf, (size_t)(n * C) * 4, KB_F32), 0,
+                         "%s", kb_last_error(m));
+        }
+        cr_assert_eq(kb_copy_to_host(m, t, back, sizeof back, KB_F32), 0, "%s", kb_last_error(m));
+        cr_assert_arr_eq(back, ref, sizeof ref, "combo %d", combo);
+        for (size_t k = 0; k < sizeof ranges / sizeof ranges[0]; k++) {
+            int64_t r0 = ranges[k][0], n = ranges[k][1];
+            cr_assert_eq(kb_copy_rows_to_host(m, t, r0, n, buf, (size_t)(n * C) * 4, KB_F32), 0,
+                         "%s", kb_last_error(m));
+            cr_assert_arr_eq(buf, ref[r0], (size_t)(n * C) * 4, "combo %d range %zu", combo, k);
+        }
+        kb_tensor_info info;
+        kb_tensor_get_info(m, t, &info);
+        for (int i = 0; i < info.n_shards; i++) { /* every replica holds its block */
+            kb_shard_info s;
+            kb_tensor_get_shard(m, t, i, &s);
+            float got[R * C];
+            kb__err e;
+            cr_assert_eq(kb__store_read(&m->dev->store, s.pa, got, s.nbytes, &e), 0, "%s", e.msg);
+            for (int64_t r = 0; r < s.shape[0]; r++)
+                cr_assert_arr_eq(&got[r * s.shape[1]], &ref[s.offset[0] + r][s.offset[1]],
+                                 (size_t)s.shape[1] * 4, "combo %d shard %d row %lld", combo, i,
+                                 (long long)r);
+        }
+        cr_assert_eq(kb_free(m, t), 0);
+    }
+    kb_close(m);
+}
+
+Test(tensor, row_ranges_outside_the_tensor_or_a_wrong_size_are_refused)
+{
+    kb_machine *m = open_small();
+    int64_t shape2[2] = {8, 16}, shape1[1] = {32};
+    kb_tensor t, v;
+    cr_assert_eq(kb_zeros(m, "rr", 2, shape2, KB_F32, NULL, &t), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_zeros(m, "vec", 1, shape1, KB_F32, NULL, &v), 0, "%s", kb_last_error(m));
+    float buf[8 * 16] = {0};
+    static const int64_t bad[][2] = {{-1, 2}, {7, 2}, {0, 0}, {8, 1}, {2, -3}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        cr_assert_eq(kb_copy_rows_from_host(m, t, bad[k][0], bad[k][1], buf, sizeof buf, KB_F32),
+                     KB_ERANGE, "range %zu", k);
+        cr_assert(strstr(kb_last_error(m), "tensor 'rr' (8×16): rows ["), "%s", kb_last_error(m));
+        cr_assert(strstr(kb_last_error(m), ") are not inside its 8 rows"), "%s", kb_last_error(m));
+        cr_assert_eq(kb_copy_rows_to_host(m, t, bad[k][0], bad[k][1], buf, sizeof buf, KB_F32),
+                     KB_ERANGE, "range %zu", k);
+    }
+    cr_assert_eq(kb_copy_rows_from_host(m, t, 2, 3, buf, 3 * 16 * 4 + 4, KB_F32), KB_EINVAL);
+    cr_assert(strstr(kb_last_error(m), "host buffer has 196 bytes, expected 192 (rows [2, 5) of "
+                                       "8×16 f32)"),
+              "%s", kb_last_error(m));
+    cr_assert_eq(kb_copy_rows_to_host(m, v, 0, 2, buf, 64 * 4, KB_F32), KB_ERANGE);
+    cr_assert(strstr(kb_last_error(m), "rows [0, 2) are not inside its 1 row (a 1-D tensor is "
+                                       "one row)"),
+              "%s", kb_last_error(m));
+    for (int i = 0; i < 32; i++)
+        buf[i] = (float)i;
+    cr_assert_eq(kb_copy_rows_from_host(m, v, 0, 1, buf, 32 * 4, KB_F32), 0, "%s",
+                 kb_last_error(m));
+    float out[32];
+    cr_assert_eq(kb_copy_to_host(m, v, out, sizeof out, KB_F32), 0);
+    cr_assert_arr_eq(out, buf, sizeof out);
+    cr_assert_eq(kb_free(m, t), 0);
+    cr_assert_eq(kb_free(m, v), 0);
+    cr_assert(kb__rt_memory_pristine(m));
+    kb_close(m);
+}
