@@ -4,10 +4,13 @@
  *
  * Cost: construction is linear in nodes + links; statistics walk the links.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fabric/internal.h"
+
+_Static_assert(offsetof(kb__link, pq) == 64, "a reservation's link fields fill the first line");
 
 static int copy_nodes(kb__fabric *fab, const kb__fab_node_desc *nodes, kb__err *err)
 {

@@ -71,8 +71,9 @@ typedef struct kb__fab_link_desc {
     kb__time wire_ps;     /* w */
 } kb__fab_link_desc;
 
-/* Per-direction link state and statistics. What a packet's service reads
- * and writes fills the first 64-byte line; the array is line-aligned. */
+/* Per-direction link state and statistics. What every reservation reads
+ * and writes fills the first 64-byte line, the queue of waiting packets and
+ * odd packet sizes the second; the array is line-aligned. */
 typedef struct kb__link {
     _Alignas(64) kb__time free_at; /* end of the last reserved service */
     kb__time pkt_ps;               /* ceil(packet_bytes / B) */
@@ -80,19 +81,20 @@ typedef struct kb__link {
     kb__time ow_ps;                /* o + w, the post-service delay */
     uint64_t bytes, packets;
     kb__time busy_ps; /* sum of service times */
-    double bw_gbs;
-    uint32_t id, from, to;
-    kb__link_class cls;
-    kb__time o_ps, w_ps;
-    uint32_t odd_bytes; /* the last other packet size served, and its time */
-    kb__time odd_ps;
-    kb__time last_arrival; /* KB_DEBUG_INVARIANTS: latest arrival reserved */
     /* Packets on their way to this link, the last of their route into an
      * in-order node, whose arrival is known: they wait to be reserved in
      * arrival order (packet.c). A ring of pq_cap entries (a power of two),
      * sorted by arrival from pq_head. */
-    uint32_t pq_head, pq_n, pq_cap;
-    struct kb__fab_pend *pq;
+    uint32_t pq_n;
+    uint32_t odd_bytes; /* the last other packet size served, and its time */
+    _Alignas(64) struct kb__fab_pend *pq;
+    uint32_t pq_head, pq_cap;
+    kb__time odd_ps;
+    double bw_gbs;
+    uint32_t id, from, to;
+    kb__link_class cls;
+    kb__time o_ps, w_ps;
+    kb__time last_arrival; /* KB_DEBUG_INVARIANTS: latest arrival reserved */
 } kb__link;
 
 /* A packet waiting on a link (above): packet pkt of msg arrives at `at`. */
@@ -134,23 +136,24 @@ struct kb__fab_msg {
     /* Read by every hop: the first 64 bytes. */
     const kb__route *route;
     kb__fabric *fab;
-    uint64_t bytes;           /* N */
-    uint32_t pkt_bytes;       /* p for this message (packet_bytes, or header_bytes) */
-    uint32_t npkts;           /* ceil(N / p) */
-    kb__time first_end;       /* kb__fab_send: packet 0's service end on link 0 */
-    const kb__time *l0_end;   /* kb__fab_inject of a train: packet i's end on link 0 */
-    const kb__time *inject;   /* kb__fab_inject: packet i is offered at inject[i] */
-    kb__fab_hop *trace;       /* optional, route->n entries, filled by the engine */
+    uint64_t bytes;         /* N */
+    uint32_t pkt_bytes;     /* p for this message (packet_bytes, or header_bytes) */
+    uint32_t npkts;         /* ceil(N / p) */
+    kb__time first_end;     /* kb__fab_send: packet 0's service end on link 0 */
+    const kb__time *l0_end; /* kb__fab_inject of a train: packet i's end on link 0 */
+    const kb__time *inject; /* kb__fab_inject: packet i is offered at inject[i] */
+    kb__fab_hop *trace;     /* optional, route->n entries, filled by the engine */
+    /* Read at the end of the route: the next 64 bytes. */
     int inject_chain;         /* inject is non-decreasing: packet i posts i + 1 */
     uint32_t delivered;       /* packets that reached the end */
-    kb__time t_start;         /* when the message was offered */
+    uint32_t waiting;         /* packets waiting on the last link (packet.c) */
+    kb__time wait_last_at;    /* the latest of their arrivals there */
     kb__time t_end;           /* when the last packet arrived (valid once done) */
     kb__time t_arrive;        /* in on_packet / on_done: when this packet arrives */
     kb__fab_pkt_fn on_packet; /* optional, each delivered packet */
     kb__fab_pkt_fn on_done;   /* optional, after the last packet's on_packet */
     void *user;
-    uint32_t waiting;      /* packets waiting on the last link (packet.c) */
-    kb__time wait_last_at; /* the latest of their arrivals there */
+    kb__time t_start; /* when the message was offered */
 };
 
 /* Builds a fabric over nodes/links. packet_bytes, header_bytes >= 1. Errors:
