@@ -34,6 +34,9 @@
 
 #define HOP_BITS 16u
 #define HOP_MASK ((1u << HOP_BITS) - 1u)
+/* A long message's waiting packets are also reserved every this many (see
+ * wait_last): the queue stays as short as the packets in flight. */
+#define WAIT_FLUSH_EVERY 32u
 
 void kb__fab_msg_init(kb__fab_msg *msg, kb__fabric *fab, const kb__route *route, uint64_t bytes,
                       uint32_t pkt_bytes)
@@ -150,9 +153,11 @@ static kb__time reserve(kb__fab_msg *msg, kb__link *l, uint32_t hop, uint32_t pk
  * send: it first reserves every waiting packet that arrived by now, in
  * arrival order (ties: the waiting one first), then itself. Once all the
  * packets of a message wait, one event at the latest of their arrivals does
- * the same (flush_due). So L is reserved in arrival order, and each
- * message's last packet is handed over at its arrival time, the others at
- * or after theirs but not after the last. */
+ * the same (flush_due); so does one at every WAIT_FLUSH_EVERY-th packet's
+ * arrival, which keeps a long message from piling up in the queue. So L is
+ * reserved in arrival order, and each message's last packet is handed over
+ * at its arrival time, the others at or after theirs but not after the
+ * last. */
 
 /* Reserves and hands over every packet waiting on l that arrived by t (at
  * most now). Hand-overs may send more: the loop re-reads the queue. */
@@ -199,7 +204,10 @@ static void wait_last(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt, kb__time at)
         l->pq[(l->pq_head + i) & m] = l->pq[(l->pq_head + i - 1) & m];
     l->pq[(l->pq_head + i) & m] = (kb__fab_pend){msg, pkt, at};
     if (at > msg->wait_last_at) msg->wait_last_at = at;
-    if (++msg->waiting == msg->npkts) kb__sim_post_at(sim, msg->wait_last_at, flush_due, l, 0);
+    if (++msg->waiting == msg->npkts)
+        kb__sim_post_at(sim, msg->wait_last_at, flush_due, l, 0);
+    else if (msg->waiting % WAIT_FLUSH_EVERY == 0)
+        kb__sim_post_at(sim, at, flush_due, l, 0);
 }
 
 /* Reserves link `hop` for packet pkt arriving at now, after the packets
