@@ -143,8 +143,8 @@ KB_API int kb_copy_to_host(kb_machine *m, kb_tensor t, void *dst, size_t nbytes,
 /* The same for rows [row0, row0 + nrows) only: src / dst is a row-major host
  * array of nrows full rows (nbytes = nrows × columns × element size), and
  * only the shards holding those rows are written (every replica) or read.
- * A 1-D tensor is one row (row0 0, nrows 1). KB_ERANGE when the rows are not
- * inside the tensor, KB_EINVAL for a wrong nbytes. */
+ * A 1-D tensor is one row (row0 0, nrows 1). KB_ERANGE when nrows < 1 or the
+ * rows are not inside the tensor, KB_EINVAL for a wrong nbytes. */
 KB_API int kb_copy_rows_from_host(kb_machine *m, kb_tensor t, int64_t row0, int64_t nrows,
                                   const void *src, size_t nbytes, kb_dtype src_dtype);
 KB_API int kb_copy_rows_to_host(kb_machine *m, kb_tensor t, int64_t row0, int64_t nrows,

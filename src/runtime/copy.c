@@ -65,9 +65,10 @@ static void shape_text(const kb__rt_tensor *t, char *buf, size_t n)
         snprintf(buf, n, "%" PRId64, t->shape[0]);
 }
 
-/* Looks the tensor up and checks rows [row0, row0 + nrows) and the host
- * buffer of that many rows; NULL with err set. nrows < 0: every row. */
-static kb__rt_tensor *copy_check(kb_machine *m, kb_tensor h, int64_t row0, int64_t *nrows,
+/* Looks the tensor up and checks rows [row0, row0 + nrows) (every row when
+ * `all`: *nrows is set) and the host buffer of that many rows; NULL with
+ * err set. */
+static kb__rt_tensor *copy_check(kb_machine *m, kb_tensor h, bool all, int64_t row0, int64_t *nrows,
                                  const void *buf, size_t nbytes, kb_dtype host_dtype, kb__err *err)
 {
     kb__rt_tensor *t = kb__rt_tensor_get(m, h.id, err);
@@ -77,15 +78,20 @@ static kb__rt_tensor *copy_check(kb_machine *m, kb_tensor h, int64_t row0, int64
         return NULL;
     }
     const kb__shard_plan *p = &t->plan;
-    if (*nrows < 0) *nrows = p->rows;
-    if (row0 < 0 || *nrows < 1 || row0 > p->rows - *nrows) {
+    if (all) *nrows = p->rows;
+    if (*nrows < 1) {
+        kb__err_set(err, KB_ERANGE, "tensor '%s': a copy of %" PRId64 " rows; expected at least 1",
+                    t->name, *nrows);
+        return NULL;
+    }
+    if (row0 < 0 || row0 > p->rows - *nrows) {
         char shp[64];
         shape_text(t, shp, sizeof shp);
         kb__err_set(err, KB_ERANGE,
-                    "tensor '%s' (%s): rows [%" PRId64 ", %" PRId64 ") are not inside its %" PRId64
-                    " row%s%s",
-                    t->name, shp, row0, row0 + *nrows, p->rows, p->rows == 1 ? "" : "s",
-                    t->ndim == 1 ? " (a 1-D tensor is one row)" : "");
+                    "tensor '%s' (%s): %" PRId64 " row%s from row %" PRId64
+                    " are not inside its %" PRId64 " row%s%s",
+                    t->name, shp, *nrows, *nrows == 1 ? "" : "s", row0, p->rows,
+                    p->rows == 1 ? "" : "s", t->ndim == 1 ? " (a 1-D tensor is one row)" : "");
         return NULL;
     }
     uint64_t want = (uint64_t)*nrows * (uint64_t)p->cols * kb__dtype_size((kb__dtype)host_dtype);
@@ -112,13 +118,13 @@ static bool rows_in(const kb__shard *sh, int64_t row0, int64_t nrows, int64_t *a
     return *a < *b;
 }
 
-int kb_copy_rows_from_host(kb_machine *m, kb_tensor h, int64_t row0, int64_t nrows, const void *src,
-                           size_t nbytes, kb_dtype src_dtype)
+static int copy_in(kb_machine *m, kb_tensor h, bool all, int64_t row0, int64_t nrows,
+                   const void *src, size_t nbytes, kb_dtype src_dtype)
 {
     if (!m) return KB_EINVAL;
     kb__err err;
     kb__err_clear(&err);
-    kb__rt_tensor *t = copy_check(m, h, row0, &nrows, src, nbytes, src_dtype, &err);
+    kb__rt_tensor *t = copy_check(m, h, all, row0, &nrows, src, nbytes, src_dtype, &err);
     uint8_t *stage = NULL;
     kb__rt_seg *segs = NULL;
     if (!t || kb__rt_stage(m, t->plan.shards[0].bytes, &stage, &err) ||
@@ -149,16 +155,22 @@ int kb_copy_rows_from_host(kb_machine *m, kb_tensor h, int64_t row0, int64_t nro
 int kb_copy_from_host(kb_machine *m, kb_tensor t, const void *src, size_t nbytes,
                       kb_dtype src_dtype)
 {
-    return kb_copy_rows_from_host(m, t, 0, -1, src, nbytes, src_dtype);
+    return copy_in(m, t, true, 0, 0, src, nbytes, src_dtype);
 }
 
-int kb_copy_rows_to_host(kb_machine *m, kb_tensor h, int64_t row0, int64_t nrows, void *dst,
-                         size_t nbytes, kb_dtype dst_dtype)
+int kb_copy_rows_from_host(kb_machine *m, kb_tensor t, int64_t row0, int64_t nrows, const void *src,
+                           size_t nbytes, kb_dtype src_dtype)
+{
+    return copy_in(m, t, false, row0, nrows, src, nbytes, src_dtype);
+}
+
+static int copy_out(kb_machine *m, kb_tensor h, bool all, int64_t row0, int64_t nrows, void *dst,
+                    size_t nbytes, kb_dtype dst_dtype)
 {
     if (!m) return KB_EINVAL;
     kb__err err;
     kb__err_clear(&err);
-    kb__rt_tensor *t = copy_check(m, h, row0, &nrows, dst, nbytes, dst_dtype, &err);
+    kb__rt_tensor *t = copy_check(m, h, all, row0, &nrows, dst, nbytes, dst_dtype, &err);
     uint8_t *stage = NULL;
     if (!t || kb__rt_stage(m, t->plan.shards[0].bytes, &stage, &err)) return kb__rt_fail(m, &err);
     const kb__shard_plan *p = &t->plan;
@@ -185,7 +197,13 @@ int kb_copy_rows_to_host(kb_machine *m, kb_tensor h, int64_t row0, int64_t nrows
 
 int kb_copy_to_host(kb_machine *m, kb_tensor t, void *dst, size_t nbytes, kb_dtype dst_dtype)
 {
-    return kb_copy_rows_to_host(m, t, 0, -1, dst, nbytes, dst_dtype);
+    return copy_out(m, t, true, 0, 0, dst, nbytes, dst_dtype);
+}
+
+int kb_copy_rows_to_host(kb_machine *m, kb_tensor t, int64_t row0, int64_t nrows, void *dst,
+                         size_t nbytes, kb_dtype dst_dtype)
+{
+    return copy_out(m, t, false, row0, nrows, dst, nbytes, dst_dtype);
 }
 
 int kb_tensor_get_info(kb_machine *m, kb_tensor h, kb_tensor_info *out)

@@ -3,6 +3,7 @@
  * independent computation, every shard is reachable through its VA from
  * its owner, and freeing returns every byte. */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -330,22 +331,34 @@ Test(tensor, row_ranges_outside_the_tensor_or_a_wrong_size_are_refused)
     cr_assert_eq(kb_zeros(m, "rr", 2, shape2, KB_F32, NULL, &t), 0, "%s", kb_last_error(m));
     cr_assert_eq(kb_zeros(m, "vec", 1, shape1, KB_F32, NULL, &v), 0, "%s", kb_last_error(m));
     float buf[8 * 16] = {0};
-    static const int64_t bad[][2] = {{-1, 2}, {7, 2}, {0, 0}, {8, 1}, {2, -3}};
+    static const int64_t bad[][2] = {{-1, 2},        {7, 2},         {8, 1},        {0, 9},
+                                     {INT64_MAX, 1}, {INT64_MIN, 1}, {1, INT64_MAX}};
+    cr_assert_eq(kb_copy_rows_from_host(m, t, 7, 2, buf, sizeof buf, KB_F32), KB_ERANGE);
+    cr_assert(strstr(kb_last_error(m), "tensor 'rr' (8×16): 2 rows from row 7 are not inside its 8 "
+                                       "rows"),
+              "%s", kb_last_error(m));
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         cr_assert_eq(kb_copy_rows_from_host(m, t, bad[k][0], bad[k][1], buf, sizeof buf, KB_F32),
                      KB_ERANGE, "range %zu", k);
-        cr_assert(strstr(kb_last_error(m), "tensor 'rr' (8×16): rows ["), "%s", kb_last_error(m));
-        cr_assert(strstr(kb_last_error(m), ") are not inside its 8 rows"), "%s", kb_last_error(m));
+        cr_assert(strstr(kb_last_error(m), "tensor 'rr' (8×16): "), "%s", kb_last_error(m));
+        cr_assert(strstr(kb_last_error(m), " are not inside its 8 rows"), "%s", kb_last_error(m));
         cr_assert_eq(kb_copy_rows_to_host(m, t, bad[k][0], bad[k][1], buf, sizeof buf, KB_F32),
                      KB_ERANGE, "range %zu", k);
+    }
+    static const int64_t none[] = {0, -3, INT64_MIN};
+    for (size_t k = 0; k < sizeof none / sizeof none[0]; k++) {
+        cr_assert_eq(kb_copy_rows_from_host(m, t, 0, none[k], buf, sizeof buf, KB_F32), KB_ERANGE);
+        cr_assert(strstr(kb_last_error(m), "tensor 'rr': a copy of "), "%s", kb_last_error(m));
+        cr_assert(strstr(kb_last_error(m), " rows; expected at least 1"), "%s", kb_last_error(m));
+        cr_assert_eq(kb_copy_rows_to_host(m, t, 0, none[k], buf, sizeof buf, KB_F32), KB_ERANGE);
     }
     cr_assert_eq(kb_copy_rows_from_host(m, t, 2, 3, buf, 3 * 16 * 4 + 4, KB_F32), KB_EINVAL);
     cr_assert(strstr(kb_last_error(m), "host buffer has 196 bytes, expected 192 (rows [2, 5) of "
                                        "8×16 f32)"),
               "%s", kb_last_error(m));
     cr_assert_eq(kb_copy_rows_to_host(m, v, 0, 2, buf, 64 * 4, KB_F32), KB_ERANGE);
-    cr_assert(strstr(kb_last_error(m), "rows [0, 2) are not inside its 1 row (a 1-D tensor is "
-                                       "one row)"),
+    cr_assert(strstr(kb_last_error(m), "tensor 'vec' (32): 2 rows from row 0 are not inside its "
+                                       "1 row (a 1-D tensor is one row)"),
               "%s", kb_last_error(m));
     for (int i = 0; i < 32; i++)
         buf[i] = (float)i;
