@@ -18,7 +18,7 @@
  *   it is reserved on that last link, with its arrival time;
  * - on that last link, for a packet whose arrival there is known when it is
  *   served on the link before: it waits in the link's queue (wait_last,
- *   below) instead, one event per message.
+ *   below) instead, one event per message (and per 32 of its packets).
  * After link 0 reserved at once, one pending event per message walks its
  * packets onto link 1 (chain_next).
  *
@@ -159,12 +159,12 @@ static kb__time reserve(kb__fab_msg *msg, kb__link *l, uint32_t hop, uint32_t pk
  * at its arrival time, the others at or after theirs but not after the
  * last. */
 
-/* Reserves and hands over every packet waiting on l that arrived by t (at
- * most now). Hand-overs may send more: the loop re-reads the queue. */
-static void flush(kb__sim *sim, kb__link *l, kb__time t)
+/* Reserves and hands over every packet waiting on l that arrived by now.
+ * Hand-overs may send more: the loop re-reads the queue. */
+static void flush(kb__sim *sim, kb__link *l)
 {
-    assert(t <= kb__sim_now(sim));
-    while (l->pq_n && l->pq[l->pq_head].at <= t) {
+    kb__time now = kb__sim_now(sim);
+    while (l->pq_n && l->pq[l->pq_head].at <= now) {
         kb__fab_pend e = l->pq[l->pq_head];
         l->pq_head = (l->pq_head + 1) & (l->pq_cap - 1);
         l->pq_n--;
@@ -176,7 +176,7 @@ static void flush(kb__sim *sim, kb__link *l, kb__time t)
 static void flush_due(kb__sim *sim, void *arg, uint64_t data)
 {
     (void)data;
-    flush(sim, arg, kb__sim_now(sim));
+    flush(sim, arg);
 }
 
 /* Queues packet pkt of msg on its route's last link, into an in-order node,
@@ -210,13 +210,14 @@ static void wait_last(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt, kb__time at)
         kb__sim_post_at(sim, at, flush_due, l, 0);
 }
 
-/* Reserves link `hop` for packet pkt arriving at now, after the packets
+/* Reserves link `hop` for packet pkt arriving at `at` (now; later only in a
+ * train out of a leaf, whose link no packet waits for), after the packets
  * waiting there that arrived by now; returns its service end. */
-static kb__time serve(kb__sim *sim, kb__fab_msg *msg, uint32_t hop, uint32_t pkt, kb__time now)
+static kb__time serve(kb__sim *sim, kb__fab_msg *msg, uint32_t hop, uint32_t pkt, kb__time at)
 {
     kb__link *l = &msg->fab->links[msg->route->links[hop]];
-    if (l->pq_n) flush(sim, l, now);
-    return reserve(msg, l, hop, pkt, now);
+    if (l->pq_n) flush(sim, l);
+    return reserve(msg, l, hop, pkt, at);
 }
 
 /* Reserves link 0 for every packet of msg offered together at now: they
@@ -226,7 +227,7 @@ static kb__time serve_all(kb__sim *sim, kb__fab_msg *msg, kb__time now)
 {
     kb__fabric *fab = msg->fab;
     kb__link *l = &fab->links[msg->route->links[0]];
-    if (l->pq_n) flush(sim, l, now);
+    if (l->pq_n) flush(sim, l);
     uint32_t n = msg->npkts, tail = kb__fab_msg_pkt_size(msg, n - 1);
     check_fifo(fab, l, now);
     kb__time start = now > l->free_at ? now : l->free_at;
