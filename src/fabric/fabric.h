@@ -151,7 +151,8 @@ struct kb__fab_msg {
     kb__time t_end;           /* when the last packet arrived (valid once done) */
     kb__time t_arrive;        /* in on_packet / on_done: when this packet arrives */
     kb__fab_pkt_fn on_packet; /* optional, each delivered packet */
-    kb__fab_pkt_fn on_done;   /* optional, after the last packet's on_packet */
+    kb__fab_pkt_fn on_done;   /* optional, after the last packet's on_packet, at its
+                                 arrival (in-order nodes: see there) */
     void *user;
     kb__time t_start; /* when the message was offered */
 };

@@ -18,7 +18,10 @@
  *   it is reserved on that last link, with its arrival time;
  * - on that last link, for a packet whose arrival there is known when it is
  *   served on the link before: it waits in the link's queue (wait_last,
- *   below) instead, one event per message (and per 32 of its packets).
+ *   below) instead, one event per message (and per 32 of its packets);
+ * - on the last link into any other node, the same for a message whose
+ *   packets nobody observes (no on_packet): its on_done is one event at the
+ *   last packet's arrival.
  * After link 0 reserved at once, one pending event per message walks its
  * packets onto link 1 (chain_next).
  *
@@ -77,8 +80,24 @@ uint32_t kb__fab_msg_pkt_size(const kb__fab_msg *msg, uint32_t pkt)
 
 static void chain_next(kb__sim *sim, kb__fab_msg *msg, uint64_t data);
 
+/* Whether msg's packets are handed over when they are reserved on the last
+ * link rather than by an event at their arrival: into an in-order node, or
+ * when only the message's end is observed (no on_packet; on_done is then
+ * posted at the last arrival, see arrive). */
+static inline int early(const kb__fab_msg *msg)
+{
+    return msg->route->ends_in_order || !msg->on_packet;
+}
+
+static void done_due(kb__sim *sim, void *arg, uint64_t data)
+{
+    kb__fab_msg *msg = arg;
+    msg->on_done(sim, msg, (uint32_t)data);
+}
+
 /* Hands packet pkt over at the end of the route; it arrives at `at`. The
- * last hand-over may end the message's life (its on_done may free it). */
+ * last hand-over may end the message's life (its on_done may free it); at
+ * a node not in order, on_done runs at `at` itself. */
 static void arrive(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt, kb__time at)
 {
     msg->t_arrive = at;
@@ -86,7 +105,11 @@ static void arrive(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt, kb__time at)
     int last = msg->delivered == msg->npkts;
     if (last) msg->t_end = at;
     if (msg->on_packet) msg->on_packet(sim, msg, pkt);
-    if (last && msg->on_done) msg->on_done(sim, msg, pkt);
+    if (!last || !msg->on_done) return;
+    if (msg->route->ends_in_order || at == kb__sim_now(sim))
+        msg->on_done(sim, msg, pkt);
+    else
+        kb__sim_post_at(sim, at, done_due, msg, pkt);
 }
 
 static void deliver(kb__sim *sim, void *arg, uint64_t data)
@@ -146,7 +169,8 @@ static kb__time reserve(kb__fab_msg *msg, kb__link *l, uint32_t hop, uint32_t pk
  *
  * A packet served on its route's second-last link reaches the last one, L,
  * at a time known now (its service end + o + w), later than now. When L
- * leads into an in-order node, the packet waits in L's queue, sorted by
+ * leads into an in-order node, or only the message's end is observed
+ * (early), the packet waits in L's queue, sorted by
  * arrival, instead of posting an event: every arrival L has reserved was
  * by now, so all those in the queue come after them. Whatever else
  * arrives at L does so at its own arrival time, now, by an event or a
@@ -275,15 +299,15 @@ static void chain_next(kb__sim *sim, kb__fab_msg *msg, uint64_t data)
                     data + ((uint64_t)1 << HOP_BITS));
 }
 
-/* Link 0 of msg is reserved for every packet: into an in-order node, hand
- * them all over now if that is the whole route (the last may end msg), or
- * queue them all on link 1 if that is the last; else start the walk onto
- * link 1 (chain_next). */
+/* Link 0 of msg is reserved for every packet: when they are handed over
+ * early, hand them all over now if that is the whole route (the last may
+ * end msg), or queue them all on link 1 if that is the last; else start
+ * the walk onto link 1 (chain_next). */
 static void after_link0(kb__sim *sim, kb__fab_msg *msg)
 {
     const kb__route *r = msg->route;
     kb__time ow = msg->fab->links[r->links[0]].ow_ps;
-    if (r->n <= 2 && r->ends_in_order) {
+    if (r->n <= 2 && early(msg)) {
         for (uint32_t i = 0, n = msg->npkts; i < n; i++) {
             if (r->n == 1)
                 arrive(sim, msg, i, l0_end_of(msg, i) + ow);
@@ -310,11 +334,11 @@ static void hop_arrive(kb__sim *sim, void *arg, uint64_t data)
     uint32_t pkt = (uint32_t)(data >> HOP_BITS);
     kb__time end = serve(sim, msg, hop, pkt, kb__sim_now(sim));
     kb__time at = end + msg->fab->links[r->links[hop]].ow_ps;
-    if (hop + 2 == r->n && r->ends_in_order)
+    if (hop + 2 == r->n && early(msg))
         wait_last(sim, msg, pkt, at);
     else if (hop + 1 < r->n)
         kb__sim_post_at(sim, at, hop_arrive, msg, data + 1);
-    else if (r->ends_in_order)
+    else if (early(msg))
         arrive(sim, msg, pkt, at);
     else
         kb__sim_post_at(sim, at, deliver, msg, data + 1);

@@ -238,3 +238,55 @@ Test(in_order, a_long_message_keeps_the_waiting_queue_short)
     cr_assert_leq(last->pq_cap, 64, "the queue grew to %u entries", last->pq_cap);
     net_free(&n);
 }
+
+typedef struct ended {
+    kb__time at, clock;
+} ended;
+
+static void record_end(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
+{
+    (void)pkt;
+    ended *e = m->user;
+    e->at = m->t_arrive;
+    e->clock = kb__sim_now(sim);
+}
+
+/* A message whose packets nobody observes (no on_packet) into a node that
+ * is not in order ends, on_done at the clock of its last packet's arrival,
+ * exactly when packet by packet delivery would end it, under contention
+ * and with a header sent from b in between. */
+Test(in_order, a_message_observed_only_at_its_end_ends_as_packet_by_packet)
+{
+    static const uint64_t sizes[][2] = {{4096, 4096}, {4000, 300}, {64, 8192}};
+    static const kb__time delays[] = {0, 1500, 20000};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        for (size_t d = 0; d < sizeof delays / sizeof delays[0]; d++) {
+            seen p[3];
+            memset(p, 0, sizeof p);
+            run(0, sizes[k][0], sizes[k][1], delays[d], &p[0], &p[1], &p[2]);
+            net n;
+            net_make(&n, 0);
+            kb__fab_msg m[3];
+            ended e[3] = {{0, 0}, {0, 0}, {0, 0}};
+            kb__fab_msg_init(&m[0], n.fab, n.r0, sizes[k][0], P);
+            kb__fab_msg_init(&m[1], n.fab, n.r1, sizes[k][1], P);
+            kb__fab_msg_init(&m[2], n.fab, n.rb, HDR, HDR);
+            for (int i = 0; i < 3; i++) {
+                m[i].user = &e[i];
+                m[i].on_done = record_end;
+            }
+            kb__fab_send(n.sim, &m[0]);
+            kb__sim_post(n.sim, delays[d], send_cb, &m[1], 0);
+            kb__sim_post(n.sim, delays[d] / 2 + 700, send_cb, &m[2], 0);
+            cr_assert_eq(kb__sim_run(n.sim), 0);
+            for (int i = 0; i < 3; i++) {
+                kb__time want = p[i].at[m[i].npkts - 1];
+                cr_assert_eq(m[i].delivered, m[i].npkts);
+                cr_assert_eq(e[i].at, want, "sizes %zu delay %zu msg %d: %llu, not %llu", k, d, i,
+                             (unsigned long long)e[i].at, (unsigned long long)want);
+                cr_assert_eq(e[i].clock, want, "on_done ran at %llu, not at the arrival",
+                             (unsigned long long)e[i].clock);
+            }
+            net_free(&n);
+        }
+}
