@@ -1,11 +1,14 @@
 /*
  * perf/main.c — kernbench-perf: throughput of the simulation core.
  *
- *   kernbench-perf [--json] [--only NAME[,NAME...]] [--help]
+ *   kernbench-perf [--json] [--only NAME[,NAME...]] [--repeat N] [--help]
  *
  * Runs every workload of the table below (or those named) and prints one
  * line each: work done, wall time, rate. --json prints one object keyed by
  * workload name, each value holding n, wall_s, per_s, unit and extras.
+ * --repeat N runs each workload N times (1..100) and reports the run of
+ * median wall time, with wall_min_s and wall_max_s: on a machine whose
+ * speed wanders, one run says little.
  * Adding a workload: one line here and one run function in its own file.
  * Exit status: 0 ok, 1 a workload failed, 2 usage error.
  */
@@ -43,7 +46,9 @@ static const kb__perf_workload workloads[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: kernbench-perf [--json] [--only NAME[,NAME...]] [--help]\n\nworkloads:\n");
+    fprintf(f, "usage: kernbench-perf [--json] [--only NAME[,NAME...]] [--repeat N] [--help]\n\n"
+               "  --repeat N  run each workload N times (1..100): the median run, with\n"
+               "              wall_min_s and wall_max_s\n\nworkloads:\n");
     for (size_t i = 0; i < NWORKLOADS; i++)
         fprintf(f, "  %-13s %s\n", workloads[i].name, workloads[i].summary);
 }
@@ -86,9 +91,38 @@ static void print_json(const kb__perf_workload *w, const kb__perf_result *r, int
     printf("}");
 }
 
+static int by_wall(const void *a, const void *b)
+{
+    double x = ((const kb__perf_result *)a)->wall_s, y = ((const kb__perf_result *)b)->wall_s;
+    return (x > y) - (x < y);
+}
+
+/* Runs w `repeat` times into runs[]; *out is the run of median wall time,
+ * with the spread added as extras when repeat > 1. 0, or the failure's
+ * status with its message in out->error. */
+static int run_workload(const kb__perf_workload *w, int repeat, kb__perf_result *runs,
+                        kb__perf_result *out)
+{
+    for (int k = 0; k < repeat; k++) {
+        memset(&runs[k], 0, sizeof runs[k]);
+        int rc = w->run(w, &runs[k]);
+        if (rc) {
+            *out = runs[k];
+            return rc;
+        }
+    }
+    qsort(runs, (size_t)repeat, sizeof *runs, by_wall);
+    *out = runs[repeat / 2];
+    if (repeat > 1) {
+        kb__perf_extra_add(out, "wall_min_s", runs[0].wall_s);
+        kb__perf_extra_add(out, "wall_max_s", runs[repeat - 1].wall_s);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int json = 0, any_selected = 0;
+    int json = 0, any_selected = 0, repeat = 1;
     int selected[NWORKLOADS] = {0};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
@@ -96,6 +130,15 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             if (select_only(argv[++i], selected) != 0) return 2;
             any_selected = 1;
+        } else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*argv[i] == '\0' || *end != '\0' || v < 1 || v > KB__PERF_REPEAT_MAX) {
+                fprintf(stderr, "kernbench-perf: --repeat '%s': expected a count from 1 to %d\n",
+                        argv[i], KB__PERF_REPEAT_MAX);
+                return 2;
+            }
+            repeat = (int)v;
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
@@ -109,9 +152,8 @@ int main(int argc, char **argv)
     if (json) printf("{");
     for (size_t i = 0; i < NWORKLOADS; i++) {
         if (any_selected && !selected[i]) continue;
-        kb__perf_result r;
-        memset(&r, 0, sizeof r);
-        if (workloads[i].run(&workloads[i], &r) != 0) {
+        kb__perf_result runs[KB__PERF_REPEAT_MAX], r;
+        if (run_workload(&workloads[i], repeat, runs, &r) != 0) {
             fprintf(stderr, "kernbench-perf: %s failed: %s\n", workloads[i].name, r.error);
             status = 1;
             continue;

@@ -15,7 +15,8 @@
 
 #include "base/error.h"
 
-#define KB__PERF_EXTRA_MAX 8
+#define KB__PERF_EXTRA_MAX  8
+#define KB__PERF_REPEAT_MAX 100 /* --repeat */
 
 typedef struct kb__perf_extra {
     const char *name; /* JSON key, also printed in text mode */

@@ -1,0 +1,48 @@
+#!/bin/bash
+# kernbench-perf: --repeat reports the median run and the spread; bad
+# options exit 2 naming what was expected.
+# usage: perf.sh KERNBENCH_BINARY SOURCE_DIR (kernbench-perf sits beside it)
+set -u
+PERF=$(dirname "$1")/kernbench-perf
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() { # description, condition status
+    if [ "$2" -ne 0 ]; then
+        echo "FAIL: $1"
+        fail=1
+    fi
+}
+
+# json KEY FILE: the number for "KEY": in the one-line workload object
+json() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p" "$2"; }
+
+"$PERF" --only switch --repeat 3 --json > "$tmp/r.json"
+check "--repeat 3 exits 0" $?
+lo=$(json wall_min_s "$tmp/r.json")
+mid=$(json wall_s "$tmp/r.json")
+hi=$(json wall_max_s "$tmp/r.json")
+awk -v a="$lo" -v b="$mid" -v c="$hi" 'BEGIN { exit !(a != "" && c != "" && a <= b && b <= c) }'
+check "wall_min_s <= wall_s <= wall_max_s ($lo, $mid, $hi)" $?
+
+"$PERF" --only switch > "$tmp/one.txt"
+check "one run exits 0" $?
+! grep -q wall_min_s "$tmp/one.txt"
+check "one run reports no spread" $?
+
+for bad in 0 101 3x -2 ""; do
+    "$PERF" --only switch --repeat "$bad" > /dev/null 2> "$tmp/err.txt"
+    [ $? -eq 2 ]
+    check "--repeat '$bad' exits 2" $?
+    grep -q "expected a count from 1 to 100" "$tmp/err.txt"
+    check "--repeat '$bad' says what it expects" $?
+done
+
+"$PERF" --only nosuch > /dev/null 2> "$tmp/err.txt"
+[ $? -eq 2 ]
+check "an unknown workload exits 2" $?
+grep -q "unknown workload 'nosuch'" "$tmp/err.txt"
+check "an unknown workload is named" $?
+
+exit $fail
