@@ -4,16 +4,8 @@
 # usage: perf.sh KERNBENCH_BINARY SOURCE_DIR (kernbench-perf sits beside it)
 set -u
 PERF=$(dirname "$1")/kernbench-perf
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-check() { # description, condition status
-    if [ "$2" -ne 0 ]; then
-        echo "FAIL: $1"
-        fail=1
-    fi
-}
+SRC=$2
+. "$SRC/tests/support/cli.bash"
 
 # json KEY FILE: the number for "KEY": in the one-line workload object
 json() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p" "$2"; }

@@ -4,16 +4,7 @@
 set -u
 KB=$1
 SRC=$2
-fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-check() { # description, condition status
-    if [ "$2" -ne 0 ]; then
-        echo "FAIL: $1"
-        fail=1
-    fi
-}
+. "$SRC/tests/support/cli.bash"
 
 # json KEY FILE: the number for "KEY": in a topo --json output
 json() { sed -n "s/^  \"$1\": \([^,]*\),\{0,1\}$/\1/p" "$2"; }
