@@ -170,9 +170,9 @@ static kb__time reserve(kb__fab_msg *msg, kb__link *l, uint32_t hop, uint32_t pk
  * A packet served on its route's second-last link reaches the last one, L,
  * at a time known now (its service end + o + w), later than now. When L
  * leads into an in-order node, or only the message's end is observed
- * (early), the packet waits in L's queue, sorted by
- * arrival, instead of posting an event: every arrival L has reserved was
- * by now, so all those in the queue come after them. Whatever else
+ * (early), the packet waits in L's queue, sorted by arrival, instead of
+ * posting an event: every arrival L has reserved was by now, so all those
+ * in the queue come after them. Whatever else
  * arrives at L does so at its own arrival time, now, by an event or a
  * send: it first reserves every waiting packet that arrived by now, in
  * arrival order (ties: the waiting one first), then itself. Once all the
@@ -203,7 +203,7 @@ static void flush_due(kb__sim *sim, void *arg, uint64_t data)
     flush(sim, arg);
 }
 
-/* Queues packet pkt of msg on its route's last link, into an in-order node,
+/* Queues packet pkt of msg (handed over early) on its route's last link,
  * which it reaches at `at` > now. */
 static void wait_last(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt, kb__time at)
 {
