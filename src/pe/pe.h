@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/pool.h"
 #include "pe/pe_tcm.h"
 #include "pe/pe_timing.h"
 #include "sim/sim.h"
@@ -60,13 +61,12 @@ typedef struct kb__pe_op kb__pe_op;
 /* A TCM range holding one tile's bytes. */
 typedef struct kb__pe_buf {
     kb__pe_prog *prog;
-    uint64_t tcm_off;             /* offset in the usable TCM */
-    uint64_t bytes;               /* requested size */
-    void *data;                   /* host copy of the bytes (the TCM contents) */
-    uint32_t handles;             /* tile handles referring to it */
-    uint32_t uses;                /* issued, unfinished ops reading or writing it */
-    bool ready;                   /* its producer finished (or it had none) */
-    struct kb__pe_buf *next_free; /* recycled: next buffer of its size */
+    uint64_t tcm_off; /* offset in the usable TCM */
+    uint64_t bytes;   /* requested size */
+    void *data;       /* host copy of the bytes (the TCM contents) */
+    uint32_t handles; /* tile handles referring to it */
+    uint32_t uses;    /* issued, unfinished ops reading or writing it */
+    bool ready;       /* its producer finished (or it had none) */
 } kb__pe_buf;
 
 /* Tile sizes whose freed buffers a program recycles (a kernel uses few). */
@@ -144,7 +144,7 @@ struct kb__pe_prog {
     kb__pe_op *op_free; /* recycled ops */
     struct {
         uint64_t bytes;
-        kb__pe_buf *head;
+        kb__pool pool;                       /* empty: the class is free for another size */
     } buf_free[KB__PE_BUF_CLASSES];          /* recycled tile buffers, by size */
     const struct kb__pe_kernel *launch_kern; /* body and argument */
 };

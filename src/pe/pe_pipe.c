@@ -30,33 +30,46 @@ static void wake_program(kb__pe_prog *g)
 
 /* ---- buffers --------------------------------------------------------------- */
 
+/* A buffer's host memory: its header, rounded to a cache line, then the
+ * data (at least one byte). */
+#define BUF_HEAD ((sizeof(kb__pe_buf) + 63) / 64 * 64)
+
+static size_t buf_host_bytes(uint64_t bytes)
+{
+    return BUF_HEAD + (bytes ? bytes : 1);
+}
+
 /* Returns b's TCM and keeps its host memory for the next tile of its size
- * (the first KB__PE_BUF_CLASSES sizes seen), or frees it. */
+ * (in the first class that holds that size or nothing), or frees it. */
 static void buf_reclaim(kb__pe_buf *b)
 {
     kb__pe_prog *g = b->prog;
     kb__tcm_free(&g->pe->tcm, b->tcm_off, b->bytes);
     for (int i = 0; i < KB__PE_BUF_CLASSES; i++) {
-        if (g->buf_free[i].head && g->buf_free[i].bytes != b->bytes) continue;
-        g->buf_free[i].bytes = b->bytes;
-        b->next_free = g->buf_free[i].head;
-        g->buf_free[i].head = b;
+        kb__pool *p = &g->buf_free[i].pool;
+        if (p->free && g->buf_free[i].bytes != b->bytes) continue;
+        if (!p->free) {
+            g->buf_free[i].bytes = b->bytes;
+            kb__pool_init(p, buf_host_bytes(b->bytes));
+        }
+        kb__pool_put(p, b);
         return;
     }
     free(b);
 }
 
-/* Host memory for a buffer of bytes: recycled (data zeroed) or new. */
-static kb__pe_buf *buf_host(kb__pe_prog *g, uint64_t bytes, size_t head)
+/* Host memory for a buffer of bytes, zeroed: recycled or new. */
+static kb__pe_buf *buf_host(kb__pe_prog *g, uint64_t bytes)
 {
+    size_t n = buf_host_bytes(bytes);
     for (int i = 0; i < KB__PE_BUF_CLASSES; i++) {
-        kb__pe_buf *b = g->buf_free[i].head;
-        if (!b || g->buf_free[i].bytes != bytes) continue;
-        g->buf_free[i].head = b->next_free;
-        memset(b, 0, head + (bytes ? bytes : 1));
+        kb__pool *p = &g->buf_free[i].pool;
+        if (!p->free || g->buf_free[i].bytes != bytes) continue;
+        kb__pe_buf *b = kb__pool_get(p);
+        memset(b, 0, n);
         return b;
     }
-    return calloc(1, head + (bytes ? bytes : 1));
+    return calloc(1, n);
 }
 
 static void buf_unuse(kb__pe_buf *b)
@@ -281,8 +294,7 @@ kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes)
         uint64_t before = g->pending_free;
         block_until(g, cond_reclaimed, &before);
     }
-    size_t head = (sizeof(kb__pe_buf) + 63) / 64 * 64;
-    kb__pe_buf *b = buf_host(g, bytes, head);
+    kb__pe_buf *b = buf_host(g, bytes);
     if (!b) {
         kb__tcm_free(t, off, bytes);
         kb__pe_raise(g, KB_ENOMEM, "out of host memory for a %llu B tile",
@@ -291,7 +303,7 @@ kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes)
     b->prog = g;
     b->tcm_off = off;
     b->bytes = bytes;
-    b->data = (char *)b + head;
+    b->data = (char *)b + BUF_HEAD;
     b->handles = 1;
     b->ready = true;
     return b;
@@ -391,9 +403,5 @@ void kb__pe_prog_release(kb__pe_prog *g)
         free(op);
     }
     for (int i = 0; i < KB__PE_BUF_CLASSES; i++)
-        while (g->buf_free[i].head) {
-            kb__pe_buf *b = g->buf_free[i].head;
-            g->buf_free[i].head = b->next_free;
-            free(b);
-        }
+        kb__pool_fini(&g->buf_free[i].pool);
 }
