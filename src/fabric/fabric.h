@@ -71,6 +71,14 @@ typedef struct kb__fab_link_desc {
     kb__time wire_ps;     /* w */
 } kb__fab_link_desc;
 
+/* The service time of the last packet size served that is neither a full
+ * packet nor a header (a short last packet tends to recur: the same
+ * messages repeat); kb__svc_memo_get. Zero: none yet. */
+typedef struct kb__svc_memo {
+    uint32_t bytes;
+    kb__time ps;
+} kb__svc_memo;
+
 /* Per-direction link state and statistics. What every reservation reads
  * and writes fills the first 64-byte line, the queue of waiting packets and
  * odd packet sizes the second; the array is line-aligned. */
@@ -86,10 +94,9 @@ typedef struct kb__link {
      * arrival order (packet.c). A ring of pq_cap entries (a power of two),
      * sorted by arrival from pq_head. */
     uint32_t pq_n;
-    uint32_t odd_bytes; /* the last other packet size served, and its time */
     _Alignas(64) struct kb__fab_pend *pq;
     uint32_t pq_head, pq_cap;
-    kb__time odd_ps;
+    kb__svc_memo odd; /* packets of other sizes */
     double bw_gbs;
     uint32_t id, from, to;
     kb__link_class cls;
@@ -176,6 +183,15 @@ const kb__link *kb__fabric_link(const kb__fabric *fab, uint32_t id);
 const kb__fab_node_desc *kb__fabric_node(const kb__fabric *fab, uint32_t id);
 /* ceil(bytes / gbs) in ps, the rounding every service time uses. */
 kb__time kb__fabric_serial_ps(uint64_t bytes, double gbs);
+/* kb__fabric_serial_ps(scale · bytes, gbs) through memo m (not part of its
+ * owner's value: a const owner may update it). */
+static inline kb__time kb__svc_memo_get(const kb__svc_memo *m, uint32_t bytes, uint64_t scale,
+                                        double gbs)
+{
+    kb__svc_memo *w = (kb__svc_memo *)m;
+    if (bytes != w->bytes) *w = (kb__svc_memo){bytes, kb__fabric_serial_ps(scale * bytes, gbs)};
+    return w->ps;
+}
 /* Service time of one packet of `bytes` on link l (precomputed when full). */
 kb__time kb__link_service_ps(const kb__fabric *fab, const kb__link *l, uint32_t bytes);
 

@@ -48,11 +48,7 @@ static inline kb__time kb__link_svc(const kb__fabric *fab, const kb__link *l, ui
 {
     if (bytes == fab->packet_bytes) return l->pkt_ps;
     if (bytes == fab->header_bytes) return l->hdr_ps;
-    if (bytes == l->odd_bytes) return l->odd_ps;
-    kb__link *w = (kb__link *)l; /* the memo is not part of the link's value */
-    w->odd_bytes = bytes;
-    w->odd_ps = kb__fabric_serial_ps(bytes, l->bw_gbs);
-    return w->odd_ps;
+    return kb__svc_memo_get(&l->odd, bytes, 1, l->bw_gbs);
 }
 
 /* Builds the gateway tables (route.c). */

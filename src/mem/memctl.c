@@ -77,11 +77,7 @@ uint32_t kb__memctl_channel(const kb__memctl *mc, uint64_t off)
 kb__time kb__memctl_service_ps(const kb__memctl *mc, uint32_t bytes)
 {
     if (bytes == mc->packet_bytes) return mc->pkt_ps;
-    if (bytes == mc->odd_bytes) return mc->odd_ps;
-    kb__memctl *w = (kb__memctl *)mc; /* the memo is not part of the controller's value */
-    w->odd_bytes = bytes;
-    w->odd_ps = kb__fabric_serial_ps((uint64_t)mc->channels * bytes, mc->bw_gbs);
-    return w->odd_ps;
+    return kb__svc_memo_get(&mc->odd, bytes, mc->channels, mc->bw_gbs);
 }
 
 /* Reserves the channel of memory offset off for size bytes arriving at

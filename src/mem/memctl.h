@@ -60,8 +60,7 @@ typedef struct kb__memctl {
     kb__time *ch_free;     /* per channel: end of its last reserved service */
     int il_shift, ch_mask; /* interleave = 1 << il_shift, channels = ch_mask + 1
                               when powers of two; -1 otherwise */
-    uint32_t odd_bytes;    /* the last other packet size served, and its time */
-    kb__time odd_ps;
+    kb__svc_memo odd;      /* packets of other sizes */
     kb__time min_ps;       /* channel service of the smallest packet (1 byte) */
     kb__time last_leave;   /* latest time a read packet was offered to the fabric */
     kb__time posted_until; /* latest offer of a read handed over packet by packet */
