@@ -135,6 +135,7 @@ static void report(kb_bench_result *r, int64_t world, int64_t bytes)
     if (kb_ccl_last(r->m, &c)) return;
     double t_ps = (double)(c.end_ps - c.start_ps), run_ps = (double)(c.run_end_ps - c.run_start_ps);
     double p = (double)world, alg = t_ps > 0 ? (double)bytes / (t_ps * 1e-12) / 1e9 : 0;
+    kb_bench_note(r, "algorithm", "%s", c.algorithm);
     kb_bench_figure(r, "world", p, "ranks");
     kb_bench_figure(r, "bytes_per_rank", (double)bytes, "B");
     kb_bench_figure(r, "install", (double)c.install_ps / 1e6, "us");
@@ -176,7 +177,7 @@ static int ccl_allreduce(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     char sets[2][160];
     const char *setv[2] = {sets[0], sets[1]};
     int n_sets = overrides(algorithm, buffer, sets);
-    if (n_sets && (rc = kb_ccl_configure(m, NULL, setv, (size_t)n_sets)))
+    if (n_sets && (rc = kb_ccl_override(m, setv, (size_t)n_sets)))
         return kb_bench_fail(r, rc, "ccl_allreduce: %s", kb_last_error(m));
     int64_t n = bytes / 4, shape[2] = {world, n};
     float *row = malloc((size_t)n * sizeof *row);

@@ -110,6 +110,13 @@ KB_API int kb_ccl_last(const kb_machine *m, kb_ccl_report *out);
 KB_API int kb_ccl_configure(kb_machine *m, const char *ccl_path, const char *const *sets,
                             size_t n_sets);
 
+/* Applies sets[0..n_sets) ("ccl.PATH=VALUE") on top of the machine's current
+ * collective configuration: the same file and every override applied so far
+ * (kb_open's, kb_ccl_configure's, earlier kb_ccl_override's), then these; a
+ * key set twice takes the later value. Installed queues are freed as with
+ * kb_ccl_configure; on failure the previous configuration stays in force. */
+KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets);
+
 #ifdef __cplusplus
 }
 #endif

@@ -424,9 +424,9 @@ int kb__ccl_config_default(const kb__ccl_config *c, kb__ccl_collective coll,
         return kb__err_set(err, KB_EINVAL, "collective %d out of range", (int)coll);
     if (c->default_algo[coll] < 0)
         return kb__err_set(err, KB_ENOTFOUND,
-                           "ccl.yaml names no default algorithm for %s (add "
+                           "%s names no default algorithm for %s (add "
                            "defaults.algorithm.%s: NAME)",
-                           coll_names[coll], coll_names[coll]);
+                           kb__cfg_root(c->cfg)->file, coll_names[coll], coll_names[coll]);
     *out = &c->algos[c->default_algo[coll]];
     return 0;
 }

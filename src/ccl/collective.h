@@ -100,6 +100,9 @@ void kb__ccl_state_destroy(kb_machine *m);
  * dropped (the next collective reinstalls); on failure nothing changes. */
 int kb__ccl_reconfigure(kb_machine *m, const char *ccl_path, const char *const *sets, size_t n_sets,
                         kb__err *err);
+/* Same with the current source (file and overrides) and sets[0..n_sets)
+ * after its overrides (kb_ccl_override). */
+int kb__ccl_override(kb_machine *m, const char *const *sets, size_t n_sets, kb__err *err);
 /* The loaded config, and the installed plan (NULL when none). */
 const kb__ccl_config *kb__ccl_state_config(const kb_machine *m);
 const kb__ccl_plan *kb__ccl_state_plan(const kb_machine *m);

@@ -49,9 +49,19 @@ typedef struct coll_buf {
     int in_shard, out_shard;
 } coll_buf;
 
+/* Where a configuration comes from: a file's path and the text read from
+ * it (path NULL: the built-in ccl.yaml), then overrides, in order. */
+typedef struct ccl_source {
+    char *path, *text;
+    size_t len;
+    char **sets;
+    size_t n_sets;
+} ccl_source;
+
 struct kb__ccl_state {
     kb_machine *m;
     kb__ccl_config *cfg;
+    ccl_source src; /* what cfg was loaded from (kb_ccl_override adds to it) */
     /* install cache */
     const kb__ccl_algo *algo;
     kb__ccl_plan *plan;
@@ -179,13 +189,75 @@ static int install(kb__ccl_state *st, const kb__ccl_algo *a, kb__ccl_plan *plan,
 
 /* ---- state ------------------------------------------------------------------ */
 
+static void source_free(ccl_source *s)
+{
+    for (size_t i = 0; s->sets && i < s->n_sets; i++)
+        free(s->sets[i]);
+    free(s->sets);
+    free(s->path);
+    free(s->text);
+    memset(s, 0, sizeof *s);
+}
+
+/* *s = path (NULL: built in) with sets[0..n) then more[0..n_more); the
+ * file's text is base's when base comes from path, else read now. */
+static int source_make(ccl_source *s, const char *path, const ccl_source *base,
+                       const char *const *sets, size_t n, const char *const *more, size_t n_more,
+                       kb__err *err)
+{
+    memset(s, 0, sizeof *s);
+    int rc = 0;
+    if (path && base) {
+        if ((s->text = malloc(base->len + 1))) memcpy(s->text, base->text, base->len + 1);
+        s->len = base->len;
+        rc = s->text ? 0 : KB_ENOMEM;
+    } else if (path) {
+        rc = kb__cfg_read_file(path, &s->text, &s->len, err);
+        if (rc) return rc;
+    }
+    size_t total = n + n_more;
+    if (!rc && path && !(s->path = strdup(path))) rc = KB_ENOMEM;
+    if (!rc && total && !(s->sets = calloc(total, sizeof *s->sets))) rc = KB_ENOMEM;
+    for (size_t i = 0; !rc && i < total; i++, s->n_sets++)
+        if (!(s->sets[i] = strdup(i < n ? sets[i] : more[i - n]))) rc = KB_ENOMEM;
+    if (!rc) return 0;
+    source_free(s);
+    return kb__err_set(err, KB_ENOMEM, "ccl: out of host memory");
+}
+
+/* Loads the source source_make describes and makes it st's config; the
+ * old install and config go. On failure nothing changes. */
+static int config_replace(kb__ccl_state *st, const char *path, const ccl_source *base,
+                          const char *const *sets, size_t n_sets, const char *const *more,
+                          size_t n_more, kb__err *err)
+{
+    ccl_source src;
+    int rc = source_make(&src, path, base, sets, n_sets, more, n_more, err);
+    if (rc) return rc;
+    kb__ccl_config *c;
+    const char *const *all = (const char *const *)src.sets;
+    rc = src.path
+             ? kb__ccl_config_load_string(&c, src.path, src.text, src.len, all, src.n_sets, err)
+             : kb__ccl_config_load(&c, NULL, all, src.n_sets, err);
+    if (rc) {
+        source_free(&src);
+        return rc;
+    }
+    uninstall(st);
+    kb__ccl_config_destroy(st->cfg);
+    source_free(&st->src);
+    st->cfg = c;
+    st->src = src;
+    return 0;
+}
+
 int kb__ccl_state_create(kb_machine *m, const char *ccl_path, const char *const *sets,
                          size_t n_sets, kb__err *err)
 {
     kb__ccl_state *st = calloc(1, sizeof *st);
     if (!st) return kb__err_set(err, KB_ENOMEM, "ccl: out of host memory");
     st->m = m;
-    int rc = kb__ccl_config_load(&st->cfg, ccl_path, sets, n_sets, err);
+    int rc = config_replace(st, ccl_path, NULL, sets, n_sets, NULL, 0, err);
     if (rc) {
         free(st);
         return rc;
@@ -201,6 +273,7 @@ void kb__ccl_state_destroy(kb_machine *m)
     uninstall(st);
     free(st->rings);
     kb__ccl_config_destroy(st->cfg);
+    source_free(&st->src);
     free(st);
     m->ccl = NULL;
 }
@@ -208,13 +281,14 @@ void kb__ccl_state_destroy(kb_machine *m)
 int kb__ccl_reconfigure(kb_machine *m, const char *ccl_path, const char *const *sets, size_t n_sets,
                         kb__err *err)
 {
-    kb__ccl_config *c;
-    int rc = kb__ccl_config_load(&c, ccl_path, sets, n_sets, err);
-    if (rc) return rc;
-    uninstall(m->ccl);
-    kb__ccl_config_destroy(m->ccl->cfg);
-    m->ccl->cfg = c;
-    return 0;
+    return config_replace(m->ccl, ccl_path, NULL, sets, n_sets, NULL, 0, err);
+}
+
+int kb__ccl_override(kb_machine *m, const char *const *sets, size_t n_sets, kb__err *err)
+{
+    const ccl_source *cur = &m->ccl->src;
+    return config_replace(m->ccl, cur->path, cur, (const char *const *)cur->sets, cur->n_sets, sets,
+                          n_sets, err);
 }
 
 const kb__ccl_config *kb__ccl_state_config(const kb_machine *m)
@@ -227,15 +301,29 @@ const kb__ccl_plan *kb__ccl_state_plan(const kb_machine *m)
     return m->ccl && m->ccl->q ? m->ccl->plan : NULL;
 }
 
-KB_API int kb_ccl_configure(kb_machine *m, const char *ccl_path, const char *const *sets,
-                            size_t n_sets)
+/* kb_ccl_configure (layer 0: a new source) and kb_ccl_override (layer 1:
+ * on top of the current one); the error is kept on m. */
+static int reload(kb_machine *m, int layer, const char *ccl_path, const char *const *sets,
+                  size_t n_sets, const char *fn)
 {
     if (!m) return KB_EINVAL;
     kb__err e;
     kb__err_clear(&e);
-    int rc = n_sets && !sets ? kb__err_set(&e, KB_EINVAL, "kb_ccl_configure: sets is NULL")
+    int rc = n_sets && !sets ? kb__err_set(&e, KB_EINVAL, "%s: sets is NULL", fn)
+             : layer         ? kb__ccl_override(m, sets, n_sets, &e)
                              : kb__ccl_reconfigure(m, ccl_path, sets, n_sets, &e);
     return rc ? kb__rt_fail(m, &e) : 0;
+}
+
+KB_API int kb_ccl_configure(kb_machine *m, const char *ccl_path, const char *const *sets,
+                            size_t n_sets)
+{
+    return reload(m, 0, ccl_path, sets, n_sets, "kb_ccl_configure");
+}
+
+KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets)
+{
+    return reload(m, 1, NULL, sets, n_sets, "kb_ccl_override");
 }
 
 /* ---- one call ------------------------------------------------------------------ */

@@ -1,13 +1,17 @@
 /*
- * cmd_list.c — `kernbench list`: benches, probe cases and collective
- * algorithms this build offers.
+ * cmd_list.c — `kernbench list`: the benches and probe cases this build
+ * offers, and the collective algorithms of a ccl.yaml (the built-in one, or
+ * --ccl FILE, with --set ccl.KEY=VALUE overrides).
  *
  * Benches come from the bench registry (kernbench/bench.h), probe cases
- * from the probe layer; an empty catalogue prints "none built in yet".
+ * from the probe layer, algorithms from the loaded ccl configuration, with
+ * what each one runs: its collective, topology, kernel module and queues.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "ccl/ccl_config.h"
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "host/probe.h"
@@ -21,7 +25,7 @@ typedef struct entry {
 typedef struct section {
     const char *title;    /* heading of the table */
     const char *json_key; /* key of the list in --json output */
-    const char *noun;     /* plural, for the "none built in yet" line */
+    const char *empty;    /* the line printed when the list is empty */
     const entry *items;
     size_t n;
 } section;
@@ -29,7 +33,7 @@ typedef struct section {
 static void print_section(const section *s)
 {
     printf("%s:\n", s->title);
-    if (!s->n) printf("  none built in yet (no %s in this build)\n", s->noun);
+    if (!s->n) printf("  %s\n", s->empty);
     for (size_t i = 0; i < s->n; i++)
         printf("  %-20s %s\n", s->items[i].name, s->items[i].summary);
 }
@@ -48,17 +52,64 @@ static void print_json(FILE *f, const section *secs, size_t n)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: kernbench list [--json [F]]\n\n"
+    fprintf(f, "usage: kernbench list [--ccl FILE] [--set ccl.KEY=VALUE]... [--json [F]]\n\n"
                "Lists the benches, probe cases and collective algorithms available.\n\n"
-               "  --json [F] print the lists as JSON to F (default: stdout)\n"
-               "  --help     this text\n\n"
-               "exit status: 0 success, 2 usage error\n");
+               "  --ccl FILE             the ccl.yaml whose algorithms to list (default: the\n"
+               "                         built-in configs/ccl.yaml)\n"
+               "  --set ccl.KEY=VALUE    override one of its keys; repeatable, in order\n"
+               "  --json [F]             print the lists as JSON to F (default: stdout)\n"
+               "  --help                 this text\n\n"
+               "exit status: 0 success, 2 usage error (including a bad ccl.yaml or --set;\n"
+               "the message names FILE:LINE:COL or the --set argument)\n");
+}
+
+/* One line per algorithm of c: what it runs, and the collectives it is the
+ * default of. Summaries go in buf (n_algos lines of `width` bytes). */
+static void describe_algorithms(const kb__ccl_config *c, entry *items, char *buf, size_t width)
+{
+    for (size_t i = 0; i < c->n_algos; i++) {
+        const kb__ccl_algo *a = &c->algos[i];
+        char *line = buf + i * width;
+        int k = snprintf(line, width, "%s on %s, module %s, %u x %llu B slots in %s",
+                         kb__ccl_collective_name(a->collective), kb__ccl_topology_name(a->topology),
+                         a->module, a->s.n_slots, (unsigned long long)a->s.slot_size,
+                         kb__ccl_buffer_name(a->s.buffer_kind));
+        for (int col = 0; col < KB__CCL_COLLECTIVE_COUNT; col++)
+            if (c->default_algo[col] == (int32_t)i && k > 0 && (size_t)k < width)
+                k += snprintf(line + k, width - (size_t)k, " (default %s)",
+                              kb__ccl_collective_name((kb__ccl_collective)col));
+        items[i] = (entry){a->name, line};
+    }
+}
+
+/* The ccl configuration the options name: --ccl (or built in) with the
+ * --set arguments, which must all start with "ccl.". NULL after printing
+ * the problem. */
+static kb__ccl_config *load_ccl(const kb__cli_opts *o)
+{
+    for (size_t i = 0; i < o->n_sets; i++)
+        if (strncmp(o->sets[i], "ccl.", 4)) {
+            fprintf(stderr,
+                    "kernbench list: --set '%s': list reads only the collective configuration; "
+                    "expected ccl.KEY=VALUE\n",
+                    o->sets[i]);
+            return NULL;
+        }
+    kb__ccl_config *c;
+    kb__err err;
+    kb__err_clear(&err);
+    if (kb__ccl_config_load(&c, o->ccl, o->sets, o->n_sets, &err)) {
+        fprintf(stderr, "kernbench list: %s\n", err.msg);
+        return NULL;
+    }
+    return c;
 }
 
 int kb__cli_list(int argc, char **argv)
 {
     kb__cli_opts o;
-    int rc = kb__cli_opts_parse(&o, argc, argv, KB__OPT_JSON | KB__OPT_HELP);
+    int rc =
+        kb__cli_opts_parse(&o, argc, argv, KB__OPT_CCL | KB__OPT_SET | KB__OPT_JSON | KB__OPT_HELP);
     if (rc == KB__CLI_OPTS_BAD) {
         usage(stderr);
         return KB_CLI_USAGE;
@@ -68,6 +119,16 @@ int kb__cli_list(int argc, char **argv)
         kb__cli_opts_fini(&o);
         return KB_CLI_OK;
     }
+    kb__ccl_config *ccl = load_ccl(&o);
+    enum { LINE = 160 };
+    entry *algos = ccl ? calloc(ccl->n_algos + 1, sizeof *algos) : NULL;
+    char *lines = ccl ? malloc((ccl->n_algos + 1) * LINE) : NULL;
+    if (!ccl || !algos || !lines) {
+        if (ccl) fprintf(stderr, "kernbench list: out of memory\n");
+        rc = ccl ? KB_CLI_FAIL : KB_CLI_USAGE;
+        goto out;
+    }
+    describe_algorithms(ccl, algos, lines, LINE);
     entry benches[64];
     size_t n_benches = 0;
     for (int i = 0; i < kb_bench_count() && n_benches < 64; i++, n_benches++)
@@ -77,28 +138,33 @@ int kb__cli_list(int argc, char **argv)
         probe_cases[i] = (entry){kb__probe_case_name(i), kb__probe_case_doc(i)};
     const section secs[] = {
         {"benches (kernbench run --bench NAME; options: kernbench run --bench NAME --help)",
-         "benches", "benches", benches, n_benches},
-        {"probe cases (kernbench probe --case NAME)", "probe_cases", "probe cases", probe_cases,
+         "benches", "none", benches, n_benches},
+        {"probe cases (kernbench probe --case NAME)", "probe_cases", "none", probe_cases,
          sizeof probe_cases / sizeof probe_cases[0]},
-        {"collective algorithms", "collective_algorithms", "collective algorithms", NULL, 0},
+        {"collective algorithms (ccl.yaml; an all_reduce one runs with kernbench run --bench "
+         "ccl_allreduce --opt algorithm=NAME)",
+         "collective_algorithms", "none (this ccl.yaml names no algorithm)", algos, ccl->n_algos},
     };
     size_t n = sizeof secs / sizeof secs[0];
+    rc = KB_CLI_OK;
     if (o.json) {
         FILE *f = kb__cli_json_open(&o);
-        if (!f) {
-            kb__cli_opts_fini(&o);
-            return KB_CLI_FAIL;
+        if (f) {
+            print_json(f, secs, n);
+            rc = kb__cli_json_close(&o, f);
+        } else {
+            rc = KB_CLI_FAIL;
         }
-        print_json(f, secs, n);
-        rc = kb__cli_json_close(&o, f);
-        kb__cli_opts_fini(&o);
-        return rc;
     } else {
         for (size_t i = 0; i < n; i++) {
             if (i) printf("\n");
             print_section(&secs[i]);
         }
     }
+out:
+    free(algos);
+    free(lines);
+    kb__ccl_config_destroy(ccl);
     kb__cli_opts_fini(&o);
-    return KB_CLI_OK;
+    return rc;
 }

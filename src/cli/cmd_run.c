@@ -20,7 +20,7 @@
 #define N_BUSIEST 5
 
 typedef struct run_opts {
-    kb__cli_opts common; /* --topology, --set, --json, --help */
+    kb__cli_opts common; /* --topology, --ccl, --set, --json, --help */
     const char *bench;   /* name or path; NULL = default */
     kb_bench_opts bopts;
     int device; /* -1 all */
@@ -36,18 +36,24 @@ typedef struct run_out {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: kernbench run [--topology FILE] [--set KEY=VALUE]... [--bench NAME|FILE.so]\n"
-            "                     [--opt KEY=VALUE]... [--device all|sip:N] [--json [FILE]]\n"
-            "                     [--no-data]\n\n"
-            "  --bench NAME     a built-in bench (default %s), or a plug-in shared object\n"
-            "                   (a path containing '/'; see docs/benches.md)\n"
-            "  --opt KEY=VALUE  bench option (repeatable); 'kernbench list' shows the options\n"
-            "  --device D       all (default) or sip:N: tensors are placed on SIP N only\n"
-            "  --json [FILE]    JSON to FILE, or to stdout instead of the report\n"
-            "  --no-data        timing only: same simulated steps, results not checked\n\n"
-            "benches:\n",
-            kb_bench_default()->name);
+    fprintf(
+        f,
+        "usage: kernbench run [--topology FILE] [--ccl FILE] [--set KEY=VALUE]...\n"
+        "                     [--bench NAME|FILE.so] [--opt KEY=VALUE]... [--device all|sip:N]\n"
+        "                     [--json [FILE]] [--no-data]\n\n"
+        "  --topology FILE  machine description YAML (default: the built-in machine)\n"
+        "  --ccl FILE       collective configuration, a ccl.yaml (default: the built-in\n"
+        "                   configs/ccl.yaml; 'kernbench list' shows its algorithms)\n"
+        "  --set KEY=VALUE  override one parameter (ccl.KEY=VALUE: of the ccl.yaml);\n"
+        "                   repeatable, applied in order after the files\n"
+        "  --bench NAME     a built-in bench (default %s), or a plug-in shared object\n"
+        "                   (a path containing '/'; see docs/benches.md)\n"
+        "  --opt KEY=VALUE  bench option (repeatable); 'kernbench list' shows the options\n"
+        "  --device D       all (default) or sip:N: tensors are placed on SIP N only\n"
+        "  --json [FILE]    JSON to FILE, or to stdout instead of the report\n"
+        "  --no-data        timing only: same simulated steps, results not checked\n\n"
+        "benches:\n",
+        kb_bench_default()->name);
     for (int i = 0; i < kb_bench_count(); i++)
         fprintf(f, "  %-20s %s\n", kb_bench_at(i)->name, kb_bench_at(i)->summary);
     fprintf(f, "\nexit status: 0 all checks pass, 1 a check failed or an error, 2 usage error\n");
@@ -106,7 +112,7 @@ static int parse_args(run_opts *o, int argc, char **argv)
     kb__cli_opts_init(&o->common, "run");
     kb_bench_opts_init(&o->bopts);
     o->device = -1;
-    unsigned common = KB__OPT_TOPOLOGY | KB__OPT_SET | KB__OPT_JSON | KB__OPT_HELP;
+    unsigned common = KB__OPT_TOPOLOGY | KB__OPT_CCL | KB__OPT_SET | KB__OPT_JSON | KB__OPT_HELP;
     for (int i = 1; i < argc;) {
         int used = own_option(o, argc, argv, i);
         if (used < 0) return KB_CLI_USAGE;
@@ -150,7 +156,8 @@ static int open_machine(const run_opts *o, kb_machine **m, run_out *out)
     int status = kb__cli_load_params(&o->common, &p);
     if (status) return status;
     out->peak_pe = 2.0 * p.pe.gemm_rows * p.pe.gemm_cols * p.pe.gemm_clock_ghz * 1e9;
-    kb_open_options oo = {o->common.topology, o->common.sets, o->common.n_sets, o->no_data, NULL};
+    kb_open_options oo = {o->common.topology, o->common.sets, o->common.n_sets, o->no_data,
+                          o->common.ccl};
     char err[KB_BENCH_MSG_MAX];
     int rc = kb_open(m, &oo, err, sizeof err);
     if (rc) { /* the topology loaded above: what is left is the ccl configuration */

@@ -85,6 +85,11 @@ int kb__cli_opt_common(kb__cli_opts *o, int argc, char **argv, int i, unsigned a
         o->topology = v;
         return used;
     }
+    if ((accepted & KB__OPT_CCL) && is_opt(arg, "--ccl", &inl)) {
+        if (!value_of(o, argc, argv, i, inl, &v, &used)) return KB__CLI_OPTS_BAD;
+        o->ccl = v;
+        return used;
+    }
     if ((accepted & KB__OPT_SET) && is_opt(arg, "--set", &inl)) {
         if (!value_of(o, argc, argv, i, inl, &v, &used) || !add_set(o, v)) return KB__CLI_OPTS_BAD;
         return used;

@@ -2,6 +2,7 @@
  * cli/options.h — options several subcommands share.
  *
  *   --topology F     machine description (default: the built-in machine)
+ *   --ccl F          collective configuration, a ccl.yaml (default: built in)
  *   --set k=v        parameter override, repeatable, applied in order
  *   --json [F]       JSON output to F, or stdout when F is absent or "-"
  *   --help, -h       the subcommand's help
@@ -24,6 +25,7 @@ enum {
     KB__OPT_SET = 1 << 1,
     KB__OPT_JSON = 1 << 2,
     KB__OPT_HELP = 1 << 3,
+    KB__OPT_CCL = 1 << 4,
 };
 
 /* kb__cli_opt_common() results besides "consumed n arguments" (> 0). */
@@ -32,6 +34,7 @@ enum { KB__CLI_OPTS_NOT_MINE = 0, KB__CLI_OPTS_BAD = -1 };
 typedef struct kb__cli_opts {
     const char *cmd;      /* subcommand name, for messages */
     const char *topology; /* --topology file, NULL for the built-in machine */
+    const char *ccl;      /* --ccl file, NULL for the built-in configs/ccl.yaml */
     const char **sets;    /* --set assignments in command-line order */
     size_t n_sets, cap_sets;
     int json;              /* --json given */

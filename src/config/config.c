@@ -220,16 +220,17 @@ int kb__cfg_parse_string(kb__cfg **out, const char *name, const char *text, size
     return rc;
 }
 
-int kb__cfg_parse_file(kb__cfg **out, const char *path, kb__err *err)
+int kb__cfg_read_file(const char *path, char **text, size_t *len, kb__err *err)
 {
-    *out = NULL;
+    *text = NULL;
+    *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return kb__err_set(err, KB_EIO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
+    size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     while (buf) {
-        len += fread(buf + len, 1, cap - len, f);
-        if (len < cap) break;
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
         char *nb = realloc(buf, cap * 2);
         if (!nb) {
             free(buf);
@@ -246,7 +247,20 @@ int kb__cfg_parse_file(kb__cfg **out, const char *path, kb__err *err)
         free(buf);
         return kb__err_set(err, KB_EIO, "%s: read error", path);
     }
-    int rc = kb__cfg_parse_string(out, path, buf, len, err);
+    buf[n] = '\0'; /* n < cap: the loop stops on a short read */
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
+int kb__cfg_parse_file(kb__cfg **out, const char *path, kb__err *err)
+{
+    *out = NULL;
+    char *buf;
+    size_t len;
+    int rc = kb__cfg_read_file(path, &buf, &len, err);
+    if (rc) return rc;
+    rc = kb__cfg_parse_string(out, path, buf, len, err);
     free(buf);
     return rc;
 }

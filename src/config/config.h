@@ -53,6 +53,11 @@ typedef struct kb__cfg kb__cfg;
  * file:line:col and libyaml's problem text; *out is NULL on failure. */
 int kb__cfg_parse_file(kb__cfg **out, const char *path, kb__err *err);
 
+/* The whole file at path: *text (malloc'd, NUL-terminated after its *len
+ * bytes) is the caller's. Errors: KB_EIO ("PATH: cannot open: ...",
+ * "PATH: read error"), KB_ENOMEM. */
+int kb__cfg_read_file(const char *path, char **text, size_t *len, kb__err *err);
+
 /* Same from a buffer of len bytes; name stands for the file in messages. */
 int kb__cfg_parse_string(kb__cfg **out, const char *name, const char *text, size_t len,
                          kb__err *err);

@@ -211,10 +211,12 @@ Test(benches, ccl_allreduce_figures_follow_their_definitions)
                                          figure(&r, "ag_bw_term"))) < 1e-3,
         "alpha_beta %g", figure(&r, "alpha_beta"));
     /* one cube of ranks loading their buffers: the cube's xbar link bounds both phases */
-    cr_assert_eq(r.n_notes, 2);
-    cr_expect_str_eq(r.notes[0].name, "rs_bound");
-    cr_expect_str_eq(r.notes[0].text, "the link sip0.cube0.xbar -> sip0.cube0.noc");
-    cr_expect_str_eq(r.notes[1].text, "the link sip0.cube0.noc -> sip0.cube0.xbar");
+    cr_assert_eq(r.n_notes, 3);
+    cr_expect_str_eq(r.notes[0].name, "algorithm");
+    cr_expect_str_eq(r.notes[0].text, "ring_allreduce");
+    cr_expect_str_eq(r.notes[1].name, "rs_bound");
+    cr_expect_str_eq(r.notes[1].text, "the link sip0.cube0.xbar -> sip0.cube0.noc");
+    cr_expect_str_eq(r.notes[2].text, "the link sip0.cube0.noc -> sip0.cube0.xbar");
 }
 
 Test(benches, ccl_allreduce_rejects_a_world_without_placement)

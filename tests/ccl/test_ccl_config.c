@@ -94,7 +94,7 @@ Test(ccl_config, empty_file_gives_the_built_in_defaults_and_no_algorithm)
     const kb__ccl_algo *a;
     kb__err err;
     cr_assert_eq(kb__ccl_config_default(c, KB__CCL_ALL_REDUCE, &a, &err), KB_ENOTFOUND);
-    cr_assert_str_eq(err.msg, "ccl.yaml names no default algorithm for all_reduce (add "
+    cr_assert_str_eq(err.msg, "t.yaml names no default algorithm for all_reduce (add "
                               "defaults.algorithm.all_reduce: NAME)");
     kb__ccl_config_destroy(c);
 }

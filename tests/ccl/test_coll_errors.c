@@ -1,7 +1,7 @@
 /*
  * Collective errors name the tensor, PE, sizes and algorithm, and leave the
  * machine usable (a later all-reduce on it is right); TCM rings shrink the
- * tile scratch of their PEs; ccl config from kb_open and kb_ccl_configure.
+ * tile scratch of their PEs; ccl config from kb_open, kb_ccl_configure and kb_ccl_override.
  */
 #include "ccl/coll_fixture.h"
 #include "kernel/tl_internal.h"
@@ -233,4 +233,52 @@ Test(coll_config, kb_open_takes_ccl_path_and_ccl_overrides)
     o = (kb_open_options){NULL, bad, 1, 0, NULL};
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), KB_ECONFIG);
     cr_assert(strstr(eb, "ccl.defaults.n_slots"), "%s", eb);
+}
+
+/* kb_ccl_override keeps the file and every earlier override, adds its own
+ * (a later value of a key wins), and leaves everything as it was when it
+ * fails. */
+Test(coll_config, kb_ccl_override_layers_on_the_current_configuration)
+{
+    char path[] = "/tmp/kb_ccl_XXXXXX";
+    int fd = mkstemp(path);
+    const char *text = "defaults: {n_slots: 3, algorithm: {all_reduce: r}}\n"
+                       "algorithms:\n  r: {module: ring_allreduce, topology: ring_1d}\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    const char *sets[] = {"ccl.defaults.slot_size=8KiB"};
+    kb_open_options o = {NULL, sets, 1, 0, path};
+    kb_machine *m;
+    char eb[512];
+    cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
+    unlink(path); /* the source is remembered, not re-read */
+    const char *more[] = {"ccl.algorithms.r.buffer_kind=sram", "ccl.defaults.n_slots=5"};
+    cr_assert_eq(kb_ccl_override(m, more, 2), 0, "%s", kb_last_error(m));
+    const kb__ccl_config *c = kb__ccl_state_config(m);
+    cr_assert_eq(c->n_algos, 1u);
+    cr_assert_str_eq(c->algos[0].name, "r");
+    cr_assert_eq(c->algos[0].s.n_slots, 5u);
+    cr_assert_eq(c->algos[0].s.slot_size, 8192u);
+    cr_assert_eq(c->algos[0].s.buffer_kind, KB__CCL_BUF_SRAM);
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    cf_check_all_reduce(m, t, NULL, KB_SUM, 4, 8, KB_F32, NULL);
+    const char *bad[] = {"ccl.algorithms.r.n_slots=0"};
+    cr_assert_eq(kb_ccl_override(m, bad, 1), KB_ECONFIG);
+    cr_assert(strstr(kb_last_error(m), "n_slots"), "%s", kb_last_error(m));
+    c = kb__ccl_state_config(m);
+    cr_assert_eq(c->algos[0].s.n_slots, 5u);
+    cr_assert_eq(c->algos[0].s.buffer_kind, KB__CCL_BUF_SRAM);
+    cr_assert_eq(kb_ccl_override(m, NULL, 1), KB_EINVAL);
+    /* kb_ccl_configure starts a new source: the built-in file, no overrides */
+    cr_assert_eq(kb_ccl_configure(m, NULL, NULL, 0), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_ccl_override(m, NULL, 0), 0, "%s", kb_last_error(m));
+    kb__ccl_settings builtin;
+    kb__ccl_settings_builtin(&builtin);
+    const kb__ccl_algo *a;
+    kb__err e;
+    cr_assert_eq(kb__ccl_config_find(kb__ccl_state_config(m), "ring_allreduce", &a, &e), 0);
+    cr_assert_eq(a->s.n_slots, builtin.n_slots);
+    cr_assert_eq(a->s.slot_size, builtin.slot_size);
+    still_usable(m);
+    kb_close(m);
 }

@@ -67,11 +67,62 @@ grep -q "^rs_bound *the " "$tmp/out" || fail "ccl_allreduce names no reduce-scat
 [ $? -eq 2 ] || fail "a misspelt ccl key should exit 2"
 grep -q "did you mean 'n_slots'" "$tmp/err" || fail "a misspelt ccl key gets a hint"
 
-# list shows the benches.
+# --ccl FILE: the user's ccl.yaml and its algorithms; --set ccl.* applies on
+# top of it, and the bench's --opt algorithm on top of both.
+cat >"$tmp/ccl.yaml" <<'EOF'
+defaults:
+  n_slots: 8
+  algorithm: {all_reduce: my_ring}
+algorithms:
+  my_ring: {module: ring_allreduce, collective: all_reduce, topology: ring_1d, buffer_kind: sram}
+EOF
+ar="--bench ccl_allreduce --no-data --opt world=8 --opt bytes=65536"
+"$kb" run --ccl "$tmp/ccl.yaml" $ar >"$tmp/out" 2>&1 || fail "run --ccl: $(cat "$tmp/out")"
+grep -q "^algorithm *my_ring$" "$tmp/out" || fail "run --ccl does not run the file's default"
+# figure NAME FILE: a bench figure from a --json report
+figure() { jget "$2" "d['figures']['$1']"; }
+"$kb" run $ar --json "$tmp/a4.json" >/dev/null || fail "ring, built-in slots"
+"$kb" run $ar --set ccl.defaults.n_slots=16 --json "$tmp/a16.json" >/dev/null || fail "16 slots"
+"$kb" run $ar --set ccl.defaults.n_slots=16 --opt algorithm=ring_allreduce \
+    --json "$tmp/b16.json" >/dev/null || fail "16 slots, --opt algorithm"
+[ "$(figure collective "$tmp/a4.json")" != "$(figure collective "$tmp/a16.json")" ] ||
+    fail "n_slots does not change the all-reduce time: the comparison below proves nothing"
+[ "$(figure collective "$tmp/a16.json")" = "$(figure collective "$tmp/b16.json")" ] ||
+    fail "--opt algorithm drops the --set ccl.* overrides"
+"$kb" run --ccl "$tmp/ccl.yaml" $ar --opt algorithm=ring_allreduce >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] || fail "an algorithm the --ccl file lacks should fail the bench"
+grep -q "'ring_allreduce'" "$tmp/err" || fail "the missing algorithm is not named: $(cat "$tmp/err")"
+printf 'defaults:\n  n_slots: [1\n' >"$tmp/bad.yaml"
+"$kb" run --ccl "$tmp/bad.yaml" $ar >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "a broken --ccl file should exit 2"
+grep -q "bad.yaml:[0-9]*:[0-9]*: " "$tmp/err" || fail "no FILE:LINE:COL: $(cat "$tmp/err")"
+"$kb" run --ccl "$tmp/none.yaml" $ar >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "a missing --ccl file should exit 2"
+grep -q "none.yaml: cannot open" "$tmp/err" || fail "missing file message: $(cat "$tmp/err")"
+
+# list shows the benches and the collective algorithms (of --ccl FILE too).
 "$kb" list >"$tmp/out" || fail "list"
 for b in qkv_gemm qkv_gemm_multi_pe va_offset vector_add softmax matmul layernorm ccl_allreduce; do
     grep -q "^  $b " "$tmp/out" || fail "list lacks $b"
 done
+grep -Eq "^  ring_allreduce +all_reduce on ring_1d, module ring_allreduce, 4 x 4096 B slots in tcm \(default all_reduce\)$" \
+    "$tmp/out" || fail "list does not describe ring_allreduce"
+for a in mesh_allreduce tree_allreduce ring_reduce_scatter ring_all_gather ring_broadcast hello_send; do
+    grep -q "^  $a " "$tmp/out" || fail "list lacks algorithm $a"
+done
+"$kb" list --ccl "$tmp/ccl.yaml" --set ccl.algorithms.my_ring.n_slots=2 >"$tmp/out" ||
+    fail "list --ccl"
+grep -Eq "^  my_ring +all_reduce on ring_1d, module ring_allreduce, 2 x 4096 B slots in sram \(default all_reduce\)$" \
+    "$tmp/out" || fail "list --ccl does not describe my_ring: $(cat "$tmp/out")"
+grep -q "^  ring_allreduce " "$tmp/out" && fail "list --ccl still shows the built-in algorithms"
+"$kb" list --json | python3 -c 'import json,sys; assert "ring_allreduce" in json.load(sys.stdin)["collective_algorithms"]' ||
+    fail "list --json lacks the algorithms"
+"$kb" list --ccl "$tmp/bad.yaml" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "list with a broken --ccl file should exit 2"
+grep -q "bad.yaml:[0-9]*:[0-9]*: " "$tmp/err" || fail "list: no FILE:LINE:COL: $(cat "$tmp/err")"
+"$kb" list --set pe.dma.channels=3 >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "list --set of a machine key should exit 2"
+grep -q "expected ccl.KEY=VALUE" "$tmp/err" || fail "list --set message: $(cat "$tmp/err")"
 
 # Plug-in: build the example against the in-tree headers and run it.
 cc -O2 -shared -fPIC -I"$src/include" "$src/examples/user_bench/scale.c" -o "$tmp/scale.so" \

@@ -88,7 +88,7 @@ for c in h2d d2h pe-local-hbm pe-same-cube-hbm pe-remote-cube-hbm pe-remote-sip-
     pe-tcm-to-tcm pe-sram; do
     grep -Eq "^  $c " "$tmp/l.txt"; check "list names probe case $c" $?
 done
-grep -q "none built in yet" "$tmp/l.txt"; check "list says what is not built in" $?
+grep -Eq "^  ring_allreduce " "$tmp/l.txt"; check "list names the collective algorithms" $?
 "$KB" list --json | grep -q '"probe_cases": \["h2d"'; check "list --json" $?
 "$KB" list --bogus > /dev/null 2>&1
 check "list unknown option exits 2" $(( $? != 2 ))
