@@ -75,14 +75,22 @@ static int placement(kb_machine *m, int64_t world, kb_policy *p, kb_bench_result
     return 0;
 }
 
-/* ccl.yaml overrides for the options; returns how many were written. */
-static int overrides(const char *algorithm, const char *buffer, char sets[2][160])
+/* ccl.yaml overrides for the options, written to sets; returns how many,
+ * or a negative status (message in r). `buffer` goes to the algorithm that
+ * will run: the one named, else the configuration's all_reduce default. */
+static int overrides(kb_machine *m, const char *algorithm, const char *buffer, char sets[2][160],
+                     kb_bench_result *r)
 {
     int n = 0;
+    char def[128];
     if (algorithm) snprintf(sets[n++], 160, "ccl.defaults.algorithm.all_reduce=%s", algorithm);
-    if (buffer)
-        snprintf(sets[n++], 160, "ccl.algorithms.%s.buffer_kind=%s",
-                 algorithm ? algorithm : "ring_allreduce", buffer);
+    if (buffer && !algorithm) {
+        int rc = kb_ccl_default_algorithm(m, "all_reduce", def, sizeof def);
+        if (rc)
+            return kb_bench_fail(r, rc, "ccl_allreduce: buffer=%s: %s", buffer, kb_last_error(m));
+        algorithm = def;
+    }
+    if (buffer) snprintf(sets[n++], 160, "ccl.algorithms.%s.buffer_kind=%s", algorithm, buffer);
     return n;
 }
 
@@ -176,7 +184,8 @@ static int ccl_allreduce(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     if ((rc = placement(m, world, &p, r))) return rc;
     char sets[2][160];
     const char *setv[2] = {sets[0], sets[1]};
-    int n_sets = overrides(algorithm, buffer, sets);
+    int n_sets = overrides(m, algorithm, buffer, sets, r);
+    if (n_sets < 0) return n_sets;
     if (n_sets && (rc = kb_ccl_override(m, setv, (size_t)n_sets)))
         return kb_bench_fail(r, rc, "ccl_allreduce: %s", kb_last_error(m));
     int64_t n = bytes / 4, shape[2] = {world, n};

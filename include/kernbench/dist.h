@@ -117,6 +117,13 @@ KB_API int kb_ccl_configure(kb_machine *m, const char *ccl_path, const char *con
  * kb_ccl_configure; on failure the previous configuration stays in force. */
 KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets);
 
+/* Copies into name (size bytes, NUL-terminated) the ccl.yaml name of the
+ * algorithm that collective ("all_reduce", "reduce_scatter", "all_gather",
+ * "broadcast", "send_recv") runs by default under the machine's current
+ * configuration. KB_ENOTFOUND when the configuration names none,
+ * KB_EINVAL for an unknown collective or a name longer than size - 1. */
+KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char *name, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -326,6 +326,30 @@ KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets
     return reload(m, 1, NULL, sets, n_sets, "kb_ccl_override");
 }
 
+KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char *name, size_t size)
+{
+    if (!m) return KB_EINVAL;
+    kb__err e;
+    kb__err_clear(&e);
+    int c = 0;
+    for (; collective && c < KB__CCL_COLLECTIVE_COUNT; c++)
+        if (!strcmp(collective, kb__ccl_collective_name((kb__ccl_collective)c))) break;
+    if (!collective) c = KB__CCL_COLLECTIVE_COUNT;
+    const kb__ccl_algo *a = NULL;
+    int rc = c == KB__CCL_COLLECTIVE_COUNT
+                 ? kb__err_set(&e, KB_EINVAL,
+                               "kb_ccl_default_algorithm: unknown collective '%s' (expected "
+                               "all_reduce, reduce_scatter, all_gather, broadcast or send_recv)",
+                               collective ? collective : "(null)")
+                 : kb__ccl_config_default(m->ccl->cfg, (kb__ccl_collective)c, &a, &e);
+    if (!rc && (!name || strlen(a->name) >= size))
+        rc = kb__err_set(&e, KB_EINVAL,
+                         "kb_ccl_default_algorithm: '%s' does not fit a buffer of %zu bytes",
+                         a->name, name ? size : 0);
+    if (!rc) memcpy(name, a->name, strlen(a->name) + 1);
+    return rc ? kb__rt_fail(m, &e) : 0;
+}
+
 /* ---- one call ------------------------------------------------------------------ */
 
 typedef struct coll_call {

@@ -260,6 +260,17 @@ Test(coll_config, kb_ccl_override_layers_on_the_current_configuration)
     cr_assert_eq(c->algos[0].s.n_slots, 5u);
     cr_assert_eq(c->algos[0].s.slot_size, 8192u);
     cr_assert_eq(c->algos[0].s.buffer_kind, KB__CCL_BUF_SRAM);
+    char name[8];
+    cr_assert_eq(kb_ccl_default_algorithm(m, "all_reduce", name, sizeof name), 0);
+    cr_assert_str_eq(name, "r");
+    cr_assert_eq(kb_ccl_default_algorithm(m, "broadcast", name, sizeof name), KB_ENOTFOUND);
+    cr_assert(strstr(kb_last_error(m), "names no default algorithm for broadcast"), "%s",
+              kb_last_error(m));
+    cr_assert_eq(kb_ccl_default_algorithm(m, "allreduce", name, sizeof name), KB_EINVAL);
+    cr_assert(strstr(kb_last_error(m), "unknown collective 'allreduce'"), "%s", kb_last_error(m));
+    cr_assert_eq(kb_ccl_default_algorithm(m, "all_reduce", name, 1), KB_EINVAL);
+    cr_assert(strstr(kb_last_error(m), "'r' does not fit a buffer of 1 bytes"), "%s",
+              kb_last_error(m));
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
     cf_check_all_reduce(m, t, NULL, KB_SUM, 4, 8, KB_F32, NULL);
     const char *bad[] = {"ccl.algorithms.r.n_slots=0"};
@@ -279,6 +290,9 @@ Test(coll_config, kb_ccl_override_layers_on_the_current_configuration)
     cr_assert_eq(kb__ccl_config_find(kb__ccl_state_config(m), "ring_allreduce", &a, &e), 0);
     cr_assert_eq(a->s.n_slots, builtin.n_slots);
     cr_assert_eq(a->s.slot_size, builtin.slot_size);
+    char big[64];
+    cr_assert_eq(kb_ccl_default_algorithm(m, "all_reduce", big, sizeof big), 0);
+    cr_assert_str_eq(big, "ring_allreduce");
     still_usable(m);
     kb_close(m);
 }

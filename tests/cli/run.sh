@@ -89,6 +89,17 @@ figure() { jget "$2" "d['figures']['$1']"; }
     fail "n_slots does not change the all-reduce time: the comparison below proves nothing"
 [ "$(figure collective "$tmp/a16.json")" = "$(figure collective "$tmp/b16.json")" ] ||
     fail "--opt algorithm drops the --set ccl.* overrides"
+# --opt buffer goes to the algorithm that runs: here the file's my_ring (in
+# sram), so sram changes nothing and hbm does.
+"$kb" run --ccl "$tmp/ccl.yaml" $ar --json "$tmp/m.json" >/dev/null || fail "my_ring"
+"$kb" run --ccl "$tmp/ccl.yaml" $ar --opt buffer=sram --json "$tmp/ms.json" >/dev/null ||
+    fail "my_ring, buffer=sram"
+"$kb" run --ccl "$tmp/ccl.yaml" $ar --opt buffer=hbm --json "$tmp/mh.json" >/dev/null ||
+    fail "my_ring, buffer=hbm"
+[ "$(figure collective "$tmp/m.json")" = "$(figure collective "$tmp/ms.json")" ] ||
+    fail "buffer=sram changes my_ring, whose queues are in sram already"
+[ "$(figure collective "$tmp/m.json")" != "$(figure collective "$tmp/mh.json")" ] ||
+    fail "buffer=hbm does not reach my_ring"
 "$kb" run --ccl "$tmp/ccl.yaml" $ar --opt algorithm=ring_allreduce >/dev/null 2>"$tmp/err"
 [ $? -eq 1 ] || fail "an algorithm the --ccl file lacks should fail the bench"
 grep -q "'ring_allreduce'" "$tmp/err" || fail "the missing algorithm is not named: $(cat "$tmp/err")"
