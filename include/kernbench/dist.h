@@ -124,6 +124,39 @@ KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets
  * KB_EINVAL for an unknown collective or a name longer than size - 1. */
 KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char *name, size_t size);
 
+/* ---- collective algorithms of your own (docs/ccl-author-guide.md) ------------ */
+
+/* The constants of one collective call, the same for every rank: what a
+ * collective kernel reads besides its buffers (arguments 0: this rank's
+ * input buffer, 1: its output buffer, the input again for in-place
+ * collectives). Read-only; reading it costs no simulated time. */
+typedef struct kb_ccl_sched {
+    uint32_t world;  /* collective ranks p */
+    kb_reduce_op op; /* all_reduce, reduce_scatter */
+    tl_dtype dtype;  /* of every buffer */
+    int64_t elems;   /* elements of one input buffer (N) */
+    int64_t piece;   /* largest message to send, in elements: it fits the tile scratch
+                        and, for topologies other than ring_1d, one receive ring */
+    int64_t window;  /* pieces a kernel may keep in TCM at once (ring: per round) */
+    uint32_t root;   /* broadcast: the rank of the source buffer */
+    const uint32_t *index; /* [world]: rank -> index of its buffer in call order */
+} kb_ccl_sched;
+
+/* In a kernel the collective runner launched (kb_all_reduce & co.): the
+ * call's constants. In any other kernel it is a kernel error. */
+KB_API const kb_ccl_sched *tl_ccl_sched(tl_ctx *k);
+
+/* Makes fn available to m's ccl.yaml as `module: NAME`: a kernel that
+ * implements collective ("all_reduce", "reduce_scatter", "all_gather",
+ * "broadcast", "send_recv") over the queues of topology ("ring_1d",
+ * "mesh_2d", "tree"). An algorithm naming it is added like any other
+ * (kb_ccl_override with "ccl.algorithms.A={module: NAME, collective: C,
+ * topology: T}", or a ccl.yaml). KB_EINVAL, naming the problem, for an
+ * empty or too long name (63 bytes at most), a name already built in or
+ * registered, an unknown collective or topology, or no fn; KB_ENOMEM. */
+KB_API int kb_ccl_register(kb_machine *m, const char *module, const char *collective,
+                           const char *topology, tl_kernel_fn fn);
+
 #ifdef __cplusplus
 }
 #endif

@@ -61,7 +61,10 @@ typedef struct ccl_source {
 struct kb__ccl_state {
     kb_machine *m;
     kb__ccl_config *cfg;
-    ccl_source src; /* what cfg was loaded from (kb_ccl_override adds to it) */
+    ccl_source src;        /* what cfg was loaded from (kb_ccl_override adds to it) */
+    kb__ccl_module **user; /* kb_ccl_register's modules, each its own block (a call in
+                              progress keeps pointing at one while another registers) */
+    size_t n_user, cap_user;
     /* install cache */
     const kb__ccl_algo *algo;
     kb__ccl_plan *plan;
@@ -189,6 +192,15 @@ static int install(kb__ccl_state *st, const kb__ccl_algo *a, kb__ccl_plan *plan,
 
 /* ---- state ------------------------------------------------------------------ */
 
+/* The module called name: built in, or registered on st. */
+static const kb__ccl_module *module_find(const kb__ccl_state *st, const char *name)
+{
+    const kb__ccl_module *mod = kb__ccl_module_find(name);
+    for (size_t i = 0; !mod && name && i < st->n_user; i++)
+        if (!strcmp(st->user[i]->name, name)) mod = st->user[i];
+    return mod;
+}
+
 static void source_free(ccl_source *s)
 {
     for (size_t i = 0; s->sets && i < s->n_sets; i++)
@@ -274,6 +286,11 @@ void kb__ccl_state_destroy(kb_machine *m)
     free(st->rings);
     kb__ccl_config_destroy(st->cfg);
     source_free(&st->src);
+    for (size_t i = 0; i < st->n_user; i++) {
+        free((char *)st->user[i]->name);
+        free(st->user[i]);
+    }
+    free(st->user);
     free(st);
     m->ccl = NULL;
 }
@@ -326,22 +343,95 @@ KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets
     return reload(m, 1, NULL, sets, n_sets, "kb_ccl_override");
 }
 
+/* The index of name in names(0..count), or -1. */
+static int name_index(const char *name, const char *(*names)(int), int count)
+{
+    for (int i = 0; name && i < count; i++)
+        if (!strcmp(name, names(i))) return i;
+    return -1;
+}
+
+static const char *collective_name(int c)
+{
+    return kb__ccl_collective_name((kb__ccl_collective)c);
+}
+
+static const char *topology_name(int t)
+{
+    return kb__ccl_topology_name((kb__ccl_topology)t);
+}
+
+/* Checks kb_ccl_register's arguments; 0 or KB_EINVAL with the message. */
+static int check_module(const kb__ccl_state *st, const char *module, int coll, int topo,
+                        const char *collective, const char *topology, tl_kernel_fn fn, kb__err *err)
+{
+    size_t len = module ? strlen(module) : 0;
+    if (!len || len > 63 ||
+        strspn(module, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                       "0123456789_-.") != len)
+        return kb__err_set(err, KB_EINVAL,
+                           "kb_ccl_register: module name '%s': expected 1 to 63 letters, digits, "
+                           "'_', '-' or '.'",
+                           module ? module : "(null)");
+    if (kb__ccl_module_find(module))
+        return kb__err_set(err, KB_EINVAL, "kb_ccl_register: module '%s' is built in", module);
+    if (module_find(st, module))
+        return kb__err_set(err, KB_EINVAL, "kb_ccl_register: module '%s' is already registered",
+                           module);
+    if (coll < 0)
+        return kb__err_set(err, KB_EINVAL,
+                           "kb_ccl_register %s: unknown collective '%s' (expected all_reduce, "
+                           "reduce_scatter, all_gather, broadcast or send_recv)",
+                           module, collective ? collective : "(null)");
+    if (topo < 0)
+        return kb__err_set(err, KB_EINVAL,
+                           "kb_ccl_register %s: unknown topology '%s' (expected ring_1d, mesh_2d "
+                           "or tree)",
+                           module, topology ? topology : "(null)");
+    if (!fn) return kb__err_set(err, KB_EINVAL, "kb_ccl_register %s: no kernel function", module);
+    return 0;
+}
+
+KB_API int kb_ccl_register(kb_machine *m, const char *module, const char *collective,
+                           const char *topology, tl_kernel_fn fn)
+{
+    if (!m) return KB_EINVAL;
+    kb__ccl_state *st = m->ccl;
+    kb__err e;
+    kb__err_clear(&e);
+    int coll = name_index(collective, collective_name, KB__CCL_COLLECTIVE_COUNT);
+    int topo = name_index(topology, topology_name, KB__CCL_TOPOLOGY_COUNT);
+    int rc = check_module(st, module, coll, topo, collective, topology, fn, &e);
+    if (!rc && st->n_user == st->cap_user) {
+        size_t cap = st->cap_user ? 2 * st->cap_user : 4;
+        kb__ccl_module **v = realloc(st->user, cap * sizeof *v);
+        if (v) st->user = v, st->cap_user = cap;
+        rc = v ? 0 : KB_ENOMEM;
+    }
+    kb__ccl_module *mod = rc ? NULL : malloc(sizeof *mod);
+    char *name = mod ? strdup(module) : NULL;
+    if (!rc && !name) {
+        free(mod);
+        rc = kb__err_set(&e, KB_ENOMEM, "kb_ccl_register %s: out of host memory", module);
+    }
+    if (rc) return kb__rt_fail(m, &e);
+    *mod = (kb__ccl_module){name, (kb__ccl_collective)coll, (kb__ccl_topology)topo, fn};
+    st->user[st->n_user++] = mod;
+    return 0;
+}
+
 KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char *name, size_t size)
 {
     if (!m) return KB_EINVAL;
     kb__err e;
     kb__err_clear(&e);
-    int c = 0;
-    for (; collective && c < KB__CCL_COLLECTIVE_COUNT; c++)
-        if (!strcmp(collective, kb__ccl_collective_name((kb__ccl_collective)c))) break;
-    if (!collective) c = KB__CCL_COLLECTIVE_COUNT;
+    int c = name_index(collective, collective_name, KB__CCL_COLLECTIVE_COUNT);
     const kb__ccl_algo *a = NULL;
-    int rc = c == KB__CCL_COLLECTIVE_COUNT
-                 ? kb__err_set(&e, KB_EINVAL,
-                               "kb_ccl_default_algorithm: unknown collective '%s' (expected "
-                               "all_reduce, reduce_scatter, all_gather, broadcast or send_recv)",
-                               collective ? collective : "(null)")
-                 : kb__ccl_config_default(m->ccl->cfg, (kb__ccl_collective)c, &a, &e);
+    int rc = c < 0 ? kb__err_set(&e, KB_EINVAL,
+                                 "kb_ccl_default_algorithm: unknown collective '%s' (expected "
+                                 "all_reduce, reduce_scatter, all_gather, broadcast or send_recv)",
+                                 collective ? collective : "(null)")
+                   : kb__ccl_config_default(m->ccl->cfg, (kb__ccl_collective)c, &a, &e);
     if (!rc && (!name || strlen(a->name) >= size))
         rc = kb__err_set(&e, KB_EINVAL,
                          "kb_ccl_default_algorithm: '%s' does not fit a buffer of %zu bytes",
@@ -505,8 +595,9 @@ static int gather(coll_call *c, kb__err *err)
 }
 
 /* The algorithm (named or the default) and its kernel. */
-static int pick(coll_call *c, const kb__ccl_config *cfg, const char *name, kb__err *err)
+static int pick(coll_call *c, const kb__ccl_state *st, const char *name, kb__err *err)
 {
+    const kb__ccl_config *cfg = st->cfg;
     kb__ccl_collective kind = c->r->kind;
     int rc = name ? kb__ccl_config_find(cfg, name, &c->algo, err)
                   : kb__ccl_config_default(cfg, kind, &c->algo, err);
@@ -515,10 +606,12 @@ static int pick(coll_call *c, const kb__ccl_config *cfg, const char *name, kb__e
     if (a->collective != kind)
         return kb__err_set(err, KB_EINVAL, "collective %s: algorithm '%s' implements %s", c->what,
                            a->name, kb__ccl_collective_name(a->collective));
-    c->mod = kb__ccl_module_find(a->module);
+    c->mod = module_find(st, a->module);
     if (!c->mod) {
-        char list[256];
-        kb__ccl_module_list(list, sizeof list);
+        char list[512];
+        size_t len = kb__ccl_module_list(list, sizeof list);
+        for (size_t i = 0; i < st->n_user && len < sizeof list; i++)
+            len += (size_t)snprintf(list + len, sizeof list - len, ", %s", st->user[i]->name);
         return kb__err_set(err, KB_ENOTFOUND,
                            "collective %s: algorithm '%s': unknown module '%s' (known modules: "
                            "%s)",
@@ -557,7 +650,7 @@ static int plan_and_install(kb__ccl_state *st, coll_call *c, kb__coll_info *info
 /* Message size (elements) and ring window for the kernels: a piece fits the
  * tile scratch (the ring keeps up to 2 windows of pieces, ring.c), and for mesh and tree one
  * message fits one ring (their deadlock-freedom rests on it). */
-static void sizes(const kb__ccl_state *st, const coll_call *c, kb__ccl_sched *s)
+static void sizes(const kb__ccl_state *st, const coll_call *c, kb_ccl_sched *s)
 {
     kb_machine *m = st->m;
     uint64_t esize = kb__dtype_size(c->dtype), scratch = UINT64_MAX;
@@ -621,9 +714,9 @@ static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *ti
     kb_machine *m = st->m;
     uint32_t p = c->p;
     uint32_t *index = malloc(p * sizeof *index);
-    tl_tensor *views = calloc((size_t)p * 3, sizeof *views);
+    tl_tensor *views = calloc((size_t)p * 2, sizeof *views);
     int rc = index && views ? 0 : kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
-    kb__ccl_sched s = {
+    kb_ccl_sched s = {
         .world = p, .op = c->r->op, .dtype = (tl_dtype)c->dtype, .elems = c->elems, .index = index};
     for (uint32_t r = 0; !rc && r < p; r++) {
         uint32_t b = 0;
@@ -632,19 +725,17 @@ static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *ti
         index[r] = b;
         if (b == c->r->root) s.root = r;
         const coll_buf *x = &c->buf[b];
-        kb__rt_shard_view(x->in, x->in_shard, x->in->name, &views[r * 3]);
+        kb__rt_shard_view(x->in, x->in_shard, x->in->name, &views[r * 2]);
         if (x->out)
-            kb__rt_shard_view(x->out, x->out_shard, x->out->name, &views[r * 3 + 1]);
+            kb__rt_shard_view(x->out, x->out_shard, x->out->name, &views[r * 2 + 1]);
         else
-            views[r * 3 + 1] = views[r * 3];
+            views[r * 2 + 1] = views[r * 2];
     }
     if (!rc) {
         sizes(st, c, &s);
         *piece = (uint64_t)s.piece * kb__dtype_size(c->dtype);
-        kb__tl_arg args[3] = {{.kind = KB__TL_ARG_TENSOR},
-                              {.kind = KB__TL_ARG_TENSOR},
-                              {.kind = KB__TL_ARG_I64, .i = (int64_t)(intptr_t)&s}};
-        kb__rt_launch_spec spec = {c->algo->name, c->mod->fn, st->pes, p, args, 3, views};
+        kb__tl_arg args[2] = {{.kind = KB__TL_ARG_TENSOR}, {.kind = KB__TL_ARG_TENSOR}};
+        kb__rt_launch_spec spec = {c->algo->name, c->mod->fn, st->pes, p, args, 2, views, &s};
         kb_launch_id id;
         rc = kb__rt_launch_on(m, &spec, &id, err);
         if (!rc) rc = kb__rt_launch_wait(m, id, times, err);
@@ -669,7 +760,7 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     kb__ccl_state *st = m->ccl;
     coll_call c = {.m = m, .r = r, .what = kb__ccl_collective_name(r->kind)};
     int rc = gather(&c, err);
-    if (!rc) rc = pick(&c, st->cfg, r->algorithm, err);
+    if (!rc) rc = pick(&c, st, r->algorithm, err);
     if (!rc) rc = plan_and_install(st, &c, info, err);
     kb__rt_launch_times t = {0};
     uint64_t piece = 0;

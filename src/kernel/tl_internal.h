@@ -100,6 +100,9 @@ struct kb__tl_launch_desc {
     /* Optional: called when pes[pe_idx] finished its programs. */
     void (*pe_done)(void *arg, uint32_t pe_idx);
     void *pe_done_arg;
+    /* The collective call's constants (a kb_ccl_sched) when the collective
+     * runner made this launch (tl_ccl_sched), else NULL. */
+    const void *coll;
 };
 
 /* Starts `d` on the PEs (program i on pes[i % n_pes]); see kb__pe_launch_start.

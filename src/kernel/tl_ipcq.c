@@ -1,7 +1,7 @@
 /*
- * tl_ipcq.c — the kernel side of the inter-PE queues: tl_rank,
- * tl_world_size, tl_has_neighbor, tl_send, tl_recv, tl_recv_async, tl_wait
- * (protocol and costs: pe/ipcq.h, docs/ipcq.md).
+ * tl_ipcq.c — the kernel side of the inter-PE queues and collectives:
+ * tl_rank, tl_world_size, tl_has_neighbor, tl_send, tl_recv, tl_recv_async,
+ * tl_wait (protocol and costs: pe/ipcq.h, docs/ipcq.md), tl_ccl_sched.
  *
  * tl_send runs on the scalar side: it waits until the tile is produced, then
  * hands the tile's pieces to pe_ipcq (blocking on backpressure). A receive is
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernbench/dist.h"
 #include "kernel/tl_internal.h"
 #include "pe/ipcq.h"
 
@@ -41,6 +42,16 @@ static kb__ipcq_port *port_of(tl_ctx *k, kb__ipcq_ep *ep, int dir, const char *w
         kb__pe_raise(&k->prog, KB_EINVAL, "rank %u (%s): %s direction %s: no neighbour", ep->rank,
                      ep->name, what, dir_names[dir]);
     return p;
+}
+
+const kb_ccl_sched *tl_ccl_sched(tl_ctx *k)
+{
+    if (!k->launch->coll)
+        kb__pe_raise(&k->prog, KB_ESTATE,
+                     "tl_ccl_sched: kernel '%s' was not launched by a collective call "
+                     "(kb_all_reduce, kb_reduce_scatter, kb_all_gather, kb_broadcast)",
+                     k->launch->name);
+    return k->launch->coll;
 }
 
 int tl_rank(tl_ctx *k)

@@ -276,6 +276,7 @@ typedef struct kb__rt_launch_spec {
     const struct kb__tl_arg *args; /* [n_args] */
     int n_args;
     const tl_tensor *pe_tensors; /* [n_pes × n_args], NULL: none; names must outlive the launch */
+    const void *coll; /* a collective call's kb_ccl_sched (must outlive the launch), or NULL */
 } kb__rt_launch_spec;
 
 typedef struct kb__rt_launch_times {

@@ -565,6 +565,7 @@ int kb__rt_launch_on(kb_machine *m, const kb__rt_launch_spec *s, kb_launch_id *o
     l->desc.n_args = s->n_args;
     for (int a = 0; a < s->n_args; a++)
         l->desc.args[a] = s->args[a];
+    l->desc.coll = s->coll;
     l->n_pes = s->n_pes;
     l->desc.grid[0] = s->n_pes;
     l->desc.grid[1] = l->desc.grid[2] = 1;

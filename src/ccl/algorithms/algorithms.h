@@ -9,8 +9,10 @@
  *   0  tensor  this rank's input buffer (its shard)
  *   1  tensor  this rank's output buffer (the input again for in-place
  *              collectives: all_reduce, broadcast, send_recv)
- *   2  i64     the schedule (kb__ccl_sched_of): constants of the call that
- *              every program reads, like constants compiled into a kernel
+ *
+ * and tl_ccl_sched(k) gives the call's constants (kernbench/dist.h), like
+ * constants compiled into a kernel. Users register kernels of their own
+ * with kb_ccl_register; those live in the machine's collective state.
  *
  * Kernels move data only through tl_load / tl_store on their buffers and
  * tl_send / tl_recv(_async) / tl_wait between ranks, and compute with tl_
@@ -26,25 +28,8 @@
 #include "kernbench/dist.h"
 #include "kernbench/tl.h"
 
+/* Largest kb_ccl_sched.window. */
 #define KB__CCL_WINDOW_MAX 64
-
-/* Constants of one collective call (owned by the runner, read-only during
- * the launch). */
-typedef struct kb__ccl_sched {
-    uint32_t world;  /* collective ranks p */
-    kb_reduce_op op; /* all_reduce, reduce_scatter */
-    tl_dtype dtype;  /* of every buffer */
-    int64_t elems;   /* elements of one input buffer (N) */
-    int64_t piece;   /* largest message, elements (fits the tile budget) */
-    int64_t window;  /* ring: pieces of one chunk kept in TCM per round, <= KB__CCL_WINDOW_MAX */
-    uint32_t root;   /* broadcast: the rank of the source buffer */
-    const uint32_t *index; /* [world]: rank -> index of its buffer in call order */
-} kb__ccl_sched;
-
-static inline const kb__ccl_sched *kb__ccl_sched_of(tl_ctx *k)
-{
-    return (const kb__ccl_sched *)(intptr_t)tl_arg_i64(k, 2);
-}
 
 /* One registry entry: a module name, the collective it implements and the
  * queue topology it needs. */
@@ -74,7 +59,7 @@ tl_tile kb__ccl_combine(tl_ctx *k, kb_reduce_op op, tl_tile a, tl_tile b);
 /* The fully reduced value: v / p for avg (tl_div by a scalar p of the
  * buffer dtype, a true division computed and rounded in f32, then tl_cast
  * to the buffer dtype), v else; frees v when it makes a new tile. */
-tl_tile kb__ccl_finish(tl_ctx *k, const kb__ccl_sched *s, tl_tile v);
+tl_tile kb__ccl_finish(tl_ctx *k, const kb_ccl_sched *s, tl_tile v);
 
 /* ---- the kernels ------------------------------------------------------------ */
 

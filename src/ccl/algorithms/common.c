@@ -82,7 +82,7 @@ tl_tile kb__ccl_combine(tl_ctx *k, kb_reduce_op op, tl_tile a, tl_tile b)
     }
 }
 
-tl_tile kb__ccl_finish(tl_ctx *k, const kb__ccl_sched *s, tl_tile v)
+tl_tile kb__ccl_finish(tl_ctx *k, const kb_ccl_sched *s, tl_tile v)
 {
     if (s->op != KB_AVG) return v;
     tl_tile p = tl_scalar(k, (double)s->world, s->dtype);
@@ -100,7 +100,7 @@ tl_tile kb__ccl_finish(tl_ctx *k, const kb__ccl_sched *s, tl_tile v)
  * size drain. The buffers are not changed. */
 void kb__ccl_hello_send(tl_ctx *k)
 {
-    const kb__ccl_sched *s = kb__ccl_sched_of(k);
+    const kb_ccl_sched *s = tl_ccl_sched(k);
     tl_tensor *buf = tl_arg_tensor(k, 0);
     if (s->world < 2) return;
     for (int64_t off = 0; off < s->elems; off += s->piece) {

@@ -33,7 +33,7 @@ static void grid_shape(int n, int *rows, int *cols)
 }
 
 /* v op (message from dir); frees both inputs. */
-static tl_tile fold(tl_ctx *k, const kb__ccl_sched *s, tl_tile v, int dir, int64_t len)
+static tl_tile fold(tl_ctx *k, const kb_ccl_sched *s, tl_tile v, int dir, int64_t len)
 {
     tl_tile got = tl_recv(k, dir, 1, &len, s->dtype);
     tl_tile w = kb__ccl_combine(k, s->op, v, got);
@@ -43,13 +43,13 @@ static tl_tile fold(tl_ctx *k, const kb__ccl_sched *s, tl_tile v, int dir, int64
 }
 
 /* Replaces v by the message from dir. */
-static tl_tile take(tl_ctx *k, const kb__ccl_sched *s, tl_tile v, int dir, int64_t len)
+static tl_tile take(tl_ctx *k, const kb_ccl_sched *s, tl_tile v, int dir, int64_t len)
 {
     tl_free(k, v);
     return tl_recv(k, dir, 1, &len, s->dtype);
 }
 
-static void mesh_piece(tl_ctx *k, const kb__ccl_sched *s, tl_tensor *buf, int64_t a, int64_t len)
+static void mesh_piece(tl_ctx *k, const kb_ccl_sched *s, tl_tensor *buf, int64_t a, int64_t len)
 {
     int rows, cols;
     grid_shape((int)s->world, &rows, &cols);
@@ -74,7 +74,7 @@ static void mesh_piece(tl_ctx *k, const kb__ccl_sched *s, tl_tensor *buf, int64_
     tl_free(k, v);
 }
 
-static void tree_piece(tl_ctx *k, const kb__ccl_sched *s, tl_tensor *buf, int64_t a, int64_t len)
+static void tree_piece(tl_ctx *k, const kb_ccl_sched *s, tl_tensor *buf, int64_t a, int64_t len)
 {
     tl_tile v = kb__ccl_load(k, buf, a, len);
     int left = tl_has_neighbor(k, TL_DIR_LEFT), right = tl_has_neighbor(k, TL_DIR_RIGHT);
@@ -92,13 +92,13 @@ static void tree_piece(tl_ctx *k, const kb__ccl_sched *s, tl_tensor *buf, int64_
     tl_free(k, v);
 }
 
-typedef void (*piece_fn)(tl_ctx *k, const kb__ccl_sched *s, tl_tensor *buf, int64_t a, int64_t len);
+typedef void (*piece_fn)(tl_ctx *k, const kb_ccl_sched *s, tl_tensor *buf, int64_t a, int64_t len);
 
 /* Runs the whole buffer through f, one piece of at most s->piece elements at
  * a time (each piece is a complete all-reduce of its elements). */
 static void each_piece(tl_ctx *k, piece_fn f)
 {
-    const kb__ccl_sched *s = kb__ccl_sched_of(k);
+    const kb_ccl_sched *s = tl_ccl_sched(k);
     tl_tensor *buf = tl_arg_tensor(k, 0);
     if (s->world < 2) return;
     for (int64_t a = 0; a < s->elems; a += s->piece)

@@ -44,7 +44,7 @@ typedef enum ring_mode { RING_AR, RING_RS, RING_AG } ring_mode;
 
 typedef struct ring {
     tl_ctx *k;
-    const kb__ccl_sched *s;
+    const kb_ccl_sched *s;
     tl_tensor *in, *out;
     ring_mode md;
     int r, p;
@@ -193,7 +193,7 @@ static void copy_all(ring *g)
 
 static void ring_run(tl_ctx *k, ring_mode md)
 {
-    const kb__ccl_sched *s = kb__ccl_sched_of(k);
+    const kb_ccl_sched *s = tl_ccl_sched(k);
     ring g = {.k = k, .s = s, .md = md, .p = (int)s->world};
     g.in = tl_arg_tensor(k, 0);
     g.out = tl_arg_tensor(k, 1);
@@ -233,7 +233,7 @@ void kb__ccl_ring_all_gather(tl_ctx *k)
  * rank downstream, so no slot count can deadlock it). */
 void kb__ccl_ring_broadcast(tl_ctx *k)
 {
-    const kb__ccl_sched *s = kb__ccl_sched_of(k);
+    const kb_ccl_sched *s = tl_ccl_sched(k);
     tl_tensor *buf = tl_arg_tensor(k, 0);
     int r = tl_rank(k), p = (int)s->world, root = (int)s->root;
     if (p == 1) return;

@@ -1,0 +1,153 @@
+/*
+ * Collective algorithms of the user's own (kb_ccl_register, tl_ccl_sched):
+ * a kernel written with the public API only runs through the collective
+ * calls like a built-in one, with its results checked against the host;
+ * registration refuses bad names, taken names, unknown collectives and
+ * topologies; tl_ccl_sched outside a collective is a kernel error.
+ */
+#include "ccl/coll_fixture.h"
+
+/* A flat view of elements [off, off + len) of buffer t. */
+static tl_block_ptr flat(tl_ctx *k, tl_tensor *t, int64_t off, int64_t len)
+{
+    int64_t n = 1, stride = 1;
+    for (int d = 0; d < tl_tensor_ndim(t); d++)
+        n *= tl_tensor_dim(t, d);
+    return tl_make_block_ptr(k, t, 1, &n, &stride, &off, &len, NULL);
+}
+
+/* All-reduce by passing whole pieces around the ring: p - 1 steps, each
+ * rank forwards what it received last and adds it in. Public API only. */
+static void pass_allreduce(tl_ctx *k)
+{
+    const kb_ccl_sched *s = tl_ccl_sched(k);
+    tl_tensor *buf = tl_arg_tensor(k, 0);
+    for (int64_t off = 0; off < s->elems; off += s->piece) {
+        int64_t len = s->elems - off < s->piece ? s->elems - off : s->piece;
+        uint64_t scope = tl_scope_begin(k);
+        tl_tile acc = tl_load_block(k, flat(k, buf, off, len), 0, TL_PAD_ZERO), carry = acc;
+        for (uint32_t step = 1; step < s->world; step++) {
+            tl_recv_handle h = tl_recv_async(k, TL_DIR_PREV, 1, &len, s->dtype);
+            tl_send(k, TL_DIR_NEXT, carry);
+            carry = tl_wait(k, h);
+            acc = s->op == KB_MAX ? tl_maximum(k, acc, carry) : tl_add(k, acc, carry);
+        }
+        tl_store_block(k, flat(k, buf, off, len), acc, 0);
+        tl_scope_end(k, scope, 0, NULL);
+    }
+}
+
+static kb_machine *with_pass(void)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    cr_assert_eq(kb_ccl_register(m, "pass_allreduce", "all_reduce", "ring_1d", pass_allreduce), 0,
+                 "%s", kb_last_error(m));
+    const char *sets[] = {"ccl.algorithms.pass={module: pass_allreduce, collective: all_reduce, "
+                          "topology: ring_1d}"};
+    cr_assert_eq(kb_ccl_override(m, sets, 1), 0, "%s", kb_last_error(m));
+    return m;
+}
+
+Test(coll_user, a_registered_kernel_all_reduces_like_a_built_in_one)
+{
+    kb_machine *m = with_pass();
+    const struct {
+        cf_place where;
+        int w;
+    } worlds[] = {{CF_ONE_CUBE, 4}, {CF_CUBES, 16}, {CF_TWO_SIPS, 16}};
+    for (size_t i = 0; i < sizeof worlds / sizeof worlds[0]; i++) {
+        kb_tensor t = cf_tensor(m, "x", worlds[i].where, worlds[i].w, 37, KB_F32, 1);
+        cf_check_all_reduce(m, t, "pass", KB_SUM, worlds[i].w, 37, KB_F32, NULL);
+        kb_free(m, t);
+        t = cf_tensor(m, "y", worlds[i].where, worlds[i].w, 37, KB_F16, 1);
+        cf_check_all_reduce(m, t, "pass", KB_MAX, worlds[i].w, 37, KB_F16, NULL);
+        kb_free(m, t);
+    }
+    /* through the public call, as the default all_reduce */
+    const char *def[] = {"ccl.defaults.algorithm.all_reduce=pass"};
+    cr_assert_eq(kb_ccl_override(m, def, 1), 0, "%s", kb_last_error(m));
+    kb_tensor t = cf_tensor(m, "z", CF_ONE_CUBE, 8, 1000, KB_F32, 1);
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_all_reduce(m, t, KB_SUM), 0, "%s", kb_last_error(m));
+    float *h = cf_read(m, t, 8 * 1000);
+    for (int64_t x = 0; x < 8 * 1000; x++)
+        cr_assert_eq(h[x], cf_expect(KB_SUM, 8, x % 1000, KB_F32), "element %lld", (long long)x);
+    free(h);
+    kb_ccl_report rep;
+    cr_assert_eq(kb_ccl_last(m, &rep), 0);
+    cr_assert_str_eq(rep.algorithm, "pass");
+    kb_close(m);
+}
+
+Test(coll_user, registration_refuses_what_it_cannot_use)
+{
+    kb_machine *m = with_pass();
+    struct {
+        const char *module, *coll, *topo;
+        tl_kernel_fn fn;
+        const char *want;
+    } bad[] = {
+        {"", "all_reduce", "ring_1d", pass_allreduce, "module name '': expected 1 to 63"},
+        {"a b", "all_reduce", "ring_1d", pass_allreduce, "module name 'a b': expected"},
+        {NULL, "all_reduce", "ring_1d", pass_allreduce, "module name '(null)'"},
+        {"ring_allreduce", "all_reduce", "ring_1d", pass_allreduce,
+         "module 'ring_allreduce' is built in"},
+        {"pass_allreduce", "all_reduce", "ring_1d", pass_allreduce,
+         "module 'pass_allreduce' is already registered"},
+        {"x", "allreduce", "ring_1d", pass_allreduce, "unknown collective 'allreduce'"},
+        {"x", "all_reduce", "ring", pass_allreduce, "unknown topology 'ring'"},
+        {"x", "all_reduce", "ring_1d", NULL, "x: no kernel function"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(kb_ccl_register(m, bad[i].module, bad[i].coll, bad[i].topo, bad[i].fn),
+                     KB_EINVAL, "case %zu", i);
+        cr_assert(strstr(kb_last_error(m), bad[i].want), "case %zu: %s", i, kb_last_error(m));
+    }
+    char long_name[65];
+    memset(long_name, 'a', 64);
+    long_name[64] = '\0';
+    cr_assert_eq(kb_ccl_register(m, long_name, "all_reduce", "ring_1d", pass_allreduce), KB_EINVAL);
+    long_name[63] = '\0';
+    cr_assert_eq(kb_ccl_register(m, long_name, "all_reduce", "ring_1d", pass_allreduce), 0, "%s",
+                 kb_last_error(m));
+    cr_assert_eq(kb_ccl_register(NULL, "y", "all_reduce", "ring_1d", pass_allreduce), KB_EINVAL);
+    /* a module over another topology than its algorithm's is refused at the call */
+    cr_assert_eq(kb_ccl_register(m, "pass_tree", "all_reduce", "tree", pass_allreduce), 0);
+    const char *sets[] = {"ccl.algorithms.wrong={module: pass_tree, collective: all_reduce, "
+                          "topology: ring_1d}"};
+    cr_assert_eq(kb_ccl_override(m, sets, 1), 0, "%s", kb_last_error(m));
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "wrong", 1, &t, NULL, 0};
+    kb__err e;
+    cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_ECONFIG);
+    cr_assert(strstr(e.msg, "module 'pass_tree' implements all_reduce over tree"), "%s", e.msg);
+    /* an unknown module lists the registered ones too */
+    const char *unknown[] = {"ccl.algorithms.u={module: nope, collective: all_reduce, "
+                             "topology: ring_1d}"};
+    cr_assert_eq(kb_ccl_override(m, unknown, 1), 0, "%s", kb_last_error(m));
+    r.algorithm = "u";
+    cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_ENOTFOUND);
+    cr_assert(strstr(e.msg, "unknown module 'nope'") && strstr(e.msg, "pass_allreduce") &&
+                  strstr(e.msg, "ring_allreduce"),
+              "%s", e.msg);
+    kb_close(m);
+}
+
+static void reads_sched(tl_ctx *k)
+{
+    (void)tl_ccl_sched(k);
+}
+
+Test(coll_user, tl_ccl_sched_outside_a_collective_is_a_kernel_error)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 1, 8, KB_F32, 1);
+    kb_arg a = kb_arg_tensor(t);
+    kb_launch_id id;
+    int rc = kb_launch(m, "reads_sched", reads_sched, NULL, &a, 1, &id);
+    if (!rc) rc = kb_wait(m, id);
+    cr_assert_eq(rc, KB_ESTATE, "%s", kb_last_error(m));
+    cr_assert(strstr(kb_last_error(m), "kernel 'reads_sched' was not launched by a collective"),
+              "%s", kb_last_error(m));
+    kb_close(m);
+}
