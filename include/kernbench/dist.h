@@ -131,14 +131,14 @@ KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char 
  * input buffer, 1: its output buffer, the input again for in-place
  * collectives). Read-only; reading it costs no simulated time. */
 typedef struct kb_ccl_sched {
-    uint32_t world;  /* collective ranks p */
-    kb_reduce_op op; /* all_reduce, reduce_scatter */
-    tl_dtype dtype;  /* of every buffer */
-    int64_t elems;   /* elements of one input buffer (N) */
-    int64_t piece;   /* largest message to send, in elements: it fits the tile scratch
-                        and, for topologies other than ring_1d, one receive ring */
-    int64_t window;  /* pieces a kernel may keep in TCM at once (ring: per round) */
-    uint32_t root;   /* broadcast: the rank of the source buffer */
+    uint32_t world;        /* collective ranks p */
+    kb_reduce_op op;       /* all_reduce, reduce_scatter */
+    tl_dtype dtype;        /* of every buffer */
+    int64_t elems;         /* elements of one input buffer (N) */
+    int64_t piece;         /* largest message to send, in elements: it fits the tile scratch
+                              and, for topologies other than ring_1d, one receive ring */
+    int64_t window;        /* pieces a kernel may keep in TCM at once (ring: per round) */
+    uint32_t root;         /* broadcast: the rank of the source buffer */
     const uint32_t *index; /* [world]: rank -> index of its buffer in call order */
 } kb_ccl_sched;
 
