@@ -200,19 +200,29 @@ Test(coll_tcm, a_kernel_tile_cannot_use_ring_bytes)
     kb_close(m);
 }
 
-Test(coll_config, kb_open_takes_ccl_path_and_ccl_overrides)
+/* Opens the built-in machine with a ccl.yaml holding text (written to
+ * path, a mkstemp template) and the overrides sets[0..n). */
+static kb_machine *open_with_ccl(char *path, const char *text, const char *const *sets, size_t n)
 {
-    char path[] = "/tmp/kb_ccl_XXXXXX";
     int fd = mkstemp(path);
-    const char *text = "defaults: {n_slots: 3}\n"
-                       "algorithms:\n  r: {module: ring_allreduce, topology: ring_1d}\n";
+    cr_assert_geq(fd, 0);
     cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
     close(fd);
-    const char *sets[] = {"ccl.defaults.slot_size=8KiB", "pe.dma.channels=3"};
-    kb_open_options o = {NULL, sets, 2, 0, path};
+    kb_open_options o = {NULL, sets, n, 0, path};
     kb_machine *m;
     char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
+    return m;
+}
+
+Test(coll_config, kb_open_takes_ccl_path_and_ccl_overrides)
+{
+    char path[] = "/tmp/kb_ccl_XXXXXX";
+    const char *sets[] = {"ccl.defaults.slot_size=8KiB", "pe.dma.channels=3"};
+    kb_machine *m = open_with_ccl(path,
+                                  "defaults: {n_slots: 3}\n"
+                                  "algorithms:\n  r: {module: ring_allreduce, topology: ring_1d}\n",
+                                  sets, 2);
     const kb__ccl_config *c = kb__ccl_state_config(m);
     cr_assert_eq(c->algos[0].s.n_slots, 3u);
     cr_assert_eq(c->algos[0].s.slot_size, 8192u);
@@ -230,7 +240,8 @@ Test(coll_config, kb_open_takes_ccl_path_and_ccl_overrides)
     still_usable(m);
     kb_close(m);
     unlink(path);
-    o = (kb_open_options){NULL, bad, 1, 0, NULL};
+    kb_open_options o = {NULL, bad, 1, 0, NULL};
+    char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), KB_ECONFIG);
     cr_assert(strstr(eb, "ccl.defaults.n_slots"), "%s", eb);
 }
@@ -241,16 +252,11 @@ Test(coll_config, kb_open_takes_ccl_path_and_ccl_overrides)
 Test(coll_config, kb_ccl_override_layers_on_the_current_configuration)
 {
     char path[] = "/tmp/kb_ccl_XXXXXX";
-    int fd = mkstemp(path);
-    const char *text = "defaults: {n_slots: 3, algorithm: {all_reduce: r}}\n"
-                       "algorithms:\n  r: {module: ring_allreduce, topology: ring_1d}\n";
-    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
     const char *sets[] = {"ccl.defaults.slot_size=8KiB"};
-    kb_open_options o = {NULL, sets, 1, 0, path};
-    kb_machine *m;
-    char eb[512];
-    cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
+    kb_machine *m = open_with_ccl(path,
+                                  "defaults: {n_slots: 3, algorithm: {all_reduce: r}}\n"
+                                  "algorithms:\n  r: {module: ring_allreduce, topology: ring_1d}\n",
+                                  sets, 1);
     unlink(path); /* the source is remembered, not re-read */
     const char *more[] = {"ccl.algorithms.r.buffer_kind=sram", "ccl.defaults.n_slots=5"};
     cr_assert_eq(kb_ccl_override(m, more, 2), 0, "%s", kb_last_error(m));

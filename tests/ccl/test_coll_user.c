@@ -1,41 +1,15 @@
 /*
  * Collective algorithms of the user's own (kb_ccl_register, tl_ccl_sched):
- * a kernel written with the public API only runs through the collective
- * calls like a built-in one, with its results checked against the host;
+ * the example's kernel, written with the public API only, runs through the
+ * collective calls like a built-in one, checked against the host;
  * registration refuses bad names, taken names, unknown collectives and
  * topologies; tl_ccl_sched outside a collective is a kernel error.
  */
 #include "ccl/coll_fixture.h"
 
-/* A flat view of elements [off, off + len) of buffer t. */
-static tl_block_ptr flat(tl_ctx *k, tl_tensor *t, int64_t off, int64_t len)
-{
-    int64_t n = 1, stride = 1;
-    for (int d = 0; d < tl_tensor_ndim(t); d++)
-        n *= tl_tensor_dim(t, d);
-    return tl_make_block_ptr(k, t, 1, &n, &stride, &off, &len, NULL);
-}
-
-/* All-reduce by passing whole pieces around the ring: p - 1 steps, each
- * rank forwards what it received last and adds it in. Public API only. */
-static void pass_allreduce(tl_ctx *k)
-{
-    const kb_ccl_sched *s = tl_ccl_sched(k);
-    tl_tensor *buf = tl_arg_tensor(k, 0);
-    for (int64_t off = 0; off < s->elems; off += s->piece) {
-        int64_t len = s->elems - off < s->piece ? s->elems - off : s->piece;
-        uint64_t scope = tl_scope_begin(k);
-        tl_tile acc = tl_load_block(k, flat(k, buf, off, len), 0, TL_PAD_ZERO), carry = acc;
-        for (uint32_t step = 1; step < s->world; step++) {
-            tl_recv_handle h = tl_recv_async(k, TL_DIR_PREV, 1, &len, s->dtype);
-            tl_send(k, TL_DIR_NEXT, carry);
-            carry = tl_wait(k, h);
-            acc = s->op == KB_MAX ? tl_maximum(k, acc, carry) : tl_add(k, acc, carry);
-        }
-        tl_store_block(k, flat(k, buf, off, len), acc, 0);
-        tl_scope_end(k, scope, 0, NULL);
-    }
-}
+/* The kernel of examples/user_ccl (pass_allreduce: whole pieces passed
+ * around the ring, public API only), with its bench plug-in around it. */
+#include "../../examples/user_ccl/pass_allreduce.c"
 
 static kb_machine *with_pass(void)
 {
