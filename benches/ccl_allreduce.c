@@ -186,8 +186,14 @@ static int ccl_allreduce(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     const char *setv[2] = {sets[0], sets[1]};
     int n_sets = overrides(m, algorithm, buffer, sets, r);
     if (n_sets < 0) return n_sets;
-    if (n_sets && (rc = kb_ccl_override(m, setv, (size_t)n_sets)))
-        return kb_bench_fail(r, rc, "ccl_allreduce: %s", kb_last_error(m));
+    if (n_sets && (rc = kb_ccl_override(m, setv, (size_t)n_sets))) {
+        /* a name or kind the configuration does not know: a bad option value */
+        r->usage_error = rc == KB_ECONFIG || rc == KB_ENOTFOUND;
+        return kb_bench_fail(r, rc, "ccl_allreduce: --opt %s%s%s%s%s: %s",
+                             algorithm ? "algorithm=" : "", algorithm ? algorithm : "",
+                             algorithm && buffer ? " --opt " : "", buffer ? "buffer=" : "",
+                             buffer ? buffer : "", kb_last_error(m));
+    }
     int64_t n = bytes / 4, shape[2] = {world, n};
     float *row = malloc((size_t)n * sizeof *row);
     if (!row) return kb_bench_fail(r, KB_ENOMEM, "ccl_allreduce: cannot allocate a host row");

@@ -101,8 +101,12 @@ figure() { jget "$2" "d['figures']['$1']"; }
 [ "$(figure collective "$tmp/m.json")" != "$(figure collective "$tmp/mh.json")" ] ||
     fail "buffer=hbm does not reach my_ring"
 "$kb" run --ccl "$tmp/ccl.yaml" $ar --opt algorithm=ring_allreduce >/dev/null 2>"$tmp/err"
-[ $? -eq 1 ] || fail "an algorithm the --ccl file lacks should fail the bench"
+[ $? -eq 2 ] || fail "an algorithm the --ccl file lacks is a bad option value: exit 2"
 grep -q "'ring_allreduce'" "$tmp/err" || fail "the missing algorithm is not named: $(cat "$tmp/err")"
+"$kb" run $ar --opt algorithm=ring_alreduce >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "a misspelt algorithm should exit 2"
+grep -q "\-\-opt algorithm=ring_alreduce: .*did you mean 'ring_allreduce'" "$tmp/err" ||
+    fail "misspelt algorithm message: $(cat "$tmp/err")"
 printf 'defaults:\n  n_slots: [1\n' >"$tmp/bad.yaml"
 "$kb" run --ccl "$tmp/bad.yaml" $ar >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "a broken --ccl file should exit 2"
