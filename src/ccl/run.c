@@ -351,6 +351,10 @@ static int name_index(const char *name, const char *(*names)(int), int count)
     return -1;
 }
 
+/* What a collective or topology name may be, for messages. */
+#define COLLECTIVES "all_reduce, reduce_scatter, all_gather, broadcast or send_recv"
+#define TOPOLOGIES  "ring_1d, mesh_2d or tree"
+
 static const char *collective_name(int c)
 {
     return kb__ccl_collective_name((kb__ccl_collective)c);
@@ -380,13 +384,11 @@ static int check_module(const kb__ccl_state *st, const char *module, int coll, i
                            module);
     if (coll < 0)
         return kb__err_set(err, KB_EINVAL,
-                           "kb_ccl_register %s: unknown collective '%s' (expected all_reduce, "
-                           "reduce_scatter, all_gather, broadcast or send_recv)",
+                           "kb_ccl_register %s: unknown collective '%s' (expected " COLLECTIVES ")",
                            module, collective ? collective : "(null)");
     if (topo < 0)
         return kb__err_set(err, KB_EINVAL,
-                           "kb_ccl_register %s: unknown topology '%s' (expected ring_1d, mesh_2d "
-                           "or tree)",
+                           "kb_ccl_register %s: unknown topology '%s' (expected " TOPOLOGIES ")",
                            module, topology ? topology : "(null)");
     if (!fn) return kb__err_set(err, KB_EINVAL, "kb_ccl_register %s: no kernel function", module);
     return 0;
@@ -406,9 +408,8 @@ KB_API int kb_ccl_register(kb_machine *m, const char *module, const char *collec
         size_t cap = st->cap_user ? 2 * st->cap_user : 4;
         kb__ccl_module **v = realloc(st->user, cap * sizeof *v);
         if (v) st->user = v, st->cap_user = cap;
-        rc = v ? 0 : KB_ENOMEM;
     }
-    kb__ccl_module *mod = rc ? NULL : malloc(sizeof *mod);
+    kb__ccl_module *mod = !rc && st->n_user < st->cap_user ? malloc(sizeof *mod) : NULL;
     char *name = mod ? strdup(module) : NULL;
     if (!rc && !name) {
         free(mod);
@@ -427,11 +428,13 @@ KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char 
     kb__err_clear(&e);
     int c = name_index(collective, collective_name, KB__CCL_COLLECTIVE_COUNT);
     const kb__ccl_algo *a = NULL;
-    int rc = c < 0 ? kb__err_set(&e, KB_EINVAL,
-                                 "kb_ccl_default_algorithm: unknown collective '%s' (expected "
-                                 "all_reduce, reduce_scatter, all_gather, broadcast or send_recv)",
-                                 collective ? collective : "(null)")
-                   : kb__ccl_config_default(m->ccl->cfg, (kb__ccl_collective)c, &a, &e);
+    int rc =
+        c < 0
+            ? kb__err_set(&e, KB_EINVAL,
+                          "kb_ccl_default_algorithm: unknown collective '%s' (expected " COLLECTIVES
+                          ")",
+                          collective ? collective : "(null)")
+            : kb__ccl_config_default(m->ccl->cfg, (kb__ccl_collective)c, &a, &e);
     if (!rc && (!name || strlen(a->name) >= size))
         rc = kb__err_set(&e, KB_EINVAL,
                          "kb_ccl_default_algorithm: '%s' does not fit a buffer of %zu bytes",

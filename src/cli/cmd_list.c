@@ -83,26 +83,25 @@ static void describe_algorithms(const kb__ccl_config *c, entry *items, char *buf
 }
 
 /* The ccl configuration the options name: --ccl (or built in) with the
- * --set arguments, which must all start with "ccl.". NULL after printing
- * the problem. */
-static kb__ccl_config *load_ccl(const kb__cli_opts *o)
+ * --set arguments, which must all start with "ccl.". Returns the exit
+ * status after printing the problem (2 for bad input, 1 out of memory). */
+static int load_ccl(const kb__cli_opts *o, kb__ccl_config **out)
 {
+    *out = NULL;
     for (size_t i = 0; i < o->n_sets; i++)
         if (strncmp(o->sets[i], "ccl.", 4)) {
             fprintf(stderr,
                     "kernbench list: --set '%s': list reads only the collective configuration; "
                     "expected ccl.KEY=VALUE\n",
                     o->sets[i]);
-            return NULL;
+            return KB_CLI_USAGE;
         }
-    kb__ccl_config *c;
     kb__err err;
     kb__err_clear(&err);
-    if (kb__ccl_config_load(&c, o->ccl, o->sets, o->n_sets, &err)) {
-        fprintf(stderr, "kernbench list: %s\n", err.msg);
-        return NULL;
-    }
-    return c;
+    int rc = kb__ccl_config_load(out, o->ccl, o->sets, o->n_sets, &err);
+    if (!rc) return KB_CLI_OK;
+    fprintf(stderr, "kernbench list: %s\n", err.msg);
+    return rc == KB_ENOMEM ? KB_CLI_FAIL : KB_CLI_USAGE;
 }
 
 int kb__cli_list(int argc, char **argv)
@@ -119,13 +118,17 @@ int kb__cli_list(int argc, char **argv)
         kb__cli_opts_fini(&o);
         return KB_CLI_OK;
     }
-    kb__ccl_config *ccl = load_ccl(&o);
+    kb__ccl_config *ccl;
     enum { LINE = 160 };
-    entry *algos = ccl ? calloc(ccl->n_algos + 1, sizeof *algos) : NULL;
-    char *lines = ccl ? malloc((ccl->n_algos + 1) * LINE) : NULL;
-    if (!ccl || !algos || !lines) {
-        if (ccl) fprintf(stderr, "kernbench list: out of memory\n");
-        rc = ccl ? KB_CLI_FAIL : KB_CLI_USAGE;
+    entry *algos = NULL;
+    char *lines = NULL;
+    rc = load_ccl(&o, &ccl);
+    if (rc) goto out;
+    algos = calloc(ccl->n_algos + 1, sizeof *algos);
+    lines = malloc((ccl->n_algos + 1) * LINE);
+    if (!algos || !lines) {
+        fprintf(stderr, "kernbench list: out of memory\n");
+        rc = KB_CLI_FAIL;
         goto out;
     }
     describe_algorithms(ccl, algos, lines, LINE);
