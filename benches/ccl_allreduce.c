@@ -144,6 +144,9 @@ static void report(kb_bench_result *r, int64_t world, int64_t bytes)
     double t_ps = (double)(c.end_ps - c.start_ps), run_ps = (double)(c.run_end_ps - c.run_start_ps);
     double p = (double)world, alg = t_ps > 0 ? (double)bytes / (t_ps * 1e-12) / 1e9 : 0;
     kb_bench_note(r, "algorithm", "%s", c.algorithm);
+    kb_bench_note(r, "queues", "%d x %llu B slots in %s, messages of up to %llu B", c.n_slots,
+                  (unsigned long long)c.slot_size, c.buffer_kind,
+                  (unsigned long long)c.piece_bytes);
     kb_bench_figure(r, "world", p, "ranks");
     kb_bench_figure(r, "bytes_per_rank", (double)bytes, "B");
     kb_bench_figure(r, "install", (double)c.install_ps / 1e6, "us");

@@ -98,6 +98,10 @@ typedef struct kb_ccl_report {
     double link_bw_gbs;      /* the slowest link along the ring (the textbook model's B) */
     uint64_t phase_ps[2];    /* bandwidth term of the reduce-scatter and the all-gather */
     char bottleneck[2][160]; /* the busiest resource of each phase */
+    char buffer_kind[8];     /* where the receive queues were: "tcm", "sram" or "hbm" */
+    int n_slots;             /* slots per receive queue */
+    uint64_t slot_size;      /* bytes per slot, the 64-byte descriptor included */
+    uint64_t piece_bytes;    /* the largest message the kernel sent (kb_ccl_sched.piece) */
 } kb_ccl_report;
 KB_API int kb_ccl_last(const kb_machine *m, kb_ccl_report *out);
 

@@ -70,6 +70,8 @@ typedef struct kb__coll_info {
     double link_bw_gbs;              /* the slowest ring link: the textbook α-β's B */
     uint64_t phase_ps[2];            /* bandwidth term of reduce-scatter, all-gather */
     char bottleneck[2][160];         /* the busiest resource of each phase */
+    kb__ccl_settings queues;         /* the installed queues' settings */
+    uint64_t piece_bytes;            /* the largest message of the kernel */
 } kb__coll_info;
 
 /* Runs r on m; info (may be NULL) describes it. Errors (message in err,

@@ -679,6 +679,8 @@ static void fill_info(kb__ccl_state *st, const coll_call *c, const kb__rt_launch
                       uint64_t piece, kb__coll_info *info)
 {
     snprintf(info->algorithm, sizeof info->algorithm, "%s", c->algo->name);
+    info->queues = st->plan->r.s;
+    info->piece_bytes = piece;
     info->world = c->p;
     info->bytes_per_rank = (uint64_t)c->elems * kb__dtype_size(c->dtype);
     info->t_start = t->issue;

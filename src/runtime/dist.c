@@ -402,6 +402,11 @@ static void keep_report(kb__rt_dist *x, const kb__coll_info *info)
     o->link_bw_gbs = info->link_bw_gbs;
     memcpy(o->phase_ps, info->phase_ps, sizeof o->phase_ps);
     memcpy(o->bottleneck, info->bottleneck, sizeof o->bottleneck);
+    snprintf(o->buffer_kind, sizeof o->buffer_kind, "%s",
+             kb__ccl_buffer_name(info->queues.buffer_kind));
+    o->n_slots = (int)info->queues.n_slots;
+    o->slot_size = info->queues.slot_size;
+    o->piece_bytes = info->piece_bytes;
     x->has_last = 1;
 }
 

@@ -6,8 +6,10 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "ccl/ccl_config.h"
 #include "kernbench/bench.h"
 
 static kb_machine *open_default(int no_data)
@@ -211,12 +213,22 @@ Test(benches, ccl_allreduce_figures_follow_their_definitions)
                                          figure(&r, "ag_bw_term"))) < 1e-3,
         "alpha_beta %g", figure(&r, "alpha_beta"));
     /* one cube of ranks loading their buffers: the cube's xbar link bounds both phases */
-    cr_assert_eq(r.n_notes, 3);
+    cr_assert_eq(r.n_notes, 4);
     cr_expect_str_eq(r.notes[0].name, "algorithm");
     cr_expect_str_eq(r.notes[0].text, "ring_allreduce");
-    cr_expect_str_eq(r.notes[1].name, "rs_bound");
-    cr_expect_str_eq(r.notes[1].text, "the link sip0.cube0.xbar -> sip0.cube0.noc");
-    cr_expect_str_eq(r.notes[2].text, "the link sip0.cube0.noc -> sip0.cube0.xbar");
+    /* the built-in queues; messages of at most 16 KiB cut to whole slot payloads (docs/ccl.md) */
+    kb__ccl_settings q;
+    kb__ccl_settings_builtin(&q);
+    uint64_t payload = q.slot_size - 64, piece = 16384 - 16384 % payload;
+    char want[128];
+    snprintf(want, sizeof want, "%u x %llu B slots in %s, messages of up to %llu B", q.n_slots,
+             (unsigned long long)q.slot_size, kb__ccl_buffer_name(q.buffer_kind),
+             (unsigned long long)piece);
+    cr_expect_str_eq(r.notes[1].name, "queues");
+    cr_expect_str_eq(r.notes[1].text, want);
+    cr_expect_str_eq(r.notes[2].name, "rs_bound");
+    cr_expect_str_eq(r.notes[2].text, "the link sip0.cube0.xbar -> sip0.cube0.noc");
+    cr_expect_str_eq(r.notes[3].text, "the link sip0.cube0.noc -> sip0.cube0.xbar");
 }
 
 Test(benches, ccl_allreduce_rejects_a_world_without_placement)

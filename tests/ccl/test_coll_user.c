@@ -50,6 +50,12 @@ Test(coll_user, a_registered_kernel_all_reduces_like_a_built_in_one)
     kb_ccl_report rep;
     cr_assert_eq(kb_ccl_last(m, &rep), 0);
     cr_assert_str_eq(rep.algorithm, "pass");
+    kb__ccl_settings q;
+    kb__ccl_settings_builtin(&q);
+    cr_assert_str_eq(rep.buffer_kind, kb__ccl_buffer_name(q.buffer_kind));
+    cr_assert_eq(rep.n_slots, (int)q.n_slots);
+    cr_assert_eq(rep.slot_size, q.slot_size);
+    cr_assert_eq(rep.piece_bytes, 4000u, "1000 f32 per rank fit one message");
     kb_close(m);
 }
 
