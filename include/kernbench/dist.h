@@ -101,7 +101,7 @@ typedef struct kb_ccl_report {
     char buffer_kind[8];     /* where the receive queues were: "tcm", "sram" or "hbm" */
     int n_slots;             /* slots per receive queue */
     uint64_t slot_size;      /* bytes per slot, the 64-byte descriptor included */
-    uint64_t piece_bytes;    /* the largest message the kernel sent (kb_ccl_sched.piece) */
+    uint64_t piece_bytes;    /* the largest message a kernel may send (kb_ccl_sched.piece) */
 } kb_ccl_report;
 KB_API int kb_ccl_last(const kb_machine *m, kb_ccl_report *out);
 

@@ -71,7 +71,7 @@ typedef struct kb__coll_info {
     uint64_t phase_ps[2];            /* bandwidth term of reduce-scatter, all-gather */
     char bottleneck[2][160];         /* the busiest resource of each phase */
     kb__ccl_settings queues;         /* the installed queues' settings */
-    uint64_t piece_bytes;            /* the largest message of the kernel */
+    uint64_t piece_bytes;            /* the largest message a kernel may send */
 } kb__coll_info;
 
 /* Runs r on m; info (may be NULL) describes it. Errors (message in err,
