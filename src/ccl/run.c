@@ -744,6 +744,7 @@ static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *ti
         kb_launch_id id;
         rc = kb__rt_launch_on(m, &spec, &id, err);
         if (!rc) rc = kb__rt_launch_wait(m, id, times, err);
+        if (!rc && st->q) rc = kb__ipcq_check_drained(st->q, err);
         if (rc == KB_EDEADLOCK && st->q) {
             kb__ipcq_cancel(st->q, KB_EDEADLOCK, "the collective deadlocked");
             kb__err e2;

@@ -605,6 +605,25 @@ uint32_t kb__ipcq_cancel(kb__ipcq_set *s, int code, const char *msg)
 
 /* ---- audit ---------------------------------------------------------------------- */
 
+int kb__ipcq_check_drained(const kb__ipcq_set *s, kb__err *err)
+{
+    for (uint32_t r = 0; r < s->world; r++)
+        for (uint32_t p = 0; p < KB__IPCQ_PORTS; p++) {
+            const kb__ipcq_port *sp = &s->ep[r].port[p];
+            if (sp->peer < 0) continue;
+            const kb__ipcq_port *rp = peer_ring(sp);
+            if (sp->tx_msgs > rp->rx_msgs)
+                return kb__err_set(err, KB_ECOLLECTIVE,
+                                   "rank %d (%s) received %llu of the %llu message(s) rank %u (%s) "
+                                   "sent it (direction %s): a collective kernel must receive "
+                                   "every message sent to it",
+                                   sp->peer, rp->ep->name, (unsigned long long)rp->rx_msgs,
+                                   (unsigned long long)sp->tx_msgs, r, s->ep[r].name,
+                                   port_names[rp->index]);
+        }
+    return 0;
+}
+
 int kb__ipcq_audit(const kb__ipcq_set *s, kb__err *err)
 {
     for (uint32_t r = 0; r < s->world; r++)

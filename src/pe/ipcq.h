@@ -261,4 +261,9 @@ uint32_t kb__ipcq_cancel(kb__ipcq_set *s, int code, const char *msg);
  * port and values of the first violation. */
 int kb__ipcq_audit(const kb__ipcq_set *s, kb__err *err);
 
+/* After a collective's programs ended: KB_ECOLLECTIVE naming the first rank
+ * that did not receive every message sent to it (direction, sender, counts),
+ * 0 when each ring's messages were all taken. O(world). */
+int kb__ipcq_check_drained(const kb__ipcq_set *s, kb__err *err);
+
 #endif

@@ -3,7 +3,8 @@
  * the example's kernel, written with the public API only, runs through the
  * collective calls like a built-in one, checked against the host;
  * registration refuses bad names, taken names, unknown collectives and
- * topologies; tl_ccl_sched outside a collective is a kernel error.
+ * topologies; a kernel that leaves a message unreceived fails the call;
+ * tl_ccl_sched outside a collective is a kernel error.
  */
 #include "ccl/coll_fixture.h"
 
@@ -111,6 +112,33 @@ Test(coll_user, registration_refuses_what_it_cannot_use)
     cr_assert(strstr(e.msg, "unknown module 'nope'") && strstr(e.msg, "pass_allreduce") &&
                   strstr(e.msg, "ring_allreduce"),
               "%s", e.msg);
+    kb_close(m);
+}
+
+/* Sends one message to NEXT and receives nothing. */
+static void only_sends(tl_ctx *k)
+{
+    int64_t len = 4;
+    tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &len, tl_ccl_sched(k)->dtype));
+}
+
+Test(coll_user, a_kernel_that_leaves_messages_unreceived_fails_the_call)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    cr_assert_eq(kb_ccl_register(m, "only_sends", "all_reduce", "ring_1d", only_sends), 0);
+    const char *sets[] = {"ccl.algorithms.leaky={module: only_sends, collective: all_reduce, "
+                          "topology: ring_1d}"};
+    cr_assert_eq(kb_ccl_override(m, sets, 1), 0, "%s", kb_last_error(m));
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "leaky", 1, &t, NULL, 0};
+    kb__err e;
+    cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_ECOLLECTIVE);
+    cr_assert(strstr(e.msg, "algorithm 'leaky', 4 ranks") &&
+                  strstr(e.msg, "rank 1 (sip0/cube0/pe1) received 0 of the 1 message(s) rank 0 "
+                                "(sip0/cube0/pe0) sent it (direction W)"),
+              "%s", e.msg);
+    /* the queues were dropped: the next collective starts from empty rings */
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 4, 8, KB_F32, NULL);
     kb_close(m);
 }
 
