@@ -4,7 +4,8 @@
  *
  * The buffer is an f32 tensor [world, n] split by rows, one row (`bytes`
  * bytes) per PE: world <= PEs per cube takes the first PEs of cube 0; up
- * to a SIP, whole cubes of SIP 0 from cube 0 on; beyond, whole SIPs. The
+ * to a SIP, whole cubes from cube 0 on, of SIP 0 or of the SIP --device
+ * binds (kb_set_device); beyond, whole SIPs. The
  * collective's ranks are those PEs (docs/ccl.md). kb_init_process_group
  * installs the queues of the default algorithm over every PE; with other
  * options the measured all-reduce installs its own first (the `install`
@@ -57,7 +58,9 @@ static int placement(kb_machine *m, int64_t world, kb_policy *p, kb_bench_result
     int sips, cubes, pes;
     kb_machine_shape(m, &sips, &cubes, &pes);
     int64_t per_sip = (int64_t)cubes * pes;
-    *p = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, 1, 1, 1};
+    /* within one SIP: the bound one (num_sips 0 defers to kb_set_device), else SIP 0 */
+    int one_sip = kb_get_device(m) >= 0 ? 0 : 1;
+    *p = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, one_sip, 1, 1};
     if (world <= pes) {
         p->num_pes = (int)world;
     } else if (world <= per_sip && world % pes == 0) {

@@ -115,6 +115,13 @@ grep -q "bad.yaml:[0-9]*:[0-9]*: " "$tmp/err" || fail "no FILE:LINE:COL: $(cat "
 [ $? -eq 2 ] || fail "a missing --ccl file should exit 2"
 grep -q "none.yaml: cannot open" "$tmp/err" || fail "missing file message: $(cat "$tmp/err")"
 
+# --device sip:1 puts a one-SIP world on SIP 1: same time, SIP 1's links.
+"$kb" run $ar --device sip:1 --json "$tmp/d1.json" >/dev/null || fail "ccl_allreduce --device sip:1"
+[ "$(jget "$tmp/d1.json" 'd["busiest_links"][0]["name"].split(".")[0]')" = sip1 ] ||
+    fail "--device sip:1: the all-reduce did not run on SIP 1"
+[ "$(figure collective "$tmp/d1.json")" = "$(figure collective "$tmp/a4.json")" ] ||
+    fail "--device sip:1 changes the all-reduce time of a symmetric machine"
+
 # list shows the benches and the collective algorithms (of --ccl FILE too).
 "$kb" list >"$tmp/out" || fail "list"
 for b in qkv_gemm qkv_gemm_multi_pe va_offset vector_add softmax matmul layernorm ccl_allreduce; do
