@@ -155,9 +155,10 @@ KB_API const kb_ccl_sched *tl_ccl_sched(tl_ctx *k);
  * "broadcast", "send_recv") over the queues of topology ("ring_1d",
  * "mesh_2d", "tree"). An algorithm naming it is added like any other
  * (kb_ccl_override with "ccl.algorithms.A={module: NAME, collective: C,
- * topology: T}", or a ccl.yaml). KB_EINVAL, naming the problem, for an
- * empty or too long name (63 bytes at most), a name already built in or
- * registered, an unknown collective or topology, or no fn; KB_ENOMEM. */
+ * topology: T}", or a ccl.yaml). KB_EINVAL, naming the problem, for a
+ * name that is not 1 to 63 letters, digits, '_', '-' or '.', a name already
+ * built in or registered, an unknown collective or topology, or no fn;
+ * KB_ENOMEM. */
 KB_API int kb_ccl_register(kb_machine *m, const char *module, const char *collective,
                            const char *topology, tl_kernel_fn fn);
 
