@@ -12,14 +12,32 @@
  * around the ring, public API only), with its bench plug-in around it. */
 #include "../../examples/user_ccl/pass_allreduce.c"
 
+/* Adds to m's configuration an all_reduce algorithm `algo` over topology
+ * that runs module. */
+static void add_algorithm(kb_machine *m, const char *algo, const char *module, const char *topology)
+{
+    char set[160];
+    snprintf(set, sizeof set,
+             "ccl.algorithms.%s={module: %s, collective: all_reduce, topology: %s}", algo, module,
+             topology);
+    const char *sets[] = {set};
+    cr_assert_eq(kb_ccl_override(m, sets, 1), 0, "%s", kb_last_error(m));
+}
+
+/* All-reduces t with algorithm algo expecting the error code want; *e
+ * gets the message. */
+static void all_reduce_fails(kb_machine *m, kb_tensor *t, const char *algo, int want, kb__err *e)
+{
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, algo, 1, t, NULL, 0};
+    cr_assert_eq(kb__ccl_run(m, &r, NULL, e), want, "%s", e->msg);
+}
+
 static kb_machine *with_pass(void)
 {
     kb_machine *m = cf_open(NULL, 0);
     cr_assert_eq(kb_ccl_register(m, "pass_allreduce", "all_reduce", "ring_1d", pass_allreduce), 0,
                  "%s", kb_last_error(m));
-    const char *sets[] = {"ccl.algorithms.pass={module: pass_allreduce, collective: all_reduce, "
-                          "topology: ring_1d}"};
-    cr_assert_eq(kb_ccl_override(m, sets, 1), 0, "%s", kb_last_error(m));
+    add_algorithm(m, "pass", "pass_allreduce", "ring_1d");
     return m;
 }
 
@@ -95,20 +113,14 @@ Test(coll_user, registration_refuses_what_it_cannot_use)
     cr_assert_eq(kb_ccl_register(NULL, "y", "all_reduce", "ring_1d", pass_allreduce), KB_EINVAL);
     /* a module over another topology than its algorithm's is refused at the call */
     cr_assert_eq(kb_ccl_register(m, "pass_tree", "all_reduce", "tree", pass_allreduce), 0);
-    const char *sets[] = {"ccl.algorithms.wrong={module: pass_tree, collective: all_reduce, "
-                          "topology: ring_1d}"};
-    cr_assert_eq(kb_ccl_override(m, sets, 1), 0, "%s", kb_last_error(m));
+    add_algorithm(m, "wrong", "pass_tree", "ring_1d");
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "wrong", 1, &t, NULL, 0};
     kb__err e;
-    cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_ECONFIG);
+    all_reduce_fails(m, &t, "wrong", KB_ECONFIG, &e);
     cr_assert(strstr(e.msg, "module 'pass_tree' implements all_reduce over tree"), "%s", e.msg);
     /* an unknown module lists the registered ones too */
-    const char *unknown[] = {"ccl.algorithms.u={module: nope, collective: all_reduce, "
-                             "topology: ring_1d}"};
-    cr_assert_eq(kb_ccl_override(m, unknown, 1), 0, "%s", kb_last_error(m));
-    r.algorithm = "u";
-    cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_ENOTFOUND);
+    add_algorithm(m, "u", "nope", "ring_1d");
+    all_reduce_fails(m, &t, "u", KB_ENOTFOUND, &e);
     cr_assert(strstr(e.msg, "unknown module 'nope'") && strstr(e.msg, "pass_allreduce") &&
                   strstr(e.msg, "ring_allreduce"),
               "%s", e.msg);
@@ -126,13 +138,10 @@ Test(coll_user, a_kernel_that_leaves_messages_unreceived_fails_the_call)
 {
     kb_machine *m = cf_open(NULL, 0);
     cr_assert_eq(kb_ccl_register(m, "only_sends", "all_reduce", "ring_1d", only_sends), 0);
-    const char *sets[] = {"ccl.algorithms.leaky={module: only_sends, collective: all_reduce, "
-                          "topology: ring_1d}"};
-    cr_assert_eq(kb_ccl_override(m, sets, 1), 0, "%s", kb_last_error(m));
+    add_algorithm(m, "leaky", "only_sends", "ring_1d");
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "leaky", 1, &t, NULL, 0};
     kb__err e;
-    cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_ECOLLECTIVE);
+    all_reduce_fails(m, &t, "leaky", KB_ECOLLECTIVE, &e);
     cr_assert(strstr(e.msg, "algorithm 'leaky', 4 ranks") &&
                   strstr(e.msg, "rank 1 (sip0/cube0/pe1) received 0 of the 1 message(s) rank 0 "
                                 "(sip0/cube0/pe0) sent it (direction W)"),
