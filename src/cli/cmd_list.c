@@ -38,15 +38,44 @@ static void print_section(const section *s)
         printf("  %-20s %s\n", s->items[i].name, s->items[i].summary);
 }
 
-static void print_json(FILE *f, const section *secs, size_t n)
+/* "collective_algorithm_details": what each algorithm of c runs. */
+static void json_algorithms(FILE *f, const kb__ccl_config *c)
+{
+    fprintf(f, ",\n  \"collective_algorithm_details\": [");
+    for (size_t i = 0; i < c->n_algos; i++) {
+        const kb__ccl_algo *a = &c->algos[i];
+        fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+        kb__cli_json_string(f, a->name);
+        fprintf(f, ", \"collective\": \"%s\", \"topology\": \"%s\", \"module\": ",
+                kb__ccl_collective_name(a->collective), kb__ccl_topology_name(a->topology));
+        kb__cli_json_string(f, a->module);
+        fprintf(
+            f,
+            ", \"buffer_kind\": \"%s\", \"n_slots\": %u, \"slot_size\": %llu, \"default_for\": [",
+            kb__ccl_buffer_name(a->s.buffer_kind), a->s.n_slots,
+            (unsigned long long)a->s.slot_size);
+        int k = 0;
+        for (int col = 0; col < KB__CCL_COLLECTIVE_COUNT; col++)
+            if (c->default_algo[col] == (int32_t)i)
+                fprintf(f, "%s\"%s\"", k++ ? ", " : "",
+                        kb__ccl_collective_name((kb__ccl_collective)col));
+        fprintf(f, "]}");
+    }
+    fprintf(f, "%s]", c->n_algos ? "\n  " : "");
+}
+
+static void print_json(FILE *f, const section *secs, size_t n, const kb__ccl_config *c)
 {
     fprintf(f, "{");
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "%s\n  \"%s\": [", i ? "," : "", secs[i].json_key);
-        for (size_t j = 0; j < secs[i].n; j++)
-            fprintf(f, "%s\"%s\"", j ? ", " : "", secs[i].items[j].name);
+        for (size_t j = 0; j < secs[i].n; j++) {
+            fprintf(f, "%s", j ? ", " : "");
+            kb__cli_json_string(f, secs[i].items[j].name);
+        }
         fprintf(f, "]");
     }
+    json_algorithms(f, c);
     fprintf(f, "\n}\n");
 }
 
@@ -153,7 +182,7 @@ int kb__cli_list(int argc, char **argv)
     if (o.json) {
         FILE *f = kb__cli_json_open(&o);
         if (f) {
-            print_json(f, secs, n);
+            print_json(f, secs, n, ccl);
             rc = kb__cli_json_close(&o, f);
         } else {
             rc = KB_CLI_FAIL;

@@ -256,24 +256,12 @@ static void print_text(const run_opts *ro, const run_out *o)
     printf("\nresult         %s\n", kb_bench_passed(r) ? "PASS" : "FAIL");
 }
 
-/* JSON string: the names printed here are identifiers and link names, but
- * quotes and backslashes are escaped anyway. */
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        if ((unsigned char)*s >= 0x20) fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void json_checks(FILE *f, const kb_bench_result *r)
 {
     fprintf(f, "  \"checks\": [");
     for (int i = 0; i < r->n_checks && i < KB_BENCH_MAX_CHECKS; i++) {
         fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-        json_str(f, r->checks[i].name);
+        kb__cli_json_string(f, r->checks[i].name);
         fprintf(f, ", \"pass\": %s, \"max_err\": %.9g, \"tol\": %.9g}",
                 r->checks[i].pass ? "true" : "false",
                 r->checks[i].max_err == r->checks[i].max_err ? r->checks[i].max_err : -1.0,
@@ -282,15 +270,15 @@ static void json_checks(FILE *f, const kb_bench_result *r)
     fprintf(f, "],\n  \"figures\": {");
     for (int i = 0; i < r->n_figures; i++) {
         fprintf(f, "%s", i ? ", " : "");
-        json_str(f, r->figures[i].name);
+        kb__cli_json_string(f, r->figures[i].name);
         fprintf(f, ": %.9g", r->figures[i].value);
     }
     fprintf(f, "},\n  \"notes\": {");
     for (int i = 0; i < r->n_notes; i++) {
         fprintf(f, "%s", i ? ", " : "");
-        json_str(f, r->notes[i].name);
+        kb__cli_json_string(f, r->notes[i].name);
         fputs(": ", f);
-        json_str(f, r->notes[i].text);
+        kb__cli_json_string(f, r->notes[i].text);
     }
     fprintf(f, "},\n");
 }
@@ -310,7 +298,7 @@ static void json_units_links(FILE *f, const run_out *o)
     fprintf(f, "},\n  \"busiest_links\": [");
     for (int i = 0; i < n_links(o); i++) {
         fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-        json_str(f, o->r.links[i].name);
+        kb__cli_json_string(f, o->r.links[i].name);
         fprintf(f, ", \"class\": \"%s\", \"bytes\": %llu, \"busy_ps\": %llu}",
                 kb_link_class_name(o->r.links[i].cls), (unsigned long long)o->r.links[i].bytes,
                 (unsigned long long)o->r.links[i].busy_ps);
@@ -325,17 +313,17 @@ static int write_json(const run_opts *ro, const run_out *o)
     const kb_bench_result *r = &o->r;
     const kb_stats *s = &r->stats;
     fprintf(f, "{\n  \"bench\": ");
-    json_str(f, o->b->name);
+    kb__cli_json_string(f, o->b->name);
     fprintf(f, ",\n  \"machine\": {\"topology\": ");
-    json_str(f, ro->common.topology ? ro->common.topology : "built-in");
+    kb__cli_json_string(f, ro->common.topology ? ro->common.topology : "built-in");
     fprintf(f, ", \"sips\": %d, \"cubes_per_sip\": %d, \"pes_per_cube\": %d, \"device\": %d},\n",
             o->sips, o->cubes, o->pes, ro->device);
     fprintf(f, "  \"options\": {");
     for (int i = 0; i < ro->bopts.n; i++) {
         fprintf(f, "%s", i ? ", " : "");
-        json_str(f, ro->bopts.kv[i].key);
+        kb__cli_json_string(f, ro->bopts.kv[i].key);
         fprintf(f, ": ");
-        json_str(f, ro->bopts.kv[i].value);
+        kb__cli_json_string(f, ro->bopts.kv[i].value);
     }
     fprintf(f, "},\n  \"no_data\": %s,\n  \"pass\": %s,\n", r->no_data ? "true" : "false",
             kb_bench_passed(r) ? "true" : "false");

@@ -102,21 +102,6 @@ static void print_table(const kb__topo *t, const kb__topo_figures *f, const char
     row("SIP link, each direction", 1, f->sip_link_gbs, "GB/s");
 }
 
-static void json_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(out, "\\u%04x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
-}
-
 static void jnum(FILE *out, const char *key, double v, int last)
 {
     fprintf(out, "  \"%s\": %.15g%s\n", key, v, last ? "" : ",");
@@ -125,7 +110,7 @@ static void jnum(FILE *out, const char *key, double v, int last)
 static void print_json(FILE *o, const kb__topo *t, const kb__topo_figures *f, const char *machine)
 {
     fprintf(o, "{\n  \"machine\": ");
-    json_string(o, machine);
+    kb__cli_json_string(o, machine);
     fprintf(o, ",\n");
     jnum(o, "sips", t->sips, 0);
     jnum(o, "mesh_rows", t->mesh_rows, 0);

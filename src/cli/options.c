@@ -142,6 +142,21 @@ int kb__cli_load_params(const kb__cli_opts *o, kb__topo_params *p)
     return rc == KB_ENOMEM ? KB_CLI_FAIL : KB_CLI_USAGE;
 }
 
+void kb__cli_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
 FILE *kb__cli_json_open(const kb__cli_opts *o)
 {
     if (!o->json_file || !strcmp(o->json_file, "-")) return stdout;

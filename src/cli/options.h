@@ -64,6 +64,9 @@ int kb__cli_load_params(const kb__cli_opts *o, kb__topo_params *p);
 /* The stream for --json output (stdout or the file); NULL after printing
  * the problem. Close it with kb__cli_json_close(). */
 FILE *kb__cli_json_open(const kb__cli_opts *o);
+/* Writes s as a JSON string: quotes, backslashes and control characters
+ * escaped. */
+void kb__cli_json_string(FILE *f, const char *s);
 int kb__cli_json_close(const kb__cli_opts *o, FILE *f);
 
 #endif

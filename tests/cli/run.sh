@@ -139,6 +139,20 @@ grep -Eq "^  my_ring +all_reduce on ring_1d, module ring_allreduce, 2 x 4096 B s
 grep -q "^  ring_allreduce " "$tmp/out" && fail "list --ccl still shows the built-in algorithms"
 "$kb" list --json | python3 -c 'import json,sys; assert "ring_allreduce" in json.load(sys.stdin)["collective_algorithms"]' ||
     fail "list --json lacks the algorithms"
+"$kb" list --json | python3 -c '
+import json, sys
+d = {a["name"]: a for a in json.load(sys.stdin)["collective_algorithm_details"]}
+assert d["ring_allreduce"] == {"name": "ring_allreduce", "collective": "all_reduce",
+    "topology": "ring_1d", "module": "ring_allreduce", "buffer_kind": "tcm", "n_slots": 4,
+    "slot_size": 4096, "default_for": ["all_reduce"]}, d["ring_allreduce"]
+assert d["tree_allreduce"]["topology"] == "tree" and d["tree_allreduce"]["default_for"] == []
+' || fail "list --json: the algorithms' details"
+printf 'algorithms:\n  "q\\"uote\\\\d": {module: m, collective: all_reduce, topology: tree}\n' >"$tmp/q.yaml"
+"$kb" list --ccl "$tmp/q.yaml" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["collective_algorithms"] == ["q\"uote\\d"], d["collective_algorithms"]
+' || fail "list --json does not escape an algorithm name with a quote and a backslash"
 "$kb" list --ccl "$tmp/bad.yaml" >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "list with a broken --ccl file should exit 2"
 grep -q "bad.yaml:[0-9]*:[0-9]*: " "$tmp/err" || fail "list: no FILE:LINE:COL: $(cat "$tmp/err")"
