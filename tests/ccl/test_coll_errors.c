@@ -200,14 +200,16 @@ Test(coll_tcm, a_kernel_tile_cannot_use_ring_bytes)
     kb_close(m);
 }
 
-/* Opens the built-in machine with a ccl.yaml holding text (written to
- * path, a mkstemp template) and the overrides sets[0..n). */
-static kb_machine *open_with_ccl(char *path, const char *text, const char *const *sets, size_t n)
+/* Opens the built-in machine with the overrides sets[0..n) and a ccl.yaml
+ * holding text, written to `name` in the build directory (path gets it,
+ * for unlink; each test names its own file). */
+static kb_machine *open_with_ccl(const char *name, char path[256], const char *text,
+                                 const char *const *sets, size_t n)
 {
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
+    snprintf(path, 256, "%s/%s", KB_BINARY_DIR, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fputs(text, f) >= 0 && fclose(f) == 0, 1, "%s", path);
     kb_open_options o = {NULL, sets, n, 0, path};
     kb_machine *m;
     char eb[512];
@@ -217,9 +219,9 @@ static kb_machine *open_with_ccl(char *path, const char *text, const char *const
 
 Test(coll_config, kb_open_takes_ccl_path_and_ccl_overrides)
 {
-    char path[] = "/tmp/kb_ccl_XXXXXX";
+    char path[256];
     const char *sets[] = {"ccl.defaults.slot_size=8KiB", "pe.dma.channels=3"};
-    kb_machine *m = open_with_ccl(path,
+    kb_machine *m = open_with_ccl("coll_config_open.ccl.yaml", path,
                                   "defaults: {n_slots: 3}\n"
                                   "algorithms:\n  r: {module: ring_allreduce, topology: ring_1d}\n",
                                   sets, 2);
@@ -251,9 +253,9 @@ Test(coll_config, kb_open_takes_ccl_path_and_ccl_overrides)
  * fails. */
 Test(coll_config, kb_ccl_override_layers_on_the_current_configuration)
 {
-    char path[] = "/tmp/kb_ccl_XXXXXX";
+    char path[256];
     const char *sets[] = {"ccl.defaults.slot_size=8KiB"};
-    kb_machine *m = open_with_ccl(path,
+    kb_machine *m = open_with_ccl("coll_config_override.ccl.yaml", path,
                                   "defaults: {n_slots: 3, algorithm: {all_reduce: r}}\n"
                                   "algorithms:\n  r: {module: ring_allreduce, topology: ring_1d}\n",
                                   sets, 1);
