@@ -195,10 +195,10 @@ static int ccl_allreduce(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     if (n_sets && (rc = kb_ccl_override(m, setv, (size_t)n_sets))) {
         /* a name or kind the configuration does not know: a bad option value */
         r->usage_error = rc == KB_ECONFIG || rc == KB_ENOTFOUND;
-        return kb_bench_fail(r, rc, "ccl_allreduce: --opt %s%s%s%s%s: %s",
-                             algorithm ? "algorithm=" : "", algorithm ? algorithm : "",
-                             algorithm && buffer ? " --opt " : "", buffer ? "buffer=" : "",
-                             buffer ? buffer : "", kb_last_error(m));
+        char typed[2][96] = {"", ""};
+        if (algorithm) snprintf(typed[0], sizeof typed[0], " --opt algorithm=%s", algorithm);
+        if (buffer) snprintf(typed[1], sizeof typed[1], " --opt buffer=%s", buffer);
+        return kb_bench_fail(r, rc, "ccl_allreduce:%s%s: %s", typed[0], typed[1], kb_last_error(m));
     }
     int64_t n = bytes / 4, shape[2] = {world, n};
     float *row = malloc((size_t)n * sizeof *row);

@@ -56,6 +56,22 @@ const char *kb__ccl_collective_name(kb__ccl_collective c)
     return (unsigned)c < KB__CCL_COLLECTIVE_COUNT ? coll_names[c] : "?";
 }
 
+/* The index of name in names[0..n), or -1 (name NULL too). */
+static int index_of(const char *name, const char *const *names, size_t n)
+{
+    for (size_t i = 0; name && i < n; i++)
+        if (!strcmp(name, names[i])) return (int)i;
+    return -1;
+}
+int kb__ccl_collective_of(const char *name)
+{
+    return index_of(name, coll_names, COUNT(coll_names));
+}
+int kb__ccl_topology_of(const char *name)
+{
+    return index_of(name, topo_names, COUNT(topo_names));
+}
+
 void kb__ccl_settings_builtin(kb__ccl_settings *s)
 {
     memset(s, 0, sizeof *s);

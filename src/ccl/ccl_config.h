@@ -122,6 +122,10 @@ const char *kb__ccl_buffer_name(kb__ccl_buffer b);
 const char *kb__ccl_backpressure_name(kb__ccl_backpressure b);
 const char *kb__ccl_topology_name(kb__ccl_topology t);
 const char *kb__ccl_collective_name(kb__ccl_collective c);
+/* The collective or topology a name as written in the YAML stands for, or
+ * -1 (also for NULL). */
+int kb__ccl_collective_of(const char *name);
+int kb__ccl_topology_of(const char *name);
 
 /* The built-in `defaults` section (what an empty ccl.yaml gives). */
 void kb__ccl_settings_builtin(kb__ccl_settings *s);

@@ -343,27 +343,9 @@ KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets
     return reload(m, 1, NULL, sets, n_sets, "kb_ccl_override");
 }
 
-/* The index of name in names(0..count), or -1. */
-static int name_index(const char *name, const char *(*names)(int), int count)
-{
-    for (int i = 0; name && i < count; i++)
-        if (!strcmp(name, names(i))) return i;
-    return -1;
-}
-
 /* What a collective or topology name may be, for messages. */
 #define COLLECTIVES "all_reduce, reduce_scatter, all_gather, broadcast or send_recv"
 #define TOPOLOGIES  "ring_1d, mesh_2d or tree"
-
-static const char *collective_name(int c)
-{
-    return kb__ccl_collective_name((kb__ccl_collective)c);
-}
-
-static const char *topology_name(int t)
-{
-    return kb__ccl_topology_name((kb__ccl_topology)t);
-}
 
 /* Checks kb_ccl_register's arguments; 0 or KB_EINVAL with the message. */
 static int check_module(const kb__ccl_state *st, const char *module, int coll, int topo,
@@ -401,8 +383,7 @@ KB_API int kb_ccl_register(kb_machine *m, const char *module, const char *collec
     kb__ccl_state *st = m->ccl;
     kb__err e;
     kb__err_clear(&e);
-    int coll = name_index(collective, collective_name, KB__CCL_COLLECTIVE_COUNT);
-    int topo = name_index(topology, topology_name, KB__CCL_TOPOLOGY_COUNT);
+    int coll = kb__ccl_collective_of(collective), topo = kb__ccl_topology_of(topology);
     int rc = check_module(st, module, coll, topo, collective, topology, fn, &e);
     if (!rc && st->n_user == st->cap_user) {
         size_t cap = st->cap_user ? 2 * st->cap_user : 4;
@@ -426,7 +407,7 @@ KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char 
     if (!m) return KB_EINVAL;
     kb__err e;
     kb__err_clear(&e);
-    int c = name_index(collective, collective_name, KB__CCL_COLLECTIVE_COUNT);
+    int c = kb__ccl_collective_of(collective);
     const kb__ccl_algo *a = NULL;
     int rc =
         c < 0
