@@ -65,6 +65,7 @@ struct kb__device {
     kb__time host_dispatch_ps, io_cpu_dispatch_ps, m_cpu_dispatch_ps, dma_setup_ps;
     uint64_t xfers_done;
     kb__pool pex_pool; /* recycled one-memory PeXfers (host/internal.h) */
+    kb__xfer *orphans; /* freed by their owner while in flight; freed with the device */
 };
 
 /* Builds the device for topology t (taken over: destroyed with the device,
@@ -144,7 +145,12 @@ int kb__device_command(kb__device *d, const kb__cmd_target *t, uint32_t n, uint6
  * handle completes, right after issuing). */
 void kb__xfer_want_trace(kb__xfer *x);
 /* Runs the event loop until x completes; returns its status (0, or the
- * error that stopped it, message in err). */
+ * error that stopped it, message in err). The hardware does not stop for a
+ * canceled waiter: a cancellation (KB_ECANCELED from the wait) is absorbed
+ * and the wait goes on until x completes, then returns KB_ECANCELED, so the
+ * host buffers are no longer in use when the call returns. If x cannot
+ * complete (the simulation stopped, deadlocked or failed), returns that
+ * error with x still in flight. */
 int kb__xfer_wait(kb__device *d, kb__xfer *x, kb__err *err);
 int kb__xfer_done(const kb__xfer *x);
 /* Issue and completion times (ps). */
@@ -156,7 +162,10 @@ const kb__fab_hop *kb__xfer_trace(const kb__xfer *x, uint32_t seg);
 /* Time the data message of segment i started (relative times in the trace
  * are from this instant). */
 kb__time kb__xfer_data_start(const kb__xfer *x, uint32_t seg);
-/* Frees a handle; it must have completed (or its device been destroyed). */
+/* Frees a handle. A handle still in flight (its wait failed) is not freed
+ * at once, since scheduled events still refer to it: its host buffers are
+ * detached (it moves no more host or stored bytes) and the device frees it
+ * when it is destroyed. */
 void kb__xfer_free(kb__xfer *x);
 
 #endif

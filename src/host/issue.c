@@ -323,13 +323,25 @@ void kb__xfer_want_trace(kb__xfer *x)
 
 int kb__xfer_wait(kb__device *d, kb__xfer *x, kb__err *err)
 {
-    int rc = kb__event_wait(d->sim, &x->done);
+    int rc = kb__event_wait(d->sim, &x->done), canceled = 0;
+    while (rc == KB_ECANCELED && !x->finished) { /* the hardware goes on: keep waiting */
+        canceled = 1;
+        rc = kb__event_wait(d->sim, &x->done);
+    }
+    if (rc == KB_ECANCELED && x->status != KB_ECANCELED) canceled = 1;
     if (!x->finished)
-        return kb__err_set(err, rc ? rc : KB_EDEADLOCK, "%s: %s", kind_names[x->kind],
-                           rc == KB_ECANCELED ? "the wait was canceled before it completed"
-                                              : "the simulation stopped before it completed");
-    if (x->status) kb__err_copy(err, &x->err);
-    return x->status;
+        return kb__err_set(err, rc ? rc : KB_EDEADLOCK,
+                           "%s: the simulation stopped before it completed", kind_names[x->kind]);
+    if (x->status) {
+        kb__err_copy(err, &x->err);
+        return x->status;
+    }
+    if (canceled)
+        return kb__err_set(err, KB_ECANCELED,
+                           "%s: canceled (the call waited until the transfer completed, so its "
+                           "host buffers are no longer in use)",
+                           kind_names[x->kind]);
+    return 0;
 }
 
 int kb__xfer_done(const kb__xfer *x)
@@ -360,9 +372,8 @@ kb__time kb__xfer_data_start(const kb__xfer *x, uint32_t seg)
     return seg < x->n_segs ? x->segs[seg].data.t_start : 0;
 }
 
-void kb__xfer_free(kb__xfer *x)
+static void xfer_release(kb__xfer *x)
 {
-    if (!x) return;
     for (uint32_t i = 0; x->segs && i < x->n_segs; i++) {
         free(x->segs[i].trace);
         free(x->segs[i].staging);
@@ -379,4 +390,37 @@ void kb__xfer_free(kb__xfer *x)
     free(x->sipg);
     free(x->cubeg);
     free(x);
+}
+
+/* x is in flight and its owner lets go: events still refer to it, so the
+ * device keeps it; the owner's host buffers are no longer touched. */
+static void orphan(kb__xfer *x)
+{
+    for (uint32_t i = 0; x->segs && i < x->n_segs; i++) {
+        kb__seg_op *s = &x->segs[i];
+        s->mx.store = s->mx2.store = NULL;
+        s->mx.src = NULL;
+        s->mx.dst = NULL;
+    }
+    x->orphan_next = x->d->orphans;
+    x->d->orphans = x;
+}
+
+void kb__xfer_free(kb__xfer *x)
+{
+    if (!x) return;
+    if (x->started && !x->finished) {
+        orphan(x);
+        return;
+    }
+    xfer_release(x);
+}
+
+void kb__xfer_free_orphans(kb__device *d)
+{
+    while (d->orphans) {
+        kb__xfer *x = d->orphans;
+        d->orphans = x->orphan_next;
+        xfer_release(x);
+    }
 }

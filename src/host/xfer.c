@@ -254,6 +254,7 @@ void kb__xfer_wire(kb__xfer *x)
 
 void kb__xfer_start(kb__sim *sim, kb__xfer *x)
 {
+    x->started = 1;
     x->t_issue = kb__sim_now(sim);
     if (x->kind == XK_DMA)
         dma_acquire(sim, x);

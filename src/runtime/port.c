@@ -29,7 +29,10 @@ static uint64_t ns_to_ps(double ns)
     return ns <= 0 ? 0 : (uint64_t)ceil(ns * 1000.0 - 1e-9);
 }
 
-/* Waits for x (issued by a call that returned rc) and frees it. */
+/* Waits for x (issued by a call that returned rc) and frees it. A canceled
+ * caller still waits until x completes (kb__xfer_wait), so the host buffers
+ * are free when this returns; an x that cannot complete stays with the
+ * device (kb__xfer_free). */
 static int wait_free(kb_machine *m, int rc, kb__xfer *x, kb__err *err)
 {
     if (!rc) rc = kb__xfer_wait(m->dev, x, err);
