@@ -48,7 +48,10 @@ typedef struct kb_open_options {
  * NUL-terminated) holds the message: "topology.yaml:23:5: ...". */
 KB_API int kb_open(kb_machine **out, const kb_open_options *opts, char *errbuf, size_t errbuf_size);
 
-/* Frees every tensor still alive and the machine itself. NULL is a no-op. */
+/* Frees every tensor still alive and the machine itself. NULL is a no-op.
+ * Refused from inside a host rank (kb_spawn) or a kernel: the call would
+ * free the stack it runs on, so it does nothing and kb_last_error says
+ * KB_ESTATE ("kb_close: called from rank N; ..."). */
 KB_API void kb_close(kb_machine *m);
 
 /* The message of the last failed call on m ("" if none failed yet). The

@@ -114,6 +114,21 @@ int kb_open(kb_machine **out, const kb_open_options *opts, char *errbuf, size_t 
 void kb_close(kb_machine *m)
 {
     if (!m) return;
+    if (m->dev && kb__proc_self(m->dev->sim)) { /* it would free the stack it runs on */
+        int r = kb__rt_caller(m);
+        kb__err e;
+        if (r >= 0)
+            kb__err_set(&e, KB_ESTATE,
+                        "kb_close: called from rank %d; close the machine after kb_spawn returns",
+                        r);
+        else
+            kb__err_set(&e, KB_ESTATE,
+                        "kb_close: called from a simulated process (%s); close the machine from "
+                        "the driver",
+                        kb__proc_name(kb__proc_self(m->dev->sim)));
+        kb__rt_fail(m, &e);
+        return;
+    }
     for (uint32_t i = 0; i < m->n_slots; i++) {
         if (m->slots[i].t) {
             kb_tensor t = {m->slots[i].serial << KB__RT_SLOT_BITS | i};

@@ -5,6 +5,7 @@
  * mismatched collective calls. Collective data is checked in
  * tests/ccl/test_dist_coll.c. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -305,5 +306,28 @@ Test(dist, waiting_for_another_ranks_launch_is_refused)
     kb_launch_id ids[2] = {{0}, {0}};
     cr_assert_eq(kb_spawn(m, wait_foreign, 2, ids), 0, "%s", kb_last_error(m));
     cr_expect_eq(ids[1].id, 1, "rank 1 was told the launch is rank 0's");
+    kb_close(m);
+}
+
+static int close_from_rank(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    char *msg = arg;
+    if (rank != 1) return 0;
+    kb_close(m);
+    snprintf(msg, 256, "%s", kb_last_error(m));
+    return 0;
+}
+
+Test(dist, kb_close_from_a_rank_is_refused_and_the_machine_stays_open)
+{
+    kb_machine *m = open_m();
+    char msg[256] = "";
+    cr_assert_eq(kb_spawn(m, close_from_rank, 2, msg), 0, "%s", kb_last_error(m));
+    cr_expect(strstr(msg, "kb_close: called from rank 1") != NULL, "%s", msg);
+    int64_t shape[1] = {16};
+    kb_tensor t;
+    cr_expect_eq(kb_full(m, "after", 1, shape, KB_F32, &ONE_PE, 1.0, &t), 0, "%s",
+                 kb_last_error(m));
     kb_close(m);
 }
