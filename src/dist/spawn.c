@@ -44,6 +44,9 @@ struct kb__spawn_group {
     int *status;      /* [n] rank's final status */
     char **msg;       /* [n] message of a failed rank (owned) */
     char *deadlock;   /* the deadlock report, when one happened (owned) */
+    int cause;        /* the first rank that failed (root cause), -1 while none */
+    int deadlocked;   /* ranks were canceled because they deadlocked */
+    int abandoned;    /* kb__spawn gave up on the group (MAX_ROUNDS) */
 };
 
 void kb__dist_init(kb__dist *d, kb__sim *sim)
@@ -101,7 +104,10 @@ static int watch_main(kb__sim *sim, void *arg)
     g->rank[s->rank] = NULL;
     g->status[s->rank] = st;
     if (st) g->msg[s->rank] = strdup(e.msg[0] ? e.msg : kb_strerror(st));
-    if (st && st != KB_ECANCELED) cancel_unfinished(g, s->rank);
+    if (st && st != KB_ECANCELED) {
+        if (g->cause < 0) g->cause = s->rank;
+        cancel_unfinished(g, s->rank);
+    }
     return 0;
 }
 
@@ -111,7 +117,7 @@ static kb__spawn_group *group_new(kb__dist *d, kb__rank_fn fn, int n, void *arg)
 {
     kb__spawn_group *g = calloc(1, sizeof *g);
     if (!g) return NULL;
-    g->d = d, g->fn = fn, g->arg = arg, g->n = n;
+    g->d = d, g->fn = fn, g->arg = arg, g->n = n, g->cause = -1;
     g->slot = calloc((size_t)n, sizeof *g->slot);
     g->rank = calloc((size_t)n, sizeof *g->rank);
     g->watch = calloc((size_t)n, sizeof *g->watch);
@@ -226,7 +232,7 @@ static int wait_all(kb__spawn_group *g)
             g->watch[k++] = NULL;
             continue;
         }
-        if (rc == KB_EDEADLOCK) record_deadlock(g);
+        if (rc == KB_EDEADLOCK) record_deadlock(g), g->deadlocked = 1;
         if (++rounds > MAX_ROUNDS) return 1;
         cancel_unfinished(g, -1);
     }
@@ -302,8 +308,18 @@ int kb__spawn(kb__dist *d, kb__rank_fn fn, int nprocs, void *arg, kb__rank_error
         group_free(g);
         return rc;
     }
-    for (int k = 0; k < g->n; k++) /* watchers still wait on stuck ranks */
+    g->abandoned = 1;
+    char stuck[192];
+    int len = snprintf(stuck, sizeof stuck, "abandoned after %d cancellations, still blocked:",
+                       MAX_ROUNDS);
+    for (int k = 0; k < g->n; k++) { /* watchers still wait on stuck ranks */
+        if (g->rank[k] && errors) errors->abandoned++;
+        if (g->rank[k] && len > 0 && (size_t)len < sizeof stuck - 16)
+            len += snprintf(stuck + len, sizeof stuck - (size_t)len, " rank %d", k);
         if (g->watch[k]) kb__proc_detach(d->sim, g->watch[k]);
+    }
+    if (errors) add_error(errors, -1, rc ? rc : KB_EDEADLOCK, stuck);
+    if (!rc) rc = KB_EDEADLOCK;
     kb__spawn_group **tail = &d->groups; /* kept until kb__dist_fini */
     while (*tail)
         tail = &(*tail)->next;
@@ -324,6 +340,27 @@ static const kb__spawn_group *find_self(const kb__dist *d, int *rank)
                 return g;
             }
     return NULL;
+}
+
+int kb__dist_self(const kb__dist *d, kb__rank_self *out)
+{
+    int k = -1;
+    const kb__spawn_group *g = find_self(d, &k);
+    if (!g) return -1;
+    *out = (kb__rank_self){k, g->n, g->abandoned, g->arg};
+    return 0;
+}
+
+void kb__dist_cancel_cause(const kb__dist *d, char *buf, size_t size)
+{
+    int k = -1;
+    const kb__spawn_group *g = find_self(d, &k);
+    if (g && g->cause >= 0)
+        snprintf(buf, size, "rank %d failed", g->cause);
+    else if (g && g->deadlocked)
+        snprintf(buf, size, "kb_spawn found the ranks deadlocked");
+    else
+        snprintf(buf, size, "canceled from outside the group");
 }
 
 int kb__dist_rank(const kb__dist *d)
@@ -351,6 +388,43 @@ size_t kb__rank_errors_format(const kb__rank_errors *e, char *buf, size_t size)
                          head, e->v[i].msg);
         if (k > 0) len += (size_t)k;
     }
+    return len;
+}
+
+/* A line that names a rank: "rank R: ..." or "  rank R ...". */
+static int names_rank(const char *line)
+{
+    while (*line == ' ')
+        line++;
+    return !strncmp(line, "rank ", 5);
+}
+
+size_t kb__rank_errors_format_fit(const kb__rank_errors *e, char *buf, size_t size)
+{
+    size_t full = kb__rank_errors_format(e, buf, size);
+    if (full < size || !size) return full < size ? full : 0;
+    char *all = malloc(full + 1);
+    if (!all) return strlen(buf);
+    kb__rank_errors_format(e, all, full + 1);
+    char tail[64];
+    size_t room = size > sizeof tail ? size - sizeof tail : 0, len = 0;
+    int more = 0, cut = 0;
+    for (char *line = all, *eol; *line; line = eol + 1) {
+        eol = strchr(line, '\n');
+        size_t n = eol ? (size_t)(eol - line) + 1 : strlen(line);
+        if (!cut && len + n < room) {
+            memcpy(buf + len, line, n);
+            len += n;
+        } else {
+            cut = 1;
+            more += names_rank(line);
+        }
+        if (!eol) break;
+    }
+    int w = snprintf(tail, sizeof tail, "  ... and %d more ranks\n", more);
+    if (w > 0 && len + (size_t)w < size) memcpy(buf + len, tail, (size_t)w), len += (size_t)w;
+    buf[len] = '\0';
+    free(all);
     return len;
 }
 

@@ -15,7 +15,11 @@
  * kb__spawn returns them all in rank order. If the ranks deadlock, the
  * call returns KB_EDEADLOCK with one error naming each waiting rank, what
  * it waits on and its note (kb__proc_set_note), then cancels and reaps the
- * ranks.
+ * ranks. A rank that blocks again after every one of MAX_ROUNDS such
+ * cancellations is abandoned: kb__spawn returns (errors->abandoned counts
+ * those ranks) and the group stays allocated until kb__dist_fini, so the
+ * abandoned processes never touch freed memory; kb__dist_self tells them
+ * they were abandoned.
  *
  * Rank-local state (kb__dist_rank, kb__dist_world_size) is found from the
  * calling process in the kb__dist context, which the machine owns; there
@@ -56,7 +60,16 @@ typedef struct kb__rank_error {
 typedef struct kb__rank_errors {
     kb__rank_error *v; /* [n], ranks in increasing order */
     size_t n;
+    int abandoned; /* ranks still blocked when kb__spawn gave up on the group */
 } kb__rank_errors;
+
+/* Where the calling process stands in the spawned groups. */
+typedef struct kb__rank_self {
+    int rank;      /* its rank in its (innermost) group */
+    int nprocs;    /* the group's size */
+    int abandoned; /* 1: kb__spawn gave up on the group and returned */
+    void *arg;     /* the arg given to kb__spawn */
+} kb__rank_self;
 
 void kb__dist_init(kb__dist *d, kb__sim *sim);
 /* No kb__spawn may be running. */
@@ -69,8 +82,17 @@ void kb__dist_fini(kb__dist *d);
  * process (a rank may spawn a nested group). */
 int kb__spawn(kb__dist *d, kb__rank_fn fn, int nprocs, void *arg, kb__rank_errors *errors);
 
+/* Fills *out and returns 0 when the calling process is a rank (of a live or
+ * of an abandoned group), else returns -1. */
+int kb__dist_self(const kb__dist *d, kb__rank_self *out);
+/* Why the calling rank's group cancels its ranks, for messages: "rank 2
+ * failed", "kb_spawn found the ranks deadlocked", or "canceled from outside
+ * the group". */
+void kb__dist_cancel_cause(const kb__dist *d, char *buf, size_t size);
+
 /* The calling process's rank in its (innermost) group, or -1 when the
- * caller is not a rank (main stack, callbacks, other processes). */
+ * caller is not a rank (main stack, callbacks, other processes). A rank of
+ * an abandoned group keeps its rank and world size. */
 int kb__dist_rank(const kb__dist *d);
 /* nprocs of the calling rank's group, or -1. */
 int kb__dist_world_size(const kb__dist *d);
@@ -78,6 +100,10 @@ int kb__dist_world_size(const kb__dist *d);
 /* All messages as "rank R: MESSAGE" lines (snprintf-style: returns the full
  * length, writes at most size bytes, NUL-terminated when size > 0). */
 size_t kb__rank_errors_format(const kb__rank_errors *e, char *buf, size_t size);
+/* The same lines cut to fit size bytes (NUL included): whole lines are kept
+ * and, when some are dropped, the text ends with "  ... and N more ranks"
+ * counting the dropped lines that name a rank. Returns the length written. */
+size_t kb__rank_errors_format_fit(const kb__rank_errors *e, char *buf, size_t size);
 void kb__rank_errors_fini(kb__rank_errors *e);
 
 #endif

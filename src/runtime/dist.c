@@ -50,20 +50,33 @@ typedef struct round_slot {
     kb__err err;
 } round_slot;
 
-typedef struct kb__rt_dist {
-    kb__dist d;
-    int driver_pg;           /* the driver started a process group */
-    int n;                   /* ranks of the live spawn, 0 when none */
-    int pg;                  /* the live group's process group is started */
+/* One kb_spawn's ranks and their rendezvous. Kept until kb_close when
+ * kb__spawn abandons ranks, so an abandoned rank that wakes later still
+ * finds its own group (and never a later one). */
+typedef struct rt_group {
+    kb_machine *m;
+    kb_rank_fn fn;
+    void *arg;
+    int n;
+    int pg;                  /* the group's process group is started */
     int *sip;                /* [n] kb_set_device binding per rank */
     kb__rt_scratch *scratch; /* [n] */
     call *pend;              /* [n] pending call per rank (kind -1: none) */
     kb__proc **proc;         /* [n] process of a waiting rank */
     uint64_t *seq;           /* [n] calls made */
     int *ended;              /* [n] rank returned */
+    kb__err *err;            /* [n] the rank's last failed call (kb__rt_fail) */
     int arrived;
     uint64_t round;
     round_slot slot[2];
+    struct rt_group *next; /* next abandoned group */
+} rt_group;
+
+typedef struct kb__rt_dist {
+    kb__dist d;
+    int driver_pg;        /* the driver started a process group */
+    rt_group *live;       /* the running kb_spawn's group, NULL when none */
+    rt_group *abandoned;  /* groups with abandoned ranks, freed by kb_close */
     int driver_sip;
     kb_ccl_report last;
     int has_last;
@@ -107,111 +120,133 @@ static kb__rt_dist *dist_of(kb_machine *m, kb__err *err)
     }
     kb__dist_init(&x->d, m->dev->sim);
     x->driver_sip = m->device_sip;
-    kb__event_init(&x->slot[0].ev, "collective round");
-    kb__event_init(&x->slot[1].ev, "collective round");
     m->dist = x;
     return x;
 }
 
-/* The calling rank, or -1 from the driver (or any other process). */
-static int self_rank(const kb_machine *m)
+/* The calling rank's group (live or abandoned) and rank, or NULL from the
+ * driver (or any other process). */
+static rt_group *self_group(const kb_machine *m, int *rank, int *abandoned)
 {
     const kb__rt_dist *x = m->dist;
-    return x && x->n ? kb__dist_rank(&x->d) : -1;
+    kb__rank_self s;
+    if (!x || kb__dist_self(&x->d, &s)) return NULL;
+    *rank = s.rank;
+    if (abandoned) *abandoned = s.abandoned;
+    return s.arg;
 }
 
 int kb__rt_caller(const kb_machine *m)
 {
-    return self_rank(m);
+    int r, ab;
+    if (!self_group(m, &r, &ab)) return -1;
+    return ab ? -2 : r;
 }
 
 kb__rt_scratch *kb__rt_scratch_of(kb_machine *m)
 {
-    int r = self_rank(m);
-    return r >= 0 ? &m->dist->scratch[r] : &m->scratch;
+    int r;
+    rt_group *g = self_group(m, &r, NULL);
+    return g ? &g->scratch[r] : &m->scratch;
 }
 
 int kb__rt_device(const kb_machine *m)
 {
-    int r = self_rank(m);
-    return r >= 0 ? m->dist->sip[r] : m->device_sip;
+    int r;
+    const rt_group *g = self_group(m, &r, NULL);
+    return g ? g->sip[r] : m->device_sip;
 }
 
 void kb__rt_set_device(kb_machine *m, int sip)
 {
-    int r = self_rank(m);
-    if (r >= 0)
-        m->dist->sip[r] = sip;
+    int r;
+    rt_group *g = self_group(m, &r, NULL);
+    if (g)
+        g->sip[r] = sip;
     else
         m->device_sip = sip;
 }
 
-static void group_free(kb__rt_dist *x)
+void kb__rt_dist_note_error(kb_machine *m, const kb__err *e)
 {
-    for (int k = 0; x->scratch && k < x->n; k++)
-        kb__rt_scratch_fini(&x->scratch[k]);
-    free(x->sip);
-    free(x->scratch);
-    free(x->pend);
-    free(x->proc);
-    free(x->seq);
-    free(x->ended);
-    x->sip = NULL, x->scratch = NULL, x->pend = NULL, x->proc = NULL;
-    x->seq = NULL, x->ended = NULL;
-    x->n = 0;
+    int r;
+    rt_group *g = self_group(m, &r, NULL);
+    if (g) kb__err_copy(&g->err[r], e);
+}
+
+static void group_free(rt_group *g)
+{
+    if (!g) return;
+    for (int k = 0; g->scratch && k < g->n; k++)
+        kb__rt_scratch_fini(&g->scratch[k]);
+    free(g->sip);
+    free(g->scratch);
+    free(g->pend);
+    free(g->proc);
+    free(g->seq);
+    free(g->ended);
+    free(g->err);
+    kb__event_fini(&g->slot[0].ev);
+    kb__event_fini(&g->slot[1].ev);
+    free(g);
+}
+
+static rt_group *group_new(kb__rt_dist *x, kb_machine *m, int n, kb_rank_fn fn, void *arg)
+{
+    rt_group *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->m = m, g->fn = fn, g->arg = arg, g->n = n;
+    kb__event_init(&g->slot[0].ev, "collective round");
+    kb__event_init(&g->slot[1].ev, "collective round");
+    g->sip = calloc((size_t)n, sizeof *g->sip);
+    g->scratch = calloc((size_t)n, sizeof *g->scratch);
+    g->pend = calloc((size_t)n, sizeof *g->pend);
+    g->proc = calloc((size_t)n, sizeof *g->proc);
+    g->seq = calloc((size_t)n, sizeof *g->seq);
+    g->ended = calloc((size_t)n, sizeof *g->ended);
+    g->err = calloc((size_t)n, sizeof *g->err);
+    if (!g->sip || !g->scratch || !g->pend || !g->proc || !g->seq || !g->ended || !g->err) {
+        group_free(g);
+        return NULL;
+    }
+    for (int k = 0; k < n; k++) {
+        g->sip[k] = k % (int)m->sips;
+        g->pend[k].kind = -1;
+    }
+    g->pg = x->driver_pg;
+    return g;
 }
 
 void kb__rt_dist_fini(kb_machine *m)
 {
     kb__rt_dist *x = m->dist;
     if (!x) return;
-    group_free(x);
+    group_free(x->live);
+    while (x->abandoned) {
+        rt_group *g = x->abandoned;
+        x->abandoned = g->next;
+        group_free(g);
+    }
     kb__dist_fini(&x->d);
-    kb__event_fini(&x->slot[0].ev);
-    kb__event_fini(&x->slot[1].ev);
     free(x);
     m->dist = NULL;
 }
 
 /* ---- spawn -------------------------------------------------------------------- */
 
-typedef struct spawn_arg {
-    kb_machine *m;
-    kb_rank_fn fn;
-    void *arg;
-} spawn_arg;
-
-static void refresh_notes(kb__rt_dist *x);
+static void refresh_notes(rt_group *g, int running);
 
 static int rank_body(int rank, int nprocs, void *arg)
 {
-    spawn_arg *s = arg;
-    kb_machine *m = s->m;
-    int rc = s->fn(m, rank, nprocs, s->arg);
-    kb__rt_dist *x = m->dist;
-    x->ended[rank] = 1;
-    if (x->arrived) refresh_notes(x);
-    if (rc) return kb__proc_fail(x->d.sim, rc, "%s", m->err.msg[0] ? m->err.msg : kb_strerror(rc));
-    return 0;
-}
-
-static int group_alloc(kb__rt_dist *x, const kb_machine *m, int n)
-{
-    x->sip = calloc((size_t)n, sizeof *x->sip);
-    x->scratch = calloc((size_t)n, sizeof *x->scratch);
-    x->pend = calloc((size_t)n, sizeof *x->pend);
-    x->proc = calloc((size_t)n, sizeof *x->proc);
-    x->seq = calloc((size_t)n, sizeof *x->seq);
-    x->ended = calloc((size_t)n, sizeof *x->ended);
-    x->n = n;
-    if (!x->sip || !x->scratch || !x->pend || !x->proc || !x->seq || !x->ended) return KB_ENOMEM;
-    for (int k = 0; k < n; k++) {
-        x->sip[k] = k % (int)m->sips;
-        x->pend[k].kind = -1;
-    }
-    x->pg = x->driver_pg;
-    x->arrived = 0;
-    return 0;
+    rt_group *g = arg;
+    int rc = g->fn(g->m, rank, nprocs, g->arg);
+    g->ended[rank] = 1;
+    if (g->arrived) refresh_notes(g, -1);
+    if (!rc) return 0;
+    kb__sim *sim = g->m->dist->d.sim;
+    const kb__err *own = &g->err[rank]; /* never another rank's message */
+    if (own->code == rc && own->msg[0]) return kb__proc_fail(sim, rc, "%s", own->msg);
+    return kb__proc_fail(sim, rc, "the rank function returned %d (%s)", rc, kb_strerror(rc));
 }
 
 int kb_spawn(kb_machine *m, kb_rank_fn fn, int nprocs, void *arg)
@@ -221,29 +256,41 @@ int kb_spawn(kb_machine *m, kb_rank_fn fn, int nprocs, void *arg)
     kb__err_clear(&e);
     kb__rt_dist *x = dist_of(m, &e);
     if (!x) return kb__rt_fail(m, &e);
-    if (x->n)
-        return kb__err_set(&m->err, KB_ESTATE,
-                           "kb_spawn: called while %d ranks run (from rank %d); nested spawns are "
-                           "not supported",
-                           x->n, self_rank(m));
+    int r, ab;
+    if (self_group(m, &r, &ab) || x->live) {
+        kb__err_set(&e, KB_ESTATE,
+                    "kb_spawn: called from rank %d%s; nested spawns are not supported", r,
+                    ab ? " (abandoned by an earlier kb_spawn)" : "");
+        return kb__rt_fail(m, &e);
+    }
+    if (kb__proc_self(x->d.sim)) {
+        kb__err_set(&e, KB_ESTATE, "kb_spawn: called from a simulated process (%s)",
+                    kb__proc_name(kb__proc_self(x->d.sim)));
+        return kb__rt_fail(m, &e);
+    }
     if (!fn || nprocs < 0 || nprocs > 65536)
         return kb__err_set(&m->err, KB_EINVAL,
                            "kb_spawn: need a rank function and nprocs 0..65536 (got %d%s)", nprocs,
                            fn ? "" : ", no function");
     if (nprocs == 0) nprocs = (int)m->sips;
-    if (group_alloc(x, m, nprocs)) {
-        group_free(x);
+    rt_group *g = group_new(x, m, nprocs, fn, arg);
+    if (!g)
         return kb__err_set(&m->err, KB_ENOMEM, "kb_spawn: out of host memory for %d ranks", nprocs);
-    }
-    spawn_arg s = {m, fn, arg};
+    x->live = g;
     kb__rank_errors errs;
-    int rc = kb__spawn(&x->d, rank_body, nprocs, &s, &errs);
-    group_free(x);
+    int rc = kb__spawn(&x->d, rank_body, nprocs, g, &errs);
+    x->live = NULL;
+    if (errs.abandoned) { /* its stuck ranks may still wake up and use it */
+        g->next = x->abandoned;
+        x->abandoned = g;
+    } else {
+        group_free(g);
+    }
     kb__rt_launch_adopt(m);
     if (rc) {
         kb__err_set(&m->err, rc, "kb_spawn: ");
         size_t len = strlen(m->err.msg);
-        kb__rank_errors_format(&errs, m->err.msg + len, sizeof m->err.msg - len);
+        kb__rank_errors_format_fit(&errs, m->err.msg + len, sizeof m->err.msg - len);
     }
     kb__rank_errors_fini(&errs);
     return rc;
@@ -252,20 +299,24 @@ int kb_spawn(kb_machine *m, kb_rank_fn fn, int nprocs, void *arg)
 int kb_rank(const kb_machine *m)
 {
     if (!m) return -1;
-    int r = self_rank(m);
-    return r >= 0 ? r : 0;
+    int r;
+    return self_group(m, &r, NULL) ? r : 0;
 }
 
 int kb_world_size(const kb_machine *m)
 {
     if (!m) return -1;
-    return self_rank(m) >= 0 ? m->dist->n : 1;
+    int r;
+    const rt_group *g = self_group(m, &r, NULL);
+    return g ? g->n : 1;
 }
 
 int kb_is_initialized(const kb_machine *m)
 {
     if (!m || !m->dist) return 0;
-    return self_rank(m) >= 0 ? m->dist->pg : m->dist->driver_pg;
+    int r;
+    const rt_group *g = self_group(m, &r, NULL);
+    return g ? g->pg : m->dist->driver_pg;
 }
 
 /* ---- rendezvous ------------------------------------------------------------------ */
@@ -280,6 +331,8 @@ static void describe(kb_machine *m, call *c)
         snprintf(a, sizeof a, "tensor '%s': %llu %s per shard", t->name,
                  (unsigned long long)(t->plan.shards[0].bytes / kb__dtype_size(t->dtype)),
                  kb__dtype_name(t->dtype));
+    else if (c->kind < KB__CCL_COLLECTIVE_COUNT)
+        snprintf(a, sizeof a, "%.150s", e.msg);
     if (c->kind == KB__CCL_ALL_REDUCE || c->kind == KB__CCL_REDUCE_SCATTER)
         snprintf(b, sizeof b, ", %s", op_name(c->op));
     else if (c->kind == KB__CCL_BROADCAST)
@@ -291,7 +344,21 @@ static void describe(kb_machine *m, call *c)
         snprintf(c->what, sizeof c->what, "%s(%s%s)", call_name(c->kind), a, b);
 }
 
-/* Two calls match when a collective of all of them is well defined. */
+/* The tensors of a collective call exist (the same error the driver path
+ * gives, prefixed with the call's name). */
+static int check_tensors(kb_machine *m, const call *c, kb__err *err)
+{
+    if (c->kind >= KB__CCL_COLLECTIVE_COUNT) return 0;
+    if (!kb__rt_tensor_get(m, c->in.id, err))
+        return kb__err_prefix(err, "%s: input: ", call_name(c->kind));
+    if ((c->kind == KB__CCL_REDUCE_SCATTER || c->kind == KB__CCL_ALL_GATHER) &&
+        !kb__rt_tensor_get(m, c->out.id, err))
+        return kb__err_prefix(err, "%s: output: ", call_name(c->kind));
+    return 0;
+}
+
+/* Two calls match when a collective of all of them is well defined (their
+ * tensors exist: checked before). */
 static int same_call(const call *a, const call *b, kb_machine *m)
 {
     if (a->kind != b->kind) return 0;
@@ -306,77 +373,102 @@ static int same_call(const call *a, const call *b, kb_machine *m)
            ta->plan.shards[0].bytes == tb->plan.shards[0].bytes;
 }
 
-static void refresh_notes(kb__rt_dist *x)
+/* Every waiting rank's note: its call and whom it waits for; `running` (or
+ * -1) is the rank that arrived last and runs the round. */
+static void refresh_notes(rt_group *g, int running)
 {
     char miss[160];
     size_t len = 0;
     miss[0] = '\0';
-    for (int k = 0; k < x->n && len < sizeof miss - 24; k++) {
-        if (x->pend[k].kind >= 0) continue;
+    for (int k = 0; k < g->n && len < sizeof miss - 24; k++) {
+        if (g->pend[k].kind >= 0) continue;
         int w = snprintf(miss + len, sizeof miss - len, "%s%d%s", len ? ", " : "", k,
-                         x->ended[k] ? " (ended)" : "");
+                         g->ended[k] ? " (ended)" : "");
         if (w > 0) len += (size_t)w;
     }
-    for (int k = 0; k < x->n; k++)
-        if (x->pend[k].kind >= 0 && x->proc[k])
-            kb__proc_set_note(x->proc[k], "%s waits for rank%s %s", x->pend[k].what,
+    for (int k = 0; k < g->n; k++) {
+        if (g->pend[k].kind < 0 || !g->proc[k]) continue;
+        if (k == running)
+            kb__proc_set_note(g->proc[k], "%s runs the collective for all %d ranks",
+                              g->pend[k].what, g->n);
+        else if (running >= 0)
+            kb__proc_set_note(g->proc[k], "%s waits for rank %d, which runs it", g->pend[k].what,
+                              running);
+        else
+            kb__proc_set_note(g->proc[k], "%s waits for rank%s %s", g->pend[k].what,
                               strchr(miss, ',') ? "s" : "", miss);
+    }
 }
 
 /* "rank 0: X; rank 1: Y" over every pending call. */
-static void list_calls(const kb__rt_dist *x, kb__err *e, const char *head)
+static void list_calls(const rt_group *g, kb__err *e, const char *head)
 {
     kb__err_set(e, KB_EDEADLOCK, "%s", head);
     size_t len = strlen(e->msg);
-    for (int k = 0; k < x->n && len < sizeof e->msg - 1; k++) {
+    for (int k = 0; k < g->n && len < sizeof e->msg - 1; k++) {
         int w = snprintf(e->msg + len, sizeof e->msg - len, "\n  rank %d: %s", k,
-                         x->pend[k].kind >= 0 ? x->pend[k].what : "no pending call");
+                         g->pend[k].kind >= 0 ? g->pend[k].what : "no pending call");
         if (w > 0) len += (size_t)w;
     }
 }
 
 /* Runs the collective of the round (the last rank to arrive). */
-static int run_round(kb_machine *m, kb__rt_dist *x, kb__err *err);
+static int run_round(kb_machine *m, rt_group *g, kb__err *err);
 
-static int rendezvous(kb_machine *m, kb__rt_dist *x, int r, call *c, kb__err *err)
+/* A rank that arrived waits for the round; returns its status. */
+static int await_round(kb_machine *m, rt_group *g, int r, call *c, round_slot *s, kb__err *err)
 {
-    c->seq = c->kind == CALL_INIT ? 0 : ++x->seq[r];
-    describe(m, c);
-    x->pend[r] = *c;
-    x->proc[r] = kb__proc_self(x->d.sim);
-    round_slot *s = &x->slot[x->round & 1];
-    if (++x->arrived < x->n) {
-        refresh_notes(x);
-        int rc = kb__event_wait(x->d.sim, &s->ev);
-        if (rc == KB_ECANCELED && x->pend[r].kind >= 0) { /* withdrawn: a sibling failed */
-            x->pend[r].kind = -1;
-            x->arrived--;
-            return kb__err_set(err, rc, "%s: canceled (another rank failed)", c->what);
-        }
-        if (s->status == KB_EDEADLOCK)
-            return kb__err_set(err, s->status, "%s: mismatched collectives (listed under rank %d)",
-                               c->what, s->last);
-        if (s->status) kb__err_copy(err, &s->err);
-        return s->status;
+    refresh_notes(g, -1);
+    int rc = kb__event_wait(m->dist->d.sim, &s->ev);
+    if (rc == KB_ECANCELED && g->pend[r].kind >= 0) { /* withdrawn */
+        char why[96];
+        kb__dist_cancel_cause(&m->dist->d, why, sizeof why);
+        g->pend[r].kind = -1;
+        g->arrived--;
+        return kb__err_set(err, rc, "%s: canceled (%s)", c->what, why);
     }
+    if (s->status == KB_EDEADLOCK)
+        return kb__err_set(err, s->status, "%s: mismatched collectives (listed under rank %d)",
+                           c->what, s->last);
+    if (s->status) kb__err_copy(err, &s->err);
+    return s->status;
+}
+
+static int rendezvous(kb_machine *m, rt_group *g, int r, call *c, kb__err *err)
+{
+    c->seq = c->kind == CALL_INIT ? 0 : ++g->seq[r];
+    describe(m, c);
+    int rc = check_tensors(m, c, err);
+    if (rc) return rc; /* this rank's own error; its siblings are canceled */
+    kb__proc *self = kb__proc_self(g->m->dist->d.sim);
+    g->pend[r] = *c;
+    g->proc[r] = self;
+    round_slot *s = &g->slot[g->round & 1];
+    if (++g->arrived < g->n) {
+        rc = await_round(m, g, r, c, s, err);
+        kb__proc_set_note_fn(self, NULL, NULL);
+        return rc;
+    }
+    refresh_notes(g, r);
     int st = 0;
     kb__err_clear(&s->err);
-    for (int k = 1; k < x->n && !st; k++)
-        if (!same_call(&x->pend[0], &x->pend[k], m)) {
-            list_calls(x, &s->err,
+    for (int k = 1; k < g->n && !st; k++)
+        if (!same_call(&g->pend[0], &g->pend[k], m)) {
+            list_calls(g, &s->err,
                        "mismatched collectives: the ranks' calls differ, so each would wait for "
                        "the others forever");
             st = KB_EDEADLOCK;
         }
-    if (!st) st = run_round(m, x, &s->err);
+    if (!st) st = run_round(m, g, &s->err);
     s->status = st;
     s->last = r;
-    for (int k = 0; k < x->n; k++)
-        x->pend[k].kind = -1, x->proc[k] = NULL;
-    x->arrived = 0;
-    x->round++;
-    kb__event_init(&x->slot[x->round & 1].ev, "collective round");
-    kb__event_fire(x->d.sim, &s->ev, st);
+    for (int k = 0; k < g->n; k++)
+        g->pend[k].kind = -1, g->proc[k] = NULL;
+    g->arrived = 0;
+    g->round++;
+    kb__event_init(&g->slot[g->round & 1].ev, "collective round");
+    kb__event_fire(m->dist->d.sim, &s->ev, st);
+    kb__proc_set_note_fn(self, NULL, NULL);
     if (st) kb__err_copy(err, &s->err);
     return st;
 }
@@ -455,10 +547,56 @@ static int run_calls(kb_machine *m, kb__rt_dist *x, const call *c, int n, kb__er
     return rc;
 }
 
-static int run_round(kb_machine *m, kb__rt_dist *x, kb__err *err)
+static int64_t shard_elems(const kb__rt_tensor *t, int s)
 {
-    int rc = run_calls(m, x, x->pend, x->n, err);
-    if (!rc && x->pend[0].kind == CALL_INIT) x->pg = 1;
+    return (int64_t)(t->plan.shards[s].bytes / kb__dtype_size(t->dtype));
+}
+
+/* Reduce-scatter and all-gather: every rank's output shards hold N/p
+ * (reduce-scatter) or p*N (all-gather) elements of the input's dtype, where
+ * N is the elements of one input buffer and p the buffers of all ranks.
+ * Names the host rank at fault. */
+static int check_outputs(kb_machine *m, const rt_group *g, kb__err *err)
+{
+    int kind = g->pend[0].kind;
+    if (kind != KB__CCL_REDUCE_SCATTER && kind != KB__CCL_ALL_GATHER) return 0;
+    int64_t p = 0;
+    const kb__rt_tensor *in0 = kb__rt_tensor_get(m, g->pend[0].in.id, err);
+    for (int k = 0; k < g->n && in0; k++) {
+        const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].in.id, err);
+        if (!t) return kb__err_prefix(err, "%s: host rank %d's input: ", call_name(kind), k);
+        p += t->plan.n_shards;
+    }
+    if (!in0) return kb__err_prefix(err, "%s: host rank 0's input: ", call_name(kind));
+    int64_t n = shard_elems(in0, 0), want = kind == KB__CCL_REDUCE_SCATTER ? n / p : n * p;
+    for (int k = 0; k < g->n; k++) {
+        const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].out.id, err);
+        if (!t) return kb__err_prefix(err, "%s: host rank %d's output: ", call_name(kind), k);
+        for (int s = 0; s < t->plan.n_shards; s++) {
+            if (t->dtype == in0->dtype && shard_elems(t, s) == want) continue;
+            char why[96];
+            if (kind == KB__CCL_REDUCE_SCATTER)
+                snprintf(why, sizeof why, "N/p: %lld input elements / %lld buffers", (long long)n,
+                         (long long)p);
+            else
+                snprintf(why, sizeof why, "p*N: %lld buffers x %lld input elements", (long long)p,
+                         (long long)n);
+            return kb__err_set(err, KB_EINVAL,
+                               "%s: host rank %d's output '%s' shard %d is %s [%lld elements], "
+                               "expected %s [%lld] (%s)",
+                               call_name(kind), k, t->name, s, kb__dtype_name(t->dtype),
+                               (long long)shard_elems(t, s), kb__dtype_name(in0->dtype),
+                               (long long)want, why);
+        }
+    }
+    return 0;
+}
+
+static int run_round(kb_machine *m, rt_group *g, kb__err *err)
+{
+    int rc = check_outputs(m, g, err);
+    if (!rc) rc = run_calls(m, m->dist, g->pend, g->n, err);
+    if (!rc && g->pend[0].kind == CALL_INIT) g->pg = 1;
     return rc;
 }
 
@@ -470,28 +608,34 @@ static int collective(kb_machine *m, call *c)
     kb__err_clear(&e);
     kb__rt_dist *x = dist_of(m, &e);
     if (!x) return kb__rt_fail(m, &e);
-    int r = self_rank(m);
-    if (c->kind != CALL_INIT && !(r >= 0 ? x->pg : x->driver_pg))
-        return kb__err_set(&m->err, KB_ESTATE,
-                           "%s: no process group (call kb_init_process_group(m, \"ahbm\") first)",
-                           call_name(c->kind));
-    if (c->kind == KB__CCL_BROADCAST) {
-        int lim = r >= 0 ? x->n : -1;
-        if (c->root < 0 || (lim > 0 && c->root >= lim))
-            return kb__err_set(&m->err, KB_ERANGE, "kb_broadcast: src %d is not a rank (0..%d)",
-                               c->root, lim > 0 ? lim - 1 : 0);
+    int r = -1, ab = 0;
+    rt_group *g = self_group(m, &r, &ab);
+    if (g && ab) {
+        kb__err_set(&e, KB_ECANCELED,
+                    "%s: rank %d was abandoned by kb_spawn (it stayed blocked after every "
+                    "cancellation), so it may not join a collective any more",
+                    call_name(c->kind), r);
+        return kb__rt_fail(m, &e);
     }
-    if ((unsigned)c->op > KB_AVG)
-        return kb__err_set(&m->err, KB_EINVAL, "%s: op %d is not sum, max, min or avg",
-                           call_name(c->kind), (int)c->op);
+    if (c->kind != CALL_INIT && !(g ? g->pg : x->driver_pg))
+        kb__err_set(&e, KB_ESTATE,
+                    "%s: no process group (call kb_init_process_group(m, \"ahbm\") first)",
+                    call_name(c->kind));
+    else if (c->kind == KB__CCL_BROADCAST && (c->root < 0 || (g && c->root >= g->n)))
+        kb__err_set(&e, KB_ERANGE, "kb_broadcast: src %d is not a rank (0..%d)", c->root,
+                    g ? g->n - 1 : 0);
+    else if ((unsigned)c->op > KB_AVG)
+        kb__err_set(&e, KB_EINVAL, "%s: op %d is not sum, max, min or avg", call_name(c->kind),
+                    (int)c->op);
+    if (e.code) return kb__rt_fail(m, &e);
     int rc = 0;
     if (c->kind == CALL_BARRIER && (rc = kb_sync(m))) return rc;
-    if (r < 0) {
+    if (!g) {
         c->seq = 0;
         rc = c->kind == CALL_BARRIER ? 0 : run_calls(m, x, c, 1, &e);
         if (!rc && c->kind == CALL_INIT) x->driver_pg = 1;
     } else {
-        rc = rendezvous(m, x, r, c, &e);
+        rc = rendezvous(m, g, r, c, &e);
     }
     return rc ? kb__rt_fail(m, &e) : 0;
 }

@@ -234,8 +234,12 @@ void kb__rt_scratch_fini(kb__rt_scratch *s);
 
 /* ---- dist.c: host ranks ------------------------------------------------------ */
 
-/* The calling host rank, or -1 from the driver. */
+/* The calling host rank, -1 from the driver, -2 from a rank kb_spawn
+ * abandoned (it owns no launches of a later group). */
 int kb__rt_caller(const kb_machine *m);
+/* Keeps e as the calling rank's own last failure (for its root-cause
+ * message when it returns non-zero); nothing from the driver. */
+void kb__rt_dist_note_error(kb_machine *m, const kb__err *e);
 /* The calling host rank's scratch buffers (the driver's from the main stack). */
 kb__rt_scratch *kb__rt_scratch_of(kb_machine *m);
 /* The SIP kb_set_device bound the caller (host rank or driver) to, or -1. */

@@ -33,6 +33,7 @@ _Static_assert(KB_LINK_PCIE == (int)KB__LINK_PCIE && KB_LINK_IO_NOC == (int)KB__
 int kb__rt_fail(kb_machine *m, const kb__err *e)
 {
     if (m && e != &m->err) kb__err_copy(&m->err, e);
+    if (m && m->dist) kb__rt_dist_note_error(m, e); /* the calling rank's own */
     return e->code;
 }
 
@@ -178,11 +179,12 @@ int kb_set_device(kb_machine *m, int sip)
 {
     if (!m) return KB_EINVAL;
     if (sip < -1 || sip >= (int)m->sips) {
-        kb__err_set(&m->err, KB_ERANGE,
+        kb__err e;
+        kb__err_set(&e, KB_ERANGE,
                     "kb_set_device: SIP %d does not exist (machine has SIPs 0..%u; -1 "
                     "removes the binding)",
                     sip, m->sips - 1);
-        return KB_ERANGE;
+        return kb__rt_fail(m, &e);
     }
     kb__rt_set_device(m, sip);
     return 0;

@@ -331,3 +331,151 @@ Test(dist, kb_close_from_a_rank_is_refused_and_the_machine_stays_open)
                  kb_last_error(m));
     kb_close(m);
 }
+
+/* ---- abandoned ranks, own messages, freed tensors, big reports ---- */
+
+typedef struct abandon {
+    int tries, woke, rc;
+} abandon;
+
+/* Rank 1 retries kb_barrier while it fails; rank 0 returns at once, so
+ * kb_spawn abandons rank 1 after its cancellation rounds. */
+static int retry_barrier(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    abandon *a = arg;
+    if (rank == 0) return 0;
+    int rc;
+    while ((rc = kb_barrier(m)) != 0 && a->tries < 1000)
+        a->tries++;
+    a->woke = 1, a->rc = rc;
+    return rc;
+}
+
+static int two_barriers(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)rank, (void)nprocs, (void)arg;
+    int rc = kb_barrier(m);
+    return rc ? rc : kb_barrier(m);
+}
+
+Test(dist, an_abandoned_rank_never_joins_a_later_group)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0);
+    abandon a = {0, 0, 0};
+    cr_assert_eq(kb_spawn(m, retry_barrier, 2, &a), KB_EDEADLOCK);
+    cr_expect(strstr(kb_last_error(m), "abandoned") != NULL, "%s", kb_last_error(m));
+    cr_expect(strstr(kb_last_error(m), "rank 1") != NULL, "%s", kb_last_error(m));
+    for (int n = 1; n <= 2; n++)
+        cr_expect_eq(kb_spawn(m, two_barriers, n, NULL), 0, "%d ranks: %s", n, kb_last_error(m));
+    cr_expect(!(a.woke && a.rc == 0), "the abandoned rank's barrier succeeded in a later group");
+    kb_close(m);
+}
+
+static int own_failure(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs, (void)arg;
+    if (rank == 0) {
+        kb_set_device(m, 99); /* fails; the rank handles it and goes on */
+        return kb_barrier(m);
+    }
+    return KB_EIO; /* no failed kernbench call of its own */
+}
+
+Test(dist, a_rank_failing_without_a_failed_call_never_gets_another_ranks_message)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0);
+    cr_assert_eq(kb_spawn(m, own_failure, 2, NULL), KB_EIO);
+    char want[160];
+    snprintf(want, sizeof want, "rank 1: the rank function returned %d (%s)", KB_EIO,
+             kb_strerror(KB_EIO));
+    cr_expect(strstr(kb_last_error(m), want) != NULL, "%s", kb_last_error(m));
+    cr_expect(strstr(kb_last_error(m), "kb_set_device") == NULL, "%s", kb_last_error(m));
+    kb_close(m);
+}
+
+typedef struct freed {
+    int rc[2];
+    char msg[2][512];
+} freed;
+
+static int reduce_freed(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    freed *f = arg;
+    int64_t shape[1] = {8};
+    kb_tensor t;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_full(m, "x", 1, shape, KB_F32, &ONE_PE, rank + 1.0, &t);
+    if (!rc && rank == 1) rc = kb_free(m, t);
+    if (!rc) rc = kb_all_reduce(m, t, KB_SUM);
+    f->rc[rank] = rc;
+    snprintf(f->msg[rank], sizeof f->msg[rank], "%s", rc ? kb_last_error(m) : "");
+    return rc;
+}
+
+Test(dist, a_freed_tensor_is_reported_to_the_rank_that_passed_it)
+{
+    kb_machine *m = open_m();
+    freed f;
+    memset(&f, 0, sizeof f);
+    cr_assert_eq(kb_spawn(m, reduce_freed, 2, &f), KB_ENOTFOUND, "%s", kb_last_error(m));
+    cr_expect_eq(f.rc[1], KB_ENOTFOUND);
+    cr_expect(strstr(f.msg[1], "tensor 'x' (id ") && strstr(f.msg[1], "was freed"), "%s",
+              f.msg[1]);
+    cr_expect_eq(f.rc[0], KB_ECANCELED);
+    cr_expect(strstr(f.msg[0], "canceled (rank 1 failed)") != NULL, "%s", f.msg[0]);
+    cr_expect(strstr(kb_last_error(m), "mismatched") == NULL, "%s", kb_last_error(m));
+    kb_close(m);
+}
+
+#define MANY 100
+#define EARLY 57
+
+static int many_barrier(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs, (void)arg;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (rc || rank == EARLY) return rc;
+    return kb_barrier(m);
+}
+
+Test(dist, a_deadlock_report_too_long_for_the_message_counts_the_ranks_left_out)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_spawn(m, many_barrier, MANY, NULL), KB_EDEADLOCK);
+    const char *e = kb_last_error(m);
+    int shown = 0, more = -1;
+    for (const char *p = strstr(e, "\n  rank "); p; p = strstr(p + 1, "\n  rank "))
+        shown++;
+    const char *tail = strstr(e, "  ... and ");
+    cr_assert_not_null(tail, "%s", e);
+    cr_assert_eq(sscanf(tail, "  ... and %d more ranks", &more), 1, "%s", tail);
+    cr_expect_eq(shown + more, MANY - 1, "%d shown + %d more", shown, more);
+    kb_close(m);
+}
+
+static int rs_wrong_out(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs, (void)arg;
+    int64_t n_in[1] = {32}, n_out[1] = {rank == 1 ? 8 : 16};
+    kb_tensor in, out;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_full(m, "in", 1, n_in, KB_F32, &ONE_PE, 1.0, &in);
+    if (!rc) rc = kb_empty(m, "out", 1, n_out, KB_F32, &ONE_PE, &out);
+    return rc ? rc : kb_reduce_scatter(m, out, in, KB_SUM);
+}
+
+Test(dist, a_wrong_reduce_scatter_output_names_the_host_rank_and_n_over_p)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_spawn(m, rs_wrong_out, 2, NULL), KB_EINVAL);
+    char want[160];
+    snprintf(want, sizeof want, "host rank 1's output 'out' shard 0 is f32 [8 elements], expected "
+                                "f32 [%d]", 32 / 2);
+    cr_expect(strstr(kb_last_error(m), want) != NULL, "%s", kb_last_error(m));
+    cr_expect(strstr(kb_last_error(m), "N/p") != NULL, "%s", kb_last_error(m));
+    kb_close(m);
+}
