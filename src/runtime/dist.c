@@ -138,28 +138,28 @@ static rt_group *self_group(const kb_machine *m, int *rank, int *abandoned)
 
 int kb__rt_caller(const kb_machine *m)
 {
-    int r, ab;
+    int r = -1, ab = 0;
     if (!self_group(m, &r, &ab)) return -1;
     return ab ? -2 : r;
 }
 
 kb__rt_scratch *kb__rt_scratch_of(kb_machine *m)
 {
-    int r;
+    int r = -1;
     rt_group *g = self_group(m, &r, NULL);
     return g ? &g->scratch[r] : &m->scratch;
 }
 
 int kb__rt_device(const kb_machine *m)
 {
-    int r;
+    int r = -1;
     const rt_group *g = self_group(m, &r, NULL);
     return g ? g->sip[r] : m->device_sip;
 }
 
 void kb__rt_set_device(kb_machine *m, int sip)
 {
-    int r;
+    int r = -1;
     rt_group *g = self_group(m, &r, NULL);
     if (g)
         g->sip[r] = sip;
@@ -169,7 +169,7 @@ void kb__rt_set_device(kb_machine *m, int sip)
 
 void kb__rt_dist_note_error(kb_machine *m, const kb__err *e)
 {
-    int r;
+    int r = -1;
     rt_group *g = self_group(m, &r, NULL);
     if (g) kb__err_copy(&g->err[r], e);
 }
@@ -256,7 +256,7 @@ int kb_spawn(kb_machine *m, kb_rank_fn fn, int nprocs, void *arg)
     kb__err_clear(&e);
     kb__rt_dist *x = dist_of(m, &e);
     if (!x) return kb__rt_fail(m, &e);
-    int r, ab;
+    int r = -1, ab = 0;
     if (self_group(m, &r, &ab) || x->live) {
         kb__err_set(&e, KB_ESTATE,
                     "kb_spawn: called from rank %d%s; nested spawns are not supported", r,
@@ -299,14 +299,14 @@ int kb_spawn(kb_machine *m, kb_rank_fn fn, int nprocs, void *arg)
 int kb_rank(const kb_machine *m)
 {
     if (!m) return -1;
-    int r;
+    int r = -1;
     return self_group(m, &r, NULL) ? r : 0;
 }
 
 int kb_world_size(const kb_machine *m)
 {
     if (!m) return -1;
-    int r;
+    int r = -1;
     const rt_group *g = self_group(m, &r, NULL);
     return g ? g->n : 1;
 }
@@ -314,7 +314,7 @@ int kb_world_size(const kb_machine *m)
 int kb_is_initialized(const kb_machine *m)
 {
     if (!m || !m->dist) return 0;
-    int r;
+    int r = -1;
     const rt_group *g = self_group(m, &r, NULL);
     return g ? g->pg : m->dist->driver_pg;
 }
