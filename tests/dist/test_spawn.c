@@ -255,3 +255,69 @@ Test(spawn, bad_arguments_are_refused)
     cr_assert_eq(kb__spawn(&w.dist, NULL, 2, &w, NULL), KB_EINVAL);
     world_fini(&w);
 }
+
+/* ---- abandoned groups and reports that do not fit ---- */
+
+typedef struct stuck {
+    world *w;
+    kb__rank_self self; /* what rank 1 saw after it woke */
+    int woke;
+    char why[96];
+} stuck;
+
+/* Rank 1 waits on w->never again after every cancellation; rank 0 ends. */
+static int body_stubborn(int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    stuck *s = arg;
+    if (rank == 0) return 0;
+    while (kb__event_wait(s->w->sim, &s->w->never) == KB_ECANCELED)
+        kb__dist_cancel_cause(&s->w->dist, s->why, sizeof s->why);
+    s->woke = kb__dist_self(&s->w->dist, &s->self) == 0;
+    return 0;
+}
+
+Test(spawn, an_abandoned_rank_learns_it_was_abandoned_when_it_wakes)
+{
+    world w;
+    world_init(&w);
+    stuck s = {.w = &w};
+    kb__rank_errors errs;
+    cr_assert_eq(kb__spawn(&w.dist, body_stubborn, 2, &s, &errs), KB_EDEADLOCK);
+    cr_expect_eq(errs.abandoned, 1);
+    cr_expect_str_eq(s.why, "kb_spawn found the ranks deadlocked");
+    kb__event_fire(w.sim, &w.never, 0); /* wakes the abandoned rank */
+    cr_assert_eq(kb__sim_run(w.sim), 0);
+    cr_expect_eq(s.woke, 1);
+    cr_expect_eq(s.self.rank, 1);
+    cr_expect_eq(s.self.nprocs, 2);
+    cr_expect_eq(s.self.abandoned, 1);
+    cr_expect_eq(s.self.arg, &s);
+    kb__rank_errors_fini(&errs);
+    world_fini(&w);
+}
+
+Test(spawn, a_report_cut_to_fit_keeps_whole_lines_and_counts_the_ranks_left_out)
+{
+    enum { LINES = 40 };
+    kb__rank_errors e = {0};
+    char msg[LINES * 16 + 16] = "deadlock";
+    for (int k = 0; k < LINES; k++) {
+        size_t len = strlen(msg);
+        snprintf(msg + len, sizeof msg - len, "\n  rank %d waits", k);
+    }
+    kb__rank_error v = {-1, KB_EDEADLOCK, msg};
+    e.v = &v, e.n = 1;
+    char buf[200];
+    size_t len = kb__rank_errors_format_fit(&e, buf, sizeof buf);
+    cr_assert_lt(len, sizeof buf);
+    cr_assert_eq(strlen(buf), len);
+    int shown = 0, more = -1;
+    for (const char *p = strstr(buf, "\n  rank "); p; p = strstr(p + 1, "\n  rank "))
+        shown++;
+    const char *tail = strstr(buf, "  ... and ");
+    cr_assert_not_null(tail, "%s", buf);
+    cr_assert_eq(sscanf(tail, "  ... and %d more ranks", &more), 1);
+    cr_expect_eq(shown + more, LINES, "%d + %d", shown, more);
+    cr_expect_eq(buf[len - 1], '\n');
+}
