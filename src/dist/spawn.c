@@ -310,8 +310,8 @@ int kb__spawn(kb__dist *d, kb__rank_fn fn, int nprocs, void *arg, kb__rank_error
     }
     g->abandoned = 1;
     char stuck[192];
-    int len = snprintf(stuck, sizeof stuck, "abandoned after %d cancellations, still blocked:",
-                       MAX_ROUNDS);
+    int len = snprintf(stuck, sizeof stuck,
+                       "abandoned after %d cancellations, still blocked:", MAX_ROUNDS);
     for (int k = 0; k < g->n; k++) { /* watchers still wait on stuck ranks */
         if (g->rank[k] && errors) errors->abandoned++;
         if (g->rank[k] && len > 0 && (size_t)len < sizeof stuck - 16)

@@ -52,7 +52,7 @@ struct kb__xfer {
     int status;
     kb__err err;
     int want_trace, finished;
-    int started;          /* kb__xfer_start ran: events may refer to x until it finishes */
+    int started;           /* kb__xfer_start ran: events may refer to x until it finishes */
     kb__xfer *orphan_next; /* on d->orphans: freed while in flight (kb__xfer_free) */
     kb__time t_issue, t_done;
     uint32_t n_segs, n_sipg, n_cubeg;

@@ -74,9 +74,9 @@ typedef struct rt_group {
 
 typedef struct kb__rt_dist {
     kb__dist d;
-    int driver_pg;        /* the driver started a process group */
-    rt_group *live;       /* the running kb_spawn's group, NULL when none */
-    rt_group *abandoned;  /* groups with abandoned ranks, freed by kb_close */
+    int driver_pg;       /* the driver started a process group */
+    rt_group *live;      /* the running kb_spawn's group, NULL when none */
+    rt_group *abandoned; /* groups with abandoned ranks, freed by kb_close */
     int driver_sip;
     kb_ccl_report last;
     int has_last;

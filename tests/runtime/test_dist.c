@@ -423,15 +423,14 @@ Test(dist, a_freed_tensor_is_reported_to_the_rank_that_passed_it)
     memset(&f, 0, sizeof f);
     cr_assert_eq(kb_spawn(m, reduce_freed, 2, &f), KB_ENOTFOUND, "%s", kb_last_error(m));
     cr_expect_eq(f.rc[1], KB_ENOTFOUND);
-    cr_expect(strstr(f.msg[1], "tensor 'x' (id ") && strstr(f.msg[1], "was freed"), "%s",
-              f.msg[1]);
+    cr_expect(strstr(f.msg[1], "tensor 'x' (id ") && strstr(f.msg[1], "was freed"), "%s", f.msg[1]);
     cr_expect_eq(f.rc[0], KB_ECANCELED);
     cr_expect(strstr(f.msg[0], "canceled (rank 1 failed)") != NULL, "%s", f.msg[0]);
     cr_expect(strstr(kb_last_error(m), "mismatched") == NULL, "%s", kb_last_error(m));
     kb_close(m);
 }
 
-#define MANY 100
+#define MANY  100
 #define EARLY 57
 
 static int many_barrier(kb_machine *m, int rank, int nprocs, void *arg)
@@ -473,8 +472,10 @@ Test(dist, a_wrong_reduce_scatter_output_names_the_host_rank_and_n_over_p)
     kb_machine *m = open_m();
     cr_assert_eq(kb_spawn(m, rs_wrong_out, 2, NULL), KB_EINVAL);
     char want[160];
-    snprintf(want, sizeof want, "host rank 1's output 'out' shard 0 is f32 [8 elements], expected "
-                                "f32 [%d]", 32 / 2);
+    snprintf(want, sizeof want,
+             "host rank 1's output 'out' shard 0 is f32 [8 elements], expected "
+             "f32 [%d]",
+             32 / 2);
     cr_expect(strstr(kb_last_error(m), want) != NULL, "%s", kb_last_error(m));
     cr_expect(strstr(kb_last_error(m), "N/p") != NULL, "%s", kb_last_error(m));
     kb_close(m);
