@@ -1,0 +1,168 @@
+/*
+ * Collectives that fail, and what the machine looks like afterwards: the
+ * queues are dropped only once their traffic has landed and their programs
+ * have ended (from the driver and from spawned ranks), the root cause of a
+ * failure is reported first, and the next collective computes the right
+ * values.
+ */
+#include "ccl/coll_fixture.h"
+#include "runtime/internal.h"
+#include "sim/sim.h"
+
+/* Adds all_reduce algorithm `algo` running module over ring_1d, with the
+ * queue settings `queues` ("" for the defaults), and makes it the default. */
+static void use_algorithm(kb_machine *m, const char *algo, const char *module, tl_kernel_fn fn,
+                          const char *queues)
+{
+    cr_assert_eq(kb_ccl_register(m, module, "all_reduce", "ring_1d", fn), 0, "%s",
+                 kb_last_error(m));
+    char set[256], def[96];
+    snprintf(set, sizeof set,
+             "ccl.algorithms.%s={module: %s, collective: all_reduce, topology: ring_1d%s%s}", algo,
+             module, queues[0] ? ", " : "", queues);
+    snprintf(def, sizeof def, "ccl.defaults.algorithm.all_reduce=%s", algo);
+    const char *sets[] = {set, def};
+    cr_assert_eq(kb_ccl_override(m, sets, 2), 0, "%s", kb_last_error(m));
+}
+
+static int run_default(kb_machine *m, kb_tensor *t, kb__err *e)
+{
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 1, t, NULL, 0};
+    kb__err_clear(e);
+    return kb__ccl_run(m, &r, NULL, e);
+}
+
+/* ---- traffic in flight when the queues are dropped -------------------------- */
+
+#define BIG_SLOTS 32
+#define BIG_ELEMS ((int64_t)BIG_SLOTS * (4096 - 64) / 4) /* fills every slot, no credit waits */
+
+/* Rank 0 sends one message filling all of rank 1's ring; nobody receives. */
+static void sends_big(tl_ctx *k)
+{
+    int64_t n = BIG_ELEMS;
+    if (tl_rank(k) == 0) tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
+}
+
+/* Every rank makes the same tile and sends nothing: the baseline's time. */
+static void sends_nothing(tl_ctx *k)
+{
+    int64_t n = BIG_ELEMS;
+    (void)tl_zeros(k, 1, &n, TL_F32);
+}
+
+static uint64_t failing_call_time(tl_kernel_fn fn, int want)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    use_algorithm(m, "big", "big_sender", fn, "n_slots: 32, slot_size: 4KiB");
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 2, 8, KB_F32, 1);
+    kb__err e;
+    uint64_t t0 = kb_now_ps(m);
+    cr_assert_eq(run_default(m, &t, &e), want, "%s", e.msg);
+    uint64_t span = kb_now_ps(m) - t0;
+    /* the queues were dropped and the machine still computes */
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 2, 8, KB_F32, NULL);
+    kb_close(m);
+    return span;
+}
+
+Test(coll_failures, a_failed_call_returns_after_the_pieces_it_sent_have_landed)
+{
+    /* tl_send returns once its pieces are queued on the vc channel; the call
+     * fails (nobody received) but may drop the queues only once the channel
+     * has carried every byte: at least half the bytes at pe.dma.bw_gbs more
+     * than a call that sends nothing (the other half covers the launch's
+     * reply path, which overlaps the channel's tail). */
+    kb_machine *m = cf_open(NULL, 0);
+    double bw = m->pe_params.dma.bw_gbs; /* bytes per ns */
+    kb_close(m);
+    double bytes = (double)BIG_ELEMS * 4 + BIG_SLOTS * 64.0;
+    uint64_t base = failing_call_time(sends_nothing, 0);
+    uint64_t span = failing_call_time(sends_big, KB_ECOLLECTIVE);
+    double extra_ns = (double)(span - base) / 1000.0;
+    cr_assert_geq(extra_ns, bytes / bw / 2,
+                  "the call ended %.1f ns after the baseline; %.0f B "
+                  "at %.1f GB/s take %.1f ns",
+                  extra_ns, bytes, bw, bytes / bw);
+}
+
+/* Rank 1 expects 4 elements where rank 0 sends a ring's worth. */
+static void mismatched_big(tl_ctx *k)
+{
+    int64_t n = BIG_ELEMS, w = 4;
+    if (tl_rank(k) == 0) tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
+    if (tl_rank(k) == 1) (void)tl_recv(k, TL_DIR_PREV, 1, &w, TL_F32);
+}
+
+Test(coll_failures, a_kernel_error_with_pieces_in_flight_leaves_a_usable_machine)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    use_algorithm(m, "mism", "mismatched_big", mismatched_big, "n_slots: 32, slot_size: 4KiB");
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 2, 8, KB_F32, 1);
+    kb__err e;
+    cr_assert_eq(run_default(m, &t, &e), KB_EINVAL, "%s", e.msg);
+    cr_assert(strstr(e.msg, "expects f32 [4]"), "%s", e.msg);
+    /* a configuration change drops the install again: nothing may be left */
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 2, 8, KB_F32, NULL);
+    const char *sets[] = {"ccl.defaults.n_slots=8"};
+    cr_assert_eq(kb_ccl_override(m, sets, 1), 0, "%s", kb_last_error(m));
+    kb_tensor u = cf_tensor(m, "y", CF_ONE_CUBE, 2, 8, KB_F32, 1);
+    cf_check_all_reduce(m, u, "ring_allreduce", KB_SUM, 2, 8, KB_F32, NULL);
+    kb_close(m);
+}
+
+/* ---- a collective that never ends, called from spawned ranks ---------------- */
+
+static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1};
+
+/* Waits for a message nobody sends. */
+static void waits_forever(tl_ctx *k)
+{
+    int64_t n = 4;
+    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
+}
+
+static int rank_all_reduce(kb_machine *m, int rank, int n, void *arg)
+{
+    (void)rank, (void)n, (void)arg;
+    int64_t len = 16;
+    kb_tensor t;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_full(m, "x", 1, &len, KB_F32, &ONE_PE, 1.0, &t);
+    if (!rc) rc = kb_all_reduce(m, t, KB_SUM);
+    if (!rc) {
+        float h[16];
+        rc = kb_copy_to_host(m, t, h, sizeof h, KB_F32);
+        for (int i = 0; !rc && i < 16; i++)
+            if (h[i] != 2.0f) rc = KB_EINVAL; /* two ranks of ones */
+        kb_free(m, t);
+    }
+    return rc;
+}
+
+/* How many processes wait inside programs of kernel `name` (lines of the
+ * simulator's waiting report naming it). */
+static int programs_waiting(kb_machine *m, const char *name)
+{
+    static char buf[1 << 16];
+    kb__sim_report_waiting(m->dev->sim, buf, sizeof buf);
+    int n = 0;
+    for (const char *p = buf; (p = strstr(p, name)); p++)
+        n++;
+    return n;
+}
+
+Test(coll_failures, a_stuck_collective_from_spawned_ranks_ends_its_programs_before_dropping_queues)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    use_algorithm(m, "stuckar", "waits_forever", waits_forever, "");
+    int rc = kb_spawn(m, rank_all_reduce, 2, NULL);
+    cr_assert_eq(rc, KB_EDEADLOCK, "%d %s", rc, kb_last_error(m));
+    cr_assert_eq(programs_waiting(m, "stuckar#"), 0,
+                 "programs of the failed collective still wait after the call returned");
+    const char *def[] = {"ccl.defaults.algorithm.all_reduce=ring_allreduce"};
+    cr_assert_eq(kb_ccl_override(m, def, 1), 0, "%s", kb_last_error(m));
+    rc = kb_spawn(m, rank_all_reduce, 2, NULL);
+    cr_assert_eq(rc, 0, "%s", kb_last_error(m));
+    kb_close(m);
+}
