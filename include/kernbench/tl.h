@@ -208,7 +208,9 @@ KB_API void tl_store_block(tl_ctx *k, tl_block_ptr p, tl_tile value, unsigned bo
  * next message from that direction and returns it as a new tile; the dtype
  * and shape must be the ones sent. Messages from one direction arrive in the
  * order they were sent. Errors (no neighbour, mismatch, no queues installed)
- * are kernel errors naming the rank and its PE.
+ * are kernel errors naming the rank and its PE. Every call of this section
+ * is for kernels launched by a collective call only; from a kb_launch kernel
+ * it is a kernel error naming the kernel, program and PE.
  */
 #define TL_DIR_N      0
 #define TL_DIR_E      1

@@ -20,8 +20,17 @@
 
 static const char *const dir_names[KB__IPCQ_PORTS] = {"N", "E", "S", "W"};
 
+/* The PE's endpoint, for a program of a collective launch: the queues carry
+ * only a collective's own messages (a normal kernel could leave a message a
+ * later collective takes as its own, or wait forever where no collective
+ * unwinds it). Raises otherwise. */
 static kb__ipcq_ep *ep_of(tl_ctx *k, const char *fn)
 {
+    if (!k->launch->coll)
+        kb__pe_raise(&k->prog, KB_ESTATE,
+                     "%s: kernel '%s' was not launched by a collective call; the inter-PE queues "
+                     "are used only by collective kernels (kb_ccl_register)",
+                     fn, k->launch->name);
     kb__ipcq_ep *ep = k->prog.pe->ipcq;
     if (!ep)
         kb__pe_raise(&k->prog, KB_ESTATE,
