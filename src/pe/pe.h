@@ -10,7 +10,8 @@
  * DMA: pe.dma.channels); heads of the FIFO start in order, so a blocked head
  * holds the ops behind it (no reordering inside a unit). Different units run
  * in parallel. The program blocks only when it reads a value (kb__pe_wait_buf),
- * when a unit already holds queue_depth issued-and-unfinished ops, when a TCM
+ * when a unit already holds queue_depth issued-and-unfinished ops (started
+ * pending receives do not count), when a TCM
  * allocation must wait for released tiles, and at its end.
  *
  * Scalar clock. Issuing costs pe.cpu.scalar_op_ns of scalar time per op. The
@@ -90,8 +91,11 @@ struct kb__pe_op {
     uint64_t work;                    /* statistics: FLOPs (GEMM: 2·M·N·K) or elements (MATH) */
     /* Waits on something outside its unit (an inter-PE receive: its data is
      * moved by the queue's own copies): it takes its turn in the unit's
-     * program order but holds no server and adds no busy time. */
+     * program order but holds no server and adds no busy time. Once started
+     * it leaves the unit's issue queue (queue_depth counts only ops that
+     * have not: pending receives never stall the ops issued after them). */
     bool no_server;
+    bool parked; /* a no_server op that started and has not finished */
     /* Asynchronous ops (DMA) set start: it runs when the op starts and must
      * eventually call kb__pe_op_done. Timed ops leave it NULL. */
     void (*start)(kb__pe_op *op);
@@ -107,6 +111,7 @@ struct kb__pe_op {
 typedef struct kb__pe_unit {
     kb__pe_op *head, *tail; /* issued, not started, in program order */
     uint32_t queued;        /* issued and not finished */
+    uint32_t parked;        /* of those, no_server ops already started (not in the issue queue) */
     uint32_t busy;          /* in service */
     uint32_t servers;       /* 1, or pe.dma.channels */
     bool wake_posted;       /* a start retry is scheduled */

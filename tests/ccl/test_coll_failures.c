@@ -111,6 +111,48 @@ Test(coll_failures, a_kernel_error_with_pieces_in_flight_leaves_a_usable_machine
     kb_close(m);
 }
 
+/* ---- more pending receives than pe.queue_depth ------------------------------- */
+
+#define MANY_RECVS 9 /* pe.queue_depth + 1 with the built-in machine's 8 */
+
+/* Posts MANY_RECVS receives, then loads its buffer (a DMA op behind them),
+ * sends it MANY_RECVS times and stores x + the sum of what it received. */
+static void many_receives(tl_ctx *k)
+{
+    const kb_ccl_sched *s = tl_ccl_sched(k);
+    tl_tensor *buf = tl_arg_tensor(k, 0);
+    int64_t n = s->elems, st = 1, off = 0, len = s->elems;
+    tl_recv_handle h[MANY_RECVS];
+    for (int i = 0; i < MANY_RECVS; i++)
+        h[i] = tl_recv_async(k, TL_DIR_PREV, 1, &len, s->dtype);
+    tl_block_ptr p = tl_make_block_ptr(k, buf, 1, &n, &st, &off, &len, NULL);
+    tl_tile x = tl_load_block(k, p, 0, TL_PAD_ZERO), acc = x;
+    for (int i = 0; i < MANY_RECVS; i++)
+        tl_send(k, TL_DIR_NEXT, x);
+    for (int i = 0; i < MANY_RECVS; i++)
+        acc = tl_add(k, acc, tl_wait(k, h[i]));
+    tl_store_block(k, p, acc, 0);
+}
+
+Test(coll_failures, pending_receives_beyond_the_queue_depth_do_not_stall_the_kernel)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    cr_assert_eq(m->pe_params.queue_depth, MANY_RECVS - 1);
+    use_algorithm(m, "many", "many_receives", many_receives, "");
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 2, 8, KB_F32, 1);
+    kb__err e;
+    cr_assert_eq(run_default(m, &t, &e), 0, "%s", e.msg);
+    float *h = cf_read(m, t, 16);
+    for (int b = 0; b < 2; b++)
+        for (int64_t i = 0; i < 8; i++) {
+            double want = cf_value(b, i) + MANY_RECVS * cf_value(1 - b, i);
+            cr_assert_eq(h[b * 8 + i], (float)want, "buffer %d element %lld: %g, expected %g", b,
+                         (long long)i, h[b * 8 + i], want);
+        }
+    free(h);
+    kb_close(m);
+}
+
 /* ---- a collective that never ends, called from spawned ranks ---------------- */
 
 static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1};
