@@ -213,6 +213,10 @@ typedef struct kb__pe_kernel {
      * stopped after an error), at that simulated time (may be NULL). */
     void (*pe_done)(void *arg, uint32_t pe_idx);
     void *arg;
+    /* A collective's launch: the first program error cancels the inter-PE
+     * queues of its PEs (kb__ipcq_cancel), so programs waiting on a rank that
+     * failed end at once instead of deadlocking. */
+    bool cancel_queues;
 } kb__pe_kernel;
 
 typedef struct kb__pe_launch kb__pe_launch;

@@ -592,20 +592,33 @@ int kb__rt_launch_on(kb_machine *m, const kb__rt_launch_spec *s, kb_launch_id *o
 
 /* ---- waiting ------------------------------------------------------------------------ */
 
+/* The wait for l ended with code rc before l completed (a deadlock, or the
+ * caller was canceled). A program error already recorded is the root cause
+ * (the others often wait on the program that failed): it comes first, with
+ * its code, and the simulator's report follows. */
+static int stopped(kb_machine *m, kb__rt_launch *l, int rc)
+{
+    kb__err e, pe;
+    const kb__err *se = kb__sim_error(m->dev->sim);
+    const char *why = se && se->msg[0] ? se->msg : "no event left";
+    int first = l->pl ? kb__pe_launch_status(l->pl, &pe) : 0;
+    if (first < 0)
+        kb__err_set(&e, first, "%s; then the simulation stopped before launch %s completed: %s",
+                    pe.msg, l->name, why);
+    else
+        kb__err_set(&e, rc ? rc : KB_EDEADLOCK,
+                    "kernel %s: the simulation stopped before the launch completed: %s", l->name,
+                    why);
+    return kb__rt_fail(m, &e);
+}
+
 /* Waits for l; on return (unless the simulation stopped first) l is freed.
  * times (may be NULL) gets its issue, start and completion times. */
 static int wait_one(kb_machine *m, kb__rt_launch *l, kb__rt_launch_times *times)
 {
     kb__sim *sim = m->dev->sim;
     int rc = kb__event_wait(sim, &l->done);
-    if (!l->finished) {
-        kb__err e;
-        const kb__err *se = kb__sim_error(sim);
-        kb__err_set(&e, rc ? rc : KB_EDEADLOCK,
-                    "kernel %s: the simulation stopped before the launch completed: %s", l->name,
-                    se && se->msg[0] ? se->msg : "no event left");
-        return kb__rt_fail(m, &e);
-    }
+    if (!l->finished) return stopped(m, l, rc);
     kb__rt_launch **pp = &m->launches;
     while (*pp != l)
         pp = &(*pp)->next;

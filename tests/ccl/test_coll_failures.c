@@ -111,6 +111,69 @@ Test(coll_failures, a_kernel_error_with_pieces_in_flight_leaves_a_usable_machine
     kb_close(m);
 }
 
+/* ---- the root cause comes first -------------------------------------------------- */
+
+/* A token pass 0 -> 1 -> 2 -> 3 -> 0 where rank 0 sends 8 elements and
+ * every rank expects 4: rank 1's mismatch is the root cause, the others
+ * wait on it. */
+static void token_with_bug(tl_ctx *k)
+{
+    int64_t n4 = 4, n8 = 8;
+    if (tl_rank(k) == 0) {
+        tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n8, TL_F32));
+        (void)tl_recv(k, TL_DIR_PREV, 1, &n4, TL_F32);
+    } else {
+        tl_send(k, TL_DIR_NEXT, tl_recv(k, TL_DIR_PREV, 1, &n4, TL_F32));
+    }
+}
+
+Test(coll_failures, a_kernel_error_is_reported_before_the_waits_it_caused)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    use_algorithm(m, "token", "token_with_bug", token_with_bug, "");
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    kb__err e;
+    cr_assert_eq(run_default(m, &t, &e), KB_EINVAL, "%s", e.msg);
+    cr_assert(strstr(e.msg, "rank 1 (sip0/cube0/pe1): tl_recv from direction W expects f32 [4], "
+                            "but rank 0 (sip0/cube0/pe0) sent f32 [8]"),
+              "%s", e.msg);
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 4, 8, KB_F32, NULL);
+    kb_close(m);
+}
+
+/* Rank 1 fails before receiving; rank 0 sends two messages into a 1-slot
+ * ring, so it waits for a credit that never comes. */
+static void fails_while_peer_polls(tl_ctx *k)
+{
+    int64_t n = 4;
+    if (tl_rank(k) == 1) (void)tl_arg_tensor(k, 9);
+    if (tl_rank(k) == 0) {
+        tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
+        tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
+    }
+}
+
+Test(coll_failures, a_sender_waiting_on_a_failed_rank_is_canceled_at_once_in_either_backpressure)
+{
+    const char *bp[] = {"poll", "sleep"};
+    for (int i = 0; i < 2; i++) {
+        kb_machine *m = cf_open(NULL, 0);
+        char q[64];
+        snprintf(q, sizeof q, "n_slots: 1, backpressure: %s", bp[i]);
+        use_algorithm(m, "pr", "fails_while_peer_polls", fails_while_peer_polls, q);
+        kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 2, 8, KB_F32, 1);
+        kb__err e;
+        uint64_t t0 = kb_now_ps(m);
+        cr_assert_eq(run_default(m, &t, &e), KB_EINVAL, "%s", e.msg);
+        uint64_t span = kb_now_ps(m) - t0;
+        cr_assert(strstr(e.msg, "program 1 on sip0/cube0/pe1: tl_arg_tensor(9)"), "%s", e.msg);
+        /* under 100 us: a poller alone gives up only after 2^24 checks of >= 1 ns */
+        cr_assert_lt(span, (uint64_t)100000000, "%s: the call took %llu ps", bp[i],
+                     (unsigned long long)span);
+        kb_close(m);
+    }
+}
+
 /* ---- more pending receives than pe.queue_depth ------------------------------- */
 
 #define MANY_RECVS 9 /* pe.queue_depth + 1 with the built-in machine's 8 */
