@@ -98,6 +98,7 @@ void tl_send(tl_ctx *k, int dir, tl_tile t)
     port_of(k, ep, dir, "send to");
     kb__pe_buf *b = sl->buf;
     kb__pe_buf_hold(b); /* the handle may not be freed while we read it */
+    k->prog.held = b;   /* dropped at the program's end if kb__ipcq_send raises */
     kb__proc_set_note_fn(kb__proc_self(k->prog.sim), note_send, &ep->port[dir]);
     kb__pe_wait_buf(&k->prog, b);
     kb__ipcq_desc d;
@@ -108,6 +109,7 @@ void tl_send(tl_ctx *k, int dir, tl_tile t)
         d.shape[i] = sl->d.shape[i];
     kb__ipcq_send(&k->prog, ep, (uint32_t)dir, &d, b->data, kb__tile_bytes(&sl->d), b->tcm_off);
     kb__proc_set_note_fn(kb__proc_self(k->prog.sim), NULL, NULL);
+    k->prog.held = NULL;
     kb__pe_buf_drop(b);
 }
 

@@ -152,6 +152,8 @@ struct kb__pe_prog {
         kb__pool pool;                       /* empty: the class is free for another size */
     } buf_free[KB__PE_BUF_CLASSES];          /* recycled tile buffers, by size */
     const struct kb__pe_kernel *launch_kern; /* body and argument */
+    kb__pe_buf *held; /* a buffer a blocking call holds (tl_send) while it runs; dropped
+                         when the program ends if the call was abandoned by an error */
 };
 
 /* Creates a PE named `name` ("sip0/cube1/pe2") on sim. Returns 0, KB_EINVAL
@@ -180,7 +182,9 @@ void kb__pe_buf_drop(kb__pe_buf *b);
 /* A zeroed op of the launch's op_size for `unit`. */
 kb__pe_op *kb__pe_op_new(kb__pe_prog *g, kb__pe_unit_id unit, const char *name);
 /* Issues op: charges scalar_op_ns, blocks while the unit's queue is full,
- * takes a use of every input and the output, enqueues, starts what can. */
+ * takes a use of every input and the output, enqueues, starts what can. If
+ * the program has failed, op is released (its release hook runs) and
+ * recycled, and the program's error is raised. */
 void kb__pe_issue(kb__pe_prog *g, kb__pe_op *op);
 /* Blocks until b is ready (the scalar side reads it); raises pending errors. */
 void kb__pe_wait_buf(kb__pe_prog *g, kb__pe_buf *b);

@@ -175,6 +175,7 @@ static void run_program(kb__pe_launch *l, kb__pe *pe, uint32_t i)
                              l->kern.name, i, pe->name);
         if (rc < 0) kb__pe_prog_fail(g, &e);
         kb__pe_prog_drain(g);
+        if (g->held) kb__pe_buf_drop(g->held); /* its call was abandoned by an error */
         if (l->kern.prog_fini) l->kern.prog_fini(g, l->kern.arg);
     }
     kb__pe_prog_release(g);

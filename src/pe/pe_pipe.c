@@ -335,9 +335,12 @@ void kb__pe_issue(kb__pe_prog *g, kb__pe_op *op)
 {
     kb__pe *pe = g->pe;
     kb__pe_unit *u = &pe->unit[op->unit];
-    kb__pe_check(g);
-    if (!cond_room(g, u)) block_until(g, cond_room, u);
-    kb__pe_check(g);
+    if (!g->failed && !cond_room(g, u)) block_until(g, cond_room, u);
+    if (g->failed) { /* never issued: what the op owns goes now */
+        if (op->release) op->release(op);
+        op_recycle(g, op);
+        kb__pe_check(g);
+    }
     kb__time now = kb__sim_now(g->sim);
     if (g->t_scalar < now) g->t_scalar = now;
     g->t_scalar += kb__pe_ps_from_ns(pe->p.cpu.scalar_op_ns);

@@ -174,6 +174,30 @@ Test(coll_failures, a_sender_waiting_on_a_failed_rank_is_canceled_at_once_in_eit
     }
 }
 
+/* Every rank sends two messages into a 1-slot ring before receiving. */
+static void sends_before_receiving(tl_ctx *k)
+{
+    int64_t n = 16;
+    tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
+    tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
+    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
+    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
+}
+
+/* Sends and receives abandoned by a deadlock or a cancel give back their
+ * tiles and records (LeakSanitizer checks it in sanitizer builds). */
+Test(coll_failures, abandoned_sends_and_receives_leave_nothing_allocated)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    use_algorithm(m, "bp", "sends_before_receiving", sends_before_receiving,
+                  "n_slots: 1, backpressure: sleep");
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    kb__err e;
+    cr_assert_eq(run_default(m, &t, &e), KB_EDEADLOCK, "%s", e.msg);
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 4, 8, KB_F32, NULL);
+    kb_close(m);
+}
+
 /* ---- more pending receives than pe.queue_depth ------------------------------- */
 
 #define MANY_RECVS 9 /* pe.queue_depth + 1 with the built-in machine's 8 */
