@@ -198,6 +198,33 @@ Test(coll_failures, abandoned_sends_and_receives_leave_nothing_allocated)
     kb_close(m);
 }
 
+/* Every rank receives first: nobody ever sends. */
+static void receives_first(tl_ctx *k)
+{
+    int64_t n = 4;
+    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
+    tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
+}
+
+Test(coll_failures, a_deadlock_report_keeps_the_ranks_notes_and_counts_what_it_cut)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    use_algorithm(m, "rf", "receives_first", receives_first, "");
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 8, 8, KB_F32, 1);
+    kb__err e;
+    cr_assert_eq(run_default(m, &t, &e), KB_EDEADLOCK, "%s", e.msg);
+    /* 8 programs and 8 dispatchers wait: not all fit in one message */
+    cr_assert(strstr(e.msg, "[note: rank 0 (sip0/cube0/pe0): tl_recv waits for a message]"), "%s",
+              e.msg);
+    const char *more = strstr(e.msg, "\n  ... and ");
+    cr_assert(more, "%s", e.msg);
+    int shown = 0, cut = atoi(more + strlen("\n  ... and "));
+    for (const char *p = e.msg; (p = strstr(p, "\n  process '")); p++)
+        shown++;
+    cr_assert_eq(shown + cut, 16, "%d lines shown, %d cut: %s", shown, cut, e.msg);
+    kb_close(m);
+}
+
 /* ---- more pending receives than pe.queue_depth ------------------------------- */
 
 #define MANY_RECVS 9 /* pe.queue_depth + 1 with the built-in machine's 8 */
