@@ -208,7 +208,9 @@ KB_API void tl_store_block(tl_ctx *k, tl_block_ptr p, tl_tile value, unsigned bo
  * next message from that direction and returns it as a new tile; the dtype
  * and shape must be the ones sent. Messages from one direction arrive in the
  * order they were sent. Errors (no neighbour, mismatch, no queues installed)
- * are kernel errors naming the rank and its PE.
+ * are kernel errors naming the rank and its PE. Every call of this section
+ * is for kernels launched by a collective call only; from a kb_launch kernel
+ * it is a kernel error naming the kernel, program and PE.
  */
 #define TL_DIR_N      0
 #define TL_DIR_E      1
@@ -234,8 +236,11 @@ KB_API int tl_has_neighbor(tl_ctx *k, int dir);
 KB_API void tl_send(tl_ctx *k, int dir, tl_tile t);
 /* Receives the next message from direction dir: ndim 0..2, shape, dtype. */
 KB_API tl_tile tl_recv(tl_ctx *k, int dir, int ndim, const int64_t *shape, tl_dtype dtype);
-/* Starts a receive (a DMA-unit op: it holds one DMA channel until its data
- * is in TCM) and returns at once; tl_wait blocks until the tile is there. */
+/* Starts a receive and returns at once; tl_wait blocks until the tile is
+ * there. The receive takes its turn in the DMA unit's program order but
+ * holds no DMA channel (the queue's own copies move its data) and, once
+ * started, does not count against pe.queue_depth: pending receives never
+ * stall loads and stores, and a kernel may post several. */
 KB_API tl_recv_handle tl_recv_async(tl_ctx *k, int dir, int ndim, const int64_t *shape,
                                     tl_dtype dtype);
 KB_API tl_tile tl_wait(tl_ctx *k, tl_recv_handle h);

@@ -69,6 +69,7 @@ struct kb__ccl_state {
     const kb__ccl_algo *algo;
     kb__ccl_plan *plan;
     kb__ipcq_set *q;
+    int q_in_use;  /* programs of an unwound launch may still wait on q: never free it */
     uint32_t *pes; /* [world] rank -> global PE index */
     ring_block *rings;
     size_t n_rings, cap_rings;
@@ -134,10 +135,22 @@ static void rings_reserve_tcm(kb__ccl_state *st)
 
 /* ---- install cache ---------------------------------------------------------- */
 
-static void uninstall(kb__ccl_state *st)
+/* Drops the install. Traffic of the queues still in flight (vc chunks of a
+ * tl_send that returned, credits, copies) lands first, as on the hardware:
+ * its events point into the set. When it cannot (the simulator stopped),
+ * the set is detached from the PEs and left allocated rather than freed
+ * under pending events. drain 0: the machine is closing, nothing runs again. */
+static void uninstall(kb__ccl_state *st, int drain)
 {
-    kb__ipcq_destroy(st->q);
+    if (st->q && (st->q_in_use || (drain && kb__ipcq_drain(st->q)))) {
+        for (uint32_t r = 0; r < st->q->world; r++)
+            if (st->q->ep[r].unit && st->q->ep[r].unit->ipcq == &st->q->ep[r])
+                st->q->ep[r].unit->ipcq = NULL;
+    } else {
+        kb__ipcq_destroy(st->q);
+    }
     st->q = NULL;
+    st->q_in_use = 0;
     rings_free(st);
     kb__ccl_plan_destroy(st->plan);
     st->plan = NULL;
@@ -163,7 +176,7 @@ static int install(kb__ccl_state *st, const kb__ccl_algo *a, kb__ccl_plan *plan,
         kb__ccl_plan_destroy(plan);
         return 0;
     }
-    uninstall(st);
+    uninstall(st, 1);
     int rc = kb__rt_pes_init(m, err);
     uint32_t *pes = rc ? NULL : malloc(plan->world_size * sizeof *pes);
     kb__pe **units = rc ? NULL : malloc(plan->world_size * sizeof *units);
@@ -255,7 +268,7 @@ static int config_replace(kb__ccl_state *st, const char *path, const ccl_source 
         source_free(&src);
         return rc;
     }
-    uninstall(st);
+    uninstall(st, 1);
     kb__ccl_config_destroy(st->cfg);
     source_free(&st->src);
     st->cfg = c;
@@ -282,7 +295,7 @@ void kb__ccl_state_destroy(kb_machine *m)
 {
     kb__ccl_state *st = m->ccl;
     if (!st) return;
-    uninstall(st);
+    uninstall(st, 0);
     free(st->rings);
     kb__ccl_config_destroy(st->cfg);
     source_free(&st->src);
@@ -692,6 +705,30 @@ static void fill_info(kb__ccl_state *st, const coll_call *c, const kb__rt_launch
     }
 }
 
+/* Interrupted waits for the launch unwind retries before leaving it. */
+#define UNWIND_ROUNDS 64
+
+/* The host's wait for collective launch id returned code (a deadlock, or the
+ * calling rank was canceled): the programs may still be blocked on the
+ * queues. Fails their queue waits and waits for the launch to end, so the
+ * install may be dropped; an already finished launch is not outstanding
+ * (KB_ENOTFOUND) and ends the loop at once. 0 once the launch ended, -1
+ * when its programs could not be made to end (the install must then not be
+ * freed under them). */
+static int unwind(kb__ccl_state *st, kb_launch_id id, int code)
+{
+    char msg[96];
+    snprintf(msg, sizeof msg, "the collective was stopped (%s): its queue waits were canceled",
+             kb_strerror(code));
+    for (int round = 0; round < UNWIND_ROUNDS; round++) {
+        if (st->q) kb__ipcq_cancel(st->q, code, msg);
+        kb__err e;
+        int rc = kb__rt_launch_wait(st->m, id, NULL, &e);
+        if (rc != KB_ECANCELED && rc != KB_EDEADLOCK) return 0; /* ended (or not outstanding) */
+    }
+    return kb__rt_launch_wait(st->m, id, NULL, &(kb__err){0}) == KB_ENOTFOUND ? 0 : -1;
+}
+
 /* Launches the module's kernel, one program per rank, and waits for it;
  * *piece gets its message size in bytes. */
 static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *times,
@@ -724,13 +761,11 @@ static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *ti
         kb__rt_launch_spec spec = {c->algo->name, c->mod->fn, st->pes, p, args, 2, views, &s};
         kb_launch_id id;
         rc = kb__rt_launch_on(m, &spec, &id, err);
-        if (!rc) rc = kb__rt_launch_wait(m, id, times, err);
-        if (!rc && st->q) rc = kb__ipcq_check_drained(st->q, err);
-        if (rc == KB_EDEADLOCK && st->q) {
-            kb__ipcq_cancel(st->q, KB_EDEADLOCK, "the collective deadlocked");
-            kb__err e2;
-            kb__rt_launch_wait(m, id, NULL, &e2);
+        if (!rc) {
+            rc = kb__rt_launch_wait(m, id, times, err);
+            if (rc && unwind(st, id, rc)) st->q_in_use = 1;
         }
+        if (!rc && st->q) rc = kb__ipcq_check_drained(st->q, err);
     }
     free(index);
     free(views);
@@ -757,7 +792,7 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
             kb__err_prefix(
                 err, "collective %s (algorithm '%s', %u ranks, %llu B per rank): ", c.what,
                 c.algo->name, c.p, (unsigned long long)c.elems * kb__dtype_size(c.dtype));
-            uninstall(st); /* messages may be left in the rings */
+            uninstall(st, 1); /* messages may be left in the rings */
         }
     }
     if (!rc) fill_info(st, &c, &t, piece, info);

@@ -305,6 +305,7 @@ int kb__tl_launch_start(kb__sim *sim, kb__pe *const *pes, uint32_t n_pes,
         .prog_fini = tl_prog_fini,
         .pe_done = tl_pe_done,
         .arg = (void *)d,
+        .cancel_queues = d->coll != NULL,
     };
     return kb__pe_launch_start(sim, pes, n_pes, d->grid, &kern, out, err);
 }

@@ -20,8 +20,17 @@
 
 static const char *const dir_names[KB__IPCQ_PORTS] = {"N", "E", "S", "W"};
 
+/* The PE's endpoint, for a program of a collective launch: the queues carry
+ * only a collective's own messages (a normal kernel could leave a message a
+ * later collective takes as its own, or wait forever where no collective
+ * unwinds it). Raises otherwise. */
 static kb__ipcq_ep *ep_of(tl_ctx *k, const char *fn)
 {
+    if (!k->launch->coll)
+        kb__pe_raise(&k->prog, KB_ESTATE,
+                     "%s: kernel '%s' was not launched by a collective call; the inter-PE queues "
+                     "are used only by collective kernels (kb_ccl_register)",
+                     fn, k->launch->name);
     kb__ipcq_ep *ep = k->prog.pe->ipcq;
     if (!ep)
         kb__pe_raise(&k->prog, KB_ESTATE,
@@ -89,6 +98,7 @@ void tl_send(tl_ctx *k, int dir, tl_tile t)
     port_of(k, ep, dir, "send to");
     kb__pe_buf *b = sl->buf;
     kb__pe_buf_hold(b); /* the handle may not be freed while we read it */
+    k->prog.held = b;   /* dropped at the program's end if kb__ipcq_send raises */
     kb__proc_set_note_fn(kb__proc_self(k->prog.sim), note_send, &ep->port[dir]);
     kb__pe_wait_buf(&k->prog, b);
     kb__ipcq_desc d;
@@ -99,6 +109,7 @@ void tl_send(tl_ctx *k, int dir, tl_tile t)
         d.shape[i] = sl->d.shape[i];
     kb__ipcq_send(&k->prog, ep, (uint32_t)dir, &d, b->data, kb__tile_bytes(&sl->d), b->tcm_off);
     kb__proc_set_note_fn(kb__proc_self(k->prog.sim), NULL, NULL);
+    k->prog.held = NULL;
     kb__pe_buf_drop(b);
 }
 

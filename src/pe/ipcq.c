@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Interrupted waits kb__ipcq_drain retries before it gives up. */
+#define DRAIN_ROUNDS 64
+
 /* Consecutive polls without a credit after which a sender gives up. */
 #define POLL_LIMIT (1u << 24)
 
@@ -41,6 +44,19 @@ typedef struct ipcq_copy {
 } ipcq_copy;
 
 static const char *const port_names[KB__IPCQ_PORTS] = {"N", "E", "S", "W"};
+
+/* One event or transport callback of s was scheduled. */
+static void busy_add(kb__ipcq_set *s)
+{
+    s->busy++;
+}
+
+/* One of them ran; wakes kb__ipcq_drain when it was the last. Called at the
+ * end of each handler, after its last use of s. */
+static void busy_done(kb__sim *sim, kb__ipcq_set *s)
+{
+    if (--s->busy == 0 && s->idle_wake) kb__event_fire(sim, s->idle_wake, 0);
+}
 
 static void debug_audit(const kb__ipcq_set *s)
 {
@@ -138,6 +154,20 @@ int kb__ipcq_set_rank(kb__ipcq_set *s, uint32_t r, uint32_t sip, uint32_t cube, 
     return 0;
 }
 
+int kb__ipcq_drain(kb__ipcq_set *s)
+{
+    int rc = 0;
+    for (int round = 0; s && s->busy && round < DRAIN_ROUNDS; round++) {
+        kb__event ev;
+        kb__event_init(&ev, "ipcq drain");
+        s->idle_wake = &ev;
+        rc = kb__event_wait(s->sim, &ev);
+        s->idle_wake = NULL;
+        if (rc == KB_EDEADLOCK) break; /* nothing left to run: busy cannot drop */
+    }
+    return s && s->busy ? (rc ? rc : KB_ESTATE) : 0;
+}
+
 void kb__ipcq_destroy(kb__ipcq_set *s)
 {
     if (!s) return;
@@ -207,13 +237,15 @@ static void chunk_landed(kb__sim *sim, void *arg)
     ipcq_piece *pc = c->piece;
     kb__ipcq_set *s = c->ep->set;
     kb__pool_put(&s->chunks, c);
-    if (--pc->pending) return;
-    kb__ipcq_port *rp = pc->rp;
-    rp->slot[pc->idx].state = KB__SLOT_VISIBLE;
-    kb__pool_put(&s->staging, pc->staging);
-    kb__pool_put(&s->pieces, pc);
-    debug_audit(rp->ep->set);
-    rx_progress(sim, rp);
+    if (--pc->pending == 0) {
+        kb__ipcq_port *rp = pc->rp;
+        rp->slot[pc->idx].state = KB__SLOT_VISIBLE;
+        kb__pool_put(&s->staging, pc->staging);
+        kb__pool_put(&s->pieces, pc);
+        debug_audit(s);
+        rx_progress(sim, rp);
+    }
+    busy_done(sim, s);
 }
 
 static void vc_kick(kb__sim *sim, kb__ipcq_ep *ep);
@@ -224,6 +256,7 @@ static void vc_free(kb__sim *sim, void *arg, uint64_t data)
     kb__ipcq_ep *ep = arg;
     ep->vc_busy = false;
     vc_kick(sim, ep);
+    busy_done(sim, ep->set);
 }
 
 static void chunk_go(kb__sim *sim, void *arg, uint64_t data)
@@ -238,7 +271,10 @@ static void chunk_go(kb__sim *sim, void *arg, uint64_t data)
         kb__ipcq_port *rp = c->piece->rp;
         kb__pool_put(&s->chunks, c); /* the piece never becomes visible: its receiver fails */
         fail_port(sim, rp, rc, &e);
+    } else {
+        busy_add(s); /* chunk_landed */
     }
+    busy_done(sim, s);
 }
 
 static void vc_kick(kb__sim *sim, kb__ipcq_ep *ep)
@@ -251,6 +287,7 @@ static void vc_kick(kb__sim *sim, kb__ipcq_ep *ep)
     ep->vc_chunks++;
     ep->vc_bytes += c->bytes;
     const kb__ipcq_cfg *cfg = &ep->set->cfg;
+    ep->set->busy += 2; /* chunk_go, vc_free */
     kb__sim_post(sim, cfg->setup_ps, chunk_go, c, 0);
     kb__sim_post(sim, cfg->setup_ps + kb__ps_from_bytes_gbs(c->bytes, cfg->vc_bw_gbs), vc_free, ep,
                  0);
@@ -401,6 +438,7 @@ static void credit_arrived(kb__sim *sim, void *arg)
     sp->last_credit = kb__sim_now(sim);
     debug_audit(rp->ep->set);
     if (sp->tx_wake) kb__event_fire(sim, sp->tx_wake, 0);
+    busy_done(sim, rp->ep->set);
 }
 
 static void rx_finish(kb__sim *sim, kb__ipcq_port *rp, int status, const kb__err *err)
@@ -438,11 +476,17 @@ static int release_slots(kb__ipcq_port *rp, kb__err *err)
         rp->credit_flight++;
         int crc = s->tp.credit(s->tp.self, rp->ep, &s->ep[rp->peer], s->cfg.credit_bytes,
                                credit_arrived, rp, err);
+        if (!crc) busy_add(s);
         if (crc && !rc) rc = crc;
     }
     return rc;
 }
 
+static void copy_landed(kb__sim *sim, kb__ipcq_port *rp, kb__ipcq_rx *rx, uint32_t idx,
+                        uint64_t off);
+
+/* A slot copy's transport callback; rx was failed and handed back when s
+ * failed: the slot is left then. */
 static void piece_copied(kb__sim *sim, void *arg)
 {
     ipcq_copy *c = arg;
@@ -450,11 +494,19 @@ static void piece_copied(kb__sim *sim, void *arg)
     kb__ipcq_rx *rx = c->rx;
     kb__ipcq_set *s = rp->ep->set;
     uint32_t idx = c->idx;
-    kb__ipcq_slot *sl = &rp->slot[idx];
     uint64_t off = c->off;
     kb__pool_put(&s->copies, c);
     rp->copies--;
-    if (s->failed) return; /* rx was failed and handed back: leave the slot */
+    if (!s->failed) copy_landed(sim, rp, rx, idx, off);
+    busy_done(sim, s);
+}
+
+/* The copy of slot idx (offset off of rx's message) reached TCM. */
+static void copy_landed(kb__sim *sim, kb__ipcq_port *rp, kb__ipcq_rx *rx, uint32_t idx,
+                        uint64_t off)
+{
+    kb__ipcq_set *s = rp->ep->set;
+    kb__ipcq_slot *sl = &rp->slot[idx];
     kb__err e;
     int rc = 0;
     if (rx->dst)
@@ -553,6 +605,8 @@ static void rx_progress(kb__sim *sim, kb__ipcq_port *rp)
             kb__pool_put(&s->copies, c);
             rp->copies--;
             fail_port(sim, rp, rc, &e);
+        } else {
+            busy_add(s); /* piece_copied */
         }
         debug_audit(s);
     }

@@ -43,7 +43,8 @@
  * implements it on the simulated device), so this layer depends on the
  * simulator only. Ownership: the set owns its endpoints, rings and pieces in
  * flight; it must outlive every program that uses it and every transfer it
- * started (run the simulator until idle before destroying it).
+ * started: kb__ipcq_drain waits for the transfers (simulated time passes, as
+ * the hardware would finish them) before kb__ipcq_destroy.
  * Cost: O(1) per piece plus the transport's events.
  */
 #ifndef KB_PE_IPCQ_H
@@ -184,6 +185,9 @@ struct kb__ipcq_set {
     kb__pool staging;                /* slot images (descriptor + payload) of pieces in flight */
     kb__pool pieces, chunks, copies; /* the records of pieces, vc chunks and slot copies */
     kb__pool rxs;                    /* kb__ipcq_rx of the kernels' receives */
+    uint32_t busy;        /* events and transport callbacks of the set not yet run (vc chunks,
+                             slot copies, credits): the set may be freed only at 0 */
+    kb__event *idle_wake; /* set while kb__ipcq_drain waits for busy to reach 0 */
 };
 
 /* One port of one rank, as install describes it. */
@@ -205,7 +209,16 @@ int kb__ipcq_create(kb__ipcq_set **out, kb__sim *sim, uint32_t world, const kb__
 int kb__ipcq_set_rank(kb__ipcq_set *s, uint32_t r, uint32_t sip, uint32_t cube, uint32_t pe,
                       kb__pe *unit, const kb__ipcq_link links[KB__IPCQ_PORTS],
                       const uint64_t ring_pa[KB__IPCQ_PORTS], kb__err *err);
-/* Detaches every endpoint from its PE and frees the set; NULL is fine. */
+/* Waits, from the main stack or a process, until none of s's traffic is in
+ * flight: every queued vc chunk sent and landed, every slot copy and credit
+ * arrived (set->busy == 0). Simulated time passes; no program may still use
+ * s. A canceled wait is retried. 0, or the code of the wait that could not
+ * finish (KB_EDEADLOCK: nothing left to run; s must then not be freed while
+ * the simulator may still run its events). NULL is fine. */
+int kb__ipcq_drain(kb__ipcq_set *s);
+/* Detaches every endpoint from its PE and frees the set; NULL is fine. The
+ * simulator must not run any of its events afterwards (kb__ipcq_drain first,
+ * unless the simulator is being destroyed too). */
 void kb__ipcq_destroy(kb__ipcq_set *s);
 /* Payload bytes per slot. */
 uint64_t kb__ipcq_payload(const kb__ipcq_set *s);

@@ -10,7 +10,8 @@
  * DMA: pe.dma.channels); heads of the FIFO start in order, so a blocked head
  * holds the ops behind it (no reordering inside a unit). Different units run
  * in parallel. The program blocks only when it reads a value (kb__pe_wait_buf),
- * when a unit already holds queue_depth issued-and-unfinished ops, when a TCM
+ * when a unit already holds queue_depth issued-and-unfinished ops (started
+ * pending receives do not count), when a TCM
  * allocation must wait for released tiles, and at its end.
  *
  * Scalar clock. Issuing costs pe.cpu.scalar_op_ns of scalar time per op. The
@@ -90,8 +91,11 @@ struct kb__pe_op {
     uint64_t work;                    /* statistics: FLOPs (GEMM: 2·M·N·K) or elements (MATH) */
     /* Waits on something outside its unit (an inter-PE receive: its data is
      * moved by the queue's own copies): it takes its turn in the unit's
-     * program order but holds no server and adds no busy time. */
+     * program order but holds no server and adds no busy time. Once started
+     * it leaves the unit's issue queue (queue_depth counts only ops that
+     * have not: pending receives never stall the ops issued after them). */
     bool no_server;
+    bool parked; /* a no_server op that started and has not finished */
     /* Asynchronous ops (DMA) set start: it runs when the op starts and must
      * eventually call kb__pe_op_done. Timed ops leave it NULL. */
     void (*start)(kb__pe_op *op);
@@ -107,6 +111,7 @@ struct kb__pe_op {
 typedef struct kb__pe_unit {
     kb__pe_op *head, *tail; /* issued, not started, in program order */
     uint32_t queued;        /* issued and not finished */
+    uint32_t parked;        /* of those, no_server ops already started (not in the issue queue) */
     uint32_t busy;          /* in service */
     uint32_t servers;       /* 1, or pe.dma.channels */
     bool wake_posted;       /* a start retry is scheduled */
@@ -147,6 +152,8 @@ struct kb__pe_prog {
         kb__pool pool;                       /* empty: the class is free for another size */
     } buf_free[KB__PE_BUF_CLASSES];          /* recycled tile buffers, by size */
     const struct kb__pe_kernel *launch_kern; /* body and argument */
+    kb__pe_buf *held; /* a buffer a blocking call holds (tl_send) while it runs; dropped
+                         when the program ends if the call was abandoned by an error */
 };
 
 /* Creates a PE named `name` ("sip0/cube1/pe2") on sim. Returns 0, KB_EINVAL
@@ -175,7 +182,9 @@ void kb__pe_buf_drop(kb__pe_buf *b);
 /* A zeroed op of the launch's op_size for `unit`. */
 kb__pe_op *kb__pe_op_new(kb__pe_prog *g, kb__pe_unit_id unit, const char *name);
 /* Issues op: charges scalar_op_ns, blocks while the unit's queue is full,
- * takes a use of every input and the output, enqueues, starts what can. */
+ * takes a use of every input and the output, enqueues, starts what can. If
+ * the program has failed, op is released (its release hook runs) and
+ * recycled, and the program's error is raised. */
 void kb__pe_issue(kb__pe_prog *g, kb__pe_op *op);
 /* Blocks until b is ready (the scalar side reads it); raises pending errors. */
 void kb__pe_wait_buf(kb__pe_prog *g, kb__pe_buf *b);
@@ -208,6 +217,10 @@ typedef struct kb__pe_kernel {
      * stopped after an error), at that simulated time (may be NULL). */
     void (*pe_done)(void *arg, uint32_t pe_idx);
     void *arg;
+    /* A collective's launch: the first program error cancels the inter-PE
+     * queues of its PEs (kb__ipcq_cancel), so programs waiting on a rank that
+     * failed end at once instead of deadlocking. */
+    bool cancel_queues;
 } kb__pe_kernel;
 
 typedef struct kb__pe_launch kb__pe_launch;

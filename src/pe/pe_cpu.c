@@ -7,7 +7,8 @@
  * allocator, spawns the program's coroutine, joins it, then drains the
  * program's operations (pe_pipe.c) before freeing it. The first kernel error
  * (in simulated time) becomes the launch's error and stops every dispatcher
- * before its next program; programs already running finish.
+ * before its next program; programs already running finish (those of a
+ * collective launch have their queue waits canceled, so they end at once).
  * Cost: one coroutine per PE per launch plus one per program.
  */
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "pe/internal.h"
+#include "pe/ipcq.h"
 #include "pe/pe.h"
 
 #define DEFAULT_STACK (256u << 10)
@@ -105,12 +107,26 @@ static int program_main(kb__sim *sim, void *arg)
     return 0;
 }
 
+/* Fails the queue waits of every PE of a collective launch whose program
+ * failed first with e: they end with KB_ECANCELED naming the cause. */
+static void cancel_queues(kb__pe_launch *l, const kb__err *e)
+{
+    char msg[KB__ERR_MSG_MAX];
+    snprintf(msg, sizeof msg, "canceled: another rank of the collective failed first (%.900s)",
+             e->msg);
+    for (uint32_t i = 0; i < l->n_pes; i++) {
+        kb__ipcq_ep *ep = l->pes[i]->ipcq;
+        if (ep && !ep->set->failed) kb__ipcq_cancel(ep->set, KB_ECANCELED, msg);
+    }
+}
+
 static void launch_fail(kb__pe_launch *l, const kb__err *e)
 {
     l->stop = true;
     if (l->status == 0) {
         l->status = e->code ? e->code : KB_EKERNEL;
         kb__err_copy(&l->err, e);
+        if (l->kern.cancel_queues) cancel_queues(l, e);
     }
 }
 
@@ -159,6 +175,7 @@ static void run_program(kb__pe_launch *l, kb__pe *pe, uint32_t i)
                              l->kern.name, i, pe->name);
         if (rc < 0) kb__pe_prog_fail(g, &e);
         kb__pe_prog_drain(g);
+        if (g->held) kb__pe_buf_drop(g->held); /* its call was abandoned by an error */
         if (l->kern.prog_fini) l->kern.prog_fini(g, l->kern.arg);
     }
     kb__pe_prog_release(g);

@@ -6,7 +6,9 @@
  * finishes through op_finish once; both are O(inputs) plus one pump per unit.
  * Timed units (GEMM, MATH) cost one simulator event per op; the program only
  * switches context when it blocks (see pe.h).
- * Invariants: unit.queued counts issued-unfinished ops of the unit; busy <=
+ * Invariants: unit.queued counts issued-unfinished ops of the unit, parked
+ * those of them that started without a server (pending receives, which do
+ * not count against pe.queue_depth); busy <=
  * servers; an op in a FIFO has not started; prog.inflight is the sum over
  * units of the program's queued ops (one program runs per PE at a time).
  */
@@ -111,6 +113,7 @@ static void op_retire(kb__pe_op *op)
     kb__pe_prog *g = op->prog;
     kb__pe_unit *u = &g->pe->unit[op->unit];
     u->queued--;
+    if (op->parked) u->parked--;
     g->inflight--;
     if (op->out) op->out->ready = true;
     for (uint32_t i = 0; i < op->n_in; i++)
@@ -169,6 +172,11 @@ static void unit_pump(kb__pe *pe, kb__pe_unit_id id)
         }
         if (!op->no_server) u->busy++;
         op->t_start = now;
+        if (op->no_server) { /* leaves the issue queue: room for the next op */
+            op->parked = true;
+            u->parked++;
+            wake_program(op->prog);
+        }
         if (op->start)
             op->start(op);
         else
@@ -257,7 +265,7 @@ static void block_until(kb__pe_prog *g, cond_fn cond, const void *arg)
 static bool cond_room(const kb__pe_prog *g, const void *arg)
 {
     const kb__pe_unit *u = arg;
-    return u->queued < g->pe->p.queue_depth;
+    return u->queued - u->parked < g->pe->p.queue_depth;
 }
 
 static bool cond_ready(const kb__pe_prog *g, const void *arg)
@@ -327,9 +335,12 @@ void kb__pe_issue(kb__pe_prog *g, kb__pe_op *op)
 {
     kb__pe *pe = g->pe;
     kb__pe_unit *u = &pe->unit[op->unit];
-    kb__pe_check(g);
-    if (u->queued >= pe->p.queue_depth) block_until(g, cond_room, u);
-    kb__pe_check(g);
+    if (!g->failed && !cond_room(g, u)) block_until(g, cond_room, u);
+    if (g->failed) { /* never issued: what the op owns goes now */
+        if (op->release) op->release(op);
+        op_recycle(g, op);
+        kb__pe_check(g);
+    }
     kb__time now = kb__sim_now(g->sim);
     if (g->t_scalar < now) g->t_scalar = now;
     g->t_scalar += kb__pe_ps_from_ns(pe->p.cpu.scalar_op_ns);

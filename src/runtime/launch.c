@@ -592,20 +592,73 @@ int kb__rt_launch_on(kb_machine *m, const kb__rt_launch_spec *s, kb_launch_id *o
 
 /* ---- waiting ------------------------------------------------------------------------ */
 
+/* Room kept in a deadlock summary for its "... and N more" line and for the
+ * prefixes callers add (a collective names itself, its algorithm and size). */
+#define SUMMARY_TAIL 200
+
+/* Appends to out (cap bytes, holding *len) the waiting lines of the
+ * simulator's full report: lines with a note first (a program's "tl_recv
+ * waits for a message" says more than its dispatcher's "waits on process"),
+ * then the others, as many as fit, then "... and N more". */
+static void waiting_summary(kb__sim *sim, char *out, size_t cap, size_t *len)
+{
+    size_t n = 1 << 16;
+    char *all = malloc(n);
+    if (!all) return;
+    kb__sim_report_waiting(sim, all, n);
+    all[n - 1] = '\0';
+    char *stop = all + strlen(all);
+    for (char *c = all; c < stop; c++) /* one string per line */
+        if (*c == '\n') *c = '\0';
+    int omitted = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (char *line = all; line < stop; line += strlen(line) + 1) {
+            size_t ll = strlen(line);
+            if (!ll || (strstr(line, "[note:") != NULL) != (pass == 0)) continue;
+            if (*len + ll + 3 + SUMMARY_TAIL < cap)
+                *len += (size_t)snprintf(out + *len, cap - *len, "\n  %s", line);
+            else
+                omitted++;
+        }
+    if (omitted) snprintf(out + *len, cap - *len, "\n  ... and %d more", omitted);
+    free(all);
+}
+
+/* The wait for l ended with code rc before l completed (a deadlock, or the
+ * caller was canceled). A program error already recorded is the root cause
+ * (the others often wait on the program that failed): it comes first, with
+ * its code, and the simulator's report follows. */
+static int stopped(kb_machine *m, kb__rt_launch *l, int rc)
+{
+    kb__err e, pe;
+    const kb__err *se = kb__sim_error(m->dev->sim);
+    const char *why = se && se->msg[0] ? se->msg : "no event left";
+    int first = l->pl ? kb__pe_launch_status(l->pl, &pe) : 0;
+    if (first < 0)
+        kb__err_set(&e, first, "%s; then the simulation stopped before launch %s completed: %s",
+                    pe.msg, l->name, why);
+    else if (rc != KB_EDEADLOCK)
+        kb__err_set(&e, rc ? rc : KB_EDEADLOCK,
+                    "kernel %s: the simulation stopped before the launch completed: %s", l->name,
+                    why);
+    if (first < 0 || rc != KB_EDEADLOCK) return kb__rt_fail(m, &e);
+    /* the report's first line, then its waiters as many as fit, noted first */
+    size_t head = strcspn(why, "\n");
+    kb__err_set(&e, KB_EDEADLOCK,
+                "kernel %s: the simulation stopped before the launch completed: %.*s", l->name,
+                (int)head, why);
+    size_t len = strlen(e.msg);
+    waiting_summary(m->dev->sim, e.msg, sizeof e.msg, &len);
+    return kb__rt_fail(m, &e);
+}
+
 /* Waits for l; on return (unless the simulation stopped first) l is freed.
  * times (may be NULL) gets its issue, start and completion times. */
 static int wait_one(kb_machine *m, kb__rt_launch *l, kb__rt_launch_times *times)
 {
     kb__sim *sim = m->dev->sim;
     int rc = kb__event_wait(sim, &l->done);
-    if (!l->finished) {
-        kb__err e;
-        const kb__err *se = kb__sim_error(sim);
-        kb__err_set(&e, rc ? rc : KB_EDEADLOCK,
-                    "kernel %s: the simulation stopped before the launch completed: %s", l->name,
-                    se && se->msg[0] ? se->msg : "no event left");
-        return kb__rt_fail(m, &e);
-    }
+    if (!l->finished) return stopped(m, l, rc);
     kb__rt_launch **pp = &m->launches;
     while (*pp != l)
         pp = &(*pp)->next;

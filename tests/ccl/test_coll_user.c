@@ -4,7 +4,7 @@
  * collective calls like a built-in one, checked against the host;
  * registration refuses bad names, taken names, unknown collectives and
  * topologies; a kernel that leaves a message unreceived fails the call;
- * tl_ccl_sched outside a collective is a kernel error.
+ * tl_ccl_sched and the queue calls outside a collective are kernel errors.
  */
 #include "ccl/coll_fixture.h"
 
@@ -167,5 +167,51 @@ Test(coll_user, tl_ccl_sched_outside_a_collective_is_a_kernel_error)
     cr_assert_eq(rc, KB_ESTATE, "%s", kb_last_error(m));
     cr_assert(strstr(kb_last_error(m), "kernel 'reads_sched' was not launched by a collective"),
               "%s", kb_last_error(m));
+    kb_close(m);
+}
+
+/* A normal kernel that sends to NEXT, as a collective kernel would. */
+static void stray_send(tl_ctx *k)
+{
+    int64_t len = 8;
+    tl_send(k, TL_DIR_NEXT, tl_full(k, 1, &len, 1000.0, TL_F32));
+}
+
+/* A normal kernel that waits for a message from PREV. */
+static void stray_recv(tl_ctx *k)
+{
+    int64_t len = 8;
+    (void)tl_recv(k, TL_DIR_PREV, 1, &len, TL_F32);
+}
+
+static int launch_normal(kb_machine *m, kb_tensor t, const char *name, tl_kernel_fn fn)
+{
+    kb_arg a = kb_arg_tensor(t);
+    kb_launch_id id;
+    int rc = kb_launch(m, name, fn, NULL, &a, 1, &id);
+    return rc ? rc : kb_wait(m, id);
+}
+
+Test(coll_user, queue_calls_outside_a_collective_are_kernel_errors_and_leave_the_queues_alone)
+{
+    kb_machine *m = with_pass();
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    cf_check_all_reduce(m, t, "pass", KB_SUM, 4, 8, KB_F32, NULL); /* installs the queues */
+    const struct {
+        const char *name;
+        tl_kernel_fn fn;
+        const char *call;
+    } k[] = {{"stray_send", stray_send, "tl_send"}, {"stray_recv", stray_recv, "tl_recv_async"}};
+    for (size_t i = 0; i < 2; i++) {
+        cr_assert_eq(launch_normal(m, t, k[i].name, k[i].fn), KB_ESTATE, "%s", kb_last_error(m));
+        char want[96];
+        snprintf(want, sizeof want, "%s: kernel '%s' was not launched by a collective call",
+                 k[i].call, k[i].name);
+        cr_assert(strstr(kb_last_error(m), want) && strstr(kb_last_error(m), "program 0 on sip0"),
+                  "%s", kb_last_error(m));
+    }
+    /* the install is reused: no stray message, no parked receive */
+    kb_tensor u = cf_tensor(m, "y", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    cf_check_all_reduce(m, u, "pass", KB_SUM, 4, 8, KB_F32, NULL);
     kb_close(m);
 }

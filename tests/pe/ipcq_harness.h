@@ -14,6 +14,7 @@
 #include "ccl/ccl_config.h"
 #include "ccl/install.h"
 #include "ccl/plan.h"
+#include "kernbench/dist.h"
 #include "kernel/tl_internal.h"
 #include "pe/ipcq.h"
 #include "support/machine.h"
@@ -83,6 +84,8 @@ static inline kb__tl_launch_desc qm_desc(const char *name, tl_kernel_fn fn, uint
     d.n_args = 1;
     d.args[0].kind = KB__TL_ARG_I64;
     d.args[0].i = (int64_t)(intptr_t)arg;
+    static const kb_ccl_sched sched; /* the queues serve collective launches only */
+    d.coll = &sched;
     return d;
 }
 

@@ -295,6 +295,8 @@ Test(ipcq_errors, queue_calls_without_an_install_are_kernel_errors)
     tm_params_simple(&p);
     tm_init(&m, 1, &p);
     kb__tl_launch_desc d = tm_desc("rank_only", rank_only, 1, NULL);
+    static const kb_ccl_sched sched; /* a collective's launch, on a PE without queues */
+    d.coll = &sched;
     kb__err e;
     cr_assert_eq(tm_run(&m, &d, 1, &e, NULL), KB_ESTATE);
     cr_assert(strstr(e.msg, "tl_rank: no inter-PE queues are installed on this PE"), "%s", e.msg);
