@@ -518,14 +518,13 @@ static int add_outputs(coll_call *c, const int32_t *owner, kb__err *err)
                                      : "no input buffer on this PE (outputs must sit on the "
                                        "input buffers' PEs)");
             if (t->dtype != c->dtype || shard_elems(t, s) != want)
-                return kb__err_set(err, KB_EINVAL,
-                                   "collective %s: output '%s' shard %d on %s is %s [%lld "
-                                   "elements], expected %s [%lld] (%u ranks x %lld input "
-                                   "elements)",
-                                   c->what, t->name, s, pe_name(m, gi, pn, sizeof pn),
-                                   kb__dtype_name(t->dtype), (long long)shard_elems(t, s),
-                                   kb__dtype_name(c->dtype), (long long)want, c->p,
-                                   (long long)c->elems);
+                return kb__err_set(
+                    err, KB_EINVAL,
+                    "collective %s: output '%s' shard %d on %s is %s [%lld elements], expected "
+                    "%s [%lld] (%lld input elements %s %u ranks)",
+                    c->what, t->name, s, pe_name(m, gi, pn, sizeof pn), kb__dtype_name(t->dtype),
+                    (long long)shard_elems(t, s), kb__dtype_name(c->dtype), (long long)want,
+                    (long long)c->elems, c->r->kind == KB__CCL_REDUCE_SCATTER ? "/" : "x", c->p);
             b->out = t;
             b->out_shard = s;
             got++;
