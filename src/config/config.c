@@ -228,9 +228,14 @@ int kb__cfg_read_file(const char *path, char **text, size_t *len, kb__err *err)
     if (!f) return kb__err_set(err, KB_EIO, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
+    int too_big = 0, read_errno = 0;
     while (buf) {
         n += fread(buf + n, 1, cap - n, f);
         if (n < cap) break;
+        if (cap >= KB__CFG_FILE_MAX) { /* /dev/zero, a log, a disk image... */
+            too_big = 1;
+            break;
+        }
         char *nb = realloc(buf, cap * 2);
         if (!nb) {
             free(buf);
@@ -241,11 +246,15 @@ int kb__cfg_read_file(const char *path, char **text, size_t *len, kb__err *err)
         cap *= 2;
     }
     int bad = ferror(f);
+    if (bad) read_errno = errno;
     fclose(f);
     if (!buf) return kb__err_set(err, KB_ENOMEM, "%s: out of memory", path);
-    if (bad) {
+    if (too_big || bad) {
         free(buf);
-        return kb__err_set(err, KB_EIO, "%s: read error", path);
+        if (too_big)
+            return kb__err_set(err, KB_ECONFIG, "%s: larger than %d MiB; not a configuration file",
+                               path, KB__CFG_FILE_MAX >> 20);
+        return kb__err_set(err, KB_EIO, "%s: cannot read: %s", path, strerror(read_errno));
     }
     buf[n] = '\0'; /* n < cap: the loop stops on a short read */
     *text = buf;

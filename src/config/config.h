@@ -53,9 +53,14 @@ typedef struct kb__cfg kb__cfg;
  * file:line:col and libyaml's problem text; *out is NULL on failure. */
 int kb__cfg_parse_file(kb__cfg **out, const char *path, kb__err *err);
 
+/* Largest configuration file read (machine descriptions and ccl.yaml are
+ * kilobytes): reading stops there instead of exhausting memory. */
+#define KB__CFG_FILE_MAX (16 << 20)
+
 /* The whole file at path: *text (malloc'd, NUL-terminated after its *len
  * bytes) is the caller's. Errors: KB_EIO ("PATH: cannot open: ...",
- * "PATH: read error"), KB_ENOMEM. */
+ * "PATH: cannot read: Is a directory"), KB_ECONFIG (more than
+ * KB__CFG_FILE_MAX bytes), KB_ENOMEM. */
 int kb__cfg_read_file(const char *path, char **text, size_t *len, kb__err *err);
 
 /* Same from a buffer of len bytes; name stands for the file in messages. */

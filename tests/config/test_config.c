@@ -103,6 +103,24 @@ Test(config, parse_file_reports_missing_file)
     cr_assert(strstr(err.msg, "/nonexistent/x.yaml: cannot open"));
 }
 
+Test(config, parse_file_reports_a_directory)
+{
+    kb__cfg *cfg;
+    kb__err err;
+    cr_assert_eq(kb__cfg_parse_file(&cfg, "/", &err), KB_EIO);
+    cr_assert_str_eq(err.msg, "/: cannot read: Is a directory");
+}
+
+/* An endless file is cut at KB__CFG_FILE_MAX, not read until memory runs out. */
+Test(config, parse_file_stops_at_the_size_limit)
+{
+    kb__cfg *cfg;
+    kb__err err;
+    cr_assert_eq(kb__cfg_parse_file(&cfg, "/dev/zero", &err), KB_ECONFIG);
+    cr_assert_str_eq(err.msg, "/dev/zero: larger than 16 MiB; not a configuration file");
+    cr_assert_null(cfg);
+}
+
 /* ---- units ---------------------------------------------------------------- */
 
 Test(config_units, sizes_with_decimal_and_binary_units)
