@@ -10,6 +10,7 @@
  * Cost: O(keys x known names) string compares; nothing here is hot.
  */
 #include "ccl/ccl_config.h"
+#include "ccl/algorithms/algorithms.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -157,12 +158,22 @@ static int read_field(const kb__cfg_node *n, kb__ccl_field f, kb__ccl_settings *
         break;
     }
     if (kb__cfg_size(n, &v, err)) return KB_ECONFIG;
-    if (f == KB__CCL_F_SLOT_SIZE && (v == 0 || v % KB__CCL_SLOT_ALIGN || v > (1ull << 31)))
+    /* A slot holds the 64-byte descriptor and at least as much payload. */
+    if (f == KB__CCL_F_SLOT_SIZE &&
+        (v < 2 * KB__CCL_SLOT_ALIGN || v % KB__CCL_SLOT_ALIGN || v > (1ull << 31)))
         return kb__cfg_fail(n, 0, err,
-                            "expected a positive multiple of %u bytes up to 2GiB, got '%.60s'",
-                            KB__CCL_SLOT_ALIGN, n->text);
-    if (v == 0 || v > (1ull << 31))
-        return kb__cfg_fail(n, 0, err, "expected a size from 1 byte to 2GiB, got '%.60s'", n->text);
+                            "expected a multiple of %u bytes from %u (the %u-byte descriptor and "
+                            "some payload) to 2GiB, got '%.60s'",
+                            KB__CCL_SLOT_ALIGN, 2 * KB__CCL_SLOT_ALIGN, KB__CCL_SLOT_ALIGN, n->text);
+    /* Each chunk and each credit is a fabric message: chunks under 64 bytes
+     * or credits over 1 MiB (the machine's pe.ipcq.credit_bytes limit) only
+     * make the simulation crawl. */
+    uint64_t lo = f == KB__CCL_F_VC_CHUNK_SIZE ? 64 : 1;
+    uint64_t hi = f == KB__CCL_F_CREDIT_SIZE ? 1ull << 20 : 1ull << 31;
+    if (v < lo || v > hi)
+        return kb__cfg_fail(n, 0, err, "expected a size from %s to %s, got '%.60s'",
+                            lo == 1 ? "1 byte" : "64 bytes", hi == 1ull << 20 ? "1MiB" : "2GiB",
+                            n->text);
     if (f == KB__CCL_F_SLOT_SIZE) s->slot_size = v;
     if (f == KB__CCL_F_VC_CHUNK_SIZE) s->vc_chunk_size = v;
     if (f == KB__CCL_F_CREDIT_SIZE) s->credit_size = v;
@@ -222,6 +233,14 @@ static int read_algo(loader *L, const char *name, kb__ccl_algo *a, kb__err *err)
         if (kb__cfg_enum(coll, coll_names, COUNT(coll_names), &e, err)) return KB_ECONFIG;
         a->collective = (kb__ccl_collective)e;
     }
+    /* A built-in module's collective and topology are known now (user
+     * modules, registered per machine, are checked when a call runs one). */
+    const kb__ccl_module *bm = kb__ccl_module_find(a->module);
+    if (bm && (bm->collective != a->collective || bm->topology != a->topology))
+        return kb__cfg_fail(bm->topology != a->topology ? top : coll ? coll : mod, 0, err,
+                            "module '%s' implements %s over %s, the algorithm is %s over %s",
+                            a->module, coll_names[bm->collective], topo_names[bm->topology],
+                            coll_names[a->collective], topo_names[a->topology]);
     a->s = L->c->defaults;
     memcpy(a->at, L->default_at, sizeof a->at);
     return read_settings(m[0], m[1], &a->s, a->at, err);
@@ -549,9 +568,17 @@ int kb__ccl_resolve(const kb__ccl_algo *a, const kb__topo_params *p, uint32_t wo
     const char *what;
     out->capacity_bytes = capacity_per_rank(p, a->s.buffer_kind, ws, &what);
     if (out->queue_bytes <= out->capacity_bytes) return 0;
-    kb__ccl_field f = a->at[KB__CCL_F_SLOT_SIZE] ? KB__CCL_F_SLOT_SIZE
-                      : a->at[KB__CCL_F_N_SLOTS] ? KB__CCL_F_N_SLOTS
-                                                 : KB__CCL_F_BUFFER_KIND;
+    /* Point at what the user changed: an override (--set) of n_slots or
+     * buffer_kind over slot_size from the file, else slot_size, n_slots,
+     * buffer_kind in that order. */
+    static const kb__ccl_field blame[] = {KB__CCL_F_SLOT_SIZE, KB__CCL_F_N_SLOTS,
+                                          KB__CCL_F_BUFFER_KIND};
+    kb__ccl_field f = KB__CCL_F_BUFFER_KIND;
+    for (int pass = 0, found = 0; pass < 2 && !found; pass++)
+        for (size_t i = 0; i < COUNT(blame) && !found; i++) {
+            const kb__cfg_node *n = a->at[blame[i]];
+            if (n && (pass || n->line == 0)) f = blame[i], found = 1; /* line 0: an override */
+        }
     return fail_setting(a, f, 0, err,
                         "receive queues do not fit: n_slots %u x slot_size %llu x %u neighbours "
                         "(%s) = %llu bytes per rank, but %s buffers hold %llu bytes (%s)",

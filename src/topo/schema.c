@@ -180,7 +180,7 @@ static const kb__param schema[] = {
     KIND("pe.ipcq.kind", pe.ipcq_kind, "pe_ipcq", PE_IPCQ),
     {"pe.ipcq.credit_bytes", KB__PT_SIZE, F(pe.ipcq_credit_bytes), "64", 1, 1048576, 0, -1, "bytes",
      "size of a credit message"},
-    {"pe.ipcq.vc_chunk_bytes", KB__PT_SIZE, F(pe.ipcq_vc_chunk_bytes), "4096", 1, 1073741824, 0, -1,
+    {"pe.ipcq.vc_chunk_bytes", KB__PT_SIZE, F(pe.ipcq_vc_chunk_bytes), "4096", 64, 1073741824, 0, -1,
      "bytes", "chunk size of a virtual-channel transfer"},
     TIME("pe.ipcq.poll_interval_ns", pe.ipcq_poll_interval_ns, "20",
          "interval between polls of a queue"),

@@ -135,8 +135,43 @@ Test(ccl_config_errors, unknown_top_level_key_lists_the_known_ones)
 Test(ccl_config_errors, slot_size_not_a_multiple_of_64)
 {
     load_bad("defaults:\n  slot_size: 100\n", NULL,
-             "bad.yaml:2:14: defaults.slot_size: expected a positive multiple of 64 bytes up to "
-             "2GiB, got '100'");
+             "bad.yaml:2:14: defaults.slot_size: expected a multiple of 64 bytes from 128 (the "
+             "64-byte descriptor and some payload) to 2GiB, got '100'");
+}
+
+Test(ccl_config_errors, slot_size_of_only_a_descriptor)
+{
+    load_bad("defaults:\n  slot_size: 64\n", NULL,
+             "bad.yaml:2:14: defaults.slot_size: expected a multiple of 64 bytes from 128 (the "
+             "64-byte descriptor and some payload) to 2GiB, got '64'");
+}
+
+/* Every chunk and credit is a fabric message: sizes that would make a run
+ * crawl are refused when loading. */
+Test(ccl_config_errors, vc_chunk_and_credit_sizes_are_bounded)
+{
+    load_bad("defaults:\n  vc_chunk_size: 32\n", NULL,
+             "bad.yaml:2:18: defaults.vc_chunk_size: expected a size from 64 bytes to 2GiB, got "
+             "'32'");
+    load_bad("defaults:\n  credit_size: 2MiB\n", NULL,
+             "bad.yaml:2:16: defaults.credit_size: expected a size from 1 byte to 1MiB, got "
+             "'2MiB'");
+    kb__ccl_config *c = load_ok("defaults:\n  vc_chunk_size: 64\n  credit_size: 1MiB\n", NULL, 0);
+    cr_assert_eq(c->defaults.vc_chunk_size, 64);
+    cr_assert_eq(c->defaults.credit_size, 1u << 20);
+    kb__ccl_config_destroy(c);
+}
+
+/* Built-in modules are known when loading: one named over another topology
+ * or collective than it implements points at the key that disagrees. */
+Test(ccl_config_errors, built_in_module_over_the_wrong_topology_or_collective)
+{
+    load_bad("algorithms:\n  x:\n    module: mesh_allreduce\n    topology: ring_1d\n", NULL,
+             "bad.yaml:4:15: algorithms.x.topology: module 'mesh_allreduce' implements "
+             "all_reduce over mesh_2d, the algorithm is all_reduce over ring_1d");
+    load_bad("algorithms:\n  x:\n    module: ring_broadcast\n    topology: ring_1d\n", NULL,
+             "bad.yaml:3:13: algorithms.x.module: module 'ring_broadcast' implements broadcast "
+             "over ring_1d, the algorithm is all_reduce over ring_1d");
 }
 
 Test(ccl_config_errors, n_slots_below_one)
@@ -227,7 +262,7 @@ Test(ccl_config_set, defaults_override_reaches_algorithms_without_their_own_valu
 Test(ccl_config_set, algorithm_key_override_and_new_algorithm)
 {
     const char *sets[] = {"ccl.algorithms.hello_send.n_slots=3",
-                          "ccl.algorithms.mine={module: ring_allreduce, topology: tree}"};
+                          "ccl.algorithms.mine={module: tree_allreduce, topology: tree}"};
     kb__ccl_config *c;
     kb__err err;
     cr_assert_eq(kb__ccl_config_load(&c, NULL, sets, 2, &err), 0, "%s", err.msg);
@@ -344,6 +379,24 @@ Test(ccl_resolve, queues_that_do_not_fit_tcm_point_at_slot_size)
              "hold %llu bytes (usable TCM per PE (pe.tcm.size - pe.tcm.reserved))",
              need, cap);
     cr_assert_str_eq(err.msg, want);
+    kb__ccl_config_destroy(c);
+}
+
+/* The file's slot_size fits; an override of n_slots makes the queues too big:
+ * the message points at the override the user typed, not at the file. */
+Test(ccl_resolve, queues_that_do_not_fit_point_at_the_override)
+{
+    kb__topo_params p;
+    kb__topo_params_default(&p);
+    const char *set = "ccl.algorithms.a.n_slots=1000";
+    kb__ccl_config *c = load_ok(ALG "    n_slots: 2\n    slot_size: 64KiB\n", &set, 1);
+    kb__ccl_resolved r;
+    kb__err err;
+    cr_assert_gt(1000ull * 65536 * 2, p.pe.tcm_size - p.pe.tcm_reserved);
+    cr_assert_eq(kb__ccl_resolve(only(c), &p, 8, &r, &err), KB_ECONFIG);
+    cr_assert(strstr(err.msg, "--set ccl.algorithms.a.n_slots=1000") == err.msg, "%s", err.msg);
+    cr_assert(strstr(err.msg, "receive queues do not fit: n_slots 1000 x slot_size 65536"), "%s",
+              err.msg);
     kb__ccl_config_destroy(c);
 }
 

@@ -173,9 +173,11 @@ static void send_e_from_3(tl_ctx *k)
 
 Test(ipcq_errors, send_without_a_neighbour_names_the_rank)
 {
-    const char *s[] = {"ccl.algorithms.hello_send.topology=tree"};
+    /* the queues of a tree, for this test's own kernel */
+    const char *s[] = {"ccl.algorithms.hello_send.topology=tree",
+                       "ccl.algorithms.hello_send.module=tree_test_kernel"};
     qm m;
-    qm_init(&m, 4, s, 1, NULL, 0);
+    qm_init(&m, 4, s, 2, NULL, 0);
     kb__err e;
     cr_assert_eq(qm_run(&m, "tree_send", send_e_from_3, NULL, &e, NULL), KB_EINVAL);
     char want[128];
@@ -233,9 +235,11 @@ static void neighbours(tl_ctx *k)
 
 Test(ipcq_errors, has_neighbor_follows_the_tree)
 {
-    const char *s[] = {"ccl.algorithms.hello_send.topology=tree"};
+    /* the queues of a tree, for this test's own kernel */
+    const char *s[] = {"ccl.algorithms.hello_send.topology=tree",
+                       "ccl.algorithms.hello_send.module=tree_test_kernel"};
     qm m;
-    qm_init(&m, 5, s, 1, NULL, 0);
+    qm_init(&m, 5, s, 2, NULL, 0);
     int out[5] = {0};
     kb__err e;
     cr_assert_eq(qm_run(&m, "nb", neighbours, out, &e, NULL), 0, "%s", e.msg);
