@@ -202,6 +202,16 @@ int kb_bench_fail(kb_bench_result *r, int code, const char *fmt, ...)
     return code;
 }
 
+int kb_bench_bad_option(kb_bench_result *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->error, sizeof r->error, fmt, ap);
+    va_end(ap);
+    r->usage_error = 1;
+    return KB_EINVAL;
+}
+
 int kb_bench_passed(const kb_bench_result *r)
 {
     if (r->error[0] || r->any_fail) return 0;

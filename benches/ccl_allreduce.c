@@ -69,32 +69,73 @@ static int placement(kb_machine *m, int64_t world, kb_policy *p, kb_bench_result
         p->sip = p->cube = KB_ROW_WISE;
         p->num_sips = (int)(world / per_sip), p->num_cubes = cubes, p->num_pes = pes;
     } else {
-        return kb_bench_fail(r, KB_EINVAL,
-                             "ccl_allreduce: world %lld has no placement: use 2..%d, a multiple "
-                             "of %d up to %lld, or a multiple of %lld up to %lld",
-                             (long long)world, pes, pes, (long long)per_sip, (long long)per_sip,
-                             (long long)per_sip * sips);
+        return kb_bench_bad_option(r,
+                                   "ccl_allreduce: --opt world=%lld has no placement: use 2..%d, "
+                                   "a multiple of %d up to %lld, or a multiple of %lld up to %lld",
+                                   (long long)world, pes, pes, (long long)per_sip,
+                                   (long long)per_sip, (long long)per_sip * sips);
     }
     return 0;
 }
 
+/* An algorithm name the options can hand to the configuration: the
+ * characters a "--set ccl.algorithms.NAME..." path part may hold (letters,
+ * digits, '_', '-'), so neither YAML syntax nor a path separator can ride
+ * in on the value. */
+static int plain_name(const char *s)
+{
+    size_t len = strlen(s);
+    return len && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == len;
+}
+
+/* Longest "ccl.algorithms.NAME.buffer_kind=KIND" with NAME and KIND
+ * shorter than an option value. */
+#define SET_MAX (2 * KB_BENCH_VALUE_MAX + 32)
+
 /* ccl.yaml overrides for the options, written to sets; returns how many,
  * or a negative status (message in r). `buffer` goes to the algorithm that
- * will run: the one named, else the configuration's all_reduce default. */
-static int overrides(kb_machine *m, const char *algorithm, const char *buffer, char sets[2][160],
-                     kb_bench_result *r)
+ * will run: the one named, else the configuration's all_reduce default.
+ * algorithm and buffer are checked already (check_names). */
+static int overrides(kb_machine *m, const char *algorithm, const char *buffer,
+                     char sets[2][SET_MAX], kb_bench_result *r)
 {
     int n = 0;
-    char def[128];
-    if (algorithm) snprintf(sets[n++], 160, "ccl.defaults.algorithm.all_reduce=%s", algorithm);
+    char def[KB_BENCH_VALUE_MAX];
+    if (algorithm) snprintf(sets[n++], SET_MAX, "ccl.defaults.algorithm.all_reduce=%s", algorithm);
     if (buffer && !algorithm) {
         int rc = kb_ccl_default_algorithm(m, "all_reduce", def, sizeof def);
         if (rc)
-            return kb_bench_fail(r, rc, "ccl_allreduce: buffer=%s: %s", buffer, kb_last_error(m));
+            return kb_bench_fail(r, rc, "ccl_allreduce: --opt buffer=%s: %s", buffer,
+                                 kb_last_error(m));
+        if (!plain_name(def))
+            return kb_bench_bad_option(r,
+                                       "ccl_allreduce: --opt buffer=%s: the default all_reduce "
+                                       "algorithm '%s' cannot be named in an override; give "
+                                       "--opt algorithm=NAME too",
+                                       buffer, def);
         algorithm = def;
     }
-    if (buffer) snprintf(sets[n++], 160, "ccl.algorithms.%s.buffer_kind=%s", algorithm, buffer);
+    if (buffer)
+        snprintf(sets[n++], SET_MAX, "ccl.algorithms.%s.buffer_kind=%s", algorithm, buffer);
     return n;
+}
+
+/* The options' values checked before they go into an override. */
+static int check_names(const char *algorithm, const char *buffer, int64_t bytes,
+                       kb_bench_result *r)
+{
+    if (algorithm && !plain_name(algorithm))
+        return kb_bench_bad_option(r,
+                                   "ccl_allreduce: --opt algorithm=%s: expected an algorithm "
+                                   "name of letters, digits, '_' and '-'",
+                                   algorithm);
+    if (buffer && strcmp(buffer, "tcm") && strcmp(buffer, "sram") && strcmp(buffer, "hbm"))
+        return kb_bench_bad_option(r, "ccl_allreduce: --opt buffer=%s: expected tcm, sram or hbm",
+                                   buffer);
+    if (bytes % 4)
+        return kb_bench_bad_option(r, "ccl_allreduce: --opt bytes=%lld: not a multiple of 4 (f32)",
+                                   (long long)bytes);
+    return 0;
 }
 
 /* Copies each rank's row in through one row-sized host buffer: the host
@@ -140,13 +181,24 @@ static int check(kb_machine *m, kb_tensor t, kb_bench_result *r, float *row, int
     return rc;
 }
 
+/* The name of the algorithm that ran, whole: kb_ccl_report holds only its
+ * first 63 bytes, the configuration the full name (ccl.yaml sets no limit;
+ * a note holds KB_BENCH_NOTE_MAX - 1 bytes). */
+static void note_algorithm(kb_bench_result *r, const kb_ccl_report *c)
+{
+    char name[KB_BENCH_NOTE_MAX];
+    int whole = !kb_ccl_default_algorithm(r->m, "all_reduce", name, sizeof name) &&
+                !strncmp(name, c->algorithm, sizeof c->algorithm - 1);
+    kb_bench_note(r, "algorithm", "%s", whole ? name : c->algorithm);
+}
+
 static void report(kb_bench_result *r, int64_t world, int64_t bytes)
 {
     kb_ccl_report c;
     if (kb_ccl_last(r->m, &c)) return;
     double t_ps = (double)(c.end_ps - c.start_ps), run_ps = (double)(c.run_end_ps - c.run_start_ps);
     double p = (double)world, alg = t_ps > 0 ? (double)bytes / (t_ps * 1e-12) / 1e9 : 0;
-    kb_bench_note(r, "algorithm", "%s", c.algorithm);
+    note_algorithm(r, &c);
     kb_bench_note(r, "queues", "%d x %llu B slots in %s, messages of up to %llu B", c.n_slots,
                   (unsigned long long)c.slot_size, c.buffer_kind,
                   (unsigned long long)c.piece_bytes);
@@ -182,20 +234,17 @@ static int ccl_allreduce(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     if (rc) return rc;
     const char *algorithm = kb_bench_opt_str(o, "algorithm", NULL);
     const char *buffer = kb_bench_opt_str(o, "buffer", NULL);
-    if (bytes % 4)
-        return kb_bench_fail(r, KB_EINVAL,
-                             "ccl_allreduce: bytes = %lld is not a multiple of 4 (f32)",
-                             (long long)bytes);
+    if ((rc = check_names(algorithm, buffer, bytes, r))) return rc;
     kb_policy p;
     if ((rc = placement(m, world, &p, r))) return rc;
-    char sets[2][160];
+    char sets[2][SET_MAX];
     const char *setv[2] = {sets[0], sets[1]};
     int n_sets = overrides(m, algorithm, buffer, sets, r);
     if (n_sets < 0) return n_sets;
     if (n_sets && (rc = kb_ccl_override(m, setv, (size_t)n_sets))) {
         /* a name or kind the configuration does not know: a bad option value */
         r->usage_error = rc == KB_ECONFIG || rc == KB_ENOTFOUND;
-        char typed[2][96] = {"", ""};
+        char typed[2][KB_BENCH_VALUE_MAX + 32] = {"", ""};
         if (algorithm) snprintf(typed[0], sizeof typed[0], " --opt algorithm=%s", algorithm);
         if (buffer) snprintf(typed[1], sizeof typed[1], " --opt buffer=%s", buffer);
         return kb_bench_fail(r, rc, "ccl_allreduce:%s%s: %s", typed[0], typed[1], kb_last_error(m));
@@ -214,6 +263,10 @@ static int ccl_allreduce(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     }
     if (!rc) report(r, world, bytes);
     if (!rc && !r->no_data) rc = check(m, t, r, row, world, n);
+    if (rc == KB_ECONFIG && !r->error[0]) /* the algorithm cannot run on this world */
+        kb_bench_bad_option(r, "ccl_allreduce: --opt world=%lld%s%s: %s", (long long)world,
+                            algorithm ? " --opt algorithm=" : "", algorithm ? algorithm : "",
+                            kb_last_error(m));
     if (rc && !r->error[0]) kb_bench_fail(r, rc, "ccl_allreduce: %s", kb_last_error(m));
     if (t.id) kb_free(m, t);
     free(row);

@@ -128,9 +128,9 @@ static int layernorm(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     if (!rc) rc = kb_bench_opt_i64(o, "pes", pes, 1, pes, &np);
     if (rc) return rc;
     if (rows % np || (block & (block - 1)))
-        return kb_bench_fail(r, KB_EINVAL,
-                             "layernorm: rows = %lld must divide by pes = %lld and block = %lld "
-                             "must be a power of 2",
+        return kb_bench_bad_option(r,
+                                   "layernorm: --opt rows=%lld must divide by pes = %lld and "
+                                   "--opt block=%lld must be a power of 2",
                              (long long)rows, (long long)np, (long long)block);
     size_t n = (size_t)(rows * cols);
     float *x, *w, *b, *y, *want;

@@ -162,20 +162,22 @@ static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, mm_cfg 
     if (rc) return rc;
     const char *dist = kb_bench_opt_str(o, "dist", "pe");
     if (strcmp(dist, "pe") && strcmp(dist, "all"))
-        return kb_bench_fail(r, KB_EINVAL, "matmul: dist must be 'pe' or 'all', got '%s'", dist);
+        return kb_bench_bad_option(r, "matmul: --opt dist=%s: expected 'pe' or 'all'", dist);
     c->all = !strcmp(dist, "all");
     int64_t p2[3] = {c->bl.bm, c->bl.bn, c->bl.bk};
     for (int i = 0; i < 3; i++)
-        if (p2[i] & (p2[i] - 1))
-            return kb_bench_fail(r, KB_EINVAL, "matmul: bm, bn, bk must be powers of 2, got %lld",
-                                 (long long)p2[i]);
+        if (p2[i] & (p2[i] - 1)) {
+            const char *key = i == 0 ? "bm" : i == 1 ? "bn" : "bk";
+            return kb_bench_bad_option(r, "matmul: --opt %s=%s: bm, bn and bk must be powers of 2",
+                                       key, kb_bench_opt_str(o, key, ""));
+        }
     int sips, cubes, pes;
     kb_machine_shape(m, &sips, &cubes, &pes);
     int64_t row_units = (int64_t)cubes * (kb_get_device(m) < 0 ? sips : 1);
     if (c->all && (c->m % row_units || c->n % pes))
-        return kb_bench_fail(r, KB_EINVAL,
-                             "matmul dist=all: m = %lld must divide by %lld (SIPs x cubes) and "
-                             "n = %lld by %d (PEs per cube)",
+        return kb_bench_bad_option(r,
+                                   "matmul: --opt dist=all needs m = %lld to divide by %lld "
+                                   "(SIPs x cubes) and n = %lld by %d (PEs per cube)",
                              (long long)c->m, (long long)row_units, (long long)c->n, pes);
     return 0;
 }

@@ -125,9 +125,9 @@ static int qkv_multi(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     if (!rc) rc = kb_bench_opt_i64(o, "pes", pes, 1, pes, &np);
     if (rc) return rc;
     if (c.m % nc || c.n % np)
-        return kb_bench_fail(r, KB_EINVAL,
-                             "qkv_gemm_multi_pe: m = %lld must divide by cubes = %lld and n = "
-                             "%lld by pes = %lld",
+        return kb_bench_bad_option(r,
+                                   "qkv_gemm_multi_pe: --opt m=%lld must divide by cubes = %lld "
+                                   "and --opt n=%lld by pes = %lld",
                              (long long)c.m, (long long)nc, (long long)c.n, (long long)np);
     int s = kb__bench_sips(m);
     c.px = (kb_policy){KB_REPLICATE, KB_ROW_WISE, KB_REPLICATE, s, (int)nc, (int)np};

@@ -71,7 +71,7 @@ static int softmax(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     if (!rc) rc = kb_bench_opt_i64(o, "pes", pes, 1, pes, &np);
     if (rc) return rc;
     if (rows % np)
-        return kb_bench_fail(r, KB_EINVAL, "softmax: rows = %lld must divide by pes = %lld",
+        return kb_bench_bad_option(r, "softmax: --opt rows=%lld must divide by pes = %lld",
                              (long long)rows, (long long)np);
     size_t n = (size_t)(rows * cols);
     float *x, *y, *want;

@@ -107,12 +107,13 @@ static int va_offset(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     if (!rc) rc = kb_bench_opt_i64(o, "block", 64, 1, 1 << 16, &block);
     if (rc) return rc;
     int64_t pow2[3] = {bm, bn, block};
+    static const char *const pow2_keys[3] = {"bm", "bn", "block"};
     for (int i = 0; i < 3; i++)
         if (pow2[i] & (pow2[i] - 1))
-            return kb_bench_fail(r, KB_EINVAL,
-                                 "va_offset: bm, bn and block must be powers of 2 "
-                                 "(arange), got %lld",
-                                 (long long)pow2[i]);
+            return kb_bench_bad_option(r,
+                                       "va_offset: --opt %s=%s: bm, bn and block must be "
+                                       "powers of 2 (arange)",
+                                       pow2_keys[i], kb_bench_opt_str(o, pow2_keys[i], ""));
     rc = pattern(m, r, 2, (int64_t[]){M, units * per_pe}, (int64_t[]){bm, bn}, 1);
     if (!rc) rc = pattern(m, r, 1, (int64_t[]){units * n1_per_pe}, (int64_t[]){block, 0}, 0);
     return rc;

@@ -37,10 +37,10 @@ static int vector_add(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     if (!rc) rc = kb_bench_opt_i64(o, "pes", pes, 1, pes, &np);
     if (rc) return rc;
     if (block & (block - 1))
-        return kb_bench_fail(r, KB_EINVAL, "vector_add: block must be a power of 2, got %lld",
-                             (long long)block);
+        return kb_bench_bad_option(r, "vector_add: --opt block=%s: not a power of 2",
+                                   kb_bench_opt_str(o, "block", ""));
     if (n % (nc * np))
-        return kb_bench_fail(r, KB_EINVAL, "vector_add: n = %lld must divide by cubes x pes = %lld",
+        return kb_bench_bad_option(r, "vector_add: --opt n=%lld must divide by cubes x pes = %lld",
                              (long long)n, (long long)(nc * np));
     float *x, *y, *out;
     if (kb__bench_alloc((size_t)n, &x, &y, &out, NULL))

@@ -149,6 +149,12 @@ KB_API void kb_bench_measure_end(kb_bench_result *r);
 /* Stores a message for the runner to print; returns code. */
 KB_API int kb_bench_fail(kb_bench_result *r, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same for an option value the bench cannot use (a size that does not
+ * divide, a world with no placement, a name it does not know): sets
+ * r->usage_error, so `kernbench run` exits 2; returns KB_EINVAL. Name the
+ * option as typed in the message ("--opt block=3: ..."). */
+KB_API int kb_bench_bad_option(kb_bench_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* 1 when the run succeeded and every check passed (with at least one
  * check, except under no_data). */

@@ -115,6 +115,52 @@ grep -q "bad.yaml:[0-9]*:[0-9]*: " "$tmp/err" || fail "no FILE:LINE:COL: $(cat "
 [ $? -eq 2 ] || fail "a missing --ccl file should exit 2"
 grep -q "none.yaml: cannot open" "$tmp/err" || fail "missing file message: $(cat "$tmp/err")"
 
+# A bench option value the bench cannot use is a usage error (exit 2) that
+# names the option as typed.
+# usage_opt TEXT ARGS...: run must exit 2 with TEXT in its message
+usage_opt() {
+    local want=$1
+    shift
+    "$kb" run --no-data "$@" >/dev/null 2>"$tmp/err"
+    [ $? -eq 2 ] || fail "run $* should exit 2: $(cat "$tmp/err")"
+    grep -qF -- "$want" "$tmp/err" || fail "run $*: message lacks '$want': $(cat "$tmp/err")"
+}
+usage_opt "--opt world=12" --bench ccl_allreduce --opt world=12
+usage_opt "--opt bytes=6" --bench ccl_allreduce --opt bytes=6 --opt world=4
+usage_opt "--opt world=2 --opt algorithm=mesh_allreduce" --bench ccl_allreduce \
+    --opt algorithm=mesh_allreduce --opt world=2
+usage_opt "--opt block=3" --bench vector_add --opt block=3
+usage_opt "--opt n=7" --bench vector_add --opt n=7
+usage_opt "--opt bm=3" --bench matmul --opt bm=3
+usage_opt "--opt dist=rows" --bench matmul --opt dist=rows
+usage_opt "--opt dist=all" --bench matmul --opt dist=all --opt m=3
+usage_opt "--opt rows=7" --bench softmax --opt rows=7
+usage_opt "--opt rows=7" --bench layernorm --opt rows=7
+usage_opt "--opt m=3" --bench qkv_gemm_multi_pe --opt m=3
+usage_opt "--opt block=3" --bench va_offset --opt block=3
+# Option values never reach the configuration as YAML: an algorithm is a
+# plain name, buffer one of tcm, sram, hbm.
+usage_opt "--opt algorithm=mesh_allreduce # x" --bench ccl_allreduce \
+    --opt 'algorithm=mesh_allreduce # x'
+usage_opt "--opt algorithm=tree_allreduce # x" --bench ccl_allreduce \
+    --opt 'algorithm=tree_allreduce # x' --opt buffer=hbm
+usage_opt "--opt algorithm=a.b" --bench ccl_allreduce --opt algorithm=a.b
+usage_opt '--opt buffer="hbm"' --bench ccl_allreduce --opt buffer='"hbm"'
+usage_opt "--opt buffer=hbm # x" --bench ccl_allreduce --opt 'buffer=hbm # x'
+# The algorithm note carries a long algorithm name whole.
+long=ring_$(printf 'x%.0s' $(seq 90))
+cat >"$tmp/long.yaml" <<EOF
+defaults:
+  algorithm: {all_reduce: $long}
+algorithms:
+  $long: {module: ring_allreduce, collective: all_reduce, topology: ring_1d}
+EOF
+"$kb" run --ccl "$tmp/long.yaml" $ar >"$tmp/out" 2>&1 || fail "long algorithm name: $(cat "$tmp/out")"
+grep -q "^algorithm *$long\$" "$tmp/out" ||
+    fail "the algorithm note cuts a long name: $(grep ^algorithm "$tmp/out")"
+"$kb" run --ccl "$tmp/long.yaml" $ar --opt buffer=hbm >"$tmp/out" 2>&1 ||
+    fail "long algorithm name, buffer=hbm: $(cat "$tmp/out")"
+
 # --device sip:1 puts a one-SIP world on SIP 1: same time, SIP 1's links.
 "$kb" run $ar --device sip:1 --json "$tmp/d1.json" >/dev/null || fail "ccl_allreduce --device sip:1"
 [ "$(jget "$tmp/d1.json" 'd["busiest_links"][0]["name"].split(".")[0]')" = sip1 ] ||
