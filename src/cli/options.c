@@ -76,6 +76,7 @@ int kb__cli_opt_common(kb__cli_opts *o, int argc, char **argv, int i, unsigned a
 {
     const char *arg = argv[i], *inl, *v;
     int used = 1;
+    o->accepted = accepted;
     if ((accepted & KB__OPT_HELP) && (!strcmp(arg, "--help") || !strcmp(arg, "-h"))) {
         o->help = 1;
         return 1;
@@ -109,6 +110,7 @@ int kb__cli_opt_common(kb__cli_opts *o, int argc, char **argv, int i, unsigned a
 int kb__cli_opts_parse(kb__cli_opts *o, int argc, char **argv, unsigned accepted)
 {
     kb__cli_opts_init(o, argv[0]);
+    o->accepted = accepted;
     for (int i = 1; i < argc;) {
         int n = kb__cli_opt_common(o, argc, argv, i, accepted);
         if (n == KB__CLI_OPTS_NOT_MINE)
@@ -126,7 +128,16 @@ int kb__cli_load_params(const kb__cli_opts *o, kb__topo_params *p)
 {
     kb__err err;
     kb__err_clear(&err);
-    /* "ccl.*" settings belong to the collective configuration (kb_open) */
+    /* "ccl.*" settings belong to the collective configuration (kb_open),
+     * which only subcommands taking --ccl load */
+    for (size_t i = 0; i < o->n_sets && !(o->accepted & KB__OPT_CCL); i++)
+        if (!strncmp(o->sets[i], "ccl.", 4)) {
+            fprintf(stderr,
+                    "kernbench %s: --set %s: %s does not use the collectives configuration; "
+                    "--set ccl.KEY=VALUE applies to run and list\n",
+                    o->cmd, o->sets[i], o->cmd);
+            return KB_CLI_USAGE;
+        }
     const char **topo_sets = o->n_sets ? malloc(o->n_sets * sizeof *topo_sets) : NULL;
     size_t n = 0;
     if (o->n_sets && !topo_sets) {

@@ -40,6 +40,7 @@ typedef struct kb__cli_opts {
     int json;              /* --json given */
     const char *json_file; /* its file, NULL or "-" for stdout */
     int help;              /* --help given */
+    unsigned accepted;     /* the KB__OPT_* the subcommand takes */
 } kb__cli_opts;
 
 /* Zeroes o for subcommand argv[0]. */
@@ -56,8 +57,10 @@ int kb__cli_opt_common(kb__cli_opts *o, int argc, char **argv, int i, unsigned a
  * already released). */
 int kb__cli_opts_parse(kb__cli_opts *o, int argc, char **argv, unsigned accepted);
 
-/* Loads the machine parameters the options describe. On error prints
- * "kernbench CMD: <message>" and returns the exit status (2 for bad
+/* Loads the machine parameters the options describe. "ccl." settings are
+ * left to the collective configuration (kb_open) of a subcommand that
+ * takes --ccl, and are a usage error for one that does not. On error
+ * prints "kernbench CMD: <message>" and returns the exit status (2 for bad
  * input: file, YAML or --set; 1 otherwise); 0 on success. */
 int kb__cli_load_params(const kb__cli_opts *o, kb__topo_params *p);
 

@@ -70,4 +70,11 @@ sed 's/"no_data": true/"no_data": false/' "$tmp/n.json" | cmp -s - "$tmp/a.json"
 grep -q "pe-remote-sip-hbm.*not supported" "$tmp/out" || fail "one-SIP machine should skip"
 "$kb" probe --set system.sips=1 --case pe-remote-sip-hbm >/dev/null 2>"$tmp/err"
 [ $? -eq 1 ] || fail "asking for an impossible case should exit 1"
+# probe has no collectives configuration: a ccl. setting is refused, not ignored.
+for s in ccl.bogus=1 ccl.defaults.n_slots=0; do
+    "$kb" probe --case h2d --set "$s" >/dev/null 2>"$tmp/err"
+    [ $? -eq 2 ] || fail "probe --set $s should exit 2"
+    grep -q "^kernbench probe: --set $s: probe does not use the collectives configuration" \
+        "$tmp/err" || fail "probe --set $s message: $(cat "$tmp/err")"
+done
 echo "probe.sh: ok"

@@ -78,6 +78,13 @@ check "missing file exits 2" $(( $? != 2 ))
 check "unknown option exits 2" $(( $? != 2 ))
 "$KB" topo --set > /dev/null 2>&1
 check "--set without a value exits 2" $(( $? != 2 ))
+# topo has no collectives configuration: a ccl. setting is refused, not ignored
+for s in ccl.bogus=1 ccl.defaults.n_slots=0; do
+    "$KB" topo --set "$s" > /dev/null 2> "$tmp/e4"
+    check "topo --set $s exits 2" $(( $? != 2 ))
+    grep -q "^kernbench topo: --set $s: topo does not use the collectives configuration" "$tmp/e4"
+    check "topo --set $s message" $?
+done
 "$KB" topo --help | grep -q "usage: kernbench topo"
 check "topo --help" $?
 
