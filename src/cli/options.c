@@ -153,17 +153,38 @@ int kb__cli_load_params(const kb__cli_opts *o, kb__topo_params *p)
     return rc == KB_ENOMEM ? KB_CLI_FAIL : KB_CLI_USAGE;
 }
 
+/* The length of the well-formed UTF-8 sequence at s (1 to 4), or 0: a
+ * stray continuation byte, a truncated sequence, an overlong form, a
+ * surrogate or a code point above U+10FFFF (RFC 3629). */
+static int utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    int n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+                                                    : c >= 0xf0 && c <= 0xf4 ? 4
+                                                                             : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
+        (c == 0xf4 && s[1] > 0x8f))
+        return 0;
+    return n;
+}
+
 void kb__cli_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        int n = utf8_len(p);
+        if (!n)
+            fputs("\\ufffd", f), n = 1;
+        else if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
         else
-            fputc(c, f);
+            fwrite(p, 1, (size_t)n, f);
+        p += n;
     }
     fputc('"', f);
 }

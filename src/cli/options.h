@@ -68,7 +68,8 @@ int kb__cli_load_params(const kb__cli_opts *o, kb__topo_params *p);
  * the problem. Close it with kb__cli_json_close(). */
 FILE *kb__cli_json_open(const kb__cli_opts *o);
 /* Writes s as a JSON string: quotes, backslashes and control characters
- * escaped. */
+ * escaped, well-formed UTF-8 kept, each byte of anything else written as
+ * \ufffd (so the output is valid JSON whatever the bytes). */
 void kb__cli_json_string(FILE *f, const char *s);
 int kb__cli_json_close(const kb__cli_opts *o, FILE *f);
 

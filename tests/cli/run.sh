@@ -30,6 +30,18 @@ python3 -m json.tool "$tmp/v.json" >/dev/null || fail "--json output does not pa
 "$kb" run --json >"$tmp/s.json" || fail "json to stdout"
 python3 -m json.tool "$tmp/s.json" >/dev/null || fail "--json on stdout does not parse"
 
+# --json stays valid JSON whatever bytes a path holds: valid UTF-8 is kept,
+# other bytes become U+FFFD.
+mkdir -p "$tmp/t"
+cp "$src/configs/topology.yaml" "$tmp/t/m"$'\xff'"é.yaml"
+"$kb" run --bench vector_add --no-data --topology "$tmp/t/m"$'\xff'"é.yaml" --json >"$tmp/u.json" ||
+    fail "run with a non-UTF-8 topology path"
+python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1], encoding="utf-8"))["machine"]["topology"]
+assert t.endswith("/m\ufffd\u00e9.yaml"), t
+' "$tmp/u.json" || fail "--json with a non-UTF-8 path is not valid JSON: $(cat "$tmp/u.json")"
+
 # --no-data: same simulated time, checks skipped.
 "$kb" run --bench softmax --no-data --json "$tmp/n.json" >/dev/null || fail "no-data run"
 "$kb" run --bench softmax --json "$tmp/d.json" >/dev/null || fail "data run"
