@@ -3,6 +3,7 @@
  *
  * Exit codes: 0 success, 1 simulation or model error, 2 usage error.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,12 +27,21 @@ static void usage(FILE *f)
                "exit status: 0 success, 1 simulation error, 2 usage error\n");
 }
 
+/* status, or KB_CLI_FAIL after a message when stdout could not be written
+ * (a full disk, a closed pipe): a report that did not arrive is a failure. */
+static int flushed(const char *cmd, int status)
+{
+    if (!fflush(stdout) && !ferror(stdout)) return status;
+    fprintf(stderr, "kernbench %s: write error: %s\n", cmd, strerror(errno ? errno : EIO));
+    return status ? status : KB_CLI_FAIL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         /* No command: the default bench on the built-in machine. */
         char *run_argv[] = {"run", NULL};
-        return kb__cli_run(1, run_argv);
+        return flushed("run", kb__cli_run(1, run_argv));
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
@@ -43,7 +53,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
-            return commands[i].fn(argc - 1, argv + 1);
+            return flushed(commands[i].name, commands[i].fn(argc - 1, argv + 1));
     fprintf(stderr, "kernbench: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return KB_CLI_USAGE;

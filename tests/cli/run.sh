@@ -42,6 +42,27 @@ t = json.load(open(sys.argv[1], encoding="utf-8"))["machine"]["topology"]
 assert t.endswith("/m\ufffd\u00e9.yaml"), t
 ' "$tmp/u.json" || fail "--json with a non-UTF-8 path is not valid JSON: $(cat "$tmp/u.json")"
 
+# A directory given as an input file is named as one.
+for c in "run --topology" "run --ccl" "list --ccl"; do
+    "$kb" $c "$tmp" >/dev/null 2>"$tmp/err"
+    [ $? -eq 2 ] || fail "$c DIR should exit 2"
+    grep -q "$tmp: is a directory" "$tmp/err" || fail "$c DIR message: $(cat "$tmp/err")"
+done
+# A report that cannot be written is a failure, named as such.
+if [ -w /dev/full ]; then
+    for c in "run --bench vector_add --no-data" list "run --bench vector_add --no-data --json"; do
+        "$kb" $c >/dev/full 2>"$tmp/err"
+        [ $? -eq 1 ] || fail "$c >/dev/full should exit 1"
+        grep -q "write error" "$tmp/err" || fail "$c >/dev/full message: $(cat "$tmp/err")"
+    done
+fi
+# An unwritable --json FILE is reported before the simulation runs: the
+# bench's own usage errors, found while it runs, never show.
+"$kb" run --bench vector_add --opt block=3 --json "$tmp/no/such/dir.json" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "an unwritable --json FILE should exit 2"
+grep -q "no/such/dir.json: cannot write" "$tmp/err" || fail "unwritable --json: $(cat "$tmp/err")"
+grep -q "block" "$tmp/err" && fail "the bench ran before the --json FILE was checked"
+
 # --no-data: same simulated time, checks skipped.
 "$kb" run --bench softmax --no-data --json "$tmp/n.json" >/dev/null || fail "no-data run"
 "$kb" run --bench softmax --json "$tmp/d.json" >/dev/null || fail "data run"
