@@ -236,5 +236,6 @@ Test(benches, ccl_allreduce_rejects_a_world_without_placement)
     const char *kv[] = {"world=12", NULL};
     kb_bench_result r;
     cr_assert_neq(run("ccl_allreduce", 0, &r, kv), 0);
-    cr_expect(strstr(r.error, "world 12 has no placement"), "%s", r.error);
+    cr_expect(strstr(r.error, "--opt world=12 has no placement"), "%s", r.error);
+    cr_expect(r.usage_error, "a world with no placement is a bad option value");
 }
