@@ -85,7 +85,8 @@ static int placement(kb_machine *m, int64_t world, kb_policy *p, kb_bench_result
 static int plain_name(const char *s)
 {
     size_t len = strlen(s);
-    return len && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == len;
+    return len &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == len;
 }
 
 /* Longest "ccl.algorithms.NAME.buffer_kind=KIND" with NAME and KIND
@@ -115,14 +116,12 @@ static int overrides(kb_machine *m, const char *algorithm, const char *buffer,
                                        buffer, def);
         algorithm = def;
     }
-    if (buffer)
-        snprintf(sets[n++], SET_MAX, "ccl.algorithms.%s.buffer_kind=%s", algorithm, buffer);
+    if (buffer) snprintf(sets[n++], SET_MAX, "ccl.algorithms.%s.buffer_kind=%s", algorithm, buffer);
     return n;
 }
 
 /* The options' values checked before they go into an override. */
-static int check_names(const char *algorithm, const char *buffer, int64_t bytes,
-                       kb_bench_result *r)
+static int check_names(const char *algorithm, const char *buffer, int64_t bytes, kb_bench_result *r)
 {
     if (algorithm && !plain_name(algorithm))
         return kb_bench_bad_option(r,

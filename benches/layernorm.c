@@ -131,7 +131,7 @@ static int layernorm(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
         return kb_bench_bad_option(r,
                                    "layernorm: --opt rows=%lld must divide by pes = %lld and "
                                    "--opt block=%lld must be a power of 2",
-                             (long long)rows, (long long)np, (long long)block);
+                                   (long long)rows, (long long)np, (long long)block);
     size_t n = (size_t)(rows * cols);
     float *x, *w, *b, *y, *want;
     if (kb__bench_alloc(n, &x, &w, &b, &y, &want, NULL))

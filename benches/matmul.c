@@ -178,7 +178,7 @@ static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, mm_cfg 
         return kb_bench_bad_option(r,
                                    "matmul: --opt dist=all needs m = %lld to divide by %lld "
                                    "(SIPs x cubes) and n = %lld by %d (PEs per cube)",
-                             (long long)c->m, (long long)row_units, (long long)c->n, pes);
+                                   (long long)c->m, (long long)row_units, (long long)c->n, pes);
     return 0;
 }
 

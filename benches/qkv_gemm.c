@@ -128,7 +128,7 @@ static int qkv_multi(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
         return kb_bench_bad_option(r,
                                    "qkv_gemm_multi_pe: --opt m=%lld must divide by cubes = %lld "
                                    "and --opt n=%lld by pes = %lld",
-                             (long long)c.m, (long long)nc, (long long)c.n, (long long)np);
+                                   (long long)c.m, (long long)nc, (long long)c.n, (long long)np);
     int s = kb__bench_sips(m);
     c.px = (kb_policy){KB_REPLICATE, KB_ROW_WISE, KB_REPLICATE, s, (int)nc, (int)np};
     c.pw = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_COLUMN_WISE, s, (int)nc, (int)np};

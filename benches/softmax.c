@@ -72,7 +72,7 @@ static int softmax(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     if (rc) return rc;
     if (rows % np)
         return kb_bench_bad_option(r, "softmax: --opt rows=%lld must divide by pes = %lld",
-                             (long long)rows, (long long)np);
+                                   (long long)rows, (long long)np);
     size_t n = (size_t)(rows * cols);
     float *x, *y, *want;
     if (kb__bench_alloc(n, &x, &y, &want, NULL))

@@ -41,7 +41,7 @@ static int vector_add(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
                                    kb_bench_opt_str(o, "block", ""));
     if (n % (nc * np))
         return kb_bench_bad_option(r, "vector_add: --opt n=%lld must divide by cubes x pes = %lld",
-                             (long long)n, (long long)(nc * np));
+                                   (long long)n, (long long)(nc * np));
     float *x, *y, *out;
     if (kb__bench_alloc((size_t)n, &x, &y, &out, NULL))
         return kb_bench_fail(r, KB_ENOMEM, "vector_add: cannot allocate host buffers");

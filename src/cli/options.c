@@ -183,9 +183,11 @@ int kb__cli_load_params(const kb__cli_opts *o, kb__topo_params *p)
 static int utf8_len(const unsigned char *s)
 {
     unsigned c = s[0];
-    int n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
-                                                    : c >= 0xf0 && c <= 0xf4 ? 4
-                                                                             : 0;
+    int n = c < 0x80                 ? 1
+            : c >= 0xc2 && c <= 0xdf ? 2
+            : c >= 0xe0 && c <= 0xef ? 3
+            : c >= 0xf0 && c <= 0xf4 ? 4
+                                     : 0;
     for (int i = 1; i < n; i++)
         if ((s[i] & 0xc0) != 0x80) return 0;
     if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) ||
