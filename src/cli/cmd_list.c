@@ -127,9 +127,7 @@ static int load_ccl(const kb__cli_opts *o, kb__ccl_config **out)
         }
     kb__err err;
     kb__err_clear(&err);
-    int rc = kb__cli_check_input(o, o->ccl);
-    if (rc) return rc;
-    rc = kb__ccl_config_load(out, o->ccl, o->sets, o->n_sets, &err);
+    int rc = kb__ccl_config_load(out, o->ccl, o->sets, o->n_sets, &err);
     if (!rc) return KB_CLI_OK;
     fprintf(stderr, "kernbench list: %s\n", err.msg);
     return rc == KB_ENOMEM ? KB_CLI_FAIL : KB_CLI_USAGE;

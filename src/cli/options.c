@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/cli.h"
 
@@ -125,14 +124,6 @@ int kb__cli_opts_parse(kb__cli_opts *o, int argc, char **argv, unsigned accepted
     return 0;
 }
 
-int kb__cli_check_input(const kb__cli_opts *o, const char *path)
-{
-    struct stat st;
-    if (!path || stat(path, &st) || !S_ISDIR(st.st_mode)) return KB_CLI_OK;
-    fprintf(stderr, "kernbench %s: %s: is a directory\n", o->cmd, path);
-    return KB_CLI_USAGE;
-}
-
 /* Opens --json FILE once before anything runs, so a file that cannot be
  * written is reported before the simulation, not after it. */
 static int check_json_file(const kb__cli_opts *o)
@@ -146,9 +137,7 @@ static int check_json_file(const kb__cli_opts *o)
 
 int kb__cli_load_params(const kb__cli_opts *o, kb__topo_params *p)
 {
-    int status = kb__cli_check_input(o, o->topology);
-    if (!status) status = kb__cli_check_input(o, o->ccl);
-    if (!status) status = check_json_file(o);
+    int status = check_json_file(o);
     if (status) return status;
     kb__err err;
     kb__err_clear(&err);

@@ -58,18 +58,12 @@ int kb__cli_opt_common(kb__cli_opts *o, int argc, char **argv, int i, unsigned a
 int kb__cli_opts_parse(kb__cli_opts *o, int argc, char **argv, unsigned accepted);
 
 /* Loads the machine parameters the options describe, after checking that
- * --topology and --ccl are not directories and that --json FILE can be
- * written (created empty here; usage errors). "ccl." settings are
+ * --json FILE can be written (created empty here; a usage error). "ccl." settings are
  * left to the collective configuration (kb_open) of a subcommand that
  * takes --ccl, and are a usage error for one that does not. On error
  * prints "kernbench CMD: <message>" and returns the exit status (2 for bad
  * input: file, YAML or --set; 1 otherwise); 0 on success. */
 int kb__cli_load_params(const kb__cli_opts *o, kb__topo_params *p);
-
-/* KB_CLI_USAGE after printing "PATH: is a directory" when path (an input
- * file option, NULL for none) names a directory; KB_CLI_OK otherwise
- * (other problems are the loader's to report). */
-int kb__cli_check_input(const kb__cli_opts *o, const char *path);
 
 /* The stream for --json output (stdout or the file); NULL after printing
  * the problem. Close it with kb__cli_json_close(). */

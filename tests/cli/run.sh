@@ -46,7 +46,7 @@ assert t.endswith("/m\ufffd\u00e9.yaml"), t
 for c in "run --topology" "run --ccl" "list --ccl"; do
     "$kb" $c "$tmp" >/dev/null 2>"$tmp/err"
     [ $? -eq 2 ] || fail "$c DIR should exit 2"
-    grep -q "$tmp: is a directory" "$tmp/err" || fail "$c DIR message: $(cat "$tmp/err")"
+    grep -q "$tmp: cannot read: Is a directory" "$tmp/err" || fail "$c DIR message: $(cat "$tmp/err")"
 done
 # A report that cannot be written is a failure, named as such.
 if [ -w /dev/full ]; then
