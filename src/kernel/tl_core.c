@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernel/tl_internal.h"
+#include "pe/ipcq.h"
 
 _Static_assert((int)TL_F16 == (int)KB__F16 && (int)TL_BF16 == (int)KB__BF16 &&
                    (int)TL_F32 == (int)KB__F32 && (int)TL_I32 == (int)KB__I32 &&
@@ -266,6 +267,7 @@ static void tl_body(kb__pe_prog *g, void *arg)
     tl_ctx *k = (tl_ctx *)g;
     const kb__tl_launch_desc *d = arg;
     d->fn(k);
+    if (d->coll && g->pe->ipcq) kb__ipcq_program_end(g->pe->ipcq); /* no more queue use */
 }
 
 static int tl_prog_init(kb__pe_prog *g, void *arg, kb__err *err)
@@ -288,6 +290,20 @@ static void tl_pe_done(void *arg, uint32_t pe_idx)
     if (d->pe_done) d->pe_done(d->pe_done_arg, pe_idx);
 }
 
+/* A collective launch of n programs: the PEs' queue set counts them for its
+ * deadlock check, when every PE with queues shares one set. */
+static void begin_queues(kb__pe *const *pes, uint32_t n_pes, uint32_t n)
+{
+    kb__ipcq_set *s = NULL;
+    for (uint32_t i = 0; i < n_pes; i++) {
+        kb__ipcq_ep *ep = pes[i]->ipcq;
+        if (!ep) continue;
+        if (s && ep->set != s) return;
+        s = ep->set;
+    }
+    kb__ipcq_launch_begin(s, n);
+}
+
 int kb__tl_launch_start(kb__sim *sim, kb__pe *const *pes, uint32_t n_pes,
                         const kb__tl_launch_desc *d, kb__pe_launch **out, kb__err *err)
 {
@@ -296,6 +312,7 @@ int kb__tl_launch_start(kb__sim *sim, kb__pe *const *pes, uint32_t n_pes,
                            d->name, d->n_args, KB__TL_MAX_ARGS);
     for (uint32_t i = 0; i < n_pes; i++)
         pes[i]->dma_port = (void *)&d->mem;
+    if (d->coll) begin_queues(pes, n_pes, d->grid[0] * d->grid[1] * d->grid[2]);
     kb__pe_kernel kern = {
         .name = d->name,
         .prog_size = sizeof(tl_ctx),

@@ -81,14 +81,19 @@ int tl_has_neighbor(tl_ctx *k, int dir)
 
 static void note_send(char *buf, size_t n, const void *arg)
 {
-    const kb__ipcq_port *pt = arg;
-    snprintf(buf, n, "tl_send to %s: waits for its tile", dir_names[pt->index]);
+    const kb__ipcq_ep *ep = arg;
+    if (ep->wait_rx)
+        kb__ipcq_wait_note(ep, buf, n);
+    else if (ep->wait_port)
+        snprintf(buf, n, "tl_send to %s: waits for its tile", dir_names[ep->wait_port->index]);
 }
 
 static void note_recv(char *buf, size_t n, const void *arg)
 {
     const kb__ipcq_ep *ep = arg;
-    snprintf(buf, n, "rank %u (%s): tl_recv waits for a message", ep->rank, ep->name);
+    char w[128];
+    kb__ipcq_wait_note(ep, w, sizeof w);
+    snprintf(buf, n, "rank %u (%s): %s", ep->rank, ep->name, w);
 }
 
 void tl_send(tl_ctx *k, int dir, tl_tile t)
@@ -99,8 +104,10 @@ void tl_send(tl_ctx *k, int dir, tl_tile t)
     kb__pe_buf *b = sl->buf;
     kb__pe_buf_hold(b); /* the handle may not be freed while we read it */
     k->prog.held = b;   /* dropped at the program's end if kb__ipcq_send raises */
-    kb__proc_set_note_fn(kb__proc_self(k->prog.sim), note_send, &ep->port[dir]);
+    kb__proc_set_note_fn(kb__proc_self(k->prog.sim), note_send, ep);
+    kb__ipcq_wait_begin(ep, b, dir); /* a queue wait when b is a pending receive's */
     kb__pe_wait_buf(&k->prog, b);
+    kb__ipcq_wait_end(ep);
     kb__ipcq_desc d;
     memset(&d, 0, sizeof d);
     d.dtype = (int)sl->d.dtype;
@@ -134,6 +141,7 @@ static void rx_release(kb__pe_op *op)
 {
     kb__tl_op *o = (kb__tl_op *)op;
     kb__ipcq_rx *rx = o->staging;
+    kb__ipcq_recv_release(rx); /* dropped before it started */
     kb__pool_put(&rx->ep->set->rxs, rx);
     o->staging = NULL;
 }
@@ -169,6 +177,7 @@ tl_recv_handle tl_recv_async(tl_ctx *k, int dir, int ndim, const int64_t *shape,
         rx->shape[i] = shape[i];
     rx->bytes = kb__tile_bytes(&d);
     rx->done = rx_done;
+    rx->tile = out;
     kb__tl_op *op = (kb__tl_op *)kb__pe_op_new(&k->prog, KB__PE_DMA, "recv");
     rx->user = op;
     op->staging = rx;
@@ -176,6 +185,7 @@ tl_recv_handle tl_recv_async(tl_ctx *k, int dir, int ndim, const int64_t *shape,
     op->base.no_server = true; /* the queue's copies move the data, not a DMA channel */
     op->base.release = rx_release;
     op->base.out = out;
+    kb__ipcq_recv_issue(rx);
     kb__pe_issue(&k->prog, &op->base);
     return (tl_recv_handle){t};
 }
@@ -185,7 +195,9 @@ tl_tile tl_wait(tl_ctx *k, tl_recv_handle h)
     kb__tl_slot *sl = kb__tl_slot_of(k, h.t, "tl_wait");
     kb__ipcq_ep *ep = ep_of(k, "tl_wait");
     kb__proc_set_note_fn(kb__proc_self(k->prog.sim), note_recv, ep);
+    kb__ipcq_wait_begin(ep, sl->buf, -1);
     kb__pe_wait_buf(&k->prog, sl->buf);
+    kb__ipcq_wait_end(ep);
     kb__proc_set_note_fn(kb__proc_self(k->prog.sim), NULL, NULL);
     return h.t;
 }

@@ -6,7 +6,17 @@
  * credits + ring slots not FREE + credits in flight == n_slots; a slot is
  * written only when FREE. KB_DEBUG_INVARIANTS builds audit the whole set
  * after every transition and abort with the audit's message on a violation.
- * Cost: O(1) per piece, chunk and credit (audits: O(world) each).
+ *
+ * Deadlock (poll mode): a program counts as blocked exactly while only the
+ * queues can end its wait (a sender with 0 credits; a receiver whose
+ * receive started and has not finished). The condition "every live program
+ * blocked, busy == 0, rx_queued == 0" is checked wherever one of its terms
+ * changes toward it (a wait begins, a program ends, busy or rx_queued drops)
+ * and at every poll, so it is seen the moment it holds. It is exact: with
+ * nothing in flight no credit and no slot can appear, blocked programs start
+ * no traffic, ended ones never will, and no receive is about to start.
+ * Cost: O(1) per piece, chunk, credit and check (audits and the deadlock
+ * report: O(world) each).
  */
 #include "pe/ipcq.h"
 
@@ -17,8 +27,15 @@
 /* Interrupted waits kb__ipcq_drain retries before it gives up. */
 #define DRAIN_ROUNDS 64
 
-/* Consecutive polls without a credit after which a sender gives up. */
+/* Consecutive polls without a credit after which a sender gives up: a last
+ * resort for waits the deadlock check does not see (a program blocked
+ * outside the queue waits it counts, e.g. on a tile computed from a
+ * receive's), since polling never lets the event queue empty. */
 #define POLL_LIMIT (1u << 24)
+
+/* Room a deadlock report leaves in a kb__err for the prefixes its callers
+ * add (the kernel, program and PE; the collective, algorithm and size). */
+#define REPORT_TAIL 150
 
 typedef struct ipcq_piece {
     kb__ipcq_port *rp; /* the receive ring */
@@ -51,11 +68,15 @@ static void busy_add(kb__ipcq_set *s)
     s->busy++;
 }
 
+static void check_deadlock(kb__ipcq_set *s);
+
 /* One of them ran; wakes kb__ipcq_drain when it was the last. Called at the
  * end of each handler, after its last use of s. */
 static void busy_done(kb__sim *sim, kb__ipcq_set *s)
 {
-    if (--s->busy == 0 && s->idle_wake) kb__event_fire(sim, s->idle_wake, 0);
+    if (--s->busy) return;
+    if (s->idle_wake) kb__event_fire(sim, s->idle_wake, 0);
+    check_deadlock(s);
 }
 
 static void debug_audit(const kb__ipcq_set *s)
@@ -293,6 +314,153 @@ static void vc_kick(kb__sim *sim, kb__ipcq_ep *ep)
                  0);
 }
 
+/* ---- waits and deadlock ------------------------------------------------------ */
+
+/* Counts ep in s->blocked or not. */
+static void set_blocked(kb__ipcq_ep *ep, bool b)
+{
+    if (ep->blocked == b) return;
+    ep->blocked = b;
+    if (b)
+        ep->set->blocked++;
+    else
+        ep->set->blocked--;
+}
+
+/* ep's program left its queue wait. */
+static void wait_clear(kb__ipcq_ep *ep)
+{
+    set_blocked(ep, false);
+    ep->wait = KB__IPCQ_WAIT_NONE;
+    ep->wait_for_send = false;
+    ep->wait_port = NULL;
+    ep->wait_tile = NULL;
+    ep->wait_rx = NULL;
+}
+
+void kb__ipcq_wait_note(const kb__ipcq_ep *ep, char *buf, size_t n)
+{
+    const kb__ipcq_port *sp = ep->wait_port;
+    const kb__ipcq_port *rp = ep->wait_rx ? &ep->port[ep->wait_rx->port] : NULL;
+    int o = 0;
+    if (ep->wait == KB__IPCQ_WAIT_CREDIT) {
+        snprintf(buf, n, "tl_send to %s (rank %d): no credit", port_names[sp->index], sp->peer);
+        return;
+    }
+    if (ep->wait != KB__IPCQ_WAIT_RECV) {
+        snprintf(buf, n, "no queue wait");
+        return;
+    }
+    if (ep->wait_for_send && sp)
+        o = snprintf(buf, n, "tl_send to %s waits for its tile, ", port_names[sp->index]);
+    if (o < 0 || (size_t)o >= n) return;
+    if (rp)
+        snprintf(buf + o, n - (size_t)o, "tl_recv waits for a message from %s (rank %d)",
+                 port_names[rp->index], rp->peer);
+    else
+        snprintf(buf + o, n - (size_t)o, "%s",
+                 ep->wait_for_send ? "not a pending tl_recv" : "tl_recv waits for a message");
+}
+
+static void fmt_ns(char *buf, size_t n, kb__time t)
+{
+    snprintf(buf, n, "%llu.%03u ns", (unsigned long long)(t / 1000), (unsigned)(t % 1000));
+}
+
+/* Appends the blocked ranks' lines to m (holding *off of cap bytes), with
+ * their PE names when named; returns how many did not fit. */
+static uint32_t report_lines(const kb__ipcq_set *s, char *m, size_t cap, size_t *off, bool named)
+{
+    uint32_t omitted = 0;
+    const size_t reserve = 24; /* the "... and N more" line */
+    for (uint32_t r = 0; r < s->world; r++) {
+        const kb__ipcq_ep *ep = &s->ep[r];
+        if (!ep->blocked) continue;
+        char note[160], line[256];
+        kb__ipcq_wait_note(ep, note, sizeof note);
+        int len = named ? snprintf(line, sizeof line, "\n  rank %u (%s): %s", r, ep->name, note)
+                        : snprintf(line, sizeof line, "\n  rank %u: %s", r, note);
+        if (len > 0 && *off + (size_t)len + reserve < cap)
+            *off += (size_t)snprintf(m + *off, cap - *off, "%s", line);
+        else
+            omitted++;
+    }
+    return omitted;
+}
+
+/* The deadlock report: what holds, then each blocked rank's wait, with the
+ * PE names when every line fits with them. */
+static void deadlock_report(const kb__ipcq_set *s, char *m, size_t cap)
+{
+    char now[32];
+    fmt_ns(now, sizeof now, kb__sim_now(s->sim));
+    size_t head = (size_t)snprintf(
+        m, cap,
+        "deadlock at %s: %u program(s) wait on the queues (poll), %u ended, no queue traffic "
+        "in flight",
+        now, s->blocked, s->programs - s->live);
+    size_t off = head;
+    uint32_t omitted = report_lines(s, m, cap, &off, true);
+    if (omitted) {
+        off = head;
+        m[off] = '\0';
+        omitted = report_lines(s, m, cap, &off, false);
+    }
+    if (omitted && off < cap) snprintf(m + off, cap - off, "\n  ... and %u more", omitted);
+}
+
+/* Poll mode: fails s with KB_EDEADLOCK when no queue wait can ever end
+ * (header comment). O(1) unless it reports. */
+static void check_deadlock(kb__ipcq_set *s)
+{
+    if (s->cfg.bp != KB__IPCQ_POLL || !s->live || s->blocked != s->live || s->busy ||
+        s->rx_queued || s->failed)
+        return;
+    char m[KB__ERR_MSG_MAX - REPORT_TAIL];
+    deadlock_report(s, m, sizeof m);
+    kb__ipcq_cancel(s, KB_EDEADLOCK, m);
+}
+
+void kb__ipcq_launch_begin(kb__ipcq_set *s, uint32_t programs)
+{
+    if (!s) return;
+    for (uint32_t r = 0; r < s->world; r++)
+        wait_clear(&s->ep[r]);
+    s->programs = s->live = programs;
+}
+
+void kb__ipcq_program_end(kb__ipcq_ep *ep)
+{
+    kb__ipcq_set *s = ep->set;
+    wait_clear(ep);
+    if (!s->live) return;
+    s->live--;
+    check_deadlock(s);
+}
+
+void kb__ipcq_wait_begin(kb__ipcq_ep *ep, const void *tile, int send_port)
+{
+    wait_clear(ep);
+    if (!tile) return;
+    ep->wait = KB__IPCQ_WAIT_RECV;
+    ep->wait_tile = tile;
+    ep->wait_for_send = send_port >= 0 && send_port < KB__IPCQ_PORTS;
+    if (ep->wait_for_send) ep->wait_port = &ep->port[send_port];
+    for (uint32_t p = 0; p < KB__IPCQ_PORTS && !ep->wait_rx; p++)
+        for (kb__ipcq_rx *rx = ep->port[p].rx_head; rx; rx = rx->next)
+            if (rx->tile == tile) {
+                ep->wait_rx = rx;
+                set_blocked(ep, true);
+                break;
+            }
+    check_deadlock(ep->set);
+}
+
+void kb__ipcq_wait_end(kb__ipcq_ep *ep)
+{
+    wait_clear(ep);
+}
+
 /* ---- send side ---------------------------------------------------------------- */
 
 static void sync_to_now(kb__pe_prog *g)
@@ -303,8 +471,15 @@ static void sync_to_now(kb__pe_prog *g)
 
 static void note_no_credit(char *buf, size_t n, const void *arg)
 {
-    const kb__ipcq_port *sp = arg;
-    snprintf(buf, n, "tl_send to %s (rank %d): no credit", port_names[sp->index], sp->peer);
+    kb__ipcq_wait_note(arg, buf, n);
+}
+
+/* Raises the set's failure (its first error) from a wait for a credit. */
+static _Noreturn void raise_failed(kb__pe_prog *g, kb__ipcq_ep *ep)
+{
+    kb__ipcq_set *s = ep->set;
+    wait_clear(ep);
+    kb__pe_raise(g, s->err.code ? s->err.code : KB_ECANCELED, "%s", s->err.msg);
 }
 
 /* Blocks g until port sp has a credit, by the configured backpressure. */
@@ -312,9 +487,15 @@ static void wait_credit(kb__pe_prog *g, kb__ipcq_port *sp)
 {
     if (sp->credits > 0) return;
     kb__ipcq_set *s = sp->ep->set;
+    kb__ipcq_ep *ep = sp->ep;
     kb__time t0 = kb__sim_now(g->sim);
     sp->last_block = t0;
-    kb__proc_set_note_fn(kb__proc_self(g->sim), note_no_credit, sp);
+    wait_clear(ep);
+    ep->wait = KB__IPCQ_WAIT_CREDIT;
+    ep->wait_port = sp;
+    set_blocked(ep, true);
+    kb__proc_set_note_fn(kb__proc_self(g->sim), note_no_credit, ep);
+    check_deadlock(s); /* the last program to wait may close the cycle */
     if (s->cfg.bp == KB__IPCQ_SLEEP) {
         sp->sleeps++;
         while (sp->credits <= 0 && !s->failed) {
@@ -323,7 +504,10 @@ static void wait_credit(kb__pe_prog *g, kb__ipcq_port *sp)
             sp->tx_wake = &ev;
             int st = kb__event_wait(g->sim, &ev);
             sp->tx_wake = NULL;
-            if (st && !s->failed) kb__pe_raise(g, st, "tl_send: wait for a credit interrupted");
+            if (st && !s->failed) {
+                wait_clear(ep);
+                kb__pe_raise(g, st, "tl_send: wait for a credit interrupted");
+            }
         }
         sp->unblock_credit = sp->last_credit;
         if (!s->failed) kb__sleep(g->sim, s->cfg.wake_ps);
@@ -331,18 +515,24 @@ static void wait_credit(kb__pe_prog *g, kb__ipcq_port *sp)
         kb__time period = s->cfg.poll_ps + s->cfg.scalar_ps;
         uint32_t n = 0;
         while (sp->credits <= 0 && !s->failed) {
-            if (++n > POLL_LIMIT)
+            if (++n > POLL_LIMIT) {
+                wait_clear(ep);
                 kb__pe_raise(g, KB_EDEADLOCK,
                              "tl_send to %s (rank %d): no credit after %u polls: the receiver "
                              "does not consume",
                              port_names[sp->index], sp->peer, POLL_LIMIT);
-            if (kb__sleep(g->sim, period > 0 ? period : 1))
+            }
+            if (kb__sleep(g->sim, period > 0 ? period : 1)) {
+                wait_clear(ep);
                 kb__pe_raise(g, KB_ECANCELED, "tl_send: poll interrupted");
+            }
             sp->polls++;
+            if (sp->credits <= 0) check_deadlock(s);
         }
         sp->unblock_credit = sp->last_credit;
     }
-    if (s->failed) kb__pe_raise(g, s->err.code ? s->err.code : KB_ECANCELED, "%s", s->err.msg);
+    if (s->failed) raise_failed(g, ep);
+    wait_clear(ep);
     kb__proc_set_note_fn(kb__proc_self(g->sim), NULL, NULL);
     sp->last_resume = kb__sim_now(g->sim);
     sp->stall_ps += sp->last_resume - t0;
@@ -436,6 +626,7 @@ static void credit_arrived(kb__sim *sim, void *arg)
     sp->credits++;
     sp->credits_recv++;
     sp->last_credit = kb__sim_now(sim);
+    if (sp->ep->wait == KB__IPCQ_WAIT_CREDIT && sp->ep->wait_port == sp) set_blocked(sp->ep, false);
     debug_audit(rp->ep->set);
     if (sp->tx_wake) kb__event_fire(sim, sp->tx_wake, 0);
     busy_done(sim, rp->ep->set);
@@ -447,6 +638,10 @@ static void rx_finish(kb__sim *sim, kb__ipcq_port *rp, int status, const kb__err
     rp->rx_head = rx->next;
     if (!rp->rx_head) rp->rx_tail = NULL;
     if (rp->rx_issue == rx) rp->rx_issue = rx->next;
+    if (rp->ep->wait_rx == rx) { /* its program's wait can end now */
+        rp->ep->wait_rx = NULL;
+        set_blocked(rp->ep, false);
+    }
     rx->done(sim, rx, status, err);
 }
 
@@ -612,10 +807,29 @@ static void rx_progress(kb__sim *sim, kb__ipcq_port *rp)
     }
 }
 
+void kb__ipcq_recv_issue(kb__ipcq_rx *rx)
+{
+    rx->queued = true;
+    rx->ep->set->rx_queued++;
+}
+
+void kb__ipcq_recv_release(kb__ipcq_rx *rx)
+{
+    if (!rx->queued) return;
+    rx->queued = false;
+    rx->ep->set->rx_queued--;
+    check_deadlock(rx->ep->set);
+}
+
 void kb__ipcq_recv_start(kb__ipcq_rx *rx)
 {
-    kb__ipcq_port *rp = &rx->ep->port[rx->port];
-    kb__ipcq_set *s = rx->ep->set;
+    kb__ipcq_ep *ep = rx->ep;
+    kb__ipcq_port *rp = &ep->port[rx->port];
+    kb__ipcq_set *s = ep->set;
+    if (rx->queued) {
+        rx->queued = false;
+        s->rx_queued--;
+    }
     rx->next = NULL;
     rx->off = 0;
     rx->pending = 0;
@@ -630,7 +844,12 @@ void kb__ipcq_recv_start(kb__ipcq_rx *rx)
         rp->rx_head = rx;
     rp->rx_tail = rx;
     if (!rp->rx_issue) rp->rx_issue = rx;
+    if (ep->wait == KB__IPCQ_WAIT_RECV && !ep->wait_rx && rx->tile && rx->tile == ep->wait_tile) {
+        ep->wait_rx = rx; /* its program already waits for it */
+        set_blocked(ep, true);
+    }
     rx_progress(s->sim, rp);
+    check_deadlock(s);
 }
 
 uint32_t kb__ipcq_cancel(kb__ipcq_set *s, int code, const char *msg)

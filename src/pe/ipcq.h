@@ -33,6 +33,15 @@
  *     first check at or after the credit's arrival t_c, i.e. after
  *     ceil((t_c - t0) / P) * P; each check is counted. sleep: it resumes at
  *     t_c + pe.ipcq.wake_ns.
+ *   - Deadlock (poll mode): the set counts the programs of the launch using
+ *     it (live), those inside a queue wait that only the queues can end
+ *     (blocked: a sender without credit, a receiver waiting on a started,
+ *     unfinished receive) and the receives issued but not started
+ *     (rx_queued). When every live program is blocked, none of the set's
+ *     traffic is in flight (busy == 0) and no receive is about to start, no
+ *     wait can ever end: the set fails at once with KB_EDEADLOCK naming each
+ *     rank's wait (kb__ipcq_cancel). Sleep mode leaves it to the simulator,
+ *     whose event queue empties. O(1) per check.
  *
  * Invariants (audited after every transition in KB_DEBUG_INVARIANTS builds,
  * and on demand with kb__ipcq_audit): credits >= 0; for every pair,
@@ -51,6 +60,7 @@
 #define KB_PE_IPCQ_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -63,6 +73,13 @@
 #define KB__IPCQ_MAX_DIMS   2
 
 typedef enum kb__ipcq_bp { KB__IPCQ_POLL, KB__IPCQ_SLEEP } kb__ipcq_bp;
+
+/* What a rank's program waits on in the queues (for deadlock reports). */
+typedef enum kb__ipcq_wait {
+    KB__IPCQ_WAIT_NONE = 0,
+    KB__IPCQ_WAIT_CREDIT, /* tl_send without credit on wait_port */
+    KB__IPCQ_WAIT_RECV,   /* tl_wait (or tl_send's wait for its tile) on wait_tile */
+} kb__ipcq_wait;
 
 typedef struct kb__ipcq_ep kb__ipcq_ep;
 typedef struct kb__ipcq_set kb__ipcq_set;
@@ -172,6 +189,13 @@ struct kb__ipcq_ep {
     struct kb__ipcq_chunk *vc_head, *vc_tail;
     bool vc_busy;
     uint64_t vc_chunks, vc_bytes;
+    /* the program's queue wait; blocked <=> counted in set->blocked */
+    kb__ipcq_wait wait;
+    bool blocked;             /* no credit on wait_port, or wait_rx started and unfinished */
+    bool wait_for_send;       /* KB__IPCQ_WAIT_RECV from tl_send (its tile is a receive's) */
+    kb__ipcq_port *wait_port; /* CREDIT, and RECV for a send: the sender port */
+    const void *wait_tile;    /* RECV: the tile waited for (kb__ipcq_rx.tile) */
+    kb__ipcq_rx *wait_rx;     /* RECV: its receive once started, until it finishes */
 };
 
 struct kb__ipcq_set {
@@ -188,6 +212,11 @@ struct kb__ipcq_set {
     uint32_t busy;        /* events and transport callbacks of the set not yet run (vc chunks,
                              slot copies, credits): the set may be freed only at 0 */
     kb__event *idle_wake; /* set while kb__ipcq_drain waits for busy to reach 0 */
+    /* deadlock detection (poll mode): see the header comment */
+    uint32_t programs;  /* of the current launch (kb__ipcq_launch_begin) */
+    uint32_t live;      /* of them, not ended (0: no launch known) */
+    uint32_t blocked;   /* endpoints with blocked set; <= live while live > 0 */
+    uint32_t rx_queued; /* receives issued and not started (kb__ipcq_recv_issue) */
 };
 
 /* One port of one rank, as install describes it. */
@@ -232,6 +261,26 @@ uint64_t kb__ipcq_payload(const kb__ipcq_set *s);
 void kb__ipcq_send(kb__pe_prog *g, kb__ipcq_ep *ep, uint32_t p, const kb__ipcq_desc *d,
                    const void *data, uint64_t msg_bytes, uint64_t tcm_off);
 
+/* A collective launch of `programs` programs starts on s: the deadlock
+ * check counts them (they run on s's ranks, at most one at a time per
+ * rank). NULL s is fine. */
+void kb__ipcq_launch_begin(kb__ipcq_set *s, uint32_t programs);
+/* A program of that launch on ep's PE ended normally (its kernel returned):
+ * it will not touch the queues again. */
+void kb__ipcq_program_end(kb__ipcq_ep *ep);
+/* ep's program is about to wait for tile (a receive's output; any other
+ * tile is fine and never counts as a queue wait); send_port >= 0: tl_send
+ * to that port waits for the tile it sends, -1: tl_wait. While the tile's
+ * receive has started and not finished, the program counts as blocked; the
+ * wait may fail the set with KB_EDEADLOCK at once (poll mode), failing the
+ * receive. kb__ipcq_wait_end after the wait. O(receives pending on ep). */
+void kb__ipcq_wait_begin(kb__ipcq_ep *ep, const void *tile, int send_port);
+void kb__ipcq_wait_end(kb__ipcq_ep *ep);
+/* Writes ep's current queue wait (the note of deadlock reports):
+ * "tl_send to E (rank 1): no credit", "tl_recv from W (rank 3): no
+ * message", ... */
+void kb__ipcq_wait_note(const kb__ipcq_ep *ep, char *buf, size_t n);
+
 /* ---- receive side (event driven: a DMA-unit op of the kernel layer) ------- */
 
 /* Called once the whole message is in dst (status 0) or the receive failed
@@ -255,7 +304,16 @@ struct kb__ipcq_rx {
     uint32_t pending; /* its copies in flight */
     bool issued;      /* every piece's copy started */
     bool checked;     /* the first piece's descriptor matched */
+    bool queued;      /* counted in set->rx_queued: issued, not started */
+    const void *tile; /* the output tile's identity (kb__ipcq_wait_begin), may be NULL */
 };
+
+/* rx (ep, port, tile set) was issued to its PE and will start later: until
+ * kb__ipcq_recv_start or kb__ipcq_recv_release it counts as a receive about
+ * to start, which rules out a deadlock. */
+void kb__ipcq_recv_issue(kb__ipcq_rx *rx);
+/* rx is given back without having started (its program failed). */
+void kb__ipcq_recv_release(kb__ipcq_rx *rx);
 
 /* Queues rx on its port behind earlier receives; it consumes the port's next
  * message, piece by piece, as the pieces become visible: each piece is copied

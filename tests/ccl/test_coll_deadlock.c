@@ -1,0 +1,234 @@
+/*
+ * Deadlocks of a collective's programs under poll backpressure: seen the
+ * moment every program waits on the queues with nothing in flight (not after
+ * 2^24 polls), reported as KB_EDEADLOCK naming each rank's wait, never for a
+ * collective that is merely slow, and the machine computes afterwards.
+ */
+#include <stdio.h>
+
+#include "ccl/coll_fixture.h"
+#include "kernel/tl_internal.h"
+#include "pe/ipcq.h"
+#include "runtime/internal.h"
+
+#define MAX_RANKS 16
+
+/* When each rank began its last send (the one that finds no credit), in ps;
+ * written by the programs of the call under test. */
+static kb__time began[MAX_RANKS];
+
+static void use_algorithm(kb_machine *m, const char *algo, const char *module, tl_kernel_fn fn,
+                          const char *queues)
+{
+    cr_assert_eq(kb_ccl_register(m, module, "all_reduce", "ring_1d", fn), 0, "%s",
+                 kb_last_error(m));
+    char set[256], def[96];
+    snprintf(set, sizeof set,
+             "ccl.algorithms.%s={module: %s, collective: all_reduce, topology: ring_1d, %s}", algo,
+             module, queues);
+    snprintf(def, sizeof def, "ccl.defaults.algorithm.all_reduce=%s", algo);
+    const char *sets[] = {set, def};
+    cr_assert_eq(kb_ccl_override(m, sets, 2), 0, "%s", kb_last_error(m));
+}
+
+static int run(kb_machine *m, kb_tensor *t, const char *algo, kb__coll_info *info, kb__err *e)
+{
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, algo, 1, t, NULL, 0};
+    kb__err_clear(e);
+    return kb__ccl_run(m, &r, info, e);
+}
+
+/* Every rank sends two messages into a 1-slot ring before receiving. */
+static void sends_before_receiving(tl_ctx *k)
+{
+    int64_t n = 16;
+    tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
+    tl_tile z = tl_zeros(k, 1, &n, TL_F32);
+    began[tl_rank(k)] = kb__sim_now(k->prog.sim);
+    tl_send(k, TL_DIR_NEXT, z);
+    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
+    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
+}
+
+/* "deadlock at X.YYY ns" of msg, in ps. */
+static kb__time detected_at(const char *msg)
+{
+    const char *d = strstr(msg, "deadlock at ");
+    cr_assert(d, "%s", msg);
+    unsigned long long ns;
+    unsigned frac;
+    cr_assert_eq(sscanf(d, "deadlock at %llu.%3u ns", &ns, &frac), 2, "%s", msg);
+    return (kb__time)ns * 1000 + frac;
+}
+
+/* The installed queue set of m (after a call that succeeded). */
+static const kb__ipcq_set *installed(kb_machine *m)
+{
+    for (uint32_t i = 0; i < m->n_pes; i++)
+        if (m->pe_units[i] && m->pe_units[i]->ipcq)
+            return ((const kb__ipcq_ep *)m->pe_units[i]->ipcq)->set;
+    cr_assert_fail("no queues installed");
+    return NULL;
+}
+
+/* Runs the send deadlock over w ranks with backpressure bp; returns the
+ * detection time, *last the latest start of a blocking send. */
+static kb__time deadlock_at(int w, const char *bp, kb__time *last, char *msg, size_t n)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    char q[64];
+    snprintf(q, sizeof q, "n_slots: 1, backpressure: %s", bp);
+    use_algorithm(m, "bp", "sends_before_receiving", sends_before_receiving, q);
+    kb_tensor t = cf_tensor(m, "x", w > 8 ? CF_CUBES : CF_ONE_CUBE, w, 16, KB_F32, 1);
+    kb__err e;
+    memset(began, 0, sizeof began);
+    cr_assert_eq(run(m, &t, NULL, NULL, &e), KB_EDEADLOCK, "%s", e.msg);
+    *last = 0;
+    for (int r = 0; r < w; r++)
+        if (began[r] > *last) *last = began[r];
+    snprintf(msg, n, "%s", e.msg);
+    /* the queues were dropped and the machine still computes */
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, w, 16, KB_F32, NULL);
+    kb_close(m);
+    return detected_at(msg);
+}
+
+Test(coll_deadlock, a_poll_mode_send_deadlock_is_reported_when_the_last_rank_starts_waiting)
+{
+    /* the bound: the pieces still in flight when the last rank blocks land
+     * within one ring hop (alpha of the ring model), then one poll period */
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 16, KB_F32, 1);
+    kb__coll_info info;
+    kb__err e;
+    cr_assert_eq(run(m, &t, "ring_allreduce", &info, &e), 0, "%s", e.msg);
+    const kb__ipcq_cfg *cfg = &installed(m)->cfg;
+    kb__time period = cfg->poll_ps + cfg->scalar_ps;
+    kb__time bound = (kb__time)(2 * info.alpha_ps) + period;
+    kb_close(m);
+    cr_assert_gt(info.alpha_ps, 0.0);
+
+    const int worlds[] = {4, 16};
+    for (int i = 0; i < 2; i++) {
+        int w = worlds[i];
+        char msg[KB__ERR_MSG_MAX], smsg[KB__ERR_MSG_MAX];
+        kb__time last, slast;
+        kb__time at = deadlock_at(w, "poll", &last, msg, sizeof msg);
+        cr_assert_geq(at, last, "%s", msg);
+        cr_assert_leq(at - last, bound, "%d ranks: seen %llu ps after the last wait began: %s", w,
+                      (unsigned long long)(at - last), msg);
+        /* as early as the simulator sees it in sleep mode: nothing runs after it */
+        cr_assert_eq(at, deadlock_at(w, "sleep", &slast, smsg, sizeof smsg), "%s\n%s", msg, smsg);
+        /* each rank's wait is named */
+        for (int r = 0; r < w; r++) {
+            char want[64];
+            snprintf(want, sizeof want, "rank %d: tl_send to E (rank %d): no credit", r,
+                     (r + 1) % w);
+            char named[96];
+            snprintf(named, sizeof named, "rank %d (sip0/cube0/pe%d): tl_send to E (rank %d)", r, r,
+                     (r + 1) % w);
+            cr_assert(strstr(msg, want) || strstr(msg, named), "%d ranks, rank %d: %s", w, r, msg);
+        }
+        cr_assert(strstr(msg, "no queue traffic in flight"), "%s", msg);
+        cr_assert_null(strstr(msg, "polls"), "%s", msg); /* not the 2^24-poll guard */
+    }
+}
+
+/* Rank 0 ends at once; every other rank sends two messages to NEXT first: rank
+ * w-1 fills the ring of rank 0, which never receives. */
+static void one_rank_ends(tl_ctx *k)
+{
+    int64_t n = 16;
+    if (tl_rank(k) == 0) return;
+    tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
+    tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
+    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
+    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
+}
+
+Test(coll_deadlock, a_deadlock_counts_the_ranks_that_ended_and_names_the_others)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    use_algorithm(m, "end", "one_rank_ends", one_rank_ends, "n_slots: 1, backpressure: poll");
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 16, KB_F32, 1);
+    kb__err e;
+    cr_assert_eq(run(m, &t, NULL, NULL, &e), KB_EDEADLOCK, "%s", e.msg);
+    cr_assert(strstr(e.msg, "3 program(s) wait on the queues (poll), 1 ended"), "%s", e.msg);
+    cr_assert_null(strstr(e.msg, "rank 0 ("), "%s", e.msg);
+    cr_assert(strstr(e.msg, "rank 3 (sip0/cube0/pe3): tl_send to E (rank 0): no credit"), "%s",
+              e.msg);
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 4, 16, KB_F32, NULL);
+    kb_close(m);
+}
+
+/* Every rank receives first: nobody sends, and no program polls. */
+static void receives_first(tl_ctx *k)
+{
+    int64_t n = 4;
+    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
+    tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
+}
+
+Test(coll_deadlock, a_poll_mode_receive_deadlock_names_each_direction)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    use_algorithm(m, "rf", "receives_first", receives_first, "backpressure: poll");
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    kb__err e;
+    cr_assert_eq(run(m, &t, NULL, NULL, &e), KB_EDEADLOCK, "%s", e.msg);
+    for (int r = 0; r < 4; r++) {
+        char want[96];
+        snprintf(want, sizeof want,
+                 "rank %d (sip0/cube0/pe%d): tl_recv waits for a message from W (rank %d)", r, r,
+                 (r + 3) % 4);
+        cr_assert(strstr(e.msg, want), "%s", e.msg);
+    }
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 4, 8, KB_F32, NULL);
+    kb_close(m);
+}
+
+/* ---- slow, not deadlocked ----------------------------------------------------- */
+
+#define SLOW_OPS 400 /* element-wise ops rank 1 runs before its ring steps */
+
+/* A ring all-reduce of whole buffers (the sum passes around w-1 times) in
+ * which rank 1 computes for a long time first: rank 0 fills rank 1's
+ * 1-slot ring and polls all that time. */
+static void slow_rank_one(tl_ctx *k)
+{
+    const kb_ccl_sched *s = tl_ccl_sched(k);
+    tl_tensor *buf = tl_arg_tensor(k, 0);
+    int64_t n = s->elems;
+    if (tl_rank(k) == 1) {
+        int64_t big = 4096;
+        tl_tile x = tl_zeros(k, 1, &big, TL_F32);
+        for (int i = 0; i < SLOW_OPS; i++)
+            x = tl_add(k, x, x);
+        (void)tl_sum(k, x, 0);
+    }
+    int64_t stride = 1, off = 0;
+    tl_block_ptr p = tl_make_block_ptr(k, buf, 1, &n, &stride, &off, &n, NULL);
+    tl_tile acc = tl_load_block(k, p, 0, TL_PAD_ZERO), carry = acc;
+    for (int64_t step = 0; step + 1 < (int64_t)s->world; step++) {
+        tl_recv_handle h = tl_recv_async(k, TL_DIR_PREV, 1, &n, s->dtype);
+        tl_send(k, TL_DIR_NEXT, carry);
+        carry = tl_wait(k, h);
+        acc = tl_add(k, acc, carry);
+    }
+    tl_store_block(k, p, acc, 0);
+}
+
+Test(coll_deadlock, a_slow_receiver_is_waited_for_and_the_result_is_right)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    use_algorithm(m, "slow", "slow_rank_one", slow_rank_one, "n_slots: 1, backpressure: poll");
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 64, KB_F32, 1);
+    cf_check_all_reduce(m, t, "slow", KB_SUM, 4, 64, KB_F32, NULL);
+    /* rank 0 polled for rank 1's ring for many periods */
+    const kb__ipcq_set *s = installed(m);
+    const kb__ipcq_port *sp = &s->ep[0].port[TL_DIR_E];
+    kb__time period = s->cfg.poll_ps + s->cfg.scalar_ps;
+    cr_assert_gt(sp->polls, 100u, "%llu polls", (unsigned long long)sp->polls);
+    cr_assert_geq(sp->stall_ps, 100 * period, "stalled %llu ps", (unsigned long long)sp->stall_ps);
+    kb_close(m);
+}
