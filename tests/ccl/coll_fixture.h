@@ -17,6 +17,7 @@
 #include "ccl/collective.h"
 #include "kernbench/dist.h"
 #include "kernbench/kernbench.h"
+#include "kernbench/tl.h"
 
 /* Where the W buffers of a tensor go. */
 typedef enum cf_place {
@@ -137,6 +138,42 @@ static inline void cf_check_all_reduce(kb_machine *m, kb_tensor t, const char *a
                       algo ? algo : "default", (int)op, w, b, (long long)x, got, want);
         }
     free(h);
+}
+
+/* Registers fn as module `module` (an all_reduce over ring_1d) and makes
+ * algorithm `algo` over it, with the ccl.yaml queue keys in `queues`
+ * ("n_slots: 1, backpressure: poll", or ""), the default all-reduce. */
+static inline void cf_use_algorithm(kb_machine *m, const char *algo, const char *module,
+                                    tl_kernel_fn fn, const char *queues)
+{
+    cr_assert_eq(kb_ccl_register(m, module, "all_reduce", "ring_1d", fn), 0, "%s",
+                 kb_last_error(m));
+    char set[256], def[96];
+    snprintf(set, sizeof set,
+             "ccl.algorithms.%s={module: %s, collective: all_reduce, topology: ring_1d%s%s}", algo,
+             module, queues[0] ? ", " : "", queues);
+    snprintf(def, sizeof def, "ccl.defaults.algorithm.all_reduce=%s", algo);
+    const char *sets[] = {set, def};
+    cr_assert_eq(kb_ccl_override(m, sets, 2), 0, "%s", kb_last_error(m));
+}
+
+/* A sum all-reduce of *t with algorithm algo (NULL: the default); returns
+ * its status, *e the message, info (may be NULL) what it did. */
+static inline int cf_run(kb_machine *m, kb_tensor *t, const char *algo, kb__coll_info *info,
+                         kb__err *e)
+{
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, algo, 1, t, NULL, 0};
+    kb__err_clear(e);
+    return kb__ccl_run(m, &r, info, e);
+}
+
+/* A collective kernel that deadlocks: every rank receives first, so nobody
+ * ever sends. */
+static inline void cf_receives_first(tl_ctx *k)
+{
+    int64_t n = 4;
+    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
+    tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
 }
 
 #endif

@@ -17,27 +17,6 @@
  * written by the programs of the call under test. */
 static kb__time began[MAX_RANKS];
 
-static void use_algorithm(kb_machine *m, const char *algo, const char *module, tl_kernel_fn fn,
-                          const char *queues)
-{
-    cr_assert_eq(kb_ccl_register(m, module, "all_reduce", "ring_1d", fn), 0, "%s",
-                 kb_last_error(m));
-    char set[256], def[96];
-    snprintf(set, sizeof set,
-             "ccl.algorithms.%s={module: %s, collective: all_reduce, topology: ring_1d, %s}", algo,
-             module, queues);
-    snprintf(def, sizeof def, "ccl.defaults.algorithm.all_reduce=%s", algo);
-    const char *sets[] = {set, def};
-    cr_assert_eq(kb_ccl_override(m, sets, 2), 0, "%s", kb_last_error(m));
-}
-
-static int run(kb_machine *m, kb_tensor *t, const char *algo, kb__coll_info *info, kb__err *e)
-{
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, algo, 1, t, NULL, 0};
-    kb__err_clear(e);
-    return kb__ccl_run(m, &r, info, e);
-}
-
 /* Every rank sends two messages into a 1-slot ring before receiving. */
 static void sends_before_receiving(tl_ctx *k)
 {
@@ -78,11 +57,11 @@ static kb__time deadlock_at(int w, const char *bp, kb__time *last, char *msg, si
     kb_machine *m = cf_open(NULL, 0);
     char q[64];
     snprintf(q, sizeof q, "n_slots: 1, backpressure: %s", bp);
-    use_algorithm(m, "bp", "sends_before_receiving", sends_before_receiving, q);
+    cf_use_algorithm(m, "bp", "sends_before_receiving", sends_before_receiving, q);
     kb_tensor t = cf_tensor(m, "x", w > 8 ? CF_CUBES : CF_ONE_CUBE, w, 16, KB_F32, 1);
     kb__err e;
     memset(began, 0, sizeof began);
-    cr_assert_eq(run(m, &t, NULL, NULL, &e), KB_EDEADLOCK, "%s", e.msg);
+    cr_assert_eq(cf_run(m, &t, NULL, NULL, &e), KB_EDEADLOCK, "%s", e.msg);
     *last = 0;
     for (int r = 0; r < w; r++)
         if (began[r] > *last) *last = began[r];
@@ -101,7 +80,7 @@ Test(coll_deadlock, a_poll_mode_send_deadlock_is_reported_when_the_last_rank_sta
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 16, KB_F32, 1);
     kb__coll_info info;
     kb__err e;
-    cr_assert_eq(run(m, &t, "ring_allreduce", &info, &e), 0, "%s", e.msg);
+    cr_assert_eq(cf_run(m, &t, "ring_allreduce", &info, &e), 0, "%s", e.msg);
     const kb__ipcq_cfg *cfg = &installed(m)->cfg;
     kb__time period = cfg->poll_ps + cfg->scalar_ps;
     kb__time bound = (kb__time)(2 * info.alpha_ps) + period;
@@ -149,10 +128,10 @@ static void one_rank_ends(tl_ctx *k)
 Test(coll_deadlock, a_deadlock_counts_the_ranks_that_ended_and_names_the_others)
 {
     kb_machine *m = cf_open(NULL, 0);
-    use_algorithm(m, "end", "one_rank_ends", one_rank_ends, "n_slots: 1, backpressure: poll");
+    cf_use_algorithm(m, "end", "one_rank_ends", one_rank_ends, "n_slots: 1, backpressure: poll");
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 16, KB_F32, 1);
     kb__err e;
-    cr_assert_eq(run(m, &t, NULL, NULL, &e), KB_EDEADLOCK, "%s", e.msg);
+    cr_assert_eq(cf_run(m, &t, NULL, NULL, &e), KB_EDEADLOCK, "%s", e.msg);
     cr_assert(strstr(e.msg, "3 program(s) wait on the queues (poll), 1 ended"), "%s", e.msg);
     cr_assert_null(strstr(e.msg, "rank 0 ("), "%s", e.msg);
     cr_assert(strstr(e.msg, "rank 3 (sip0/cube0/pe3): tl_send to E (rank 0): no credit"), "%s",
@@ -161,21 +140,13 @@ Test(coll_deadlock, a_deadlock_counts_the_ranks_that_ended_and_names_the_others)
     kb_close(m);
 }
 
-/* Every rank receives first: nobody sends, and no program polls. */
-static void receives_first(tl_ctx *k)
-{
-    int64_t n = 4;
-    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
-    tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
-}
-
 Test(coll_deadlock, a_poll_mode_receive_deadlock_names_each_direction)
 {
     kb_machine *m = cf_open(NULL, 0);
-    use_algorithm(m, "rf", "receives_first", receives_first, "backpressure: poll");
+    cf_use_algorithm(m, "rf", "receives_first", cf_receives_first, "backpressure: poll");
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
     kb__err e;
-    cr_assert_eq(run(m, &t, NULL, NULL, &e), KB_EDEADLOCK, "%s", e.msg);
+    cr_assert_eq(cf_run(m, &t, NULL, NULL, &e), KB_EDEADLOCK, "%s", e.msg);
     for (int r = 0; r < 4; r++) {
         char want[96];
         snprintf(want, sizeof want,
@@ -221,7 +192,7 @@ static void slow_rank_one(tl_ctx *k)
 Test(coll_deadlock, a_slow_receiver_is_waited_for_and_the_result_is_right)
 {
     kb_machine *m = cf_open(NULL, 0);
-    use_algorithm(m, "slow", "slow_rank_one", slow_rank_one, "n_slots: 1, backpressure: poll");
+    cf_use_algorithm(m, "slow", "slow_rank_one", slow_rank_one, "n_slots: 1, backpressure: poll");
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 64, KB_F32, 1);
     cf_check_all_reduce(m, t, "slow", KB_SUM, 4, 64, KB_F32, NULL);
     /* rank 0 polled for rank 1's ring for many periods */

@@ -9,29 +9,6 @@
 #include "runtime/internal.h"
 #include "sim/sim.h"
 
-/* Adds all_reduce algorithm `algo` running module over ring_1d, with the
- * queue settings `queues` ("" for the defaults), and makes it the default. */
-static void use_algorithm(kb_machine *m, const char *algo, const char *module, tl_kernel_fn fn,
-                          const char *queues)
-{
-    cr_assert_eq(kb_ccl_register(m, module, "all_reduce", "ring_1d", fn), 0, "%s",
-                 kb_last_error(m));
-    char set[256], def[96];
-    snprintf(set, sizeof set,
-             "ccl.algorithms.%s={module: %s, collective: all_reduce, topology: ring_1d%s%s}", algo,
-             module, queues[0] ? ", " : "", queues);
-    snprintf(def, sizeof def, "ccl.defaults.algorithm.all_reduce=%s", algo);
-    const char *sets[] = {set, def};
-    cr_assert_eq(kb_ccl_override(m, sets, 2), 0, "%s", kb_last_error(m));
-}
-
-static int run_default(kb_machine *m, kb_tensor *t, kb__err *e)
-{
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 1, t, NULL, 0};
-    kb__err_clear(e);
-    return kb__ccl_run(m, &r, NULL, e);
-}
-
 /* ---- traffic in flight when the queues are dropped -------------------------- */
 
 #define BIG_SLOTS 32
@@ -54,11 +31,11 @@ static void sends_nothing(tl_ctx *k)
 static uint64_t failing_call_time(tl_kernel_fn fn, int want)
 {
     kb_machine *m = cf_open(NULL, 0);
-    use_algorithm(m, "big", "big_sender", fn, "n_slots: 32, slot_size: 4KiB");
+    cf_use_algorithm(m, "big", "big_sender", fn, "n_slots: 32, slot_size: 4KiB");
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 2, 8, KB_F32, 1);
     kb__err e;
     uint64_t t0 = kb_now_ps(m);
-    cr_assert_eq(run_default(m, &t, &e), want, "%s", e.msg);
+    cr_assert_eq(cf_run(m, &t, NULL, NULL, &e), want, "%s", e.msg);
     uint64_t span = kb_now_ps(m) - t0;
     /* the queues were dropped and the machine still computes */
     cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 2, 8, KB_F32, NULL);
@@ -97,10 +74,10 @@ static void mismatched_big(tl_ctx *k)
 Test(coll_failures, a_kernel_error_with_pieces_in_flight_leaves_a_usable_machine)
 {
     kb_machine *m = cf_open(NULL, 0);
-    use_algorithm(m, "mism", "mismatched_big", mismatched_big, "n_slots: 32, slot_size: 4KiB");
+    cf_use_algorithm(m, "mism", "mismatched_big", mismatched_big, "n_slots: 32, slot_size: 4KiB");
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 2, 8, KB_F32, 1);
     kb__err e;
-    cr_assert_eq(run_default(m, &t, &e), KB_EINVAL, "%s", e.msg);
+    cr_assert_eq(cf_run(m, &t, NULL, NULL, &e), KB_EINVAL, "%s", e.msg);
     cr_assert(strstr(e.msg, "expects f32 [4]"), "%s", e.msg);
     /* a configuration change drops the install again: nothing may be left */
     cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 2, 8, KB_F32, NULL);
@@ -130,10 +107,10 @@ static void token_with_bug(tl_ctx *k)
 Test(coll_failures, a_kernel_error_is_reported_before_the_waits_it_caused)
 {
     kb_machine *m = cf_open(NULL, 0);
-    use_algorithm(m, "token", "token_with_bug", token_with_bug, "");
+    cf_use_algorithm(m, "token", "token_with_bug", token_with_bug, "");
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
     kb__err e;
-    cr_assert_eq(run_default(m, &t, &e), KB_EINVAL, "%s", e.msg);
+    cr_assert_eq(cf_run(m, &t, NULL, NULL, &e), KB_EINVAL, "%s", e.msg);
     cr_assert(strstr(e.msg, "rank 1 (sip0/cube0/pe1): tl_recv from direction W expects f32 [4], "
                             "but rank 0 (sip0/cube0/pe0) sent f32 [8]"),
               "%s", e.msg);
@@ -160,11 +137,11 @@ Test(coll_failures, a_sender_waiting_on_a_failed_rank_is_canceled_at_once_in_eit
         kb_machine *m = cf_open(NULL, 0);
         char q[64];
         snprintf(q, sizeof q, "n_slots: 1, backpressure: %s", bp[i]);
-        use_algorithm(m, "pr", "fails_while_peer_polls", fails_while_peer_polls, q);
+        cf_use_algorithm(m, "pr", "fails_while_peer_polls", fails_while_peer_polls, q);
         kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 2, 8, KB_F32, 1);
         kb__err e;
         uint64_t t0 = kb_now_ps(m);
-        cr_assert_eq(run_default(m, &t, &e), KB_EINVAL, "%s", e.msg);
+        cr_assert_eq(cf_run(m, &t, NULL, NULL, &e), KB_EINVAL, "%s", e.msg);
         uint64_t span = kb_now_ps(m) - t0;
         cr_assert(strstr(e.msg, "program 1 on sip0/cube0/pe1: tl_arg_tensor(9)"), "%s", e.msg);
         /* under 100 us: a poller alone gives up only after 2^24 checks of >= 1 ns */
@@ -189,30 +166,22 @@ static void sends_before_receiving(tl_ctx *k)
 Test(coll_failures, abandoned_sends_and_receives_leave_nothing_allocated)
 {
     kb_machine *m = cf_open(NULL, 0);
-    use_algorithm(m, "bp", "sends_before_receiving", sends_before_receiving,
+    cf_use_algorithm(m, "bp", "sends_before_receiving", sends_before_receiving,
                   "n_slots: 1, backpressure: sleep");
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
     kb__err e;
-    cr_assert_eq(run_default(m, &t, &e), KB_EDEADLOCK, "%s", e.msg);
+    cr_assert_eq(cf_run(m, &t, NULL, NULL, &e), KB_EDEADLOCK, "%s", e.msg);
     cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 4, 8, KB_F32, NULL);
     kb_close(m);
-}
-
-/* Every rank receives first: nobody ever sends. */
-static void receives_first(tl_ctx *k)
-{
-    int64_t n = 4;
-    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
-    tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
 }
 
 Test(coll_failures, a_deadlock_report_keeps_the_ranks_notes_and_counts_what_it_cut)
 {
     kb_machine *m = cf_open(NULL, 0);
-    use_algorithm(m, "rf", "receives_first", receives_first, "");
+    cf_use_algorithm(m, "rf", "receives_first", cf_receives_first, "");
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 8, 8, KB_F32, 1);
     kb__err e;
-    cr_assert_eq(run_default(m, &t, &e), KB_EDEADLOCK, "%s", e.msg);
+    cr_assert_eq(cf_run(m, &t, NULL, NULL, &e), KB_EDEADLOCK, "%s", e.msg);
     /* 8 programs and 8 dispatchers wait: not all fit in one message */
     cr_assert(
         strstr(e.msg,
@@ -254,10 +223,10 @@ Test(coll_failures, pending_receives_beyond_the_queue_depth_do_not_stall_the_ker
 {
     kb_machine *m = cf_open(NULL, 0);
     cr_assert_eq(m->pe_params.queue_depth, MANY_RECVS - 1);
-    use_algorithm(m, "many", "many_receives", many_receives, "");
+    cf_use_algorithm(m, "many", "many_receives", many_receives, "");
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 2, 8, KB_F32, 1);
     kb__err e;
-    cr_assert_eq(run_default(m, &t, &e), 0, "%s", e.msg);
+    cr_assert_eq(cf_run(m, &t, NULL, NULL, &e), 0, "%s", e.msg);
     float *h = cf_read(m, t, 16);
     for (int b = 0; b < 2; b++)
         for (int64_t i = 0; i < 8; i++) {
@@ -313,7 +282,7 @@ static int programs_waiting(kb_machine *m, const char *name)
 Test(coll_failures, a_stuck_collective_from_spawned_ranks_ends_its_programs_before_dropping_queues)
 {
     kb_machine *m = cf_open(NULL, 0);
-    use_algorithm(m, "stuckar", "waits_forever", waits_forever, "");
+    cf_use_algorithm(m, "stuckar", "waits_forever", waits_forever, "");
     int rc = kb_spawn(m, rank_all_reduce, 2, NULL);
     cr_assert_eq(rc, KB_EDEADLOCK, "%d %s", rc, kb_last_error(m));
     cr_assert_eq(programs_waiting(m, "stuckar#"), 0,
