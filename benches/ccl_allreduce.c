@@ -253,7 +253,14 @@ static int ccl_allreduce(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     if (!row) return kb_bench_fail(r, KB_ENOMEM, "ccl_allreduce: cannot allocate a host row");
     kb_tensor t = {0};
     rc = kb_empty(m, "buf", 2, shape, KB_F32, &p, &t);
-    if (!rc) rc = kb_init_process_group(m, "ahbm");
+    int init_rc = rc ? 0 : kb_init_process_group(m, "ahbm");
+    if (init_rc == KB_ECONFIG) /* the settings do not fit the default world: not --opt world */
+        kb_bench_bad_option(r,
+                            "ccl_allreduce: kb_init_process_group installs the default all_reduce "
+                            "over its default world first (every PE unless "
+                            "ccl.defaults.world_size says otherwise): %s",
+                            kb_last_error(m));
+    if (!rc) rc = init_rc;
     if (!rc && !r->no_data) rc = fill_and_copy(m, t, row, world, n);
     if (!rc) {
         kb_bench_measure_begin(r);

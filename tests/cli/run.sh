@@ -162,6 +162,13 @@ usage_opt "--opt world=12" --bench ccl_allreduce --opt world=12
 usage_opt "--opt bytes=6" --bench ccl_allreduce --opt bytes=6 --opt world=4
 usage_opt "--opt world=2 --opt algorithm=mesh_allreduce" --bench ccl_allreduce \
     --opt algorithm=mesh_allreduce --opt world=2
+# Settings that fit 2 ranks but not the default world fail in kb_init_process_group:
+# said as such, not blamed on --opt world.
+usage_opt "kb_init_process_group installs the default all_reduce over its default world" \
+    --bench ccl_allreduce --set ccl.defaults.n_slots=1024 --opt buffer=sram --opt world=2
+"$kb" run --no-data --bench ccl_allreduce --set ccl.defaults.n_slots=1024 \
+    --set ccl.defaults.world_size=2 --opt buffer=sram --opt world=2 >"$tmp/out" 2>&1 ||
+    fail "a default world of 2 ranks should fit: $(cat "$tmp/out")"
 usage_opt "--opt block=3" --bench vector_add --opt block=3
 usage_opt "--opt n=7" --bench vector_add --opt n=7
 usage_opt "--opt bm=3" --bench matmul --opt bm=3
