@@ -66,7 +66,7 @@ KB_API int tl_tensor_ndim(const tl_tensor *t);
 KB_API int64_t tl_tensor_dim(const tl_tensor *t, int d);
 KB_API int64_t tl_tensor_stride(const tl_tensor *t, int d);
 KB_API tl_dtype tl_tensor_dtype(const tl_tensor *t);
-/* ceil(a / b) for b > 0. */
+/* ceil(a / b) for b > 0, exact over all of int64 (negative a too); 0 for b <= 0. */
 KB_API int64_t tl_cdiv(int64_t a, int64_t b);
 
 /* ---- creation and shape --------------------------------------------------- */

@@ -27,6 +27,8 @@ typedef enum misuse {
     M_STORE_NULL_TENSOR,
     M_FLOAT_MASK,
     M_INT_MASK,
+    M_READ_NULL,
+    M_SCOPE_KEEP_NULL,
 } misuse;
 
 typedef struct rec {
@@ -90,6 +92,12 @@ static void misuse_kernel(tl_ctx *k)
         break;
     case M_INT_MASK:
         tl_store(k, x, offs, tl_scalar(k, 1, TL_F32), tl_full(k, 1, (int64_t[]){COLS}, 2, TL_I32));
+        break;
+    case M_READ_NULL:
+        tl_read(k, offs, NULL, COLS * sizeof(int32_t));
+        break;
+    case M_SCOPE_KEEP_NULL:
+        tl_scope_end(k, tl_scope_begin(k), 2, NULL);
         break;
     }
 }
@@ -201,4 +209,27 @@ Test(tl_misuse, float_mask_is_a_kernel_error)
 Test(tl_misuse, integer_mask_is_a_kernel_error)
 {
     expect(M_INT_MASK, KB_EINVAL, "mask must be a bool tile");
+}
+
+Test(tl_misuse, read_into_null_is_a_kernel_error)
+{
+    expect(M_READ_NULL, KB_EINVAL, "tl_read: destination is NULL");
+}
+
+Test(tl_misuse, scope_end_keeping_tiles_from_null_is_a_kernel_error)
+{
+    expect(M_SCOPE_KEEP_NULL, KB_EINVAL, "tl_scope_end: n_keep 2 with keep NULL");
+}
+
+Test(tl_misuse, cdiv_is_the_ceiling_over_all_of_int64)
+{
+    cr_assert_eq(tl_cdiv(INT64_MAX, 2), INT64_MAX / 2 + 1);
+    cr_assert_eq(tl_cdiv(INT64_MAX - 1, INT64_MAX), 1);
+    cr_assert_eq(tl_cdiv(INT64_MIN, 2), INT64_MIN / 2);
+    for (int64_t a = -9; a <= 9; a++)
+        for (int64_t b = 1; b <= 4; b++)
+            cr_assert_eq(tl_cdiv(a, b), (int64_t)ceil((double)a / (double)b), "cdiv(%lld, %lld)",
+                         (long long)a, (long long)b);
+    cr_assert_eq(tl_cdiv(5, 0), 0);
+    cr_assert_eq(tl_cdiv(5, -1), 0);
 }
