@@ -66,7 +66,7 @@ KB_API int tl_tensor_ndim(const tl_tensor *t);
 KB_API int64_t tl_tensor_dim(const tl_tensor *t, int d);
 KB_API int64_t tl_tensor_stride(const tl_tensor *t, int d);
 KB_API tl_dtype tl_tensor_dtype(const tl_tensor *t);
-/* ceil(a / b) for b > 0. */
+/* ceil(a / b) for b > 0, exact over all of int64 (negative a too); 0 for b <= 0. */
 KB_API int64_t tl_cdiv(int64_t a, int64_t b);
 
 /* ---- creation and shape --------------------------------------------------- */
@@ -163,7 +163,8 @@ KB_API void tl_scope_end(tl_ctx *k, uint64_t scope, int n_keep, const tl_tile *k
 /* ---- memory (DMA unit) ------------------------------------------------------ */
 
 /* Triton-style: loads t[offsets] (offsets an i32 tile in elements from the
- * shard's base). Lanes where mask (bool tile or TL_NONE) is false are never
+ * shard's base). Lanes where mask (a bool tile, or TL_NONE; another dtype is
+ * a kernel error) is false are never
  * touched and take `other` (a tile broadcastable to offsets, or TL_NONE for
  * zero). An unmasked lane outside the shard is a kernel error naming the VA. */
 KB_API tl_tile tl_load(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile mask, tl_tile other);
@@ -180,7 +181,8 @@ typedef struct tl_block_ptr {
 } tl_block_ptr;
 
 typedef enum tl_padding { TL_PAD_ZERO = 0, TL_PAD_NAN } tl_padding;
-/* boundary_check bits: TL_CHECK(0) | TL_CHECK(1). */
+/* boundary_check bits: TL_CHECK(0) | TL_CHECK(1); a bit for a dimension the
+ * block pointer does not have is a kernel error. */
 #define TL_CHECK(d) (1u << (d))
 
 KB_API tl_block_ptr tl_make_block_ptr(tl_ctx *k, tl_tensor *t, int ndim, const int64_t *shape,

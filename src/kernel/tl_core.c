@@ -95,7 +95,10 @@ tl_dtype tl_tensor_dtype(const tl_tensor *t)
 
 int64_t tl_cdiv(int64_t a, int64_t b)
 {
-    return b > 0 ? (a + b - 1) / b : 0;
+    if (b <= 0) return 0;
+    /* C division truncates toward zero: that is the ceiling for a <= 0, one
+     * less than it for a > 0 with a remainder. No a + b - 1: it overflows. */
+    return a / b + (a % b > 0);
 }
 
 /* ---- handles --------------------------------------------------------------- */
@@ -175,6 +178,10 @@ uint64_t tl_scope_begin(tl_ctx *k)
 
 void tl_scope_end(tl_ctx *k, uint64_t scope, int n_keep, const tl_tile *keep)
 {
+    if (n_keep < 0 || (n_keep > 0 && !keep))
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "tl_scope_end: n_keep %d with keep %s (expected n_keep >= 0 tiles in keep)",
+                     n_keep, keep ? "set" : "NULL");
     for (int i = 0; i < n_keep; i++)
         kb__tl_slot_of(k, keep[i], "tl_scope_end");
     for (uint32_t s = 1; s < k->n_slots; s++) {
@@ -236,6 +243,7 @@ void tl_read(tl_ctx *k, tl_tile x, void *dst, size_t bytes)
     if (bytes != have)
         kb__pe_raise(&k->prog, KB_EINVAL, "tl_read: destination has %zu B, the tile %zu B", bytes,
                      have);
+    if (!dst) kb__pe_raise(&k->prog, KB_EINVAL, "tl_read: destination is NULL");
     memcpy(dst, sl->buf->data, have);
 }
 

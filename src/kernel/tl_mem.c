@@ -63,11 +63,19 @@ static void lane_target(const kb__tl_op *op, int64_t lane, int *active, int64_t 
         }
         *active = 1;
         *elem = 0;
+        bool wrapped = false; /* an address past int64: outside any shard */
         for (int d = 0; d < op->bp.ndim; d++) {
-            int64_t c = op->bp.offsets[d] + pos[d];
+            int64_t c, step;
+            if (__builtin_add_overflow(op->bp.offsets[d], pos[d], &c)) {
+                c = INT64_MAX;
+                wrapped = true;
+            }
             if ((op->check & TL_CHECK(d)) && (c < 0 || c >= op->bp.shape[d])) *active = 0;
-            *elem += c * op->bp.strides[d];
+            if (__builtin_mul_overflow(c, op->bp.strides[d], &step) ||
+                __builtin_add_overflow(*elem, step, elem))
+                wrapped = true;
         }
+        if (wrapped) *elem = INT64_MAX;
         return;
     }
     const kb__tile_desc *od = &op->out_d;
@@ -120,8 +128,8 @@ static int lane_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
         int64_t elem;
         lane_target(op, lane, &active, &elem);
         if (!active) continue;
-        uint64_t va = t->va + (uint64_t)(elem * (int64_t)es);
-        if (elem < 0 || (uint64_t)elem * es + es > t->bytes) {
+        uint64_t va = t->va + (uint64_t)elem * es; /* wraps for messages only */
+        if (elem < 0 || (uint64_t)elem >= t->bytes / es) {
             fail_range(op, lane, elem, va);
             return KB_ERANGE;
         }
@@ -144,18 +152,25 @@ static bool block_spans(kb__tl_op *op, uint64_t es, uint32_t *ns)
     int cd = bp->ndim - 1;
     if (!bp->t || bp->ndim < 1 || bp->ndim > 2 || bp->strides[cd] != 1) return false;
     int64_t rows = bp->ndim == 2 ? bp->block[0] : 1, cols = bp->block[cd], c0 = bp->offsets[cd];
-    int64_t j0 = 0, j1 = cols;
+    int64_t j0 = 0, j1 = cols, room;
+    /* Any sum or product past int64 below: the lane walk decides (and
+     * reports the lane out of range). */
+    if (c0 > INT64_MAX - cols) return false;
     if (op->check & TL_CHECK(cd)) {
-        j0 = c0 < 0 ? (-c0 < cols ? -c0 : cols) : 0;
-        j1 = bp->shape[cd] - c0 < cols ? bp->shape[cd] - c0 : cols;
+        if (__builtin_sub_overflow(bp->shape[cd], c0, &room)) return false;
+        j0 = c0 < 0 ? (c0 > -cols ? -c0 : cols) : 0;
+        j1 = room < cols ? room : cols;
         if (j1 < j0) j1 = j0;
     }
     for (int64_t r = 0; r < rows && j0 < j1; r++) {
-        int64_t row = bp->ndim == 2 ? bp->offsets[0] + r : 0;
+        int64_t row = 0, e0 = 0, e1;
+        if (bp->ndim == 2 && __builtin_add_overflow(bp->offsets[0], r, &row)) return false;
         if (bp->ndim == 2 && (op->check & TL_CHECK(0)) && (row < 0 || row >= bp->shape[0]))
             continue;
-        int64_t e0 = (bp->ndim == 2 ? row * bp->strides[0] : 0) + c0 + j0, e1 = e0 + (j1 - j0);
-        if (e0 < 0 || (uint64_t)e1 * es > op->t->bytes) return false;
+        if ((bp->ndim == 2 && __builtin_mul_overflow(row, bp->strides[0], &e0)) ||
+            __builtin_add_overflow(e0, c0 + j0, &e0) || __builtin_add_overflow(e0, j1 - j0, &e1))
+            return false;
+        if (e0 < 0 || (uint64_t)e1 > op->t->bytes / es) return false;
         int64_t lane = r * cols + j0;
         uint64_t off = (uint64_t)lane * es;
         memset(op->active + lane, 1, (size_t)(j1 - j0));
@@ -246,6 +261,14 @@ static bool present(tl_tile t)
     return t.slot != 0 || t.gen != 0;
 }
 
+static void need_tensor(tl_ctx *k, const tl_tensor *t, const char *name)
+{
+    if (!t)
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "%s: the tensor is NULL (expected a tensor argument from tl_arg_tensor)",
+                     name);
+}
+
 /* Shape of a Triton-style access: offsets broadcast with mask (and the
  * value/other). Fills descs[0..2] = offsets, mask, value/other. */
 static kb__tile_desc access_shape(tl_ctx *k, const char *name, tl_tile offsets, tl_tile mask,
@@ -259,6 +282,10 @@ static kb__tile_desc access_shape(tl_ctx *k, const char *name, tl_tile offsets, 
     kb__tile_desc shape = descs[0];
     if (present(mask)) {
         descs[1] = kb__tl_slot_of(k, mask, name)->d;
+        if (descs[1].dtype != KB__BOOL)
+            kb__pe_raise(&k->prog, KB_EINVAL,
+                         "%s: mask must be a bool tile (a comparison's result), not %s", name,
+                         kb__dtype_name(descs[1].dtype));
         if (kb__tile_broadcast_shape(&shape, &descs[1], &shape, &e) < 0) kb__tl_raise_err(k, &e);
     }
     if (present(val)) {
@@ -282,6 +309,7 @@ static void add_in(kb__tl_op *op, int8_t *slot, kb__pe_buf *b)
 tl_tile tl_load(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile mask, tl_tile other)
 {
     kb__tile_desc descs[3];
+    need_tensor(k, t, "load");
     kb__tile_desc shape = access_shape(k, "load", offsets, mask, other, descs);
     shape.dtype = (kb__dtype)t->dtype;
     kb__pe_buf *out;
@@ -300,6 +328,7 @@ tl_tile tl_load(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile mask, tl_tile 
 void tl_store(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask)
 {
     kb__tile_desc descs[3];
+    need_tensor(k, t, "store");
     kb__tile_desc shape = access_shape(k, "store", offsets, mask, value, descs);
     kb__tl_op *op = mem_op(k, "store", t, true);
     op->out_d = shape;
@@ -318,6 +347,12 @@ tl_block_ptr tl_make_block_ptr(tl_ctx *k, tl_tensor *t, int ndim, const int64_t 
 {
     if (ndim < 1 || ndim > 2)
         kb__pe_raise(&k->prog, KB_EINVAL, "make_block_ptr: ndim %d (1 or 2 supported)", ndim);
+    need_tensor(k, t, "make_block_ptr");
+    if (!shape || !strides || !offsets || !block_shape)
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "make_block_ptr: shape, strides, offsets and block_shape must each have %d "
+                     "element(s), got a NULL array",
+                     ndim);
     tl_block_ptr p = {.t = t, .ndim = ndim};
     for (int d = 0; d < ndim; d++) {
         p.shape[d] = shape[d];
@@ -332,16 +367,38 @@ tl_block_ptr tl_make_block_ptr(tl_ctx *k, tl_tensor *t, int ndim, const int64_t 
     return p;
 }
 
+/* A block pointer as the block ops need it: made by tl_make_block_ptr or
+ * filled by hand, it must name a tensor and have 1 or 2 dimensions. */
+static void check_block_ptr(tl_ctx *k, const tl_block_ptr *p, const char *name)
+{
+    if (p->ndim < 1 || p->ndim > 2)
+        kb__pe_raise(&k->prog, KB_EINVAL, "%s: block pointer has ndim %d (1 or 2 supported)", name,
+                     p->ndim);
+    need_tensor(k, p->t, name);
+}
+
 tl_block_ptr tl_advance(tl_ctx *k, tl_block_ptr p, const int64_t *offsets)
 {
-    (void)k;
-    for (int d = 0; d < p.ndim; d++)
-        p.offsets[d] += offsets[d];
+    check_block_ptr(k, &p, "advance");
+    if (!offsets) kb__pe_raise(&k->prog, KB_EINVAL, "advance: offsets is NULL");
+    for (int d = 0; d < p.ndim; d++) {
+        int64_t was = p.offsets[d];
+        if (__builtin_add_overflow(was, offsets[d], &p.offsets[d]))
+            kb__pe_raise(&k->prog, KB_ERANGE,
+                         "advance: offset %lld + %lld of dimension %d overflows int64",
+                         (long long)was, (long long)offsets[d], d);
+    }
     return p;
 }
 
-static kb__tile_desc block_desc(tl_ctx *k, const tl_block_ptr *p)
+static kb__tile_desc block_desc(tl_ctx *k, const tl_block_ptr *p, unsigned check, const char *name)
 {
+    check_block_ptr(k, p, name);
+    if (check & ~((1u << p->ndim) - 1))
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "%s: boundary_check 0x%x names a dimension the %d-D block pointer does not "
+                     "have",
+                     name, check, p->ndim);
     kb__tile_desc d = {.dtype = (kb__dtype)p->t->dtype, .ndim = p->ndim};
     d.shape[0] = p->block[0];
     d.shape[1] = p->ndim == 2 ? p->block[1] : 0;
@@ -352,7 +409,10 @@ static kb__tile_desc block_desc(tl_ctx *k, const tl_block_ptr *p)
 
 tl_tile tl_load_block(tl_ctx *k, tl_block_ptr p, unsigned boundary_check, tl_padding padding)
 {
-    kb__tile_desc d = block_desc(k, &p);
+    kb__tile_desc d = block_desc(k, &p, boundary_check, "load");
+    if (padding != TL_PAD_ZERO && padding != TL_PAD_NAN)
+        kb__pe_raise(&k->prog, KB_EINVAL, "load: padding %d is not TL_PAD_ZERO or TL_PAD_NAN",
+                     (int)padding);
     kb__pe_buf *out;
     tl_tile res = kb__tl_new(k, &d, &out);
     kb__tl_op *op = mem_op(k, "load", p.t, false);
@@ -367,7 +427,7 @@ tl_tile tl_load_block(tl_ctx *k, tl_block_ptr p, unsigned boundary_check, tl_pad
 
 void tl_store_block(tl_ctx *k, tl_block_ptr p, tl_tile value, unsigned boundary_check)
 {
-    kb__tile_desc d = block_desc(k, &p);
+    kb__tile_desc d = block_desc(k, &p, boundary_check, "store");
     kb__tl_slot *v = kb__tl_slot_of(k, value, "store");
     kb__tile_desc vd = v->d;
     vd.dtype = d.dtype;
