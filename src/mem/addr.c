@@ -146,6 +146,13 @@ static int check_fields(const kb__addr_geom *g, const kb__pa *f, const char *wha
     return 0;
 }
 
+/* v packed at shift. A field of 0 bits holds only 0 and may sit at shift
+ * 64 (a layout that uses all 64 bits), where a C shift is undefined. */
+static uint64_t place(uint64_t v, unsigned shift, unsigned bits)
+{
+    return bits ? v << shift : 0;
+}
+
 int kb__addr_encode(const kb__addr_geom *g, const kb__pa *f, uint64_t *pa, kb__err *err)
 {
     *pa = 0;
@@ -153,9 +160,9 @@ int kb__addr_encode(const kb__addr_geom *g, const kb__pa *f, uint64_t *pa, kb__e
     if (rc) return rc;
     kb__addr_layout l;
     layout_of(g, &l);
-    *pa = f->offset | (uint64_t)f->space << l.space_shift | (uint64_t)f->pe << l.pe_shift |
-          (uint64_t)f->cube << l.cube_shift | (uint64_t)f->sip << l.sip_shift |
-          (uint64_t)f->rack << l.rack_shift;
+    *pa = f->offset | place(f->space, l.space_shift, 2) | place(f->pe, l.pe_shift, l.pe_bits) |
+          place(f->cube, l.cube_shift, l.cube_bits) | place(f->sip, l.sip_shift, l.sip_bits) |
+          place(f->rack, l.rack_shift, l.rack_bits);
     return 0;
 }
 

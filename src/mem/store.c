@@ -251,6 +251,49 @@ static void drop_pages(kb__store *st, uint64_t fp, uint64_t lp)
     }
 }
 
+/* Byte x (>= x->anchor) of extent x's pattern. */
+static uint8_t extent_byte(const kb__store_extent *x, uint64_t at)
+{
+    return x->pat[(at - x->anchor) % x->plen];
+}
+
+/* True when p and q give every byte from `at` on the same value (both
+ * anchors <= at): the same period and the same bytes over one period. */
+static bool same_pattern(const kb__store_extent *p, const kb__store_extent *q, uint64_t at)
+{
+    if (p->plen != q->plen) return false;
+    for (uint64_t i = 0; i < p->plen; i++)
+        if (extent_byte(p, at + i) != extent_byte(q, at + i)) return false;
+    return true;
+}
+
+/* Adds e (over a gap between extents, i0 the first extent after it) by
+ * growing a neighbour with the same pattern that touches it; false when
+ * none does. A fill arrives packet by packet in address order, so this
+ * keeps one extent per fill instead of one per packet (inserting each
+ * would move the whole tail of the array: quadratic in the packets). */
+static bool extend_neighbour(kb__store *st, size_t i0, const kb__store_extent *e)
+{
+    kb__store_extent *prev = i0 ? &st->ext[i0 - 1] : NULL;
+    kb__store_extent *next = i0 < st->n_ext ? &st->ext[i0] : NULL;
+    if (prev && prev->end == e->start && same_pattern(prev, e, e->start)) {
+        prev->end = e->end;
+        if (next && next->start == e->end && same_pattern(prev, next, next->start)) {
+            prev->end = next->end;
+            memmove(next, next + 1, (st->n_ext - i0 - 1) * sizeof *next);
+            st->n_ext--;
+        }
+        return true;
+    }
+    if (next && next->start == e->end && same_pattern(next, e, e->end)) {
+        next->start = e->start;
+        next->anchor = e->anchor; /* same bytes from e's anchor on, and anchor <= start */
+        memcpy(next->pat, e->pat, e->plen);
+        return true;
+    }
+    return false;
+}
+
 /* Replaces the extents over [a, b) by e[0..k) (sorted, inside [a, b)). */
 static int splice_extents(kb__store *st, uint64_t a, uint64_t b, const kb__store_extent *e,
                           size_t k, kb__err *err)
@@ -260,6 +303,7 @@ static int splice_extents(kb__store *st, uint64_t a, uint64_t b, const kb__store
     while (i1 < st->n_ext && st->ext[i1].start < b)
         i1++;
     if (i0 == i1 && k == 0) return 0; /* nothing to carve, nothing to add */
+    if (i0 == i1 && k == 1 && extend_neighbour(st, i0, e)) return 0;
     bool left = i0 < i1 && st->ext[i0].start < a;
     bool right = i0 < i1 && st->ext[i1 - 1].end > b;
     size_t n_new = st->n_ext - (i1 - i0) + left + right + k;

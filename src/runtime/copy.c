@@ -184,6 +184,7 @@ static int copy_out(kb_machine *m, kb_tensor h, bool all, int64_t row0, int64_t 
         uint64_t skip = (uint64_t)(a - sh->row0) * sh->cols * ds,
                  len = (uint64_t)(b - a) * sh->cols * ds;
         kb__rt_seg seg = {t->pa[idx] + skip, len, stage};
+        if (m->dev->no_data) memset(stage, 0, len); /* no bytes move: the host reads zeros */
         int rc = kb__rt_port_read(m, &seg, 1, &err);
         if (rc) return kb__rt_fail(m, &err);
         for (int64_t i = a; i < b; i++) {
@@ -206,10 +207,19 @@ int kb_copy_rows_to_host(kb_machine *m, kb_tensor t, int64_t row0, int64_t nrows
     return copy_out(m, t, false, row0, nrows, dst, nbytes, dst_dtype);
 }
 
+/* Records "<fn>: out is NULL" on m for an info call without an output. */
+static int out_null(kb_machine *m, const char *fn)
+{
+    kb__err err;
+    kb__err_set(&err, KB_EINVAL, "%s: out is NULL", fn);
+    return kb__rt_fail(m, &err);
+}
+
 int kb_tensor_get_info(kb_machine *m, kb_tensor h, kb_tensor_info *out)
 {
     if (out) memset(out, 0, sizeof *out);
-    if (!m || !out) return KB_EINVAL;
+    if (!m) return KB_EINVAL;
+    if (!out) return out_null(m, "kb_tensor_get_info");
     kb__err err;
     kb__rt_tensor *t = kb__rt_tensor_get(m, h.id, &err);
     if (!t) return kb__rt_fail(m, &err);
@@ -250,7 +260,8 @@ static void shard_info(const kb__rt_tensor *t, int i, kb_shard_info *o)
 int kb_tensor_get_shard(kb_machine *m, kb_tensor h, int i, kb_shard_info *out)
 {
     if (out) memset(out, 0, sizeof *out);
-    if (!m || !out) return KB_EINVAL;
+    if (!m) return KB_EINVAL;
+    if (!out) return out_null(m, "kb_tensor_get_shard");
     kb__err err;
     kb__rt_tensor *t = kb__rt_tensor_get(m, h.id, &err);
     if (!t) return kb__rt_fail(m, &err);

@@ -92,15 +92,19 @@ void kb__rt_memory_fini(kb_machine *m)
     m->hbm = m->tcm = m->sram = NULL;
 }
 
-static uint64_t page_round(const kb_machine *m, uint64_t bytes)
-{
-    return (bytes + m->page_size - 1) & ~(m->page_size - 1);
-}
-
 int kb__rt_hbm_alloc(kb_machine *m, uint32_t pe, uint64_t bytes, uint64_t *pa, kb__err *err)
 {
     assert(pe < m->n_pes);
-    return kb__range_alloc(&m->hbm[pe], page_round(m, bytes), m->page_size, pa, err);
+    const kb__range_allocator *a = &m->hbm[pe];
+    if (bytes > a->size) { /* also keeps the page round-up below from wrapping to 0 */
+        *pa = 0;
+        return kb__err_set(err, KB_ENOSPC,
+                           "%s: cannot allocate %" PRIu64 " bytes: the slice has %" PRIu64
+                           " bytes; largest free block is %" PRIu64 " bytes",
+                           a->name, bytes, a->size, kb__range_largest_free(a));
+    }
+    uint64_t rounded = (bytes + m->page_size - 1) & ~(m->page_size - 1);
+    return kb__range_alloc(&m->hbm[pe], rounded, m->page_size, pa, err);
 }
 
 int kb__rt_hbm_free(kb_machine *m, uint32_t pe, uint64_t pa, kb__err *err)

@@ -257,3 +257,26 @@ Test(addr, geometry_check_rejects_empty_counts_sizes_and_layouts_over_64_bits)
     cr_assert_eq(kb__addr_geom_check(&g, NULL, &e), KB_ECONFIG);
     cr_assert(strstr(e.msg, "at most 64"), "%s", e.msg);
 }
+
+Test(addr, a_layout_of_exactly_64_bits_round_trips_its_highest_fields)
+{
+    kb__addr_geom g;
+    kb__err e;
+    kb__addr_geom_default(&g);
+    g.hbm_slice_bytes = 1ULL << 54; /* 54 + 2 + 3 + 4 + 1 = 64 bits, no rack bits */
+    kb__addr_layout l;
+    cr_assert_eq(kb__addr_geom_check(&g, &l, &e), 0, "%s", e.msg);
+    cr_assert_eq(l.total_bits, 64);
+    kb__pa f = {0,
+                g.sips_per_rack - 1,
+                g.cubes_per_sip - 1,
+                g.pes_per_cube - 1,
+                KB__SPACE_HBM,
+                g.hbm_slice_bytes - 1};
+    uint64_t pa;
+    cr_assert_eq(kb__addr_encode(&g, &f, &pa, &e), 0, "%s", e.msg);
+    cr_assert_eq(pa >> 63, 1, "the SIP field is the top bit");
+    kb__pa back;
+    cr_assert_eq(kb__addr_decode(&g, pa, &back, &e), 0, "%s", e.msg);
+    cr_assert(same_pa(&f, &back));
+}

@@ -295,3 +295,46 @@ Test(store, pages_span_several_slabs_and_dropped_pages_are_reused)
     cr_assert_eq(st.n_slabs, 4, "dropped pages were not reused");
     kb__store_destroy(&st);
 }
+
+/* A fill of [base, base + n) sent as pkt-byte pieces, each with the pattern
+ * rotated to its own start (as a memory controller lands fill packets). */
+static void fill_by_packets(kb__store *st, uint64_t base, uint64_t n, uint64_t pkt,
+                            const uint8_t *pat, size_t plen, bool reverse)
+{
+    uint64_t npk = n / pkt;
+    for (uint64_t k = 0; k < npk; k++) {
+        uint64_t rel = (reverse ? npk - 1 - k : k) * pkt;
+        uint8_t rot[KB__STORE_PATTERN_MAX];
+        for (size_t i = 0; i < plen; i++)
+            rot[i] = pat[(rel + i) % plen];
+        cr_assert_eq(kb__store_fill(st, base + rel, pkt, rot, plen, NULL), 0);
+    }
+}
+
+Test(store, a_fill_landing_packet_by_packet_keeps_one_extent_and_reads_back)
+{
+    kb__store st;
+    kb__store_init(&st);
+    const uint8_t pat[3] = {1, 2, 3}, other[3] = {7, 8, 9};
+    const uint64_t n = 64ULL << 20, pkt = 256;
+    fill_by_packets(&st, GiB, n, pkt, pat, 3, false);
+    cr_assert_eq(kb__store_n_extents(&st), 1);
+    fill_by_packets(&st, 2 * GiB, n, pkt, pat, 3, true);
+    cr_assert_eq(kb__store_n_extents(&st), 2);
+    /* a touching fill with other bytes stays separate */
+    fill_by_packets(&st, 2 * GiB + n, 1024, pkt, other, 3, false);
+    cr_assert_eq(kb__store_n_extents(&st), 3);
+    uint64_t probes[] = {0, 1, pkt - 1, pkt, n / 2 + 5, n - 1};
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+        uint8_t a, b;
+        cr_assert_eq(kb__store_read(&st, GiB + probes[i], &a, 1, NULL), 0);
+        cr_assert_eq(kb__store_read(&st, 2 * GiB + probes[i], &b, 1, NULL), 0);
+        cr_assert_eq(a, pat[probes[i] % 3], "offset %" PRIu64, probes[i]);
+        cr_assert_eq(b, pat[probes[i] % 3], "offset %" PRIu64, probes[i]);
+    }
+    uint8_t c;
+    cr_assert_eq(kb__store_read(&st, 2 * GiB + n + 4, &c, 1, NULL), 0);
+    cr_assert_eq(c, other[4 % 3]);
+    cr_assert_eq(kb__store_pages_resident(&st), 0);
+    kb__store_destroy(&st);
+}
