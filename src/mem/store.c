@@ -267,25 +267,40 @@ static bool same_pattern(const kb__store_extent *p, const kb__store_extent *q, u
     return true;
 }
 
-/* Adds e (over a gap between extents, i0 the first extent after it) by
+/* Removes extents [i, j). */
+static void remove_extents(kb__store *st, size_t i, size_t j)
+{
+    memmove(st->ext + i, st->ext + j, (st->n_ext - j) * sizeof *st->ext);
+    st->n_ext -= j - i;
+}
+
+/* Adds e, which replaces extents [i0, i1) (those overlapping it), by
  * growing a neighbour with the same pattern that touches it; false when
  * none does. A fill arrives packet by packet in address order, so this
  * keeps one extent per fill instead of one per packet (inserting each
- * would move the whole tail of the array: quadratic in the packets). */
-static bool extend_neighbour(kb__store *st, size_t i0, const kb__store_extent *e)
+ * would move the whole tail of the array: quadratic in the packets), also
+ * when the fill overwrites an older one: the older extent shrinks from its
+ * start in place. */
+static bool extend_neighbour(kb__store *st, size_t i0, size_t i1, const kb__store_extent *e)
 {
     kb__store_extent *prev = i0 ? &st->ext[i0 - 1] : NULL;
-    kb__store_extent *next = i0 < st->n_ext ? &st->ext[i0] : NULL;
     if (prev && prev->end == e->start && same_pattern(prev, e, e->start)) {
         prev->end = e->end;
-        if (next && next->start == e->end && same_pattern(prev, next, next->start)) {
+        size_t covered = i1; /* [i0, covered) lie inside e; none starts before it */
+        if (i1 > i0 && st->ext[i1 - 1].end > e->end) {
+            st->ext[i1 - 1].start = e->end; /* its anchor stays <= its start */
+            covered = i1 - 1;
+        }
+        remove_extents(st, i0, covered);
+        kb__store_extent *next = i0 < st->n_ext ? &st->ext[i0] : NULL;
+        if (next && next->start == prev->end && same_pattern(prev, next, next->start)) {
             prev->end = next->end;
-            memmove(next, next + 1, (st->n_ext - i0 - 1) * sizeof *next);
-            st->n_ext--;
+            remove_extents(st, i0, i0 + 1);
         }
         return true;
     }
-    if (next && next->start == e->end && same_pattern(next, e, e->end)) {
+    kb__store_extent *next = i0 < st->n_ext ? &st->ext[i0] : NULL;
+    if (i0 == i1 && next && next->start == e->end && same_pattern(next, e, e->end)) {
         next->start = e->start;
         next->anchor = e->anchor; /* same bytes from e's anchor on, and anchor <= start */
         memcpy(next->pat, e->pat, e->plen);
@@ -303,7 +318,7 @@ static int splice_extents(kb__store *st, uint64_t a, uint64_t b, const kb__store
     while (i1 < st->n_ext && st->ext[i1].start < b)
         i1++;
     if (i0 == i1 && k == 0) return 0; /* nothing to carve, nothing to add */
-    if (i0 == i1 && k == 1 && extend_neighbour(st, i0, e)) return 0;
+    if (k == 1 && extend_neighbour(st, i0, i1, e)) return 0;
     bool left = i0 < i1 && st->ext[i0].start < a;
     bool right = i0 < i1 && st->ext[i1 - 1].end > b;
     size_t n_new = st->n_ext - (i1 - i0) + left + right + k;

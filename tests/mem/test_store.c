@@ -338,3 +338,22 @@ Test(store, a_fill_landing_packet_by_packet_keeps_one_extent_and_reads_back)
     cr_assert_eq(kb__store_pages_resident(&st), 0);
     kb__store_destroy(&st);
 }
+
+Test(store, a_fill_over_an_older_fill_packet_by_packet_keeps_few_extents)
+{
+    kb__store st;
+    kb__store_init(&st);
+    const uint8_t pat[3] = {1, 2, 3}, other[5] = {7, 8, 9, 10, 11};
+    const uint64_t n = 64ULL << 20, pkt = 256, mid = 1ULL << 20;
+    fill_by_packets(&st, GiB, n, pkt, pat, 3, false);
+    fill_by_packets(&st, GiB + mid, n - 2 * mid, pkt, other, 5, false);
+    cr_assert_eq(kb__store_n_extents(&st), 3);
+    uint64_t probes[] = {0, mid - 1, mid, mid + 7, n / 2, n - mid - 1, n - mid, n - 1};
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+        uint64_t x = probes[i];
+        uint8_t got, want = x < mid || x >= n - mid ? pat[x % 3] : other[(x - mid) % 5];
+        cr_assert_eq(kb__store_read(&st, GiB + x, &got, 1, NULL), 0);
+        cr_assert_eq(got, want, "offset %" PRIu64 ": %u, expected %u", x, got, want);
+    }
+    kb__store_destroy(&st);
+}
