@@ -266,7 +266,7 @@ typedef struct stuck {
 } stuck;
 
 /* Rank 1 waits on w->never again after every cancellation; rank 0 ends. */
-static int body_stubborn(int rank, int nprocs, void *arg)
+static int body_keeps_blocking(int rank, int nprocs, void *arg)
 {
     (void)nprocs;
     stuck *s = arg;
@@ -283,7 +283,7 @@ Test(spawn, an_abandoned_rank_learns_it_was_abandoned_when_it_wakes)
     world_init(&w);
     stuck s = {.w = &w};
     kb__rank_errors errs;
-    cr_assert_eq(kb__spawn(&w.dist, body_stubborn, 2, &s, &errs), KB_EDEADLOCK);
+    cr_assert_eq(kb__spawn(&w.dist, body_keeps_blocking, 2, &s, &errs), KB_EDEADLOCK);
     cr_expect_eq(errs.abandoned, 1);
     cr_expect_str_eq(s.why, "kb_spawn found the ranks deadlocked");
     kb__event_fire(w.sim, &w.never, 0); /* wakes the abandoned rank */

@@ -6,18 +6,7 @@
 #include <string.h>
 
 #include "runtime/internal.h"
-
-static const char *const small[] = {"sip.cube_mesh=1x2", "cube.pe_layout.corners=2",
-                                    "cube.pe_layout.pe_per_corner=1", "cube.hbm.slices=2"};
-
-static kb_machine *open_small(void)
-{
-    kb_open_options o = {NULL, small, 4, 0, NULL};
-    kb_machine *m = NULL;
-    char eb[512];
-    cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
-    return m;
-}
+#include "support/machine.h"
 
 /* A later valid call succeeds and nothing leaked from the failed one. */
 static void assert_usable(kb_machine *m)
@@ -40,7 +29,7 @@ static void expect_fail(kb_machine *m, int rc, int code, kb_tensor t, const char
 
 Test(api, zero_and_negative_dims_are_refused)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     kb_tensor t = {99};
     int64_t z[2] = {0, 8}, n[2] = {8, -2};
     expect_fail(m, kb_empty(m, "z", 2, z, KB_F32, NULL, &t), KB_EINVAL, t,
@@ -54,7 +43,7 @@ Test(api, zero_and_negative_dims_are_refused)
 
 Test(api, three_d_shapes_are_not_supported_yet)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     kb_tensor t = {99};
     int64_t s[3] = {2, 2, 2};
     expect_fail(m, kb_empty(m, "cube3", 3, s, KB_F32, NULL, &t), KB_EUNSUPPORTED, t,
@@ -64,7 +53,7 @@ Test(api, three_d_shapes_are_not_supported_yet)
 
 Test(api, unknown_dtype_is_refused)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     kb_tensor t = {99};
     int64_t s[1] = {8};
     expect_fail(m, kb_empty(m, "u", 1, s, (kb_dtype)17, NULL, &t), KB_EINVAL, t,
@@ -74,7 +63,7 @@ Test(api, unknown_dtype_is_refused)
 
 Test(api, non_dividing_split_names_level_dimension_and_value)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     kb_tensor t = {99};
     int64_t s[2] = {9, 8};
     kb_policy p = {KB_ROW_WISE, KB_REPLICATE, KB_REPLICATE, 0, 0, 0};
@@ -90,7 +79,7 @@ Test(api, non_dividing_split_names_level_dimension_and_value)
 
 Test(api, bad_policy_values_are_refused)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     kb_tensor t = {99};
     int64_t s[2] = {8, 8};
     kb_policy bad = {KB_REPLICATE, (kb_split)7, KB_REPLICATE, 0, 0, 0};
@@ -102,7 +91,7 @@ Test(api, bad_policy_values_are_refused)
 
 Test(api, wrong_host_buffer_size_names_both_sizes)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     int64_t s[2] = {16, 16};
     kb_tensor t;
     cr_assert_eq(kb_zeros(m, "x", 2, s, KB_F32, NULL, &t), 0);
@@ -119,7 +108,7 @@ Test(api, wrong_host_buffer_size_names_both_sizes)
 
 Test(api, using_a_freed_tensor_is_an_error_naming_it)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     int64_t s[1] = {16};
     kb_tensor a, b;
     cr_assert_eq(kb_zeros(m, NULL, 1, s, KB_F32, NULL, &a), 0);
@@ -144,7 +133,7 @@ Test(api, using_a_freed_tensor_is_an_error_naming_it)
 
 Test(api, exhausting_a_slice_reports_request_and_largest_free)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     uint64_t slice = m->params.cube.hbm_capacity / m->params.cube.hbm_slices;
     int64_t s[1] = {(int64_t)(slice / 4 + 1024)}; /* f32, replicated: one slice per PE */
     kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 0, 0};
@@ -157,7 +146,7 @@ Test(api, exhausting_a_slice_reports_request_and_largest_free)
 
 Test(api, set_device_scopes_default_policy_tensors_to_that_sip)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     cr_assert_eq(kb_get_device(m), -1);
     cr_assert_eq(kb_set_device(m, 1), 0);
     int64_t s[2] = {4, 8};
@@ -213,7 +202,7 @@ Test(api, mapping_costs_time_growing_with_target_cubes)
 
 Test(api, statistics_count_bytes_per_message_kind_and_reset)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     int64_t s[2] = {8, 16};
     kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 0};
     kb_tensor t;
@@ -266,7 +255,7 @@ Test(api, open_failure_fills_the_error_buffer)
 
 Test(api, allocators_in_use_match_a_reference_model)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     enum { N = 400 };
     uint64_t pa[N] = {0}, sz[N] = {0};
     const kb__range_allocator *a = &m->tcm[3];
@@ -300,7 +289,7 @@ Test(api, allocators_in_use_match_a_reference_model)
 
 Test(api, tcm_allocations_stay_above_the_scheduler_reserve)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     uint64_t pa;
     cr_assert_eq(kb__rt_tcm_alloc(m, 0, 4096, 4096, &pa, NULL), 0);
     kb__pa f;
@@ -331,7 +320,7 @@ Test(api, mapping_a_32_mib_tensor_into_256_pes_stays_small)
 
 Test(api, describe_lists_every_shard)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     int64_t s[2] = {4, 8};
     kb_tensor t;
     cr_assert_eq(kb_zeros(m, "d", 2, s, KB_BF16, NULL, &t), 0);

@@ -8,18 +8,7 @@
 #include <string.h>
 
 #include "runtime/internal.h"
-
-static const char *const small[] = {"sip.cube_mesh=1x2", "cube.pe_layout.corners=2",
-                                    "cube.pe_layout.pe_per_corner=1", "cube.hbm.slices=2"};
-
-static kb_machine *open_small(void)
-{
-    kb_open_options o = {NULL, small, 4, 0, NULL};
-    kb_machine *m = NULL;
-    char eb[512];
-    cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
-    return m;
-}
+#include "support/machine.h"
 
 static const kb_split modes[3] = {KB_REPLICATE, KB_ROW_WISE, KB_COLUMN_WISE};
 
@@ -50,7 +39,7 @@ static void fill_host(kb_dtype d, void *buf, size_t n)
 
 Test(tensor, every_combination_round_trips_every_dtype)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     int64_t shape2[2] = {8, 16}, shape1[1] = {32};
     for (int nd = 1; nd <= 2; nd++) {
         for (int combo = 0; combo < 27; combo++) {
@@ -98,7 +87,7 @@ static void expect_block(kb_policy p, int64_t rows, int64_t cols, const int idx[
 
 Test(tensor, shard_map_matches_an_independent_computation)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     int64_t shape[2] = {8, 16};
     for (int combo = 0; combo < 27; combo++) {
         kb_policy p = policy_of(combo);
@@ -139,7 +128,7 @@ Test(tensor, shard_map_matches_an_independent_computation)
 
 Test(tensor, every_page_of_every_shard_is_reachable_from_its_owner)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     int64_t shape[2] = {64, 256}; /* 64 KiB f32: shards span several pages */
     for (int combo = 0; combo < 27; combo++) {
         kb_policy p = policy_of(combo);
@@ -171,7 +160,7 @@ Test(tensor, every_page_of_every_shard_is_reachable_from_its_owner)
 
 Test(tensor, a_va_outside_the_pes_sip_faults_naming_the_tensor)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     int64_t shape[2] = {8, 2048};
     kb_policy p = {KB_COLUMN_WISE, KB_REPLICATE, KB_REPLICATE, 0, 0, 0};
     kb_tensor t;
@@ -190,7 +179,7 @@ Test(tensor, a_va_outside_the_pes_sip_faults_naming_the_tensor)
 
 Test(tensor, freeing_returns_every_allocator_to_its_initial_state)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     cr_assert(kb__rt_memory_pristine(m));
     int64_t shape[2] = {16, 64};
     kb_tensor ts[27];
@@ -210,7 +199,7 @@ Test(tensor, freeing_returns_every_allocator_to_its_initial_state)
 
 Test(tensor, full_fills_every_element_with_the_converted_value)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     int64_t shape[2] = {4, 8};
     kb_tensor t;
     /* 1 + 2^-11 is a tie between two f16 neighbours: even rounds to 1. */
@@ -232,7 +221,7 @@ Test(tensor, full_fills_every_element_with_the_converted_value)
 
 Test(tensor, host_dtype_conversion_rounds_to_nearest_even)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     int64_t shape[1] = {8};
     kb_tensor t;
     cr_assert_eq(kb_empty(m, "c", 1, shape, KB_F16, NULL, &t), 0, "%s", kb_last_error(m));
@@ -250,7 +239,7 @@ Test(tensor, host_dtype_conversion_rounds_to_nearest_even)
 
 Test(tensor, two_machines_are_independent)
 {
-    kb_machine *a = open_small(), *b = open_small();
+    kb_machine *a = kb_test_small_machine(0), *b = kb_test_small_machine(0);
     int64_t shape[1] = {16};
     kb_tensor ta, tb;
     cr_assert_eq(kb_full(a, "x", 1, shape, KB_I32, NULL, 3, &ta), 0);
@@ -268,7 +257,7 @@ Test(tensor, two_machines_are_independent)
 
 Test(tensor, close_frees_tensors_still_alive)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     int64_t shape[2] = {8, 8};
     kb_tensor t;
     cr_assert_eq(kb_zeros(m, "left", 2, shape, KB_F32, NULL, &t), 0);
@@ -281,7 +270,7 @@ Test(tensor, close_frees_tensors_still_alive)
  * bytes in the backing store. */
 Test(tensor, row_range_copies_move_only_their_rows_into_every_replica)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     enum { R = 8, C = 16 };
     static const int64_t ranges[][2] = {{3, 2}, {0, 1}, {5, 3}, {1, 6}, {7, 1}};
     int64_t shape[2] = {R, C};
@@ -325,7 +314,7 @@ Test(tensor, row_range_copies_move_only_their_rows_into_every_replica)
 
 Test(tensor, row_ranges_outside_the_tensor_or_a_wrong_size_are_refused)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     int64_t shape2[2] = {8, 16}, shape1[1] = {32};
     kb_tensor t, v;
     cr_assert_eq(kb_zeros(m, "rr", 2, shape2, KB_F32, NULL, &t), 0, "%s", kb_last_error(m));

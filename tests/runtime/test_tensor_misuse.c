@@ -8,18 +8,7 @@
 #include <string.h>
 
 #include "runtime/internal.h"
-
-static const char *const small[] = {"sip.cube_mesh=1x2", "cube.pe_layout.corners=2",
-                                    "cube.pe_layout.pe_per_corner=1", "cube.hbm.slices=2"};
-
-static kb_machine *open_small(void)
-{
-    kb_open_options o = {NULL, small, 4, 0, NULL};
-    kb_machine *m = NULL;
-    char eb[512];
-    cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
-    return m;
-}
+#include "support/machine.h"
 
 /* A tensor round-trips data: the machine still works. */
 static void assert_usable(kb_machine *m)
@@ -38,7 +27,7 @@ static void assert_usable(kb_machine *m)
 
 Test(tensor_misuse, a_shard_larger_than_its_hbm_slice_is_enospc_naming_the_request)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     /* (2^63 - 2) bf16 elements: 2^64 - 4 bytes, which a page round-up would wrap to 0 */
     int64_t shape[1] = {INT64_MAX - 1};
     kb_policy rep = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1};
@@ -57,10 +46,7 @@ Test(tensor_misuse, a_shard_larger_than_its_hbm_slice_is_enospc_naming_the_reque
 
 Test(tensor_misuse, a_copy_to_host_without_data_gives_zeros)
 {
-    kb_open_options o = {NULL, small, 4, 1, NULL};
-    kb_machine *m = NULL;
-    char eb[512];
-    cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
+    kb_machine *m = kb_test_small_machine(1);
     int64_t shape[2] = {8, 16};
     kb_tensor t;
     cr_assert_eq(kb_full(m, "f", 2, shape, KB_F32, NULL, 5.0, &t), 0, "%s", kb_last_error(m));
@@ -83,7 +69,7 @@ Test(tensor_misuse, a_copy_to_host_without_data_gives_zeros)
 
 Test(tensor_misuse, info_calls_without_an_output_say_so)
 {
-    kb_machine *m = open_small();
+    kb_machine *m = kb_test_small_machine(0);
     int64_t shape[1] = {32};
     kb_tensor t;
     cr_assert_eq(kb_empty(m, "v", 1, shape, KB_F32, NULL, &t), 0);
