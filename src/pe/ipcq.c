@@ -15,6 +15,9 @@
  * and at every poll, so it is seen the moment it holds. It is exact: with
  * nothing in flight no credit and no slot can appear, blocked programs start
  * no traffic, ended ones never will, and no receive is about to start.
+ * Waits it does not count (a program blocked on a tile computed from a
+ * pending receive's) are the simulator's: a poll is kb__sleep_poll, which
+ * fails once only polls are left to run.
  * Cost: O(1) per piece, chunk, credit and check (audits and the deadlock
  * report: O(world) each).
  */
@@ -26,12 +29,6 @@
 
 /* Interrupted waits kb__ipcq_drain retries before it gives up. */
 #define DRAIN_ROUNDS 64
-
-/* Consecutive polls without a credit after which a sender gives up: a last
- * resort for waits the deadlock check does not see (a program blocked
- * outside the queue waits it counts, e.g. on a tile computed from a
- * receive's), since polling never lets the event queue empty. */
-#define POLL_LIMIT (1u << 24)
 
 /* Room a deadlock report leaves in a kb__err for the prefixes its callers
  * add (the kernel, program and PE; the collective, algorithm and size). */
@@ -513,16 +510,15 @@ static void wait_credit(kb__pe_prog *g, kb__ipcq_port *sp)
         if (!s->failed) kb__sleep(g->sim, s->cfg.wake_ps);
     } else {
         kb__time period = s->cfg.poll_ps + s->cfg.scalar_ps;
-        uint32_t n = 0;
         while (sp->credits <= 0 && !s->failed) {
-            if (++n > POLL_LIMIT) {
-                wait_clear(ep);
-                kb__pe_raise(g, KB_EDEADLOCK,
-                             "tl_send to %s (rank %d): no credit after %u polls: the receiver "
-                             "does not consume",
-                             port_names[sp->index], sp->peer, POLL_LIMIT);
+            int st = kb__sleep_poll(g->sim, period > 0 ? period : 1);
+            if (st == KB_EDEADLOCK) {
+                /* nothing but polls is left (a wait check_deadlock does not
+                 * count, e.g. a program's end waiting for a receive) */
+                kb__ipcq_cancel(s, st, kb__sim_error(g->sim)->msg);
+                break;
             }
-            if (kb__sleep(g->sim, period > 0 ? period : 1)) {
+            if (st) {
                 wait_clear(ep);
                 kb__pe_raise(g, KB_ECANCELED, "tl_send: poll interrupted");
             }

@@ -9,6 +9,10 @@
  *     process 'pe0' waits on event 'rx0' since 1.000 ns [note: recv(west)]
  *     process 'pe1' waits on resource 'dma' since 5.000 ns
  *
+ * A poller (kb__sleep_poll) that finds every pending event to be another
+ * poller's next check gets the same report, headed "in a poll: only polling
+ * remains", the pollers listed as "polls".
+ *
  * The kb__err message is bounded (KB__ERR_MSG_MAX); lines that do not fit
  * are counted in a last "... and N more" line, and kb__sim_report_waiting
  * gives the full list. Cost: O(live processes), only on the error path.
@@ -26,9 +30,11 @@ static void fmt_ns(char *buf, size_t n, kb__time t)
     snprintf(buf, n, "%" PRIu64 ".%03u ns", t / 1000, (unsigned)(t % 1000));
 }
 
+/* Blocked, or polling (a poller that finds only polls left is reported
+ * while it runs). */
 static int is_waiting(const kb__proc *p)
 {
-    return p->state == KB__P_BLOCKED;
+    return p->state == KB__P_BLOCKED || p->polling;
 }
 
 /* One line, without newline, for a waiting p. Returns the snprintf length. */
@@ -40,7 +46,9 @@ static int waiting_line(const kb__proc *p, char *buf, size_t n)
     else
         snprintf(who, sizeof who, "process '%.140s'", p->name);
     int len;
-    if (p->sleeping) {
+    if (p->polling) {
+        len = snprintf(buf, n, "%s polls", who);
+    } else if (p->sleeping) {
         fmt_ns(since, sizeof since, p->wake.at);
         len = snprintf(buf, n, "%s sleeps until %s", who, since);
     } else {
@@ -82,7 +90,9 @@ int kb__sim_report_waiting(kb__sim *sim, char *buf, size_t n)
     return count;
 }
 
-int kb__deadlock_report(kb__sim *sim, const char *what)
+/* Writes "deadlock at NOW in WHERE: CAUSE and N processes wait" and the
+ * waiters' lines into sim->err as KB_EDEADLOCK. */
+static int report(kb__sim *sim, const char *where, const char *cause)
 {
     char *m = sim->err.msg;
     const size_t cap = sizeof sim->err.msg;
@@ -92,9 +102,8 @@ int kb__deadlock_report(kb__sim *sim, const char *what)
     for (kb__proc *p = sim->live_head; p; p = p->next)
         nproc += is_waiting(p);
     fmt_ns(now, sizeof now, sim->hot.now);
-    size_t off =
-        (size_t)snprintf(m, cap, "deadlock at %s in %s: no event is pending and %d %s", now, what,
-                         nproc, nproc == 1 ? "process waits" : "processes wait");
+    size_t off = (size_t)snprintf(m, cap, "deadlock at %s in %s: %s and %d %s", now, where, cause,
+                                  nproc, nproc == 1 ? "process waits" : "processes wait");
     if (sim->fail_pending && off < cap)
         off += (size_t)snprintf(m + off, cap - off, " (after a failure: %.200s)", sim->fail.msg);
     for (kb__proc *p = sim->live_head;; p = p->next) {
@@ -113,4 +122,14 @@ int kb__deadlock_report(kb__sim *sim, const char *what)
                  omitted);
     sim->err.code = KB_EDEADLOCK;
     return KB_EDEADLOCK;
+}
+
+int kb__deadlock_report(kb__sim *sim, const char *what)
+{
+    return report(sim, what, "no event is pending");
+}
+
+int kb__poll_deadlock_report(kb__sim *sim)
+{
+    return report(sim, "a poll", "only polling remains (every pending event is a poll)");
 }

@@ -131,6 +131,7 @@ struct kb__proc {
     uint8_t state;     /* enum kb__proc_state */
     bool wake_pending; /* a wake is scheduled (the first wake wins) */
     bool sleeping;     /* wake is the end of a kb__sleep */
+    bool polling;      /* in kb__sleep_poll (counted in sim->npolling) */
     bool detached;
     bool is_main;    /* the main-stack pseudo-process */
     bool resumed;    /* main only: its wake timer fired */
@@ -217,7 +218,8 @@ struct kb__sim {
     bool fail_pending; /* a detached process failed / OOM; loop stops */
     uint64_t seed;
     uint64_t nspawned;
-    uint64_t nlive; /* processes started and not finished */
+    uint64_t nlive;    /* processes started and not finished */
+    uint64_t npolling; /* processes sleeping in kb__sleep_poll */
     kb__proc *live_head, *live_tail;
     kb__proc *main;   /* main-stack pseudo-process */
     kb__ctx main_ctx; /* the scheduler's context while a process runs */
@@ -233,6 +235,9 @@ struct kb__sim {
 };
 
 /* queue.c */
+/* Whether at most n entries are queued. O(1) when the heap and the wheel
+ * already hold more; else O(entries of the current bucket). */
+bool kb__queue_at_most(const kb__sim *sim, uint64_t n);
 /* Pops and runs events until *until is true, the queue empties, or (when
  * honor_stop) a stop/failure. Returns 1 if the queue emptied. */
 int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_stop);
@@ -281,5 +286,8 @@ int kb__event_wait_as(kb__sim *sim, kb__event *ev, const char *op, const char *k
 
 /* deadlock.c */
 int kb__deadlock_report(kb__sim *sim, const char *what);
+/* The same report when every pending event is a poller's next check
+ * (kb__sleep_poll): the pollers are listed among the waiters. */
+int kb__poll_deadlock_report(kb__sim *sim);
 
 #endif

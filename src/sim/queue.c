@@ -341,6 +341,15 @@ static inline void prefetch_step(kb__sim *sim)
     sim->pf_next = next;
 }
 
+bool kb__queue_at_most(const kb__sim *sim, uint64_t n)
+{
+    uint64_t c = (uint64_t)sim->heap.len + sim->wheel_n;
+    for (uint32_t m = sim->cur_mask; m && c <= n; m &= m - 1)
+        for (const kb__timer *t = sim->cur_head[__builtin_ctz(m)]; t && c <= n; t = t->next)
+            c++;
+    return c <= n;
+}
+
 static inline bool queue_empty(const kb__sim *sim)
 {
     return sim->heap.len == 0 && !sim->cur_mask && !sim->wheel_n;

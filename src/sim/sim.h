@@ -257,6 +257,15 @@ typedef struct kb__waitq {
  * current time run first (a yield). */
 int kb__sleep(kb__sim *sim, kb__time d);
 
+/* kb__sleep for a process that polls: it waits d ps between checks of state
+ * that only others change, and a check changes nothing another poller
+ * reads. When every pending event is another poller's next check (and the
+ * loop runs without a time limit), nothing can ever change what they poll:
+ * returns KB_EDEADLOCK at once, without sleeping, with the simulator's
+ * report (pollers listed with their notes) in kb__sim_error. O(1) while
+ * the queue holds more entries than pollers. */
+int kb__sleep_poll(kb__sim *sim, kb__time d);
+
 typedef struct kb__event_cb {
     kb__event_fn fn;
     void *arg;

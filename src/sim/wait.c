@@ -138,17 +138,41 @@ static int block_on(kb__sim *sim, kb__proc *p, kb__waitq *q, kb__waiter *w, cons
     return kb__wait_block(sim, p, kind, name);
 }
 
-int kb__sleep(kb__sim *sim, kb__time d)
+/* Blocks p (the caller) for d ps. */
+static int sleep_block(kb__sim *sim, kb__proc *p, kb__time d)
 {
-    int rc = 0;
-    kb__proc *p = kb__wait_caller(sim, "kb__sleep", &rc);
-    if (!p) return rc;
     p->wake_pending = true;
     p->sleeping = true;
     p->wake_status = 0;
     p->wake_index = -1;
     p->wake_seq = kb__sim_schedule(sim, d, &p->wake);
     return kb__wait_block(sim, p, "sleep", NULL);
+}
+
+int kb__sleep(kb__sim *sim, kb__time d)
+{
+    int rc = 0;
+    kb__proc *p = kb__wait_caller(sim, "kb__sleep", &rc);
+    if (!p) return rc;
+    return sleep_block(sim, p, d);
+}
+
+int kb__sleep_poll(kb__sim *sim, kb__time d)
+{
+    int rc = 0;
+    kb__proc *p = kb__wait_caller(sim, "kb__sleep_poll", &rc);
+    if (!p) return rc;
+    p->polling = true;
+    if (sim->loop_limit == KB__TIME_NEVER && kb__queue_at_most(sim, sim->npolling)) {
+        rc = kb__poll_deadlock_report(sim);
+        p->polling = false;
+        return rc;
+    }
+    sim->npolling++;
+    rc = sleep_block(sim, p, d);
+    sim->npolling--;
+    p->polling = false;
+    return rc;
 }
 
 /* ---- events -------------------------------------------------------------- */

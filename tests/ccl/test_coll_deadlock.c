@@ -203,3 +203,86 @@ Test(coll_deadlock, a_slow_receiver_is_waited_for_and_the_result_is_right)
     cr_assert_geq(sp->stall_ps, 100 * period, "stalled %llu ps", (unsigned long long)sp->stall_ps);
     kb_close(m);
 }
+
+/* ---- only polling remains ------------------------------------------------------ */
+
+/* Rank 0 sends two messages into rank 1's 1-slot ring: the second polls for a
+ * credit. Every other rank reads a value computed from the tile of a receive
+ * from NEXT, where nobody sends, without tl_wait: it waits on compute, not
+ * on the queues, so only rank 0's polls are left to happen. */
+static void polls_while_others_wait_on_compute(tl_ctx *k)
+{
+    int64_t n = 16;
+    if (tl_rank(k) == 0) {
+        tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
+        tl_send(k, TL_DIR_NEXT, tl_zeros(k, 1, &n, TL_F32));
+        return;
+    }
+    tl_recv_handle h = tl_recv_async(k, TL_DIR_NEXT, 1, &n, TL_F32);
+    (void)tl_item(k, tl_sum(k, tl_add(k, h.t, h.t), TL_AXIS_ALL));
+}
+
+Test(coll_deadlock, a_state_where_only_polls_remain_is_a_deadlock_at_once)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    cf_use_algorithm(m, "pc", "polls_while_others_wait_on_compute",
+                     polls_while_others_wait_on_compute, "n_slots: 1, backpressure: poll");
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 16, KB_F32, 1);
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 4, 16, KB_F32, NULL);
+    const kb__ipcq_cfg *cfg = &installed(m)->cfg;
+    kb__time period = cfg->poll_ps + cfg->scalar_ps;
+    kb__err e;
+    cr_assert_eq(cf_run(m, &t, NULL, NULL, &e), KB_EDEADLOCK, "%s", e.msg);
+    /* seen when the last non-poll event has run, not after 2^24 polls: the
+     * call's traffic lasts a few microseconds, 1000 poll periods are more */
+    kb__time at = detected_at(e.msg);
+    cr_assert_lt(at, 1000 * period, "%s", e.msg);
+    cr_assert_null(strstr(e.msg, "16777216 polls"), "%s", e.msg);
+    cr_assert(strstr(e.msg, "only polling remains"), "%s", e.msg);
+    /* the poller is named with its wait */
+    cr_assert(strstr(e.msg, "tl_send to E (rank 1): no credit"), "%s", e.msg);
+    t = cf_tensor(m, "y", CF_ONE_CUBE, 4, 16, KB_F32, 1);
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 4, 16, KB_F32, NULL);
+    kb_close(m);
+}
+
+/* Simulated time until which rank 1 of busy_rank_one computes. */
+static kb__time busy_until;
+
+/* slow_rank_one, with rank 1 computing until busy_until first. */
+static void busy_rank_one(tl_ctx *k)
+{
+    if (tl_rank(k) == 1) {
+        int64_t big = 4096;
+        tl_tile x = tl_zeros(k, 1, &big, TL_F32);
+        while (kb__sim_now(k->prog.sim) < busy_until) {
+            tl_tile y = tl_add(k, x, x), s = tl_sum(k, y, TL_AXIS_ALL);
+            (void)tl_item(k, s);
+            tl_free(k, x);
+            tl_free(k, s);
+            x = y;
+        }
+    }
+    slow_rank_one(k);
+}
+
+Test(coll_deadlock, a_receiver_busy_for_more_than_2_to_the_24_polls_is_waited_for)
+{
+    /* a sender polls as long as it takes: no poll count makes a slow
+     * receiver a deadlock (an earlier guard failed it after 2^24 polls).
+     * Polls of 2 ps keep 2^24 of them within microseconds of compute. */
+    const char *sets[] = {"pe.ipcq.poll_interval_ns=0.001", "pe.cpu.scalar_op_ns=0.001"};
+    kb_machine *m = cf_open(sets, 2);
+    cf_use_algorithm(m, "busy", "busy_rank_one", busy_rank_one, "n_slots: 1, backpressure: poll");
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 64, KB_F32, 1);
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 4, 64, KB_F32, NULL);
+    const kb__ipcq_cfg *cfg = &installed(m)->cfg;
+    kb__time period = cfg->poll_ps + cfg->scalar_ps;
+    const uint64_t guard = (uint64_t)1 << 24;
+    busy_until = kb__sim_now(m->dev->sim) + (guard + 1000) * period;
+    kb_tensor u = cf_tensor(m, "y", CF_ONE_CUBE, 4, 64, KB_F32, 1);
+    cf_check_all_reduce(m, u, "busy", KB_SUM, 4, 64, KB_F32, NULL);
+    const kb__ipcq_port *sp = &installed(m)->ep[0].port[TL_DIR_E];
+    cr_assert_gt(sp->polls, guard, "%llu polls", (unsigned long long)sp->polls);
+    kb_close(m);
+}

@@ -139,3 +139,91 @@ Test(deadlock, no_deadlock_is_reported_when_every_process_ends)
     cr_assert_eq(kb__proc_join(sim, p, NULL), 0);
     kb__sim_destroy(sim);
 }
+
+/* ---- pollers ------------------------------------------------------------ */
+
+typedef struct poller {
+    const int *flag; /* what it polls for */
+    kb__time period;
+    const char *note;
+    int rc;                    /* 0: saw the flag; else kb__sleep_poll's code */
+    uint64_t checks;           /* polls that found the flag clear */
+    char msg[KB__ERR_MSG_MAX]; /* the report, when rc is KB_EDEADLOCK */
+} poller;
+
+static int poll_flag(kb__sim *sim, void *arg)
+{
+    poller *p = arg;
+    if (p->note) kb__proc_set_note(kb__proc_self(sim), "%s", p->note);
+    while (!*p->flag) {
+        p->checks++;
+        p->rc = kb__sleep_poll(sim, p->period);
+        if (p->rc == KB_EDEADLOCK) snprintf(p->msg, sizeof p->msg, "%s", kb__sim_error(sim)->msg);
+        if (p->rc) return p->rc;
+    }
+    return 0;
+}
+
+static void set_flag(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)sim;
+    *(int *)arg = (int)data;
+}
+
+Test(deadlock, pollers_that_only_poll_each_other_get_edeadlock_when_the_last_event_has_run)
+{
+    kb__sim *sim = make();
+    int flag = 0;
+    stuck w = {.delay = 7000, .ev = &(kb__event){0}, .note = "waits for a tile"};
+    kb__event_init(w.ev, "tile");
+    poller a = {&flag, 1000, "polls a credit", 0, 0, ""}, b = {&flag, 3000, NULL, 0, 0, ""};
+    kb__proc_spawn(sim, "pe0", poll_flag, &a, 0);
+    kb__proc_spawn(sim, "pe1", poll_flag, &b, 0);
+    kb__proc_spawn(sim, "pe2", wait_event, &w, 0);
+    /* pe2's sleep ends at 7 ns, before pe0's check then (scheduled later),
+     * which finds nothing but pe1's next check pending; pe1 then finds
+     * nothing at all */
+    cr_assert_eq(kb__sim_run(sim), KB_EDEADLOCK); /* pe2 is left */
+    cr_assert_eq(a.rc, KB_EDEADLOCK);
+    cr_assert_eq(b.rc, KB_EDEADLOCK);
+    const char *msg = a.msg;
+    cr_assert(strstr(msg, "in a poll: only polling remains (every pending event is a poll) and 3 "
+                          "processes wait"),
+              "%s", msg);
+    cr_assert(strstr(msg, "process 'pe0' polls [note: polls a credit]"), "%s", msg);
+    cr_assert(strstr(msg, "process 'pe1' polls"), "%s", msg);
+    cr_assert(strstr(msg, "process 'pe2' waits on event 'tile' since 7.000 ns [note: waits for a "
+                          "tile]"),
+              "%s", msg);
+    cr_assert(!strncmp(msg, "deadlock at 7.000 ns", 20), "%s", msg);
+    cr_assert_eq(a.checks, 8u); /* at 0, 1, ..., 7 ns */
+    kb__sim_destroy(sim);
+}
+
+Test(deadlock, a_poller_waits_as_long_as_another_event_is_pending)
+{
+    kb__sim *sim = make();
+    int flag = 0;
+    poller a = {&flag, 1, NULL, 0, 0, ""};
+    kb__proc_spawn(sim, "pe0", poll_flag, &a, 0);
+    kb__sim_post(sim, 5000000, set_flag, &flag, 1); /* 5 us: 5 million polls of 1 ps */
+    cr_assert_eq(kb__sim_run(sim), 0, "%s", kb__sim_error(sim)->msg);
+    cr_assert_eq(a.rc, 0);
+    cr_assert_eq(a.checks, 5000000u); /* at 0, 1, ..., 4999999 ps; the flag is set first at 5 us */
+    kb__sim_destroy(sim);
+}
+
+Test(deadlock, polling_under_a_time_limit_is_not_a_deadlock)
+{
+    /* the main stack acts at the limit, so the polls may end then */
+    kb__sim *sim = make();
+    int flag = 0;
+    poller a = {&flag, 1000, NULL, 0, 0, ""};
+    kb__proc_spawn(sim, "pe0", poll_flag, &a, 0);
+    cr_assert_eq(kb__sim_run_until_time(sim, 50000), 0, "%s", kb__sim_error(sim)->msg);
+    cr_assert_eq(a.rc, 0);
+    flag = 1;
+    cr_assert_eq(kb__sim_run(sim), 0, "%s", kb__sim_error(sim)->msg);
+    cr_assert_eq(a.rc, 0);
+    kb__sim_destroy(sim);
+}
