@@ -150,8 +150,8 @@ KB_API int kb_copy_to_host(kb_machine *m, kb_tensor t, void *dst, size_t nbytes,
  * rows are not inside the tensor, KB_EINVAL for a wrong nbytes. */
 KB_API int kb_copy_rows_from_host(kb_machine *m, kb_tensor t, int64_t row0, int64_t nrows,
                                   const void *src, size_t nbytes, kb_dtype src_dtype);
-KB_API int kb_copy_rows_to_host(kb_machine *m, kb_tensor t, int64_t row0, int64_t nrows,
-                                void *dst, size_t nbytes, kb_dtype dst_dtype);
+KB_API int kb_copy_rows_to_host(kb_machine *m, kb_tensor t, int64_t row0, int64_t nrows, void *dst,
+                                size_t nbytes, kb_dtype dst_dtype);
 
 /* Removes the MMU mappings (through the fabric), returns the VA range and
  * every shard's physical memory. The handle is invalid afterwards. */
@@ -326,6 +326,18 @@ typedef struct kb_link_info {
  * bytes, then link id) since the last reset; returns how many were filled
  * (at most n; links with no traffic are left out), or a negative code. */
 KB_API int kb_busiest_links(kb_machine *m, kb_link_info *out, int n);
+
+/* Writes what the simulation does from now on to path as a Chrome /
+ * Perfetto trace (JSON object format; open it in ui.perfetto.dev or
+ * chrome://tracing): each PE is a process with a track per unit (DMA, GEMM,
+ * MATH: every operation as a span from its start to its end, with its
+ * program and work) and one for its kernel programs; the host is a process
+ * with a track for collective calls and one for launches. KB_EIO naming the
+ * file if it cannot be written, KB_ESTATE if a trace is already on. */
+KB_API int kb_trace_start(kb_machine *m, const char *path);
+/* Ends the trace and closes its file (kb_close does it too); 0 when none is
+ * on, KB_EIO naming the file if a write failed. */
+KB_API int kb_trace_stop(kb_machine *m);
 
 /* "dma", "gemm", "math"; "?" for others. */
 KB_API const char *kb_unit_name(kb_unit u);

@@ -794,7 +794,13 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
             uninstall(st, 1); /* messages may be left in the rings */
         }
     }
-    if (!rc) fill_info(st, &c, &t, piece, info);
+    if (!rc) {
+        fill_info(st, &c, &t, piece, info);
+        char name[96];
+        snprintf(name, sizeof name, "%s %s", c.what, c.algo->name);
+        kb__rt_trace_span(m, KB__RT_HOST_COLLECTIVES, "collective", name, t.issue,
+                          (uint64_t)c.p * info->bytes_per_rank);
+    }
     free(c.buf);
     return rc;
 }

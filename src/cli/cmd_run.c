@@ -25,6 +25,7 @@ typedef struct run_opts {
     kb_bench_opts bopts;
     int device; /* -1 all */
     int no_data;
+    const char *trace; /* --trace FILE, or NULL */
 } run_opts;
 
 typedef struct run_out {
@@ -40,7 +41,7 @@ static void usage(FILE *f)
         f,
         "usage: kernbench run [--topology FILE] [--ccl FILE] [--set KEY=VALUE]...\n"
         "                     [--bench NAME|FILE.so] [--opt KEY=VALUE]... [--device all|sip:N]\n"
-        "                     [--json [FILE]] [--no-data]\n\n"
+        "                     [--json [FILE]] [--trace FILE] [--no-data]\n\n"
         "  --topology FILE  machine description YAML (default: the built-in machine)\n"
         "  --ccl FILE       collective configuration, a ccl.yaml (default: the built-in\n"
         "                   configs/ccl.yaml; 'kernbench list' shows its algorithms)\n"
@@ -51,6 +52,8 @@ static void usage(FILE *f)
         "  --opt KEY=VALUE  bench option (repeatable); 'kernbench list' shows the options\n"
         "  --device D       all (default) or sip:N: tensors are placed on SIP N only\n"
         "  --json [FILE]    JSON to FILE, or to stdout instead of the report\n"
+        "  --trace FILE     Chrome / Perfetto trace of the run to FILE: every PE op and\n"
+        "                   program, every launch and collective (docs/benches.md)\n"
         "  --no-data        timing only: same simulated steps, results not checked\n\n"
         "benches:\n",
         kb_bench_default()->name);
@@ -89,9 +92,9 @@ static int own_option(run_opts *o, int argc, char **argv, int i)
 {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--no-data")) return o->no_data = 1;
-    const char *names[] = {"--bench", "--opt", "--device"};
+    const char *names[] = {"--bench", "--opt", "--device", "--trace"};
     int which = -1, used = 2;
-    for (int j = 0; j < 3; j++) {
+    for (int j = 0; j < 4; j++) {
         size_t n = strlen(names[j]);
         if (!strncmp(a, names[j], n) && (a[n] == '\0' || a[n] == '=')) {
             which = j;
@@ -103,6 +106,7 @@ static int own_option(run_opts *o, int argc, char **argv, int i)
     if (which == 0) o->bench = v;
     if (which == 1 && kb_bench_opts_add(&o->bopts, v)) return -bad_usage("%s", o->bopts.error);
     if (which == 2 && parse_device(o, v)) return -KB_CLI_USAGE;
+    if (which == 3) o->trace = v;
     return used;
 }
 
@@ -350,7 +354,15 @@ static int write_json(const run_opts *ro, const run_out *o)
 
 static int run_bench(const run_opts *ro, run_opts *mut, kb_machine *m, run_out *o)
 {
+    if (ro->trace && kb_trace_start(m, ro->trace)) {
+        fprintf(stderr, "kernbench run: --trace: %s\n", kb_last_error(m));
+        return KB_CLI_USAGE;
+    }
     int rc = kb_bench_run(m, o->b, &mut->bopts, ro->no_data, &o->r);
+    if (ro->trace && kb_trace_stop(m) && !rc) {
+        fprintf(stderr, "kernbench run: --trace: %s\n", kb_last_error(m));
+        return KB_CLI_FAIL;
+    }
     if (rc) {
         fprintf(stderr, "kernbench run: bench %s: %s\n", o->b->name, o->r.error);
         if (o->r.usage_error) {

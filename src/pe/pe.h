@@ -55,6 +55,11 @@ typedef enum kb__pe_unit_id {
     KB__PE_UNIT_COUNT
 } kb__pe_unit_id;
 
+/* A PE's trace track of kernel programs (after its units'). Trace records
+ * of a PE: comp its index, args[0] the track, args[1] the program index,
+ * args[2] the op's work (kb__pe_op.work). */
+#define KB__PE_TRACK_PROGRAMS KB__PE_UNIT_COUNT
+
 typedef struct kb__pe kb__pe;
 typedef struct kb__pe_prog kb__pe_prog;
 typedef struct kb__pe_op kb__pe_op;

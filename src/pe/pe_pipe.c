@@ -198,6 +198,21 @@ static void record_error(kb__pe_prog *g, int code, const char *msg)
                 msg);
 }
 
+/* The trace record of a finished op: pid the PE, tid its unit. */
+static void trace_op(const kb__pe_op *op)
+{
+    static const char *const units[KB__PE_UNIT_COUNT] = {"DMA", "GEMM", "MATH"};
+    kb__pe *pe = op->prog->pe;
+    kb__trace_rec r = {.t = op->t_start,
+                       .ph = 'X',
+                       .comp = pe->index,
+                       .cat = units[op->unit],
+                       .name = op->name,
+                       .dur = kb__sim_now(pe->sim) - op->t_start,
+                       .args = {op->unit, op->prog->index, op->work, 0}};
+    kb__trace_emit(pe->sim, &r);
+}
+
 void kb__pe_op_done(kb__pe_op *op, int status, const kb__err *err)
 {
     kb__pe_prog *g = op->prog;
@@ -215,6 +230,7 @@ void kb__pe_op_done(kb__pe_op *op, int status, const kb__err *err)
         u->busy--;
         u->busy_ps += kb__sim_now(pe->sim) - op->t_start;
     }
+    if (kb__trace_on(pe->sim)) trace_op(op);
     u->ops++;
     u->work += op->work;
     op_retire(op);

@@ -133,6 +133,7 @@ struct kb_machine {
     kb__rt_launch *pe_owner;     /* the launch whose programs run on the PEs, or NULL */
     uint64_t next_launch_id;     /* starts at 1 */
     struct kb__ccl_state *ccl;   /* collectives: ccl.yaml and the installed queues (ccl/run.c) */
+    struct kb__rt_trace *trace;  /* kb_trace_start's file, or NULL (trace.c) */
 };
 
 /* ---- memory.c: device memory allocators ---------------------------------- */
@@ -231,6 +232,25 @@ int kb__rt_segs(kb_machine *m, size_t n, kb__rt_seg **out, kb__err *err);
  * driver), owned by m (KB_ENOMEM). */
 int kb__rt_stage(kb_machine *m, size_t n, uint8_t **out, kb__err *err);
 void kb__rt_scratch_fini(kb__rt_scratch *s);
+
+/* ---- trace.c: the trace file ---------------------------------------------------- */
+
+/* Tracks of a PE in the trace: its units (kb__pe_unit_id), then programs. */
+#define KB__RT_TRACK_COUNT (KB__PE_UNIT_COUNT + 1)
+
+/* Tracks of the host in the trace. */
+typedef enum kb__rt_host_track {
+    KB__RT_HOST_COLLECTIVES = 0,
+    KB__RT_HOST_LAUNCHES,
+    KB__RT_HOST_TRACK_COUNT
+} kb__rt_host_track;
+
+/* Records a host call that began at t0 and ends now on `track` of the host
+ * (bytes: its payload); nothing when no trace is on. */
+void kb__rt_trace_span(kb_machine *m, kb__rt_host_track track, const char *cat, const char *name,
+                       kb__time t0, uint64_t bytes);
+/* Records written to the trace so far (0 when none is on). */
+uint64_t kb__rt_trace_records(const kb_machine *m);
 
 /* ---- dist.c: host ranks ------------------------------------------------------ */
 

@@ -139,6 +139,7 @@ static void launch_complete(kb__rt_launch *l)
     l->finished = true;
     l->t_end = kb__sim_now(m->dev->sim);
     if (l->pl && l->status == 0) l->status = kb__pe_launch_status(l->pl, &l->err);
+    kb__rt_trace_span(m, KB__RT_HOST_LAUNCHES, "launch", l->name, l->t_issue, 0);
     m->stats.launches++;
     kb__event_fire(m->dev->sim, &l->done, l->status);
 }

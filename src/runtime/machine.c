@@ -136,6 +136,7 @@ void kb_close(kb_machine *m)
             kb_free(m, t);
         }
     }
+    kb_trace_stop(m);
     free(m->slots);
     free(m->free_slots);
     kb__rt_scratch_fini(&m->scratch);

@@ -63,6 +63,27 @@ fi
 grep -q "no/such/dir.json: cannot write" "$tmp/err" || fail "unwritable --json: $(cat "$tmp/err")"
 grep -q "block" "$tmp/err" && fail "the bench ran before the --json FILE was checked"
 
+# --trace: a Chrome trace of the run whose collective span is the report's
+# collective time; an unwritable file exits 2 naming it, before the run.
+"$kb" run --bench ccl_allreduce --opt world=8 --opt bytes=64KiB --trace "$tmp/t.json" \
+    --json "$tmp/c.json" >/dev/null || fail "--trace run"
+python3 - "$tmp/t.json" "$tmp/c.json" <<'PY' || fail "--trace file"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+run = json.load(open(sys.argv[2]))
+spans = [e for e in ev if e["ph"] == "X"]
+cats = {e["cat"] for e in spans}
+assert {"DMA", "MATH", "program", "launch", "collective"} <= cats, cats
+coll = [e for e in spans if e["cat"] == "collective"]
+assert len(coll) == 1 and coll[0]["name"] == "all_reduce ring_allreduce", coll
+assert sum(1 for e in spans if e["cat"] == "program") == 8
+assert abs(coll[0]["dur"] - run["figures"]["collective"]) < 1e-5, (coll, run["figures"])
+PY
+"$kb" run --bench vector_add --opt block=3 --trace "$tmp/no/such/t.json" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "an unwritable --trace FILE should exit 2"
+grep -q "no/such/t.json: cannot write the trace" "$tmp/err" || fail "unwritable --trace: $(cat "$tmp/err")"
+grep -q "block" "$tmp/err" && fail "the bench ran before the --trace FILE was checked"
+
 # --no-data: same simulated time, checks skipped.
 "$kb" run --bench softmax --no-data --json "$tmp/n.json" >/dev/null || fail "no-data run"
 "$kb" run --bench softmax --json "$tmp/d.json" >/dev/null || fail "data run"

@@ -1,0 +1,191 @@
+/*
+ * runtime/trace.c — a machine's simulation as a Chrome / Perfetto trace file
+ * (kb_trace_start / kb_trace_stop).
+ *
+ * The file is the JSON object format: {"displayTimeUnit": "ns",
+ * "traceEvents": [ ... ]}, one event per line. Every PE is
+ * one process (pid = its global index, named "sip0/cube1/pe2") with one
+ * thread per unit (tid 0 DMA, 1 GEMM, 2 MATH) and a "programs" thread (tid
+ * 3); the host is process n_pes with one thread per kind of call. Records
+ * come from the simulator's trace sink (kb__trace_rec): comp is the pid,
+ * args[0] the tid, args[1..2] what the emitter documents. Times are written
+ * in microseconds with six decimals, so every picosecond is kept.
+ *
+ * Each record is written as its 'X' (complete) event ends, so the file is
+ * in order of end time; viewers sort by start. A write error is kept and
+ * reported by kb_trace_stop. Cost: one fprintf per record; nothing when no
+ * trace is on (the emitters test kb__trace_on first).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/internal.h"
+
+struct kb__rt_trace {
+    FILE *f;
+    char *path;
+    uint64_t records;
+    uint32_t host_pid; /* n_pes */
+    int err;           /* errno of the first write error, 0 none */
+};
+
+static const char *const pe_tracks[KB__RT_TRACK_COUNT] = {"DMA", "GEMM", "MATH", "programs"};
+static const char *const host_tracks[KB__RT_HOST_TRACK_COUNT] = {"collectives", "launches"};
+
+/* Records the failure on m (kb_last_error) and returns code. */
+static int fail(kb_machine *m, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(kb_machine *m, int code, const char *fmt, ...)
+{
+    char msg[KB__ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    kb__err e;
+    kb__err_set(&e, code, "%s", msg);
+    return kb__rt_fail(m, &e);
+}
+
+/* "12.345678" microseconds of t picoseconds. */
+static void fmt_us(char *buf, size_t n, kb__time t)
+{
+    snprintf(buf, n, "%" PRIu64 ".%06" PRIu64, t / 1000000, t % 1000000);
+}
+
+/* Writes name as a JSON string body (quotes and control bytes escaped). */
+static void put_str(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+}
+
+static void sink(void *user, const kb__trace_rec *r)
+{
+    struct kb__rt_trace *tr = user;
+    FILE *f = tr->f;
+    char ts[32], dur[32];
+    fmt_us(ts, sizeof ts, r->t);
+    fmt_us(dur, sizeof dur, r->dur);
+    fputs(",\n{\"name\":\"", f);
+    put_str(f, r->name);
+    fputs("\",\"cat\":\"", f);
+    put_str(f, r->cat);
+    fprintf(f, "\",\"ph\":\"%c\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu64 ",\"ts\":%s", r->ph, r->comp,
+            r->args[0], ts);
+    if (r->ph == 'X') fprintf(f, ",\"dur\":%s", dur);
+    if (r->comp == tr->host_pid)
+        fprintf(f, ",\"args\":{\"bytes\":%" PRIu64 "}}", r->args[1]);
+    else
+        fprintf(f, ",\"args\":{\"program\":%" PRIu64 ",\"work\":%" PRIu64 "}}", r->args[1],
+                r->args[2]);
+    tr->records++;
+    if (!tr->err && ferror(f)) tr->err = errno ? errno : EIO;
+}
+
+static void name_meta(FILE *f, const char *what, uint32_t pid, int tid, const char *name)
+{
+    fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%" PRIu32, what, pid);
+    if (tid >= 0) fprintf(f, ",\"tid\":%d", tid);
+    fputs(",\"args\":{\"name\":\"", f);
+    put_str(f, name);
+    fputs("\"}}", f);
+}
+
+static void write_header(kb_machine *m, struct kb__rt_trace *tr)
+{
+    FILE *f = tr->f;
+    fprintf(f,
+            "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
+            "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRIu32
+            ",\"args\":{\"name\":\"host\"}}",
+            tr->host_pid);
+    for (int t = 0; t < KB__RT_HOST_TRACK_COUNT; t++)
+        name_meta(f, "thread_name", tr->host_pid, t, host_tracks[t]);
+    for (uint32_t i = 0; i < m->n_pes; i++) {
+        char name[48];
+        snprintf(name, sizeof name, "sip%u/cube%u/pe%u", i / (m->cubes * m->pes),
+                 i / m->pes % m->cubes, i % m->pes);
+        name_meta(f, "process_name", i, -1, name);
+        for (int t = 0; t < KB__RT_TRACK_COUNT; t++)
+            name_meta(f, "thread_name", i, t, pe_tracks[t]);
+    }
+}
+
+int kb_trace_start(kb_machine *m, const char *path)
+{
+    if (!m) return KB_EINVAL;
+    if (!path || !path[0]) return fail(m, KB_EINVAL, "kb_trace_start: no file name");
+    if (m->trace)
+        return fail(m, KB_ESTATE, "kb_trace_start: a trace to %s is already on", m->trace->path);
+    struct kb__rt_trace *tr = calloc(1, sizeof *tr);
+    char *p = strdup(path);
+    if (!tr || !p) {
+        free(tr);
+        free(p);
+        return fail(m, KB_ENOMEM, "kb_trace_start: out of host memory");
+    }
+    tr->f = fopen(path, "w");
+    if (!tr->f) {
+        int e = errno;
+        free(tr);
+        free(p);
+        return fail(m, KB_EIO, "%s: cannot write the trace: %s", path, strerror(e));
+    }
+    tr->path = p;
+    tr->host_pid = m->n_pes;
+    write_header(m, tr);
+    m->trace = tr;
+    kb__sim_set_trace(m->dev->sim, sink, tr);
+    return 0;
+}
+
+int kb_trace_stop(kb_machine *m)
+{
+    if (!m) return KB_EINVAL;
+    struct kb__rt_trace *tr = m->trace;
+    if (!tr) return 0;
+    kb__sim_set_trace(m->dev->sim, NULL, NULL);
+    m->trace = NULL;
+    fputs("\n]}\n", tr->f);
+    if (!tr->err && ferror(tr->f)) tr->err = errno ? errno : EIO;
+    if (fclose(tr->f) && !tr->err) tr->err = errno ? errno : EIO;
+    int rc = 0;
+    if (tr->err)
+        rc = fail(m, KB_EIO, "%s: writing the trace failed: %s", tr->path, strerror(tr->err));
+    free(tr->path);
+    free(tr);
+    return rc;
+}
+
+uint64_t kb__rt_trace_records(const kb_machine *m)
+{
+    return m->trace ? m->trace->records : 0;
+}
+
+void kb__rt_trace_span(kb_machine *m, kb__rt_host_track track, const char *cat, const char *name,
+                       kb__time t0, uint64_t bytes)
+{
+    kb__sim *sim = m->dev->sim;
+    if (!kb__trace_on(sim)) return;
+    kb__time now = kb__sim_now(sim);
+    kb__trace_rec r = {.t = t0,
+                       .ph = 'X',
+                       .comp = m->n_pes,
+                       .cat = cat,
+                       .name = name,
+                       .dur = now - t0,
+                       .args = {(uint64_t)track, bytes, 0, 0}};
+    kb__trace_emit(sim, &r);
+}

@@ -1,0 +1,168 @@
+/*
+ * The trace file (kb_trace_start / kb_trace_stop): one span per PE op and
+ * program, per launch and collective, timed as the model times them (a MATH
+ * op's span against the pipeline formula), the same file from the same run,
+ * and errors naming the file.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel/tl_internal.h"
+#include "runtime/internal.h"
+#include "support/machine.h"
+
+#define N 4096
+
+/* y = x + x over one block of N elements. */
+static void twice(tl_ctx *k)
+{
+    tl_tensor *x = tl_arg_tensor(k, 0), *y = tl_arg_tensor(k, 1);
+    tl_tile offs = tl_arange(k, 0, N);
+    tl_tile a = tl_load(k, x, offs, TL_NONE, TL_NONE);
+    tl_store(k, y, offs, tl_add(k, a, a), TL_NONE);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* Runs twice() on one PE of the small machine with a trace to path. */
+static void traced_run(const char *path, uint64_t *add_ps)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int64_t shape = N;
+    kb_policy one = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1};
+    kb_tensor x, y;
+    cr_assert_eq(kb_full(m, "x", 1, &shape, KB_F32, &one, 1.5, &x), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_zeros(m, "y", 1, &shape, KB_F32, &one, &y), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_trace_start(m, path), 0, "%s", kb_last_error(m));
+    kb_arg args[2] = {kb_arg_tensor(x), kb_arg_tensor(y)};
+    kb_launch_opts o = {{1, 1, 1}, -1};
+    kb_launch_id id;
+    cr_assert_eq(kb_launch(m, "twice", twice, &o, args, 2, &id), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_wait(m, id), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_trace_stop(m), 0, "%s", kb_last_error(m));
+    /* the add's time from the MATH parameters: ceil(N / lanes) lane groups */
+    const kb__pe_params *p = &m->pe_params;
+    uint64_t cycles = (N + p->math.lanes - 1) / p->math.lanes * p->math.cycles[KB__MATH_ADD];
+    *add_ps = (uint64_t)ceil((double)cycles * 1000.0 / p->math.clock_ghz);
+    kb_close(m);
+}
+
+/* The line of the first 'X' event of category cat (and name, if given). */
+static const char *event(const char *s, const char *cat, const char *name)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\"cat\":\"%s\",\"ph\":\"X\"", cat);
+    for (const char *p = strstr(s, key); p; p = strstr(p + 1, key)) {
+        const char *line = p;
+        while (line > s && line[-1] != '\n')
+            line--;
+        char nk[64];
+        snprintf(nk, sizeof nk, "{\"name\":\"%s\"", name ? name : "");
+        if (!name || !strncmp(line, nk, strlen(nk))) return line;
+    }
+    return NULL;
+}
+
+/* A field's value in microseconds, as picoseconds. */
+static uint64_t field_ps(const char *line, const char *field)
+{
+    char key[16];
+    snprintf(key, sizeof key, "\"%s\":", field);
+    const char *v = strstr(line, key);
+    cr_assert_not_null(v, "%s in %.200s", field, line);
+    unsigned long long us, frac;
+    cr_assert_eq(sscanf(v + strlen(key), "%llu.%6llu", &us, &frac), 2, "%.200s", line);
+    return (uint64_t)us * 1000000 + frac;
+}
+
+static int count(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+Test(trace, every_op_program_and_launch_is_a_span_timed_as_the_model_times_it)
+{
+    uint64_t add_ps;
+    traced_run("trace_run.json", &add_ps);
+    char *s = slurp("trace_run.json");
+    cr_assert(!strncmp(s, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", 39), "%.80s", s);
+    cr_assert(strstr(s, "\n]}\n") && s[strlen(s) - 1] == '\n', "not closed");
+    /* the small machine's 8 PEs are named, each with its four tracks */
+    cr_assert_eq(count(s, "\"name\":\"process_name\""), 8 + 1);
+    cr_assert(strstr(s, "\"pid\":5,\"args\":{\"name\":\"sip1/cube0/pe1\"}"), "%.400s", s);
+    cr_assert_eq(count(s, "\"name\":\"thread_name\""), 8 * 4 + 2);
+    /* arange and add on MATH, load and store on DMA, one program, one launch */
+    cr_assert_eq(count(s, "\"ph\":\"X\""), 6, "%s", s);
+    const char *add = event(s, "MATH", "add"), *load = event(s, "DMA", "load"),
+               *store = event(s, "DMA", "store"), *prog = event(s, "program", "twice"),
+               *launch = event(s, "launch", "twice");
+    cr_assert(add && load && store && prog && launch, "%s", s);
+    cr_assert_eq(field_ps(add, "dur"), add_ps, "%.200s", add);
+    cr_assert(strstr(add, "\"args\":{\"program\":0,\"work\":4096}"), "%.200s", add);
+    /* the add waits for the load, the store for the add */
+    cr_assert_geq(field_ps(add, "ts"), field_ps(load, "ts") + field_ps(load, "dur"));
+    cr_assert_geq(field_ps(store, "ts"), field_ps(add, "ts") + field_ps(add, "dur"));
+    /* the program holds its ops, the launch its program */
+    uint64_t p0 = field_ps(prog, "ts"), p1 = p0 + field_ps(prog, "dur");
+    cr_assert_leq(p0, field_ps(load, "ts"));
+    cr_assert_geq(p1, field_ps(store, "ts") + field_ps(store, "dur"));
+    cr_assert_leq(field_ps(launch, "ts"), p0);
+    cr_assert_geq(field_ps(launch, "ts") + field_ps(launch, "dur"), p1);
+    free(s);
+}
+
+Test(trace, the_same_run_writes_the_same_file)
+{
+    uint64_t a, b;
+    traced_run("trace_a.json", &a);
+    traced_run("trace_b.json", &b);
+    char *x = slurp("trace_a.json"), *y = slurp("trace_b.json");
+    cr_assert_str_eq(x, y);
+    free(x);
+    free(y);
+}
+
+Test(trace, an_unwritable_file_or_a_second_trace_is_refused_and_the_machine_runs_on)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    cr_assert_eq(kb_trace_start(m, "no_such_dir/t.json"), KB_EIO);
+    cr_assert(strstr(kb_last_error(m), "no_such_dir/t.json: cannot write the trace"), "%s",
+              kb_last_error(m));
+    cr_assert_eq(kb_trace_start(m, ""), KB_EINVAL);
+    cr_assert_eq(kb_trace_start(m, "trace_twice.json"), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_trace_start(m, "trace_other.json"), KB_ESTATE);
+    cr_assert(strstr(kb_last_error(m), "a trace to trace_twice.json is already on"), "%s",
+              kb_last_error(m));
+    cr_assert_eq(kb_trace_stop(m), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_trace_stop(m), 0); /* none on */
+    kb_close(m);
+}
+
+Test(trace, kb_close_ends_a_trace_left_on)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    cr_assert_eq(kb_trace_start(m, "trace_closed.json"), 0, "%s", kb_last_error(m));
+    kb_close(m);
+    char *s = slurp("trace_closed.json");
+    size_t n = strlen(s);
+    cr_assert(n > 4 && !strcmp(s + n - 4, "\n]}\n"), "%s", s + (n > 40 ? n - 40 : 0));
+    free(s);
+}
