@@ -109,7 +109,8 @@ typedef struct kb_policy {
  * default works for 1-D tensors too. */
 #define KB_POLICY_DEFAULT ((kb_policy){KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 0})
 
-/* A tensor handle; id 0 is never a valid tensor. */
+/* A tensor handle; id 0 is never a valid tensor. A handle belongs to the
+ * machine that made it: any other machine refuses it (KB_EINVAL). */
 typedef struct kb_tensor {
     uint64_t id;
 } kb_tensor;
@@ -150,8 +151,8 @@ KB_API int kb_copy_to_host(kb_machine *m, kb_tensor t, void *dst, size_t nbytes,
  * rows are not inside the tensor, KB_EINVAL for a wrong nbytes. */
 KB_API int kb_copy_rows_from_host(kb_machine *m, kb_tensor t, int64_t row0, int64_t nrows,
                                   const void *src, size_t nbytes, kb_dtype src_dtype);
-KB_API int kb_copy_rows_to_host(kb_machine *m, kb_tensor t, int64_t row0, int64_t nrows,
-                                void *dst, size_t nbytes, kb_dtype dst_dtype);
+KB_API int kb_copy_rows_to_host(kb_machine *m, kb_tensor t, int64_t row0, int64_t nrows, void *dst,
+                                size_t nbytes, kb_dtype dst_dtype);
 
 /* Removes the MMU mappings (through the fabric), returns the VA range and
  * every shard's physical memory. The handle is invalid afterwards. */
