@@ -109,7 +109,8 @@ typedef struct kb_policy {
  * default works for 1-D tensors too. */
 #define KB_POLICY_DEFAULT ((kb_policy){KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 0})
 
-/* A tensor handle; id 0 is never a valid tensor. */
+/* A tensor handle; id 0 is never a valid tensor. A handle belongs to the
+ * machine that made it: any other machine refuses it (KB_EINVAL). */
 typedef struct kb_tensor {
     uint64_t id;
 } kb_tensor;

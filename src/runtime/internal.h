@@ -6,12 +6,17 @@
  * the pe_mmu tables, the simulated device (simulator, fabric, memory
  * controllers, backing store; its clock is the machine's clock), the tensor
  * table and statistics.
- * Nothing is global: two machines share nothing.
+ * Nothing is global: two machines share nothing but the registry of the
+ * tags open machines hold (machine.c).
  *
- * Tensor table: slots hold tensors; a handle id is (serial << 20 | slot),
- * where serial is the tensor's creation number (unique per machine, never
- * reused). A handle is valid while its slot holds the tensor with that
- * serial, so a freed or stale handle is detected, never dereferenced.
+ * Tensor table: slots hold tensors; a handle id is
+ * (tag << 52 | serial << 20 | slot), where serial (32 bits, from 1) is the
+ * tensor's creation number (unique per machine, never reused) and tag
+ * (12 bits) is the machine's: a handle belongs to the machine that made it.
+ * Open machines hold distinct non-zero tags (machine.c), so a handle used
+ * with another machine is refused (KB_EINVAL) before its slot is looked at.
+ * A handle is valid while its slot holds the tensor with that serial, so a
+ * freed or stale handle is detected, never dereferenced.
  *
  * VA layout of a tensor: one contiguous range from the VA allocator, page
  * aligned; region r (the r-th distinct block of data, row-major over the
@@ -37,9 +42,13 @@
 #include "runtime/shard.h"
 #include "topo/params.h"
 
-#define KB__RT_SLOT_BITS 20
-#define KB__RT_MAX_SLOTS (1u << KB__RT_SLOT_BITS)
-#define KB__RT_NAME_MAX  64
+#define KB__RT_SLOT_BITS   20
+#define KB__RT_MAX_SLOTS   (1u << KB__RT_SLOT_BITS)
+#define KB__RT_SERIAL_BITS 32
+#define KB__RT_MAX_SERIAL  ((1ull << KB__RT_SERIAL_BITS) - 1) /* serials are 1..this */
+#define KB__RT_TAG_SHIFT   (KB__RT_SLOT_BITS + KB__RT_SERIAL_BITS)
+#define KB__RT_MAX_TAGS    (1u << (64 - KB__RT_TAG_SHIFT)) /* tags are 1..this - 1 */
+#define KB__RT_NAME_MAX    64
 
 /* The VA space tensors are placed in (documented in docs/runtime.md). */
 #define KB__RT_VA_BASE 0x100000000ull /* 4 GiB: 0 and low addresses never map */
@@ -108,6 +117,7 @@ struct kb_machine {
     uint64_t page_size;
     kb__addr_geom ageom;
     kb__err err;               /* last failure, for kb_last_error */
+    uint32_t tag;              /* top bits of its tensor handles; 0 only while kb_open fails */
     kb__range_allocator *hbm;  /* [n_pes]: PA range of the PE's HBM slice */
     kb__range_allocator *tcm;  /* [n_pes]: PA range of TCM above the reserve */
     kb__range_allocator *sram; /* [sips × cubes]: PA range of the cube's SRAM */
@@ -135,6 +145,15 @@ struct kb_machine {
     struct kb__ccl_state *ccl;   /* collectives: ccl.yaml and the installed queues (ccl/run.c) */
     struct kb__rt_trace *trace;  /* kb_trace_start's file, or NULL (trace.c) */
 };
+
+/* ---- machine.c: machine tags ----------------------------------------------- */
+
+/* Takes a tag no open machine holds, in 1..KB__RT_MAX_TAGS - 1, going round
+ * them in order (a closed machine's tag comes back only after the others
+ * were handed out); KB_ENOMEM when every tag is held. Thread safe. */
+int kb__rt_tag_take(uint32_t *out, kb__err *err);
+/* Gives a tag back (0: nothing). */
+void kb__rt_tag_release(uint32_t tag);
 
 /* ---- memory.c: device memory allocators ---------------------------------- */
 
@@ -211,9 +230,17 @@ int kb__rt_tensor_unmap(kb_machine *m, kb__rt_tensor *t, kb__err *err);
 
 /* ---- tensor.c --------------------------------------------------------------- */
 
-/* The live tensor of handle id, or NULL with KB_ENOTFOUND ("... was freed",
- * "... is not a tensor of this machine") in err. */
+/* The live tensor of handle id, or NULL with KB_EINVAL ("tensor id N is a
+ * handle made by another machine") or KB_ENOTFOUND ("... was freed", "... is
+ * not a tensor of this machine") in err. Every public call taking a
+ * kb_tensor goes through it. */
 kb__rt_tensor *kb__rt_tensor_get(kb_machine *m, uint64_t id, kb__err *err);
+/* The handle of live tensor t of m. */
+static inline kb_tensor kb__rt_handle(const kb_machine *m, const kb__rt_tensor *t)
+{
+    return (kb_tensor){(uint64_t)m->tag << KB__RT_TAG_SHIFT | t->serial << KB__RT_SLOT_BITS |
+                       t->slot};
+}
 /* Writes "inside tensor 'x' (id N) VA [a, b)" for a VA in a live tensor's
  * range, "" otherwise (the pe_mmu fault namer). */
 void kb__rt_name_va(void *machine, uint64_t va, char *buf, size_t size);

@@ -9,11 +9,14 @@
  * machine's clock and its store holds tensor data. Every
  * public call that fails goes through kb__rt_fail, which keeps the message
  * for kb_last_error; a call that succeeds leaves the last message alone.
+ * Each open machine holds a tag of its own, the top bits of its tensor
+ * handles (runtime/internal.h), so a handle is refused by other machines.
  */
 #include "ccl/collective.h"
 #include "runtime/internal.h"
 #include "topo/topo.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,36 @@ _Static_assert(KB_LINK_PCIE == (int)KB__LINK_PCIE && KB_LINK_IO_NOC == (int)KB__
                    KB_LINK_SIP == (int)KB__LINK_SIP_LINK &&
                    KB_LINK_CLASS_COUNT == (int)KB__LINK_CLASS_COUNT,
                "kb_link_class must equal kb__link_class value for value");
+
+/* Machine tags: bit t of live_tags is set while an open machine holds tag
+ * t; next_tag is where the search for a free one starts (every tag tried
+ * moves it on, so tags are handed out round robin). The one state machines
+ * share, atomic because machines may live on different threads; nothing
+ * printed depends on a tag. */
+static _Atomic uint64_t live_tags[KB__RT_MAX_TAGS / 64];
+static _Atomic uint32_t next_tag;
+
+int kb__rt_tag_take(uint32_t *out, kb__err *err)
+{
+    /* one round over every tag; 0 (no machine's) is among them */
+    for (uint32_t i = 0; i <= KB__RT_MAX_TAGS; i++) {
+        uint32_t tag = atomic_fetch_add(&next_tag, 1) % KB__RT_MAX_TAGS;
+        uint64_t bit = 1ull << (tag % 64);
+        if (tag && !(atomic_fetch_or(&live_tags[tag / 64], bit) & bit)) {
+            *out = tag;
+            return 0;
+        }
+    }
+    return kb__err_set(err, KB_ENOMEM,
+                       "kb_open: %u machines are open, the most one process can tell apart "
+                       "(close one first)",
+                       KB__RT_MAX_TAGS - 1);
+}
+
+void kb__rt_tag_release(uint32_t tag)
+{
+    if (tag) atomic_fetch_and(&live_tags[tag / 64], ~(1ull << (tag % 64)));
+}
 
 int kb__rt_fail(kb_machine *m, const kb__err *e)
 {
@@ -101,8 +134,9 @@ int kb_open(kb_machine **out, const kb_open_options *opts, char *errbuf, size_t 
     }
     *out = NULL;
     kb_machine *m = calloc(1, sizeof *m);
-    int rc = m ? build(m, opts, &err)
+    int rc = m ? kb__rt_tag_take(&m->tag, &err)
                : kb__err_set(&err, KB_ENOMEM, "kb_open: cannot allocate the machine");
+    if (!rc) rc = build(m, opts, &err);
     if (rc) {
         if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", err.msg);
         kb_close(m);
@@ -131,10 +165,7 @@ void kb_close(kb_machine *m)
         return;
     }
     for (uint32_t i = 0; i < m->n_slots; i++) {
-        if (m->slots[i].t) {
-            kb_tensor t = {m->slots[i].serial << KB__RT_SLOT_BITS | i};
-            kb_free(m, t);
-        }
+        if (m->slots[i].t) kb_free(m, kb__rt_handle(m, m->slots[i].t));
     }
     kb_trace_stop(m);
     free(m->slots);
@@ -146,6 +177,7 @@ void kb_close(kb_machine *m)
     kb__device_destroy(m->dev); /* first: no program coroutine outlives it */
     kb__rt_launch_fini(m);
     kb__rt_memory_fini(m);
+    kb__rt_tag_release(m->tag);
     free(m);
 }
 

@@ -16,8 +16,16 @@
 
 kb__rt_tensor *kb__rt_tensor_get(kb_machine *m, uint64_t id, kb__err *err)
 {
-    uint64_t slot = id & (KB__RT_MAX_SLOTS - 1), serial = id >> KB__RT_SLOT_BITS;
-    if (id == 0 || serial >= m->next_serial || slot >= m->n_slots) {
+    uint64_t slot = id & (KB__RT_MAX_SLOTS - 1),
+             serial = (id >> KB__RT_SLOT_BITS) & KB__RT_MAX_SERIAL, tag = id >> KB__RT_TAG_SHIFT;
+    if (tag && tag != m->tag) {
+        kb__err_set(err, KB_EINVAL,
+                    "tensor id %" PRIu64 " is a handle made by another machine (a handle works "
+                    "only with the machine that made it)",
+                    serial);
+        return NULL;
+    }
+    if (!tag || !serial || serial >= m->next_serial || slot >= m->n_slots) {
         kb__err_set(err, KB_ENOTFOUND, "tensor handle %" PRIu64 " is not a tensor of this machine",
                     id);
         return NULL;
@@ -90,8 +98,8 @@ static int place(kb_machine *m, kb__rt_tensor *t, const kb_policy *pol, kb__err 
     t->policy.num_sips = t->plan.count[0];
     t->policy.num_cubes = t->plan.count[1];
     t->policy.num_pes = t->plan.count[2];
-    t->sip_scope = (dev_sip >= 0 && t->plan.sip_base == dev_sip &&
-                    pol->sip == KB_REPLICATE && pol->num_sips == 0)
+    t->sip_scope = (dev_sip >= 0 && t->plan.sip_base == dev_sip && pol->sip == KB_REPLICATE &&
+                    pol->num_sips == 0)
                        ? dev_sip
                        : -1;
     return 0;
@@ -150,6 +158,11 @@ static int create(kb_machine *m, const char *name, int ndim, const int64_t *shap
         snprintf(nm, sizeof nm, "t%" PRIu64, m->next_serial);
     int rc = check_create(m, ndim, shape, dtype, nm, err);
     if (rc) return rc;
+    if (m->next_serial > KB__RT_MAX_SERIAL)
+        return kb__err_set(err, KB_ENOMEM,
+                           "tensor '%s': this machine has made %llu tensors, the most its "
+                           "handles can number",
+                           nm, (unsigned long long)KB__RT_MAX_SERIAL);
     kb__rt_tensor *t = calloc(1, sizeof *t);
     if (!t) return kb__err_set(err, KB_ENOMEM, "tensor '%s': out of memory", nm);
     memcpy(t->name, nm, sizeof nm);
@@ -176,11 +189,6 @@ static int create(kb_machine *m, const char *name, int ndim, const int64_t *shap
     m->live_tensors++;
     *out = t;
     return 0;
-}
-
-static kb_tensor handle_of(const kb__rt_tensor *t)
-{
-    return (kb_tensor){t->serial << KB__RT_SLOT_BITS | t->slot};
 }
 
 /* One element of dtype holding v: floats round to nearest even, integers
@@ -221,7 +229,7 @@ static int create_filled(kb_machine *m, const char *name, int ndim, const int64_
     kb__rt_tensor *t = NULL;
     int rc = create(m, name, ndim, shape, dtype, policy, &t, &err);
     if (rc) return kb__rt_fail(m, &err);
-    kb_tensor h = handle_of(t);
+    kb_tensor h = kb__rt_handle(m, t);
     if (value) {
         uint8_t pat[8] __attribute__((aligned(8)));
         scalar_to(t->dtype, *value, pat);
@@ -269,7 +277,7 @@ int kb_free(kb_machine *m, kb_tensor h)
     if (!t) return kb__rt_fail(m, &err);
     int rc = kb__rt_tensor_unmap(m, t, &err);
     release_memory(m, t, t->plan.n_shards);
-    uint32_t slot = (uint32_t)(h.id & (KB__RT_MAX_SLOTS - 1));
+    uint32_t slot = t->slot;
     snprintf(m->slots[slot].freed_name, sizeof m->slots[slot].freed_name, "%s", t->name);
     m->slots[slot].t = NULL;
     m->free_slots[m->n_free_slots++] = slot;

@@ -14,10 +14,11 @@
  * other fault reinstalls the previous disposition and returns, so the fault
  * repeats and gets the default (or the previously installed) handling.
  *
- * Global state — the one exception to "no mutable globals", all of it
- * signal-handling state: the previous SIGSEGV disposition (process-wide,
- * written once under pthread_once), and per thread the simulator whose loop
- * runs on it (tls_sim) and whether the alternate stack is installed.
+ * Global state — with the runtime's machine tags (runtime/machine.c) the
+ * one exception to "no mutable globals"; here all of it signal-handling
+ * state: the previous SIGSEGV disposition (process-wide, written once under
+ * pthread_once), and per thread the simulator whose loop runs on it
+ * (tls_sim) and whether the alternate stack is installed.
  */
 #include <pthread.h>
 #include <signal.h>
