@@ -44,7 +44,17 @@ typedef struct tl_tile {
 } tl_tile;
 #define TL_NONE ((tl_tile){0, 0})
 
-typedef enum tl_dtype { TL_F16 = 0, TL_BF16, TL_F32, TL_I32, TL_I8, TL_BOOL } tl_dtype;
+/* TL_DTYPE_INVALID is no element type: tl_tensor_dtype's answer when it is
+ * called outside a running program with a NULL tensor. */
+typedef enum tl_dtype {
+    TL_DTYPE_INVALID = -1,
+    TL_F16 = 0,
+    TL_BF16,
+    TL_F32,
+    TL_I32,
+    TL_I8,
+    TL_BOOL
+} tl_dtype;
 
 /* Reduction over every element (Triton's axis=None). */
 #define TL_AXIS_ALL (-100)
@@ -61,7 +71,12 @@ KB_API int64_t tl_num_programs(tl_ctx *k, int axis);
 KB_API tl_tensor *tl_arg_tensor(tl_ctx *k, int i);
 KB_API int64_t tl_arg_i64(tl_ctx *k, int i);
 KB_API double tl_arg_f64(tl_ctx *k, int i);
-/* The local shard's rank, extents and strides (in elements) and dtype. */
+/* The local shard's rank, extents and strides (in elements) and dtype.
+ * t must be a tensor from tl_arg_tensor and d in 0..ndim-1: a NULL t,
+ * another pointer or a d out of range ends the program with a kernel error
+ * naming the call (these calls take no tl_ctx; they find the program running
+ * on the calling thread). Called outside any program, where nothing can be
+ * ended, a NULL t or a bad d gives -1 (TL_DTYPE_INVALID for the dtype). */
 KB_API int tl_tensor_ndim(const tl_tensor *t);
 KB_API int64_t tl_tensor_dim(const tl_tensor *t, int d);
 KB_API int64_t tl_tensor_stride(const tl_tensor *t, int d);

@@ -144,6 +144,9 @@ typedef struct kb__tl_op {
 
 size_t kb__tl_op_size(void);
 
+/* Raises "op: the tensor is NULL ..." or "op: ... is not a tensor argument
+ * of this program" unless t is one of the views tl_arg_tensor gives k. */
+void kb__tl_need_tensor(tl_ctx *k, const tl_tensor *t, const char *op);
 /* Raises with err's message as a kernel error. */
 _Noreturn void kb__tl_raise_err(tl_ctx *k, const kb__err *err);
 /* Releases every live handle (program end). */

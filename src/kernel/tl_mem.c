@@ -261,14 +261,6 @@ static bool present(tl_tile t)
     return t.slot != 0 || t.gen != 0;
 }
 
-static void need_tensor(tl_ctx *k, const tl_tensor *t, const char *name)
-{
-    if (!t)
-        kb__pe_raise(&k->prog, KB_EINVAL,
-                     "%s: the tensor is NULL (expected a tensor argument from tl_arg_tensor)",
-                     name);
-}
-
 /* Shape of a Triton-style access: offsets broadcast with mask (and the
  * value/other). Fills descs[0..2] = offsets, mask, value/other. */
 static kb__tile_desc access_shape(tl_ctx *k, const char *name, tl_tile offsets, tl_tile mask,
@@ -309,7 +301,7 @@ static void add_in(kb__tl_op *op, int8_t *slot, kb__pe_buf *b)
 tl_tile tl_load(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile mask, tl_tile other)
 {
     kb__tile_desc descs[3];
-    need_tensor(k, t, "load");
+    kb__tl_need_tensor(k, t, "load");
     kb__tile_desc shape = access_shape(k, "load", offsets, mask, other, descs);
     shape.dtype = (kb__dtype)t->dtype;
     kb__pe_buf *out;
@@ -328,7 +320,7 @@ tl_tile tl_load(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile mask, tl_tile 
 void tl_store(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask)
 {
     kb__tile_desc descs[3];
-    need_tensor(k, t, "store");
+    kb__tl_need_tensor(k, t, "store");
     kb__tile_desc shape = access_shape(k, "store", offsets, mask, value, descs);
     kb__tl_op *op = mem_op(k, "store", t, true);
     op->out_d = shape;
@@ -347,7 +339,7 @@ tl_block_ptr tl_make_block_ptr(tl_ctx *k, tl_tensor *t, int ndim, const int64_t 
 {
     if (ndim < 1 || ndim > 2)
         kb__pe_raise(&k->prog, KB_EINVAL, "make_block_ptr: ndim %d (1 or 2 supported)", ndim);
-    need_tensor(k, t, "make_block_ptr");
+    kb__tl_need_tensor(k, t, "make_block_ptr");
     if (!shape || !strides || !offsets || !block_shape)
         kb__pe_raise(&k->prog, KB_EINVAL,
                      "make_block_ptr: shape, strides, offsets and block_shape must each have %d "
@@ -374,7 +366,7 @@ static void check_block_ptr(tl_ctx *k, const tl_block_ptr *p, const char *name)
     if (p->ndim < 1 || p->ndim > 2)
         kb__pe_raise(&k->prog, KB_EINVAL, "%s: block pointer has ndim %d (1 or 2 supported)", name,
                      p->ndim);
-    need_tensor(k, p->t, name);
+    kb__tl_need_tensor(k, p->t, name);
 }
 
 tl_block_ptr tl_advance(tl_ctx *k, tl_block_ptr p, const int64_t *offsets)
