@@ -16,7 +16,7 @@
  *
  * Errors: a call that cannot proceed (shapes that do not broadcast, an
  * unknown argument index, TCM exhausted, an unmasked load outside the
- * tensor) ends the program with a kernel error that names the kernel, the
+ * tensor's reach) ends the program with a kernel error that names the kernel, the
  * program and the PE; the launch reports it to the host. Errors found by a
  * unit while an op runs (a load that faults) surface at the program's next
  * tl_ call. No tl_ call returns an error code.
@@ -177,13 +177,18 @@ KB_API void tl_scope_end(tl_ctx *k, uint64_t scope, int n_keep, const tl_tile *k
 
 /* ---- memory (DMA unit) ------------------------------------------------------ */
 
-/* Triton-style: loads t[offsets] (offsets an i32 tile in elements from the
- * shard's base). Lanes where mask (a bool tile, or TL_NONE; another dtype is
- * a kernel error) is false are never
- * touched and take `other` (a tile broadcastable to offsets, or TL_NONE for
- * zero). An unmasked lane outside the shard is a kernel error naming the VA. */
+/* Triton-style: loads t[offsets] (offsets an integer tile in elements from
+ * the local shard's base). Lanes where mask (a bool tile, or TL_NONE;
+ * another dtype is a kernel error) is false are never touched and take
+ * `other` (a tile broadcastable to offsets, or TL_NONE for zero). Reach of
+ * an unmasked lane (docs/kernels.md, "Reach"): the local shard, or a later
+ * region of the tensor through the PE's MMU (a region held on its SIP is a
+ * remote access; elsewhere, the MMU fault naming the VA). A negative offset,
+ * one past the tensor's last element or one in the page padding after a
+ * region is a kernel error naming the VA and the range checked. */
 KB_API tl_tile tl_load(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile mask, tl_tile other);
-/* Stores value (broadcast to offsets, cast to t's dtype) at t[offsets]. */
+/* Stores value (broadcast to offsets, cast to t's dtype) at t[offsets];
+ * same masks and reach as tl_load. */
 KB_API void tl_store(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask);
 
 /* Block pointers (tl.make_block_ptr). order is accepted for Triton source
@@ -205,7 +210,7 @@ KB_API tl_block_ptr tl_make_block_ptr(tl_ctx *k, tl_tensor *t, int ndim, const i
                                       const int64_t *block_shape, const int *order);
 KB_API tl_block_ptr tl_advance(tl_ctx *k, tl_block_ptr p, const int64_t *offsets);
 /* Elements outside `shape` on a checked dimension read as padding (zero or
- * NaN) and are never touched. */
+ * NaN) and are never touched; the others have tl_load's reach. */
 KB_API tl_tile tl_load_block(tl_ctx *k, tl_block_ptr p, unsigned boundary_check,
                              tl_padding padding);
 /* Elements outside `shape` on a checked dimension are not written. */

@@ -202,12 +202,12 @@ static void expect(misuse mode, int code, const char *what)
 
 Test(tl_misuse, block_row_whose_byte_address_wraps_is_out_of_range_not_element_zero)
 {
-    expect(M_BLOCK_STRIDE_WRAPS, KB_ERANGE, "outside the local shard");
+    expect(M_BLOCK_STRIDE_WRAPS, KB_ERANGE, "is outside the reach");
 }
 
 Test(tl_misuse, block_offsets_past_int64_are_out_of_range)
 {
-    expect(M_BLOCK_OFFSET_OVERFLOWS, KB_ERANGE, "outside the local shard");
+    expect(M_BLOCK_OFFSET_OVERFLOWS, KB_ERANGE, "is outside the reach");
 }
 
 Test(tl_misuse, checked_block_column_offset_int64_min_reads_padding)
