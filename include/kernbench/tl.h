@@ -16,7 +16,7 @@
  *
  * Errors: a call that cannot proceed (shapes that do not broadcast, an
  * unknown argument index, TCM exhausted, an unmasked load outside the
- * tensor) ends the program with a kernel error that names the kernel, the
+ * tensor's reach) ends the program with a kernel error that names the kernel, the
  * program and the PE; the launch reports it to the host. Errors found by a
  * unit while an op runs (a load that faults) surface at the program's next
  * tl_ call. No tl_ call returns an error code.
@@ -44,7 +44,17 @@ typedef struct tl_tile {
 } tl_tile;
 #define TL_NONE ((tl_tile){0, 0})
 
-typedef enum tl_dtype { TL_F16 = 0, TL_BF16, TL_F32, TL_I32, TL_I8, TL_BOOL } tl_dtype;
+/* TL_DTYPE_INVALID is no element type: tl_tensor_dtype's answer when it is
+ * called outside a running program with a NULL tensor. */
+typedef enum tl_dtype {
+    TL_DTYPE_INVALID = -1,
+    TL_F16 = 0,
+    TL_BF16,
+    TL_F32,
+    TL_I32,
+    TL_I8,
+    TL_BOOL
+} tl_dtype;
 
 /* Reduction over every element (Triton's axis=None). */
 #define TL_AXIS_ALL (-100)
@@ -61,7 +71,12 @@ KB_API int64_t tl_num_programs(tl_ctx *k, int axis);
 KB_API tl_tensor *tl_arg_tensor(tl_ctx *k, int i);
 KB_API int64_t tl_arg_i64(tl_ctx *k, int i);
 KB_API double tl_arg_f64(tl_ctx *k, int i);
-/* The local shard's rank, extents and strides (in elements) and dtype. */
+/* The local shard's rank, extents and strides (in elements) and dtype.
+ * t must be a tensor from tl_arg_tensor and d in 0..ndim-1: a NULL t,
+ * another pointer or a d out of range ends the program with a kernel error
+ * naming the call (these calls take no tl_ctx; they find the program running
+ * on the calling thread). Called outside any program, where nothing can be
+ * ended, a NULL t or a bad d gives -1 (TL_DTYPE_INVALID for the dtype). */
 KB_API int tl_tensor_ndim(const tl_tensor *t);
 KB_API int64_t tl_tensor_dim(const tl_tensor *t, int d);
 KB_API int64_t tl_tensor_stride(const tl_tensor *t, int d);
@@ -162,13 +177,18 @@ KB_API void tl_scope_end(tl_ctx *k, uint64_t scope, int n_keep, const tl_tile *k
 
 /* ---- memory (DMA unit) ------------------------------------------------------ */
 
-/* Triton-style: loads t[offsets] (offsets an i32 tile in elements from the
- * shard's base). Lanes where mask (a bool tile, or TL_NONE; another dtype is
- * a kernel error) is false are never
- * touched and take `other` (a tile broadcastable to offsets, or TL_NONE for
- * zero). An unmasked lane outside the shard is a kernel error naming the VA. */
+/* Triton-style: loads t[offsets] (offsets an integer tile in elements from
+ * the local shard's base). Lanes where mask (a bool tile, or TL_NONE;
+ * another dtype is a kernel error) is false are never touched and take
+ * `other` (a tile broadcastable to offsets, or TL_NONE for zero). Reach of
+ * an unmasked lane (docs/kernels.md, "Reach"): the local shard, or a later
+ * region of the tensor through the PE's MMU (a region held on its SIP is a
+ * remote access; elsewhere, the MMU fault naming the VA). A negative offset,
+ * one past the tensor's last element or one in the page padding after a
+ * region is a kernel error naming the VA and the range checked. */
 KB_API tl_tile tl_load(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile mask, tl_tile other);
-/* Stores value (broadcast to offsets, cast to t's dtype) at t[offsets]. */
+/* Stores value (broadcast to offsets, cast to t's dtype) at t[offsets];
+ * same masks and reach as tl_load. */
 KB_API void tl_store(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask);
 
 /* Block pointers (tl.make_block_ptr). order is accepted for Triton source
@@ -190,7 +210,7 @@ KB_API tl_block_ptr tl_make_block_ptr(tl_ctx *k, tl_tensor *t, int ndim, const i
                                       const int64_t *block_shape, const int *order);
 KB_API tl_block_ptr tl_advance(tl_ctx *k, tl_block_ptr p, const int64_t *offsets);
 /* Elements outside `shape` on a checked dimension read as padding (zero or
- * NaN) and are never touched. */
+ * NaN) and are never touched; the others have tl_load's reach. */
 KB_API tl_tile tl_load_block(tl_ctx *k, tl_block_ptr p, unsigned boundary_check,
                              tl_padding padding);
 /* Elements outside `shape` on a checked dimension are not written. */

@@ -53,14 +53,34 @@ static const kb__tl_arg *arg_of(tl_ctx *k, int i, kb__tl_arg_kind kind, const ch
     return a;
 }
 
-tl_tensor *tl_arg_tensor(tl_ctx *k, int i)
+/* The view tl_arg_tensor(k, i) returns for tensor argument i. */
+static tl_tensor *tensor_view(tl_ctx *k, int i)
 {
-    const kb__tl_arg *a = arg_of(k, i, KB__TL_ARG_TENSOR, "tl_arg_tensor");
     const kb__tl_launch_desc *d = k->launch;
     if (d->pe_tensors && d->n_pes)
         return (tl_tensor *)&d
             ->pe_tensors[(size_t)(k->prog.index % d->n_pes) * (size_t)d->n_args + (size_t)i];
-    return (tl_tensor *)&a->t;
+    return (tl_tensor *)&d->args[i].t;
+}
+
+tl_tensor *tl_arg_tensor(tl_ctx *k, int i)
+{
+    arg_of(k, i, KB__TL_ARG_TENSOR, "tl_arg_tensor");
+    return tensor_view(k, i);
+}
+
+void kb__tl_need_tensor(tl_ctx *k, const tl_tensor *t, const char *op)
+{
+    if (!t)
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "%s: the tensor is NULL (expected a tensor argument from tl_arg_tensor)", op);
+    const kb__tl_launch_desc *d = k->launch;
+    for (int i = 0; i < d->n_args; i++)
+        if (d->args[i].kind == KB__TL_ARG_TENSOR && t == tensor_view(k, i)) return;
+    kb__pe_raise(&k->prog, KB_EINVAL,
+                 "%s: %p is not a tensor argument of this program (expected a pointer from "
+                 "tl_arg_tensor)",
+                 op, (const void *)t);
 }
 
 int64_t tl_arg_i64(tl_ctx *k, int i)
@@ -73,24 +93,51 @@ double tl_arg_f64(tl_ctx *k, int i)
     return arg_of(k, i, KB__TL_ARG_F64, "tl_arg_f64")->f;
 }
 
+static void tl_body(kb__pe_prog *g, void *arg);
+
+/* The tensor of an accessor (fn) called with t and, when has_d, dimension
+ * d. The accessors take no tl_ctx, so they find the running program: in a
+ * tl_ kernel's program, a NULL t, a t that is not one of its tensor
+ * arguments or a d outside 0..ndim-1 ends it with a kernel error naming fn.
+ * Outside any program nothing can be ended: NULL for a NULL t or a bad d,
+ * and the caller returns its sentinel. */
+static const tl_tensor *accessor(const tl_tensor *t, const char *fn, bool has_d, int d)
+{
+    kb__pe_prog *g = kb__pe_prog_running();
+    if (g && g->launch_kern && g->launch_kern->body == tl_body) {
+        tl_ctx *k = (tl_ctx *)g;
+        kb__tl_need_tensor(k, t, fn);
+        if (has_d && (d < 0 || d >= t->ndim))
+            kb__pe_raise(&k->prog, KB_EINVAL,
+                         "%s(%s, %d): tensor %s has %d dimension(s), so d must be 0..%d", fn,
+                         t->name ? t->name : "?", d, t->name ? t->name : "?", t->ndim, t->ndim - 1);
+        return t;
+    }
+    return t && (!has_d || (d >= 0 && d < t->ndim)) ? t : NULL;
+}
+
 int tl_tensor_ndim(const tl_tensor *t)
 {
-    return t->ndim;
+    t = accessor(t, "tl_tensor_ndim", false, 0);
+    return t ? t->ndim : -1;
 }
 
 int64_t tl_tensor_dim(const tl_tensor *t, int d)
 {
-    return d >= 0 && d < t->ndim ? t->shape[d] : 1;
+    t = accessor(t, "tl_tensor_dim", true, d);
+    return t ? t->shape[d] : -1;
 }
 
 int64_t tl_tensor_stride(const tl_tensor *t, int d)
 {
-    return d >= 0 && d < t->ndim ? t->strides[d] : 0;
+    t = accessor(t, "tl_tensor_stride", true, d);
+    return t ? t->strides[d] : -1;
 }
 
 tl_dtype tl_tensor_dtype(const tl_tensor *t)
 {
-    return t->dtype;
+    t = accessor(t, "tl_tensor_dtype", false, 0);
+    return t ? t->dtype : TL_DTYPE_INVALID;
 }
 
 int64_t tl_cdiv(int64_t a, int64_t b)

@@ -21,7 +21,13 @@
 #define KB__TL_MAX_DIMS 4
 #define KB__TL_MAX_ARGS 16
 
-/* A tensor argument as one program sees it: the shard local to its PE. */
+/* A tensor argument as one program sees it: the shard local to its PE.
+ *
+ * Reach: a load or store may touch the bytes [va, va + bytes) — the local
+ * shard and the tensor's later regions (docs/kernels.md, "Reach") — except
+ * the padding between regions: every region_stride bytes from va a region
+ * of shard_bytes starts (all regions have the local shard's size), and the
+ * rest up to the next one holds no element. region_stride 0: no padding. */
 struct tl_tensor {
     const char *name; /* for messages ("x"), borrowed */
     tl_dtype dtype;
@@ -29,7 +35,9 @@ struct tl_tensor {
     int64_t shape[KB__TL_MAX_DIMS];   /* local shard extents */
     int64_t strides[KB__TL_MAX_DIMS]; /* elements */
     uint64_t va;                      /* local shard base (SIP-local VA) */
-    uint64_t bytes;                   /* bytes reachable from va (the shard) */
+    uint64_t shard_bytes;             /* the local shard: [va, va + shard_bytes) */
+    uint64_t bytes;                   /* reach from va: to the tensor's last element */
+    uint64_t region_stride;           /* VA from one region's start to the next, or 0 */
 };
 
 typedef enum kb__tl_arg_kind {
@@ -144,6 +152,9 @@ typedef struct kb__tl_op {
 
 size_t kb__tl_op_size(void);
 
+/* Raises "op: the tensor is NULL ..." or "op: ... is not a tensor argument
+ * of this program" unless t is one of the views tl_arg_tensor gives k. */
+void kb__tl_need_tensor(tl_ctx *k, const tl_tensor *t, const char *op);
 /* Raises with err's message as a kernel error. */
 _Noreturn void kb__tl_raise_err(tl_ctx *k, const kb__err *err);
 /* Releases every live handle (program end). */

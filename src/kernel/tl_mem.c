@@ -9,7 +9,10 @@
  * (kb__tl_mem_port), which moves them and finishes the op. Masked lanes and
  * lanes outside a checked boundary are never touched; a load fills them with
  * `other` or the padding when the op finishes. An unmasked lane outside the
- * tensor's local shard finishes the op with a kernel error naming the VA.
+ * reach (from the local shard's start to the tensor's end: tl_tensor in
+ * tl_internal.h) or in the padding between two of the tensor's regions
+ * finishes the op with a kernel error naming the VA and the range checked;
+ * the memory port translates the rest (another region: the MMU decides).
  * A block pointer whose last dimension has unit stride is walked row by row
  * (one span per row, the same spans the lane walk builds).
  * Cost: O(lanes) host work per op at start (O(rows) plus a memset and, for
@@ -17,6 +20,7 @@
  * the port's.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,16 +89,38 @@ static void lane_target(const kb__tl_op *op, int64_t lane, int *active, int64_t 
     *elem = elem_i64(b->in[op->off_in], &op->in_d[0], bidx(&op->in_d[0], od, lane));
 }
 
-static void fail_range(kb__tl_op *op, int64_t lane, int64_t elem, uint64_t va)
+/* Whether the bytes [pos, pos + len) from t's shard base, inside the reach,
+ * touch the padding between two regions (no element of the tensor). */
+static bool in_padding(const tl_tensor *t, uint64_t pos, uint64_t len)
 {
-    kb__err e;
+    if (pos + len <= t->shard_bytes || t->region_stride <= t->shard_bytes) return false;
+    return pos % t->region_stride + len > t->shard_bytes;
+}
+
+/* Finishes op with the kernel error of lane `lane` (element offset elem, at
+ * va): outside the reach, or (padding) between two regions. */
+static void fail_range(kb__tl_op *op, int64_t lane, int64_t elem, uint64_t va, bool padding)
+{
     const tl_tensor *t = op->t;
-    kb__err_set(&e, KB_ERANGE,
-                "%s of tensor %s: lane %lld (element offset %lld) at VA 0x%llx is outside the "
-                "local shard [0x%llx, 0x%llx)",
+    char where[192];
+    if (padding) {
+        uint64_t r0 = t->va + (va - t->va) / t->region_stride * t->region_stride;
+        snprintf(where, sizeof where,
+                 "is in the padding after the region [0x%llx, 0x%llx), not in the tensor (its "
+                 "regions are %llu B long, one every %llu B)",
+                 (unsigned long long)r0, (unsigned long long)(r0 + t->shard_bytes),
+                 (unsigned long long)t->shard_bytes, (unsigned long long)t->region_stride);
+    } else {
+        snprintf(where, sizeof where,
+                 "is outside the reach [0x%llx, 0x%llx) (from the local shard [0x%llx, 0x%llx) "
+                 "to the end of the tensor)",
+                 (unsigned long long)t->va, (unsigned long long)(t->va + t->bytes),
+                 (unsigned long long)t->va, (unsigned long long)(t->va + t->shard_bytes));
+    }
+    kb__err e;
+    kb__err_set(&e, KB_ERANGE, "%s of tensor %s: lane %lld (element offset %lld) at VA 0x%llx %s",
                 op->write ? "store" : "load", t->name ? t->name : "?", (long long)lane,
-                (long long)elem, (unsigned long long)va, (unsigned long long)t->va,
-                (unsigned long long)(t->va + t->bytes));
+                (long long)elem, (unsigned long long)va, where);
     kb__pe_op_done(&op->base, KB_ERANGE, &e);
 }
 
@@ -129,8 +155,9 @@ static int lane_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
         lane_target(op, lane, &active, &elem);
         if (!active) continue;
         uint64_t va = t->va + (uint64_t)elem * es; /* wraps for messages only */
-        if (elem < 0 || (uint64_t)elem >= t->bytes / es) {
-            fail_range(op, lane, elem, va);
+        bool outside = elem < 0 || (uint64_t)elem >= t->bytes / es;
+        if (outside || in_padding(t, (uint64_t)elem * es, es)) {
+            fail_range(op, lane, elem, va, !outside);
             return KB_ERANGE;
         }
         op->active[lane] = 1;
@@ -170,7 +197,9 @@ static bool block_spans(kb__tl_op *op, uint64_t es, uint32_t *ns)
         if ((bp->ndim == 2 && __builtin_mul_overflow(row, bp->strides[0], &e0)) ||
             __builtin_add_overflow(e0, c0 + j0, &e0) || __builtin_add_overflow(e0, j1 - j0, &e1))
             return false;
-        if (e0 < 0 || (uint64_t)e1 > op->t->bytes / es) return false;
+        if (e0 < 0 || (uint64_t)e1 > op->t->bytes / es ||
+            in_padding(op->t, (uint64_t)e0 * es, (uint64_t)(e1 - e0) * es))
+            return false;
         int64_t lane = r * cols + j0;
         uint64_t off = (uint64_t)lane * es;
         memset(op->active + lane, 1, (size_t)(j1 - j0));
@@ -261,14 +290,6 @@ static bool present(tl_tile t)
     return t.slot != 0 || t.gen != 0;
 }
 
-static void need_tensor(tl_ctx *k, const tl_tensor *t, const char *name)
-{
-    if (!t)
-        kb__pe_raise(&k->prog, KB_EINVAL,
-                     "%s: the tensor is NULL (expected a tensor argument from tl_arg_tensor)",
-                     name);
-}
-
 /* Shape of a Triton-style access: offsets broadcast with mask (and the
  * value/other). Fills descs[0..2] = offsets, mask, value/other. */
 static kb__tile_desc access_shape(tl_ctx *k, const char *name, tl_tile offsets, tl_tile mask,
@@ -309,7 +330,7 @@ static void add_in(kb__tl_op *op, int8_t *slot, kb__pe_buf *b)
 tl_tile tl_load(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile mask, tl_tile other)
 {
     kb__tile_desc descs[3];
-    need_tensor(k, t, "load");
+    kb__tl_need_tensor(k, t, "load");
     kb__tile_desc shape = access_shape(k, "load", offsets, mask, other, descs);
     shape.dtype = (kb__dtype)t->dtype;
     kb__pe_buf *out;
@@ -328,7 +349,7 @@ tl_tile tl_load(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile mask, tl_tile 
 void tl_store(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask)
 {
     kb__tile_desc descs[3];
-    need_tensor(k, t, "store");
+    kb__tl_need_tensor(k, t, "store");
     kb__tile_desc shape = access_shape(k, "store", offsets, mask, value, descs);
     kb__tl_op *op = mem_op(k, "store", t, true);
     op->out_d = shape;
@@ -347,7 +368,7 @@ tl_block_ptr tl_make_block_ptr(tl_ctx *k, tl_tensor *t, int ndim, const int64_t 
 {
     if (ndim < 1 || ndim > 2)
         kb__pe_raise(&k->prog, KB_EINVAL, "make_block_ptr: ndim %d (1 or 2 supported)", ndim);
-    need_tensor(k, t, "make_block_ptr");
+    kb__tl_need_tensor(k, t, "make_block_ptr");
     if (!shape || !strides || !offsets || !block_shape)
         kb__pe_raise(&k->prog, KB_EINVAL,
                      "make_block_ptr: shape, strides, offsets and block_shape must each have %d "
@@ -374,7 +395,7 @@ static void check_block_ptr(tl_ctx *k, const tl_block_ptr *p, const char *name)
     if (p->ndim < 1 || p->ndim > 2)
         kb__pe_raise(&k->prog, KB_EINVAL, "%s: block pointer has ndim %d (1 or 2 supported)", name,
                      p->ndim);
-    need_tensor(k, p->t, name);
+    kb__tl_need_tensor(k, p->t, name);
 }
 
 tl_block_ptr tl_advance(tl_ctx *k, tl_block_ptr p, const int64_t *offsets)

@@ -170,6 +170,11 @@ void kb__pe_destroy(kb__pe *pe);
 
 /* ---- program side (called from a program coroutine) ---------------------- */
 
+/* The program whose coroutine runs on the calling thread, or NULL outside
+ * any program (host code, a callback, another kind of process). For calls
+ * that are not given their program (tl_tensor_dim). */
+kb__pe_prog *kb__pe_prog_running(void);
+
 /* Raises a kernel error: "kernel K, program N on PE: <message>", ends the
  * program. Never returns. */
 _Noreturn void kb__pe_raise(kb__pe_prog *g, int code, const char *fmt, ...)

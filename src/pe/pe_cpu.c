@@ -107,6 +107,11 @@ static int program_main(kb__sim *sim, void *arg)
     return 0;
 }
 
+kb__pe_prog *kb__pe_prog_running(void)
+{
+    return kb__proc_arg_if(kb__proc_on_thread(), program_main);
+}
+
 /* Fails the queue waits of every PE of a collective launch whose program
  * failed first with e: they end with KB_ECANCELED naming the cause. */
 static void cancel_queues(kb__pe_launch *l, const kb__err *e)

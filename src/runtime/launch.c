@@ -357,8 +357,12 @@ void kb__rt_shard_view(const kb__rt_tensor *t, int shard, const char *name, tl_t
         out->strides[0] = s->cols;
         out->strides[1] = 1;
     }
+    /* Every region has the same size (splits are exact); the reach ends
+     * with the last region's last element, not its page padding. */
     out->va = kb__rt_region_va(t, s->region);
-    out->bytes = t->va + t->va_bytes - out->va;
+    out->shard_bytes = s->bytes;
+    out->region_stride = t->region_stride;
+    out->bytes = t->va + t->va_bytes - t->region_stride + s->bytes - out->va;
 }
 
 /* The shard of tensor t on PE gi, as a kernel argument. */

@@ -104,6 +104,9 @@ int kb__overflow_guard_install(kb__err *err);
  * handling state); returns the previous one, to restore. */
 kb__sim *kb__overflow_guard_enter(kb__sim *sim);
 void kb__overflow_guard_leave(kb__sim *prev);
+/* The simulator marked by kb__overflow_guard_enter on this thread, or NULL
+ * (for kb__proc_on_thread). */
+kb__sim *kb__sim_on_thread(void);
 
 /* ---- processes and waiters (proc.c, wait.c) ------------------------------ */
 

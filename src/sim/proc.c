@@ -466,6 +466,17 @@ kb__proc *kb__proc_self(kb__sim *sim)
     return sim->current;
 }
 
+kb__proc *kb__proc_on_thread(void)
+{
+    kb__sim *sim = kb__sim_on_thread();
+    return sim ? sim->current : NULL;
+}
+
+void *kb__proc_arg_if(const kb__proc *p, kb__proc_fn fn)
+{
+    return p && p->fn == fn ? p->arg : NULL;
+}
+
 const char *kb__proc_name(const kb__proc *p)
 {
     return p->name;

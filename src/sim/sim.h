@@ -204,6 +204,14 @@ kb__proc *kb__proc_spawn(kb__sim *sim, const char *name, kb__proc_fn fn, void *a
                          size_t stack_bytes);
 /* The running process, NULL on the main stack or in a callback. */
 kb__proc *kb__proc_self(kb__sim *sim);
+/* The process running on the calling thread, of whichever simulator's loop
+ * runs here: for code that has no kb__sim at hand (a kernel API call given
+ * only a NULL pointer). NULL on a main stack, in a callback, or when no loop
+ * runs on this thread. */
+kb__proc *kb__proc_on_thread(void);
+/* p's spawn argument when p (may be NULL) was spawned to run fn, else NULL:
+ * lets a layer recognise its own processes. */
+void *kb__proc_arg_if(const kb__proc *p, kb__proc_fn fn);
 const char *kb__proc_name(const kb__proc *p);
 /* Waits for p to end (blocking call), returns its status (0 or its negative
  * code), copies its error into err_out (may be NULL) and frees p. If the

@@ -19,6 +19,7 @@
  * state: the previous SIGSEGV disposition (process-wide, written once under
  * pthread_once), and per thread the simulator whose loop runs on it
  * (tls_sim) and whether the alternate stack is installed.
+ * kb__proc_on_thread also reads tls_sim (it never writes it).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -246,4 +247,9 @@ kb__sim *kb__overflow_guard_enter(kb__sim *sim)
 void kb__overflow_guard_leave(kb__sim *prev)
 {
     tls_sim = prev;
+}
+
+kb__sim *kb__sim_on_thread(void)
+{
+    return tls_sim;
 }

@@ -1,7 +1,7 @@
 /*
  * tl_load / tl_store / block pointers through the DMA unit, on a flat device
- * memory (tests/pe/harness.h): masks, other, range errors, boundary checks,
- * padding, and loads overlapping compute.
+ * memory (tests/pe/harness.h): masks, other, range errors, the reach over a
+ * tensor's regions, boundary checks, padding, and loads overlapping compute.
  */
 #include <math.h>
 
@@ -74,10 +74,101 @@ Test(tl_mem, unmasked_lane_outside_the_shard_is_a_kernel_error_naming_the_va)
     char want[256];
     snprintf(want, sizeof want,
              "kernel ld, program 0 on sip0/cube1/pe0: load of tensor x: lane 100 (element "
-             "offset 100) at VA 0x%llx is outside the local shard [0x%llx, 0x%llx)",
-             VA0 + 400, VA0, VA0 + 400);
+             "offset 100) at VA 0x%llx is outside the reach [0x%llx, 0x%llx) (from the local "
+             "shard [0x%llx, 0x%llx) to the end of the tensor)",
+             VA0 + 400, VA0, VA0 + 400, VA0, VA0 + 400);
     cr_assert_str_eq(e.msg, want);
     tm_fini(&m);
+}
+
+/* ---- reach over regions ------------------------------------------------------------ */
+
+/* x: three regions of 16 f32 (64 B), one every 32 elements (128 B); the
+ * program's shard is the first. 16 lanes from element offset r->mode into
+ * r->out, Triton-style (region_lanes) or as a 1-D block (region_block). */
+static void region_lanes(tl_ctx *k)
+{
+    mrec *r = TM_ARG(k, mrec);
+    tl_tensor *x = tl_arg_tensor(k, 1);
+    tl_tile offs = tl_add(k, tl_arange(k, 0, 16), tl_scalar(k, (double)r->mode, TL_I32));
+    tl_read(k, tl_load(k, x, offs, TL_NONE, TL_NONE), r->out, 16 * sizeof(float));
+}
+
+static void region_block(tl_ctx *k)
+{
+    mrec *r = TM_ARG(k, mrec);
+    tl_tensor *x = tl_arg_tensor(k, 1);
+    tl_block_ptr p = tl_make_block_ptr(k, x, 1, (int64_t[]){16}, (int64_t[]){1},
+                                       (int64_t[]){r->mode}, (int64_t[]){16}, NULL);
+    tl_read(k, tl_load_block(k, p, 0, TL_PAD_ZERO), r->out, 16 * sizeof(float));
+}
+
+static int run_region_load(tl_kernel_fn fn, int first, mrec *r, kb__err *e)
+{
+    kb__pe_params p;
+    tm_params_simple(&p);
+    tm_machine m;
+    tm_init(&m, 1, &p);
+    float mem[96];
+    for (int i = 0; i < 96; i++)
+        mem[i] = i % 32 < 16 ? (float)i : -1.0f; /* -1: padding */
+    tm_flat f = {VA0, sizeof mem, (uint8_t *)mem};
+    r->mode = first;
+    kb__tl_launch_desc d = tm_desc("regions", fn, 1, r);
+    tm_add_tensor(&d, &f, "x", TL_F32, 1, (int64_t[]){16}, (int64_t[]){1}, VA0, 64);
+    d.args[1].t.region_stride = 128;
+    d.args[1].t.bytes = 2 * 128 + 64;
+    int rc = tm_run(&m, &d, 1, e, NULL);
+    tm_fini(&m);
+    return rc;
+}
+
+static const tl_kernel_fn region_fns[2] = {region_lanes, region_block};
+
+Test(tl_mem, later_regions_are_reached_lane_by_lane_and_by_block)
+{
+    for (int b = 0; b < 2; b++)
+        for (int first = 0; first <= 64; first += 32) {
+            mrec r = {0};
+            kb__err e;
+            cr_assert_eq(run_region_load(region_fns[b], first, &r, &e), 0, "offset %d: %s", first,
+                         e.msg);
+            for (int j = 0; j < 16; j++)
+                cr_assert_eq(r.out[j], (float)(first + j), "block %d offset %d lane %d", b, first,
+                             j);
+        }
+}
+
+Test(tl_mem, the_padding_between_regions_is_a_kernel_error_naming_the_region)
+{
+    char want[320];
+    snprintf(want, sizeof want,
+             "kernel regions, program 0 on sip0/cube1/pe0: load of tensor x: lane 8 (element "
+             "offset 48) at VA 0x%llx is in the padding after the region [0x%llx, 0x%llx), not "
+             "in the tensor (its regions are 64 B long, one every 128 B)",
+             VA0 + 192, VA0 + 128, VA0 + 192);
+    for (int b = 0; b < 2; b++) {
+        mrec r = {0};
+        kb__err e;
+        cr_assert_eq(run_region_load(region_fns[b], 40, &r, &e), KB_ERANGE, "%s", e.msg);
+        cr_assert_str_eq(e.msg, want);
+    }
+}
+
+Test(tl_mem, past_the_last_region_is_outside_the_reach)
+{
+    char want[320];
+    snprintf(want, sizeof want,
+             "kernel regions, program 0 on sip0/cube1/pe0: load of tensor x: lane 8 (element "
+             "offset 80) at VA 0x%llx is outside the reach [0x%llx, 0x%llx) (from the local "
+             "shard [0x%llx, 0x%llx) to the end of the tensor)",
+             VA0 + 320, VA0, VA0 + 320, VA0, VA0 + 64);
+    for (int b = 0; b < 2; b++) {
+        mrec r = {0};
+        kb__err e;
+        cr_assert_eq(run_region_load(region_fns[b], 72, &r, &e), KB_ERANGE, "%s", e.msg);
+        cr_assert_str_eq(e.msg, want);
+    }
 }
 
 static void block_io(tl_ctx *k)

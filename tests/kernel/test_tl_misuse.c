@@ -29,11 +29,24 @@ typedef enum misuse {
     M_INT_MASK,
     M_READ_NULL,
     M_SCOPE_KEEP_NULL,
+    M_TENSOR_NDIM_NULL,
+    M_TENSOR_DIM_NULL,
+    M_TENSOR_STRIDE_NULL,
+    M_TENSOR_DTYPE_NULL,
+    M_TENSOR_DIM_PAST_NDIM,
+    M_TENSOR_STRIDE_NEGATIVE,
+    M_TENSOR_NOT_AN_ARGUMENT,
+    M_LOAD_NOT_AN_ARGUMENT,
 } misuse;
 
 typedef struct rec {
     misuse mode;
+    int64_t got; /* what an accessor returned, if the program went on */
+    int went_on; /* the program ran past the misuse */
 } rec;
+
+/* A tensor view that no launch handed out (a stale or made-up pointer). */
+static tl_tensor not_an_argument = {.name = "fake", .dtype = TL_F32, .ndim = 1, .shape = {4}};
 
 static tl_block_ptr whole(tl_ctx *k, tl_tensor *x, const int64_t *strides, const int64_t *offs,
                           const int64_t *block)
@@ -99,6 +112,38 @@ static void misuse_kernel(tl_ctx *k)
     case M_SCOPE_KEEP_NULL:
         tl_scope_end(k, tl_scope_begin(k), 2, NULL);
         break;
+    case M_TENSOR_NDIM_NULL:
+        r->got = tl_tensor_ndim(NULL);
+        r->went_on = 1;
+        break;
+    case M_TENSOR_DIM_NULL:
+        r->got = tl_tensor_dim(NULL, 0);
+        r->went_on = 1;
+        break;
+    case M_TENSOR_STRIDE_NULL:
+        r->got = tl_tensor_stride(NULL, 0);
+        r->went_on = 1;
+        break;
+    case M_TENSOR_DTYPE_NULL:
+        r->got = tl_tensor_dtype(NULL);
+        r->went_on = 1;
+        break;
+    case M_TENSOR_DIM_PAST_NDIM:
+        r->got = tl_tensor_dim(x, 2);
+        r->went_on = 1;
+        break;
+    case M_TENSOR_STRIDE_NEGATIVE:
+        r->got = tl_tensor_stride(x, -1);
+        r->went_on = 1;
+        break;
+    case M_TENSOR_NOT_AN_ARGUMENT:
+        r->got = tl_tensor_ndim(&not_an_argument);
+        r->went_on = 1;
+        break;
+    case M_LOAD_NOT_AN_ARGUMENT:
+        tl_load(k, &not_an_argument, offs, TL_NONE, TL_NONE);
+        r->went_on = 1;
+        break;
     }
 }
 
@@ -113,7 +158,7 @@ static void bump_row0(tl_ctx *k)
 
 /* Runs misuse `mode`; returns its status with the message in e. Then checks
  * that the machine still runs a correct kernel. */
-static int run_misuse(misuse mode, kb__err *e)
+static int run_misuse_rec(rec *r, kb__err *e)
 {
     kb__pe_params p;
     tm_params_simple(&p);
@@ -123,8 +168,7 @@ static int run_misuse(misuse mode, kb__err *e)
     for (int i = 0; i < ROWS * COLS; i++)
         mem[i] = (float)i;
     tm_flat f = {VA0, sizeof mem, (uint8_t *)mem};
-    rec r = {mode};
-    kb__tl_launch_desc d = tm_desc("misuse", misuse_kernel, 1, &r);
+    kb__tl_launch_desc d = tm_desc("misuse", misuse_kernel, 1, r);
     tm_add_tensor(&d, &f, "x", TL_F32, 2, (int64_t[]){ROWS, COLS}, (int64_t[]){COLS, 1}, VA0,
                   sizeof mem);
     int rc = tm_run(&m, &d, 1, e, NULL);
@@ -141,6 +185,12 @@ static int run_misuse(misuse mode, kb__err *e)
     return rc;
 }
 
+static int run_misuse(misuse mode, kb__err *e)
+{
+    rec r = {mode, 0, 0};
+    return run_misuse_rec(&r, e);
+}
+
 static void expect(misuse mode, int code, const char *what)
 {
     kb__err e;
@@ -152,12 +202,12 @@ static void expect(misuse mode, int code, const char *what)
 
 Test(tl_misuse, block_row_whose_byte_address_wraps_is_out_of_range_not_element_zero)
 {
-    expect(M_BLOCK_STRIDE_WRAPS, KB_ERANGE, "outside the local shard");
+    expect(M_BLOCK_STRIDE_WRAPS, KB_ERANGE, "is outside the reach");
 }
 
 Test(tl_misuse, block_offsets_past_int64_are_out_of_range)
 {
-    expect(M_BLOCK_OFFSET_OVERFLOWS, KB_ERANGE, "outside the local shard");
+    expect(M_BLOCK_OFFSET_OVERFLOWS, KB_ERANGE, "is outside the reach");
 }
 
 Test(tl_misuse, checked_block_column_offset_int64_min_reads_padding)
@@ -219,6 +269,54 @@ Test(tl_misuse, read_into_null_is_a_kernel_error)
 Test(tl_misuse, scope_end_keeping_tiles_from_null_is_a_kernel_error)
 {
     expect(M_SCOPE_KEEP_NULL, KB_EINVAL, "tl_scope_end: n_keep 2 with keep NULL");
+}
+
+/* A tensor accessor misused: the program ends there (it never sees a value),
+ * with a kernel error naming the call, the kernel, the program and the PE. */
+static void expect_accessor(misuse mode, const char *what)
+{
+    rec r = {mode, 0, 0};
+    kb__err e;
+    int rc = run_misuse_rec(&r, &e);
+    cr_assert_eq(rc, KB_EINVAL, "status %d (%s), want KB_EINVAL", rc, e.msg);
+    cr_assert(strstr(e.msg, "kernel misuse, program 0 on sip0/cube1/pe0: "), "%s", e.msg);
+    cr_assert(strstr(e.msg, what), "'%s' lacks '%s'", e.msg, what);
+    cr_assert_eq(r.went_on, 0, "the program went on with %lld", (long long)r.got);
+}
+
+Test(tl_misuse, tensor_accessors_on_null_are_kernel_errors_naming_the_call)
+{
+    expect_accessor(M_TENSOR_NDIM_NULL, "tl_tensor_ndim: the tensor is NULL");
+    expect_accessor(M_TENSOR_DIM_NULL, "tl_tensor_dim: the tensor is NULL");
+    expect_accessor(M_TENSOR_STRIDE_NULL, "tl_tensor_stride: the tensor is NULL");
+    expect_accessor(M_TENSOR_DTYPE_NULL, "tl_tensor_dtype: the tensor is NULL");
+}
+
+Test(tl_misuse, tensor_dimension_out_of_range_is_a_kernel_error)
+{
+    expect_accessor(M_TENSOR_DIM_PAST_NDIM,
+                    "tl_tensor_dim(x, 2): tensor x has 2 dimension(s), so d must be 0..1");
+    expect_accessor(M_TENSOR_STRIDE_NEGATIVE,
+                    "tl_tensor_stride(x, -1): tensor x has 2 dimension(s), so d must be 0..1");
+}
+
+Test(tl_misuse, a_tensor_pointer_not_from_tl_arg_tensor_is_a_kernel_error)
+{
+    expect_accessor(M_TENSOR_NOT_AN_ARGUMENT,
+                    "is not a tensor argument of this program (expected a pointer from "
+                    "tl_arg_tensor)");
+    expect_accessor(M_LOAD_NOT_AN_ARGUMENT, "load: ");
+}
+
+Test(tl_misuse, tensor_accessors_outside_a_program_give_the_documented_sentinels)
+{
+    cr_assert_eq(tl_tensor_ndim(NULL), -1);
+    cr_assert_eq(tl_tensor_dim(NULL, 0), -1);
+    cr_assert_eq(tl_tensor_stride(NULL, 0), -1);
+    cr_assert_eq(tl_tensor_dtype(NULL), TL_DTYPE_INVALID);
+    cr_assert_eq(tl_tensor_dim(&not_an_argument, 1), -1);
+    cr_assert_eq(tl_tensor_stride(&not_an_argument, -1), -1);
+    cr_assert_eq(tl_tensor_dim(&not_an_argument, 0), 4);
 }
 
 Test(tl_misuse, cdiv_is_the_ceiling_over_all_of_int64)

@@ -1,9 +1,12 @@
 /* Kernel launches end to end on the built-in machine (2 SIPs × 16 cubes ×
  * 8 PEs): results against host loops, local shard shapes, GEMM time against
  * the pipeline formulas, DMA overlapping compute, MMU faults as kernel
- * errors, determinism, --no-data timing, one SIP against all. */
+ * errors, the reach of a program's offsets (own shard, a neighbour's, the
+ * padding, past the end, negative), determinism, --no-data timing, one SIP
+ * against all. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -321,6 +324,198 @@ Test(launch, unmapped_load_is_a_kernel_error_and_the_machine_stays_usable)
     cr_assert_eq(run_vadd(m, &v, -1, NULL), 0, "%s", kb_last_error(m));
     check_z(m, &v);
     kb_close(m);
+}
+
+/* ---- reach: where a program's offsets may go (docs/kernels.md, "Reach") ------------- */
+
+#define REACH_LANES 64
+
+/* y[0, REACH_LANES) of the local shard = x[off + j] (offsets from x's local
+ * shard base), every lane unmasked. */
+static void reach_copy(tl_ctx *k)
+{
+    tl_tensor *x = tl_arg_tensor(k, 0), *y = tl_arg_tensor(k, 1);
+    int64_t off = tl_arg_i64(k, 2);
+    tl_tile lanes = tl_arange(k, 0, REACH_LANES);
+    tl_tile v =
+        tl_load(k, x, tl_add(k, lanes, tl_scalar(k, (double)off, TL_I32)), TL_NONE, TL_NONE);
+    tl_store(k, y, lanes, v, TL_NONE);
+}
+
+/* y[off + j] (offsets from y's local shard base) = x[j] of the local shard,
+ * for j < REACH_LANES, every lane unmasked. */
+static void reach_put(tl_ctx *k)
+{
+    tl_tensor *x = tl_arg_tensor(k, 0), *y = tl_arg_tensor(k, 1);
+    int64_t off = tl_arg_i64(k, 2);
+    tl_tile lanes = tl_arange(k, 0, REACH_LANES);
+    tl_tile v = tl_load(k, x, lanes, TL_NONE, TL_NONE);
+    tl_store(k, y, tl_add(k, lanes, tl_scalar(k, (double)off, TL_I32)), v, TL_NONE);
+}
+
+/* x (x[i] = i + 0.5) and y (zeros), f32, `per` elements on each of the 128
+ * PEs of SIP 0; y is created after x, so its VA range follows x's. */
+typedef struct reach_fix {
+    kb_machine *m;
+    kb_tensor x, y;
+    int64_t per, n;
+    uint64_t stride;   /* VA from one region of x to the next */
+    uint64_t va0, end; /* x's first region, x's last element's end */
+    kb_stats st;       /* over the launch */
+} reach_fix;
+
+static void reach_open(reach_fix *f, int64_t per)
+{
+    memset(f, 0, sizeof *f);
+    f->m = open_m(0);
+    f->per = per;
+    f->n = 128 * per;
+    kb_set_device(f->m, 0);
+    cr_assert_eq(kb_empty(f->m, "x", 1, &f->n, KB_F32, NULL, &f->x), 0, "%s", kb_last_error(f->m));
+    cr_assert_eq(kb_zeros(f->m, "y", 1, &f->n, KB_F32, NULL, &f->y), 0, "%s", kb_last_error(f->m));
+    float *h = malloc((size_t)f->n * sizeof *h);
+    for (int64_t i = 0; i < f->n; i++)
+        h[i] = (float)i + 0.5f;
+    cr_assert_eq(kb_copy_from_host(f->m, f->x, h, (size_t)f->n * 4, KB_F32), 0);
+    free(h);
+    kb_shard_info s0, s1, last;
+    cr_assert_eq(kb_tensor_get_shard(f->m, f->x, 0, &s0), 0);
+    cr_assert_eq(kb_tensor_get_shard(f->m, f->x, 1, &s1), 0);
+    cr_assert_eq(kb_tensor_get_shard(f->m, f->x, 127, &last), 0);
+    cr_assert(s0.sip == 0 && s0.cube == 0 && s0.pe == 0 && s1.cube == 0 && s1.pe == 1);
+    f->stride = s1.va - s0.va;
+    f->va0 = s0.va;
+    f->end = last.va + last.nbytes;
+}
+
+/* One program of fn, on sip0/cube0/pe0 (x's shard 0), with offset off. */
+static int reach_launch(reach_fix *f, tl_kernel_fn fn, int64_t off)
+{
+    kb_arg a[3] = {kb_arg_tensor(f->x), kb_arg_tensor(f->y), kb_arg_i64(off)};
+    kb_launch_opts o = {{1, 1, 1}, 0};
+    kb_launch_id id;
+    cr_assert_eq(kb_launch(f->m, "reach", fn, &o, a, 3, &id), 0, "%s", kb_last_error(f->m));
+    kb_stats_reset(f->m);
+    int rc = kb_wait(f->m, id);
+    kb_stats_get(f->m, &f->st);
+    return rc;
+}
+
+/* reach_copy from offset off. */
+static int reach_run(reach_fix *f, int64_t off)
+{
+    return reach_launch(f, reach_copy, off);
+}
+
+/* y[0, REACH_LANES) holds x[first + j] (first < 0: y is all zeros, nothing
+ * was stored); the rest of y is untouched. */
+static void reach_check_y(reach_fix *f, int64_t first)
+{
+    float *h = malloc((size_t)f->n * sizeof *h);
+    cr_assert_eq(kb_copy_to_host(f->m, f->y, h, (size_t)f->n * 4, KB_F32), 0);
+    for (int64_t i = 0; i < f->n; i++) {
+        float want = first >= 0 && i < REACH_LANES ? (float)(first + i) + 0.5f : 0.0f;
+        cr_assert_eq(h[i], want, "y[%lld] = %g, want %g", (long long)i, h[i], want);
+    }
+    free(h);
+}
+
+static void reach_close(reach_fix *f)
+{
+    kb_close(f->m);
+}
+
+Test(launch, reach_inside_the_local_shard)
+{
+    reach_fix f;
+    reach_open(&f, 1024);
+    cr_assert_eq(reach_run(&f, 100), 0, "%s", kb_last_error(f.m));
+    reach_check_y(&f, 100);
+    cr_assert_eq(f.st.link_bytes[KB_LINK_UCIE], 0);
+    reach_close(&f);
+}
+
+Test(launch, reach_into_the_neighbouring_shard_on_the_same_sip_reads_its_data)
+{
+    reach_fix f;
+    reach_open(&f, 100); /* 400 B regions, one per 4 KiB page */
+    /* region 1 (sip0/cube0/pe1): x[100 + j] */
+    cr_assert_eq(reach_run(&f, (int64_t)(f.stride / 4) + 3), 0, "%s", kb_last_error(f.m));
+    reach_check_y(&f, 103);
+    /* region 8 (sip0/cube1/pe0): x[800 + j], read over the cubes' UCIe link */
+    cr_assert_eq(reach_run(&f, (int64_t)(8 * f.stride / 4)), 0, "%s", kb_last_error(f.m));
+    reach_check_y(&f, 800);
+    cr_assert_geq(f.st.link_bytes[KB_LINK_UCIE], REACH_LANES * 4);
+    reach_close(&f);
+}
+
+Test(launch, reach_store_into_the_neighbouring_shard_on_the_same_sip_writes_its_data)
+{
+    reach_fix f;
+    reach_open(&f, 100);
+    int64_t at = (int64_t)(f.stride / 4) + 5; /* y[105 + j] in region 1 (sip0/cube0/pe1) */
+    cr_assert_eq(reach_launch(&f, reach_put, at), 0, "%s", kb_last_error(f.m));
+    float *h = malloc((size_t)f.n * sizeof *h);
+    cr_assert_eq(kb_copy_to_host(f.m, f.y, h, (size_t)f.n * 4, KB_F32), 0);
+    for (int64_t i = 0; i < f.n; i++) {
+        float want = i >= 105 && i < 105 + REACH_LANES ? (float)(i - 105) + 0.5f : 0.0f;
+        cr_assert_eq(h[i], want, "y[%lld] = %g, want %g", (long long)i, h[i], want);
+    }
+    free(h);
+    reach_close(&f);
+}
+
+Test(launch, reach_into_the_padding_after_the_local_shard_is_a_kernel_error)
+{
+    reach_fix f;
+    reach_open(&f, 100);
+    cr_assert_eq(reach_run(&f, 50), KB_ERANGE, "%s", kb_last_error(f.m));
+    char want[256];
+    snprintf(want, sizeof want,
+             "kernel reach, program 0 on sip0/cube0/pe0: load of tensor x: lane 50 (element "
+             "offset 100) at VA 0x%llx is in the padding after the region [0x%llx, 0x%llx), not "
+             "in the tensor (its regions are 400 B long, one every %llu B)",
+             (unsigned long long)(f.va0 + 400), (unsigned long long)f.va0,
+             (unsigned long long)(f.va0 + 400), (unsigned long long)f.stride);
+    cr_assert_str_eq(kb_last_error(f.m), want);
+    reach_check_y(&f, -1);
+    reach_close(&f);
+}
+
+Test(launch, reach_past_the_tensor_end_is_a_kernel_error_even_where_another_tensor_is_mapped)
+{
+    reach_fix f;
+    reach_open(&f, 1024); /* whole pages: the regions have no padding */
+    kb_tensor_info yi;
+    kb_tensor_get_info(f.m, f.y, &yi);
+    cr_assert_eq(yi.va, f.end, "y follows x in VA, mapped on the same PEs");
+    int64_t last = (int64_t)((f.end - f.va0) / 4); /* one past x's last element */
+    cr_assert_eq(reach_run(&f, last - 10), KB_ERANGE, "%s", kb_last_error(f.m));
+    char want[320];
+    snprintf(want, sizeof want,
+             "kernel reach, program 0 on sip0/cube0/pe0: load of tensor x: lane 10 (element "
+             "offset %lld) at VA 0x%llx is outside the reach [0x%llx, 0x%llx) (from the local "
+             "shard [0x%llx, 0x%llx) to the end of the tensor)",
+             (long long)last, (unsigned long long)f.end, (unsigned long long)f.va0,
+             (unsigned long long)f.end, (unsigned long long)f.va0,
+             (unsigned long long)(f.va0 + 4096));
+    cr_assert_str_eq(kb_last_error(f.m), want);
+    /* the same lanes up to the last element are fine */
+    cr_assert_eq(reach_run(&f, last - REACH_LANES), 0, "%s", kb_last_error(f.m));
+    reach_check_y(&f, f.n - REACH_LANES);
+    reach_close(&f);
+}
+
+Test(launch, reach_before_the_local_shard_is_a_kernel_error)
+{
+    reach_fix f;
+    reach_open(&f, 1024);
+    cr_assert_eq(reach_run(&f, -1), KB_ERANGE, "%s", kb_last_error(f.m));
+    const char *msg = kb_last_error(f.m);
+    cr_assert(strstr(msg, "load of tensor x: lane 0 (element offset -1) at VA "), "%s", msg);
+    cr_assert(strstr(msg, "is outside the reach"), "%s", msg);
+    reach_check_y(&f, -1);
+    reach_close(&f);
 }
 
 /* ---- determinism, --no-data, SIP choice --------------------------------------------- */

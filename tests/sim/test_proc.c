@@ -1,6 +1,6 @@
 /*
  * Processes: start order, sleep, join, errors, cancellation, refused calls,
- * stack overflow, determinism.
+ * the process on this thread, stack overflow, determinism.
  */
 #include <criterion/criterion.h>
 #include <fenv.h>
@@ -244,6 +244,52 @@ Test(proc, calling_run_from_a_process_is_refused)
     cr_assert_eq(kb__proc_join(sim, p, NULL), 0);
     cr_assert_eq(rc, KB_ESTATE);
     cr_assert(strstr(kb__sim_error(sim)->msg, "process 'nested'"), "%s", kb__sim_error(sim)->msg);
+    kb__sim_destroy(sim);
+}
+
+typedef struct on_thread {
+    kb__proc *self, *before, *after;
+    void *arg, *other_fn_arg;
+} on_thread;
+
+static int not_spawned(kb__sim *sim, void *arg)
+{
+    (void)sim;
+    (void)arg;
+    return 0;
+}
+
+static int records_on_thread(kb__sim *sim, void *arg)
+{
+    on_thread *o = arg;
+    o->self = kb__proc_self(sim);
+    o->before = kb__proc_on_thread();
+    kb__sleep(sim, 10); /* another process runs meanwhile */
+    o->after = kb__proc_on_thread();
+    o->arg = kb__proc_arg_if(o->after, records_on_thread);
+    o->other_fn_arg = kb__proc_arg_if(o->after, not_spawned);
+    return 0;
+}
+
+Test(proc, the_process_on_this_thread_is_found_without_the_sim)
+{
+    kb__sim *sim = make(1);
+    on_thread a = {0}, b = {0};
+    cr_assert_null(kb__proc_on_thread());
+    cr_assert_null(kb__proc_arg_if(NULL, records_on_thread));
+    kb__proc *pa = kb__proc_spawn(sim, "a", records_on_thread, &a, 0);
+    kb__proc *pb = kb__proc_spawn(sim, "b", records_on_thread, &b, 0);
+    cr_assert_eq(kb__proc_join(sim, pa, NULL), 0);
+    cr_assert_eq(kb__proc_join(sim, pb, NULL), 0);
+    cr_assert_null(kb__proc_on_thread(), "the main stack runs no process");
+    for (int i = 0; i < 2; i++) {
+        on_thread *o = i ? &b : &a;
+        cr_assert_not_null(o->self);
+        cr_assert_eq(o->before, o->self);
+        cr_assert_eq(o->after, o->self);
+        cr_assert_eq(o->arg, o);
+        cr_assert_null(o->other_fn_arg);
+    }
     kb__sim_destroy(sim);
 }
 
