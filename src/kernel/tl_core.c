@@ -78,9 +78,9 @@ void kb__tl_need_tensor(tl_ctx *k, const tl_tensor *t, const char *op)
     for (int i = 0; i < d->n_args; i++)
         if (d->args[i].kind == KB__TL_ARG_TENSOR && t == tensor_view(k, i)) return;
     kb__pe_raise(&k->prog, KB_EINVAL,
-                 "%s: %p is not a tensor argument of this program (expected a pointer from "
-                 "tl_arg_tensor)",
-                 op, (const void *)t);
+                 "%s: the tensor is not a tensor argument of this program (expected a pointer "
+                 "from tl_arg_tensor)",
+                 op);
 }
 
 int64_t tl_arg_i64(tl_ctx *k, int i)
