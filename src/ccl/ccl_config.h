@@ -23,7 +23,8 @@
  *
  * Ownership: a kb__ccl_config owns its parsed tree (kept for error
  * locations), its algorithm table and every string. Immutable once loaded.
- * Cost: linear in the file; lookups are linear in the number of algorithms.
+ * Cost: loading is linear in the file plus O(n log n) in its n algorithms
+ * (sorted once by name); a lookup by name is O(log n).
  */
 #ifndef KB_CCL_CCL_CONFIG_H
 #define KB_CCL_CCL_CONFIG_H
@@ -105,6 +106,7 @@ typedef struct kb__ccl_config {
     int32_t default_algo[KB__CCL_COLLECTIVE_COUNT]; /* index into algos, -1: none */
     kb__ccl_algo *algos;                            /* [n_algos], in file order */
     size_t n_algos;
+    kb__ccl_algo **sorted; /* [n_algos], the same ordered by name (lookups) */
 } kb__ccl_config;
 
 /* An algorithm made concrete for one machine and world size. */
