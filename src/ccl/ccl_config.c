@@ -5,7 +5,8 @@
  * the same tree, so they keep their "--set ..." location; every lookup
  * reads the override map first and the file second (pick()). Unknown keys
  * are checked in both. The algorithm table is built in file order, then
- * algorithms only the overrides name.
+ * algorithms only the overrides name. Algorithm names follow one rule
+ * (kb__ccl_name_ok), checked here for the file and the overrides alike.
  *
  * Cost: O(keys x known names) string compares for the fixed key sets, and
  * O(n log n) in the n algorithms: the tree's maps index their keys, so
@@ -74,6 +75,14 @@ int kb__ccl_collective_of(const char *name)
 int kb__ccl_topology_of(const char *name)
 {
     return index_of(name, topo_names, COUNT(topo_names));
+}
+
+int kb__ccl_name_ok(const char *name)
+{
+    static const char first[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_";
+    if (!name || !name[0] || !strchr(first, name[0])) return 0;
+    size_t len = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-");
+    return !name[len] && len <= KB__CCL_NAME_MAX;
 }
 
 void kb__ccl_settings_builtin(kb__ccl_settings *s)
@@ -266,8 +275,13 @@ static int read_algos(loader *L, kb__err *err)
         return kb__err_set(err, KB_ENOMEM, "out of memory");
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; L->algos[k] && i < L->algos[k]->n_kids; i++) {
-            const char *name = L->algos[k]->kids[i]->key;
+            const kb__cfg_node *n = L->algos[k]->kids[i];
+            const char *name = n->key;
             if (k && kb__cfg_child(L->algos[0], name)) continue; /* named by file and override */
+            if (!kb__ccl_name_ok(name))
+                return kb__cfg_fail(
+                    n, 1, err, "expected an algorithm name of " KB__CCL_NAME_RULE ", got '%.60s%s'",
+                    name, strlen(name) > 60 ? "..." : "");
             if (read_algo(L, name, &c->algos[c->n_algos++], err)) return KB_ECONFIG;
         }
     return 0;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccl/algorithms/algorithms.h"
 #include "ccl/ccl_config.h"
 #include "support/files.h"
 
@@ -302,6 +303,93 @@ Test(ccl_config, unknown_algorithm_lookup_gets_did_you_mean)
                               "'ring_allreduce'?"),
               "%s", err.msg);
     kb__ccl_config_destroy(c);
+}
+
+/* ---- algorithm names ------------------------------------------------------ */
+
+#define NAME_RULE                                                                                  \
+    "expected an algorithm name of 1 to 63 letters, digits, '_' and '-', starting "                \
+    "with a letter or '_', got "
+
+Test(ccl_names, one_rule_for_every_name)
+{
+    static const char *const good[] = {"a", "_", "_x", "Z9", "ring-8", "a_b-c_", "ring_allreduce"};
+    static const char *const bad[] = {"",    "9ring", "-x", "a.b",  "a b",
+                                      "a/b", "a:b",   "é",  "a\tb", "ring_allreduce "};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        cr_assert(kb__ccl_name_ok(good[i]), "'%s'", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_assert(!kb__ccl_name_ok(bad[i]), "'%s'", bad[i]);
+    cr_assert(!kb__ccl_name_ok(NULL));
+    char name[KB__CCL_NAME_MAX + 2];
+    memset(name, 'a', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    cr_assert(!kb__ccl_name_ok(name), "64 characters");
+    name[KB__CCL_NAME_MAX] = '\0';
+    cr_assert(kb__ccl_name_ok(name), "63 characters");
+}
+
+Test(ccl_names, built_in_modules_and_algorithms_follow_the_rule)
+{
+    char list[1024];
+    kb__ccl_module_list(list, sizeof list);
+    for (char *save, *m = strtok_r(list, ", ", &save); m; m = strtok_r(NULL, ", ", &save))
+        cr_assert(kb__ccl_name_ok(m), "built-in module '%s'", m);
+    kb__ccl_config *c = load_ok(kb__embedded_ccl, NULL, 0);
+    for (size_t i = 0; i < c->n_algos; i++)
+        cr_assert(kb__ccl_name_ok(c->algos[i].name), "'%s'", c->algos[i].name);
+    kb__ccl_config_destroy(c);
+}
+
+Test(ccl_names, names_that_follow_the_rule_load)
+{
+    kb__ccl_config *c =
+        load_ok("algorithms:\n"
+                "  _x: {module: k, topology: tree}\n"
+                "  ring-8: {module: k, topology: ring_1d}\n"
+                "  Z9: {module: k, topology: tree}\n"
+                "  aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa: "
+                "{module: k, topology: tree}\n",
+                NULL, 0);
+    cr_assert_eq(c->n_algos, 4);
+    cr_assert_str_eq(c->algos[1].name, "ring-8");
+    cr_assert_eq(strlen(c->algos[3].name), 63);
+    kb__ccl_config_destroy(c);
+}
+
+Test(ccl_names, a_bad_name_in_the_file_is_an_error_at_the_name)
+{
+    load_bad("algorithms:\n  ok: {module: k, topology: tree}\n  9ring: {module: k, topology: "
+             "tree}\n",
+             NULL, "bad.yaml:3:3: algorithms.9ring: " NAME_RULE "'9ring'");
+    load_bad("algorithms:\n  a.b:\n    module: k\n    topology: tree\n", NULL,
+             "bad.yaml:2:3: algorithms.a.b: " NAME_RULE "'a.b'");
+    load_bad("algorithms:\n  \"my ring\": {module: k, topology: tree}\n", NULL,
+             "bad.yaml:2:3: algorithms.my ring: " NAME_RULE "'my ring'");
+    load_bad("algorithms:\n  -x: {module: k, topology: tree}\n", NULL,
+             "bad.yaml:2:3: algorithms.-x: " NAME_RULE "'-x'");
+    load_bad("algorithms:\n  \"\": {module: k, topology: tree}\n", NULL,
+             "bad.yaml:2:3: algorithms.: " NAME_RULE "''");
+    /* one character too many; the message shows the first 60 */
+    load_bad("algorithms:\n  aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa: "
+             "{module: k, topology: tree}\n",
+             NULL,
+             "bad.yaml:2:3: algorithms.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+             "aaaa: " NAME_RULE
+             "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'");
+}
+
+Test(ccl_names, a_bad_name_added_by_an_override_names_the_override)
+{
+    load_bad(ALG, "ccl.algorithms.9x={module: k, topology: tree}",
+             "--set ccl.algorithms.9x={module: k, topology: tree}: ccl.algorithms.9x: " NAME_RULE
+             "'9x'");
+    load_bad(ALG, "ccl.algorithms={\"a b\": {module: k, topology: tree}}",
+             "--set ccl.algorithms={\"a b\": {module: k, topology: tree}}: ccl.algorithms.a "
+             "b: " NAME_RULE "'a b'");
+    load_bad("", "ccl.algorithms.x-1.module=k",
+             "--set ccl.algorithms.x-1.module=k: ccl.algorithms.x-1: algorithm 'x-1' needs a "
+             "'topology' (ring_1d, mesh_2d or tree)");
 }
 
 /* ---- many algorithms -------------------------------------------------------- */
