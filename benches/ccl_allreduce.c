@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccl/ccl_config.h"
 #include "internal.h"
 #include "kernbench/dist.h"
 
@@ -78,17 +79,6 @@ static int placement(kb_machine *m, int64_t world, kb_policy *p, kb_bench_result
     return 0;
 }
 
-/* An algorithm name the options can hand to the configuration: the
- * characters a "--set ccl.algorithms.NAME..." path part may hold (letters,
- * digits, '_', '-'), so neither YAML syntax nor a path separator can ride
- * in on the value. */
-static int plain_name(const char *s)
-{
-    size_t len = strlen(s);
-    return len &&
-           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == len;
-}
-
 /* Longest "ccl.algorithms.NAME.buffer_kind=KIND" with NAME and KIND
  * shorter than an option value. */
 #define SET_MAX (2 * KB_BENCH_VALUE_MAX + 32)
@@ -108,13 +98,7 @@ static int overrides(kb_machine *m, const char *algorithm, const char *buffer,
         if (rc)
             return kb_bench_fail(r, rc, "ccl_allreduce: --opt buffer=%s: %s", buffer,
                                  kb_last_error(m));
-        if (!plain_name(def))
-            return kb_bench_bad_option(r,
-                                       "ccl_allreduce: --opt buffer=%s: the default all_reduce "
-                                       "algorithm '%s' cannot be named in an override; give "
-                                       "--opt algorithm=NAME too",
-                                       buffer, def);
-        algorithm = def;
+        algorithm = def; /* a loaded name follows the rule: it makes a path part */
     }
     if (buffer) snprintf(sets[n++], SET_MAX, "ccl.algorithms.%s.buffer_kind=%s", algorithm, buffer);
     return n;
@@ -123,10 +107,12 @@ static int overrides(kb_machine *m, const char *algorithm, const char *buffer,
 /* The options' values checked before they go into an override. */
 static int check_names(const char *algorithm, const char *buffer, int64_t bytes, kb_bench_result *r)
 {
-    if (algorithm && !plain_name(algorithm))
+    /* ccl.yaml's rule for algorithm names: neither YAML syntax nor a path
+     * separator can ride into the overrides on the value. */
+    if (algorithm && !kb__ccl_name_ok(algorithm))
         return kb_bench_bad_option(r,
                                    "ccl_allreduce: --opt algorithm=%s: expected an algorithm "
-                                   "name of letters, digits, '_' and '-'",
+                                   "name of " KB__CCL_NAME_RULE,
                                    algorithm);
     if (buffer && strcmp(buffer, "tcm") && strcmp(buffer, "sram") && strcmp(buffer, "hbm"))
         return kb_bench_bad_option(r, "ccl_allreduce: --opt buffer=%s: expected tcm, sram or hbm",
@@ -180,24 +166,13 @@ static int check(kb_machine *m, kb_tensor t, kb_bench_result *r, float *row, int
     return rc;
 }
 
-/* The name of the algorithm that ran, whole: kb_ccl_report holds only its
- * first 63 bytes, the configuration the full name (ccl.yaml sets no limit;
- * a note holds KB_BENCH_NOTE_MAX - 1 bytes). */
-static void note_algorithm(kb_bench_result *r, const kb_ccl_report *c)
-{
-    char name[KB_BENCH_NOTE_MAX];
-    int whole = !kb_ccl_default_algorithm(r->m, "all_reduce", name, sizeof name) &&
-                !strncmp(name, c->algorithm, sizeof c->algorithm - 1);
-    kb_bench_note(r, "algorithm", "%s", whole ? name : c->algorithm);
-}
-
 static void report(kb_bench_result *r, int64_t world, int64_t bytes)
 {
     kb_ccl_report c;
     if (kb_ccl_last(r->m, &c)) return;
     double t_ps = (double)(c.end_ps - c.start_ps), run_ps = (double)(c.run_end_ps - c.run_start_ps);
     double p = (double)world, alg = t_ps > 0 ? (double)bytes / (t_ps * 1e-12) / 1e9 : 0;
-    note_algorithm(r, &c);
+    kb_bench_note(r, "algorithm", "%s", c.algorithm); /* whole: <= KB__CCL_NAME_MAX */
     kb_bench_note(r, "queues", "%d x %llu B slots in %s, messages of up to %llu B", c.n_slots,
                   (unsigned long long)c.slot_size, c.buffer_kind,
                   (unsigned long long)c.piece_bytes);

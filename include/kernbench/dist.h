@@ -156,7 +156,8 @@ KB_API const kb_ccl_sched *tl_ccl_sched(tl_ctx *k);
  * "mesh_2d", "tree"). An algorithm naming it is added like any other
  * (kb_ccl_override with "ccl.algorithms.A={module: NAME, collective: C,
  * topology: T}", or a ccl.yaml). KB_EINVAL, naming the problem, for a
- * name that is not 1 to 63 letters, digits, '_', '-' or '.', a name already
+ * name that is not 1 to 63 letters, digits, '_' and '-' starting with a
+ * letter or '_' (the rule of ccl.yaml's algorithm names), a name already
  * built in or registered, an unknown collective or topology, or no fn;
  * KB_ENOMEM. */
 KB_API int kb_ccl_register(kb_machine *m, const char *module, const char *collective,

@@ -5,9 +5,13 @@
  * the same tree, so they keep their "--set ..." location; every lookup
  * reads the override map first and the file second (pick()). Unknown keys
  * are checked in both. The algorithm table is built in file order, then
- * algorithms only the overrides name.
+ * algorithms only the overrides name. Algorithm names follow one rule
+ * (kb__ccl_name_ok), checked here for the file and the overrides alike.
  *
- * Cost: O(keys x known names) string compares; nothing here is hot.
+ * Cost: O(keys x known names) string compares for the fixed key sets, and
+ * O(n log n) in the n algorithms: the tree's maps index their keys, so
+ * duplicates and names shared by file and overrides cost O(1) each, and
+ * lookups by name bisect a table sorted once.
  */
 #include "ccl/ccl_config.h"
 #include "ccl/algorithms/algorithms.h"
@@ -71,6 +75,14 @@ int kb__ccl_collective_of(const char *name)
 int kb__ccl_topology_of(const char *name)
 {
     return index_of(name, topo_names, COUNT(topo_names));
+}
+
+int kb__ccl_name_ok(const char *name)
+{
+    static const char first[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_";
+    if (!name || !name[0] || !strchr(first, name[0])) return 0;
+    size_t len = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-");
+    return !name[len] && len <= KB__CCL_NAME_MAX;
 }
 
 void kb__ccl_settings_builtin(kb__ccl_settings *s)
@@ -164,7 +176,8 @@ static int read_field(const kb__cfg_node *n, kb__ccl_field f, kb__ccl_settings *
         return kb__cfg_fail(n, 0, err,
                             "expected a multiple of %u bytes from %u (the %u-byte descriptor and "
                             "some payload) to 2GiB, got '%.60s'",
-                            KB__CCL_SLOT_ALIGN, 2 * KB__CCL_SLOT_ALIGN, KB__CCL_SLOT_ALIGN, n->text);
+                            KB__CCL_SLOT_ALIGN, 2 * KB__CCL_SLOT_ALIGN, KB__CCL_SLOT_ALIGN,
+                            n->text);
     /* Each chunk and each credit is a fabric message: chunks under 64 bytes
      * or credits over 1 MiB (the machine's pe.ipcq.credit_bytes limit) only
      * make the simulation crawl. */
@@ -237,7 +250,10 @@ static int read_algo(loader *L, const char *name, kb__ccl_algo *a, kb__err *err)
      * modules, registered per machine, are checked when a call runs one). */
     const kb__ccl_module *bm = kb__ccl_module_find(a->module);
     if (bm && (bm->collective != a->collective || bm->topology != a->topology))
-        return kb__cfg_fail(bm->topology != a->topology ? top : coll ? coll : mod, 0, err,
+        return kb__cfg_fail(bm->topology != a->topology ? top
+                            : coll                      ? coll
+                                                        : mod,
+                            0, err,
                             "module '%s' implements %s over %s, the algorithm is %s over %s",
                             a->module, coll_names[bm->collective], topo_names[bm->topology],
                             coll_names[a->collective], topo_names[a->topology]);
@@ -246,30 +262,60 @@ static int read_algo(loader *L, const char *name, kb__ccl_algo *a, kb__err *err)
     return read_settings(m[0], m[1], &a->s, a->at, err);
 }
 
-static int add_algo(loader *L, const char *name, kb__err *err)
-{
-    kb__ccl_config *c = L->c;
-    for (size_t i = 0; i < c->n_algos; i++)
-        if (!strcmp(c->algos[i].name, name)) return 0; /* named by file and override */
-    kb__ccl_algo *v = realloc(c->algos, (c->n_algos + 1) * sizeof *v);
-    if (!v) return kb__err_set(err, KB_ENOMEM, "out of memory");
-    c->algos = v;
-    memset(&v[c->n_algos], 0, sizeof *v);
-    return read_algo(L, name, &v[c->n_algos++], err);
-}
-
+/* Reads the algorithms the file names, in file order, then those only the
+ * overrides name. O(algorithms): the maps' own indexes say which names the
+ * file has, and the table is allocated once. */
 static int read_algos(loader *L, kb__err *err)
 {
+    kb__ccl_config *c = L->c;
+    size_t total = 0;
     for (int k = 0; k < 2; k++)
-        for (size_t i = 0; L->algos[k] && i < L->algos[k]->n_kids; i++)
-            if (add_algo(L, L->algos[k]->kids[i]->key, err)) return KB_ECONFIG;
+        total += L->algos[k] ? L->algos[k]->n_kids : 0;
+    if (total && !(c->algos = calloc(total, sizeof *c->algos)))
+        return kb__err_set(err, KB_ENOMEM, "out of memory");
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; L->algos[k] && i < L->algos[k]->n_kids; i++) {
+            const kb__cfg_node *n = L->algos[k]->kids[i];
+            const char *name = n->key;
+            if (k && kb__cfg_child(L->algos[0], name)) continue; /* named by file and override */
+            if (!kb__ccl_name_ok(name))
+                return kb__cfg_fail(
+                    n, 1, err, "expected an algorithm name of " KB__CCL_NAME_RULE ", got '%.60s%s'",
+                    name, strlen(name) > 60 ? "..." : "");
+            if (read_algo(L, name, &c->algos[c->n_algos++], err)) return KB_ECONFIG;
+        }
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((*(const kb__ccl_algo *const *)a)->name, (*(const kb__ccl_algo *const *)b)->name);
+}
+
+/* c->sorted: the algorithms ordered by name, for find_index(). */
+static int sort_algos(kb__ccl_config *c, kb__err *err)
+{
+    if (!c->n_algos) return 0;
+    if (!(c->sorted = malloc(c->n_algos * sizeof *c->sorted)))
+        return kb__err_set(err, KB_ENOMEM, "out of memory");
+    for (size_t i = 0; i < c->n_algos; i++)
+        c->sorted[i] = &c->algos[i];
+    qsort(c->sorted, c->n_algos, sizeof *c->sorted, by_name);
     return 0;
 }
 
 static int find_index(const kb__ccl_config *c, const char *name)
 {
-    for (size_t i = 0; i < c->n_algos; i++)
-        if (!strcmp(c->algos[i].name, name)) return (int)i;
+    size_t lo = 0, hi = c->sorted ? c->n_algos : 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int d = strcmp(c->sorted[mid]->name, name);
+        if (!d) return (int)(c->sorted[mid] - c->algos);
+        if (d < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return -1;
 }
 
@@ -277,8 +323,10 @@ static int find_index(const kb__ccl_config *c, const char *name)
 static void algo_list(const kb__ccl_config *c, char *buf, size_t size)
 {
     buf[0] = '\0';
-    for (size_t i = 0; i < c->n_algos; i++)
-        snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", i ? ", " : "", c->algos[i].name);
+    for (size_t i = 0, len = 0; i < c->n_algos && len + 1 < size; i++) { /* until buf is full */
+        snprintf(buf + len, size - len, "%s%s", i ? ", " : "", c->algos[i].name);
+        len += strlen(buf + len);
+    }
     if (!c->n_algos) snprintf(buf, size, "none");
 }
 
@@ -357,7 +405,7 @@ static int validate(kb__ccl_config *c, kb__err *err)
     }
     kb__ccl_settings_builtin(&c->defaults);
     if (read_settings(L.defaults[0], L.defaults[1], &c->defaults, L.default_at, err) ||
-        read_algos(&L, err))
+        read_algos(&L, err) || sort_algos(c, err))
         return KB_ECONFIG;
     for (int i = 0; i < KB__CCL_COLLECTIVE_COUNT; i++)
         c->default_algo[i] = -1;
@@ -426,6 +474,7 @@ void kb__ccl_config_destroy(kb__ccl_config *c)
         free(c->algos[i].module);
     }
     free(c->algos);
+    free(c->sorted);
     kb__cfg_destroy(c->cfg);
     free(c);
 }

@@ -23,7 +23,8 @@
  *
  * Ownership: a kb__ccl_config owns its parsed tree (kept for error
  * locations), its algorithm table and every string. Immutable once loaded.
- * Cost: linear in the file; lookups are linear in the number of algorithms.
+ * Cost: loading is linear in the file plus O(n log n) in its n algorithms
+ * (sorted once by name); a lookup by name is O(log n).
  */
 #ifndef KB_CCL_CCL_CONFIG_H
 #define KB_CCL_CCL_CONFIG_H
@@ -76,6 +77,16 @@ typedef enum kb__ccl_field {
     KB__CCL_F_COUNT
 } kb__ccl_field;
 
+/* Names of algorithms (ccl.yaml keys under `algorithms`) and of modules
+ * (kb_ccl_register): 1 to KB__CCL_NAME_MAX characters, letters, digits, '_'
+ * and '-', the first a letter or '_'. Such a name is one path part of a
+ * "--set ccl.algorithms.NAME..." override, one token on a command line, and
+ * fits kb_ccl_report.algorithm whole. */
+#define KB__CCL_NAME_MAX 63
+/* The rule in words, for messages ("expected " KB__CCL_NAME_RULE); its 63
+ * is KB__CCL_NAME_MAX. */
+#define KB__CCL_NAME_RULE "1 to 63 letters, digits, '_' and '-', starting with a letter or '_'"
+
 /* Slot sizes are whole multiples of this many bytes. */
 #define KB__CCL_SLOT_ALIGN 64u
 
@@ -105,6 +116,7 @@ typedef struct kb__ccl_config {
     int32_t default_algo[KB__CCL_COLLECTIVE_COUNT]; /* index into algos, -1: none */
     kb__ccl_algo *algos;                            /* [n_algos], in file order */
     size_t n_algos;
+    kb__ccl_algo **sorted; /* [n_algos], the same ordered by name (lookups) */
 } kb__ccl_config;
 
 /* An algorithm made concrete for one machine and world size. */
@@ -126,6 +138,11 @@ const char *kb__ccl_collective_name(kb__ccl_collective c);
  * -1 (also for NULL). */
 int kb__ccl_collective_of(const char *name);
 int kb__ccl_topology_of(const char *name);
+
+/* 1 when name (NULL: no) follows the name rule above, else 0. The one
+ * check of it: ccl.yaml and its overrides, kb_ccl_register and the
+ * ccl_allreduce bench's --opt algorithm all call this. */
+int kb__ccl_name_ok(const char *name);
 
 /* The built-in `defaults` section (what an empty ccl.yaml gives). */
 void kb__ccl_settings_builtin(kb__ccl_settings *s);

@@ -364,14 +364,10 @@ KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets
 static int check_module(const kb__ccl_state *st, const char *module, int coll, int topo,
                         const char *collective, const char *topology, tl_kernel_fn fn, kb__err *err)
 {
-    size_t len = module ? strlen(module) : 0;
-    if (!len || len > 63 ||
-        strspn(module, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                       "0123456789_-.") != len)
+    if (!kb__ccl_name_ok(module))
         return kb__err_set(err, KB_EINVAL,
-                           "kb_ccl_register: module name '%s': expected 1 to 63 letters, digits, "
-                           "'_', '-' or '.'",
-                           module ? module : "(null)");
+                           "kb_ccl_register: module name '%.60s%s': expected " KB__CCL_NAME_RULE,
+                           module ? module : "(null)", module && strlen(module) > 60 ? "..." : "");
     if (kb__ccl_module_find(module))
         return kb__err_set(err, KB_EINVAL, "kb_ccl_register: module '%s' is built in", module);
     if (module_find(st, module))

@@ -297,9 +297,8 @@ const kb__cfg_node *kb__cfg_root(const kb__cfg *cfg)
 const kb__cfg_node *kb__cfg_child(const kb__cfg_node *map, const char *key)
 {
     if (!map || map->type != KB__CFG_MAP) return NULL;
-    for (size_t i = 0; i < map->n_kids; i++)
-        if (!strcmp(map->kids[i]->key, key)) return map->kids[i];
-    return NULL;
+    size_t i = kb__cfg_kid_pos(map, key);
+    return i < map->n_kids ? map->kids[i] : NULL;
 }
 
 const kb__cfg_node *kb__cfg_lookup(const kb__cfg_node *node, const char *path)

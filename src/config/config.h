@@ -14,8 +14,9 @@
  * into a kb__err with KB_ECONFIG. The config layer knows no schema: which
  * keys are allowed is decided by the caller (src/topo/schema.c).
  *
- * Cost: parsing is linear in the input; lookups are linear in the number of
- * keys of one map (maps are small).
+ * Cost: parsing is linear in the input. Key lookups scan a small map and
+ * hash into a large one (more than KB__CFG_INDEX_MIN keys: a ccl.yaml's
+ * `algorithms` may hold thousands), so both stay O(1) per key.
  */
 #ifndef KB_CONFIG_CONFIG_H
 #define KB_CONFIG_CONFIG_H
@@ -27,6 +28,9 @@
 
 /* Deepest nesting accepted; deeper documents are rejected, never recursed. */
 #define KB__CFG_MAX_DEPTH 64
+
+/* Maps with more keys than this get a hash index for kb__cfg_child(). */
+#define KB__CFG_INDEX_MIN 16
 
 typedef enum kb__cfg_type { KB__CFG_MAP, KB__CFG_SEQ, KB__CFG_SCALAR } kb__cfg_type;
 
@@ -44,6 +48,8 @@ struct kb__cfg_node {
     kb__cfg_node *parent;  /* NULL for the root */
     kb__cfg_node **kids;   /* map values (with key) or sequence items */
     size_t n_kids, cap_kids;
+    size_t *index;    /* maps of many keys: hash of key -> kid position + 1 */
+    size_t cap_index; /* slots in index (a power of two); 0: none, keys scanned */
 };
 
 typedef struct kb__cfg kb__cfg;

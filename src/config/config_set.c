@@ -33,38 +33,34 @@ static size_t depth_of(const kb__cfg_node *n)
     return d + 1;
 }
 
-static kb__cfg_node *take_kid(kb__cfg_node *p, size_t i)
-{
-    kb__cfg_node *k = p->kids[i];
-    memmove(p->kids + i, p->kids + i + 1, (p->n_kids - i - 1) * sizeof *p->kids);
-    p->n_kids--;
-    k->parent = NULL;
-    return k;
-}
-
 /* Puts v (which owns its key) under map p: merged into an existing map,
- * replacing any other existing value, or appended. Takes ownership of v. */
+ * replacing any other existing value, or appended. Takes ownership of v.
+ * O(keys of v) whatever the size of p. */
 static int graft(kb__cfg_node *p, kb__cfg_node *v, kb__err *err)
 {
-    for (size_t i = 0; i < p->n_kids; i++) {
-        kb__cfg_node *old = p->kids[i];
-        if (strcmp(old->key, v->key)) continue;
-        if (old->type == KB__CFG_MAP && v->type == KB__CFG_MAP) {
-            int rc = 0;
-            while (!rc && v->n_kids)
-                rc = graft(old, take_kid(v, 0), err);
-            kb__cfg_free_node(v);
-            return rc;
-        }
-        v->parent = p;
-        p->kids[i] = v;
-        kb__cfg_free_node(old);
-        if (kb__cfg_set_path(v)) return kb__err_set(err, KB_ENOMEM, "out of memory");
-        return 0;
+    size_t i = kb__cfg_kid_pos(p, v->key);
+    if (i == p->n_kids) {
+        int rc = kb__cfg_add_kid(p, v, err);
+        if (rc) kb__cfg_free_node(v);
+        return rc;
     }
-    int rc = kb__cfg_add_kid(p, v, err);
-    if (rc) kb__cfg_free_node(v);
-    return rc;
+    kb__cfg_node *old = p->kids[i];
+    if (old->type == KB__CFG_MAP && v->type == KB__CFG_MAP) {
+        int rc = 0;
+        for (size_t k = 0; !rc && k < v->n_kids; k++) {
+            kb__cfg_node *kid = v->kids[k];
+            v->kids[k] = NULL; /* now old's (or freed by graft) */
+            kid->parent = NULL;
+            rc = graft(old, kid, err);
+        }
+        kb__cfg_free_node(v);
+        return rc;
+    }
+    v->parent = p;
+    p->kids[i] = v; /* same key, same position: p's index still holds */
+    kb__cfg_free_node(old);
+    if (kb__cfg_set_path(v)) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    return 0;
 }
 
 /* The map at parts[0..n) below root, created from origin where missing. */

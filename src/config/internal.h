@@ -26,6 +26,9 @@ int kb__cfg_set_text(kb__cfg_node *n, const char *text, size_t len);
 int kb__cfg_set_path(kb__cfg_node *n);
 /* Appends n under p and sets its path; on failure n is left unattached. */
 int kb__cfg_add_kid(kb__cfg_node *p, kb__cfg_node *n, kb__err *err);
+/* The position of key among map's kids, or map->n_kids when absent; O(1)
+ * for a large map (its index), a scan of a small one. */
+size_t kb__cfg_kid_pos(const kb__cfg_node *map, const char *key);
 
 /* Parses text whose root may be any node (NULL for an empty document).
  * positions = 0 (a --set value): syntax errors name only `name`. */

@@ -5,10 +5,12 @@
  * overrides apply key by key.
  */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccl/algorithms/algorithms.h"
 #include "ccl/ccl_config.h"
 #include "support/files.h"
 
@@ -300,6 +302,180 @@ Test(ccl_config, unknown_algorithm_lookup_gets_did_you_mean)
     cr_assert(strstr(err.msg, "unknown collective algorithm 'ring_allreduse'; did you mean "
                               "'ring_allreduce'?"),
               "%s", err.msg);
+    kb__ccl_config_destroy(c);
+}
+
+/* ---- algorithm names ------------------------------------------------------ */
+
+#define NAME_RULE                                                                                  \
+    "expected an algorithm name of 1 to 63 letters, digits, '_' and '-', starting "                \
+    "with a letter or '_', got "
+
+Test(ccl_names, one_rule_for_every_name)
+{
+    static const char *const good[] = {"a", "_", "_x", "Z9", "ring-8", "a_b-c_", "ring_allreduce"};
+    static const char *const bad[] = {"",    "9ring", "-x", "a.b",  "a b",
+                                      "a/b", "a:b",   "é",  "a\tb", "ring_allreduce "};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        cr_assert(kb__ccl_name_ok(good[i]), "'%s'", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_assert(!kb__ccl_name_ok(bad[i]), "'%s'", bad[i]);
+    cr_assert(!kb__ccl_name_ok(NULL));
+    char name[KB__CCL_NAME_MAX + 2];
+    memset(name, 'a', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    cr_assert(!kb__ccl_name_ok(name), "64 characters");
+    name[KB__CCL_NAME_MAX] = '\0';
+    cr_assert(kb__ccl_name_ok(name), "63 characters");
+}
+
+Test(ccl_names, built_in_modules_and_algorithms_follow_the_rule)
+{
+    char list[1024];
+    kb__ccl_module_list(list, sizeof list);
+    for (char *save, *m = strtok_r(list, ", ", &save); m; m = strtok_r(NULL, ", ", &save))
+        cr_assert(kb__ccl_name_ok(m), "built-in module '%s'", m);
+    kb__ccl_config *c = load_ok(kb__embedded_ccl, NULL, 0);
+    for (size_t i = 0; i < c->n_algos; i++)
+        cr_assert(kb__ccl_name_ok(c->algos[i].name), "'%s'", c->algos[i].name);
+    kb__ccl_config_destroy(c);
+}
+
+Test(ccl_names, names_that_follow_the_rule_load)
+{
+    kb__ccl_config *c =
+        load_ok("algorithms:\n"
+                "  _x: {module: k, topology: tree}\n"
+                "  ring-8: {module: k, topology: ring_1d}\n"
+                "  Z9: {module: k, topology: tree}\n"
+                "  aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa: "
+                "{module: k, topology: tree}\n",
+                NULL, 0);
+    cr_assert_eq(c->n_algos, 4);
+    cr_assert_str_eq(c->algos[1].name, "ring-8");
+    cr_assert_eq(strlen(c->algos[3].name), 63);
+    kb__ccl_config_destroy(c);
+}
+
+Test(ccl_names, a_bad_name_in_the_file_is_an_error_at_the_name)
+{
+    load_bad("algorithms:\n  ok: {module: k, topology: tree}\n  9ring: {module: k, topology: "
+             "tree}\n",
+             NULL, "bad.yaml:3:3: algorithms.9ring: " NAME_RULE "'9ring'");
+    load_bad("algorithms:\n  a.b:\n    module: k\n    topology: tree\n", NULL,
+             "bad.yaml:2:3: algorithms.a.b: " NAME_RULE "'a.b'");
+    load_bad("algorithms:\n  \"my ring\": {module: k, topology: tree}\n", NULL,
+             "bad.yaml:2:3: algorithms.my ring: " NAME_RULE "'my ring'");
+    load_bad("algorithms:\n  -x: {module: k, topology: tree}\n", NULL,
+             "bad.yaml:2:3: algorithms.-x: " NAME_RULE "'-x'");
+    load_bad("algorithms:\n  \"\": {module: k, topology: tree}\n", NULL,
+             "bad.yaml:2:3: algorithms.: " NAME_RULE "''");
+    /* one character too many; the message shows the first 60 */
+    load_bad("algorithms:\n  aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa: "
+             "{module: k, topology: tree}\n",
+             NULL,
+             "bad.yaml:2:3: algorithms.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+             "aaaa: " NAME_RULE
+             "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'");
+}
+
+Test(ccl_names, a_bad_name_added_by_an_override_names_the_override)
+{
+    load_bad(ALG, "ccl.algorithms.9x={module: k, topology: tree}",
+             "--set ccl.algorithms.9x={module: k, topology: tree}: ccl.algorithms.9x: " NAME_RULE
+             "'9x'");
+    load_bad(ALG, "ccl.algorithms={\"a b\": {module: k, topology: tree}}",
+             "--set ccl.algorithms={\"a b\": {module: k, topology: tree}}: ccl.algorithms.a "
+             "b: " NAME_RULE "'a b'");
+    load_bad("", "ccl.algorithms.x-1.module=k",
+             "--set ccl.algorithms.x-1.module=k: ccl.algorithms.x-1: algorithm 'x-1' needs a "
+             "'topology' (ring_1d, mesh_2d or tree)");
+}
+
+/* ---- many algorithms -------------------------------------------------------- */
+
+/* A ccl.yaml of n algorithms, entry i (on line i + 2) named algo_<i>, or
+ * algo_<dup_of> when i == dup_at; then tail. */
+static char *many_algos(size_t n, size_t dup_at, size_t dup_of, const char *tail)
+{
+    size_t size = n * 64 + strlen(tail) + 16, len = 0;
+    char *text = malloc(size);
+    cr_assert_not_null(text);
+    len += (size_t)snprintf(text, size, "algorithms:\n");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(text + len, size - len,
+                                "  algo_%zu: {module: ring_allreduce, topology: ring_1d}\n",
+                                i == dup_at ? dup_of : i);
+    snprintf(text + len, size - len, "%s", tail);
+    return text;
+}
+
+Test(ccl_config_many, twenty_thousand_algorithms_load_in_file_order_and_are_found_by_name)
+{
+    char *text =
+        many_algos(20000, SIZE_MAX, 0, "defaults:\n  algorithm: {all_reduce: algo_19999}\n");
+    kb__ccl_config *c = load_ok(text, NULL, 0);
+    free(text);
+    cr_assert_eq(c->n_algos, 20000);
+    char name[32];
+    kb__err err;
+    const kb__ccl_algo *a;
+    for (size_t i = 0; i < 20000; i += 997) {
+        snprintf(name, sizeof name, "algo_%zu", i);
+        cr_assert_str_eq(c->algos[i].name, name);
+        cr_assert_eq(kb__ccl_config_find(c, name, &a, &err), 0, "%s", err.msg);
+        cr_assert_eq(a, &c->algos[i]);
+    }
+    cr_assert_eq(kb__ccl_config_find(c, "algo_19999", &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(a, &c->algos[19999]);
+    cr_assert_eq(a->node->line, 20001);
+    cr_assert_eq(kb__ccl_config_default(c, KB__CCL_ALL_REDUCE, &a, &err), 0);
+    cr_assert_eq(a, &c->algos[19999]);
+    cr_assert_eq(kb__ccl_config_find(c, "algo_20000", &a, &err), KB_ENOTFOUND);
+    cr_assert(!strncmp(err.msg, "unknown collective algorithm 'algo_20000'", 41), "%s", err.msg);
+    kb__ccl_config_destroy(c);
+}
+
+Test(ccl_config_many, a_duplicate_among_many_is_reported_at_its_second_occurrence)
+{
+    char *text = many_algos(20000, 15000, 17, "");
+    load_bad(text, NULL,
+             "bad.yaml:15002:3: algorithms.algo_17: duplicate key 'algo_17' (first "
+             "at line 19)");
+    free(text);
+}
+
+Test(ccl_config_many, thousands_of_overrides_change_and_add_algorithms)
+{
+    enum { FILE_ALGOS = 5000, NEW = 2000 };
+    char *text = many_algos(FILE_ALGOS, SIZE_MAX, 0, "");
+    static char sets_buf[NEW + 2][96];
+    const char *sets[NEW + 2];
+    for (int i = 0; i < NEW; i++) {
+        snprintf(sets_buf[i], sizeof sets_buf[i],
+                 "ccl.algorithms.extra_%d={module: tree_allreduce, topology: tree}", i);
+        sets[i] = sets_buf[i];
+    }
+    sets[NEW] = "ccl.algorithms.algo_4999.n_slots=7";
+    sets[NEW + 1] = "ccl.algorithms={algo_0: {n_slots: 9}, extra_1999: {n_slots: 5}, "
+                    "last: {module: k, topology: ring_1d}}";
+    kb__ccl_config *c = load_ok(text, sets, NEW + 2);
+    free(text);
+    cr_assert_eq(c->n_algos, FILE_ALGOS + NEW + 1);
+    cr_assert_eq(c->algos[0].s.n_slots, 9);
+    cr_assert_eq(c->algos[0].at[KB__CCL_F_N_SLOTS]->line, 0);
+    cr_assert_eq(c->algos[4999].s.n_slots, 7);
+    cr_assert_eq(c->algos[4998].s.n_slots, 4);
+    cr_assert_str_eq(c->algos[FILE_ALGOS].name, "extra_0");
+    cr_assert_str_eq(c->algos[FILE_ALGOS + NEW - 1].name, "extra_1999");
+    cr_assert_eq(c->algos[FILE_ALGOS + NEW - 1].s.n_slots, 5);
+    cr_assert_eq(c->algos[FILE_ALGOS + NEW - 1].topology, KB__CCL_TREE);
+    cr_assert_str_eq(c->algos[FILE_ALGOS + NEW].name, "last");
+    const kb__ccl_algo *a;
+    kb__err err;
+    cr_assert_eq(kb__ccl_config_find(c, "extra_1000", &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(a, &c->algos[FILE_ALGOS + 1000]);
+    cr_assert_eq(kb__ccl_config_find(c, "last", &a, &err), 0, "%s", err.msg);
     kb__ccl_config_destroy(c);
 }
 

@@ -89,6 +89,12 @@ Test(coll_user, registration_refuses_what_it_cannot_use)
     } bad[] = {
         {"", "all_reduce", "ring_1d", pass_allreduce, "module name '': expected 1 to 63"},
         {"a b", "all_reduce", "ring_1d", pass_allreduce, "module name 'a b': expected"},
+        /* ccl.yaml's rule for algorithm names, word for word */
+        {"9lives", "all_reduce", "ring_1d", pass_allreduce,
+         "kb_ccl_register: module name '9lives': expected 1 to 63 letters, digits, '_' and '-', "
+         "starting with a letter or '_'"},
+        {"a.b", "all_reduce", "ring_1d", pass_allreduce, "module name 'a.b': expected"},
+        {"-x", "all_reduce", "ring_1d", pass_allreduce, "module name '-x': expected"},
         {NULL, "all_reduce", "ring_1d", pass_allreduce, "module name '(null)'"},
         {"ring_allreduce", "all_reduce", "ring_1d", pass_allreduce,
          "module 'ring_allreduce' is built in"},
@@ -109,6 +115,8 @@ Test(coll_user, registration_refuses_what_it_cannot_use)
     cr_assert_eq(kb_ccl_register(m, long_name, "all_reduce", "ring_1d", pass_allreduce), KB_EINVAL);
     long_name[63] = '\0';
     cr_assert_eq(kb_ccl_register(m, long_name, "all_reduce", "ring_1d", pass_allreduce), 0, "%s",
+                 kb_last_error(m));
+    cr_assert_eq(kb_ccl_register(m, "_my-mod", "all_reduce", "ring_1d", pass_allreduce), 0, "%s",
                  kb_last_error(m));
     cr_assert_eq(kb_ccl_register(NULL, "y", "all_reduce", "ring_1d", pass_allreduce), KB_EINVAL);
     /* a module over another topology than its algorithm's is refused at the call */

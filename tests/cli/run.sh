@@ -208,8 +208,9 @@ usage_opt "--opt algorithm=tree_allreduce # x" --bench ccl_allreduce \
 usage_opt "--opt algorithm=a.b" --bench ccl_allreduce --opt algorithm=a.b
 usage_opt '--opt buffer="hbm"' --bench ccl_allreduce --opt buffer='"hbm"'
 usage_opt "--opt buffer=hbm # x" --bench ccl_allreduce --opt 'buffer=hbm # x'
-# The algorithm note carries a long algorithm name whole.
-long=ring_$(printf 'x%.0s' $(seq 90))
+# The algorithm note carries the longest algorithm name (63 characters)
+# whole; one character more is refused at its key in the file.
+long=ring_$(printf 'x%.0s' $(seq 58))
 cat >"$tmp/long.yaml" <<EOF
 defaults:
   algorithm: {all_reduce: $long}
@@ -221,6 +222,12 @@ grep -q "^algorithm *$long\$" "$tmp/out" ||
     fail "the algorithm note cuts a long name: $(grep ^algorithm "$tmp/out")"
 "$kb" run --ccl "$tmp/long.yaml" $ar --opt buffer=hbm >"$tmp/out" 2>&1 ||
     fail "long algorithm name, buffer=hbm: $(cat "$tmp/out")"
+sed "s/$long/${long}x/g" "$tmp/long.yaml" >"$tmp/longer.yaml"
+"$kb" run --ccl "$tmp/longer.yaml" $ar >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "a 64-character algorithm name should exit 2"
+grep -q "longer.yaml:4:3: algorithms.${long}x: expected an algorithm name of 1 to 63" "$tmp/err" ||
+    fail "a 64-character algorithm name: $(cat "$tmp/err")"
+usage_opt "--opt algorithm=9ring" --bench ccl_allreduce --opt algorithm=9ring
 
 # --device sip:1 puts a one-SIP world on SIP 1: same time, SIP 1's links.
 "$kb" run $ar --device sip:1 --json "$tmp/d1.json" >/dev/null || fail "ccl_allreduce --device sip:1"
@@ -254,12 +261,19 @@ assert d["ring_allreduce"] == {"name": "ring_allreduce", "collective": "all_redu
     "slot_size": 4096, "default_for": ["all_reduce"]}, d["ring_allreduce"]
 assert d["tree_allreduce"]["topology"] == "tree" and d["tree_allreduce"]["default_for"] == []
 ' || fail "list --json: the algorithms' details"
-printf 'algorithms:\n  "q\\"uote\\\\d": {module: m, collective: all_reduce, topology: tree}\n' >"$tmp/q.yaml"
+# Module names (any text) are escaped in JSON; an algorithm name holding
+# such characters is refused where it is written.
+printf 'algorithms:\n  q: {module: "q\\"uote\\\\d", collective: all_reduce, topology: tree}\n' >"$tmp/q.yaml"
 "$kb" list --ccl "$tmp/q.yaml" --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-assert d["collective_algorithms"] == ["q\"uote\\d"], d["collective_algorithms"]
-' || fail "list --json does not escape an algorithm name with a quote and a backslash"
+assert d["collective_algorithm_details"][0]["module"] == "q\"uote\\d", d
+' || fail "list --json does not escape a module name with a quote and a backslash"
+printf 'algorithms:\n  "q\\"uote": {module: m, topology: tree}\n' >"$tmp/q.yaml"
+"$kb" list --ccl "$tmp/q.yaml" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "an algorithm name with a quote should exit 2"
+grep -qF "q.yaml:2:3: algorithms.q\"uote: expected an algorithm name of 1 to 63 letters" "$tmp/err" ||
+    fail "an algorithm name with a quote: $(cat "$tmp/err")"
 "$kb" list --ccl "$tmp/bad.yaml" >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "list with a broken --ccl file should exit 2"
 grep -q "bad.yaml:[0-9]*:[0-9]*: " "$tmp/err" || fail "list: no FILE:LINE:COL: $(cat "$tmp/err")"

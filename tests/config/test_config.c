@@ -3,6 +3,8 @@
  * getters with units, and --set overrides.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/config.h"
@@ -16,6 +18,8 @@ static kb__cfg *parse_ok(const char *text)
     cr_assert_eq(rc, 0, "parse failed: %s", err.msg);
     return cfg;
 }
+
+static void set_ok(kb__cfg *cfg, const char *a);
 
 static void parse_fails(const char *text, const char *expect)
 {
@@ -75,6 +79,76 @@ Test(config, duplicate_key_is_an_error_at_the_second_key)
 {
     parse_fails("pe:\n  tcm: 1\n  tcm: 2\n",
                 "t.yaml:3:3: pe.tcm: duplicate key 'tcm' (first at line 2)");
+}
+
+/* "m:" with n keys k0..k<n-1> (k<i> on line i + 2, value i), then tail. */
+static char *big_map(int n, const char *tail)
+{
+    size_t size = (size_t)n * 24 + strlen(tail) + 8, len = 0;
+    char *text = malloc(size);
+    cr_assert_not_null(text);
+    len += (size_t)snprintf(text, size, "m:\n");
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(text + len, size - len, "  k%d: %d\n", i, i);
+    snprintf(text + len, size - len, "%s", tail);
+    return text;
+}
+
+Test(config, large_maps_find_every_key_and_keep_their_order_under_overrides)
+{
+    char *text = big_map(1000, "");
+    kb__cfg *cfg = parse_ok(text);
+    free(text);
+    const kb__cfg_node *m = kb__cfg_child(kb__cfg_root(cfg), "m");
+    cr_assert_eq(m->n_kids, 1000);
+    char key[16], want[16];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        snprintf(want, sizeof want, "%d", i);
+        const kb__cfg_node *n = kb__cfg_child(m, key);
+        cr_assert(n && n == m->kids[i], "%s", key);
+        cr_assert_str_eq(n->text, want);
+        cr_assert_eq(n->key_line, i + 2);
+    }
+    cr_assert_null(kb__cfg_child(m, "k1000"));
+    cr_assert_null(kb__cfg_child(m, "k"));
+    /* a replaced value keeps its place; a merged map appends new keys */
+    set_ok(cfg, "m.k500=x");
+    set_ok(cfg, "m={k999: y, k1000: z, k0: {a: 1}}");
+    cr_assert_eq(m->n_kids, 1001);
+    cr_assert_str_eq(m->kids[500]->text, "x");
+    cr_assert_eq(kb__cfg_child(m, "k500"), m->kids[500]);
+    cr_assert_str_eq(kb__cfg_child(m, "k999")->text, "y");
+    cr_assert_eq(kb__cfg_child(m, "k1000"), m->kids[1000]);
+    cr_assert_str_eq(m->kids[1000]->path, "m.k1000");
+    cr_assert_str_eq(kb__cfg_lookup(kb__cfg_root(cfg), "m.k0.a")->text, "1");
+    cr_assert_str_eq(kb__cfg_child(m, "k1")->text, "1");
+    kb__cfg_destroy(cfg);
+}
+
+Test(config, duplicate_key_in_a_large_map_is_reported_at_the_second_key)
+{
+    char *text = big_map(1000, "  k3: 0\n");
+    parse_fails(text, "t.yaml:1002:3: m.k3: duplicate key 'k3' (first at line 5)");
+    free(text);
+}
+
+Test(config, items_of_a_long_sequence_are_numbered)
+{
+    size_t size = 1000 * 8 + 16, len = 0;
+    char *text = malloc(size);
+    len += (size_t)snprintf(text, size, "s: [");
+    for (int i = 0; i < 1000; i++)
+        len += (size_t)snprintf(text + len, size - len, "%s%d", i ? ", " : "", i);
+    snprintf(text + len, size - len, "]\n");
+    kb__cfg *cfg = parse_ok(text);
+    free(text);
+    const kb__cfg_node *s = kb__cfg_child(kb__cfg_root(cfg), "s");
+    cr_assert_eq(s->n_kids, 1000);
+    cr_assert_str_eq(s->kids[0]->path, "s[0]");
+    cr_assert_str_eq(s->kids[999]->path, "s[999]");
+    cr_assert_str_eq(s->kids[999]->text, "999");
+    kb__cfg_destroy(cfg);
 }
 
 Test(config, top_level_sequence_is_rejected)
