@@ -61,6 +61,16 @@ KB_API const char *kb_last_error(const kb_machine *m);
 /* Simulated time in picoseconds since the machine was opened. */
 KB_API uint64_t kb_now_ps(const kb_machine *m);
 
+/* A progress hook: now_ps the simulated clock, events the simulation events
+ * run so far. It runs inside the simulation and must not call kb_ functions
+ * on the machine; it may print or look at the wall clock. */
+typedef void (*kb_progress_fn)(void *user, uint64_t now_ps, uint64_t events);
+/* Calls fn each time the machine has run `every` more simulation events
+ * (1 if 0; events come by the million in large runs, see
+ * docs/PERFORMANCE.md), during any call that simulates; fn NULL turns it
+ * off. The calls depend only on the simulation, never on wall time. */
+KB_API int kb_set_progress(kb_machine *m, kb_progress_fn fn, void *user, uint64_t every);
+
 /* Machine shape: SIPs, cubes per SIP, PEs per cube. Any pointer may be NULL. */
 KB_API int kb_machine_shape(const kb_machine *m, int *sips, int *cubes_per_sip, int *pes_per_cube);
 

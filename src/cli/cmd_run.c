@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "cli/progress.h"
 #include "kernbench/bench.h"
 
 #define N_BUSIEST 5
@@ -358,7 +359,12 @@ static int run_bench(const run_opts *ro, run_opts *mut, kb_machine *m, run_out *
         fprintf(stderr, "kernbench run: --trace: %s\n", kb_last_error(m));
         return KB_CLI_USAGE;
     }
+    char what[96];
+    snprintf(what, sizeof what, "kernbench run: %s", o->b->name);
+    kb__cli_progress line;
+    kb__cli_progress_start(&line, m, what);
     int rc = kb_bench_run(m, o->b, &mut->bopts, ro->no_data, &o->r);
+    kb__cli_progress_end(&line);
     if (ro->trace && kb_trace_stop(m) && !rc) {
         fprintf(stderr, "kernbench run: --trace: %s\n", kb_last_error(m));
         return KB_CLI_FAIL;

@@ -191,6 +191,13 @@ uint64_t kb_now_ps(const kb_machine *m)
     return m && m->dev ? kb__sim_now(m->dev->sim) : 0;
 }
 
+int kb_set_progress(kb_machine *m, kb_progress_fn fn, void *user, uint64_t every)
+{
+    if (!m) return KB_EINVAL;
+    kb__sim_set_progress(m->dev->sim, fn, user, every);
+    return 0;
+}
+
 /* Bytes per link class carried by the fabric since creation. */
 static void link_bytes(const kb_machine *m, uint64_t out[KB_LINK_CLASS_COUNT])
 {

@@ -223,6 +223,11 @@ struct kb__sim {
     uint64_t nspawned;
     uint64_t nlive;    /* processes started and not finished */
     uint64_t npolling; /* processes sleeping in kb__sleep_poll */
+    /* kb__sim_set_progress: the hook runs once the event count reaches
+     * progress_next (UINT64_MAX when none is set) */
+    kb__progress_fn progress;
+    void *progress_user;
+    uint64_t progress_every, progress_next;
     kb__proc *live_head, *live_tail;
     kb__proc *main;   /* main-stack pseudo-process */
     kb__ctx main_ctx; /* the scheduler's context while a process runs */

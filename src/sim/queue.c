@@ -546,6 +546,21 @@ kb__timer *kb__sim_pop_wake(kb__sim *sim, kb__event_fn fn)
     return node;
 }
 
+/* Calls the progress hook and sets its next event count. */
+static void progress(kb__sim *sim)
+{
+    sim->progress_next = sim->hot.events + sim->progress_every;
+    sim->progress(sim->progress_user, sim->hot.now, sim->hot.events);
+}
+
+void kb__sim_set_progress(kb__sim *sim, kb__progress_fn fn, void *user, uint64_t every)
+{
+    sim->progress = fn;
+    sim->progress_user = fn ? user : NULL;
+    sim->progress_every = every ? every : 1;
+    sim->progress_next = fn ? sim->hot.events + sim->progress_every : UINT64_MAX;
+}
+
 int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_stop)
 {
     sim->loop_until = until;
@@ -574,6 +589,7 @@ int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_sto
         }
         sim->hot.events++;
         fn(sim, arg, data);
+        if (__builtin_expect(sim->hot.events >= sim->progress_next, 0)) progress(sim);
     }
     sim->loop_active = false;
     sim->loop_until = NULL;
@@ -663,6 +679,7 @@ kb__sim *kb__sim_create(uint64_t seed, kb__err *err)
     }
     sim->seed = seed;
     sim->seq = 2; /* 0 means "not queued" to kb__sim_schedule callers */
+    sim->progress_next = UINT64_MAX;
     kb__rng_seed(&sim->rng, seed, UINT64_MAX);
     kb__stack_pool_init(&sim->stacks);
     sim->main = kb__proc_new_main(sim);

@@ -382,6 +382,15 @@ int kb__sim_report_waiting(kb__sim *sim, char *buf, size_t n);
 
 /* ---- trace --------------------------------------------------------------- */
 
+/* A progress hook: called from the event loop with the clock and the count
+ * of events run; it must not touch the simulation. */
+typedef void (*kb__progress_fn)(void *user, kb__time now, uint64_t events);
+/* Sets (fn NULL clears) the progress hook, called after every `every` events
+ * the loop runs (events a process hands over directly count too, so calls
+ * come at least that many events apart). Cost when set or not: one compare
+ * per event. */
+void kb__sim_set_progress(kb__sim *sim, kb__progress_fn fn, void *user, uint64_t every);
+
 /* Sets (or with fn NULL clears) the trace sink. */
 void kb__sim_set_trace(kb__sim *sim, kb__trace_fn fn, void *user);
 /* One load and branch: guard trace record construction with it. */

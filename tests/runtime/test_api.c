@@ -336,3 +336,53 @@ Test(api, describe_lists_every_shard)
     free(buf);
     kb_close(m);
 }
+
+/* ---- progress hook ---------------------------------------------------------- */
+
+typedef struct progress_log {
+    int n;
+    uint64_t now[4096], events[4096];
+} progress_log;
+
+static void log_progress(void *user, uint64_t now_ps, uint64_t events)
+{
+    progress_log *l = user;
+    if (l->n < 4096) l->now[l->n] = now_ps, l->events[l->n] = events;
+    l->n++;
+}
+
+/* Copies a 4 MiB tensor in with the hook set every `every` events. */
+static void copy_with_progress(progress_log *l, uint64_t every)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    memset(l, 0, sizeof *l);
+    cr_assert_eq(kb_set_progress(m, log_progress, l, every), 0);
+    int64_t shape[2] = {1024, 1024};
+    kb_tensor t;
+    cr_assert_eq(kb_empty(m, "t", 2, shape, KB_F32, NULL, &t), 0, "%s", kb_last_error(m));
+    float *h = calloc(1024 * 1024, sizeof *h);
+    cr_assert_eq(kb_copy_from_host(m, t, h, 1024 * 1024 * sizeof *h, KB_F32), 0, "%s",
+                 kb_last_error(m));
+    int n = l->n;
+    cr_assert_eq(kb_set_progress(m, NULL, NULL, 0), 0);
+    cr_assert_eq(kb_copy_to_host(m, t, h, 1024 * 1024 * sizeof *h, KB_F32), 0, "%s",
+                 kb_last_error(m));
+    cr_assert_eq(l->n, n, "the hook ran after it was turned off");
+    free(h);
+    kb_close(m);
+}
+
+Test(api, the_progress_hook_runs_every_so_many_events_and_the_same_way_each_run)
+{
+    static progress_log a, b;
+    copy_with_progress(&a, 1000);
+    cr_assert_gt(a.n, 10, "%d calls", a.n); /* 16 Ki packets, each several events */
+    for (int i = 1; i < a.n && i < 4096; i++) {
+        cr_assert_geq(a.events[i], a.events[i - 1] + 1000, "call %d", i);
+        cr_assert_geq(a.now[i], a.now[i - 1], "call %d", i);
+    }
+    copy_with_progress(&b, 1000);
+    cr_assert_eq(a.n, b.n);
+    cr_assert(!memcmp(a.events, b.events, sizeof a.events) && !memcmp(a.now, b.now, sizeof a.now));
+    cr_assert_eq(kb_set_progress(NULL, log_progress, &a, 1), KB_EINVAL);
+}
