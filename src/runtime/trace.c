@@ -41,13 +41,11 @@ static int fail(kb_machine *m, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int fail(kb_machine *m, int code, const char *fmt, ...)
 {
-    char msg[KB__ERR_MSG_MAX];
+    kb__err e;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    kb__err_vset(&e, code, fmt, ap);
     va_end(ap);
-    kb__err e;
-    kb__err_set(&e, code, "%s", msg);
     return kb__rt_fail(m, &e);
 }
 

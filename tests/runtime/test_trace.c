@@ -12,6 +12,7 @@
 
 #include "kernel/tl_internal.h"
 #include "runtime/internal.h"
+#include "support/files.h"
 #include "support/machine.h"
 
 #define N 4096
@@ -27,16 +28,8 @@ static void twice(tl_ctx *k)
 
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
+    size_t n;
+    return kb_test_slurp(path, &n);
 }
 
 /* Runs twice() on one PE of the small machine with a trace to path. */
