@@ -158,7 +158,8 @@ KB_API double tl_item(tl_ctx *k, tl_tile x);
 /* Copies the tile's bytes (row-major, its dtype) into dst of `bytes` bytes,
  * which must equal the tile's size. */
 KB_API void tl_read(tl_ctx *k, tl_tile x, void *dst, size_t bytes);
-/* Element count, rank, extent and dtype of a tile (no blocking). */
+/* Element count, rank, extent and dtype of a tile (no blocking); a d
+ * outside 0..ndim-1 is a kernel error. */
 KB_API int64_t tl_numel(tl_ctx *k, tl_tile x);
 KB_API int tl_ndim(tl_ctx *k, tl_tile x);
 KB_API int64_t tl_shape(tl_ctx *k, tl_tile x, int d);

@@ -307,7 +307,11 @@ int tl_ndim(tl_ctx *k, tl_tile x)
 int64_t tl_shape(tl_ctx *k, tl_tile x, int d)
 {
     kb__tl_slot *sl = kb__tl_slot_of(k, x, "tl_shape");
-    return d >= 0 && d < sl->d.ndim ? sl->d.shape[d] : 1;
+    if (d < 0 || d >= sl->d.ndim)
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "tl_shape: the tile has %d dimension(s), so d must be 0..%d, got %d",
+                     sl->d.ndim, sl->d.ndim - 1, d);
+    return sl->d.shape[d];
 }
 
 tl_dtype tl_dtype_of(tl_ctx *k, tl_tile x)

@@ -37,6 +37,7 @@ typedef enum misuse {
     M_TENSOR_STRIDE_NEGATIVE,
     M_TENSOR_NOT_AN_ARGUMENT,
     M_LOAD_NOT_AN_ARGUMENT,
+    M_TILE_SHAPE_PAST_NDIM,
 } misuse;
 
 typedef struct rec {
@@ -142,6 +143,10 @@ static void misuse_kernel(tl_ctx *k)
         break;
     case M_LOAD_NOT_AN_ARGUMENT:
         tl_load(k, &not_an_argument, offs, TL_NONE, TL_NONE);
+        r->went_on = 1;
+        break;
+    case M_TILE_SHAPE_PAST_NDIM:
+        r->got = tl_shape(k, offs, 1);
         r->went_on = 1;
         break;
     }
@@ -290,6 +295,12 @@ Test(tl_misuse, tensor_accessors_on_null_are_kernel_errors_naming_the_call)
     expect_accessor(M_TENSOR_DIM_NULL, "tl_tensor_dim: the tensor is NULL");
     expect_accessor(M_TENSOR_STRIDE_NULL, "tl_tensor_stride: the tensor is NULL");
     expect_accessor(M_TENSOR_DTYPE_NULL, "tl_tensor_dtype: the tensor is NULL");
+}
+
+Test(tl_misuse, tile_dimension_out_of_range_is_a_kernel_error)
+{
+    expect_accessor(M_TILE_SHAPE_PAST_NDIM, "tl_shape: the tile has 1 dimension(s), so d must be "
+                                            "0..0, got 1");
 }
 
 Test(tl_misuse, tensor_dimension_out_of_range_is_a_kernel_error)
