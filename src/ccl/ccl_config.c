@@ -330,13 +330,17 @@ static void algo_list(const kb__ccl_config *c, char *buf, size_t size)
     if (!c->n_algos) snprintf(buf, size, "none");
 }
 
+/* The closest algorithm name to `name` among all of c's (error paths only),
+ * or NULL. */
 static const char *suggest_algo(const kb__ccl_config *c, const char *name)
 {
-    const char *cand[64];
-    size_t n = c->n_algos < 64 ? c->n_algos : 64;
-    for (size_t i = 0; i < n; i++)
+    const char **cand = malloc((c->n_algos ? c->n_algos : 1) * sizeof *cand);
+    if (!cand) return NULL; /* no hint without memory; the error still reads */
+    for (size_t i = 0; i < c->n_algos; i++)
         cand[i] = c->algos[i].name;
-    return kb__cfg_suggest(name, cand, n);
+    const char *hint = kb__cfg_suggest(name, cand, c->n_algos);
+    free(cand);
+    return hint;
 }
 
 static int read_default_algo(loader *L, const kb__cfg_node *n, kb__err *err)

@@ -436,6 +436,20 @@ Test(ccl_config_many, twenty_thousand_algorithms_load_in_file_order_and_are_foun
     kb__ccl_config_destroy(c);
 }
 
+Test(ccl_config_many, did_you_mean_looks_at_every_algorithm)
+{
+    /* the closest name is the last of 200: a hint from the first 64 only
+     * would name another algorithm */
+    char *text = many_algos(200, SIZE_MAX, 0, "");
+    kb__ccl_config *c = load_ok(text, NULL, 0);
+    free(text);
+    kb__err err;
+    const kb__ccl_algo *a;
+    cr_assert_eq(kb__ccl_config_find(c, "algo_1999", &a, &err), KB_ENOTFOUND);
+    cr_assert(strstr(err.msg, "did you mean 'algo_199'?"), "%s", err.msg);
+    kb__ccl_config_destroy(c);
+}
+
 Test(ccl_config_many, a_duplicate_among_many_is_reported_at_its_second_occurrence)
 {
     char *text = many_algos(20000, 15000, 17, "");
