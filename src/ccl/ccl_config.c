@@ -320,13 +320,20 @@ static int find_index(const kb__ccl_config *c, const char *name)
 }
 
 /* The known algorithm names, comma separated, into buf. */
+/* "a, b, c" into buf (size >= 48): whole names while they fit, then "...
+ * and N more"; "none" for no algorithm. */
 static void algo_list(const kb__ccl_config *c, char *buf, size_t size)
 {
+    const size_t tail = 32; /* room for ", ... and N more" */
+    size_t len = 0, i = 0;
     buf[0] = '\0';
-    for (size_t i = 0, len = 0; i < c->n_algos && len + 1 < size; i++) { /* until buf is full */
-        snprintf(buf + len, size - len, "%s%s", i ? ", " : "", c->algos[i].name);
-        len += strlen(buf + len);
+    for (; i < c->n_algos; i++) {
+        size_t need = strlen(c->algos[i].name) + (i ? 2 : 0);
+        if (len + need + tail >= size) break;
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "", c->algos[i].name);
     }
+    if (i < c->n_algos)
+        snprintf(buf + len, size - len, "%s... and %zu more", i ? ", " : "", c->n_algos - i);
     if (!c->n_algos) snprintf(buf, size, "none");
 }
 

@@ -447,6 +447,16 @@ Test(ccl_config_many, did_you_mean_looks_at_every_algorithm)
     const kb__ccl_algo *a;
     cr_assert_eq(kb__ccl_config_find(c, "algo_1999", &a, &err), KB_ENOTFOUND);
     cr_assert(strstr(err.msg, "did you mean 'algo_199'?"), "%s", err.msg);
+    /* the list keeps whole names and counts the rest */
+    cr_assert(strstr(err.msg, "(ccl.yaml defines: algo_0, algo_1, "), "%s", err.msg);
+    const char *more = strstr(err.msg, ", ... and ");
+    cr_assert(more, "%s", err.msg);
+    int shown = 0;
+    for (const char *p = strstr(err.msg, "defines: "); p && p < more; p = strstr(p + 1, "algo_"))
+        shown++;
+    char tail[32];
+    snprintf(tail, sizeof tail, ", ... and %d more)", 200 - (shown - 1));
+    cr_assert(strstr(err.msg, tail), "%d shown, want '%s': %s", shown - 1, tail, err.msg);
     kb__ccl_config_destroy(c);
 }
 
