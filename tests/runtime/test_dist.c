@@ -294,7 +294,7 @@ static int wait_foreign(kb_machine *m, int rank, int nprocs, void *arg)
     kb_launch_id *ids = arg;
     kb_launch_opts o = {{1, 1, 1}, rank};
     if (rank == 0) return kb_launch(m, "nop", nop, &o, NULL, 0, &ids[0]) || kb_sync(m);
-    kb_launch_id id = {1};
+    kb_launch_id id = ids[0]; /* rank 0 launched before it blocked in kb_sync */
     int rc = kb_wait(m, id);
     ids[1].id = (uint64_t)(rc == KB_EINVAL && strstr(kb_last_error(m), "belongs to host rank 0"));
     return 0;
