@@ -143,6 +143,15 @@ int kb__rt_caller(const kb_machine *m)
     return ab ? -2 : r;
 }
 
+void kb__rt_cancel_cause(const kb_machine *m, char *buf, size_t size)
+{
+    int r = -1;
+    if (self_group(m, &r, NULL))
+        kb__dist_cancel_cause(&m->dist->d, buf, size);
+    else
+        snprintf(buf, size, "the caller was interrupted");
+}
+
 kb__rt_scratch *kb__rt_scratch_of(kb_machine *m)
 {
     int r = -1;

@@ -289,6 +289,11 @@ uint64_t kb__rt_trace_records(const kb_machine *m);
 /* The calling host rank, -1 from the driver, -2 from a rank kb_spawn
  * abandoned (it owns no launches of a later group). */
 int kb__rt_caller(const kb_machine *m);
+/* Why the calling host rank was canceled, for messages: "rank 2 failed",
+ * "kb_spawn found the ranks deadlocked" or "canceled from outside the
+ * group" (kb__dist_cancel_cause); "the caller was interrupted" when the
+ * caller is not a host rank. */
+void kb__rt_cancel_cause(const kb_machine *m, char *buf, size_t size);
 /* Keeps e as the calling rank's own last failure (for its root-cause
  * message when it returns non-zero); nothing from the driver. */
 void kb__rt_dist_note_error(kb_machine *m, const kb__err *e);

@@ -635,16 +635,27 @@ static void waiting_summary(kb__sim *sim, char *out, size_t cap, size_t *len)
 /* The wait for l ended with code rc before l completed (a deadlock, or the
  * caller was canceled). A program error already recorded is the root cause
  * (the others often wait on the program that failed): it comes first, with
- * its code, and the simulator's report follows. */
+ * its code. A deadlock's message gives the simulator's report; a canceled
+ * wait says only why the caller was canceled (kb__rt_cancel_cause), never
+ * the report of a deadlock the caller did not see itself (kb_spawn keeps
+ * that one in its own message). */
 static int stopped(kb_machine *m, kb__rt_launch *l, int rc)
 {
     kb__err e, pe;
     const kb__err *se = kb__sim_error(m->dev->sim);
     const char *why = se && se->msg[0] ? se->msg : "no event left";
+    char cause[128] = "";
+    if (rc == KB_ECANCELED) kb__rt_cancel_cause(m, cause, sizeof cause);
     int first = l->pl ? kb__pe_launch_status(l->pl, &pe) : 0;
-    if (first < 0)
+    if (first < 0 && rc == KB_ECANCELED)
+        kb__err_set(&e, first, "%s; then the wait was canceled (%s) before launch %s completed",
+                    pe.msg, cause, l->name);
+    else if (first < 0)
         kb__err_set(&e, first, "%s; then the simulation stopped before launch %s completed: %s",
                     pe.msg, l->name, why);
+    else if (rc == KB_ECANCELED)
+        kb__err_set(&e, rc, "kernel %s: the wait was canceled (%s) before the launch completed",
+                    l->name, cause);
     else if (rc != KB_EDEADLOCK)
         kb__err_set(&e, rc ? rc : KB_EDEADLOCK,
                     "kernel %s: the simulation stopped before the launch completed: %s", l->name,

@@ -480,3 +480,100 @@ Test(dist, a_wrong_reduce_scatter_output_names_the_host_rank_and_n_over_p)
     cr_expect(strstr(kb_last_error(m), "N/p") != NULL, "%s", kb_last_error(m));
     kb_close(m);
 }
+
+/* Each rank's last call: its code and message. */
+typedef struct outcome {
+    int rc[2];
+    char msg[2][1024];
+} outcome;
+
+/* A collective kernel whose programs all receive first: nobody ever sends,
+ * so the simulation runs out of events. */
+static void receives_first(tl_ctx *k)
+{
+    int64_t n = 4;
+    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
+}
+
+static int reduce_deadlocks(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    outcome *o = arg;
+    int64_t shape[1] = {32};
+    kb_tensor t;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_zeros(m, "x", 1, shape, KB_F32, &ONE_PE, &t);
+    if (!rc) rc = kb_all_reduce(m, t, KB_SUM);
+    o->rc[rank] = rc;
+    snprintf(o->msg[rank], sizeof o->msg[rank], "%s", rc ? kb_last_error(m) : "");
+    return rc;
+}
+
+static int count(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(s, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* The rank that runs the collective waits for its kernel, the other for
+ * the round; both are canceled by kb_spawn's deadlock handling. Each says
+ * it was canceled and why; the simulator's report is in kb_spawn's
+ * message, once. */
+Test(dist, ranks_canceled_after_a_deadlock_say_why_and_the_report_comes_once)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_ccl_register(m, "receives_first", "all_reduce", "ring_1d", receives_first), 0,
+                 "%s", kb_last_error(m));
+    const char *sets[] = {"ccl.algorithms.stuck={module: receives_first, collective: all_reduce, "
+                          "topology: ring_1d}",
+                          "ccl.defaults.algorithm.all_reduce=stuck"};
+    cr_assert_eq(kb_ccl_override(m, sets, 2), 0, "%s", kb_last_error(m));
+    outcome o;
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(kb_spawn(m, reduce_deadlocks, 2, &o), KB_EDEADLOCK, "%s", kb_last_error(m));
+    for (int r = 0; r < 2; r++) {
+        cr_expect_eq(o.rc[r], KB_ECANCELED, "rank %d: %d %s", r, o.rc[r], o.msg[r]);
+        cr_expect(strstr(o.msg[r], "canceled (kb_spawn found the ranks deadlocked)"), "rank %d: %s",
+                  r, o.msg[r]);
+        cr_expect_null(strstr(o.msg[r], "deadlock at"), "rank %d: %s", r, o.msg[r]);
+        cr_expect_null(strstr(o.msg[r], "process '"), "rank %d: %s", r, o.msg[r]);
+    }
+    cr_expect(strstr(o.msg[0], "kernel stuck: ") || strstr(o.msg[1], "kernel stuck: "),
+              "neither rank ran the collective: %s | %s", o.msg[0], o.msg[1]);
+    const char *e = kb_last_error(m);
+    cr_expect_eq(count(e, "deadlock between ranks at "), 1, "%s", e);
+    cr_expect_eq(count(e, "\n  rank 0 waits on "), 1, "%s", e);
+    cr_expect_eq(count(e, "\n  rank 1 waits on "), 1, "%s", e);
+    cr_expect_null(strstr(e, "canceled"), "a canceled rank is not listed: %s", e);
+    kb_close(m);
+}
+
+/* Rank 0 waits for its launch; rank 1 fails meanwhile. */
+static int wait_then_canceled(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    outcome *o = arg;
+    if (rank == 1) return kb_set_device(m, 7);
+    kb_launch_opts lo = {{1, 1, 1}, 0};
+    kb_launch_id id;
+    int rc = kb_launch(m, "nop", nop, &lo, NULL, 0, &id);
+    if (!rc) rc = kb_wait(m, id);
+    o->rc[0] = rc;
+    snprintf(o->msg[0], sizeof o->msg[0], "%s", rc ? kb_last_error(m) : "");
+    return rc;
+}
+
+Test(dist, a_wait_canceled_because_a_sibling_failed_says_so)
+{
+    kb_machine *m = open_m();
+    outcome o;
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(kb_spawn(m, wait_then_canceled, 2, &o), KB_ERANGE, "%s", kb_last_error(m));
+    cr_expect_eq(o.rc[0], KB_ECANCELED, "%d %s", o.rc[0], o.msg[0]);
+    cr_expect_str_eq(
+        o.msg[0], "kernel nop: the wait was canceled (rank 1 failed) before the launch completed");
+    cr_expect_eq(kb_sync(m), 0, "the driver finishes the launch rank 0 left: %s", kb_last_error(m));
+    kb_close(m);
+}
