@@ -1,8 +1,9 @@
 /* Host ranks and the process group (kernbench/dist.h) on the built-in
  * machine (2 SIPs x 16 cubes x 8 PEs): rank and device state per rank,
  * concurrent copies from ranks, error propagation and sibling
- * cancellation, the process-group rules, and deadlock reports for
- * mismatched collective calls. Collective data is checked in
+ * cancellation (and what a canceled rank's call says), the process-group
+ * rules, deadlock reports for mismatched collective calls, and two host
+ * ranks whose buffers share a PE. Collective data is checked in
  * tests/ccl/test_dist_coll.c. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -575,5 +576,62 @@ Test(dist, a_wait_canceled_because_a_sibling_failed_says_so)
     cr_expect_str_eq(
         o.msg[0], "kernel nop: the wait was canceled (rank 1 failed) before the launch completed");
     cr_expect_eq(kb_sync(m), 0, "the driver finishes the launch rank 0 left: %s", kb_last_error(m));
+    kb_close(m);
+}
+
+typedef struct shared_pe {
+    int rc[4];
+    char msg[4][1024];
+    kb_tensor t[4]; /* each rank's tensor, read by the driver afterwards */
+} shared_pe;
+
+/* Each rank: a 32-element tensor on one PE of its SIP holding rank + 1,
+ * then a sum all-reduce. */
+static int reduce_one_pe(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    shared_pe *o = arg;
+    int64_t shape[1] = {32};
+    kb_tensor t;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_full(m, "x", 1, shape, KB_F32, &ONE_PE, rank + 1.0, &t);
+    if (rc) return rc;
+    o->t[rank] = t;
+    rc = kb_all_reduce(m, t, KB_SUM);
+    o->rc[rank] = rc;
+    snprintf(o->msg[rank], sizeof o->msg[rank], "%s", rc ? kb_last_error(m) : "");
+    return rc;
+}
+
+/* Element 0 of tensor t, read by the driver. */
+static float first_of(kb_machine *m, kb_tensor t)
+{
+    float out[32];
+    cr_assert_eq(kb_copy_to_host(m, t, out, sizeof out, KB_F32), 0, "%s", kb_last_error(m));
+    return out[0];
+}
+
+/* Four ranks on two SIPs: ranks 0 and 2 (and 1 and 3) put their one-PE
+ * tensors on the same PE. The error names the two host ranks and the PE
+ * and says what to do; no tensor changed; one rank per SIP then works. */
+Test(dist, two_ranks_with_buffers_on_one_pe_are_named_with_the_pe)
+{
+    kb_machine *m = open_m();
+    shared_pe o;
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(kb_spawn(m, reduce_one_pe, 4, &o), KB_EINVAL, "%s", kb_last_error(m));
+    const char *want = "kb_all_reduce: host ranks 0 and 2 both have a buffer on sip0/cube0/pe0 "
+                       "(rank 0: tensor 'x' shard 0; rank 2: tensor 'x' shard 0)";
+    for (int r = 0; r < 4; r++) {
+        cr_expect_eq(o.rc[r], KB_EINVAL, "rank %d: %s", r, o.msg[r]);
+        cr_expect(strstr(o.msg[r], want), "rank %d: %s", r, o.msg[r]);
+        cr_expect(strstr(o.msg[r], "spawn one rank per SIP (2 here"), "rank %d: %s", r, o.msg[r]);
+        cr_expect_eq(first_of(m, o.t[r]), (float)(r + 1), "rank %d's tensor changed", r);
+    }
+    cr_expect(strstr(kb_last_error(m), want), "%s", kb_last_error(m));
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(kb_spawn(m, reduce_one_pe, 0, &o), 0, "%s", kb_last_error(m));
+    for (int r = 0; r < 2; r++)
+        cr_expect_eq(first_of(m, o.t[r]), 3.0f, "rank %d: not the sum 1 + 2", r);
     kb_close(m);
 }
