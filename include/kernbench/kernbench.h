@@ -243,6 +243,8 @@ typedef struct kb_launch_opts {
     int sip;          /* -1: every SIP holding shards of the tensor arguments; else only that SIP */
 } kb_launch_opts;
 
+/* A launch's id; id 0 is never a launch. Like a tensor handle it belongs to
+ * the machine that made it: any other machine refuses it (KB_EINVAL). */
 typedef struct kb_launch_id {
     uint64_t id;
 } kb_launch_id;
@@ -263,7 +265,9 @@ KB_API int kb_launch(kb_machine *m, const char *kernel_name, tl_kernel_fn fn,
 /* Runs the simulation until launch id completed (its completion reached the
  * host); returns its status: 0, or the first kernel error, whose message
  * ("kernel gemm, program 5 on sip0/cube2/pe1: ...") kb_last_error gives.
- * The launch is forgotten afterwards (a second wait: KB_ENOTFOUND). */
+ * The launch is forgotten afterwards (a second wait: KB_ENOTFOUND). An id
+ * another machine made is KB_EINVAL ("kb_wait: launch id 1 was made by
+ * another machine ..."), and no launch of m is touched. */
 KB_API int kb_wait(kb_machine *m, kb_launch_id id);
 /* Waits for every outstanding launch; returns the first error (in launch
  * order), 0 if none failed. From a host rank (kernbench/dist.h) both calls

@@ -11,7 +11,8 @@
  * waits on the round's event; the last rank to arrive checks that every
  * call matches, runs the collective once over all ranks' tensors
  * (ccl/collective.h) and fires the event with the status, which every
- * rank returns. Rounds alternate between two events: a rank cannot be two
+ * rank returns. Before running it, it checks that no two host ranks have
+ * buffers on the same PE, so that error names the ranks. Rounds alternate between two events: a rank cannot be two
  * rounds ahead, since a round needs every rank. While a rank waits, its
  * process note names its pending call and the ranks it waits for, so a
  * deadlock report (a rank that ended or blocks elsewhere) reads as the
@@ -141,6 +142,15 @@ int kb__rt_caller(const kb_machine *m)
     int r = -1, ab = 0;
     if (!self_group(m, &r, &ab)) return -1;
     return ab ? -2 : r;
+}
+
+void kb__rt_cancel_cause(const kb_machine *m, char *buf, size_t size)
+{
+    int r = -1;
+    if (self_group(m, &r, NULL))
+        kb__dist_cancel_cause(&m->dist->d, buf, size);
+    else
+        snprintf(buf, size, "the caller was interrupted");
 }
 
 kb__rt_scratch *kb__rt_scratch_of(kb_machine *m)
@@ -592,9 +602,56 @@ static int check_outputs(kb_machine *m, const rt_group *g, kb__err *err)
     return 0;
 }
 
+/* A collective's buffers are the shards of every rank's input, one per PE:
+ * two host ranks whose inputs have shards on the same PE are named with
+ * that PE (the collective layer would name only the two shards). Tensors
+ * are placed from cube 0, PE 0 of a SIP upwards, so ranks bound to one SIP
+ * always meet there; the remedy is one rank per SIP. */
+static int check_pes_apart(kb_machine *m, const rt_group *g, kb__err *err)
+{
+    int kind = g->pend[0].kind;
+    if (kind < 0 || kind >= KB__CCL_COLLECTIVE_COUNT) return 0;
+    int *owner = malloc(m->n_pes * sizeof *owner), *shard = malloc(m->n_pes * sizeof *shard);
+    int rc =
+        owner && shard ? 0 : kb__err_set(err, KB_ENOMEM, "%s: out of host memory", call_name(kind));
+    for (uint32_t i = 0; !rc && i < m->n_pes; i++)
+        owner[i] = -1;
+    for (int k = 0; !rc && k < g->n; k++) {
+        const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].in.id, err);
+        if (!t) {
+            rc = kb__err_prefix(err, "%s: host rank %d's input: ", call_name(kind), k);
+            break;
+        }
+        for (int s = 0; !rc && s < t->plan.n_shards; s++) {
+            const kb__shard *sh = &t->plan.shards[s];
+            uint32_t gi = kb__rt_pe_index(m, sh->sip, sh->cube, sh->pe);
+            int o = owner[gi];
+            if (o >= 0 && o != k) {
+                const kb__rt_tensor *ot = kb__rt_tensor_get(m, g->pend[o].in.id, err);
+                rc = kb__err_set(
+                    err, KB_EINVAL,
+                    "%s: host ranks %d and %d both have a buffer on sip%d/cube%d/pe%d (rank "
+                    "%d: tensor '%s' shard %d; rank %d: tensor '%s' shard %d), and a PE holds "
+                    "one buffer of a collective at most. Tensors are placed from cube 0, PE 0 "
+                    "of their SIP, so two ranks on one SIP always share a PE: spawn one rank "
+                    "per SIP (%u here: kb_spawn nprocs 0), or split one rank's tensor across "
+                    "the PEs",
+                    call_name(kind), o, k, sh->sip, sh->cube, sh->pe, o, ot ? ot->name : "?",
+                    shard[gi], k, t->name, s, m->sips);
+            }
+            owner[gi] = k;
+            shard[gi] = s;
+        }
+    }
+    free(owner);
+    free(shard);
+    return rc;
+}
+
 static int run_round(kb_machine *m, rt_group *g, kb__err *err)
 {
-    int rc = check_outputs(m, g, err);
+    int rc = check_pes_apart(m, g, err);
+    if (!rc) rc = check_outputs(m, g, err);
     if (!rc) rc = run_calls(m, m->dist, g->pend, g->n, err);
     if (!rc && g->pend[0].kind == CALL_INIT) g->pg = 1;
     return rc;

@@ -18,6 +18,11 @@
  * A handle is valid while its slot holds the tensor with that serial, so a
  * freed or stale handle is detected, never dereferenced.
  *
+ * Launch ids are (tag << 52 | serial) the same way: serial (52 bits, from
+ * 1) is the launch's number on its machine, tag the machine's, so a launch
+ * id used with another machine is refused (KB_EINVAL) before any launch is
+ * looked at (launch.c).
+ *
  * VA layout of a tensor: one contiguous range from the VA allocator, page
  * aligned; region r (the r-th distinct block of data, row-major over the
  * grid of blocks, as runtime/shard.h numbers them) starts at
@@ -141,7 +146,7 @@ struct kb_machine {
     kb__rt_link_base *link_base; /* [links] statistics at the last reset */
     kb__rt_launch *launches;     /* outstanding or not yet waited, in launch order */
     kb__rt_launch *pe_owner;     /* the launch whose programs run on the PEs, or NULL */
-    uint64_t next_launch_id;     /* starts at 1 */
+    uint64_t next_launch_id;     /* serial of the next launch, from 1 (kb__rt_launch_id) */
     struct kb__ccl_state *ccl;   /* collectives: ccl.yaml and the installed queues (ccl/run.c) */
     struct kb__rt_trace *trace;  /* kb_trace_start's file, or NULL (trace.c) */
 };
@@ -284,6 +289,11 @@ uint64_t kb__rt_trace_records(const kb_machine *m);
 /* The calling host rank, -1 from the driver, -2 from a rank kb_spawn
  * abandoned (it owns no launches of a later group). */
 int kb__rt_caller(const kb_machine *m);
+/* Why the calling host rank was canceled, for messages: "rank 2 failed",
+ * "kb_spawn found the ranks deadlocked" or "canceled from outside the
+ * group" (kb__dist_cancel_cause); "the caller was interrupted" when the
+ * caller is not a host rank. */
+void kb__rt_cancel_cause(const kb_machine *m, char *buf, size_t size);
 /* Keeps e as the calling rank's own last failure (for its root-cause
  * message when it returns non-zero); nothing from the driver. */
 void kb__rt_dist_note_error(kb_machine *m, const kb__err *e);
@@ -336,11 +346,20 @@ typedef struct kb__rt_launch_times {
     kb__time end;          /* completion reached the host */
 } kb__rt_launch_times;
 
+/* The id of m's launch number serial: (tag << 52 | serial), a launch id
+ * belongs to the machine that made it. Serials stay below 2^52 (a machine
+ * would need years of launches to get there). */
+static inline kb_launch_id kb__rt_launch_id(const kb_machine *m, uint64_t serial)
+{
+    return (kb_launch_id){(uint64_t)m->tag << KB__RT_TAG_SHIFT | serial};
+}
+
 /* Queues s (returns at once, like kb_launch). KB_EINVAL, KB_ENOMEM. */
 int kb__rt_launch_on(kb_machine *m, const kb__rt_launch_spec *s, kb_launch_id *out, kb__err *err);
 /* Runs until launch id completed (from the main stack or a process); its
  * status with the message in err, its times in *times (may be NULL). If
- * the simulation stopped first (deadlock), the launch stays outstanding. */
+ * the simulation stopped first (deadlock), the launch stays outstanding.
+ * Another machine's id is KB_EINVAL, one not outstanding KB_ENOTFOUND. */
 int kb__rt_launch_wait(kb_machine *m, kb_launch_id id, kb__rt_launch_times *times, kb__err *err);
 
 /* Shard `shard` of t as the tl_tensor a program on its PE sees (name is

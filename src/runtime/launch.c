@@ -16,6 +16,9 @@
  * fan-out arrived while an earlier launch still runs programs starts when
  * that one's last PE finished.
  *
+ * Launch ids carry the machine's tag (runtime/internal.h): find_launch,
+ * through which every wait looks an id up, refuses another machine's.
+ *
  * Invariants: m->launches holds launches not yet waited for, in id order;
  * m->pe_owner is the one launch whose programs run (PEs run one program at
  * a time). A launch's struct (its messages, arguments) lives until it is
@@ -51,8 +54,8 @@ typedef struct lpe {
 struct kb__rt_launch {
     kb_machine *m;
     kb__rt_launch *next;
-    uint64_t id;
-    int owner; /* host rank that launched it, -1: the driver */
+    uint64_t id; /* serial on m, from 1: the number in messages (kb__rt_launch_id) */
+    int owner;   /* host rank that launched it, -1: the driver */
     char name[64];
     kb__tl_launch_desc desc;
     tl_tensor *pe_tensors;                         /* [n_pes × n_args] */
@@ -527,7 +530,7 @@ static void launch_queue(kb_machine *m, kb__rt_launch *l, kb_launch_id *out)
         tail = &(*tail)->next;
     *tail = l;
     kb__sim_post(m->dev->sim, m->dev->host_dispatch_ps, host_go, l, 0);
-    if (out) out->id = l->id;
+    if (out) *out = kb__rt_launch_id(m, l->id);
 }
 
 int kb_launch(kb_machine *m, const char *kernel_name, tl_kernel_fn fn, const kb_launch_opts *opts,
@@ -632,16 +635,27 @@ static void waiting_summary(kb__sim *sim, char *out, size_t cap, size_t *len)
 /* The wait for l ended with code rc before l completed (a deadlock, or the
  * caller was canceled). A program error already recorded is the root cause
  * (the others often wait on the program that failed): it comes first, with
- * its code, and the simulator's report follows. */
+ * its code. A deadlock's message gives the simulator's report; a canceled
+ * wait says only why the caller was canceled (kb__rt_cancel_cause), never
+ * the report of a deadlock the caller did not see itself (kb_spawn keeps
+ * that one in its own message). */
 static int stopped(kb_machine *m, kb__rt_launch *l, int rc)
 {
     kb__err e, pe;
     const kb__err *se = kb__sim_error(m->dev->sim);
     const char *why = se && se->msg[0] ? se->msg : "no event left";
+    char cause[128] = "";
+    if (rc == KB_ECANCELED) kb__rt_cancel_cause(m, cause, sizeof cause);
     int first = l->pl ? kb__pe_launch_status(l->pl, &pe) : 0;
-    if (first < 0)
+    if (first < 0 && rc == KB_ECANCELED)
+        kb__err_set(&e, first, "%s; then the wait was canceled (%s) before launch %s completed",
+                    pe.msg, cause, l->name);
+    else if (first < 0)
         kb__err_set(&e, first, "%s; then the simulation stopped before launch %s completed: %s",
                     pe.msg, l->name, why);
+    else if (rc == KB_ECANCELED)
+        kb__err_set(&e, rc, "kernel %s: the wait was canceled (%s) before the launch completed",
+                    l->name, cause);
     else if (rc != KB_EDEADLOCK)
         kb__err_set(&e, rc ? rc : KB_EDEADLOCK,
                     "kernel %s: the simulation stopped before the launch completed: %s", l->name,
@@ -681,15 +695,38 @@ void kb__rt_launch_adopt(kb_machine *m)
         l->owner = -1;
 }
 
-int kb__rt_launch_wait(kb_machine *m, kb_launch_id id, kb__rt_launch_times *times, kb__err *err)
+/* Sets *out to the outstanding launch of id; else KB_EINVAL (an id another
+ * machine made; no launch is looked at) or KB_ENOTFOUND, with the message
+ * in err, prefixed with who ("kb_wait: " or ""). Messages give the launch's
+ * serial, never the machine's tag. */
+static int find_launch(kb_machine *m, kb_launch_id id, const char *who, kb__rt_launch **out,
+                       kb__err *err)
 {
-    kb__rt_launch *l = m->launches;
-    while (l && l->id != id.id)
+    uint64_t tag = id.id >> KB__RT_TAG_SHIFT, serial = id.id & ((1ull << KB__RT_TAG_SHIFT) - 1);
+    *out = NULL;
+    if (tag && tag != m->tag)
+        return kb__err_set(err, KB_EINVAL,
+                           "%slaunch id %llu was made by another machine (a launch id works "
+                           "only with the machine that launched it)",
+                           who, (unsigned long long)serial);
+    kb__rt_launch *l = tag ? m->launches : NULL;
+    while (l && l->id != serial)
         l = l->next;
     if (!l)
-        return kb__err_set(err, KB_ENOTFOUND, "launch %llu is not outstanding",
-                           (unsigned long long)id.id);
-    int rc = wait_one(m, l, times);
+        return kb__err_set(err, KB_ENOTFOUND,
+                           "%slaunch %llu is not outstanding (never launched or already waited "
+                           "for)",
+                           who, (unsigned long long)serial);
+    *out = l;
+    return 0;
+}
+
+int kb__rt_launch_wait(kb_machine *m, kb_launch_id id, kb__rt_launch_times *times, kb__err *err)
+{
+    kb__rt_launch *l;
+    int rc = find_launch(m, id, "", &l, err);
+    if (rc) return rc;
+    rc = wait_one(m, l, times);
     if (rc) kb__err_copy(err, &m->err);
     return rc;
 }
@@ -697,19 +734,14 @@ int kb__rt_launch_wait(kb_machine *m, kb_launch_id id, kb__rt_launch_times *time
 int kb_wait(kb_machine *m, kb_launch_id id)
 {
     if (!m) return KB_EINVAL;
-    kb__rt_launch *l = m->launches;
-    while (l && l->id != id.id)
-        l = l->next;
-    if (!l)
-        return kb__err_set(&m->err, KB_ENOTFOUND,
-                           "kb_wait: launch %llu is not outstanding (never launched or already "
-                           "waited for)",
-                           (unsigned long long)id.id);
+    kb__rt_launch *l;
+    int rc = find_launch(m, id, "kb_wait: ", &l, &m->err);
+    if (rc) return rc;
     if (l->owner != kb__rt_caller(m))
         return kb__err_set(&m->err, KB_EINVAL,
                            "kb_wait: launch %llu (%s) belongs to host rank %d; only it may wait "
                            "for it",
-                           (unsigned long long)id.id, l->name, l->owner);
+                           (unsigned long long)l->id, l->name, l->owner);
     return wait_one(m, l, NULL);
 }
 

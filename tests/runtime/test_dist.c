@@ -1,8 +1,9 @@
 /* Host ranks and the process group (kernbench/dist.h) on the built-in
  * machine (2 SIPs x 16 cubes x 8 PEs): rank and device state per rank,
  * concurrent copies from ranks, error propagation and sibling
- * cancellation, the process-group rules, and deadlock reports for
- * mismatched collective calls. Collective data is checked in
+ * cancellation (and what a canceled rank's call says), the process-group
+ * rules, deadlock reports for mismatched collective calls, and two host
+ * ranks whose buffers share a PE. Collective data is checked in
  * tests/ccl/test_dist_coll.c. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -294,7 +295,7 @@ static int wait_foreign(kb_machine *m, int rank, int nprocs, void *arg)
     kb_launch_id *ids = arg;
     kb_launch_opts o = {{1, 1, 1}, rank};
     if (rank == 0) return kb_launch(m, "nop", nop, &o, NULL, 0, &ids[0]) || kb_sync(m);
-    kb_launch_id id = {1};
+    kb_launch_id id = ids[0]; /* rank 0 launched before it blocked in kb_sync */
     int rc = kb_wait(m, id);
     ids[1].id = (uint64_t)(rc == KB_EINVAL && strstr(kb_last_error(m), "belongs to host rank 0"));
     return 0;
@@ -478,5 +479,159 @@ Test(dist, a_wrong_reduce_scatter_output_names_the_host_rank_and_n_over_p)
              32 / 2);
     cr_expect(strstr(kb_last_error(m), want) != NULL, "%s", kb_last_error(m));
     cr_expect(strstr(kb_last_error(m), "N/p") != NULL, "%s", kb_last_error(m));
+    kb_close(m);
+}
+
+/* Each rank's last call: its code and message. */
+typedef struct outcome {
+    int rc[2];
+    char msg[2][1024];
+} outcome;
+
+/* A collective kernel whose programs all receive first: nobody ever sends,
+ * so the simulation runs out of events. */
+static void receives_first(tl_ctx *k)
+{
+    int64_t n = 4;
+    (void)tl_recv(k, TL_DIR_PREV, 1, &n, TL_F32);
+}
+
+static int reduce_deadlocks(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    outcome *o = arg;
+    int64_t shape[1] = {32};
+    kb_tensor t;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_zeros(m, "x", 1, shape, KB_F32, &ONE_PE, &t);
+    if (!rc) rc = kb_all_reduce(m, t, KB_SUM);
+    o->rc[rank] = rc;
+    snprintf(o->msg[rank], sizeof o->msg[rank], "%s", rc ? kb_last_error(m) : "");
+    return rc;
+}
+
+static int count(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(s, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* The rank that runs the collective waits for its kernel, the other for
+ * the round; both are canceled by kb_spawn's deadlock handling. Each says
+ * it was canceled and why; the simulator's report is in kb_spawn's
+ * message, once. */
+Test(dist, ranks_canceled_after_a_deadlock_say_why_and_the_report_comes_once)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_ccl_register(m, "receives_first", "all_reduce", "ring_1d", receives_first), 0,
+                 "%s", kb_last_error(m));
+    const char *sets[] = {"ccl.algorithms.stuck={module: receives_first, collective: all_reduce, "
+                          "topology: ring_1d}",
+                          "ccl.defaults.algorithm.all_reduce=stuck"};
+    cr_assert_eq(kb_ccl_override(m, sets, 2), 0, "%s", kb_last_error(m));
+    outcome o;
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(kb_spawn(m, reduce_deadlocks, 2, &o), KB_EDEADLOCK, "%s", kb_last_error(m));
+    for (int r = 0; r < 2; r++) {
+        cr_expect_eq(o.rc[r], KB_ECANCELED, "rank %d: %d %s", r, o.rc[r], o.msg[r]);
+        cr_expect(strstr(o.msg[r], "canceled (kb_spawn found the ranks deadlocked)"), "rank %d: %s",
+                  r, o.msg[r]);
+        cr_expect_null(strstr(o.msg[r], "deadlock at"), "rank %d: %s", r, o.msg[r]);
+        cr_expect_null(strstr(o.msg[r], "process '"), "rank %d: %s", r, o.msg[r]);
+    }
+    cr_expect(strstr(o.msg[0], "kernel stuck: ") || strstr(o.msg[1], "kernel stuck: "),
+              "neither rank ran the collective: %s | %s", o.msg[0], o.msg[1]);
+    const char *e = kb_last_error(m);
+    cr_expect_eq(count(e, "deadlock between ranks at "), 1, "%s", e);
+    cr_expect_eq(count(e, "\n  rank 0 waits on "), 1, "%s", e);
+    cr_expect_eq(count(e, "\n  rank 1 waits on "), 1, "%s", e);
+    cr_expect_null(strstr(e, "canceled"), "a canceled rank is not listed: %s", e);
+    kb_close(m);
+}
+
+/* Rank 0 waits for its launch; rank 1 fails meanwhile. */
+static int wait_then_canceled(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    outcome *o = arg;
+    if (rank == 1) return kb_set_device(m, 7);
+    kb_launch_opts lo = {{1, 1, 1}, 0};
+    kb_launch_id id;
+    int rc = kb_launch(m, "nop", nop, &lo, NULL, 0, &id);
+    if (!rc) rc = kb_wait(m, id);
+    o->rc[0] = rc;
+    snprintf(o->msg[0], sizeof o->msg[0], "%s", rc ? kb_last_error(m) : "");
+    return rc;
+}
+
+Test(dist, a_wait_canceled_because_a_sibling_failed_says_so)
+{
+    kb_machine *m = open_m();
+    outcome o;
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(kb_spawn(m, wait_then_canceled, 2, &o), KB_ERANGE, "%s", kb_last_error(m));
+    cr_expect_eq(o.rc[0], KB_ECANCELED, "%d %s", o.rc[0], o.msg[0]);
+    cr_expect_str_eq(
+        o.msg[0], "kernel nop: the wait was canceled (rank 1 failed) before the launch completed");
+    cr_expect_eq(kb_sync(m), 0, "the driver finishes the launch rank 0 left: %s", kb_last_error(m));
+    kb_close(m);
+}
+
+typedef struct shared_pe {
+    int rc[4];
+    char msg[4][1024];
+    kb_tensor t[4]; /* each rank's tensor, read by the driver afterwards */
+} shared_pe;
+
+/* Each rank: a 32-element tensor on one PE of its SIP holding rank + 1,
+ * then a sum all-reduce. */
+static int reduce_one_pe(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    shared_pe *o = arg;
+    int64_t shape[1] = {32};
+    kb_tensor t;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_full(m, "x", 1, shape, KB_F32, &ONE_PE, rank + 1.0, &t);
+    if (rc) return rc;
+    o->t[rank] = t;
+    rc = kb_all_reduce(m, t, KB_SUM);
+    o->rc[rank] = rc;
+    snprintf(o->msg[rank], sizeof o->msg[rank], "%s", rc ? kb_last_error(m) : "");
+    return rc;
+}
+
+/* Element 0 of tensor t, read by the driver. */
+static float first_of(kb_machine *m, kb_tensor t)
+{
+    float out[32];
+    cr_assert_eq(kb_copy_to_host(m, t, out, sizeof out, KB_F32), 0, "%s", kb_last_error(m));
+    return out[0];
+}
+
+/* Four ranks on two SIPs: ranks 0 and 2 (and 1 and 3) put their one-PE
+ * tensors on the same PE. The error names the two host ranks and the PE
+ * and says what to do; no tensor changed; one rank per SIP then works. */
+Test(dist, two_ranks_with_buffers_on_one_pe_are_named_with_the_pe)
+{
+    kb_machine *m = open_m();
+    shared_pe o;
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(kb_spawn(m, reduce_one_pe, 4, &o), KB_EINVAL, "%s", kb_last_error(m));
+    const char *want = "kb_all_reduce: host ranks 0 and 2 both have a buffer on sip0/cube0/pe0 "
+                       "(rank 0: tensor 'x' shard 0; rank 2: tensor 'x' shard 0)";
+    for (int r = 0; r < 4; r++) {
+        cr_expect_eq(o.rc[r], KB_EINVAL, "rank %d: %s", r, o.msg[r]);
+        cr_expect(strstr(o.msg[r], want), "rank %d: %s", r, o.msg[r]);
+        cr_expect(strstr(o.msg[r], "spawn one rank per SIP (2 here"), "rank %d: %s", r, o.msg[r]);
+        cr_expect_eq(first_of(m, o.t[r]), (float)(r + 1), "rank %d's tensor changed", r);
+    }
+    cr_expect(strstr(kb_last_error(m), want), "%s", kb_last_error(m));
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(kb_spawn(m, reduce_one_pe, 0, &o), 0, "%s", kb_last_error(m));
+    for (int r = 0; r < 2; r++)
+        cr_expect_eq(first_of(m, o.t[r]), 3.0f, "rank %d: not the sum 1 + 2", r);
     kb_close(m);
 }

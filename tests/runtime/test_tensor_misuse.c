@@ -1,7 +1,7 @@
 /* Tensor API misuse on a small machine (2 SIPs × 2 cubes × 2 PEs): every
  * bad request fails with a message naming what was wrong, loses nothing,
- * and leaves the machine usable. Handles used with a machine that did not
- * make them are refused the same way. */
+ * and leaves the machine usable. Handles and launch ids used with a machine
+ * that did not make them are refused the same way. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdint.h>
@@ -283,4 +283,61 @@ Test(tensor_misuse, a_machine_out_of_tensor_serials_says_so)
               kb_last_error(m));
     cr_assert(kb__rt_memory_pristine(m));
     kb_close(m);
+}
+
+/* Two machines whose first launches have the same serial: waiting on one
+ * machine for the other's launch id is refused before any launch is looked
+ * at, and each machine's own launch is still outstanding, waitable and runs
+ * on its own tensor. */
+Test(tensor_misuse, a_launch_id_from_another_machine_is_einval_and_touches_nothing)
+{
+    kb_machine *a = kb_test_small_machine(0), *b = kb_test_small_machine(0);
+    int64_t n = 128;
+    float in[128];
+    kb_tensor ta, tb;
+    cr_assert_eq(kb_empty(a, "xa", 1, &n, KB_F32, NULL, &ta), 0, "%s", kb_last_error(a));
+    cr_assert_eq(kb_empty(b, "xb", 1, &n, KB_F32, NULL, &tb), 0, "%s", kb_last_error(b));
+    for (int i = 0; i < 128; i++)
+        in[i] = (float)i;
+    cr_assert_eq(kb_copy_from_host(a, ta, in, sizeof in, KB_F32), 0, "%s", kb_last_error(a));
+    for (int i = 0; i < 128; i++)
+        in[i] = 1000.0f + (float)i;
+    cr_assert_eq(kb_copy_from_host(b, tb, in, sizeof in, KB_F32), 0, "%s", kb_last_error(b));
+
+    kb_arg arg_a[1] = {kb_arg_tensor(ta)}, arg_b[1] = {kb_arg_tensor(tb)};
+    kb_launch_id ia, ib;
+    cr_assert_eq(kb_launch(a, "add_one", add_one, NULL, arg_a, 1, &ia), 0, "%s", kb_last_error(a));
+    cr_assert_eq(kb_launch(b, "add_one", add_one, NULL, arg_b, 1, &ib), 0, "%s", kb_last_error(b));
+    cr_expect_neq(ia.id, ib.id, "two machines made the same launch id");
+
+    int rc = kb_wait(b, ia);
+    cr_expect_eq(rc, KB_EINVAL, "kb_wait(b, a's id) returned %d: %s", rc, kb_last_error(b));
+    cr_expect_str_eq(kb_last_error(b), "kb_wait: launch id 1 was made by another machine (a "
+                                       "launch id works only with the machine that launched it)");
+    rc = kb_wait(a, ib);
+    cr_expect_eq(rc, KB_EINVAL, "kb_wait(a, b's id) returned %d: %s", rc, kb_last_error(a));
+    cr_expect(strstr(kb_last_error(a), "kb_wait: launch id 1 was made by another machine"), "%s",
+              kb_last_error(a));
+    /* an id that is no machine's (no tag) is not outstanding anywhere */
+    cr_expect_eq(kb_wait(b, (kb_launch_id){1}), KB_ENOTFOUND, "%s", kb_last_error(b));
+    cr_expect(strstr(kb_last_error(b), "kb_wait: launch 1 is not outstanding"), "%s",
+              kb_last_error(b));
+
+    /* both launches are still outstanding, and each ran once on its own tensor */
+    cr_assert_eq(kb_wait(b, ib), 0, "%s", kb_last_error(b));
+    cr_assert_eq(kb_wait(a, ia), 0, "%s", kb_last_error(a));
+    assert_holds(a, ta, 128, 1.0f);
+    assert_holds(b, tb, 128, 1001.0f);
+    cr_expect_eq(kb_wait(b, ib), KB_ENOTFOUND, "a second wait: %s", kb_last_error(b));
+    cr_expect(strstr(kb_last_error(b), "kb_wait: launch 1 is not outstanding"), "%s",
+              kb_last_error(b));
+    /* the next launches go on with their own machine */
+    run_add_one(a, ta);
+    run_add_one(b, tb);
+    assert_holds(a, ta, 128, 2.0f);
+    assert_holds(b, tb, 128, 1002.0f);
+    cr_assert_eq(kb_free(a, ta), 0, "%s", kb_last_error(a));
+    cr_assert_eq(kb_free(b, tb), 0, "%s", kb_last_error(b));
+    kb_close(a);
+    kb_close(b);
 }
