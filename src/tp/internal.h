@@ -24,13 +24,15 @@
 typedef int (*kb__tp_check_fn)(const int64_t *all, int world, void *ctx, kb__err *err);
 
 /* Collective: every rank of the caller's group publishes mine[0..n) (n <=
- * KB__TP_CLAIM_MAX), then runs check on all ranks' claims. Two kb_barrier
- * calls bracket the check: after the first every rank has published,
- * after the second every rank has checked, so a later handshake never
- * overwrites claims a slower rank still reads. World 1: no barrier. The
- * barriers complete the caller's outstanding launches (kb_barrier). */
-int kb__tp_agree(kb_machine *m, const int64_t *mine, int n, kb__tp_check_fn check, void *ctx,
-                 kb__err *err);
+ * KB__TP_CLAIM_MAX) as part of public call `call` (a static string, for
+ * messages), then runs check on all ranks' claims; ranks in different
+ * calls are KB_EINVAL on every rank. Two kb_barrier calls bracket the
+ * check: after the first every rank has published, after the second every
+ * rank has checked, so a later handshake never overwrites claims a slower
+ * rank still reads. World 1: no barrier. The barriers complete the
+ * caller's outstanding launches (kb_barrier). */
+int kb__tp_agree(kb_machine *m, const char *call, const int64_t *mine, int n, kb__tp_check_fn check,
+                 void *ctx, kb__err *err);
 
 /* The caller's tensor-parallel size and rank; KB_ESTATE naming `who`
  * when the parallel state is not set. */

@@ -90,7 +90,8 @@ static void describe_claim(const int64_t *c, char *buf, size_t size)
 }
 
 /* Every rank builds the same layer; a row layer's ranks (tp > 1) sit on
- * distinct SIPs, since its all-reduce takes one buffer per PE. */
+ * distinct SIPs, since its all-reduce takes one buffer per PE (O(world^2)
+ * pairs at worst, and world <= SIPs when they all differ). */
 static int same_layer(const int64_t *all, int world, void *ctx, kb__err *e)
 {
     const build *b = ctx;
@@ -192,7 +193,7 @@ static int create(kb_machine *m, kb_tp_linear *l, kb_tp_kind kind, const char *n
     l->out_local = kind == KB_TP_ROW ? out_features : out_features / l->tp_size;
     int64_t claim[C_COUNT] = {kind,           in_features, out_features, dtype,
                               b.o->bias != 0, b.o->act,    rank_sip(m)};
-    int rc = kb__tp_agree(m, claim, C_COUNT, same_layer, &b, &e);
+    int rc = kb__tp_agree(m, ctor_name(kind), claim, C_COUNT, same_layer, &b, &e);
     if (rc) {
         memset(l, 0, sizeof *l);
         return kb__tp_fail(m, &e);

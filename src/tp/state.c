@@ -23,8 +23,9 @@
 
 typedef struct tp_group {
     int world;
-    int *size;       /* [world]: the rank's tensor-parallel size, 0 = not initialised */
-    int64_t *claims; /* [world × KB__TP_CLAIM_MAX]: the last handshake's values */
+    int *size;         /* [world]: the rank's tensor-parallel size, 0 = not initialised */
+    int64_t *claims;   /* [world × KB__TP_CLAIM_MAX]: the last handshake's values */
+    const char **call; /* [world]: the public call each rank's last handshake is part of */
 } tp_group;
 
 static void group_free(void *p)
@@ -33,6 +34,7 @@ static void group_free(void *p)
     if (!g) return;
     free(g->size);
     free(g->claims);
+    free(g->call);
     free(g);
 }
 
@@ -48,8 +50,9 @@ static tp_group *group_of(kb_machine *m, kb__err *err)
         g->world = world;
         g->size = calloc((size_t)world, sizeof *g->size);
         g->claims = calloc((size_t)world * KB__TP_CLAIM_MAX, sizeof *g->claims);
+        g->call = calloc((size_t)world, sizeof *g->call);
     }
-    if (!g || !g->size || !g->claims) {
+    if (!g || !g->size || !g->claims || !g->call) {
         group_free(g);
         kb__err_set(err, KB_ENOMEM, "out of host memory for the parallel state of %d ranks", world);
         return NULL;
@@ -77,17 +80,32 @@ static int barrier_failed(kb_machine *m, int rc, kb__err *err)
     return kb__err_set(err, rc, "handshake with the other ranks: %s", kb_last_error(m));
 }
 
-int kb__tp_agree(kb_machine *m, const int64_t *mine, int n, kb__tp_check_fn check, void *ctx,
-                 kb__err *err)
+/* Every rank is in the same call; else names the first that is not. */
+static int same_call(const tp_group *g, const char *call, kb__err *err)
+{
+    for (int r = 0; r < g->world; r++)
+        if (strcmp(g->call[r], call))
+            return kb__err_set(err, KB_EINVAL,
+                               "%s: the ranks are in different calls: rank %d is in %s (every "
+                               "rank must make the same kb_tp_ calls in the same order)",
+                               call, r, g->call[r]);
+    return 0;
+}
+
+int kb__tp_agree(kb_machine *m, const char *call, const int64_t *mine, int n, kb__tp_check_fn check,
+                 void *ctx, kb__err *err)
 {
     tp_group *g = group_of(m, err);
     if (!g) return err->code;
-    int64_t *slot = g->claims + (size_t)kb_rank(m) * KB__TP_CLAIM_MAX;
+    int rank = kb_rank(m);
+    int64_t *slot = g->claims + (size_t)rank * KB__TP_CLAIM_MAX;
     memset(slot, 0, KB__TP_CLAIM_MAX * sizeof *slot);
     memcpy(slot, mine, (size_t)n * sizeof *mine);
+    g->call[rank] = call;
     int rc = g->world > 1 ? kb_barrier(m) : 0;
     if (rc) return barrier_failed(m, rc, err);
-    rc = check(g->claims, g->world, ctx, err);
+    rc = same_call(g, call, err);
+    if (!rc) rc = check(g->claims, g->world, ctx, err);
     int rc2 = g->world > 1 ? kb_barrier(m) : 0;
     if (rc2) return barrier_failed(m, rc2, err);
     return rc;
@@ -177,7 +195,7 @@ int kb_tp_initialize_model_parallel(kb_machine *m, int tensor_model_parallel_siz
         return kb__tp_fail(m, &e);
     }
     int64_t mine = tensor_model_parallel_size;
-    int rc = kb__tp_agree(m, &mine, 1, same_sizes, NULL, &e);
+    int rc = kb__tp_agree(m, INIT, &mine, 1, same_sizes, NULL, &e);
     if (!rc) rc = check_size(tensor_model_parallel_size, g->world, &e);
     if (rc) return kb__tp_fail(m, &e);
     g->size[rank] = tensor_model_parallel_size;

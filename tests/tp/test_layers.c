@@ -440,6 +440,9 @@ static int misuse(kb_machine *m, int rank, int nprocs, void *arg)
                                        &(kb_tp_linear_opts){NULL, 0, NULL, KB_TP_ACT_GELU});
     else if (!strcmp(what, "disagree"))
         rc = kb_tp_column_parallel_linear(m, &l, "fc1", 16, rank ? 32 : 16, KB_F16, NULL);
+    else if (!strcmp(what, "different_calls"))
+        rc = rank ? kb_tp_row_parallel_linear(m, &l, "fc2", 16, 16, KB_F16, NULL)
+                  : kb_tp_column_parallel_linear(m, &l, "fc1", 16, 16, KB_F16, NULL);
     else if (!strcmp(what, "shared_sip"))
         rc = kb_tp_row_parallel_linear(m, &l, "fc2", 16, 16, KB_F16, NULL);
     else
@@ -517,6 +520,16 @@ Test(tp_layers, ranks_building_different_layers_all_fail)
                       strstr(j.msg[r], "rank 0: column parallel, in 16, out 16") &&
                       strstr(j.msg[r], "rank 1: column parallel, in 16, out 32"),
                   "rank %d: %s", r, j.msg[r]);
+}
+
+Test(tp_layers, ranks_in_different_calls_all_fail)
+{
+    job j;
+    cr_expect_eq(refuse(&j, "different_calls", 2), KB_EINVAL);
+    cr_expect(strstr(j.msg[0], "kb_tp_column_parallel_linear: the ranks are in different calls: "
+                               "rank 1 is in kb_tp_row_parallel_linear"),
+              "%s", j.msg[0]);
+    cr_expect(strstr(j.msg[1], "rank 0 is in kb_tp_column_parallel_linear"), "%s", j.msg[1]);
 }
 
 Test(tp_layers, row_layer_ranks_sharing_a_sip_are_refused)
