@@ -68,5 +68,6 @@ extern const kb_bench kb__bench_softmax;
 extern const kb_bench kb__bench_matmul;
 extern const kb_bench kb__bench_layernorm;
 extern const kb_bench kb__bench_ccl_allreduce;
+extern const kb_bench kb__bench_tp_mlp;
 
 #endif

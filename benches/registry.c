@@ -9,7 +9,7 @@
 static const kb_bench *const builtin[] = {
     &kb__bench_qkv_gemm,   &kb__bench_qkv_gemm_multi_pe, &kb__bench_va_offset,
     &kb__bench_vector_add, &kb__bench_softmax,           &kb__bench_matmul,
-    &kb__bench_layernorm,  &kb__bench_ccl_allreduce,
+    &kb__bench_layernorm,  &kb__bench_ccl_allreduce,     &kb__bench_tp_mlp,
 };
 
 #define N_BUILTIN ((int)(sizeof builtin / sizeof builtin[0]))

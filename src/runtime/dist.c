@@ -70,6 +70,7 @@ typedef struct rt_group {
     int arrived;
     uint64_t round;
     round_slot slot[2];
+    kb__rt_group_ext ext;  /* a layer's state for this group (src/tp) */
     struct rt_group *next; /* next abandoned group */
 } rt_group;
 
@@ -81,6 +82,7 @@ typedef struct kb__rt_dist {
     int driver_sip;
     kb_ccl_report last;
     int has_last;
+    kb__rt_group_ext driver_ext; /* the driver's slot (kb__rt_group_ext_of) */
 } kb__rt_dist;
 
 static const char *call_name(int kind)
@@ -184,9 +186,25 @@ void kb__rt_dist_note_error(kb_machine *m, const kb__err *e)
     if (g) kb__err_copy(&g->err[r], e);
 }
 
+static void ext_free(kb__rt_group_ext *e)
+{
+    if (e->free) e->free(e->p);
+    e->p = NULL, e->free = NULL;
+}
+
+kb__rt_group_ext *kb__rt_group_ext_of(kb_machine *m, kb__err *err)
+{
+    kb__rt_dist *x = dist_of(m, err);
+    if (!x) return NULL;
+    int r = -1;
+    rt_group *g = self_group(m, &r, NULL);
+    return g ? &g->ext : &x->driver_ext;
+}
+
 static void group_free(rt_group *g)
 {
     if (!g) return;
+    ext_free(&g->ext);
     for (int k = 0; g->scratch && k < g->n; k++)
         kb__rt_scratch_fini(&g->scratch[k]);
     free(g->sip);
@@ -237,6 +255,7 @@ void kb__rt_dist_fini(kb_machine *m)
         x->abandoned = g->next;
         group_free(g);
     }
+    ext_free(&x->driver_ext);
     kb__dist_fini(&x->d);
     free(x);
     m->dist = NULL;

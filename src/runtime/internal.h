@@ -306,6 +306,19 @@ void kb__rt_set_device(kb_machine *m, int sip);
 /* Frees the host-rank state (kb_close). */
 void kb__rt_dist_fini(kb_machine *m);
 
+/* State a layer above the runtime keeps per group of host ranks (src/tp's
+ * model-parallel state): p and the function that frees it. Every kb_spawn
+ * group starts with an empty slot, and so does the driver; free(p) runs
+ * when the group is freed (kb_spawn returns, or kb_close for a group with
+ * abandoned ranks and for the driver's). One slot, one user. */
+typedef struct kb__rt_group_ext {
+    void *p;
+    void (*free)(void *p);
+} kb__rt_group_ext;
+/* The calling host rank's group slot, or the driver's; NULL with KB_ENOMEM
+ * in err when the host-rank state cannot be allocated. */
+kb__rt_group_ext *kb__rt_group_ext_of(kb_machine *m, kb__err *err);
+
 /* ---- launch.c, dma_port.c, stats.c ----------------------------------------- */
 
 /* Creates every PE (once); KB_ENOMEM. */

@@ -239,3 +239,45 @@ Test(benches, ccl_allreduce_rejects_a_world_without_placement)
     cr_expect(strstr(r.error, "--opt world=12 has no placement"), "%s", r.error);
     cr_expect(r.usage_error, "a world with no placement is a bad option value");
 }
+
+/* ---- tp_mlp ------------------------------------------------------------------- */
+
+Test(benches, tp_mlp_passes_with_its_defaults_and_other_dtypes)
+{
+    assert_pass("tp_mlp", NULL);
+    assert_pass("tp_mlp", (const char *const[]){"dtype=f32", "act=relu", "tokens=7", NULL});
+    assert_pass("tp_mlp", (const char *const[]){"dtype=bf16", "ranks=1", "bias=false", NULL});
+}
+
+Test(benches, tp_mlp_phases_add_up_to_the_measured_time)
+{
+    kb_bench_result r;
+    cr_assert_eq(run("tp_mlp", 0, &r, NULL), 0, "%s", r.error);
+    double sum = figure(&r, "fc1") + figure(&r, "fc2_gemm") + figure(&r, "all_reduce") +
+                 figure(&r, "fc2_bias");
+    cr_expect_float_eq(sum, (double)kb_bench_sim_ps(&r) / 1e6, 1e-6, "%g", sum);
+    cr_expect_gt(figure(&r, "all_reduce"), 0);
+    cr_expect_gt(figure(&r, "fc2_bias"), 0);
+    cr_expect_eq(figure(&r, "ranks"), 2, "one rank per SIP by default");
+}
+
+Test(benches, tp_mlp_no_data_keeps_the_simulated_time)
+{
+    kb_bench_result a, b;
+    cr_assert_eq(run("tp_mlp", 0, &a, NULL), 0, "%s", a.error);
+    cr_assert_eq(run("tp_mlp", 1, &b, NULL), 0, "%s", b.error);
+    cr_expect_eq(kb_bench_sim_ps(&a), kb_bench_sim_ps(&b));
+    cr_expect_eq(b.n_checks, 0);
+}
+
+Test(benches, tp_mlp_rejects_sizes_and_names_it_cannot_use)
+{
+    kb_bench_result r;
+    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"ffn=1023", NULL}), KB_EINVAL);
+    cr_expect(r.usage_error);
+    cr_expect(strstr(r.error, "--opt ffn=1023 does not divide by ranks = 2"), "%s", r.error);
+    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"dtype=i32", NULL}), KB_EINVAL);
+    cr_expect(strstr(r.error, "--opt dtype=i32: expected f16, bf16 or f32"), "%s", r.error);
+    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"ranks=3", NULL}), KB_EINVAL);
+    cr_expect(r.usage_error);
+}

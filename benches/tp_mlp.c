@@ -1,0 +1,315 @@
+/*
+ * tp_mlp.c — bench tp_mlp: Megatron's tensor-parallel MLP (kernbench/tp.h),
+ * y = RowParallel(act(ColumnParallel(x))), over `ranks` host ranks (default
+ * one per SIP), each on PE 0 of cube 0 of its SIP.
+ *
+ * Every rank builds the MLP from the same deterministic full host weights
+ * (each copies its slice) and gets the full x [tokens, hidden]. A first
+ * forward warms up (the first all-reduce over the ranks' PEs installs its
+ * queues); the measured region is the second: the MLP's two layers, with
+ * a barrier after each (a barrier costs no simulated time), so the forward
+ * splits into consecutive phases that add up to the measured time:
+ *   fc1         the column layer: every rank's GEMM with bias and activation
+ *   fc2_gemm    the row layer's GEMMs, up to the last rank's arrival in the
+ *               all-reduce
+ *   all_reduce  the collective itself: the shortest all-reduce call over the
+ *               ranks (the last to arrive waits for nobody)
+ *   fc2_bias    the bias launches after it (the longest call: all ranks
+ *               leave the all-reduce together)
+ * The ranks' launches share the machine's one stream (docs/runtime.md), so
+ * the ranks' GEMMs of one phase run one after the other.
+ *
+ * Checks. "ranks identical": every rank's y equals rank 0's bit for bit
+ * (tolerance 0; the value is the number of differing elements). "y
+ * (normalized)": max over outputs of |y - ref| / S with S = sum_k |h_k
+ * W2_kj| + |b2_j|, against a host reference in double from the same inputs
+ * rounded to the dtype, with h rounded to the dtype as the device stores
+ * it. Tolerance (p + 3) u + (hidden + ffn) 2^-24, u the dtype's unit
+ * roundoff (f16 2^-11, bf16 2^-8, f32 2^-24), p the ranks: h may differ by
+ * one ulp where the f32 and double sums round apart (2u), each rank's
+ * partial is rounded to the dtype (u), the all-reduce adds p partials in
+ * the dtype (p - 1 roundings), the bias add rounds once more (u); the
+ * second term is the worst-case f32 accumulation bound (Higham's gamma_K)
+ * of the two GEMMs' sums, counted against the same S.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kernbench/tp.h"
+
+typedef struct tp_cfg {
+    int64_t tokens, hidden, ffn, ranks;
+    kb_dtype dtype;
+    kb_tp_activation act;
+    int bias;
+} tp_cfg;
+
+typedef struct tp_host {
+    float *x, *w1, *b1, *w2, *b2; /* full arrays, rounded to the dtype */
+} tp_host;
+
+/* What the ranks share. */
+typedef struct tp_run {
+    const tp_cfg *c;
+    const tp_host *h;
+    kb_bench_result *r;
+    float *y;            /* [ranks × tokens × hidden]: each rank's output */
+    kb_tp_times *times;  /* [ranks]: the row layer's parts */
+    uint64_t fc1_end_ps; /* when every rank's column layer was done */
+} tp_run;
+
+static int parse_enum(const char *v, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, names[i])) return i;
+    return -1;
+}
+
+static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, tp_cfg *c)
+{
+    int sips;
+    kb_machine_shape(m, &sips, NULL, NULL);
+    int rc = kb_bench_opt_i64(o, "tokens", 64, 1, 1 << 16, &c->tokens);
+    if (!rc) rc = kb_bench_opt_i64(o, "hidden", 256, 1, 1 << 16, &c->hidden);
+    if (!rc) rc = kb_bench_opt_i64(o, "ffn", 1024, 1, 1 << 18, &c->ffn);
+    if (!rc) rc = kb_bench_opt_i64(o, "ranks", sips, 1, sips, &c->ranks);
+    if (!rc) rc = kb_bench_opt_bool(o, "bias", 1, &c->bias);
+    if (rc) return rc;
+    static const char *const dtypes[] = {"f16", "bf16", "f32"}, *const acts[] = {"none", "relu",
+                                                                                 "gelu"};
+    const char *dt = kb_bench_opt_str(o, "dtype", "f16"), *act = kb_bench_opt_str(o, "act", "gelu");
+    int d = parse_enum(dt, dtypes, 3), a = parse_enum(act, acts, 3);
+    if (d < 0)
+        return kb_bench_bad_option(r, "tp_mlp: --opt dtype=%s: expected f16, bf16 or f32", dt);
+    if (a < 0)
+        return kb_bench_bad_option(r, "tp_mlp: --opt act=%s: expected none, relu or gelu", act);
+    c->dtype = d == 0 ? KB_F16 : d == 1 ? KB_BF16 : KB_F32;
+    c->act = (kb_tp_activation)a;
+    if (c->ffn % c->ranks)
+        return kb_bench_bad_option(r, "tp_mlp: --opt ffn=%lld does not divide by ranks = %lld",
+                                   (long long)c->ffn, (long long)c->ranks);
+    return 0;
+}
+
+/* ---- the ranks -------------------------------------------------------------------- */
+
+static int input(kb_machine *m, const tp_cfg *c, const float *x, kb_tensor *out)
+{
+    kb_policy p;
+    int64_t shape[2] = {c->tokens, c->hidden};
+    int rc = kb_tp_placement(m, &p);
+    if (!rc) rc = kb_empty(m, "x", 2, shape, c->dtype, &p, out);
+    if (!rc)
+        rc = kb_copy_from_host(m, *out, x, (size_t)(c->tokens * c->hidden) * sizeof *x, KB_F32);
+    return rc;
+}
+
+/* Every rank is here; rank 0 then runs `mark` (no rank launches before it). */
+static int all_here(kb_machine *m, int rank, void (*mark)(kb_bench_result *), kb_bench_result *r)
+{
+    int rc = kb_barrier(m);
+    if (!rc && rank == 0 && mark) mark(r);
+    return rc;
+}
+
+/* One forward, layer by layer, into *y; with measure, rank 0 marks the
+ * measured region and the end of the column layer. */
+static int forward(kb_machine *m, int rank, tp_run *u, kb_tp_mlp *mlp, kb_tensor x, int measure,
+                   kb_tensor *y)
+{
+    kb_tensor hid = {0};
+    kb_bench_result *r = u->r;
+    int rc = all_here(m, rank, measure ? kb_bench_measure_begin : NULL, r);
+    if (!rc) rc = all_here(m, rank, NULL, r);
+    if (!rc) rc = kb_tp_linear_forward(m, &mlp->fc1, x, &hid);
+    if (!rc) rc = all_here(m, rank, NULL, r);
+    if (!rc && rank == 0) u->fc1_end_ps = kb_now_ps(m);
+    if (!rc) rc = kb_tp_linear_forward(m, &mlp->fc2, hid, y);
+    if (!rc) rc = all_here(m, rank, measure ? kb_bench_measure_end : NULL, r);
+    if (hid.id) kb_free(m, hid);
+    return rc;
+}
+
+/* Builds the MLP and runs the forward twice: a warm-up (the first
+ * all-reduce over the ranks' PEs installs its queues), then the measured
+ * one, whose output is kept. */
+static int rank_fn(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    tp_run *u = arg;
+    const tp_cfg *c = u->c;
+    const tp_host *h = u->h;
+    kb_tp_mlp mlp = {0};
+    kb_tensor x = {0}, y[2] = {{0}, {0}};
+    kb_tp_linear_opts o1 = {h->w1, c->bias, c->bias ? h->b1 : NULL, c->act},
+                      o2 = {h->w2, c->bias, c->bias ? h->b2 : NULL, 0};
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_tp_initialize_model_parallel(m, nprocs);
+    if (!rc) rc = kb_tp_mlp_create(m, &mlp, "mlp", c->hidden, c->ffn, c->dtype, &o1, &o2);
+    if (!rc) rc = input(m, c, h->x, &x);
+    for (int pass = 0; pass < 2 && !rc; pass++)
+        rc = forward(m, rank, u, &mlp, x, pass == 1, &y[pass]);
+    size_t n = (size_t)(c->tokens * c->hidden);
+    if (!rc && !u->r->no_data)
+        rc = kb_copy_to_host(m, y[1], u->y + (size_t)rank * n, n * sizeof *u->y, KB_F32);
+    u->times[rank] = mlp.fc2.last;
+    kb_tensor t[3] = {x, y[0], y[1]};
+    for (int i = 0; i < 3; i++)
+        if (t[i].id) kb_free(m, t[i]);
+    kb_tp_mlp_free(m, &mlp);
+    return rc;
+}
+
+/* ---- host data and reference ---------------------------------------------------- */
+
+static void fill(float *a, size_t n, uint64_t seed, double bound, kb_dtype dt)
+{
+    kb__bench_fill(a, n, seed, -bound, bound);
+    kb__bench_round(a, n, dt);
+}
+
+static int host_init(const tp_cfg *c, tp_host *h)
+{
+    size_t nx = (size_t)(c->tokens * c->hidden), nw = (size_t)(c->hidden * c->ffn);
+    h->x = malloc(nx * sizeof(float));
+    h->w1 = malloc(nw * sizeof(float)), h->w2 = malloc(nw * sizeof(float));
+    h->b1 = malloc((size_t)c->ffn * sizeof(float)),
+    h->b2 = malloc((size_t)c->hidden * sizeof(float));
+    if (!h->x || !h->w1 || !h->w2 || !h->b1 || !h->b2) return KB_ENOMEM;
+    fill(h->x, nx, 61, 1.0, c->dtype);
+    fill(h->w1, nw, 62, 1.0 / sqrt((double)c->hidden), c->dtype);
+    fill(h->b1, (size_t)c->ffn, 63, 0.1, c->dtype);
+    fill(h->w2, nw, 64, 1.0 / sqrt((double)c->ffn), c->dtype);
+    fill(h->b2, (size_t)c->hidden, 65, 0.1, c->dtype);
+    return 0;
+}
+
+static void host_free(tp_host *h)
+{
+    free(h->x), free(h->w1), free(h->b1), free(h->w2), free(h->b2);
+}
+
+static double act_ref(double v, kb_tp_activation act)
+{
+    if (act == KB_TP_ACT_RELU) return v > 0 ? v : 0;
+    if (act == KB_TP_ACT_GELU)
+        return 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    return v;
+}
+
+/* One row of a [K] @ w [K, N] + b into out[N] (double), and into mag[N]
+ * the sum of the terms' magnitudes (NULL: not wanted). */
+static void ref_row(const float *a, const float *w, const float *b, int64_t K, int64_t N,
+                    double *out, double *mag)
+{
+    for (int64_t j = 0; j < N; j++) {
+        out[j] = b ? b[j] : 0;
+        if (mag) mag[j] = b ? fabs(b[j]) : 0;
+    }
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t j = 0; j < N; j++) {
+            double p = (double)a[k] * w[k * N + j];
+            out[j] += p;
+            if (mag) mag[j] += fabs(p);
+        }
+}
+
+/* max over outputs of |y - ref| / S (see the header); NaN for a NaN. */
+static double normalized_err(const tp_cfg *c, const tp_host *h, const float *y)
+{
+    double *acc = malloc((size_t)(c->ffn + 2 * c->hidden) * sizeof *acc);
+    float *hrow = malloc((size_t)c->ffn * sizeof *hrow);
+    if (!acc || !hrow) {
+        free(acc), free(hrow);
+        return NAN;
+    }
+    double e = 0, *ref = acc + c->ffn, *mag = ref + c->hidden;
+    for (int64_t t = 0; t < c->tokens; t++) {
+        ref_row(h->x + t * c->hidden, h->w1, c->bias ? h->b1 : NULL, c->hidden, c->ffn, acc, NULL);
+        for (int64_t k = 0; k < c->ffn; k++)
+            hrow[k] = (float)act_ref(acc[k], c->act);
+        kb__bench_round(hrow, (size_t)c->ffn, c->dtype);
+        ref_row(hrow, h->w2, c->bias ? h->b2 : NULL, c->ffn, c->hidden, ref, mag);
+        for (int64_t j = 0; j < c->hidden; j++) {
+            double d = fabs(y[t * c->hidden + j] - ref[j]) / (mag[j] > 0 ? mag[j] : 1);
+            if (isnan(d)) e = NAN;
+            if (!isnan(e) && d > e) e = d;
+        }
+    }
+    free(acc), free(hrow);
+    return e;
+}
+
+static void check(kb_bench_result *r, const tp_cfg *c, const tp_host *h, const float *y)
+{
+    size_t n = (size_t)(c->tokens * c->hidden);
+    double differ = 0;
+    for (int64_t k = 1; k < c->ranks; k++)
+        for (size_t i = 0; i < n; i++)
+            differ += memcmp(&y[k * n + i], &y[i], sizeof *y) != 0;
+    kb_bench_check(r, "ranks identical", differ, 0);
+    double u = c->dtype == KB_F16    ? ldexp(1, -11)
+               : c->dtype == KB_BF16 ? ldexp(1, -8)
+                                     : ldexp(1, -24);
+    double tol = (double)(c->ranks + 3) * u + (double)(c->hidden + c->ffn) * ldexp(1, -24);
+    kb_bench_check(r, "y (normalized)", normalized_err(c, h, y), tol);
+}
+
+/* The phases of the header comment, in microseconds. */
+static void figures(kb_bench_result *r, const tp_cfg *c, const tp_run *u)
+{
+    uint64_t reduce = UINT64_MAX, bias = 0;
+    for (int64_t k = 0; k < c->ranks; k++) {
+        reduce = u->times[k].all_reduce_ps < reduce ? u->times[k].all_reduce_ps : reduce;
+        bias = u->times[k].bias_ps > bias ? u->times[k].bias_ps : bias;
+    }
+    uint64_t fc1 = u->fc1_end_ps - r->begin_ps, fc2 = r->end_ps - u->fc1_end_ps;
+    kb_bench_figure(r, "fc1", (double)fc1 / 1e6, "us");
+    kb_bench_figure(r, "fc2_gemm", (double)(fc2 - reduce - bias) / 1e6, "us");
+    kb_bench_figure(r, "all_reduce", (double)reduce / 1e6, "us");
+    kb_bench_figure(r, "fc2_bias", (double)bias / 1e6, "us");
+    kb_bench_figure(r, "ranks", (double)c->ranks, "");
+    kb_bench_figure(r, "useful FLOP", 4.0 * (double)c->tokens * (double)c->hidden * (double)c->ffn,
+                    "");
+    kb_bench_note(r, "placement",
+                  "rank r on sip r, cube 0, pe 0; the ranks' launches share the machine's one "
+                  "stream");
+}
+
+static int tp_mlp(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
+{
+    tp_cfg c;
+    int rc = read_cfg(m, o, r, &c);
+    if (rc) return rc;
+    tp_host h = {0};
+    tp_run u = {&c, &h, r, NULL, NULL, 0};
+    u.y = malloc((size_t)(c.ranks * c.tokens * c.hidden) * sizeof *u.y);
+    u.times = calloc((size_t)c.ranks, sizeof *u.times);
+    if (!u.y || !u.times || host_init(&c, &h)) {
+        rc = kb_bench_fail(r, KB_ENOMEM, "tp_mlp: cannot allocate host buffers");
+    } else if ((rc = kb_spawn(m, rank_fn, (int)c.ranks, &u))) {
+        kb_bench_fail(r, rc, "tp_mlp: %s", kb_last_error(m));
+    } else {
+        figures(r, &c, &u);
+        if (!r->no_data) check(r, &c, &h, u.y);
+    }
+    host_free(&h);
+    free(u.y);
+    free(u.times);
+    return rc;
+}
+
+static const kb_bench_opt_doc opts[] = {
+    {"tokens", "64", "rows of x (batch x sequence)"},
+    {"hidden", "256", "hidden size: x [tokens, hidden], y the same"},
+    {"ffn", "1024", "the MLP's inner size (must divide by ranks)"},
+    {"dtype", "f16", "f16, bf16 or f32 for x, W and y (f32 accumulation)"},
+    {"act", "gelu", "activation after the column layer: none, relu or gelu"},
+    {"bias", "true", "both layers add a bias"},
+    {"ranks", "SIPs", "host ranks = tensor-parallel size, one per SIP (1..SIPs)"},
+};
+
+const kb_bench kb__bench_tp_mlp = {
+    "tp_mlp", "Megatron tensor-parallel MLP: column GEMM, row GEMM, all-reduce over host ranks",
+    opts, (int)(sizeof opts / sizeof opts[0]), tp_mlp};

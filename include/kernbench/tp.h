@@ -1,0 +1,184 @@
+/*
+ * kernbench/tp.h — tensor parallelism with Megatron's names: the parallel
+ * state (initialize_model_parallel and the rank / world-size getters),
+ * ColumnParallelLinear, RowParallelLinear and the two-layer MLP.
+ *
+ * The host ranks of a kb_spawn group (kernbench/dist.h) are the model's
+ * ranks. Megatron puts consecutive ranks in one tensor-parallel group; the
+ * collectives of dist.h always cover every rank of the group, so the only
+ * size supported yet is tensor_model_parallel_size == world size (no data
+ * parallelism: KB_EUNSUPPORTED otherwise, docs/tp.md).
+ *
+ * Placement: every tensor of a rank (its weight slices, inputs, outputs)
+ * lives on one PE, PE 0 of cube 0 of the SIP the rank is bound to
+ * (kb_set_device; ranks start bound to SIP rank mod SIPs, the driver on
+ * SIP 0 when unbound). kb_tp_placement gives the policy to create inputs
+ * with. The ranks of a tensor-parallel group need distinct SIPs: a
+ * collective takes at most one buffer per PE.
+ *
+ * Numbers: x and W in f16, bf16 or f32 (one dtype per layer), products
+ * accumulated in f32 by tl_dot, bias and activation applied to the f32
+ * accumulator, output rounded once to the layer's dtype. The row layer's
+ * partial products are rounded to the dtype and all-reduced (summed) in it,
+ * as Megatron does.
+ *
+ * Every call returns 0 or a negative KB_E* code with the message in
+ * kb_last_error(m); outputs are zeroed on failure. Layers own device
+ * tensors: kb_tp_linear_free / kb_tp_mlp_free give them back (kb_close
+ * frees whatever is left). Collective calls (marked) must be made by every
+ * rank of the group in the same order with the same arguments.
+ */
+#ifndef KERNBENCH_TP_H
+#define KERNBENCH_TP_H
+
+#include "kernbench/dist.h"
+#include "kernbench/kernbench.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- parallel state ---------------------------------------------------------- */
+
+/* Collective. Sets the caller's model-parallel state: ranks r with the same
+ * r / tensor_model_parallel_size form a tensor-parallel group (Megatron's
+ * consecutive ranks). Needs the process group (KB_ESTATE before
+ * kb_init_process_group, or when the state is set already: call
+ * kb_tp_destroy_model_parallel first). Every rank publishes its size first,
+ * so sizes that differ between ranks are KB_EINVAL on every rank, listing
+ * each rank's size. A size < 1 or one that does not divide the world size
+ * is KB_EINVAL; a size smaller than the world is KB_EUNSUPPORTED (data
+ * parallelism needs collectives over sub-groups, which dist.h has not
+ * yet). From the driver (world 1) size 1 works. No simulated time. */
+KB_API int kb_tp_initialize_model_parallel(kb_machine *m, int tensor_model_parallel_size);
+
+/* *out := 1 when the caller's model-parallel state is set, else 0. */
+KB_API int kb_tp_model_parallel_is_initialized(kb_machine *m, int *out);
+
+/* The caller's rank in its tensor-parallel group (rank mod size) and the
+ * group's size; its rank among the data-parallel replicas (rank / size)
+ * and their number (world / size). KB_ESTATE before
+ * kb_tp_initialize_model_parallel; *out is -1 on failure. */
+KB_API int kb_tp_get_tensor_model_parallel_rank(kb_machine *m, int *out);
+KB_API int kb_tp_get_tensor_model_parallel_world_size(kb_machine *m, int *out);
+KB_API int kb_tp_get_data_parallel_rank(kb_machine *m, int *out);
+KB_API int kb_tp_get_data_parallel_world_size(kb_machine *m, int *out);
+
+/* Clears the caller's model-parallel state (its own only, as Megatron's
+ * destroy_model_parallel clears one process's). 0 when it was not set. */
+KB_API int kb_tp_destroy_model_parallel(kb_machine *m);
+
+/* *out := the policy that puts a tensor where the caller's layers compute:
+ * one shard on PE 0 of cube 0 of its bound SIP (SIP 0 when unbound). */
+KB_API int kb_tp_placement(kb_machine *m, kb_policy *out);
+
+/* ---- layers ------------------------------------------------------------------ */
+
+typedef enum kb_tp_activation {
+    KB_TP_ACT_NONE = 0,
+    KB_TP_ACT_RELU = 1, /* max(x, 0) */
+    KB_TP_ACT_GELU = 2  /* Megatron's tanh approximation, written as
+                           x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)) */
+} kb_tp_activation;
+
+typedef enum kb_tp_kind { KB_TP_COLUMN = 0, KB_TP_ROW = 1 } kb_tp_kind;
+
+/* How a layer is built. A zeroed struct (or NULL) means zero weights, no
+ * bias, no activation. */
+typedef struct kb_tp_linear_opts {
+    const float *weight;      /* the FULL weight, row-major [in_features, out_features] f32 (y =
+                                 x @ W); each rank copies its own slice. NULL: zeros */
+    int bias;                 /* 1: the layer adds a bias */
+    const float *bias_values; /* the FULL bias [out_features] f32; NULL: zeros */
+    kb_tp_activation act;     /* column layers: applied in the GEMM epilogue; row: NONE only */
+} kb_tp_linear_opts;
+
+/* Simulated time of the parts of a layer's last forward, on the calling
+ * rank's clock (ranks' launches share the machine's one stream). */
+typedef struct kb_tp_times {
+    uint64_t gemm_ps;       /* the GEMM launch, issue to completion */
+    uint64_t all_reduce_ps; /* row layers with tensor-parallel size > 1 */
+    uint64_t bias_ps;       /* row layers: the bias launch after the all-reduce */
+} kb_tp_times;
+
+/* One rank's part of a layer. Plain data, filled by the constructors; the
+ * caller owns the struct, the layer owns the tensors. */
+typedef struct kb_tp_linear {
+    char name[48];                     /* for messages; possibly truncated */
+    kb_tp_kind kind;                   /* column or row parallel */
+    int64_t in_features, out_features; /* of the whole layer */
+    int64_t in_local, out_local;       /* of this rank's weight slice */
+    kb_dtype dtype;                    /* of x, W, b and y */
+    kb_tp_activation act;
+    int tp_rank, tp_size; /* at creation */
+    kb_tensor weight;     /* [in_local, out_local] on the rank's PE */
+    kb_tensor bias;       /* column: [out_local]; row: [out_features]; {0} without bias */
+    kb_tp_times last;     /* the parts of the last forward */
+} kb_tp_linear;
+
+/* Collective. ColumnParallelLinear: this rank holds W[:, r*n : (r+1)*n]
+ * and that slice of the bias, n = out_features / tp_size. Forward: y_local
+ * = act(x @ W_local + b_local) with x the full input [tokens, in_features];
+ * y_local is [tokens, n] (Megatron's gather_output=False: no gather;
+ * gather_output=True is not supported yet). name NULL: "column_parallel".
+ * KB_ESTATE before kb_tp_initialize_model_parallel; KB_EINVAL (naming the
+ * layer and the sizes) for sizes < 1, out_features not dividing by
+ * tp_size, a dtype other than f16, bf16, f32, an unknown activation, or
+ * ranks that disagree on the arguments or share a SIP; device errors as
+ * kb_empty and kb_copy_from_host. On failure *l is zeroed and nothing is
+ * left on the device. */
+KB_API int kb_tp_column_parallel_linear(kb_machine *m, kb_tp_linear *l, const char *name,
+                                        int64_t in_features, int64_t out_features, kb_dtype dtype,
+                                        const kb_tp_linear_opts *opts);
+
+/* Collective. RowParallelLinear: this rank holds W[r*k : (r+1)*k, :], k =
+ * in_features / tp_size, and the whole bias. Forward: x is this rank's
+ * slice of the input [tokens, k] (Megatron's input_is_parallel=True; a
+ * full input is not supported yet); y = all_reduce_sum(x @ W_local) + b,
+ * [tokens, out_features], bitwise identical on every rank. With tp_size 1
+ * there is no all-reduce and the bias is fused into the GEMM. Errors as
+ * the column layer (in_features must divide; act must be NONE). */
+KB_API int kb_tp_row_parallel_linear(kb_machine *m, kb_tp_linear *l, const char *name,
+                                     int64_t in_features, int64_t out_features, kb_dtype dtype,
+                                     const kb_tp_linear_opts *opts);
+
+/* Runs the layer on x, a 2-D [tokens, in] tensor of the layer's dtype in
+ * one shard on the rank's PE (kb_tp_placement); in is in_features for a
+ * column layer, in_local for a row layer. Creates *y ("NAME.y", same
+ * placement), which the caller frees with kb_free. Row layers are
+ * collective (the all-reduce). KB_EINVAL naming the layer, the tensor and
+ * its sizes for a wrong x; kernel and collective errors as kb_wait and
+ * kb_all_reduce. *y is {0} on failure. */
+KB_API int kb_tp_linear_forward(kb_machine *m, kb_tp_linear *l, kb_tensor x, kb_tensor *y);
+
+/* Frees the layer's tensors and zeroes *l. A zeroed layer is a no-op. */
+KB_API int kb_tp_linear_free(kb_machine *m, kb_tp_linear *l);
+
+/* ---- the two-layer MLP ----------------------------------------------------------- */
+
+/* Megatron's ParallelMLP: h = act(ColumnParallel(x)), y = RowParallel(h). */
+typedef struct kb_tp_mlp {
+    kb_tp_linear fc1; /* [hidden, ffn_hidden], column parallel, carries the activation */
+    kb_tp_linear fc2; /* [ffn_hidden, hidden], row parallel */
+} kb_tp_mlp;
+
+/* Collective. Builds fc1 ("NAME.fc1") from fc1_opts (its act is the MLP's
+ * activation) and fc2 ("NAME.fc2") from fc2_opts (act NONE); either opts
+ * may be NULL. name NULL: "mlp". ffn_hidden must divide by tp_size. On
+ * failure *mlp is zeroed and nothing is left on the device. */
+KB_API int kb_tp_mlp_create(kb_machine *m, kb_tp_mlp *mlp, const char *name, int64_t hidden,
+                            int64_t ffn_hidden, kb_dtype dtype, const kb_tp_linear_opts *fc1_opts,
+                            const kb_tp_linear_opts *fc2_opts);
+
+/* Collective. y = fc2(fc1(x)) for x [tokens, hidden] on the rank's PE: the
+ * full input on every rank; y [tokens, hidden] is the same on every rank
+ * (bitwise). The hidden activation is freed before returning. */
+KB_API int kb_tp_mlp_forward(kb_machine *m, kb_tp_mlp *mlp, kb_tensor x, kb_tensor *y);
+
+/* Frees both layers and zeroes *mlp. */
+KB_API int kb_tp_mlp_free(kb_machine *m, kb_tp_mlp *mlp);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,157 @@
+/*
+ * gemm.c — the kernels of the tensor-parallel layers, written with the
+ * public tl_ API: y = act(x @ w + bias) and y += bias.
+ *
+ * GEMM: one program on the PE that holds x, w and y (a layer keeps every
+ * tensor of a rank on one PE, docs/tp.md). It walks y's tiles row band by
+ * row band; per tile the K loop loads BM × BK blocks of x and BK × BN
+ * blocks of w through block pointers with boundary checks (zero padding
+ * past the edges, so any size works) and accumulates them with tl_dot in
+ * f32. The epilogue works on the f32 accumulator: + the bias block
+ * (broadcast over the rows), the activation, then one cast to y's dtype
+ * and a boundary-checked store. Tiles are at most 64 × 64 × 64, the GEMM
+ * unit's shape in the built-in machine; smaller matrices get the next
+ * power of two that covers them.
+ *
+ * Launch arguments: 0 x [M, K], 1 w [K, N], 2 y [M, N], 3 activation, 4
+ * has bias, 5 bias [N] (only when 4 is 1).
+ */
+#include <math.h>
+
+#include "tp/internal.h"
+
+#define TILE_MAX 64
+#define CHECK_2D (TL_CHECK(0) | TL_CHECK(1))
+
+typedef struct tiles {
+    int64_t m, n, k;
+} tiles;
+
+/* The smallest power of two >= v, at most cap. */
+static int64_t pow2_cover(int64_t v, int64_t cap)
+{
+    int64_t p = 1;
+    while (p < v && p < cap)
+        p <<= 1;
+    return p;
+}
+
+/* A block pointer on 2-D t at (r0, c0), blocks of br × bc. */
+static tl_block_ptr block2(tl_ctx *k, tl_tensor *t, int64_t r0, int64_t c0, int64_t br, int64_t bc)
+{
+    return tl_make_block_ptr(k, t, 2, (int64_t[]){tl_tensor_dim(t, 0), tl_tensor_dim(t, 1)},
+                             (int64_t[]){tl_tensor_stride(t, 0), tl_tensor_stride(t, 1)},
+                             (int64_t[]){r0, c0}, (int64_t[]){br, bc}, (int[]){1, 0});
+}
+
+/* bias[n0 : n0 + bn] as a [1, bn] row (zero past the end). */
+static tl_tile bias_row(tl_ctx *k, tl_tensor *bias, int64_t n0, int64_t bn)
+{
+    tl_block_ptr p = tl_make_block_ptr(k, bias, 1, (int64_t[]){tl_tensor_dim(bias, 0)},
+                                       (int64_t[]){tl_tensor_stride(bias, 0)}, &n0, &bn, NULL);
+    return tl_expand_dims(k, tl_load_block(k, p, TL_CHECK(0), TL_PAD_ZERO), 0);
+}
+
+/* x[m0:, :] @ w[:, n0:] for one bm × bn tile, accumulated in f32. */
+static tl_tile accumulate(tl_ctx *k, tl_tensor *x, tl_tensor *w, int64_t m0, int64_t n0,
+                          const tiles *b)
+{
+    tl_block_ptr px = block2(k, x, m0, 0, b->m, b->k), pw = block2(k, w, 0, n0, b->k, b->n);
+    tl_tile acc = tl_zeros(k, 2, (int64_t[]){b->m, b->n}, TL_F32);
+    for (int64_t k0 = 0; k0 < tl_tensor_dim(x, 1); k0 += b->k) {
+        uint64_t s = tl_scope_begin(k);
+        tl_tile next = tl_dot(k, tl_load_block(k, px, CHECK_2D, TL_PAD_ZERO),
+                              tl_load_block(k, pw, CHECK_2D, TL_PAD_ZERO), acc);
+        tl_free(k, acc);
+        acc = next;
+        tl_scope_end(k, s, 1, &acc);
+        px = tl_advance(k, px, (int64_t[]){0, b->k});
+        pw = tl_advance(k, pw, (int64_t[]){b->k, 0});
+    }
+    return acc;
+}
+
+/* Megatron's gelu: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), with
+ * 0.5 (1 + tanh(u)) = sigmoid(2u). */
+static tl_tile gelu(tl_ctx *k, tl_tile x)
+{
+    const double two_sqrt_2_over_pi = 2.0 * sqrt(2.0 / M_PI);
+    tl_tile x3 = tl_mul(k, tl_mul(k, x, x), x);
+    tl_tile inner = tl_fma(k, x3, tl_scalar(k, 0.044715, TL_F32), x);
+    tl_tile s = tl_sigmoid(k, tl_mul(k, inner, tl_scalar(k, two_sqrt_2_over_pi, TL_F32)));
+    return tl_mul(k, x, s);
+}
+
+static tl_tile activate(tl_ctx *k, tl_tile v, kb_tp_activation act)
+{
+    switch (act) {
+    case KB_TP_ACT_RELU:
+        return tl_maximum(k, v, tl_scalar(k, 0.0, TL_F32));
+    case KB_TP_ACT_GELU:
+        return gelu(k, v);
+    default:
+        return v;
+    }
+}
+
+static void gemm_kernel(tl_ctx *k)
+{
+    tl_tensor *x = tl_arg_tensor(k, 0), *w = tl_arg_tensor(k, 1), *y = tl_arg_tensor(k, 2);
+    kb_tp_activation act = (kb_tp_activation)tl_arg_i64(k, 3);
+    tl_tensor *bias = tl_arg_i64(k, 4) ? tl_arg_tensor(k, 5) : NULL;
+    int64_t M = tl_tensor_dim(x, 0), N = tl_tensor_dim(w, 1);
+    tiles b = {pow2_cover(M, TILE_MAX), pow2_cover(N, TILE_MAX),
+               pow2_cover(tl_tensor_dim(x, 1), TILE_MAX)};
+    for (int64_t m0 = 0; m0 < M; m0 += b.m) {
+        for (int64_t n0 = 0; n0 < N; n0 += b.n) {
+            uint64_t s = tl_scope_begin(k);
+            tl_tile v = accumulate(k, x, w, m0, n0, &b);
+            if (bias) v = tl_add(k, v, bias_row(k, bias, n0, b.n));
+            v = tl_cast(k, activate(k, v, act), tl_tensor_dtype(y));
+            tl_store_block(k, block2(k, y, m0, n0, b.m, b.n), v, CHECK_2D);
+            tl_scope_end(k, s, 0, NULL);
+        }
+    }
+}
+
+/* y += bias, tile by tile, in y's dtype (Megatron adds the bias to the
+ * reduced output in the model's dtype). */
+static void bias_kernel(tl_ctx *k)
+{
+    tl_tensor *y = tl_arg_tensor(k, 0), *bias = tl_arg_tensor(k, 1);
+    int64_t M = tl_tensor_dim(y, 0), N = tl_tensor_dim(y, 1);
+    int64_t bm = pow2_cover(M, TILE_MAX), bn = pow2_cover(N, TILE_MAX);
+    for (int64_t m0 = 0; m0 < M; m0 += bm) {
+        for (int64_t n0 = 0; n0 < N; n0 += bn) {
+            uint64_t s = tl_scope_begin(k);
+            tl_block_ptr p = block2(k, y, m0, n0, bm, bn);
+            tl_tile v =
+                tl_add(k, tl_load_block(k, p, CHECK_2D, TL_PAD_ZERO), bias_row(k, bias, n0, bn));
+            tl_store_block(k, p, v, CHECK_2D);
+            tl_scope_end(k, s, 0, NULL);
+        }
+    }
+}
+
+static int launch(kb_machine *m, const char *name, tl_kernel_fn fn, int sip, const kb_arg *args,
+                  int n)
+{
+    kb_launch_opts o = {{1, 1, 1}, sip};
+    kb_launch_id id;
+    int rc = kb_launch(m, name, fn, &o, args, n, &id);
+    return rc ? rc : kb_wait(m, id);
+}
+
+int kb__tp_gemm(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor w, kb_tensor y,
+                kb_tensor bias, kb_tp_activation act)
+{
+    kb_arg args[6] = {kb_arg_tensor(x), kb_arg_tensor(w),         kb_arg_tensor(y),
+                      kb_arg_i64(act),  kb_arg_i64(bias.id != 0), kb_arg_tensor(bias)};
+    return launch(m, name, gemm_kernel, sip, args, bias.id ? 6 : 5);
+}
+
+int kb__tp_bias_add(kb_machine *m, const char *name, int sip, kb_tensor y, kb_tensor bias)
+{
+    kb_arg args[2] = {kb_arg_tensor(y), kb_arg_tensor(bias)};
+    return launch(m, name, bias_kernel, sip, args, 2);
+}

@@ -1,0 +1,58 @@
+/*
+ * tp/internal.h — what the files of the tensor-parallel layer share: the
+ * parallel state's handshake (state.c) and the layers' kernels (gemm.c).
+ *
+ * The layer sits on the public host, dist and kernel APIs; from the
+ * runtime it takes only the error hand-off (kb__rt_fail, so a rank's own
+ * message becomes its root cause) and the per-group slot that holds the
+ * parallel state (kb__rt_group_ext_of).
+ */
+#ifndef KB_TP_INTERNAL_H
+#define KB_TP_INTERNAL_H
+
+#include <stdint.h>
+
+#include "base/error.h"
+#include "kernbench/tp.h"
+
+/* Values one rank publishes in a handshake. */
+#define KB__TP_CLAIM_MAX 8
+
+/* Decides on every rank's claims (world × KB__TP_CLAIM_MAX values, rank
+ * r's at all[r * KB__TP_CLAIM_MAX]): 0, or a code with the message in err.
+ * Every rank runs it on the same values, so all decide alike. */
+typedef int (*kb__tp_check_fn)(const int64_t *all, int world, void *ctx, kb__err *err);
+
+/* Collective: every rank of the caller's group publishes mine[0..n) (n <=
+ * KB__TP_CLAIM_MAX) as part of public call `call` (a static string, for
+ * messages), then runs check on all ranks' claims; ranks in different
+ * calls are KB_EINVAL on every rank. Two kb_barrier calls bracket the
+ * check: after the first every rank has published, after the second every
+ * rank has checked, so a later handshake never overwrites claims a slower
+ * rank still reads. World 1: no barrier. The barriers complete the
+ * caller's outstanding launches (kb_barrier). */
+int kb__tp_agree(kb_machine *m, const char *call, const int64_t *mine, int n, kb__tp_check_fn check,
+                 void *ctx, kb__err *err);
+
+/* The caller's tensor-parallel size and rank; KB_ESTATE naming `who`
+ * when the parallel state is not set. */
+int kb__tp_state(kb_machine *m, const char *who, int *tp_size, int *tp_rank, kb__err *err);
+
+/* Records e on the machine (and as the calling rank's own failure); returns
+ * its code. */
+int kb__tp_fail(kb_machine *m, const kb__err *e);
+/* Turns the failure of a public call (its message on m) into a failure of
+ * ours: `prefix: MESSAGE`, same code. */
+int kb__tp_fail_from(kb_machine *m, int code, const char *prefix);
+
+/* ---- gemm.c: the kernels ----------------------------------------------------------- */
+
+/* Launches y = act(x @ w + bias) on the PE of x's one shard (SIP sip) and
+ * waits: one program that walks y's tiles (docs/tp.md). bias {0}: none.
+ * name is the kernel's name in messages and traces. */
+int kb__tp_gemm(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor w, kb_tensor y,
+                kb_tensor bias, kb_tp_activation act);
+/* Launches y += bias (bias [N] broadcast over y's rows) and waits. */
+int kb__tp_bias_add(kb_machine *m, const char *name, int sip, kb_tensor y, kb_tensor bias);
+
+#endif

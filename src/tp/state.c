@@ -1,0 +1,295 @@
+/*
+ * state.c — the model-parallel state (Megatron's parallel_state) and the
+ * handshake collective calls of this layer use to agree on their
+ * arguments.
+ *
+ * State: one tp_group per group of host ranks (a kb_spawn group, or the
+ * driver alone), kept in the runtime's per-group slot, so every kb_spawn
+ * starts uninitialised and nothing is global. Each rank has its own
+ * tensor-parallel size (0: not initialised), as each Megatron process has
+ * its own parallel_state; kb_tp_initialize_model_parallel sets every
+ * rank's at once, kb_tp_destroy_model_parallel clears the caller's.
+ *
+ * Handshake (kb__tp_agree): claims are written into the group's table,
+ * read by every rank between two barriers. Cost: O(world) host work per
+ * rank and two barriers; no simulated time of its own.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/internal.h"
+#include "tp/internal.h"
+
+typedef struct tp_group {
+    int world;
+    int *size;         /* [world]: the rank's tensor-parallel size, 0 = not initialised */
+    int64_t *claims;   /* [world × KB__TP_CLAIM_MAX]: the last handshake's values */
+    const char **call; /* [world]: the public call each rank's last handshake is part of */
+} tp_group;
+
+static void group_free(void *p)
+{
+    tp_group *g = p;
+    if (!g) return;
+    free(g->size);
+    free(g->claims);
+    free(g->call);
+    free(g);
+}
+
+/* The caller's group state, created on first use; NULL with err set. */
+static tp_group *group_of(kb_machine *m, kb__err *err)
+{
+    kb__rt_group_ext *ext = kb__rt_group_ext_of(m, err);
+    if (!ext) return NULL;
+    if (ext->p) return ext->p;
+    int world = kb_world_size(m);
+    tp_group *g = calloc(1, sizeof *g);
+    if (g) {
+        g->world = world;
+        g->size = calloc((size_t)world, sizeof *g->size);
+        g->claims = calloc((size_t)world * KB__TP_CLAIM_MAX, sizeof *g->claims);
+        g->call = calloc((size_t)world, sizeof *g->call);
+    }
+    if (!g || !g->size || !g->claims || !g->call) {
+        group_free(g);
+        kb__err_set(err, KB_ENOMEM, "out of host memory for the parallel state of %d ranks", world);
+        return NULL;
+    }
+    ext->p = g;
+    ext->free = group_free;
+    return g;
+}
+
+int kb__tp_fail(kb_machine *m, const kb__err *e)
+{
+    return kb__rt_fail(m, e);
+}
+
+int kb__tp_fail_from(kb_machine *m, int code, const char *prefix)
+{
+    kb__err e;
+    kb__err_set(&e, code, "%s: %s", prefix, kb_last_error(m));
+    return kb__rt_fail(m, &e);
+}
+
+/* err := "handshake: " + the failed barrier's message. */
+static int barrier_failed(kb_machine *m, int rc, kb__err *err)
+{
+    return kb__err_set(err, rc, "handshake with the other ranks: %s", kb_last_error(m));
+}
+
+/* Every rank is in the same call; else names the first that is not. */
+static int same_call(const tp_group *g, const char *call, kb__err *err)
+{
+    for (int r = 0; r < g->world; r++)
+        if (strcmp(g->call[r], call))
+            return kb__err_set(err, KB_EINVAL,
+                               "%s: the ranks are in different calls: rank %d is in %s (every "
+                               "rank must make the same kb_tp_ calls in the same order)",
+                               call, r, g->call[r]);
+    return 0;
+}
+
+int kb__tp_agree(kb_machine *m, const char *call, const int64_t *mine, int n, kb__tp_check_fn check,
+                 void *ctx, kb__err *err)
+{
+    tp_group *g = group_of(m, err);
+    if (!g) return err->code;
+    int rank = kb_rank(m);
+    int64_t *slot = g->claims + (size_t)rank * KB__TP_CLAIM_MAX;
+    memset(slot, 0, KB__TP_CLAIM_MAX * sizeof *slot);
+    memcpy(slot, mine, (size_t)n * sizeof *mine);
+    g->call[rank] = call;
+    int rc = g->world > 1 ? kb_barrier(m) : 0;
+    if (rc) return barrier_failed(m, rc, err);
+    rc = same_call(g, call, err);
+    if (!rc) rc = check(g->claims, g->world, ctx, err);
+    int rc2 = g->world > 1 ? kb_barrier(m) : 0;
+    if (rc2) return barrier_failed(m, rc2, err);
+    return rc;
+}
+
+int kb__tp_state(kb_machine *m, const char *who, int *tp_size, int *tp_rank, kb__err *err)
+{
+    tp_group *g = group_of(m, err);
+    if (!g) return err->code;
+    int size = g->size[kb_rank(m)];
+    if (!size)
+        return kb__err_set(err, KB_ESTATE,
+                           "%s: model parallel is not initialized (call "
+                           "kb_tp_initialize_model_parallel first)",
+                           who);
+    *tp_size = size;
+    *tp_rank = kb_rank(m) % size;
+    return 0;
+}
+
+/* ---- kb_tp_initialize_model_parallel ------------------------------------------ */
+
+#define INIT "kb_tp_initialize_model_parallel"
+
+/* Every rank passed the same size; else lists them (the first 16). */
+static int same_sizes(const int64_t *all, int world, void *ctx, kb__err *err)
+{
+    (void)ctx;
+    int r = 1;
+    while (r < world && all[(size_t)r * KB__TP_CLAIM_MAX] == all[0])
+        r++;
+    if (r == world) return 0;
+    kb__err_set(err, KB_EINVAL,
+                INIT ": the ranks passed different tensor_model_parallel_size values (every "
+                     "rank must pass the same):");
+    size_t len = strlen(err->msg);
+    for (int k = 0; k < world && len < sizeof err->msg - 1; k++) {
+        int w = k < 16 ? snprintf(err->msg + len, sizeof err->msg - len, " rank %d: %lld;", k,
+                                  (long long)all[(size_t)k * KB__TP_CLAIM_MAX])
+                       : snprintf(err->msg + len, sizeof err->msg - len, " ...");
+        if (w > 0) len += (size_t)w;
+        if (k >= 16) break;
+    }
+    return KB_EINVAL;
+}
+
+/* The size itself, once every rank agreed on it. */
+static int check_size(int size, int world, kb__err *err)
+{
+    if (size < 1)
+        return kb__err_set(err, KB_EINVAL, INIT ": tensor_model_parallel_size %d: must be >= 1",
+                           size);
+    if (world % size)
+        return kb__err_set(err, KB_EINVAL,
+                           INIT ": tensor_model_parallel_size %d does not divide the world size "
+                                "%d (host ranks)",
+                           size, world);
+    if (size < world)
+        return kb__err_set(err, KB_EUNSUPPORTED,
+                           INIT ": tensor_model_parallel_size %d with %d ranks makes %d "
+                                "data-parallel replicas, which is not supported yet: the "
+                                "collectives of kernbench/dist.h cover every rank of the group "
+                                "and cannot run over a sub-group; use "
+                                "tensor_model_parallel_size == world size (%d)",
+                           size, world, world / size, world);
+    return 0;
+}
+
+int kb_tp_initialize_model_parallel(kb_machine *m, int tensor_model_parallel_size)
+{
+    if (!m) return KB_EINVAL;
+    kb__err e;
+    kb__err_clear(&e);
+    if (!kb_is_initialized(m)) {
+        kb__err_set(&e, KB_ESTATE,
+                    INIT ": no process group (call kb_init_process_group(m, \"ahbm\") first)");
+        return kb__tp_fail(m, &e);
+    }
+    tp_group *g = group_of(m, &e);
+    if (!g) return kb__tp_fail(m, &e);
+    int rank = kb_rank(m);
+    if (g->size[rank]) {
+        kb__err_set(&e, KB_ESTATE,
+                    INIT ": model parallel is already initialized on rank %d (size %d); call "
+                         "kb_tp_destroy_model_parallel first",
+                    rank, g->size[rank]);
+        return kb__tp_fail(m, &e);
+    }
+    int64_t mine = tensor_model_parallel_size;
+    int rc = kb__tp_agree(m, INIT, &mine, 1, same_sizes, NULL, &e);
+    if (!rc) rc = check_size(tensor_model_parallel_size, g->world, &e);
+    if (rc) return kb__tp_fail(m, &e);
+    g->size[rank] = tensor_model_parallel_size;
+    return 0;
+}
+
+/* ---- getters ------------------------------------------------------------------------ */
+
+int kb_tp_model_parallel_is_initialized(kb_machine *m, int *out)
+{
+    if (out) *out = 0;
+    if (!m) return KB_EINVAL;
+    kb__err e;
+    kb__err_clear(&e);
+    if (!out) {
+        kb__err_set(&e, KB_EINVAL, "kb_tp_model_parallel_is_initialized: out is NULL");
+        return kb__tp_fail(m, &e);
+    }
+    tp_group *g = group_of(m, &e);
+    if (!g) return kb__tp_fail(m, &e);
+    *out = g->size[kb_rank(m)] != 0;
+    return 0;
+}
+
+typedef enum which { TP_RANK, TP_WORLD, DP_RANK, DP_WORLD } which;
+
+static int get(kb_machine *m, int *out, which w, const char *who)
+{
+    if (out) *out = -1;
+    if (!m) return KB_EINVAL;
+    kb__err e;
+    kb__err_clear(&e);
+    int size = 0, tp_rank = 0;
+    if (!out) kb__err_set(&e, KB_EINVAL, "%s: out is NULL", who);
+    if (e.code || kb__tp_state(m, who, &size, &tp_rank, &e)) return kb__tp_fail(m, &e);
+    switch (w) {
+    case TP_RANK:
+        *out = tp_rank;
+        break;
+    case TP_WORLD:
+        *out = size;
+        break;
+    case DP_RANK:
+        *out = kb_rank(m) / size;
+        break;
+    case DP_WORLD:
+        *out = kb_world_size(m) / size;
+        break;
+    }
+    return 0;
+}
+
+int kb_tp_get_tensor_model_parallel_rank(kb_machine *m, int *out)
+{
+    return get(m, out, TP_RANK, "kb_tp_get_tensor_model_parallel_rank");
+}
+
+int kb_tp_get_tensor_model_parallel_world_size(kb_machine *m, int *out)
+{
+    return get(m, out, TP_WORLD, "kb_tp_get_tensor_model_parallel_world_size");
+}
+
+int kb_tp_get_data_parallel_rank(kb_machine *m, int *out)
+{
+    return get(m, out, DP_RANK, "kb_tp_get_data_parallel_rank");
+}
+
+int kb_tp_get_data_parallel_world_size(kb_machine *m, int *out)
+{
+    return get(m, out, DP_WORLD, "kb_tp_get_data_parallel_world_size");
+}
+
+int kb_tp_destroy_model_parallel(kb_machine *m)
+{
+    if (!m) return KB_EINVAL;
+    kb__err e;
+    kb__err_clear(&e);
+    tp_group *g = group_of(m, &e);
+    if (!g) return kb__tp_fail(m, &e);
+    g->size[kb_rank(m)] = 0;
+    return 0;
+}
+
+int kb_tp_placement(kb_machine *m, kb_policy *out)
+{
+    if (out) memset(out, 0, sizeof *out);
+    if (!m) return KB_EINVAL;
+    if (!out) {
+        kb__err e;
+        kb__err_set(&e, KB_EINVAL, "kb_tp_placement: out is NULL");
+        return kb__tp_fail(m, &e);
+    }
+    /* num_sips 0 lets kb_set_device scope the tensor to the bound SIP */
+    *out =
+        (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb_get_device(m) < 0 ? 1 : 0, 1, 1};
+    return 0;
+}

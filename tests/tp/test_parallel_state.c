@@ -1,0 +1,223 @@
+/* The model-parallel state of kernbench/tp.h from 1, 2 and 4 host ranks on
+ * the small test machine (2 SIPs x 2 cubes x 2 PEs): the Megatron lookups
+ * and every refusal of kb_tp_initialize_model_parallel. Expected ranks are
+ * computed from the rank numbers (consecutive ranks share a
+ * tensor-parallel group), never pasted. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernbench/tp.h"
+#include "support/machine.h"
+
+#define MAX_RANKS 4
+
+typedef struct seen {
+    int size;                /* what every rank passes, unless per_rank is set */
+    int per_rank[MAX_RANKS]; /* 0: use size */
+    int skip_group;          /* 1: no kb_init_process_group first */
+    int init_before, init_after, init_destroyed;
+    int tp_rank[MAX_RANKS], tp_world[MAX_RANKS], dp_rank[MAX_RANKS], dp_world[MAX_RANKS];
+    int rc[MAX_RANKS];
+    char msg[MAX_RANKS][1024];
+} seen;
+
+static void keep(seen *s, int rank, int rc, kb_machine *m)
+{
+    s->rc[rank] = rc;
+    snprintf(s->msg[rank], sizeof s->msg[rank], "%s", rc ? kb_last_error(m) : "");
+}
+
+static int lookups(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    seen *s = arg;
+    int rc = s->skip_group ? 0 : kb_init_process_group(m, "ahbm");
+    int before = -1;
+    if (!rc) rc = kb_tp_model_parallel_is_initialized(m, &before);
+    int size = s->per_rank[rank] ? s->per_rank[rank] : s->size;
+    if (!rc) rc = kb_tp_initialize_model_parallel(m, size);
+    keep(s, rank, rc, m);
+    if (rc) return rc;
+    int after = -1, gone = -1;
+    kb_tp_model_parallel_is_initialized(m, &after);
+    rc = kb_tp_get_tensor_model_parallel_rank(m, &s->tp_rank[rank]);
+    if (!rc) rc = kb_tp_get_tensor_model_parallel_world_size(m, &s->tp_world[rank]);
+    if (!rc) rc = kb_tp_get_data_parallel_rank(m, &s->dp_rank[rank]);
+    if (!rc) rc = kb_tp_get_data_parallel_world_size(m, &s->dp_world[rank]);
+    if (!rc) rc = kb_tp_destroy_model_parallel(m);
+    if (!rc) rc = kb_tp_model_parallel_is_initialized(m, &gone);
+    if (rank == 0) s->init_before = before, s->init_after = after, s->init_destroyed = gone;
+    keep(s, rank, rc, m);
+    return rc;
+}
+
+static void expect_megatron_ranks(int nprocs)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    seen s;
+    memset(&s, 0, sizeof s);
+    s.size = nprocs;
+    cr_assert_eq(kb_spawn(m, lookups, nprocs, &s), 0, "%s", kb_last_error(m));
+    for (int r = 0; r < nprocs; r++) {
+        cr_expect_eq(s.tp_rank[r], r % nprocs, "rank %d", r);
+        cr_expect_eq(s.tp_world[r], nprocs, "rank %d", r);
+        cr_expect_eq(s.dp_rank[r], r / nprocs, "rank %d", r);
+        cr_expect_eq(s.dp_world[r], 1, "rank %d", r);
+    }
+    cr_expect_eq(s.init_before, 0);
+    cr_expect_eq(s.init_after, 1);
+    cr_expect_eq(s.init_destroyed, 0, "kb_tp_destroy_model_parallel cleared it");
+    kb_close(m);
+}
+
+Test(tp_state, two_ranks_form_one_tensor_parallel_group)
+{
+    expect_megatron_ranks(2);
+}
+
+Test(tp_state, four_ranks_form_one_tensor_parallel_group)
+{
+    expect_megatron_ranks(4);
+}
+
+Test(tp_state, the_driver_alone_is_a_group_of_one)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_tp_initialize_model_parallel(m, 1), 0, "%s", kb_last_error(m));
+    int v[4] = {-1, -1, -1, -1};
+    cr_expect_eq(kb_tp_get_tensor_model_parallel_rank(m, &v[0]), 0);
+    cr_expect_eq(kb_tp_get_tensor_model_parallel_world_size(m, &v[1]), 0);
+    cr_expect_eq(kb_tp_get_data_parallel_rank(m, &v[2]), 0);
+    cr_expect_eq(kb_tp_get_data_parallel_world_size(m, &v[3]), 0);
+    cr_expect(v[0] == 0 && v[1] == 1 && v[2] == 0 && v[3] == 1, "%d %d %d %d", v[0], v[1], v[2],
+              v[3]);
+    kb_close(m);
+}
+
+/* Runs `lookups` and returns rank 0's code (the message in s->msg[0]). */
+static int spawn_init(seen *s, int nprocs)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int rc = kb_spawn(m, lookups, nprocs, s);
+    kb_close(m);
+    return rc;
+}
+
+Test(tp_state, a_size_that_does_not_divide_the_world_is_refused)
+{
+    seen s;
+    memset(&s, 0, sizeof s);
+    s.size = 3;
+    cr_expect_eq(spawn_init(&s, 4), KB_EINVAL);
+    cr_expect(strstr(s.msg[0], "tensor_model_parallel_size 3 does not divide the world size 4"),
+              "%s", s.msg[0]);
+}
+
+Test(tp_state, sizes_below_one_are_refused)
+{
+    for (int size = 0; size >= -1; size--) {
+        seen s;
+        memset(&s, 0, sizeof s);
+        s.size = size;
+        cr_expect_eq(spawn_init(&s, 2), KB_EINVAL, "size %d", size);
+        char want[96];
+        snprintf(want, sizeof want, "tensor_model_parallel_size %d: must be >= 1", size);
+        cr_expect(strstr(s.msg[0], want), "%s", s.msg[0]);
+    }
+}
+
+Test(tp_state, data_parallelism_is_not_supported_yet)
+{
+    seen s;
+    memset(&s, 0, sizeof s);
+    s.size = 2;
+    cr_expect_eq(spawn_init(&s, 4), KB_EUNSUPPORTED);
+    cr_expect(strstr(s.msg[0], "makes 2 data-parallel replicas, which is not supported yet"), "%s",
+              s.msg[0]);
+    cr_expect(strstr(s.msg[0], "cannot run over a sub-group"), "%s", s.msg[0]);
+    cr_expect(strstr(s.msg[0], "use tensor_model_parallel_size == world size (4)"), "%s", s.msg[0]);
+    memset(&s, 0, sizeof s);
+    s.size = 1;
+    cr_expect_eq(spawn_init(&s, 2), KB_EUNSUPPORTED, "size 1 of 2 ranks too");
+}
+
+Test(tp_state, ranks_passing_different_sizes_all_fail_naming_each_size)
+{
+    seen s;
+    memset(&s, 0, sizeof s);
+    s.per_rank[0] = 2, s.per_rank[1] = 4;
+    cr_expect_eq(spawn_init(&s, 2), KB_EINVAL);
+    for (int r = 0; r < 2; r++) {
+        cr_expect_eq(s.rc[r], KB_EINVAL, "rank %d decided alike", r);
+        cr_expect(strstr(s.msg[r], "different tensor_model_parallel_size values"), "%s", s.msg[r]);
+        cr_expect(strstr(s.msg[r], "rank 0: 2; rank 1: 4;"), "%s", s.msg[r]);
+    }
+}
+
+Test(tp_state, initializing_needs_the_process_group)
+{
+    seen s;
+    memset(&s, 0, sizeof s);
+    s.size = 2;
+    s.skip_group = 1;
+    cr_expect_eq(spawn_init(&s, 2), KB_ESTATE);
+    cr_expect(strstr(s.msg[0], "no process group (call kb_init_process_group"), "%s", s.msg[0]);
+    kb_machine *m = kb_test_small_machine(0);
+    cr_expect_eq(kb_tp_initialize_model_parallel(m, 1), KB_ESTATE, "from the driver too");
+    kb_close(m);
+}
+
+Test(tp_state, lookups_before_initializing_are_refused)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int v = 7;
+    cr_expect_eq(kb_tp_get_tensor_model_parallel_rank(m, &v), KB_ESTATE);
+    cr_expect_eq(v, -1);
+    cr_expect(strstr(kb_last_error(m), "kb_tp_get_tensor_model_parallel_rank: model parallel is "
+                                       "not initialized"),
+              "%s", kb_last_error(m));
+    cr_expect_eq(kb_tp_get_data_parallel_world_size(m, &v), KB_ESTATE);
+    cr_expect_eq(kb_tp_get_tensor_model_parallel_world_size(m, NULL), KB_EINVAL);
+    cr_expect_eq(kb_tp_model_parallel_is_initialized(m, NULL), KB_EINVAL);
+    cr_expect_eq(kb_tp_get_data_parallel_rank(NULL, &v), KB_EINVAL);
+    kb_close(m);
+}
+
+Test(tp_state, initializing_twice_is_refused_until_destroyed)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0);
+    cr_assert_eq(kb_tp_initialize_model_parallel(m, 1), 0, "%s", kb_last_error(m));
+    cr_expect_eq(kb_tp_initialize_model_parallel(m, 1), KB_ESTATE);
+    cr_expect(strstr(kb_last_error(m), "already initialized"), "%s", kb_last_error(m));
+    cr_expect_eq(kb_tp_destroy_model_parallel(m), 0);
+    cr_expect_eq(kb_tp_initialize_model_parallel(m, 1), 0, "%s", kb_last_error(m));
+    kb_close(m);
+}
+
+static int is_init(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    int *out = arg;
+    return kb_tp_model_parallel_is_initialized(m, &out[rank]);
+}
+
+Test(tp_state, every_spawn_starts_uninitialized)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    seen s;
+    memset(&s, 0, sizeof s);
+    s.size = 2;
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0);
+    cr_assert_eq(kb_tp_initialize_model_parallel(m, 1), 0, "the driver's own state");
+    int out[2] = {-1, -1};
+    cr_assert_eq(kb_spawn(m, is_init, 2, out), 0, "%s", kb_last_error(m));
+    cr_expect(out[0] == 0 && out[1] == 0, "the ranks do not inherit the driver's state");
+    cr_assert_eq(kb_spawn(m, lookups, 2, &s), 0, "%s", kb_last_error(m));
+    int still = 0;
+    cr_expect_eq(kb_tp_model_parallel_is_initialized(m, &still), 0);
+    cr_expect_eq(still, 1, "the ranks left the driver's state alone");
+    kb_close(m);
+}
