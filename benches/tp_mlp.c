@@ -16,8 +16,8 @@
  *               ranks (the last to arrive waits for nobody)
  *   fc2_bias    the bias launches after it (the longest call: all ranks
  *               leave the all-reduce together)
- * The ranks' launches share the machine's one stream (docs/runtime.md), so
- * the ranks' GEMMs of one phase run one after the other.
+ * Each rank's launches are its own stream on its own PE (docs/runtime.md,
+ * "Launch"), so the ranks' GEMMs of one phase run side by side.
  *
  * Checks. "ranks identical": every rank's y equals rank 0's bit for bit
  * (tolerance 0; the value is the number of differing elements). "y
@@ -273,8 +273,7 @@ static void figures(kb_bench_result *r, const tp_cfg *c, const tp_run *u)
     kb_bench_figure(r, "useful FLOP", 4.0 * (double)c->tokens * (double)c->hidden * (double)c->ffn,
                     "");
     kb_bench_note(r, "placement",
-                  "rank r on sip r, cube 0, pe 0; the ranks' launches share the machine's one "
-                  "stream");
+                  "rank r on sip r, cube 0, pe 0; each rank's launches are its own stream");
 }
 
 static int tp_mlp(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)

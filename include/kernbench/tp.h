@@ -94,7 +94,8 @@ typedef struct kb_tp_linear_opts {
 } kb_tp_linear_opts;
 
 /* Simulated time of the parts of a layer's last forward, on the calling
- * rank's clock (ranks' launches share the machine's one stream). */
+ * rank's clock (each rank's launches are its own stream: the ranks' GEMMs
+ * run side by side). */
 typedef struct kb_tp_times {
     uint64_t gemm_ps;       /* the GEMM launch, issue to completion */
     uint64_t all_reduce_ps; /* row layers with tensor-parallel size > 1 */

@@ -145,7 +145,8 @@ struct kb_machine {
     kb__rt_pe_base *pe_base;     /* [n_pes] statistics at the last reset */
     kb__rt_link_base *link_base; /* [links] statistics at the last reset */
     kb__rt_launch *launches;     /* outstanding or not yet waited, in launch order */
-    kb__rt_launch *pe_owner;     /* the launch whose programs run on the PEs, or NULL */
+    uint32_t *pe_mark;           /* [n_pes] scratch of try_start (launch.c) */
+    uint32_t pe_stamp;           /* its current mark */
     uint64_t next_launch_id;     /* serial of the next launch, from 1 (kb__rt_launch_id) */
     struct kb__ccl_state *ccl;   /* collectives: ccl.yaml and the installed queues (ccl/run.c) */
     struct kb__rt_trace *trace;  /* kb_trace_start's file, or NULL (trace.c) */

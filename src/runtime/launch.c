@@ -12,18 +12,21 @@
  *   pe_cpu -> m_cpu; when a cube's PEs are all in, m_cpu -> io_cpu; when a
  *   SIP's cubes are, io_cpu.dispatch_ns, io_cpu -> host; the launch is
  *   complete when every SIP replied.
- * Launches run their programs in launch order (one stream): a launch whose
- * fan-out arrived while an earlier launch still runs programs starts when
- * that one's last PE finished.
+ * Launches start their programs in launch order, one stream per host rank
+ * (the driver is one): a launch whose fan-out arrived starts when every
+ * earlier launch of its host rank, and every earlier launch that uses one of
+ * its PEs, has finished its programs. So launches of different host ranks on
+ * different PEs run side by side, as on devices with a stream each; a
+ * collective's launch (kb__rt_launch_on) is a fence: it starts when every
+ * earlier launch has finished its programs, and every later one waits for it.
  *
  * Launch ids carry the machine's tag (runtime/internal.h): find_launch,
  * through which every wait looks an id up, refuses another machine's.
  *
  * Invariants: m->launches holds launches not yet waited for, in id order;
- * m->pe_owner is the one launch whose programs run (PEs run one program at
- * a time). A launch's struct (its messages, arguments) lives until it is
- * waited for, so no callback ever sees freed memory.
- * Cost: O(SIPs + cubes + PEs) messages per launch, one allocation block.
+ * a PE runs the programs of at most one launch at a time (try_start). A launch's struct (its
+ * messages, arguments) lives until it is waited for, so no callback ever sees freed memory. Cost:
+ * O(SIPs + cubes + PEs) messages per launch, one allocation block.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +70,7 @@ struct kb__rt_launch {
     lpe *pe;
     uint32_t arrivals, sips_pending, pes_running;
     bool ready, started, finished;
+    bool fence; /* a collective's: runs alone in launch order (try_start) */
     kb__time t_issue, t_start, t_end;
     kb__time t_pes_end; /* the last PE finished its programs */
     kb__pe_launch *pl;
@@ -82,7 +86,8 @@ int kb__rt_pes_init(kb_machine *m, kb__err *err)
     if (m->pe_units) return 0;
     kb__pe **v = calloc(m->n_pes, sizeof *v);
     if (!m->pe_base) m->pe_base = calloc(m->n_pes, sizeof *m->pe_base);
-    if (!v || !m->pe_base) {
+    if (!m->pe_mark) m->pe_mark = calloc(m->n_pes, sizeof *m->pe_mark);
+    if (!v || !m->pe_base || !m->pe_mark) {
         free(v);
         return kb__err_set(err, KB_ENOMEM, "out of host memory for %u PEs", m->n_pes);
     }
@@ -130,6 +135,8 @@ void kb__rt_launch_fini(kb_machine *m)
     m->pe_units = NULL;
     free(m->pe_base);
     m->pe_base = NULL;
+    free(m->pe_mark);
+    m->pe_mark = NULL;
     free(m->link_base);
     m->link_base = NULL;
 }
@@ -193,7 +200,6 @@ static void pe_done(void *arg, uint32_t i)
     kb__fab_send(l->m->dev->sim, &l->pe[i].ack);
     if (--l->pes_running == 0) {
         l->t_pes_end = kb__sim_now(l->m->dev->sim);
-        l->m->pe_owner = NULL;
         kb__sim_post(l->m->dev->sim, 0, start_next_cb, l->m, 0);
     }
 }
@@ -205,29 +211,67 @@ static void fail_start(kb__rt_launch *l, const kb__err *e)
 {
     l->status = e->code ? e->code : KB_EKERNEL;
     kb__err_copy(&l->err, e);
-    l->m->pe_owner = NULL;
+    l->pes_running = 0;
+    l->t_pes_end = kb__sim_now(l->m->dev->sim);
     for (uint32_t i = 0; i < l->n_pes; i++)
         kb__fab_send(l->m->dev->sim, &l->pe[i].ack);
 }
 
-/* Starts the oldest launch whose fan-out arrived, if the PEs are free. */
-static void try_start(kb_machine *m)
+/* Starts l's programs on its PEs (now: its fan-out arrived). */
+static void start(kb_machine *m, kb__rt_launch *l)
 {
-    if (m->pe_owner) return;
-    kb__rt_launch *l = m->launches;
-    while (l && l->started)
-        l = l->next;
-    if (!l || !l->ready) return;
     l->started = true;
     l->t_start = kb__sim_now(m->dev->sim);
-    m->pe_owner = l;
     l->pes_running = l->n_pes;
     kb__err e;
     kb__err_clear(&e);
-    if (kb__tl_launch_start(m->dev->sim, l->pes, l->n_pes, &l->desc, &l->pl, &e)) {
-        fail_start(l, &e);
-        try_start(m);
+    if (kb__tl_launch_start(m->dev->sim, l->pes, l->n_pes, &l->desc, &l->pl, &e)) fail_start(l, &e);
+}
+
+/* Whether an earlier launch of owner is among owners[0..n). */
+static bool owner_held(const int *owners, size_t n, int owner)
+{
+    for (size_t i = 0; i < n; i++)
+        if (owners[i] == owner) return true;
+    return false;
+}
+
+/* Starts every launch that may start now, in launch order (header comment):
+ * each launch that has not finished its programs holds its host rank's
+ * stream and its PEs for the launches after it. O(launches outstanding x
+ * their host ranks + their PEs). */
+static void try_start(kb_machine *m)
+{
+    if (++m->pe_stamp == 0) { /* the marks wrapped: clear them */
+        memset(m->pe_mark, 0, m->n_pes * sizeof *m->pe_mark);
+        m->pe_stamp = 1;
     }
+    uint32_t stamp = m->pe_stamp;
+    size_t n_held = 0, cap = 0;
+    int *held = NULL;     /* host ranks whose stream an earlier launch holds */
+    bool earlier = false; /* an earlier launch has not finished its programs */
+    for (kb__rt_launch *l = m->launches; l; l = l->next) {
+        if (l->started && !l->pes_running) continue;
+        if (!l->started && l->ready) {
+            bool free = l->fence ? !earlier : !owner_held(held, n_held, l->owner);
+            for (uint32_t i = 0; free && i < l->n_pes; i++)
+                free = m->pe_mark[l->pe[i].gi] != stamp;
+            if (free) start(m, l);
+        }
+        if (l->started && !l->pes_running) continue; /* its start failed */
+        if (l->fence) break;                         /* every later launch waits for it */
+        earlier = true;
+        for (uint32_t i = 0; i < l->n_pes; i++)
+            m->pe_mark[l->pe[i].gi] = stamp;
+        if (owner_held(held, n_held, l->owner)) continue;
+        if (n_held == cap) {
+            int *v = realloc(held, (cap = cap ? 2 * cap : 8) * sizeof *v);
+            if (!v) break; /* out of memory: start nothing more now; a later try retries */
+            held = v;
+        }
+        held[n_held++] = l->owner;
+    }
+    free(held);
 }
 
 /* ---- fan-out ------------------------------------------------------------------- */
@@ -574,6 +618,7 @@ int kb__rt_launch_on(kb_machine *m, const kb__rt_launch_spec *s, kb_launch_id *o
     for (int a = 0; a < s->n_args; a++)
         l->desc.args[a] = s->args[a];
     l->desc.coll = s->coll;
+    l->fence = true;
     l->n_pes = s->n_pes;
     l->desc.grid[0] = s->n_pes;
     l->desc.grid[1] = l->desc.grid[2] = 1;

@@ -635,3 +635,114 @@ Test(dist, two_ranks_with_buffers_on_one_pe_are_named_with_the_pe)
         cr_expect_eq(first_of(m, o.t[r]), 3.0f, "rank %d: not the sum 1 + 2", r);
     kb_close(m);
 }
+
+/* ---- streams: each rank's launches are its own ------------------------------- */
+
+#define BUSY_OPS 200 /* element-wise ops of the busy kernel: far longer than a launch's overhead   \
+                      */
+
+static void busy(tl_ctx *k)
+{
+    int64_t n = 4096;
+    tl_tile x = tl_zeros(k, 1, &n, TL_F32);
+    for (int i = 0; i < BUSY_OPS; i++) {
+        tl_tile y = tl_add(k, x, x);
+        tl_free(k, x);
+        x = y;
+    }
+}
+
+/* Simulated time from issue to completion of `busy` on the first PE of SIP sip. */
+static uint64_t busy_alone(kb_machine *m, int sip)
+{
+    kb_launch_opts o = {{1, 1, 1}, sip};
+    kb_launch_id id;
+    uint64_t t0 = kb_now_ps(m);
+    cr_assert_eq(kb_launch(m, "busy", busy, &o, NULL, 0, &id), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_wait(m, id), 0, "%s", kb_last_error(m));
+    return kb_now_ps(m) - t0;
+}
+
+typedef struct streams {
+    uint64_t t0, done[2];
+} streams;
+
+static int launch_busy(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    streams *s = arg;
+    kb_launch_opts o = {{1, 1, 1}, rank};
+    kb_launch_id id;
+    int rc = kb_launch(m, "busy", busy, &o, NULL, 0, &id);
+    if (!rc) rc = kb_wait(m, id);
+    s->done[rank] = kb_now_ps(m) - s->t0;
+    return rc;
+}
+
+Test(dist, two_ranks_kernels_on_their_own_sips_run_side_by_side)
+{
+    kb_machine *m = open_m();
+    uint64_t d = busy_alone(m, 0);
+    cr_assert_eq(busy_alone(m, 1), d); /* the machine is symmetric */
+    streams s = {kb_now_ps(m), {0, 0}};
+    cr_assert_eq(kb_spawn(m, launch_busy, 2, &s), 0, "%s", kb_last_error(m));
+    /* side by side: each as long as alone; one after the other the second
+     * would need about twice that */
+    for (int r = 0; r < 2; r++) {
+        cr_assert_geq(s.done[r], d, "rank %d", r);
+        cr_assert_lt(s.done[r], d + d / 4, "rank %d: %llu ps, alone %llu ps", r,
+                     (unsigned long long)s.done[r], (unsigned long long)d);
+    }
+    kb_close(m);
+}
+
+Test(dist, the_drivers_launches_stay_in_order_on_different_sips)
+{
+    kb_machine *m = open_m();
+    uint64_t d = busy_alone(m, 0);
+    kb_launch_opts o0 = {{1, 1, 1}, 0}, o1 = {{1, 1, 1}, 1};
+    kb_launch_id a, b;
+    uint64_t t0 = kb_now_ps(m);
+    cr_assert_eq(kb_launch(m, "busy", busy, &o0, NULL, 0, &a), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_launch(m, "busy", busy, &o1, NULL, 0, &b), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_wait(m, b), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_wait(m, a), 0, "%s", kb_last_error(m));
+    uint64_t both = kb_now_ps(m) - t0;
+    cr_assert_gt(both, d + 3 * d / 4, "%llu ps for two, %llu ps alone", (unsigned long long)both,
+                 (unsigned long long)d);
+    kb_close(m);
+}
+
+/* Rank 1 computes, then both all-reduce a tensor on PE 0 of their SIP. */
+static int busy_then_reduce(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    streams *s = arg;
+    int rc = kb_init_process_group(m, "ahbm");
+    int64_t shape = 64;
+    kb_tensor t;
+    if (!rc) rc = kb_full(m, "t", 1, &shape, KB_F32, &ONE_PE, rank + 1.0, &t);
+    kb_launch_id id;
+    kb_launch_opts o = {{1, 1, 1}, rank};
+    if (!rc && rank == 1) rc = kb_launch(m, "busy", busy, &o, NULL, 0, &id);
+    if (!rc) {
+        s->done[rank] = kb_now_ps(m); /* rank 1: issued, not waited for */
+        rc = kb_all_reduce(m, t, KB_SUM);
+    }
+    return rc;
+}
+
+Test(dist, a_collective_waits_for_every_launch_issued_before_it)
+{
+    kb_machine *m = open_m();
+    uint64_t d = busy_alone(m, 1);
+    streams s = {0, {0, 0}};
+    cr_assert_eq(kb_spawn(m, busy_then_reduce, 2, &s), 0, "%s", kb_last_error(m));
+    kb_ccl_report rep;
+    cr_assert_eq(kb_ccl_last(m, &rep), 0);
+    /* rank 1's kernel runs on SIP 1's PE 0, which is also in the collective:
+     * the collective's programs start after it */
+    cr_assert_geq(rep.run_start_ps, s.done[1] + d / 2, "collective at %llu, busy issued at %llu",
+                  (unsigned long long)rep.run_start_ps, (unsigned long long)s.done[1]);
+    kb_close(m);
+}
