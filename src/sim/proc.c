@@ -124,6 +124,8 @@ void kb__proc_yield(kb__sim *sim, kb__proc *p)
 /* ---- errors -------------------------------------------------------------- */
 
 static void proc_verror(kb__proc *p, int code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+static void proc_verror(kb__proc *p, int code, const char *fmt, va_list ap)
 {
     if (!p->err) p->err = malloc(sizeof *p->err);
     if (p->err) kb__err_vset(p->err, code, fmt, ap);
