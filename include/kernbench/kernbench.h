@@ -350,6 +350,16 @@ KB_API int kb_busiest_links(kb_machine *m, kb_link_info *out, int n);
  * with a track for collective calls and one for launches. KB_EIO naming the
  * file if it cannot be written, KB_ESTATE if a trace is already on. */
 KB_API int kb_trace_start(kb_machine *m, const char *path);
+
+/* Link counters of a trace: each link's busy fraction per bucket of
+ * simulated time, as a counter track in a "links" process. */
+#define KB_TRACE_LINK_BUCKET_PS 1000000ull /* the default bucket, 1 us */
+#define KB_TRACE_NO_LINKS       UINT64_MAX /* link_bucket_ps: no link counters */
+typedef struct kb_trace_opts {
+    uint64_t link_bucket_ps; /* 0: KB_TRACE_LINK_BUCKET_PS; KB_TRACE_NO_LINKS: none */
+} kb_trace_opts;
+/* kb_trace_start with options (NULL: the defaults, as kb_trace_start). */
+KB_API int kb_trace_start_opts(kb_machine *m, const char *path, const kb_trace_opts *opts);
 /* Ends the trace and closes its file (kb_close does it too); 0 when none is
  * on, KB_EIO naming the file if a write failed. */
 KB_API int kb_trace_stop(kb_machine *m);

@@ -177,6 +177,17 @@ void kb__fabric_destroy(kb__fabric *fab);
 
 uint32_t kb__fabric_packet_bytes(const kb__fabric *fab);
 uint32_t kb__fabric_header_bytes(const kb__fabric *fab);
+/* Link utilization for traces (util.c): fn(user, link, t, busy_ps) gets
+ * each link's busy time in the bucket [t, t + bucket_ps) of simulated time
+ * once a reservation starts in a later bucket (or at stop), and busy_ps 0
+ * at the start of the bucket after one the link then left idle. Buckets
+ * with no reservation are not reported. Restarting replaces the previous
+ * hook (stopping it first). KB_ENOMEM. */
+typedef void (*kb__fab_util_fn)(void *user, uint32_t link, kb__time t, kb__time busy_ps);
+int kb__fabric_util_start(kb__fabric *fab, kb__time bucket_ps, kb__fab_util_fn fn, void *user);
+/* Reports every open bucket and stops (nothing when not started). */
+void kb__fabric_util_stop(kb__fabric *fab);
+
 uint32_t kb__fabric_node_count(const kb__fabric *fab);
 uint32_t kb__fabric_link_count(const kb__fabric *fab);
 const kb__link *kb__fabric_link(const kb__fabric *fab, uint32_t id);

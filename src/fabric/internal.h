@@ -35,10 +35,11 @@ struct kb__fabric {
     /* Scratch for breadth-first search (n_nodes entries each). */
     uint32_t *bfs_prev_link, *bfs_queue;
     uint64_t packet_hops;
-    uint8_t *in_order; /* per node: kb__fabric_set_in_order was called */
-    uint32_t *in_deg;  /* per node: incoming links */
-    uint32_t *in_from; /* per node: the source of one incoming link (the only one when
-                          in_deg is 1) */
+    struct kb__fab_util *util; /* kb__fabric_util_start, or NULL (util.c) */
+    uint8_t *in_order;         /* per node: kb__fabric_set_in_order was called */
+    uint32_t *in_deg;          /* per node: incoming links */
+    uint32_t *in_from;         /* per node: the source of one incoming link (the only one when
+                                  in_deg is 1) */
 };
 
 /* Service time of a packet of `bytes` on l (kb__link_service_ps, inline):
@@ -50,6 +51,10 @@ static inline kb__time kb__link_svc(const kb__fabric *fab, const kb__link *l, ui
     if (bytes == fab->header_bytes) return l->hdr_ps;
     return kb__svc_memo_get(&l->odd, bytes, 1, l->bw_gbs);
 }
+
+/* Adds the reservation [start, end) of l to its utilization (util.c; call
+ * only when fab->util is set). */
+void kb__fab_util_add(kb__fabric *fab, const kb__link *l, kb__time start, kb__time end);
 
 /* Builds the gateway tables (route.c). */
 int kb__fabric_index_gateways(kb__fabric *fab, kb__err *err);

@@ -157,6 +157,7 @@ static kb__time reserve(kb__fab_msg *msg, kb__link *l, uint32_t hop, uint32_t pk
     l->packets++;
     l->busy_ps += svc;
     fab->packet_hops++;
+    if (__builtin_expect(fab->util != NULL, 0)) kb__fab_util_add(fab, l, start, end);
     if (msg->trace) {
         kb__fab_hop *tr = &msg->trace[hop];
         if (start - msg->t_start < tr->head) tr->head = start - msg->t_start;
@@ -262,6 +263,7 @@ static kb__time serve_all(kb__sim *sim, kb__fab_msg *msg, kb__time now)
     l->packets += n;
     l->busy_ps += busy;
     fab->packet_hops += n;
+    if (__builtin_expect(fab->util != NULL, 0)) kb__fab_util_add(fab, l, start, l->free_at);
     if (msg->trace) {
         kb__fab_hop *tr = &msg->trace[0];
         if (start - msg->t_start < tr->head) tr->head = start - msg->t_start;

@@ -29,8 +29,10 @@ struct kb__rt_trace {
     FILE *f;
     char *path;
     uint64_t records;
-    uint32_t host_pid; /* n_pes */
-    int err;           /* errno of the first write error, 0 none */
+    uint32_t host_pid;  /* n_pes */
+    kb__fabric *fab;    /* link counters come from it (NULL: none) */
+    kb__time bucket_ps; /* of the link counters */
+    int err;            /* errno of the first write error, 0 none */
 };
 
 static const char *const pe_tracks[KB__RT_TRACK_COUNT] = {"DMA", "GEMM", "MATH", "programs"};
@@ -92,6 +94,23 @@ static void sink(void *user, const kb__trace_rec *r)
     if (!tr->err && ferror(f)) tr->err = errno ? errno : EIO;
 }
 
+/* A link's busy fraction over one bucket, as a counter sample. */
+static void link_sample(void *user, uint32_t link, kb__time t, kb__time busy)
+{
+    struct kb__rt_trace *tr = user;
+    const kb__link *l = kb__fabric_link(tr->fab, link);
+    char ts[32];
+    fmt_us(ts, sizeof ts, t);
+    fputs(",\n{\"name\":\"", tr->f);
+    put_str(tr->f, kb__fabric_node(tr->fab, l->from)->name);
+    fputs(" -> ", tr->f);
+    put_str(tr->f, kb__fabric_node(tr->fab, l->to)->name);
+    fprintf(tr->f, "\",\"ph\":\"C\",\"pid\":%" PRIu32 ",\"ts\":%s,\"args\":{\"busy\":%.4f}}",
+            tr->host_pid + 1, ts, (double)busy / (double)tr->bucket_ps);
+    tr->records++;
+    if (!tr->err && ferror(tr->f)) tr->err = errno ? errno : EIO;
+}
+
 static void name_meta(FILE *f, const char *what, uint32_t pid, int tid, const char *name)
 {
     fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%" PRIu32, what, pid);
@@ -111,6 +130,7 @@ static void write_header(kb_machine *m, struct kb__rt_trace *tr)
             tr->host_pid);
     for (int t = 0; t < KB__RT_HOST_TRACK_COUNT; t++)
         name_meta(f, "thread_name", tr->host_pid, t, host_tracks[t]);
+    if (tr->fab) name_meta(f, "process_name", tr->host_pid + 1, -1, "links (busy fraction)");
     for (uint32_t i = 0; i < m->n_pes; i++) {
         char name[48];
         snprintf(name, sizeof name, "sip%u/cube%u/pe%u", i / (m->cubes * m->pes),
@@ -122,6 +142,11 @@ static void write_header(kb_machine *m, struct kb__rt_trace *tr)
 }
 
 int kb_trace_start(kb_machine *m, const char *path)
+{
+    return kb_trace_start_opts(m, path, NULL);
+}
+
+int kb_trace_start_opts(kb_machine *m, const char *path, const kb_trace_opts *opts)
 {
     if (!m) return KB_EINVAL;
     if (!path || !path[0]) return fail(m, KB_EINVAL, "kb_trace_start: no file name");
@@ -143,6 +168,17 @@ int kb_trace_start(kb_machine *m, const char *path)
     }
     tr->path = p;
     tr->host_pid = m->n_pes;
+    uint64_t bucket = opts ? opts->link_bucket_ps : 0;
+    if (bucket != KB_TRACE_NO_LINKS) {
+        tr->fab = m->dev->fab;
+        tr->bucket_ps = bucket ? bucket : KB_TRACE_LINK_BUCKET_PS;
+        if (kb__fabric_util_start(tr->fab, tr->bucket_ps, link_sample, tr)) {
+            fclose(tr->f);
+            free(tr->path);
+            free(tr);
+            return fail(m, KB_ENOMEM, "kb_trace_start: out of host memory for the link counters");
+        }
+    }
     write_header(m, tr);
     m->trace = tr;
     kb__sim_set_trace(m->dev->sim, sink, tr);
@@ -155,6 +191,7 @@ int kb_trace_stop(kb_machine *m)
     struct kb__rt_trace *tr = m->trace;
     if (!tr) return 0;
     kb__sim_set_trace(m->dev->sim, NULL, NULL);
+    if (tr->fab) kb__fabric_util_stop(tr->fab); /* the open buckets */
     m->trace = NULL;
     fputs("\n]}\n", tr->f);
     if (!tr->err && ferror(tr->f)) tr->err = errno ? errno : EIO;

@@ -98,8 +98,9 @@ Test(trace, every_op_program_and_launch_is_a_span_timed_as_the_model_times_it)
     char *s = slurp("trace_run.json");
     cr_assert(!strncmp(s, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", 39), "%.80s", s);
     cr_assert(strstr(s, "\n]}\n") && s[strlen(s) - 1] == '\n', "not closed");
-    /* the small machine's 8 PEs are named, each with its four tracks */
-    cr_assert_eq(count(s, "\"name\":\"process_name\""), 8 + 1);
+    /* the small machine's 8 PEs are named, each with its four tracks, then
+     * the host and the links */
+    cr_assert_eq(count(s, "\"name\":\"process_name\""), 8 + 2);
     cr_assert(strstr(s, "\"pid\":5,\"args\":{\"name\":\"sip1/cube0/pe1\"}"), "%.400s", s);
     cr_assert_eq(count(s, "\"name\":\"thread_name\""), 8 * 4 + 2);
     /* arange and add on MATH, load and store on DMA, one program, one launch */
@@ -120,6 +121,56 @@ Test(trace, every_op_program_and_launch_is_a_span_timed_as_the_model_times_it)
     cr_assert_leq(field_ps(launch, "ts"), p0);
     cr_assert_geq(field_ps(launch, "ts") + field_ps(launch, "dur"), p1);
     free(s);
+}
+
+/* The busy time a trace's counters give link `name` (sum of busy x bucket). */
+static double counted_busy_ps(const char *s, const char *name, uint64_t bucket_ps, int *samples)
+{
+    char key[1024];
+    snprintf(key, sizeof key, "{\"name\":\"%.900s\",\"ph\":\"C\"", name);
+    double sum = 0;
+    *samples = 0;
+    for (const char *p = strstr(s, key); p; p = strstr(p + 1, key)) {
+        const char *v = strstr(p, "\"busy\":");
+        cr_assert_not_null(v);
+        sum += strtod(v + 7, NULL) * (double)bucket_ps;
+        (*samples)++;
+    }
+    return sum;
+}
+
+Test(trace, link_counters_add_up_to_each_links_busy_time)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int64_t shape = 1 << 16;
+    kb_tensor t;
+    cr_assert_eq(kb_zeros(m, "t", 1, &shape, KB_F32, NULL, &t), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_stats_reset(m), 0);
+    const uint64_t bucket = 100000; /* 100 ns */
+    kb_trace_opts o = {bucket};
+    cr_assert_eq(kb_trace_start_opts(m, "trace_links.json", &o), 0, "%s", kb_last_error(m));
+    float *h = calloc((size_t)shape, sizeof *h);
+    cr_assert_eq(kb_copy_to_host(m, t, h, (size_t)shape * sizeof *h, KB_F32), 0, "%s",
+                 kb_last_error(m));
+    free(h);
+    cr_assert_eq(kb_trace_stop(m), 0, "%s", kb_last_error(m));
+    kb_link_info li[8];
+    int n = kb_busiest_links(m, li, 8);
+    cr_assert_gt(n, 0);
+    char *s = slurp("trace_links.json");
+    cr_assert(strstr(s, "\"args\":{\"name\":\"links (busy fraction)\"}"), "no links process");
+    for (int i = 0; i < n; i++) {
+        int samples;
+        double got = counted_busy_ps(s, li[i].name, bucket, &samples);
+        /* each sample is rounded to 1e-4 of a bucket */
+        double slack = samples * 0.5e-4 * (double)bucket + 1;
+        cr_assert(fabs(got - (double)li[i].busy_ps) <= slack,
+                  "%s: counters give %.0f ps, busy %llu", li[i].name, got,
+                  (unsigned long long)li[i].busy_ps);
+        cr_assert_gt(samples, 1, "%s", li[i].name);
+    }
+    free(s);
+    kb_close(m);
 }
 
 Test(trace, the_same_run_writes_the_same_file)
