@@ -120,8 +120,9 @@ typedef struct kb_tp_linear {
 /* Collective. ColumnParallelLinear: this rank holds W[:, r*n : (r+1)*n]
  * and that slice of the bias, n = out_features / tp_size. Forward: y_local
  * = act(x @ W_local + b_local) with x the full input [tokens, in_features];
- * y_local is [tokens, n] (Megatron's gather_output=False: no gather;
- * gather_output=True is not supported yet). name NULL: "column_parallel".
+ * y_local is [tokens, n] (Megatron's gather_output=False; for True,
+ * kb_tp_gather_from_model_parallel_region gathers it). name NULL:
+ * "column_parallel".
  * KB_ESTATE before kb_tp_initialize_model_parallel; KB_EINVAL (naming the
  * layer and the sizes) for sizes < 1, out_features not dividing by
  * tp_size, a dtype other than f16, bf16, f32, an unknown activation, or
@@ -134,8 +135,9 @@ KB_API int kb_tp_column_parallel_linear(kb_machine *m, kb_tp_linear *l, const ch
 
 /* Collective. RowParallelLinear: this rank holds W[r*k : (r+1)*k, :], k =
  * in_features / tp_size, and the whole bias. Forward: x is this rank's
- * slice of the input [tokens, k] (Megatron's input_is_parallel=True; a
- * full input is not supported yet); y = all_reduce_sum(x @ W_local) + b,
+ * slice of the input [tokens, k] (Megatron's input_is_parallel=True; for
+ * a full input, kb_tp_scatter_to_model_parallel_region slices it); y =
+ * all_reduce_sum(x @ W_local) + b,
  * [tokens, out_features], bitwise identical on every rank. With tp_size 1
  * there is no all-reduce and the bias is fused into the GEMM. Errors as
  * the column layer (in_features must divide; act must be NONE). */
@@ -154,6 +156,26 @@ KB_API int kb_tp_linear_forward(kb_machine *m, kb_tp_linear *l, kb_tensor x, kb_
 
 /* Frees the layer's tensors and zeroes *l. A zeroed layer is a no-op. */
 KB_API int kb_tp_linear_free(kb_machine *m, kb_tp_linear *l);
+
+/* ---- mappings along the last dimension ------------------------------------------ */
+
+/* Megatron's scatter_to_tensor_model_parallel_region: *y := this rank's
+ * slice of x's last dimension, x [rows, cols] with cols dividing by the
+ * tensor-parallel size p, y [rows, cols / p] ("X.scatter"), both one shard
+ * on the rank's PE (kb_tp_placement). A copy on the rank's PE, no
+ * communication. It gives a row layer its input from a full one (Megatron's
+ * input_is_parallel=False). KB_ESTATE before the parallel state is set;
+ * KB_EINVAL naming x for another shape or placement. */
+KB_API int kb_tp_scatter_to_model_parallel_region(kb_machine *m, kb_tensor x, kb_tensor *y);
+
+/* Megatron's gather_from_tensor_model_parallel_region. Collective: *y :=
+ * the ranks' x [rows, cols] side by side along the last dimension, in rank
+ * order, [rows, p · cols] ("X.gather"), the same on every rank: a
+ * kb_all_gather, then a copy that puts rank q's block in columns q · cols.
+ * It gathers a column layer's output (Megatron's gather_output=True).
+ * Errors as the scatter; the ranks' x must agree in shape and dtype, as
+ * for kb_all_gather. */
+KB_API int kb_tp_gather_from_model_parallel_region(kb_machine *m, kb_tensor x, kb_tensor *y);
 
 /* ---- the two-layer MLP ----------------------------------------------------------- */
 

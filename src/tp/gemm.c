@@ -15,6 +15,10 @@
  *
  * Launch arguments: 0 x [M, K], 1 w [K, N], 2 y [M, N], 3 activation, 4
  * has bias, 5 bias [N] (only when 4 is 1).
+ *
+ * Rectangle copies for the mappings of mappings.c: `count` rectangles of
+ * rows × cols, rectangle q from src at (q · src_row_step, src_col0) to dst
+ * at (0, q · dst_col_step), tile by tile.
  */
 #include <math.h>
 
@@ -133,6 +137,27 @@ static void bias_kernel(tl_ctx *k)
     }
 }
 
+/* Arguments: 0 src, 1 dst, 2 count, 3 rows, 4 cols, 5 src_row_step, 6
+ * src_col0, 7 dst_col_step (header comment). */
+static void copy_kernel(tl_ctx *k)
+{
+    tl_tensor *src = tl_arg_tensor(k, 0), *dst = tl_arg_tensor(k, 1);
+    int64_t count = tl_arg_i64(k, 2), rows = tl_arg_i64(k, 3), cols = tl_arg_i64(k, 4);
+    int64_t srs = tl_arg_i64(k, 5), sc0 = tl_arg_i64(k, 6), dcs = tl_arg_i64(k, 7);
+    int64_t bm = pow2_cover(rows, TILE_MAX), bn = pow2_cover(cols, TILE_MAX);
+    for (int64_t q = 0; q < count; q++)
+        for (int64_t m0 = 0; m0 < rows; m0 += bm)
+            for (int64_t n0 = 0; n0 < cols; n0 += bn) {
+                uint64_t s = tl_scope_begin(k);
+                /* the rectangle's own edge bounds each tile, not the tensors' */
+                int64_t br = rows - m0 < bm ? rows - m0 : bm, bc = cols - n0 < bn ? cols - n0 : bn;
+                tl_tile v = tl_load_block(k, block2(k, src, q * srs + m0, sc0 + n0, br, bc), 0,
+                                          TL_PAD_ZERO);
+                tl_store_block(k, block2(k, dst, m0, q * dcs + n0, br, bc), v, 0);
+                tl_scope_end(k, s, 0, NULL);
+            }
+}
+
 static int launch(kb_machine *m, const char *name, tl_kernel_fn fn, int sip, const kb_arg *args,
                   int n)
 {
@@ -148,6 +173,16 @@ int kb__tp_gemm(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor
     kb_arg args[6] = {kb_arg_tensor(x), kb_arg_tensor(w),         kb_arg_tensor(y),
                       kb_arg_i64(act),  kb_arg_i64(bias.id != 0), kb_arg_tensor(bias)};
     return launch(m, name, gemm_kernel, sip, args, bias.id ? 6 : 5);
+}
+
+int kb__tp_copy(kb_machine *m, const char *name, int sip, kb_tensor src, kb_tensor dst,
+                const kb__tp_rects *r)
+{
+    kb_arg args[8] = {kb_arg_tensor(src),      kb_arg_tensor(dst),
+                      kb_arg_i64(r->count),    kb_arg_i64(r->rows),
+                      kb_arg_i64(r->cols),     kb_arg_i64(r->src_row_step),
+                      kb_arg_i64(r->src_col0), kb_arg_i64(r->dst_col_step)};
+    return launch(m, name, copy_kernel, sip, args, 8);
 }
 
 int kb__tp_bias_add(kb_machine *m, const char *name, int sip, kb_tensor y, kb_tensor bias)

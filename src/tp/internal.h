@@ -52,6 +52,17 @@ int kb__tp_fail_from(kb_machine *m, int code, const char *prefix);
  * name is the kernel's name in messages and traces. */
 int kb__tp_gemm(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor w, kb_tensor y,
                 kb_tensor bias, kb_tp_activation act);
+/* Rectangles for kb__tp_copy: rectangle q (0 <= q < count) of rows × cols
+ * goes from src at (q · src_row_step, src_col0) to dst at (0, q ·
+ * dst_col_step). */
+typedef struct kb__tp_rects {
+    int64_t count, rows, cols, src_row_step, src_col0, dst_col_step;
+} kb__tp_rects;
+/* Launches the copy of r's rectangles from src to dst (2-D, one shard each
+ * on the PE of SIP sip) and waits. */
+int kb__tp_copy(kb_machine *m, const char *name, int sip, kb_tensor src, kb_tensor dst,
+                const kb__tp_rects *r);
+
 /* Launches y += bias (bias [N] broadcast over y's rows) and waits. */
 int kb__tp_bias_add(kb_machine *m, const char *name, int sip, kb_tensor y, kb_tensor bias);
 
