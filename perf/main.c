@@ -40,6 +40,8 @@ static const kb__perf_workload workloads[] = {
      kb__perf_matmul, 256, 0},
     {"allreduce_256", "bytes", "bench ccl_allreduce: ring all-reduce, 1 MiB per rank, 256 PEs",
      kb__perf_allreduce, 256, 0},
+    {"tp_mlp", "flop", "bench tp_mlp: tensor-parallel MLP over one rank per SIP, checked",
+     kb__perf_tp_mlp, 2, 0},
 };
 
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])

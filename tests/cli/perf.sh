@@ -31,6 +31,11 @@ for bad in 0 101 3x -2 ""; do
     check "--repeat '$bad' says what it expects" $?
 done
 
+"$PERF" --only tp_mlp --json > "$tmp/tp.json"
+check "tp_mlp exits 0" $?
+[ "$(json pass "$tmp/tp.json")" = 1 ]
+check "tp_mlp's checks pass" $?
+
 "$PERF" --only nosuch > /dev/null 2> "$tmp/err.txt"
 [ $? -eq 2 ]
 check "an unknown workload exits 2" $?
