@@ -19,25 +19,35 @@
 #include "kernbench/dist.h"
 #include "tp/internal.h"
 
-/* x's info, checked: 2-D, one shard on the PE of kb_tp_placement (*sip its
- * SIP). */
-static int check_region(kb_machine *m, kb_tensor x, const char *who, kb_tensor_info *xi, int *sip,
-                        kb__err *e)
+/* What both mappings start from: the caller's tensor-parallel size and
+ * rank, and x's info, checked: 2-D, one shard on the PE of kb_tp_placement
+ * (sip its SIP). */
+typedef struct start {
+    int size, rank, sip;
+    kb_tensor_info xi;
+} start;
+
+/* Fills *st for x; clears *y (KB_EINVAL when y is NULL). */
+static int begin(kb_machine *m, kb_tensor x, kb_tensor *y, const char *who, start *st, kb__err *e)
 {
+    if (!y) return kb__err_set(e, KB_EINVAL, "%s: y is NULL", who);
+    *y = (kb_tensor){0};
+    int rc = kb__tp_state(m, who, &st->size, &st->rank, e);
+    if (rc) return rc;
     kb_shard_info xs;
-    int rc = kb_tensor_get_info(m, x, xi);
+    rc = kb_tensor_get_info(m, x, &st->xi);
     if (!rc) rc = kb_tensor_get_shard(m, x, 0, &xs);
     if (rc) return kb__err_set(e, rc, "%s: x: %s", who, kb_last_error(m));
-    *sip = kb_get_device(m) < 0 ? 0 : kb_get_device(m);
-    if (xi->ndim != 2)
+    st->sip = kb_get_device(m) < 0 ? 0 : kb_get_device(m);
+    if (st->xi.ndim != 2)
         return kb__err_set(e, KB_EINVAL, "%s: x '%s' has %d dimension(s), expected 2 [rows, cols]",
-                           who, xi->name, xi->ndim);
-    if (xi->n_shards != 1 || xs.sip != *sip || xs.cube != 0 || xs.pe != 0)
+                           who, st->xi.name, st->xi.ndim);
+    if (st->xi.n_shards != 1 || xs.sip != st->sip || xs.cube != 0 || xs.pe != 0)
         return kb__err_set(e, KB_EINVAL,
                            "%s: x '%s' must be one shard on sip%d/cube0/pe0, where the rank's "
                            "layers compute (create it with kb_tp_placement); it has %d shard(s), "
                            "the first on sip%d/cube%d/pe%d",
-                           who, xi->name, *sip, xi->n_shards, xs.sip, xs.cube, xs.pe);
+                           who, st->xi.name, st->sip, st->xi.n_shards, xs.sip, xs.cube, xs.pe);
     return 0;
 }
 
@@ -70,16 +80,11 @@ int kb_tp_scatter_to_model_parallel_region(kb_machine *m, kb_tensor x, kb_tensor
     if (!m) return KB_EINVAL;
     kb__err e;
     kb__err_clear(&e);
-    kb_tensor dummy = {0};
-    if (!y) {
-        kb__err_set(&e, KB_EINVAL, SCATTER ": y is NULL");
-        return fail(m, &dummy, SCATTER, KB_EINVAL, &e);
-    }
-    *y = (kb_tensor){0};
-    int size, rank, sip;
-    kb_tensor_info xi;
-    if (kb__tp_state(m, SCATTER, &size, &rank, &e) || check_region(m, x, SCATTER, &xi, &sip, &e))
-        return fail(m, y, SCATTER, e.code, &e);
+    kb_tensor none = {0};
+    start st;
+    if (begin(m, x, y, SCATTER, &st, &e)) return fail(m, y ? y : &none, SCATTER, e.code, &e);
+    int size = st.size, rank = st.rank, sip = st.sip;
+    const kb_tensor_info xi = st.xi;
     if (xi.shape[1] % size)
         kb__err_set(&e, KB_EINVAL,
                     SCATTER ": x '%s' has %lld columns, which do not split over the %d ranks of "
@@ -99,16 +104,11 @@ int kb_tp_gather_from_model_parallel_region(kb_machine *m, kb_tensor x, kb_tenso
     if (!m) return KB_EINVAL;
     kb__err e;
     kb__err_clear(&e);
-    kb_tensor dummy = {0};
-    if (!y) {
-        kb__err_set(&e, KB_EINVAL, GATHER ": y is NULL");
-        return fail(m, &dummy, GATHER, KB_EINVAL, &e);
-    }
-    *y = (kb_tensor){0};
-    int size, rank, sip;
-    kb_tensor_info xi;
-    if (kb__tp_state(m, GATHER, &size, &rank, &e) || check_region(m, x, GATHER, &xi, &sip, &e))
-        return fail(m, y, GATHER, e.code, &e);
+    kb_tensor none = {0};
+    start st;
+    if (begin(m, x, y, GATHER, &st, &e)) return fail(m, y ? y : &none, GATHER, e.code, &e);
+    int size = st.size, sip = st.sip;
+    const kb_tensor_info xi = st.xi;
     int64_t rows = xi.shape[0], cols = xi.shape[1];
     kb_tensor all = x; /* the ranks' blocks one after the other: [size · rows, cols] */
     int rc = 0;
