@@ -91,7 +91,7 @@ static void sink(void *user, const kb__trace_rec *r)
         fprintf(f, ",\"args\":{\"program\":%" PRIu64 ",\"work\":%" PRIu64 "}}", r->args[1],
                 r->args[2]);
     tr->records++;
-    if (!tr->err && ferror(f)) tr->err = errno ? errno : EIO;
+    if (!tr->err && ferror(f)) tr->err = EIO; /* errno may be another call's by now */
 }
 
 /* A link's busy fraction over one bucket, as a counter sample. */
@@ -108,7 +108,7 @@ static void link_sample(void *user, uint32_t link, kb__time t, kb__time busy)
     fprintf(tr->f, "\",\"ph\":\"C\",\"pid\":%" PRIu32 ",\"ts\":%s,\"args\":{\"busy\":%.4f}}",
             tr->host_pid + 1, ts, (double)busy / (double)tr->bucket_ps);
     tr->records++;
-    if (!tr->err && ferror(tr->f)) tr->err = errno ? errno : EIO;
+    if (!tr->err && ferror(tr->f)) tr->err = EIO;
 }
 
 static void name_meta(FILE *f, const char *what, uint32_t pid, int tid, const char *name)
@@ -179,7 +179,17 @@ int kb_trace_start_opts(kb_machine *m, const char *path, const kb_trace_opts *op
             return fail(m, KB_ENOMEM, "kb_trace_start: out of host memory for the link counters");
         }
     }
+    errno = 0;
     write_header(m, tr);
+    if (fflush(tr->f) || ferror(tr->f)) {
+        int e = errno ? errno : EIO;
+        if (tr->fab) kb__fabric_util_stop(tr->fab);
+        fclose(tr->f);
+        int rc = fail(m, KB_EIO, "%s: cannot write the trace: %s", path, strerror(e));
+        free(tr->path);
+        free(tr);
+        return rc;
+    }
     m->trace = tr;
     kb__sim_set_trace(m->dev->sim, sink, tr);
     return 0;
@@ -194,7 +204,8 @@ int kb_trace_stop(kb_machine *m)
     if (tr->fab) kb__fabric_util_stop(tr->fab); /* the open buckets */
     m->trace = NULL;
     fputs("\n]}\n", tr->f);
-    if (!tr->err && ferror(tr->f)) tr->err = errno ? errno : EIO;
+    errno = 0;
+    if ((fflush(tr->f) || ferror(tr->f)) && !tr->err) tr->err = errno ? errno : EIO;
     if (fclose(tr->f) && !tr->err) tr->err = errno ? errno : EIO;
     int rc = 0;
     if (tr->err)

@@ -191,6 +191,10 @@ Test(trace, an_unwritable_file_or_a_second_trace_is_refused_and_the_machine_runs
     cr_assert(strstr(kb_last_error(m), "no_such_dir/t.json: cannot write the trace"), "%s",
               kb_last_error(m));
     cr_assert_eq(kb_trace_start(m, ""), KB_EINVAL);
+    /* a device that takes no bytes: refused at the start, with the reason */
+    cr_assert_eq(kb_trace_start(m, "/dev/full"), KB_EIO);
+    cr_assert(strstr(kb_last_error(m), "/dev/full: cannot write the trace: No space left"), "%s",
+              kb_last_error(m));
     cr_assert_eq(kb_trace_start(m, "trace_twice.json"), 0, "%s", kb_last_error(m));
     cr_assert_eq(kb_trace_start(m, "trace_other.json"), KB_ESTATE);
     cr_assert(strstr(kb_last_error(m), "a trace to trace_twice.json is already on"), "%s",
