@@ -282,8 +282,6 @@ typedef enum kb__rt_host_track {
  * (bytes: its payload); nothing when no trace is on. */
 void kb__rt_trace_span(kb_machine *m, kb__rt_host_track track, const char *cat, const char *name,
                        kb__time t0, uint64_t bytes);
-/* Records written to the trace so far (0 when none is on). */
-uint64_t kb__rt_trace_records(const kb_machine *m);
 
 /* ---- dist.c: host ranks ------------------------------------------------------ */
 

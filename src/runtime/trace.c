@@ -146,6 +146,15 @@ int kb_trace_start(kb_machine *m, const char *path)
     return kb_trace_start_opts(m, path, NULL);
 }
 
+/* Closes tr's file (when open) and frees tr; returns code. */
+static int trace_free(struct kb__rt_trace *tr, int code)
+{
+    if (tr->f) fclose(tr->f);
+    free(tr->path);
+    free(tr);
+    return code;
+}
+
 int kb_trace_start_opts(kb_machine *m, const char *path, const kb_trace_opts *opts)
 {
     if (!m) return KB_EINVAL;
@@ -153,43 +162,28 @@ int kb_trace_start_opts(kb_machine *m, const char *path, const kb_trace_opts *op
     if (m->trace)
         return fail(m, KB_ESTATE, "kb_trace_start: a trace to %s is already on", m->trace->path);
     struct kb__rt_trace *tr = calloc(1, sizeof *tr);
-    char *p = strdup(path);
-    if (!tr || !p) {
+    if (!tr || !(tr->path = strdup(path))) {
         free(tr);
-        free(p);
         return fail(m, KB_ENOMEM, "kb_trace_start: out of host memory");
     }
-    tr->f = fopen(path, "w");
-    if (!tr->f) {
-        int e = errno;
-        free(tr);
-        free(p);
-        return fail(m, KB_EIO, "%s: cannot write the trace: %s", path, strerror(e));
-    }
-    tr->path = p;
     tr->host_pid = m->n_pes;
     uint64_t bucket = opts ? opts->link_bucket_ps : 0;
     if (bucket != KB_TRACE_NO_LINKS) {
         tr->fab = m->dev->fab;
         tr->bucket_ps = bucket ? bucket : KB_TRACE_LINK_BUCKET_PS;
-        if (kb__fabric_util_start(tr->fab, tr->bucket_ps, link_sample, tr)) {
-            fclose(tr->f);
-            free(tr->path);
-            free(tr);
-            return fail(m, KB_ENOMEM, "kb_trace_start: out of host memory for the link counters");
-        }
     }
     errno = 0;
-    write_header(m, tr);
-    if (fflush(tr->f) || ferror(tr->f)) {
-        int e = errno ? errno : EIO;
-        if (tr->fab) kb__fabric_util_stop(tr->fab);
-        fclose(tr->f);
-        int rc = fail(m, KB_EIO, "%s: cannot write the trace: %s", path, strerror(e));
-        free(tr->path);
-        free(tr);
-        return rc;
+    if ((tr->f = fopen(path, "w"))) {
+        write_header(m, tr);
+        fflush(tr->f);
     }
+    if (!tr->f || ferror(tr->f)) {
+        int e = errno ? errno : EIO;
+        return trace_free(tr, fail(m, KB_EIO, "%s: cannot write the trace: %s", path, strerror(e)));
+    }
+    if (tr->fab && kb__fabric_util_start(tr->fab, tr->bucket_ps, link_sample, tr))
+        return trace_free(
+            tr, fail(m, KB_ENOMEM, "kb_trace_start: out of host memory for the link counters"));
     m->trace = tr;
     kb__sim_set_trace(m->dev->sim, sink, tr);
     return 0;
@@ -206,18 +200,13 @@ int kb_trace_stop(kb_machine *m)
     fputs("\n]}\n", tr->f);
     errno = 0;
     if ((fflush(tr->f) || ferror(tr->f)) && !tr->err) tr->err = errno ? errno : EIO;
-    if (fclose(tr->f) && !tr->err) tr->err = errno ? errno : EIO;
-    int rc = 0;
-    if (tr->err)
-        rc = fail(m, KB_EIO, "%s: writing the trace failed: %s", tr->path, strerror(tr->err));
-    free(tr->path);
-    free(tr);
-    return rc;
-}
-
-uint64_t kb__rt_trace_records(const kb_machine *m)
-{
-    return m->trace ? m->trace->records : 0;
+    FILE *f = tr->f;
+    tr->f = NULL;
+    if (fclose(f) && !tr->err) tr->err = errno ? errno : EIO;
+    int rc = tr->err
+                 ? fail(m, KB_EIO, "%s: writing the trace failed: %s", tr->path, strerror(tr->err))
+                 : 0;
+    return trace_free(tr, rc);
 }
 
 void kb__rt_trace_span(kb_machine *m, kb__rt_host_track track, const char *cat, const char *name,
