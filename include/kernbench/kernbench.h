@@ -351,12 +351,13 @@ KB_API int kb_busiest_links(kb_machine *m, kb_link_info *out, int n);
  * file if it cannot be written, KB_ESTATE if a trace is already on. */
 KB_API int kb_trace_start(kb_machine *m, const char *path);
 
-/* Link counters of a trace: each link's busy fraction per bucket of
- * simulated time, as a counter track in a "links" process. */
-#define KB_TRACE_LINK_BUCKET_PS 1000000ull /* the default bucket, 1 us */
-#define KB_TRACE_NO_LINKS       UINT64_MAX /* link_bucket_ps: no link counters */
+/* Counters of a trace: each link's and each memory's busy fraction per
+ * bucket of simulated time, as counter tracks of a "links" and a
+ * "memories" process. */
+#define KB_TRACE_COUNTER_BUCKET_PS 1000000ull /* the default bucket, 1 us */
+#define KB_TRACE_NO_COUNTERS       UINT64_MAX /* counter_bucket_ps: no counters */
 typedef struct kb_trace_opts {
-    uint64_t link_bucket_ps; /* 0: KB_TRACE_LINK_BUCKET_PS; KB_TRACE_NO_LINKS: none */
+    uint64_t counter_bucket_ps; /* 0: KB_TRACE_COUNTER_BUCKET_PS; KB_TRACE_NO_COUNTERS: none */
 } kb_trace_opts;
 /* kb_trace_start with options (NULL: the defaults, as kb_trace_start). */
 KB_API int kb_trace_start_opts(kb_machine *m, const char *path, const kb_trace_opts *opts);

@@ -54,7 +54,7 @@ static void usage(FILE *f)
         "  --device D       all (default) or sip:N: tensors are placed on SIP N only\n"
         "  --json [FILE]    JSON to FILE, or to stdout instead of the report\n"
         "  --trace FILE     Chrome / Perfetto trace of the run to FILE: every PE op and\n"
-        "                   program, every launch and collective, link utilization\n"
+        "                   program, every launch and collective, link and memory use\n"
         "  --no-data        timing only: same simulated steps, results not checked\n\n"
         "benches:\n",
         kb_bench_default()->name);

@@ -116,7 +116,7 @@ void kb__fabric_destroy(kb__fabric *fab)
         for (uint32_t i = 0; i < fab->n_nodes; i++)
             free((char *)fab->nodes[i].name);
     free(fab->nodes);
-    free(fab->util); /* dropped unreported: its sink may be gone */
+    kb__fabric_util_drop(fab); /* unreported: its sink may be gone */
     for (uint32_t i = 0; fab->links && i < fab->n_links; i++)
         free(fab->links[i].pq);
     free(fab->links);

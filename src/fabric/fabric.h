@@ -187,6 +187,8 @@ typedef void (*kb__fab_util_fn)(void *user, uint32_t link, kb__time t, kb__time 
 int kb__fabric_util_start(kb__fabric *fab, kb__time bucket_ps, kb__fab_util_fn fn, void *user);
 /* Reports every open bucket and stops (nothing when not started). */
 void kb__fabric_util_stop(kb__fabric *fab);
+/* Stops without reporting. */
+void kb__fabric_util_drop(kb__fabric *fab);
 
 uint32_t kb__fabric_node_count(const kb__fabric *fab);
 uint32_t kb__fabric_link_count(const kb__fabric *fab);

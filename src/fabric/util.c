@@ -67,12 +67,17 @@ void kb__fab_util_add(kb__fabric *fab, const kb__link *l, kb__time start, kb__ti
     }
 }
 
+void kb__fabric_util_drop(kb__fabric *fab)
+{
+    free(fab->util);
+    fab->util = NULL;
+}
+
 void kb__fabric_util_stop(kb__fabric *fab)
 {
     struct kb__fab_util *u = fab->util;
     if (!u) return;
     for (uint32_t i = 0; i < fab->n_links; i++)
         close_bucket(u, i, UINT64_MAX);
-    free(u);
-    fab->util = NULL;
+    kb__fabric_util_drop(fab);
 }

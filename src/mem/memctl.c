@@ -55,6 +55,7 @@ int kb__memctl_init(kb__memctl *mc, const kb__memctl_params *p, kb__err *err)
 
 void kb__memctl_fini(kb__memctl *mc)
 {
+    kb__memctl_util_drop(mc); /* unreported: its sink may be gone */
     free(mc->ch_free);
     mc->ch_free = NULL;
 }
@@ -91,6 +92,7 @@ static kb__time reserve(kb__memctl *mc, kb__time at, uint64_t off, uint64_t size
     *ch = *end;
     mc->busy_ps += svc;
     mc->wait_ps += start - at;
+    if (__builtin_expect(mc->util != NULL, 0)) kb__memctl_util_add(mc, at, start, *end);
     return start;
 }
 

@@ -66,9 +66,25 @@ typedef struct kb__memctl {
     kb__time posted_until; /* latest offer of a read handed over packet by packet */
     uint32_t acks_due;     /* completions posted whose on_done sends from this memory */
     uint64_t bytes_read, bytes_written, packets;
-    kb__time busy_ps; /* sum of channel service times */
-    kb__time wait_ps; /* sum of time packets queued for a busy channel */
+    kb__time busy_ps;          /* sum of channel service times */
+    kb__time wait_ps;          /* sum of time packets queued for a busy channel */
+    struct kb__mem_util *util; /* kb__memctl_util_start, or NULL (memutil.c) */
 } kb__memctl;
+
+/* Memory utilization for traces (memutil.c): fn(user, mc, t, busy_ps)
+ * gets the channel time mc served in the bucket [t, t + bucket_ps) of
+ * simulated time, in time order, once no later arrival can add to it (or
+ * at stop); a bucket with none only as the 0 after a busy one. Restarting
+ * replaces the previous hook. KB_ENOMEM. */
+typedef void (*kb__mem_util_fn)(void *user, const kb__memctl *mc, kb__time t, kb__time busy_ps);
+int kb__memctl_util_start(kb__memctl *mc, kb__time bucket_ps, kb__mem_util_fn fn, void *user);
+/* Reports every open bucket and stops (nothing when not started). */
+void kb__memctl_util_stop(kb__memctl *mc);
+/* Stops without reporting. */
+void kb__memctl_util_drop(kb__memctl *mc);
+/* Adds a channel service [start, end) for an arrival at `at` (call only
+ * when mc->util is set). */
+void kb__memctl_util_add(kb__memctl *mc, kb__time at, kb__time start, kb__time end);
 
 /* Sets mc up from p. KB_EINVAL on a zero channel count, interleave or
  * bandwidth; KB_ENOMEM. */

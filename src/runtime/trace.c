@@ -30,8 +30,8 @@ struct kb__rt_trace {
     char *path;
     uint64_t records;
     uint32_t host_pid;  /* n_pes */
-    kb__fabric *fab;    /* link counters come from it (NULL: none) */
-    kb__time bucket_ps; /* of the link counters */
+    kb__device *dev;    /* link and memory counters come from it (NULL: none) */
+    kb__time bucket_ps; /* of the counters */
     int err;            /* errno of the first write error, 0 none */
 };
 
@@ -94,21 +94,64 @@ static void sink(void *user, const kb__trace_rec *r)
     if (!tr->err && ferror(f)) tr->err = EIO; /* errno may be another call's by now */
 }
 
+/* Writes the end of a counter sample named (already written) by the
+ * caller: the busy fraction `busy / capacity` at t, in process pid. */
+static void sample_end(struct kb__rt_trace *tr, uint32_t pid, kb__time t, double busy,
+                       double capacity)
+{
+    char ts[32];
+    fmt_us(ts, sizeof ts, t);
+    fprintf(tr->f, "\",\"ph\":\"C\",\"pid\":%" PRIu32 ",\"ts\":%s,\"args\":{\"busy\":%.4f}}", pid,
+            ts, busy / capacity);
+    tr->records++;
+    if (!tr->err && ferror(tr->f)) tr->err = EIO;
+}
+
 /* A link's busy fraction over one bucket, as a counter sample. */
 static void link_sample(void *user, uint32_t link, kb__time t, kb__time busy)
 {
     struct kb__rt_trace *tr = user;
-    const kb__link *l = kb__fabric_link(tr->fab, link);
-    char ts[32];
-    fmt_us(ts, sizeof ts, t);
+    const kb__fabric *fab = tr->dev->fab;
+    const kb__link *l = kb__fabric_link(fab, link);
     fputs(",\n{\"name\":\"", tr->f);
-    put_str(tr->f, kb__fabric_node(tr->fab, l->from)->name);
+    put_str(tr->f, kb__fabric_node(fab, l->from)->name);
     fputs(" -> ", tr->f);
-    put_str(tr->f, kb__fabric_node(tr->fab, l->to)->name);
-    fprintf(tr->f, "\",\"ph\":\"C\",\"pid\":%" PRIu32 ",\"ts\":%s,\"args\":{\"busy\":%.4f}}",
-            tr->host_pid + 1, ts, (double)busy / (double)tr->bucket_ps);
-    tr->records++;
-    if (!tr->err && ferror(tr->f)) tr->err = EIO;
+    put_str(tr->f, kb__fabric_node(fab, l->to)->name);
+    sample_end(tr, tr->host_pid + 1, t, (double)busy, (double)tr->bucket_ps);
+}
+
+/* A memory's channel time over one bucket, as a fraction of all its
+ * channels' time. */
+static void mem_sample(void *user, const kb__memctl *mc, kb__time t, kb__time busy)
+{
+    struct kb__rt_trace *tr = user;
+    fputs(",\n{\"name\":\"", tr->f);
+    put_str(tr->f, mc->name);
+    sample_end(tr, tr->host_pid + 2, t, (double)busy, (double)tr->bucket_ps * mc->channels);
+}
+
+/* Stops every link and memory counter, reporting their open buckets or
+ * (report 0) dropping them. */
+static void counters_stop(struct kb__rt_trace *tr, int report)
+{
+    kb__device *d = tr->dev;
+    if (report)
+        kb__fabric_util_stop(d->fab);
+    else
+        kb__fabric_util_drop(d->fab);
+    for (uint32_t i = 0; i < d->n_mems; i++)
+        (report ? kb__memctl_util_stop : kb__memctl_util_drop)(&d->mems[i]);
+}
+
+/* Starts every link and memory counter; KB_ENOMEM (none started). */
+static int counters_start(struct kb__rt_trace *tr)
+{
+    kb__device *d = tr->dev;
+    int rc = kb__fabric_util_start(d->fab, tr->bucket_ps, link_sample, tr);
+    for (uint32_t i = 0; !rc && i < d->n_mems; i++)
+        rc = kb__memctl_util_start(&d->mems[i], tr->bucket_ps, mem_sample, tr);
+    if (rc) counters_stop(tr, 0);
+    return rc;
 }
 
 static void name_meta(FILE *f, const char *what, uint32_t pid, int tid, const char *name)
@@ -130,7 +173,10 @@ static void write_header(kb_machine *m, struct kb__rt_trace *tr)
             tr->host_pid);
     for (int t = 0; t < KB__RT_HOST_TRACK_COUNT; t++)
         name_meta(f, "thread_name", tr->host_pid, t, host_tracks[t]);
-    if (tr->fab) name_meta(f, "process_name", tr->host_pid + 1, -1, "links (busy fraction)");
+    if (tr->dev) {
+        name_meta(f, "process_name", tr->host_pid + 1, -1, "links (busy fraction)");
+        name_meta(f, "process_name", tr->host_pid + 2, -1, "memories (busy fraction)");
+    }
     for (uint32_t i = 0; i < m->n_pes; i++) {
         char name[48];
         snprintf(name, sizeof name, "sip%u/cube%u/pe%u", i / (m->cubes * m->pes),
@@ -167,10 +213,10 @@ int kb_trace_start_opts(kb_machine *m, const char *path, const kb_trace_opts *op
         return fail(m, KB_ENOMEM, "kb_trace_start: out of host memory");
     }
     tr->host_pid = m->n_pes;
-    uint64_t bucket = opts ? opts->link_bucket_ps : 0;
-    if (bucket != KB_TRACE_NO_LINKS) {
-        tr->fab = m->dev->fab;
-        tr->bucket_ps = bucket ? bucket : KB_TRACE_LINK_BUCKET_PS;
+    uint64_t bucket = opts ? opts->counter_bucket_ps : 0;
+    if (bucket != KB_TRACE_NO_COUNTERS) {
+        tr->dev = m->dev;
+        tr->bucket_ps = bucket ? bucket : KB_TRACE_COUNTER_BUCKET_PS;
     }
     errno = 0;
     if ((tr->f = fopen(path, "w"))) {
@@ -181,9 +227,9 @@ int kb_trace_start_opts(kb_machine *m, const char *path, const kb_trace_opts *op
         int e = errno ? errno : EIO;
         return trace_free(tr, fail(m, KB_EIO, "%s: cannot write the trace: %s", path, strerror(e)));
     }
-    if (tr->fab && kb__fabric_util_start(tr->fab, tr->bucket_ps, link_sample, tr))
+    if (tr->dev && counters_start(tr))
         return trace_free(
-            tr, fail(m, KB_ENOMEM, "kb_trace_start: out of host memory for the link counters"));
+            tr, fail(m, KB_ENOMEM, "kb_trace_start: out of host memory for the counters"));
     m->trace = tr;
     kb__sim_set_trace(m->dev->sim, sink, tr);
     return 0;
@@ -195,7 +241,7 @@ int kb_trace_stop(kb_machine *m)
     struct kb__rt_trace *tr = m->trace;
     if (!tr) return 0;
     kb__sim_set_trace(m->dev->sim, NULL, NULL);
-    if (tr->fab) kb__fabric_util_stop(tr->fab); /* the open buckets */
+    if (tr->dev) counters_stop(tr, 1); /* the open buckets */
     m->trace = NULL;
     fputs("\n]}\n", tr->f);
     errno = 0;

@@ -99,8 +99,8 @@ Test(trace, every_op_program_and_launch_is_a_span_timed_as_the_model_times_it)
     cr_assert(!strncmp(s, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", 39), "%.80s", s);
     cr_assert(strstr(s, "\n]}\n") && s[strlen(s) - 1] == '\n', "not closed");
     /* the small machine's 8 PEs are named, each with its four tracks, then
-     * the host and the links */
-    cr_assert_eq(count(s, "\"name\":\"process_name\""), 8 + 2);
+     * the host, the links and the memories */
+    cr_assert_eq(count(s, "\"name\":\"process_name\""), 8 + 3);
     cr_assert(strstr(s, "\"pid\":5,\"args\":{\"name\":\"sip1/cube0/pe1\"}"), "%.400s", s);
     cr_assert_eq(count(s, "\"name\":\"thread_name\""), 8 * 4 + 2);
     /* arange and add on MATH, load and store on DMA, one program, one launch */
@@ -139,16 +139,21 @@ static double counted_busy_ps(const char *s, const char *name, uint64_t bucket_p
     return sum;
 }
 
-Test(trace, link_counters_add_up_to_each_links_busy_time)
+Test(trace, link_and_memory_counters_add_up_to_their_busy_time)
 {
     kb_machine *m = kb_test_small_machine(0);
     int64_t shape = 1 << 16;
     kb_tensor t;
     cr_assert_eq(kb_zeros(m, "t", 1, &shape, KB_F32, NULL, &t), 0, "%s", kb_last_error(m));
     cr_assert_eq(kb_stats_reset(m), 0);
+    kb__device *d = m->dev;
+    uint64_t mem_busy[64];
+    cr_assert_leq(d->n_mems, 64u);
+    for (uint32_t i = 0; i < d->n_mems; i++)
+        mem_busy[i] = d->mems[i].busy_ps;
     const uint64_t bucket = 100000; /* 100 ns */
     kb_trace_opts o = {bucket};
-    cr_assert_eq(kb_trace_start_opts(m, "trace_links.json", &o), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_trace_start_opts(m, "trace_counters.json", &o), 0, "%s", kb_last_error(m));
     float *h = calloc((size_t)shape, sizeof *h);
     cr_assert_eq(kb_copy_to_host(m, t, h, (size_t)shape * sizeof *h, KB_F32), 0, "%s",
                  kb_last_error(m));
@@ -157,7 +162,7 @@ Test(trace, link_counters_add_up_to_each_links_busy_time)
     kb_link_info li[8];
     int n = kb_busiest_links(m, li, 8);
     cr_assert_gt(n, 0);
-    char *s = slurp("trace_links.json");
+    char *s = slurp("trace_counters.json");
     cr_assert(strstr(s, "\"args\":{\"name\":\"links (busy fraction)\"}"), "no links process");
     for (int i = 0; i < n; i++) {
         int samples;
@@ -169,6 +174,20 @@ Test(trace, link_counters_add_up_to_each_links_busy_time)
                   (unsigned long long)li[i].busy_ps);
         cr_assert_gt(samples, 1, "%s", li[i].name);
     }
+    cr_assert(strstr(s, "\"args\":{\"name\":\"memories (busy fraction)\"}"), "no memories");
+    int busy_mems = 0;
+    for (uint32_t i = 0; i < d->n_mems; i++) {
+        const kb__memctl *mc = &d->mems[i];
+        uint64_t want = mc->busy_ps - mem_busy[i];
+        int samples;
+        /* a fraction of all the memory's channels' time */
+        double got = counted_busy_ps(s, mc->name, bucket, &samples) * mc->channels;
+        double slack = samples * 0.5e-4 * (double)bucket * mc->channels + 1;
+        cr_assert(fabs(got - (double)want) <= slack, "%s: counters give %.0f ps, busy %llu",
+                  mc->name, got, (unsigned long long)want);
+        busy_mems += want > 0;
+    }
+    cr_assert_gt(busy_mems, 0, "the copy read no memory");
     free(s);
     kb_close(m);
 }
