@@ -101,16 +101,23 @@ static void pattern_put(const kb__store_extent *e, uint64_t x, uint8_t *dst, uin
     }
 }
 
-/* dst[0..len) = what the extent list e[0..k) says about [x, x + len). */
-static void extents_bytes(const kb__store_extent *e, size_t k, uint64_t x, uint8_t *dst,
-                          uint64_t len)
+/* dst[0..len) (all zero already when zeroed) = what the extent list
+ * e[0..k) says about [x, x + len). */
+static void extents_over(const kb__store_extent *e, size_t k, uint64_t x, uint8_t *dst,
+                         uint64_t len, bool zeroed)
 {
-    memset(dst, 0, len);
+    if (!zeroed) memset(dst, 0, len);
     for (size_t i = first_ending_after(e, k, x); i < k && e[i].start < x + len; i++) {
         uint64_t lo = e[i].start > x ? e[i].start : x;
         uint64_t hi = e[i].end < x + len ? e[i].end : x + len;
         pattern_put(&e[i], lo, dst + (lo - x), hi - lo);
     }
+}
+
+static void extents_bytes(const kb__store_extent *e, size_t k, uint64_t x, uint8_t *dst,
+                          uint64_t len)
+{
+    extents_over(e, k, x, dst, len, false);
 }
 
 /* A slab-aligned mapping of KB__STORE_SLAB bytes advised as a huge page,
@@ -131,9 +138,12 @@ static uint8_t *slab_map(void)
     return slab;
 }
 
-/* A page buffer (contents undefined), or NULL. */
-static uint8_t *page_alloc(kb__store *st)
+/* A page buffer, or NULL; *zeroed tells whether it is all zero (never
+ * used since its slab was mapped: the kernel zeroes fresh pages) or of
+ * undefined contents (recycled). */
+static uint8_t *page_alloc(kb__store *st, bool *zeroed)
 {
+    *zeroed = false;
     if (st->free_pages) {
         uint8_t *p = st->free_pages;
         memcpy(&st->free_pages, p, sizeof st->free_pages);
@@ -156,6 +166,7 @@ static uint8_t *page_alloc(kb__store *st)
     uint8_t *p = st->slab_next;
     st->slab_next += PAGE;
     st->slab_left--;
+    *zeroed = true;
     return p;
 }
 
@@ -170,9 +181,10 @@ static int page_make(kb__store *st, uint64_t pn, uint8_t **out, kb__err *err)
 {
     uint8_t *p = page_of(st, pn);
     if (!p) {
-        p = page_alloc(st);
+        bool zeroed;
+        p = page_alloc(st, &zeroed);
         if (!p) return kb__err_set(err, KB_ENOMEM, "store: out of host memory for a page");
-        extents_bytes(st->ext, st->n_ext, pn << KB__STORE_PAGE_SHIFT, p, PAGE);
+        extents_over(st->ext, st->n_ext, pn << KB__STORE_PAGE_SHIFT, p, PAGE, zeroed);
         if (kb__u64map_put(&st->pages, pn, (uint64_t)(uintptr_t)p)) {
             page_free(st, p);
             return kb__err_set(err, KB_ENOMEM, "store: out of host memory for the page index");

@@ -293,6 +293,11 @@ Test(store, pages_span_several_slabs_and_dropped_pages_are_reused)
         cr_assert_eq(kb__store_write(&st, pa, &v, sizeof v, NULL), 0);
     }
     cr_assert_eq(st.n_slabs, 4, "dropped pages were not reused");
+    for (size_t i = 0; i < pages; i++) { /* a reused page holds nothing of its last life */
+        uint64_t z = 1, pa = (i * 104729 % 100003) * KB__STORE_PAGE;
+        cr_assert_eq(kb__store_read(&st, pa + 8, &z, sizeof z, NULL), 0);
+        cr_assert_eq(z, 0, "page %zu: a recycled page's old bytes show", i);
+    }
     kb__store_destroy(&st);
 }
 
