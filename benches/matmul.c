@@ -34,12 +34,10 @@ typedef struct mm_blocks {
     int64_t block_ptrs; /* 1: loads through block pointers */
 } mm_blocks;
 
+/* The power of two that covers the smaller of v and cap. */
 static int64_t pow2_at_least(int64_t v, int64_t cap)
 {
-    int64_t p = 1;
-    while (p < v && p < cap)
-        p <<= 1;
-    return p;
+    return tl_next_power_of_2(v < cap ? v : cap);
 }
 
 /* Offsets tile rows[:, None] * s0 + cols[None, :] * s1. */

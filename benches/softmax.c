@@ -53,14 +53,6 @@ static void reference(const float *x, float *y, int64_t rows, int64_t cols)
     }
 }
 
-static int64_t next_pow2(int64_t v)
-{
-    int64_t p = 1;
-    while (p < v)
-        p <<= 1;
-    return p;
-}
-
 static int softmax(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
 {
     int pes;
@@ -84,7 +76,8 @@ static int softmax(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     rc = kb__bench_tensor(m, "x", 2, shape, KB_F32, &p, x, &tx);
     if (!rc) rc = kb__bench_tensor(m, "y", 2, shape, KB_F32, &p, NULL, &ty);
     if (!rc) {
-        kb_arg args[3] = {kb_arg_tensor(tx), kb_arg_tensor(ty), kb_arg_i64(next_pow2(cols))};
+        kb_arg args[3] = {kb_arg_tensor(tx), kb_arg_tensor(ty),
+                          kb_arg_i64(tl_next_power_of_2(cols))};
         kb_bench_measure_begin(r);
         rc = kb__bench_launch(m, "softmax", softmax_kernel, args, 3);
         kb_bench_measure_end(r);

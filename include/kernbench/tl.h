@@ -83,6 +83,10 @@ KB_API int64_t tl_tensor_stride(const tl_tensor *t, int d);
 KB_API tl_dtype tl_tensor_dtype(const tl_tensor *t);
 /* ceil(a / b) for b > 0, exact over all of int64 (negative a too); 0 for b <= 0. */
 KB_API int64_t tl_cdiv(int64_t a, int64_t b);
+/* The smallest power of two >= n (triton.next_power_of_2): 1 for n <= 1,
+ * 2^62 at most (larger n give 2^62). For tile shapes, which Triton wants in
+ * powers of two. */
+KB_API int64_t tl_next_power_of_2(int64_t n);
 
 /* ---- creation and shape --------------------------------------------------- */
 

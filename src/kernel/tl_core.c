@@ -148,6 +148,14 @@ int64_t tl_cdiv(int64_t a, int64_t b)
     return a / b + (a % b > 0);
 }
 
+int64_t tl_next_power_of_2(int64_t n)
+{
+    int64_t p = 1;
+    while (p < n && p < ((int64_t)1 << 62))
+        p <<= 1;
+    return p;
+}
+
 /* ---- handles --------------------------------------------------------------- */
 
 kb__tl_slot *kb__tl_slot_of(tl_ctx *k, tl_tile t, const char *op)

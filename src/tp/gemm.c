@@ -31,13 +31,11 @@ typedef struct tiles {
     int64_t m, n, k;
 } tiles;
 
-/* The smallest power of two >= v, at most cap. */
-static int64_t pow2_cover(int64_t v, int64_t cap)
+/* The tile extent for v elements: the power of two that covers v, at most
+ * TILE_MAX. */
+static int64_t tile_of(int64_t v)
 {
-    int64_t p = 1;
-    while (p < v && p < cap)
-        p <<= 1;
-    return p;
+    return tl_next_power_of_2(v < TILE_MAX ? v : TILE_MAX);
 }
 
 /* A block pointer on 2-D t at (r0, c0), blocks of br × bc. */
@@ -104,8 +102,7 @@ static void gemm_kernel(tl_ctx *k)
     kb_tp_activation act = (kb_tp_activation)tl_arg_i64(k, 3);
     tl_tensor *bias = tl_arg_i64(k, 4) ? tl_arg_tensor(k, 5) : NULL;
     int64_t M = tl_tensor_dim(x, 0), N = tl_tensor_dim(w, 1);
-    tiles b = {pow2_cover(M, TILE_MAX), pow2_cover(N, TILE_MAX),
-               pow2_cover(tl_tensor_dim(x, 1), TILE_MAX)};
+    tiles b = {tile_of(M), tile_of(N), tile_of(tl_tensor_dim(x, 1))};
     for (int64_t m0 = 0; m0 < M; m0 += b.m) {
         for (int64_t n0 = 0; n0 < N; n0 += b.n) {
             uint64_t s = tl_scope_begin(k);
@@ -124,7 +121,7 @@ static void bias_kernel(tl_ctx *k)
 {
     tl_tensor *y = tl_arg_tensor(k, 0), *bias = tl_arg_tensor(k, 1);
     int64_t M = tl_tensor_dim(y, 0), N = tl_tensor_dim(y, 1);
-    int64_t bm = pow2_cover(M, TILE_MAX), bn = pow2_cover(N, TILE_MAX);
+    int64_t bm = tile_of(M), bn = tile_of(N);
     for (int64_t m0 = 0; m0 < M; m0 += bm) {
         for (int64_t n0 = 0; n0 < N; n0 += bn) {
             uint64_t s = tl_scope_begin(k);
@@ -144,7 +141,7 @@ static void copy_kernel(tl_ctx *k)
     tl_tensor *src = tl_arg_tensor(k, 0), *dst = tl_arg_tensor(k, 1);
     int64_t count = tl_arg_i64(k, 2), rows = tl_arg_i64(k, 3), cols = tl_arg_i64(k, 4);
     int64_t srs = tl_arg_i64(k, 5), sc0 = tl_arg_i64(k, 6), dcs = tl_arg_i64(k, 7);
-    int64_t bm = pow2_cover(rows, TILE_MAX), bn = pow2_cover(cols, TILE_MAX);
+    int64_t bm = tile_of(rows), bn = tile_of(cols);
     for (int64_t q = 0; q < count; q++)
         for (int64_t m0 = 0; m0 < rows; m0 += bm)
             for (int64_t n0 = 0; n0 < cols; n0 += bn) {

@@ -342,3 +342,16 @@ Test(tl_misuse, cdiv_is_the_ceiling_over_all_of_int64)
     cr_assert_eq(tl_cdiv(5, 0), 0);
     cr_assert_eq(tl_cdiv(5, -1), 0);
 }
+
+Test(tl_misuse, next_power_of_2_covers_n_over_all_of_int64)
+{
+    for (int64_t n = -3; n <= 1; n++)
+        cr_assert_eq(tl_next_power_of_2(n), 1, "n %lld", (long long)n);
+    for (int64_t n = 2; n <= 4096; n++) {
+        int64_t p = tl_next_power_of_2(n);
+        cr_assert(p >= n && p / 2 < n && (p & (p - 1)) == 0, "n %lld: %lld", (long long)n,
+                  (long long)p);
+    }
+    cr_assert_eq(tl_next_power_of_2((int64_t)1 << 62), (int64_t)1 << 62);
+    cr_assert_eq(tl_next_power_of_2(INT64_MAX), (int64_t)1 << 62);
+}
