@@ -241,6 +241,13 @@ int kb__rt_tensor_unmap(kb_machine *m, kb__rt_tensor *t, kb__err *err);
  * not a tensor of this machine") in err. Every public call taking a
  * kb_tensor goes through it. */
 kb__rt_tensor *kb__rt_tensor_get(kb_machine *m, uint64_t id, kb__err *err);
+/* Whether handle or launch id `id` carries another machine's tag (the
+ * tag of an id m made is m->tag; 0 is nobody's). */
+static inline int kb__rt_made_elsewhere(const kb_machine *m, uint64_t id)
+{
+    uint64_t tag = id >> KB__RT_TAG_SHIFT;
+    return tag && tag != m->tag;
+}
 /* The handle of live tensor t of m. */
 static inline kb_tensor kb__rt_handle(const kb_machine *m, const kb__rt_tensor *t)
 {

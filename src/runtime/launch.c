@@ -24,9 +24,10 @@
  * through which every wait looks an id up, refuses another machine's.
  *
  * Invariants: m->launches holds launches not yet waited for, in id order;
- * a PE runs the programs of at most one launch at a time (try_start). A launch's struct (its
- * messages, arguments) lives until it is waited for, so no callback ever sees freed memory. Cost:
- * O(SIPs + cubes + PEs) messages per launch, one allocation block.
+ * a PE runs the programs of at most one launch at a time (try_start). A
+ * launch's struct (its messages, arguments) lives until it is waited for,
+ * so no callback ever sees freed memory.
+ * Cost: O(SIPs + cubes + PEs) messages per launch, one allocation block.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -251,14 +252,13 @@ static void try_start(kb_machine *m)
     int *held = NULL;     /* host ranks whose stream an earlier launch holds */
     bool earlier = false; /* an earlier launch has not finished its programs */
     for (kb__rt_launch *l = m->launches; l; l = l->next) {
-        if (l->started && !l->pes_running) continue;
         if (!l->started && l->ready) {
             bool free = l->fence ? !earlier : !owner_held(held, n_held, l->owner);
             for (uint32_t i = 0; free && i < l->n_pes; i++)
                 free = m->pe_mark[l->pe[i].gi] != stamp;
             if (free) start(m, l);
         }
-        if (l->started && !l->pes_running) continue; /* its start failed */
+        if (l->started && !l->pes_running) continue; /* its programs ended (or never started) */
         if (l->fence) break;                         /* every later launch waits for it */
         earlier = true;
         for (uint32_t i = 0; i < l->n_pes; i++)
@@ -749,7 +749,7 @@ static int find_launch(kb_machine *m, kb_launch_id id, const char *who, kb__rt_l
 {
     uint64_t tag = id.id >> KB__RT_TAG_SHIFT, serial = id.id & ((1ull << KB__RT_TAG_SHIFT) - 1);
     *out = NULL;
-    if (tag && tag != m->tag)
+    if (kb__rt_made_elsewhere(m, id.id))
         return kb__err_set(err, KB_EINVAL,
                            "%slaunch id %llu was made by another machine (a launch id works "
                            "only with the machine that launched it)",

@@ -18,7 +18,7 @@ kb__rt_tensor *kb__rt_tensor_get(kb_machine *m, uint64_t id, kb__err *err)
 {
     uint64_t slot = id & (KB__RT_MAX_SLOTS - 1),
              serial = (id >> KB__RT_SLOT_BITS) & KB__RT_MAX_SERIAL, tag = id >> KB__RT_TAG_SHIFT;
-    if (tag && tag != m->tag) {
+    if (kb__rt_made_elsewhere(m, id)) {
         kb__err_set(err, KB_EINVAL,
                     "tensor id %" PRIu64 " is a handle made by another machine (a handle works "
                     "only with the machine that made it)",
