@@ -41,9 +41,9 @@ int kb__tp_state(kb_machine *m, const char *who, int *tp_size, int *tp_rank, kb_
 /* Records e on the machine (and as the calling rank's own failure); returns
  * its code. */
 int kb__tp_fail(kb_machine *m, const kb__err *e);
-/* Turns the failure of a public call (its message on m) into a failure of
- * ours: `prefix: MESSAGE`, same code. */
-int kb__tp_fail_from(kb_machine *m, int code, const char *prefix);
+/* The SIP whose PE 0 of cube 0 holds the caller's tensors (kb_tp_placement):
+ * its kb_set_device binding, SIP 0 when unbound. */
+int kb__tp_sip(const kb_machine *m);
 
 /* ---- gemm.c: the kernels ----------------------------------------------------------- */
 

@@ -39,12 +39,6 @@ static const char *ctor_name(kb_tp_kind kind)
     return kind == KB_TP_ROW ? "kb_tp_row_parallel_linear" : "kb_tp_column_parallel_linear";
 }
 
-/* The SIP whose PE 0 of cube 0 holds the caller's tensors. */
-static int rank_sip(const kb_machine *m)
-{
-    return kb_get_device(m) < 0 ? 0 : kb_get_device(m);
-}
-
 /* ---- construction -------------------------------------------------------------- */
 
 typedef struct build {
@@ -192,7 +186,7 @@ static int create(kb_machine *m, kb_tp_linear *l, kb_tp_kind kind, const char *n
     l->in_local = kind == KB_TP_ROW ? in_features / l->tp_size : in_features;
     l->out_local = kind == KB_TP_ROW ? out_features : out_features / l->tp_size;
     int64_t claim[C_COUNT] = {kind,           in_features, out_features, dtype,
-                              b.o->bias != 0, b.o->act,    rank_sip(m)};
+                              b.o->bias != 0, b.o->act,    kb__tp_sip(m)};
     int rc = kb__tp_agree(m, ctor_name(kind), claim, C_COUNT, same_layer, &b, &e);
     if (rc) {
         memset(l, 0, sizeof *l);
@@ -269,11 +263,11 @@ static int check_input(kb_machine *m, const kb_tp_linear *l, kb_tensor x, const 
                            "first on sip%d/cube%d/pe%d",
                            who, xi.name, ws.sip, ws.cube, ws.pe, xi.n_shards, xs.sip, xs.cube,
                            xs.pe);
-    if (rank_sip(m) != ws.sip)
+    if (kb__tp_sip(m) != ws.sip)
         return kb__err_set(e, KB_ESTATE,
                            "%s: the rank is bound to SIP %d but the layer's weight is on SIP %d "
                            "(kb_set_device changed after the layer was built)",
-                           who, rank_sip(m), ws.sip);
+                           who, kb__tp_sip(m), ws.sip);
     *sip = ws.sip;
     return 0;
 }

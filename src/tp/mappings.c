@@ -38,7 +38,7 @@ static int begin(kb_machine *m, kb_tensor x, kb_tensor *y, const char *who, star
     rc = kb_tensor_get_info(m, x, &st->xi);
     if (!rc) rc = kb_tensor_get_shard(m, x, 0, &xs);
     if (rc) return kb__err_set(e, rc, "%s: x: %s", who, kb_last_error(m));
-    st->sip = kb_get_device(m) < 0 ? 0 : kb_get_device(m);
+    st->sip = kb__tp_sip(m);
     if (st->xi.ndim != 2)
         return kb__err_set(e, KB_EINVAL, "%s: x '%s' has %d dimension(s), expected 2 [rows, cols]",
                            who, st->xi.name, st->xi.ndim);
@@ -63,13 +63,13 @@ static int region(kb_machine *m, const kb_tensor_info *xi, const char *suffix, i
     return kb_empty(m, name, 2, shape, xi->dtype, &p, y);
 }
 
-/* Frees *y if made, zeroes it, and reports e (or m's last failure, as
- * who's, when e holds none). */
+/* Frees *y if made (y may be NULL), zeroes it, and reports e (or m's last
+ * failure, as who's, when e holds none). */
 static int fail(kb_machine *m, kb_tensor *y, const char *who, int rc, kb__err *e)
 {
     if (!e->code) kb__err_set(e, rc, "%s: %s", who, kb_last_error(m));
-    if (y->id) kb_free(m, *y);
-    *y = (kb_tensor){0};
+    if (y && y->id) kb_free(m, *y);
+    if (y) *y = (kb_tensor){0};
     return kb__tp_fail(m, e);
 }
 
@@ -80,9 +80,8 @@ int kb_tp_scatter_to_model_parallel_region(kb_machine *m, kb_tensor x, kb_tensor
     if (!m) return KB_EINVAL;
     kb__err e;
     kb__err_clear(&e);
-    kb_tensor none = {0};
     start st;
-    if (begin(m, x, y, SCATTER, &st, &e)) return fail(m, y ? y : &none, SCATTER, e.code, &e);
+    if (begin(m, x, y, SCATTER, &st, &e)) return fail(m, y, SCATTER, e.code, &e);
     int size = st.size, rank = st.rank, sip = st.sip;
     const kb_tensor_info xi = st.xi;
     if (xi.shape[1] % size)
@@ -104,9 +103,8 @@ int kb_tp_gather_from_model_parallel_region(kb_machine *m, kb_tensor x, kb_tenso
     if (!m) return KB_EINVAL;
     kb__err e;
     kb__err_clear(&e);
-    kb_tensor none = {0};
     start st;
-    if (begin(m, x, y, GATHER, &st, &e)) return fail(m, y ? y : &none, GATHER, e.code, &e);
+    if (begin(m, x, y, GATHER, &st, &e)) return fail(m, y, GATHER, e.code, &e);
     int size = st.size, sip = st.sip;
     const kb_tensor_info xi = st.xi;
     int64_t rows = xi.shape[0], cols = xi.shape[1];

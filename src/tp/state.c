@@ -67,11 +67,9 @@ int kb__tp_fail(kb_machine *m, const kb__err *e)
     return kb__rt_fail(m, e);
 }
 
-int kb__tp_fail_from(kb_machine *m, int code, const char *prefix)
+int kb__tp_sip(const kb_machine *m)
 {
-    kb__err e;
-    kb__err_set(&e, code, "%s: %s", prefix, kb_last_error(m));
-    return kb__rt_fail(m, &e);
+    return kb_get_device(m) < 0 ? 0 : kb_get_device(m);
 }
 
 /* err := "handshake: " + the failed barrier's message. */
