@@ -41,15 +41,17 @@ int kb__memctl_util_start(kb__memctl *mc, kb__time bucket_ps, kb__mem_util_fn fn
     return 0;
 }
 
-/* Reports the oldest open bucket and drops it. */
-static void report_first(const kb__memctl *mc, struct kb__mem_util *u)
+/* Reports the k oldest open buckets and drops them (one move for all). */
+static void report(const kb__memctl *mc, struct kb__mem_util *u, size_t k)
 {
-    kb__time t = u->base * u->bucket_ps;
-    if (u->busy[0] || u->shown) u->fn(u->user, mc, t, u->busy[0]);
-    u->shown = u->busy[0] != 0;
-    memmove(u->busy, u->busy + 1, (u->n - 1) * sizeof *u->busy);
-    u->n--;
-    u->base++;
+    if (!k) return;
+    for (size_t i = 0; i < k; i++) {
+        if (u->busy[i] || u->shown) u->fn(u->user, mc, (u->base + i) * u->bucket_ps, u->busy[i]);
+        u->shown = u->busy[i] != 0;
+    }
+    memmove(u->busy, u->busy + k, (u->n - k) * sizeof *u->busy);
+    u->n -= k;
+    u->base += k;
 }
 
 void kb__memctl_util_add(kb__memctl *mc, kb__time at, kb__time start, kb__time end)
@@ -57,8 +59,10 @@ void kb__memctl_util_add(kb__memctl *mc, kb__time at, kb__time start, kb__time e
     struct kb__mem_util *u = mc->util;
     kb__time B = u->bucket_ps;
     if (!u->n) u->base = start / B; /* nothing open: start where this service does */
-    while (u->n && (u->base + 1) * B <= at)
-        report_first(mc, u);
+    size_t done = 0;                /* buckets that end by `at`: final */
+    while (done < u->n && (u->base + done + 1) * B <= at)
+        done++;
+    report(mc, u, done);
     if (!u->n) u->base = start / B > u->base ? start / B : u->base;
     if (start < u->base * B) start = u->base * B < end ? u->base * B : end;
     while (start < end) {
@@ -92,8 +96,7 @@ void kb__memctl_util_stop(kb__memctl *mc)
 {
     struct kb__mem_util *u = mc->util;
     if (!u) return;
-    while (u->n)
-        report_first(mc, u);
+    report(mc, u, u->n);
     if (u->shown) u->fn(u->user, mc, u->base * u->bucket_ps, 0);
     kb__memctl_util_drop(mc);
 }
