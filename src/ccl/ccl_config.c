@@ -319,9 +319,8 @@ static int find_index(const kb__ccl_config *c, const char *name)
     return -1;
 }
 
-/* The known algorithm names, comma separated, into buf. */
-/* "a, b, c" into buf (size >= 48): whole names while they fit, then "...
- * and N more"; "none" for no algorithm. */
+/* The known algorithm names, "a, b, c", into buf (size >= 48): whole
+ * names while they fit, then "... and N more"; "none" for no algorithm. */
 static void algo_list(const kb__ccl_config *c, char *buf, size_t size)
 {
     const size_t tail = 32; /* room for ", ... and N more" */
