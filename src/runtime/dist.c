@@ -15,8 +15,9 @@
  * buffers on the same PE, so that error names the ranks. Rounds alternate
  * between two events: a rank cannot be two rounds ahead, since a round
  * needs every rank. While a rank waits, its process note names its pending
- * call and the ranks it waits for, so a deadlock report (a rank that ended or blocks elsewhere) reads as the
- * list of each rank's pending call. Calls that all arrived but differ are
+ * call and the ranks it waits for, so a deadlock report (a rank that ended
+ * or blocks elsewhere) reads as the list of each rank's pending call. Calls
+ * that all arrived but differ are
  * the same deadlock, reported at once: every rank gets KB_EDEADLOCK with
  * the list.
  *
