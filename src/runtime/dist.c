@@ -17,9 +17,8 @@
  * needs every rank. While a rank waits, its process note names its pending
  * call and the ranks it waits for, so a deadlock report (a rank that ended
  * or blocks elsewhere) reads as the list of each rank's pending call. Calls
- * that all arrived but differ are
- * the same deadlock, reported at once: every rank gets KB_EDEADLOCK with
- * the list.
+ * that all arrived but differ are the same deadlock, reported at once:
+ * every rank gets KB_EDEADLOCK with the list.
  *
  * From the driver (no spawn) a collective runs directly.
  * Cost: O(ranks) per arrival (notes are refreshed); no simulated time
