@@ -186,16 +186,8 @@ static void run_program(kb__pe_launch *l, kb__pe *pe, uint32_t i)
     }
     kb__pe_prog_release(g);
     if (rc < 0) launch_fail(l, &e);
-    if (kb__trace_on(l->sim)) {
-        kb__trace_rec r = {.t = t0,
-                           .ph = 'X',
-                           .comp = pe->index,
-                           .cat = "program",
-                           .name = l->kern.name,
-                           .dur = kb__sim_now(l->sim) - t0,
-                           .args = {KB__PE_TRACK_PROGRAMS, i, 0, 0}};
-        kb__trace_emit(l->sim, &r);
-    }
+    if (kb__trace_on(l->sim))
+        kb__trace_span(l->sim, t0, pe->index, "program", l->kern.name, KB__PE_TRACK_PROGRAMS, i, 0);
     free(g);
 }
 

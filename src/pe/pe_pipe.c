@@ -203,14 +203,8 @@ static void trace_op(const kb__pe_op *op)
 {
     static const char *const units[KB__PE_UNIT_COUNT] = {"DMA", "GEMM", "MATH"};
     kb__pe *pe = op->prog->pe;
-    kb__trace_rec r = {.t = op->t_start,
-                       .ph = 'X',
-                       .comp = pe->index,
-                       .cat = units[op->unit],
-                       .name = op->name,
-                       .dur = kb__sim_now(pe->sim) - op->t_start,
-                       .args = {op->unit, op->prog->index, op->work, 0}};
-    kb__trace_emit(pe->sim, &r);
+    kb__trace_span(pe->sim, op->t_start, pe->index, units[op->unit], op->name, op->unit,
+                   op->prog->index, op->work);
 }
 
 void kb__pe_op_done(kb__pe_op *op, int status, const kb__err *err)

@@ -259,14 +259,5 @@ void kb__rt_trace_span(kb_machine *m, kb__rt_host_track track, const char *cat, 
                        kb__time t0, uint64_t bytes)
 {
     kb__sim *sim = m->dev->sim;
-    if (!kb__trace_on(sim)) return;
-    kb__time now = kb__sim_now(sim);
-    kb__trace_rec r = {.t = t0,
-                       .ph = 'X',
-                       .comp = m->n_pes,
-                       .cat = cat,
-                       .name = name,
-                       .dur = now - t0,
-                       .args = {(uint64_t)track, bytes, 0, 0}};
-    kb__trace_emit(sim, &r);
+    if (kb__trace_on(sim)) kb__trace_span(sim, t0, m->n_pes, cat, name, (uint64_t)track, bytes, 0);
 }

@@ -403,5 +403,19 @@ static inline void kb__trace_emit(kb__sim *sim, const kb__trace_rec *r)
     const kb__sim_hot *h = (const kb__sim_hot *)sim;
     if (h->trace) h->trace(h->trace_user, r);
 }
+/* Emits the 'X' (complete) record of something that began at t0 and ends
+ * now, with args a0..a2. */
+static inline void kb__trace_span(kb__sim *sim, kb__time t0, uint32_t comp, const char *cat,
+                                  const char *name, uint64_t a0, uint64_t a1, uint64_t a2)
+{
+    kb__trace_rec r = {.t = t0,
+                       .ph = 'X',
+                       .comp = comp,
+                       .cat = cat,
+                       .name = name,
+                       .dur = kb__sim_now(sim) - t0,
+                       .args = {a0, a1, a2, 0}};
+    kb__trace_emit(sim, &r);
+}
 
 #endif
