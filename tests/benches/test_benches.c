@@ -126,14 +126,21 @@ Test(benches, same_run_twice_gives_same_simulated_time_and_counters)
     cr_assert_eq(memcmp(&a.stats, &b.stats, sizeof a.stats), 0, "statistics differ");
 }
 
-Test(benches, no_data_keeps_simulated_time_and_skips_checks)
+/* Bench `name` with and without data: the same simulated time, and the
+ * run without data records no check. */
+static void expect_no_data_keeps_the_time(const char *name)
 {
     kb_bench_result a, b;
-    cr_assert_eq(run("qkv_gemm", 0, &a, NULL), 0, "%s", a.error);
-    cr_assert_eq(run("qkv_gemm", 1, &b, NULL), 0, "%s", b.error);
-    cr_assert_eq(kb_bench_sim_ps(&a), kb_bench_sim_ps(&b));
-    cr_assert_eq(b.n_checks, 0);
-    cr_assert(kb_bench_passed(&b));
+    cr_assert_eq(run(name, 0, &a, NULL), 0, "%s", a.error);
+    cr_assert_eq(run(name, 1, &b, NULL), 0, "%s", b.error);
+    cr_assert_eq(kb_bench_sim_ps(&a), kb_bench_sim_ps(&b), "%s", name);
+    cr_assert_eq(b.n_checks, 0, "%s", name);
+    cr_assert(kb_bench_passed(&b), "%s", name);
+}
+
+Test(benches, no_data_keeps_simulated_time_and_skips_checks)
+{
+    expect_no_data_keeps_the_time("qkv_gemm");
 }
 
 Test(benches, unknown_option_is_a_usage_error_listing_the_options)
@@ -263,11 +270,7 @@ Test(benches, tp_mlp_phases_add_up_to_the_measured_time)
 
 Test(benches, tp_mlp_no_data_keeps_the_simulated_time)
 {
-    kb_bench_result a, b;
-    cr_assert_eq(run("tp_mlp", 0, &a, NULL), 0, "%s", a.error);
-    cr_assert_eq(run("tp_mlp", 1, &b, NULL), 0, "%s", b.error);
-    cr_expect_eq(kb_bench_sim_ps(&a), kb_bench_sim_ps(&b));
-    cr_expect_eq(b.n_checks, 0);
+    expect_no_data_keeps_the_time("tp_mlp");
 }
 
 Test(benches, tp_mlp_rejects_sizes_and_names_it_cannot_use)
