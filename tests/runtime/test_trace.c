@@ -26,10 +26,13 @@ static void twice(tl_ctx *k)
     tl_store(k, y, offs, tl_add(k, a, a), TL_NONE);
 }
 
+/* The file's text; the file is removed (tests leave nothing behind). */
 static char *slurp(const char *path)
 {
     size_t n;
-    return kb_test_slurp(path, &n);
+    char *s = kb_test_slurp(path, &n);
+    remove(path);
+    return s;
 }
 
 /* Runs twice() on one PE of the small machine with a trace to path. */
@@ -221,6 +224,7 @@ Test(trace, an_unwritable_file_or_a_second_trace_is_refused_and_the_machine_runs
     cr_assert_eq(kb_trace_stop(m), 0, "%s", kb_last_error(m));
     cr_assert_eq(kb_trace_stop(m), 0); /* none on */
     kb_close(m);
+    remove("trace_twice.json");
 }
 
 Test(trace, kb_close_ends_a_trace_left_on)
