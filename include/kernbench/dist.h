@@ -82,6 +82,44 @@ KB_API int kb_broadcast(kb_machine *m, kb_tensor t, int src);
  * rank issued before its barrier has completed. From the driver: kb_sync. */
 KB_API int kb_barrier(kb_machine *m);
 
+/* ---- groups of host ranks (torch.distributed.new_group) ----------------------- */
+
+/* A group of host ranks of one kb_spawn. KB_GROUP_WORLD is every rank (the
+ * driver alone outside kb_spawn). */
+typedef struct kb_group {
+    int id;
+} kb_group;
+#define KB_GROUP_WORLD ((kb_group){0})
+
+/* Makes the group of host ranks ranks[0..n) (distinct, 0..world-1; the
+ * group's rank i is host rank ranks[i]). Collective over the world: every
+ * rank calls it with the same list, members or not, and gets the same
+ * handle; calls that differ are a mismatch (KB_EDEADLOCK, as for other
+ * collectives). Needs the process group. From the driver the only list is
+ * {0}, which gives the world. A handle is valid until its kb_spawn returns;
+ * at most 4095 groups per kb_spawn (KB_ENOSPC after that). */
+KB_API int kb_new_group(kb_machine *m, const int *ranks, int n, kb_group *out);
+/* The caller's rank in g, -1 when it is not a member or g is not a group of
+ * the caller's kb_spawn. */
+KB_API int kb_group_rank(const kb_machine *m, kb_group g);
+/* g's number of ranks, -1 when g is not a group of the caller's kb_spawn. */
+KB_API int kb_group_size(const kb_machine *m, kb_group g);
+
+/* The collectives over the members of g: every member calls, with its own
+ * tensors, in the same order as the other members; buffer index order
+ * (reduce_scatter, all_gather) follows the group's rank order. src of
+ * kb_broadcast_group is a host rank of the world that is a member (as
+ * torch's src). A caller that is not a member gets KB_EINVAL. Collectives
+ * of different groups do not run side by side: a collective launch is a
+ * fence (docs/runtime.md), so each waits for the one before it.
+ * kb_all_reduce(m, ...) is kb_all_reduce_group(m, KB_GROUP_WORLD, ...). */
+KB_API int kb_all_reduce_group(kb_machine *m, kb_group g, kb_tensor t, kb_reduce_op op);
+KB_API int kb_reduce_scatter_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in,
+                                   kb_reduce_op op);
+KB_API int kb_all_gather_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in);
+KB_API int kb_broadcast_group(kb_machine *m, kb_group g, kb_tensor t, int src);
+KB_API int kb_barrier_group(kb_machine *m, kb_group g);
+
 /* What the last collective of the machine did (for benches and reports). */
 typedef struct kb_ccl_report {
     char algorithm[64];                /* ccl.yaml name */

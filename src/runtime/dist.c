@@ -33,23 +33,45 @@
 #include "kernbench/dist.h"
 #include "runtime/internal.h"
 
-enum { CALL_INIT = KB__CCL_COLLECTIVE_COUNT, CALL_BARRIER, CALL_KINDS };
+enum { CALL_INIT = KB__CCL_COLLECTIVE_COUNT, CALL_BARRIER, CALL_NEW_GROUP, CALL_KINDS };
+
+/* Group handles: (spawn serial << GROUP_BITS) | index; index 0 is the world,
+ * whose handle is 0 in every kb_spawn. */
+#define GROUP_BITS 12
+#define GROUP_MAX  ((1 << GROUP_BITS) - 1)
 
 typedef struct call {
-    int kind; /* kb__ccl_collective, CALL_INIT or CALL_BARRIER */
+    int kind; /* kb__ccl_collective, CALL_INIT, CALL_BARRIER or CALL_NEW_GROUP */
+    int comm; /* index of the group it is made in (0: the world) */
     kb_reduce_op op;
     kb_tensor in, out;
-    int root;
-    uint64_t seq;   /* the rank's collective call number, from 1 */
+    int root;          /* broadcast: src as passed (a host rank, or the driver's shard) */
+    int root_index;    /* broadcast: its index among the participants */
+    const int *ranks;  /* kb_new_group: the caller's list (valid while it waits) */
+    int n_ranks;
+    uint64_t seq;   /* the rank's call number in its group, from 1 */
     char what[256]; /* "kb_all_reduce(tensor 'x': 256 f32 per shard, sum)" */
 } call;
 
 typedef struct round_slot {
     kb__event ev;
     int status;
-    int last; /* the rank that ran the round */
+    int last;  /* the rank that ran the round */
+    int value; /* kb_new_group: the new group's handle */
     kb__err err;
 } round_slot;
+
+/* A communicator: the world of a kb_spawn (index 0) or one of its groups
+ * (kb_new_group), with its own rendezvous. Allocated one by one, so a
+ * waiting rank's pointer into one stays valid while others are added. */
+typedef struct comm {
+    int n;         /* members */
+    int *member;   /* [n] host rank of group rank i; NULL for the world (identity) */
+    int arrived;   /* members waiting in the current round */
+    uint64_t round;
+    uint64_t *seq; /* [n] calls made, per group rank */
+    round_slot slot[2];
+} comm;
 
 /* One kb_spawn's ranks and their rendezvous. Kept until kb_close when
  * kb__spawn abandons ranks, so an abandoned rank that wakes later still
@@ -60,16 +82,15 @@ typedef struct rt_group {
     void *arg;
     int n;
     int pg;                  /* the group's process group is started */
+    int serial;              /* this kb_spawn's number, from 1 (group handles) */
     int *sip;                /* [n] kb_set_device binding per rank */
     kb__rt_scratch *scratch; /* [n] */
     call *pend;              /* [n] pending call per rank (kind -1: none) */
     kb__proc **proc;         /* [n] process of a waiting rank */
-    uint64_t *seq;           /* [n] calls made */
     int *ended;              /* [n] rank returned */
     kb__err *err;            /* [n] the rank's last failed call (kb__rt_fail) */
-    int arrived;
-    uint64_t round;
-    round_slot slot[2];
+    comm **comm;             /* [n_comm]: the world, then kb_new_group's groups */
+    int n_comm, cap_comm;
     kb__rt_group_ext ext;  /* a layer's state for this group (src/tp) */
     struct rt_group *next; /* next abandoned group */
 } rt_group;
@@ -78,6 +99,9 @@ typedef struct kb__rt_dist {
     kb__dist d;
     int driver_pg;       /* the driver started a process group */
     rt_group *live;      /* the running kb_spawn's group, NULL when none */
+    int spawns;          /* kb_spawn calls so far (group serials) */
+    int coll_running;    /* a rank runs a collective on the device (one at a time) */
+    kb__event coll_idle; /* fired when it ends */
     rt_group *abandoned; /* groups with abandoned ranks, freed by kb_close */
     int driver_sip;
     kb_ccl_report last;
@@ -100,6 +124,8 @@ static const char *call_name(int kind)
         return "kb_init_process_group";
     case CALL_BARRIER:
         return "kb_barrier";
+    case CALL_NEW_GROUP:
+        return "kb_new_group";
     default:
         return "collective";
     }
@@ -122,6 +148,7 @@ static kb__rt_dist *dist_of(kb_machine *m, kb__err *err)
         return NULL;
     }
     kb__dist_init(&x->d, m->dev->sim);
+    kb__event_init(&x->coll_idle, "the running collective");
     x->driver_sip = m->device_sip;
     m->dist = x;
     return x;
@@ -201,6 +228,64 @@ kb__rt_group_ext *kb__rt_group_ext_of(kb_machine *m, kb__err *err)
     return g ? &g->ext : &x->driver_ext;
 }
 
+static void comm_free(comm *c)
+{
+    if (!c) return;
+    free(c->member);
+    free(c->seq);
+    kb__event_fini(&c->slot[0].ev);
+    kb__event_fini(&c->slot[1].ev);
+    free(c);
+}
+
+/* A communicator of n members; member (copied) NULL for the world. */
+static comm *comm_new(int n, const int *member)
+{
+    comm *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->n = n;
+    c->seq = calloc((size_t)n, sizeof *c->seq);
+    c->member = member ? malloc((size_t)n * sizeof *c->member) : NULL;
+    if (!c->seq || (member && !c->member)) {
+        comm_free(c);
+        return NULL;
+    }
+    if (member) memcpy(c->member, member, (size_t)n * sizeof *member);
+    kb__event_init(&c->slot[0].ev, "collective round");
+    kb__event_init(&c->slot[1].ev, "collective round");
+    return c;
+}
+
+/* Host rank of c's rank i, and c's rank of host rank r (-1: not a member). */
+static int member_of(const comm *c, int i)
+{
+    return c->member ? c->member[i] : i;
+}
+
+static int rank_in(const comm *c, int r)
+{
+    if (!c->member) return r >= 0 && r < c->n ? r : -1;
+    for (int i = 0; i < c->n; i++)
+        if (c->member[i] == r) return i;
+    return -1;
+}
+
+/* Adds c to g's communicators; its index, or -1 (out of memory: c freed). */
+static int comm_add(rt_group *g, comm *c)
+{
+    if (c && g->n_comm == g->cap_comm) {
+        int cap = g->cap_comm ? 2 * g->cap_comm : 4;
+        comm **v = realloc(g->comm, (size_t)cap * sizeof *v);
+        if (v) g->comm = v, g->cap_comm = cap;
+    }
+    if (!c || g->n_comm == g->cap_comm) {
+        comm_free(c);
+        return -1;
+    }
+    g->comm[g->n_comm] = c;
+    return g->n_comm++;
+}
+
 static void group_free(rt_group *g)
 {
     if (!g) return;
@@ -211,11 +296,11 @@ static void group_free(rt_group *g)
     free(g->scratch);
     free(g->pend);
     free(g->proc);
-    free(g->seq);
     free(g->ended);
     free(g->err);
-    kb__event_fini(&g->slot[0].ev);
-    kb__event_fini(&g->slot[1].ev);
+    for (int i = 0; i < g->n_comm; i++)
+        comm_free(g->comm[i]);
+    free(g->comm);
     free(g);
 }
 
@@ -224,16 +309,15 @@ static rt_group *group_new(kb__rt_dist *x, kb_machine *m, int n, kb_rank_fn fn, 
     rt_group *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     g->m = m, g->fn = fn, g->arg = arg, g->n = n;
-    kb__event_init(&g->slot[0].ev, "collective round");
-    kb__event_init(&g->slot[1].ev, "collective round");
+    g->serial = ++x->spawns;
     g->sip = calloc((size_t)n, sizeof *g->sip);
     g->scratch = calloc((size_t)n, sizeof *g->scratch);
     g->pend = calloc((size_t)n, sizeof *g->pend);
     g->proc = calloc((size_t)n, sizeof *g->proc);
-    g->seq = calloc((size_t)n, sizeof *g->seq);
     g->ended = calloc((size_t)n, sizeof *g->ended);
     g->err = calloc((size_t)n, sizeof *g->err);
-    if (!g->sip || !g->scratch || !g->pend || !g->proc || !g->seq || !g->ended || !g->err) {
+    if (!g->sip || !g->scratch || !g->pend || !g->proc || !g->ended || !g->err ||
+        comm_add(g, comm_new(n, NULL)) < 0) {
         group_free(g);
         return NULL;
     }
@@ -256,6 +340,7 @@ void kb__rt_dist_fini(kb_machine *m)
         group_free(g);
     }
     ext_free(&x->driver_ext);
+    kb__event_fini(&x->coll_idle);
     kb__dist_fini(&x->d);
     free(x);
     m->dist = NULL;
@@ -263,14 +348,15 @@ void kb__rt_dist_fini(kb_machine *m)
 
 /* ---- spawn -------------------------------------------------------------------- */
 
-static void refresh_notes(rt_group *g, int running);
+static void refresh_notes(rt_group *g, const comm *cm, int running);
 
 static int rank_body(int rank, int nprocs, void *arg)
 {
     rt_group *g = arg;
     int rc = g->fn(g->m, rank, nprocs, g->arg);
     g->ended[rank] = 1;
-    if (g->arrived) refresh_notes(g, -1);
+    for (int i = 0; i < g->n_comm; i++)
+        if (g->comm[i]->arrived) refresh_notes(g, g->comm[i], -1);
     if (!rc) return 0;
     kb__sim *sim = g->m->dist->d.sim;
     const kb__err *own = &g->err[rank]; /* never another rank's message */
@@ -350,9 +436,21 @@ int kb_is_initialized(const kb_machine *m)
 
 /* ---- rendezvous ------------------------------------------------------------------ */
 
-static void describe(kb_machine *m, call *c)
+/* " in group 2 [0, 1]" for a group's call, "" for the world's. */
+static void group_str(const rt_group *g, int ci, char *buf, size_t size)
 {
-    char a[160] = "", b[32] = "";
+    buf[0] = '\0';
+    if (!g || ci == 0) return;
+    const comm *c = g->comm[ci];
+    int o = snprintf(buf, size, " in group %d [", g->serial << GROUP_BITS | ci);
+    for (int i = 0; i < c->n && o > 0 && (size_t)o < size; i++)
+        o += snprintf(buf + o, size - (size_t)o, "%s%d", i ? ", " : "", c->member[i]);
+    if (o > 0 && (size_t)o + 1 < size) snprintf(buf + o, size - (size_t)o, "]");
+}
+
+static void describe(kb_machine *m, const rt_group *g, call *c)
+{
+    char a[160] = "", b[32] = "", in[96];
     kb__err e;
     kb__rt_tensor *t =
         c->kind < KB__CCL_COLLECTIVE_COUNT ? kb__rt_tensor_get(m, c->in.id, &e) : NULL;
@@ -362,15 +460,18 @@ static void describe(kb_machine *m, call *c)
                  kb__dtype_name(t->dtype));
     else if (c->kind < KB__CCL_COLLECTIVE_COUNT)
         snprintf(a, sizeof a, "%.150s", e.msg);
+    else if (c->kind == CALL_NEW_GROUP)
+        snprintf(a, sizeof a, "%d rank%s", c->n_ranks, c->n_ranks == 1 ? "" : "s");
     if (c->kind == KB__CCL_ALL_REDUCE || c->kind == KB__CCL_REDUCE_SCATTER)
         snprintf(b, sizeof b, ", %s", op_name(c->op));
     else if (c->kind == KB__CCL_BROADCAST)
         snprintf(b, sizeof b, ", src %d", c->root);
+    group_str(g, c->comm, in, sizeof in);
     if (c->seq)
-        snprintf(c->what, sizeof c->what, "%s(%s%s) call #%llu", call_name(c->kind), a, b,
-                 (unsigned long long)c->seq);
+        snprintf(c->what, sizeof c->what, "%s(%s%s) call #%llu%s", call_name(c->kind), a, b,
+                 (unsigned long long)c->seq, in);
     else
-        snprintf(c->what, sizeof c->what, "%s(%s%s)", call_name(c->kind), a, b);
+        snprintf(c->what, sizeof c->what, "%s(%s%s)%s", call_name(c->kind), a, b, in);
 }
 
 /* The tensors of a collective call exist (the same error the driver path
@@ -391,6 +492,9 @@ static int check_tensors(kb_machine *m, const call *c, kb__err *err)
 static int same_call(const call *a, const call *b, kb_machine *m)
 {
     if (a->kind != b->kind) return 0;
+    if (a->kind == CALL_NEW_GROUP)
+        return a->n_ranks == b->n_ranks &&
+               !memcmp(a->ranks, b->ranks, (size_t)a->n_ranks * sizeof *a->ranks);
     if (a->kind >= KB__CCL_COLLECTIVE_COUNT) return 1;
     if ((a->kind == KB__CCL_ALL_REDUCE || a->kind == KB__CCL_REDUCE_SCATTER) && a->op != b->op)
         return 0;
@@ -402,24 +506,48 @@ static int same_call(const call *a, const call *b, kb_machine *m)
            ta->plan.shards[0].bytes == tb->plan.shards[0].bytes;
 }
 
-/* Every waiting rank's note: its call and whom it waits for; `running` (or
- * -1) is the rank that arrived last and runs the round. */
-static void refresh_notes(rt_group *g, int running)
+/* The pending call of cm's rank i, or NULL when that member has none in cm. */
+static call *pending_in(rt_group *g, const comm *cm, int ci, int i)
 {
-    char miss[160];
+    call *c = &g->pend[member_of(cm, i)];
+    return c->kind >= 0 && c->comm == ci ? c : NULL;
+}
+
+static int comm_index(const rt_group *g, const comm *cm)
+{
+    int i = 0;
+    while (g->comm[i] != cm)
+        i++;
+    return i;
+}
+
+/* Every waiting member's note: its call and whom it waits for; `running`
+ * (or -1) is the host rank that arrived last and runs the round. */
+static void refresh_notes(rt_group *g, const comm *cm, int running)
+{
+    int ci = comm_index(g, cm);
+    char miss[200];
     size_t len = 0;
     miss[0] = '\0';
-    for (int k = 0; k < g->n && len < sizeof miss - 24; k++) {
-        if (g->pend[k].kind >= 0) continue;
-        int w = snprintf(miss + len, sizeof miss - len, "%s%d%s", len ? ", " : "", k,
-                         g->ended[k] ? " (ended)" : "");
+    for (int i = 0; i < cm->n && len < sizeof miss - 40; i++) {
+        if (pending_in(g, cm, ci, i)) continue;
+        int k = member_of(cm, i);
+        const call *other = &g->pend[k];
+        char why[48] = "";
+        if (g->ended[k])
+            snprintf(why, sizeof why, " (ended)");
+        else if (other->kind >= 0)
+            snprintf(why, sizeof why, " (waiting in %s)",
+                     other->comm ? "another group" : "the world group");
+        int w = snprintf(miss + len, sizeof miss - len, "%s%d%s", len ? ", " : "", k, why);
         if (w > 0) len += (size_t)w;
     }
-    for (int k = 0; k < g->n; k++) {
-        if (g->pend[k].kind < 0 || !g->proc[k]) continue;
+    for (int i = 0; i < cm->n; i++) {
+        int k = member_of(cm, i);
+        if (!pending_in(g, cm, ci, i) || !g->proc[k]) continue;
         if (k == running)
             kb__proc_set_note(g->proc[k], "%s runs the collective for all %d ranks",
-                              g->pend[k].what, g->n);
+                              g->pend[k].what, cm->n);
         else if (running >= 0)
             kb__proc_set_note(g->proc[k], "%s waits for rank %d, which runs it", g->pend[k].what,
                               running);
@@ -429,31 +557,35 @@ static void refresh_notes(rt_group *g, int running)
     }
 }
 
-/* "rank 0: X; rank 1: Y" over every pending call. */
-static void list_calls(const rt_group *g, kb__err *e, const char *head)
+/* "rank 0: X; rank 1: Y" over every member's pending call. */
+static void list_calls(rt_group *g, const comm *cm, kb__err *e, const char *head)
 {
+    int ci = comm_index(g, cm);
     kb__err_set(e, KB_EDEADLOCK, "%s", head);
     size_t len = strlen(e->msg);
-    for (int k = 0; k < g->n && len < sizeof e->msg - 1; k++) {
-        int w = snprintf(e->msg + len, sizeof e->msg - len, "\n  rank %d: %s", k,
-                         g->pend[k].kind >= 0 ? g->pend[k].what : "no pending call");
+    for (int i = 0; i < cm->n && len < sizeof e->msg - 1; i++) {
+        const call *c = pending_in(g, cm, ci, i);
+        int w = snprintf(e->msg + len, sizeof e->msg - len, "\n  rank %d: %s", member_of(cm, i),
+                         c ? c->what : "no pending call");
         if (w > 0) len += (size_t)w;
     }
 }
 
-/* Runs the collective of the round (the last rank to arrive). */
-static int run_round(kb_machine *m, rt_group *g, kb__err *err);
+/* Runs the collective of cm's round (the last member to arrive); a new
+ * group's handle goes to *value. */
+static int run_round(kb_machine *m, rt_group *g, comm *cm, kb__err *err, int *value);
 
-/* A rank that arrived waits for the round; returns its status. */
-static int await_round(kb_machine *m, rt_group *g, int r, call *c, round_slot *s, kb__err *err)
+/* A member that arrived waits for the round; returns its status. */
+static int await_round(kb_machine *m, rt_group *g, comm *cm, int r, call *c, round_slot *s,
+                       kb__err *err)
 {
-    refresh_notes(g, -1);
+    refresh_notes(g, cm, -1);
     int rc = kb__event_wait(m->dist->d.sim, &s->ev);
     if (rc == KB_ECANCELED && g->pend[r].kind >= 0) { /* withdrawn */
         char why[96];
         kb__dist_cancel_cause(&m->dist->d, why, sizeof why);
         g->pend[r].kind = -1;
-        g->arrived--;
+        cm->arrived--;
         return kb__err_set(err, rc, "%s: canceled (%s)", c->what, why);
     }
     if (s->status == KB_EDEADLOCK)
@@ -463,41 +595,50 @@ static int await_round(kb_machine *m, rt_group *g, int r, call *c, round_slot *s
     return s->status;
 }
 
-static int rendezvous(kb_machine *m, rt_group *g, int r, call *c, kb__err *err)
+/* Host rank r's call c in its group c->comm; *value gets a new group's
+ * handle. */
+static int rendezvous(kb_machine *m, rt_group *g, int r, call *c, kb__err *err, int *value)
 {
-    c->seq = c->kind == CALL_INIT ? 0 : ++g->seq[r];
-    describe(m, c);
+    comm *cm = g->comm[c->comm];
+    c->seq = c->kind == CALL_INIT ? 0 : ++cm->seq[rank_in(cm, r)];
+    describe(m, g, c);
     int rc = check_tensors(m, c, err);
     if (rc) return rc; /* this rank's own error; its siblings are canceled */
     kb__proc *self = kb__proc_self(g->m->dist->d.sim);
     g->pend[r] = *c;
     g->proc[r] = self;
-    round_slot *s = &g->slot[g->round & 1];
-    if (++g->arrived < g->n) {
-        rc = await_round(m, g, r, c, s, err);
+    round_slot *s = &cm->slot[cm->round & 1];
+    if (++cm->arrived < cm->n) {
+        rc = await_round(m, g, cm, r, c, s, err);
         kb__proc_set_note_fn(self, NULL, NULL);
+        *value = s->value;
         return rc;
     }
-    refresh_notes(g, r);
+    refresh_notes(g, cm, r);
     int st = 0;
     kb__err_clear(&s->err);
-    for (int k = 1; k < g->n && !st; k++)
-        if (!same_call(&g->pend[0], &g->pend[k], m)) {
-            list_calls(g, &s->err,
+    s->value = 0;
+    const call *first = pending_in(g, cm, c->comm, 0);
+    for (int i = 1; i < cm->n && !st; i++)
+        if (!same_call(first, pending_in(g, cm, c->comm, i), m)) {
+            list_calls(g, cm, &s->err,
                        "mismatched collectives: the ranks' calls differ, so each would wait for "
                        "the others forever");
             st = KB_EDEADLOCK;
         }
-    if (!st) st = run_round(m, g, &s->err);
+    if (!st) st = run_round(m, g, cm, &s->err, &s->value);
     s->status = st;
     s->last = r;
-    for (int k = 0; k < g->n; k++)
+    for (int i = 0; i < cm->n; i++) {
+        int k = member_of(cm, i);
         g->pend[k].kind = -1, g->proc[k] = NULL;
-    g->arrived = 0;
-    g->round++;
-    kb__event_init(&g->slot[g->round & 1].ev, "collective round");
+    }
+    cm->arrived = 0;
+    cm->round++;
+    kb__event_init(&cm->slot[cm->round & 1].ev, "collective round");
     kb__event_fire(m->dist->d.sim, &s->ev, st);
     kb__proc_set_note_fn(self, NULL, NULL);
+    *value = s->value;
     if (st) kb__err_copy(err, &s->err);
     return st;
 }
@@ -531,25 +672,26 @@ static void keep_report(kb__rt_dist *x, const kb__coll_info *info)
     x->has_last = 1;
 }
 
-/* Runs calls c[0..n) (one per participant, all matching) as one collective. */
-static int run_calls(kb_machine *m, kb__rt_dist *x, const call *c, int n, kb__err *err)
+/* Runs calls c[0..n) (one per participant in index order, all matching) as
+ * one collective. */
+static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, int n, kb__err *err)
 {
-    if (c[0].kind == CALL_INIT) return kb__ccl_prepare(m, NULL, NULL, err);
-    if (c[0].kind == CALL_BARRIER) return 0;
+    if (c[0]->kind == CALL_INIT) return kb__ccl_prepare(m, NULL, NULL, err);
+    if (c[0]->kind == CALL_BARRIER) return 0;
     kb_tensor *in = calloc((size_t)n, sizeof *in), *out = calloc((size_t)n, sizeof *out);
     if (!in || !out) {
         free(in);
         free(out);
-        return kb__err_set(err, KB_ENOMEM, "%s: out of host memory", call_name(c[0].kind));
+        return kb__err_set(err, KB_ENOMEM, "%s: out of host memory", call_name(c[0]->kind));
     }
     uint32_t root = 0;
     for (int k = 0; k < n; k++) {
-        in[k] = c[k].in;
-        out[k] = c[k].out;
+        in[k] = c[k]->in;
+        out[k] = c[k]->out;
     }
     int rc = 0;
-    if (c[0].kind == KB__CCL_BROADCAST) { /* the source's index: shards before it */
-        int src = n > 1 ? c[0].root : 0;
+    if (c[0]->kind == KB__CCL_BROADCAST) { /* the source's index: shards before it */
+        int src = n > 1 ? c[0]->root_index : 0;
         for (int k = 0; k < src && !rc; k++) {
             kb__rt_tensor *t = kb__rt_tensor_get(m, in[k].id, err);
             if (!t)
@@ -557,15 +699,15 @@ static int run_calls(kb_machine *m, kb__rt_dist *x, const call *c, int n, kb__er
             else
                 root += (uint32_t)t->plan.n_shards;
         }
-        if (n == 1) root = (uint32_t)c[0].root;
+        if (n == 1) root = (uint32_t)c[0]->root;
     }
     kb__coll_req req = {
-        .kind = (kb__ccl_collective)c[0].kind,
-        .op = c[0].op,
+        .kind = (kb__ccl_collective)c[0]->kind,
+        .op = c[0]->op,
         .n = (uint32_t)n,
         .in = in,
-        .out =
-            (c[0].kind == KB__CCL_REDUCE_SCATTER || c[0].kind == KB__CCL_ALL_GATHER) ? out : NULL,
+        .out = (c[0]->kind == KB__CCL_REDUCE_SCATTER || c[0]->kind == KB__CCL_ALL_GATHER) ? out
+                                                                                          : NULL,
         .root = root};
     kb__coll_info info;
     memset(&info, 0, sizeof info);
@@ -581,24 +723,26 @@ static int64_t shard_elems(const kb__rt_tensor *t, int s)
     return (int64_t)(t->plan.shards[s].bytes / kb__dtype_size(t->dtype));
 }
 
-/* Reduce-scatter and all-gather: every rank's output shards hold N/p
+/* Reduce-scatter and all-gather: every member's output shards hold N/p
  * (reduce-scatter) or p*N (all-gather) elements of the input's dtype, where
- * N is the elements of one input buffer and p the buffers of all ranks.
+ * N is the elements of one input buffer and p the buffers of all members.
  * Names the host rank at fault. */
-static int check_outputs(kb_machine *m, const rt_group *g, kb__err *err)
+static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
 {
-    int kind = g->pend[0].kind;
+    int kind = g->pend[member_of(cm, 0)].kind;
     if (kind != KB__CCL_REDUCE_SCATTER && kind != KB__CCL_ALL_GATHER) return 0;
     int64_t p = 0;
-    const kb__rt_tensor *in0 = kb__rt_tensor_get(m, g->pend[0].in.id, err);
-    for (int k = 0; k < g->n && in0; k++) {
+    const kb__rt_tensor *in0 = NULL;
+    for (int i = 0; i < cm->n; i++) {
+        int k = member_of(cm, i);
         const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].in.id, err);
         if (!t) return kb__err_prefix(err, "%s: host rank %d's input: ", call_name(kind), k);
+        if (!in0) in0 = t;
         p += t->plan.n_shards;
     }
-    if (!in0) return kb__err_prefix(err, "%s: host rank 0's input: ", call_name(kind));
     int64_t n = shard_elems(in0, 0), want = kind == KB__CCL_REDUCE_SCATTER ? n / p : n * p;
-    for (int k = 0; k < g->n; k++) {
+    for (int i = 0; i < cm->n; i++) {
+        int k = member_of(cm, i);
         const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].out.id, err);
         if (!t) return kb__err_prefix(err, "%s: host rank %d's output: ", call_name(kind), k);
         for (int s = 0; s < t->plan.n_shards; s++) {
@@ -621,21 +765,22 @@ static int check_outputs(kb_machine *m, const rt_group *g, kb__err *err)
     return 0;
 }
 
-/* A collective's buffers are the shards of every rank's input, one per PE:
- * two host ranks whose inputs have shards on the same PE are named with
+/* A collective's buffers are the shards of every member's input, one per
+ * PE: two host ranks whose inputs have shards on the same PE are named with
  * that PE (the collective layer would name only the two shards). Tensors
  * are placed from cube 0, PE 0 of a SIP upwards, so ranks bound to one SIP
  * always meet there; the remedy is one rank per SIP. */
-static int check_pes_apart(kb_machine *m, const rt_group *g, kb__err *err)
+static int check_pes_apart(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
 {
-    int kind = g->pend[0].kind;
+    int kind = g->pend[member_of(cm, 0)].kind;
     if (kind < 0 || kind >= KB__CCL_COLLECTIVE_COUNT) return 0;
     int *owner = malloc(m->n_pes * sizeof *owner), *shard = malloc(m->n_pes * sizeof *shard);
     int rc =
         owner && shard ? 0 : kb__err_set(err, KB_ENOMEM, "%s: out of host memory", call_name(kind));
     for (uint32_t i = 0; !rc && i < m->n_pes; i++)
         owner[i] = -1;
-    for (int k = 0; !rc && k < g->n; k++) {
+    for (int i = 0; !rc && i < cm->n; i++) {
+        int k = member_of(cm, i);
         const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].in.id, err);
         if (!t) {
             rc = kb__err_prefix(err, "%s: host rank %d's input: ", call_name(kind), k);
@@ -667,24 +812,103 @@ static int check_pes_apart(kb_machine *m, const rt_group *g, kb__err *err)
     return rc;
 }
 
-static int run_round(kb_machine *m, rt_group *g, kb__err *err)
+/* kb_new_group's round: adds the group (the list was checked by every
+ * caller and matched); its handle to *value. */
+static int add_group(rt_group *g, const call *c, kb__err *err, int *value)
 {
-    int rc = check_pes_apart(m, g, err);
-    if (!rc) rc = check_outputs(m, g, err);
-    if (!rc) rc = run_calls(m, m->dist, g->pend, g->n, err);
-    if (!rc && g->pend[0].kind == CALL_INIT) g->pg = 1;
+    if (g->n_comm > GROUP_MAX)
+        return kb__err_set(err, KB_ENOSPC, "kb_new_group: this kb_spawn already has %d groups",
+                           GROUP_MAX);
+    int i = comm_add(g, comm_new(c->n_ranks, c->ranks));
+    if (i < 0) return kb__err_set(err, KB_ENOMEM, "kb_new_group: out of host memory");
+    *value = g->serial << GROUP_BITS | i;
+    return 0;
+}
+
+/* Runs the device collective of cm's round once no other group's runs:
+ * collective launches are fences, so they run one at a time anyway, and
+ * the installed queues are shared. */
+static int run_exclusive(kb_machine *m, rt_group *g, const comm *cm, kb__err *err)
+{
+    kb__rt_dist *x = m->dist;
+    const call **calls = malloc((size_t)cm->n * sizeof *calls);
+    if (!calls) return kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
+    for (int i = 0; i < cm->n; i++)
+        calls[i] = &g->pend[member_of(cm, i)];
+    int rc = 0;
+    while (x->coll_running && !rc)
+        rc = kb__event_wait(x->d.sim, &x->coll_idle);
+    if (rc) {
+        kb__err_set(err, rc, "%s: canceled while another group's collective ran", calls[0]->what);
+        free(calls);
+        return rc;
+    }
+    x->coll_running = 1;
+    rc = run_calls(m, x, calls, cm->n, err);
+    x->coll_running = 0;
+    kb__event_fire(x->d.sim, &x->coll_idle, 0);
+    kb__event_reset(&x->coll_idle);
+    free(calls);
     return rc;
 }
 
-/* One collective call from the driver or a rank. */
-static int collective(kb_machine *m, call *c)
+static int run_round(kb_machine *m, rt_group *g, comm *cm, kb__err *err, int *value)
+{
+    const call *first = &g->pend[member_of(cm, 0)];
+    if (first->kind == CALL_NEW_GROUP) return add_group(g, first, err, value);
+    int rc = check_pes_apart(m, g, cm, err);
+    if (!rc) rc = check_outputs(m, g, cm, err);
+    if (!rc) rc = run_exclusive(m, g, cm, err);
+    if (!rc && first->kind == CALL_INIT) g->pg = 1;
+    return rc;
+}
+
+/* The calling rank's group g names in its kb_spawn (index into comm), or
+ * -1 with the error set; the driver has the world only (0). */
+static int group_index(const rt_group *g, kb_group h, const char *fn, kb__err *err)
+{
+    if (h.id == 0) return 0;
+    if (g && h.id >> GROUP_BITS == g->serial && (h.id & GROUP_MAX) < g->n_comm)
+        return h.id & GROUP_MAX;
+    kb__err_set(err, KB_EINVAL, "%s: group %d is not a group of %s (made by kb_new_group %s)", fn,
+                h.id, g ? "this kb_spawn" : "the driver, which has the world only",
+                g ? "in this kb_spawn" : "from spawned ranks");
+    return -1;
+}
+
+/* kb_new_group's list: n distinct host ranks of the world (0..world-1). */
+static int check_ranks(const int *ranks, int n, int world, kb__err *err)
+{
+    if (!ranks || n < 1 || n > world)
+        return kb__err_set(err, KB_EINVAL,
+                           "kb_new_group: need 1..%d ranks in a list (got n %d%s)", world, n,
+                           ranks ? "" : ", no list");
+    for (int i = 0; i < n; i++) {
+        if (ranks[i] < 0 || ranks[i] >= world)
+            return kb__err_set(err, KB_EINVAL,
+                               "kb_new_group: ranks[%d] is %d, not a host rank (0..%d)", i,
+                               ranks[i], world - 1);
+        for (int j = 0; j < i; j++)
+            if (ranks[j] == ranks[i])
+                return kb__err_set(err, KB_EINVAL,
+                                   "kb_new_group: host rank %d is listed twice (ranks[%d] and "
+                                   "ranks[%d])",
+                                   ranks[i], j, i);
+    }
+    return 0;
+}
+
+/* One collective call from the driver or a rank, in group h; *value gets
+ * kb_new_group's handle. */
+static int collective(kb_machine *m, kb_group h, call *c, int *value)
 {
     if (!m) return KB_EINVAL;
     kb__err e;
     kb__err_clear(&e);
     kb__rt_dist *x = dist_of(m, &e);
     if (!x) return kb__rt_fail(m, &e);
-    int r = -1, ab = 0;
+    int r = -1, ab = 0, unused = 0;
+    if (!value) value = &unused;
     rt_group *g = self_group(m, &r, &ab);
     if (g && ab) {
         kb__err_set(&e, KB_ECANCELED,
@@ -693,25 +917,45 @@ static int collective(kb_machine *m, call *c)
                     call_name(c->kind), r);
         return kb__rt_fail(m, &e);
     }
-    if (c->kind != CALL_INIT && !(g ? g->pg : x->driver_pg))
+    c->comm = group_index(g, h, call_name(c->kind), &e);
+    const comm *cm = c->comm > 0 ? g->comm[c->comm] : NULL;
+    int world = g ? g->n : 1;
+    if (e.code) return kb__rt_fail(m, &e);
+    if (c->kind != CALL_INIT && !(g ? g->pg : x->driver_pg)) {
         kb__err_set(&e, KB_ESTATE,
                     "%s: no process group (call kb_init_process_group(m, \"ahbm\") first)",
                     call_name(c->kind));
-    else if (c->kind == KB__CCL_BROADCAST && (c->root < 0 || (g && c->root >= g->n)))
-        kb__err_set(&e, KB_ERANGE, "kb_broadcast: src %d is not a rank (0..%d)", c->root,
-                    g ? g->n - 1 : 0);
-    else if ((unsigned)c->op > KB_AVG)
+    } else if (cm && rank_in(cm, r) < 0) {
+        char in[96];
+        group_str(g, c->comm, in, sizeof in);
+        kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of the group:%s",
+                    call_name(c->kind), r, in);
+    } else if (c->kind == KB__CCL_BROADCAST) {
+        c->root_index = cm ? rank_in(cm, c->root) : c->root;
+        if (c->root < 0 || (g && c->root >= g->n))
+            kb__err_set(&e, KB_ERANGE, "kb_broadcast: src %d is not a rank (0..%d)", c->root,
+                        g ? g->n - 1 : 0);
+        else if (c->root_index < 0)
+            kb__err_set(&e, KB_EINVAL, "kb_broadcast: src %d is not a member of the group",
+                        c->root);
+    } else if ((unsigned)c->op > KB_AVG) {
         kb__err_set(&e, KB_EINVAL, "%s: op %d is not sum, max, min or avg", call_name(c->kind),
                     (int)c->op);
+    } else if (c->kind == CALL_NEW_GROUP) {
+        check_ranks(c->ranks, c->n_ranks, world, &e);
+    }
     if (e.code) return kb__rt_fail(m, &e);
     int rc = 0;
     if (c->kind == CALL_BARRIER && (rc = kb_sync(m))) return rc;
     if (!g) {
         c->seq = 0;
-        rc = c->kind == CALL_BARRIER ? 0 : run_calls(m, x, c, 1, &e);
+        const call *one = c;
+        rc = c->kind == CALL_BARRIER || c->kind == CALL_NEW_GROUP ? 0
+                                                                   : run_calls(m, x, &one, 1, &e);
         if (!rc && c->kind == CALL_INIT) x->driver_pg = 1;
+        *value = 0;
     } else {
-        rc = rendezvous(m, g, r, c, &e);
+        rc = rendezvous(m, g, r, c, &e, value);
     }
     return rc ? kb__rt_fail(m, &e) : 0;
 }
@@ -725,37 +969,95 @@ int kb_init_process_group(kb_machine *m, const char *backend)
                            "\"ahbm\")",
                            backend ? backend : "(null)");
     call c = {.kind = CALL_INIT};
-    return collective(m, &c);
+    return collective(m, KB_GROUP_WORLD, &c, NULL);
+}
+
+int kb_all_reduce_group(kb_machine *m, kb_group g, kb_tensor t, kb_reduce_op op)
+{
+    call c = {.kind = KB__CCL_ALL_REDUCE, .op = op, .in = t};
+    return collective(m, g, &c, NULL);
+}
+
+int kb_reduce_scatter_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in,
+                            kb_reduce_op op)
+{
+    call c = {.kind = KB__CCL_REDUCE_SCATTER, .op = op, .in = in, .out = out};
+    return collective(m, g, &c, NULL);
+}
+
+int kb_all_gather_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in)
+{
+    call c = {.kind = KB__CCL_ALL_GATHER, .in = in, .out = out};
+    return collective(m, g, &c, NULL);
+}
+
+int kb_broadcast_group(kb_machine *m, kb_group g, kb_tensor t, int src)
+{
+    call c = {.kind = KB__CCL_BROADCAST, .in = t, .root = src};
+    return collective(m, g, &c, NULL);
+}
+
+int kb_barrier_group(kb_machine *m, kb_group g)
+{
+    call c = {.kind = CALL_BARRIER};
+    return collective(m, g, &c, NULL);
 }
 
 int kb_all_reduce(kb_machine *m, kb_tensor t, kb_reduce_op op)
 {
-    call c = {.kind = KB__CCL_ALL_REDUCE, .op = op, .in = t};
-    return collective(m, &c);
+    return kb_all_reduce_group(m, KB_GROUP_WORLD, t, op);
 }
 
 int kb_reduce_scatter(kb_machine *m, kb_tensor out, kb_tensor in, kb_reduce_op op)
 {
-    call c = {.kind = KB__CCL_REDUCE_SCATTER, .op = op, .in = in, .out = out};
-    return collective(m, &c);
+    return kb_reduce_scatter_group(m, KB_GROUP_WORLD, out, in, op);
 }
 
 int kb_all_gather(kb_machine *m, kb_tensor out, kb_tensor in)
 {
-    call c = {.kind = KB__CCL_ALL_GATHER, .in = in, .out = out};
-    return collective(m, &c);
+    return kb_all_gather_group(m, KB_GROUP_WORLD, out, in);
 }
 
 int kb_broadcast(kb_machine *m, kb_tensor t, int src)
 {
-    call c = {.kind = KB__CCL_BROADCAST, .in = t, .root = src};
-    return collective(m, &c);
+    return kb_broadcast_group(m, KB_GROUP_WORLD, t, src);
 }
 
 int kb_barrier(kb_machine *m)
 {
-    call c = {.kind = CALL_BARRIER};
-    return collective(m, &c);
+    return kb_barrier_group(m, KB_GROUP_WORLD);
+}
+
+int kb_new_group(kb_machine *m, const int *ranks, int n, kb_group *out)
+{
+    if (!m) return KB_EINVAL;
+    if (!out) return kb__err_set(&m->err, KB_EINVAL, "kb_new_group: no place for the handle");
+    call c = {.kind = CALL_NEW_GROUP, .ranks = ranks, .n_ranks = n};
+    int id = 0, rc = collective(m, KB_GROUP_WORLD, &c, &id);
+    out->id = rc ? -1 : id;
+    return rc;
+}
+
+int kb_group_rank(const kb_machine *m, kb_group h)
+{
+    if (!m) return -1;
+    int r = -1;
+    const rt_group *g = self_group(m, &r, NULL);
+    kb__err e;
+    int i = group_index(g, h, "kb_group_rank", &e);
+    if (i < 0) return -1;
+    return g ? rank_in(g->comm[i], r) : 0;
+}
+
+int kb_group_size(const kb_machine *m, kb_group h)
+{
+    if (!m) return -1;
+    int r = -1;
+    const rt_group *g = self_group(m, &r, NULL);
+    kb__err e;
+    int i = group_index(g, h, "kb_group_size", &e);
+    if (i < 0) return -1;
+    return g ? g->comm[i]->n : 1;
 }
 
 int kb_ccl_last(const kb_machine *m, kb_ccl_report *out)
