@@ -348,15 +348,14 @@ void kb__rt_dist_fini(kb_machine *m)
 
 /* ---- spawn -------------------------------------------------------------------- */
 
-static void refresh_notes(rt_group *g, const comm *cm, int running);
+static void refresh_all(rt_group *g);
 
 static int rank_body(int rank, int nprocs, void *arg)
 {
     rt_group *g = arg;
     int rc = g->fn(g->m, rank, nprocs, g->arg);
     g->ended[rank] = 1;
-    for (int i = 0; i < g->n_comm; i++)
-        if (g->comm[i]->arrived) refresh_notes(g, g->comm[i], -1);
+    refresh_all(g);
     if (!rc) return 0;
     kb__sim *sim = g->m->dist->d.sim;
     const kb__err *own = &g->err[rank]; /* never another rank's message */
@@ -557,6 +556,14 @@ static void refresh_notes(rt_group *g, const comm *cm, int running)
     }
 }
 
+/* The notes of every group with waiting members: a rank's arrival in one
+ * group changes what the waiters of another read. */
+static void refresh_all(rt_group *g)
+{
+    for (int i = 0; i < g->n_comm; i++)
+        if (g->comm[i]->arrived) refresh_notes(g, g->comm[i], -1);
+}
+
 /* "rank 0: X; rank 1: Y" over every member's pending call. */
 static void list_calls(rt_group *g, const comm *cm, kb__err *e, const char *head)
 {
@@ -579,7 +586,7 @@ static int run_round(kb_machine *m, rt_group *g, comm *cm, kb__err *err, int *va
 static int await_round(kb_machine *m, rt_group *g, comm *cm, int r, call *c, round_slot *s,
                        kb__err *err)
 {
-    refresh_notes(g, cm, -1);
+    refresh_all(g);
     int rc = kb__event_wait(m->dist->d.sim, &s->ev);
     if (rc == KB_ECANCELED && g->pend[r].kind >= 0) { /* withdrawn */
         char why[96];
