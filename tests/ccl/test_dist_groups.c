@@ -3,6 +3,7 @@
  * with its tensor on cube 0, PE 0 of its SIP. Expected values come from
  * plain host loops over the inputs. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,4 +289,49 @@ Test(dist_groups, runs_are_deterministic)
         kb_close(m);
     }
     cr_expect_eq(end[0], end[1]);
+}
+
+/* ts or dur of a trace record, in picoseconds (the file writes us with six
+ * decimals). */
+static uint64_t field_ps(const char *rec, const char *field)
+{
+    char key[16];
+    snprintf(key, sizeof key, "\"%s\":", field);
+    const char *v = strstr(rec, key);
+    cr_assert_not_null(v, "%s in %.200s", field, rec);
+    unsigned long long us, frac;
+    cr_assert_eq(sscanf(v + strlen(key), "%llu.%6llu", &us, &frac), 2, "%.200s", rec);
+    return (uint64_t)us * 1000000 + frac;
+}
+
+/* The two pairs' all-reduces run one after the other (a collective launch
+ * is a fence), each whole: their spans in the trace do not overlap. */
+Test(dist_groups, two_groups_collectives_do_not_overlap)
+{
+    kb_machine *m = open_m();
+    out *o = calloc(1, sizeof *o);
+    const char *path = "groups_trace.json";
+    cr_assert_eq(kb_trace_start(m, path), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_spawn(m, pairs, RANKS, o), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_trace_stop(m), 0, "%s", kb_last_error(m));
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    char line[4096];
+    uint64_t start[3], end[3];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "\"cat\":\"collective\",\"ph\":\"X\"") && strstr(line, "all_reduce") &&
+            n < 3) {
+            start[n] = field_ps(line, "ts");
+            end[n] = start[n] + field_ps(line, "dur");
+            n++;
+        }
+    fclose(f);
+    remove(path);
+    cr_assert_eq(n, 2, "one all-reduce span per pair");
+    cr_expect(end[0] <= start[1] || end[1] <= start[0], "[%llu, %llu) and [%llu, %llu) overlap",
+              (unsigned long long)start[0], (unsigned long long)end[0],
+              (unsigned long long)start[1], (unsigned long long)end[1]);
+    free(o);
+    kb_close(m);
 }
