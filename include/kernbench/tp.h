@@ -4,10 +4,9 @@
  * ColumnParallelLinear, RowParallelLinear and the two-layer MLP.
  *
  * The host ranks of a kb_spawn group (kernbench/dist.h) are the model's
- * ranks. Megatron puts consecutive ranks in one tensor-parallel group; the
- * collectives of dist.h always cover every rank of the group, so the only
- * size supported yet is tensor_model_parallel_size == world size (no data
- * parallelism: KB_EUNSUPPORTED otherwise, docs/tp.md).
+ * ranks. As in Megatron, consecutive ranks form a tensor-parallel group
+ * and ranks equal modulo its size a data-parallel group (kb_new_group
+ * groups); the layers' collectives run over the tensor-parallel group.
  *
  * Placement: every tensor of a rank (its weight slices, inputs, outputs)
  * lives on one PE, PE 0 of cube 0 of the SIP the rank is bound to
@@ -47,9 +46,10 @@ extern "C" {
  * kb_tp_destroy_model_parallel first). Every rank publishes its size first,
  * so sizes that differ between ranks are KB_EINVAL on every rank, listing
  * each rank's size. A size < 1 or one that does not divide the world size
- * is KB_EINVAL; a size smaller than the world is KB_EUNSUPPORTED (data
- * parallelism needs collectives over sub-groups, which dist.h has not
- * yet). From the driver (world 1) size 1 works. No simulated time. */
+ * is KB_EINVAL. Makes world / size tensor-parallel groups of consecutive
+ * ranks and size data-parallel groups of ranks equal mod size
+ * (kb_new_group, in that order, on every rank). From the driver (world 1)
+ * size 1 works. No simulated time. */
 KB_API int kb_tp_initialize_model_parallel(kb_machine *m, int tensor_model_parallel_size);
 
 /* *out := 1 when the caller's model-parallel state is set, else 0. */
@@ -63,6 +63,13 @@ KB_API int kb_tp_get_tensor_model_parallel_rank(kb_machine *m, int *out);
 KB_API int kb_tp_get_tensor_model_parallel_world_size(kb_machine *m, int *out);
 KB_API int kb_tp_get_data_parallel_rank(kb_machine *m, int *out);
 KB_API int kb_tp_get_data_parallel_world_size(kb_machine *m, int *out);
+
+/* *out := the caller's tensor-parallel group (the size consecutive ranks
+ * it is one of) or data-parallel group (the ranks equal to it mod size),
+ * for the _group collectives of kernbench/dist.h; id -1 on failure
+ * (KB_ESTATE before kb_tp_initialize_model_parallel). */
+KB_API int kb_tp_get_tensor_model_parallel_group(kb_machine *m, kb_group *out);
+KB_API int kb_tp_get_data_parallel_group(kb_machine *m, kb_group *out);
 
 /* Clears the caller's model-parallel state (its own only, as Megatron's
  * destroy_model_parallel clears one process's). 0 when it was not set. */

@@ -18,25 +18,30 @@
 /* Values one rank publishes in a handshake. */
 #define KB__TP_CLAIM_MAX 8
 
-/* Decides on every rank's claims (world × KB__TP_CLAIM_MAX values, rank
- * r's at all[r * KB__TP_CLAIM_MAX]): 0, or a code with the message in err.
- * Every rank runs it on the same values, so all decide alike. */
-typedef int (*kb__tp_check_fn)(const int64_t *all, int world, void *ctx, kb__err *err);
+/* Decides on the claims of n ranks (n × KB__TP_CLAIM_MAX values; host rank
+ * base + i's at all[i * KB__TP_CLAIM_MAX]): 0, or a code with the message
+ * in err. Every rank runs it on the same values, so all decide alike. */
+typedef int (*kb__tp_check_fn)(const int64_t *all, int base, int n, void *ctx, kb__err *err);
 
-/* Collective: every rank of the caller's group publishes mine[0..n) (n <=
+/* Collective over the caller's tensor-parallel group (the world before
+ * the state is set): every member publishes mine[0..n) (n <=
  * KB__TP_CLAIM_MAX) as part of public call `call` (a static string, for
- * messages), then runs check on all ranks' claims; ranks in different
- * calls are KB_EINVAL on every rank. Two kb_barrier calls bracket the
- * check: after the first every rank has published, after the second every
- * rank has checked, so a later handshake never overwrites claims a slower
- * rank still reads. World 1: no barrier. The barriers complete the
- * caller's outstanding launches (kb_barrier). */
+ * messages), then runs check on the members' claims; members in different calls are KB_EINVAL
+ * on every member. Two barriers of the group bracket the check: after the
+ * first every member has published, after the second every member has
+ * checked, so a later handshake never overwrites claims a slower member
+ * still reads. One member: no barrier. The barriers complete the caller's
+ * outstanding launches (kb_barrier_group). */
 int kb__tp_agree(kb_machine *m, const char *call, const int64_t *mine, int n, kb__tp_check_fn check,
                  void *ctx, kb__err *err);
 
 /* The caller's tensor-parallel size and rank; KB_ESTATE naming `who`
  * when the parallel state is not set. */
 int kb__tp_state(kb_machine *m, const char *who, int *tp_size, int *tp_rank, kb__err *err);
+
+/* The caller's tensor-parallel group (KB_GROUP_WORLD before the state is
+ * set). */
+kb_group kb__tp_group(kb_machine *m);
 
 /* Records e on the machine (and as the calling rank's own failure); returns
  * its code. */

@@ -86,7 +86,7 @@ static void describe_claim(const int64_t *c, char *buf, size_t size)
 /* Every rank builds the same layer; a row layer's ranks (tp > 1) sit on
  * distinct SIPs, since its all-reduce takes one buffer per PE (O(world^2)
  * pairs at worst, and world <= SIPs when they all differ). */
-static int same_layer(const int64_t *all, int world, void *ctx, kb__err *e)
+static int same_layer(const int64_t *all, int base, int world, void *ctx, kb__err *e)
 {
     const build *b = ctx;
     for (int r = 1; r < world; r++) {
@@ -97,8 +97,8 @@ static int same_layer(const int64_t *all, int world, void *ctx, kb__err *e)
         describe_claim(c, dr, sizeof dr);
         return kb__err_set(e, KB_EINVAL,
                            "%s: the ranks build different layers (every rank must pass the same "
-                           "arguments): rank 0: %s; rank %d: %s",
-                           b->who, d0, r, dr);
+                           "arguments): rank %d: %s; rank %d: %s",
+                           b->who, base, d0, base + r, dr);
     }
     if (b->l->kind != KB_TP_ROW || b->l->tp_size == 1) return 0;
     for (int r = 1; r < world; r++)
@@ -110,7 +110,7 @@ static int same_layer(const int64_t *all, int world, void *ctx, kb__err *e)
                                    "live on PE 0 of cube 0 of its SIP and the all-reduce takes "
                                    "one buffer per PE, so the ranks need distinct SIPs "
                                    "(kb_set_device)",
-                                   b->who, q, r,
+                                   b->who, base + q, base + r,
                                    (long long)all[(size_t)r * KB__TP_CLAIM_MAX + C_SIP]);
     return 0;
 }
@@ -284,7 +284,7 @@ static int run(kb_machine *m, kb_tp_linear *l, kb_tensor x, kb_tensor y, int sip
     l->last.gemm_ps = kb_now_ps(m) - t;
     if (rc || !reduce) return rc;
     t = kb_now_ps(m);
-    rc = kb_all_reduce(m, y, KB_SUM);
+    rc = kb_all_reduce_group(m, kb__tp_group(m), y, KB_SUM);
     l->last.all_reduce_ps = kb_now_ps(m) - t;
     if (rc || !l->bias.id) return rc;
     snprintf(kname, sizeof kname, "%s.bias", l->name);

@@ -112,7 +112,7 @@ int kb_tp_gather_from_model_parallel_region(kb_machine *m, kb_tensor x, kb_tenso
     int rc = 0;
     if (size > 1) {
         rc = region(m, &xi, "all_gather", (int64_t)size * rows, cols, &all);
-        if (!rc) rc = kb_all_gather(m, all, x);
+        if (!rc) rc = kb_all_gather_group(m, kb__tp_group(m), all, x);
     }
     if (!rc) rc = region(m, &xi, "gather", rows, (int64_t)size * cols, y);
     kb__tp_rects r = {size, rows, cols, rows, 0, cols};

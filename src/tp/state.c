@@ -6,13 +6,18 @@
  * State: one tp_group per group of host ranks (a kb_spawn group, or the
  * driver alone), kept in the runtime's per-group slot, so every kb_spawn
  * starts uninitialised and nothing is global. Each rank has its own
- * tensor-parallel size (0: not initialised), as each Megatron process has
+ * tensor-parallel size (0: not initialised) and its tensor- and
+ * data-parallel groups (kb_new_group handles), as each Megatron process has
  * its own parallel_state; kb_tp_initialize_model_parallel sets every
- * rank's at once, kb_tp_destroy_model_parallel clears the caller's.
+ * rank's at once (every rank makes every group, in the same order: the
+ * world / size groups of consecutive ranks, then the size groups of ranks
+ * equal mod size), kb_tp_destroy_model_parallel clears the caller's.
  *
  * Handshake (kb__tp_agree): claims are written into the group's table,
- * read by every rank between two barriers. Cost: O(world) host work per
- * rank and two barriers; no simulated time of its own.
+ * read by every rank of the caller's tensor-parallel group (the world
+ * before the state is set) between two barriers of that group. Cost:
+ * O(group) host work per rank and two barriers; no simulated time of its
+ * own.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +29,7 @@
 typedef struct tp_group {
     int world;
     int *size;         /* [world]: the rank's tensor-parallel size, 0 = not initialised */
+    kb_group *tp, *dp; /* [world]: the rank's tensor- and data-parallel groups, when size is set */
     int64_t *claims;   /* [world × KB__TP_CLAIM_MAX]: the last handshake's values */
     const char **call; /* [world]: the public call each rank's last handshake is part of */
 } tp_group;
@@ -33,6 +39,8 @@ static void group_free(void *p)
     tp_group *g = p;
     if (!g) return;
     free(g->size);
+    free(g->tp);
+    free(g->dp);
     free(g->claims);
     free(g->call);
     free(g);
@@ -49,10 +57,12 @@ static tp_group *group_of(kb_machine *m, kb__err *err)
     if (g) {
         g->world = world;
         g->size = calloc((size_t)world, sizeof *g->size);
+        g->tp = calloc((size_t)world, sizeof *g->tp);
+        g->dp = calloc((size_t)world, sizeof *g->dp);
         g->claims = calloc((size_t)world * KB__TP_CLAIM_MAX, sizeof *g->claims);
         g->call = calloc((size_t)world, sizeof *g->call);
     }
-    if (!g || !g->size || !g->claims || !g->call) {
+    if (!g || !g->size || !g->tp || !g->dp || !g->claims || !g->call) {
         group_free(g);
         kb__err_set(err, KB_ENOMEM, "out of host memory for the parallel state of %d ranks", world);
         return NULL;
@@ -78,10 +88,11 @@ static int barrier_failed(kb_machine *m, int rc, kb__err *err)
     return kb__err_set(err, rc, "handshake with the other ranks: %s", kb_last_error(m));
 }
 
-/* Every rank is in the same call; else names the first that is not. */
-static int same_call(const tp_group *g, const char *call, kb__err *err)
+/* Every rank of [base, base + n) is in the same call; else names the first
+ * that is not. */
+static int same_call(const tp_group *g, int base, int n, const char *call, kb__err *err)
 {
-    for (int r = 0; r < g->world; r++)
+    for (int r = base; r < base + n; r++)
         if (strcmp(g->call[r], call))
             return kb__err_set(err, KB_EINVAL,
                                "%s: the ranks are in different calls: rank %d is in %s (every "
@@ -95,16 +106,19 @@ int kb__tp_agree(kb_machine *m, const char *call, const int64_t *mine, int n, kb
 {
     tp_group *g = group_of(m, err);
     if (!g) return err->code;
-    int rank = kb_rank(m);
+    int rank = kb_rank(m), size = g->size[rank];
+    /* the caller's tensor-parallel group: consecutive ranks from base */
+    int base = size ? rank / size * size : 0, members = size ? size : g->world;
+    kb_group grp = size ? g->tp[rank] : KB_GROUP_WORLD;
     int64_t *slot = g->claims + (size_t)rank * KB__TP_CLAIM_MAX;
     memset(slot, 0, KB__TP_CLAIM_MAX * sizeof *slot);
     memcpy(slot, mine, (size_t)n * sizeof *mine);
     g->call[rank] = call;
-    int rc = g->world > 1 ? kb_barrier(m) : 0;
+    int rc = members > 1 ? kb_barrier_group(m, grp) : 0;
     if (rc) return barrier_failed(m, rc, err);
-    rc = same_call(g, call, err);
-    if (!rc) rc = check(g->claims, g->world, ctx, err);
-    int rc2 = g->world > 1 ? kb_barrier(m) : 0;
+    rc = same_call(g, base, members, call, err);
+    if (!rc) rc = check(g->claims + (size_t)base * KB__TP_CLAIM_MAX, base, members, ctx, err);
+    int rc2 = members > 1 ? kb_barrier_group(m, grp) : 0;
     if (rc2) return barrier_failed(m, rc2, err);
     return rc;
 }
@@ -124,14 +138,21 @@ int kb__tp_state(kb_machine *m, const char *who, int *tp_size, int *tp_rank, kb_
     return 0;
 }
 
+kb_group kb__tp_group(kb_machine *m)
+{
+    kb__err e;
+    tp_group *g = group_of(m, &e);
+    return g && g->size[kb_rank(m)] ? g->tp[kb_rank(m)] : KB_GROUP_WORLD;
+}
+
 /* ---- kb_tp_initialize_model_parallel ------------------------------------------ */
 
 #define INIT "kb_tp_initialize_model_parallel"
 
 /* Every rank passed the same size; else lists them (the first 16). */
-static int same_sizes(const int64_t *all, int world, void *ctx, kb__err *err)
+static int same_sizes(const int64_t *all, int base, int world, void *ctx, kb__err *err)
 {
-    (void)ctx;
+    (void)ctx, (void)base; /* the world: base 0 */
     int r = 1;
     while (r < world && all[(size_t)r * KB__TP_CLAIM_MAX] == all[0])
         r++;
@@ -161,14 +182,32 @@ static int check_size(int size, int world, kb__err *err)
                            INIT ": tensor_model_parallel_size %d does not divide the world size "
                                 "%d (host ranks)",
                            size, world);
-    if (size < world)
-        return kb__err_set(err, KB_EUNSUPPORTED,
-                           INIT ": tensor_model_parallel_size %d with %d ranks makes %d "
-                                "data-parallel replicas, which is not supported yet: the "
-                                "collectives of kernbench/dist.h cover every rank of the group "
-                                "and cannot run over a sub-group; use "
-                                "tensor_model_parallel_size == world size (%d)",
-                           size, world, world / size, world);
+    return 0;
+}
+
+/* Makes the groups (header comment) and keeps the caller's two. */
+static int make_groups(kb_machine *m, tp_group *g, int size, kb__err *err)
+{
+    int world = g->world, rank = kb_rank(m), dp_n = world / size;
+    int *list = malloc((size_t)world * sizeof *list);
+    if (!list) return kb__err_set(err, KB_ENOMEM, INIT ": out of host memory");
+    int rc = 0;
+    for (int i = 0; i < dp_n && !rc; i++) { /* tensor-parallel: consecutive ranks */
+        kb_group h;
+        for (int k = 0; k < size; k++)
+            list[k] = i * size + k;
+        rc = kb_new_group(m, list, size, &h);
+        if (!rc && i == rank / size) g->tp[rank] = h;
+    }
+    for (int j = 0; j < size && !rc; j++) { /* data-parallel: ranks equal mod size */
+        kb_group h;
+        for (int k = 0; k < dp_n; k++)
+            list[k] = j + k * size;
+        rc = kb_new_group(m, list, dp_n, &h);
+        if (!rc && j == rank % size) g->dp[rank] = h;
+    }
+    free(list);
+    if (rc) return kb__err_set(err, rc, INIT ": making the groups: %s", kb_last_error(m));
     return 0;
 }
 
@@ -195,6 +234,7 @@ int kb_tp_initialize_model_parallel(kb_machine *m, int tensor_model_parallel_siz
     int64_t mine = tensor_model_parallel_size;
     int rc = kb__tp_agree(m, INIT, &mine, 1, same_sizes, NULL, &e);
     if (!rc) rc = check_size(tensor_model_parallel_size, g->world, &e);
+    if (!rc) rc = make_groups(m, g, tensor_model_parallel_size, &e);
     if (rc) return kb__tp_fail(m, &e);
     g->size[rank] = tensor_model_parallel_size;
     return 0;
@@ -264,6 +304,31 @@ int kb_tp_get_data_parallel_rank(kb_machine *m, int *out)
 int kb_tp_get_data_parallel_world_size(kb_machine *m, int *out)
 {
     return get(m, out, DP_WORLD, "kb_tp_get_data_parallel_world_size");
+}
+
+/* *out := the caller's tensor- (dp 0) or data-parallel (dp 1) group. */
+static int get_group(kb_machine *m, kb_group *out, int dp, const char *who)
+{
+    if (out) out->id = -1;
+    if (!m) return KB_EINVAL;
+    kb__err e;
+    kb__err_clear(&e);
+    int size = 0, tp_rank = 0;
+    if (!out) kb__err_set(&e, KB_EINVAL, "%s: out is NULL", who);
+    if (e.code || kb__tp_state(m, who, &size, &tp_rank, &e)) return kb__tp_fail(m, &e);
+    tp_group *g = group_of(m, &e);
+    *out = dp ? g->dp[kb_rank(m)] : g->tp[kb_rank(m)];
+    return 0;
+}
+
+int kb_tp_get_tensor_model_parallel_group(kb_machine *m, kb_group *out)
+{
+    return get_group(m, out, 0, "kb_tp_get_tensor_model_parallel_group");
+}
+
+int kb_tp_get_data_parallel_group(kb_machine *m, kb_group *out)
+{
+    return get_group(m, out, 1, "kb_tp_get_data_parallel_group");
 }
 
 int kb_tp_destroy_model_parallel(kb_machine *m)

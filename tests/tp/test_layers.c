@@ -554,3 +554,69 @@ Test(tp_layers, a_wrong_input_is_refused_naming_layer_tensor_and_sizes)
     cr_expect_eq(refuse(&j, "freed", 2), KB_EINVAL);
     cr_expect(strstr(j.msg[0], "the layer was not built (or was freed)"), "%s", j.msg[0]);
 }
+
+/* ---- tensor x data parallelism ------------------------------------------------ */
+
+/* Four ranks, tensor-parallel size 2: replica d (ranks 2d, 2d + 1) runs the
+ * MLP on its own input (stream 12 + d), then every rank sums its output
+ * over its data-parallel group (ranks equal mod 2), as a gradient
+ * all-reduce would. */
+static int tp_dp_rank(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    job *j = arg;
+    kb_tp_mlp mlp;
+    kb_tensor x = {0}, y = {0};
+    kb_group dp;
+    kb_tp_linear_opts o1 = {j->w, j->bias, j->b, j->act}, o2 = {j->w2, j->bias, j->b2, 0};
+    int rc = start(m, 2), d = -1;
+    if (!rc) rc = kb_tp_get_data_parallel_rank(m, &d);
+    if (!rc) rc = kb_tp_get_data_parallel_group(m, &dp);
+    if (!rc) rc = kb_tp_mlp_create(m, &mlp, "mlp", j->in, j->ffn, j->dtype, &o1, &o2);
+    job mine = *j;
+    mine.x = host_array(12 + (uint64_t)d, j->tokens * j->in, -2, 2, 1.0f);
+    if (!rc) rc = input(m, &mine, 0, j->in, &x);
+    free(mine.x);
+    if (!rc) rc = kb_tp_mlp_forward(m, &mlp, x, &y);
+    if (!rc) rc = output(m, j, rank, y);
+    if (!rc) rc = kb_all_reduce_group(m, dp, y, KB_SUM);
+    if (!rc) rc = kb_copy_to_host(m, y, j->raw[rank], (size_t)j->y_elems * sizeof(float), KB_F32);
+    if (!rc) rc = kb_tp_mlp_free(m, &mlp);
+    return keep(j, rank, rc, m);
+}
+
+Test(tp_layers, two_replicas_of_a_two_way_mlp_each_compute_their_own_input)
+{
+    job j;
+    mlp_job(&j, KB_F32, KB_TP_ACT_RELU);
+    /* four SIPs, so the data-parallel pairs (0, 2) and (1, 3) sit on distinct PEs */
+    static const char *const sets[] = {"system.sips=4", "sip.cube_mesh=1x2",
+                                       "cube.pe_layout.corners=2",
+                                       "cube.pe_layout.pe_per_corner=1", "cube.hbm.slices=2"};
+    kb_open_options oo = {NULL, sets, 5, 0, NULL};
+    kb_machine *m = NULL;
+    char eb[512];
+    cr_assert_eq(kb_open(&m, &oo, eb, sizeof eb), 0, "%s", eb);
+    cr_assert_eq(kb_spawn(m, tp_dp_rank, 4, &j), 0, "%s", kb_last_error(m));
+    double *want[2], *scale;
+    float *x0 = j.x;
+    for (int d = 0; d < 2; d++) {
+        j.x = host_array(12 + (uint64_t)d, j.tokens * j.in, -2, 2, 1.0f);
+        want[d] = ref_mlp(&j, &scale);
+        free(scale);
+        free(j.x);
+    }
+    j.x = x0;
+    for (int r = 0; r < 4; r++)
+        for (int64_t i = 0; i < j.tokens * j.out; i++) {
+            cr_assert_eq((double)j.y[r][i], want[r / 2][i], "rank %d element %lld", r,
+                         (long long)i);
+            float sum;
+            memcpy(&sum, j.raw[r] + i * 4, 4);
+            cr_assert_eq((double)sum, want[0][i] + want[1][i], "rank %d sum element %lld", r,
+                         (long long)i);
+        }
+    free(want[0]), free(want[1]);
+    job_free(&j);
+    kb_close(m);
+}

@@ -18,6 +18,7 @@ typedef struct seen {
     int skip_group;          /* 1: no kb_init_process_group first */
     int init_before, init_after, init_destroyed;
     int tp_rank[MAX_RANKS], tp_world[MAX_RANKS], dp_rank[MAX_RANKS], dp_world[MAX_RANKS];
+    int tp_grank[MAX_RANKS], tp_gsize[MAX_RANKS], dp_grank[MAX_RANKS], dp_gsize[MAX_RANKS];
     int rc[MAX_RANKS];
     char msg[MAX_RANKS][1024];
 } seen;
@@ -45,6 +46,11 @@ static int lookups(kb_machine *m, int rank, int nprocs, void *arg)
     if (!rc) rc = kb_tp_get_tensor_model_parallel_world_size(m, &s->tp_world[rank]);
     if (!rc) rc = kb_tp_get_data_parallel_rank(m, &s->dp_rank[rank]);
     if (!rc) rc = kb_tp_get_data_parallel_world_size(m, &s->dp_world[rank]);
+    kb_group tp = {-1}, dp = {-1};
+    if (!rc) rc = kb_tp_get_tensor_model_parallel_group(m, &tp);
+    if (!rc) rc = kb_tp_get_data_parallel_group(m, &dp);
+    s->tp_grank[rank] = kb_group_rank(m, tp), s->tp_gsize[rank] = kb_group_size(m, tp);
+    s->dp_grank[rank] = kb_group_rank(m, dp), s->dp_gsize[rank] = kb_group_size(m, dp);
     if (!rc) rc = kb_tp_destroy_model_parallel(m);
     if (!rc) rc = kb_tp_model_parallel_is_initialized(m, &gone);
     if (rank == 0) s->init_before = before, s->init_after = after, s->init_destroyed = gone;
@@ -52,18 +58,24 @@ static int lookups(kb_machine *m, int rank, int nprocs, void *arg)
     return rc;
 }
 
-static void expect_megatron_ranks(int nprocs)
+/* nprocs ranks with tensor-parallel size `size`: Megatron's ranks, and the
+ * groups hold the caller at those ranks. */
+static void expect_megatron_ranks(int nprocs, int size)
 {
     kb_machine *m = kb_test_small_machine(0);
     seen s;
     memset(&s, 0, sizeof s);
-    s.size = nprocs;
+    s.size = size;
     cr_assert_eq(kb_spawn(m, lookups, nprocs, &s), 0, "%s", kb_last_error(m));
     for (int r = 0; r < nprocs; r++) {
-        cr_expect_eq(s.tp_rank[r], r % nprocs, "rank %d", r);
-        cr_expect_eq(s.tp_world[r], nprocs, "rank %d", r);
-        cr_expect_eq(s.dp_rank[r], r / nprocs, "rank %d", r);
-        cr_expect_eq(s.dp_world[r], 1, "rank %d", r);
+        cr_expect_eq(s.tp_rank[r], r % size, "rank %d", r);
+        cr_expect_eq(s.tp_world[r], size, "rank %d", r);
+        cr_expect_eq(s.dp_rank[r], r / size, "rank %d", r);
+        cr_expect_eq(s.dp_world[r], nprocs / size, "rank %d", r);
+        cr_expect_eq(s.tp_grank[r], r % size, "rank %d in its tensor-parallel group", r);
+        cr_expect_eq(s.tp_gsize[r], size, "rank %d", r);
+        cr_expect_eq(s.dp_grank[r], r / size, "rank %d in its data-parallel group", r);
+        cr_expect_eq(s.dp_gsize[r], nprocs / size, "rank %d", r);
     }
     cr_expect_eq(s.init_before, 0);
     cr_expect_eq(s.init_after, 1);
@@ -73,12 +85,22 @@ static void expect_megatron_ranks(int nprocs)
 
 Test(tp_state, two_ranks_form_one_tensor_parallel_group)
 {
-    expect_megatron_ranks(2);
+    expect_megatron_ranks(2, 2);
 }
 
 Test(tp_state, four_ranks_form_one_tensor_parallel_group)
 {
-    expect_megatron_ranks(4);
+    expect_megatron_ranks(4, 4);
+}
+
+Test(tp_state, four_ranks_of_size_two_make_two_data_parallel_replicas)
+{
+    expect_megatron_ranks(4, 2);
+}
+
+Test(tp_state, two_ranks_of_size_one_are_pure_data_parallelism)
+{
+    expect_megatron_ranks(2, 1);
 }
 
 Test(tp_state, the_driver_alone_is_a_group_of_one)
@@ -126,21 +148,6 @@ Test(tp_state, sizes_below_one_are_refused)
         snprintf(want, sizeof want, "tensor_model_parallel_size %d: must be >= 1", size);
         cr_expect(strstr(s.msg[0], want), "%s", s.msg[0]);
     }
-}
-
-Test(tp_state, data_parallelism_is_not_supported_yet)
-{
-    seen s;
-    memset(&s, 0, sizeof s);
-    s.size = 2;
-    cr_expect_eq(spawn_init(&s, 4), KB_EUNSUPPORTED);
-    cr_expect(strstr(s.msg[0], "makes 2 data-parallel replicas, which is not supported yet"), "%s",
-              s.msg[0]);
-    cr_expect(strstr(s.msg[0], "cannot run over a sub-group"), "%s", s.msg[0]);
-    cr_expect(strstr(s.msg[0], "use tensor_model_parallel_size == world size (4)"), "%s", s.msg[0]);
-    memset(&s, 0, sizeof s);
-    s.size = 1;
-    cr_expect_eq(spawn_init(&s, 2), KB_EUNSUPPORTED, "size 1 of 2 ranks too");
 }
 
 Test(tp_state, ranks_passing_different_sizes_all_fail_naming_each_size)
