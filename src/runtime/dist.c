@@ -50,7 +50,7 @@ typedef struct call {
     const int *ranks;  /* kb_new_group: the caller's list (valid while it waits) */
     int n_ranks;
     uint64_t seq;   /* the rank's call number in its group, from 1 */
-    char what[256]; /* "kb_all_reduce(tensor 'x': 256 f32 per shard, sum)" */
+    char what[384]; /* "kb_all_reduce(tensor 'x': 256 f32 per shard, sum) call #1" */
 } call;
 
 typedef struct round_slot {
