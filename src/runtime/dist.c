@@ -863,6 +863,7 @@ static int run_round(kb_machine *m, rt_group *g, comm *cm, kb__err *err, int *va
 {
     const call *first = &g->pend[member_of(cm, 0)];
     if (first->kind == CALL_NEW_GROUP) return add_group(g, first, err, value);
+    if (first->kind == CALL_BARRIER) return 0; /* nothing runs on the device */
     int rc = check_pes_apart(m, g, cm, err);
     if (!rc) rc = check_outputs(m, g, cm, err);
     if (!rc) rc = run_exclusive(m, g, cm, err);
