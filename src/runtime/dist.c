@@ -1046,26 +1046,30 @@ int kb_new_group(kb_machine *m, const int *ranks, int n, kb_group *out)
     return rc;
 }
 
+/* The caller's rank in h (-1: not a member) and h's size; 0, or -1 when h is
+ * not a group of the caller's kb_spawn. */
+static int group_lookup(const kb_machine *m, kb_group h, int *rank, int *size)
+{
+    int r = -1;
+    const rt_group *g = m ? self_group(m, &r, NULL) : NULL;
+    kb__err e;
+    int i = m ? group_index(g, h, "group lookup", &e) : -1;
+    if (i < 0) return -1;
+    *rank = g ? rank_in(g->comm[i], r) : 0;
+    *size = g ? g->comm[i]->n : 1;
+    return 0;
+}
+
 int kb_group_rank(const kb_machine *m, kb_group h)
 {
-    if (!m) return -1;
-    int r = -1;
-    const rt_group *g = self_group(m, &r, NULL);
-    kb__err e;
-    int i = group_index(g, h, "kb_group_rank", &e);
-    if (i < 0) return -1;
-    return g ? rank_in(g->comm[i], r) : 0;
+    int rank, size;
+    return group_lookup(m, h, &rank, &size) ? -1 : rank;
 }
 
 int kb_group_size(const kb_machine *m, kb_group h)
 {
-    if (!m) return -1;
-    int r = -1;
-    const rt_group *g = self_group(m, &r, NULL);
-    kb__err e;
-    int i = group_index(g, h, "kb_group_size", &e);
-    if (i < 0) return -1;
-    return g ? g->comm[i]->n : 1;
+    int rank, size;
+    return group_lookup(m, h, &rank, &size) ? -1 : size;
 }
 
 int kb_ccl_last(const kb_machine *m, kb_ccl_report *out)

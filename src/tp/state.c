@@ -258,8 +258,9 @@ int kb_tp_model_parallel_is_initialized(kb_machine *m, int *out)
     return 0;
 }
 
-typedef enum which { TP_RANK, TP_WORLD, DP_RANK, DP_WORLD } which;
+typedef enum which { TP_RANK, TP_WORLD, DP_RANK, DP_WORLD, TP_GROUP, DP_GROUP } which;
 
+/* *out := what w names (a group: its handle's id), -1 on failure. */
 static int get(kb_machine *m, int *out, which w, const char *who)
 {
     if (out) *out = -1;
@@ -281,6 +282,12 @@ static int get(kb_machine *m, int *out, which w, const char *who)
         break;
     case DP_WORLD:
         *out = kb_world_size(m) / size;
+        break;
+    case TP_GROUP:
+        *out = kb__tp_group(m).id;
+        break;
+    case DP_GROUP:
+        *out = group_of(m, &e)->dp[kb_rank(m)].id;
         break;
     }
     return 0;
@@ -306,29 +313,14 @@ int kb_tp_get_data_parallel_world_size(kb_machine *m, int *out)
     return get(m, out, DP_WORLD, "kb_tp_get_data_parallel_world_size");
 }
 
-/* *out := the caller's tensor- (dp 0) or data-parallel (dp 1) group. */
-static int get_group(kb_machine *m, kb_group *out, int dp, const char *who)
-{
-    if (out) out->id = -1;
-    if (!m) return KB_EINVAL;
-    kb__err e;
-    kb__err_clear(&e);
-    int size = 0, tp_rank = 0;
-    if (!out) kb__err_set(&e, KB_EINVAL, "%s: out is NULL", who);
-    if (e.code || kb__tp_state(m, who, &size, &tp_rank, &e)) return kb__tp_fail(m, &e);
-    tp_group *g = group_of(m, &e);
-    *out = dp ? g->dp[kb_rank(m)] : g->tp[kb_rank(m)];
-    return 0;
-}
-
 int kb_tp_get_tensor_model_parallel_group(kb_machine *m, kb_group *out)
 {
-    return get_group(m, out, 0, "kb_tp_get_tensor_model_parallel_group");
+    return get(m, out ? &out->id : NULL, TP_GROUP, "kb_tp_get_tensor_model_parallel_group");
 }
 
 int kb_tp_get_data_parallel_group(kb_machine *m, kb_group *out)
 {
-    return get_group(m, out, 1, "kb_tp_get_data_parallel_group");
+    return get(m, out ? &out->id : NULL, DP_GROUP, "kb_tp_get_data_parallel_group");
 }
 
 int kb_tp_destroy_model_parallel(kb_machine *m)
