@@ -435,13 +435,13 @@ int kb_is_initialized(const kb_machine *m)
 
 /* ---- rendezvous ------------------------------------------------------------------ */
 
-/* " in group 2 [0, 1]" for a group's call, "" for the world's. */
+/* "group 4097 [0, 1]" for a group, "" for the world. */
 static void group_str(const rt_group *g, int ci, char *buf, size_t size)
 {
     buf[0] = '\0';
     if (!g || ci == 0) return;
     const comm *c = g->comm[ci];
-    int o = snprintf(buf, size, " in group %d [", g->serial << GROUP_BITS | ci);
+    int o = snprintf(buf, size, "group %d [", g->serial << GROUP_BITS | ci);
     for (int i = 0; i < c->n && o > 0 && (size_t)o < size; i++)
         o += snprintf(buf + o, size - (size_t)o, "%s%d", i ? ", " : "", c->member[i]);
     if (o > 0 && (size_t)o + 1 < size) snprintf(buf + o, size - (size_t)o, "]");
@@ -449,7 +449,7 @@ static void group_str(const rt_group *g, int ci, char *buf, size_t size)
 
 static void describe(kb_machine *m, const rt_group *g, call *c)
 {
-    char a[160] = "", b[32] = "", in[96];
+    char a[160] = "", b[32] = "", grp[96], in[100] = "";
     kb__err e;
     kb__rt_tensor *t =
         c->kind < KB__CCL_COLLECTIVE_COUNT ? kb__rt_tensor_get(m, c->in.id, &e) : NULL;
@@ -465,7 +465,8 @@ static void describe(kb_machine *m, const rt_group *g, call *c)
         snprintf(b, sizeof b, ", %s", op_name(c->op));
     else if (c->kind == KB__CCL_BROADCAST)
         snprintf(b, sizeof b, ", src %d", c->root);
-    group_str(g, c->comm, in, sizeof in);
+    group_str(g, c->comm, grp, sizeof grp);
+    if (grp[0]) snprintf(in, sizeof in, " in %s", grp);
     if (c->seq)
         snprintf(c->what, sizeof c->what, "%s(%s%s) call #%llu%s", call_name(c->kind), a, b,
                  (unsigned long long)c->seq, in);
@@ -929,23 +930,23 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
     const comm *cm = c->comm > 0 ? g->comm[c->comm] : NULL;
     int world = g ? g->n : 1;
     if (e.code) return kb__rt_fail(m, &e);
+    char grp[96];
+    group_str(g, c->comm, grp, sizeof grp);
     if (c->kind != CALL_INIT && !(g ? g->pg : x->driver_pg)) {
         kb__err_set(&e, KB_ESTATE,
                     "%s: no process group (call kb_init_process_group(m, \"ahbm\") first)",
                     call_name(c->kind));
     } else if (cm && rank_in(cm, r) < 0) {
-        char in[96];
-        group_str(g, c->comm, in, sizeof in);
-        kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of the group:%s",
-                    call_name(c->kind), r, in);
+        kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of %s", call_name(c->kind),
+                    r, grp);
     } else if (c->kind == KB__CCL_BROADCAST) {
         c->root_index = cm ? rank_in(cm, c->root) : c->root;
         if (c->root < 0 || (g && c->root >= g->n))
             kb__err_set(&e, KB_ERANGE, "kb_broadcast: src %d is not a rank (0..%d)", c->root,
                         g ? g->n - 1 : 0);
         else if (c->root_index < 0)
-            kb__err_set(&e, KB_EINVAL, "kb_broadcast: src %d is not a member of the group",
-                        c->root);
+            kb__err_set(&e, KB_EINVAL, "kb_broadcast: src %d is not a member of %s", c->root,
+                        grp);
     } else if ((unsigned)c->op > KB_AVG) {
         kb__err_set(&e, KB_EINVAL, "%s: op %d is not sum, max, min or avg", call_name(c->kind),
                     (int)c->op);

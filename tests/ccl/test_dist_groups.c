@@ -187,16 +187,22 @@ Test(dist_groups, ranks_that_list_different_groups_are_a_mismatch)
     kb_close(m);
 }
 
+/* The process group, the group [0, 1] and the rank's input. */
+static int pair_and_input(kb_machine *m, int rank, kb_group *g, kb_tensor *t)
+{
+    static const int a[2] = {0, 1};
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_new_group(m, a, 2, g);
+    return rc ? rc : input(m, rank, N, t);
+}
+
 /* Rank 2 all-reduces in a group it is not in. */
 static int outsider(kb_machine *m, int rank, int nprocs, void *arg)
 {
     (void)nprocs, (void)arg;
-    static const int a[2] = {0, 1};
     kb_group g;
     kb_tensor t = {0};
-    int rc = kb_init_process_group(m, "ahbm");
-    if (!rc) rc = kb_new_group(m, a, 2, &g);
-    if (!rc) rc = input(m, rank, N, &t);
+    int rc = pair_and_input(m, rank, &g, &t);
     if (!rc && rank == 2) rc = kb_all_reduce_group(m, g, t, KB_SUM);
     return rc;
 }
@@ -206,9 +212,29 @@ Test(dist_groups, a_rank_outside_the_group_is_refused)
     kb_machine *m = open_m();
     cr_assert_eq(kb_spawn(m, outsider, 3, NULL), KB_EINVAL, "%s", kb_last_error(m));
     cr_expect(strstr(kb_last_error(m),
-                     "rank 2: kb_all_reduce: host rank 2 is not a member of the group: in group"),
+                     "rank 2: kb_all_reduce: host rank 2 is not a member of group 4097 [0, 1]"),
               "%s", kb_last_error(m));
-    cr_expect(strstr(kb_last_error(m), "[0, 1]"), "%s", kb_last_error(m));
+    kb_close(m);
+}
+
+/* The pair broadcasts from host rank 2, which is not in it. */
+static int foreign_src(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs, (void)arg;
+    kb_group g;
+    kb_tensor t = {0};
+    int rc = pair_and_input(m, rank, &g, &t);
+    if (!rc && rank < 2) rc = kb_broadcast_group(m, g, t, 2);
+    return rc;
+}
+
+Test(dist_groups, a_broadcast_source_outside_the_group_is_refused)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_spawn(m, foreign_src, 3, NULL), KB_EINVAL, "%s", kb_last_error(m));
+    cr_expect(strstr(kb_last_error(m),
+                     ": kb_broadcast: src 2 is not a member of group 4097 [0, 1]"),
+              "%s", kb_last_error(m));
     kb_close(m);
 }
 
@@ -217,12 +243,9 @@ Test(dist_groups, a_rank_outside_the_group_is_refused)
 static int crossed(kb_machine *m, int rank, int nprocs, void *arg)
 {
     (void)nprocs, (void)arg;
-    static const int a[2] = {0, 1};
     kb_group g;
     kb_tensor t = {0};
-    int rc = kb_init_process_group(m, "ahbm");
-    if (!rc) rc = kb_new_group(m, a, 2, &g);
-    if (!rc) rc = input(m, rank, N, &t);
+    int rc = pair_and_input(m, rank, &g, &t);
     if (rc) return rc;
     return rank == 0 ? kb_all_reduce_group(m, g, t, KB_SUM) : kb_barrier(m);
 }
