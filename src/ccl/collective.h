@@ -26,10 +26,21 @@
  * dtype's arithmetic, as documented in docs/ccl.md). The result is
  * bitwise identical in every buffer.
  *
- * The machine keeps one installed plan (the queues of the last algorithm
- * and PE set); a call with the same algorithm and PE set reuses it, any
- * other reinstalls (freeing the old rings first) and pays the install's
- * simulated cost.
+ * The machine keeps a cache of installs (ccl/installs.h), one per
+ * (algorithm, PE set in rank order), up to KB__CCL_MAX_INSTALLS: a call
+ * whose algorithm and PE set match one reuses it at no simulated cost
+ * (info->installed 0); any other installs its own queues, pays the
+ * install's simulated cost and keeps the others. A PE may be in several
+ * installs; before each launch the PEs are pointed at the endpoints of the
+ * install that runs, so a collective kernel always talks through its own
+ * queues (a kernel launched later outside a collective finds on a PE the
+ * endpoint of the install a collective last used there; only collective
+ * kernels may use it). Installs are evicted least recently used first,
+ * never while a launch may still use their queues: beyond
+ * KB__CCL_MAX_INSTALLS, and when a new install's rings do not fit their
+ * memory (then only those holding rings in that memory). A failed
+ * collective drops its own install; kb__ccl_reconfigure and
+ * kb__ccl_override drop them all.
  *
  * Call from the main stack or from a process (a host rank); the call
  * blocks until the collective completed and the clock advanced.
@@ -82,8 +93,9 @@ typedef struct kb__coll_info {
 int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__err *err);
 
 /* Installs the queues of algorithm (NULL: the all_reduce default) over its
- * default world (ccl.yaml world_size, or every PE) now, so later calls on
- * that PE set reuse them (init_process_group). */
+ * default world (ccl.yaml world_size, or every PE) now and adds them to the
+ * cache (reused when already there), so later calls on that PE set reuse
+ * them (init_process_group). */
 int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *info, kb__err *err);
 
 /* ---- the machine's collective state (run.c) ------------------------------- */
@@ -95,17 +107,20 @@ typedef struct kb__ccl_state kb__ccl_state;
  * kb__ccl_config_load; m->ccl stays NULL then. */
 int kb__ccl_state_create(kb_machine *m, const char *ccl_path, const char *const *sets,
                          size_t n_sets, kb__err *err);
-/* Frees the installed queues, their rings and the config (kb_close, before
+/* Frees every install (queues and rings) and the config (kb_close, before
  * the device and the PEs go). NULL state is fine. */
 void kb__ccl_state_destroy(kb_machine *m);
-/* Replaces the config (kb_ccl_configure): on success the current install is
- * dropped (the next collective reinstalls); on failure nothing changes. */
+/* Replaces the config (kb_ccl_configure): on success every install is
+ * dropped (the next collective on any PE set installs); on failure nothing
+ * changes. */
 int kb__ccl_reconfigure(kb_machine *m, const char *ccl_path, const char *const *sets, size_t n_sets,
                         kb__err *err);
 /* Same with the current source (file and overrides) and sets[0..n_sets)
  * after its overrides (kb_ccl_override). */
 int kb__ccl_override(kb_machine *m, const char *const *sets, size_t n_sets, kb__err *err);
-/* The loaded config, and the installed plan (NULL when none). */
+/* The loaded config, and the plan of the install the last collective call
+ * or kb__ccl_prepare used (NULL when that call failed to install, or its
+ * install was dropped since). */
 const kb__ccl_config *kb__ccl_state_config(const kb_machine *m);
 const kb__ccl_plan *kb__ccl_state_plan(const kb_machine *m);
 

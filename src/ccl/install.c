@@ -365,8 +365,8 @@ int kb__ccl_install(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
     kb__ipcq_set *s;
     int rc = kb__ipcq_create(&s, d->sim, plan->world_size, &cfg, &tp, err);
     if (rc) return rc;
-    rc = push_plan(d, plan, info, err);
-    if (!rc) rc = set_ranks(d, plan, pes, alloc, s, err);
+    rc = set_ranks(d, plan, pes, alloc, s, err); /* no simulated time: fails before the push */
+    if (!rc) rc = push_plan(d, plan, info, err);
     if (rc) {
         kb__ipcq_destroy(s);
         return rc;

@@ -2,17 +2,19 @@
  * ccl/install.h — installing a collective's plan on the machine: the
  * inter-PE queues of every rank, set up through the fabric.
  *
- * kb__ccl_install pushes each rank's install message (kb__ccl_install_encode,
- * kb__ccl_install_bytes bytes) host -> io_cpu -> m_cpu of the rank's cube ->
- * the rank's PE, as one kb__device_command to every cube holding ranks: the
- * command carries the largest cube's share (the sum of its ranks' messages),
- * and each m_cpu works for the time its cube NOC link takes to carry each of
- * its ranks' messages to their PEs (sum over those ranks of ceil(bytes / B_noc)).
- * It then allocates every used port's receive ring (n_slots x slot_size
- * bytes in the plan's buffer kind) and builds the pe_ipcq set (pe/ipcq.h)
- * with a transport on the simulated device: ring and tile data move as
- * memory reads, fabric messages and memory writes (docs/timing-model.md),
- * credits as fabric messages between the PEs' DMA nodes.
+ * kb__ccl_install first places every used port's receive ring (n_slots x
+ * slot_size bytes in the plan's buffer kind) and builds the pe_ipcq set
+ * (pe/ipcq.h) with a transport on the simulated device: ring and tile data
+ * move as memory reads, fabric messages and memory writes
+ * (docs/timing-model.md), credits as fabric messages between the PEs' DMA
+ * nodes. Placing takes no simulated time, so an install whose rings do not
+ * fit fails before it costs any. It then pushes each rank's install
+ * message (kb__ccl_install_encode, kb__ccl_install_bytes bytes) host ->
+ * io_cpu -> m_cpu of the rank's cube -> the rank's PE, as one
+ * kb__device_command to every cube holding ranks: the command carries the
+ * largest cube's share (the sum of its ranks' messages), and each m_cpu
+ * works for the time its cube NOC link takes to carry each of its ranks'
+ * messages to their PEs (sum over those ranks of ceil(bytes / B_noc)).
  *
  * Ring placement: the caller's allocator, or by default the top of the
  * memory: TCM from pe.tcm.size downwards (it must stay above the

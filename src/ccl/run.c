@@ -2,23 +2,27 @@
  * run.c — the machine's collective state (ccl.yaml, the installed queues)
  * and kb__ccl_run / kb__ccl_prepare (ccl/collective.h, docs/ccl.md).
  *
- * State (one per machine, m->ccl): the loaded ccl config and the install
- * cache: the algorithm, the plan (its PE set in rank order), the queue set
- * and every ring allocation. Rings come from the machine's allocators (TCM,
- * SRAM, HBM), so tensors and rings never share memory; a PE's TCM rings sit
- * at the bottom of its usable TCM (first fit) and the PE's tile scratch
- * starts above them (kb__tcm_set_base). A reinstall frees the old rings
- * first; kb_close frees them last.
+ * State (one per machine, m->ccl): the loaded ccl config, the modules
+ * kb_ccl_register added, and the install cache (ccl/installs.h): up to
+ * KB__CCL_MAX_INSTALLS installs, one per (algorithm, PE set in rank
+ * order), each with its plan, queue set and rings. A call that finds its
+ * install reuses it at no simulated cost; any other installs a new one
+ * beside the others, evicting idle ones least recently used first when
+ * the cache is full or the new rings do not fit (installs.c).
  *
  * A call: gather the buffers (every shard of every tensor), check them,
  * pick the algorithm and its kernel (algorithms/algorithms.h), reuse or
- * make the install over exactly the buffer PEs, then one internal launch
- * (kb__rt_launch_on: the launch path and costs of kb_launch) with one
- * program per rank. A failed kernel leaves the queues in an unknown state,
- * so the install is dropped and the next call reinstalls.
+ * make the install over exactly the buffer PEs, point those PEs at the
+ * install's queue endpoints (a PE may be in several installs), then one
+ * internal launch (kb__rt_launch_on: the launch path and costs of
+ * kb_launch, a fence) with one program per rank. A failed kernel leaves
+ * its queues in an unknown state, so its install is dropped (the others
+ * stay) and the next call on that set reinstalls. kb__ccl_reconfigure and
+ * kb__ccl_override drop every install, kb_close frees them.
  *
- * Cost: O(buffers + world size) host work per call besides the simulation;
- * an install is O(world size) plus its simulated messages.
+ * Cost: O(buffers + installs x world size) host work per call besides the
+ * simulation (the lookup compares PE sets); a new install is O(world
+ * size) plus its simulated messages.
  */
 #include "ccl/collective.h"
 
@@ -28,6 +32,7 @@
 
 #include "ccl/algorithms/algorithms.h"
 #include "ccl/alphabeta.h"
+#include "ccl/installs.h"
 #include "kernel/tl_internal.h"
 #include "runtime/internal.h"
 
@@ -35,12 +40,6 @@
  * ring (measured: 8-32 KiB pieces give the same ring all-reduce time within
  * 3%; smaller pieces cost per-message overheads, larger ones pipelining). */
 #define PIECE_TARGET_BYTES (16u * 1024u)
-
-typedef struct ring_block {
-    kb__ccl_buffer kind;
-    uint32_t unit; /* PE index (TCM, HBM) or cube index (SRAM) */
-    uint64_t pa, bytes;
-} ring_block;
 
 /* One buffer of a call: a shard of an input tensor. */
 typedef struct coll_buf {
@@ -65,143 +64,9 @@ struct kb__ccl_state {
     kb__ccl_module **user; /* kb_ccl_register's modules, each its own block (a call in
                               progress keeps pointing at one while another registers) */
     size_t n_user, cap_user;
-    /* install cache */
-    const kb__ccl_algo *algo;
-    kb__ccl_plan *plan;
-    kb__ipcq_set *q;
-    int q_in_use;  /* programs of an unwound launch may still wait on q: never free it */
-    uint32_t *pes; /* [world] rank -> global PE index */
-    ring_block *rings;
-    size_t n_rings, cap_rings;
+    kb__ccl_installs installs; /* the install cache (installs.c); installs.last is NULL
+                                  when the last call failed */
 };
-
-/* ---- rings ------------------------------------------------------------------ */
-
-static int ring_alloc(void *self, kb__ccl_buffer kind, uint32_t rank, kb__ccl_loc loc,
-                      uint32_t ring, uint64_t bytes, uint64_t *pa, kb__err *err)
-{
-    kb__ccl_state *st = self;
-    kb_machine *m = st->m;
-    if (st->n_rings == st->cap_rings) {
-        size_t cap = st->cap_rings ? 2 * st->cap_rings : 64;
-        ring_block *v = realloc(st->rings, cap * sizeof *v);
-        if (!v) return kb__err_set(err, KB_ENOMEM, "ipcq rings: out of host memory");
-        st->rings = v;
-        st->cap_rings = cap;
-    }
-    uint32_t gi = kb__rt_pe_index(m, (int)loc.sip, (int)loc.cube, (int)loc.pe);
-    uint32_t unit = kind == KB__CCL_BUF_SRAM ? loc.sip * m->cubes + loc.cube : gi;
-    int rc = kind == KB__CCL_BUF_TCM    ? kb__rt_tcm_alloc(m, gi, bytes, KB__TCM_ALIGN, pa, err)
-             : kind == KB__CCL_BUF_SRAM ? kb__rt_sram_alloc(m, unit, bytes, 64, pa, err)
-                                        : kb__rt_hbm_alloc(m, gi, bytes, pa, err);
-    if (rc)
-        return kb__err_prefix(err, "ipcq ring %u of rank %u (sip%u/cube%u/pe%u, %s): ", ring, rank,
-                              loc.sip, loc.cube, loc.pe, kb__ccl_buffer_name(kind));
-    st->rings[st->n_rings++] = (ring_block){kind, unit, *pa, bytes};
-    return 0;
-}
-
-static void rings_free(kb__ccl_state *st)
-{
-    kb_machine *m = st->m;
-    kb__err e;
-    for (size_t i = 0; i < st->n_rings; i++) {
-        ring_block *b = &st->rings[i];
-        if (b->kind == KB__CCL_BUF_TCM) {
-            kb__rt_tcm_free(m, b->unit, b->pa, &e);
-            if (m->pe_units) kb__tcm_set_base(&m->pe_units[b->unit]->tcm, 0);
-        } else if (b->kind == KB__CCL_BUF_SRAM) {
-            kb__rt_sram_free(m, b->unit, b->pa, &e);
-        } else {
-            kb__rt_hbm_free(m, b->unit, b->pa, &e);
-        }
-    }
-    st->n_rings = 0;
-}
-
-/* Tile scratch of every PE with TCM rings starts above its highest ring. */
-static void rings_reserve_tcm(kb__ccl_state *st)
-{
-    kb_machine *m = st->m;
-    for (size_t i = 0; i < st->n_rings; i++) {
-        ring_block *b = &st->rings[i];
-        if (b->kind != KB__CCL_BUF_TCM) continue;
-        kb__tcm *t = &m->pe_units[b->unit]->tcm;
-        uint64_t end = b->pa + b->bytes - m->tcm[b->unit].base;
-        end = (end + KB__TCM_ALIGN - 1) / KB__TCM_ALIGN * KB__TCM_ALIGN;
-        if (end > t->base) kb__tcm_set_base(t, end);
-    }
-}
-
-/* ---- install cache ---------------------------------------------------------- */
-
-/* Drops the install. Traffic of the queues still in flight (vc chunks of a
- * tl_send that returned, credits, copies) lands first, as on the hardware:
- * its events point into the set. When it cannot (the simulator stopped),
- * the set is detached from the PEs and left allocated rather than freed
- * under pending events. drain 0: the machine is closing, nothing runs again. */
-static void uninstall(kb__ccl_state *st, int drain)
-{
-    if (st->q && (st->q_in_use || (drain && kb__ipcq_drain(st->q)))) {
-        for (uint32_t r = 0; r < st->q->world; r++)
-            if (st->q->ep[r].unit && st->q->ep[r].unit->ipcq == &st->q->ep[r])
-                st->q->ep[r].unit->ipcq = NULL;
-    } else {
-        kb__ipcq_destroy(st->q);
-    }
-    st->q = NULL;
-    st->q_in_use = 0;
-    rings_free(st);
-    kb__ccl_plan_destroy(st->plan);
-    st->plan = NULL;
-    free(st->pes);
-    st->pes = NULL;
-    st->algo = NULL;
-}
-
-static int same_install(const kb__ccl_state *st, const kb__ccl_algo *a, const kb__ccl_plan *p)
-{
-    if (!st->q || st->algo != a || st->plan->world_size != p->world_size) return 0;
-    return !memcmp(st->plan->loc, p->loc, p->world_size * sizeof *p->loc);
-}
-
-/* Makes plan (taken over) the installed one, reusing the cache when it
- * matches. *installed says whether queues were installed. */
-static int install(kb__ccl_state *st, const kb__ccl_algo *a, kb__ccl_plan *plan, int *installed,
-                   kb__ccl_install_info *info, kb__err *err)
-{
-    kb_machine *m = st->m;
-    *installed = 0;
-    if (same_install(st, a, plan)) {
-        kb__ccl_plan_destroy(plan);
-        return 0;
-    }
-    uninstall(st, 1);
-    int rc = kb__rt_pes_init(m, err);
-    uint32_t *pes = rc ? NULL : malloc(plan->world_size * sizeof *pes);
-    kb__pe **units = rc ? NULL : malloc(plan->world_size * sizeof *units);
-    if (!rc && (!pes || !units)) rc = kb__err_set(err, KB_ENOMEM, "ccl install: out of memory");
-    for (uint32_t r = 0; !rc && r < plan->world_size; r++) {
-        kb__ccl_loc l = plan->loc[r];
-        pes[r] = kb__rt_pe_index(m, (int)l.sip, (int)l.cube, (int)l.pe);
-        units[r] = m->pe_units[pes[r]];
-    }
-    kb__ccl_ring_alloc alloc = {ring_alloc, st};
-    if (!rc) rc = kb__ccl_install(m->dev, plan, units, &alloc, &st->q, info, err);
-    free(units);
-    if (rc) {
-        rings_free(st);
-        free(pes);
-        kb__ccl_plan_destroy(plan);
-        return kb__err_prefix(err, "algorithm '%s': ", a->name);
-    }
-    rings_reserve_tcm(st);
-    st->algo = a;
-    st->plan = plan;
-    st->pes = pes;
-    *installed = 1;
-    return 0;
-}
 
 /* ---- state ------------------------------------------------------------------ */
 
@@ -268,7 +133,7 @@ static int config_replace(kb__ccl_state *st, const char *path, const ccl_source 
         source_free(&src);
         return rc;
     }
-    uninstall(st, 1);
+    kb__ccl_installs_drop_all(&st->installs, 1);
     kb__ccl_config_destroy(st->cfg);
     source_free(&st->src);
     st->cfg = c;
@@ -282,6 +147,7 @@ int kb__ccl_state_create(kb_machine *m, const char *ccl_path, const char *const 
     kb__ccl_state *st = calloc(1, sizeof *st);
     if (!st) return kb__err_set(err, KB_ENOMEM, "ccl: out of host memory");
     st->m = m;
+    kb__ccl_installs_init(&st->installs, m);
     int rc = config_replace(st, ccl_path, NULL, sets, n_sets, NULL, 0, err);
     if (rc) {
         free(st);
@@ -295,8 +161,7 @@ void kb__ccl_state_destroy(kb_machine *m)
 {
     kb__ccl_state *st = m->ccl;
     if (!st) return;
-    uninstall(st, 0);
-    free(st->rings);
+    kb__ccl_installs_fini(&st->installs);
     kb__ccl_config_destroy(st->cfg);
     source_free(&st->src);
     for (size_t i = 0; i < st->n_user; i++) {
@@ -328,7 +193,7 @@ const kb__ccl_config *kb__ccl_state_config(const kb_machine *m)
 
 const kb__ccl_plan *kb__ccl_state_plan(const kb_machine *m)
 {
-    return m->ccl && m->ccl->q ? m->ccl->plan : NULL;
+    return m->ccl && m->ccl->installs.last ? m->ccl->installs.last->plan : NULL;
 }
 
 /* kb_ccl_configure (layer 0: a new source) and kb_ccl_override (layer 1:
@@ -620,7 +485,8 @@ static int pick(coll_call *c, const kb__ccl_state *st, const char *name, kb__err
 }
 
 /* Builds the plan of the call's PE set and installs it (or reuses the cache). */
-static int plan_and_install(kb__ccl_state *st, coll_call *c, kb__coll_info *info, kb__err *err)
+static int plan_and_install(kb__ccl_state *st, coll_call *c, kb__ccl_installed **in,
+                            kb__coll_info *info, kb__err *err)
 {
     kb_machine *m = c->m;
     kb__ccl_resolved res;
@@ -635,24 +501,27 @@ static int plan_and_install(kb__ccl_state *st, coll_call *c, kb__coll_info *info
     kb__ccl_plan *plan;
     rc = kb__ccl_plan_build_on(&plan, &m->params, &res, set, c->p, err);
     free(set);
-    if (!rc) rc = install(st, c->algo, plan, &info->installed, &info->install, err);
+    if (!rc)
+        rc = kb__ccl_installs_get(&st->installs, c->algo, plan, in, &info->installed,
+                                  &info->install, err);
     return rc;
 }
 
 /* Message size (elements) and ring window for the kernels: a piece fits the
  * tile scratch (the ring keeps up to 2 windows of pieces, ring.c), and for mesh and tree one
  * message fits one ring (their deadlock-freedom rests on it). */
-static void sizes(const kb__ccl_state *st, const coll_call *c, kb_ccl_sched *s)
+static void sizes(const kb__ccl_state *st, const kb__ccl_installed *in, const coll_call *c,
+                  kb_ccl_sched *s)
 {
     kb_machine *m = st->m;
     uint64_t esize = kb__dtype_size(c->dtype), scratch = UINT64_MAX;
     for (uint32_t r = 0; r < c->p; r++) {
-        const kb__tcm *t = &m->pe_units[st->pes[r]]->tcm;
+        const kb__tcm *t = &m->pe_units[in->pes[r]]->tcm;
         if (t->size - t->base < scratch) scratch = t->size - t->base;
     }
     uint64_t piece = PIECE_TARGET_BYTES;
     if (piece > scratch / 16) piece = scratch / 16;
-    const kb__ccl_settings *q = &st->plan->r.s;
+    const kb__ccl_settings *q = &in->plan->r.s;
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
     if (c->mod->topology != KB__CCL_RING_1D) {
         uint64_t ring = (uint64_t)q->n_slots * payload;
@@ -664,11 +533,11 @@ static void sizes(const kb__ccl_state *st, const coll_call *c, kb_ccl_sched *s)
     s->window = window > KB__CCL_WINDOW_MAX ? KB__CCL_WINDOW_MAX : window ? (int64_t)window : 1;
 }
 
-static void fill_info(kb__ccl_state *st, const coll_call *c, const kb__rt_launch_times *t,
-                      uint64_t piece, kb__coll_info *info)
+static void fill_info(const kb__ccl_state *st, const kb__ccl_installed *in, const coll_call *c,
+                      const kb__rt_launch_times *t, uint64_t piece, kb__coll_info *info)
 {
     snprintf(info->algorithm, sizeof info->algorithm, "%s", c->algo->name);
-    info->queues = st->plan->r.s;
+    info->queues = in->plan->r.s;
     info->piece_bytes = piece;
     info->world = c->p;
     info->bytes_per_rank = (uint64_t)c->elems * kb__dtype_size(c->dtype);
@@ -684,8 +553,8 @@ static void fill_info(kb__ccl_state *st, const coll_call *c, const kb__rt_launch
     uint64_t p = c->p;
     uint64_t chunk = ((uint64_t)c->elems + p - 1) / p * kb__dtype_size(c->dtype);
     uint64_t first = (chunk < piece ? chunk : piece) + KB__IPCQ_META_BYTES;
-    if (kb__ccl_alphabeta_ring(st->m->dev->topo, st->plan, first, &ab, &e) ||
-        kb__ccl_ring_allreduce_bw(st->m->dev->topo, st->plan, info->bytes_per_rank, piece, &bw, &e))
+    if (kb__ccl_alphabeta_ring(st->m->dev->topo, in->plan, first, &ab, &e) ||
+        kb__ccl_ring_allreduce_bw(st->m->dev->topo, in->plan, info->bytes_per_rank, piece, &bw, &e))
         return;
     info->predicted_ps = kb__ccl_ring_allreduce_ps(&ab, &bw);
     info->alpha_ps = (double)ab.alpha_ps;
@@ -710,13 +579,13 @@ static void fill_info(kb__ccl_state *st, const coll_call *c, const kb__rt_launch
  * (KB_ENOTFOUND) and ends the loop at once. 0 once the launch ended, -1
  * when its programs could not be made to end (the install must then not be
  * freed under them). */
-static int unwind(kb__ccl_state *st, kb_launch_id id, int code)
+static int unwind(kb__ccl_state *st, const kb__ccl_installed *in, kb_launch_id id, int code)
 {
     char msg[96];
     snprintf(msg, sizeof msg, "the collective was stopped (%s): its queue waits were canceled",
              kb_strerror(code));
     for (int round = 0; round < UNWIND_ROUNDS; round++) {
-        if (st->q) kb__ipcq_cancel(st->q, code, msg);
+        kb__ipcq_cancel(in->q, code, msg);
         kb__err e;
         int rc = kb__rt_launch_wait(st->m, id, NULL, &e);
         if (rc != KB_ECANCELED && rc != KB_EDEADLOCK) return 0; /* ended (or not outstanding) */
@@ -726,8 +595,8 @@ static int unwind(kb__ccl_state *st, kb_launch_id id, int code)
 
 /* Launches the module's kernel, one program per rank, and waits for it;
  * *piece gets its message size in bytes. */
-static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *times,
-                  uint64_t *piece, kb__err *err)
+static int launch(kb__ccl_state *st, kb__ccl_installed *in, const coll_call *c,
+                  kb__rt_launch_times *times, uint64_t *piece, kb__err *err)
 {
     kb_machine *m = st->m;
     uint32_t p = c->p;
@@ -738,7 +607,7 @@ static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *ti
         .world = p, .op = c->r->op, .dtype = (tl_dtype)c->dtype, .elems = c->elems, .index = index};
     for (uint32_t r = 0; !rc && r < p; r++) {
         uint32_t b = 0;
-        while (c->buf[b].gi != st->pes[r])
+        while (c->buf[b].gi != in->pes[r])
             b++;
         index[r] = b;
         if (b == c->r->root) s.root = r;
@@ -750,17 +619,18 @@ static int launch(kb__ccl_state *st, const coll_call *c, kb__rt_launch_times *ti
             views[r * 2 + 1] = views[r * 2];
     }
     if (!rc) {
-        sizes(st, c, &s);
+        sizes(st, in, c, &s);
         *piece = (uint64_t)s.piece * kb__dtype_size(c->dtype);
         kb__tl_arg args[2] = {{.kind = KB__TL_ARG_TENSOR}, {.kind = KB__TL_ARG_TENSOR}};
-        kb__rt_launch_spec spec = {c->algo->name, c->mod->fn, st->pes, p, args, 2, views, &s};
+        kb__rt_launch_spec spec = {c->algo->name, c->mod->fn, in->pes, p, args, 2, views, &s};
         kb_launch_id id;
+        kb__ccl_installed_attach(in);
         rc = kb__rt_launch_on(m, &spec, &id, err);
         if (!rc) {
             rc = kb__rt_launch_wait(m, id, times, err);
-            if (rc && unwind(st, id, rc)) st->q_in_use = 1;
+            if (rc && unwind(st, in, id, rc)) in->q_in_use = 1;
         }
-        if (!rc && st->q) rc = kb__ipcq_check_drained(st->q, err);
+        if (!rc) rc = kb__ipcq_check_drained(in->q, err);
     }
     free(index);
     free(views);
@@ -775,23 +645,26 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     if (!m || !m->ccl || !r || (unsigned)r->kind >= KB__CCL_COLLECTIVE_COUNT)
         return kb__err_set(err, KB_EINVAL, "collective: no machine, request or kind");
     kb__ccl_state *st = m->ccl;
+    st->installs.last = NULL; /* until this call has its install */
     coll_call c = {.m = m, .r = r, .what = kb__ccl_collective_name(r->kind)};
     int rc = gather(&c, err);
     if (!rc) rc = pick(&c, st, r->algorithm, err);
-    if (!rc) rc = plan_and_install(st, &c, info, err);
+    kb__ccl_installed *in = NULL;
+    if (!rc) rc = plan_and_install(st, &c, &in, info, err);
     kb__rt_launch_times t = {0};
     uint64_t piece = 0;
     if (!rc) {
-        rc = launch(st, &c, &t, &piece, err);
+        rc = launch(st, in, &c, &t, &piece, err);
         if (rc) {
             kb__err_prefix(
                 err, "collective %s (algorithm '%s', %u ranks, %llu B per rank): ", c.what,
                 c.algo->name, c.p, (unsigned long long)c.elems * kb__dtype_size(c.dtype));
-            uninstall(st, 1); /* messages may be left in the rings */
+            kb__ccl_installs_drop(&st->installs, in, 1); /* messages may be left in its rings;
+                                                            the other installs stay */
         }
     }
     if (!rc) {
-        fill_info(st, &c, &t, piece, info);
+        fill_info(st, in, &c, &t, piece, info);
         char name[96];
         snprintf(name, sizeof name, "%s %s", c.what, c.algo->name);
         kb__rt_trace_span(m, KB__RT_HOST_COLLECTIVES, "collective", name, t.issue,
@@ -808,6 +681,7 @@ int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *
     memset(info, 0, sizeof *info);
     if (!m || !m->ccl) return kb__err_set(err, KB_EINVAL, "ccl prepare: no machine");
     kb__ccl_state *st = m->ccl;
+    st->installs.last = NULL;
     const kb__ccl_algo *a;
     int rc = algorithm ? kb__ccl_config_find(st->cfg, algorithm, &a, err)
                        : kb__ccl_config_default(st->cfg, KB__CCL_ALL_REDUCE, &a, err);
@@ -817,5 +691,6 @@ int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *
     if ((rc = kb__ccl_resolve(a, &m->params, 0, &res, err))) return rc;
     if ((rc = kb__ccl_plan_build(&plan, &m->params, &res, err))) return rc;
     int installed;
-    return install(st, a, plan, &installed, info, err);
+    kb__ccl_installed *in;
+    return kb__ccl_installs_get(&st->installs, a, plan, &in, &installed, info, err);
 }

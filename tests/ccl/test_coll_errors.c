@@ -171,9 +171,13 @@ Test(coll_tcm, rings_take_their_bytes_from_the_tile_scratch)
     /* a new program sees exactly the usable TCM minus the rings */
     kb__tcm_reset(&pe->tcm);
     cr_assert_eq(pe->tcm.free_bytes, m->params.pe.tcm_size - m->params.pe.tcm_reserved - rings);
-    /* switching to HBM rings gives the TCM back */
+    /* HBM rings on the same PEs take no TCM; the TCM install stays cached */
     t = cf_tensor(m, "y", CF_ONE_CUBE, 4, 8, KB_F32, 1);
     cf_check_all_reduce(m, t, "ring_allreduce_hbm", KB_SUM, 4, 8, KB_F32, NULL);
+    cr_assert_eq(pe->tcm.base, rings);
+    cr_assert_eq(kb__range_bytes_used(&m->tcm[0]), rings);
+    /* a new configuration drops every install and gives the TCM back */
+    cr_assert_eq(kb_ccl_configure(m, NULL, NULL, 0), 0, "%s", kb_last_error(m));
     cr_assert_eq(pe->tcm.base, 0u);
     cr_assert_eq(kb__range_bytes_used(&m->tcm[0]), 0u);
     kb_close(m);
