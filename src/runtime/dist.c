@@ -6,23 +6,34 @@
  * rank has its own SIP binding and its own host scratch buffers, so ranks
  * that copy at the same time never share a staging buffer.
  *
- * Rendezvous: a collective from spawned ranks is one round. Each rank
- * records its call (what, which tensors, op, sizes, its call number) and
- * waits on the round's event; the last rank to arrive checks that every
- * call matches, runs the collective once over all ranks' tensors
- * (ccl/collective.h) and fires the event with the status, which every
- * rank returns. Before running it, it checks that no two host ranks have
- * buffers on the same PE, so that error names the ranks. Rounds alternate
- * between two events: a rank cannot be two rounds ahead, since a round
- * needs every rank. While a rank waits, its process note names its pending
- * call and the ranks it waits for, so a deadlock report (a rank that ended
- * or blocks elsewhere) reads as the list of each rank's pending call. Calls
- * that all arrived but differ are the same deadlock, reported at once:
- * every rank gets KB_EDEADLOCK with the list.
+ * Rendezvous: a collective from spawned ranks is one round of its group
+ * (a communicator: the world of the kb_spawn, or a group kb_new_group made
+ * from it). Each member records its call (what, which tensors, op, sizes,
+ * its call number in the group) and waits on the round's event; the last
+ * member to arrive checks that every call matches, runs the collective
+ * once over all members' tensors (ccl/collective.h) and fires the event
+ * with the status, which every member returns. Before running it, it
+ * checks that no two host ranks have buffers on the same PE, so that error
+ * names the ranks. Rounds alternate between two events per group: a member
+ * cannot be two rounds ahead, since a round needs every member. While a
+ * rank waits, its process note names its pending call and the members it
+ * waits for (and where they wait instead), so a deadlock report (a rank
+ * that ended or blocks elsewhere) reads as the list of each rank's pending
+ * call. Calls that all arrived but differ are the same deadlock, reported
+ * at once: every member gets KB_EDEADLOCK with the list.
  *
- * From the driver (no spawn) a collective runs directly.
- * Cost: O(ranks) per arrival (notes are refreshed); no simulated time
- * beyond the collective itself.
+ * Groups: kb_new_group is a round of the world whose last member adds the
+ * group; its handle (the kb_spawn's serial and the group's index) goes to
+ * every rank through the round slot. One collective runs on the device at
+ * a time (coll_running): a group whose round is due while another group's
+ * collective runs waits for it, since the installed queues are attached per
+ * launch and collective launches are fences anyway.
+ *
+ * From the driver (no spawn) a collective runs directly; its only group is
+ * the world.
+ * Cost: O(members) per arrival, plus a look at every group with waiting
+ * members (notes are refreshed); O(members) to find a rank in a group; no
+ * simulated time beyond the collective itself.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -513,19 +524,11 @@ static call *pending_in(rt_group *g, const comm *cm, int ci, int i)
     return c->kind >= 0 && c->comm == ci ? c : NULL;
 }
 
-static int comm_index(const rt_group *g, const comm *cm)
-{
-    int i = 0;
-    while (g->comm[i] != cm)
-        i++;
-    return i;
-}
-
 /* Every waiting member's note: its call and whom it waits for; `running`
  * (or -1) is the host rank that arrived last and runs the round. */
-static void refresh_notes(rt_group *g, const comm *cm, int running)
+static void refresh_notes(rt_group *g, int ci, int running)
 {
-    int ci = comm_index(g, cm);
+    const comm *cm = g->comm[ci];
     char miss[200];
     size_t len = 0;
     miss[0] = '\0';
@@ -562,13 +565,13 @@ static void refresh_notes(rt_group *g, const comm *cm, int running)
 static void refresh_all(rt_group *g)
 {
     for (int i = 0; i < g->n_comm; i++)
-        if (g->comm[i]->arrived) refresh_notes(g, g->comm[i], -1);
+        if (g->comm[i]->arrived) refresh_notes(g, i, -1);
 }
 
 /* "rank 0: X; rank 1: Y" over every member's pending call. */
-static void list_calls(rt_group *g, const comm *cm, kb__err *e, const char *head)
+static void list_calls(rt_group *g, int ci, kb__err *e, const char *head)
 {
-    int ci = comm_index(g, cm);
+    const comm *cm = g->comm[ci];
     kb__err_set(e, KB_EDEADLOCK, "%s", head);
     size_t len = strlen(e->msg);
     for (int i = 0; i < cm->n && len < sizeof e->msg - 1; i++) {
@@ -622,14 +625,14 @@ static int rendezvous(kb_machine *m, rt_group *g, int r, call *c, kb__err *err, 
         *value = s->value;
         return rc;
     }
-    refresh_notes(g, cm, r);
+    refresh_notes(g, c->comm, r);
     int st = 0;
     kb__err_clear(&s->err);
     s->value = 0;
     const call *first = pending_in(g, cm, c->comm, 0);
     for (int i = 1; i < cm->n && !st; i++)
         if (!same_call(first, pending_in(g, cm, c->comm, i), m)) {
-            list_calls(g, cm, &s->err,
+            list_calls(g, c->comm, &s->err,
                        "mismatched collectives: the ranks' calls differ, so each would wait for "
                        "the others forever");
             st = KB_EDEADLOCK;
