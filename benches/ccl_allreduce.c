@@ -61,7 +61,7 @@ static int placement(kb_machine *m, int64_t world, kb_policy *p, kb_bench_result
     int64_t per_sip = (int64_t)cubes * pes;
     /* within one SIP: the bound one (num_sips 0 defers to kb_set_device), else SIP 0 */
     int one_sip = kb_get_device(m) >= 0 ? 0 : 1;
-    *p = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, one_sip, 1, 1};
+    *p = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, one_sip, 1, 1, 0, 0};
     if (world <= pes) {
         p->num_pes = (int)world;
     } else if (world <= per_sip && world % pes == 0) {

@@ -96,8 +96,8 @@ static void reference(const float *x, const float *w, const float *b, float *y, 
 static int run_ln(kb_machine *m, kb_bench_result *r, int64_t rows, int64_t cols, int64_t block,
                   int np, float *x, float *w, float *b, float *y)
 {
-    kb_policy px = {KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, kb__bench_sips(m), 1, np};
-    kb_policy pw = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb__bench_sips(m), 1, np};
+    kb_policy px = {KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, kb__bench_sips(m), 1, np, 0, 0};
+    kb_policy pw = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb__bench_sips(m), 1, np, 0, 0};
     int64_t shape[2] = {rows, cols};
     kb_tensor t[4] = {{0}};
     int rc = kb__bench_tensor(m, "x", 2, shape, KB_F32, &px, x, &t[0]);

@@ -184,14 +184,14 @@ static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, mm_cfg 
 static void policies(kb_machine *m, const mm_cfg *c, kb_policy p[3])
 {
     if (!c->all) {
-        kb_policy one = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb__bench_sips(m), 1, 1};
+        kb_policy one = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb__bench_sips(m), 1, 1, 0, 0};
         p[0] = p[1] = p[2] = one;
         return;
     }
     kb_split sip_rows = kb_get_device(m) < 0 ? KB_ROW_WISE : KB_REPLICATE;
-    p[0] = (kb_policy){sip_rows, KB_ROW_WISE, KB_REPLICATE, 0, 0, 0};
-    p[1] = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_COLUMN_WISE, 0, 0, 0};
-    p[2] = (kb_policy){sip_rows, KB_ROW_WISE, KB_COLUMN_WISE, 0, 0, 0};
+    p[0] = (kb_policy){sip_rows, KB_ROW_WISE, KB_REPLICATE, 0, 0, 0, 0, 0};
+    p[1] = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_COLUMN_WISE, 0, 0, 0, 0, 0};
+    p[2] = (kb_policy){sip_rows, KB_ROW_WISE, KB_COLUMN_WISE, 0, 0, 0, 0, 0};
 }
 
 static double rel_err(const float *got, const float *want, size_t n)

@@ -109,7 +109,7 @@ static int qkv_single(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     qkv_cfg c;
     int rc = read_sizes(o, &c);
     if (rc) return rc;
-    kb_policy one = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb__bench_sips(m), 1, 1};
+    kb_policy one = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb__bench_sips(m), 1, 1, 0, 0};
     c.px = c.pw = c.pout = one;
     return run_qkv(m, &c, r);
 }
@@ -130,9 +130,9 @@ static int qkv_multi(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
                                    "and --opt n=%lld by pes = %lld",
                                    (long long)c.m, (long long)nc, (long long)c.n, (long long)np);
     int s = kb__bench_sips(m);
-    c.px = (kb_policy){KB_REPLICATE, KB_ROW_WISE, KB_REPLICATE, s, (int)nc, (int)np};
-    c.pw = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_COLUMN_WISE, s, (int)nc, (int)np};
-    c.pout = (kb_policy){KB_REPLICATE, KB_ROW_WISE, KB_COLUMN_WISE, s, (int)nc, (int)np};
+    c.px = (kb_policy){KB_REPLICATE, KB_ROW_WISE, KB_REPLICATE, s, (int)nc, (int)np, 0, 0};
+    c.pw = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_COLUMN_WISE, s, (int)nc, (int)np, 0, 0};
+    c.pout = (kb_policy){KB_REPLICATE, KB_ROW_WISE, KB_COLUMN_WISE, s, (int)nc, (int)np, 0, 0};
     return run_qkv(m, &c, r);
 }
 

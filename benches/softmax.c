@@ -70,7 +70,7 @@ static int softmax(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     if (kb__bench_alloc(n, &x, &y, &want, NULL))
         return kb_bench_fail(r, KB_ENOMEM, "softmax: cannot allocate host buffers");
     kb__bench_fill(x, n, 21, -4, 4);
-    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, kb__bench_sips(m), 1, (int)np};
+    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, kb__bench_sips(m), 1, (int)np, 0, 0};
     int64_t shape[2] = {rows, cols};
     kb_tensor tx = {0}, ty = {0};
     rc = kb__bench_tensor(m, "x", 2, shape, KB_F32, &p, x, &tx);

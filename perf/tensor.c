@@ -30,7 +30,7 @@ static int round_trip(kb_machine *m, uint16_t *buf, int64_t side, char *err, siz
 {
     size_t bytes = (size_t)(side * side) * 2;
     int64_t shape[2] = {side, side};
-    kb_policy all = {KB_ROW_WISE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 0};
+    kb_policy all = {KB_ROW_WISE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 0, 0, 0};
     kb_tensor t;
     int rc = kb_empty(m, "x", 2, shape, KB_F16, &all, &t);
     if (!rc) rc = kb_copy_from_host(m, t, buf, bytes, KB_F16);

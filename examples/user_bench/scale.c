@@ -43,7 +43,7 @@ static int run(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     for (int64_t i = 0; i < n; i++)
         x[i] = (float)(i % 97) - 48.0f;
     /* One copy on SIP 0, split over every cube and PE. */
-    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 1, 0, 0};
+    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 1, 0, 0, 0, 0};
     kb_tensor tx = {0}, ty = {0};
     rc = kb_empty(m, "x", 1, &n, KB_F32, &p, &tx);
     if (!rc) rc = kb_copy_from_host(m, tx, x, (size_t)n * sizeof *x, KB_F32);

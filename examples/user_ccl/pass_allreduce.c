@@ -104,7 +104,7 @@ static int run(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     if (rc) return kb_bench_fail(r, rc, "pass_allreduce: %s", kb_last_error(m));
     /* one row of n floats per rank, on the first `world` PEs of cube 0 */
     int64_t n = bytes / 4, shape[2] = {world, n};
-    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, 1, 1, (int)world};
+    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, 1, 1, (int)world, 0, 0};
     float *row = malloc((size_t)n * sizeof *row);
     if (!row) return kb_bench_fail(r, KB_ENOMEM, "pass_allreduce: cannot allocate a host row");
     kb_tensor t = {0};

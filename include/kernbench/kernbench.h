@@ -104,20 +104,24 @@ typedef enum kb_split {
 } kb_split;
 
 /* Placement over {sip, cube, pe}: each level splits or replicates what the
- * level above gave it, over num_* units (0 = all units of that level; units
- * are taken from index 0 upwards). A split must divide its dimension evenly.
- * A 1-D tensor [n] is one row [1, n], as in the original tool: column_wise
- * splits its n elements; row_wise over more than one unit is an error. */
+ * level above gave it, over num_* units (0 = all units of that level from
+ * the first on). Units are taken upwards from index 0, or for cubes and PEs
+ * from first_cube / first_pe: the same cubes of every SIP and PEs of every
+ * cube, so host ranks that share a SIP can keep their tensors apart. A
+ * split must divide its dimension evenly. A 1-D tensor [n] is one row
+ * [1, n], as in the original tool: column_wise splits its n elements;
+ * row_wise over more than one unit is an error. */
 typedef struct kb_policy {
     kb_split sip, cube, pe;
     int num_sips, num_cubes, num_pes;
+    int first_cube, first_pe; /* first unit used (0: from the start) */
 } kb_policy;
 
 /* The default: a full copy per SIP (the original tool's default SIP level,
  * which kb_set_device scopes to one SIP), split by columns over every cube
  * of the SIP and again over every PE of the cube — column_wise so that the
  * default works for 1-D tensors too. */
-#define KB_POLICY_DEFAULT ((kb_policy){KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 0})
+#define KB_POLICY_DEFAULT ((kb_policy){KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 0, 0, 0})
 
 /* A tensor handle; id 0 is never a valid tensor. A handle belongs to the
  * machine that made it: any other machine refuses it (KB_EINVAL). */

@@ -200,13 +200,13 @@ int kb__rt_tensor_map(kb_machine *m, kb__rt_tensor *t, kb__err *err)
     int rc = (!c.sip_first || !c.cube_first || !c.present || !cubes)
                  ? kb__err_set(err, KB_ENOMEM, "tensor '%s': out of memory", t->name)
                  : 0;
-    int s = p->sip_base;
-    for (; !rc && s < p->sip_base + p->count[0]; s++) {
+    int s = p->base[0];
+    for (; !rc && s < p->base[0] + p->count[0]; s++) {
         c.sip = s;
         rc = map_sip(&c, cubes, err);
     }
     if (rc) /* undo the SIPs already mapped */
-        for (int u = p->sip_base; u < s; u++)
+        for (int u = p->base[0]; u < s; u++)
             for (uint32_t i = 0; i < m->cubes * m->pes; i++)
                 kb__mmu_detach(&m->mmu, (uint32_t)u * m->cubes * m->pes + i, t->va, t->va_bytes);
     t->mapped = !rc;
@@ -239,7 +239,7 @@ int kb__rt_tensor_unmap(kb_machine *m, kb__rt_tensor *t, kb__err *err)
     uint32_t *cubes = malloc(m->cubes * sizeof *cubes);
     if (!cubes) return kb__err_set(err, KB_ENOMEM, "tensor '%s': out of memory", t->name);
     int rc = 0;
-    for (int s = p->sip_base; !rc && s < p->sip_base + p->count[0]; s++) {
+    for (int s = p->base[0]; !rc && s < p->base[0] + p->count[0]; s++) {
         uint32_t n = target_cubes(m, p, s, cubes);
         if (p->mode[1] != KB_REPLICATE)
             rc = unmap_cubes(m, t, s, cubes, n, err);

@@ -76,6 +76,8 @@ static int resolve_levels(kb__shard_plan *p, const kb__shard_req *r, const char 
     const char *const avail_what[N_LEVELS] = {"SIPs of the machine", "cubes per SIP",
                                               "PEs per cube"};
     const int asked[N_LEVELS] = {r->policy.num_sips, r->policy.num_cubes, r->policy.num_pes};
+    const int first[N_LEVELS] = {0, r->policy.first_cube, r->policy.first_pe};
+    static const char *const first_name[N_LEVELS] = {"", "first_cube", "first_pe"};
     const kb_split mode[N_LEVELS] = {r->policy.sip, r->policy.cube, r->policy.pe};
     if (g->sips < 1 || g->cubes_per_sip < 1 || g->pes_per_cube < 1)
         return kb__err_set(err, KB_EINVAL,
@@ -95,13 +97,23 @@ static int resolve_levels(kb__shard_plan *p, const kb__shard_req *r, const char 
         if (asked[l] < 0 || asked[l] > avail[l])
             return kb__err_set(err, KB_EINVAL, "tensor %s: %s = %d is outside 0..%d (the %d %s)",
                                name, level_count[l], asked[l], avail[l], avail[l], avail_what[l]);
+        if (first[l] < 0 || first[l] >= avail[l])
+            return kb__err_set(err, KB_EINVAL, "tensor %s: %s = %d is outside 0..%d (the %d %s)",
+                               name, first_name[l], first[l], avail[l] - 1, avail[l],
+                               avail_what[l]);
+        if (first[l] + asked[l] > avail[l])
+            return kb__err_set(err, KB_EINVAL,
+                               "tensor %s: %s = %d from %s = %d runs past the %d %s (units "
+                               "%d..%d)",
+                               name, level_count[l], asked[l], first_name[l], first[l], avail[l],
+                               avail_what[l], first[l], first[l] + asked[l] - 1);
         p->mode[l] = mode[l];
-        p->count[l] = asked[l] ? asked[l] : avail[l];
+        p->count[l] = asked[l] ? asked[l] : avail[l] - first[l];
+        p->base[l] = first[l];
     }
-    p->sip_base = 0;
     if (r->device_sip >= 0 && mode[LV_SIP] == KB_REPLICATE && asked[LV_SIP] == 0) {
         p->count[LV_SIP] = 1;
-        p->sip_base = r->device_sip;
+        p->base[LV_SIP] = r->device_sip;
     }
     return 0;
 }
@@ -172,9 +184,9 @@ static void fill_shards(kb__shard_plan *p, int64_t prow, int64_t pcol, uint64_t 
                 int rb, cb, rep;
                 digits(p, idx, &rb, &cb, &rep);
                 kb__shard *s = &p->shards[k++];
-                s->sip = p->sip_base + idx[0];
-                s->cube = idx[1];
-                s->pe = idx[2];
+                s->sip = p->base[0] + idx[0];
+                s->cube = p->base[1] + idx[1];
+                s->pe = p->base[2] + idx[2];
                 s->row0 = rb * prow;
                 s->col0 = cb * pcol;
                 s->rows = prow;

@@ -30,7 +30,8 @@
 
 typedef struct kb__shard_policy {
     kb_split sip, cube, pe;
-    int num_sips, num_cubes, num_pes; /* owners at each level; 0 = all */
+    int num_sips, num_cubes, num_pes; /* owners at each level; 0 = all from the first */
+    int first_cube, first_pe;         /* first owner at the cube and PE levels */
 } kb__shard_policy;
 
 typedef struct kb__shard_geom {
@@ -65,7 +66,8 @@ typedef struct kb__shard_plan {
     size_t elem_size;
     kb_split mode[3];  /* sip, cube, pe */
     int count[3];      /* effective owners per level */
-    int sip_base;      /* first owning SIP: device_sip when scoped, else 0 */
+    int base[3];       /* first owner per level: the SIP (device_sip when scoped,
+                          else 0), first_cube, first_pe */
     int row_blocks;    /* product of row_wise counts */
     int col_blocks;    /* product of column_wise counts */
     int n_regions;     /* row_blocks * col_blocks */

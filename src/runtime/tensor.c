@@ -88,7 +88,8 @@ static int place(kb_machine *m, kb__rt_tensor *t, const kb_policy *pol, kb__err 
         .ndim = t->ndim,
         .shape = t->shape,
         .elem_size = kb__dtype_size(t->dtype),
-        .policy = {pol->sip, pol->cube, pol->pe, pol->num_sips, pol->num_cubes, pol->num_pes},
+        .policy = {pol->sip, pol->cube, pol->pe, pol->num_sips, pol->num_cubes, pol->num_pes,
+                   pol->first_cube, pol->first_pe},
         .geom = {(int)m->sips, (int)m->cubes, (int)m->pes},
         .device_sip = dev_sip,
     };
@@ -98,7 +99,7 @@ static int place(kb_machine *m, kb__rt_tensor *t, const kb_policy *pol, kb__err 
     t->policy.num_sips = t->plan.count[0];
     t->policy.num_cubes = t->plan.count[1];
     t->policy.num_pes = t->plan.count[2];
-    t->sip_scope = (dev_sip >= 0 && t->plan.sip_base == dev_sip && pol->sip == KB_REPLICATE &&
+    t->sip_scope = (dev_sip >= 0 && t->plan.base[0] == dev_sip && pol->sip == KB_REPLICATE &&
                     pol->num_sips == 0)
                        ? dev_sip
                        : -1;

@@ -345,6 +345,6 @@ int kb_tp_placement(kb_machine *m, kb_policy *out)
     }
     /* num_sips 0 lets kb_set_device scope the tensor to the bound SIP */
     *out =
-        (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb_get_device(m) < 0 ? 1 : 0, 1, 1};
+        (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb_get_device(m) < 0 ? 1 : 0, 1, 1, 0, 0};
     return 0;
 }

@@ -40,7 +40,7 @@ static inline kb_machine *cf_open(const char *const *sets, size_t n)
  * each) as `where` says. */
 static inline kb_policy cf_policy(cf_place where, int w)
 {
-    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 1, 1, w};
+    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 1, 1, w, 0, 0};
     switch (where) {
     case CF_ONE_CUBE:
         break;

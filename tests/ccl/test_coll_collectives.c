@@ -111,7 +111,7 @@ Test(coll_index, two_tensors_index_in_call_order)
 {
     /* tensor a on SIP 1, tensor b on SIP 0: a's shards are indexes 0..7 */
     kb_machine *m = cf_open(NULL, 0);
-    kb_policy p1 = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 1, 8}; /* scoped */
+    kb_policy p1 = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 1, 8, 0, 0}; /* scoped */
     int64_t n = 3, shape = 8 * n;
     kb_tensor ab[2], out[2];
     float h[24];

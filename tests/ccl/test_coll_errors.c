@@ -53,7 +53,7 @@ Test(coll_errors, mismatched_dtypes_name_both)
     kb_machine *m = cf_open(NULL, 0);
     kb_set_device(m, 0);
     kb_tensor t[2] = {cf_tensor(m, "a", CF_ONE_CUBE, 4, 8, KB_F32, 1)};
-    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 1, 1, 4};
+    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 1, 1, 4, 0, 0};
     int64_t shape = 32;
     kb_set_device(m, 1);
     p.num_sips = 0;
@@ -72,7 +72,7 @@ Test(coll_errors, mismatched_sizes)
 {
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor t[2] = {cf_tensor(m, "a", CF_ONE_CUBE, 2, 8, KB_F32, 1)};
-    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 1, 2, 1};
+    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 1, 2, 1, 0, 0};
     int64_t shape = 18;
     cr_assert_eq(kb_empty(m, "b", 1, &shape, KB_F32, &p, &t[1]), 0, "%s", kb_last_error(m));
     kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 2, t, NULL, 0};

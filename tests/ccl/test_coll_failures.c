@@ -240,7 +240,7 @@ Test(coll_failures, pending_receives_beyond_the_queue_depth_do_not_stall_the_ker
 
 /* ---- a collective that never ends, called from spawned ranks ---------------- */
 
-static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1};
+static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, 0};
 
 /* Waits for a message nobody sends. */
 static void waits_forever(tl_ctx *k)

@@ -19,8 +19,8 @@
 #define N      512 /* f32 elements per buffer */
 #define ROUNDS 3
 
-static const kb_policy CUBE0 = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 1, 8};
-static const kb_policy PAIR = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 2, 1};
+static const kb_policy CUBE0 = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 1, 8, 0, 0};
+static const kb_policy PAIR = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 2, 1, 0, 0};
 
 /* A tensor of w buffers of N f32 on SIP sip as pol places them. */
 static kb_tensor tensor_on(kb_machine *m, const char *name, int sip, kb_policy pol, int w)
@@ -188,7 +188,7 @@ Test(coll_installs, the_process_group_world_stays_installed_beside_a_pair)
     kb_machine_shape(m, &sips, &cubes, &pes);
     int world = sips * cubes * pes;
     int64_t n = 64, shape = world * n;
-    kb_policy every = {KB_COLUMN_WISE, KB_COLUMN_WISE, KB_COLUMN_WISE, sips, cubes, pes};
+    kb_policy every = {KB_COLUMN_WISE, KB_COLUMN_WISE, KB_COLUMN_WISE, sips, cubes, pes, 0, 0};
     kb_tensor w;
     cr_assert_eq(kb_empty(m, "world", 1, &shape, KB_F32, &every, &w), 0, "%s", kb_last_error(m));
     kb_tensor pair = tensor_on(m, "pair", 0, PAIR, 2);
@@ -383,7 +383,7 @@ Test(coll_installs, a_full_hbm_slice_evicts_then_reports_the_allocator_error)
     /* fill the rest of sip0/cube0/pe0's HBM slice */
     uint32_t pe0 = pe_at(m, 0, 0, 0);
     int64_t rest = (int64_t)kb__range_largest_free(&m->hbm[pe0]);
-    kb_policy one = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1};
+    kb_policy one = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, 0};
     kb_tensor filler;
     cr_assert_eq(kb_empty(m, "filler", 1, &rest, KB_I8, &one, &filler), 0, "%s", kb_last_error(m));
     uint64_t ring = ring_pair_bytes(m, "ring_allreduce_hbm") / 2;
@@ -407,7 +407,7 @@ Test(coll_installs, beyond_the_cap_the_least_recently_used_goes)
     const char *algos[] = {"ring_allreduce", "ring_allreduce_hbm", "tree_allreduce"};
     kb_tensor t[9]; /* t[w]: w PEs of cube 0 */
     for (int w = 2; w <= 8; w++) {
-        kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 1, w};
+        kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 1, w, 0, 0};
         char name[8];
         snprintf(name, sizeof name, "t%d", w);
         t[w] = tensor_on(m, name, 0, p, w);

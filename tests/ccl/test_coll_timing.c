@@ -11,7 +11,7 @@ Test(coll_timing, ring_of_256_ranks_over_both_sips)
 {
     kb_machine *m = cf_open(NULL, 0);
     int64_t n = 1024; /* 4 KiB of f32 per rank */
-    kb_policy p = {KB_COLUMN_WISE, KB_COLUMN_WISE, KB_COLUMN_WISE, 2, 16, 8};
+    kb_policy p = {KB_COLUMN_WISE, KB_COLUMN_WISE, KB_COLUMN_WISE, 2, 16, 8, 0, 0};
     int64_t shape = 256 * n;
     kb_tensor t;
     cr_assert_eq(kb_empty(m, "x", 1, &shape, KB_F32, &p, &t), 0, "%s", kb_last_error(m));

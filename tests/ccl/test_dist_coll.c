@@ -17,7 +17,7 @@ static kb_machine *open_m(void)
 }
 
 /* One PE of the bound SIP (cube 0, PE 0) holds the whole tensor. */
-static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1};
+static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, 0};
 
 /* Element i of buffer b: small integers, so sums are exact in f32. */
 static float val(int b, int i)
@@ -32,7 +32,7 @@ static float val(int b, int i)
 
 static kb_tensor rows_tensor(kb_machine *m, const char *name, int64_t cols, int fill)
 {
-    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, 1, 1, ROWS};
+    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, 1, 1, ROWS, 0, 0};
     int64_t shape[2] = {ROWS, cols};
     kb_tensor t;
     cr_assert_eq(kb_empty(m, name, 2, shape, KB_F32, &p, &t), 0, "%s", kb_last_error(m));

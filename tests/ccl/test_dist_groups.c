@@ -20,7 +20,7 @@ static kb_machine *open_m(void)
     return m;
 }
 
-static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1};
+static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, 0};
 
 /* Element i of host rank r's input: small integers, exact sums in f32. */
 static float val(int r, int i)

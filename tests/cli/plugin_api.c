@@ -49,7 +49,7 @@ static int run(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     for (int i = 0; i < N; i++)
         x[i] = (float)(i % 16) - 8.0f;
     int64_t n = N;
-    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1};
+    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1, 0, 0};
     kb_tensor tx = {0}, ty = {0};
     int rc = kb_empty(m, "x", 1, &n, KB_F32, &p, &tx);
     if (!rc) rc = kb_copy_from_host(m, tx, x, sizeof x, KB_F32);

@@ -9,7 +9,7 @@
 
 #define N 4096 /* elements: a transfer long enough to be in flight */
 
-static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1};
+static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, 0};
 
 typedef struct job {
     kb_tensor t;

@@ -66,12 +66,12 @@ Test(api, non_dividing_split_names_level_dimension_and_value)
     kb_machine *m = kb_test_small_machine(0);
     kb_tensor t = {99};
     int64_t s[2] = {9, 8};
-    kb_policy p = {KB_ROW_WISE, KB_REPLICATE, KB_REPLICATE, 0, 0, 0};
+    kb_policy p = {KB_ROW_WISE, KB_REPLICATE, KB_REPLICATE, 0, 0, 0, 0, 0};
     expect_fail(m, kb_empty(m, "odd", 2, s, KB_F32, &p, &t), KB_EINVAL, t,
                 "tensor odd: shape [9, 8] cannot be split row_wise over 2 SIPs (dimension 0 = "
                 "9 is not a multiple of 2)");
     int64_t v[1] = {8};
-    kb_policy r = {KB_REPLICATE, KB_ROW_WISE, KB_REPLICATE, 0, 0, 0};
+    kb_policy r = {KB_REPLICATE, KB_ROW_WISE, KB_REPLICATE, 0, 0, 0, 0, 0};
     expect_fail(m, kb_empty(m, "vec", 1, v, KB_F32, &r, &t), KB_EINVAL, t,
                 "cannot be split row_wise over 2");
     kb_close(m);
@@ -82,9 +82,9 @@ Test(api, bad_policy_values_are_refused)
     kb_machine *m = kb_test_small_machine(0);
     kb_tensor t = {99};
     int64_t s[2] = {8, 8};
-    kb_policy bad = {KB_REPLICATE, (kb_split)7, KB_REPLICATE, 0, 0, 0};
+    kb_policy bad = {KB_REPLICATE, (kb_split)7, KB_REPLICATE, 0, 0, 0, 0, 0};
     expect_fail(m, kb_empty(m, "b", 2, s, KB_F32, &bad, &t), KB_EINVAL, t, "policy for cubes is 7");
-    kb_policy many = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 0, 3};
+    kb_policy many = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 0, 3, 0, 0};
     expect_fail(m, kb_empty(m, "b", 2, s, KB_F32, &many, &t), KB_EINVAL, t, "num_pes = 3");
     kb_close(m);
 }
@@ -136,7 +136,7 @@ Test(api, exhausting_a_slice_reports_request_and_largest_free)
     kb_machine *m = kb_test_small_machine(0);
     uint64_t slice = m->params.cube.hbm_capacity / m->params.cube.hbm_slices;
     int64_t s[1] = {(int64_t)(slice / 4 + 1024)}; /* f32, replicated: one slice per PE */
-    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 0, 0};
+    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 0, 0, 0, 0};
     kb_tensor t = {99};
     int rc = kb_empty(m, "huge", 1, s, KB_F32, &p, &t);
     expect_fail(m, rc, KB_ENOSPC, t, "tensor 'huge': shard 0: ");
@@ -162,7 +162,7 @@ Test(api, set_device_scopes_default_policy_tensors_to_that_sip)
         cr_assert_eq(sh.sip, 1);
     }
     /* An explicit SIP split is not scoped. */
-    kb_policy split = {KB_COLUMN_WISE, KB_REPLICATE, KB_REPLICATE, 0, 0, 0};
+    kb_policy split = {KB_COLUMN_WISE, KB_REPLICATE, KB_REPLICATE, 0, 0, 0, 0, 0};
     kb_tensor u;
     cr_assert_eq(kb_zeros(m, "split", 2, s, KB_F32, &split, &u), 0);
     kb_tensor_get_info(m, u, &info);
@@ -178,7 +178,7 @@ Test(api, set_device_scopes_default_policy_tensors_to_that_sip)
 static uint64_t map_cost(kb_machine *m, int cubes)
 {
     int64_t s[2] = {64, 1024};
-    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_REPLICATE, 0, cubes, 1};
+    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_REPLICATE, 0, cubes, 1, 0, 0};
     kb_tensor t;
     uint64_t t0 = kb_now_ps(m);
     cr_assert_eq(kb_empty(m, "map", 2, s, KB_F32, &p, &t), 0, "%s", kb_last_error(m));
@@ -204,7 +204,7 @@ Test(api, statistics_count_bytes_per_message_kind_and_reset)
 {
     kb_machine *m = kb_test_small_machine(0);
     int64_t s[2] = {8, 16};
-    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 0};
+    kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 0, 0, 0};
     kb_tensor t;
     cr_assert_eq(kb_empty(m, "st", 2, s, KB_F32, &p, &t), 0);
     cr_assert_eq(kb_stats_reset(m), 0);
@@ -308,7 +308,7 @@ Test(api, mapping_a_32_mib_tensor_into_256_pes_stays_small)
     kb_machine *m = NULL;
     cr_assert_eq(kb_open(&m, NULL, NULL, 0), 0);
     int64_t s[2] = {4096, 4096};
-    kb_policy p = {KB_ROW_WISE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 0};
+    kb_policy p = {KB_ROW_WISE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 0, 0, 0};
     kb_tensor t;
     size_t before = kb__mmu_bytes(&m->mmu);
     cr_assert_eq(kb_empty(m, "big", 2, s, KB_F16, &p, &t), 0, "%s", kb_last_error(m));
@@ -334,6 +334,25 @@ Test(api, describe_lists_every_shard)
               "%s", buf);
     cr_assert(strstr(buf, "[7] sip1/cube1/pe1 replica 1: offset (0, 6) shape 4×2 PA "), "%s", buf);
     free(buf);
+    kb_close(m);
+}
+
+/* A tensor placed from cube 1, PE 1 says so, and its shards are there. */
+Test(api, a_tensor_placed_from_a_first_cube_and_pe_lives_there)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int64_t s[1] = {64};
+    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1, 1, 1};
+    kb_tensor t;
+    cr_assert_eq(kb_full(m, "far", 1, s, KB_F32, &p, 2.5, &t), 0, "%s", kb_last_error(m));
+    char buf[1024];
+    cr_assert_eq(kb_tensor_describe(m, t, buf, sizeof buf, NULL), 0);
+    cr_expect(strstr(buf, "pe=replicate×1 from cube 1, pe 1"), "%s", buf);
+    cr_expect(strstr(buf, "[0] sip0/cube1/pe1 replica 0"), "%s", buf);
+    float h[64];
+    cr_assert_eq(kb_copy_to_host(m, t, h, sizeof h, KB_F32), 0, "%s", kb_last_error(m));
+    for (int i = 0; i < 64; i++)
+        cr_expect_eq(h[i], 2.5f, "element %d", i);
     kb_close(m);
 }
 

@@ -21,7 +21,7 @@ static kb_machine *open_m(void)
 }
 
 /* One PE of the bound SIP holds the whole tensor: one shard per rank. */
-static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1};
+static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, 0};
 
 typedef struct seen {
     int rank[8], world[8], dev[8];

@@ -143,7 +143,7 @@ static uint64_t timed_launch(kb_machine *m, const char *name, tl_kernel_fn fn, k
 
 static kb_tensor one_pe_tensor(kb_machine *m, const char *name, int64_t r, int64_t c)
 {
-    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1};
+    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1, 0, 0};
     kb_tensor t;
     cr_assert_eq(kb_zeros(m, name, 2, (int64_t[]){r, c}, KB_F16, &p, &t), 0, "%s",
                  kb_last_error(m));
@@ -258,7 +258,7 @@ static uint64_t run_exp(tl_kernel_fn fn, float *out)
 {
     kb_machine *m = open_m(0);
     kb_set_device(m, 0);
-    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1};
+    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1, 0, 0};
     int64_t n = TILE * NT;
     kb_tensor x, y;
     cr_assert_eq(kb_full(m, "x", 1, &n, KB_F32, &p, 0.5, &x), 0, "%s", kb_last_error(m));
@@ -301,7 +301,7 @@ static void load_far(tl_ctx *k)
 Test(launch, unmapped_load_is_a_kernel_error_and_the_machine_stays_usable)
 {
     kb_machine *m = open_m(0);
-    kb_policy p = {KB_COLUMN_WISE, KB_COLUMN_WISE, KB_COLUMN_WISE, 2, 0, 0};
+    kb_policy p = {KB_COLUMN_WISE, KB_COLUMN_WISE, KB_COLUMN_WISE, 2, 0, 0, 0, 0};
     int64_t n = 256 * 64;
     kb_tensor x;
     cr_assert_eq(kb_zeros(m, "x", 1, &n, KB_F32, &p, &x), 0, "%s", kb_last_error(m));

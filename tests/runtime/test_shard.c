@@ -115,7 +115,7 @@ static void run_all_combinations(const int64_t *shape, int ndim)
                 cnt[l] = asked[l] ? asked[l] : avail[l];
                 row_multi = row_multi || (mode[l] == KB_ROW_WISE && cnt[l] > 1);
             }
-            kb__shard_policy pol = {mode[0], mode[1], mode[2], asked[0], asked[1], asked[2]};
+            kb__shard_policy pol = {mode[0], mode[1], mode[2], asked[0], asked[1], asked[2], 0, 0};
             kb__shard_req r = req2("t", shape, ndim, g, pol);
             kb__shard_plan pl;
             kb__err e;
@@ -160,7 +160,7 @@ Test(shard, default_machine_rows_over_pes_columns_over_cubes_replicated_on_sips)
 {
     const int64_t shape[2] = {128, 256};
     kb__shard_geom g = {2, 16, 8};
-    kb__shard_policy pol = {KB_REPLICATE, KB_COLUMN_WISE, KB_ROW_WISE, 0, 0, 0};
+    kb__shard_policy pol = {KB_REPLICATE, KB_COLUMN_WISE, KB_ROW_WISE, 0, 0, 0, 0, 0};
     kb__shard_req r = req2("w", shape, 2, g, pol);
     r.elem_size = 4;
     kb__shard_plan pl;
@@ -187,7 +187,7 @@ Test(shard, set_device_scopes_a_default_replicated_sip_level_to_that_sip)
 {
     const int64_t shape[2] = {16, 16};
     kb__shard_geom g = {2, 4, 2};
-    kb__shard_policy pol = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1};
+    kb__shard_policy pol = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, 0};
     kb__shard_req r = req2("x", shape, 2, g, pol);
     r.device_sip = 1;
     kb__shard_plan pl;
@@ -197,7 +197,7 @@ Test(shard, set_device_scopes_a_default_replicated_sip_level_to_that_sip)
     cr_assert_eq(pl.shards[0].rows, 16);
     kb__shard_plan_fini(&pl);
     int mode[3] = {KB_REPLICATE, KB_ROW_WISE, KB_COLUMN_WISE}, cnt[3] = {1, 4, 2};
-    pol = (kb__shard_policy){KB_REPLICATE, KB_ROW_WISE, KB_COLUMN_WISE, 0, 0, 0};
+    pol = (kb__shard_policy){KB_REPLICATE, KB_ROW_WISE, KB_COLUMN_WISE, 0, 0, 0, 0, 0};
     r.policy = pol;
     cr_assert_eq(kb__shard_plan_make(&pl, &r, NULL), 0);
     check_plan(&pl, mode, cnt, 16, 16, 1, "scoped to sip1");
@@ -209,13 +209,13 @@ Test(shard, set_device_does_not_scope_explicit_or_split_sip_levels)
     const int64_t shape[2] = {16, 16};
     kb__shard_geom g = {2, 4, 2};
     kb__shard_plan pl;
-    kb__shard_req r = req2("x", shape, 2, g, (kb__shard_policy){KB_REPLICATE, 0, 0, 2, 1, 1});
+    kb__shard_req r = req2("x", shape, 2, g, (kb__shard_policy){KB_REPLICATE, 0, 0, 2, 1, 1, 0, 0});
     r.device_sip = 1;
     cr_assert_eq(kb__shard_plan_make(&pl, &r, NULL), 0);
     cr_assert_eq(pl.n_shards, 2);
     cr_assert_eq(pl.shards[0].sip, 0);
     kb__shard_plan_fini(&pl);
-    r.policy = (kb__shard_policy){KB_ROW_WISE, 0, 0, 0, 1, 1};
+    r.policy = (kb__shard_policy){KB_ROW_WISE, 0, 0, 0, 1, 1, 0, 0};
     cr_assert_eq(kb__shard_plan_make(&pl, &r, NULL), 0);
     cr_assert_eq(pl.n_shards, 2);
     cr_assert_eq(pl.shards[1].sip, 1);
@@ -238,21 +238,21 @@ Test(shard, a_split_that_does_not_divide_names_tensor_shape_level_and_dimension)
 {
     const int64_t shape[2] = {128, 256};
     kb__shard_geom g = {2, 16, 8};
-    kb__shard_req r = req2("t3", shape, 2, g, (kb__shard_policy){0, 0, KB_ROW_WISE, 0, 0, 3});
+    kb__shard_req r = req2("t3", shape, 2, g, (kb__shard_policy){0, 0, KB_ROW_WISE, 0, 0, 3, 0, 0});
     kb__shard_plan pl;
     kb__err e;
     cr_assert_eq(kb__shard_plan_make(&pl, &r, &e), KB_EINVAL);
     cr_assert_str_eq(e.msg, "tensor t3: shape [128, 256] cannot be split row_wise over 3 PEs "
                             "(dimension 0 = 128 is not a multiple of 3)");
-    r.policy = (kb__shard_policy){0, KB_ROW_WISE, KB_ROW_WISE, 0, 2, 3};
+    r.policy = (kb__shard_policy){0, KB_ROW_WISE, KB_ROW_WISE, 0, 2, 3, 0, 0};
     expect_error(
         &r, KB_EINVAL,
         "over 3 PEs (each cube's part has dimension 0 = 64, which is not a multiple of 3)");
-    r.policy = (kb__shard_policy){KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 3, 0};
+    r.policy = (kb__shard_policy){KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 3, 0, 0, 0};
     expect_error(&r, KB_EINVAL,
                  "column_wise over 3 cubes (each SIP's part has dimension 1 = 128, which is not "
                  "a multiple of 3)");
-    r.policy = (kb__shard_policy){KB_COLUMN_WISE, 0, 0, 0, 0, 0};
+    r.policy = (kb__shard_policy){KB_COLUMN_WISE, 0, 0, 0, 0, 0, 0, 0};
     const int64_t odd[2] = {4, 7};
     r.shape = odd;
     expect_error(&r, KB_EINVAL, "column_wise over 2 SIPs (dimension 1 = 7 is not a multiple of 2)");
@@ -262,21 +262,64 @@ Test(shard, counts_beyond_the_machine_or_negative_name_the_level_and_maximum)
 {
     const int64_t shape[2] = {64, 64};
     kb__shard_geom g = {2, 16, 8};
-    kb__shard_req r = req2("t", shape, 2, g, (kb__shard_policy){0, 0, 0, 0, 0, 9});
+    kb__shard_req r = req2("t", shape, 2, g, (kb__shard_policy){0, 0, 0, 0, 0, 9, 0, 0});
     expect_error(&r, KB_EINVAL, "num_pes = 9 is outside 0..8 (the 8 PEs per cube)");
-    r.policy = (kb__shard_policy){0, 0, 0, 0, 17, 0};
+    r.policy = (kb__shard_policy){0, 0, 0, 0, 17, 0, 0, 0};
     expect_error(&r, KB_EINVAL, "num_cubes = 17 is outside 0..16 (the 16 cubes per SIP)");
-    r.policy = (kb__shard_policy){0, 0, 0, 3, 0, 0};
+    r.policy = (kb__shard_policy){0, 0, 0, 3, 0, 0, 0, 0};
     expect_error(&r, KB_EINVAL, "num_sips = 3 is outside 0..2 (the 2 SIPs of the machine)");
-    r.policy = (kb__shard_policy){0, 0, 0, -1, 0, 0};
+    r.policy = (kb__shard_policy){0, 0, 0, -1, 0, 0, 0, 0};
     expect_error(&r, KB_EINVAL, "num_sips = -1");
+}
+
+/* first_cube / first_pe move the owners up, the same in every SIP; a count
+ * of 0 takes the units from the first to the last. */
+Test(shard, first_cube_and_first_pe_start_the_owners_there)
+{
+    const int64_t shape[2] = {8, 12};
+    kb__shard_geom g = {2, 4, 8};
+    kb__shard_req r = req2("t", shape, 2, g,
+                           (kb__shard_policy){KB_REPLICATE, KB_ROW_WISE, KB_COLUMN_WISE, 0, 2, 3,
+                                              1, 5});
+    kb__shard_plan pl;
+    cr_assert_eq(kb__shard_plan_make(&pl, &r, NULL), 0);
+    cr_assert_eq(pl.n_shards, 2 * 2 * 3);
+    for (int k = 0; k < pl.n_shards; k++) {
+        const kb__shard *sh = &pl.shards[k];
+        int s = k / 6, c = k / 3 % 2, p = k % 3;
+        cr_expect_eq(sh->sip, s, "shard %d", k);
+        cr_expect_eq(sh->cube, 1 + c, "shard %d", k);
+        cr_expect_eq(sh->pe, 5 + p, "shard %d", k);
+        cr_expect_eq(sh->row0, c * 4, "shard %d: cube block c holds rows 4c..", k);
+        cr_expect_eq(sh->col0, p * 4, "shard %d: PE block p holds columns 4p..", k);
+    }
+    kb__shard_plan_fini(&pl);
+    r.policy = (kb__shard_policy){KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 0, 0, 3, 6};
+    cr_assert_eq(kb__shard_plan_make(&pl, &r, NULL), 0);
+    cr_expect_eq(pl.count[1], 1, "cube 3 to the last, cube 3");
+    cr_expect_eq(pl.count[2], 2, "PEs 6 and 7");
+    cr_expect_eq(pl.shards[1].pe, 7);
+    kb__shard_plan_fini(&pl);
+}
+
+Test(shard, a_first_unit_outside_the_level_or_a_count_running_past_it_is_refused)
+{
+    const int64_t shape[2] = {64, 64};
+    kb__shard_geom g = {2, 16, 8};
+    kb__shard_req r = req2("t", shape, 2, g, (kb__shard_policy){0, 0, 0, 0, 0, 0, 0, 8});
+    expect_error(&r, KB_EINVAL, "tensor t: first_pe = 8 is outside 0..7 (the 8 PEs per cube)");
+    r.policy = (kb__shard_policy){0, 0, 0, 0, 0, 0, -1, 0};
+    expect_error(&r, KB_EINVAL, "first_cube = -1 is outside 0..15 (the 16 cubes per SIP)");
+    r.policy = (kb__shard_policy){0, 0, 0, 0, 0, 4, 0, 6};
+    expect_error(&r, KB_EINVAL,
+                 "num_pes = 4 from first_pe = 6 runs past the 8 PEs per cube (units 6..9)");
 }
 
 Test(shard, three_or_more_dimensions_are_not_supported_yet)
 {
     const int64_t shape[4] = {2, 4, 8, 16};
     kb__shard_geom g = {2, 16, 8};
-    kb__shard_req r = req2("act", shape, 3, g, (kb__shard_policy){0, 0, 0, 0, 0, 0});
+    kb__shard_req r = req2("act", shape, 3, g, (kb__shard_policy){0, 0, 0, 0, 0, 0, 0, 0});
     expect_error(&r, KB_EUNSUPPORTED, "tensor act: 3-D tensors are not supported yet");
     r.ndim = 4;
     expect_error(&r, KB_EUNSUPPORTED, "4-D tensors are not supported yet");
@@ -286,7 +329,7 @@ Test(shard, zero_or_negative_dimensions_and_bad_arguments_are_invalid)
 {
     int64_t shape[2] = {64, 0};
     kb__shard_geom g = {2, 16, 8};
-    kb__shard_req r = req2("t", shape, 2, g, (kb__shard_policy){0, 0, 0, 0, 0, 0});
+    kb__shard_req r = req2("t", shape, 2, g, (kb__shard_policy){0, 0, 0, 0, 0, 0, 0, 0});
     expect_error(&r, KB_EINVAL, "dimension 1 of shape [64, 0] is 0");
     shape[1] = -5;
     expect_error(&r, KB_EINVAL, "dimension 1 of shape [64, -5] is -5");
@@ -311,7 +354,7 @@ Test(shard, shard_bytes_that_overflow_64_bits_are_invalid)
 {
     const int64_t shape[2] = {INT64_MAX / 2, 16};
     kb__shard_geom g = {1, 1, 1};
-    kb__shard_req r = req2("huge", shape, 2, g, (kb__shard_policy){0, 0, 0, 0, 0, 0});
+    kb__shard_req r = req2("huge", shape, 2, g, (kb__shard_policy){0, 0, 0, 0, 0, 0, 0, 0});
     expect_error(&r, KB_EINVAL, "overflows 64 bits");
 }
 
@@ -320,7 +363,7 @@ Test(shard, row_wise_on_a_1d_tensor_over_one_owner_is_allowed)
     const int64_t shape[1] = {10};
     kb__shard_geom g = {2, 16, 8};
     kb__shard_req r =
-        req2("b", shape, 1, g, (kb__shard_policy){KB_ROW_WISE, KB_COLUMN_WISE, 0, 1, 2, 1});
+        req2("b", shape, 1, g, (kb__shard_policy){KB_ROW_WISE, KB_COLUMN_WISE, 0, 1, 2, 1, 0, 0});
     kb__shard_plan pl;
     cr_assert_eq(kb__shard_plan_make(&pl, &r, NULL), 0);
     cr_assert_eq(pl.n_shards, 2);
@@ -337,7 +380,7 @@ Test(shard, locate_rejects_elements_outside_the_tensor)
 {
     const int64_t shape[2] = {4, 4};
     kb__shard_geom g = {1, 1, 1};
-    kb__shard_req r = req2("t", shape, 2, g, (kb__shard_policy){0, 0, 0, 0, 0, 0});
+    kb__shard_req r = req2("t", shape, 2, g, (kb__shard_policy){0, 0, 0, 0, 0, 0, 0, 0});
     kb__shard_plan pl;
     int region;
     int64_t li, lj;

@@ -14,7 +14,7 @@ static const kb_split modes[3] = {KB_REPLICATE, KB_ROW_WISE, KB_COLUMN_WISE};
 
 static kb_policy policy_of(int combo)
 {
-    return (kb_policy){modes[combo % 3], modes[combo / 3 % 3], modes[combo / 9], 0, 0, 0};
+    return (kb_policy){modes[combo % 3], modes[combo / 3 % 3], modes[combo / 9], 0, 0, 0, 0, 0};
 }
 
 static bool has_row_split(kb_policy p)
@@ -162,7 +162,7 @@ Test(tensor, a_va_outside_the_pes_sip_faults_naming_the_tensor)
 {
     kb_machine *m = kb_test_small_machine(0);
     int64_t shape[2] = {8, 2048};
-    kb_policy p = {KB_COLUMN_WISE, KB_REPLICATE, KB_REPLICATE, 0, 0, 0};
+    kb_policy p = {KB_COLUMN_WISE, KB_REPLICATE, KB_REPLICATE, 0, 0, 0, 0, 0};
     kb_tensor t;
     cr_assert_eq(kb_empty(m, "half", 2, shape, KB_F32, &p, &t), 0, "%s", kb_last_error(m));
     kb_shard_info s1;

@@ -33,7 +33,7 @@ Test(tensor_misuse, a_shard_larger_than_its_hbm_slice_is_enospc_naming_the_reque
     kb_machine *m = kb_test_small_machine(0);
     /* (2^63 - 2) bf16 elements: 2^64 - 4 bytes, which a page round-up would wrap to 0 */
     int64_t shape[1] = {INT64_MAX - 1};
-    kb_policy rep = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1};
+    kb_policy rep = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1, 0, 0};
     kb_tensor t = {1};
     cr_assert_eq(kb_empty(m, "huge", 1, shape, KB_BF16, &rep, &t), KB_ENOSPC, "%s",
                  kb_last_error(m));

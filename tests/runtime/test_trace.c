@@ -40,7 +40,7 @@ static void traced_run(const char *path, uint64_t *add_ps)
 {
     kb_machine *m = kb_test_small_machine(0);
     int64_t shape = N;
-    kb_policy one = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1};
+    kb_policy one = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1, 0, 0};
     kb_tensor x, y;
     cr_assert_eq(kb_full(m, "x", 1, &shape, KB_F32, &one, 1.5, &x), 0, "%s", kb_last_error(m));
     cr_assert_eq(kb_zeros(m, "y", 1, &shape, KB_F32, &one, &y), 0, "%s", kb_last_error(m));

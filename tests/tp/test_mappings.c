@@ -147,7 +147,7 @@ static int refused(kb_machine *m, int rank, int nprocs, void *arg)
     if (rc) return rc;
     kb_policy p;
     kb_tp_placement(m, &p);
-    kb_policy spread = {KB_REPLICATE, KB_COLUMN_WISE, KB_REPLICATE, 0, 2, 1};
+    kb_policy spread = {KB_REPLICATE, KB_COLUMN_WISE, KB_REPLICATE, 0, 2, 1, 0, 0};
     int64_t shape[2] = {4, *what == COLS_DO_NOT_SPLIT ? 7 : 8};
     kb_tensor x, y = {12345};
     rc = kb_empty(m, "x", *what == ONE_D ? 1 : 2, shape, KB_F32, *what == ELSEWHERE ? &spread : &p,
