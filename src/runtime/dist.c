@@ -779,8 +779,8 @@ static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__e
 /* A collective's buffers are the shards of every member's input, one per
  * PE: two host ranks whose inputs have shards on the same PE are named with
  * that PE (the collective layer would name only the two shards). Tensors
- * are placed from cube 0, PE 0 of a SIP upwards, so ranks bound to one SIP
- * always meet there; the remedy is one rank per SIP. */
+ * are placed from cube 0, PE 0 of a SIP unless the policy's first_cube /
+ * first_pe say otherwise, so that is the usual remedy. */
 static int check_pes_apart(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
 {
     int kind = g->pend[member_of(cm, 0)].kind;
@@ -808,9 +808,9 @@ static int check_pes_apart(kb_machine *m, const rt_group *g, const comm *cm, kb_
                     "%s: host ranks %d and %d both have a buffer on sip%d/cube%d/pe%d (rank "
                     "%d: tensor '%s' shard %d; rank %d: tensor '%s' shard %d), and a PE holds "
                     "one buffer of a collective at most. Tensors are placed from cube 0, PE 0 "
-                    "of their SIP, so two ranks on one SIP always share a PE: spawn one rank "
-                    "per SIP (%u here: kb_spawn nprocs 0), or split one rank's tensor across "
-                    "the PEs",
+                    "of their SIP unless the policy's first_cube / first_pe move them: give "
+                    "ranks that share a SIP different first_pe (rank / %u with one rank per "
+                    "PE), or spawn one rank per SIP (kb_spawn nprocs 0)",
                     call_name(kind), o, k, sh->sip, sh->cube, sh->pe, o, ot ? ot->name : "?",
                     shard[gi], k, t->name, s, m->sips);
             }

@@ -583,6 +583,7 @@ typedef struct shared_pe {
     int rc[4];
     char msg[4][1024];
     kb_tensor t[4]; /* each rank's tensor, read by the driver afterwards */
+    int spread;     /* 1: rank r's tensor on PE r / 2 of its SIP (first_pe) */
 } shared_pe;
 
 /* Each rank: a 32-element tensor on one PE of its SIP holding rank + 1,
@@ -594,7 +595,9 @@ static int reduce_one_pe(kb_machine *m, int rank, int nprocs, void *arg)
     int64_t shape[1] = {32};
     kb_tensor t;
     int rc = kb_init_process_group(m, "ahbm");
-    if (!rc) rc = kb_full(m, "x", 1, shape, KB_F32, &ONE_PE, rank + 1.0, &t);
+    kb_policy p = ONE_PE;
+    p.first_pe = o->spread ? rank / 2 : 0;
+    if (!rc) rc = kb_full(m, "x", 1, shape, KB_F32, &p, rank + 1.0, &t);
     if (rc) return rc;
     o->t[rank] = t;
     rc = kb_all_reduce(m, t, KB_SUM);
@@ -625,7 +628,8 @@ Test(dist, two_ranks_with_buffers_on_one_pe_are_named_with_the_pe)
     for (int r = 0; r < 4; r++) {
         cr_expect_eq(o.rc[r], KB_EINVAL, "rank %d: %s", r, o.msg[r]);
         cr_expect(strstr(o.msg[r], want), "rank %d: %s", r, o.msg[r]);
-        cr_expect(strstr(o.msg[r], "spawn one rank per SIP (2 here"), "rank %d: %s", r, o.msg[r]);
+        cr_expect(strstr(o.msg[r], "give ranks that share a SIP different first_pe (rank / 2"),
+                  "rank %d: %s", r, o.msg[r]);
         cr_expect_eq(first_of(m, o.t[r]), (float)(r + 1), "rank %d's tensor changed", r);
     }
     cr_expect(strstr(kb_last_error(m), want), "%s", kb_last_error(m));
@@ -633,6 +637,20 @@ Test(dist, two_ranks_with_buffers_on_one_pe_are_named_with_the_pe)
     cr_assert_eq(kb_spawn(m, reduce_one_pe, 0, &o), 0, "%s", kb_last_error(m));
     for (int r = 0; r < 2; r++)
         cr_expect_eq(first_of(m, o.t[r]), 3.0f, "rank %d: not the sum 1 + 2", r);
+    kb_close(m);
+}
+
+/* The remedy: four ranks on two SIPs, each rank's tensor on PE rank / 2 of
+ * its SIP (first_pe), all-reduce over all four. */
+Test(dist, ranks_sharing_a_sip_reduce_together_with_tensors_on_their_own_pes)
+{
+    kb_machine *m = open_m();
+    shared_pe o;
+    memset(&o, 0, sizeof o);
+    o.spread = 1;
+    cr_assert_eq(kb_spawn(m, reduce_one_pe, 4, &o), 0, "%s", kb_last_error(m));
+    for (int r = 0; r < 4; r++)
+        cr_expect_eq(first_of(m, o.t[r]), 10.0f, "rank %d: not the sum 1 + 2 + 3 + 4", r);
     kb_close(m);
 }
 
