@@ -9,11 +9,12 @@
  * groups); the layers' collectives run over the tensor-parallel group.
  *
  * Placement: every tensor of a rank (its weight slices, inputs, outputs)
- * lives on one PE, PE 0 of cube 0 of the SIP the rank is bound to
- * (kb_set_device; ranks start bound to SIP rank mod SIPs, the driver on
- * SIP 0 when unbound). kb_tp_placement gives the policy to create inputs
- * with. The ranks of a tensor-parallel group need distinct SIPs: a
- * collective takes at most one buffer per PE.
+ * lives on one PE of the SIP the rank is bound to (kb_set_device; ranks
+ * start bound to SIP rank mod SIPs, the driver on SIP 0 when unbound):
+ * host rank r takes the (r / SIPs)-th PE of that SIP, cube 0's PEs first,
+ * so the ranks that share a SIP use different PEs. kb_tp_placement gives
+ * the policy to create inputs with. The ranks of a tensor-parallel group
+ * need distinct PEs: a collective takes at most one buffer per PE.
  *
  * Numbers: x and W in f16, bf16 or f32 (one dtype per layer), products
  * accumulated in f32 by tl_dot, bias and activation applied to the f32
@@ -76,7 +77,8 @@ KB_API int kb_tp_get_data_parallel_group(kb_machine *m, kb_group *out);
 KB_API int kb_tp_destroy_model_parallel(kb_machine *m);
 
 /* *out := the policy that puts a tensor where the caller's layers compute:
- * one shard on PE 0 of cube 0 of its bound SIP (SIP 0 when unbound). */
+ * one shard on the rank's PE of its bound SIP (SIP 0 when unbound; the PE
+ * as in the header comment, through first_cube and first_pe). */
 KB_API int kb_tp_placement(kb_machine *m, kb_policy *out);
 
 /* ---- layers ------------------------------------------------------------------ */
@@ -133,7 +135,7 @@ typedef struct kb_tp_linear {
  * KB_ESTATE before kb_tp_initialize_model_parallel; KB_EINVAL (naming the
  * layer and the sizes) for sizes < 1, out_features not dividing by
  * tp_size, a dtype other than f16, bf16, f32, an unknown activation, or
- * ranks that disagree on the arguments or share a SIP; device errors as
+ * ranks that disagree on the arguments or compute on one PE; device errors as
  * kb_empty and kb_copy_from_host. On failure *l is zeroed and nothing is
  * left on the device. */
 KB_API int kb_tp_column_parallel_linear(kb_machine *m, kb_tp_linear *l, const char *name,

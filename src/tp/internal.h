@@ -16,7 +16,7 @@
 #include "kernbench/tp.h"
 
 /* Values one rank publishes in a handshake. */
-#define KB__TP_CLAIM_MAX 8
+#define KB__TP_CLAIM_MAX 10
 
 /* Decides on the claims of n ranks (n × KB__TP_CLAIM_MAX values; host rank
  * base + i's at all[i * KB__TP_CLAIM_MAX]): 0, or a code with the message
@@ -46,9 +46,14 @@ kb_group kb__tp_group(kb_machine *m);
 /* Records e on the machine (and as the calling rank's own failure); returns
  * its code. */
 int kb__tp_fail(kb_machine *m, const kb__err *e);
-/* The SIP whose PE 0 of cube 0 holds the caller's tensors (kb_tp_placement):
- * its kb_set_device binding, SIP 0 when unbound. */
+/* The SIP that holds the caller's tensors (kb_tp_placement): its
+ * kb_set_device binding, SIP 0 when unbound. */
 int kb__tp_sip(const kb_machine *m);
+/* The PE that holds them: home[0..2] := sip, cube, pe. Host rank r takes
+ * the (r / SIPs)-th PE of its SIP, counting PEs of cube 0 first, so ranks
+ * that share a SIP by the default binding (r mod SIPs) use different PEs;
+ * the driver PE 0 of cube 0. */
+void kb__tp_home(const kb_machine *m, int home[3]);
 
 /* ---- gemm.c: the kernels ----------------------------------------------------------- */
 

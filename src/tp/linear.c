@@ -22,7 +22,7 @@
 #include "tp/internal.h"
 
 /* What a layer's ranks must agree on (handshake claims). */
-enum { C_KIND, C_IN, C_OUT, C_DTYPE, C_BIAS, C_ACT, C_SIP, C_COUNT };
+enum { C_KIND, C_IN, C_OUT, C_DTYPE, C_BIAS, C_ACT, C_SIP, C_CUBE, C_PE, C_COUNT };
 
 static const char *kind_name(kb_tp_kind kind)
 {
@@ -84,8 +84,8 @@ static void describe_claim(const int64_t *c, char *buf, size_t size)
 }
 
 /* Every rank builds the same layer; a row layer's ranks (tp > 1) sit on
- * distinct SIPs, since its all-reduce takes one buffer per PE (O(world^2)
- * pairs at worst, and world <= SIPs when they all differ). */
+ * distinct PEs, since its all-reduce takes one buffer per PE (O(size^2)
+ * pairs at worst). */
 static int same_layer(const int64_t *all, int base, int world, void *ctx, kb__err *e)
 {
     const build *b = ctx;
@@ -102,16 +102,18 @@ static int same_layer(const int64_t *all, int base, int world, void *ctx, kb__er
     }
     if (b->l->kind != KB_TP_ROW || b->l->tp_size == 1) return 0;
     for (int r = 1; r < world; r++)
-        for (int q = 0; q < r; q++)
-            if (all[(size_t)q * KB__TP_CLAIM_MAX + C_SIP] ==
-                all[(size_t)r * KB__TP_CLAIM_MAX + C_SIP])
-                return kb__err_set(e, KB_EINVAL,
-                                   "%s: ranks %d and %d are both on SIP %lld; a rank's tensors "
-                                   "live on PE 0 of cube 0 of its SIP and the all-reduce takes "
-                                   "one buffer per PE, so the ranks need distinct SIPs "
-                                   "(kb_set_device)",
-                                   b->who, base + q, base + r,
-                                   (long long)all[(size_t)r * KB__TP_CLAIM_MAX + C_SIP]);
+        for (int q = 0; q < r; q++) {
+            const int64_t *a = all + (size_t)q * KB__TP_CLAIM_MAX + C_SIP,
+                          *c = all + (size_t)r * KB__TP_CLAIM_MAX + C_SIP;
+            if (memcmp(a, c, 3 * sizeof *a)) continue;
+            return kb__err_set(e, KB_EINVAL,
+                               "%s: ranks %d and %d both compute on sip%lld/cube%lld/pe%lld; a "
+                               "rank's tensors live on one PE (kb_tp_placement) and the "
+                               "all-reduce takes one buffer per PE, so the ranks need distinct "
+                               "PEs (kb_set_device moved one onto the other's)",
+                               b->who, base + q, base + r, (long long)c[0], (long long)c[1],
+                               (long long)c[2]);
+        }
     return 0;
 }
 
@@ -185,8 +187,10 @@ static int create(kb_machine *m, kb_tp_linear *l, kb_tp_kind kind, const char *n
     }
     l->in_local = kind == KB_TP_ROW ? in_features / l->tp_size : in_features;
     l->out_local = kind == KB_TP_ROW ? out_features : out_features / l->tp_size;
-    int64_t claim[C_COUNT] = {kind,           in_features, out_features, dtype,
-                              b.o->bias != 0, b.o->act,    kb__tp_sip(m)};
+    int home[3];
+    kb__tp_home(m, home);
+    int64_t claim[C_COUNT] = {kind,     in_features, out_features, dtype,  b.o->bias != 0,
+                              b.o->act, home[0],     home[1],      home[2]};
     int rc = kb__tp_agree(m, ctor_name(kind), claim, C_COUNT, same_layer, &b, &e);
     if (rc) {
         memset(l, 0, sizeof *l);

@@ -21,9 +21,9 @@
 
 /* What both mappings start from: the caller's tensor-parallel size and
  * rank, and x's info, checked: 2-D, one shard on the PE of kb_tp_placement
- * (sip its SIP). */
+ * (home: its sip, cube, pe). */
 typedef struct start {
-    int size, rank, sip;
+    int size, rank, home[3];
     kb_tensor_info xi;
 } start;
 
@@ -38,16 +38,18 @@ static int begin(kb_machine *m, kb_tensor x, kb_tensor *y, const char *who, star
     rc = kb_tensor_get_info(m, x, &st->xi);
     if (!rc) rc = kb_tensor_get_shard(m, x, 0, &xs);
     if (rc) return kb__err_set(e, rc, "%s: x: %s", who, kb_last_error(m));
-    st->sip = kb__tp_sip(m);
+    kb__tp_home(m, st->home);
     if (st->xi.ndim != 2)
         return kb__err_set(e, KB_EINVAL, "%s: x '%s' has %d dimension(s), expected 2 [rows, cols]",
                            who, st->xi.name, st->xi.ndim);
-    if (st->xi.n_shards != 1 || xs.sip != st->sip || xs.cube != 0 || xs.pe != 0)
+    const int *h = st->home;
+    if (st->xi.n_shards != 1 || xs.sip != h[0] || xs.cube != h[1] || xs.pe != h[2])
         return kb__err_set(e, KB_EINVAL,
-                           "%s: x '%s' must be one shard on sip%d/cube0/pe0, where the rank's "
+                           "%s: x '%s' must be one shard on sip%d/cube%d/pe%d, where the rank's "
                            "layers compute (create it with kb_tp_placement); it has %d shard(s), "
                            "the first on sip%d/cube%d/pe%d",
-                           who, st->xi.name, st->sip, st->xi.n_shards, xs.sip, xs.cube, xs.pe);
+                           who, st->xi.name, h[0], h[1], h[2], st->xi.n_shards, xs.sip, xs.cube,
+                           xs.pe);
     return 0;
 }
 
@@ -82,7 +84,7 @@ int kb_tp_scatter_to_model_parallel_region(kb_machine *m, kb_tensor x, kb_tensor
     kb__err_clear(&e);
     start st;
     if (begin(m, x, y, SCATTER, &st, &e)) return fail(m, y, SCATTER, e.code, &e);
-    int size = st.size, rank = st.rank, sip = st.sip;
+    int size = st.size, rank = st.rank, sip = st.home[0];
     const kb_tensor_info xi = st.xi;
     if (xi.shape[1] % size)
         kb__err_set(&e, KB_EINVAL,
@@ -105,7 +107,7 @@ int kb_tp_gather_from_model_parallel_region(kb_machine *m, kb_tensor x, kb_tenso
     kb__err_clear(&e);
     start st;
     if (begin(m, x, y, GATHER, &st, &e)) return fail(m, y, GATHER, e.code, &e);
-    int size = st.size, sip = st.sip;
+    int size = st.size, sip = st.home[0];
     const kb_tensor_info xi = st.xi;
     int64_t rows = xi.shape[0], cols = xi.shape[1];
     kb_tensor all = x; /* the ranks' blocks one after the other: [size · rows, cols] */

@@ -82,6 +82,16 @@ int kb__tp_sip(const kb_machine *m)
     return kb_get_device(m) < 0 ? 0 : kb_get_device(m);
 }
 
+void kb__tp_home(const kb_machine *m, int home[3])
+{
+    int sips = 1, cubes = 1, pes = 1;
+    kb_machine_shape(m, &sips, &cubes, &pes);
+    int k = kb_rank(m) / sips;
+    home[0] = kb__tp_sip(m);
+    home[1] = k / pes % cubes;
+    home[2] = k % pes;
+}
+
 /* err := "handshake: " + the failed barrier's message. */
 static int barrier_failed(kb_machine *m, int rc, kb__err *err)
 {
@@ -344,7 +354,9 @@ int kb_tp_placement(kb_machine *m, kb_policy *out)
         return kb__tp_fail(m, &e);
     }
     /* num_sips 0 lets kb_set_device scope the tensor to the bound SIP */
-    *out =
-        (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb_get_device(m) < 0 ? 1 : 0, 1, 1, 0, 0};
+    int home[3];
+    kb__tp_home(m, home);
+    *out = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb_get_device(m) < 0 ? 1 : 0,
+                       1,           1,           home[1],      home[2]};
     return 0;
 }

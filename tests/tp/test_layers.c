@@ -235,17 +235,19 @@ static int row_rank(kb_machine *m, int rank, int nprocs, void *arg)
     return keep(j, rank, rc, m);
 }
 
-static void row_case(kb_dtype dtype, int bias)
+/* nprocs ranks on the small machine's 2 SIPs: with 4, ranks r and r + 2
+ * share a SIP and compute on PEs 0 and 1 of it (kb_tp_placement). */
+static void row_case(kb_dtype dtype, int bias, int nprocs)
 {
     job j = {.dtype = dtype, .tokens = 67, .in = 2 * 40, .out = 72, .bias = bias};
     j.x = host_array(6, j.tokens * j.in, -2, 2, 1.0f);
     j.w = host_array(7, j.in * j.out, -4, 4, 0.25f);
     j.b = bias ? host_array(8, j.out, -4, 4, 0.25f) : NULL;
     kb_machine *m = kb_test_small_machine(0);
-    cr_assert_eq(kb_spawn(m, row_rank, 2, &j), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_spawn(m, row_rank, nprocs, &j), 0, "%s", kb_last_error(m));
     double *want = ref_linear(j.x, j.w, j.b, j.tokens, j.in, j.out, 0, j.out, KB_TP_ACT_NONE);
     cr_assert_lt(max_abs(want, j.tokens * j.out), 128, "the exactness argument holds");
-    for (int r = 0; r < 2; r++) {
+    for (int r = 0; r < nprocs; r++) {
         cr_assert_eq(j.y_elems, j.tokens * j.out);
         int64_t bad = 0;
         for (int64_t i = 0; i < j.tokens * j.out; i++)
@@ -254,8 +256,9 @@ static void row_case(kb_dtype dtype, int bias)
         cr_expect_gt(j.times[r][0].all_reduce_ps, 0, "rank %d reduced", r);
         cr_expect_eq(j.times[r][0].bias_ps > 0, bias, "rank %d: a bias launch iff a bias", r);
     }
-    cr_expect_eq(memcmp(j.raw[0], j.raw[1], (size_t)j.y_elems * kb_dtype_size(dtype)), 0,
-                 "both ranks hold the same bytes");
+    for (int r = 1; r < nprocs; r++)
+        cr_expect_eq(memcmp(j.raw[0], j.raw[r], (size_t)j.y_elems * kb_dtype_size(dtype)), 0,
+                     "rank %d holds rank 0's bytes", r);
     free(want);
     job_free(&j);
     kb_close(m);
@@ -263,12 +266,17 @@ static void row_case(kb_dtype dtype, int bias)
 
 Test(tp_layers, row_parallel_f16_gives_the_full_product_on_every_rank)
 {
-    row_case(KB_F16, 1);
+    row_case(KB_F16, 1, 2);
+}
+
+Test(tp_layers, row_parallel_over_four_ranks_on_two_sips_uses_two_pes_of_each)
+{
+    row_case(KB_F32, 1, 4);
 }
 
 Test(tp_layers, row_parallel_f32_without_bias)
 {
-    row_case(KB_F32, 0);
+    row_case(KB_F32, 0, 2);
 }
 
 Test(tp_layers, one_rank_from_the_driver_runs_both_layers)
@@ -443,8 +451,9 @@ static int misuse(kb_machine *m, int rank, int nprocs, void *arg)
     else if (!strcmp(what, "different_calls"))
         rc = rank ? kb_tp_row_parallel_linear(m, &l, "fc2", 16, 16, KB_F16, NULL)
                   : kb_tp_column_parallel_linear(m, &l, "fc1", 16, 16, KB_F16, NULL);
-    else if (!strcmp(what, "shared_sip"))
-        rc = kb_tp_row_parallel_linear(m, &l, "fc2", 16, 16, KB_F16, NULL);
+    else if (!strcmp(what, "shared_pe")) /* rank 1 moves onto rank 0's SIP, so its PE */
+        rc = (rank ? kb_set_device(m, 0) : 0) ||
+             kb_tp_row_parallel_linear(m, &l, "fc2", 16, 16, KB_F16, NULL);
     else
         rc = kb_tp_row_parallel_linear(m, &l, "fc2", 32, 8, KB_F16, NULL);
     if (rc) return keep(j, rank, rc, m);
@@ -532,11 +541,11 @@ Test(tp_layers, ranks_in_different_calls_all_fail)
     cr_expect(strstr(j.msg[1], "rank 0 is in kb_tp_column_parallel_linear"), "%s", j.msg[1]);
 }
 
-Test(tp_layers, row_layer_ranks_sharing_a_sip_are_refused)
+Test(tp_layers, row_layer_ranks_on_one_pe_are_refused)
 {
-    job j; /* 4 ranks on 2 SIPs: ranks 0 and 2 on SIP 0 */
-    cr_expect_eq(refuse(&j, "shared_sip", 4), KB_EINVAL);
-    cr_expect(strstr(j.msg[0], "ranks 0 and 2 are both on SIP 0"), "%s", j.msg[0]);
+    job j;
+    cr_expect_eq(refuse(&j, "shared_pe", 2), KB_EINVAL);
+    cr_expect(strstr(j.msg[0], "ranks 0 and 1 both compute on sip0/cube0/pe0"), "%s", j.msg[0]);
 }
 
 Test(tp_layers, a_wrong_input_is_refused_naming_layer_tensor_and_sizes)
@@ -589,14 +598,8 @@ Test(tp_layers, two_replicas_of_a_two_way_mlp_each_compute_their_own_input)
 {
     job j;
     mlp_job(&j, KB_F32, KB_TP_ACT_RELU);
-    /* four SIPs, so the data-parallel pairs (0, 2) and (1, 3) sit on distinct PEs */
-    static const char *const sets[] = {"system.sips=4", "sip.cube_mesh=1x2",
-                                       "cube.pe_layout.corners=2",
-                                       "cube.pe_layout.pe_per_corner=1", "cube.hbm.slices=2"};
-    kb_open_options oo = {NULL, sets, 5, 0, NULL};
-    kb_machine *m = NULL;
-    char eb[512];
-    cr_assert_eq(kb_open(&m, &oo, eb, sizeof eb), 0, "%s", eb);
+    /* 2 SIPs: ranks 0 and 2 compute on PEs 0 and 1 of SIP 0, ranks 1 and 3 of SIP 1 */
+    kb_machine *m = kb_test_small_machine(0);
     cr_assert_eq(kb_spawn(m, tp_dp_rank, 4, &j), 0, "%s", kb_last_error(m));
     double *want[2], *scale;
     float *x0 = j.x;
