@@ -69,12 +69,12 @@ static int parse_enum(const char *v, const char *const *names, int n)
 
 static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, tp_cfg *c)
 {
-    int sips;
-    kb_machine_shape(m, &sips, NULL, NULL);
+    int sips, cubes, pes;
+    kb_machine_shape(m, &sips, &cubes, &pes);
     int rc = kb_bench_opt_i64(o, "tokens", 64, 1, 1 << 16, &c->tokens);
     if (!rc) rc = kb_bench_opt_i64(o, "hidden", 256, 1, 1 << 16, &c->hidden);
     if (!rc) rc = kb_bench_opt_i64(o, "ffn", 1024, 1, 1 << 18, &c->ffn);
-    if (!rc) rc = kb_bench_opt_i64(o, "ranks", sips, 1, sips, &c->ranks);
+    if (!rc) rc = kb_bench_opt_i64(o, "ranks", sips, 1, (int64_t)sips * cubes * pes, &c->ranks);
     if (!rc) rc = kb_bench_opt_bool(o, "bias", 1, &c->bias);
     if (rc) return rc;
     static const char *const dtypes[] = {"f16", "bf16", "f32"}, *const acts[] = {"none", "relu",
@@ -273,7 +273,8 @@ static void figures(kb_bench_result *r, const tp_cfg *c, const tp_run *u)
     kb_bench_figure(r, "useful FLOP", 4.0 * (double)c->tokens * (double)c->hidden * (double)c->ffn,
                     "");
     kb_bench_note(r, "placement",
-                  "rank r on sip r, cube 0, pe 0; each rank's launches are its own stream");
+                  "rank r on sip r mod SIPs, its (r / SIPs)-th PE; each rank's launches are its "
+                  "own stream");
 }
 
 static int tp_mlp(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
@@ -306,7 +307,7 @@ static const kb_bench_opt_doc opts[] = {
     {"dtype", "f16", "f16, bf16 or f32 for x, W and y (f32 accumulation)"},
     {"act", "gelu", "activation after the column layer: none, relu or gelu"},
     {"bias", "true", "both layers add a bias"},
-    {"ranks", "SIPs", "host ranks = tensor-parallel size, one per SIP (1..SIPs)"},
+    {"ranks", "SIPs", "host ranks = tensor-parallel size, one PE each (1..PEs)"},
 };
 
 const kb_bench kb__bench_tp_mlp = {

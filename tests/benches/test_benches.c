@@ -283,4 +283,22 @@ Test(benches, tp_mlp_rejects_sizes_and_names_it_cannot_use)
     cr_expect(strstr(r.error, "--opt dtype=i32: expected f16, bf16 or f32"), "%s", r.error);
     cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"ranks=3", NULL}), KB_EINVAL);
     cr_expect(r.usage_error);
+    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"ranks=512", NULL}), KB_EINVAL);
+    cr_expect(r.usage_error, "more ranks than the 256 PEs");
+}
+
+/* Four ranks on the 2 SIPs compute on two PEs of each: every rank's column
+ * GEMM has half the columns of the 2-rank run and runs beside the others,
+ * so fc1 takes about half as long (it would take as long if two ranks
+ * shared a PE and queued their GEMMs). */
+Test(benches, tp_mlp_over_four_ranks_halves_the_column_layer)
+{
+    kb_bench_result two, four;
+    cr_assert_eq(run("tp_mlp", 0, &two, NULL), 0, "%s", two.error);
+    cr_assert_eq(run("tp_mlp", 0, &four, (const char *const[]){"ranks=4", NULL}), 0, "%s",
+                 four.error);
+    cr_expect(kb_bench_passed(&four), "the 4-rank MLP checks against the host");
+    cr_expect_eq(figure(&four, "ranks"), 4);
+    cr_expect_lt(figure(&four, "fc1"), 0.6 * figure(&two, "fc1"), "fc1 %g us against %g us",
+                 figure(&four, "fc1"), figure(&two, "fc1"));
 }
