@@ -120,6 +120,22 @@ KB_API int kb_all_gather_group(kb_machine *m, kb_group g, kb_tensor out, kb_tens
 KB_API int kb_broadcast_group(kb_machine *m, kb_group g, kb_tensor t, int src);
 KB_API int kb_barrier_group(kb_machine *m, kb_group g);
 
+/* ---- point to point (torch.distributed.send / recv) ---------------------------- */
+
+/* kb_send(m, t, dst) hands the caller's tensor to host rank dst's matching
+ * kb_recv(m, t2, src = the caller), which overwrites t2: both block until
+ * the bytes landed. Each send pairs with the next receive of the peer from
+ * the caller, in call order; both tensors hold one shard each, of the same
+ * dtype and size, on different PEs (KB_EUNSUPPORTED for sharded tensors).
+ * On the device the transfer is a broadcast over the two PEs (the inter-PE
+ * queues, docs/ccl.md). Calls that cannot pair (both send, sizes differ)
+ * are a mismatch (KB_EDEADLOCK naming both calls); a peer that never
+ * answers is a deadlock naming the waiting call. From spawned ranks only
+ * (KB_EINVAL from the driver, to the caller itself or outside the world);
+ * needs the process group. */
+KB_API int kb_send(kb_machine *m, kb_tensor t, int dst);
+KB_API int kb_recv(kb_machine *m, kb_tensor t, int src);
+
 /* What the last collective of the machine did (for benches and reports). */
 typedef struct kb_ccl_report {
     char algorithm[64];                /* ccl.yaml name */

@@ -60,6 +60,8 @@ typedef struct call {
     int root_index;    /* broadcast: its index among the participants */
     const int *ranks;  /* kb_new_group: the caller's list (valid while it waits) */
     int n_ranks;
+    int p2p;           /* 1 kb_send, 2 kb_recv (a broadcast from the sender over the pair) */
+    int peer;          /* kb_send's dst, kb_recv's src */
     uint64_t seq;   /* the rank's call number in its group, from 1 */
     char what[384]; /* "kb_all_reduce(tensor 'x': 256 f32 per shard, sum) call #1" */
 } call;
@@ -77,6 +79,7 @@ typedef struct round_slot {
  * waiting rank's pointer into one stays valid while others are added. */
 typedef struct comm {
     int n;         /* members */
+    int pair;      /* 1: the hidden group of two ranks kb_send / kb_recv meet in */
     int *member;   /* [n] host rank of group rank i; NULL for the world (identity) */
     int arrived;   /* members waiting in the current round */
     uint64_t round;
@@ -146,6 +149,12 @@ static const char *op_name(kb_reduce_op op)
 {
     static const char *const names[] = {"sum", "max", "min", "avg"};
     return (unsigned)op < 4 ? names[op] : "?";
+}
+
+/* The public name of call c. */
+static const char *label(const call *c)
+{
+    return c->p2p == 1 ? "kb_send" : c->p2p == 2 ? "kb_recv" : call_name(c->kind);
 }
 
 /* ---- state ------------------------------------------------------------------ */
@@ -450,7 +459,7 @@ int kb_is_initialized(const kb_machine *m)
 static void group_str(const rt_group *g, int ci, char *buf, size_t size)
 {
     buf[0] = '\0';
-    if (!g || ci == 0) return;
+    if (!g || ci == 0 || g->comm[ci]->pair) return;
     const comm *c = g->comm[ci];
     int o = snprintf(buf, size, "group %d [", g->serial << GROUP_BITS | ci);
     for (int i = 0; i < c->n && o > 0 && (size_t)o < size; i++)
@@ -475,14 +484,14 @@ static void describe(kb_machine *m, const rt_group *g, call *c)
     if (c->kind == KB__CCL_ALL_REDUCE || c->kind == KB__CCL_REDUCE_SCATTER)
         snprintf(b, sizeof b, ", %s", op_name(c->op));
     else if (c->kind == KB__CCL_BROADCAST)
-        snprintf(b, sizeof b, ", src %d", c->root);
+        snprintf(b, sizeof b, ", %s %d", c->p2p == 1 ? "dst" : "src", c->p2p ? c->peer : c->root);
     group_str(g, c->comm, grp, sizeof grp);
     if (grp[0]) snprintf(in, sizeof in, " in %s", grp);
     if (c->seq)
-        snprintf(c->what, sizeof c->what, "%s(%s%s) call #%llu%s", call_name(c->kind), a, b,
+        snprintf(c->what, sizeof c->what, "%s(%s%s) call #%llu%s", label(c), a, b,
                  (unsigned long long)c->seq, in);
     else
-        snprintf(c->what, sizeof c->what, "%s(%s%s)%s", call_name(c->kind), a, b, in);
+        snprintf(c->what, sizeof c->what, "%s(%s%s)%s", label(c), a, b, in);
 }
 
 /* The tensors of a collective call exist (the same error the driver path
@@ -490,11 +499,16 @@ static void describe(kb_machine *m, const rt_group *g, call *c)
 static int check_tensors(kb_machine *m, const call *c, kb__err *err)
 {
     if (c->kind >= KB__CCL_COLLECTIVE_COUNT) return 0;
-    if (!kb__rt_tensor_get(m, c->in.id, err))
-        return kb__err_prefix(err, "%s: input: ", call_name(c->kind));
+    const kb__rt_tensor *t = kb__rt_tensor_get(m, c->in.id, err);
+    if (!t) return kb__err_prefix(err, "%s: input: ", label(c));
     if ((c->kind == KB__CCL_REDUCE_SCATTER || c->kind == KB__CCL_ALL_GATHER) &&
         !kb__rt_tensor_get(m, c->out.id, err))
-        return kb__err_prefix(err, "%s: output: ", call_name(c->kind));
+        return kb__err_prefix(err, "%s: output: ", label(c));
+    if (c->p2p && t->plan.n_shards != 1)
+        return kb__err_set(err, KB_EUNSUPPORTED,
+                           "%s: tensor '%s' has %d shards; point-to-point takes a tensor of one "
+                           "shard (sharded tensors are not supported yet)",
+                           label(c), t->name, t->plan.n_shards);
     return 0;
 }
 
@@ -783,18 +797,19 @@ static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__e
  * first_pe say otherwise, so that is the usual remedy. */
 static int check_pes_apart(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
 {
-    int kind = g->pend[member_of(cm, 0)].kind;
+    const call *first = &g->pend[member_of(cm, 0)];
+    int kind = first->kind;
     if (kind < 0 || kind >= KB__CCL_COLLECTIVE_COUNT) return 0;
     int *owner = malloc(m->n_pes * sizeof *owner), *shard = malloc(m->n_pes * sizeof *shard);
     int rc =
-        owner && shard ? 0 : kb__err_set(err, KB_ENOMEM, "%s: out of host memory", call_name(kind));
+        owner && shard ? 0 : kb__err_set(err, KB_ENOMEM, "%s: out of host memory", label(first));
     for (uint32_t i = 0; !rc && i < m->n_pes; i++)
         owner[i] = -1;
     for (int i = 0; !rc && i < cm->n; i++) {
         int k = member_of(cm, i);
         const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].in.id, err);
         if (!t) {
-            rc = kb__err_prefix(err, "%s: host rank %d's input: ", call_name(kind), k);
+            rc = kb__err_prefix(err, "%s: host rank %d's input: ", label(first), k);
             break;
         }
         for (int s = 0; !rc && s < t->plan.n_shards; s++) {
@@ -811,7 +826,7 @@ static int check_pes_apart(kb_machine *m, const rt_group *g, const comm *cm, kb_
                     "of their SIP unless the policy's first_cube / first_pe move them: give "
                     "ranks that share a SIP different first_pe (rank / %u with one rank per "
                     "PE), or spawn one rank per SIP (kb_spawn nprocs 0)",
-                    call_name(kind), o, k, sh->sip, sh->cube, sh->pe, o, ot ? ot->name : "?",
+                    label(first), o, k, sh->sip, sh->cube, sh->pe, o, ot ? ot->name : "?",
                     shard[gi], k, t->name, s, m->sips);
             }
             owner[gi] = k;
@@ -888,6 +903,44 @@ static int group_index(const rt_group *g, kb_group h, const char *fn, kb__err *e
     return -1;
 }
 
+/* The hidden group of host ranks a and b (kb_send / kb_recv), made on first
+ * use; its index, or -1 with err set. */
+static int pair_index(rt_group *g, int a, int b, kb__err *err)
+{
+    int lo = a < b ? a : b, hi = a < b ? b : a;
+    for (int i = 1; i < g->n_comm; i++) {
+        const comm *c = g->comm[i];
+        if (c->pair && c->member[0] == lo && c->member[1] == hi) return i;
+    }
+    int i = -1;
+    if (g->n_comm > GROUP_MAX)
+        kb__err_set(err, KB_ENOSPC, "point-to-point: this kb_spawn already has %d groups and pairs",
+                    GROUP_MAX);
+    else if ((i = comm_add(g, comm_new(2, (const int[]){lo, hi}))) < 0)
+        kb__err_set(err, KB_ENOMEM, "point-to-point: out of host memory");
+    else
+        g->comm[i]->pair = 1;
+    return i;
+}
+
+/* kb_send / kb_recv from host rank r of g: the peer is another rank; c
+ * becomes a broadcast from the sender over their pair. */
+static int p2p_setup(rt_group *g, int r, call *c, kb__err *err)
+{
+    if (!g)
+        return kb__err_set(err, KB_EINVAL,
+                           "%s: the driver has no other rank to talk to (kb_spawn the ranks)",
+                           label(c));
+    if (c->peer < 0 || c->peer >= g->n || c->peer == r)
+        return kb__err_set(err, KB_EINVAL, "%s: %s %d is not another host rank (0..%d but %d)",
+                           label(c), c->p2p == 1 ? "dst" : "src", c->peer, g->n - 1, r);
+    c->comm = pair_index(g, r, c->peer, err);
+    if (c->comm < 0) return err->code;
+    c->root = c->p2p == 1 ? r : c->peer;
+    c->root_index = rank_in(g->comm[c->comm], c->root);
+    return 0;
+}
+
 /* kb_new_group's list: n distinct host ranks of the world (0..world-1). */
 static int check_ranks(const int *ranks, int n, int world, kb__err *err)
 {
@@ -938,7 +991,9 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
     if (c->kind != CALL_INIT && !(g ? g->pg : x->driver_pg)) {
         kb__err_set(&e, KB_ESTATE,
                     "%s: no process group (call kb_init_process_group(m, \"ahbm\") first)",
-                    call_name(c->kind));
+                    label(c));
+    } else if (c->p2p) {
+        p2p_setup(g, r, c, &e);
     } else if (cm && rank_in(cm, r) < 0) {
         kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of %s", call_name(c->kind),
                     r, grp);
@@ -1038,6 +1093,18 @@ int kb_broadcast(kb_machine *m, kb_tensor t, int src)
 int kb_barrier(kb_machine *m)
 {
     return kb_barrier_group(m, KB_GROUP_WORLD);
+}
+
+int kb_send(kb_machine *m, kb_tensor t, int dst)
+{
+    call c = {.kind = KB__CCL_BROADCAST, .in = t, .p2p = 1, .peer = dst};
+    return collective(m, KB_GROUP_WORLD, &c, NULL);
+}
+
+int kb_recv(kb_machine *m, kb_tensor t, int src)
+{
+    call c = {.kind = KB__CCL_BROADCAST, .in = t, .p2p = 2, .peer = src};
+    return collective(m, KB_GROUP_WORLD, &c, NULL);
 }
 
 int kb_new_group(kb_machine *m, const int *ranks, int n, kb_group *out)

@@ -1,0 +1,201 @@
+/* Point-to-point kb_send / kb_recv between host ranks on the built-in
+ * machine (2 SIPs): rank r bound to SIP r mod 2, its one-shard tensors on
+ * PE r / 2 of cube 0 there (first_pe), so every rank has a PE of its own.
+ * Expected values come from the inputs' formula. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernbench/dist.h"
+
+#define N     40
+#define RANKS 4
+
+static kb_machine *open_m(void)
+{
+    kb_machine *m = NULL;
+    char eb[512];
+    cr_assert_eq(kb_open(&m, NULL, eb, sizeof eb), 0, "%s", eb);
+    return m;
+}
+
+static float val(int r, int i)
+{
+    return (float)(100 * r + i);
+}
+
+/* A one-shard tensor on the rank's own PE: rank r's values, or zeros. */
+static int tensor(kb_machine *m, int rank, int fill, kb_tensor *t)
+{
+    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, rank / 2};
+    int64_t n = N;
+    int rc = kb_zeros(m, NULL, 1, &n, KB_F32, &p, t);
+    if (rc || !fill) return rc;
+    float h[N];
+    for (int i = 0; i < N; i++)
+        h[i] = val(rank, i);
+    return kb_copy_from_host(m, *t, h, sizeof h, KB_F32);
+}
+
+typedef struct out {
+    float got[RANKS][N];
+    uint64_t end_ps;
+} out;
+
+/* A pipeline: rank 0 sends its values to rank 1, which passes what it got
+ * on to rank 2, and so on; the last rank's tensor ends up with rank 0's. */
+static int chain(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    out *o = arg;
+    kb_tensor t = {0};
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = tensor(m, rank, rank == 0, &t);
+    if (!rc && rank > 0) rc = kb_recv(m, t, rank - 1);
+    if (!rc && rank + 1 < nprocs) rc = kb_send(m, t, rank + 1);
+    if (!rc) rc = kb_copy_to_host(m, t, o->got[rank], sizeof o->got[rank], KB_F32);
+    if (rank == 0) o->end_ps = kb_now_ps(m);
+    return rc;
+}
+
+Test(dist_p2p, a_chain_of_sends_carries_rank_0s_tensor_to_the_last_rank)
+{
+    kb_machine *m = open_m();
+    out *o = calloc(1, sizeof *o);
+    cr_assert_eq(kb_spawn(m, chain, RANKS, o), 0, "%s", kb_last_error(m));
+    for (int r = 0; r < RANKS; r++)
+        for (int i = 0; i < N; i++)
+            cr_expect_eq(o->got[r][i], val(0, i), "rank %d element %d", r, i);
+    free(o);
+    kb_close(m);
+}
+
+/* Ranks 0 and 1 swap tensors the way that cannot block: 0 sends first,
+ * 1 receives first. */
+static int swap(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    out *o = arg;
+    kb_tensor mine = {0}, theirs = {0};
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = tensor(m, rank, 1, &mine);
+    if (!rc) rc = tensor(m, rank + 2, 0, &theirs); /* on PE 1: apart from the other rank's */
+    int peer = 1 - rank;
+    if (!rc) rc = rank == 0 ? kb_send(m, mine, peer) : kb_recv(m, theirs, peer);
+    if (!rc) rc = rank == 0 ? kb_recv(m, theirs, peer) : kb_send(m, mine, peer);
+    if (!rc) rc = kb_copy_to_host(m, theirs, o->got[rank], sizeof o->got[rank], KB_F32);
+    if (!rc) rc = kb_copy_to_host(m, mine, o->got[rank + 2], sizeof o->got[rank], KB_F32);
+    return rc;
+}
+
+Test(dist_p2p, two_ranks_swap_their_tensors_and_keep_their_own)
+{
+    kb_machine *m = open_m();
+    out *o = calloc(1, sizeof *o);
+    cr_assert_eq(kb_spawn(m, swap, 2, o), 0, "%s", kb_last_error(m));
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < N; i++) {
+            cr_expect_eq(o->got[r][i], val(1 - r, i), "rank %d received element %d", r, i);
+            cr_expect_eq(o->got[r + 2][i], val(r, i), "rank %d's own element %d changed", r, i);
+        }
+    free(o);
+    kb_close(m);
+}
+
+/* Both ranks send first: neither receive comes, which the pairing sees. */
+static int both_send(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs, (void)arg;
+    kb_tensor t = {0};
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = tensor(m, rank, 1, &t);
+    return rc ? rc : kb_send(m, t, 1 - rank);
+}
+
+Test(dist_p2p, two_sends_to_each_other_are_a_mismatch_naming_both)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_spawn(m, both_send, 2, NULL), KB_EDEADLOCK, "%s", kb_last_error(m));
+    const char *e = kb_last_error(m);
+    cr_expect(strstr(e, "mismatched collectives"), "%s", e);
+    cr_expect(strstr(e, "rank 0: kb_send(tensor 't"), "%s", e);
+    cr_expect(strstr(e, "40 f32 per shard, dst 1) call #1"), "%s", e);
+    cr_expect(strstr(e, "40 f32 per shard, dst 0) call #1"), "%s", e);
+    kb_close(m);
+}
+
+/* Rank 1 ends without receiving. */
+static int unanswered(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs, (void)arg;
+    kb_tensor t = {0};
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = tensor(m, rank, 1, &t);
+    return rc || rank ? rc : kb_send(m, t, 1);
+}
+
+Test(dist_p2p, a_send_nobody_receives_is_a_deadlock_naming_it)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_spawn(m, unanswered, 2, NULL), KB_EDEADLOCK, "%s", kb_last_error(m));
+    const char *e = kb_last_error(m);
+    cr_expect(strstr(e, "dst 1) call #1 waits for rank 1 (ended)"), "%s", e);
+    kb_close(m);
+}
+
+/* The refusals each rank can see alone. */
+static int misuse(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    const char *what = arg;
+    kb_tensor t = {0};
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = tensor(m, rank, 1, &t);
+    if (rc || rank) return rc;
+    if (!strcmp(what, "self")) return kb_send(m, t, 0);
+    if (!strcmp(what, "far")) return kb_recv(m, t, 5);
+    int64_t n = 2 * N; /* split over the 8 PEs of cube 0 */
+    kb_policy split = {KB_REPLICATE, KB_REPLICATE, KB_COLUMN_WISE, 0, 1, 0, 0, 0};
+    kb_tensor wide;
+    rc = kb_zeros(m, "wide", 1, &n, KB_F32, &split, &wide);
+    return rc ? rc : kb_send(m, wide, 1);
+}
+
+Test(dist_p2p, a_peer_that_is_not_another_rank_or_a_sharded_tensor_is_refused)
+{
+    kb_machine *m = open_m();
+    cr_expect_eq(kb_spawn(m, misuse, 2, "self"), KB_EINVAL);
+    cr_expect(strstr(kb_last_error(m), "kb_send: dst 0 is not another host rank (0..1 but 0)"),
+              "%s", kb_last_error(m));
+    cr_expect_eq(kb_spawn(m, misuse, 2, "far"), KB_EINVAL);
+    cr_expect(strstr(kb_last_error(m), "kb_recv: src 5 is not another host rank"), "%s",
+              kb_last_error(m));
+    cr_expect_eq(kb_spawn(m, misuse, 2, "sharded"), KB_EUNSUPPORTED);
+    cr_expect(strstr(kb_last_error(m),
+                     "kb_send: tensor 'wide' has 8 shards; point-to-point takes a tensor of one "
+                     "shard"),
+              "%s", kb_last_error(m));
+    /* the driver has nobody to talk to */
+    kb_tensor t;
+    int64_t n = N;
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    kb_policy one = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, 0};
+    cr_assert_eq(kb_zeros(m, NULL, 1, &n, KB_F32, &one, &t), 0, "%s", kb_last_error(m));
+    cr_expect_eq(kb_send(m, t, 1), KB_EINVAL);
+    cr_expect(strstr(kb_last_error(m), "the driver has no other rank"), "%s", kb_last_error(m));
+    kb_close(m);
+}
+
+Test(dist_p2p, the_same_chain_twice_ends_at_the_same_time)
+{
+    uint64_t end[2];
+    for (int k = 0; k < 2; k++) {
+        kb_machine *m = open_m();
+        out *o = calloc(1, sizeof *o);
+        cr_assert_eq(kb_spawn(m, chain, RANKS, o), 0, "%s", kb_last_error(m));
+        end[k] = kb_now_ps(m);
+        cr_expect_gt(o->end_ps, 0);
+        free(o);
+        kb_close(m);
+    }
+    cr_expect_eq(end[0], end[1]);
+}
