@@ -29,6 +29,11 @@
  * collective runs waits for it, since the installed queues are attached per
  * launch and collective launches are fences anyway.
  *
+ * Point to point: kb_send and kb_recv of two ranks meet in the hidden
+ * group of the pair (made on first use, never handed out) as a round whose
+ * call is a broadcast from the sender; the pair's call numbers pair each
+ * send with the peer's next receive from it.
+ *
  * From the driver (no spawn) a collective runs directly; its only group is
  * the world.
  * Cost: O(members) per arrival, plus a look at every group with waiting
