@@ -8,17 +8,12 @@
 #include <string.h>
 
 #include "kernbench/dist.h"
+#include "support/files.h"
+#include "support/machine.h"
 
 #define N     48
 #define RANKS 4
 
-static kb_machine *open_m(void)
-{
-    kb_machine *m = NULL;
-    char eb[512];
-    cr_assert_eq(kb_open(&m, NULL, eb, sizeof eb), 0, "%s", eb);
-    return m;
-}
 
 static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, 0};
 
@@ -67,7 +62,7 @@ static int pairs(kb_machine *m, int rank, int nprocs, void *arg)
 
 Test(dist_groups, two_pairs_each_reduce_within_their_group)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     out *o = calloc(1, sizeof *o);
     cr_assert_eq(kb_spawn(m, pairs, RANKS, o), 0, "%s", kb_last_error(m));
     for (int r = 0; r < RANKS; r++) {
@@ -117,7 +112,7 @@ static int reversed(kb_machine *m, int rank, int nprocs, void *arg)
 
 Test(dist_groups, index_order_follows_the_groups_rank_order)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     out *o = calloc(1, sizeof *o);
     cr_assert_eq(kb_spawn(m, reversed, RANKS, o), 0, "%s", kb_last_error(m));
     for (int r = 0; r < RANKS; r += 3) {
@@ -152,7 +147,7 @@ static int bad_list(kb_machine *m, int rank, int nprocs, void *arg)
 
 Test(dist_groups, a_bad_rank_list_is_refused_naming_the_entry)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     int dup[3] = {0, 1, 0}, range[3] = {0, 2, 1};
     cr_expect_eq(kb_spawn(m, bad_list, 2, dup), KB_EINVAL);
     cr_expect(strstr(kb_last_error(m), "n 3"), "%s", kb_last_error(m)); /* 3 of a world of 2 */
@@ -179,7 +174,7 @@ static int differing_lists(kb_machine *m, int rank, int nprocs, void *arg)
 
 Test(dist_groups, ranks_that_list_different_groups_are_a_mismatch)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     cr_assert_eq(kb_spawn(m, differing_lists, 2, NULL), KB_EDEADLOCK, "%s", kb_last_error(m));
     const char *e = kb_last_error(m);
     cr_expect(strstr(e, "mismatched collectives"), "%s", e);
@@ -209,7 +204,7 @@ static int outsider(kb_machine *m, int rank, int nprocs, void *arg)
 
 Test(dist_groups, a_rank_outside_the_group_is_refused)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     cr_assert_eq(kb_spawn(m, outsider, 3, NULL), KB_EINVAL, "%s", kb_last_error(m));
     cr_expect(strstr(kb_last_error(m),
                      "rank 2: kb_all_reduce: host rank 2 is not a member of group 4097 [0, 1]"),
@@ -230,7 +225,7 @@ static int foreign_src(kb_machine *m, int rank, int nprocs, void *arg)
 
 Test(dist_groups, a_broadcast_source_outside_the_group_is_refused)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     cr_assert_eq(kb_spawn(m, foreign_src, 3, NULL), KB_EINVAL, "%s", kb_last_error(m));
     cr_expect(strstr(kb_last_error(m),
                      ": kb_broadcast: src 2 is not a member of group 4097 [0, 1]"),
@@ -252,7 +247,7 @@ static int crossed(kb_machine *m, int rank, int nprocs, void *arg)
 
 Test(dist_groups, waits_in_different_groups_are_a_deadlock_naming_both)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     cr_assert_eq(kb_spawn(m, crossed, 2, NULL), KB_EDEADLOCK, "%s", kb_last_error(m));
     const char *e = kb_last_error(m);
     cr_expect(strstr(e, "call #1 in group"), "%s", e);
@@ -279,7 +274,7 @@ static int use_handle(kb_machine *m, int rank, int nprocs, void *arg)
 
 Test(dist_groups, handles_belong_to_their_spawn_and_the_driver_has_the_world_only)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     kb_group g;
     cr_assert_eq(kb_spawn(m, keep_handle, 1, &g), 0, "%s", kb_last_error(m));
     cr_expect_eq(kb_group_size(m, g), -1, "the driver does not know a spawn's group");
@@ -302,36 +297,15 @@ Test(dist_groups, handles_belong_to_their_spawn_and_the_driver_has_the_world_onl
 /* The same program twice: the same simulated end, bit for bit. */
 Test(dist_groups, runs_are_deterministic)
 {
-    uint64_t end[2];
-    for (int k = 0; k < 2; k++) {
-        kb_machine *m = open_m();
-        out *o = calloc(1, sizeof *o);
-        cr_assert_eq(kb_spawn(m, pairs, RANKS, o), 0, "%s", kb_last_error(m));
-        end[k] = kb_now_ps(m);
-        free(o);
-        kb_close(m);
-    }
-    cr_expect_eq(end[0], end[1]);
-}
-
-/* ts or dur of a trace record, in picoseconds (the file writes us with six
- * decimals). */
-static uint64_t field_ps(const char *rec, const char *field)
-{
-    char key[16];
-    snprintf(key, sizeof key, "\"%s\":", field);
-    const char *v = strstr(rec, key);
-    cr_assert_not_null(v, "%s in %.200s", field, rec);
-    unsigned long long us, frac;
-    cr_assert_eq(sscanf(v + strlen(key), "%llu.%6llu", &us, &frac), 2, "%.200s", rec);
-    return (uint64_t)us * 1000000 + frac;
+    cr_expect_eq(kb_test_spawn_end(pairs, RANKS, sizeof(out)),
+                 kb_test_spawn_end(pairs, RANKS, sizeof(out)));
 }
 
 /* The two pairs' all-reduces run one after the other (a collective launch
  * is a fence), each whole: their spans in the trace do not overlap. */
 Test(dist_groups, two_groups_collectives_do_not_overlap)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     out *o = calloc(1, sizeof *o);
     const char *path = "groups_trace.json";
     cr_assert_eq(kb_trace_start(m, path), 0, "%s", kb_last_error(m));
@@ -345,8 +319,8 @@ Test(dist_groups, two_groups_collectives_do_not_overlap)
     while (fgets(line, sizeof line, f))
         if (strstr(line, "\"cat\":\"collective\",\"ph\":\"X\"") && strstr(line, "all_reduce") &&
             n < 3) {
-            start[n] = field_ps(line, "ts");
-            end[n] = start[n] + field_ps(line, "dur");
+            start[n] = kb_test_trace_ps(line, "ts");
+            end[n] = start[n] + kb_test_trace_ps(line, "dur");
             n++;
         }
     fclose(f);

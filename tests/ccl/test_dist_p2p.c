@@ -7,17 +7,11 @@
 #include <string.h>
 
 #include "kernbench/dist.h"
+#include "support/machine.h"
 
 #define N     40
 #define RANKS 4
 
-static kb_machine *open_m(void)
-{
-    kb_machine *m = NULL;
-    char eb[512];
-    cr_assert_eq(kb_open(&m, NULL, eb, sizeof eb), 0, "%s", eb);
-    return m;
-}
 
 static float val(int r, int i)
 {
@@ -39,7 +33,6 @@ static int tensor(kb_machine *m, int rank, int fill, kb_tensor *t)
 
 typedef struct out {
     float got[RANKS][N];
-    uint64_t end_ps;
 } out;
 
 /* A pipeline: rank 0 sends its values to rank 1, which passes what it got
@@ -53,13 +46,12 @@ static int chain(kb_machine *m, int rank, int nprocs, void *arg)
     if (!rc && rank > 0) rc = kb_recv(m, t, rank - 1);
     if (!rc && rank + 1 < nprocs) rc = kb_send(m, t, rank + 1);
     if (!rc) rc = kb_copy_to_host(m, t, o->got[rank], sizeof o->got[rank], KB_F32);
-    if (rank == 0) o->end_ps = kb_now_ps(m);
     return rc;
 }
 
 Test(dist_p2p, a_chain_of_sends_carries_rank_0s_tensor_to_the_last_rank)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     out *o = calloc(1, sizeof *o);
     cr_assert_eq(kb_spawn(m, chain, RANKS, o), 0, "%s", kb_last_error(m));
     for (int r = 0; r < RANKS; r++)
@@ -89,7 +81,7 @@ static int swap(kb_machine *m, int rank, int nprocs, void *arg)
 
 Test(dist_p2p, two_ranks_swap_their_tensors_and_keep_their_own)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     out *o = calloc(1, sizeof *o);
     cr_assert_eq(kb_spawn(m, swap, 2, o), 0, "%s", kb_last_error(m));
     for (int r = 0; r < 2; r++)
@@ -113,7 +105,7 @@ static int both_send(kb_machine *m, int rank, int nprocs, void *arg)
 
 Test(dist_p2p, two_sends_to_each_other_are_a_mismatch_naming_both)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     cr_assert_eq(kb_spawn(m, both_send, 2, NULL), KB_EDEADLOCK, "%s", kb_last_error(m));
     const char *e = kb_last_error(m);
     cr_expect(strstr(e, "mismatched collectives"), "%s", e);
@@ -135,7 +127,7 @@ static int unanswered(kb_machine *m, int rank, int nprocs, void *arg)
 
 Test(dist_p2p, a_send_nobody_receives_is_a_deadlock_naming_it)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     cr_assert_eq(kb_spawn(m, unanswered, 2, NULL), KB_EDEADLOCK, "%s", kb_last_error(m));
     const char *e = kb_last_error(m);
     cr_expect(strstr(e, "dst 1) call #1 waits for rank 1 (ended)"), "%s", e);
@@ -162,7 +154,7 @@ static int misuse(kb_machine *m, int rank, int nprocs, void *arg)
 
 Test(dist_p2p, a_peer_that_is_not_another_rank_or_a_sharded_tensor_is_refused)
 {
-    kb_machine *m = open_m();
+    kb_machine *m = kb_test_machine();
     cr_expect_eq(kb_spawn(m, misuse, 2, "self"), KB_EINVAL);
     cr_expect(strstr(kb_last_error(m), "kb_send: dst 0 is not another host rank (0..1 but 0)"),
               "%s", kb_last_error(m));
@@ -187,15 +179,6 @@ Test(dist_p2p, a_peer_that_is_not_another_rank_or_a_sharded_tensor_is_refused)
 
 Test(dist_p2p, the_same_chain_twice_ends_at_the_same_time)
 {
-    uint64_t end[2];
-    for (int k = 0; k < 2; k++) {
-        kb_machine *m = open_m();
-        out *o = calloc(1, sizeof *o);
-        cr_assert_eq(kb_spawn(m, chain, RANKS, o), 0, "%s", kb_last_error(m));
-        end[k] = kb_now_ps(m);
-        cr_expect_gt(o->end_ps, 0);
-        free(o);
-        kb_close(m);
-    }
-    cr_expect_eq(end[0], end[1]);
+    cr_expect_eq(kb_test_spawn_end(chain, RANKS, sizeof(out)),
+                 kb_test_spawn_end(chain, RANKS, sizeof(out)));
 }

@@ -74,17 +74,6 @@ static const char *event(const char *s, const char *cat, const char *name)
     return NULL;
 }
 
-/* A field's value in microseconds, as picoseconds. */
-static uint64_t field_ps(const char *line, const char *field)
-{
-    char key[16];
-    snprintf(key, sizeof key, "\"%s\":", field);
-    const char *v = strstr(line, key);
-    cr_assert_not_null(v, "%s in %.200s", field, line);
-    unsigned long long us, frac;
-    cr_assert_eq(sscanf(v + strlen(key), "%llu.%6llu", &us, &frac), 2, "%.200s", line);
-    return (uint64_t)us * 1000000 + frac;
-}
 
 static int count(const char *s, const char *needle)
 {
@@ -112,17 +101,17 @@ Test(trace, every_op_program_and_launch_is_a_span_timed_as_the_model_times_it)
                *store = event(s, "DMA", "store"), *prog = event(s, "program", "twice"),
                *launch = event(s, "launch", "twice");
     cr_assert(add && load && store && prog && launch, "%s", s);
-    cr_assert_eq(field_ps(add, "dur"), add_ps, "%.200s", add);
+    cr_assert_eq(kb_test_trace_ps(add, "dur"), add_ps, "%.200s", add);
     cr_assert(strstr(add, "\"args\":{\"program\":0,\"work\":4096}"), "%.200s", add);
     /* the add waits for the load, the store for the add */
-    cr_assert_geq(field_ps(add, "ts"), field_ps(load, "ts") + field_ps(load, "dur"));
-    cr_assert_geq(field_ps(store, "ts"), field_ps(add, "ts") + field_ps(add, "dur"));
+    cr_assert_geq(kb_test_trace_ps(add, "ts"), kb_test_trace_ps(load, "ts") + kb_test_trace_ps(load, "dur"));
+    cr_assert_geq(kb_test_trace_ps(store, "ts"), kb_test_trace_ps(add, "ts") + kb_test_trace_ps(add, "dur"));
     /* the program holds its ops, the launch its program */
-    uint64_t p0 = field_ps(prog, "ts"), p1 = p0 + field_ps(prog, "dur");
-    cr_assert_leq(p0, field_ps(load, "ts"));
-    cr_assert_geq(p1, field_ps(store, "ts") + field_ps(store, "dur"));
-    cr_assert_leq(field_ps(launch, "ts"), p0);
-    cr_assert_geq(field_ps(launch, "ts") + field_ps(launch, "dur"), p1);
+    uint64_t p0 = kb_test_trace_ps(prog, "ts"), p1 = p0 + kb_test_trace_ps(prog, "dur");
+    cr_assert_leq(p0, kb_test_trace_ps(load, "ts"));
+    cr_assert_geq(p1, kb_test_trace_ps(store, "ts") + kb_test_trace_ps(store, "dur"));
+    cr_assert_leq(kb_test_trace_ps(launch, "ts"), p0);
+    cr_assert_geq(kb_test_trace_ps(launch, "ts") + kb_test_trace_ps(launch, "dur"), p1);
     free(s);
 }
 

@@ -25,6 +25,17 @@ char *kb_test_slurp(const char *path, size_t *len)
     return buf;
 }
 
+uint64_t kb_test_trace_ps(const char *rec, const char *field)
+{
+    char key[16];
+    snprintf(key, sizeof key, "\"%s\":", field);
+    const char *v = strstr(rec, key);
+    cr_assert_not_null(v, "%s in %.200s", field, rec);
+    unsigned long long us, frac;
+    cr_assert_eq(sscanf(v + strlen(key), "%llu.%6llu", &us, &frac), 2, "%.200s", rec);
+    return (uint64_t)us * 1000000 + frac;
+}
+
 void kb_test_fuzz_corpus(const char *dir, kb_test_fuzz_fn fn, int min_files)
 {
     DIR *d = opendir(dir);

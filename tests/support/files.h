@@ -11,6 +11,11 @@
  * when the file cannot be read. */
 char *kb_test_slurp(const char *path, size_t *len);
 
+/* Field `field` ("ts", "dur") of a trace record, whose values are
+ * microseconds with six decimals, in picoseconds. Fails the test when the
+ * record has no such field. */
+uint64_t kb_test_trace_ps(const char *rec, const char *field);
+
 typedef int (*kb_test_fuzz_fn)(const uint8_t *data, size_t size);
 
 /* Runs fn over every file of dir (asserting it returns 0); fails the test

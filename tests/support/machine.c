@@ -4,6 +4,7 @@
 #include "support/machine.h"
 
 #include <criterion/criterion.h>
+#include <stdlib.h>
 
 kb__device *kb_test_device(const char *const *sets, size_t n, int no_data)
 {
@@ -27,4 +28,24 @@ kb_machine *kb_test_small_machine(int no_data)
     char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
     return m;
+}
+
+kb_machine *kb_test_machine(void)
+{
+    kb_machine *m = NULL;
+    char eb[512];
+    cr_assert_eq(kb_open(&m, NULL, eb, sizeof eb), 0, "%s", eb);
+    return m;
+}
+
+uint64_t kb_test_spawn_end(kb_rank_fn fn, int nprocs, size_t arg_size)
+{
+    kb_machine *m = kb_test_machine();
+    void *arg = calloc(1, arg_size ? arg_size : 1);
+    cr_assert_not_null(arg);
+    cr_assert_eq(kb_spawn(m, fn, nprocs, arg), 0, "%s", kb_last_error(m));
+    uint64_t end = kb_now_ps(m);
+    free(arg);
+    kb_close(m);
+    return end;
 }
