@@ -200,9 +200,9 @@ tl_tile kb__tl_view(tl_ctx *k, const kb__tile_desc *d, kb__pe_buf *buf)
     return (tl_tile){s, sl->gen};
 }
 
-tl_tile kb__tl_new(tl_ctx *k, const kb__tile_desc *d, kb__pe_buf **buf_out)
+tl_tile kb__tl_new(tl_ctx *k, const kb__tile_desc *d, kb__pe_buf **buf_out, bool zero)
 {
-    kb__pe_buf *b = kb__pe_buf_new(&k->prog, kb__tile_bytes(d));
+    kb__pe_buf *b = kb__pe_buf_new(&k->prog, kb__tile_bytes(d), zero);
     tl_tile t = kb__tl_view(k, d, b);
     kb__pe_buf_drop(b); /* the slot holds the only handle */
     if (buf_out) *buf_out = b;

@@ -70,6 +70,7 @@ typedef struct kb__tl_mem_port {
     void (*transfer)(void *self, kb__pe *pe, kb__pe_op *op, bool write, const kb__tl_span *spans,
                      uint32_t n_spans, void *bytes);
     void *self;
+    bool moves_bytes; /* false with --no-data: a load's tile keeps its zeros */
 } kb__tl_mem_port;
 
 typedef struct kb__tl_slot {
@@ -122,8 +123,10 @@ int kb__tl_launch_start(kb__sim *sim, kb__pe *const *pes, uint32_t n_pes,
 
 /* The slot of a live handle; raises "invalid tile handle" otherwise. */
 kb__tl_slot *kb__tl_slot_of(tl_ctx *k, tl_tile t, const char *op);
-/* A new handle on a new TCM buffer for d (may block on TCM, may raise). */
-tl_tile kb__tl_new(tl_ctx *k, const kb__tile_desc *d, kb__pe_buf **buf_out);
+/* A new handle on a new TCM buffer for d (may block on TCM, may raise);
+ * its bytes are zero when `zero`, else whatever the producing op writes
+ * over all of them. */
+tl_tile kb__tl_new(tl_ctx *k, const kb__tile_desc *d, kb__pe_buf **buf_out, bool zero);
 /* A new handle on an existing buffer (a view). */
 tl_tile kb__tl_view(tl_ctx *k, const kb__tile_desc *d, kb__pe_buf *buf);
 /* A tile operation as the kernel layer issues it (first member: the

@@ -165,7 +165,8 @@ tl_recv_handle tl_recv_async(tl_ctx *k, int dir, int ndim, const int64_t *shape,
         d.shape[i] = shape[i];
     }
     kb__pe_buf *out;
-    tl_tile t = kb__tl_new(k, &d, &out);
+    /* the pieces' bytes fill it, unless none move (--no-data: zeros) */
+    tl_tile t = kb__tl_new(k, &d, &out, ep->set->tp.timing_only);
     kb__ipcq_rx *rx = kb__pool_get(&ep->set->rxs);
     if (!rx) kb__pe_raise(&k->prog, KB_ENOMEM, "tl_recv: out of host memory");
     memset(rx, 0, sizeof *rx);

@@ -285,6 +285,14 @@ static kb__tl_op *mem_op(tl_ctx *k, const char *name, const tl_tensor *t, bool w
     return op;
 }
 
+/* Whether a load's tile must start zeroed: with --no-data the transfer
+ * writes none of it (docs/kernels.md: it reads as zeros); otherwise the
+ * transfer writes the lanes it reads and load_fill the others. */
+static bool load_zeroes(tl_ctx *k)
+{
+    return !((const kb__tl_mem_port *)k->prog.pe->dma_port)->moves_bytes;
+}
+
 static bool present(tl_tile t)
 {
     return t.slot != 0 || t.gen != 0;
@@ -334,7 +342,7 @@ tl_tile tl_load(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile mask, tl_tile 
     kb__tile_desc shape = access_shape(k, "load", offsets, mask, other, descs);
     shape.dtype = (kb__dtype)t->dtype;
     kb__pe_buf *out;
-    tl_tile res = kb__tl_new(k, &shape, &out);
+    tl_tile res = kb__tl_new(k, &shape, &out, load_zeroes(k));
     kb__tl_op *op = mem_op(k, "load", t, false);
     op->out_d = shape;
     memcpy(op->in_d, descs, sizeof descs);
@@ -435,7 +443,7 @@ tl_tile tl_load_block(tl_ctx *k, tl_block_ptr p, unsigned boundary_check, tl_pad
         kb__pe_raise(&k->prog, KB_EINVAL, "load: padding %d is not TL_PAD_ZERO or TL_PAD_NAN",
                      (int)padding);
     kb__pe_buf *out;
-    tl_tile res = kb__tl_new(k, &d, &out);
+    tl_tile res = kb__tl_new(k, &d, &out, load_zeroes(k));
     kb__tl_op *op = mem_op(k, "load", p.t, false);
     op->bp = p;
     op->check = boundary_check;

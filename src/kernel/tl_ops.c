@@ -158,7 +158,7 @@ static tl_tile issue(tl_ctx *k, kb__tl_op *tmpl, const tl_tile *in, const char *
     if (cost.unit == KB__UNIT_NONE) return kb__tl_view(k, &tmpl->out_d, bufs[0]);
     /* Inputs stay alive while we may block in the allocation: the slots hold them. */
     kb__pe_buf *out;
-    tl_tile t = kb__tl_new(k, &tmpl->out_d, &out);
+    tl_tile t = kb__tl_new(k, &tmpl->out_d, &out, false); /* compute() writes all of it */
     kb__pe_unit_id unit = cost.unit == KB__UNIT_GEMM ? KB__PE_GEMM : KB__PE_MATH;
     kb__tl_op *op = (kb__tl_op *)kb__pe_op_new(&k->prog, unit, name);
     kb__pe_op base = op->base;

@@ -181,10 +181,12 @@ _Noreturn void kb__pe_raise(kb__pe_prog *g, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Raises the program's pending asynchronous error, if any. */
 void kb__pe_check(kb__pe_prog *g);
-/* Allocates a buffer of `bytes` in TCM with one handle. When TCM is full but
- * released tiles wait for their readers, blocks until they are reclaimed;
- * raises "TCM exhausted: asked N B, F B free (largest block L B)" otherwise. */
-kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes);
+/* Allocates a buffer of `bytes` in TCM with one handle, its bytes zero when
+ * `zero` (else left for the producing op to overwrite: a recycled buffer
+ * holds an earlier tile's bytes). When TCM is full but released tiles wait
+ * for their readers, blocks until they are reclaimed; raises "TCM
+ * exhausted: asked N B, F B free (largest block L B)" otherwise. */
+kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes, bool zero);
 /* Adds one handle (a second tile viewing the same bytes). */
 void kb__pe_buf_hold(kb__pe_buf *b);
 /* Drops one handle; memory is reclaimed once no op uses it either. */

@@ -60,15 +60,16 @@ static void buf_reclaim(kb__pe_buf *b)
     free(b);
 }
 
-/* Host memory for a buffer of bytes, zeroed: recycled or new. */
-static kb__pe_buf *buf_host(kb__pe_prog *g, uint64_t bytes)
+/* Host memory for a buffer of bytes, recycled or new: the header zeroed,
+ * the data too when `zero`. */
+static kb__pe_buf *buf_host(kb__pe_prog *g, uint64_t bytes, bool zero)
 {
     size_t n = buf_host_bytes(bytes);
     for (int i = 0; i < KB__PE_BUF_CLASSES; i++) {
         kb__pool *p = &g->buf_free[i].pool;
         if (!p->free || g->buf_free[i].bytes != bytes) continue;
         kb__pe_buf *b = kb__pool_get(p);
-        memset(b, 0, n);
+        memset(b, 0, zero ? n : BUF_HEAD);
         return b;
     }
     return calloc(1, n);
@@ -295,7 +296,7 @@ static bool cond_reclaimed(const kb__pe_prog *g, const void *arg)
     return g->pending_free < *(const uint64_t *)arg;
 }
 
-kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes)
+kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes, bool zero)
 {
     kb__tcm *t = &g->pe->tcm;
     uint64_t off;
@@ -312,7 +313,7 @@ kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes)
         uint64_t before = g->pending_free;
         block_until(g, cond_reclaimed, &before);
     }
-    kb__pe_buf *b = buf_host(g, bytes);
+    kb__pe_buf *b = buf_host(g, bytes, zero);
     if (!b) {
         kb__tcm_free(t, off, bytes);
         kb__pe_raise(g, KB_ENOMEM, "out of host memory for a %llu B tile",

@@ -332,3 +332,40 @@ Test(tl_mem, loads_overlap_compute_so_double_buffering_saves_the_predicted_time)
     cr_assert_eq(dbl, head + scalar_ps + add_off + NT * dma + c);
     cr_assert_lt(dbl, single);
 }
+
+/* A tile of 9s, summed (so its buffer is idle) and freed, then a masked
+ * load of the same size: the load's tile takes the freed buffer, and every
+ * lane must come from memory or the padding, none from the old tile. */
+static void reuse_load(tl_ctx *k)
+{
+    mrec *r = TM_ARG(k, mrec);
+    tl_tensor *x = tl_arg_tensor(k, 1);
+    tl_tile offs = tl_arange(k, 0, 128);
+    tl_tile mask = tl_lt(k, offs, tl_scalar(k, 100.0, TL_I32));
+    tl_tile nines = tl_full(k, 1, (int64_t[]){128}, 9.0, TL_F32);
+    r->out[200] = (float)tl_item(k, tl_sum(k, nines, TL_AXIS_ALL));
+    tl_free(k, nines); /* idle: its buffer goes back to the pool at once */
+    tl_tile v = tl_load(k, x, offs, mask, TL_NONE);
+    tl_read(k, v, r->out, 128 * sizeof(float));
+}
+
+Test(tl_mem, a_load_into_a_recycled_buffer_leaves_nothing_of_the_old_tile)
+{
+    kb__pe_params p;
+    tm_params_simple(&p);
+    tm_machine m;
+    tm_init(&m, 1, &p);
+    float mem[100];
+    for (int i = 0; i < 100; i++)
+        mem[i] = 0.25f * (float)i;
+    tm_flat f = {VA0, sizeof mem, (uint8_t *)mem};
+    mrec r = {0};
+    kb__tl_launch_desc d = tm_desc("reuse", reuse_load, 1, &r);
+    tm_add_tensor(&d, &f, "x", TL_F32, 1, (int64_t[]){100}, (int64_t[]){1}, VA0, 400);
+    kb__err e;
+    cr_assert_eq(tm_run(&m, &d, 1, &e, NULL), 0, "%s", e.msg);
+    cr_assert_eq(r.out[200], 9.0f * 128);
+    for (int i = 0; i < 128; i++)
+        cr_assert_eq(r.out[i], i < 100 ? 0.25f * (float)i : 0.0f, "lane %d", i);
+    tm_fini(&m);
+}

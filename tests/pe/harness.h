@@ -160,6 +160,7 @@ static inline void tm_add_tensor(kb__tl_launch_desc *d, tm_flat *f, const char *
     a->t.shard_bytes = bytes;
     a->t.bytes = bytes;
     d->mem.transfer = tm_flat_transfer;
+    d->mem.moves_bytes = true;
     d->mem.self = f;
 }
 

@@ -573,3 +573,37 @@ Test(launch, one_sip_runs_only_its_pes_all_sips_run_every_owner)
     free(s);
     kb_close(m);
 }
+
+/* With --no-data a loaded tile reads as zeros (docs/kernels.md), even when
+ * it takes the buffer of a freed tile of 9s; with data it reads x. */
+static void load_after_nines(tl_ctx *k)
+{
+    tl_tensor *x = tl_arg_tensor(k, 0);
+    double *out = (double *)(intptr_t)tl_arg_i64(k, 1);
+    tl_tile offs = tl_arange(k, 0, BLOCK);
+    tl_tile nines = tl_full(k, 1, (int64_t[]){BLOCK}, 9.0, TL_F32);
+    out[0] = tl_item(k, tl_sum(k, nines, TL_AXIS_ALL));
+    tl_free(k, nines); /* idle: its buffer goes back to the pool at once */
+    out[1] = tl_item(k, tl_sum(k, tl_load(k, x, offs, TL_NONE, TL_NONE), TL_AXIS_ALL));
+}
+
+Test(launch, a_loaded_tile_reads_as_zeros_without_data_and_as_x_with_it)
+{
+    for (int no_data = 0; no_data < 2; no_data++) {
+        kb_machine *m = open_m(no_data);
+        int64_t n = BLOCK;
+        kb_policy one = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1, 0, 0};
+        kb_tensor x;
+        cr_assert_eq(kb_full(m, "x", 1, &n, KB_F32, &one, 0.5, &x), 0, "%s", kb_last_error(m));
+        double out[2] = {-1, -1};
+        kb_arg args[2] = {kb_arg_tensor(x), kb_arg_i64((int64_t)(intptr_t)out)};
+        kb_launch_opts o = {{1, 1, 1}, -1};
+        kb_launch_id id;
+        cr_assert_eq(kb_launch(m, "nines", load_after_nines, &o, args, 2, &id), 0, "%s",
+                     kb_last_error(m));
+        cr_assert_eq(kb_wait(m, id), 0, "%s", kb_last_error(m));
+        cr_expect_eq(out[0], 9.0 * BLOCK, "no_data %d: the tile of 9s itself", no_data);
+        cr_expect_eq(out[1], no_data ? 0.0 : 0.5 * BLOCK, "no_data %d: the loaded tile", no_data);
+        kb_close(m);
+    }
+}
