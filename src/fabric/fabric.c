@@ -126,6 +126,7 @@ void kb__fabric_destroy(kb__fabric *fab)
     free(fab->io_nocs);
     free(fab->bfs_prev_link);
     free(fab->bfs_queue);
+    free(fab->bfs_seen);
     free(fab->in_order);
     free(fab->in_deg);
     free(fab->in_from);

@@ -32,8 +32,10 @@ struct kb__fabric {
     /* Route cache: open addressing, power-of-two capacity. */
     kb__route_slot *slots;
     size_t n_slots, n_routes;
-    /* Scratch for breadth-first search (n_nodes entries each). */
-    uint32_t *bfs_prev_link, *bfs_queue;
+    /* Scratch for breadth-first search (n_nodes entries each): a node's
+     * prev link is valid when its mark equals the search's (bfs_mark). */
+    uint32_t *bfs_prev_link, *bfs_queue, *bfs_seen;
+    uint32_t bfs_mark;
     uint64_t packet_hops;
     struct kb__fab_util *util; /* kb__fabric_util_start, or NULL (util.c) */
     uint8_t *in_order;         /* per node: kb__fabric_set_in_order was called */

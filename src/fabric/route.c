@@ -65,9 +65,11 @@ int kb__fabric_index_gateways(kb__fabric *fab, kb__err *err)
     fab->io_nocs = malloc((sips ? sips : 1) * sizeof *fab->io_nocs);
     fab->bfs_prev_link = malloc((fab->n_nodes ? fab->n_nodes : 1) * sizeof(uint32_t));
     fab->bfs_queue = malloc((fab->n_nodes ? fab->n_nodes : 1) * sizeof(uint32_t));
+    fab->bfs_seen = calloc(fab->n_nodes ? fab->n_nodes : 1, sizeof(uint32_t));
     fab->n_slots = 64;
     fab->slots = calloc(fab->n_slots, sizeof *fab->slots);
-    if (!fab->routers || !fab->io_nocs || !fab->bfs_prev_link || !fab->bfs_queue || !fab->slots)
+    if (!fab->routers || !fab->io_nocs || !fab->bfs_prev_link || !fab->bfs_queue ||
+        !fab->bfs_seen || !fab->slots)
         return kb__err_set(err, KB_ENOMEM, "fabric: out of memory for the route tables");
     for (size_t i = 0; i < nr; i++)
         fab->routers[i] = KB__NO_NODE;
@@ -128,22 +130,26 @@ static int allowed(const kb__fabric *fab, uint32_t node, uint64_t ra, uint64_t r
 static int bfs(kb__fabric *fab, uint32_t from, uint32_t to, uint64_t ra, uint64_t rb, path *p)
 {
     if (from == to) return 0;
-    uint32_t *prev = fab->bfs_prev_link, *q = fab->bfs_queue;
-    for (uint32_t i = 0; i < fab->n_nodes; i++)
-        prev[i] = KB__NO_NODE;
-    uint32_t head = 0, tail = 0;
+    uint32_t *prev = fab->bfs_prev_link, *q = fab->bfs_queue, *seen = fab->bfs_seen;
+    if (++fab->bfs_mark == 0) { /* the marks wrapped: clear them */
+        memset(seen, 0, fab->n_nodes * sizeof *seen);
+        fab->bfs_mark = 1;
+    }
+    uint32_t mark = fab->bfs_mark, head = 0, tail = 0;
     q[tail++] = from;
-    prev[from] = KB__NO_NODE - 1; /* visited marker for the source */
-    while (head < tail && prev[to] == KB__NO_NODE) {
+    seen[from] = mark;
+    prev[from] = KB__NO_NODE;
+    while (head < tail && seen[to] != mark) {
         uint32_t u = q[head++];
         for (uint32_t e = fab->out_first[u]; e != KB__NO_NODE; e = fab->out_next[e]) {
             uint32_t v = fab->links[e].to;
-            if (prev[v] != KB__NO_NODE || !allowed(fab, v, ra, rb)) continue;
+            if (seen[v] == mark || !allowed(fab, v, ra, rb)) continue;
+            seen[v] = mark;
             prev[v] = e;
             q[tail++] = v;
         }
     }
-    if (prev[to] == KB__NO_NODE) return KB_ENOTFOUND;
+    if (seen[to] != mark) return KB_ENOTFOUND;
     uint32_t len = 0;
     for (uint32_t v = to; v != from; v = fab->links[prev[v]].from)
         len++;
