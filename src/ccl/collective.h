@@ -64,6 +64,9 @@ typedef struct kb__coll_req {
     const kb_tensor *in;   /* [n] */
     const kb_tensor *out;  /* [n] for REDUCE_SCATTER and ALL_GATHER, else NULL */
     uint32_t root;         /* BROADCAST: index of the source buffer */
+    const int *ranks;      /* [n_ranks] host ranks taking part (their launch streams), NULL:
+                              the caller's */
+    uint32_t n_ranks;
 } kb__coll_req;
 
 typedef struct kb__coll_info {

@@ -13,9 +13,9 @@
  *     from the bottom of the usable TCM). Freeing an install's rings
  *     recomputes the base of its PEs from the installs that stay. Bases
  *     change only while a collective is installed or dropped, and
- *     collective launches are fences (runtime/launch.c), so a change
- *     applies from the next program on the PE, never under a collective's
- *     kernel.
+ *     collectives run one at a time (runtime/dist.c; the driver's block),
+ *     so a change applies from the next program on the PE, never under a
+ *     collective's kernel.
  *   - a PE has one endpoint pointer (unit->ipcq) and may be in several
  *     installs: kb__ccl_installed_attach, before each launch, points the
  *     PEs at the endpoints of the install that runs. A kernel launched

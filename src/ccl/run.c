@@ -15,7 +15,8 @@
  * make the install over exactly the buffer PEs, point those PEs at the
  * install's queue endpoints (a PE may be in several installs), then one
  * internal launch (kb__rt_launch_on: the launch path and costs of
- * kb_launch, a fence) with one program per rank. A failed kernel leaves
+ * kb_launch; it joins the streams of the call's host ranks) with one
+ * program per rank. A failed kernel leaves
  * its queues in an unknown state, so its install is dropped (the others
  * stay) and the next call on that set reinstalls. kb__ccl_reconfigure and
  * kb__ccl_override drop every install, kb_close frees them.
@@ -622,7 +623,10 @@ static int launch(kb__ccl_state *st, kb__ccl_installed *in, const coll_call *c,
         sizes(st, in, c, &s);
         *piece = (uint64_t)s.piece * kb__dtype_size(c->dtype);
         kb__tl_arg args[2] = {{.kind = KB__TL_ARG_TENSOR}, {.kind = KB__TL_ARG_TENSOR}};
-        kb__rt_launch_spec spec = {c->algo->name, c->mod->fn, in->pes, p, args, 2, views, &s};
+        int caller = kb__rt_caller(m);
+        kb__rt_launch_spec spec = {c->algo->name, c->mod->fn, in->pes, p, args, 2, views, &s,
+                                   c->r->ranks ? c->r->ranks : &caller,
+                                   c->r->ranks ? c->r->n_ranks : 1};
         kb_launch_id id;
         kb__ccl_installed_attach(in);
         rc = kb__rt_launch_on(m, &spec, &id, err);

@@ -26,8 +26,8 @@
  * group; its handle (the kb_spawn's serial and the group's index) goes to
  * every rank through the round slot. One collective runs on the device at
  * a time (coll_running): a group whose round is due while another group's
- * collective runs waits for it, since the installed queues are attached per
- * launch and collective launches are fences anyway.
+ * collective runs waits for it, since the installed queues (and the PEs'
+ * tile scratch above their rings) change per install and launch.
  *
  * Point to point: kb_send and kb_recv of two ranks meet in the hidden
  * group of the pair (made on first use, never handed out) as a round whose
@@ -702,9 +702,10 @@ static void keep_report(kb__rt_dist *x, const kb__coll_info *info)
     x->has_last = 1;
 }
 
-/* Runs calls c[0..n) (one per participant in index order, all matching) as
- * one collective. */
-static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, int n, kb__err *err)
+/* Runs calls c[0..n) (one per participant in index order, all matching;
+ * ranks[0..n) their host ranks, NULL from the driver) as one collective. */
+static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, const int *ranks, int n,
+                     kb__err *err)
 {
     if (c[0]->kind == CALL_INIT) return kb__ccl_prepare(m, NULL, NULL, err);
     if (c[0]->kind == CALL_BARRIER) return 0;
@@ -738,7 +739,9 @@ static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, int n,
         .in = in,
         .out = (c[0]->kind == KB__CCL_REDUCE_SCATTER || c[0]->kind == KB__CCL_ALL_GATHER) ? out
                                                                                           : NULL,
-        .root = root};
+        .root = root,
+        .ranks = ranks,
+        .n_ranks = ranks ? (uint32_t)n : 0};
     kb__coll_info info;
     memset(&info, 0, sizeof info);
     if (!rc) rc = kb__ccl_run(m, &req, &info, err);
@@ -856,30 +859,38 @@ static int add_group(rt_group *g, const call *c, kb__err *err, int *value)
     return 0;
 }
 
-/* Runs the device collective of cm's round once no other group's runs:
- * collective launches are fences, so they run one at a time anyway, and
- * the installed queues are shared. */
+/* Runs the device collective of cm's round once no other group's runs (the
+ * header comment says why). Its launch joins the members' streams. */
 static int run_exclusive(kb_machine *m, rt_group *g, const comm *cm, kb__err *err)
 {
     kb__rt_dist *x = m->dist;
     const call **calls = malloc((size_t)cm->n * sizeof *calls);
-    if (!calls) return kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
-    for (int i = 0; i < cm->n; i++)
-        calls[i] = &g->pend[member_of(cm, i)];
+    int *ranks = malloc((size_t)cm->n * sizeof *ranks);
+    if (!calls || !ranks) {
+        free(calls);
+        free(ranks);
+        return kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
+    }
+    for (int i = 0; i < cm->n; i++) {
+        ranks[i] = member_of(cm, i);
+        calls[i] = &g->pend[ranks[i]];
+    }
     int rc = 0;
     while (x->coll_running && !rc)
         rc = kb__event_wait(x->d.sim, &x->coll_idle);
     if (rc) {
         kb__err_set(err, rc, "%s: canceled while another group's collective ran", calls[0]->what);
         free(calls);
+        free(ranks);
         return rc;
     }
     x->coll_running = 1;
-    rc = run_calls(m, x, calls, cm->n, err);
+    rc = run_calls(m, x, calls, ranks, cm->n, err);
     x->coll_running = 0;
     kb__event_fire(x->d.sim, &x->coll_idle, 0);
     kb__event_reset(&x->coll_idle);
     free(calls);
+    free(ranks);
     return rc;
 }
 
@@ -1023,7 +1034,7 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
         c->seq = 0;
         const call *one = c;
         rc = c->kind == CALL_BARRIER || c->kind == CALL_NEW_GROUP ? 0
-                                                                   : run_calls(m, x, &one, 1, &e);
+                                                                   : run_calls(m, x, &one, NULL, 1, &e);
         if (!rc && c->kind == CALL_INIT) x->driver_pg = 1;
         *value = 0;
     } else {

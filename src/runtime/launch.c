@@ -17,8 +17,9 @@
  * earlier launch of its host rank, and every earlier launch that uses one of
  * its PEs, has finished its programs. So launches of different host ranks on
  * different PEs run side by side, as on devices with a stream each; a
- * collective's launch (kb__rt_launch_on) is a fence: it starts when every
- * earlier launch has finished its programs, and every later one waits for it.
+ * collective's launch (kb__rt_launch_on) takes part in the streams of its
+ * members and the driver's: it waits for their earlier launches and holds
+ * up their later ones, like a launch of each.
  *
  * Launch ids carry the machine's tag (runtime/internal.h): find_launch,
  * through which every wait looks an id up, refuses another machine's.
@@ -71,7 +72,9 @@ struct kb__rt_launch {
     lpe *pe;
     uint32_t arrivals, sips_pending, pes_running;
     bool ready, started, finished;
-    bool fence; /* a collective's: runs alone in launch order (try_start) */
+    int *streams;       /* host ranks whose streams it takes part in (try_start): &owner,
+                           or a collective's members and the driver (its own array) */
+    uint32_t n_streams;
     kb__time t_issue, t_start, t_end;
     kb__time t_pes_end; /* the last PE finished its programs */
     kb__pe_launch *pl;
@@ -120,6 +123,7 @@ static void launch_free(kb__rt_launch *l)
     free(l->sips);
     free(l->cubes);
     free(l->pe);
+    if (l->streams != &l->owner) free(l->streams);
     free(l);
 }
 
@@ -238,9 +242,9 @@ static bool owner_held(const int *owners, size_t n, int owner)
 }
 
 /* Starts every launch that may start now, in launch order (header comment):
- * each launch that has not finished its programs holds its host rank's
- * stream and its PEs for the launches after it. O(launches outstanding x
- * their host ranks + their PEs). */
+ * each launch that has not finished its programs holds its streams and its
+ * PEs for the launches after it. O(launches outstanding x their streams +
+ * their PEs). */
 static void try_start(kb_machine *m)
 {
     if (++m->pe_stamp == 0) { /* the marks wrapped: clear them */
@@ -249,27 +253,33 @@ static void try_start(kb_machine *m)
     }
     uint32_t stamp = m->pe_stamp;
     size_t n_held = 0, cap = 0;
-    int *held = NULL;     /* host ranks whose stream an earlier launch holds */
-    bool earlier = false; /* an earlier launch has not finished its programs */
+    int *held = NULL; /* host ranks whose stream an earlier launch holds */
     for (kb__rt_launch *l = m->launches; l; l = l->next) {
         if (!l->started && l->ready) {
-            bool free = l->fence ? !earlier : !owner_held(held, n_held, l->owner);
+            bool free = true;
+            for (uint32_t i = 0; free && i < l->n_streams; i++)
+                free = !owner_held(held, n_held, l->streams[i]);
             for (uint32_t i = 0; free && i < l->n_pes; i++)
                 free = m->pe_mark[l->pe[i].gi] != stamp;
             if (free) start(m, l);
         }
         if (l->started && !l->pes_running) continue; /* its programs ended (or never started) */
-        if (l->fence) break;                         /* every later launch waits for it */
-        earlier = true;
         for (uint32_t i = 0; i < l->n_pes; i++)
             m->pe_mark[l->pe[i].gi] = stamp;
-        if (owner_held(held, n_held, l->owner)) continue;
-        if (n_held == cap) {
-            int *v = realloc(held, (cap = cap ? 2 * cap : 8) * sizeof *v);
-            if (!v) break; /* out of memory: start nothing more now; a later try retries */
-            held = v;
+        bool oom = false;
+        for (uint32_t i = 0; i < l->n_streams && !oom; i++) {
+            if (owner_held(held, n_held, l->streams[i])) continue;
+            if (n_held == cap) {
+                int *v = realloc(held, (cap = cap ? 2 * cap : 8) * sizeof *v);
+                if (!v) {
+                    oom = true; /* start nothing more now; a later try retries */
+                    break;
+                }
+                held = v;
+            }
+            held[n_held++] = l->streams[i];
         }
-        held[n_held++] = l->owner;
+        if (oom) break;
     }
     free(held);
 }
@@ -559,6 +569,8 @@ static kb__rt_launch *launch_new(kb_machine *m, const char *name, tl_kernel_fn f
     l->desc.mem = (kb__tl_mem_port){kb__rt_dma_transfer, m, !m->dev->no_data};
     l->desc.pe_done = pe_done;
     l->desc.pe_done_arg = l;
+    l->streams = &l->owner; /* its own stream: it follows the owner (kb__rt_launch_adopt) */
+    l->n_streams = 1;
     kb__event_init(&l->done, "launch");
     return l;
 }
@@ -618,7 +630,17 @@ int kb__rt_launch_on(kb_machine *m, const kb__rt_launch_spec *s, kb_launch_id *o
     for (int a = 0; a < s->n_args; a++)
         l->desc.args[a] = s->args[a];
     l->desc.coll = s->coll;
-    l->fence = true;
+    /* its members' streams and the driver's (launches issued before kb_spawn) */
+    int *streams = malloc(((size_t)s->n_streams + 1) * sizeof *streams);
+    if (!streams) {
+        launch_free(l);
+        return kb__err_set(err, KB_ENOMEM, "launch %s: out of host memory", s->name);
+    }
+    l->streams = streams;
+    l->n_streams = 0;
+    l->streams[l->n_streams++] = -1;
+    for (uint32_t i = 0; i < s->n_streams; i++)
+        if (s->streams[i] != -1) l->streams[l->n_streams++] = s->streams[i];
     l->n_pes = s->n_pes;
     l->desc.grid[0] = s->n_pes;
     l->desc.grid[1] = l->desc.grid[2] = 1;

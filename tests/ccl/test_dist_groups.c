@@ -301,8 +301,8 @@ Test(dist_groups, runs_are_deterministic)
                  kb_test_spawn_end(pairs, RANKS, sizeof(out)));
 }
 
-/* The two pairs' all-reduces run one after the other (a collective launch
- * is a fence), each whole: their spans in the trace do not overlap. */
+/* The two pairs' all-reduces run one after the other (one collective at a
+ * time), each whole: their spans in the trace do not overlap. */
 Test(dist_groups, two_groups_collectives_do_not_overlap)
 {
     kb_machine *m = kb_test_machine();

@@ -182,3 +182,59 @@ Test(dist_p2p, the_same_chain_twice_ends_at_the_same_time)
     cr_expect_eq(kb_test_spawn_end(chain, RANKS, sizeof(out)),
                  kb_test_spawn_end(chain, RANKS, sizeof(out)));
 }
+
+/* Rank 0 computes for a while on its PE; meanwhile ranks 1 and 2 pass a
+ * tensor between their own PEs. A collective's launch waits only for its
+ * members' streams and PEs, so the transfer ends before rank 0's kernel. */
+static void busy(tl_ctx *k)
+{
+    tl_tile t = tl_full(k, 1, (int64_t[]){4096}, 1.0, TL_F32);
+    for (int i = 0; i < 400; i++) {
+        uint64_t scope = tl_scope_begin(k);
+        tl_tile u = tl_exp(k, tl_mul(k, t, tl_scalar(k, 0.0, TL_F32)));
+        tl_scope_end(k, scope, 1, &u);
+        tl_free(k, t);
+        t = u;
+    }
+    tl_item(k, tl_sum(k, t, TL_AXIS_ALL));
+}
+
+typedef struct times {
+    uint64_t kernel_end, recv_end;
+} times;
+
+static int overlap(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    times *o = arg;
+    kb_tensor t = {0};
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = tensor(m, rank, 1, &t);
+    if (!rc) rc = kb_barrier(m);
+    if (rc) return rc;
+    if (rank == 0) {
+        kb_arg a = kb_arg_tensor(t);
+        kb_launch_opts lo = {{1, 1, 1}, -1};
+        kb_launch_id id;
+        rc = kb_launch(m, "busy", busy, &lo, &a, 1, &id);
+        if (!rc) rc = kb_wait(m, id);
+        o->kernel_end = kb_now_ps(m);
+    } else if (rank == 1) {
+        rc = kb_send(m, t, 2);
+    } else {
+        rc = kb_recv(m, t, 1);
+        o->recv_end = kb_now_ps(m);
+    }
+    return rc;
+}
+
+Test(dist_p2p, a_transfer_runs_beside_another_ranks_kernel)
+{
+    kb_machine *m = kb_test_machine();
+    times o = {0, 0};
+    cr_assert_eq(kb_spawn(m, overlap, 3, &o), 0, "%s", kb_last_error(m));
+    cr_expect_gt(o.kernel_end, 0);
+    cr_expect_lt(o.recv_end, o.kernel_end, "the transfer ended at %llu ps, the kernel at %llu ps",
+                 (unsigned long long)o.recv_end, (unsigned long long)o.kernel_end);
+    kb_close(m);
+}
