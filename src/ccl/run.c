@@ -67,7 +67,39 @@ struct kb__ccl_state {
     size_t n_user, cap_user;
     kb__ccl_installs installs; /* the install cache (installs.c); installs.last is NULL
                                   when the last call failed */
+    int busy;       /* a collective, an install or a reload is under way (acquire) */
+    kb__event idle; /* fired when it ends */
 };
+
+/* ---- one at a time -----------------------------------------------------------
+ *
+ * A collective call installs or reuses queues, attaches their endpoints to
+ * its PEs, launches and waits; a reload replaces the configuration and
+ * drops every install. Host ranks of different groups may call them at the
+ * same time, so they take turns: one that finds another under way waits
+ * for its end (in simulated time; the driver never finds one, it blocks in
+ * its own calls). Otherwise a reload would free the queues of a running
+ * collective, and two collectives would attach their endpoints over each
+ * other's on a shared PE. */
+
+static int acquire(kb__ccl_state *st, const char *who, kb__err *err)
+{
+    while (st->busy) {
+        int rc = kb__event_wait(st->m->dev->sim, &st->idle);
+        if (rc)
+            return kb__err_set(err, rc, "%s: %s while it waited for the collective under way",
+                               who, rc == KB_ECANCELED ? "canceled" : "stopped");
+    }
+    st->busy = 1;
+    return 0;
+}
+
+static void release(kb__ccl_state *st)
+{
+    st->busy = 0;
+    kb__event_fire(st->m->dev->sim, &st->idle, 0);
+    kb__event_reset(&st->idle);
+}
 
 /* ---- state ------------------------------------------------------------------ */
 
@@ -148,6 +180,7 @@ int kb__ccl_state_create(kb_machine *m, const char *ccl_path, const char *const 
     kb__ccl_state *st = calloc(1, sizeof *st);
     if (!st) return kb__err_set(err, KB_ENOMEM, "ccl: out of host memory");
     st->m = m;
+    kb__event_init(&st->idle, "the collective under way");
     kb__ccl_installs_init(&st->installs, m);
     int rc = config_replace(st, ccl_path, NULL, sets, n_sets, NULL, 0, err);
     if (rc) {
@@ -163,6 +196,7 @@ void kb__ccl_state_destroy(kb_machine *m)
     kb__ccl_state *st = m->ccl;
     if (!st) return;
     kb__ccl_installs_fini(&st->installs);
+    kb__event_fini(&st->idle);
     kb__ccl_config_destroy(st->cfg);
     source_free(&st->src);
     for (size_t i = 0; i < st->n_user; i++) {
@@ -206,8 +240,12 @@ static int reload(kb_machine *m, int layer, const char *ccl_path, const char *co
     kb__err e;
     kb__err_clear(&e);
     int rc = n_sets && !sets ? kb__err_set(&e, KB_EINVAL, "%s: sets is NULL", fn)
-             : layer         ? kb__ccl_override(m, sets, n_sets, &e)
-                             : kb__ccl_reconfigure(m, ccl_path, sets, n_sets, &e);
+                             : acquire(m->ccl, fn, &e);
+    if (!rc) {
+        rc = layer ? kb__ccl_override(m, sets, n_sets, &e)
+                   : kb__ccl_reconfigure(m, ccl_path, sets, n_sets, &e);
+        release(m->ccl);
+    }
     return rc ? kb__rt_fail(m, &e) : 0;
 }
 
@@ -649,9 +687,11 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     if (!m || !m->ccl || !r || (unsigned)r->kind >= KB__CCL_COLLECTIVE_COUNT)
         return kb__err_set(err, KB_EINVAL, "collective: no machine, request or kind");
     kb__ccl_state *st = m->ccl;
-    st->installs.last = NULL; /* until this call has its install */
     coll_call c = {.m = m, .r = r, .what = kb__ccl_collective_name(r->kind)};
-    int rc = gather(&c, err);
+    int rc = acquire(st, c.what, err);
+    if (rc) return rc;
+    st->installs.last = NULL; /* until this call has its install */
+    rc = gather(&c, err);
     if (!rc) rc = pick(&c, st, r->algorithm, err);
     kb__ccl_installed *in = NULL;
     if (!rc) rc = plan_and_install(st, &c, &in, info, err);
@@ -675,6 +715,7 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
                           (uint64_t)c.p * info->bytes_per_rank);
     }
     free(c.buf);
+    release(st);
     return rc;
 }
 
@@ -685,16 +726,20 @@ int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *
     memset(info, 0, sizeof *info);
     if (!m || !m->ccl) return kb__err_set(err, KB_EINVAL, "ccl prepare: no machine");
     kb__ccl_state *st = m->ccl;
+    int rc = acquire(st, "ccl prepare", err);
+    if (rc) return rc;
     st->installs.last = NULL;
     const kb__ccl_algo *a;
-    int rc = algorithm ? kb__ccl_config_find(st->cfg, algorithm, &a, err)
-                       : kb__ccl_config_default(st->cfg, KB__CCL_ALL_REDUCE, &a, err);
-    if (rc) return kb__err_prefix(err, "ccl prepare: ");
+    rc = algorithm ? kb__ccl_config_find(st->cfg, algorithm, &a, err)
+                   : kb__ccl_config_default(st->cfg, KB__CCL_ALL_REDUCE, &a, err);
+    if (rc) kb__err_prefix(err, "ccl prepare: ");
     kb__ccl_resolved res;
-    kb__ccl_plan *plan;
-    if ((rc = kb__ccl_resolve(a, &m->params, 0, &res, err))) return rc;
-    if ((rc = kb__ccl_plan_build(&plan, &m->params, &res, err))) return rc;
+    kb__ccl_plan *plan = NULL;
+    if (!rc) rc = kb__ccl_resolve(a, &m->params, 0, &res, err);
+    if (!rc) rc = kb__ccl_plan_build(&plan, &m->params, &res, err);
     int installed;
     kb__ccl_installed *in;
-    return kb__ccl_installs_get(&st->installs, a, plan, &in, &installed, info, err);
+    if (!rc) rc = kb__ccl_installs_get(&st->installs, a, plan, &in, &installed, info, err);
+    release(st);
+    return rc;
 }

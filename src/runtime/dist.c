@@ -24,10 +24,9 @@
  *
  * Groups: kb_new_group is a round of the world whose last member adds the
  * group; its handle (the kb_spawn's serial and the group's index) goes to
- * every rank through the round slot. One collective runs on the device at
- * a time (coll_running): a group whose round is due while another group's
- * collective runs waits for it, since the installed queues (and the PEs'
- * tile scratch above their rings) change per install and launch.
+ * every rank through the round slot. The collective runner takes one call
+ * at a time (ccl/run.c): a group whose round is due while another group's
+ * collective runs waits for it there.
  *
  * Point to point: kb_send and kb_recv of two ranks meet in the hidden
  * group of the pair (made on first use, never handed out) as a round whose
@@ -119,8 +118,6 @@ typedef struct kb__rt_dist {
     int driver_pg;       /* the driver started a process group */
     rt_group *live;      /* the running kb_spawn's group, NULL when none */
     int spawns;          /* kb_spawn calls so far (group serials) */
-    int coll_running;    /* a rank runs a collective on the device (one at a time) */
-    kb__event coll_idle; /* fired when it ends */
     rt_group *abandoned; /* groups with abandoned ranks, freed by kb_close */
     int driver_sip;
     kb_ccl_report last;
@@ -173,7 +170,6 @@ static kb__rt_dist *dist_of(kb_machine *m, kb__err *err)
         return NULL;
     }
     kb__dist_init(&x->d, m->dev->sim);
-    kb__event_init(&x->coll_idle, "the running collective");
     x->driver_sip = m->device_sip;
     m->dist = x;
     return x;
@@ -365,7 +361,6 @@ void kb__rt_dist_fini(kb_machine *m)
         group_free(g);
     }
     ext_free(&x->driver_ext);
-    kb__event_fini(&x->coll_idle);
     kb__dist_fini(&x->d);
     free(x);
     m->dist = NULL;
@@ -859,36 +854,18 @@ static int add_group(rt_group *g, const call *c, kb__err *err, int *value)
     return 0;
 }
 
-/* Runs the device collective of cm's round once no other group's runs (the
- * header comment says why). Its launch joins the members' streams. */
-static int run_exclusive(kb_machine *m, rt_group *g, const comm *cm, kb__err *err)
+/* Runs the device collective of cm's round over its members' calls, in
+ * group rank order; its launch joins their streams. */
+static int run_members(kb_machine *m, rt_group *g, const comm *cm, kb__err *err)
 {
-    kb__rt_dist *x = m->dist;
     const call **calls = malloc((size_t)cm->n * sizeof *calls);
     int *ranks = malloc((size_t)cm->n * sizeof *ranks);
-    if (!calls || !ranks) {
-        free(calls);
-        free(ranks);
-        return kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
-    }
-    for (int i = 0; i < cm->n; i++) {
+    int rc = calls && ranks ? 0 : kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
+    for (int i = 0; !rc && i < cm->n; i++) {
         ranks[i] = member_of(cm, i);
         calls[i] = &g->pend[ranks[i]];
     }
-    int rc = 0;
-    while (x->coll_running && !rc)
-        rc = kb__event_wait(x->d.sim, &x->coll_idle);
-    if (rc) {
-        kb__err_set(err, rc, "%s: canceled while another group's collective ran", calls[0]->what);
-        free(calls);
-        free(ranks);
-        return rc;
-    }
-    x->coll_running = 1;
-    rc = run_calls(m, x, calls, ranks, cm->n, err);
-    x->coll_running = 0;
-    kb__event_fire(x->d.sim, &x->coll_idle, 0);
-    kb__event_reset(&x->coll_idle);
+    if (!rc) rc = run_calls(m, m->dist, calls, ranks, cm->n, err);
     free(calls);
     free(ranks);
     return rc;
@@ -901,7 +878,7 @@ static int run_round(kb_machine *m, rt_group *g, comm *cm, kb__err *err, int *va
     if (first->kind == CALL_BARRIER) return 0; /* nothing runs on the device */
     int rc = check_pes_apart(m, g, cm, err);
     if (!rc) rc = check_outputs(m, g, cm, err);
-    if (!rc) rc = run_exclusive(m, g, cm, err);
+    if (!rc) rc = run_members(m, g, cm, err);
     if (!rc && first->kind == CALL_INIT) g->pg = 1;
     return rc;
 }

@@ -332,3 +332,58 @@ Test(dist_groups, two_groups_collectives_do_not_overlap)
     free(o);
     kb_close(m);
 }
+
+/* Ranks 0 and 1 all-reduce 4 MiB in their pair while rank 2, not in it,
+ * reloads the collective configuration in the middle (at 60 us; the
+ * collective runs from about 27 us to 154 us). The reload waits for the
+ * collective (it would free the queues under it), then applies. */
+typedef struct reload_run {
+    uint64_t reload_at, reloaded_at;
+    float got[2];
+} reload_run;
+
+static int reload_midway(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    reload_run *o = arg;
+    static const int pair[2] = {0, 1};
+    kb_group g;
+    kb_policy here = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, rank / 2};
+    int64_t n = rank < 2 ? 1 << 20 : 1024;
+    kb_tensor t;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_new_group(m, pair, 2, &g);
+    if (!rc) rc = kb_full(m, NULL, 1, &n, KB_F32, &here, rank + 1, &t);
+    if (!rc && rank < 2) {
+        float *all = malloc((size_t)n * sizeof *all);
+        rc = all ? kb_all_reduce_group(m, g, t, KB_SUM) : KB_ENOMEM;
+        if (!rc) rc = kb_copy_to_host(m, t, all, (size_t)n * sizeof *all, KB_F32);
+        if (!rc) o->got[rank] = all[n - 1];
+        free(all);
+        return rc;
+    }
+    float h[1024];
+    while (!rc && kb_now_ps(m) < 60000000)
+        rc = kb_copy_to_host(m, t, h, sizeof h, KB_F32);
+    o->reload_at = kb_now_ps(m);
+    if (!rc) rc = kb_ccl_configure(m, NULL, NULL, 0);
+    o->reloaded_at = kb_now_ps(m);
+    return rc;
+}
+
+Test(dist_groups, a_reload_during_another_groups_collective_waits_for_it)
+{
+    kb_machine *m = kb_test_machine();
+    reload_run o = {0};
+    cr_assert_eq(kb_spawn(m, reload_midway, 3, &o), 0, "%s", kb_last_error(m));
+    kb_ccl_report r;
+    cr_assert_eq(kb_ccl_last(m, &r), 0);
+    cr_expect(o.reload_at > r.start_ps && o.reload_at < r.end_ps,
+              "the reload came at %llu ps, inside the collective [%llu, %llu)",
+              (unsigned long long)o.reload_at, (unsigned long long)r.start_ps,
+              (unsigned long long)r.end_ps);
+    cr_expect_geq(o.reloaded_at, r.end_ps, "the reload waited for the collective's end");
+    cr_expect_eq(o.got[0], 3.0f);
+    cr_expect_eq(o.got[1], 3.0f);
+    kb_close(m);
+}
