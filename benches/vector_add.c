@@ -47,8 +47,8 @@ static int vector_add(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
         return kb_bench_fail(r, KB_ENOMEM, "vector_add: cannot allocate host buffers");
     kb__bench_fill(x, (size_t)n, 11, -1, 1);
     kb__bench_fill(y, (size_t)n, 12, -1, 1);
-    kb_policy p = {KB_REPLICATE,      KB_COLUMN_WISE, KB_COLUMN_WISE,
-                   kb__bench_sips(m), (int)nc,        (int)np, 0, 0};
+    kb_policy p = {
+        KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, kb__bench_sips(m), (int)nc, (int)np, 0, 0};
     kb_tensor tx = {0}, ty = {0}, to = {0};
     rc = kb__bench_tensor(m, "x", 1, &n, KB_F32, &p, x, &tx);
     if (!rc) rc = kb__bench_tensor(m, "y", 1, &n, KB_F32, &p, y, &ty);

@@ -162,10 +162,10 @@ KB_API int kb_ccl_last(const kb_machine *m, kb_ccl_report *out);
 /* Reloads the machine's collective configuration: ccl_path (NULL = the
  * built-in configs/ccl.yaml) with sets[0..n_sets) applied ("ccl.PATH=VALUE",
  * as --set). The queues installed for the previous configuration are freed;
- * the next collective installs its own. From a rank, while another group's
- * collective runs, the call waits for it to end first. On failure (KB_EIO, KB_ECONFIG
- * naming FILE:LINE:COL or the --set argument, KB_ENOMEM) the previous
- * configuration stays in force. */
+ * the next collective installs its own. From a rank, while another
+ * group's collective runs, the call waits for it to end first. On failure
+ * (KB_EIO, KB_ECONFIG naming FILE:LINE:COL or the --set argument,
+ * KB_ENOMEM) the previous configuration stays in force. */
 KB_API int kb_ccl_configure(kb_machine *m, const char *ccl_path, const char *const *sets,
                             size_t n_sets);
 

@@ -67,8 +67,8 @@ struct kb__ccl_state {
     size_t n_user, cap_user;
     kb__ccl_installs installs; /* the install cache (installs.c); installs.last is NULL
                                   when the last call failed */
-    int busy;       /* a collective, an install or a reload is under way (acquire) */
-    kb__event idle; /* fired when it ends */
+    int busy;                  /* a collective, an install or a reload is under way (acquire) */
+    kb__event idle;            /* fired when it ends */
 };
 
 /* ---- one at a time -----------------------------------------------------------
@@ -87,8 +87,8 @@ static int acquire(kb__ccl_state *st, const char *who, kb__err *err)
     while (st->busy) {
         int rc = kb__event_wait(st->m->dev->sim, &st->idle);
         if (rc)
-            return kb__err_set(err, rc, "%s: %s while it waited for the collective under way",
-                               who, rc == KB_ECANCELED ? "canceled" : "stopped");
+            return kb__err_set(err, rc, "%s: %s while it waited for the collective under way", who,
+                               rc == KB_ECANCELED ? "canceled" : "stopped");
     }
     st->busy = 1;
     return 0;
@@ -662,7 +662,14 @@ static int launch(kb__ccl_state *st, kb__ccl_installed *in, const coll_call *c,
         *piece = (uint64_t)s.piece * kb__dtype_size(c->dtype);
         kb__tl_arg args[2] = {{.kind = KB__TL_ARG_TENSOR}, {.kind = KB__TL_ARG_TENSOR}};
         int caller = kb__rt_caller(m);
-        kb__rt_launch_spec spec = {c->algo->name, c->mod->fn, in->pes, p, args, 2, views, &s,
+        kb__rt_launch_spec spec = {c->algo->name,
+                                   c->mod->fn,
+                                   in->pes,
+                                   p,
+                                   args,
+                                   2,
+                                   views,
+                                   &s,
                                    c->r->ranks ? c->r->ranks : &caller,
                                    c->r->ranks ? c->r->n_ranks : 1};
         kb_launch_id id;

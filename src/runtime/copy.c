@@ -304,8 +304,7 @@ int kb_tensor_describe(kb_machine *m, kb_tensor h, char *buf, size_t size, size_
     put(&x, "tensor '%s' (id %" PRIu64 "): %s %s, policy sip=%s×%d cube=%s×%d pe=%s×%d", t->name,
         t->serial, shp, kb__dtype_name(t->dtype), kb__split_name(p->sip), p->num_sips,
         kb__split_name(p->cube), p->num_cubes, kb__split_name(p->pe), p->num_pes);
-    if (p->first_cube || p->first_pe)
-        put(&x, " from cube %d, pe %d", p->first_cube, p->first_pe);
+    if (p->first_cube || p->first_pe) put(&x, " from cube %d, pe %d", p->first_cube, p->first_pe);
     if (t->sip_scope >= 0) put(&x, " (scoped to sip%d)", t->sip_scope);
     put(&x, "\n  VA [%s, %s), %d shards, %d regions × %d copies\n",
         kb__mmu_format_va(t->va, a, sizeof a), kb__mmu_format_va(t->va + t->va_bytes, b, sizeof b),

@@ -60,12 +60,12 @@ typedef struct call {
     int comm; /* index of the group it is made in (0: the world) */
     kb_reduce_op op;
     kb_tensor in, out;
-    int root;          /* broadcast: src as passed (a host rank, or the driver's shard) */
-    int root_index;    /* broadcast: its index among the participants */
-    const int *ranks;  /* kb_new_group: the caller's list (valid while it waits) */
+    int root;         /* broadcast: src as passed (a host rank, or the driver's shard) */
+    int root_index;   /* broadcast: its index among the participants */
+    const int *ranks; /* kb_new_group: the caller's list (valid while it waits) */
     int n_ranks;
-    int p2p;           /* 1 kb_send, 2 kb_recv (a broadcast from the sender over the pair) */
-    int peer;          /* kb_send's dst, kb_recv's src */
+    int p2p;        /* 1 kb_send, 2 kb_recv (a broadcast from the sender over the pair) */
+    int peer;       /* kb_send's dst, kb_recv's src */
     uint64_t seq;   /* the rank's call number in its group, from 1 */
     char what[384]; /* "kb_all_reduce(tensor 'x': 256 f32 per shard, sum) call #1" */
 } call;
@@ -82,10 +82,10 @@ typedef struct round_slot {
  * (kb_new_group), with its own rendezvous. Allocated one by one, so a
  * waiting rank's pointer into one stays valid while others are added. */
 typedef struct comm {
-    int n;         /* members */
-    int pair;      /* 1: the hidden group of two ranks kb_send / kb_recv meet in */
-    int *member;   /* [n] host rank of group rank i; NULL for the world (identity) */
-    int arrived;   /* members waiting in the current round */
+    int n;       /* members */
+    int pair;    /* 1: the hidden group of two ranks kb_send / kb_recv meet in */
+    int *member; /* [n] host rank of group rank i; NULL for the world (identity) */
+    int arrived; /* members waiting in the current round */
     uint64_t round;
     uint64_t *seq; /* [n] calls made, per group rank */
     round_slot slot[2];
@@ -732,8 +732,8 @@ static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, const 
         .op = c[0]->op,
         .n = (uint32_t)n,
         .in = in,
-        .out = (c[0]->kind == KB__CCL_REDUCE_SCATTER || c[0]->kind == KB__CCL_ALL_GATHER) ? out
-                                                                                          : NULL,
+        .out =
+            (c[0]->kind == KB__CCL_REDUCE_SCATTER || c[0]->kind == KB__CCL_ALL_GATHER) ? out : NULL,
         .root = root,
         .ranks = ranks,
         .n_ranks = ranks ? (uint32_t)n : 0};
@@ -938,9 +938,8 @@ static int p2p_setup(rt_group *g, int r, call *c, kb__err *err)
 static int check_ranks(const int *ranks, int n, int world, kb__err *err)
 {
     if (!ranks || n < 1 || n > world)
-        return kb__err_set(err, KB_EINVAL,
-                           "kb_new_group: need 1..%d ranks in a list (got n %d%s)", world, n,
-                           ranks ? "" : ", no list");
+        return kb__err_set(err, KB_EINVAL, "kb_new_group: need 1..%d ranks in a list (got n %d%s)",
+                           world, n, ranks ? "" : ", no list");
     for (int i = 0; i < n; i++) {
         if (ranks[i] < 0 || ranks[i] >= world)
             return kb__err_set(err, KB_EINVAL,
@@ -988,16 +987,15 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
     } else if (c->p2p) {
         p2p_setup(g, r, c, &e);
     } else if (cm && rank_in(cm, r) < 0) {
-        kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of %s", call_name(c->kind),
-                    r, grp);
+        kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of %s", call_name(c->kind), r,
+                    grp);
     } else if (c->kind == KB__CCL_BROADCAST) {
         c->root_index = cm ? rank_in(cm, c->root) : c->root;
         if (c->root < 0 || (g && c->root >= g->n))
             kb__err_set(&e, KB_ERANGE, "kb_broadcast: src %d is not a rank (0..%d)", c->root,
                         g ? g->n - 1 : 0);
         else if (c->root_index < 0)
-            kb__err_set(&e, KB_EINVAL, "kb_broadcast: src %d is not a member of %s", c->root,
-                        grp);
+            kb__err_set(&e, KB_EINVAL, "kb_broadcast: src %d is not a member of %s", c->root, grp);
     } else if ((unsigned)c->op > KB_AVG) {
         kb__err_set(&e, KB_EINVAL, "%s: op %d is not sum, max, min or avg", call_name(c->kind),
                     (int)c->op);
@@ -1010,8 +1008,9 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
     if (!g) {
         c->seq = 0;
         const call *one = c;
-        rc = c->kind == CALL_BARRIER || c->kind == CALL_NEW_GROUP ? 0
-                                                                   : run_calls(m, x, &one, NULL, 1, &e);
+        rc = c->kind == CALL_BARRIER || c->kind == CALL_NEW_GROUP
+                 ? 0
+                 : run_calls(m, x, &one, NULL, 1, &e);
         if (!rc && c->kind == CALL_INIT) x->driver_pg = 1;
         *value = 0;
     } else {
@@ -1038,8 +1037,7 @@ int kb_all_reduce_group(kb_machine *m, kb_group g, kb_tensor t, kb_reduce_op op)
     return collective(m, g, &c, NULL);
 }
 
-int kb_reduce_scatter_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in,
-                            kb_reduce_op op)
+int kb_reduce_scatter_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in, kb_reduce_op op)
 {
     call c = {.kind = KB__CCL_REDUCE_SCATTER, .op = op, .in = in, .out = out};
     return collective(m, g, &c, NULL);

@@ -356,7 +356,7 @@ typedef struct kb__rt_launch_spec {
     const struct kb__tl_arg *args; /* [n_args] */
     int n_args;
     const tl_tensor *pe_tensors; /* [n_pes × n_args], NULL: none; names must outlive the launch */
-    const void *coll; /* a collective call's kb_ccl_sched (must outlive the launch), or NULL */
+    const void *coll;   /* a collective call's kb_ccl_sched (must outlive the launch), or NULL */
     const int *streams; /* [n_streams] host ranks (-1 the driver) whose earlier launches it
                            waits for and whose later ones wait for it, besides its PEs' */
     uint32_t n_streams;

@@ -72,8 +72,8 @@ struct kb__rt_launch {
     lpe *pe;
     uint32_t arrivals, sips_pending, pes_running;
     bool ready, started, finished;
-    int *streams;       /* host ranks whose streams it takes part in (try_start): &owner,
-                           or a collective's members and the driver (its own array) */
+    int *streams; /* host ranks whose streams it takes part in (try_start): &owner,
+                     or a collective's members and the driver (its own array) */
     uint32_t n_streams;
     kb__time t_issue, t_start, t_end;
     kb__time t_pes_end; /* the last PE finished its programs */

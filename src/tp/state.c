@@ -356,7 +356,7 @@ int kb_tp_placement(kb_machine *m, kb_policy *out)
     /* num_sips 0 lets kb_set_device scope the tensor to the bound SIP */
     int home[3];
     kb__tp_home(m, home);
-    *out = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb_get_device(m) < 0 ? 1 : 0,
-                       1,           1,           home[1],      home[2]};
+    *out = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb_get_device(m) < 0 ? 1 : 0, 1, 1,
+                       home[1],      home[2]};
     return 0;
 }

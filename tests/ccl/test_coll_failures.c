@@ -167,7 +167,7 @@ Test(coll_failures, abandoned_sends_and_receives_leave_nothing_allocated)
 {
     kb_machine *m = cf_open(NULL, 0);
     cf_use_algorithm(m, "bp", "sends_before_receiving", sends_before_receiving,
-                  "n_slots: 1, backpressure: sleep");
+                     "n_slots: 1, backpressure: sleep");
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
     kb__err e;
     cr_assert_eq(cf_run(m, &t, NULL, NULL, &e), KB_EDEADLOCK, "%s", e.msg);

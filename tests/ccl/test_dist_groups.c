@@ -14,7 +14,6 @@
 #define N     48
 #define RANKS 4
 
-
 static const kb_policy ONE_PE = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, 0};
 
 /* Element i of host rank r's input: small integers, exact sums in f32. */
@@ -227,9 +226,9 @@ Test(dist_groups, a_broadcast_source_outside_the_group_is_refused)
 {
     kb_machine *m = kb_test_machine();
     cr_assert_eq(kb_spawn(m, foreign_src, 3, NULL), KB_EINVAL, "%s", kb_last_error(m));
-    cr_expect(strstr(kb_last_error(m),
-                     ": kb_broadcast: src 2 is not a member of group 4097 [0, 1]"),
-              "%s", kb_last_error(m));
+    cr_expect(
+        strstr(kb_last_error(m), ": kb_broadcast: src 2 is not a member of group 4097 [0, 1]"),
+        "%s", kb_last_error(m));
     kb_close(m);
 }
 

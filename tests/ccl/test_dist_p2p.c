@@ -12,7 +12,6 @@
 #define N     40
 #define RANKS 4
 
-
 static float val(int r, int i)
 {
     return (float)(100 * r + i);

@@ -656,8 +656,9 @@ Test(dist, ranks_sharing_a_sip_reduce_together_with_tensors_on_their_own_pes)
 
 /* ---- streams: each rank's launches are its own ------------------------------- */
 
-#define BUSY_OPS 200 /* element-wise ops of the busy kernel: far longer than a launch's overhead   \
-                      */
+#define BUSY_OPS                                                                                   \
+    200 /* element-wise ops of the busy kernel: far longer than a launch's overhead                \
+         */
 
 static void busy(tl_ctx *k)
 {

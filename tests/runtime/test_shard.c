@@ -278,9 +278,9 @@ Test(shard, first_cube_and_first_pe_start_the_owners_there)
 {
     const int64_t shape[2] = {8, 12};
     kb__shard_geom g = {2, 4, 8};
-    kb__shard_req r = req2("t", shape, 2, g,
-                           (kb__shard_policy){KB_REPLICATE, KB_ROW_WISE, KB_COLUMN_WISE, 0, 2, 3,
-                                              1, 5});
+    kb__shard_req r =
+        req2("t", shape, 2, g,
+             (kb__shard_policy){KB_REPLICATE, KB_ROW_WISE, KB_COLUMN_WISE, 0, 2, 3, 1, 5});
     kb__shard_plan pl;
     cr_assert_eq(kb__shard_plan_make(&pl, &r, NULL), 0);
     cr_assert_eq(pl.n_shards, 2 * 2 * 3);

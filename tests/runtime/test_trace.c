@@ -74,7 +74,6 @@ static const char *event(const char *s, const char *cat, const char *name)
     return NULL;
 }
 
-
 static int count(const char *s, const char *needle)
 {
     int n = 0;
@@ -104,8 +103,10 @@ Test(trace, every_op_program_and_launch_is_a_span_timed_as_the_model_times_it)
     cr_assert_eq(kb_test_trace_ps(add, "dur"), add_ps, "%.200s", add);
     cr_assert(strstr(add, "\"args\":{\"program\":0,\"work\":4096}"), "%.200s", add);
     /* the add waits for the load, the store for the add */
-    cr_assert_geq(kb_test_trace_ps(add, "ts"), kb_test_trace_ps(load, "ts") + kb_test_trace_ps(load, "dur"));
-    cr_assert_geq(kb_test_trace_ps(store, "ts"), kb_test_trace_ps(add, "ts") + kb_test_trace_ps(add, "dur"));
+    cr_assert_geq(kb_test_trace_ps(add, "ts"),
+                  kb_test_trace_ps(load, "ts") + kb_test_trace_ps(load, "dur"));
+    cr_assert_geq(kb_test_trace_ps(store, "ts"),
+                  kb_test_trace_ps(add, "ts") + kb_test_trace_ps(add, "dur"));
     /* the program holds its ops, the launch its program */
     uint64_t p0 = kb_test_trace_ps(prog, "ts"), p1 = p0 + kb_test_trace_ps(prog, "dur");
     cr_assert_leq(p0, kb_test_trace_ps(load, "ts"));
