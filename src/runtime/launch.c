@@ -267,7 +267,7 @@ static void try_start(kb_machine *m)
         for (uint32_t i = 0; i < l->n_pes; i++)
             m->pe_mark[l->pe[i].gi] = stamp;
         bool oom = false;
-        for (uint32_t i = 0; i < l->n_streams && !oom; i++) {
+        for (uint32_t i = 0; i < l->n_streams; i++) {
             if (owner_held(held, n_held, l->streams[i])) continue;
             if (n_held == cap) {
                 int *v = realloc(held, (cap = cap ? 2 * cap : 8) * sizeof *v);
