@@ -125,9 +125,18 @@ typedef struct kb__rt_dist {
     kb__rt_group_ext driver_ext; /* the driver's slot (kb__rt_group_ext_of) */
 } kb__rt_dist;
 
-static const char *call_name(int kind)
+
+static const char *op_name(kb_reduce_op op)
 {
-    switch (kind) {
+    static const char *const names[] = {"sum", "max", "min", "avg"};
+    return (unsigned)op < 4 ? names[op] : "?";
+}
+
+/* The public name of call c. */
+static const char *label(const call *c)
+{
+    if (c->p2p) return c->p2p == 1 ? "kb_send" : "kb_recv";
+    switch (c->kind) {
     case KB__CCL_ALL_REDUCE:
         return "kb_all_reduce";
     case KB__CCL_REDUCE_SCATTER:
@@ -145,18 +154,6 @@ static const char *call_name(int kind)
     default:
         return "collective";
     }
-}
-
-static const char *op_name(kb_reduce_op op)
-{
-    static const char *const names[] = {"sum", "max", "min", "avg"};
-    return (unsigned)op < 4 ? names[op] : "?";
-}
-
-/* The public name of call c. */
-static const char *label(const call *c)
-{
-    return c->p2p == 1 ? "kb_send" : c->p2p == 2 ? "kb_recv" : call_name(c->kind);
 }
 
 /* ---- state ------------------------------------------------------------------ */
@@ -708,7 +705,7 @@ static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, const 
     if (!in || !out) {
         free(in);
         free(out);
-        return kb__err_set(err, KB_ENOMEM, "%s: out of host memory", call_name(c[0]->kind));
+        return kb__err_set(err, KB_ENOMEM, "%s: out of host memory", label(c[0]));
     }
     uint32_t root = 0;
     for (int k = 0; k < n; k++) {
@@ -757,14 +754,15 @@ static int64_t shard_elems(const kb__rt_tensor *t, int s)
  * Names the host rank at fault. */
 static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
 {
-    int kind = g->pend[member_of(cm, 0)].kind;
+    const call *first = &g->pend[member_of(cm, 0)];
+    int kind = first->kind;
     if (kind != KB__CCL_REDUCE_SCATTER && kind != KB__CCL_ALL_GATHER) return 0;
     int64_t p = 0;
     const kb__rt_tensor *in0 = NULL;
     for (int i = 0; i < cm->n; i++) {
         int k = member_of(cm, i);
         const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].in.id, err);
-        if (!t) return kb__err_prefix(err, "%s: host rank %d's input: ", call_name(kind), k);
+        if (!t) return kb__err_prefix(err, "%s: host rank %d's input: ", label(first), k);
         if (!in0) in0 = t;
         p += t->plan.n_shards;
     }
@@ -772,7 +770,7 @@ static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__e
     for (int i = 0; i < cm->n; i++) {
         int k = member_of(cm, i);
         const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].out.id, err);
-        if (!t) return kb__err_prefix(err, "%s: host rank %d's output: ", call_name(kind), k);
+        if (!t) return kb__err_prefix(err, "%s: host rank %d's output: ", label(first), k);
         for (int s = 0; s < t->plan.n_shards; s++) {
             if (t->dtype == in0->dtype && shard_elems(t, s) == want) continue;
             char why[96];
@@ -785,7 +783,7 @@ static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__e
             return kb__err_set(err, KB_EINVAL,
                                "%s: host rank %d's output '%s' shard %d is %s [%lld elements], "
                                "expected %s [%lld] (%s)",
-                               call_name(kind), k, t->name, s, kb__dtype_name(t->dtype),
+                               label(first), k, t->name, s, kb__dtype_name(t->dtype),
                                (long long)shard_elems(t, s), kb__dtype_name(in0->dtype),
                                (long long)want, why);
         }
@@ -971,10 +969,10 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
         kb__err_set(&e, KB_ECANCELED,
                     "%s: rank %d was abandoned by kb_spawn (it stayed blocked after every "
                     "cancellation), so it may not join a collective any more",
-                    call_name(c->kind), r);
+                    label(c), r);
         return kb__rt_fail(m, &e);
     }
-    c->comm = group_index(g, h, call_name(c->kind), &e);
+    c->comm = group_index(g, h, label(c), &e);
     const comm *cm = c->comm > 0 ? g->comm[c->comm] : NULL;
     int world = g ? g->n : 1;
     if (e.code) return kb__rt_fail(m, &e);
@@ -987,8 +985,7 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
     } else if (c->p2p) {
         p2p_setup(g, r, c, &e);
     } else if (cm && rank_in(cm, r) < 0) {
-        kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of %s", call_name(c->kind), r,
-                    grp);
+        kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of %s", label(c), r, grp);
     } else if (c->kind == KB__CCL_BROADCAST) {
         c->root_index = cm ? rank_in(cm, c->root) : c->root;
         if (c->root < 0 || (g && c->root >= g->n))
@@ -997,8 +994,7 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
         else if (c->root_index < 0)
             kb__err_set(&e, KB_EINVAL, "kb_broadcast: src %d is not a member of %s", c->root, grp);
     } else if ((unsigned)c->op > KB_AVG) {
-        kb__err_set(&e, KB_EINVAL, "%s: op %d is not sum, max, min or avg", call_name(c->kind),
-                    (int)c->op);
+        kb__err_set(&e, KB_EINVAL, "%s: op %d is not sum, max, min or avg", label(c), (int)c->op);
     } else if (c->kind == CALL_NEW_GROUP) {
         check_ranks(c->ranks, c->n_ranks, world, &e);
     }
