@@ -16,10 +16,11 @@
  * install's queue endpoints (a PE may be in several installs), then one
  * internal launch (kb__rt_launch_on: the launch path and costs of
  * kb_launch; it joins the streams of the call's host ranks) with one
- * program per rank. A failed kernel leaves
- * its queues in an unknown state, so its install is dropped (the others
- * stay) and the next call on that set reinstalls. kb__ccl_reconfigure and
- * kb__ccl_override drop every install, kb_close frees them.
+ * program per rank. A failed kernel leaves its queues in an unknown state,
+ * so its install is dropped (the others stay) and the next call on that
+ * set reinstalls. kb__ccl_reconfigure and kb__ccl_override drop every
+ * install, kb_close frees them. Calls, installs and reloads take turns
+ * ("one at a time" below).
  *
  * Cost: O(buffers + installs x world size) host work per call besides the
  * simulation (the lookup compares PE sets); a new install is O(world
