@@ -23,7 +23,7 @@
 
 #include "sim/internal.h"
 
-#define LINE_MAX_BYTES 512
+#define LINE_MAX_BYTES (KB__NOTE_MAX + 512)
 
 static void fmt_ns(char *buf, size_t n, kb__time t)
 {

@@ -120,10 +120,6 @@ typedef struct kb__waiter {
 
 enum kb__proc_state { KB__P_NEW, KB__P_READY, KB__P_RUNNING, KB__P_BLOCKED, KB__P_DONE };
 
-/* A host rank's note holds its pending call (up to 384 chars) and whom it
- * waits for. */
-#define KB__NOTE_MAX 640
-
 /* Fields used on every block and resume come first, so they share the first
  * cache lines (the struct is 64-byte aligned when it lives in its stack). */
 struct kb__proc {

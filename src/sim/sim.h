@@ -237,8 +237,11 @@ _Noreturn void kb__proc_raise(kb__sim *sim, int code, const char *fmt, ...)
  * records the error on sim. */
 int kb__proc_fail(kb__sim *sim, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* A short note shown in deadlock reports (truncated to 95 chars). NULL p is
- * ignored. */
+/* The longest note, NUL included: a host rank's note holds its pending call
+ * (up to 384 chars) and whom it waits for. */
+#define KB__NOTE_MAX 640
+/* A note shown in deadlock reports (truncated to KB__NOTE_MAX - 1 chars).
+ * NULL p is ignored. */
 void kb__proc_set_note(kb__proc *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same note, formatted only when a report shows it: fn writes it into
  * buf (n bytes, NUL-terminated) from arg, which must stay valid while the

@@ -66,6 +66,26 @@ Test(deadlock, run_reports_every_waiting_process_with_wait_since_and_note)
     kb__sim_destroy(sim); /* frees the stuck processes */
 }
 
+Test(deadlock, a_note_of_the_longest_size_is_reported_whole)
+{
+    kb__sim *sim = make();
+    kb__event ev;
+    kb__event_init(&ev, "rx0");
+    char note[KB__NOTE_MAX];
+    for (size_t i = 0; i + 1 < sizeof note; i++)
+        note[i] = (char)('a' + i % 26);
+    note[sizeof note - 1] = '\0';
+    note[sizeof note - 2] = 'Z'; /* the last character kept */
+    stuck a = {.delay = 1000, .ev = &ev, .note = note};
+    kb__proc_spawn(sim, "pe0", wait_event, &a, 0);
+    cr_assert_eq(kb__sim_run(sim), KB_EDEADLOCK);
+    const char *msg = kb__sim_error(sim)->msg;
+    char want[KB__NOTE_MAX + 16];
+    snprintf(want, sizeof want, "[note: %s]", note);
+    cr_assert(strstr(msg, want), "the note is cut short: %s", msg);
+    kb__sim_destroy(sim);
+}
+
 Test(deadlock, main_stack_wait_that_cannot_finish_returns_edeadlock_naming_it)
 {
     kb__sim *sim = make();
