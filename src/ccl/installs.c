@@ -198,7 +198,7 @@ static kb__ccl_installed *lru_idle(const kb__ccl_installs *c, const kb__ccl_ring
     kb__ccl_installed *best = NULL;
     for (size_t i = 0; i < c->n_inst; i++) {
         kb__ccl_installed *in = c->inst[i];
-        if (in->q_in_use || (memory && !holds_ring(in, memory))) continue;
+        if (in->q_in_use || in->running || (memory && !holds_ring(in, memory))) continue;
         if (!best || in->last_use < best->last_use) best = in;
     }
     return best;

@@ -45,6 +45,7 @@ typedef struct kb__ccl_installed {
     kb__ccl_plan *plan;       /* its PE set: plan->loc in rank order */
     kb__ipcq_set *q;
     int q_in_use;  /* programs of an unwound launch may still wait on q: never free it */
+    int running;   /* a launched collective uses it: not evicted */
     uint32_t *pes; /* [world] rank -> global PE index */
     kb__ccl_ring_block *rings;
     size_t n_rings, cap_rings;

@@ -68,28 +68,46 @@ struct kb__ccl_state {
     size_t n_user, cap_user;
     kb__ccl_installs installs; /* the install cache (installs.c); installs.last is NULL
                                   when the last call failed */
-    int busy;                  /* a collective, an install or a reload is under way (acquire) */
-    kb__event idle;            /* fired when it ends */
+    int busy;                  /* a turn is taken (acquire) */
+    uint32_t running;          /* collectives launched and not yet ended */
+    uint8_t *pe_running;       /* [n_pes]: 1 while a running collective has a buffer there */
+    kb__event changed;         /* fired when a turn or a running collective ends */
 };
 
-/* ---- one at a time -----------------------------------------------------------
+/* ---- turns ------------------------------------------------------------------
  *
- * A collective call installs or reuses queues, attaches their endpoints to
- * its PEs, launches and waits; a reload replaces the configuration and
- * drops every install. Host ranks of different groups may call them at the
- * same time, so they take turns: one that finds another under way waits
- * for its end (in simulated time; the driver never finds one, it blocks in
- * its own calls). Otherwise a reload would free the queues of a running
- * collective, and two collectives would attach their endpoints over each
- * other's on a shared PE. */
+ * Host ranks of different groups may call collectives, installs and
+ * reloads at the same time. Setting one up (checking its buffers, finding
+ * or making its install, attaching the endpoints, issuing its launch), a
+ * reload and kb__ccl_prepare each take a turn: one that finds another under
+ * way waits for its end (in simulated time; the driver never finds one, it
+ * blocks in its own calls). A launched collective gives its turn back and
+ * runs beside others, provided no running one has a buffer on its PEs: a
+ * call that finds one waits for it to end, as the hardware's queues and
+ * tile scratch of a PE serve one collective at a time. A reload, or an
+ * install over every PE, waits in its turn until no collective runs: it
+ * would free or place queues under a running one. */
+
+/* Waits for the next end of a turn or of a running collective. */
+static int wait_change(kb__ccl_state *st, const char *who, kb__err *err)
+{
+    int rc = kb__event_wait(st->m->dev->sim, &st->changed);
+    if (!rc) return 0;
+    return kb__err_set(err, rc, "%s: %s while it waited for the collective under way", who,
+                       rc == KB_ECANCELED ? "canceled" : "stopped");
+}
+
+static void changed(kb__ccl_state *st)
+{
+    kb__event_fire(st->m->dev->sim, &st->changed, 0);
+    kb__event_reset(&st->changed);
+}
 
 static int acquire(kb__ccl_state *st, const char *who, kb__err *err)
 {
     while (st->busy) {
-        int rc = kb__event_wait(st->m->dev->sim, &st->idle);
-        if (rc)
-            return kb__err_set(err, rc, "%s: %s while it waited for the collective under way", who,
-                               rc == KB_ECANCELED ? "canceled" : "stopped");
+        int rc = wait_change(st, who, err);
+        if (rc) return rc;
     }
     st->busy = 1;
     return 0;
@@ -98,8 +116,17 @@ static int acquire(kb__ccl_state *st, const char *who, kb__err *err)
 static void release(kb__ccl_state *st)
 {
     st->busy = 0;
-    kb__event_fire(st->m->dev->sim, &st->idle, 0);
-    kb__event_reset(&st->idle);
+    changed(st);
+}
+
+/* In a turn: waits until no collective runs; on failure the turn is given
+ * back. */
+static int acquire_quiet(kb__ccl_state *st, const char *who, kb__err *err)
+{
+    int rc = acquire(st, who, err);
+    while (!rc && st->running)
+        if ((rc = wait_change(st, who, err))) release(st);
+    return rc;
 }
 
 /* ---- state ------------------------------------------------------------------ */
@@ -181,7 +208,7 @@ int kb__ccl_state_create(kb_machine *m, const char *ccl_path, const char *const 
     kb__ccl_state *st = calloc(1, sizeof *st);
     if (!st) return kb__err_set(err, KB_ENOMEM, "ccl: out of host memory");
     st->m = m;
-    kb__event_init(&st->idle, "the collective under way");
+    kb__event_init(&st->changed, "the collective under way");
     kb__ccl_installs_init(&st->installs, m);
     int rc = config_replace(st, ccl_path, NULL, sets, n_sets, NULL, 0, err);
     if (rc) {
@@ -197,7 +224,8 @@ void kb__ccl_state_destroy(kb_machine *m)
     kb__ccl_state *st = m->ccl;
     if (!st) return;
     kb__ccl_installs_fini(&st->installs);
-    kb__event_fini(&st->idle);
+    kb__event_fini(&st->changed);
+    free(st->pe_running);
     kb__ccl_config_destroy(st->cfg);
     source_free(&st->src);
     for (size_t i = 0; i < st->n_user; i++) {
@@ -241,7 +269,7 @@ static int reload(kb_machine *m, int layer, const char *ccl_path, const char *co
     kb__err e;
     kb__err_clear(&e);
     int rc = n_sets && !sets ? kb__err_set(&e, KB_EINVAL, "%s: sets is NULL", fn)
-                             : acquire(m->ccl, fn, &e);
+                             : acquire_quiet(m->ccl, fn, &e);
     if (!rc) {
         rc = layer ? kb__ccl_override(m, sets, n_sets, &e)
                    : kb__ccl_reconfigure(m, ccl_path, sets, n_sets, &e);
@@ -350,6 +378,10 @@ typedef struct coll_call {
     kb__dtype dtype; /* of every buffer */
     const kb__ccl_algo *algo;
     const kb__ccl_module *mod;
+    /* the launch's arguments, read by its programs until it ends */
+    kb_ccl_sched sched;
+    uint32_t *index; /* sched.index */
+    tl_tensor *views;
 } coll_call;
 
 static int64_t shard_elems(const kb__rt_tensor *t, int i)
@@ -633,58 +665,104 @@ static int unwind(kb__ccl_state *st, const kb__ccl_installed *in, kb_launch_id i
     return kb__rt_launch_wait(st->m, id, NULL, &(kb__err){0}) == KB_ENOTFOUND ? 0 : -1;
 }
 
-/* Launches the module's kernel, one program per rank, and waits for it;
- * *piece gets its message size in bytes. */
-static int launch(kb__ccl_state *st, kb__ccl_installed *in, const coll_call *c,
-                  kb__rt_launch_times *times, uint64_t *piece, kb__err *err)
+/* Issues the module's kernel, one program per rank, on in's endpoints;
+ * *piece gets its message size in bytes. The launch's arguments are c's
+ * until it ends. */
+static int issue(kb__ccl_state *st, const kb__ccl_installed *in, coll_call *c, kb_launch_id *id,
+                 uint64_t *piece, kb__err *err)
 {
     kb_machine *m = st->m;
     uint32_t p = c->p;
-    uint32_t *index = malloc(p * sizeof *index);
-    tl_tensor *views = calloc((size_t)p * 2, sizeof *views);
-    int rc = index && views ? 0 : kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
-    kb_ccl_sched s = {
-        .world = p, .op = c->r->op, .dtype = (tl_dtype)c->dtype, .elems = c->elems, .index = index};
-    for (uint32_t r = 0; !rc && r < p; r++) {
+    c->index = malloc(p * sizeof *c->index);
+    c->views = calloc((size_t)p * 2, sizeof *c->views);
+    if (!c->index || !c->views)
+        return kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
+    kb_ccl_sched *s = &c->sched;
+    *s = (kb_ccl_sched){
+        .world = p, .op = c->r->op, .dtype = (tl_dtype)c->dtype, .elems = c->elems, .index = c->index};
+    for (uint32_t r = 0; r < p; r++) {
         uint32_t b = 0;
         while (c->buf[b].gi != in->pes[r])
             b++;
-        index[r] = b;
-        if (b == c->r->root) s.root = r;
+        c->index[r] = b;
+        if (b == c->r->root) s->root = r;
         const coll_buf *x = &c->buf[b];
-        kb__rt_shard_view(x->in, x->in_shard, x->in->name, &views[r * 2]);
+        kb__rt_shard_view(x->in, x->in_shard, x->in->name, &c->views[r * 2]);
         if (x->out)
-            kb__rt_shard_view(x->out, x->out_shard, x->out->name, &views[r * 2 + 1]);
+            kb__rt_shard_view(x->out, x->out_shard, x->out->name, &c->views[r * 2 + 1]);
         else
-            views[r * 2 + 1] = views[r * 2];
+            c->views[r * 2 + 1] = c->views[r * 2];
     }
-    if (!rc) {
-        sizes(st, in, c, &s);
-        *piece = (uint64_t)s.piece * kb__dtype_size(c->dtype);
-        kb__tl_arg args[2] = {{.kind = KB__TL_ARG_TENSOR}, {.kind = KB__TL_ARG_TENSOR}};
-        int caller = kb__rt_caller(m);
-        kb__rt_launch_spec spec = {c->algo->name,
-                                   c->mod->fn,
-                                   in->pes,
-                                   p,
-                                   args,
-                                   2,
-                                   views,
-                                   &s,
-                                   c->r->ranks ? c->r->ranks : &caller,
-                                   c->r->ranks ? c->r->n_ranks : 1};
-        kb_launch_id id;
-        kb__ccl_installed_attach(in);
-        rc = kb__rt_launch_on(m, &spec, &id, err);
-        if (!rc) {
-            rc = kb__rt_launch_wait(m, id, times, err);
-            if (rc && unwind(st, in, id, rc)) in->q_in_use = 1;
-        }
-        if (!rc) rc = kb__ipcq_check_drained(in->q, err);
+    sizes(st, in, c, s);
+    *piece = (uint64_t)s->piece * kb__dtype_size(c->dtype);
+    kb__tl_arg args[2] = {{.kind = KB__TL_ARG_TENSOR}, {.kind = KB__TL_ARG_TENSOR}};
+    int caller = kb__rt_caller(m);
+    kb__rt_launch_spec spec = {c->algo->name,
+                               c->mod->fn,
+                               in->pes,
+                               p,
+                               args,
+                               2,
+                               c->views,
+                               s,
+                               c->r->ranks ? c->r->ranks : &caller,
+                               c->r->ranks ? c->r->n_ranks : 1};
+    kb__ccl_installed_attach(in);
+    return kb__rt_launch_on(m, &spec, id, err);
+}
+
+/* Waits for launch id on in's queues and checks they were left empty. */
+static int finish(kb__ccl_state *st, kb__ccl_installed *in, kb_launch_id id,
+                  kb__rt_launch_times *times, kb__err *err)
+{
+    int rc = kb__rt_launch_wait(st->m, id, times, err);
+    if (rc && unwind(st, in, id, rc)) in->q_in_use = 1;
+    return rc ? rc : kb__ipcq_check_drained(in->q, err);
+}
+
+/* Whether a running collective has a buffer on one of c's PEs. */
+static int shares_pe(const kb__ccl_state *st, const coll_call *c)
+{
+    for (uint32_t i = 0; st->running && i < c->p; i++)
+        if (st->pe_running[c->buf[i].gi]) return 1;
+    return 0;
+}
+
+/* Marks c's PEs running, or (on 0) free again, waking the calls waiting
+ * for them. */
+static void set_running(kb__ccl_state *st, const coll_call *c, int on)
+{
+    for (uint32_t i = 0; i < c->p; i++)
+        st->pe_running[c->buf[i].gi] = (uint8_t)on;
+    if (on) {
+        st->running++;
+    } else {
+        st->running--;
+        changed(st);
     }
-    free(index);
-    free(views);
-    return rc;
+}
+
+/* Takes a turn with c's buffers gathered and its algorithm picked, once no
+ * running collective shares its PEs (a reload meanwhile may change the
+ * algorithm: both are redone after each wait). On failure no turn is
+ * held. */
+static int prepare_call(kb__ccl_state *st, coll_call *c, kb__err *err)
+{
+    kb_machine *m = st->m;
+    if (!st->pe_running && !(st->pe_running = calloc(m->n_pes, 1)))
+        return kb__err_set(err, KB_ENOMEM, "collective %s: out of host memory", c->what);
+    for (;;) {
+        int rc = acquire(st, c->what, err);
+        if (rc) return rc;
+        rc = gather(c, err);
+        if (!rc) rc = pick(c, st, c->r->algorithm, err);
+        if (!rc && !shares_pe(st, c)) return 0;
+        free(c->buf);
+        c->buf = NULL;
+        c->p = 0;
+        release(st);
+        if (rc || (rc = wait_change(st, c->what, err))) return rc;
+    }
 }
 
 int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__err *err)
@@ -696,34 +774,40 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
         return kb__err_set(err, KB_EINVAL, "collective: no machine, request or kind");
     kb__ccl_state *st = m->ccl;
     coll_call c = {.m = m, .r = r, .what = kb__ccl_collective_name(r->kind)};
-    int rc = acquire(st, c.what, err);
+    int rc = prepare_call(st, &c, err);
     if (rc) return rc;
     st->installs.last = NULL; /* until this call has its install */
-    rc = gather(&c, err);
-    if (!rc) rc = pick(&c, st, r->algorithm, err);
     kb__ccl_installed *in = NULL;
-    if (!rc) rc = plan_and_install(st, &c, &in, info, err);
-    kb__rt_launch_times t = {0};
+    rc = plan_and_install(st, &c, &in, info, err);
+    kb_launch_id id;
     uint64_t piece = 0;
-    if (!rc) {
-        rc = launch(st, in, &c, &t, &piece, err);
-        if (rc) {
-            kb__err_prefix(
-                err, "collective %s (algorithm '%s', %u ranks, %llu B per rank): ", c.what,
-                c.algo->name, c.p, (unsigned long long)c.elems * kb__dtype_size(c.dtype));
-            kb__ccl_installs_drop(&st->installs, in, 1); /* messages may be left in its rings;
-                                                            the other installs stay */
-        }
+    if (!rc) rc = issue(st, in, &c, &id, &piece, err);
+    int launched = !rc;
+    if (launched) {
+        set_running(st, &c, 1);
+        in->running = 1; /* not evicted under its programs */
     }
-    if (!rc) {
+    release(st);
+    kb__rt_launch_times t = {0};
+    if (launched) rc = finish(st, in, id, &t, err);
+    if (launched && !rc) {
         fill_info(st, in, &c, &t, piece, info);
         char name[96];
         snprintf(name, sizeof name, "%s %s", c.what, c.algo->name);
         kb__rt_trace_span(m, KB__RT_HOST_COLLECTIVES, "collective", name, t.issue,
                           (uint64_t)c.p * info->bytes_per_rank);
     }
+    if (in) in->running = 0;
+    if (rc && in) {
+        kb__err_prefix(err, "collective %s (algorithm '%s', %u ranks, %llu B per rank): ", c.what,
+                       c.algo->name, c.p, (unsigned long long)c.elems * kb__dtype_size(c.dtype));
+        kb__ccl_installs_drop(&st->installs, in, 1); /* messages may be left in its rings;
+                                                        the other installs stay */
+    }
+    if (launched) set_running(st, &c, 0);
     free(c.buf);
-    release(st);
+    free(c.index);
+    free(c.views);
     return rc;
 }
 
@@ -734,7 +818,7 @@ int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *
     memset(info, 0, sizeof *info);
     if (!m || !m->ccl) return kb__err_set(err, KB_EINVAL, "ccl prepare: no machine");
     kb__ccl_state *st = m->ccl;
-    int rc = acquire(st, "ccl prepare", err);
+    int rc = acquire_quiet(st, "ccl prepare", err);
     if (rc) return rc;
     st->installs.last = NULL;
     const kb__ccl_algo *a;

@@ -630,7 +630,9 @@ int kb__rt_launch_on(kb_machine *m, const kb__rt_launch_spec *s, kb_launch_id *o
     for (int a = 0; a < s->n_args; a++)
         l->desc.args[a] = s->args[a];
     l->desc.coll = s->coll;
-    /* its members' streams and the driver's (launches issued before kb_spawn) */
+    /* its members' streams, and the driver's while one of its launches is
+     * outstanding (issued before kb_spawn): holding the driver's stream
+     * otherwise would make every collective wait for the one before */
     int *streams = malloc(((size_t)s->n_streams + 1) * sizeof *streams);
     if (!streams) {
         launch_free(l);
@@ -638,7 +640,12 @@ int kb__rt_launch_on(kb_machine *m, const kb__rt_launch_spec *s, kb_launch_id *o
     }
     l->streams = streams;
     l->n_streams = 0;
-    l->streams[l->n_streams++] = -1;
+    bool driver = false;
+    for (const kb__rt_launch *o = m->launches; o && !driver; o = o->next)
+        driver = o->owner == -1;
+    for (uint32_t i = 0; i < s->n_streams; i++)
+        driver |= s->streams[i] == -1;
+    if (driver) l->streams[l->n_streams++] = -1;
     for (uint32_t i = 0; i < s->n_streams; i++)
         if (s->streams[i] != -1) l->streams[l->n_streams++] = s->streams[i];
     l->n_pes = s->n_pes;

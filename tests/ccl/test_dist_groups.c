@@ -300,34 +300,178 @@ Test(dist_groups, runs_are_deterministic)
                  kb_test_spawn_end(pairs, RANKS, sizeof(out)));
 }
 
-/* The two pairs' all-reduces run one after the other (one collective at a
- * time), each whole: their spans in the trace do not overlap. */
-Test(dist_groups, two_groups_collectives_do_not_overlap)
+/* The [start, end) of every all-reduce span in the trace of kb_spawn(fn,
+ * RANKS, arg) on a fresh machine, in trace order; returns how many (at most
+ * max). */
+static int all_reduce_spans(kb_rank_fn fn, void *arg, uint64_t *start, uint64_t *end, int max)
 {
     kb_machine *m = kb_test_machine();
-    out *o = calloc(1, sizeof *o);
     const char *path = "groups_trace.json";
     cr_assert_eq(kb_trace_start(m, path), 0, "%s", kb_last_error(m));
-    cr_assert_eq(kb_spawn(m, pairs, RANKS, o), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_spawn(m, fn, RANKS, arg), 0, "%s", kb_last_error(m));
     cr_assert_eq(kb_trace_stop(m), 0, "%s", kb_last_error(m));
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f);
     char line[4096];
-    uint64_t start[3], end[3];
     int n = 0;
     while (fgets(line, sizeof line, f))
         if (strstr(line, "\"cat\":\"collective\",\"ph\":\"X\"") && strstr(line, "all_reduce") &&
-            n < 3) {
+            n < max) {
             start[n] = kb_test_trace_ps(line, "ts");
             end[n] = start[n] + kb_test_trace_ps(line, "dur");
             n++;
         }
     fclose(f);
     remove(path);
-    cr_assert_eq(n, 2, "one all-reduce span per pair");
+    kb_close(m);
+    return n;
+}
+
+/* The two pairs' tensors share PEs (ranks 0 and 2 on sip0/cube0/pe0, 1 and
+ * 3 on sip1's): their all-reduces take turns, each whole, so their spans
+ * do not overlap. */
+Test(dist_groups, groups_on_the_same_pes_take_turns)
+{
+    out *o = calloc(1, sizeof *o);
+    uint64_t start[3], end[3];
+    cr_assert_eq(all_reduce_spans(pairs, o, start, end, 3), 2, "one all-reduce span per pair");
     cr_expect(end[0] <= start[1] || end[1] <= start[0], "[%llu, %llu) and [%llu, %llu) overlap",
               (unsigned long long)start[0], (unsigned long long)end[0],
               (unsigned long long)start[1], (unsigned long long)end[1]);
+    free(o);
+}
+
+/* Pairs {0, 1} and {2, 3} again, each pair on its own PEs (PE k of cube 0
+ * of each SIP for pair k), reducing 16 KiB per rank; bit k of `only` says
+ * whether pair k calls its all-reduce. */
+#define APART_N 4096
+typedef struct apart {
+    int only;
+    float first[RANKS], last[RANKS];
+} apart;
+
+static int pairs_apart(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    apart *o = arg;
+    static const int a[2] = {0, 1}, b[2] = {2, 3};
+    kb_policy own = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, rank / 2};
+    int64_t n = APART_N;
+    kb_group g[2];
+    kb_tensor t;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_new_group(m, a, 2, &g[0]);
+    if (!rc) rc = kb_new_group(m, b, 2, &g[1]);
+    if (rc || !(o->only >> (rank / 2) & 1)) return rc;
+    float *h = malloc(APART_N * sizeof *h);
+    if (!h) return KB_ENOMEM;
+    for (int i = 0; i < APART_N; i++)
+        h[i] = val(rank, i);
+    rc = kb_empty(m, NULL, 1, &n, KB_F32, &own, &t);
+    if (!rc) rc = kb_copy_from_host(m, t, h, APART_N * sizeof *h, KB_F32);
+    if (!rc) rc = kb_all_reduce_group(m, g[rank / 2], t, KB_SUM);
+    if (!rc) rc = kb_copy_to_host(m, t, h, APART_N * sizeof *h, KB_F32);
+    if (!rc) o->first[rank] = h[0], o->last[rank] = h[APART_N - 1];
+    free(h);
+    return rc;
+}
+
+/* On PEs of their own the pairs' all-reduces run at the same time: their
+ * spans overlap, together they take less than one after the other would,
+ * each takes at least as long as alone (they share the SIP link), and each
+ * pair gets its own sums. */
+Test(dist_groups, groups_on_their_own_pes_run_at_the_same_time)
+{
+    uint64_t s0[2], e0[2], s1[2], e1[2], s[3], e[3];
+    apart alone0 = {.only = 1}, alone1 = {.only = 2}, both = {.only = 3};
+    cr_assert_eq(all_reduce_spans(pairs_apart, &alone0, s0, e0, 2), 1);
+    cr_assert_eq(all_reduce_spans(pairs_apart, &alone1, s1, e1, 2), 1);
+    cr_assert_eq(all_reduce_spans(pairs_apart, &both, s, e, 3), 2);
+    uint64_t d0 = e0[0] - s0[0], d1 = e1[0] - s1[0];
+    cr_expect(s[0] < e[1] && s[1] < e[0], "[%llu, %llu) and [%llu, %llu) do not overlap",
+              (unsigned long long)s[0], (unsigned long long)e[0], (unsigned long long)s[1],
+              (unsigned long long)e[1]);
+    uint64_t lo = s[0] < s[1] ? s[0] : s[1], hi = e[0] > e[1] ? e[0] : e[1];
+    cr_expect_lt(hi - lo, d0 + d1, "together %llu ps, one after the other %llu ps",
+                 (unsigned long long)(hi - lo), (unsigned long long)(d0 + d1));
+    uint64_t alone = d0 < d1 ? d0 : d1;
+    cr_expect_geq(e[0] - s[0], alone);
+    cr_expect_geq(e[1] - s[1], alone);
+    for (int r = 0; r < RANKS; r++) {
+        int lo_rank = r / 2 * 2;
+        cr_expect_eq(both.first[r], val(lo_rank, 0) + val(lo_rank + 1, 0), "rank %d", r);
+        cr_expect_eq(both.last[r], val(lo_rank, APART_N - 1) + val(lo_rank + 1, APART_N - 1),
+                     "rank %d", r);
+    }
+}
+
+/* While pair {0, 1} all-reduces 8 MiB (PE 0 of cube 0 of each SIP), pair
+ * {2, 3} all-reduces small tensors over 20 PE sets in turn (PE 0 of cubes
+ * 1..15, PE 1 of cubes 0..4), one install each, all made after the big
+ * one's: the cache fills (the world's install from kb_init_process_group
+ * goes first), and then the running pair's install is the least recently
+ * used. It must stay: both pairs' sums come out right. */
+#define EVICT_SETS 20
+typedef struct evict_run {
+    float big[2];
+    float small[2][EVICT_SETS];
+    uint64_t big_end, small_end[EVICT_SETS]; /* when the all-reduces returned */
+} evict_run;
+
+static int evict_beside(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    evict_run *o = arg;
+    static const int a[2] = {0, 1}, b[2] = {2, 3};
+    kb_group g[2];
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_new_group(m, a, 2, &g[0]);
+    if (!rc) rc = kb_new_group(m, b, 2, &g[1]);
+    if (!rc && rank < 2) {
+        kb_policy here = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, 0};
+        int64_t n = 2 << 20;
+        kb_tensor t;
+        float *all = malloc((size_t)n * sizeof *all);
+        rc = all ? kb_full(m, NULL, 1, &n, KB_F32, &here, rank + 1, &t) : KB_ENOMEM;
+        if (!rc) rc = kb_barrier(m);
+        if (!rc) rc = kb_all_reduce_group(m, g[0], t, KB_SUM);
+        o->big_end = kb_now_ps(m);
+        if (!rc) rc = kb_copy_to_host(m, t, all, (size_t)n * sizeof *all, KB_F32);
+        if (!rc) o->big[rank] = all[n - 1];
+        free(all);
+        return rc;
+    }
+    if (!rc) rc = kb_barrier(m); /* the big one is installed first */
+    for (int k = 0; k < EVICT_SETS && !rc; k++) {
+        int cube = k < 15 ? k + 1 : k - 15, pe = k < 15 ? 0 : 1;
+        kb_policy here = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, cube, pe};
+        int64_t n = 256;
+        kb_tensor t;
+        float h[256];
+        rc = kb_full(m, NULL, 1, &n, KB_F32, &here, (float)(rank + k), &t);
+        if (!rc) rc = kb_all_reduce_group(m, g[1], t, KB_SUM);
+        o->small_end[k] = kb_now_ps(m);
+        if (!rc) rc = kb_copy_to_host(m, t, h, sizeof h, KB_F32);
+        if (!rc) o->small[rank - 2][k] = h[255];
+        if (!rc) rc = kb_free(m, t);
+    }
+    return rc;
+}
+
+Test(dist_groups, an_install_in_use_is_not_evicted_by_another_groups_calls)
+{
+    kb_machine *m = kb_test_machine();
+    evict_run *o = calloc(1, sizeof *o);
+    cr_assert_eq(kb_spawn(m, evict_beside, RANKS, o), 0, "%s", kb_last_error(m));
+    cr_expect_lt(o->small_end[EVICT_SETS - 1], o->big_end,
+                 "the small calls all ran during the big one (the last ended at %llu ps, the big "
+                 "one at %llu ps)",
+                 (unsigned long long)o->small_end[EVICT_SETS - 1], (unsigned long long)o->big_end);
+    cr_expect_eq(o->big[0], 3.0f);
+    cr_expect_eq(o->big[1], 3.0f);
+    for (int k = 0; k < EVICT_SETS; k++)
+        for (int r = 0; r < 2; r++)
+            cr_expect_eq(o->small[r][k], (float)(2 + k + 3 + k), "call %d rank %d", k, 2 + r);
     free(o);
     kb_close(m);
 }
