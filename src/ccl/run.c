@@ -71,7 +71,8 @@ struct kb__ccl_state {
     int busy;                  /* a turn is taken (acquire) */
     uint32_t running;          /* collectives launched and not yet ended */
     uint8_t *pe_running;       /* [n_pes]: 1 while a running collective has a buffer there */
-    kb__event changed;         /* fired when a turn or a running collective ends */
+    kb__event turn_ended;      /* fired when a turn ends */
+    kb__event run_ended;       /* fired when a running collective ends */
 };
 
 /* ---- turns ------------------------------------------------------------------
@@ -88,25 +89,28 @@ struct kb__ccl_state {
  * install over every PE, waits in its turn until no collective runs: it
  * would free or place queues under a running one. */
 
-/* Waits for the next end of a turn or of a running collective. */
-static int wait_change(kb__ccl_state *st, const char *who, kb__err *err)
+/* Waits for the next firing of ev (turn_ended or run_ended). Waits for a
+ * turn and for PEs use separate events: a call that finds its PEs busy
+ * gives its turn back, and must not be woken by another call doing the
+ * same, or two such calls would wake each other forever. */
+static int wait_for(kb__ccl_state *st, kb__event *ev, const char *who, kb__err *err)
 {
-    int rc = kb__event_wait(st->m->dev->sim, &st->changed);
+    int rc = kb__event_wait(st->m->dev->sim, ev);
     if (!rc) return 0;
     return kb__err_set(err, rc, "%s: %s while it waited for the collective under way", who,
                        rc == KB_ECANCELED ? "canceled" : "stopped");
 }
 
-static void changed(kb__ccl_state *st)
+static void fire(kb__ccl_state *st, kb__event *ev)
 {
-    kb__event_fire(st->m->dev->sim, &st->changed, 0);
-    kb__event_reset(&st->changed);
+    kb__event_fire(st->m->dev->sim, ev, 0);
+    kb__event_reset(ev);
 }
 
 static int acquire(kb__ccl_state *st, const char *who, kb__err *err)
 {
     while (st->busy) {
-        int rc = wait_change(st, who, err);
+        int rc = wait_for(st, &st->turn_ended, who, err);
         if (rc) return rc;
     }
     st->busy = 1;
@@ -116,16 +120,15 @@ static int acquire(kb__ccl_state *st, const char *who, kb__err *err)
 static void release(kb__ccl_state *st)
 {
     st->busy = 0;
-    changed(st);
+    fire(st, &st->turn_ended);
 }
 
-/* In a turn: waits until no collective runs; on failure the turn is given
- * back. */
+/* A turn once no collective runs; on failure the turn is given back. */
 static int acquire_quiet(kb__ccl_state *st, const char *who, kb__err *err)
 {
     int rc = acquire(st, who, err);
     while (!rc && st->running)
-        if ((rc = wait_change(st, who, err))) release(st);
+        if ((rc = wait_for(st, &st->run_ended, who, err))) release(st);
     return rc;
 }
 
@@ -208,7 +211,8 @@ int kb__ccl_state_create(kb_machine *m, const char *ccl_path, const char *const 
     kb__ccl_state *st = calloc(1, sizeof *st);
     if (!st) return kb__err_set(err, KB_ENOMEM, "ccl: out of host memory");
     st->m = m;
-    kb__event_init(&st->changed, "the collective under way");
+    kb__event_init(&st->turn_ended, "the collective set up");
+    kb__event_init(&st->run_ended, "the collective under way");
     kb__ccl_installs_init(&st->installs, m);
     int rc = config_replace(st, ccl_path, NULL, sets, n_sets, NULL, 0, err);
     if (rc) {
@@ -224,7 +228,8 @@ void kb__ccl_state_destroy(kb_machine *m)
     kb__ccl_state *st = m->ccl;
     if (!st) return;
     kb__ccl_installs_fini(&st->installs);
-    kb__event_fini(&st->changed);
+    kb__event_fini(&st->turn_ended);
+    kb__event_fini(&st->run_ended);
     free(st->pe_running);
     kb__ccl_config_destroy(st->cfg);
     source_free(&st->src);
@@ -738,7 +743,7 @@ static void set_running(kb__ccl_state *st, const coll_call *c, int on)
         st->running++;
     } else {
         st->running--;
-        changed(st);
+        fire(st, &st->run_ended);
     }
 }
 
@@ -761,7 +766,7 @@ static int prepare_call(kb__ccl_state *st, coll_call *c, kb__err *err)
         c->buf = NULL;
         c->p = 0;
         release(st);
-        if (rc || (rc = wait_change(st, c->what, err))) return rc;
+        if (rc || (rc = wait_for(st, &st->run_ended, c->what, err))) return rc;
     }
 }
 

@@ -341,6 +341,54 @@ Test(dist_groups, groups_on_the_same_pes_take_turns)
     free(o);
 }
 
+/* Three pairs {0, 1}, {2, 3}, {4, 5} on the same two PEs (even ranks on
+ * sip0/cube0/pe0, odd ones on sip1's): two calls wait for the running one
+ * at once; each pair gets its own sums, one all-reduce after the other. */
+#define TRIO_RANKS 6
+typedef struct trio {
+    float got[TRIO_RANKS];
+    uint64_t end[TRIO_RANKS];
+} trio;
+
+static int three_pairs(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    trio *o = arg;
+    int pair[2] = {rank / 2 * 2, rank / 2 * 2 + 1};
+    kb_group g = KB_GROUP_WORLD;
+    int rc = kb_init_process_group(m, "ahbm");
+    for (int k = 0; k < TRIO_RANKS / 2 && !rc; k++) {
+        const int list[2] = {2 * k, 2 * k + 1};
+        kb_group h;
+        rc = kb_new_group(m, list, 2, &h);
+        if (list[0] == pair[0]) g = h;
+    }
+    kb_tensor t = {0};
+    if (!rc) rc = input(m, rank, N, &t);
+    if (!rc) rc = kb_all_reduce_group(m, g, t, KB_SUM);
+    o->end[rank] = kb_now_ps(m);
+    float h[N];
+    if (!rc) rc = kb_copy_to_host(m, t, h, sizeof h, KB_F32);
+    if (!rc) o->got[rank] = h[N - 1];
+    return rc;
+}
+
+Test(dist_groups, several_calls_waiting_for_the_same_pes_run_in_turn, .timeout = 60)
+{
+    kb_machine *m = kb_test_machine();
+    trio o = {0};
+    cr_assert_eq(kb_spawn(m, three_pairs, TRIO_RANKS, &o), 0, "%s", kb_last_error(m));
+    for (int r = 0; r < TRIO_RANKS; r++) {
+        int lo = r / 2 * 2;
+        cr_expect_eq(o.got[r], val(lo, N - 1) + val(lo + 1, N - 1), "rank %d", r);
+    }
+    cr_expect(o.end[0] != o.end[2] && o.end[2] != o.end[4] && o.end[0] != o.end[4],
+              "the pairs end at different times: %llu, %llu, %llu ps",
+              (unsigned long long)o.end[0], (unsigned long long)o.end[2],
+              (unsigned long long)o.end[4]);
+    kb_close(m);
+}
+
 /* Pairs {0, 1} and {2, 3} again, each pair on its own PEs (PE k of cube 0
  * of each SIP for pair k), reducing 16 KiB per rank; bit k of `only` says
  * whether pair k calls its all-reduce. */
