@@ -110,8 +110,9 @@ KB_API int kb_group_size(const kb_machine *m, kb_group g);
  * (reduce_scatter, all_gather) follows the group's rank order. src of
  * kb_broadcast_group is a host rank of the world that is a member (as
  * torch's src). A caller that is not a member gets KB_EINVAL. Collectives
- * of different groups do not run side by side: each waits for the one
- * before it (kernels of other ranks on other PEs do run beside them).
+ * of different groups run side by side when their tensors are on different
+ * PEs; one with a buffer on a PE of a running collective waits for it to
+ * end (docs/distributed.md, "Groups").
  * kb_all_reduce(m, ...) is kb_all_reduce_group(m, KB_GROUP_WORLD, ...). */
 KB_API int kb_all_reduce_group(kb_machine *m, kb_group g, kb_tensor t, kb_reduce_op op);
 KB_API int kb_reduce_scatter_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in,

@@ -11,18 +11,19 @@
  *   - a PE's tile scratch starts above the highest TCM ring any cached
  *     install has on it (kb__tcm_set_base; TCM rings are placed first fit
  *     from the bottom of the usable TCM). Freeing an install's rings
- *     recomputes the base of its PEs from the installs that stay. Bases
- *     change only while a collective is installed or dropped, and
- *     collectives run one at a time (runtime/dist.c; the driver's block),
- *     so a change applies from the next program on the PE, never under a
- *     collective's kernel.
+ *     recomputes the base of its PEs from the installs that stay. A base
+ *     applies from the next program on its PE (kb__tcm_reset), and rings
+ *     are placed only on the PEs of a call that no running collective uses
+ *     (ccl/run.c, "turns"), so no ring lands under a running collective's
+ *     tile scratch.
  *   - a PE has one endpoint pointer (unit->ipcq) and may be in several
  *     installs: kb__ccl_installed_attach, before each launch, points the
  *     PEs at the endpoints of the install that runs. A kernel launched
  *     later outside a collective finds on a PE the endpoint of the install
  *     a collective last used there (tl_send and tl_recv refuse it: only
  *     collective kernels use the queues).
- *   - an install whose queues a launch may still use (q_in_use: an unwound
+ *   - an install a running collective uses (running) is never evicted;
+ *     one whose queues a launch may still use (q_in_use: an unwound
  *     launch whose programs did not end) is never freed, nor evicted:
  *     dropping it detaches its set and leaves it allocated.
  *

@@ -19,8 +19,8 @@
  * program per rank. A failed kernel leaves its queues in an unknown state,
  * so its install is dropped (the others stay) and the next call on that
  * set reinstalls. kb__ccl_reconfigure and kb__ccl_override drop every
- * install, kb_close frees them. Calls, installs and reloads take turns
- * ("one at a time" below).
+ * install, kb_close frees them. Calls on different PEs run side by side;
+ * setting one up, installs and reloads take turns ("turns" below).
  *
  * Cost: O(buffers + installs x world size) host work per call besides the
  * simulation (the lookup compares PE sets); a new install is O(world
@@ -87,7 +87,10 @@ struct kb__ccl_state {
  * call that finds one waits for it to end, as the hardware's queues and
  * tile scratch of a PE serve one collective at a time. A reload, or an
  * install over every PE, waits in its turn until no collective runs: it
- * would free or place queues under a running one. */
+ * would free or place queues under a running one. A running collective
+ * ends without a turn: it touches only its own install (marked running,
+ * so not evicted; on failure dropped, which takes it out of the cache
+ * before draining it) and its PEs' marks. */
 
 /* Waits for the next firing of ev (turn_ended or run_ended). Waits for a
  * turn and for PEs use separate events: a call that finds its PEs busy
