@@ -1,7 +1,10 @@
 /*
  * tp_mlp.c — bench tp_mlp: Megatron's tensor-parallel MLP (kernbench/tp.h),
  * y = RowParallel(act(ColumnParallel(x))), over `ranks` host ranks (default
- * one per SIP), each on PE 0 of cube 0 of its SIP.
+ * one per SIP), each on its own PE (kb_tp_placement), times `dp` replicas
+ * (data parallelism: ranks x dp host ranks in all, tensor-parallel groups
+ * of `ranks` consecutive ones; every replica runs the same x, and their
+ * layers' collectives run side by side on their own PEs).
  *
  * Every rank builds the MLP from the same deterministic full host weights
  * (each copies its slice) and gets the full x [tokens, hidden]. A first
@@ -40,7 +43,7 @@
 #include "kernbench/tp.h"
 
 typedef struct tp_cfg {
-    int64_t tokens, hidden, ffn, ranks;
+    int64_t tokens, hidden, ffn, ranks, dp; /* ranks: the tensor-parallel size */
     kb_dtype dtype;
     kb_tp_activation act;
     int bias;
@@ -55,8 +58,8 @@ typedef struct tp_run {
     const tp_cfg *c;
     const tp_host *h;
     kb_bench_result *r;
-    float *y;            /* [ranks × tokens × hidden]: each rank's output */
-    kb_tp_times *times;  /* [ranks]: the row layer's parts */
+    float *y;            /* [ranks × dp × tokens × hidden]: each host rank's output */
+    kb_tp_times *times;  /* [ranks × dp]: the row layer's parts */
     uint64_t fc1_end_ps; /* when every rank's column layer was done */
 } tp_run;
 
@@ -75,8 +78,14 @@ static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, tp_cfg 
     if (!rc) rc = kb_bench_opt_i64(o, "hidden", 256, 1, 1 << 16, &c->hidden);
     if (!rc) rc = kb_bench_opt_i64(o, "ffn", 1024, 1, 1 << 18, &c->ffn);
     if (!rc) rc = kb_bench_opt_i64(o, "ranks", sips, 1, (int64_t)sips * cubes * pes, &c->ranks);
+    if (!rc) rc = kb_bench_opt_i64(o, "dp", 1, 1, (int64_t)sips * cubes * pes, &c->dp);
     if (!rc) rc = kb_bench_opt_bool(o, "bias", 1, &c->bias);
     if (rc) return rc;
+    if (c->ranks * c->dp > (int64_t)sips * cubes * pes)
+        return kb_bench_bad_option(r,
+                                   "tp_mlp: --opt ranks=%lld x --opt dp=%lld host ranks, but the "
+                                   "machine has %d PEs (one per host rank)",
+                                   (long long)c->ranks, (long long)c->dp, sips * cubes * pes);
     static const char *const dtypes[] = {"f16", "bf16", "f32"}, *const acts[] = {"none", "relu",
                                                                                  "gelu"};
     const char *dt = kb_bench_opt_str(o, "dtype", "f16"), *act = kb_bench_opt_str(o, "act", "gelu");
@@ -137,6 +146,7 @@ static int forward(kb_machine *m, int rank, tp_run *u, kb_tp_mlp *mlp, kb_tensor
  * one, whose output is kept. */
 static int rank_fn(kb_machine *m, int rank, int nprocs, void *arg)
 {
+    (void)nprocs;
     tp_run *u = arg;
     const tp_cfg *c = u->c;
     const tp_host *h = u->h;
@@ -145,7 +155,7 @@ static int rank_fn(kb_machine *m, int rank, int nprocs, void *arg)
     kb_tp_linear_opts o1 = {h->w1, c->bias, c->bias ? h->b1 : NULL, c->act},
                       o2 = {h->w2, c->bias, c->bias ? h->b2 : NULL, 0};
     int rc = kb_init_process_group(m, "ahbm");
-    if (!rc) rc = kb_tp_initialize_model_parallel(m, nprocs);
+    if (!rc) rc = kb_tp_initialize_model_parallel(m, (int)c->ranks);
     if (!rc) rc = kb_tp_mlp_create(m, &mlp, "mlp", c->hidden, c->ffn, c->dtype, &o1, &o2);
     if (!rc) rc = input(m, c, h->x, &x);
     for (int pass = 0; pass < 2 && !rc; pass++)
@@ -245,7 +255,7 @@ static void check(kb_bench_result *r, const tp_cfg *c, const tp_host *h, const f
 {
     size_t n = (size_t)(c->tokens * c->hidden);
     double differ = 0;
-    for (int64_t k = 1; k < c->ranks; k++)
+    for (int64_t k = 1; k < c->ranks * c->dp; k++)
         for (size_t i = 0; i < n; i++)
             differ += memcmp(&y[k * n + i], &y[i], sizeof *y) != 0;
     kb_bench_check(r, "ranks identical", differ, 0);
@@ -260,7 +270,7 @@ static void check(kb_bench_result *r, const tp_cfg *c, const tp_host *h, const f
 static void figures(kb_bench_result *r, const tp_cfg *c, const tp_run *u)
 {
     uint64_t reduce = UINT64_MAX, bias = 0;
-    for (int64_t k = 0; k < c->ranks; k++) {
+    for (int64_t k = 0; k < c->ranks * c->dp; k++) {
         reduce = u->times[k].all_reduce_ps < reduce ? u->times[k].all_reduce_ps : reduce;
         bias = u->times[k].bias_ps > bias ? u->times[k].bias_ps : bias;
     }
@@ -270,6 +280,7 @@ static void figures(kb_bench_result *r, const tp_cfg *c, const tp_run *u)
     kb_bench_figure(r, "all_reduce", (double)reduce / 1e6, "us");
     kb_bench_figure(r, "fc2_bias", (double)bias / 1e6, "us");
     kb_bench_figure(r, "ranks", (double)c->ranks, "");
+    kb_bench_figure(r, "dp", (double)c->dp, "");
     kb_bench_figure(r, "useful FLOP", 4.0 * (double)c->tokens * (double)c->hidden * (double)c->ffn,
                     "");
     kb_bench_note(r, "placement",
@@ -284,11 +295,11 @@ static int tp_mlp(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     if (rc) return rc;
     tp_host h = {0};
     tp_run u = {&c, &h, r, NULL, NULL, 0};
-    u.y = malloc((size_t)(c.ranks * c.tokens * c.hidden) * sizeof *u.y);
-    u.times = calloc((size_t)c.ranks, sizeof *u.times);
+    u.y = malloc((size_t)(c.ranks * c.dp * c.tokens * c.hidden) * sizeof *u.y);
+    u.times = calloc((size_t)(c.ranks * c.dp), sizeof *u.times);
     if (!u.y || !u.times || host_init(&c, &h)) {
         rc = kb_bench_fail(r, KB_ENOMEM, "tp_mlp: cannot allocate host buffers");
-    } else if ((rc = kb_spawn(m, rank_fn, (int)c.ranks, &u))) {
+    } else if ((rc = kb_spawn(m, rank_fn, (int)(c.ranks * c.dp), &u))) {
         kb_bench_fail(r, rc, "tp_mlp: %s", kb_last_error(m));
     } else {
         figures(r, &c, &u);
@@ -307,7 +318,8 @@ static const kb_bench_opt_doc opts[] = {
     {"dtype", "f16", "f16, bf16 or f32 for x, W and y (f32 accumulation)"},
     {"act", "gelu", "activation after the column layer: none, relu or gelu"},
     {"bias", "true", "both layers add a bias"},
-    {"ranks", "SIPs", "host ranks = tensor-parallel size, one PE each (1..PEs)"},
+    {"ranks", "SIPs", "tensor-parallel size: host ranks of one replica, one PE each"},
+    {"dp", "1", "data-parallel replicas (ranks x dp host ranks, at most one per PE)"},
 };
 
 const kb_bench kb__bench_tp_mlp = {

@@ -285,6 +285,31 @@ Test(benches, tp_mlp_rejects_sizes_and_names_it_cannot_use)
     cr_expect(r.usage_error);
     cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"ranks=512", NULL}), KB_EINVAL);
     cr_expect(r.usage_error, "more ranks than the 256 PEs");
+    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"ranks=128", "dp=4", NULL}),
+                 KB_EINVAL);
+    cr_expect(r.usage_error);
+    cr_expect(strstr(r.error, "ranks=128 x --opt dp=4 host ranks, but the machine has 256 PEs"),
+              "%s", r.error);
+}
+
+/* Two data-parallel replicas of the 2-rank MLP, each rank on its own PE:
+ * the replicas' all-reduces run side by side, so the step takes about as
+ * long as one replica's, and less than one replica's plus another
+ * all-reduce (what it took while collectives of different groups went one
+ * at a time). Every host rank's y is the same and checks against the
+ * host. */
+Test(benches, tp_mlp_data_parallel_replicas_run_side_by_side)
+{
+    kb_bench_result one, two;
+    cr_assert_eq(run("tp_mlp", 0, &one, NULL), 0, "%s", one.error);
+    cr_assert_eq(run("tp_mlp", 0, &two, (const char *const[]){"dp=2", NULL}), 0, "%s",
+                 two.error);
+    cr_expect(kb_bench_passed(&two), "both replicas check against the host");
+    cr_expect_eq(figure(&two, "dp"), 2);
+    double t1 = (double)kb_bench_sim_ps(&one) / 1e6, t2 = (double)kb_bench_sim_ps(&two) / 1e6;
+    cr_expect_geq(t2, t1, "two replicas share the machine: %g us against %g us", t2, t1);
+    cr_expect_lt(t2, t1 + 0.5 * figure(&one, "all_reduce"), "%g us against %g us + %g us", t2, t1,
+                 figure(&one, "all_reduce"));
 }
 
 /* Four ranks on the 2 SIPs compute on two PEs of each: every rank's column
