@@ -524,6 +524,64 @@ Test(dist_groups, an_install_in_use_is_not_evicted_by_another_groups_calls)
     kb_close(m);
 }
 
+/* Pairs {0, 1} and {2, 3} all-reduce 4 MiB each on their own PEs, side by
+ * side, while rank 4 (on neither pair's PEs) fails at 100 us: the spawn
+ * cancels both running collectives, returns rank 4's error, and the
+ * machine then runs both pairs again with the right sums. */
+typedef struct cancel_run {
+    int fail; /* rank 4 fails at 100 us */
+    float last[RANKS];
+    uint64_t entered[RANKS]; /* when the pairs' ranks called their all-reduce */
+    int rc[RANKS];           /* and what it returned */
+} cancel_run;
+
+static int pairs_or_fail(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    cancel_run *o = arg;
+    static const int a[2] = {0, 1}, b[2] = {2, 3};
+    kb_group g[2];
+    kb_policy own = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, rank / 2};
+    int64_t n = rank < RANKS ? 1 << 20 : 1024;
+    kb_tensor t;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_new_group(m, a, 2, &g[0]);
+    if (!rc) rc = kb_new_group(m, b, 2, &g[1]);
+    if (!rc) rc = kb_full(m, NULL, 1, &n, KB_F32, &own, rank + 1, &t);
+    if (!rc && rank == RANKS) {
+        float h[1024];
+        while (!rc && kb_now_ps(m) < 100000000)
+            rc = kb_copy_to_host(m, t, h, sizeof h, KB_F32);
+        return rc ? rc : o->fail ? KB_ERANGE : 0;
+    }
+    float *all = rc ? NULL : malloc((size_t)n * sizeof *all);
+    if (!rc && !all) rc = KB_ENOMEM;
+    o->entered[rank] = kb_now_ps(m);
+    if (!rc) rc = o->rc[rank] = kb_all_reduce_group(m, g[rank / 2], t, KB_SUM);
+    if (!rc) rc = kb_copy_to_host(m, t, all, (size_t)n * sizeof *all, KB_F32);
+    if (!rc) o->last[rank] = all[n - 1];
+    free(all);
+    return rc;
+}
+
+Test(dist_groups, a_failing_rank_cancels_the_collectives_running_side_by_side)
+{
+    kb_machine *m = kb_test_machine();
+    cancel_run o = {.fail = 1};
+    cr_assert_eq(kb_spawn(m, pairs_or_fail, RANKS + 1, &o), KB_ERANGE, "%s", kb_last_error(m));
+    cr_expect(strstr(kb_last_error(m), "rank 4"), "%s", kb_last_error(m));
+    for (int r = 0; r < RANKS; r++) {
+        cr_expect_lt(o.entered[r], 100000000ull, "rank %d was in its all-reduce before", r);
+        cr_expect_eq(o.rc[r], KB_ECANCELED, "rank %d", r);
+    }
+    cr_expect_lt(kb_now_ps(m), 200000000ull, "the collectives did not run to their end");
+    cancel_run again = {.fail = 0};
+    cr_assert_eq(kb_spawn(m, pairs_or_fail, RANKS + 1, &again), 0, "%s", kb_last_error(m));
+    for (int r = 0; r < RANKS; r++)
+        cr_expect_eq(again.last[r], (float)(r / 2 * 2 + 1 + r / 2 * 2 + 2), "rank %d", r);
+    kb_close(m);
+}
+
 /* Ranks 0 and 1 all-reduce 4 MiB in their pair while rank 2, not in it,
  * reloads the collective configuration in the middle (at 60 us; the
  * collective runs from about 27 us to 154 us). The reload waits for the
