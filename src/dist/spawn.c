@@ -377,26 +377,86 @@ int kb__dist_world_size(const kb__dist *d)
     return g ? g->n : -1;
 }
 
+/* Whether two ranks' errors say the same (same code and message). */
+static int same_error(const kb__rank_error *a, const kb__rank_error *b)
+{
+    return a->code == b->code && !strcmp(a->msg, b->msg);
+}
+
+/* Bytes of a line head for n errors: "ranks " and up to n entries of
+ * "-2147483648-2147483647, ", then ": ". */
+#define HEAD_BYTES(n) (32 + 24 * (n))
+
+/* Writes into h (HEAD_BYTES(e->n) bytes) the head of e->v[i]'s line and
+ * marks the errors it covers done: "rank R: ", or "ranks A-B, C: " for the
+ * ranks from v[i] on with the same error, runs of consecutive ranks as
+ * ranges; none for an error without a rank (the deadlock). */
+static void line_head(const kb__rank_errors *e, size_t i, unsigned char *done, char *h)
+{
+    done[i] = 1;
+    h[0] = '\0';
+    if (e->v[i].rank < 0) return;
+    size_t len = (size_t)sprintf(h, "ranks ");
+    int count = 0;
+    for (size_t j = i; j < e->n; j++) {
+        if (j > i && (done[j] || e->v[j].rank < 0 || !same_error(&e->v[i], &e->v[j]))) continue;
+        done[j] = 1;
+        int first = e->v[j].rank, last = first;
+        while (j + 1 < e->n && e->v[j + 1].rank == last + 1 && same_error(&e->v[i], &e->v[j + 1]))
+            done[++j] = 1, last++;
+        len += (size_t)sprintf(h + len, "%s%d", count ? ", " : "", first);
+        if (last > first) len += (size_t)sprintf(h + len, "-%d", last);
+        count += last - first + 1;
+    }
+    sprintf(h + len, ": ");
+    if (count == 1) memmove(h + 4, h + 5, len - 5 + 3); /* "rank R: " */
+}
+
 size_t kb__rank_errors_format(const kb__rank_errors *e, char *buf, size_t size)
 {
     size_t len = 0;
     if (size) buf[0] = '\0';
+    unsigned char *done = calloc(e->n + 1, 1);
+    char *head = done ? malloc(HEAD_BYTES(e->n)) : NULL, one[32];
     for (size_t i = 0; i < e->n; i++) {
-        char head[32] = "";
-        if (e->v[i].rank >= 0) snprintf(head, sizeof head, "rank %d: ", e->v[i].rank);
-        int k = snprintf(buf + (len < size ? len : size), len < size ? size - len : 0, "%s%s\n",
-                         head, e->v[i].msg);
+        const char *h = one;
+        one[0] = '\0';
+        if (head) {
+            if (done[i]) continue;
+            line_head(e, i, done, head);
+            h = head;
+        } else if (e->v[i].rank >= 0) { /* out of host memory: a line per rank */
+            snprintf(one, sizeof one, "rank %d: ", e->v[i].rank);
+        }
+        int k = snprintf(buf + (len < size ? len : size), len < size ? size - len : 0, "%s%s\n", h,
+                         e->v[i].msg);
         if (k > 0) len += (size_t)k;
     }
+    free(done);
+    free(head);
     return len;
 }
 
-/* A line that names a rank: "rank R: ..." or "  rank R ...". */
-static int names_rank(const char *line)
+/* How many ranks a line names: "rank R: ..." or "  rank R ..." one,
+ * "ranks A-B, C: ..." every one listed. */
+static int names_ranks(const char *line)
 {
     while (*line == ' ')
         line++;
-    return !strncmp(line, "rank ", 5);
+    if (!strncmp(line, "rank ", 5)) return 1;
+    if (strncmp(line, "ranks ", 6)) return 0;
+    int n = 0;
+    for (const char *p = line + 6; *p && *p != ':';) {
+        char *end;
+        long a = strtol(p, &end, 10), b = a;
+        if (end == p) break;
+        if (*end == '-') b = strtol(end + 1, &end, 10);
+        n += (int)(b - a + 1);
+        p = end;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    return n;
 }
 
 size_t kb__rank_errors_format_fit(const kb__rank_errors *e, char *buf, size_t size)
@@ -417,7 +477,7 @@ size_t kb__rank_errors_format_fit(const kb__rank_errors *e, char *buf, size_t si
             len += n;
         } else {
             cut = 1;
-            more += names_rank(line);
+            more += names_ranks(line);
         }
         if (!eol) break;
     }

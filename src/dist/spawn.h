@@ -97,12 +97,15 @@ int kb__dist_rank(const kb__dist *d);
 /* nprocs of the calling rank's group, or -1. */
 int kb__dist_world_size(const kb__dist *d);
 
-/* All messages as "rank R: MESSAGE" lines (snprintf-style: returns the full
- * length, writes at most size bytes, NUL-terminated when size > 0). */
+/* All messages as "rank R: MESSAGE" lines, one line for the ranks with the
+ * same code and message ("ranks 0-3, 6: MESSAGE": a collective's error
+ * reaches each of its members), at the place of the first of them, then
+ * the deadlock's (snprintf-style: returns the full length, writes at most
+ * size bytes, NUL-terminated when size > 0). */
 size_t kb__rank_errors_format(const kb__rank_errors *e, char *buf, size_t size);
 /* The same lines cut to fit size bytes (NUL included): whole lines are kept
  * and, when some are dropped, the text ends with "  ... and N more ranks"
- * counting the dropped lines that name a rank. Returns the length written. */
+ * counting the ranks the dropped lines name. Returns the length written. */
 size_t kb__rank_errors_format_fit(const kb__rank_errors *e, char *buf, size_t size);
 void kb__rank_errors_fini(kb__rank_errors *e);
 

@@ -321,3 +321,54 @@ Test(spawn, a_report_cut_to_fit_keeps_whole_lines_and_counts_the_ranks_left_out)
     cr_expect_eq(shown + more, LINES, "%d + %d", shown, more);
     cr_expect_eq(buf[len - 1], '\n');
 }
+
+/* Ranks with the same error share a line, listed in runs; others keep
+ * their own; the deadlock comes last, without a head. */
+Test(spawn, ranks_with_the_same_error_share_one_line)
+{
+    kb__rank_error v[] = {{0, KB_EINVAL, "bad tensor"}, {1, KB_EINVAL, "bad tensor"},
+                          {2, KB_EINVAL, "bad tensor"}, {3, KB_ERANGE, "bad tensor"},
+                          {4, KB_EINVAL, "other"},      {5, KB_EINVAL, "bad tensor"},
+                          {7, KB_EINVAL, "bad tensor"}, {8, KB_EINVAL, "bad tensor"},
+                          {-1, KB_EDEADLOCK, "deadlock"}};
+    kb__rank_errors e = {v, sizeof v / sizeof v[0], 0};
+    char buf[256];
+    size_t len = kb__rank_errors_format(&e, buf, sizeof buf);
+    cr_assert_str_eq(buf, "ranks 0-2, 5, 7-8: bad tensor\n"
+                          "rank 3: bad tensor\n"
+                          "rank 4: other\n"
+                          "deadlock\n");
+    cr_assert_eq(len, strlen(buf));
+    cr_assert_eq(kb__rank_errors_format(&e, buf, 8), len, "the full length when cut");
+    cr_assert_str_eq(buf, "ranks 0");
+}
+
+/* 40 ranks, four errors (rank k has error k mod 4): four lines of ten
+ * ranks each; cut to fit, the ranks shown and those counted as left out
+ * add up to 40. */
+Test(spawn, a_report_cut_to_fit_counts_every_rank_of_the_lines_left_out)
+{
+    enum { RANKS = 40 };
+    kb__rank_error v[RANKS];
+    static const char *const msg[4] = {
+        "error zero, long enough to need a line of its own in the report",
+        "error one, long enough to need a line of its own in the report",
+        "error two, long enough to need a line of its own in the report",
+        "error three, long enough to need a line of its own in the report"};
+    for (int k = 0; k < RANKS; k++)
+        v[k] = (kb__rank_error){k, KB_EINVAL, (char *)msg[k % 4]};
+    kb__rank_errors e = {v, RANKS, 0};
+    char full[2048], buf[320];
+    kb__rank_errors_format(&e, full, sizeof full);
+    cr_assert(strstr(full, "ranks 0, 4, 8, 12, 16, 20, 24, 28, 32, 36: error zero"), "%s", full);
+    kb__rank_errors_format_fit(&e, buf, sizeof buf);
+    int shown = 0, more = -1;
+    for (const char *p = buf; (p = strstr(p, "ranks ")); p++)
+        for (const char *q = p; *q && *q != ':'; q++)
+            shown += *q == ',' || q == p;
+    const char *tail = strstr(buf, "  ... and ");
+    cr_assert_not_null(tail, "%s", buf);
+    cr_assert_eq(sscanf(tail, "  ... and %d more ranks", &more), 1, "%s", tail);
+    cr_expect_gt(shown, 0, "%s", buf);
+    cr_expect_eq(shown + more, RANKS, "%d shown + %d more: %s", shown, more, buf);
+}
