@@ -24,9 +24,10 @@
  *
  * Groups: kb_new_group is a round of the world whose last member adds the
  * group; its handle (the kb_spawn's serial and the group's index) goes to
- * every rank through the round slot. The collective runner takes one call
- * at a time (ccl/run.c): a group whose round is due while another group's
- * collective runs waits for it there.
+ * every rank through the round slot. The collective runner (ccl/run.c)
+ * runs the rounds of different groups side by side when their buffers are
+ * on different PEs; a round with a buffer on a PE of a running collective
+ * waits there for it.
  *
  * Point to point: kb_send and kb_recv of two ranks meet in the hidden
  * group of the pair (made on first use, never handed out) as a round whose
@@ -540,21 +541,27 @@ static call *pending_in(rt_group *g, const comm *cm, int ci, int i)
 static void refresh_notes(rt_group *g, int ci, int running)
 {
     const comm *cm = g->comm[ci];
-    char miss[200];
+    char miss[320];
     size_t len = 0;
+    int n_miss = 0;
     miss[0] = '\0';
     for (int i = 0; i < cm->n && len < sizeof miss - 40; i++) {
         if (pending_in(g, cm, ci, i)) continue;
         int k = member_of(cm, i);
         const call *other = &g->pend[k];
-        char why[48] = "";
+        char why[160] = "", grp[96];
+        group_str(g, other->comm, grp, sizeof grp);
         if (g->ended[k])
             snprintf(why, sizeof why, " (ended)");
+        else if (other->p2p)
+            snprintf(why, sizeof why, " (waiting in %s %s rank %d)", label(other),
+                     other->p2p == 1 ? "to" : "from", other->peer);
         else if (other->kind >= 0)
-            snprintf(why, sizeof why, " (waiting in %s)",
-                     other->comm ? "another group" : "the world group");
+            snprintf(why, sizeof why, " (waiting in %s over %s)", label(other),
+                     grp[0] ? grp : "the world");
         int w = snprintf(miss + len, sizeof miss - len, "%s%d%s", len ? ", " : "", k, why);
         if (w > 0) len += (size_t)w;
+        n_miss++;
     }
     for (int i = 0; i < cm->n; i++) {
         int k = member_of(cm, i);
@@ -567,7 +574,7 @@ static void refresh_notes(rt_group *g, int ci, int running)
                               running);
         else
             kb__proc_set_note(g->proc[k], "%s waits for rank%s %s", g->pend[k].what,
-                              strchr(miss, ',') ? "s" : "", miss);
+                              n_miss > 1 ? "s" : "", miss);
     }
 }
 

@@ -133,6 +133,33 @@ Test(dist_p2p, a_send_nobody_receives_is_a_deadlock_naming_it)
     kb_close(m);
 }
 
+/* Rank 0 sends to rank 1, which waits to receive from rank 2, which waits
+ * in a barrier: each note says in which call the missing rank waits. */
+static int cycle(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs, (void)arg;
+    kb_tensor t = {0};
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = tensor(m, rank, 1, &t);
+    if (rc) return rc;
+    return rank == 0 ? kb_send(m, t, 1) : rank == 1 ? kb_recv(m, t, 2) : kb_barrier(m);
+}
+
+Test(dist_p2p, a_deadlock_names_the_send_or_receive_a_rank_waits_in)
+{
+    kb_machine *m = kb_test_machine();
+    cr_assert_eq(kb_spawn(m, cycle, 3, NULL), KB_EDEADLOCK, "%s", kb_last_error(m));
+    const char *e = kb_last_error(m);
+    cr_expect(strstr(e, "dst 1) call #1 waits for rank 1 (waiting in kb_recv from rank 2)"), "%s",
+              e);
+    cr_expect(strstr(e, "src 2) call #1 waits for rank 2 (waiting in kb_barrier over the world)"),
+              "%s", e);
+    cr_expect(strstr(e, "kb_barrier() call #1 waits for ranks 0 (waiting in kb_send to rank 1), "
+                        "1 (waiting in kb_recv from rank 2)"),
+              "%s", e);
+    kb_close(m);
+}
+
 /* The refusals each rank can see alone. */
 static int misuse(kb_machine *m, int rank, int nprocs, void *arg)
 {
