@@ -126,11 +126,12 @@ KB_API int kb_barrier_group(kb_machine *m, kb_group g);
 /* kb_send(m, t, dst) hands the caller's tensor to host rank dst's matching
  * kb_recv(m, t2, src = the caller), which overwrites t2: both block until
  * the bytes landed. Each send pairs with the next receive of the peer from
- * the caller, in call order; both tensors hold one shard each, of the same
- * dtype and size, on different PEs (KB_EUNSUPPORTED for sharded tensors).
- * On the device the transfer is a broadcast over the two PEs (the inter-PE
- * queues, docs/ccl.md). Calls that cannot pair (both send, sizes differ)
- * are a mismatch (KB_EDEADLOCK naming both calls); a peer that never
+ * the caller, in call order; the tensors hold as many shards each, all of
+ * the same dtype and size, each on a PE of its own, and shard i goes to
+ * shard i. On the device each pair of shards moves through inter-PE
+ * queues of its own, all pairs at once (docs/distributed.md). Calls that
+ * cannot pair (both send, sizes or shard counts differ) are a mismatch
+ * (KB_EDEADLOCK naming both calls); a peer that never
  * answers is a deadlock naming the waiting call. From spawned ranks only
  * (KB_EINVAL from the driver, to the caller itself or outside the world);
  * needs the process group. */

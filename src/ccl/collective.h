@@ -63,10 +63,14 @@ typedef struct kb__coll_req {
     uint32_t n;            /* tensors */
     const kb_tensor *in;   /* [n] */
     const kb_tensor *out;  /* [n] for REDUCE_SCATTER and ALL_GATHER, else NULL */
-    uint32_t root;         /* BROADCAST: index of the source buffer */
+    uint32_t root;         /* BROADCAST: index of the source buffer (pairwise: of the
+                              source tensor, 0 or 1) */
     const int *ranks;      /* [n_ranks] host ranks taking part (their launch streams), NULL:
                               the caller's */
     uint32_t n_ranks;
+    int pairwise; /* BROADCAST of two tensors with as many shards each: shard i of
+                     in[root] goes to shard i of the other (point to point); each pair
+                     has queues of its own, one launch runs them all */
 } kb__coll_req;
 
 typedef struct kb__coll_info {

@@ -386,9 +386,13 @@ typedef struct coll_call {
     kb__dtype dtype; /* of every buffer */
     const kb__ccl_algo *algo;
     const kb__ccl_module *mod;
+    /* its installs: one, or (pairwise) one per pair of buffers */
+    kb__ccl_installed **inst;
+    uint32_t n_inst;
     /* the launch's arguments, read by its programs until it ends */
+    uint32_t *pes; /* [p] program -> PE: each install's PEs in its rank order */
     kb_ccl_sched sched;
-    uint32_t *index; /* sched.index */
+    uint32_t *index; /* sched.index: program -> buffer */
     tl_tensor *views;
 } coll_call;
 
@@ -505,6 +509,32 @@ static int check_values(const coll_call *c, kb__err *err)
     return 0;
 }
 
+/* Pairwise: the buffers (the shards of in[0], then of in[1]) become pairs
+ * (sender, receiver), shard by shard. */
+static int pair_up(coll_call *c, kb__err *err)
+{
+    const kb__coll_req *r = c->r;
+    uint32_t k = c->p / 2;
+    if (r->n != 2 || r->root > 1 || c->p % 2 || c->buf[k - 1].in != c->buf[0].in ||
+        c->buf[k].in == c->buf[0].in) {
+        const kb__rt_tensor *a = c->buf[0].in, *b = c->buf[c->p - 1].in;
+        return kb__err_set(err, KB_EINVAL,
+                           "point-to-point: tensor '%s' has %d shards and tensor '%s' %d: shard "
+                           "i of the one goes to shard i of the other, so they need as many",
+                           a->name, a->plan.n_shards, b->name, b->plan.n_shards);
+    }
+    coll_buf *pairs = malloc(c->p * sizeof *pairs);
+    if (!pairs) return kb__err_set(err, KB_ENOMEM, "point-to-point: out of host memory");
+    uint32_t from = r->root ? k : 0, to = r->root ? 0 : k;
+    for (uint32_t i = 0; i < k; i++) {
+        pairs[2 * i] = c->buf[from + i];
+        pairs[2 * i + 1] = c->buf[to + i];
+    }
+    memcpy(c->buf, pairs, c->p * sizeof *pairs);
+    free(pairs);
+    return 0;
+}
+
 static int gather(coll_call *c, kb__err *err)
 {
     kb_machine *m = c->m;
@@ -524,6 +554,7 @@ static int gather(coll_call *c, kb__err *err)
     int rc = 0;
     for (uint32_t i = 0; !rc && i < r->n; i++)
         rc = add_tensor(c, i, owner, err);
+    if (!rc && r->pairwise) rc = pair_up(c, err);
     if (!rc) rc = check_values(c, err);
     if (!rc && (r->kind == KB__CCL_REDUCE_SCATTER || r->kind == KB__CCL_ALL_GATHER))
         rc = add_outputs(c, owner, err);
@@ -561,47 +592,78 @@ static int pick(coll_call *c, const kb__ccl_state *st, const char *name, kb__err
                            c->what, a->name, a->module, kb__ccl_collective_name(c->mod->collective),
                            kb__ccl_topology_name(c->mod->topology), kb__ccl_collective_name(kind),
                            kb__ccl_topology_name(a->topology));
+    if (c->r->pairwise && a->topology != KB__CCL_RING_1D)
+        return kb__err_set(err, KB_EUNSUPPORTED,
+                           "point-to-point runs on the queues of the broadcast algorithm ('%s'), "
+                           "which must be ring_1d (it is %s)",
+                           a->name, kb__ccl_topology_name(a->topology));
     return 0;
 }
 
-/* Builds the plan of the call's PE set and installs it (or reuses the cache). */
-static int plan_and_install(kb__ccl_state *st, coll_call *c, kb__ccl_installed **in,
-                            kb__coll_info *info, kb__err *err)
+/* Builds the plan of the PE set of buffers b[0..n) and installs it (or
+ * reuses the cache). */
+static int plan_and_install(kb__ccl_state *st, const coll_call *c, const coll_buf *b, uint32_t n,
+                            kb__ccl_installed **in, kb__coll_info *info, kb__err *err)
 {
     kb_machine *m = c->m;
     kb__ccl_resolved res;
-    int rc = kb__ccl_resolve(c->algo, &m->params, c->p, &res, err);
-    if (rc) return kb__err_prefix(err, "collective %s over %u buffers: ", c->what, c->p);
-    kb__ccl_loc *set = malloc(c->p * sizeof *set);
+    int rc = kb__ccl_resolve(c->algo, &m->params, n, &res, err);
+    if (rc) return kb__err_prefix(err, "collective %s over %u buffers: ", c->what, n);
+    kb__ccl_loc *set = malloc(n * sizeof *set);
     if (!set) return kb__err_set(err, KB_ENOMEM, "collective %s: out of host memory", c->what);
-    for (uint32_t i = 0; i < c->p; i++) {
-        uint32_t gi = c->buf[i].gi;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t gi = b[i].gi;
         set[i] = (kb__ccl_loc){gi / (m->cubes * m->pes), gi / m->pes % m->cubes, gi % m->pes};
     }
     kb__ccl_plan *plan;
-    rc = kb__ccl_plan_build_on(&plan, &m->params, &res, set, c->p, err);
+    rc = kb__ccl_plan_build_on(&plan, &m->params, &res, set, n, err);
     free(set);
+    int installed = 0;
     if (!rc)
-        rc = kb__ccl_installs_get(&st->installs, c->algo, plan, in, &info->installed,
-                                  &info->install, err);
+        rc = kb__ccl_installs_get(&st->installs, c->algo, plan, in, &installed, &info->install,
+                                  err);
+    info->installed |= installed;
+    return rc;
+}
+
+/* Marks c's installs in use (not evicted) or not. */
+static void set_in_use(coll_call *c, int on)
+{
+    for (uint32_t j = 0; j < c->n_inst; j++)
+        if (c->inst[j]) c->inst[j]->running = on;
+}
+
+/* Makes c's installs: one over every buffer, or one per pair (pairwise),
+ * each kept from eviction by the next. On failure those made stay in the
+ * cache, idle. */
+static int install_all(kb__ccl_state *st, coll_call *c, kb__coll_info *info, kb__err *err)
+{
+    uint32_t per = c->r->pairwise ? 2 : c->p;
+    c->inst = calloc(c->p / per, sizeof *c->inst);
+    if (!c->inst) return kb__err_set(err, KB_ENOMEM, "collective %s: out of host memory", c->what);
+    int rc = 0;
+    for (uint32_t j = 0; !rc && j < c->p / per; j++) {
+        rc = plan_and_install(st, c, c->buf + j * per, per, &c->inst[j], info, err);
+        if (!rc) c->n_inst++, c->inst[j]->running = 1;
+    }
+    if (rc) set_in_use(c, 0);
     return rc;
 }
 
 /* Message size (elements) and ring window for the kernels: a piece fits the
  * tile scratch (the ring keeps up to 2 windows of pieces, ring.c), and for mesh and tree one
  * message fits one ring (their deadlock-freedom rests on it). */
-static void sizes(const kb__ccl_state *st, const kb__ccl_installed *in, const coll_call *c,
-                  kb_ccl_sched *s)
+static void sizes(const kb__ccl_state *st, const coll_call *c, kb_ccl_sched *s)
 {
     kb_machine *m = st->m;
     uint64_t esize = kb__dtype_size(c->dtype), scratch = UINT64_MAX;
     for (uint32_t r = 0; r < c->p; r++) {
-        const kb__tcm *t = &m->pe_units[in->pes[r]]->tcm;
+        const kb__tcm *t = &m->pe_units[c->pes[r]]->tcm;
         if (t->size - t->base < scratch) scratch = t->size - t->base;
     }
     uint64_t piece = PIECE_TARGET_BYTES;
     if (piece > scratch / 16) piece = scratch / 16;
-    const kb__ccl_settings *q = &in->plan->r.s;
+    const kb__ccl_settings *q = &c->inst[0]->plan->r.s; /* the same in every install */
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
     if (c->mod->topology != KB__CCL_RING_1D) {
         uint64_t ring = (uint64_t)q->n_slots * payload;
@@ -613,9 +675,10 @@ static void sizes(const kb__ccl_state *st, const kb__ccl_installed *in, const co
     s->window = window > KB__CCL_WINDOW_MAX ? KB__CCL_WINDOW_MAX : window ? (int64_t)window : 1;
 }
 
-static void fill_info(const kb__ccl_state *st, const kb__ccl_installed *in, const coll_call *c,
-                      const kb__rt_launch_times *t, uint64_t piece, kb__coll_info *info)
+static void fill_info(const kb__ccl_state *st, const coll_call *c, const kb__rt_launch_times *t,
+                      uint64_t piece, kb__coll_info *info)
 {
+    const kb__ccl_installed *in = c->inst[0];
     snprintf(info->algorithm, sizeof info->algorithm, "%s", c->algo->name);
     info->queues = in->plan->r.s;
     info->piece_bytes = piece;
@@ -657,15 +720,16 @@ static void fill_info(const kb__ccl_state *st, const kb__ccl_installed *in, cons
  * queues. Fails their queue waits and waits for the launch to end, so the
  * install may be dropped; an already finished launch is not outstanding
  * (KB_ENOTFOUND) and ends the loop at once. 0 once the launch ended, -1
- * when its programs could not be made to end (the install must then not be
- * freed under them). */
-static int unwind(kb__ccl_state *st, const kb__ccl_installed *in, kb_launch_id id, int code)
+ * when its programs could not be made to end (the installs must then not
+ * be freed under them). */
+static int unwind(kb__ccl_state *st, const coll_call *c, kb_launch_id id, int code)
 {
     char msg[96];
     snprintf(msg, sizeof msg, "the collective was stopped (%s): its queue waits were canceled",
              kb_strerror(code));
     for (int round = 0; round < UNWIND_ROUNDS; round++) {
-        kb__ipcq_cancel(in->q, code, msg);
+        for (uint32_t j = 0; j < c->n_inst; j++)
+            kb__ipcq_cancel(c->inst[j]->q, code, msg);
         kb__err e;
         int rc = kb__rt_launch_wait(st->m, id, NULL, &e);
         if (rc != KB_ECANCELED && rc != KB_EDEADLOCK) return 0; /* ended (or not outstanding) */
@@ -673,27 +737,34 @@ static int unwind(kb__ccl_state *st, const kb__ccl_installed *in, kb_launch_id i
     return kb__rt_launch_wait(st->m, id, NULL, &(kb__err){0}) == KB_ENOTFOUND ? 0 : -1;
 }
 
-/* Issues the module's kernel, one program per rank, on in's endpoints;
- * *piece gets its message size in bytes. The launch's arguments are c's
- * until it ends. */
-static int issue(kb__ccl_state *st, const kb__ccl_installed *in, coll_call *c, kb_launch_id *id,
-                 uint64_t *piece, kb__err *err)
+/* Issues the kernel (pair_send for pairwise calls, else the module's), one
+ * program per buffer, on the endpoints of c's installs; *piece gets its
+ * message size in bytes. The launch's arguments are c's until it ends. */
+static int issue(kb__ccl_state *st, coll_call *c, kb_launch_id *id, uint64_t *piece, kb__err *err)
 {
     kb_machine *m = st->m;
     uint32_t p = c->p;
+    c->pes = malloc(p * sizeof *c->pes);
     c->index = malloc(p * sizeof *c->index);
     c->views = calloc((size_t)p * 2, sizeof *c->views);
-    if (!c->index || !c->views)
+    if (!c->pes || !c->index || !c->views)
         return kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
+    uint32_t n = 0;
+    for (uint32_t j = 0; j < c->n_inst; j++)
+        for (uint32_t r = 0; r < c->inst[j]->plan->world_size; r++)
+            c->pes[n++] = c->inst[j]->pes[r];
     kb_ccl_sched *s = &c->sched;
-    *s = (kb_ccl_sched){
-        .world = p, .op = c->r->op, .dtype = (tl_dtype)c->dtype, .elems = c->elems, .index = c->index};
+    *s = (kb_ccl_sched){.world = p / c->n_inst,
+                        .op = c->r->op,
+                        .dtype = (tl_dtype)c->dtype,
+                        .elems = c->elems,
+                        .index = c->index};
     for (uint32_t r = 0; r < p; r++) {
         uint32_t b = 0;
-        while (c->buf[b].gi != in->pes[r])
+        while (c->buf[b].gi != c->pes[r])
             b++;
         c->index[r] = b;
-        if (b == c->r->root) s->root = r;
+        if (b == c->r->root && !c->r->pairwise) s->root = r;
         const coll_buf *x = &c->buf[b];
         kb__rt_shard_view(x->in, x->in_shard, x->in->name, &c->views[r * 2]);
         if (x->out)
@@ -701,13 +772,13 @@ static int issue(kb__ccl_state *st, const kb__ccl_installed *in, coll_call *c, k
         else
             c->views[r * 2 + 1] = c->views[r * 2];
     }
-    sizes(st, in, c, s);
+    sizes(st, c, s);
     *piece = (uint64_t)s->piece * kb__dtype_size(c->dtype);
     kb__tl_arg args[2] = {{.kind = KB__TL_ARG_TENSOR}, {.kind = KB__TL_ARG_TENSOR}};
     int caller = kb__rt_caller(m);
-    kb__rt_launch_spec spec = {c->algo->name,
-                               c->mod->fn,
-                               in->pes,
+    kb__rt_launch_spec spec = {c->r->pairwise ? "pair_send" : c->algo->name,
+                               c->r->pairwise ? kb__ccl_pair_send : c->mod->fn,
+                               c->pes,
                                p,
                                args,
                                2,
@@ -715,17 +786,22 @@ static int issue(kb__ccl_state *st, const kb__ccl_installed *in, coll_call *c, k
                                s,
                                c->r->ranks ? c->r->ranks : &caller,
                                c->r->ranks ? c->r->n_ranks : 1};
-    kb__ccl_installed_attach(in);
+    for (uint32_t j = 0; j < c->n_inst; j++)
+        kb__ccl_installed_attach(c->inst[j]);
     return kb__rt_launch_on(m, &spec, id, err);
 }
 
-/* Waits for launch id on in's queues and checks they were left empty. */
-static int finish(kb__ccl_state *st, kb__ccl_installed *in, kb_launch_id id,
-                  kb__rt_launch_times *times, kb__err *err)
+/* Waits for launch id on c's queues and checks they were left empty. */
+static int finish(kb__ccl_state *st, coll_call *c, kb_launch_id id, kb__rt_launch_times *times,
+                  kb__err *err)
 {
     int rc = kb__rt_launch_wait(st->m, id, times, err);
-    if (rc && unwind(st, in, id, rc)) in->q_in_use = 1;
-    return rc ? rc : kb__ipcq_check_drained(in->q, err);
+    if (rc && unwind(st, c, id, rc))
+        for (uint32_t j = 0; j < c->n_inst; j++)
+            c->inst[j]->q_in_use = 1;
+    for (uint32_t j = 0; !rc && j < c->n_inst; j++)
+        rc = kb__ipcq_check_drained(c->inst[j]->q, err);
+    return rc;
 }
 
 /* Whether a running collective has a buffer on one of c's PEs. */
@@ -778,42 +854,41 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     kb__coll_info local;
     if (!info) info = &local;
     memset(info, 0, sizeof *info);
-    if (!m || !m->ccl || !r || (unsigned)r->kind >= KB__CCL_COLLECTIVE_COUNT)
+    if (!m || !m->ccl || !r || (unsigned)r->kind >= KB__CCL_COLLECTIVE_COUNT ||
+        (r->pairwise && r->kind != KB__CCL_BROADCAST))
         return kb__err_set(err, KB_EINVAL, "collective: no machine, request or kind");
     kb__ccl_state *st = m->ccl;
     coll_call c = {.m = m, .r = r, .what = kb__ccl_collective_name(r->kind)};
     int rc = prepare_call(st, &c, err);
     if (rc) return rc;
     st->installs.last = NULL; /* until this call has its install */
-    kb__ccl_installed *in = NULL;
-    rc = plan_and_install(st, &c, &in, info, err);
+    rc = install_all(st, &c, info, err);
     kb_launch_id id;
     uint64_t piece = 0;
-    if (!rc) rc = issue(st, in, &c, &id, &piece, err);
+    if (!rc) rc = issue(st, &c, &id, &piece, err);
     int launched = !rc;
-    if (launched) {
-        set_running(st, &c, 1);
-        in->running = 1; /* not evicted under its programs */
-    }
+    if (launched) set_running(st, &c, 1);
     release(st);
     kb__rt_launch_times t = {0};
-    if (launched) rc = finish(st, in, id, &t, err);
+    if (launched) rc = finish(st, &c, id, &t, err);
     if (launched && !rc) {
-        fill_info(st, in, &c, &t, piece, info);
+        fill_info(st, &c, &t, piece, info);
         char name[96];
         snprintf(name, sizeof name, "%s %s", c.what, c.algo->name);
         kb__rt_trace_span(m, KB__RT_HOST_COLLECTIVES, "collective", name, t.issue,
                           (uint64_t)c.p * info->bytes_per_rank);
     }
-    if (in) in->running = 0;
-    if (rc && in) {
+    set_in_use(&c, 0);
+    if (rc && c.n_inst) {
         kb__err_prefix(err, "collective %s (algorithm '%s', %u ranks, %llu B per rank): ", c.what,
                        c.algo->name, c.p, (unsigned long long)c.elems * kb__dtype_size(c.dtype));
-        kb__ccl_installs_drop(&st->installs, in, 1); /* messages may be left in its rings;
-                                                        the other installs stay */
+        for (uint32_t j = 0; j < c.n_inst; j++) /* messages may be left in their rings; the */
+            kb__ccl_installs_drop(&st->installs, c.inst[j], 1); /* other installs stay */
     }
     if (launched) set_running(st, &c, 0);
     free(c.buf);
+    free(c.inst);
+    free(c.pes);
     free(c.index);
     free(c.views);
     return rc;

@@ -502,11 +502,6 @@ static int check_tensors(kb_machine *m, const call *c, kb__err *err)
     if ((c->kind == KB__CCL_REDUCE_SCATTER || c->kind == KB__CCL_ALL_GATHER) &&
         !kb__rt_tensor_get(m, c->out.id, err))
         return kb__err_prefix(err, "%s: output: ", label(c));
-    if (c->p2p && t->plan.n_shards != 1)
-        return kb__err_set(err, KB_EUNSUPPORTED,
-                           "%s: tensor '%s' has %d shards; point-to-point takes a tensor of one "
-                           "shard (sharded tensors are not supported yet)",
-                           label(c), t->name, t->plan.n_shards);
     return 0;
 }
 
@@ -526,7 +521,8 @@ static int same_call(const call *a, const call *b, kb_machine *m)
     kb__rt_tensor *ta = kb__rt_tensor_get(m, a->in.id, &e),
                   *tb = kb__rt_tensor_get(m, b->in.id, &e);
     return ta && tb && ta->dtype == tb->dtype &&
-           ta->plan.shards[0].bytes == tb->plan.shards[0].bytes;
+           ta->plan.shards[0].bytes == tb->plan.shards[0].bytes &&
+           (!a->p2p || ta->plan.n_shards == tb->plan.n_shards); /* shard i to shard i */
 }
 
 /* The pending call of cm's rank i, or NULL when that member has none in cm. */
@@ -720,7 +716,9 @@ static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, const 
         out[k] = c[k]->out;
     }
     int rc = 0;
-    if (c[0]->kind == KB__CCL_BROADCAST) { /* the source's index: shards before it */
+    if (c[0]->p2p) { /* pairwise: the sender's tensor */
+        root = (uint32_t)c[0]->root_index;
+    } else if (c[0]->kind == KB__CCL_BROADCAST) { /* the source's index: shards before it */
         int src = n > 1 ? c[0]->root_index : 0;
         for (int k = 0; k < src && !rc; k++) {
             kb__rt_tensor *t = kb__rt_tensor_get(m, in[k].id, err);
@@ -740,7 +738,8 @@ static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, const 
             (c[0]->kind == KB__CCL_REDUCE_SCATTER || c[0]->kind == KB__CCL_ALL_GATHER) ? out : NULL,
         .root = root,
         .ranks = ranks,
-        .n_ranks = ranks ? (uint32_t)n : 0};
+        .n_ranks = ranks ? (uint32_t)n : 0,
+        .pairwise = c[0]->p2p != 0};
     kb__coll_info info;
     memset(&info, 0, sizeof info);
     if (!rc) rc = kb__ccl_run(m, &req, &info, err);

@@ -18,7 +18,7 @@ static void reduce_scatter(cf_place where, int w, int64_t per_rank, kb_dtype dt,
     int64_t n = (int64_t)w * per_rank;
     kb_tensor in = cf_tensor(m, "in", where, w, n, dt, 1);
     kb_tensor out = cf_tensor(m, "out", where, w, n / w, dt, 0);
-    kb__coll_req r = {KB__CCL_REDUCE_SCATTER, op, NULL, 1, &in, &out, 0, NULL, 0};
+    kb__coll_req r = {KB__CCL_REDUCE_SCATTER, op, NULL, 1, &in, &out, 0, NULL, 0, 0};
     run(m, &r, NULL);
     float *h = cf_read(m, out, n);
     for (int b = 0; b < w; b++)
@@ -55,7 +55,7 @@ static void all_gather(cf_place where, int w, int64_t n)
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor in = cf_tensor(m, "in", where, w, n, KB_F32, 1);
     kb_tensor out = cf_tensor(m, "out", where, w, n * w, KB_F32, 0);
-    kb__coll_req r = {KB__CCL_ALL_GATHER, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0};
+    kb__coll_req r = {KB__CCL_ALL_GATHER, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0};
     run(m, &r, NULL);
     float *h = cf_read(m, out, n * w * w);
     for (int b = 0; b < w; b++)
@@ -87,7 +87,7 @@ static void broadcast(cf_place where, int w, uint32_t root)
     kb_machine *m = cf_open(NULL, 0);
     int64_t n = 1000;
     kb_tensor t = cf_tensor(m, "x", where, w, n, KB_F16, 1);
-    kb__coll_req r = {KB__CCL_BROADCAST, KB_SUM, NULL, 1, &t, NULL, root, NULL, 0};
+    kb__coll_req r = {KB__CCL_BROADCAST, KB_SUM, NULL, 1, &t, NULL, root, NULL, 0, 0};
     run(m, &r, NULL);
     float *h = cf_read(m, t, n * w);
     for (int b = 0; b < w; b++)
@@ -125,7 +125,7 @@ Test(coll_index, two_tensors_index_in_call_order)
         int64_t oshape = 8 * 16 * n;
         cr_assert_eq(kb_empty(m, "o", 1, &oshape, KB_F32, &p1, &out[i]), 0);
     }
-    kb__coll_req r = {KB__CCL_ALL_GATHER, KB_SUM, NULL, 2, ab, out, 0, NULL, 0};
+    kb__coll_req r = {KB__CCL_ALL_GATHER, KB_SUM, NULL, 2, ab, out, 0, NULL, 0, 0};
     kb__coll_info info;
     run(m, &r, &info);
     cr_assert_eq(info.world, 16u);
@@ -142,7 +142,7 @@ Test(coll_hello, every_rank_sends_to_next_and_buffers_stay)
 {
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor t = cf_tensor(m, "x", CF_CUBES, 16, 3000, KB_F32, 1);
-    kb__coll_req r = {KB__CCL_SEND_RECV, KB_SUM, NULL, 1, &t, NULL, 0, NULL, 0};
+    kb__coll_req r = {KB__CCL_SEND_RECV, KB_SUM, NULL, 1, &t, NULL, 0, NULL, 0, 0};
     kb__coll_info info;
     run(m, &r, &info);
     cr_assert_str_eq(info.algorithm, "hello_send");
@@ -160,7 +160,7 @@ Test(coll_cache, same_pe_set_reuses_the_install_another_reinstalls)
     kb_tensor a = cf_tensor(m, "a", CF_ONE_CUBE, 4, 10, KB_F32, 1);
     kb_tensor b = cf_tensor(m, "b", CF_ONE_CUBE, 4, 20, KB_F32, 1);
     kb_tensor c = cf_tensor(m, "c", CF_ONE_CUBE, 8, 10, KB_F32, 1);
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 1, &a, NULL, 0, NULL, 0};
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 1, &a, NULL, 0, NULL, 0, 0};
     kb__coll_info info;
     run(m, &r, &info);
     cr_assert_eq(info.installed, 1);

@@ -170,15 +170,10 @@ static int misuse(kb_machine *m, int rank, int nprocs, void *arg)
     if (!rc) rc = tensor(m, rank, 1, &t);
     if (rc || rank) return rc;
     if (!strcmp(what, "self")) return kb_send(m, t, 0);
-    if (!strcmp(what, "far")) return kb_recv(m, t, 5);
-    int64_t n = 2 * N; /* split over the 8 PEs of cube 0 */
-    kb_policy split = {KB_REPLICATE, KB_REPLICATE, KB_COLUMN_WISE, 0, 1, 0, 0, 0};
-    kb_tensor wide;
-    rc = kb_zeros(m, "wide", 1, &n, KB_F32, &split, &wide);
-    return rc ? rc : kb_send(m, wide, 1);
+    return kb_recv(m, t, 5); /* "far" */
 }
 
-Test(dist_p2p, a_peer_that_is_not_another_rank_or_a_sharded_tensor_is_refused)
+Test(dist_p2p, a_peer_that_is_not_another_rank_is_refused)
 {
     kb_machine *m = kb_test_machine();
     cr_expect_eq(kb_spawn(m, misuse, 2, "self"), KB_EINVAL);
@@ -187,11 +182,6 @@ Test(dist_p2p, a_peer_that_is_not_another_rank_or_a_sharded_tensor_is_refused)
     cr_expect_eq(kb_spawn(m, misuse, 2, "far"), KB_EINVAL);
     cr_expect(strstr(kb_last_error(m), "kb_recv: src 5 is not another host rank"), "%s",
               kb_last_error(m));
-    cr_expect_eq(kb_spawn(m, misuse, 2, "sharded"), KB_EUNSUPPORTED);
-    cr_expect(strstr(kb_last_error(m),
-                     "kb_send: tensor 'wide' has 8 shards; point-to-point takes a tensor of one "
-                     "shard"),
-              "%s", kb_last_error(m));
     /* the driver has nobody to talk to */
     kb_tensor t;
     int64_t n = N;
@@ -262,5 +252,107 @@ Test(dist_p2p, a_transfer_runs_beside_another_ranks_kernel)
     cr_expect_gt(o.kernel_end, 0);
     cr_expect_lt(o.recv_end, o.kernel_end, "the transfer ended at %llu ps, the kernel at %llu ps",
                  (unsigned long long)o.recv_end, (unsigned long long)o.kernel_end);
+    kb_close(m);
+}
+
+/* ---- sharded tensors ---------------------------------------------------------- */
+
+/* Host ranks 0 and 2 (both on SIP 0): rank 0's tensor of SH_N f32 split by
+ * columns over `shards` PEs of cube 0 from PE 0, rank 2's over as many from
+ * PE 4; rank 0 sends, rank 2 receives, twice: shard i goes to shard i. */
+#define SH_N (256 * 1024)
+typedef struct sharded {
+    int shards, shards_recv; /* the receiver's count (a mismatch when they differ) */
+    float got[SH_N];
+    uint64_t took; /* the second send's simulated time */
+} sharded;
+
+static int sharded_pair(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    sharded *o = arg;
+    if (rank == 1) return kb_init_process_group(m, "ahbm");
+    int shards = rank == 0 ? o->shards : o->shards_recv;
+    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_COLUMN_WISE, 0, 1, shards, 0, rank ? 4 : 0};
+    int64_t n = SH_N;
+    kb_tensor t;
+    float *h = malloc(SH_N * sizeof *h);
+    int rc = h ? kb_init_process_group(m, "ahbm") : KB_ENOMEM;
+    for (int i = 0; !rc && i < SH_N; i++)
+        h[i] = rank == 0 ? val(3, i) : -1.0f;
+    if (!rc) rc = kb_empty(m, rank ? "in" : "out", 1, &n, KB_F32, &p, &t);
+    if (!rc) rc = kb_copy_from_host(m, t, h, SH_N * sizeof *h, KB_F32);
+    uint64_t t0 = 0;
+    for (int k = 0; k < 2 && !rc; k++) { /* the second goes through installed queues */
+        t0 = kb_now_ps(m);
+        rc = rank == 0 ? kb_send(m, t, 2) : kb_recv(m, t, 0);
+    }
+    if (!rc && rank == 0) o->took = kb_now_ps(m) - t0;
+    if (!rc && rank == 2) rc = kb_copy_to_host(m, t, o->got, sizeof o->got, KB_F32);
+    free(h);
+    return rc;
+}
+
+/* Four shards go to four: the receiver gets every element; the four pairs
+ * move at once on their own PEs, so the send takes well under the time of
+ * the same bytes in one shard (at least twice as fast). */
+Test(dist_p2p, a_sharded_tensor_goes_shard_by_shard_side_by_side)
+{
+    kb_machine *m = kb_test_machine();
+    sharded *four = calloc(1, sizeof *four), *one = calloc(1, sizeof *one);
+    four->shards = four->shards_recv = 4;
+    one->shards = one->shards_recv = 1;
+    cr_assert_eq(kb_spawn(m, sharded_pair, 3, four), 0, "%s", kb_last_error(m));
+    for (int i = 0; i < SH_N; i++)
+        cr_assert_eq(four->got[i], val(3, i), "element %d", i);
+    cr_assert_eq(kb_spawn(m, sharded_pair, 3, one), 0, "%s", kb_last_error(m));
+    for (int i = 0; i < SH_N; i++)
+        cr_assert_eq(one->got[i], val(3, i), "element %d", i);
+    cr_expect_lt(2 * four->took, one->took, "4 shards %llu ps, 1 shard %llu ps",
+                 (unsigned long long)four->took, (unsigned long long)one->took);
+    free(four);
+    free(one);
+    kb_close(m);
+}
+
+/* Tensors of different shard counts cannot pair shard by shard: a
+ * mismatch naming both calls. */
+Test(dist_p2p, tensors_of_different_shard_counts_are_a_mismatch)
+{
+    kb_machine *m = kb_test_machine();
+    sharded *o = calloc(1, sizeof *o);
+    o->shards = 4;
+    o->shards_recv = 2;
+    cr_assert_eq(kb_spawn(m, sharded_pair, 3, o), KB_EDEADLOCK, "%s", kb_last_error(m));
+    const char *e = kb_last_error(m);
+    cr_expect(strstr(e, "mismatched collectives"), "%s", e);
+    cr_expect(strstr(e, "kb_send(tensor 'out': 65536 f32 per shard, dst 2)"), "%s", e);
+    cr_expect(strstr(e, "kb_recv(tensor 'in': 131072 f32 per shard, src 0)"), "%s", e);
+    free(o);
+    kb_close(m);
+}
+
+/* Point-to-point uses the broadcast algorithm's queues as a ring of two: a
+ * default broadcast over a tree is refused, naming it. */
+static void tree_noop(tl_ctx *k)
+{
+    (void)k;
+}
+
+Test(dist_p2p, a_broadcast_algorithm_that_is_not_a_ring_is_refused)
+{
+    kb_machine *m = kb_test_machine();
+    cr_assert_eq(kb_ccl_register(m, "tree_noop", "broadcast", "tree", tree_noop), 0, "%s",
+                 kb_last_error(m));
+    const char *sets[] = {
+        "ccl.algorithms.tb={module: tree_noop, collective: broadcast, topology: tree}",
+        "ccl.defaults.algorithm.broadcast=tb"};
+    cr_assert_eq(kb_ccl_override(m, sets, 2), 0, "%s", kb_last_error(m));
+    out *o = calloc(1, sizeof *o);
+    cr_assert_eq(kb_spawn(m, chain, 2, o), KB_EUNSUPPORTED, "%s", kb_last_error(m));
+    cr_expect(strstr(kb_last_error(m), "point-to-point runs on the queues of the broadcast "
+                                       "algorithm ('tb'), which must be ring_1d (it is tree)"),
+              "%s", kb_last_error(m));
+    free(o);
     kb_close(m);
 }

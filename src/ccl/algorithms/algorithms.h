@@ -70,5 +70,7 @@ void kb__ccl_ring_broadcast(tl_ctx *k);
 void kb__ccl_mesh_allreduce(tl_ctx *k);
 void kb__ccl_tree_allreduce(tl_ctx *k);
 void kb__ccl_hello_send(tl_ctx *k);
+/* Not a module: the kernel of point-to-point transfers (common.c). */
+void kb__ccl_pair_send(tl_ctx *k);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * common.c — the module registry and the helpers every collective kernel
  * shares (flat loads and stores of a buffer, chunk bounds, the reduction
- * op), plus hello_send.
+ * op), plus hello_send and pair_send.
  *
  * Adding a kernel: write it with the tl_ API, declare it in algorithms.h,
  * add one line to `modules` below, name it in ccl.yaml.
@@ -110,5 +110,31 @@ void kb__ccl_hello_send(tl_ctx *k)
         tl_send(k, TL_DIR_NEXT, kb__ccl_load(k, buf, off, len));
         tl_wait(k, h);
         tl_scope_end(k, scope, 0, NULL);
+    }
+}
+
+/* pair_send: point-to-point over pairs (ccl/run.c, kb__coll_req.pairwise):
+ * one launch runs every pair, each pair a world of two on queues of its
+ * own, so a program's rank is its place in its pair. Its role comes from
+ * its buffer: the buffers are numbered sender, receiver, sender, ... and
+ * s->index is indexed by the program (its PE in the launch). The sender
+ * sends its buffer to NEXT piece by piece, the receiver stores what comes
+ * from PREV: the steps of ring_broadcast over two ranks. */
+void kb__ccl_pair_send(tl_ctx *k)
+{
+    const kb_ccl_sched *s = tl_ccl_sched(k);
+    tl_tensor *buf = tl_arg_tensor(k, 0);
+    int sender = s->index[tl_program_id(k, 0)] % 2 == 0;
+    for (int64_t off = 0; off < s->elems; off += s->piece) {
+        int64_t len = s->elems - off < s->piece ? s->elems - off : s->piece;
+        if (sender) {
+            tl_tile v = kb__ccl_load(k, buf, off, len);
+            tl_send(k, TL_DIR_NEXT, v);
+            tl_free(k, v);
+        } else {
+            tl_tile v = tl_recv(k, TL_DIR_PREV, 1, &len, s->dtype);
+            kb__ccl_store(k, buf, off, len, v);
+            tl_free(k, v);
+        }
     }
 }
