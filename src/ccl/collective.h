@@ -21,6 +21,8 @@
  *   BROADCAST       in-place: every buffer := the buffer of index root
  *   SEND_RECV       hello_send: each rank sends its buffer to its next
  *                   neighbour and checks what it got (no data change)
+ *   BROADCAST with pairwise: point to point, shard i of one tensor to
+ *                   shard i of the other, each pair a ring of two
  *
  * op: sum, max, min, avg (avg = sum then divided by p in the buffer's
  * dtype's arithmetic, as documented in docs/ccl.md). The result is

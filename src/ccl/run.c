@@ -12,11 +12,12 @@
  *
  * A call: gather the buffers (every shard of every tensor), check them,
  * pick the algorithm and its kernel (algorithms/algorithms.h), reuse or
- * make the install over exactly the buffer PEs, point those PEs at the
+ * make the install over exactly the buffer PEs (point to point: one per
+ * pair of shards, kb__coll_req.pairwise), point those PEs at the
  * install's queue endpoints (a PE may be in several installs), then one
  * internal launch (kb__rt_launch_on: the launch path and costs of
  * kb_launch; it joins the streams of the call's host ranks) with one
- * program per rank. A failed kernel leaves its queues in an unknown state,
+ * program per buffer. A failed kernel leaves its queues in an unknown state,
  * so its install is dropped (the others stay) and the next call on that
  * set reinstalls. kb__ccl_reconfigure and kb__ccl_override drop every
  * install, kb_close frees them. Calls on different PEs run side by side;
