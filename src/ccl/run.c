@@ -621,8 +621,8 @@ static int plan_and_install(kb__ccl_state *st, const coll_call *c, const coll_bu
     free(set);
     int installed = 0;
     if (!rc)
-        rc = kb__ccl_installs_get(&st->installs, c->algo, plan, in, &installed, &info->install,
-                                  err);
+        rc =
+            kb__ccl_installs_get(&st->installs, c->algo, plan, in, &installed, &info->install, err);
     info->installed |= installed;
     return rc;
 }

@@ -126,7 +126,6 @@ typedef struct kb__rt_dist {
     kb__rt_group_ext driver_ext; /* the driver's slot (kb__rt_group_ext_of) */
 } kb__rt_dist;
 
-
 static const char *op_name(kb_reduce_op op)
 {
     static const char *const names[] = {"sum", "max", "min", "avg"};

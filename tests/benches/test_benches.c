@@ -285,8 +285,7 @@ Test(benches, tp_mlp_rejects_sizes_and_names_it_cannot_use)
     cr_expect(r.usage_error);
     cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"ranks=512", NULL}), KB_EINVAL);
     cr_expect(r.usage_error, "more ranks than the 256 PEs");
-    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"ranks=128", "dp=4", NULL}),
-                 KB_EINVAL);
+    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"ranks=128", "dp=4", NULL}), KB_EINVAL);
     cr_expect(r.usage_error);
     cr_expect(strstr(r.error, "ranks=128 x --opt dp=4 host ranks, but the machine has 256 PEs"),
               "%s", r.error);
@@ -302,8 +301,7 @@ Test(benches, tp_mlp_data_parallel_replicas_run_side_by_side)
 {
     kb_bench_result one, two;
     cr_assert_eq(run("tp_mlp", 0, &one, NULL), 0, "%s", one.error);
-    cr_assert_eq(run("tp_mlp", 0, &two, (const char *const[]){"dp=2", NULL}), 0, "%s",
-                 two.error);
+    cr_assert_eq(run("tp_mlp", 0, &two, (const char *const[]){"dp=2", NULL}), 0, "%s", two.error);
     cr_expect(kb_bench_passed(&two), "both replicas check against the host");
     cr_expect_eq(figure(&two, "dp"), 2);
     double t1 = (double)kb_bench_sim_ps(&one) / 1e6, t2 = (double)kb_bench_sim_ps(&two) / 1e6;

@@ -148,7 +148,8 @@ Test(coll_errors, rings_that_do_not_fit_and_a_failing_kernel)
                           "ccl.algorithms.ring_allreduce_sram.n_slots=1", "cube.sram.size=12MiB"};
     kb_machine *m = cf_open(sets, 3);
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 8, 8, KB_F32, 1);
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "ring_allreduce_sram", 1, &t, NULL, 0, NULL, 0, 0};
+    kb__coll_req r = {
+        KB__CCL_ALL_REDUCE, KB_SUM, "ring_allreduce_sram", 1, &t, NULL, 0, NULL, 0, 0};
     kb__err e;
     int rc = run_err(m, &r, &e);
     cr_assert(rc == KB_ENOSPC || rc == KB_ECONFIG, "%d %s", rc, e.msg);

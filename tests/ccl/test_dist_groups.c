@@ -37,17 +37,24 @@ static int input(kb_machine *m, int rank, int64_t n, kb_tensor *t)
     return rc ? rc : kb_copy_from_host(m, *t, h, (size_t)n * sizeof *h, KB_F32);
 }
 
+/* Starts the process group and makes the pairs {0, 1} and {2, 3}, in g. */
+static int two_pairs(kb_machine *m, kb_group g[2])
+{
+    static const int a[2] = {0, 1}, b[2] = {2, 3};
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_new_group(m, a, 2, &g[0]);
+    if (!rc) rc = kb_new_group(m, b, 2, &g[1]);
+    return rc;
+}
+
 /* Pairs {0, 1} and {2, 3}; every rank all-reduces within its pair. */
 static int pairs(kb_machine *m, int rank, int nprocs, void *arg)
 {
     (void)nprocs;
     out *o = arg;
-    static const int a[2] = {0, 1}, b[2] = {2, 3};
     kb_group g[2];
     kb_tensor t = {0};
-    int rc = kb_init_process_group(m, "ahbm");
-    if (!rc) rc = kb_new_group(m, a, 2, &g[0]);
-    if (!rc) rc = kb_new_group(m, b, 2, &g[1]);
+    int rc = two_pairs(m, g);
     for (int k = 0; k < 2 && !rc; k++) {
         o->grank[rank][k] = kb_group_rank(m, g[k]);
         o->gsize[rank][k] = kb_group_size(m, g[k]);
@@ -384,9 +391,8 @@ Test(dist_groups, several_calls_waiting_for_the_same_pes_run_in_turn, .timeout =
         cr_expect_eq(o.got[r], val(lo, N - 1) + val(lo + 1, N - 1), "rank %d", r);
     }
     cr_expect(o.end[0] != o.end[2] && o.end[2] != o.end[4] && o.end[0] != o.end[4],
-              "the pairs end at different times: %llu, %llu, %llu ps",
-              (unsigned long long)o.end[0], (unsigned long long)o.end[2],
-              (unsigned long long)o.end[4]);
+              "the pairs end at different times: %llu, %llu, %llu ps", (unsigned long long)o.end[0],
+              (unsigned long long)o.end[2], (unsigned long long)o.end[4]);
     kb_close(m);
 }
 
@@ -403,14 +409,11 @@ static int pairs_apart(kb_machine *m, int rank, int nprocs, void *arg)
 {
     (void)nprocs;
     apart *o = arg;
-    static const int a[2] = {0, 1}, b[2] = {2, 3};
     kb_policy own = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, rank / 2};
     int64_t n = APART_N;
     kb_group g[2];
     kb_tensor t;
-    int rc = kb_init_process_group(m, "ahbm");
-    if (!rc) rc = kb_new_group(m, a, 2, &g[0]);
-    if (!rc) rc = kb_new_group(m, b, 2, &g[1]);
+    int rc = two_pairs(m, g);
     if (rc || !(o->only >> (rank / 2) & 1)) return rc;
     float *h = malloc(APART_N * sizeof *h);
     if (!h) return KB_ENOMEM;
@@ -471,11 +474,8 @@ static int evict_beside(kb_machine *m, int rank, int nprocs, void *arg)
 {
     (void)nprocs;
     evict_run *o = arg;
-    static const int a[2] = {0, 1}, b[2] = {2, 3};
     kb_group g[2];
-    int rc = kb_init_process_group(m, "ahbm");
-    if (!rc) rc = kb_new_group(m, a, 2, &g[0]);
-    if (!rc) rc = kb_new_group(m, b, 2, &g[1]);
+    int rc = two_pairs(m, g);
     if (!rc && rank < 2) {
         kb_policy here = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, 0};
         int64_t n = 2 << 20;
@@ -540,14 +540,11 @@ static int pairs_or_fail(kb_machine *m, int rank, int nprocs, void *arg)
 {
     (void)nprocs;
     cancel_run *o = arg;
-    static const int a[2] = {0, 1}, b[2] = {2, 3};
     kb_group g[2];
     kb_policy own = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, rank / 2};
     int64_t n = rank < RANKS ? 1 << 20 : 1024;
     kb_tensor t;
-    int rc = kb_init_process_group(m, "ahbm");
-    if (!rc) rc = kb_new_group(m, a, 2, &g[0]);
-    if (!rc) rc = kb_new_group(m, b, 2, &g[1]);
+    int rc = two_pairs(m, g);
     if (!rc) rc = kb_full(m, NULL, 1, &n, KB_F32, &own, rank + 1, &t);
     if (!rc && rank == RANKS) {
         float h[1024];

@@ -326,11 +326,10 @@ Test(spawn, a_report_cut_to_fit_keeps_whole_lines_and_counts_the_ranks_left_out)
  * their own; the deadlock comes last, without a head. */
 Test(spawn, ranks_with_the_same_error_share_one_line)
 {
-    kb__rank_error v[] = {{0, KB_EINVAL, "bad tensor"}, {1, KB_EINVAL, "bad tensor"},
-                          {2, KB_EINVAL, "bad tensor"}, {3, KB_ERANGE, "bad tensor"},
-                          {4, KB_EINVAL, "other"},      {5, KB_EINVAL, "bad tensor"},
-                          {7, KB_EINVAL, "bad tensor"}, {8, KB_EINVAL, "bad tensor"},
-                          {-1, KB_EDEADLOCK, "deadlock"}};
+    kb__rank_error v[] = {
+        {0, KB_EINVAL, "bad tensor"}, {1, KB_EINVAL, "bad tensor"}, {2, KB_EINVAL, "bad tensor"},
+        {3, KB_ERANGE, "bad tensor"}, {4, KB_EINVAL, "other"},      {5, KB_EINVAL, "bad tensor"},
+        {7, KB_EINVAL, "bad tensor"}, {8, KB_EINVAL, "bad tensor"}, {-1, KB_EDEADLOCK, "deadlock"}};
     kb__rank_errors e = {v, sizeof v / sizeof v[0], 0};
     char buf[256];
     size_t len = kb__rank_errors_format(&e, buf, sizeof buf);
