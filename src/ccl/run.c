@@ -839,6 +839,7 @@ static int prepare_call(kb__ccl_state *st, coll_call *c, kb__err *err)
     for (;;) {
         int rc = acquire(st, c->what, err);
         if (rc) return rc;
+        st->installs.last = NULL; /* until this call has its install */
         rc = gather(c, err);
         if (!rc) rc = pick(c, st, c->r->algorithm, err);
         if (!rc && !shares_pe(st, c)) return 0;
@@ -862,8 +863,8 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     coll_call c = {.m = m, .r = r, .what = kb__ccl_collective_name(r->kind)};
     int rc = prepare_call(st, &c, err);
     if (rc) return rc;
-    st->installs.last = NULL; /* until this call has its install */
     rc = install_all(st, &c, info, err);
+    int made = !rc; /* every install; a failure after this drops them */
     kb_launch_id id;
     uint64_t piece = 0;
     if (!rc) rc = issue(st, &c, &id, &piece, err);
@@ -880,7 +881,7 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
                           (uint64_t)c.p * info->bytes_per_rank);
     }
     set_in_use(&c, 0);
-    if (rc && c.n_inst) {
+    if (rc && made) {
         kb__err_prefix(err, "collective %s (algorithm '%s', %u ranks, %llu B per rank): ", c.what,
                        c.algo->name, c.p, (unsigned long long)c.elems * kb__dtype_size(c.dtype));
         for (uint32_t j = 0; j < c.n_inst; j++) /* messages may be left in their rings; the */
