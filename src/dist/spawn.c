@@ -383,8 +383,8 @@ static int same_error(const kb__rank_error *a, const kb__rank_error *b)
     return a->code == b->code && !strcmp(a->msg, b->msg);
 }
 
-/* Bytes of a line head for n errors: "ranks " and up to n entries of
- * "-2147483648-2147483647, ", then ": ". */
+/* Bytes of a line head for n errors: "ranks ", up to n entries ", A-B" of
+ * ranks A, B (not negative: at most 10 digits each, 23 bytes), ": ". */
 #define HEAD_BYTES(n) (32 + 24 * (n))
 
 /* Writes into h (HEAD_BYTES(e->n) bytes) the head of e->v[i]'s line and
