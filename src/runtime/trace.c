@@ -6,7 +6,11 @@
  * "traceEvents": [ ... ]}, one event per line. Every PE is
  * one process (pid = its global index, named "sip0/cube1/pe2") with one
  * thread per unit (tid 0 DMA, 1 GEMM, 2 MATH) and a "programs" thread (tid
- * 3); the host is process n_pes with one thread per kind of call. Records
+ * 3); the host is process n_pes with threads per kind of call: spans of a
+ * kind that overlap in time (collectives of different groups, launches of
+ * different ranks) go to further threads of that kind ("collectives 2",
+ * tid kind + KB__RT_HOST_TRACK_COUNT x lane), so each thread's spans
+ * follow one another as viewers expect. Records
  * come from the simulator's trace sink (kb__trace_rec): comp is the pid,
  * args[0] the tid, args[1..2] what the emitter documents. Times are written
  * in microseconds with six decimals, so every picosecond is kept.
@@ -33,6 +37,9 @@ struct kb__rt_trace {
     kb__device *dev;    /* link and memory counters come from it (NULL: none) */
     kb__time bucket_ps; /* of the counters */
     int err;            /* errno of the first write error, 0 none */
+    /* host spans: per kind, the end of each lane's last span */
+    kb__time *lane_end[KB__RT_HOST_TRACK_COUNT];
+    uint32_t n_lanes[KB__RT_HOST_TRACK_COUNT];
 };
 
 static const char *const pe_tracks[KB__RT_TRACK_COUNT] = {"DMA", "GEMM", "MATH", "programs"};
@@ -196,6 +203,8 @@ int kb_trace_start(kb_machine *m, const char *path)
 static int trace_free(struct kb__rt_trace *tr, int code)
 {
     if (tr->f) fclose(tr->f);
+    for (int t = 0; t < KB__RT_HOST_TRACK_COUNT; t++)
+        free(tr->lane_end[t]);
     free(tr->path);
     free(tr);
     return code;
@@ -255,9 +264,37 @@ int kb_trace_stop(kb_machine *m)
     return trace_free(tr, rc);
 }
 
+/* The host thread of a span of kind track from t0 to now: the first lane
+ * whose last span ended by t0 (spans come in order of their end, so the
+ * lane's spans never overlap), a new one (named when first used) when
+ * none did or its list cannot grow. */
+static int host_tid(struct kb__rt_trace *tr, kb__rt_host_track track, kb__time t0, kb__time now)
+{
+    kb__time *end = tr->lane_end[track];
+    uint32_t n = tr->n_lanes[track], lane = 0;
+    while (lane < n && end[lane] > t0)
+        lane++;
+    if (lane == n) {
+        kb__time *v = realloc(end, (n + 1) * sizeof *v);
+        if (!v) return (int)track; /* out of host memory: the first lane */
+        tr->lane_end[track] = end = v;
+        tr->n_lanes[track] = n + 1;
+        if (lane) {
+            char name[48];
+            snprintf(name, sizeof name, "%s %u", host_tracks[track], lane + 1);
+            name_meta(tr->f, "thread_name", tr->host_pid,
+                      (int)(track + KB__RT_HOST_TRACK_COUNT * lane), name);
+        }
+    }
+    end[lane] = now;
+    return (int)(track + KB__RT_HOST_TRACK_COUNT * lane);
+}
+
 void kb__rt_trace_span(kb_machine *m, kb__rt_host_track track, const char *cat, const char *name,
                        kb__time t0, uint64_t bytes)
 {
     kb__sim *sim = m->dev->sim;
-    if (kb__trace_on(sim)) kb__trace_span(sim, t0, m->n_pes, cat, name, (uint64_t)track, bytes, 0);
+    if (!kb__trace_on(sim)) return;
+    int tid = m->trace ? host_tid(m->trace, track, t0, kb__sim_now(sim)) : (int)track;
+    kb__trace_span(sim, t0, m->n_pes, cat, name, (uint64_t)tid, bytes, 0);
 }

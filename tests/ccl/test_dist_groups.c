@@ -309,9 +309,11 @@ Test(dist_groups, runs_are_deterministic)
 }
 
 /* The [start, end) of every all-reduce span in the trace of kb_spawn(fn,
- * RANKS, arg) on a fresh machine, in trace order; returns how many (at most
- * max). */
-static int all_reduce_spans(kb_rank_fn fn, void *arg, uint64_t *start, uint64_t *end, int max)
+ * RANKS, arg) on a fresh machine, in trace order, and its host thread
+ * (tid, when not NULL); returns how many (at most max). Whether a thread
+ * named "collectives 2" was declared goes to *second (when not NULL). */
+static int all_reduce_spans_on(kb_rank_fn fn, void *arg, uint64_t *start, uint64_t *end, int *tid,
+                               int *second, int max)
 {
     kb_machine *m = kb_test_machine();
     const char *path = "groups_trace.json";
@@ -322,17 +324,28 @@ static int all_reduce_spans(kb_rank_fn fn, void *arg, uint64_t *start, uint64_t 
     cr_assert_not_null(f);
     char line[4096];
     int n = 0;
-    while (fgets(line, sizeof line, f))
+    if (second) *second = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (second && strstr(line, "\"thread_name\"") && strstr(line, "\"collectives 2\""))
+            *second = 1;
         if (strstr(line, "\"cat\":\"collective\",\"ph\":\"X\"") && strstr(line, "all_reduce") &&
             n < max) {
             start[n] = kb_test_trace_ps(line, "ts");
             end[n] = start[n] + kb_test_trace_ps(line, "dur");
+            const char *t = strstr(line, "\"tid\":");
+            if (tid) cr_assert(t && sscanf(t + 6, "%d", &tid[n]) == 1, "%s", line);
             n++;
         }
+    }
     fclose(f);
     remove(path);
     kb_close(m);
     return n;
+}
+
+static int all_reduce_spans(kb_rank_fn fn, void *arg, uint64_t *start, uint64_t *end, int max)
+{
+    return all_reduce_spans_on(fn, arg, start, end, NULL, NULL, max);
 }
 
 /* The two pairs' tensors share PEs (ranks 0 and 2 on sip0/cube0/pe0, 1 and
@@ -429,16 +442,19 @@ static int pairs_apart(kb_machine *m, int rank, int nprocs, void *arg)
 }
 
 /* On PEs of their own the pairs' all-reduces run at the same time: their
- * spans overlap, together they take less than one after the other would,
- * each takes at least as long as alone (they share the SIP link), and each
- * pair gets its own sums. */
+ * spans overlap (on two host threads of the trace), together they take
+ * less than one after the other would, each takes at least as long as
+ * alone (they share the SIP link), and each pair gets its own sums. */
 Test(dist_groups, groups_on_their_own_pes_run_at_the_same_time)
 {
     uint64_t s0[2], e0[2], s1[2], e1[2], s[3], e[3];
     apart alone0 = {.only = 1}, alone1 = {.only = 2}, both = {.only = 3};
     cr_assert_eq(all_reduce_spans(pairs_apart, &alone0, s0, e0, 2), 1);
     cr_assert_eq(all_reduce_spans(pairs_apart, &alone1, s1, e1, 2), 1);
-    cr_assert_eq(all_reduce_spans(pairs_apart, &both, s, e, 3), 2);
+    int tid[3], second;
+    cr_assert_eq(all_reduce_spans_on(pairs_apart, &both, s, e, tid, &second, 3), 2);
+    cr_expect_neq(tid[0], tid[1], "overlapping spans go to different host threads");
+    cr_expect(second, "the second thread of collectives is named");
     uint64_t d0 = e0[0] - s0[0], d1 = e1[0] - s1[0];
     cr_expect(s[0] < e[1] && s[1] < e[0], "[%llu, %llu) and [%llu, %llu) do not overlap",
               (unsigned long long)s[0], (unsigned long long)e[0], (unsigned long long)s[1],
