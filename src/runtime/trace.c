@@ -6,11 +6,12 @@
  * "traceEvents": [ ... ]}, one event per line. Every PE is
  * one process (pid = its global index, named "sip0/cube1/pe2") with one
  * thread per unit (tid 0 DMA, 1 GEMM, 2 MATH) and a "programs" thread (tid
- * 3); the host is process n_pes with threads per kind of call: spans of a
- * kind that overlap in time (collectives of different groups, launches of
- * different ranks) go to further threads of that kind ("collectives 2",
- * tid kind + KB__RT_HOST_TRACK_COUNT x lane), so each thread's spans
- * follow one another as viewers expect. Records
+ * 3); the host is process n_pes with one thread per kind of call. Spans of
+ * a thread that overlap in time (a receive waiting beside the DMA unit's
+ * loads, collectives of different groups, launches of different ranks) go
+ * to further threads of that kind ("DMA 2": tid kind + kinds x lane, see
+ * lane_of), so each thread's spans follow one another as viewers expect.
+ * Records
  * come from the simulator's trace sink (kb__trace_rec): comp is the pid,
  * args[0] the tid, args[1..2] what the emitter documents. Times are written
  * in microseconds with six decimals, so every picosecond is kept.
@@ -37,9 +38,12 @@ struct kb__rt_trace {
     kb__device *dev;    /* link and memory counters come from it (NULL: none) */
     kb__time bucket_ps; /* of the counters */
     int err;            /* errno of the first write error, 0 none */
-    /* host spans: per kind, the end of each lane's last span */
-    kb__time *lane_end[KB__RT_HOST_TRACK_COUNT];
-    uint32_t n_lanes[KB__RT_HOST_TRACK_COUNT];
+    /* per thread (pid x KB__RT_TRACK_COUNT + tid) the end of each of its
+     * lanes' last span, lazily */
+    struct lanes {
+        kb__time *end;
+        uint32_t n;
+    } *lanes;
 };
 
 static const char *const pe_tracks[KB__RT_TRACK_COUNT] = {"DMA", "GEMM", "MATH", "programs"};
@@ -78,10 +82,47 @@ static void put_str(FILE *f, const char *s)
     }
 }
 
+static void name_meta(FILE *f, const char *what, uint32_t pid, int tid, const char *name);
+
+/* The thread of span r (tid its kind): the first lane of its kind whose
+ * spans all ended by r's start, a new one (named when first made) when
+ * none did; its tid is kind + kinds x lane (kinds: KB__RT_TRACK_COUNT on
+ * a PE, KB__RT_HOST_TRACK_COUNT on the host). So no lane holds spans that
+ * overlap, in whatever order they come. Out of host memory, the kind's own
+ * thread. */
+static uint64_t lane_of(struct kb__rt_trace *tr, const kb__trace_rec *r)
+{
+    int host = r->comp == tr->host_pid;
+    uint64_t kinds = host ? KB__RT_HOST_TRACK_COUNT : KB__RT_TRACK_COUNT, kind = r->args[0];
+    if (r->ph != 'X' || r->comp > tr->host_pid || kind >= kinds) return kind;
+    if (!tr->lanes && !(tr->lanes = calloc((size_t)(tr->host_pid + 1) * KB__RT_TRACK_COUNT,
+                                           sizeof *tr->lanes)))
+        return kind;
+    struct lanes *l = &tr->lanes[(size_t)r->comp * KB__RT_TRACK_COUNT + kind];
+    uint32_t lane = 0;
+    while (lane < l->n && l->end[lane] > r->t)
+        lane++;
+    if (lane == l->n) {
+        kb__time *v = realloc(l->end, (l->n + 1) * sizeof *v);
+        if (!v) return kind;
+        l->end = v;
+        l->n++;
+        if (lane) {
+            char name[48];
+            snprintf(name, sizeof name, "%s %u", host ? host_tracks[kind] : pe_tracks[kind],
+                     lane + 1);
+            name_meta(tr->f, "thread_name", r->comp, (int)(kind + kinds * lane), name);
+        }
+    }
+    l->end[lane] = r->t + r->dur;
+    return kind + kinds * lane;
+}
+
 static void sink(void *user, const kb__trace_rec *r)
 {
     struct kb__rt_trace *tr = user;
     FILE *f = tr->f;
+    uint64_t tid = lane_of(tr, r);
     char ts[32], dur[32];
     fmt_us(ts, sizeof ts, r->t);
     fmt_us(dur, sizeof dur, r->dur);
@@ -90,7 +131,7 @@ static void sink(void *user, const kb__trace_rec *r)
     fputs("\",\"cat\":\"", f);
     put_str(f, r->cat);
     fprintf(f, "\",\"ph\":\"%c\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu64 ",\"ts\":%s", r->ph, r->comp,
-            r->args[0], ts);
+            tid, ts);
     if (r->ph == 'X') fprintf(f, ",\"dur\":%s", dur);
     if (r->comp == tr->host_pid)
         fprintf(f, ",\"args\":{\"bytes\":%" PRIu64 "}}", r->args[1]);
@@ -203,8 +244,9 @@ int kb_trace_start(kb_machine *m, const char *path)
 static int trace_free(struct kb__rt_trace *tr, int code)
 {
     if (tr->f) fclose(tr->f);
-    for (int t = 0; t < KB__RT_HOST_TRACK_COUNT; t++)
-        free(tr->lane_end[t]);
+    for (uint32_t i = 0; tr->lanes && i < (tr->host_pid + 1) * KB__RT_TRACK_COUNT; i++)
+        free(tr->lanes[i].end);
+    free(tr->lanes);
     free(tr->path);
     free(tr);
     return code;
@@ -264,37 +306,9 @@ int kb_trace_stop(kb_machine *m)
     return trace_free(tr, rc);
 }
 
-/* The host thread of a span of kind track from t0 to now: the first lane
- * whose last span ended by t0 (spans come in order of their end, so the
- * lane's spans never overlap), a new one (named when first used) when
- * none did or its list cannot grow. */
-static int host_tid(struct kb__rt_trace *tr, kb__rt_host_track track, kb__time t0, kb__time now)
-{
-    kb__time *end = tr->lane_end[track];
-    uint32_t n = tr->n_lanes[track], lane = 0;
-    while (lane < n && end[lane] > t0)
-        lane++;
-    if (lane == n) {
-        kb__time *v = realloc(end, (n + 1) * sizeof *v);
-        if (!v) return (int)track; /* out of host memory: the first lane */
-        tr->lane_end[track] = end = v;
-        tr->n_lanes[track] = n + 1;
-        if (lane) {
-            char name[48];
-            snprintf(name, sizeof name, "%s %u", host_tracks[track], lane + 1);
-            name_meta(tr->f, "thread_name", tr->host_pid,
-                      (int)(track + KB__RT_HOST_TRACK_COUNT * lane), name);
-        }
-    }
-    end[lane] = now;
-    return (int)(track + KB__RT_HOST_TRACK_COUNT * lane);
-}
-
 void kb__rt_trace_span(kb_machine *m, kb__rt_host_track track, const char *cat, const char *name,
                        kb__time t0, uint64_t bytes)
 {
     kb__sim *sim = m->dev->sim;
-    if (!kb__trace_on(sim)) return;
-    int tid = m->trace ? host_tid(m->trace, track, t0, kb__sim_now(sim)) : (int)track;
-    kb__trace_span(sim, t0, m->n_pes, cat, name, (uint64_t)tid, bytes, 0);
+    if (kb__trace_on(sim)) kb__trace_span(sim, t0, m->n_pes, cat, name, (uint64_t)track, bytes, 0);
 }
