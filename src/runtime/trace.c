@@ -43,7 +43,7 @@ struct kb__rt_trace {
     struct lanes {
         kb__time *end;
         uint32_t n;
-    } *lanes;
+    } * lanes;
 };
 
 static const char *const pe_tracks[KB__RT_TRACK_COUNT] = {"DMA", "GEMM", "MATH", "programs"};
@@ -95,8 +95,8 @@ static uint64_t lane_of(struct kb__rt_trace *tr, const kb__trace_rec *r)
     int host = r->comp == tr->host_pid;
     uint64_t kinds = host ? KB__RT_HOST_TRACK_COUNT : KB__RT_TRACK_COUNT, kind = r->args[0];
     if (r->ph != 'X' || r->comp > tr->host_pid || kind >= kinds) return kind;
-    if (!tr->lanes && !(tr->lanes = calloc((size_t)(tr->host_pid + 1) * KB__RT_TRACK_COUNT,
-                                           sizeof *tr->lanes)))
+    if (!tr->lanes &&
+        !(tr->lanes = calloc((size_t)(tr->host_pid + 1) * KB__RT_TRACK_COUNT, sizeof *tr->lanes)))
         return kind;
     struct lanes *l = &tr->lanes[(size_t)r->comp * KB__RT_TRACK_COUNT + kind];
     uint32_t lane = 0;

@@ -227,3 +227,68 @@ Test(trace, kb_close_ends_a_trace_left_on)
     cr_assert(n > 4 && !strcmp(s + n - 4, "\n]}\n"), "%s", s + (n > 40 ? n - 40 : 0));
     free(s);
 }
+
+/* ---- threads without overlapping spans ------------------------------------- */
+
+typedef struct span {
+    uint32_t pid, tid;
+    uint64_t t0, t1;
+} span;
+
+static int by_thread_then_start(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+    return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
+/* A 16-rank all-reduce: each PE's receives wait beside its DMA unit's loads
+ * and stores, so its DMA kind needs several threads. Every thread that
+ * holds a span is named, and no two spans of one thread overlap. */
+Test(trace, spans_that_overlap_go_to_further_threads_of_their_kind)
+{
+    kb_machine *m = kb_test_machine();
+    const char *path = "lanes_trace.json";
+    int64_t n = 16 * 4096;
+    kb_policy cube = {KB_REPLICATE, KB_REPLICATE, KB_COLUMN_WISE, 1, 2, 0, 0, 0};
+    kb_tensor t;
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_full(m, "t", 1, &n, KB_F32, &cube, 1, &t), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_trace_start(m, path), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_all_reduce(m, t, KB_SUM), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_trace_stop(m), 0, "%s", kb_last_error(m));
+    kb_close(m);
+    char *s = slurp(path), *lines = strdup(s);
+    cr_assert_not_null(lines);
+    size_t cap = 1024, n_spans = 0, beyond = 0;
+    span *v = malloc(cap * sizeof *v);
+    cr_assert_not_null(v);
+    for (char *line = strtok(lines, "\n"); line; line = strtok(NULL, "\n")) {
+        unsigned pid, tid;
+        const char *p = strstr(line, "\"pid\":"), *q = strstr(line, "\"tid\":");
+        if (!p || !q || sscanf(p + 6, "%u", &pid) != 1 || sscanf(q + 6, "%u", &tid) != 1) continue;
+        if (strstr(line, "\"thread_name\"")) continue;
+        if (!strstr(line, "\"ph\":\"X\"")) continue;
+        if (n_spans == cap) cr_assert_not_null(v = realloc(v, (cap *= 2) * sizeof *v));
+        uint64_t t0 = kb_test_trace_ps(line, "ts");
+        v[n_spans++] = (span){pid, tid, t0, t0 + kb_test_trace_ps(line, "dur")};
+        beyond += tid >= 4;
+    }
+    qsort(v, n_spans, sizeof *v, by_thread_then_start);
+    size_t overlaps = 0;
+    for (size_t i = 1; i < n_spans; i++)
+        if (v[i].pid == v[i - 1].pid && v[i].tid == v[i - 1].tid && v[i].t0 < v[i - 1].t1)
+            overlaps++;
+    cr_expect_gt(n_spans, 100u);
+    cr_expect_gt(beyond, 0u, "some spans needed a second thread");
+    cr_expect_eq(overlaps, 0u, "%zu spans overlap the one before on their thread", overlaps);
+    for (size_t i = 0; i < n_spans; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "\"pid\":%u,\"tid\":%u,", v[i].pid, v[i].tid);
+        cr_assert(strstr(s, key) || v[i].tid < 4, "thread %u of %u is named", v[i].tid, v[i].pid);
+    }
+    free(v);
+    free(lines);
+    free(s);
+}
