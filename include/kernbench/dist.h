@@ -138,7 +138,8 @@ KB_API int kb_barrier_group(kb_machine *m, kb_group g);
 KB_API int kb_send(kb_machine *m, kb_tensor t, int dst);
 KB_API int kb_recv(kb_machine *m, kb_tensor t, int src);
 
-/* What the last collective of the machine did (for benches and reports). */
+/* What the last collective of the machine to end did (for benches and
+ * reports; of collectives running side by side, the one that ended last). */
 typedef struct kb_ccl_report {
     char algorithm[64];                /* ccl.yaml name */
     int world;                         /* collective ranks */
