@@ -860,7 +860,8 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
         (r->pairwise && r->kind != KB__CCL_BROADCAST))
         return kb__err_set(err, KB_EINVAL, "collective: no machine, request or kind");
     kb__ccl_state *st = m->ccl;
-    coll_call c = {.m = m, .r = r, .what = kb__ccl_collective_name(r->kind)};
+    coll_call c = {
+        .m = m, .r = r, .what = r->pairwise ? "point_to_point" : kb__ccl_collective_name(r->kind)};
     int rc = prepare_call(st, &c, err);
     if (rc) return rc;
     rc = install_all(st, &c, info, err);
