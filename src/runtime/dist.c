@@ -31,8 +31,9 @@
  *
  * Point to point: kb_send and kb_recv of two ranks meet in the hidden
  * group of the pair (made on first use, never handed out) as a round whose
- * call is a broadcast from the sender; the pair's call numbers pair each
- * send with the peer's next receive from it.
+ * call is a pairwise broadcast from the sender (shard i to shard i,
+ * kb__coll_req.pairwise); the pair's call numbers pair each send with the
+ * peer's next receive from it.
  *
  * From the driver (no spawn) a collective runs directly; its only group is
  * the world.

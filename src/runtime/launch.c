@@ -18,8 +18,9 @@
  * its PEs, has finished its programs. So launches of different host ranks on
  * different PEs run side by side, as on devices with a stream each; a
  * collective's launch (kb__rt_launch_on) takes part in the streams of its
- * members and the driver's: it waits for their earlier launches and holds
- * up their later ones, like a launch of each.
+ * members, and in the driver's while a launch the driver issued is
+ * outstanding: it waits for their earlier launches and holds up their
+ * later ones, like a launch of each.
  *
  * Launch ids carry the machine's tag (runtime/internal.h): find_launch,
  * through which every wait looks an id up, refuses another machine's.
@@ -73,7 +74,7 @@ struct kb__rt_launch {
     uint32_t arrivals, sips_pending, pes_running;
     bool ready, started, finished;
     int *streams; /* host ranks whose streams it takes part in (try_start): &owner,
-                     or a collective's members and the driver (its own array) */
+                     or a collective's members, maybe the driver (its own array) */
     uint32_t n_streams;
     kb__time t_issue, t_start, t_end;
     kb__time t_pes_end; /* the last PE finished its programs */

@@ -82,7 +82,15 @@ static void put_str(FILE *f, const char *s)
     }
 }
 
-static void name_meta(FILE *f, const char *what, uint32_t pid, int tid, const char *name);
+/* A metadata record naming process pid (tid < 0) or its thread tid. */
+static void name_meta(FILE *f, const char *what, uint32_t pid, int tid, const char *name)
+{
+    fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%" PRIu32, what, pid);
+    if (tid >= 0) fprintf(f, ",\"tid\":%d", tid);
+    fputs(",\"args\":{\"name\":\"", f);
+    put_str(f, name);
+    fputs("\"}}", f);
+}
 
 /* The thread of span r (tid its kind): the first lane of its kind whose
  * spans all ended by r's start, a new one (named when first made) when
@@ -200,15 +208,6 @@ static int counters_start(struct kb__rt_trace *tr)
         rc = kb__memctl_util_start(&d->mems[i], tr->bucket_ps, mem_sample, tr);
     if (rc) counters_stop(tr, 0);
     return rc;
-}
-
-static void name_meta(FILE *f, const char *what, uint32_t pid, int tid, const char *name)
-{
-    fprintf(f, ",\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%" PRIu32, what, pid);
-    if (tid >= 0) fprintf(f, ",\"tid\":%d", tid);
-    fputs(",\"args\":{\"name\":\"", f);
-    put_str(f, name);
-    fputs("\"}}", f);
 }
 
 static void write_header(kb_machine *m, struct kb__rt_trace *tr)
