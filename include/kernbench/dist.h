@@ -73,6 +73,12 @@ KB_API int kb_reduce_scatter(kb_machine *m, kb_tensor out, kb_tensor in, kb_redu
 /* Every out buffer (p·N elements) := the in buffers concatenated in index
  * order. */
 KB_API int kb_all_gather(kb_machine *m, kb_tensor out, kb_tensor in);
+/* Buffer i's out chunk j := buffer j's in chunk i, where a buffer's N
+ * elements are p equal chunks (N must divide by p, the buffers of the
+ * call; out has N elements per buffer too): torch's all_to_all_single
+ * with equal splits. The ring algorithm forwards each chunk along the ring,
+ * so every link carries (p-1)·N/2 elements (docs/ccl.md). */
+KB_API int kb_all_to_all(kb_machine *m, kb_tensor out, kb_tensor in);
 /* Every buffer := the source: from spawned ranks src is the host rank
  * whose tensor's first shard is the source; from the driver src is the
  * shard index of t. */
@@ -119,6 +125,7 @@ KB_API int kb_reduce_scatter_group(kb_machine *m, kb_group g, kb_tensor out, kb_
                                    kb_reduce_op op);
 KB_API int kb_all_gather_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in);
 KB_API int kb_broadcast_group(kb_machine *m, kb_group g, kb_tensor t, int src);
+KB_API int kb_all_to_all_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in);
 KB_API int kb_barrier_group(kb_machine *m, kb_group g);
 
 /* ---- point to point (torch.distributed.send / recv) ---------------------------- */
@@ -181,7 +188,7 @@ KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets
 
 /* Copies into name (size bytes, NUL-terminated) the ccl.yaml name of the
  * algorithm that collective ("all_reduce", "reduce_scatter", "all_gather",
- * "broadcast", "send_recv") runs by default under the machine's current
+ * "broadcast", "all_to_all", "send_recv") runs by default under the machine's current
  * configuration. KB_ENOTFOUND when the configuration names none,
  * KB_EINVAL for an unknown collective or a name longer than size - 1. */
 KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char *name, size_t size);
@@ -210,7 +217,7 @@ KB_API const kb_ccl_sched *tl_ccl_sched(tl_ctx *k);
 
 /* Makes fn available to m's ccl.yaml as `module: NAME`: a kernel that
  * implements collective ("all_reduce", "reduce_scatter", "all_gather",
- * "broadcast", "send_recv") over the queues of topology ("ring_1d",
+ * "broadcast", "all_to_all", "send_recv") over the queues of topology ("ring_1d",
  * "mesh_2d", "tree"). An algorithm naming it is added like any other
  * (kb_ccl_override with "ccl.algorithms.A={module: NAME, collective: C,
  * topology: T}", or a ccl.yaml). KB_EINVAL, naming the problem, for a

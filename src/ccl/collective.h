@@ -19,6 +19,8 @@
  *   ALL_GATHER      out buffer (p·N elements) := in buffers concatenated
  *                   by index
  *   BROADCAST       in-place: every buffer := the buffer of index root
+ *   ALL_TO_ALL      out buffer i's chunk j := in buffer j's chunk i (N/p
+ *                   elements each; N must divide by p; out N elements)
  *   SEND_RECV       hello_send: each rank sends its buffer to its next
  *                   neighbour and checks what it got (no data change)
  *   BROADCAST with pairwise: point to point, shard i of one tensor to
@@ -64,7 +66,7 @@ typedef struct kb__coll_req {
     const char *algorithm; /* ccl.yaml algorithm; NULL: the default for kind */
     uint32_t n;            /* tensors */
     const kb_tensor *in;   /* [n] */
-    const kb_tensor *out;  /* [n] for REDUCE_SCATTER and ALL_GATHER, else NULL */
+    const kb_tensor *out;  /* [n] for REDUCE_SCATTER, ALL_GATHER and ALL_TO_ALL, else NULL */
     uint32_t root;         /* BROADCAST: index of the source buffer (pairwise: of the
                               source tensor, 0 or 1) */
     const int *ranks;      /* [n_ranks] host ranks taking part (their launch streams), NULL:

@@ -443,11 +443,20 @@ static int add_tensor(coll_call *c, uint32_t i, int32_t *owner, kb__err *err)
     return 0;
 }
 
+/* Whether collective k writes output tensors (the others work in place). */
+static int has_outputs(kb__ccl_collective k)
+{
+    return k == KB__CCL_REDUCE_SCATTER || k == KB__CCL_ALL_GATHER || k == KB__CCL_ALL_TO_ALL;
+}
+
 /* Pairs each output shard with the input buffer on its PE (sizes per kind). */
 static int add_outputs(coll_call *c, const int32_t *owner, kb__err *err)
 {
     kb_machine *m = c->m;
-    int64_t want = c->r->kind == KB__CCL_REDUCE_SCATTER ? c->elems / c->p : c->elems * c->p;
+    kb__ccl_collective kind = c->r->kind;
+    int64_t want = kind == KB__CCL_REDUCE_SCATTER ? c->elems / c->p
+                   : kind == KB__CCL_ALL_GATHER   ? c->elems * c->p
+                                                  : c->elems;
     uint32_t got = 0;
     for (uint32_t i = 0; i < c->r->n; i++) {
         const kb__rt_tensor *t = kb__rt_tensor_get(m, c->r->out[i].id, err);
@@ -463,14 +472,20 @@ static int add_outputs(coll_call *c, const int32_t *owner, kb__err *err)
                                    b ? "a second output buffer on this PE"
                                      : "no input buffer on this PE (outputs must sit on the "
                                        "input buffers' PEs)");
-            if (t->dtype != c->dtype || shard_elems(t, s) != want)
-                return kb__err_set(
-                    err, KB_EINVAL,
-                    "collective %s: output '%s' shard %d on %s is %s [%lld elements], expected "
-                    "%s [%lld] (%lld input elements %s %u ranks)",
-                    c->what, t->name, s, pe_name(m, gi, pn, sizeof pn), kb__dtype_name(t->dtype),
-                    (long long)shard_elems(t, s), kb__dtype_name(c->dtype), (long long)want,
-                    (long long)c->elems, c->r->kind == KB__CCL_REDUCE_SCATTER ? "/" : "x", c->p);
+            if (t->dtype != c->dtype || shard_elems(t, s) != want) {
+                char why[64];
+                if (kind == KB__CCL_ALL_TO_ALL)
+                    snprintf(why, sizeof why, "as many as the input");
+                else
+                    snprintf(why, sizeof why, "%lld input elements %s %u ranks",
+                             (long long)c->elems, kind == KB__CCL_REDUCE_SCATTER ? "/" : "x", c->p);
+                return kb__err_set(err, KB_EINVAL,
+                                   "collective %s: output '%s' shard %d on %s is %s [%lld "
+                                   "elements], expected %s [%lld] (%s)",
+                                   c->what, t->name, s, pe_name(m, gi, pn, sizeof pn),
+                                   kb__dtype_name(t->dtype), (long long)shard_elems(t, s),
+                                   kb__dtype_name(c->dtype), (long long)want, why);
+            }
             b->out = t;
             b->out_shard = s;
             got++;
@@ -497,11 +512,11 @@ static int check_values(const coll_call *c, kb__err *err)
                            "collective %s: avg of i32 buffers is not supported "
                            "yet (use sum)",
                            c->what);
-    if (r->kind == KB__CCL_REDUCE_SCATTER && c->elems % c->p)
+    if ((r->kind == KB__CCL_REDUCE_SCATTER || r->kind == KB__CCL_ALL_TO_ALL) && c->elems % c->p)
         return kb__err_set(err, KB_EINVAL,
-                           "collective reduce_scatter: %lld elements per buffer "
-                           "do not divide by %u ranks",
-                           (long long)c->elems, c->p);
+                           "collective %s: %lld elements per buffer do not divide by %u ranks "
+                           "(each rank gets an equal chunk)",
+                           c->what, (long long)c->elems, c->p);
     if (r->kind == KB__CCL_BROADCAST && r->root >= c->p)
         return kb__err_set(err, KB_EINVAL,
                            "collective broadcast: root %u, but there are %u "
@@ -540,8 +555,7 @@ static int gather(coll_call *c, kb__err *err)
 {
     kb_machine *m = c->m;
     const kb__coll_req *r = c->r;
-    if (!r->n || !r->in ||
-        ((r->kind == KB__CCL_REDUCE_SCATTER || r->kind == KB__CCL_ALL_GATHER) && !r->out))
+    if (!r->n || !r->in || (has_outputs(r->kind) && !r->out))
         return kb__err_set(err, KB_EINVAL, "collective %s: needs %s", c->what,
                            r->n ? "output tensors" : "at least one tensor");
     int32_t *owner = malloc(m->n_pes * sizeof *owner);
@@ -557,8 +571,7 @@ static int gather(coll_call *c, kb__err *err)
         rc = add_tensor(c, i, owner, err);
     if (!rc && r->pairwise) rc = pair_up(c, err);
     if (!rc) rc = check_values(c, err);
-    if (!rc && (r->kind == KB__CCL_REDUCE_SCATTER || r->kind == KB__CCL_ALL_GATHER))
-        rc = add_outputs(c, owner, err);
+    if (!rc && has_outputs(r->kind)) rc = add_outputs(c, owner, err);
     free(owner);
     return rc;
 }

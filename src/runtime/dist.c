@@ -133,6 +133,13 @@ static const char *op_name(kb_reduce_op op)
     return (unsigned)op < 4 ? names[op] : "?";
 }
 
+/* Whether calls of this kind pass an output tensor. */
+static int has_out(int kind)
+{
+    return kind == KB__CCL_REDUCE_SCATTER || kind == KB__CCL_ALL_GATHER ||
+           kind == KB__CCL_ALL_TO_ALL;
+}
+
 /* The public name of call c. */
 static const char *label(const call *c)
 {
@@ -146,6 +153,8 @@ static const char *label(const call *c)
         return "kb_all_gather";
     case KB__CCL_BROADCAST:
         return "kb_broadcast";
+    case KB__CCL_ALL_TO_ALL:
+        return "kb_all_to_all";
     case CALL_INIT:
         return "kb_init_process_group";
     case CALL_BARRIER:
@@ -499,8 +508,7 @@ static int check_tensors(kb_machine *m, const call *c, kb__err *err)
     if (c->kind >= KB__CCL_COLLECTIVE_COUNT) return 0;
     const kb__rt_tensor *t = kb__rt_tensor_get(m, c->in.id, err);
     if (!t) return kb__err_prefix(err, "%s: input: ", label(c));
-    if ((c->kind == KB__CCL_REDUCE_SCATTER || c->kind == KB__CCL_ALL_GATHER) &&
-        !kb__rt_tensor_get(m, c->out.id, err))
+    if (has_out(c->kind) && !kb__rt_tensor_get(m, c->out.id, err))
         return kb__err_prefix(err, "%s: output: ", label(c));
     return 0;
 }
@@ -729,17 +737,15 @@ static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, const 
         }
         if (n == 1) root = (uint32_t)c[0]->root;
     }
-    kb__coll_req req = {
-        .kind = (kb__ccl_collective)c[0]->kind,
-        .op = c[0]->op,
-        .n = (uint32_t)n,
-        .in = in,
-        .out =
-            (c[0]->kind == KB__CCL_REDUCE_SCATTER || c[0]->kind == KB__CCL_ALL_GATHER) ? out : NULL,
-        .root = root,
-        .ranks = ranks,
-        .n_ranks = ranks ? (uint32_t)n : 0,
-        .pairwise = c[0]->p2p != 0};
+    kb__coll_req req = {.kind = (kb__ccl_collective)c[0]->kind,
+                        .op = c[0]->op,
+                        .n = (uint32_t)n,
+                        .in = in,
+                        .out = has_out(c[0]->kind) ? out : NULL,
+                        .root = root,
+                        .ranks = ranks,
+                        .n_ranks = ranks ? (uint32_t)n : 0,
+                        .pairwise = c[0]->p2p != 0};
     kb__coll_info info;
     memset(&info, 0, sizeof info);
     if (!rc) rc = kb__ccl_run(m, &req, &info, err);
@@ -754,15 +760,15 @@ static int64_t shard_elems(const kb__rt_tensor *t, int s)
     return (int64_t)(t->plan.shards[s].bytes / kb__dtype_size(t->dtype));
 }
 
-/* Reduce-scatter and all-gather: every member's output shards hold N/p
- * (reduce-scatter) or p*N (all-gather) elements of the input's dtype, where
- * N is the elements of one input buffer and p the buffers of all members.
- * Names the host rank at fault. */
+/* Reduce-scatter, all-gather and all-to-all: every member's output shards
+ * hold N/p (reduce-scatter), p*N (all-gather) or N (all-to-all) elements of
+ * the input's dtype, where N is the elements of one input buffer and p the
+ * buffers of all members. Names the host rank at fault. */
 static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
 {
     const call *first = &g->pend[member_of(cm, 0)];
     int kind = first->kind;
-    if (kind != KB__CCL_REDUCE_SCATTER && kind != KB__CCL_ALL_GATHER) return 0;
+    if (!has_out(kind)) return 0;
     int64_t p = 0;
     const kb__rt_tensor *in0 = NULL;
     for (int i = 0; i < cm->n; i++) {
@@ -772,7 +778,8 @@ static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__e
         if (!in0) in0 = t;
         p += t->plan.n_shards;
     }
-    int64_t n = shard_elems(in0, 0), want = kind == KB__CCL_REDUCE_SCATTER ? n / p : n * p;
+    int64_t n = shard_elems(in0, 0);
+    int64_t want = kind == KB__CCL_REDUCE_SCATTER ? n / p : kind == KB__CCL_ALL_GATHER ? n * p : n;
     for (int i = 0; i < cm->n; i++) {
         int k = member_of(cm, i);
         const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].out.id, err);
@@ -783,6 +790,8 @@ static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__e
             if (kind == KB__CCL_REDUCE_SCATTER)
                 snprintf(why, sizeof why, "N/p: %lld input elements / %lld buffers", (long long)n,
                          (long long)p);
+            else if (kind == KB__CCL_ALL_TO_ALL)
+                snprintf(why, sizeof why, "N: as many as the input");
             else
                 snprintf(why, sizeof why, "p*N: %lld buffers x %lld input elements", (long long)p,
                          (long long)n);
@@ -1051,6 +1060,12 @@ int kb_all_gather_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in)
     return collective(m, g, &c, NULL);
 }
 
+int kb_all_to_all_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in)
+{
+    call c = {.kind = KB__CCL_ALL_TO_ALL, .in = in, .out = out};
+    return collective(m, g, &c, NULL);
+}
+
 int kb_broadcast_group(kb_machine *m, kb_group g, kb_tensor t, int src)
 {
     call c = {.kind = KB__CCL_BROADCAST, .in = t, .root = src};
@@ -1076,6 +1091,11 @@ int kb_reduce_scatter(kb_machine *m, kb_tensor out, kb_tensor in, kb_reduce_op o
 int kb_all_gather(kb_machine *m, kb_tensor out, kb_tensor in)
 {
     return kb_all_gather_group(m, KB_GROUP_WORLD, out, in);
+}
+
+int kb_all_to_all(kb_machine *m, kb_tensor out, kb_tensor in)
+{
+    return kb_all_to_all_group(m, KB_GROUP_WORLD, out, in);
 }
 
 int kb_broadcast(kb_machine *m, kb_tensor t, int src)

@@ -1,7 +1,8 @@
 /*
- * reduce_scatter, all_gather and broadcast data, index order over two
- * tensors (one per SIP, as two host ranks would pass them), hello_send, and
- * the install cache (same PE set reuses the queues, another reinstalls).
+ * reduce_scatter, all_gather, broadcast and all_to_all data, index order
+ * over two tensors (one per SIP, as two host ranks would pass them),
+ * hello_send, and the install cache (same PE set reuses the queues,
+ * another reinstalls).
  */
 #include "ccl/coll_fixture.h"
 
@@ -105,6 +106,131 @@ Test(coll_broadcast, from_buffer_0)
 Test(coll_broadcast, from_a_middle_buffer_over_sips)
 {
     broadcast(CF_TWO_SIPS, 16, 11);
+}
+
+/* All-to-all input: element x of buffer b. Distinct per (b, x) in f32;
+ * in f16 (integers exact up to 2048) distinct per (b, x mod 64), and the
+ * tests' odd chunk sizes make a chunk mixed up with another show. */
+static float a2a_value(int b, int64_t x, kb_dtype dt)
+{
+    return dt == KB_F16 ? (float)(b * 64 + x % 64) : (float)(b * 100000 + x);
+}
+
+/* w buffers of w * c elements: buffer b's chunk j must reach chunk b of
+ * buffer j, checked against that plain host definition. */
+static void all_to_all(const char *const *sets, size_t n_sets, cf_place where, int w, int64_t c,
+                       kb_dtype dt)
+{
+    kb_machine *m = cf_open(sets, n_sets);
+    int64_t n = (int64_t)w * c;
+    kb_tensor in = cf_tensor(m, "in", where, w, n, dt, 0);
+    kb_tensor out = cf_tensor(m, "out", where, w, n, dt, 0);
+    float *h = malloc((size_t)(n * w) * sizeof *h);
+    for (int b = 0; b < w; b++)
+        for (int64_t x = 0; x < n; x++)
+            h[(int64_t)b * n + x] = a2a_value(b, x, dt);
+    cr_assert_eq(kb_copy_from_host(m, in, h, (size_t)(n * w) * sizeof *h, KB_F32), 0);
+    free(h);
+    kb__coll_req r = {KB__CCL_ALL_TO_ALL, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0};
+    kb__coll_info info;
+    run(m, &r, &info);
+    cr_assert_str_eq(info.algorithm, "ring_all_to_all");
+    float *g = cf_read(m, out, n * w);
+    for (int b = 0; b < w; b++)
+        for (int j = 0; j < w; j++)
+            for (int64_t x = 0; x < c; x++) {
+                float want = a2a_value(j, (int64_t)b * c + x, dt),
+                      got = g[(int64_t)b * n + j * c + x];
+                cr_assert_eq(got, want,
+                             "world %d: buffer %d chunk %d element %lld is %g, expected %g", w, b,
+                             j, (long long)x, got, want);
+            }
+    free(g);
+    kb_close(m);
+}
+
+Test(coll_all_to_all, two_ranks)
+{
+    all_to_all(NULL, 0, CF_ONE_CUBE, 2, 7, KB_F32);
+}
+Test(coll_all_to_all, odd_world_in_a_cube)
+{
+    all_to_all(NULL, 0, CF_ONE_CUBE, 3, 5, KB_F32);
+}
+Test(coll_all_to_all, f16_full_cube)
+{
+    all_to_all(NULL, 0, CF_ONE_CUBE, 8, 33, KB_F16);
+}
+Test(coll_all_to_all, over_cubes)
+{
+    all_to_all(NULL, 0, CF_CUBES, 16, 3, KB_F32);
+}
+Test(coll_all_to_all, over_both_sips)
+{
+    all_to_all(NULL, 0, CF_TWO_SIPS, 16, 5, KB_F16);
+}
+/* chunks of many pieces, in rounds of the window (ring.c) */
+Test(coll_all_to_all, large_chunks_stream)
+{
+    all_to_all(NULL, 0, CF_ONE_CUBE, 4, 20001, KB_F32);
+}
+Test(coll_all_to_all, queues_in_sram_and_hbm)
+{
+    const char *sram[] = {"ccl.algorithms.ring_all_to_all.buffer_kind=sram"};
+    const char *hbm[] = {"ccl.algorithms.ring_all_to_all.buffer_kind=hbm"};
+    all_to_all(sram, 1, CF_SPREAD_PES, 8, 9, KB_F32);
+    all_to_all(hbm, 1, CF_ONE_CUBE, 4, 9, KB_F32);
+}
+
+/* Time: an all-to-all over p ranks is p - 1 streams like the all-gather's
+ * one (phase d has d steps), so every link carries p(p-1)/2 chunks
+ * against the all-gather's p - 1 of the same size: about p/2 times its
+ * time when the steps dominate (chunks of many pieces). */
+static uint64_t span(kb__ccl_collective kind, int w, int64_t c)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    int64_t n = kind == KB__CCL_ALL_TO_ALL ? (int64_t)w * c : c;
+    kb_tensor in = cf_tensor(m, "in", CF_ONE_CUBE, w, n, KB_F32, 1);
+    kb_tensor out = cf_tensor(m, "out", CF_ONE_CUBE, w, (int64_t)w * c, KB_F32, 0);
+    kb__coll_req r = {kind, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0};
+    kb__coll_info info;
+    run(m, &r, &info);
+    kb_close(m);
+    return info.t_run_end - info.t_run_start;
+}
+
+Test(coll_all_to_all, takes_about_p_over_2_all_gathers)
+{
+    for (int w = 4; w <= 8; w *= 2) {
+        double a2a = (double)span(KB__CCL_ALL_TO_ALL, w, 32768);
+        double ag = (double)span(KB__CCL_ALL_GATHER, w, 32768);
+        cr_expect(fabs(a2a / ag / (w / 2.0) - 1) < 0.15,
+                  "%d ranks: all_to_all %.3f us, all_gather %.3f us: %.3gx, expected about %d", w,
+                  a2a / 1e6, ag / 1e6, a2a / ag, w / 2);
+    }
+}
+
+Test(coll_all_to_all, sizes_that_do_not_split_evenly_are_refused)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor in = cf_tensor(m, "in", CF_ONE_CUBE, 4, 10, KB_F32, 1);
+    kb_tensor out = cf_tensor(m, "out", CF_ONE_CUBE, 4, 10, KB_F32, 0);
+    kb_tensor small = cf_tensor(m, "small", CF_ONE_CUBE, 4, 8, KB_F32, 0);
+    kb_tensor in8 = cf_tensor(m, "in8", CF_ONE_CUBE, 4, 8, KB_F32, 1);
+    kb__coll_req r = {KB__CCL_ALL_TO_ALL, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0};
+    kb__err e;
+    kb__err_clear(&e);
+    cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_EINVAL);
+    cr_expect(strstr(e.msg, "all_to_all: 10 elements per buffer do not divide by 4 ranks"), "%s",
+              e.msg);
+    r.in = &in8;
+    r.out = &out;
+    cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_EINVAL);
+    cr_expect(strstr(e.msg, "output 'out' shard 0") && strstr(e.msg, "as many as the input"), "%s",
+              e.msg);
+    r.out = &small;
+    cr_expect_eq(kb__ccl_run(m, &r, NULL, &e), 0, "%s", e.msg);
+    kb_close(m);
 }
 
 Test(coll_index, two_tensors_index_in_call_order)

@@ -142,6 +142,23 @@ Test(dist_coll, driver_all_gather_concatenates_in_shard_order)
     kb_close(m);
 }
 
+Test(dist_coll, driver_all_to_all_swaps_chunks_between_shards)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    kb_tensor in = rows_tensor(m, "in", COLS, 1), out = rows_tensor(m, "out", COLS, 0);
+    cr_assert_eq(kb_all_to_all(m, out, in), 0, "%s", kb_last_error(m));
+    float *h = read_all(m, out, ROWS * COLS);
+    int c = COLS / ROWS;
+    for (int r = 0; r < ROWS; r++) /* shard r's chunk b is shard b's chunk r */
+        for (int b = 0; b < ROWS; b++)
+            for (int i = 0; i < c; i++)
+                cr_expect_eq(h[r * COLS + b * c + i], val(b, r * c + i), "shard %d chunk %d, %d", r,
+                             b, i);
+    free(h);
+    kb_close(m);
+}
+
 Test(dist_coll, driver_broadcast_copies_the_source_shard)
 {
     kb_machine *m = open_m();
@@ -219,6 +236,53 @@ Test(dist_coll, spawned_broadcast_from_host_rank_1)
     for (int r = 0; r < 2; r++)
         for (int i = 0; i < N_RANK; i++)
             cr_expect_eq(o.got[r][i], 20.0f, "rank %d element %d", r, i);
+    kb_close(m);
+}
+
+/* Rank r's tensor (one buffer of N_RANK elements): chunk j goes to rank j;
+ * a rank whose output is short (arg: that rank, -1 none) is named. */
+typedef struct a2a_arg {
+    ranks_out o;
+    int short_rank;
+} a2a_arg;
+
+static int rank_all_to_all(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    a2a_arg *a = arg;
+    int rc = kb_init_process_group(m, "ahbm");
+    int64_t shape[1] = {N_RANK}, oshape[1] = {rank == a->short_rank ? N_RANK / 2 : N_RANK};
+    float h[N_RANK];
+    for (int i = 0; i < N_RANK; i++)
+        h[i] = val(rank, i);
+    kb_tensor in = {0}, out = {0};
+    if (!rc) rc = kb_empty(m, NULL, 1, shape, KB_F32, &ONE_PE, &in);
+    if (!rc) rc = kb_empty(m, NULL, 1, oshape, KB_F32, &ONE_PE, &out);
+    if (!rc) rc = kb_copy_from_host(m, in, h, sizeof h, KB_F32);
+    if (!rc) rc = kb_all_to_all(m, out, in);
+    if (!rc) rc = kb_copy_to_host(m, out, a->o.got[rank], sizeof a->o.got[rank], KB_F32);
+    a->o.n = nprocs;
+    return rc;
+}
+
+Test(dist_coll, spawned_all_to_all_over_both_sips)
+{
+    kb_machine *m = open_m();
+    a2a_arg a;
+    memset(&a, 0, sizeof a);
+    a.short_rank = -1;
+    cr_assert_eq(kb_spawn(m, rank_all_to_all, 2, &a), 0, "%s", kb_last_error(m));
+    int c = N_RANK / 2;
+    for (int r = 0; r < 2; r++)
+        for (int j = 0; j < 2; j++)
+            for (int i = 0; i < c; i++)
+                cr_expect_eq(a.o.got[r][j * c + i], val(j, r * c + i), "rank %d chunk %d, %d", r, j,
+                             i);
+    a.short_rank = 1;
+    cr_assert_eq(kb_spawn(m, rank_all_to_all, 2, &a), KB_EINVAL);
+    const char *e = kb_last_error(m);
+    cr_expect(strstr(e, "kb_all_to_all: host rank 1's output") && strstr(e, "[32 elements]") &&
+                  strstr(e, "expected f32 [64] (N: as many as the input)"),
+              "%s", e);
     kb_close(m);
 }
 

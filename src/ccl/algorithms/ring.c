@@ -1,6 +1,7 @@
 /*
  * ring.c — ring collectives over a ring_1d plan: all-reduce (reduce-scatter
- * then all-gather), reduce-scatter, all-gather, and a pipelined broadcast.
+ * then all-gather), reduce-scatter, all-gather, a pipelined broadcast and
+ * an all-to-all by forwarding.
  *
  * The ring stream. The buffer is cut into p chunks ("ring chunks" q, mapped
  * to data chunks by D(q)); each chunk into pieces of at most s->piece
@@ -139,9 +140,9 @@ static tl_tile arrive(ring *g, piece *x)
  * receives with their own-data loads, lag + 1 own pieces and one result. */
 #define RING_LAG_MAX 8
 
-static int64_t lag_of(const ring *g)
+static int64_t lag_of(int64_t m, const kb_ccl_sched *s)
 {
-    int64_t d = g->m - 1, room = (g->s->window - 4) / 3;
+    int64_t d = m - 1, room = (s->window - 4) / 3;
     if (d > room) d = room;
     if (d > RING_LAG_MAX) d = RING_LAG_MAX;
     return d > 0 ? d : 0;
@@ -152,7 +153,7 @@ static int64_t lag_of(const ring *g)
 static void round_run(ring *g)
 {
     tl_ctx *k = g->k;
-    int64_t m = g->m, total = (int64_t)g->steps * m, d = lag_of(g), q = d + 1;
+    int64_t m = g->m, total = (int64_t)g->steps * m, d = lag_of(m, g->s), q = d + 1;
     tl_tile held[KB__CCL_WINDOW_MAX], own[RING_LAG_MAX + 1];
     piece pend[RING_LAG_MAX + 1];
     for (int64_t j = 0; j < q && j < m; j++)
@@ -250,4 +251,99 @@ void kb__ccl_ring_broadcast(tl_ctx *k)
         if (!last) tl_send(k, TL_DIR_NEXT, v);
         tl_free(k, v);
     }
+}
+
+/* All-to-all: buffer b's chunk c (N/p elements each) goes to chunk b of
+ * buffer c's output. Ranks send only to NEXT, so a chunk bound for the
+ * rank d places down the ring is forwarded by the d - 1 ranks between.
+ * In phase d = 1 .. p - 1 every rank sends its own chunk for rank r + d,
+ * then passes on the first d - 1 chunks it receives (from r - 1, r - 2,
+ * ..., bound past it) and keeps the d-th (from r - d, bound for it): the
+ * outbound stream is O[k] = own piece k (k < m), O[k] = I[k - m] after,
+ * as in the all-gather, over d steps. Each phase runs in rounds of at most
+ * s->window pieces per chunk with the receives lag behind the sends (see
+ * round_run). The chunk a rank keeps is copied during phase 1, piece by
+ * piece behind the sends. Every link carries p(p-1)/2 chunks in all:
+ * (p-1)·N/2 elements, against (p-1)·N/p for an all-gather. Copies only:
+ * every output holds the input bits. */
+typedef struct a2a {
+    tl_ctx *k;
+    const kb_ccl_sched *s;
+    tl_tensor *in, *out;
+    int r, p;
+    int64_t chunk, first, m; /* elements per chunk; this round's first piece, pieces */
+} a2a;
+
+static int64_t a2a_len(const a2a *g, int64_t j)
+{
+    int64_t a = (g->first + j) * g->s->piece;
+    return g->chunk - a < g->s->piece ? g->chunk - a : g->s->piece;
+}
+
+/* Piece j of this round of the input chunk bound for ring rank dst. */
+static tl_tile a2a_own(a2a *g, int dst, int64_t j)
+{
+    int64_t at = (int64_t)g->s->index[wrap(dst, g->p)] * g->chunk + (g->first + j) * g->s->piece;
+    return kb__ccl_load(g->k, g->in, at, a2a_len(g, j));
+}
+
+/* Copies piece j of this round of the chunk a rank keeps (bound for itself). */
+static void a2a_keep(a2a *g, int64_t j)
+{
+    int64_t at = (int64_t)g->s->index[g->r] * g->chunk + (g->first + j) * g->s->piece;
+    tl_tile v = kb__ccl_load(g->k, g->in, at, a2a_len(g, j));
+    kb__ccl_store(g->k, g->out, at, a2a_len(g, j), v);
+    tl_free(g->k, v);
+}
+
+static void a2a_phase(a2a *g, int d)
+{
+    tl_ctx *k = g->k;
+    int64_t m = g->m, total = (int64_t)d * m, lag = lag_of(m, g->s), q = lag + 1;
+    int64_t home = (int64_t)g->s->index[wrap(g->r - d, g->p)] * g->chunk; /* where mine go */
+    tl_tile held[KB__CCL_WINDOW_MAX], own[RING_LAG_MAX + 1];
+    tl_recv_handle pend[RING_LAG_MAX + 1];
+    for (int64_t j = 0; j < q && j < m; j++)
+        own[j] = a2a_own(g, g->r + d, j);
+    for (int64_t i = 0; i < total + lag; i++) {
+        if (i < total) {
+            int64_t len = a2a_len(g, i % m);
+            pend[i % q] = tl_recv_async(k, TL_DIR_PREV, 1, &len, g->s->dtype);
+            tl_tile o = i < m ? own[i % q] : held[(i - m) % m];
+            if (i + q < m) own[i % q] = a2a_own(g, g->r + d, i + q);
+            tl_send(k, TL_DIR_NEXT, o);
+            tl_free(k, o);
+            if (d == 1 && i < m) a2a_keep(g, i); /* behind the first sends, not before */
+        }
+        int64_t j = i - lag;
+        if (j < 0) continue;
+        tl_tile got = tl_wait(k, pend[j % q]);
+        if (j / m + 1 < d) {
+            held[j % m] = got; /* bound past this rank: sent on as O[j + m] */
+            continue;
+        }
+        int64_t jj = j % m;
+        kb__ccl_store(k, g->out, home + (g->first + jj) * g->s->piece, a2a_len(g, jj), got);
+        tl_free(k, got);
+    }
+}
+
+void kb__ccl_ring_all_to_all(tl_ctx *k)
+{
+    const kb_ccl_sched *s = tl_ccl_sched(k);
+    a2a g = {.k = k, .s = s, .p = (int)s->world, .chunk = s->elems / (int64_t)s->world};
+    g.in = tl_arg_tensor(k, 0);
+    g.out = tl_arg_tensor(k, 1);
+    g.r = tl_rank(k);
+    int64_t pieces = tl_cdiv(g.chunk, s->piece);
+    if (g.p == 1) {
+        for (g.m = pieces; g.first < pieces; g.first++)
+            a2a_keep(&g, 0);
+        return;
+    }
+    for (int d = 1; d < g.p; d++)
+        for (g.first = 0; g.first < pieces; g.first += g.m) {
+            g.m = pieces - g.first < s->window ? pieces - g.first : s->window;
+            a2a_phase(&g, d);
+        }
 }
