@@ -1,6 +1,7 @@
 /*
  * Built-in benches through the C API (kernbench/bench.h) on the built-in
- * machine: each passes with its defaults, the Triton tutorials also at odd
+ * machine: each passes with its defaults (the collective benches other
+ * than ccl_all_to_all at smaller sizes), the Triton tutorials also at odd
  * sizes, runs are deterministic, --no-data keeps the simulated time, and
  * option errors are usage errors that say what is accepted.
  */
@@ -245,6 +246,89 @@ Test(benches, ccl_allreduce_rejects_a_world_without_placement)
     cr_assert_neq(run("ccl_allreduce", 0, &r, kv), 0);
     cr_expect(strstr(r.error, "--opt world=12 has no placement"), "%s", r.error);
     cr_expect(r.usage_error, "a world with no placement is a bad option value");
+}
+
+/* ---- ccl_reduce_scatter, ccl_all_gather, ccl_broadcast, ccl_all_to_all -------- */
+
+static const char *const OTHER_CCL[] = {"ccl_reduce_scatter", "ccl_all_gather", "ccl_broadcast",
+                                        "ccl_all_to_all"};
+
+Test(benches, collective_benches_pass_over_each_placement_kind)
+{
+    /* 256 f32 per rank split into 4, 16, 32 or 256 chunks; the all-to-all's
+     * 256 ranks would forward 32 640 chunks per link: 32 is enough */
+    static const char *const worlds[] = {"world=4", "world=16", "world=32", "world=256"};
+    for (int b = 0; b < 4; b++)
+        for (int w = 0; w < 4; w++) {
+            if (b == 3 && w == 3) continue;
+            const char *kv[] = {worlds[w], "bytes=1024", NULL};
+            assert_pass(OTHER_CCL[b], kv);
+        }
+    assert_pass("ccl_all_to_all", NULL); /* its defaults: 16 ranks, 64 KiB */
+}
+
+Test(benches, collective_benches_take_an_algorithm_and_a_buffer)
+{
+    static const char *const algs[] = {"algorithm=ring_reduce_scatter", "algorithm=ring_all_gather",
+                                       "algorithm=ring_broadcast", "algorithm=ring_all_to_all"};
+    static const char *const bufs[] = {"buffer=sram", "buffer=hbm"};
+    for (int b = 0; b < 4; b++)
+        for (int k = 0; k < 2; k++) {
+            assert_pass(OTHER_CCL[b],
+                        (const char *const[]){algs[b], bufs[k], "world=8", "bytes=4096", NULL});
+            assert_pass(OTHER_CCL[b],
+                        (const char *const[]){bufs[k], "world=8", "bytes=4096", NULL});
+        }
+    kb_bench_result r;
+    const char *kv[] = {"algorithm=ring_allreduce", "world=8", NULL};
+    cr_assert_neq(run("ccl_all_gather", 0, &r, kv), 0);
+    cr_expect(strstr(r.error, "ccl_all_gather: --opt algorithm=ring_allreduce") &&
+                  strstr(r.error, "all_reduce"),
+              "%s", r.error);
+    cr_expect(r.usage_error, "an algorithm of another collective is a bad option value");
+}
+
+/* algBW = S / t, S one rank's buffer (all_gather: its output); busBW =
+ * algBW x (p-1)/p, broadcast x 1 (nccl-tests). */
+Test(benches, collective_benches_figures_follow_their_definitions)
+{
+    static const double size[] = {65536, 65536 * 8, 65536, 65536};
+    static const double factor[] = {7.0 / 8, 7.0 / 8, 1, 7.0 / 8};
+    for (int b = 0; b < 4; b++) {
+        const char *kv[] = {"world=8", "bytes=65536", NULL};
+        kb_bench_result r;
+        cr_assert_eq(run(OTHER_CCL[b], 0, &r, kv), 0, "%s", r.error);
+        double t_us = figure(&r, "collective"), alg = figure(&r, "alg_bw");
+        cr_expect_float_eq(alg, size[b] / (t_us * 1e-6) / 1e9, alg * 1e-9, "%s", OTHER_CCL[b]);
+        cr_expect_float_eq(figure(&r, "bus_bw"), alg * factor[b], alg * 1e-9, "%s", OTHER_CCL[b]);
+        cr_expect_leq(figure(&r, "kernel_span"), t_us);
+        cr_expect_gt(figure(&r, "install"), 0, "%s: its own queues are installed", OTHER_CCL[b]);
+    }
+}
+
+Test(benches, collective_benches_keep_their_time_without_data)
+{
+    for (int b = 0; b < 4; b++) {
+        const char *kv[] = {"world=16", "bytes=4096", NULL};
+        kb_bench_result with, without;
+        cr_assert_eq(run(OTHER_CCL[b], 0, &with, kv), 0, "%s", with.error);
+        cr_assert_eq(run(OTHER_CCL[b], 1, &without, kv), 0, "%s", without.error);
+        cr_expect_eq(kb_bench_sim_ps(&with), kb_bench_sim_ps(&without), "%s", OTHER_CCL[b]);
+        cr_expect_eq(without.n_checks, 0, "%s: no data, no check", OTHER_CCL[b]);
+    }
+}
+
+Test(benches, chunked_collectives_refuse_bytes_that_do_not_split)
+{
+    for (int b = 0; b < 4; b += 3) { /* reduce_scatter and all_to_all */
+        const char *kv[] = {"world=8", "bytes=36", NULL};
+        kb_bench_result r;
+        cr_assert_neq(run(OTHER_CCL[b], 0, &r, kv), 0);
+        cr_expect(
+            strstr(r.error, "--opt bytes=36: 9 f32 elements do not split into 8 equal chunks"),
+            "%s", r.error);
+        cr_expect(r.usage_error);
+    }
 }
 
 /* ---- tp_mlp ------------------------------------------------------------------- */
