@@ -173,8 +173,8 @@ int kb__cli_list(int argc, char **argv)
          "benches", "none", benches, n_benches},
         {"probe cases (kernbench probe --case NAME)", "probe_cases", "none", probe_cases,
          sizeof probe_cases / sizeof probe_cases[0]},
-        {"collective algorithms (ccl.yaml; an all_reduce one runs with kernbench run --bench "
-         "ccl_allreduce --opt algorithm=NAME)",
+        {"collective algorithms (ccl.yaml; kernbench run --bench ccl_allreduce --opt "
+         "algorithm=NAME runs an all_reduce one, ccl_all_gather an all_gather one, and so on)",
          "collective_algorithms", "none (this ccl.yaml names no algorithm)", algos, ccl->n_algos},
     };
     size_t n = sizeof secs / sizeof secs[0];
