@@ -2,7 +2,7 @@
  * ccl.c — the collective benches, one per collective as nccl-tests has
  * them: ccl_allreduce (an all-reduce with the algorithm's bandwidth
  * against the α-β model), ccl_reduce_scatter, ccl_all_gather,
- * ccl_broadcast and ccl_all_to_all.
+ * ccl_broadcast, ccl_reduce and ccl_all_to_all.
  *
  * The input is an f32 tensor [world, n] split by rows, one row (`bytes`
  * bytes) per PE: world <= PEs per cube takes the first PEs of cube 0; up
@@ -19,7 +19,7 @@
  * to completion, t; algBW = S / t with S the bytes of one rank's buffer
  * (all_gather: its output, p rows); busBW = algBW × 2(p−1)/p for
  * all_reduce, × (p−1)/p for reduce_scatter, all_gather and all_to_all, × 1
- * for broadcast: the bytes each rank's links carry in the bandwidth-optimal
+ * for broadcast and reduce: the bytes each rank's links carry in the bandwidth-optimal
  * algorithm, so busBW compares with the link bandwidth whatever p. For
  * the all-reduce, kernel_span = the programs' span on the PEs, the α-β
  * prediction 2(p−1)α + 2(p−1)/p · N·β of src/ccl/alphabeta.h with α and β
@@ -28,9 +28,9 @@
  * Check: element i of rank r's input is ((7r + i) mod 13) − 6, small
  * integers, so every partial sum is exact in f32; every output row must
  * equal its plain host definition exactly (tolerance 0): the sum over
- * ranks (all_reduce, reduce_scatter's chunk r), rank j's row
- * (all_gather's block j, broadcast's from rank 0), rank j's chunk r
- * (all_to_all's chunk j).
+ * ranks (all_reduce, reduce_scatter's chunk r, reduce's row 0), rank j's
+ * row (all_gather's block j, broadcast's from rank 0, reduce's other rows:
+ * unchanged), rank j's chunk r (all_to_all's chunk j).
  */
 #include <math.h>
 #include <stdio.h>
@@ -209,6 +209,12 @@ static void expect_row(const spec *s, int64_t r, int64_t p, int64_t n, const flo
     case KB__CCL_BROADCAST: /* rank 0's row */
         fill_row(want, 0, n);
         break;
+    case KB__CCL_REDUCE: /* the sum on rank 0, the others as they were */
+        if (r)
+            fill_row(want, r, n);
+        else
+            repeat13(want, sum, n);
+        break;
     case KB__CCL_ALL_TO_ALL: /* rank j's chunk r in chunk j */
         for (int64_t j = 0; j < p; j++) {
             fill_row(pat, j, 13);
@@ -262,6 +268,7 @@ static double bus_factor(const spec *s, double p)
     case KB__CCL_ALL_REDUCE:
         return 2 * (p - 1) / p;
     case KB__CCL_BROADCAST:
+    case KB__CCL_REDUCE:
         return 1;
     default:
         return (p - 1) / p;
@@ -314,6 +321,8 @@ static int call(kb_machine *m, const spec *s, kb_tensor out, kb_tensor t)
         return kb_broadcast(m, t, 0);
     case KB__CCL_ALL_TO_ALL:
         return kb_all_to_all(m, out, t);
+    case KB__CCL_REDUCE:
+        return kb_reduce(m, t, 0, KB_SUM);
     default:
         return kb_all_reduce(m, t, KB_SUM);
     }
@@ -384,6 +393,7 @@ static const spec REDUCE_SCATTER = {"ccl_reduce_scatter", "reduce_scatter", KB__
                                     0, 1024 * KIB};
 static const spec ALL_GATHER = {"ccl_all_gather", "all_gather", KB__CCL_ALL_GATHER, 0, 4 * KIB};
 static const spec BROADCAST = {"ccl_broadcast", "broadcast", KB__CCL_BROADCAST, 0, 1024 * KIB};
+static const spec REDUCE = {"ccl_reduce", "reduce", KB__CCL_REDUCE, 0, 1024 * KIB};
 static const spec ALL_TO_ALL = {"ccl_all_to_all", "all_to_all", KB__CCL_ALL_TO_ALL, 16, 64 * KIB};
 
 static int ccl_allreduce(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
@@ -401,6 +411,10 @@ static int ccl_all_gather(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
 static int ccl_broadcast(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
 {
     return run_spec(m, o, r, &BROADCAST);
+}
+static int ccl_reduce(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
+{
+    return run_spec(m, o, r, &REDUCE);
 }
 static int ccl_all_to_all(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
 {
@@ -440,6 +454,8 @@ static const kb_bench_opt_doc ag_opts[] = OPTS("all_gather", "ring_all_gather, .
 static const kb_bench_opt_doc bc_opts[] =
     OPTS("broadcast", "ring_broadcast, ...", "all PEs", "1048576",
          "bytes per rank (f32); rank 0 is the source");
+static const kb_bench_opt_doc red_opts[] = OPTS("reduce", "ring_reduce, ...", "all PEs", "1048576",
+                                                "bytes per rank (f32); rank 0 gets the sum");
 static const kb_bench_opt_doc a2a_opts[] =
     OPTS("all_to_all", "ring_all_to_all, ...", "16", "65536",
          "bytes of each rank's input (f32; its N elements must split into world chunks)");
@@ -460,6 +476,10 @@ const kb_bench kb__bench_ccl_broadcast = {"ccl_broadcast",
                                           "broadcast from rank 0 over PEs, with nccl-tests' bus "
                                           "bandwidth",
                                           bc_opts, N_OPTS(bc_opts), ccl_broadcast};
+const kb_bench kb__bench_ccl_reduce = {"ccl_reduce",
+                                       "reduce (sum) to rank 0 over PEs, with nccl-tests' bus "
+                                       "bandwidth",
+                                       red_opts, N_OPTS(red_opts), ccl_reduce};
 const kb_bench kb__bench_ccl_all_to_all = {
     "ccl_all_to_all",
     "all-to-all over PEs (chunks forwarded along the ring), with nccl-tests' bus "

@@ -7,10 +7,19 @@
 #include "internal.h"
 
 static const kb_bench *const builtin[] = {
-    &kb__bench_qkv_gemm,       &kb__bench_qkv_gemm_multi_pe, &kb__bench_va_offset,
-    &kb__bench_vector_add,     &kb__bench_softmax,           &kb__bench_matmul,
-    &kb__bench_layernorm,      &kb__bench_ccl_allreduce,     &kb__bench_ccl_reduce_scatter,
-    &kb__bench_ccl_all_gather, &kb__bench_ccl_broadcast,     &kb__bench_ccl_all_to_all,
+    &kb__bench_qkv_gemm,
+    &kb__bench_qkv_gemm_multi_pe,
+    &kb__bench_va_offset,
+    &kb__bench_vector_add,
+    &kb__bench_softmax,
+    &kb__bench_matmul,
+    &kb__bench_layernorm,
+    &kb__bench_ccl_allreduce,
+    &kb__bench_ccl_reduce_scatter,
+    &kb__bench_ccl_all_gather,
+    &kb__bench_ccl_broadcast,
+    &kb__bench_ccl_reduce,
+    &kb__bench_ccl_all_to_all,
     &kb__bench_tp_mlp,
 };
 

@@ -73,6 +73,12 @@ KB_API int kb_reduce_scatter(kb_machine *m, kb_tensor out, kb_tensor in, kb_redu
 /* Every out buffer (p·N elements) := the in buffers concatenated in index
  * order. */
 KB_API int kb_all_gather(kb_machine *m, kb_tensor out, kb_tensor in);
+/* The buffer of dst := op over all buffers (torch's reduce); every other
+ * buffer stays as it was. dst as kb_broadcast's src: from spawned ranks
+ * the host rank whose tensor's first shard gets the result, from the
+ * driver the shard index of t. The ring algorithm is a chain to dst:
+ * p - 1 hops pipelined piece by piece, N·β once. */
+KB_API int kb_reduce(kb_machine *m, kb_tensor t, int dst, kb_reduce_op op);
 /* Buffer i's out chunk j := buffer j's in chunk i, where a buffer's N
  * elements are p equal chunks (N must divide by p, the buffers of the
  * call; out has N elements per buffer too): torch's all_to_all_single
@@ -126,6 +132,7 @@ KB_API int kb_reduce_scatter_group(kb_machine *m, kb_group g, kb_tensor out, kb_
 KB_API int kb_all_gather_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in);
 KB_API int kb_broadcast_group(kb_machine *m, kb_group g, kb_tensor t, int src);
 KB_API int kb_all_to_all_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in);
+KB_API int kb_reduce_group(kb_machine *m, kb_group g, kb_tensor t, int dst, kb_reduce_op op);
 KB_API int kb_barrier_group(kb_machine *m, kb_group g);
 
 /* ---- point to point (torch.distributed.send / recv) ---------------------------- */
@@ -188,7 +195,7 @@ KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets
 
 /* Copies into name (size bytes, NUL-terminated) the ccl.yaml name of the
  * algorithm that collective ("all_reduce", "reduce_scatter", "all_gather",
- * "broadcast", "all_to_all", "send_recv") runs by default under the machine's current
+ * "broadcast", "all_to_all", "reduce", "send_recv") runs by default under the machine's current
  * configuration. KB_ENOTFOUND when the configuration names none,
  * KB_EINVAL for an unknown collective or a name longer than size - 1. */
 KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char *name, size_t size);
@@ -201,13 +208,13 @@ KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char 
  * collectives). Read-only; reading it costs no simulated time. */
 typedef struct kb_ccl_sched {
     uint32_t world;        /* collective ranks p */
-    kb_reduce_op op;       /* all_reduce, reduce_scatter */
+    kb_reduce_op op;       /* all_reduce, reduce_scatter, reduce */
     tl_dtype dtype;        /* of every buffer */
     int64_t elems;         /* elements of one input buffer (N) */
     int64_t piece;         /* largest message to send, in elements: it fits the tile scratch
                               and, for topologies other than ring_1d, one receive ring */
     int64_t window;        /* pieces a kernel may keep in TCM at once (ring: per round) */
-    uint32_t root;         /* broadcast: the rank of the source buffer */
+    uint32_t root;         /* broadcast: the rank of the source buffer; reduce: of the result */
     const uint32_t *index; /* [world]: rank -> index of its buffer in call order */
 } kb_ccl_sched;
 
@@ -217,7 +224,7 @@ KB_API const kb_ccl_sched *tl_ccl_sched(tl_ctx *k);
 
 /* Makes fn available to m's ccl.yaml as `module: NAME`: a kernel that
  * implements collective ("all_reduce", "reduce_scatter", "all_gather",
- * "broadcast", "all_to_all", "send_recv") over the queues of topology ("ring_1d",
+ * "broadcast", "all_to_all", "reduce", "send_recv") over the queues of topology ("ring_1d",
  * "mesh_2d", "tree"). An algorithm naming it is added like any other
  * (kb_ccl_override with "ccl.algorithms.A={module: NAME, collective: C,
  * topology: T}", or a ccl.yaml). KB_EINVAL, naming the problem, for a

@@ -21,6 +21,8 @@
  *   BROADCAST       in-place: every buffer := the buffer of index root
  *   ALL_TO_ALL      out buffer i's chunk j := in buffer j's chunk i (N/p
  *                   elements each; N must divide by p; out N elements)
+ *   REDUCE          in-place: the buffer of index root := op over all
+ *                   buffers; the others stay as they were
  *   SEND_RECV       hello_send: each rank sends its buffer to its next
  *                   neighbour and checks what it got (no data change)
  *   BROADCAST with pairwise: point to point, shard i of one tensor to
@@ -62,13 +64,13 @@
 
 typedef struct kb__coll_req {
     kb__ccl_collective kind;
-    kb_reduce_op op;       /* ALL_REDUCE, REDUCE_SCATTER */
+    kb_reduce_op op;       /* ALL_REDUCE, REDUCE_SCATTER, REDUCE */
     const char *algorithm; /* ccl.yaml algorithm; NULL: the default for kind */
     uint32_t n;            /* tensors */
     const kb_tensor *in;   /* [n] */
     const kb_tensor *out;  /* [n] for REDUCE_SCATTER, ALL_GATHER and ALL_TO_ALL, else NULL */
     uint32_t root;         /* BROADCAST: index of the source buffer (pairwise: of the
-                              source tensor, 0 or 1) */
+                              source tensor, 0 or 1); REDUCE: of the result's buffer */
     const int *ranks;      /* [n_ranks] host ranks taking part (their launch streams), NULL:
                               the caller's */
     uint32_t n_ranks;

@@ -517,10 +517,9 @@ static int check_values(const coll_call *c, kb__err *err)
                            "collective %s: %lld elements per buffer do not divide by %u ranks "
                            "(each rank gets an equal chunk)",
                            c->what, (long long)c->elems, c->p);
-    if (r->kind == KB__CCL_BROADCAST && r->root >= c->p)
+    if ((r->kind == KB__CCL_BROADCAST || r->kind == KB__CCL_REDUCE) && r->root >= c->p)
         return kb__err_set(err, KB_EINVAL,
-                           "collective broadcast: root %u, but there are %u "
-                           "buffers (0..%u)",
+                           "collective %s: root %u, but there are %u buffers (0..%u)", c->what,
                            r->root, c->p, c->p - 1);
     return 0;
 }

@@ -62,8 +62,9 @@ typedef struct call {
     int comm; /* index of the group it is made in (0: the world) */
     kb_reduce_op op;
     kb_tensor in, out;
-    int root;         /* broadcast: src as passed (a host rank, or the driver's shard) */
-    int root_index;   /* broadcast: its index among the participants */
+    int root;         /* broadcast's src, reduce's dst as passed (a host rank, or the
+                         driver's shard) */
+    int root_index;   /* its index among the participants */
     const int *ranks; /* kb_new_group: the caller's list (valid while it waits) */
     int n_ranks;
     int p2p;        /* 1 kb_send, 2 kb_recv (a broadcast from the sender over the pair) */
@@ -133,6 +134,12 @@ static const char *op_name(kb_reduce_op op)
     return (unsigned)op < 4 ? names[op] : "?";
 }
 
+/* Whether calls of this kind name a root (broadcast's src, reduce's dst). */
+static int has_root(int kind)
+{
+    return kind == KB__CCL_BROADCAST || kind == KB__CCL_REDUCE;
+}
+
 /* Whether calls of this kind pass an output tensor. */
 static int has_out(int kind)
 {
@@ -155,6 +162,8 @@ static const char *label(const call *c)
         return "kb_broadcast";
     case KB__CCL_ALL_TO_ALL:
         return "kb_all_to_all";
+    case KB__CCL_REDUCE:
+        return "kb_reduce";
     case CALL_INIT:
         return "kb_init_process_group";
     case CALL_BARRIER:
@@ -490,6 +499,8 @@ static void describe(kb_machine *m, const rt_group *g, call *c)
         snprintf(a, sizeof a, "%d rank%s", c->n_ranks, c->n_ranks == 1 ? "" : "s");
     if (c->kind == KB__CCL_ALL_REDUCE || c->kind == KB__CCL_REDUCE_SCATTER)
         snprintf(b, sizeof b, ", %s", op_name(c->op));
+    else if (c->kind == KB__CCL_REDUCE)
+        snprintf(b, sizeof b, ", %s, dst %d", op_name(c->op), c->root);
     else if (c->kind == KB__CCL_BROADCAST)
         snprintf(b, sizeof b, ", %s %d", c->p2p == 1 ? "dst" : "src", c->p2p ? c->peer : c->root);
     group_str(g, c->comm, grp, sizeof grp);
@@ -522,9 +533,11 @@ static int same_call(const call *a, const call *b, kb_machine *m)
         return a->n_ranks == b->n_ranks &&
                !memcmp(a->ranks, b->ranks, (size_t)a->n_ranks * sizeof *a->ranks);
     if (a->kind >= KB__CCL_COLLECTIVE_COUNT) return 1;
-    if ((a->kind == KB__CCL_ALL_REDUCE || a->kind == KB__CCL_REDUCE_SCATTER) && a->op != b->op)
+    if ((a->kind == KB__CCL_ALL_REDUCE || a->kind == KB__CCL_REDUCE_SCATTER ||
+         a->kind == KB__CCL_REDUCE) &&
+        a->op != b->op)
         return 0;
-    if (a->kind == KB__CCL_BROADCAST && a->root != b->root) return 0;
+    if (has_root(a->kind) && a->root != b->root) return 0;
     kb__err e;
     kb__rt_tensor *ta = kb__rt_tensor_get(m, a->in.id, &e),
                   *tb = kb__rt_tensor_get(m, b->in.id, &e);
@@ -726,7 +739,7 @@ static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, const 
     int rc = 0;
     if (c[0]->p2p) { /* pairwise: the sender's tensor */
         root = (uint32_t)c[0]->root_index;
-    } else if (c[0]->kind == KB__CCL_BROADCAST) { /* the source's index: shards before it */
+    } else if (has_root(c[0]->kind)) { /* the root's index: shards before it */
         int src = n > 1 ? c[0]->root_index : 0;
         for (int k = 0; k < src && !rc; k++) {
             kb__rt_tensor *t = kb__rt_tensor_get(m, in[k].id, err);
@@ -968,6 +981,23 @@ static int check_ranks(const int *ranks, int n, int world, kb__err *err)
     return 0;
 }
 
+/* Checks c's root (broadcast's src, reduce's dst: a host rank that is a
+ * member of cm, the driver's any number, checked against its shards later)
+ * and sets its index among the participants; nonzero with *e set when it
+ * is not one. */
+static int root_error(const rt_group *g, const comm *cm, call *c, const char *grp, kb__err *e)
+{
+    const char *what = c->kind == KB__CCL_REDUCE ? "dst" : "src";
+    c->root_index = cm ? rank_in(cm, c->root) : c->root;
+    if (c->root < 0 || (g && c->root >= g->n))
+        return kb__err_set(e, KB_ERANGE, "%s: %s %d is not a rank (0..%d)", label(c), what, c->root,
+                           g ? g->n - 1 : 0);
+    if (c->root_index < 0)
+        return kb__err_set(e, KB_EINVAL, "%s: %s %d is not a member of %s", label(c), what, c->root,
+                           grp);
+    return 0;
+}
+
 /* One collective call from the driver or a rank, in group h; *value gets
  * kb_new_group's handle. */
 static int collective(kb_machine *m, kb_group h, call *c, int *value)
@@ -1001,13 +1031,8 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
         p2p_setup(g, r, c, &e);
     } else if (cm && rank_in(cm, r) < 0) {
         kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of %s", label(c), r, grp);
-    } else if (c->kind == KB__CCL_BROADCAST) {
-        c->root_index = cm ? rank_in(cm, c->root) : c->root;
-        if (c->root < 0 || (g && c->root >= g->n))
-            kb__err_set(&e, KB_ERANGE, "kb_broadcast: src %d is not a rank (0..%d)", c->root,
-                        g ? g->n - 1 : 0);
-        else if (c->root_index < 0)
-            kb__err_set(&e, KB_EINVAL, "kb_broadcast: src %d is not a member of %s", c->root, grp);
+    } else if (has_root(c->kind) && root_error(g, cm, c, grp, &e)) {
+        /* e says why */
     } else if ((unsigned)c->op > KB_AVG) {
         kb__err_set(&e, KB_EINVAL, "%s: op %d is not sum, max, min or avg", label(c), (int)c->op);
     } else if (c->kind == CALL_NEW_GROUP) {
@@ -1060,6 +1085,12 @@ int kb_all_gather_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in)
     return collective(m, g, &c, NULL);
 }
 
+int kb_reduce_group(kb_machine *m, kb_group g, kb_tensor t, int dst, kb_reduce_op op)
+{
+    call c = {.kind = KB__CCL_REDUCE, .op = op, .in = t, .root = dst};
+    return collective(m, g, &c, NULL);
+}
+
 int kb_all_to_all_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in)
 {
     call c = {.kind = KB__CCL_ALL_TO_ALL, .in = in, .out = out};
@@ -1091,6 +1122,11 @@ int kb_reduce_scatter(kb_machine *m, kb_tensor out, kb_tensor in, kb_reduce_op o
 int kb_all_gather(kb_machine *m, kb_tensor out, kb_tensor in)
 {
     return kb_all_gather_group(m, KB_GROUP_WORLD, out, in);
+}
+
+int kb_reduce(kb_machine *m, kb_tensor t, int dst, kb_reduce_op op)
+{
+    return kb_reduce_group(m, KB_GROUP_WORLD, t, dst, op);
 }
 
 int kb_all_to_all(kb_machine *m, kb_tensor out, kb_tensor in)

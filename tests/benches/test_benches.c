@@ -248,19 +248,21 @@ Test(benches, ccl_allreduce_rejects_a_world_without_placement)
     cr_expect(r.usage_error, "a world with no placement is a bad option value");
 }
 
-/* ---- ccl_reduce_scatter, ccl_all_gather, ccl_broadcast, ccl_all_to_all -------- */
+/* ---- ccl_reduce_scatter, ccl_all_gather, ccl_broadcast, ccl_reduce, ccl_all_to_all -- */
 
 static const char *const OTHER_CCL[] = {"ccl_reduce_scatter", "ccl_all_gather", "ccl_broadcast",
-                                        "ccl_all_to_all"};
+                                        "ccl_reduce", "ccl_all_to_all"};
+#define N_OTHER 5
+#define A2A     4 /* ccl_all_to_all's index */
 
 Test(benches, collective_benches_pass_over_each_placement_kind)
 {
     /* 256 f32 per rank split into 4, 16, 32 or 256 chunks; the all-to-all's
      * 256 ranks would forward 32 640 chunks per link: 32 is enough */
     static const char *const worlds[] = {"world=4", "world=16", "world=32", "world=256"};
-    for (int b = 0; b < 4; b++)
+    for (int b = 0; b < N_OTHER; b++)
         for (int w = 0; w < 4; w++) {
-            if (b == 3 && w == 3) continue;
+            if (b == A2A && w == 3) continue;
             const char *kv[] = {worlds[w], "bytes=1024", NULL};
             assert_pass(OTHER_CCL[b], kv);
         }
@@ -270,9 +272,10 @@ Test(benches, collective_benches_pass_over_each_placement_kind)
 Test(benches, collective_benches_take_an_algorithm_and_a_buffer)
 {
     static const char *const algs[] = {"algorithm=ring_reduce_scatter", "algorithm=ring_all_gather",
-                                       "algorithm=ring_broadcast", "algorithm=ring_all_to_all"};
+                                       "algorithm=ring_broadcast", "algorithm=ring_reduce",
+                                       "algorithm=ring_all_to_all"};
     static const char *const bufs[] = {"buffer=sram", "buffer=hbm"};
-    for (int b = 0; b < 4; b++)
+    for (int b = 0; b < N_OTHER; b++)
         for (int k = 0; k < 2; k++) {
             assert_pass(OTHER_CCL[b],
                         (const char *const[]){algs[b], bufs[k], "world=8", "bytes=4096", NULL});
@@ -289,12 +292,12 @@ Test(benches, collective_benches_take_an_algorithm_and_a_buffer)
 }
 
 /* algBW = S / t, S one rank's buffer (all_gather: its output); busBW =
- * algBW x (p-1)/p, broadcast x 1 (nccl-tests). */
+ * algBW x (p-1)/p, broadcast and reduce x 1 (nccl-tests). */
 Test(benches, collective_benches_figures_follow_their_definitions)
 {
-    static const double size[] = {65536, 65536 * 8, 65536, 65536};
-    static const double factor[] = {7.0 / 8, 7.0 / 8, 1, 7.0 / 8};
-    for (int b = 0; b < 4; b++) {
+    static const double size[] = {65536, 65536 * 8, 65536, 65536, 65536};
+    static const double factor[] = {7.0 / 8, 7.0 / 8, 1, 1, 7.0 / 8};
+    for (int b = 0; b < N_OTHER; b++) {
         const char *kv[] = {"world=8", "bytes=65536", NULL};
         kb_bench_result r;
         cr_assert_eq(run(OTHER_CCL[b], 0, &r, kv), 0, "%s", r.error);
@@ -308,7 +311,7 @@ Test(benches, collective_benches_figures_follow_their_definitions)
 
 Test(benches, collective_benches_keep_their_time_without_data)
 {
-    for (int b = 0; b < 4; b++) {
+    for (int b = 0; b < N_OTHER; b++) {
         const char *kv[] = {"world=16", "bytes=4096", NULL};
         kb_bench_result with, without;
         cr_assert_eq(run(OTHER_CCL[b], 0, &with, kv), 0, "%s", with.error);
@@ -320,7 +323,7 @@ Test(benches, collective_benches_keep_their_time_without_data)
 
 Test(benches, chunked_collectives_refuse_bytes_that_do_not_split)
 {
-    for (int b = 0; b < 4; b += 3) { /* reduce_scatter and all_to_all */
+    for (int b = 0; b < N_OTHER; b += A2A) { /* reduce_scatter and all_to_all */
         const char *kv[] = {"world=8", "bytes=36", NULL};
         kb_bench_result r;
         cr_assert_neq(run(OTHER_CCL[b], 0, &r, kv), 0);

@@ -1,5 +1,5 @@
 /*
- * reduce_scatter, all_gather, broadcast and all_to_all data, index order
+ * reduce_scatter, all_gather, broadcast, reduce and all_to_all data, index order
  * over two tensors (one per SIP, as two host ranks would pass them),
  * hello_send, and the install cache (same PE set reuses the queues,
  * another reinstalls).
@@ -106,6 +106,67 @@ Test(coll_broadcast, from_buffer_0)
 Test(coll_broadcast, from_a_middle_buffer_over_sips)
 {
     broadcast(CF_TWO_SIPS, 16, 11);
+}
+
+/* Reduce: the root's buffer gets op over every buffer (host reference),
+ * every other buffer keeps its input. */
+static void reduce(cf_place where, int w, uint32_t root, kb_reduce_op op, kb_dtype dt, int64_t n)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor t = cf_tensor(m, "x", where, w, n, dt, 1);
+    kb__coll_req r = {KB__CCL_REDUCE, op, NULL, 1, &t, NULL, root, NULL, 0, 0};
+    kb__coll_info info;
+    run(m, &r, &info);
+    cr_assert_str_eq(info.algorithm, "ring_reduce");
+    float *h = cf_read(m, t, n * w);
+    for (int b = 0; b < w; b++)
+        for (int64_t x = 0; x < n; x++) {
+            float want = b == (int)root ? cf_expect(op, w, x, dt) : cf_round(cf_value(b, x), dt);
+            float got = h[(int64_t)b * n + x];
+            cr_assert(!memcmp(&want, &got, sizeof want),
+                      "world %d root %u op %d: buffer %d element %lld is %g, expected %g", w, root,
+                      (int)op, b, (long long)x, got, want);
+        }
+    free(h);
+    kb_close(m);
+}
+
+Test(coll_reduce, sum_to_buffer_0_in_a_cube)
+{
+    reduce(CF_ONE_CUBE, 8, 0, KB_SUM, KB_F32, 1000);
+}
+Test(coll_reduce, max_to_the_last_buffer_two_ranks)
+{
+    reduce(CF_ONE_CUBE, 2, 1, KB_MAX, KB_F32, 77);
+}
+Test(coll_reduce, avg_f16_over_cubes)
+{
+    reduce(CF_CUBES, 16, 5, KB_AVG, KB_F16, 300);
+}
+Test(coll_reduce, min_over_both_sips_large)
+{
+    reduce(CF_TWO_SIPS, 16, 11, KB_MIN, KB_F32, 20001);
+}
+
+/* A reduce moves N once through a chain of p - 1 hops: far less than the
+ * all-reduce's 2(p-1)/p N per rank over 2(p-1) steps, and more than a
+ * broadcast of the same buffer (the same chain, plus a combine per hop). */
+Test(coll_reduce, costs_about_a_broadcast)
+{
+    double t[3];
+    kb__ccl_collective kinds[3] = {KB__CCL_REDUCE, KB__CCL_BROADCAST, KB__CCL_ALL_REDUCE};
+    for (int i = 0; i < 3; i++) {
+        kb_machine *m = cf_open(NULL, 0);
+        kb_tensor x = cf_tensor(m, "x", CF_ONE_CUBE, 8, 65536, KB_F32, 1);
+        kb__coll_req r = {kinds[i], KB_SUM, NULL, 1, &x, NULL, 3, NULL, 0, 0};
+        kb__coll_info info;
+        run(m, &r, &info);
+        t[i] = (double)(info.t_run_end - info.t_run_start);
+        kb_close(m);
+    }
+    cr_expect(t[0] >= t[1] && t[0] < 1.5 * t[1], "reduce %.3f us, broadcast %.3f us", t[0] / 1e6,
+              t[1] / 1e6);
+    cr_expect(t[0] < t[2], "reduce %.3f us, all-reduce %.3f us", t[0] / 1e6, t[2] / 1e6);
 }
 
 /* All-to-all input: element x of buffer b. Distinct per (b, x) in f32;

@@ -159,6 +159,24 @@ Test(dist_coll, driver_all_to_all_swaps_chunks_between_shards)
     kb_close(m);
 }
 
+Test(dist_coll, driver_reduce_leaves_the_max_in_shard_dst_only)
+{
+    kb_machine *m = open_m();
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    kb_tensor t = rows_tensor(m, "t", COLS, 1);
+    cr_assert_eq(kb_reduce(m, t, 5, KB_MAX), 0, "%s", kb_last_error(m));
+    float *h = read_all(m, t, ROWS * COLS);
+    for (int r = 0; r < ROWS; r++)
+        for (int i = 0; i < COLS; i++)
+            cr_expect_eq(h[r * COLS + i], r == 5 ? reduce_ref(KB_MAX, ROWS, i) : val(r, i),
+                         "shard %d element %d", r, i);
+    free(h);
+    cr_expect_eq(kb_reduce(m, t, -1, KB_SUM), KB_ERANGE);
+    cr_expect(strstr(kb_last_error(m), "kb_reduce: dst -1 is not a rank"), "%s", kb_last_error(m));
+    cr_expect_eq(kb_reduce(m, t, 8, KB_SUM), KB_EINVAL, "8 shards: 0..7");
+    kb_close(m);
+}
+
 Test(dist_coll, driver_broadcast_copies_the_source_shard)
 {
     kb_machine *m = open_m();
@@ -236,6 +254,42 @@ Test(dist_coll, spawned_broadcast_from_host_rank_1)
     for (int r = 0; r < 2; r++)
         for (int i = 0; i < N_RANK; i++)
             cr_expect_eq(o.got[r][i], 20.0f, "rank %d element %d", r, i);
+    kb_close(m);
+}
+
+/* kb_reduce to host rank 1 (arg: the dst each rank passes, by rank). */
+static int rank_reduce(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    ranks_out *o = arg;
+    int rc = kb_init_process_group(m, "ahbm");
+    int64_t shape[1] = {N_RANK};
+    float h[N_RANK];
+    for (int i = 0; i < N_RANK; i++)
+        h[i] = val(rank, i);
+    kb_tensor t = {0};
+    if (!rc) rc = kb_empty(m, NULL, 1, shape, KB_F32, &ONE_PE, &t);
+    if (!rc) rc = kb_copy_from_host(m, t, h, sizeof h, KB_F32);
+    if (!rc) rc = kb_reduce(m, t, o->n ? rank : 1, KB_SUM);
+    if (!rc) rc = kb_copy_to_host(m, t, o->got[rank], sizeof o->got[rank], KB_F32);
+    return rc;
+}
+
+Test(dist_coll, spawned_reduce_to_host_rank_1)
+{
+    kb_machine *m = open_m();
+    ranks_out o;
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(kb_spawn(m, rank_reduce, 2, &o), 0, "%s", kb_last_error(m));
+    for (int i = 0; i < N_RANK; i++) {
+        cr_expect_eq(o.got[0][i], val(0, i), "rank 0 keeps its buffer: element %d", i);
+        cr_expect_eq(o.got[1][i], val(0, i) + val(1, i), "rank 1 gets the sum: element %d", i);
+    }
+    o.n = 1; /* each rank names itself: the calls differ */
+    cr_assert_eq(kb_spawn(m, rank_reduce, 2, &o), KB_EDEADLOCK);
+    const char *e = kb_last_error(m);
+    cr_expect(strstr(e, "kb_reduce(tensor") && strstr(e, "sum, dst 0)") && strstr(e, "sum, dst 1)"),
+              "%s", e);
     kb_close(m);
 }
 

@@ -239,13 +239,13 @@ usage_opt "--opt algorithm=9ring" --bench ccl_allreduce --opt algorithm=9ring
 # list shows the benches and the collective algorithms (of --ccl FILE too).
 "$kb" list >"$tmp/out" || fail "list"
 for b in qkv_gemm qkv_gemm_multi_pe va_offset vector_add softmax matmul layernorm ccl_allreduce \
-    ccl_reduce_scatter ccl_all_gather ccl_broadcast ccl_all_to_all tp_mlp; do
+    ccl_reduce_scatter ccl_all_gather ccl_broadcast ccl_reduce ccl_all_to_all tp_mlp; do
     grep -q "^  $b " "$tmp/out" || fail "list lacks $b"
 done
 grep -Eq "^  ring_allreduce +all_reduce on ring_1d, module ring_allreduce, 4 x 4096 B slots in tcm \(default all_reduce\)$" \
     "$tmp/out" || fail "list does not describe ring_allreduce"
 for a in mesh_allreduce tree_allreduce ring_reduce_scatter ring_all_gather ring_broadcast \
-    ring_all_to_all hello_send; do
+    ring_all_to_all ring_reduce hello_send; do
     grep -q "^  $a " "$tmp/out" || fail "list lacks algorithm $a"
 done
 "$kb" list --ccl "$tmp/ccl.yaml" --set ccl.algorithms.my_ring.n_slots=2 >"$tmp/out" ||

@@ -68,6 +68,7 @@ void kb__ccl_ring_reduce_scatter(tl_ctx *k);
 void kb__ccl_ring_all_gather(tl_ctx *k);
 void kb__ccl_ring_broadcast(tl_ctx *k);
 void kb__ccl_ring_all_to_all(tl_ctx *k);
+void kb__ccl_ring_reduce(tl_ctx *k);
 void kb__ccl_mesh_allreduce(tl_ctx *k);
 void kb__ccl_tree_allreduce(tl_ctx *k);
 void kb__ccl_hello_send(tl_ctx *k);

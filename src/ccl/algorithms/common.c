@@ -19,6 +19,7 @@ static const kb__ccl_module modules[] = {
     {"ring_all_gather", KB__CCL_ALL_GATHER, KB__CCL_RING_1D, kb__ccl_ring_all_gather},
     {"ring_broadcast", KB__CCL_BROADCAST, KB__CCL_RING_1D, kb__ccl_ring_broadcast},
     {"ring_all_to_all", KB__CCL_ALL_TO_ALL, KB__CCL_RING_1D, kb__ccl_ring_all_to_all},
+    {"ring_reduce", KB__CCL_REDUCE, KB__CCL_RING_1D, kb__ccl_ring_reduce},
     {"hello_send", KB__CCL_SEND_RECV, KB__CCL_RING_1D, kb__ccl_hello_send},
 };
 

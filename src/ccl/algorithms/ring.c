@@ -1,7 +1,7 @@
 /*
  * ring.c — ring collectives over a ring_1d plan: all-reduce (reduce-scatter
  * then all-gather), reduce-scatter, all-gather, a pipelined broadcast and
- * an all-to-all by forwarding.
+ * reduce, and an all-to-all by forwarding.
  *
  * The ring stream. The buffer is cut into p chunks ("ring chunks" q, mapped
  * to data chunks by D(q)); each chunk into pieces of at most s->piece
@@ -249,6 +249,41 @@ void kb__ccl_ring_broadcast(tl_ctx *k)
             kb__ccl_store(k, buf, a, len, v);
         }
         if (!last) tl_send(k, TL_DIR_NEXT, v);
+        tl_free(k, v);
+    }
+}
+
+/* Reduce: a chain to the root along the ring, the broadcast run backwards.
+ * Rank root + 1 sends its buffer piece by piece to NEXT; every rank after
+ * it combines what it receives with its own piece and sends that on; the
+ * root combines last, finishes (avg divides by p) and stores. So the
+ * root's buffer gets ((x_{root+1} op x_{root+2}) op ...) op x_root, each op
+ * rounded to the dtype, and the other buffers stay as they were. The own
+ * piece's load is issued before the receive, so it runs while the piece
+ * travels. */
+void kb__ccl_ring_reduce(tl_ctx *k)
+{
+    const kb_ccl_sched *s = tl_ccl_sched(k);
+    tl_tensor *buf = tl_arg_tensor(k, 0);
+    int r = tl_rank(k), p = (int)s->world, root = (int)s->root;
+    if (p == 1) return; /* op over one buffer, avg by 1: the buffer */
+    int first = wrap(root + 1, p) == r;
+    for (int64_t a = 0; a < s->elems; a += s->piece) {
+        int64_t len = s->elems - a < s->piece ? s->elems - a : s->piece;
+        tl_tile v = kb__ccl_load(k, buf, a, len);
+        if (!first) {
+            tl_tile got = tl_recv(k, TL_DIR_PREV, 1, &len, s->dtype);
+            tl_tile c = kb__ccl_combine(k, s->op, got, v);
+            tl_free(k, got);
+            tl_free(k, v);
+            v = c;
+        }
+        if (r == root) {
+            v = kb__ccl_finish(k, s, v);
+            kb__ccl_store(k, buf, a, len, v);
+        } else {
+            tl_send(k, TL_DIR_NEXT, v);
+        }
         tl_free(k, v);
     }
 }
