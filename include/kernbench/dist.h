@@ -195,8 +195,8 @@ KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets
 
 /* Copies into name (size bytes, NUL-terminated) the ccl.yaml name of the
  * algorithm that collective ("all_reduce", "reduce_scatter", "all_gather",
- * "broadcast", "all_to_all", "reduce", "send_recv") runs by default under the machine's current
- * configuration. KB_ENOTFOUND when the configuration names none,
+ * "broadcast", "all_to_all", "reduce", "send_recv") runs by default under
+ * the machine's current configuration. KB_ENOTFOUND when the configuration names none,
  * KB_EINVAL for an unknown collective or a name longer than size - 1. */
 KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char *name, size_t size);
 
@@ -224,8 +224,8 @@ KB_API const kb_ccl_sched *tl_ccl_sched(tl_ctx *k);
 
 /* Makes fn available to m's ccl.yaml as `module: NAME`: a kernel that
  * implements collective ("all_reduce", "reduce_scatter", "all_gather",
- * "broadcast", "all_to_all", "reduce", "send_recv") over the queues of topology ("ring_1d",
- * "mesh_2d", "tree"). An algorithm naming it is added like any other
+ * "broadcast", "all_to_all", "reduce", "send_recv") over the queues of
+ * topology ("ring_1d", "mesh_2d", "tree"). An algorithm naming it is added like any other
  * (kb_ccl_override with "ccl.algorithms.A={module: NAME, collective: C,
  * topology: T}", or a ccl.yaml). KB_EINVAL, naming the problem, for a
  * name that is not 1 to 63 letters, digits, '_' and '-' starting with a

@@ -443,12 +443,6 @@ static int add_tensor(coll_call *c, uint32_t i, int32_t *owner, kb__err *err)
     return 0;
 }
 
-/* Whether collective k writes output tensors (the others work in place). */
-static int has_outputs(kb__ccl_collective k)
-{
-    return k == KB__CCL_REDUCE_SCATTER || k == KB__CCL_ALL_GATHER || k == KB__CCL_ALL_TO_ALL;
-}
-
 /* Pairs each output shard with the input buffer on its PE (sizes per kind). */
 static int add_outputs(coll_call *c, const int32_t *owner, kb__err *err)
 {
@@ -517,7 +511,7 @@ static int check_values(const coll_call *c, kb__err *err)
                            "collective %s: %lld elements per buffer do not divide by %u ranks "
                            "(each rank gets an equal chunk)",
                            c->what, (long long)c->elems, c->p);
-    if ((r->kind == KB__CCL_BROADCAST || r->kind == KB__CCL_REDUCE) && r->root >= c->p)
+    if (kb__ccl_has_root(r->kind) && r->root >= c->p)
         return kb__err_set(err, KB_EINVAL,
                            "collective %s: root %u, but there are %u buffers (0..%u)", c->what,
                            r->root, c->p, c->p - 1);
@@ -554,7 +548,7 @@ static int gather(coll_call *c, kb__err *err)
 {
     kb_machine *m = c->m;
     const kb__coll_req *r = c->r;
-    if (!r->n || !r->in || (has_outputs(r->kind) && !r->out))
+    if (!r->n || !r->in || (kb__ccl_has_outputs(r->kind) && !r->out))
         return kb__err_set(err, KB_EINVAL, "collective %s: needs %s", c->what,
                            r->n ? "output tensors" : "at least one tensor");
     int32_t *owner = malloc(m->n_pes * sizeof *owner);
@@ -570,7 +564,7 @@ static int gather(coll_call *c, kb__err *err)
         rc = add_tensor(c, i, owner, err);
     if (!rc && r->pairwise) rc = pair_up(c, err);
     if (!rc) rc = check_values(c, err);
-    if (!rc && has_outputs(r->kind)) rc = add_outputs(c, owner, err);
+    if (!rc && kb__ccl_has_outputs(r->kind)) rc = add_outputs(c, owner, err);
     free(owner);
     return rc;
 }

@@ -134,19 +134,6 @@ static const char *op_name(kb_reduce_op op)
     return (unsigned)op < 4 ? names[op] : "?";
 }
 
-/* Whether calls of this kind name a root (broadcast's src, reduce's dst). */
-static int has_root(int kind)
-{
-    return kind == KB__CCL_BROADCAST || kind == KB__CCL_REDUCE;
-}
-
-/* Whether calls of this kind pass an output tensor. */
-static int has_out(int kind)
-{
-    return kind == KB__CCL_REDUCE_SCATTER || kind == KB__CCL_ALL_GATHER ||
-           kind == KB__CCL_ALL_TO_ALL;
-}
-
 /* The public name of call c. */
 static const char *label(const call *c)
 {
@@ -519,7 +506,7 @@ static int check_tensors(kb_machine *m, const call *c, kb__err *err)
     if (c->kind >= KB__CCL_COLLECTIVE_COUNT) return 0;
     const kb__rt_tensor *t = kb__rt_tensor_get(m, c->in.id, err);
     if (!t) return kb__err_prefix(err, "%s: input: ", label(c));
-    if (has_out(c->kind) && !kb__rt_tensor_get(m, c->out.id, err))
+    if (kb__ccl_has_outputs(c->kind) && !kb__rt_tensor_get(m, c->out.id, err))
         return kb__err_prefix(err, "%s: output: ", label(c));
     return 0;
 }
@@ -537,7 +524,7 @@ static int same_call(const call *a, const call *b, kb_machine *m)
          a->kind == KB__CCL_REDUCE) &&
         a->op != b->op)
         return 0;
-    if (has_root(a->kind) && a->root != b->root) return 0;
+    if (kb__ccl_has_root(a->kind) && a->root != b->root) return 0;
     kb__err e;
     kb__rt_tensor *ta = kb__rt_tensor_get(m, a->in.id, &e),
                   *tb = kb__rt_tensor_get(m, b->in.id, &e);
@@ -739,7 +726,7 @@ static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, const 
     int rc = 0;
     if (c[0]->p2p) { /* pairwise: the sender's tensor */
         root = (uint32_t)c[0]->root_index;
-    } else if (has_root(c[0]->kind)) { /* the root's index: shards before it */
+    } else if (kb__ccl_has_root(c[0]->kind)) { /* the root's index: shards before it */
         int src = n > 1 ? c[0]->root_index : 0;
         for (int k = 0; k < src && !rc; k++) {
             kb__rt_tensor *t = kb__rt_tensor_get(m, in[k].id, err);
@@ -754,7 +741,7 @@ static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, const 
                         .op = c[0]->op,
                         .n = (uint32_t)n,
                         .in = in,
-                        .out = has_out(c[0]->kind) ? out : NULL,
+                        .out = kb__ccl_has_outputs(c[0]->kind) ? out : NULL,
                         .root = root,
                         .ranks = ranks,
                         .n_ranks = ranks ? (uint32_t)n : 0,
@@ -781,7 +768,7 @@ static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__e
 {
     const call *first = &g->pend[member_of(cm, 0)];
     int kind = first->kind;
-    if (!has_out(kind)) return 0;
+    if (!kb__ccl_has_outputs(kind)) return 0;
     int64_t p = 0;
     const kb__rt_tensor *in0 = NULL;
     for (int i = 0; i < cm->n; i++) {
@@ -1031,7 +1018,7 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
         p2p_setup(g, r, c, &e);
     } else if (cm && rank_in(cm, r) < 0) {
         kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of %s", label(c), r, grp);
-    } else if (has_root(c->kind) && root_error(g, cm, c, grp, &e)) {
+    } else if (kb__ccl_has_root(c->kind) && root_error(g, cm, c, grp, &e)) {
         /* e says why */
     } else if ((unsigned)c->op > KB_AVG) {
         kb__err_set(&e, KB_EINVAL, "%s: op %d is not sum, max, min or avg", label(c), (int)c->op);

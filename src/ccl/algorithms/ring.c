@@ -371,8 +371,8 @@ void kb__ccl_ring_all_to_all(tl_ctx *k)
     g.out = tl_arg_tensor(k, 1);
     g.r = tl_rank(k);
     int64_t pieces = tl_cdiv(g.chunk, s->piece);
-    if (g.p == 1) {
-        for (g.m = pieces; g.first < pieces; g.first++)
+    if (g.p == 1) { /* only the chunk it keeps, piece by piece */
+        for (g.first = 0; g.first < pieces; g.first++)
             a2a_keep(&g, 0);
         return;
     }
