@@ -289,35 +289,41 @@ static int set_ranks(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes
 
 /* ---- pushing the plan ----------------------------------------------------------- */
 
-static int push_plan(kb__device *d, const kb__ccl_plan *plan, kb__ccl_install_info *info,
-                     kb__err *err)
+int kb__ccl_install_push(kb__device *d, const kb__ccl_plan *const *plans, size_t n,
+                         kb__ccl_install_info *info, kb__err *err)
 {
-    uint32_t n_cubes = plan->sips * plan->cubes_per_sip;
+    memset(info, 0, sizeof *info);
+    if (!n) return 0;
+    uint32_t n_cubes = d->topo->sips * d->topo->cubes_per_sip;
     uint64_t *bytes = calloc(n_cubes, sizeof *bytes);
+    uint32_t *slot = calloc(n_cubes, sizeof *slot); /* cube -> its target's index + 1 */
     kb__cmd_target *t = calloc(n_cubes, sizeof *t);
-    if (!bytes || !t) {
+    if (!bytes || !slot || !t) {
         free(bytes);
+        free(slot);
         free(t);
         return kb__err_set(err, KB_ENOMEM, "ipcq install: out of memory");
     }
     double noc_bw = d->topo->params.cube.noc.bw_gbs;
-    for (uint32_t r = 0; r < plan->world_size; r++) {
-        uint32_t c = plan->loc[r].sip * plan->cubes_per_sip + plan->loc[r].cube;
-        uint64_t b = kb__ccl_install_bytes(plan, r);
-        if (!bytes[c]) {
-            t[info->cubes].sip = plan->loc[r].sip;
-            t[info->cubes].cube = plan->loc[r].cube;
-            info->cubes++;
+    for (size_t k = 0; k < n; k++) {
+        const kb__ccl_plan *plan = plans[k];
+        for (uint32_t r = 0; r < plan->world_size; r++) {
+            kb__ccl_loc l = plan->loc[r];
+            uint32_t c = l.sip * plan->cubes_per_sip + l.cube;
+            uint64_t b = kb__ccl_install_bytes(plan, r);
+            if (!slot[c]) {
+                t[info->cubes] = (kb__cmd_target){.sip = l.sip, .cube = l.cube};
+                slot[c] = ++info->cubes;
+            }
+            bytes[c] += b;
+            info->msg_bytes += b;
+            t[slot[c] - 1].work_ps += kb__ps_from_bytes_gbs(b, noc_bw);
         }
-        bytes[c] += b;
-        info->msg_bytes += b;
-        for (uint32_t i = 0; i < info->cubes; i++)
-            if (t[i].sip == plan->loc[r].sip && t[i].cube == plan->loc[r].cube)
-                t[i].work_ps += kb__ps_from_bytes_gbs(b, noc_bw);
     }
     for (uint32_t c = 0; c < n_cubes; c++)
         if (bytes[c] > info->cmd_bytes) info->cmd_bytes = bytes[c];
     free(bytes);
+    free(slot);
     kb__xfer *x = NULL;
     info->t_start = kb__sim_now(d->sim);
     int rc = kb__device_command(d, t, info->cubes, info->cmd_bytes, &x, err);
@@ -328,14 +334,10 @@ static int push_plan(kb__device *d, const kb__ccl_plan *plan, kb__ccl_install_in
     return rc;
 }
 
-int kb__ccl_install(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
-                    const kb__ccl_ring_alloc *alloc, kb__ipcq_set **out, kb__ccl_install_info *info,
-                    kb__err *err)
+int kb__ccl_install_place(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
+                          const kb__ccl_ring_alloc *alloc, kb__ipcq_set **out, kb__err *err)
 {
     *out = NULL;
-    kb__ccl_install_info local;
-    if (!info) info = &local;
-    memset(info, 0, sizeof *info);
     if (plan->sips > d->topo->sips || plan->cubes_per_sip != d->topo->cubes_per_sip ||
         plan->pes_per_cube != d->topo->pes_per_cube)
         return kb__err_set(err, KB_EINVAL,
@@ -365,12 +367,27 @@ int kb__ccl_install(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
     kb__ipcq_set *s;
     int rc = kb__ipcq_create(&s, d->sim, plan->world_size, &cfg, &tp, err);
     if (rc) return rc;
-    rc = set_ranks(d, plan, pes, alloc, s, err); /* no simulated time: fails before the push */
-    if (!rc) rc = push_plan(d, plan, info, err);
+    rc = set_ranks(d, plan, pes, alloc, s, err); /* no simulated time */
     if (rc) {
         kb__ipcq_destroy(s);
         return rc;
     }
     *out = s;
     return 0;
+}
+
+int kb__ccl_install(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
+                    const kb__ccl_ring_alloc *alloc, kb__ipcq_set **out, kb__ccl_install_info *info,
+                    kb__err *err)
+{
+    kb__ccl_install_info local;
+    if (!info) info = &local;
+    memset(info, 0, sizeof *info);
+    int rc = kb__ccl_install_place(d, plan, pes, alloc, out, err);
+    if (!rc) rc = kb__ccl_install_push(d, &plan, 1, info, err);
+    if (rc && *out) {
+        kb__ipcq_destroy(*out);
+        *out = NULL;
+    }
+    return rc;
 }

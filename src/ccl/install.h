@@ -62,6 +62,17 @@ int kb__ccl_install(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
                     const kb__ccl_ring_alloc *alloc, kb__ipcq_set **out, kb__ccl_install_info *info,
                     kb__err *err);
 
+/* kb__ccl_install in two steps, so that one command can push the plans of
+ * several installs: _place places the rings and builds the set (no
+ * simulated time; the errors of kb__ccl_install but the command's);
+ * _push sends the install messages of plans[0..n) as one command to every
+ * cube holding a rank of any of them (each cube's share: the sum of its
+ * ranks' messages), waits for it and fills info (zeroed; n 0: no command). */
+int kb__ccl_install_place(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
+                          const kb__ccl_ring_alloc *alloc, kb__ipcq_set **out, kb__err *err);
+int kb__ccl_install_push(kb__device *d, const kb__ccl_plan *const *plans, size_t n,
+                         kb__ccl_install_info *info, kb__err *err);
+
 /* The pe_ipcq configuration of plan on d's machine (exposed for tests). */
 void kb__ccl_ipcq_cfg(const kb__device *d, const kb__ccl_plan *plan, kb__ipcq_cfg *cfg);
 

@@ -181,6 +181,7 @@ void kb__ccl_installs_fini(kb__ccl_installs *c)
 {
     kb__ccl_installs_drop_all(c, 0);
     free(c->inst);
+    free(c->unpushed);
     memset(c, 0, sizeof *c);
 }
 
@@ -262,7 +263,8 @@ static int place_and_push(kb__ccl_installs *c, kb__ccl_installed *in, kb__pe *co
     for (;;) {
         c->building = in;
         c->is_full = 0;
-        rc = kb__ccl_install(c->m->dev, in->plan, units, &alloc, &in->q, info, err);
+        rc = c->deferring ? kb__ccl_install_place(c->m->dev, in->plan, units, &alloc, &in->q, err)
+                          : kb__ccl_install(c->m->dev, in->plan, units, &alloc, &in->q, info, err);
         c->building = NULL;
         if (!rc || !c->is_full) break;
         rings_free(c, in);
@@ -320,11 +322,36 @@ int kb__ccl_installs_get(kb__ccl_installs *c, const kb__ccl_algo *a, kb__ccl_pla
     if (in) {
         kb__ccl_plan_destroy(plan);
     } else {
+        if (c->deferring && c->n_unpushed == c->cap_unpushed) {
+            size_t cap = c->cap_unpushed ? 2 * c->cap_unpushed : 16;
+            const kb__ccl_plan **v = realloc(c->unpushed, cap * sizeof *v);
+            if (!v) {
+                kb__ccl_plan_destroy(plan);
+                return kb__err_set(err, KB_ENOMEM, "ccl install: out of memory");
+            }
+            c->unpushed = v;
+            c->cap_unpushed = cap;
+        }
         int rc = install_new(c, a, plan, &in, info, err);
         if (rc) return rc;
+        if (c->deferring) c->unpushed[c->n_unpushed++] = in->plan;
         *installed = 1;
     }
     use(c, in);
     *out = in;
     return 0;
+}
+
+void kb__ccl_installs_defer(kb__ccl_installs *c)
+{
+    c->deferring = 1;
+    c->n_unpushed = 0;
+}
+
+int kb__ccl_installs_push(kb__ccl_installs *c, kb__ccl_install_info *info, kb__err *err)
+{
+    int rc = kb__ccl_install_push(c->m->dev, c->unpushed, c->n_unpushed, info, err);
+    c->deferring = 0;
+    c->n_unpushed = 0;
+    return rc;
 }

@@ -61,6 +61,9 @@ typedef struct kb__ccl_installs {
     kb__ccl_installed *building; /* the install whose rings are being placed */
     int is_full;                 /* placing found a memory full: the one of `full` */
     kb__ccl_ring_block full;
+    int deferring;                 /* kb__ccl_installs_defer: new installs wait for _push */
+    const kb__ccl_plan **unpushed; /* their plans, [n_unpushed] */
+    size_t n_unpushed, cap_unpushed;
 } kb__ccl_installs;
 
 /* An empty cache for machine m. */
@@ -79,6 +82,15 @@ void kb__ccl_installs_fini(kb__ccl_installs *c);
 int kb__ccl_installs_get(kb__ccl_installs *c, const kb__ccl_algo *a, kb__ccl_plan *plan,
                          kb__ccl_installed **out, int *installed, kb__ccl_install_info *info,
                          kb__err *err);
+/* Between _defer and _push, a new install is placed but its plan is not
+ * pushed; _push pushes every such plan as one command (one install
+ * command carrying several plans, as a call that makes an install per pair
+ * of shards sends), fills info with its cost (zeroed when there was none)
+ * and ends the deferral. An install made meanwhile must not be dropped
+ * before the push (mark it running). */
+void kb__ccl_installs_defer(kb__ccl_installs *c);
+int kb__ccl_installs_push(kb__ccl_installs *c, kb__ccl_install_info *info, kb__err *err);
+
 /* Takes in out of the cache and frees it. drain 1: traffic of its queues
  * still in flight lands first (the simulator runs). */
 void kb__ccl_installs_drop(kb__ccl_installs *c, kb__ccl_installed *in, int drain);

@@ -641,17 +641,24 @@ static void set_in_use(coll_call *c, int on)
 }
 
 /* Makes c's installs: one over every buffer, or one per pair (pairwise),
- * each kept from eviction by the next. On failure those made stay in the
- * cache, idle. */
+ * each kept from eviction by the next; the new ones of a pairwise call are
+ * pushed together, as one command. On failure those made stay in the
+ * cache, idle (pushed: their cost is paid). */
 static int install_all(kb__ccl_state *st, coll_call *c, kb__coll_info *info, kb__err *err)
 {
-    uint32_t per = c->r->pairwise ? 2 : c->p;
-    c->inst = calloc(c->p / per, sizeof *c->inst);
+    uint32_t per = c->r->pairwise ? 2 : c->p, n = c->p / per;
+    c->inst = calloc(n, sizeof *c->inst);
     if (!c->inst) return kb__err_set(err, KB_ENOMEM, "collective %s: out of host memory", c->what);
     int rc = 0;
-    for (uint32_t j = 0; !rc && j < c->p / per; j++) {
+    if (n > 1) kb__ccl_installs_defer(&st->installs);
+    for (uint32_t j = 0; !rc && j < n; j++) {
         rc = plan_and_install(st, c, c->buf + j * per, per, &c->inst[j], info, err);
         if (!rc) c->n_inst++, c->inst[j]->running = 1;
+    }
+    if (n > 1) {
+        kb__err e;
+        int prc = kb__ccl_installs_push(&st->installs, &info->install, rc ? &e : err);
+        if (!rc) rc = prc;
     }
     if (rc) set_in_use(c, 0);
     return rc;

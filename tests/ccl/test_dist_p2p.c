@@ -264,7 +264,7 @@ Test(dist_p2p, a_transfer_runs_beside_another_ranks_kernel)
 typedef struct sharded {
     int shards, shards_recv; /* the receiver's count (a mismatch when they differ) */
     float got[SH_N];
-    uint64_t took; /* the second send's simulated time */
+    uint64_t first, took; /* the first send's simulated time (installs), the second's */
 } sharded;
 
 static int sharded_pair(kb_machine *m, int rank, int nprocs, void *arg)
@@ -284,6 +284,7 @@ static int sharded_pair(kb_machine *m, int rank, int nprocs, void *arg)
     if (!rc) rc = kb_copy_from_host(m, t, h, SH_N * sizeof *h, KB_F32);
     uint64_t t0 = 0;
     for (int k = 0; k < 2 && !rc; k++) { /* the second goes through installed queues */
+        if (k == 1 && rank == 0) o->first = kb_now_ps(m) - t0;
         t0 = kb_now_ps(m);
         rc = rank == 0 ? kb_send(m, t, 2) : kb_recv(m, t, 0);
     }
@@ -295,7 +296,8 @@ static int sharded_pair(kb_machine *m, int rank, int nprocs, void *arg)
 
 /* Four shards go to four: the receiver gets every element; the four pairs
  * move at once on their own PEs, so the send takes well under the time of
- * the same bytes in one shard (at least twice as fast). */
+ * the same bytes in one shard (at least twice as fast), and their installs
+ * go out together. */
 Test(dist_p2p, a_sharded_tensor_goes_shard_by_shard_side_by_side)
 {
     kb_machine *m = kb_test_machine();
@@ -305,11 +307,20 @@ Test(dist_p2p, a_sharded_tensor_goes_shard_by_shard_side_by_side)
     cr_assert_eq(kb_spawn(m, sharded_pair, 3, four), 0, "%s", kb_last_error(m));
     for (int i = 0; i < SH_N; i++)
         cr_assert_eq(four->got[i], val(3, i), "element %d", i);
+    kb_close(m); /* a machine of its own: pe0 -> pe4 is one of the four pairs above */
+    m = kb_test_machine();
     cr_assert_eq(kb_spawn(m, sharded_pair, 3, one), 0, "%s", kb_last_error(m));
     for (int i = 0; i < SH_N; i++)
         cr_assert_eq(one->got[i], val(3, i), "element %d", i);
     cr_expect_lt(2 * four->took, one->took, "4 shards %llu ps, 1 shard %llu ps",
                  (unsigned long long)four->took, (unsigned long long)one->took);
+    /* the first send installs a ring per pair, pushed as one command: it
+     * costs about one install more than the second, as with one pair (one
+     * command per pair would cost four) */
+    uint64_t install4 = four->first - four->took, install1 = one->first - one->took;
+    cr_expect(install1 > 0 && 2 * install4 < 3 * install1,
+              "installs of 4 pairs %llu ps, of 1 pair %llu ps", (unsigned long long)install4,
+              (unsigned long long)install1);
     free(four);
     free(one);
     kb_close(m);
