@@ -429,13 +429,11 @@ static int ccl_all_to_all(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     {                                                                                              \
         "world", def, "collective ranks: 2..PEs per cube, whole cubes of SIP 0, or whole SIPs"     \
     }
-#define OPTS(coll, algs, world, bytes, bytes_doc)                                                  \
+/* The options of a collective's bench: alg is its built-in default algorithm. */
+#define OPTS(coll, alg, world, bytes, bytes_doc)                                                   \
     {                                                                                              \
-        {"algorithm", "the " coll " default", "ccl.yaml " coll " algorithm (" algs ")"},           \
-            BUFFER_DOC, WORLD_DOC(world),                                                          \
-        {                                                                                          \
-            "bytes", bytes, bytes_doc                                                              \
-        }                                                                                          \
+        {"algorithm", alg, "ccl.yaml " coll " algorithm (default: the configuration's)"},          \
+            BUFFER_DOC, WORLD_DOC(world), {"bytes", bytes, bytes_doc},                             \
     }
 
 static const kb_bench_opt_doc ar_opts[] = {
@@ -447,17 +445,16 @@ static const kb_bench_opt_doc ar_opts[] = {
     {"bytes", "1048576", "bytes per rank (f32, a multiple of 4)"},
 };
 static const kb_bench_opt_doc rs_opts[] =
-    OPTS("reduce_scatter", "ring_reduce_scatter, ...", "all PEs", "1048576",
+    OPTS("reduce_scatter", "ring_reduce_scatter", "all PEs", "1048576",
          "bytes of each rank's input (f32; its N elements must split into world chunks)");
-static const kb_bench_opt_doc ag_opts[] = OPTS("all_gather", "ring_all_gather, ...", "all PEs",
-                                               "4096", "bytes of each rank's input (f32)");
-static const kb_bench_opt_doc bc_opts[] =
-    OPTS("broadcast", "ring_broadcast, ...", "all PEs", "1048576",
-         "bytes per rank (f32); rank 0 is the source");
-static const kb_bench_opt_doc red_opts[] = OPTS("reduce", "ring_reduce, ...", "all PEs", "1048576",
+static const kb_bench_opt_doc ag_opts[] =
+    OPTS("all_gather", "ring_all_gather", "all PEs", "4096", "bytes of each rank's input (f32)");
+static const kb_bench_opt_doc bc_opts[] = OPTS("broadcast", "ring_broadcast", "all PEs", "1048576",
+                                               "bytes per rank (f32); rank 0 is the source");
+static const kb_bench_opt_doc red_opts[] = OPTS("reduce", "ring_reduce", "all PEs", "1048576",
                                                 "bytes per rank (f32); rank 0 gets the sum");
 static const kb_bench_opt_doc a2a_opts[] =
-    OPTS("all_to_all", "ring_all_to_all, ...", "16", "65536",
+    OPTS("all_to_all", "ring_all_to_all", "16", "65536",
          "bytes of each rank's input (f32; its N elements must split into world chunks)");
 
 #define N_OPTS(v) ((int)(sizeof v / sizeof v[0]))
