@@ -4,7 +4,8 @@
 # (tl_exp2, kb_tensor_describe, kb_busiest_links, the inter-PE queue
 # functions) against the in-tree headers and runs it; then the collective
 # example examples/user_ccl (a registered all-reduce kernel of its own) and
-# the pipeline example examples/pipeline (stages on host ranks).
+# the pipeline example examples/pipeline (stages on host ranks) and the
+# expert-parallel one examples/moe (all-to-all).
 # usage: plugin.sh KERNBENCH SOURCE_DIR
 set -u
 kb=$1
@@ -50,4 +51,21 @@ t2, t4, t8 = (r["figures"]["per_micro_batch"] for r in (two, four, eight))
 assert 0 < t4 < 1.5 * t2, (t2, t4)
 assert t8 < 1.5 * t4, (t4, t8)
 EOF2
+# the expert-parallel example: tokens go to their experts and back through two
+# all-to-alls; every rank's tokens come back exact, and the combine, which moves
+# the same bytes over the queues the dispatch installed, takes no longer than it
+cc -O2 -shared -fPIC -I"$src/include" "$src/examples/moe/moe.c" -o "$tmp/moe.so" \
+    2>"$tmp/err" || fail "moe plug-in build: $(cat "$tmp/err")"
+for e in 2 4; do
+    "$kb" run --bench "$tmp/moe.so" --opt experts=$e --opt capacity=16 --json "$tmp/moe$e.json" \
+        >"$tmp/out" 2>&1 || fail "moe plug-in run, $e experts: $(cat "$tmp/out")"
+done
+python3 - "$tmp/moe2.json" "$tmp/moe4.json" <<'EOF3' || fail "moe report: $(cat "$tmp/moe4.json")"
+import json, sys
+for p in sys.argv[1:3]:
+    d = json.load(open(p))
+    assert d["pass"], d["checks"]
+    f = d["figures"]
+    assert 0 < f["combine"] <= f["dispatch"], f
+EOF3
 echo "plugin.sh: ok"
