@@ -289,18 +289,20 @@ void kb__ccl_ring_reduce(tl_ctx *k)
 }
 
 /* All-to-all: buffer b's chunk c (N/p elements each) goes to chunk b of
- * buffer c's output. Ranks send only to NEXT, so a chunk bound for the
- * rank d places down the ring is forwarded by the d - 1 ranks between.
- * In phase d = 1 .. p - 1 every rank sends its own chunk for rank r + d,
- * then passes on the first d - 1 chunks it receives (from r - 1, r - 2,
- * ..., bound past it) and keeps the d-th (from r - d, bound for it): the
- * outbound stream is O[k] = own piece k (k < m), O[k] = I[k - m] after,
- * as in the all-gather, over d steps. Each phase runs in rounds of at most
- * s->window pieces per chunk with the receives lag behind the sends (see
- * round_run). The chunk a rank keeps is copied during phase 1, piece by
- * piece behind the sends. Every link carries p(p-1)/2 chunks in all:
- * (p-1)·N/2 elements, against (p-1)·N/p for an all-gather. Copies only:
- * every output holds the input bits. */
+ * buffer c's output. The ring's queues run both ways, so a chunk goes the
+ * short way round: to the rank d places on (d <= p/2) through NEXT, to the
+ * rank d places back (d <= (p-1)/2) through PREV, forwarded by the d - 1
+ * ranks between. In phase d every rank sends its own chunk for rank r + d
+ * to NEXT, then passes on the first d - 1 chunks it receives from PREV
+ * (from r - 1, r - 2, ..., bound past it) and keeps the d-th (from r - d,
+ * bound for it); the same mirrored toward PREV, at once. Each way is a
+ * stream like the all-gather's, over d steps: O[k] = own piece k (k < m),
+ * O[k] = I[k - m] after. Phases run in rounds of at most half the window
+ * of pieces per chunk (two streams share the tile scratch) with the
+ * receives lagging behind the sends (see round_run). The chunk a rank
+ * keeps is copied during phase 1, piece by piece behind the sends. Each
+ * way of a link carries about p²/8 chunks, against p - 1 in an all-gather
+ * (one way). Copies only: every output holds the input bits. */
 typedef struct a2a {
     tl_ctx *k;
     const kb_ccl_sched *s;
@@ -308,6 +310,15 @@ typedef struct a2a {
     int r, p;
     int64_t chunk, first, m; /* elements per chunk; this round's first piece, pieces */
 } a2a;
+
+/* One way of a phase: to, from the directions it sends to and receives
+ * from, sign +1 toward NEXT (destinations r + d), -1 toward PREV. */
+typedef struct a2a_way {
+    int to, from, sign;
+    int64_t home; /* where the pieces it keeps go in the output */
+    tl_tile held[KB__CCL_WINDOW_MAX], own[RING_LAG_MAX + 1];
+    tl_recv_handle pend[RING_LAG_MAX + 1];
+} a2a_way;
 
 static int64_t a2a_len(const a2a *g, int64_t j)
 {
@@ -331,35 +342,53 @@ static void a2a_keep(a2a *g, int64_t j)
     tl_free(g->k, v);
 }
 
-static void a2a_phase(a2a *g, int d)
+/* Message i of way w in phase d: post its receive, send O[i]. */
+static void a2a_send(a2a *g, a2a_way *w, int d, int64_t i, int64_t q)
 {
     tl_ctx *k = g->k;
+    int64_t m = g->m, len = a2a_len(g, i % m);
+    w->pend[i % q] = tl_recv_async(k, w->from, 1, &len, g->s->dtype);
+    tl_tile o = i < m ? w->own[i % q] : w->held[(i - m) % m];
+    if (i + q < m) w->own[i % q] = a2a_own(g, g->r + w->sign * d, i + q);
+    tl_send(k, w->to, o);
+    tl_free(k, o);
+}
+
+/* Inbound message j of way w in phase d: held to be sent on, or kept. */
+static void a2a_arrive(a2a *g, a2a_way *w, int d, int64_t j, int64_t q)
+{
+    tl_ctx *k = g->k;
+    int64_t m = g->m;
+    tl_tile got = tl_wait(k, w->pend[j % q]);
+    if (j / m + 1 < d) {
+        w->held[j % m] = got; /* bound past this rank: sent on as O[j + m] */
+        return;
+    }
+    int64_t jj = j % m;
+    kb__ccl_store(k, g->out, w->home + (g->first + jj) * g->s->piece, a2a_len(g, jj), got);
+    tl_free(k, got);
+}
+
+/* Phase d: both ways, whose messages go out in turns (PREV's only while d
+ * <= (p-1)/2). */
+static void a2a_phase(a2a *g, int d)
+{
     int64_t m = g->m, total = (int64_t)d * m, lag = lag_of(m, g->s), q = lag + 1;
-    int64_t home = (int64_t)g->s->index[wrap(g->r - d, g->p)] * g->chunk; /* where mine go */
-    tl_tile held[KB__CCL_WINDOW_MAX], own[RING_LAG_MAX + 1];
-    tl_recv_handle pend[RING_LAG_MAX + 1];
-    for (int64_t j = 0; j < q && j < m; j++)
-        own[j] = a2a_own(g, g->r + d, j);
+    a2a_way ways[2] = {{.to = TL_DIR_NEXT, .from = TL_DIR_PREV, .sign = 1},
+                       {.to = TL_DIR_PREV, .from = TL_DIR_NEXT, .sign = -1}};
+    int n_ways = d <= (g->p - 1) / 2 ? 2 : 1;
+    for (int w = 0; w < n_ways; w++) {
+        a2a_way *x = &ways[w];
+        x->home = (int64_t)g->s->index[wrap(g->r - x->sign * d, g->p)] * g->chunk;
+        for (int64_t j = 0; j < q && j < m; j++)
+            x->own[j] = a2a_own(g, g->r + x->sign * d, j);
+    }
     for (int64_t i = 0; i < total + lag; i++) {
-        if (i < total) {
-            int64_t len = a2a_len(g, i % m);
-            pend[i % q] = tl_recv_async(k, TL_DIR_PREV, 1, &len, g->s->dtype);
-            tl_tile o = i < m ? own[i % q] : held[(i - m) % m];
-            if (i + q < m) own[i % q] = a2a_own(g, g->r + d, i + q);
-            tl_send(k, TL_DIR_NEXT, o);
-            tl_free(k, o);
-            if (d == 1 && i < m) a2a_keep(g, i); /* behind the first sends, not before */
-        }
-        int64_t j = i - lag;
-        if (j < 0) continue;
-        tl_tile got = tl_wait(k, pend[j % q]);
-        if (j / m + 1 < d) {
-            held[j % m] = got; /* bound past this rank: sent on as O[j + m] */
-            continue;
-        }
-        int64_t jj = j % m;
-        kb__ccl_store(k, g->out, home + (g->first + jj) * g->s->piece, a2a_len(g, jj), got);
-        tl_free(k, got);
+        for (int w = 0; i < total && w < n_ways; w++)
+            a2a_send(g, &ways[w], d, i, q);
+        if (d == 1 && i < m) a2a_keep(g, i); /* behind the first sends, not before */
+        for (int w = 0; i >= lag && w < n_ways; w++)
+            a2a_arrive(g, &ways[w], d, i - lag, q);
     }
 }
 
@@ -376,9 +405,11 @@ void kb__ccl_ring_all_to_all(tl_ctx *k)
             a2a_keep(&g, 0);
         return;
     }
-    for (int d = 1; d < g.p; d++)
+    /* two ways at once: each may keep half the window */
+    int64_t window = g.p > 2 && s->window > 1 ? s->window / 2 : s->window;
+    for (int d = 1; d <= g.p / 2; d++)
         for (g.first = 0; g.first < pieces; g.first += g.m) {
-            g.m = pieces - g.first < s->window ? pieces - g.first : s->window;
+            g.m = pieces - g.first < window ? pieces - g.first : window;
             a2a_phase(&g, d);
         }
 }
