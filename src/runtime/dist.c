@@ -38,8 +38,8 @@
  * From the driver (no spawn) a collective runs directly; its only group is
  * the world.
  * Cost: O(members) per arrival, plus a look at every group with waiting
- * members (notes are refreshed); O(members) to find a rank in a group; no
- * simulated time beyond the collective itself.
+ * members (notes are refreshed; those groups are kept in a list); O(members) to find a rank in a
+ * group, O(1) to find a pair's group (hashed); no simulated time beyond the collective itself.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +48,7 @@
 #include "ccl/collective.h"
 #include "dist/spawn.h"
 #include "kernbench/dist.h"
+#include "mem/u64map.h"
 #include "runtime/internal.h"
 
 enum { CALL_INIT = KB__CCL_COLLECTIVE_COUNT, CALL_BARRIER, CALL_NEW_GROUP, CALL_KINDS };
@@ -89,6 +90,8 @@ typedef struct comm {
     int pair;    /* 1: the hidden group of two ranks kb_send / kb_recv meet in */
     int *member; /* [n] host rank of group rank i; NULL for the world (identity) */
     int arrived; /* members waiting in the current round */
+    int index;   /* in rt_group.comm */
+    struct comm *prev_waiting, *next_waiting; /* in rt_group.waiting while arrived > 0 */
     uint64_t round;
     uint64_t *seq; /* [n] calls made, per group rank */
     round_slot slot[2];
@@ -112,6 +115,8 @@ typedef struct rt_group {
     kb__err *err;            /* [n] the rank's last failed call (kb__rt_fail) */
     comm **comm;             /* [n_comm]: the world, then kb_new_group's groups */
     int n_comm, cap_comm;
+    kb__u64map pairs;      /* lo << 32 | hi -> index in comm of the pair's hidden group */
+    comm *waiting;         /* the communicators with members waiting in a round */
     kb__rt_group_ext ext;  /* a layer's state for this group (src/tp) */
     struct rt_group *next; /* next abandoned group */
 } rt_group;
@@ -306,8 +311,29 @@ static int comm_add(rt_group *g, comm *c)
         comm_free(c);
         return -1;
     }
+    c->index = g->n_comm;
     g->comm[g->n_comm] = c;
     return g->n_comm++;
+}
+
+/* cm->arrived += delta (delta 0: back to 0), keeping g->waiting, which
+ * refresh_all walks, to the communicators with members waiting. */
+static void count_arrivals(rt_group *g, comm *cm, int delta)
+{
+    int was = cm->arrived;
+    cm->arrived = delta ? was + delta : 0;
+    if (!was && cm->arrived) {
+        cm->prev_waiting = NULL;
+        cm->next_waiting = g->waiting;
+        if (g->waiting) g->waiting->prev_waiting = cm;
+        g->waiting = cm;
+    } else if (was && !cm->arrived) {
+        if (cm->prev_waiting)
+            cm->prev_waiting->next_waiting = cm->next_waiting;
+        else
+            g->waiting = cm->next_waiting;
+        if (cm->next_waiting) cm->next_waiting->prev_waiting = cm->prev_waiting;
+    }
 }
 
 static void group_free(rt_group *g)
@@ -325,6 +351,7 @@ static void group_free(rt_group *g)
     for (int i = 0; i < g->n_comm; i++)
         comm_free(g->comm[i]);
     free(g->comm);
+    kb__u64map_fini(&g->pairs);
     free(g);
 }
 
@@ -334,6 +361,7 @@ static rt_group *group_new(kb__rt_dist *x, kb_machine *m, int n, kb_rank_fn fn, 
     if (!g) return NULL;
     g->m = m, g->fn = fn, g->arg = arg, g->n = n;
     g->serial = ++x->spawns;
+    kb__u64map_init(&g->pairs);
     g->sip = calloc((size_t)n, sizeof *g->sip);
     g->scratch = calloc((size_t)n, sizeof *g->scratch);
     g->pend = calloc((size_t)n, sizeof *g->pend);
@@ -586,8 +614,8 @@ static void refresh_notes(rt_group *g, int ci, int running)
  * group changes what the waiters of another read. */
 static void refresh_all(rt_group *g)
 {
-    for (int i = 0; i < g->n_comm; i++)
-        if (g->comm[i]->arrived) refresh_notes(g, i, -1);
+    for (const comm *c = g->waiting; c; c = c->next_waiting)
+        refresh_notes(g, c->index, -1);
 }
 
 /* "rank 0: X; rank 1: Y" over every member's pending call. */
@@ -618,7 +646,7 @@ static int await_round(kb_machine *m, rt_group *g, comm *cm, int r, call *c, rou
         char why[96];
         kb__dist_cancel_cause(&m->dist->d, why, sizeof why);
         g->pend[r].kind = -1;
-        cm->arrived--;
+        count_arrivals(g, cm, -1);
         return kb__err_set(err, rc, "%s: canceled (%s)", c->what, why);
     }
     if (s->status == KB_EDEADLOCK)
@@ -641,7 +669,8 @@ static int rendezvous(kb_machine *m, rt_group *g, int r, call *c, kb__err *err, 
     g->pend[r] = *c;
     g->proc[r] = self;
     round_slot *s = &cm->slot[cm->round & 1];
-    if (++cm->arrived < cm->n) {
+    count_arrivals(g, cm, 1);
+    if (cm->arrived < cm->n) {
         rc = await_round(m, g, cm, r, c, s, err);
         kb__proc_set_note_fn(self, NULL, NULL);
         *value = s->value;
@@ -666,7 +695,7 @@ static int rendezvous(kb_machine *m, rt_group *g, int r, call *c, kb__err *err, 
         int k = member_of(cm, i);
         g->pend[k].kind = -1, g->proc[k] = NULL;
     }
-    cm->arrived = 0;
+    count_arrivals(g, cm, 0);
     cm->round++;
     kb__event_init(&cm->slot[cm->round & 1].ev, "collective round");
     kb__event_fire(m->dist->d.sim, &s->ev, st);
@@ -910,22 +939,25 @@ static int group_index(const rt_group *g, kb_group h, const char *fn, kb__err *e
 }
 
 /* The hidden group of host ranks a and b (kb_send / kb_recv), made on first
- * use; its index, or -1 with err set. */
+ * use and found again through g->pairs; its index, or -1 with err set. */
 static int pair_index(rt_group *g, int a, int b, kb__err *err)
 {
     int lo = a < b ? a : b, hi = a < b ? b : a;
-    for (int i = 1; i < g->n_comm; i++) {
-        const comm *c = g->comm[i];
-        if (c->pair && c->member[0] == lo && c->member[1] == hi) return i;
-    }
-    int i = -1;
-    if (g->n_comm > GROUP_MAX)
+    uint64_t key = (uint64_t)lo << 32 | (uint64_t)hi, v;
+    if (kb__u64map_get(&g->pairs, key, &v)) return (int)v;
+    int i = g->n_comm;
+    if (i > GROUP_MAX) {
         kb__err_set(err, KB_ENOSPC, "point-to-point: this kb_spawn already has %d groups and pairs",
                     GROUP_MAX);
-    else if ((i = comm_add(g, comm_new(2, (const int[]){lo, hi}))) < 0)
+        return -1;
+    }
+    if (kb__u64map_put(&g->pairs, key, (uint64_t)i) ||
+        comm_add(g, comm_new(2, (const int[]){lo, hi})) < 0) {
+        kb__u64map_del(&g->pairs, key, NULL);
         kb__err_set(err, KB_ENOMEM, "point-to-point: out of host memory");
-    else
-        g->comm[i]->pair = 1;
+        return -1;
+    }
+    g->comm[i]->pair = 1;
     return i;
 }
 
