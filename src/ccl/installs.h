@@ -74,8 +74,9 @@ void kb__ccl_installs_fini(kb__ccl_installs *c);
 
 /* *out := the install of algorithm a over plan's PE set (plan is taken
  * over): the cached one (*installed 0, no simulated time, info untouched),
- * or a new one (*installed 1, info its cost) added to the cache, evicting
- * as installs.c says. Either way c->last becomes it. Errors (nothing
+ * or a new one (*installed 1, info its cost, untouched while deferring:
+ * see below) added to the cache, evicting as installs.c says. Either way
+ * c->last becomes it. Errors (nothing
  * added, plan freed): those of kb__ccl_install, the ring allocators'
  * KB_ENOSPC / KB_ENOMEM once no idle install holding rings in the full
  * memory is left, KB_ENOMEM; the message starts with "algorithm 'NAME': ". */
