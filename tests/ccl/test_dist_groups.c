@@ -140,6 +140,50 @@ Test(dist_groups, index_order_follows_the_groups_rank_order)
     kb_close(m);
 }
 
+/* The same group [3, 0]: the all-to-all's chunk j goes to the group's rank
+ * j (host rank 3 first), and the reduce to host rank 0 leaves host rank
+ * 3's buffer as it was. */
+static int reversed_a2a_reduce(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    out *o = arg;
+    static const int list[2] = {3, 0};
+    kb_group g;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_new_group(m, list, 2, &g);
+    if (rc || rank == 1 || rank == 2) return rc;
+    kb_tensor in = {0}, swapped = {0}, b = {0};
+    int64_t n = N;
+    if (!rc) rc = input(m, rank, N, &in);
+    if (!rc) rc = kb_empty(m, NULL, 1, &n, KB_F32, &ONE_PE, &swapped);
+    if (!rc) rc = kb_all_to_all_group(m, g, swapped, in);
+    if (!rc) rc = kb_copy_to_host(m, swapped, o->got[rank], N * sizeof(float), KB_F32);
+    if (!rc) rc = input(m, rank, N, &b);
+    if (!rc) rc = kb_reduce_group(m, g, b, 0, KB_SUM);
+    if (!rc) rc = kb_copy_to_host(m, b, o->got[rank] + N, N * sizeof(float), KB_F32);
+    return rc;
+}
+
+Test(dist_groups, all_to_all_and_reduce_follow_the_groups_rank_order)
+{
+    kb_machine *m = kb_test_machine();
+    out *o = calloc(1, sizeof *o);
+    cr_assert_eq(kb_spawn(m, reversed_a2a_reduce, RANKS, o), 0, "%s", kb_last_error(m));
+    int c = N / 2, host[2] = {3, 0}; /* group rank -> host rank */
+    for (int gr = 0; gr < 2; gr++) {
+        int r = host[gr];
+        for (int j = 0; j < 2; j++) /* chunk j: group rank j's chunk gr */
+            for (int i = 0; i < c; i++)
+                cr_expect_eq(o->got[r][j * c + i], val(host[j], gr * c + i),
+                             "host rank %d chunk %d element %d", r, j, i);
+        for (int i = 0; i < N; i++)
+            cr_expect_eq(o->got[r][N + i], r == 0 ? val(3, i) + val(0, i) : val(3, i),
+                         "host rank %d after the reduce, element %d", r, i);
+    }
+    free(o);
+    kb_close(m);
+}
+
 /* ---- errors ------------------------------------------------------------------ */
 
 static int bad_list(kb_machine *m, int rank, int nprocs, void *arg)
@@ -236,6 +280,26 @@ Test(dist_groups, a_broadcast_source_outside_the_group_is_refused)
     cr_expect(
         strstr(kb_last_error(m), ": kb_broadcast: src 2 is not a member of group 4097 [0, 1]"),
         "%s", kb_last_error(m));
+    kb_close(m);
+}
+
+/* The pair reduces to host rank 2, which is not in it. */
+static int foreign_dst(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs, (void)arg;
+    kb_group g;
+    kb_tensor t = {0};
+    int rc = pair_and_input(m, rank, &g, &t);
+    if (!rc && rank < 2) rc = kb_reduce_group(m, g, t, 2, KB_SUM);
+    return rc;
+}
+
+Test(dist_groups, a_reduce_destination_outside_the_group_is_refused)
+{
+    kb_machine *m = kb_test_machine();
+    cr_assert_eq(kb_spawn(m, foreign_dst, 3, NULL), KB_EINVAL, "%s", kb_last_error(m));
+    cr_expect(strstr(kb_last_error(m), ": kb_reduce: dst 2 is not a member of group 4097 [0, 1]"),
+              "%s", kb_last_error(m));
     kb_close(m);
 }
 
