@@ -295,14 +295,16 @@ void kb__ccl_ring_reduce(tl_ctx *k)
  * ranks between. In phase d every rank sends its own chunk for rank r + d
  * to NEXT, then passes on the first d - 1 chunks it receives from PREV
  * (from r - 1, r - 2, ..., bound past it) and keeps the d-th (from r - d,
- * bound for it); the same mirrored toward PREV, at once. Each way is a
- * stream like the all-gather's, over d steps: O[k] = own piece k (k < m),
- * O[k] = I[k - m] after. Phases run in rounds of at most half the window
- * of pieces per chunk (two streams share the tile scratch) with the
- * receives lagging behind the sends (see round_run). The chunk a rank
- * keeps is copied during phase 1, piece by piece behind the sends. Each
- * way of a link carries about p²/8 chunks, against p - 1 in an all-gather
- * (one way). Copies only: every output holds the input bits. */
+ * bound for it); the same mirrored toward PREV, at once. A phase is, each
+ * way, a stream like the all-gather's over d steps, O[k] = own piece k
+ * (k < m), O[k] = I[k - m] after; a way's phases follow one another in
+ * one stream, where that still holds, so no phase waits for the last to
+ * drain. Rounds of at most half the window of pieces per chunk (two
+ * streams share the tile scratch), the receives lagging behind the sends
+ * (see round_run). The chunk a rank keeps is copied during phase 1, piece
+ * by piece behind the sends. Each way of a link carries about p²/8
+ * chunks, against p - 1 in an all-gather (one way). Copies only: every
+ * output holds the input bits. */
 typedef struct a2a {
     tl_ctx *k;
     const kb_ccl_sched *s;
@@ -311,14 +313,30 @@ typedef struct a2a {
     int64_t chunk, first, m; /* elements per chunk; this round's first piece, pieces */
 } a2a;
 
-/* One way of a phase: to, from the directions it sends to and receives
- * from, sign +1 toward NEXT (destinations r + d), -1 toward PREV. */
+/* A place in one way's stream: phase d, message k of the phase (its own
+ * pieces are k < m; the phase's last m, k >= (d - 1) m, are kept on
+ * arrival), message i of the stream. */
+typedef struct a2a_pos {
+    int d;
+    int64_t k, i;
+} a2a_pos;
+
+/* One way: to, from the directions it sends to and receives from, sign +1
+ * toward NEXT (destinations r + d), -1 toward PREV; its phases follow one
+ * another in one stream, so O[i] = I[i - m] across them too. */
 typedef struct a2a_way {
     int to, from, sign;
-    int64_t home; /* where the pieces it keeps go in the output */
+    int64_t total;         /* messages of its stream this round */
+    a2a_pos snd, rcv, pre; /* next to send, to arrive, to load ahead */
     tl_tile held[KB__CCL_WINDOW_MAX], own[RING_LAG_MAX + 1];
     tl_recv_handle pend[RING_LAG_MAX + 1];
 } a2a_way;
+
+static void a2a_next(a2a_pos *c, int64_t m)
+{
+    c->i++;
+    if (++c->k == c->d * m) c->d++, c->k = 0;
+}
 
 static int64_t a2a_len(const a2a *g, int64_t j)
 {
@@ -342,53 +360,69 @@ static void a2a_keep(a2a *g, int64_t j)
     tl_free(g->k, v);
 }
 
-/* Message i of way w in phase d: post its receive, send O[i]. */
-static void a2a_send(a2a *g, a2a_way *w, int d, int64_t i, int64_t q)
+/* Loads the own piece at w's load-ahead place, if it is one, and moves it on. */
+static void a2a_ahead(a2a *g, a2a_way *w, int64_t q)
 {
-    tl_ctx *k = g->k;
-    int64_t m = g->m, len = a2a_len(g, i % m);
-    w->pend[i % q] = tl_recv_async(k, w->from, 1, &len, g->s->dtype);
-    tl_tile o = i < m ? w->own[i % q] : w->held[(i - m) % m];
-    if (i + q < m) w->own[i % q] = a2a_own(g, g->r + w->sign * d, i + q);
-    tl_send(k, w->to, o);
-    tl_free(k, o);
+    a2a_pos *c = &w->pre;
+    if (c->i >= w->total) return;
+    if (c->k < g->m) w->own[c->i % q] = a2a_own(g, g->r + w->sign * c->d, c->k);
+    a2a_next(c, g->m);
 }
 
-/* Inbound message j of way w in phase d: held to be sent on, or kept. */
-static void a2a_arrive(a2a *g, a2a_way *w, int d, int64_t j, int64_t q)
+/* w's next message: post the receive of I[i], send O[i]. */
+static void a2a_send(a2a *g, a2a_way *w, int64_t q)
 {
     tl_ctx *k = g->k;
-    int64_t m = g->m;
-    tl_tile got = tl_wait(k, w->pend[j % q]);
-    if (j / m + 1 < d) {
-        w->held[j % m] = got; /* bound past this rank: sent on as O[j + m] */
+    a2a_pos c = w->snd;
+    int64_t m = g->m, len = a2a_len(g, c.k % m);
+    w->pend[c.i % q] = tl_recv_async(k, w->from, 1, &len, g->s->dtype);
+    tl_tile o = c.k < m ? w->own[c.i % q] : w->held[(c.i - m) % m];
+    a2a_ahead(g, w, q); /* into the slot just freed */
+    tl_send(k, w->to, o);
+    tl_free(k, o);
+    a2a_next(&w->snd, m);
+}
+
+/* w's next inbound message: held to be sent on, or kept. */
+static void a2a_arrive(a2a *g, a2a_way *w, int64_t q)
+{
+    tl_ctx *k = g->k;
+    a2a_pos c = w->rcv;
+    int64_t m = g->m, last = (int64_t)(c.d - 1) * m;
+    a2a_next(&w->rcv, m);
+    tl_tile got = tl_wait(k, w->pend[c.i % q]);
+    if (c.k < last) {
+        w->held[c.i % m] = got; /* bound past this rank: sent on as O[i + m] */
         return;
     }
-    int64_t jj = j % m;
-    kb__ccl_store(k, g->out, w->home + (g->first + jj) * g->s->piece, a2a_len(g, jj), got);
+    int64_t home = (int64_t)g->s->index[wrap(g->r - w->sign * c.d, g->p)] * g->chunk;
+    int64_t j = c.k - last;
+    kb__ccl_store(k, g->out, home + (g->first + j) * g->s->piece, a2a_len(g, j), got);
     tl_free(k, got);
 }
 
-/* Phase d: both ways, whose messages go out in turns (PREV's only while d
- * <= (p-1)/2). */
-static void a2a_phase(a2a *g, int d)
+/* One round (pieces first .. first + m of every chunk): both ways' streams,
+ * whose messages go out in turns. */
+static void a2a_round(a2a *g)
 {
-    int64_t m = g->m, total = (int64_t)d * m, lag = lag_of(m, g->s), q = lag + 1;
+    int64_t m = g->m, lag = lag_of(m, g->s), q = lag + 1, total = 0;
     a2a_way ways[2] = {{.to = TL_DIR_NEXT, .from = TL_DIR_PREV, .sign = 1},
                        {.to = TL_DIR_PREV, .from = TL_DIR_NEXT, .sign = -1}};
-    int n_ways = d <= (g->p - 1) / 2 ? 2 : 1;
-    for (int w = 0; w < n_ways; w++) {
+    for (int w = 0; w < 2; w++) {
         a2a_way *x = &ways[w];
-        x->home = (int64_t)g->s->index[wrap(g->r - x->sign * d, g->p)] * g->chunk;
-        for (int64_t j = 0; j < q && j < m; j++)
-            x->own[j] = a2a_own(g, g->r + x->sign * d, j);
+        int64_t phases = w ? (g->p - 1) / 2 : g->p / 2;
+        x->total = m * phases * (phases + 1) / 2;
+        x->snd = x->rcv = x->pre = (a2a_pos){1, 0, 0};
+        for (int64_t j = 0; j < q; j++)
+            a2a_ahead(g, x, q);
+        if (x->total > total) total = x->total;
     }
     for (int64_t i = 0; i < total + lag; i++) {
-        for (int w = 0; i < total && w < n_ways; w++)
-            a2a_send(g, &ways[w], d, i, q);
-        if (d == 1 && i < m) a2a_keep(g, i); /* behind the first sends, not before */
-        for (int w = 0; i >= lag && w < n_ways; w++)
-            a2a_arrive(g, &ways[w], d, i - lag, q);
+        for (int w = 0; w < 2; w++)
+            if (i < ways[w].total) a2a_send(g, &ways[w], q);
+        if (i < m) a2a_keep(g, i); /* behind the first sends, not before */
+        for (int w = 0; w < 2; w++)
+            if (i >= lag && i - lag < ways[w].total) a2a_arrive(g, &ways[w], q);
     }
 }
 
@@ -407,9 +441,8 @@ void kb__ccl_ring_all_to_all(tl_ctx *k)
     }
     /* two ways at once: each may keep half the window */
     int64_t window = g.p > 2 && s->window > 1 ? s->window / 2 : s->window;
-    for (int d = 1; d <= g.p / 2; d++)
-        for (g.first = 0; g.first < pieces; g.first += g.m) {
-            g.m = pieces - g.first < window ? pieces - g.first : window;
-            a2a_phase(&g, d);
-        }
+    for (g.first = 0; g.first < pieces; g.first += g.m) {
+        g.m = pieces - g.first < window ? pieces - g.first : window;
+        a2a_round(&g);
+    }
 }
