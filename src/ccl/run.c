@@ -455,6 +455,12 @@ static int add_outputs(coll_call *c, const int32_t *owner, kb__err *err)
     for (uint32_t i = 0; i < c->r->n; i++) {
         const kb__rt_tensor *t = kb__rt_tensor_get(m, c->r->out[i].id, err);
         if (!t) return kb__err_prefix(err, "collective %s: output %u: ", c->what, i);
+        for (uint32_t j = 0; j < c->r->n; j++)
+            if (c->r->in[j].id == c->r->out[i].id)
+                return kb__err_set(err, KB_EINVAL,
+                                   "collective %s: output '%s' is also an input: outputs must be "
+                                   "other tensors (data would be overwritten before it is sent)",
+                                   c->what, t->name);
         for (int s = 0; s < t->plan.n_shards; s++) {
             const kb__shard *sh = &t->plan.shards[s];
             uint32_t gi = kb__rt_pe_index(m, sh->sip, sh->cube, sh->pe);

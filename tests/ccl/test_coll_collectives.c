@@ -278,7 +278,7 @@ Test(coll_all_to_all, takes_its_chunk_hops_in_all_gather_steps)
     }
 }
 
-Test(coll_all_to_all, sizes_that_do_not_split_evenly_are_refused)
+Test(coll_all_to_all, uneven_sizes_wrong_outputs_and_in_place_are_refused)
 {
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor in = cf_tensor(m, "in", CF_ONE_CUBE, 4, 10, KB_F32, 1);
@@ -298,6 +298,9 @@ Test(coll_all_to_all, sizes_that_do_not_split_evenly_are_refused)
               e.msg);
     r.out = &small;
     cr_expect_eq(kb__ccl_run(m, &r, NULL, &e), 0, "%s", e.msg);
+    r.out = &in8; /* in place: chunks would be overwritten before they are sent */
+    cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_EINVAL);
+    cr_expect(strstr(e.msg, "all_to_all: output 'in8' is also an input"), "%s", e.msg);
     kb_close(m);
 }
 
