@@ -299,12 +299,12 @@ static void report(kb_bench_result *r, const spec *s, int64_t world, int64_t byt
         kb_bench_figure(r, "beta_bw", c.beta_ps_per_byte > 0 ? 1e3 / c.beta_ps_per_byte : 0,
                         "GB/s");
         kb_bench_figure(r, "link_bw", c.link_bw_gbs, "GB/s");
-        kb_bench_figure(r, "rs_bw_term", (double)c.phase_ps[0] / 1e6, "us");
-        kb_bench_figure(r, "ag_bw_term", (double)c.phase_ps[1] / 1e6, "us");
+        if (c.phase_ps[0]) kb_bench_figure(r, "rs_bw_term", (double)c.phase_ps[0] / 1e6, "us");
+        if (c.phase_ps[1]) kb_bench_figure(r, "ag_bw_term", (double)c.phase_ps[1] / 1e6, "us");
         kb_bench_figure(r, "alpha_beta", (double)c.predicted_ps / 1e6, "us");
         kb_bench_figure(r, "ratio", run_ps / (double)c.predicted_ps, "");
-        kb_bench_note(r, "rs_bound", "%s", c.bottleneck[0]);
-        kb_bench_note(r, "ag_bound", "%s", c.bottleneck[1]);
+        if (c.phase_ps[0]) kb_bench_note(r, "rs_bound", "%s", c.bottleneck[0]);
+        if (c.phase_ps[1]) kb_bench_note(r, "ag_bound", "%s", c.bottleneck[1]);
     }
 }
 

@@ -193,7 +193,7 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
     out->world_size = plan->world_size;
     out->msg_bytes = msg_bytes && msg_bytes < plan->r.s.slot_size ? msg_bytes : plan->r.s.slot_size;
     uint32_t p = plan->world_size;
-    uint64_t sum = 0, pair = UINT64_MAX, first = 0, prev = 0;
+    uint64_t sum = 0, pair = UINT64_MAX, first = 0, prev = 0, cheapest = UINT64_MAX;
     for (uint32_t k = 0; p > 1 && k < p; k++) {
         const kb__ccl_port *next = &plan->ports[k][KB__CCL_E];
         kb__ccl_msg_cost c;
@@ -210,6 +210,7 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
             out->bw_rank = k;
         }
         sum += c.total_ps;
+        if (c.total_ps < cheapest) cheapest = c.total_ps;
         if (k && prev + c.total_ps < pair) pair = prev + c.total_ps;
         if (!k) first = c.total_ps;
         prev = c.total_ps;
@@ -220,6 +221,8 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
      * but the cheapest two neighbouring ones once */
     out->path_ps = 2 * sum - pair;
     out->alpha_ps = (out->path_ps + 2 * (p - 1) - 1) / (2 * (p - 1));
+    /* one phase alone: p - 1 consecutive hops, every hop but the cheapest */
+    out->half_path_ps = sum - cheapest;
     return 0;
 }
 
@@ -415,8 +418,12 @@ static void credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, d
     worst(a, slots * ((double)rtt + (double)kb__topo_ns_to_ps(resume)) / n, "credits", rank);
 }
 
-int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
-                              uint64_t piece, kb__ccl_ring_bw *out, kb__err *err)
+/* The bandwidth term of the ring's phases: in phase ph (those with
+ * want[ph]) every rank sends p - 1 chunks of `chunk` bytes to NEXT, loads
+ * loads[ph] chunks of its buffer and stores stores[ph]. */
+static int ring_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
+                   const bool want[2], const double loads[2], const double stores[2],
+                   kb__ccl_ring_bw *out, kb__err *err)
 {
     memset(out, 0, sizeof *out);
     uint32_t p = plan->world_size;
@@ -424,15 +431,14 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
         return kb__err_set(err, KB_EINVAL,
                            "ring bandwidth model: algorithm '%s' is %s, not ring_1d",
                            plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
-    if (p < 2 || !bytes || !piece) return 0;
+    if (p < 2 || !chunk || !piece) return 0;
     const kb__topo_params *tp = &t->params;
     const kb__ccl_settings *q = &plan->r.s;
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
     uint64_t vc_chunk = q->vc_chunk_size ? q->vc_chunk_size : tp->pe.ipcq_vc_chunk_bytes;
-    uint64_t chunk = (bytes + p - 1) / p, msgs, slots;
+    uint64_t msgs, slots;
     cut(chunk, piece, payload, &msgs, &slots);
-    /* per rank and phase: ring chunks sent, own chunks loaded and stored */
-    const double ring_chunks = p - 1, loads[2] = {p, 0}, stores[2] = {1, p - 1};
+    const double ring_chunks = p - 1;
     double wire = (double)(chunk + slots * KB__IPCQ_META_BYTES);
     double slot_ps = (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
                          (double)kb__topo_ns_to_ps(tp->pe.dma_setup_ns) +
@@ -457,6 +463,7 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
             break;
         if (rtt > rtt_max) rtt_max = rtt, rtt_rank = k;
         for (int ph = 0; ph < 2; ph++) {
+            if (!want[ph]) continue;
             phase_acc *a = &acc[ph];
             add_route(t, a, &ring, ring_chunks * wire);
             add_route(t, a, &copy, ring_chunks * (double)chunk);
@@ -470,6 +477,7 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
         }
     }
     for (int ph = 0; !rc && ph < 2; ph++) {
+        if (!want[ph]) continue;
         for (uint32_t l = 0; l < t->n_links; l++) {
             if (acc[ph].link_ps[l] <= acc[ph].worst_ps) continue;
             acc[ph].worst_ps = acc[ph].link_ps[l];
@@ -488,4 +496,26 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
     free(acc[0].link_ps);
     free(acc[1].link_ps);
     return rc;
+}
+
+int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
+                              uint64_t piece, kb__ccl_ring_bw *out, kb__err *err)
+{
+    double p = plan->world_size;
+    /* per rank and phase: own chunks loaded and stored */
+    const bool both[2] = {true, true};
+    const double loads[2] = {p, 0}, stores[2] = {1, p - 1};
+    uint64_t chunk = plan->world_size ? (bytes + plan->world_size - 1) / plan->world_size : 0;
+    return ring_bw(t, plan, bytes ? chunk : 0, piece, both, loads, stores, out, err);
+}
+
+int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
+                         uint64_t piece, int phase, kb__ccl_ring_bw *out, kb__err *err)
+{
+    double p = plan->world_size;
+    /* reduce-scatter: p loads (its own chunk, then one per combine), one
+     * store; all-gather: its own chunk loaded and stored, then p - 1 stores */
+    const bool want[2] = {phase == 0, phase == 1};
+    const double loads[2] = {p, 1}, stores[2] = {1, p};
+    return ring_bw(t, plan, chunk, piece, want, loads, stores, out, err);
 }

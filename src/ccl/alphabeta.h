@@ -72,6 +72,8 @@ typedef struct kb__ccl_alphabeta {
     uint64_t msg_bytes;             /* bytes of the message α is measured with (<= a slot) */
     uint64_t path_ps;               /* latency of the slowest chunk's 2(p−1) hops */
     uint64_t alpha_ps;              /* α = path_ps / 2(p−1), rounded up: the mean hop */
+    uint64_t half_path_ps;          /* the slowest chunk's p−1 hops: one phase alone (a
+                                       reduce-scatter or an all-gather) */
     uint64_t hop_max_ps;            /* the slowest hop's latency */
     uint32_t hop_max_rank;          /* the rank whose hop to next is the slowest */
     double bw_gbs;                  /* B: bottleneck bandwidth of the slowest neighbour path */
@@ -112,6 +114,14 @@ typedef struct kb__ccl_ring_bw {
 
 int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
                               uint64_t piece, kb__ccl_ring_bw *out, kb__err *err);
+
+/* The same for one phase run alone as its own collective, with chunks of
+ * `chunk` bytes: phase 0 a ring reduce-scatter (per rank p loads, 1
+ * store), 1 a ring all-gather (1 load and p stores: its own chunk goes to
+ * its output too); out->phase_ps[phase] and bottleneck[phase], the other
+ * zero. Its prediction is half_path_ps + phase_ps[phase]. */
+int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
+                         uint64_t piece, int phase, kb__ccl_ring_bw *out, kb__err *err);
 
 /* Predicted ring all-reduce time, ps: path_ps (= 2(p−1)α up to α's
  * rounding) + the two phases' bandwidth terms (0 for p = 1). With B :=

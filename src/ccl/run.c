@@ -708,24 +708,34 @@ static void fill_info(const kb__ccl_state *st, const coll_call *c, const kb__rt_
     info->t_end = t->end;
     info->t_run_start = t->start;
     info->t_run_end = t->pes_end;
-    if (c->r->kind != KB__CCL_ALL_REDUCE || c->mod->topology != KB__CCL_RING_1D) return;
+    kb__ccl_collective kind = c->r->kind;
+    int half = kind == KB__CCL_REDUCE_SCATTER ? 0 : kind == KB__CCL_ALL_GATHER ? 1 : -1;
+    if ((kind != KB__CCL_ALL_REDUCE && half < 0) || c->mod->topology != KB__CCL_RING_1D) return;
     kb__ccl_alphabeta ab;
     kb__ccl_ring_bw bw;
     kb__err e;
-    /* a step's first slot: the chunk's first piece, up to one payload */
-    uint64_t p = c->p;
-    uint64_t chunk = ((uint64_t)c->elems + p - 1) / p * kb__dtype_size(c->dtype);
+    /* a step's first slot: the chunk's first piece, up to one payload; an
+     * all-gather's chunk is a whole input buffer */
+    uint64_t p = c->p, n = info->bytes_per_rank;
+    uint64_t chunk = half == 1 ? n : ((uint64_t)c->elems + p - 1) / p * kb__dtype_size(c->dtype);
     uint64_t first = (chunk < piece ? chunk : piece) + KB__IPCQ_META_BYTES;
-    if (kb__ccl_alphabeta_ring(st->m->dev->topo, in->plan, first, &ab, &e) ||
-        kb__ccl_ring_allreduce_bw(st->m->dev->topo, in->plan, info->bytes_per_rank, piece, &bw, &e))
+    const kb__topo *topo = st->m->dev->topo;
+    if (kb__ccl_alphabeta_ring(topo, in->plan, first, &ab, &e) ||
+        (half < 0 ? kb__ccl_ring_allreduce_bw(topo, in->plan, n, piece, &bw, &e)
+                  : kb__ccl_ring_half_bw(topo, in->plan, chunk, piece, half, &bw, &e)))
         return;
-    info->predicted_ps = kb__ccl_ring_allreduce_ps(&ab, &bw);
-    info->alpha_ps = (double)ab.alpha_ps;
+    uint64_t t_bw = bw.phase_ps[0] + bw.phase_ps[1], hops = half < 0 ? 2 * (p - 1) : p - 1;
+    uint64_t path = half < 0 ? ab.path_ps : ab.half_path_ps;
+    info->predicted_ps = p < 2 ? 0 : path + t_bw;
+    info->alpha_ps = p < 2 ? 0 : (double)((path + hops - 1) / hops);
     info->link_bw_gbs = ab.bw_gbs;
-    uint64_t t_bw = bw.phase_ps[0] + bw.phase_ps[1];
-    info->beta_ps_per_byte =
-        t_bw ? (double)t_bw / (2.0 * (double)(p - 1) / (double)p * (double)info->bytes_per_rank)
-             : 0;
+    /* the textbook bytes each rank's links carry: 2(p-1)/p N for the
+     * all-reduce, (p-1)/p N for the reduce-scatter, (p-1) N for the
+     * all-gather of N-byte inputs */
+    double moved = half < 0   ? 2.0 * (double)(p - 1) / (double)p * (double)n
+                   : half == 0 ? (double)(p - 1) / (double)p * (double)n
+                               : (double)(p - 1) * (double)n;
+    info->beta_ps_per_byte = t_bw && moved > 0 ? (double)t_bw / moved : 0;
     for (int ph = 0; ph < 2; ph++) {
         info->phase_ps[ph] = bw.phase_ps[ph];
         snprintf(info->bottleneck[ph], sizeof info->bottleneck[ph], "%s", bw.bottleneck[ph]);

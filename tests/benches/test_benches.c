@@ -306,6 +306,15 @@ Test(benches, collective_benches_figures_follow_their_definitions)
         cr_expect_float_eq(figure(&r, "bus_bw"), alg * factor[b], alg * 1e-9, "%s", OTHER_CCL[b]);
         cr_expect_leq(figure(&r, "kernel_span"), t_us);
         cr_expect_gt(figure(&r, "install"), 0, "%s: its own queues are installed", OTHER_CCL[b]);
+        if (b > 1) continue;
+        /* reduce_scatter and all_gather on a ring: the phase alone's alpha-beta
+         * model, alpha_beta = (p-1) alpha + the phase's term, within rounding */
+        const char *term = b ? "ag_bw_term" : "rs_bw_term";
+        cr_expect_float_eq(figure(&r, "ratio"),
+                           figure(&r, "kernel_span") / figure(&r, "alpha_beta"), 1e-9);
+        cr_expect(fabs(figure(&r, "alpha_beta") -
+                       (7 * figure(&r, "alpha") / 1e3 + figure(&r, term))) < 1e-3,
+                  "%s: alpha_beta %g", OTHER_CCL[b], figure(&r, "alpha_beta"));
     }
 }
 

@@ -1,6 +1,7 @@
 /*
  * Collective timing: the full 256-rank ring all-reduce, the α-β prediction
- * the runner reports, bandwidth-bound scaling of large messages, poll vs
+ * the runner reports (the all-reduce's, and a reduce-scatter's or an
+ * all-gather's alone), bandwidth-bound scaling of large messages, poll vs
  * sleep backpressure, and determinism (same time and bytes twice).
  */
 #include "ccl/alphabeta.h"
@@ -113,6 +114,45 @@ Test(coll_timing, large_ring_is_within_ten_percent_of_the_alphabeta_model)
         /* the memory path, not the ring's links, bounds it: the effective
          * bandwidth is under half the slowest link's */
         cr_assert_gt(info.link_bw_gbs * info.beta_ps_per_byte / 1000.0, 2.0);
+    }
+}
+
+/* A reduce-scatter or an all-gather alone is one phase of the ring: p - 1
+ * hops of the slowest chunk plus that phase's bandwidth term, with an
+ * all-gather's chunk a whole input buffer and its own chunk loaded and
+ * stored (kb__ccl_ring_half_bw). Large messages, deep rings: within 10%. */
+Test(coll_timing, large_reduce_scatter_and_all_gather_are_within_ten_percent_of_the_model)
+{
+    const char *deep[] = {"ccl.defaults.n_slots=16"};
+    static const struct {
+        kb__ccl_collective kind;
+        int w;
+        int64_t in, out; /* f32 elements per buffer */
+    } cases[] = {{KB__CCL_REDUCE_SCATTER, 8, 512 * 1024, 64 * 1024},
+                 {KB__CCL_REDUCE_SCATTER, 16, 512 * 1024, 32 * 1024},
+                 {KB__CCL_ALL_GATHER, 8, 64 * 1024, 512 * 1024},
+                 {KB__CCL_ALL_GATHER, 16, 32 * 1024, 512 * 1024}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kb_machine *m = cf_open(deep, 1);
+        int w = cases[i].w;
+        kb_tensor in =
+            cf_tensor(m, "in", w > 8 ? CF_CUBES : CF_ONE_CUBE, w, cases[i].in, KB_F32, 1);
+        kb_tensor out =
+            cf_tensor(m, "out", w > 8 ? CF_CUBES : CF_ONE_CUBE, w, cases[i].out, KB_F32, 0);
+        kb__coll_req r = {cases[i].kind, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0};
+        kb__coll_info info;
+        kb__err e;
+        kb__err_clear(&e);
+        cr_assert_eq(kb__ccl_run(m, &r, &info, &e), 0, "%s", e.msg);
+        int ph = cases[i].kind == KB__CCL_ALL_GATHER;
+        cr_assert_gt(info.phase_ps[ph], 0u);
+        cr_assert_eq(info.phase_ps[1 - ph], 0u, "one phase only");
+        double ratio = (double)(info.t_run_end - info.t_run_start) / (double)info.predicted_ps;
+        cr_expect(ratio > 0.9 && ratio < 1.1, "%s, %d ranks: %.3f us simulated, %.3f predicted",
+                  kb__ccl_collective_name(cases[i].kind), w,
+                  (double)(info.t_run_end - info.t_run_start) / 1e6,
+                  (double)info.predicted_ps / 1e6);
+        kb_close(m);
     }
 }
 
