@@ -201,17 +201,25 @@ typedef struct ranks_out {
     int n;
 } ranks_out;
 
-static int rank_all_reduce(kb_machine *m, int rank, int nprocs, void *arg)
+/* Starts the process group and makes *t, N_RANK f32 on one PE of the
+ * rank's SIP holding val(rank, i). */
+static int rank_input(kb_machine *m, int rank, kb_tensor *t)
 {
-    ranks_out *o = arg;
-    int rc = kb_init_process_group(m, "ahbm");
     int64_t shape[1] = {N_RANK};
     float h[N_RANK];
     for (int i = 0; i < N_RANK; i++)
         h[i] = val(rank, i);
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_empty(m, NULL, 1, shape, KB_F32, &ONE_PE, t);
+    if (!rc) rc = kb_copy_from_host(m, *t, h, sizeof h, KB_F32);
+    return rc;
+}
+
+static int rank_all_reduce(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    ranks_out *o = arg;
     kb_tensor t = {0};
-    if (!rc) rc = kb_empty(m, NULL, 1, shape, KB_F32, &ONE_PE, &t);
-    if (!rc) rc = kb_copy_from_host(m, t, h, sizeof h, KB_F32);
+    int rc = rank_input(m, rank, &t);
     if (!rc) rc = kb_all_reduce(m, t, KB_SUM);
     if (!rc) rc = kb_copy_to_host(m, t, o->got[rank], sizeof o->got[rank], KB_F32);
     if (!rc) rc = kb_barrier(m);
@@ -257,19 +265,13 @@ Test(dist_coll, spawned_broadcast_from_host_rank_1)
     kb_close(m);
 }
 
-/* kb_reduce to host rank 1 (arg: the dst each rank passes, by rank). */
+/* kb_reduce to host rank 1; with o->n set, each rank names itself. */
 static int rank_reduce(kb_machine *m, int rank, int nprocs, void *arg)
 {
     (void)nprocs;
     ranks_out *o = arg;
-    int rc = kb_init_process_group(m, "ahbm");
-    int64_t shape[1] = {N_RANK};
-    float h[N_RANK];
-    for (int i = 0; i < N_RANK; i++)
-        h[i] = val(rank, i);
     kb_tensor t = {0};
-    if (!rc) rc = kb_empty(m, NULL, 1, shape, KB_F32, &ONE_PE, &t);
-    if (!rc) rc = kb_copy_from_host(m, t, h, sizeof h, KB_F32);
+    int rc = rank_input(m, rank, &t);
     if (!rc) rc = kb_reduce(m, t, o->n ? rank : 1, KB_SUM);
     if (!rc) rc = kb_copy_to_host(m, t, o->got[rank], sizeof o->got[rank], KB_F32);
     return rc;
@@ -303,15 +305,10 @@ typedef struct a2a_arg {
 static int rank_all_to_all(kb_machine *m, int rank, int nprocs, void *arg)
 {
     a2a_arg *a = arg;
-    int rc = kb_init_process_group(m, "ahbm");
-    int64_t shape[1] = {N_RANK}, oshape[1] = {rank == a->short_rank ? N_RANK / 2 : N_RANK};
-    float h[N_RANK];
-    for (int i = 0; i < N_RANK; i++)
-        h[i] = val(rank, i);
+    int64_t oshape[1] = {rank == a->short_rank ? N_RANK / 2 : N_RANK};
     kb_tensor in = {0}, out = {0};
-    if (!rc) rc = kb_empty(m, NULL, 1, shape, KB_F32, &ONE_PE, &in);
+    int rc = rank_input(m, rank, &in);
     if (!rc) rc = kb_empty(m, NULL, 1, oshape, KB_F32, &ONE_PE, &out);
-    if (!rc) rc = kb_copy_from_host(m, in, h, sizeof h, KB_F32);
     if (!rc) rc = kb_all_to_all(m, out, in);
     if (!rc) rc = kb_copy_to_host(m, out, a->o.got[rank], sizeof a->o.got[rank], KB_F32);
     a->o.n = nprocs;

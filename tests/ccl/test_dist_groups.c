@@ -90,14 +90,20 @@ Test(dist_groups, two_pairs_each_reduce_within_their_group)
 /* Group [3, 0] (SIPs 1 and 0): its rank 0 is host rank 3, so gathers put
  * rank 3's buffer first; the broadcast's src is a host rank (3). Ranks 1
  * and 2 are not members and only make the group. */
+/* Starts the process group and makes [3, 0] in *g. */
+static int group_3_0(kb_machine *m, kb_group *g)
+{
+    static const int list[2] = {3, 0};
+    int rc = kb_init_process_group(m, "ahbm");
+    return rc ? rc : kb_new_group(m, list, 2, g);
+}
+
 static int reversed(kb_machine *m, int rank, int nprocs, void *arg)
 {
     (void)nprocs;
     out *o = arg;
-    static const int list[2] = {3, 0};
     kb_group g;
-    int rc = kb_init_process_group(m, "ahbm");
-    if (!rc) rc = kb_new_group(m, list, 2, &g);
+    int rc = group_3_0(m, &g);
     if (rc || rank == 1 || rank == 2) return rc;
     kb_tensor in = {0}, gathered = {0}, scattered = {0}, b = {0};
     int64_t two = 2 * N, half = N / 2;
@@ -147,10 +153,8 @@ static int reversed_a2a_reduce(kb_machine *m, int rank, int nprocs, void *arg)
 {
     (void)nprocs;
     out *o = arg;
-    static const int list[2] = {3, 0};
     kb_group g;
-    int rc = kb_init_process_group(m, "ahbm");
-    if (!rc) rc = kb_new_group(m, list, 2, &g);
+    int rc = group_3_0(m, &g);
     if (rc || rank == 1 || rank == 2) return rc;
     kb_tensor in = {0}, swapped = {0}, b = {0};
     int64_t n = N;
