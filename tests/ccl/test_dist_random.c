@@ -28,8 +28,9 @@ static uint32_t next(uint64_t *s)
 }
 
 /* Every rank draws the same program from the shared stream (seed): a
- * collective over one of the groups, made by its members, or a send from
- * one rank to another; with odds 1 in 40 per call a rank replaces the call
+ * collective over one of the groups (all-reduce, broadcast, reduce,
+ * all-to-all, barrier), made by its members, or a send from one rank to
+ * another; with odds 1 in 40 per call a rank replaces the call
  * by one from its private stream, which the others rarely match. */
 static int random_rank(kb_machine *m, int rank, int nprocs, void *arg)
 {
@@ -40,18 +41,19 @@ static int random_rank(kb_machine *m, int rank, int nprocs, void *arg)
     kb_group g[4] = {KB_GROUP_WORLD};
     kb_policy here = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 1, 1, 0, rank / 2};
     int64_t n = N;
-    kb_tensor t;
+    kb_tensor t, out;
     int rc = kb_init_process_group(m, "ahbm");
     for (int k = 1; k < 4 && !rc; k++)
         rc = kb_new_group(m, members[k], 2, &g[k]);
     if (!rc) rc = kb_full(m, NULL, 1, &n, KB_F32, &here, rank, &t);
+    if (!rc) rc = kb_empty(m, NULL, 1, &n, KB_F32, &here, &out);
     for (int k = 0; k < CALLS && !rc; k++) {
         int gi = 0, op = 0, a = 0, b = 0, src = 0;
         /* the shared draw always happens, so the streams stay in step */
         for (int pass = 0; pass < 2; pass++) {
             uint64_t *s = pass ? &own : &shared;
             if (pass && next(&own) % 40) break;
-            gi = (int)(next(s) % 4), op = (int)(next(s) % 5), a = (int)(next(s) % (uint32_t)nprocs);
+            gi = (int)(next(s) % 4), op = (int)(next(s) % 6), a = (int)(next(s) % (uint32_t)nprocs);
             b = (a + 1 + (int)(next(s) % (uint32_t)(nprocs - 1))) % nprocs;
             src = members[gi][next(s) % (gi ? 2u : 4u)];
         }
@@ -65,6 +67,10 @@ static int random_rank(kb_machine *m, int rank, int nprocs, void *arg)
             rc = kb_all_reduce_group(m, g[gi], t, KB_MAX);
         else if (op == 1)
             rc = kb_broadcast_group(m, g[gi], t, src);
+        else if (op == 4)
+            rc = kb_reduce_group(m, g[gi], t, src, KB_SUM);
+        else if (op == 5)
+            rc = kb_all_to_all_group(m, g[gi], out, t);
         else
             rc = kb_barrier_group(m, g[gi]);
     }
