@@ -85,6 +85,17 @@ KB_API int kb_reduce(kb_machine *m, kb_tensor t, int dst, kb_reduce_op op);
  * torch's all_to_all_single with equal splits. The ring algorithm forwards each chunk the short way
  * round the ring: up to p/2 hops (docs/ccl.md). */
 KB_API int kb_all_to_all(kb_machine *m, kb_tensor out, kb_tensor in);
+/* kb_all_to_all with chunks of any size (torch's all_to_all_single with
+ * split sizes): send_counts[s·p + j] elements go from the caller's buffer
+ * s (its in tensor's shards in order) to the call's buffer j (p the
+ * buffers of every caller, in index order): n_counts = shards × p. A
+ * buffer's chunks are taken back to back by destination from the start of
+ * its in shard, which must hold their sum; buffer j's out shard gets the
+ * chunks sent to it back to back by source from its start and must hold
+ * their sum (the rest of it stays as it was). Callers' buffers may differ
+ * in size. From the driver send_counts is the whole p × p matrix. */
+KB_API int kb_all_to_all_v(kb_machine *m, kb_tensor out, kb_tensor in, const int64_t *send_counts,
+                           size_t n_counts);
 /* Every buffer := the source: from spawned ranks src is the host rank
  * whose tensor's first shard is the source; from the driver src is the
  * shard index of t. */
@@ -132,6 +143,8 @@ KB_API int kb_reduce_scatter_group(kb_machine *m, kb_group g, kb_tensor out, kb_
 KB_API int kb_all_gather_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in);
 KB_API int kb_broadcast_group(kb_machine *m, kb_group g, kb_tensor t, int src);
 KB_API int kb_all_to_all_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in);
+KB_API int kb_all_to_all_v_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in,
+                                 const int64_t *send_counts, size_t n_counts);
 KB_API int kb_reduce_group(kb_machine *m, kb_group g, kb_tensor t, int dst, kb_reduce_op op);
 KB_API int kb_barrier_group(kb_machine *m, kb_group g);
 
@@ -197,9 +210,10 @@ KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets
 
 /* Copies into name (size bytes, NUL-terminated) the ccl.yaml name of the
  * algorithm that collective ("all_reduce", "reduce_scatter", "all_gather",
- * "broadcast", "all_to_all", "reduce", "send_recv") runs by default under
- * the machine's current configuration. KB_ENOTFOUND when the configuration names none,
- * KB_EINVAL for an unknown collective or a name longer than size - 1. */
+ * "broadcast", "all_to_all", "reduce", "all_to_all_v", "send_recv") runs by
+ * default under the machine's current configuration. KB_ENOTFOUND when the
+ * configuration names none, KB_EINVAL for an unknown collective or a name
+ * longer than size - 1. */
 KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char *name, size_t size);
 
 /* ---- collective algorithms of your own (docs/ccl-author-guide.md) ------------ */
@@ -218,6 +232,8 @@ typedef struct kb_ccl_sched {
     int64_t window;        /* pieces a kernel may keep in TCM at once (ring: per round) */
     uint32_t root;         /* broadcast: the rank of the source buffer; reduce: of the result */
     const uint32_t *index; /* [world]: rank -> index of its buffer in call order */
+    const int64_t *counts; /* all_to_all_v: [world·world], the elements buffer index i
+                              sends buffer index j at i·world + j; NULL for the others */
 } kb_ccl_sched;
 
 /* In a kernel the collective runner launched (kb_all_reduce & co.): the
@@ -226,8 +242,9 @@ KB_API const kb_ccl_sched *tl_ccl_sched(tl_ctx *k);
 
 /* Makes fn available to m's ccl.yaml as `module: NAME`: a kernel that
  * implements collective ("all_reduce", "reduce_scatter", "all_gather",
- * "broadcast", "all_to_all", "reduce", "send_recv") over the queues of
- * topology ("ring_1d", "mesh_2d", "tree"). An algorithm naming it is added like any other
+ * "broadcast", "all_to_all", "reduce", "all_to_all_v", "send_recv") over
+ * the queues of topology ("ring_1d", "mesh_2d", "tree"). An algorithm
+ * naming it is added like any other
  * (kb_ccl_override with "ccl.algorithms.A={module: NAME, collective: C,
  * topology: T}", or a ccl.yaml). KB_EINVAL, naming the problem, for a
  * name that is not 1 to 63 letters, digits, '_' and '-' starting with a

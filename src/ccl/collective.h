@@ -23,6 +23,10 @@
  *                   elements each; N must divide by p; out N elements)
  *   REDUCE          in-place: the buffer of index root := op over all
  *                   buffers; the others stay as they were
+ *   ALL_TO_ALL_V    counts[i·p + j] elements go from in buffer i to out
+ *                   buffer j: each in buffer's chunks back to back by
+ *                   destination index from its start, each out buffer's by
+ *                   source index (the rest of an out buffer untouched)
  *   SEND_RECV       hello_send: each rank sends its buffer to its next
  *                   neighbour and checks what it got (no data change)
  *   BROADCAST with pairwise: point to point, shard i of one tensor to
@@ -65,7 +69,8 @@
 /* Whether collective k writes output tensors (the others work in place). */
 static inline int kb__ccl_has_outputs(int k)
 {
-    return k == KB__CCL_REDUCE_SCATTER || k == KB__CCL_ALL_GATHER || k == KB__CCL_ALL_TO_ALL;
+    return k == KB__CCL_REDUCE_SCATTER || k == KB__CCL_ALL_GATHER || k == KB__CCL_ALL_TO_ALL ||
+           k == KB__CCL_ALL_TO_ALL_V;
 }
 
 /* Whether collective k names a root buffer (broadcast's source, reduce's
@@ -81,7 +86,7 @@ typedef struct kb__coll_req {
     const char *algorithm; /* ccl.yaml algorithm; NULL: the default for kind */
     uint32_t n;            /* tensors */
     const kb_tensor *in;   /* [n] */
-    const kb_tensor *out;  /* [n] for REDUCE_SCATTER, ALL_GATHER and ALL_TO_ALL, else NULL */
+    const kb_tensor *out;  /* [n] for REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL(_V), else NULL */
     uint32_t root;         /* BROADCAST: index of the source buffer (pairwise: of the
                               source tensor, 0 or 1); REDUCE: of the result's buffer */
     const int *ranks;      /* [n_ranks] host ranks taking part (their launch streams), NULL:
@@ -90,6 +95,8 @@ typedef struct kb__coll_req {
     int pairwise; /* BROADCAST of two tensors with as many shards each: shard i of
                      in[root] goes to shard i of the other (point to point); each pair
                      has queues of its own, one launch runs them all */
+    const int64_t *counts; /* ALL_TO_ALL_V: [p·p], elements from buffer i to buffer j at
+                              i·p + j (buffer indexes), else NULL */
 } kb__coll_req;
 
 typedef struct kb__coll_info {

@@ -421,7 +421,8 @@ static int add_tensor(coll_call *c, uint32_t i, int32_t *owner, kb__err *err)
         uint32_t gi = kb__rt_pe_index(m, sh->sip, sh->cube, sh->pe);
         char pn[48];
         if (!c->p) c->elems = shard_elems(t, s), c->dtype = t->dtype;
-        if (t->dtype != c->dtype || shard_elems(t, s) != c->elems)
+        int any_size = c->r->kind == KB__CCL_ALL_TO_ALL_V; /* its counts say how much */
+        if (t->dtype != c->dtype || (!any_size && shard_elems(t, s) != c->elems))
             return kb__err_set(err, KB_EINVAL,
                                "collective %s: tensor '%s' shard %d on %s is %s [%lld elements], "
                                "but the first buffer is %s [%lld]: every buffer must have the "
@@ -472,7 +473,8 @@ static int add_outputs(coll_call *c, const int32_t *owner, kb__err *err)
                                    b ? "a second output buffer on this PE"
                                      : "no input buffer on this PE (outputs must sit on the "
                                        "input buffers' PEs)");
-            if (t->dtype != c->dtype || shard_elems(t, s) != want) {
+            if (t->dtype != c->dtype ||
+                (kind != KB__CCL_ALL_TO_ALL_V && shard_elems(t, s) != want)) {
                 char why[64];
                 if (kind == KB__CCL_ALL_TO_ALL)
                     snprintf(why, sizeof why, "as many as the input");
@@ -524,6 +526,46 @@ static int check_values(const coll_call *c, kb__err *err)
     return 0;
 }
 
+/* all_to_all_v: every count is >= 0, each in buffer holds the chunks it
+ * sends (its row's sum) and each out buffer the chunks it gets (its
+ * column's). */
+static int check_counts(const coll_call *c, kb__err *err)
+{
+    const int64_t *n = c->r->counts;
+    uint32_t p = c->p;
+    char pn[48];
+    if (!n) return kb__err_set(err, KB_EINVAL, "collective %s: no counts", c->what);
+    for (uint32_t i = 0; i < p; i++) {
+        int64_t row = 0, col = 0;
+        for (uint32_t j = 0; j < p; j++) {
+            int64_t v = n[(uint64_t)i * p + j];
+            if (v < 0)
+                return kb__err_set(err, KB_EINVAL,
+                                   "collective %s: count %lld from buffer %u to buffer %u is "
+                                   "negative",
+                                   c->what, (long long)v, i, j);
+            row += v;
+            col += n[(uint64_t)j * p + i];
+        }
+        const coll_buf *b = &c->buf[i];
+        if (row > shard_elems(b->in, b->in_shard))
+            return kb__err_set(err, KB_EINVAL,
+                               "collective %s: buffer %u (tensor '%s' shard %d on %s) sends %lld "
+                               "elements but holds %lld",
+                               c->what, i, b->in->name, b->in_shard,
+                               pe_name(c->m, b->gi, pn, sizeof pn), (long long)row,
+                               (long long)shard_elems(b->in, b->in_shard));
+        if (col > shard_elems(b->out, b->out_shard))
+            return kb__err_set(err, KB_EINVAL,
+                               "collective %s: buffer %u's output (tensor '%s' shard %d on %s) "
+                               "gets %lld elements but holds %lld",
+                               c->what, i, b->out->name, b->out_shard,
+                               pe_name(c->m, b->gi, pn, sizeof pn), (long long)col,
+                               (long long)shard_elems(b->out, b->out_shard));
+    }
+    return 0;
+}
+
 /* Pairwise: the buffers (the shards of in[0], then of in[1]) become pairs
  * (sender, receiver), shard by shard. */
 static int pair_up(coll_call *c, kb__err *err)
@@ -571,6 +613,7 @@ static int gather(coll_call *c, kb__err *err)
     if (!rc && r->pairwise) rc = pair_up(c, err);
     if (!rc) rc = check_values(c, err);
     if (!rc && kb__ccl_has_outputs(r->kind)) rc = add_outputs(c, owner, err);
+    if (!rc && r->kind == KB__CCL_ALL_TO_ALL_V) rc = check_counts(c, err);
     free(owner);
     return rc;
 }
@@ -732,7 +775,7 @@ static void fill_info(const kb__ccl_state *st, const coll_call *c, const kb__rt_
     /* the textbook bytes each rank's links carry: 2(p-1)/p N for the
      * all-reduce, (p-1)/p N for the reduce-scatter, (p-1) N for the
      * all-gather of N-byte inputs */
-    double moved = half < 0   ? 2.0 * (double)(p - 1) / (double)p * (double)n
+    double moved = half < 0    ? 2.0 * (double)(p - 1) / (double)p * (double)n
                    : half == 0 ? (double)(p - 1) / (double)p * (double)n
                                : (double)(p - 1) * (double)n;
     info->beta_ps_per_byte = t_bw && moved > 0 ? (double)t_bw / moved : 0;
@@ -788,7 +831,8 @@ static int issue(kb__ccl_state *st, coll_call *c, kb_launch_id *id, uint64_t *pi
                         .op = c->r->op,
                         .dtype = (tl_dtype)c->dtype,
                         .elems = c->elems,
-                        .index = c->index};
+                        .index = c->index,
+                        .counts = c->r->kind == KB__CCL_ALL_TO_ALL_V ? c->r->counts : NULL};
     for (uint32_t r = 0; r < p; r++) {
         uint32_t b = 0;
         while (c->buf[b].gi != c->pes[r])

@@ -63,10 +63,13 @@ typedef struct call {
     int comm; /* index of the group it is made in (0: the world) */
     kb_reduce_op op;
     kb_tensor in, out;
-    int root;         /* broadcast's src, reduce's dst as passed (a host rank, or the
-                         driver's shard) */
-    int root_index;   /* its index among the participants */
-    const int *ranks; /* kb_new_group: the caller's list (valid while it waits) */
+    int root;              /* broadcast's src, reduce's dst as passed (a host rank, or the
+                              driver's shard) */
+    int root_index;        /* its index among the participants */
+    const int *ranks;      /* kb_new_group: the caller's list (valid while it waits) */
+    const int64_t *counts; /* kb_all_to_all_v: the caller's send counts (valid while it
+                              waits), n_counts of them */
+    size_t n_counts;
     int n_ranks;
     int p2p;        /* 1 kb_send, 2 kb_recv (a broadcast from the sender over the pair) */
     int peer;       /* kb_send's dst, kb_recv's src */
@@ -156,6 +159,8 @@ static const char *label(const call *c)
         return "kb_all_to_all";
     case KB__CCL_REDUCE:
         return "kb_reduce";
+    case KB__CCL_ALL_TO_ALL_V:
+        return "kb_all_to_all_v";
     case CALL_INIT:
         return "kb_init_process_group";
     case CALL_BARRIER:
@@ -557,7 +562,8 @@ static int same_call(const call *a, const call *b, kb_machine *m)
     kb__rt_tensor *ta = kb__rt_tensor_get(m, a->in.id, &e),
                   *tb = kb__rt_tensor_get(m, b->in.id, &e);
     return ta && tb && ta->dtype == tb->dtype &&
-           ta->plan.shards[0].bytes == tb->plan.shards[0].bytes &&
+           (a->kind == KB__CCL_ALL_TO_ALL_V || /* its counts say how much */
+            ta->plan.shards[0].bytes == tb->plan.shards[0].bytes) &&
            (!a->p2p || ta->plan.n_shards == tb->plan.n_shards); /* shard i to shard i */
 }
 
@@ -734,6 +740,40 @@ static void keep_report(kb__rt_dist *x, const kb__coll_info *info)
     x->has_last = 1;
 }
 
+/* kb_all_to_all_v: the p x p matrix of the calls c[0..n) (host ranks
+ * ranks[0..n), NULL from the driver), each caller's rows (one per shard of
+ * its input) in index order; *out is allocated. A caller whose count of
+ * counts is not its shards times p is named. */
+static int gather_counts(kb_machine *m, const call *const *c, const int *ranks, int n,
+                         int64_t **out, kb__err *err)
+{
+    size_t p = 0, at = 0;
+    for (int k = 0; k < n; k++) {
+        kb__rt_tensor *t = kb__rt_tensor_get(m, c[k]->in.id, err);
+        if (!t) return err->code;
+        p += (size_t)t->plan.n_shards;
+    }
+    int64_t *v = malloc(p * p * sizeof *v);
+    if (!v) return kb__err_set(err, KB_ENOMEM, "kb_all_to_all_v: out of host memory");
+    for (int k = 0; k < n; k++) {
+        kb__rt_tensor *t = kb__rt_tensor_get(m, c[k]->in.id, err);
+        size_t want = (size_t)t->plan.n_shards * p;
+        if (!c[k]->counts || c[k]->n_counts != want) {
+            char who[32] = "";
+            if (ranks) snprintf(who, sizeof who, "host rank %d ", ranks[k]);
+            free(v);
+            return kb__err_set(err, KB_EINVAL,
+                               "kb_all_to_all_v: %spassed %zu counts, expected %zu: a row of %zu "
+                               "(the call's buffers) for each of its %d shards",
+                               who, c[k]->counts ? c[k]->n_counts : 0, want, p, t->plan.n_shards);
+        }
+        memcpy(v + at, c[k]->counts, want * sizeof *v);
+        at += want;
+    }
+    *out = v;
+    return 0;
+}
+
 /* Runs calls c[0..n) (one per participant in index order, all matching;
  * ranks[0..n) their host ranks, NULL from the driver) as one collective. */
 static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, const int *ranks, int n,
@@ -766,6 +806,8 @@ static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, const 
         }
         if (n == 1) root = (uint32_t)c[0]->root;
     }
+    int64_t *counts = NULL;
+    if (!rc && c[0]->kind == KB__CCL_ALL_TO_ALL_V) rc = gather_counts(m, c, ranks, n, &counts, err);
     kb__coll_req req = {.kind = (kb__ccl_collective)c[0]->kind,
                         .op = c[0]->op,
                         .n = (uint32_t)n,
@@ -774,13 +816,15 @@ static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, const 
                         .root = root,
                         .ranks = ranks,
                         .n_ranks = ranks ? (uint32_t)n : 0,
-                        .pairwise = c[0]->p2p != 0};
+                        .pairwise = c[0]->p2p != 0,
+                        .counts = counts};
     kb__coll_info info;
     memset(&info, 0, sizeof info);
     if (!rc) rc = kb__ccl_run(m, &req, &info, err);
     if (!rc) keep_report(x, &info);
     free(in);
     free(out);
+    free(counts);
     return rc;
 }
 
@@ -797,7 +841,7 @@ static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__e
 {
     const call *first = &g->pend[member_of(cm, 0)];
     int kind = first->kind;
-    if (!kb__ccl_has_outputs(kind)) return 0;
+    if (!kb__ccl_has_outputs(kind) || kind == KB__CCL_ALL_TO_ALL_V) return 0; /* counts: run.c */
     int64_t p = 0;
     const kb__rt_tensor *in0 = NULL;
     for (int i = 0; i < cm->n; i++) {
@@ -1110,6 +1154,17 @@ int kb_reduce_group(kb_machine *m, kb_group g, kb_tensor t, int dst, kb_reduce_o
     return collective(m, g, &c, NULL);
 }
 
+int kb_all_to_all_v_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in,
+                          const int64_t *send_counts, size_t n_counts)
+{
+    call c = {.kind = KB__CCL_ALL_TO_ALL_V,
+              .in = in,
+              .out = out,
+              .counts = send_counts,
+              .n_counts = n_counts};
+    return collective(m, g, &c, NULL);
+}
+
 int kb_all_to_all_group(kb_machine *m, kb_group g, kb_tensor out, kb_tensor in)
 {
     call c = {.kind = KB__CCL_ALL_TO_ALL, .in = in, .out = out};
@@ -1146,6 +1201,12 @@ int kb_all_gather(kb_machine *m, kb_tensor out, kb_tensor in)
 int kb_reduce(kb_machine *m, kb_tensor t, int dst, kb_reduce_op op)
 {
     return kb_reduce_group(m, KB_GROUP_WORLD, t, dst, op);
+}
+
+int kb_all_to_all_v(kb_machine *m, kb_tensor out, kb_tensor in, const int64_t *send_counts,
+                    size_t n_counts)
+{
+    return kb_all_to_all_v_group(m, KB_GROUP_WORLD, out, in, send_counts, n_counts);
 }
 
 int kb_all_to_all(kb_machine *m, kb_tensor out, kb_tensor in)

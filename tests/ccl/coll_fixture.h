@@ -125,7 +125,7 @@ static inline void cf_check_all_reduce(kb_machine *m, kb_tensor t, const char *a
                                        kb_reduce_op op, int w, int64_t n, kb_dtype dt,
                                        kb__coll_info *info)
 {
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, op, algo, 1, &t, NULL, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, op, algo, 1, &t, NULL, 0, NULL, 0, 0, NULL};
     kb__err e;
     kb__err_clear(&e);
     cr_assert_eq(kb__ccl_run(m, &r, info, &e), 0, "%s", e.msg);
@@ -162,7 +162,7 @@ static inline void cf_use_algorithm(kb_machine *m, const char *algo, const char 
 static inline int cf_run(kb_machine *m, kb_tensor *t, const char *algo, kb__coll_info *info,
                          kb__err *e)
 {
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, algo, 1, t, NULL, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, algo, 1, t, NULL, 0, NULL, 0, 0, NULL};
     kb__err_clear(e);
     return kb__ccl_run(m, &r, info, e);
 }

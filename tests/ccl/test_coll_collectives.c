@@ -19,7 +19,7 @@ static void reduce_scatter(cf_place where, int w, int64_t per_rank, kb_dtype dt,
     int64_t n = (int64_t)w * per_rank;
     kb_tensor in = cf_tensor(m, "in", where, w, n, dt, 1);
     kb_tensor out = cf_tensor(m, "out", where, w, n / w, dt, 0);
-    kb__coll_req r = {KB__CCL_REDUCE_SCATTER, op, NULL, 1, &in, &out, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_REDUCE_SCATTER, op, NULL, 1, &in, &out, 0, NULL, 0, 0, NULL};
     run(m, &r, NULL);
     float *h = cf_read(m, out, n);
     for (int b = 0; b < w; b++)
@@ -56,7 +56,7 @@ static void all_gather(cf_place where, int w, int64_t n)
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor in = cf_tensor(m, "in", where, w, n, KB_F32, 1);
     kb_tensor out = cf_tensor(m, "out", where, w, n * w, KB_F32, 0);
-    kb__coll_req r = {KB__CCL_ALL_GATHER, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_GATHER, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0, NULL};
     run(m, &r, NULL);
     float *h = cf_read(m, out, n * w * w);
     for (int b = 0; b < w; b++)
@@ -88,7 +88,7 @@ static void broadcast(cf_place where, int w, uint32_t root)
     kb_machine *m = cf_open(NULL, 0);
     int64_t n = 1000;
     kb_tensor t = cf_tensor(m, "x", where, w, n, KB_F16, 1);
-    kb__coll_req r = {KB__CCL_BROADCAST, KB_SUM, NULL, 1, &t, NULL, root, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_BROADCAST, KB_SUM, NULL, 1, &t, NULL, root, NULL, 0, 0, NULL};
     run(m, &r, NULL);
     float *h = cf_read(m, t, n * w);
     for (int b = 0; b < w; b++)
@@ -114,7 +114,7 @@ static void reduce(cf_place where, int w, uint32_t root, kb_reduce_op op, kb_dty
 {
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor t = cf_tensor(m, "x", where, w, n, dt, 1);
-    kb__coll_req r = {KB__CCL_REDUCE, op, NULL, 1, &t, NULL, root, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_REDUCE, op, NULL, 1, &t, NULL, root, NULL, 0, 0, NULL};
     kb__coll_info info;
     run(m, &r, &info);
     cr_assert_str_eq(info.algorithm, "ring_reduce");
@@ -158,7 +158,7 @@ Test(coll_reduce, costs_about_a_broadcast)
     for (int i = 0; i < 3; i++) {
         kb_machine *m = cf_open(NULL, 0);
         kb_tensor x = cf_tensor(m, "x", CF_ONE_CUBE, 8, 65536, KB_F32, 1);
-        kb__coll_req r = {kinds[i], KB_SUM, NULL, 1, &x, NULL, 3, NULL, 0, 0};
+        kb__coll_req r = {kinds[i], KB_SUM, NULL, 1, &x, NULL, 3, NULL, 0, 0, NULL};
         kb__coll_info info;
         run(m, &r, &info);
         t[i] = (double)(info.t_run_end - info.t_run_start);
@@ -192,7 +192,7 @@ static void all_to_all(const char *const *sets, size_t n_sets, cf_place where, i
             h[(int64_t)b * n + x] = a2a_value(b, x, dt);
     cr_assert_eq(kb_copy_from_host(m, in, h, (size_t)(n * w) * sizeof *h, KB_F32), 0);
     free(h);
-    kb__coll_req r = {KB__CCL_ALL_TO_ALL, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_TO_ALL, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0, NULL};
     kb__coll_info info;
     run(m, &r, &info);
     cr_assert_str_eq(info.algorithm, "ring_all_to_all");
@@ -256,7 +256,7 @@ static uint64_t span(kb__ccl_collective kind, int w, int64_t c)
     int64_t n = kind == KB__CCL_ALL_TO_ALL ? (int64_t)w * c : c;
     kb_tensor in = cf_tensor(m, "in", CF_ONE_CUBE, w, n, KB_F32, 1);
     kb_tensor out = cf_tensor(m, "out", CF_ONE_CUBE, w, (int64_t)w * c, KB_F32, 0);
-    kb__coll_req r = {kind, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0};
+    kb__coll_req r = {kind, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0, NULL};
     kb__coll_info info;
     run(m, &r, &info);
     kb_close(m);
@@ -285,7 +285,7 @@ Test(coll_all_to_all, uneven_sizes_wrong_outputs_and_in_place_are_refused)
     kb_tensor out = cf_tensor(m, "out", CF_ONE_CUBE, 4, 10, KB_F32, 0);
     kb_tensor small = cf_tensor(m, "small", CF_ONE_CUBE, 4, 8, KB_F32, 0);
     kb_tensor in8 = cf_tensor(m, "in8", CF_ONE_CUBE, 4, 8, KB_F32, 1);
-    kb__coll_req r = {KB__CCL_ALL_TO_ALL, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_TO_ALL, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0, NULL};
     kb__err e;
     kb__err_clear(&e);
     cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_EINVAL);
@@ -301,6 +301,106 @@ Test(coll_all_to_all, uneven_sizes_wrong_outputs_and_in_place_are_refused)
     r.out = &in8; /* in place: chunks would be overwritten before they are sent */
     cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_EINVAL);
     cr_expect(strstr(e.msg, "all_to_all: output 'in8' is also an input"), "%s", e.msg);
+    kb_close(m);
+}
+
+/* all_to_all_v: buffer i sends counts[i·w + j] elements to buffer j, its
+ * chunks back to back by destination; buffer j gets them back to back by
+ * source, the rest of its output untouched (zero). A seeded matrix with
+ * zeros, checked against that plain host definition. */
+static void all_to_all_v(cf_place where, int w, int64_t most, uint64_t seed, kb_dtype dt)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    int64_t *cnt = malloc((size_t)(w * w) * sizeof *cnt), nin = 1, nout = 1;
+    for (int e = 0; e < w * w; e++) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        cnt[e] = seed % 5 == 0 ? 0 : (int64_t)(seed >> 8) % (most + 1);
+    }
+    for (int i = 0; i < w; i++) {
+        int64_t row = 0, col = 0;
+        for (int j = 0; j < w; j++)
+            row += cnt[i * w + j], col += cnt[j * w + i];
+        if (row > nin) nin = row;
+        if (col > nout) nout = col;
+    }
+    kb_tensor in = cf_tensor(m, "in", where, w, nin, dt, 0);
+    kb_tensor out = cf_tensor(m, "out", where, w, nout, dt, 0);
+    float *h = malloc((size_t)(nin * w) * sizeof *h);
+    for (int b = 0; b < w; b++)
+        for (int64_t x = 0; x < nin; x++)
+            h[(int64_t)b * nin + x] = a2a_value(b, x, dt);
+    cr_assert_eq(kb_copy_from_host(m, in, h, (size_t)(nin * w) * sizeof *h, KB_F32), 0);
+    kb__coll_req r = {KB__CCL_ALL_TO_ALL_V, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0, cnt};
+    kb__coll_info info;
+    run(m, &r, &info);
+    cr_assert_str_eq(info.algorithm, "ring_all_to_all_v");
+    float *g = cf_read(m, out, nout * w);
+    for (int j = 0; j < w; j++) {
+        int64_t at = 0;
+        for (int i = 0; i < w; i++) {
+            int64_t from = 0; /* where i's chunk for j starts in i's input */
+            for (int k = 0; k < j; k++)
+                from += cnt[i * w + k];
+            for (int64_t x = 0; x < cnt[i * w + j]; x++) {
+                float want = a2a_value(i, from + x, dt), got = g[(int64_t)j * nout + at + x];
+                cr_assert_eq(got, want, "world %d: out %d, from %d, element %lld: %g, expected %g",
+                             w, j, i, (long long)x, got, want);
+            }
+            at += cnt[i * w + j];
+        }
+        for (; at < nout; at++)
+            cr_assert_eq(g[(int64_t)j * nout + at], 0.0f, "out %d element %lld: written", j,
+                         (long long)at);
+    }
+    free(g);
+    free(h);
+    free(cnt);
+    kb_close(m);
+}
+
+Test(coll_all_to_all_v, two_ranks)
+{
+    all_to_all_v(CF_ONE_CUBE, 2, 40, 7, KB_F32);
+}
+Test(coll_all_to_all_v, odd_world_f16)
+{
+    all_to_all_v(CF_ONE_CUBE, 3, 70, 11, KB_F16);
+}
+Test(coll_all_to_all_v, over_cubes)
+{
+    all_to_all_v(CF_CUBES, 16, 9, 3, KB_F32);
+}
+Test(coll_all_to_all_v, over_both_sips)
+{
+    all_to_all_v(CF_TWO_SIPS, 16, 21, 5, KB_F32);
+}
+/* chunks of many pieces next to empty ones, in rounds of the window */
+Test(coll_all_to_all_v, large_and_empty_chunks)
+{
+    all_to_all_v(CF_ONE_CUBE, 4, 30000, 13, KB_F32);
+}
+
+Test(coll_all_to_all_v, bad_counts_are_refused)
+{
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor in = cf_tensor(m, "in", CF_ONE_CUBE, 2, 10, KB_F32, 1);
+    kb_tensor out = cf_tensor(m, "out", CF_ONE_CUBE, 2, 6, KB_F32, 0);
+    int64_t neg[4] = {1, -2, 3, 4}, fat[4] = {6, 5, 1, 1}, wide[4] = {5, 2, 3, 1};
+    kb__coll_req r = {KB__CCL_ALL_TO_ALL_V, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0, neg};
+    kb__err e;
+    kb__err_clear(&e);
+    cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_EINVAL);
+    cr_expect(strstr(e.msg, "count -2 from buffer 0 to buffer 1 is negative"), "%s", e.msg);
+    r.counts = fat;
+    cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_EINVAL);
+    cr_expect(strstr(e.msg, "buffer 0 (tensor 'in' shard 0 on sip0/cube0/pe0) sends 11 elements "
+                            "but holds 10"),
+              "%s", e.msg);
+    r.counts = wide;
+    cr_assert_eq(kb__ccl_run(m, &r, NULL, &e), KB_EINVAL);
+    cr_expect(strstr(e.msg, "buffer 0's output (tensor 'out' shard 0 on sip0/cube0/pe0) gets 8 "
+                            "elements but holds 6"),
+              "%s", e.msg);
     kb_close(m);
 }
 
@@ -322,7 +422,7 @@ Test(coll_index, two_tensors_index_in_call_order)
         int64_t oshape = 8 * 16 * n;
         cr_assert_eq(kb_empty(m, "o", 1, &oshape, KB_F32, &p1, &out[i]), 0);
     }
-    kb__coll_req r = {KB__CCL_ALL_GATHER, KB_SUM, NULL, 2, ab, out, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_GATHER, KB_SUM, NULL, 2, ab, out, 0, NULL, 0, 0, NULL};
     kb__coll_info info;
     run(m, &r, &info);
     cr_assert_eq(info.world, 16u);
@@ -339,7 +439,7 @@ Test(coll_hello, every_rank_sends_to_next_and_buffers_stay)
 {
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor t = cf_tensor(m, "x", CF_CUBES, 16, 3000, KB_F32, 1);
-    kb__coll_req r = {KB__CCL_SEND_RECV, KB_SUM, NULL, 1, &t, NULL, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_SEND_RECV, KB_SUM, NULL, 1, &t, NULL, 0, NULL, 0, 0, NULL};
     kb__coll_info info;
     run(m, &r, &info);
     cr_assert_str_eq(info.algorithm, "hello_send");
@@ -357,7 +457,7 @@ Test(coll_cache, same_pe_set_reuses_the_install_another_reinstalls)
     kb_tensor a = cf_tensor(m, "a", CF_ONE_CUBE, 4, 10, KB_F32, 1);
     kb_tensor b = cf_tensor(m, "b", CF_ONE_CUBE, 4, 20, KB_F32, 1);
     kb_tensor c = cf_tensor(m, "c", CF_ONE_CUBE, 8, 10, KB_F32, 1);
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 1, &a, NULL, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 1, &a, NULL, 0, NULL, 0, 0, NULL};
     kb__coll_info info;
     run(m, &r, &info);
     cr_assert_eq(info.installed, 1);

@@ -25,7 +25,7 @@ Test(coll_errors, unknown_algorithm)
 {
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "ring_allreduc", 1, &t, NULL, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "ring_allreduc", 1, &t, NULL, 0, NULL, 0, 0, NULL};
     kb__err e;
     cr_assert_eq(run_err(m, &r, &e), KB_ENOTFOUND);
     cr_assert(strstr(e.msg, "'ring_allreduc'; did you mean 'ring_allreduce'"), "%s", e.msg);
@@ -38,7 +38,7 @@ Test(coll_errors, unknown_module_lists_the_known_ones)
     const char *sets[] = {"ccl.algorithms.mine={module: ring_alreduce, topology: ring_1d}"};
     kb_machine *m = cf_open(sets, 1);
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "mine", 1, &t, NULL, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "mine", 1, &t, NULL, 0, NULL, 0, 0, NULL};
     kb__err e;
     cr_assert_eq(run_err(m, &r, &e), KB_ENOTFOUND);
     cr_assert(strstr(e.msg, "algorithm 'mine': unknown module 'ring_alreduce' (known modules: "
@@ -58,7 +58,7 @@ Test(coll_errors, mismatched_dtypes_name_both)
     kb_set_device(m, 1);
     p.num_sips = 0;
     cr_assert_eq(kb_empty(m, "b", 1, &shape, KB_F16, &p, &t[1]), 0, "%s", kb_last_error(m));
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 2, t, NULL, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 2, t, NULL, 0, NULL, 0, 0, NULL};
     kb__err e;
     cr_assert_eq(run_err(m, &r, &e), KB_EINVAL);
     cr_assert(strstr(e.msg, "tensor 'b' shard 0 on sip1/cube0/pe0 is f16 [8 elements], but the "
@@ -75,7 +75,7 @@ Test(coll_errors, mismatched_sizes)
     kb_policy p = {KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 1, 2, 1, 0, 0};
     int64_t shape = 18;
     cr_assert_eq(kb_empty(m, "b", 1, &shape, KB_F32, &p, &t[1]), 0, "%s", kb_last_error(m));
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 2, t, NULL, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 2, t, NULL, 0, NULL, 0, 0, NULL};
     kb__err e;
     cr_assert_eq(run_err(m, &r, &e), KB_EINVAL);
     cr_assert(strstr(e.msg, "tensor 'b' shard 0 on sip0/cube0/pe0 is f32 [9 elements]"), "%s",
@@ -89,7 +89,7 @@ Test(coll_errors, two_buffers_on_one_pe)
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor t[2] = {cf_tensor(m, "a", CF_ONE_CUBE, 4, 8, KB_F32, 1),
                       cf_tensor(m, "b", CF_ONE_CUBE, 4, 8, KB_F32, 1)};
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 2, t, NULL, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 2, t, NULL, 0, NULL, 0, 0, NULL};
     kb__err e;
     cr_assert_eq(run_err(m, &r, &e), KB_EINVAL);
     cr_assert(strstr(e.msg, "tensor 'b' shard 0 and tensor 'a' shard 0 are both on "
@@ -104,7 +104,7 @@ Test(coll_errors, world_size_not_fitting_mesh_2d)
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 6, 8, KB_F32, 1);
     kb_tensor t2 = cf_tensor(m, "y", CF_ONE_CUBE, 2, 8, KB_F32, 1);
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "mesh_allreduce", 1, &t2, NULL, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "mesh_allreduce", 1, &t2, NULL, 0, NULL, 0, 0, NULL};
     kb__err e;
     cr_assert_eq(run_err(m, &r, &e), KB_ECONFIG);
     cr_assert(strstr(e.msg, "collective all_reduce over 2 buffers: algorithm 'mesh_allreduce': "
@@ -121,7 +121,7 @@ Test(coll_errors, reduce_scatter_sizes_and_broadcast_root)
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor in = cf_tensor(m, "in", CF_ONE_CUBE, 4, 10, KB_F32, 1);
     kb_tensor out = cf_tensor(m, "out", CF_ONE_CUBE, 4, 3, KB_F32, 0);
-    kb__coll_req r = {KB__CCL_REDUCE_SCATTER, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_REDUCE_SCATTER, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0, NULL};
     kb__err e;
     cr_assert_eq(run_err(m, &r, &e), KB_EINVAL);
     cr_assert(strstr(e.msg, "10 elements per buffer do not divide by 4 ranks"), "%s", e.msg);
@@ -131,10 +131,10 @@ Test(coll_errors, reduce_scatter_sizes_and_broadcast_root)
     cr_assert(strstr(e.msg, "is f32 [3 elements], expected f32 [2] (8 input elements / 4 ranks)"),
               "%s", e.msg);
     r.in = &in;
-    kb__coll_req b = {KB__CCL_BROADCAST, KB_SUM, NULL, 1, &in, NULL, 4, NULL, 0, 0};
+    kb__coll_req b = {KB__CCL_BROADCAST, KB_SUM, NULL, 1, &in, NULL, 4, NULL, 0, 0, NULL};
     cr_assert_eq(run_err(m, &b, &e), KB_EINVAL);
     cr_assert(strstr(e.msg, "root 4, but there are 4 buffers"), "%s", e.msg);
-    kb__coll_req w = {KB__CCL_ALL_REDUCE, KB_SUM, "ring_broadcast", 1, &in, NULL, 0, NULL, 0, 0};
+    kb__coll_req w = {KB__CCL_ALL_REDUCE, KB_SUM, "ring_broadcast", 1, &in, NULL, 0, NULL, 0, 0, NULL};
     cr_assert_eq(run_err(m, &w, &e), KB_EINVAL);
     cr_assert(strstr(e.msg, "algorithm 'ring_broadcast' implements broadcast"), "%s", e.msg);
     still_usable(m);
@@ -149,7 +149,7 @@ Test(coll_errors, rings_that_do_not_fit_and_a_failing_kernel)
     kb_machine *m = cf_open(sets, 3);
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 8, 8, KB_F32, 1);
     kb__coll_req r = {
-        KB__CCL_ALL_REDUCE, KB_SUM, "ring_allreduce_sram", 1, &t, NULL, 0, NULL, 0, 0};
+        KB__CCL_ALL_REDUCE, KB_SUM, "ring_allreduce_sram", 1, &t, NULL, 0, NULL, 0, 0, NULL};
     kb__err e;
     int rc = run_err(m, &r, &e);
     cr_assert(rc == KB_ENOSPC || rc == KB_ECONFIG, "%d %s", rc, e.msg);

@@ -248,7 +248,7 @@ static void shift(kb_machine *m, kb_tensor t, int w)
         h[x] = (float)x;
     cr_assert_eq(kb_copy_from_host(m, t, h, (size_t)(w * N) * sizeof *h, KB_F32), 0);
     free(h);
-    kb__coll_req req = {KB__CCL_ALL_REDUCE, KB_SUM, "shift", 1, &t, NULL, 0, NULL, 0, 0};
+    kb__coll_req req = {KB__CCL_ALL_REDUCE, KB_SUM, "shift", 1, &t, NULL, 0, NULL, 0, 0, NULL};
     kb__err e;
     kb__err_clear(&e);
     cr_assert_eq(kb__ccl_run(m, &req, NULL, &e), 0, "%s", e.msg);

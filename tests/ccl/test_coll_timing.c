@@ -139,7 +139,7 @@ Test(coll_timing, large_reduce_scatter_and_all_gather_are_within_ten_percent_of_
             cf_tensor(m, "in", w > 8 ? CF_CUBES : CF_ONE_CUBE, w, cases[i].in, KB_F32, 1);
         kb_tensor out =
             cf_tensor(m, "out", w > 8 ? CF_CUBES : CF_ONE_CUBE, w, cases[i].out, KB_F32, 0);
-        kb__coll_req r = {cases[i].kind, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0};
+        kb__coll_req r = {cases[i].kind, KB_SUM, NULL, 1, &in, &out, 0, NULL, 0, 0, NULL};
         kb__coll_info info;
         kb__err e;
         kb__err_clear(&e);

@@ -28,7 +28,7 @@ static void add_algorithm(kb_machine *m, const char *algo, const char *module, c
  * gets the message. */
 static void all_reduce_fails(kb_machine *m, kb_tensor *t, const char *algo, int want, kb__err *e)
 {
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, algo, 1, t, NULL, 0, NULL, 0, 0};
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, algo, 1, t, NULL, 0, NULL, 0, 0, NULL};
     cr_assert_eq(kb__ccl_run(m, &r, NULL, e), want, "%s", e->msg);
 }
 

@@ -337,6 +337,49 @@ Test(dist_coll, spawned_all_to_all_over_both_sips)
     kb_close(m);
 }
 
+/* kb_all_to_all_v between two ranks of different buffer sizes: rank 0's
+ * 10 elements go 3 to itself and 7 to rank 1, rank 1's 5 go 4 to rank 0
+ * and 1 to itself (arg: the counts rank 1 passes, 2 or a wrong 3). */
+static int rank_all_to_all_v(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    ranks_out *o = arg;
+    static const int64_t sends[2][3] = {{3, 7}, {4, 1, 0}};
+    int64_t n = rank ? 5 : 10, on = 8;
+    float h[10];
+    for (int i = 0; i < n; i++)
+        h[i] = val(rank, i);
+    kb_tensor in = {0}, out = {0};
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_empty(m, NULL, 1, &n, KB_F32, &ONE_PE, &in);
+    if (!rc) rc = kb_copy_from_host(m, in, h, (size_t)n * sizeof *h, KB_F32);
+    if (!rc) rc = kb_full(m, NULL, 1, &on, KB_F32, &ONE_PE, -1.0, &out);
+    if (!rc) rc = kb_all_to_all_v(m, out, in, sends[rank], rank ? (size_t)o->n : 2);
+    if (!rc) rc = kb_copy_to_host(m, out, o->got[rank], 8 * sizeof(float), KB_F32);
+    return rc;
+}
+
+Test(dist_coll, spawned_all_to_all_v_of_uneven_chunks)
+{
+    kb_machine *m = open_m();
+    ranks_out o;
+    memset(&o, 0, sizeof o);
+    o.n = 2;
+    cr_assert_eq(kb_spawn(m, rank_all_to_all_v, 2, &o), 0, "%s", kb_last_error(m));
+    /* rank 0: its own 0..2, then rank 1's 0..3; rank 1: rank 0's 3..9, then its own 4 */
+    const float want[2][8] = {
+        {val(0, 0), val(0, 1), val(0, 2), val(1, 0), val(1, 1), val(1, 2), val(1, 3), -1},
+        {val(0, 3), val(0, 4), val(0, 5), val(0, 6), val(0, 7), val(0, 8), val(0, 9), val(1, 4)}};
+    for (int r = 0; r < 2; r++)
+        for (int i = 0; i < 8; i++)
+            cr_expect_eq(o.got[r][i], want[r][i], "rank %d element %d", r, i);
+    o.n = 3;
+    cr_assert_eq(kb_spawn(m, rank_all_to_all_v, 2, &o), KB_EINVAL);
+    cr_expect(strstr(kb_last_error(m), "kb_all_to_all_v: host rank 1 passed 3 counts, expected 2"),
+              "%s", kb_last_error(m));
+    kb_close(m);
+}
+
 /* The driver's process group is inherited by the ranks it spawns. */
 static int no_init(kb_machine *m, int rank, int nprocs, void *arg)
 {

@@ -20,6 +20,7 @@ static const kb__ccl_module modules[] = {
     {"ring_broadcast", KB__CCL_BROADCAST, KB__CCL_RING_1D, kb__ccl_ring_broadcast},
     {"ring_all_to_all", KB__CCL_ALL_TO_ALL, KB__CCL_RING_1D, kb__ccl_ring_all_to_all},
     {"ring_reduce", KB__CCL_REDUCE, KB__CCL_RING_1D, kb__ccl_ring_reduce},
+    {"ring_all_to_all_v", KB__CCL_ALL_TO_ALL_V, KB__CCL_RING_1D, kb__ccl_ring_all_to_all},
     {"hello_send", KB__CCL_SEND_RECV, KB__CCL_RING_1D, kb__ccl_hello_send},
 };
 

@@ -288,29 +288,34 @@ void kb__ccl_ring_reduce(tl_ctx *k)
     }
 }
 
-/* All-to-all: buffer b's chunk c (N/p elements each) goes to chunk b of
- * buffer c's output. The ring's queues run both ways, so a chunk goes the
- * short way round: to the rank d places on (d <= p/2) through NEXT, to the
- * rank d places back (d <= (p-1)/2) through PREV, forwarded by the d - 1
- * ranks between. In phase d every rank sends its own chunk for rank r + d
- * to NEXT, then passes on the first d - 1 chunks it receives from PREV
- * (from r - 1, r - 2, ..., bound past it) and keeps the d-th (from r - d,
- * bound for it); the same mirrored toward PREV, at once. A phase is, each
- * way, a stream like the all-gather's over d steps, O[k] = own piece k
- * (k < m), O[k] = I[k - m] after; a way's phases follow one another in
- * one stream, where that still holds, so no phase waits for the last to
- * drain. Rounds of at most half the window of pieces per chunk (two
- * streams share the tile scratch), the receives lagging behind the sends
- * (see round_run). The chunk a rank keeps is copied during phase 1, piece
- * by piece behind the sends. Each way of a link carries about p²/8
- * chunks, against p - 1 in an all-gather (one way). Copies only: every
- * output holds the input bits. */
+/* All-to-all: buffer b's chunk c goes to chunk b of buffer c's output:
+ * chunks of N/p elements, or with s->counts (all_to_all_v) counts[b·p +
+ * c] elements, each in buffer's chunks back to back by destination index
+ * and each out buffer's by source index. The ring's queues run both ways,
+ * so a chunk goes the short way round: to the rank d places on (d <= p/2)
+ * through NEXT, to the rank d places back (d <= (p-1)/2) through PREV,
+ * forwarded by the d - 1 ranks between. In phase d every rank sends its
+ * own chunk for rank r + d to NEXT, then passes on the first d - 1 chunks
+ * it receives from PREV (from r - 1, r - 2, ..., bound past it) and keeps
+ * the d-th (from r - d, bound for it); the same mirrored toward PREV, at
+ * once. A phase is, each way, a stream like the all-gather's over d
+ * steps, O[k] = own piece k (k < m), O[k] = I[k - m] after; a way's
+ * phases follow one another in one stream, where that still holds, so no
+ * phase waits for the last to drain. Rounds of at most half the window of
+ * pieces per chunk (two streams share the tile scratch), the receives
+ * lagging behind the sends (see round_run). A place of the stream is a
+ * piece of a known chunk, so with uneven chunks every rank skips the same
+ * empty pieces on both ends. The chunk a rank keeps is copied during phase
+ * 1, piece by piece behind the sends. Each way of a link carries about
+ * p²/8 chunks, against p - 1 in an all-gather (one way). Copies only:
+ * every output holds the input bits. */
 typedef struct a2a {
     tl_ctx *k;
     const kb_ccl_sched *s;
     tl_tensor *in, *out;
     int r, p;
-    int64_t chunk, first, m; /* elements per chunk; this round's first piece, pieces */
+    int64_t chunk;    /* elements per chunk without counts */
+    int64_t first, m; /* this round: first piece of every chunk, pieces */
 } a2a;
 
 /* A place in one way's stream: phase d, message k of the phase (its own
@@ -338,25 +343,49 @@ static void a2a_next(a2a_pos *c, int64_t m)
     if (++c->k == c->d * m) c->d++, c->k = 0;
 }
 
-static int64_t a2a_len(const a2a *g, int64_t j)
+/* Elements of the chunk from ring rank o to ring rank d. */
+static int64_t a2a_chunk(const a2a *g, int o, int d)
 {
-    int64_t a = (g->first + j) * g->s->piece;
-    return g->chunk - a < g->s->piece ? g->chunk - a : g->s->piece;
+    const kb_ccl_sched *s = g->s;
+    o = wrap(o, g->p), d = wrap(d, g->p);
+    return s->counts ? s->counts[(int64_t)s->index[o] * g->p + s->index[d]] : g->chunk;
 }
 
-/* Piece j of this round of the input chunk bound for ring rank dst. */
+/* Where the chunk o -> d starts: in o's input (in 1), or in d's output:
+ * after the chunks o sends to lower buffer indexes, or d gets from them. */
+static int64_t a2a_at(const a2a *g, int o, int d, int in)
+{
+    const uint32_t *x = g->s->index;
+    o = wrap(o, g->p), d = wrap(d, g->p);
+    if (!g->s->counts) return (int64_t)x[in ? d : o] * g->chunk;
+    int64_t at = 0;
+    for (int e = 0; e < g->p; e++)
+        if (x[e] < x[in ? d : o]) at += in ? a2a_chunk(g, o, e) : a2a_chunk(g, e, d);
+    return at;
+}
+
+/* Elements of piece j of this round of the chunk o -> d (0: none). */
+static int64_t a2a_len(const a2a *g, int o, int d, int64_t j)
+{
+    int64_t left = a2a_chunk(g, o, d) - (g->first + j) * g->s->piece;
+    return left <= 0 ? 0 : left < g->s->piece ? left : g->s->piece;
+}
+
+/* Piece j of this round of this rank's chunk for ring rank dst, or TL_NONE. */
 static tl_tile a2a_own(a2a *g, int dst, int64_t j)
 {
-    int64_t at = (int64_t)g->s->index[wrap(dst, g->p)] * g->chunk + (g->first + j) * g->s->piece;
-    return kb__ccl_load(g->k, g->in, at, a2a_len(g, j));
+    int64_t len = a2a_len(g, g->r, dst, j);
+    if (!len) return TL_NONE;
+    return kb__ccl_load(g->k, g->in, a2a_at(g, g->r, dst, 1) + (g->first + j) * g->s->piece, len);
 }
 
 /* Copies piece j of this round of the chunk a rank keeps (bound for itself). */
 static void a2a_keep(a2a *g, int64_t j)
 {
-    int64_t at = (int64_t)g->s->index[g->r] * g->chunk + (g->first + j) * g->s->piece;
-    tl_tile v = kb__ccl_load(g->k, g->in, at, a2a_len(g, j));
-    kb__ccl_store(g->k, g->out, at, a2a_len(g, j), v);
+    int64_t len = a2a_len(g, g->r, g->r, j), off = (g->first + j) * g->s->piece;
+    if (!len) return;
+    tl_tile v = kb__ccl_load(g->k, g->in, a2a_at(g, g->r, g->r, 1) + off, len);
+    kb__ccl_store(g->k, g->out, a2a_at(g, g->r, g->r, 0) + off, len, v);
     tl_free(g->k, v);
 }
 
@@ -369,17 +398,24 @@ static void a2a_ahead(a2a *g, a2a_way *w, int64_t q)
     a2a_next(c, g->m);
 }
 
-/* w's next message: post the receive of I[i], send O[i]. */
+/* w's next message: post the receive of I[i], send O[i]. The inbound
+ * message at step t of phase d comes from ring rank r - sign (t + 1); the
+ * outbound one at step t >= 1 is the one that came in at step t - 1, from
+ * r - sign t; each is bound d ranks on from where it started. */
 static void a2a_send(a2a *g, a2a_way *w, int64_t q)
 {
     tl_ctx *k = g->k;
     a2a_pos c = w->snd;
-    int64_t m = g->m, len = a2a_len(g, c.k % m);
-    w->pend[c.i % q] = tl_recv_async(k, w->from, 1, &len, g->s->dtype);
-    tl_tile o = c.k < m ? w->own[c.i % q] : w->held[(c.i - m) % m];
+    int64_t m = g->m, t = c.k / m, j = c.k % m;
+    int in_from = g->r - w->sign * (int)(t + 1), out_from = g->r - w->sign * (int)t;
+    int64_t len = a2a_len(g, in_from, in_from + w->sign * c.d, j);
+    if (len) w->pend[c.i % q] = tl_recv_async(k, w->from, 1, &len, g->s->dtype);
+    tl_tile o = t == 0 ? w->own[c.i % q] : w->held[(c.i - m) % m];
     a2a_ahead(g, w, q); /* into the slot just freed */
-    tl_send(k, w->to, o);
-    tl_free(k, o);
+    if (a2a_len(g, out_from, out_from + w->sign * c.d, j)) {
+        tl_send(k, w->to, o);
+        tl_free(k, o);
+    }
     a2a_next(&w->snd, m);
 }
 
@@ -388,16 +424,17 @@ static void a2a_arrive(a2a *g, a2a_way *w, int64_t q)
 {
     tl_ctx *k = g->k;
     a2a_pos c = w->rcv;
-    int64_t m = g->m, last = (int64_t)(c.d - 1) * m;
+    int64_t m = g->m, t = c.k / m, j = c.k % m;
+    int from = g->r - w->sign * (int)(t + 1);
     a2a_next(&w->rcv, m);
+    if (!a2a_len(g, from, from + w->sign * c.d, j)) return;
     tl_tile got = tl_wait(k, w->pend[c.i % q]);
-    if (c.k < last) {
+    if (t + 1 < c.d) {
         w->held[c.i % m] = got; /* bound past this rank: sent on as O[i + m] */
         return;
     }
-    int64_t home = (int64_t)g->s->index[wrap(g->r - w->sign * c.d, g->p)] * g->chunk;
-    int64_t j = c.k - last;
-    kb__ccl_store(k, g->out, home + (g->first + j) * g->s->piece, a2a_len(g, j), got);
+    kb__ccl_store(k, g->out, a2a_at(g, from, g->r, 0) + (g->first + j) * g->s->piece,
+                  a2a_len(g, from, g->r, j), got);
     tl_free(k, got);
 }
 
@@ -433,7 +470,11 @@ void kb__ccl_ring_all_to_all(tl_ctx *k)
     g.in = tl_arg_tensor(k, 0);
     g.out = tl_arg_tensor(k, 1);
     g.r = tl_rank(k);
-    int64_t pieces = tl_cdiv(g.chunk, s->piece);
+    /* every rank runs as many rounds as the longest chunk of the call needs */
+    int64_t longest = s->counts ? 0 : g.chunk;
+    for (int64_t e = 0; s->counts && e < (int64_t)g.p * g.p; e++)
+        if (s->counts[e] > longest) longest = s->counts[e];
+    int64_t pieces = tl_cdiv(longest, s->piece);
     if (g.p == 1) { /* only the chunk it keeps, piece by piece */
         for (g.first = 0; g.first < pieces; g.first++)
             a2a_keep(&g, 0);
