@@ -245,7 +245,7 @@ done
 grep -Eq "^  ring_allreduce +all_reduce on ring_1d, module ring_allreduce, 4 x 4096 B slots in tcm \(default all_reduce\)$" \
     "$tmp/out" || fail "list does not describe ring_allreduce"
 for a in mesh_allreduce tree_allreduce ring_reduce_scatter ring_all_gather ring_broadcast \
-    ring_all_to_all ring_reduce hello_send; do
+    ring_all_to_all ring_reduce ring_all_to_all_v hello_send; do
     grep -q "^  $a " "$tmp/out" || fail "list lacks algorithm $a"
 done
 "$kb" list --ccl "$tmp/ccl.yaml" --set ccl.algorithms.my_ring.n_slots=2 >"$tmp/out" ||
