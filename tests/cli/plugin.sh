@@ -52,17 +52,20 @@ assert 0 < t4 < 1.5 * t2, (t2, t4)
 assert t8 < 1.5 * t4, (t4, t8)
 EOF2
 # the expert-parallel example: tokens go to their experts and back through two
-# all-to-alls; every rank's tokens come back exact, and the combine, which moves
-# the same bytes over the queues the dispatch installed, takes no longer than it
+# all-to-alls (even routing, and hashed routing with kb_all_to_all_v); every
+# rank's tokens come back exact, and the combine, which moves the same bytes
+# over the queues the dispatch installed, takes no longer than it
 cc -O2 -shared -fPIC -I"$src/include" "$src/examples/moe/moe.c" -o "$tmp/moe.so" \
     2>"$tmp/err" || fail "moe plug-in build: $(cat "$tmp/err")"
 for e in 2 4; do
     "$kb" run --bench "$tmp/moe.so" --opt experts=$e --opt capacity=16 --json "$tmp/moe$e.json" \
         >"$tmp/out" 2>&1 || fail "moe plug-in run, $e experts: $(cat "$tmp/out")"
 done
-python3 - "$tmp/moe2.json" "$tmp/moe4.json" <<'EOF3' || fail "moe report: $(cat "$tmp/moe4.json")"
+"$kb" run --bench "$tmp/moe.so" --opt experts=4 --opt capacity=16 --opt routing=hash \
+    --json "$tmp/moeh.json" >"$tmp/out" 2>&1 || fail "moe plug-in run, hashed: $(cat "$tmp/out")"
+python3 - "$tmp/moe2.json" "$tmp/moe4.json" "$tmp/moeh.json" <<'EOF3' || fail "moe report: $(cat "$tmp/moe4.json")"
 import json, sys
-for p in sys.argv[1:3]:
+for p in sys.argv[1:4]:
     d = json.load(open(p))
     assert d["pass"], d["checks"]
     f = d["figures"]
