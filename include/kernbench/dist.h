@@ -82,8 +82,9 @@ KB_API int kb_reduce(kb_machine *m, kb_tensor t, int dst, kb_reduce_op op);
 /* Buffer i's out chunk j := buffer j's in chunk i, where a buffer's N
  * elements are p equal chunks (N must divide by p, the buffers of the
  * call; out, another tensor than in, has N elements per buffer too):
- * torch's all_to_all_single with equal splits. The ring algorithm forwards each chunk the short way
- * round the ring: up to p/2 hops (docs/ccl.md). */
+ * torch's all_to_all_single with equal splits. The ring algorithm
+ * forwards each chunk the short way round the ring: up to p/2 hops
+ * (docs/ccl.md). */
 KB_API int kb_all_to_all(kb_machine *m, kb_tensor out, kb_tensor in);
 /* kb_all_to_all with chunks of any size (torch's all_to_all_single with
  * split sizes): send_counts[s·p + j] elements go from the caller's buffer

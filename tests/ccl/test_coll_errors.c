@@ -25,7 +25,8 @@ Test(coll_errors, unknown_algorithm)
 {
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 8, KB_F32, 1);
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "ring_allreduc", 1, &t, NULL, 0, NULL, 0, 0, NULL};
+    kb__coll_req r = {
+        KB__CCL_ALL_REDUCE, KB_SUM, "ring_allreduc", 1, &t, NULL, 0, NULL, 0, 0, NULL};
     kb__err e;
     cr_assert_eq(run_err(m, &r, &e), KB_ENOTFOUND);
     cr_assert(strstr(e.msg, "'ring_allreduc'; did you mean 'ring_allreduce'"), "%s", e.msg);
@@ -104,7 +105,8 @@ Test(coll_errors, world_size_not_fitting_mesh_2d)
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 6, 8, KB_F32, 1);
     kb_tensor t2 = cf_tensor(m, "y", CF_ONE_CUBE, 2, 8, KB_F32, 1);
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, "mesh_allreduce", 1, &t2, NULL, 0, NULL, 0, 0, NULL};
+    kb__coll_req r = {
+        KB__CCL_ALL_REDUCE, KB_SUM, "mesh_allreduce", 1, &t2, NULL, 0, NULL, 0, 0, NULL};
     kb__err e;
     cr_assert_eq(run_err(m, &r, &e), KB_ECONFIG);
     cr_assert(strstr(e.msg, "collective all_reduce over 2 buffers: algorithm 'mesh_allreduce': "
@@ -134,7 +136,8 @@ Test(coll_errors, reduce_scatter_sizes_and_broadcast_root)
     kb__coll_req b = {KB__CCL_BROADCAST, KB_SUM, NULL, 1, &in, NULL, 4, NULL, 0, 0, NULL};
     cr_assert_eq(run_err(m, &b, &e), KB_EINVAL);
     cr_assert(strstr(e.msg, "root 4, but there are 4 buffers"), "%s", e.msg);
-    kb__coll_req w = {KB__CCL_ALL_REDUCE, KB_SUM, "ring_broadcast", 1, &in, NULL, 0, NULL, 0, 0, NULL};
+    kb__coll_req w = {
+        KB__CCL_ALL_REDUCE, KB_SUM, "ring_broadcast", 1, &in, NULL, 0, NULL, 0, 0, NULL};
     cr_assert_eq(run_err(m, &w, &e), KB_EINVAL);
     cr_assert(strstr(e.msg, "algorithm 'ring_broadcast' implements broadcast"), "%s", e.msg);
     still_usable(m);
