@@ -170,8 +170,9 @@ static const kb_bench_opt_doc opts[] = {
     {"experts", "4", "host ranks, one expert each (2 .. SIPs x PEs per cube)"},
     {"capacity", "64", "each rank holds experts x capacity tokens (even: capacity per expert)"},
     {"hidden", "256", "f32 elements per token"},
-    {"routing", "even", "even: capacity tokens to every expert (kb_all_to_all); hash: as a hash "
-                        "of each token says (kb_all_to_all_v)"},
+    {"routing", "even",
+     "even: capacity tokens to every expert (kb_all_to_all); hash: as a hash "
+     "of each token says (kb_all_to_all_v)"},
 };
 
 KB_BENCH_PLUGIN const kb_bench kb_bench_plugin = {
