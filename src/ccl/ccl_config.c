@@ -27,8 +27,8 @@ extern const unsigned long kb__embedded_ccl_len;
 static const char *const buffer_names[] = {"tcm", "sram", "hbm"};
 static const char *const bp_names[] = {"poll", "sleep"};
 static const char *const topo_names[] = {"ring_1d", "mesh_2d", "tree"};
-static const char *const coll_names[] = {"all_reduce", "reduce_scatter", "all_gather",
-                                         "broadcast",  "all_to_all",     "reduce",
+static const char *const coll_names[] = {"all_reduce",   "reduce_scatter", "all_gather",
+                                         "broadcast",    "all_to_all",     "reduce",
                                          "all_to_all_v", "send_recv"};
 static const char *const field_names[] = {"buffer_kind",  "n_slots",       "slot_size",
                                           "backpressure", "vc_chunk_size", "credit_size",
