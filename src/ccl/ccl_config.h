@@ -64,7 +64,7 @@ typedef enum kb__ccl_collective {
     KB__CCL_ALL_TO_ALL,
     KB__CCL_REDUCE,
     KB__CCL_ALL_TO_ALL_V, /* all_to_all with a matrix of counts (kb_ccl_sched.counts) */
-    KB__CCL_SEND_RECV, /* point-to-point test kernels (hello_send) */
+    KB__CCL_SEND_RECV,    /* point-to-point test kernels (hello_send) */
     KB__CCL_COLLECTIVE_COUNT
 } kb__ccl_collective;
 
