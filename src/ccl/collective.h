@@ -92,9 +92,9 @@ typedef struct kb__coll_req {
     const int *ranks;      /* [n_ranks] host ranks taking part (their launch streams), NULL:
                               the caller's */
     uint32_t n_ranks;
-    int pairwise; /* BROADCAST of two tensors with as many shards each: shard i of
-                     in[root] goes to shard i of the other (point to point); each pair
-                     has queues of its own, one launch runs them all */
+    int pairwise;          /* BROADCAST of two tensors with as many shards each: shard i of
+                              in[root] goes to shard i of the other (point to point); each pair
+                              has queues of its own, one launch runs them all */
     const int64_t *counts; /* ALL_TO_ALL_V: [p·p], elements from buffer i to buffer j at
                               i·p + j (buffer indexes), else NULL */
 } kb__coll_req;
