@@ -36,105 +36,19 @@
  * peer's next receive from it.
  *
  * From the driver (no spawn) a collective runs directly; its only group is
- * the world.
+ * the world. Turning a round's calls into the device collective, and the
+ * report of the last one, are dist_run.c's (runtime/dist_internal.h).
+ *
  * Cost: O(members) per arrival, plus a look at every group with waiting
- * members (notes are refreshed; those groups are kept in a list); O(members) to find a rank in a
- * group, O(1) to find a pair's group (hashed); no simulated time beyond the collective itself.
+ * members (notes are refreshed; those groups are kept in a list);
+ * O(members) to find a rank in a group, O(1) to find a pair's group
+ * (hashed); no simulated time beyond the collective itself.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ccl/collective.h"
-#include "dist/spawn.h"
-#include "kernbench/dist.h"
-#include "mem/u64map.h"
-#include "runtime/internal.h"
-
-enum { CALL_INIT = KB__CCL_COLLECTIVE_COUNT, CALL_BARRIER, CALL_NEW_GROUP, CALL_KINDS };
-
-/* Group handles: (spawn serial << GROUP_BITS) | index; index 0 is the world,
- * whose handle is 0 in every kb_spawn. */
-#define GROUP_BITS 12
-#define GROUP_MAX  ((1 << GROUP_BITS) - 1)
-
-typedef struct call {
-    int kind; /* kb__ccl_collective, CALL_INIT, CALL_BARRIER or CALL_NEW_GROUP */
-    int comm; /* index of the group it is made in (0: the world) */
-    kb_reduce_op op;
-    kb_tensor in, out;
-    int root;              /* broadcast's src, reduce's dst as passed (a host rank, or the
-                              driver's shard) */
-    int root_index;        /* its index among the participants */
-    const int *ranks;      /* kb_new_group: the caller's list (valid while it waits) */
-    const int64_t *counts; /* kb_all_to_all_v: the caller's send counts (valid while it
-                              waits), n_counts of them */
-    size_t n_counts;
-    int n_ranks;
-    int p2p;        /* 1 kb_send, 2 kb_recv (a broadcast from the sender over the pair) */
-    int peer;       /* kb_send's dst, kb_recv's src */
-    uint64_t seq;   /* the rank's call number in its group, from 1 */
-    char what[384]; /* "kb_all_reduce(tensor 'x': 256 f32 per shard, sum) call #1" */
-} call;
-
-typedef struct round_slot {
-    kb__event ev;
-    int status;
-    int last;  /* the rank that ran the round */
-    int value; /* kb_new_group: the new group's handle */
-    kb__err err;
-} round_slot;
-
-/* A communicator: the world of a kb_spawn (index 0) or one of its groups
- * (kb_new_group), with its own rendezvous. Allocated one by one, so a
- * waiting rank's pointer into one stays valid while others are added. */
-typedef struct comm {
-    int n;       /* members */
-    int pair;    /* 1: the hidden group of two ranks kb_send / kb_recv meet in */
-    int *member; /* [n] host rank of group rank i; NULL for the world (identity) */
-    int arrived; /* members waiting in the current round */
-    int index;   /* in rt_group.comm */
-    struct comm *prev_waiting, *next_waiting; /* in rt_group.waiting while arrived > 0 */
-    uint64_t round;
-    uint64_t *seq; /* [n] calls made, per group rank */
-    round_slot slot[2];
-} comm;
-
-/* One kb_spawn's ranks and their rendezvous. Kept until kb_close when
- * kb__spawn abandons ranks, so an abandoned rank that wakes later still
- * finds its own group (and never a later one). */
-typedef struct rt_group {
-    kb_machine *m;
-    kb_rank_fn fn;
-    void *arg;
-    int n;
-    int pg;                  /* the group's process group is started */
-    int serial;              /* this kb_spawn's number, from 1 (group handles) */
-    int *sip;                /* [n] kb_set_device binding per rank */
-    kb__rt_scratch *scratch; /* [n] */
-    call *pend;              /* [n] pending call per rank (kind -1: none) */
-    kb__proc **proc;         /* [n] process of a waiting rank */
-    int *ended;              /* [n] rank returned */
-    kb__err *err;            /* [n] the rank's last failed call (kb__rt_fail) */
-    comm **comm;             /* [n_comm]: the world, then kb_new_group's groups */
-    int n_comm, cap_comm;
-    kb__u64map pairs;      /* lo << 32 | hi -> index in comm of the pair's hidden group */
-    comm *waiting;         /* the communicators with members waiting in a round */
-    kb__rt_group_ext ext;  /* a layer's state for this group (src/tp) */
-    struct rt_group *next; /* next abandoned group */
-} rt_group;
-
-typedef struct kb__rt_dist {
-    kb__dist d;
-    int driver_pg;       /* the driver started a process group */
-    rt_group *live;      /* the running kb_spawn's group, NULL when none */
-    int spawns;          /* kb_spawn calls so far (group serials) */
-    rt_group *abandoned; /* groups with abandoned ranks, freed by kb_close */
-    int driver_sip;
-    kb_ccl_report last;
-    int has_last;
-    kb__rt_group_ext driver_ext; /* the driver's slot (kb__rt_group_ext_of) */
-} kb__rt_dist;
+#include "runtime/dist_internal.h"
 
 static const char *op_name(kb_reduce_op op)
 {
@@ -143,7 +57,7 @@ static const char *op_name(kb_reduce_op op)
 }
 
 /* The public name of call c. */
-static const char *label(const call *c)
+const char *kb__rt_call_label(const call *c)
 {
     if (c->p2p) return c->p2p == 1 ? "kb_send" : "kb_recv";
     switch (c->kind) {
@@ -290,12 +204,7 @@ static comm *comm_new(int n, const int *member)
     return c;
 }
 
-/* Host rank of c's rank i, and c's rank of host rank r (-1: not a member). */
-static int member_of(const comm *c, int i)
-{
-    return c->member ? c->member[i] : i;
-}
-
+/* Host rank r's rank in c (-1: not a member). */
 static int rank_in(const comm *c, int r)
 {
     if (!c->member) return r >= 0 && r < c->n ? r : -1;
@@ -526,10 +435,10 @@ static void describe(kb_machine *m, const rt_group *g, call *c)
     group_str(g, c->comm, grp, sizeof grp);
     if (grp[0]) snprintf(in, sizeof in, " in %s", grp);
     if (c->seq)
-        snprintf(c->what, sizeof c->what, "%s(%s%s) call #%llu%s", label(c), a, b,
+        snprintf(c->what, sizeof c->what, "%s(%s%s) call #%llu%s", kb__rt_call_label(c), a, b,
                  (unsigned long long)c->seq, in);
     else
-        snprintf(c->what, sizeof c->what, "%s(%s%s)%s", label(c), a, b, in);
+        snprintf(c->what, sizeof c->what, "%s(%s%s)%s", kb__rt_call_label(c), a, b, in);
 }
 
 /* The tensors of a collective call exist (the same error the driver path
@@ -538,9 +447,9 @@ static int check_tensors(kb_machine *m, const call *c, kb__err *err)
 {
     if (c->kind >= KB__CCL_COLLECTIVE_COUNT) return 0;
     const kb__rt_tensor *t = kb__rt_tensor_get(m, c->in.id, err);
-    if (!t) return kb__err_prefix(err, "%s: input: ", label(c));
+    if (!t) return kb__err_prefix(err, "%s: input: ", kb__rt_call_label(c));
     if (kb__ccl_has_outputs(c->kind) && !kb__rt_tensor_get(m, c->out.id, err))
-        return kb__err_prefix(err, "%s: output: ", label(c));
+        return kb__err_prefix(err, "%s: output: ", kb__rt_call_label(c));
     return 0;
 }
 
@@ -570,7 +479,7 @@ static int same_call(const call *a, const call *b, kb_machine *m)
 /* The pending call of cm's rank i, or NULL when that member has none in cm. */
 static call *pending_in(rt_group *g, const comm *cm, int ci, int i)
 {
-    call *c = &g->pend[member_of(cm, i)];
+    call *c = &g->pend[kb__rt_member_of(cm, i)];
     return c->kind >= 0 && c->comm == ci ? c : NULL;
 }
 
@@ -585,24 +494,24 @@ static void refresh_notes(rt_group *g, int ci, int running)
     miss[0] = '\0';
     for (int i = 0; i < cm->n && len < sizeof miss - 40; i++) {
         if (pending_in(g, cm, ci, i)) continue;
-        int k = member_of(cm, i);
+        int k = kb__rt_member_of(cm, i);
         const call *other = &g->pend[k];
         char why[160] = "", grp[96];
         group_str(g, other->comm, grp, sizeof grp);
         if (g->ended[k])
             snprintf(why, sizeof why, " (ended)");
         else if (other->p2p)
-            snprintf(why, sizeof why, " (waiting in %s %s rank %d)", label(other),
+            snprintf(why, sizeof why, " (waiting in %s %s rank %d)", kb__rt_call_label(other),
                      other->p2p == 1 ? "to" : "from", other->peer);
         else if (other->kind >= 0)
-            snprintf(why, sizeof why, " (waiting in %s over %s)", label(other),
+            snprintf(why, sizeof why, " (waiting in %s over %s)", kb__rt_call_label(other),
                      grp[0] ? grp : "the world");
         int w = snprintf(miss + len, sizeof miss - len, "%s%d%s", len ? ", " : "", k, why);
         if (w > 0) len += (size_t)w;
         n_miss++;
     }
     for (int i = 0; i < cm->n; i++) {
-        int k = member_of(cm, i);
+        int k = kb__rt_member_of(cm, i);
         if (!pending_in(g, cm, ci, i) || !g->proc[k]) continue;
         if (k == running)
             kb__proc_set_note(g->proc[k], "%s runs the collective for all %d ranks",
@@ -632,8 +541,8 @@ static void list_calls(rt_group *g, int ci, kb__err *e, const char *head)
     size_t len = strlen(e->msg);
     for (int i = 0; i < cm->n && len < sizeof e->msg - 1; i++) {
         const call *c = pending_in(g, cm, ci, i);
-        int w = snprintf(e->msg + len, sizeof e->msg - len, "\n  rank %d: %s", member_of(cm, i),
-                         c ? c->what : "no pending call");
+        int w = snprintf(e->msg + len, sizeof e->msg - len, "\n  rank %d: %s",
+                         kb__rt_member_of(cm, i), c ? c->what : "no pending call");
         if (w > 0) len += (size_t)w;
     }
 }
@@ -698,7 +607,7 @@ static int rendezvous(kb_machine *m, rt_group *g, int r, call *c, kb__err *err, 
     s->status = st;
     s->last = r;
     for (int i = 0; i < cm->n; i++) {
-        int k = member_of(cm, i);
+        int k = kb__rt_member_of(cm, i);
         g->pend[k].kind = -1, g->proc[k] = NULL;
     }
     count_arrivals(g, cm, 0);
@@ -709,222 +618,6 @@ static int rendezvous(kb_machine *m, rt_group *g, int r, call *c, kb__err *err, 
     *value = s->value;
     if (st) kb__err_copy(err, &s->err);
     return st;
-}
-
-/* ---- running one collective -------------------------------------------------------- */
-
-static void keep_report(kb__rt_dist *x, const kb__coll_info *info)
-{
-    kb_ccl_report *o = &x->last;
-    memset(o, 0, sizeof *o);
-    snprintf(o->algorithm, sizeof o->algorithm, "%s", info->algorithm);
-    o->world = (int)info->world;
-    o->bytes_per_rank = info->bytes_per_rank;
-    o->installed = info->installed;
-    o->install_ps = info->installed ? info->install.t_end - info->install.t_start : 0;
-    o->start_ps = info->t_start;
-    o->end_ps = info->t_end;
-    o->run_start_ps = info->t_run_start;
-    o->run_end_ps = info->t_run_end;
-    o->predicted_ps = info->predicted_ps;
-    o->alpha_ps = info->alpha_ps;
-    o->beta_ps_per_byte = info->beta_ps_per_byte;
-    o->link_bw_gbs = info->link_bw_gbs;
-    memcpy(o->phase_ps, info->phase_ps, sizeof o->phase_ps);
-    memcpy(o->bottleneck, info->bottleneck, sizeof o->bottleneck);
-    snprintf(o->buffer_kind, sizeof o->buffer_kind, "%s",
-             kb__ccl_buffer_name(info->queues.buffer_kind));
-    o->n_slots = (int)info->queues.n_slots;
-    o->slot_size = info->queues.slot_size;
-    o->piece_bytes = info->piece_bytes;
-    x->has_last = 1;
-}
-
-/* kb_all_to_all_v: the p x p matrix of the calls c[0..n) (host ranks
- * ranks[0..n), NULL from the driver), each caller's rows (one per shard of
- * its input) in index order; *out is allocated. A caller whose count of
- * counts is not its shards times p is named. */
-static int gather_counts(kb_machine *m, const call *const *c, const int *ranks, int n,
-                         int64_t **out, kb__err *err)
-{
-    size_t p = 0, at = 0;
-    for (int k = 0; k < n; k++) {
-        kb__rt_tensor *t = kb__rt_tensor_get(m, c[k]->in.id, err);
-        if (!t) return err->code;
-        p += (size_t)t->plan.n_shards;
-    }
-    int64_t *v = malloc(p * p * sizeof *v);
-    if (!v) return kb__err_set(err, KB_ENOMEM, "kb_all_to_all_v: out of host memory");
-    for (int k = 0; k < n; k++) {
-        kb__rt_tensor *t = kb__rt_tensor_get(m, c[k]->in.id, err);
-        size_t want = (size_t)t->plan.n_shards * p;
-        if (!c[k]->counts || c[k]->n_counts != want) {
-            char who[32] = "";
-            if (ranks) snprintf(who, sizeof who, "host rank %d ", ranks[k]);
-            free(v);
-            return kb__err_set(err, KB_EINVAL,
-                               "kb_all_to_all_v: %spassed %zu counts, expected %zu: a row of %zu "
-                               "(the call's buffers) for each of its %d shards",
-                               who, c[k]->counts ? c[k]->n_counts : 0, want, p, t->plan.n_shards);
-        }
-        memcpy(v + at, c[k]->counts, want * sizeof *v);
-        at += want;
-    }
-    *out = v;
-    return 0;
-}
-
-/* Runs calls c[0..n) (one per participant in index order, all matching;
- * ranks[0..n) their host ranks, NULL from the driver) as one collective. */
-static int run_calls(kb_machine *m, kb__rt_dist *x, const call *const *c, const int *ranks, int n,
-                     kb__err *err)
-{
-    if (c[0]->kind == CALL_INIT) return kb__ccl_prepare(m, NULL, NULL, err);
-    if (c[0]->kind == CALL_BARRIER) return 0;
-    kb_tensor *in = calloc((size_t)n, sizeof *in), *out = calloc((size_t)n, sizeof *out);
-    if (!in || !out) {
-        free(in);
-        free(out);
-        return kb__err_set(err, KB_ENOMEM, "%s: out of host memory", label(c[0]));
-    }
-    uint32_t root = 0;
-    for (int k = 0; k < n; k++) {
-        in[k] = c[k]->in;
-        out[k] = c[k]->out;
-    }
-    int rc = 0;
-    if (c[0]->p2p) { /* pairwise: the sender's tensor */
-        root = (uint32_t)c[0]->root_index;
-    } else if (kb__ccl_has_root(c[0]->kind)) { /* the root's index: shards before it */
-        int src = n > 1 ? c[0]->root_index : 0;
-        for (int k = 0; k < src && !rc; k++) {
-            kb__rt_tensor *t = kb__rt_tensor_get(m, in[k].id, err);
-            if (!t)
-                rc = err->code;
-            else
-                root += (uint32_t)t->plan.n_shards;
-        }
-        if (n == 1) root = (uint32_t)c[0]->root;
-    }
-    int64_t *counts = NULL;
-    if (!rc && c[0]->kind == KB__CCL_ALL_TO_ALL_V) rc = gather_counts(m, c, ranks, n, &counts, err);
-    kb__coll_req req = {.kind = (kb__ccl_collective)c[0]->kind,
-                        .op = c[0]->op,
-                        .n = (uint32_t)n,
-                        .in = in,
-                        .out = kb__ccl_has_outputs(c[0]->kind) ? out : NULL,
-                        .root = root,
-                        .ranks = ranks,
-                        .n_ranks = ranks ? (uint32_t)n : 0,
-                        .pairwise = c[0]->p2p != 0,
-                        .counts = counts};
-    kb__coll_info info;
-    memset(&info, 0, sizeof info);
-    if (!rc) rc = kb__ccl_run(m, &req, &info, err);
-    if (!rc) keep_report(x, &info);
-    free(in);
-    free(out);
-    free(counts);
-    return rc;
-}
-
-static int64_t shard_elems(const kb__rt_tensor *t, int s)
-{
-    return (int64_t)(t->plan.shards[s].bytes / kb__dtype_size(t->dtype));
-}
-
-/* Reduce-scatter, all-gather and all-to-all: every member's output shards
- * hold N/p (reduce-scatter), p*N (all-gather) or N (all-to-all) elements of
- * the input's dtype, where N is the elements of one input buffer and p the
- * buffers of all members. Names the host rank at fault. */
-static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
-{
-    const call *first = &g->pend[member_of(cm, 0)];
-    int kind = first->kind;
-    if (!kb__ccl_has_outputs(kind) || kind == KB__CCL_ALL_TO_ALL_V) return 0; /* counts: run.c */
-    int64_t p = 0;
-    const kb__rt_tensor *in0 = NULL;
-    for (int i = 0; i < cm->n; i++) {
-        int k = member_of(cm, i);
-        const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].in.id, err);
-        if (!t) return kb__err_prefix(err, "%s: host rank %d's input: ", label(first), k);
-        if (!in0) in0 = t;
-        p += t->plan.n_shards;
-    }
-    int64_t n = shard_elems(in0, 0);
-    int64_t want = kind == KB__CCL_REDUCE_SCATTER ? n / p : kind == KB__CCL_ALL_GATHER ? n * p : n;
-    for (int i = 0; i < cm->n; i++) {
-        int k = member_of(cm, i);
-        const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].out.id, err);
-        if (!t) return kb__err_prefix(err, "%s: host rank %d's output: ", label(first), k);
-        for (int s = 0; s < t->plan.n_shards; s++) {
-            if (t->dtype == in0->dtype && shard_elems(t, s) == want) continue;
-            char why[96];
-            if (kind == KB__CCL_REDUCE_SCATTER)
-                snprintf(why, sizeof why, "N/p: %lld input elements / %lld buffers", (long long)n,
-                         (long long)p);
-            else if (kind == KB__CCL_ALL_TO_ALL)
-                snprintf(why, sizeof why, "N: as many as the input");
-            else
-                snprintf(why, sizeof why, "p*N: %lld buffers x %lld input elements", (long long)p,
-                         (long long)n);
-            return kb__err_set(err, KB_EINVAL,
-                               "%s: host rank %d's output '%s' shard %d is %s [%lld elements], "
-                               "expected %s [%lld] (%s)",
-                               label(first), k, t->name, s, kb__dtype_name(t->dtype),
-                               (long long)shard_elems(t, s), kb__dtype_name(in0->dtype),
-                               (long long)want, why);
-        }
-    }
-    return 0;
-}
-
-/* A collective's buffers are the shards of every member's input, one per
- * PE: two host ranks whose inputs have shards on the same PE are named with
- * that PE (the collective layer would name only the two shards). Tensors
- * are placed from cube 0, PE 0 of a SIP unless the policy's first_cube /
- * first_pe say otherwise, so that is the usual remedy. */
-static int check_pes_apart(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
-{
-    const call *first = &g->pend[member_of(cm, 0)];
-    int kind = first->kind;
-    if (kind < 0 || kind >= KB__CCL_COLLECTIVE_COUNT) return 0;
-    int *owner = malloc(m->n_pes * sizeof *owner), *shard = malloc(m->n_pes * sizeof *shard);
-    int rc =
-        owner && shard ? 0 : kb__err_set(err, KB_ENOMEM, "%s: out of host memory", label(first));
-    for (uint32_t i = 0; !rc && i < m->n_pes; i++)
-        owner[i] = -1;
-    for (int i = 0; !rc && i < cm->n; i++) {
-        int k = member_of(cm, i);
-        const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].in.id, err);
-        if (!t) {
-            rc = kb__err_prefix(err, "%s: host rank %d's input: ", label(first), k);
-            break;
-        }
-        for (int s = 0; !rc && s < t->plan.n_shards; s++) {
-            const kb__shard *sh = &t->plan.shards[s];
-            uint32_t gi = kb__rt_pe_index(m, sh->sip, sh->cube, sh->pe);
-            int o = owner[gi];
-            if (o >= 0 && o != k) {
-                const kb__rt_tensor *ot = kb__rt_tensor_get(m, g->pend[o].in.id, err);
-                rc = kb__err_set(
-                    err, KB_EINVAL,
-                    "%s: host ranks %d and %d both have a buffer on sip%d/cube%d/pe%d (rank "
-                    "%d: tensor '%s' shard %d; rank %d: tensor '%s' shard %d), and a PE holds "
-                    "one buffer of a collective at most. Tensors are placed from cube 0, PE 0 "
-                    "of their SIP unless the policy's first_cube / first_pe move them: give "
-                    "ranks that share a SIP different first_pe (rank / %u with one rank per "
-                    "PE), or spawn one rank per SIP (kb_spawn nprocs 0)",
-                    label(first), o, k, sh->sip, sh->cube, sh->pe, o, ot ? ot->name : "?",
-                    shard[gi], k, t->name, s, m->sips);
-            }
-            owner[gi] = k;
-            shard[gi] = s;
-        }
-    }
-    free(owner);
-    free(shard);
-    return rc;
 }
 
 /* kb_new_group's round: adds the group (the list was checked by every
@@ -940,31 +633,12 @@ static int add_group(rt_group *g, const call *c, kb__err *err, int *value)
     return 0;
 }
 
-/* Runs the device collective of cm's round over its members' calls, in
- * group rank order; its launch joins their streams. */
-static int run_members(kb_machine *m, rt_group *g, const comm *cm, kb__err *err)
-{
-    const call **calls = malloc((size_t)cm->n * sizeof *calls);
-    int *ranks = malloc((size_t)cm->n * sizeof *ranks);
-    int rc = calls && ranks ? 0 : kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
-    for (int i = 0; !rc && i < cm->n; i++) {
-        ranks[i] = member_of(cm, i);
-        calls[i] = &g->pend[ranks[i]];
-    }
-    if (!rc) rc = run_calls(m, m->dist, calls, ranks, cm->n, err);
-    free(calls);
-    free(ranks);
-    return rc;
-}
-
 static int run_round(kb_machine *m, rt_group *g, comm *cm, kb__err *err, int *value)
 {
-    const call *first = &g->pend[member_of(cm, 0)];
+    const call *first = &g->pend[kb__rt_member_of(cm, 0)];
     if (first->kind == CALL_NEW_GROUP) return add_group(g, first, err, value);
     if (first->kind == CALL_BARRIER) return 0; /* nothing runs on the device */
-    int rc = check_pes_apart(m, g, cm, err);
-    if (!rc) rc = check_outputs(m, g, cm, err);
-    if (!rc) rc = run_members(m, g, cm, err);
+    int rc = kb__rt_round_run(m, g, cm, err);
     if (!rc && first->kind == CALL_INIT) g->pg = 1;
     return rc;
 }
@@ -1012,10 +686,10 @@ static int p2p_setup(rt_group *g, int r, call *c, kb__err *err)
     if (!g)
         return kb__err_set(err, KB_EINVAL,
                            "%s: the driver has no other rank to talk to (kb_spawn the ranks)",
-                           label(c));
+                           kb__rt_call_label(c));
     if (c->peer < 0 || c->peer >= g->n || c->peer == r)
         return kb__err_set(err, KB_EINVAL, "%s: %s %d is not another host rank (0..%d but %d)",
-                           label(c), c->p2p == 1 ? "dst" : "src", c->peer, g->n - 1, r);
+                           kb__rt_call_label(c), c->p2p == 1 ? "dst" : "src", c->peer, g->n - 1, r);
     c->comm = pair_index(g, r, c->peer, err);
     if (c->comm < 0) return err->code;
     c->root = c->p2p == 1 ? r : c->peer;
@@ -1053,11 +727,11 @@ static int root_error(const rt_group *g, const comm *cm, call *c, const char *gr
     const char *what = c->kind == KB__CCL_REDUCE ? "dst" : "src";
     c->root_index = cm ? rank_in(cm, c->root) : c->root;
     if (c->root < 0 || (g && c->root >= g->n))
-        return kb__err_set(e, KB_ERANGE, "%s: %s %d is not a rank (0..%d)", label(c), what, c->root,
-                           g ? g->n - 1 : 0);
+        return kb__err_set(e, KB_ERANGE, "%s: %s %d is not a rank (0..%d)", kb__rt_call_label(c),
+                           what, c->root, g ? g->n - 1 : 0);
     if (c->root_index < 0)
-        return kb__err_set(e, KB_EINVAL, "%s: %s %d is not a member of %s", label(c), what, c->root,
-                           grp);
+        return kb__err_set(e, KB_EINVAL, "%s: %s %d is not a member of %s", kb__rt_call_label(c),
+                           what, c->root, grp);
     return 0;
 }
 
@@ -1077,10 +751,10 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
         kb__err_set(&e, KB_ECANCELED,
                     "%s: rank %d was abandoned by kb_spawn (it stayed blocked after every "
                     "cancellation), so it may not join a collective any more",
-                    label(c), r);
+                    kb__rt_call_label(c), r);
         return kb__rt_fail(m, &e);
     }
-    c->comm = group_index(g, h, label(c), &e);
+    c->comm = group_index(g, h, kb__rt_call_label(c), &e);
     const comm *cm = c->comm > 0 ? g->comm[c->comm] : NULL;
     int world = g ? g->n : 1;
     if (e.code) return kb__rt_fail(m, &e);
@@ -1089,15 +763,17 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
     if (c->kind != CALL_INIT && !(g ? g->pg : x->driver_pg)) {
         kb__err_set(&e, KB_ESTATE,
                     "%s: no process group (call kb_init_process_group(m, \"ahbm\") first)",
-                    label(c));
+                    kb__rt_call_label(c));
     } else if (c->p2p) {
         p2p_setup(g, r, c, &e);
     } else if (cm && rank_in(cm, r) < 0) {
-        kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of %s", label(c), r, grp);
+        kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of %s", kb__rt_call_label(c),
+                    r, grp);
     } else if (kb__ccl_has_root(c->kind) && root_error(g, cm, c, grp, &e)) {
         /* e says why */
     } else if ((unsigned)c->op > KB_AVG) {
-        kb__err_set(&e, KB_EINVAL, "%s: op %d is not sum, max, min or avg", label(c), (int)c->op);
+        kb__err_set(&e, KB_EINVAL, "%s: op %d is not sum, max, min or avg", kb__rt_call_label(c),
+                    (int)c->op);
     } else if (c->kind == CALL_NEW_GROUP) {
         check_ranks(c->ranks, c->n_ranks, world, &e);
     }
@@ -1109,7 +785,7 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
         const call *one = c;
         rc = c->kind == CALL_BARRIER || c->kind == CALL_NEW_GROUP
                  ? 0
-                 : run_calls(m, x, &one, NULL, 1, &e);
+                 : kb__rt_calls_run(m, &one, NULL, 1, &e);
         if (!rc && c->kind == CALL_INIT) x->driver_pg = 1;
         *value = 0;
     } else {
@@ -1270,13 +946,4 @@ int kb_group_size(const kb_machine *m, kb_group h)
 {
     int rank, size;
     return group_lookup(m, h, &rank, &size) ? -1 : size;
-}
-
-int kb_ccl_last(const kb_machine *m, kb_ccl_report *out)
-{
-    if (out) memset(out, 0, sizeof *out);
-    if (!m || !out) return KB_EINVAL;
-    if (!m->dist || !m->dist->has_last) return KB_ENOTFOUND;
-    *out = m->dist->last;
-    return 0;
 }
