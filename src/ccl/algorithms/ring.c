@@ -41,6 +41,8 @@
  */
 #include "ccl/algorithms/algorithms.h"
 
+#include <stdlib.h>
+
 typedef enum ring_mode { RING_AR, RING_RS, RING_AG } ring_mode;
 
 typedef struct ring {
@@ -316,6 +318,10 @@ typedef struct a2a {
     int r, p;
     int64_t chunk;    /* elements per chunk without counts */
     int64_t first, m; /* this round: first piece of every chunk, pieces */
+    /* with counts, by ring rank: where this rank's chunk for it starts in
+     * the input, where the chunk from it starts in the output (summed once;
+     * NULL: summed when asked) */
+    const int64_t *sent_at, *got_at;
 } a2a;
 
 /* A place in one way's stream: phase d, message k of the phase (its own
@@ -351,16 +357,19 @@ static int64_t a2a_chunk(const a2a *g, int o, int d)
     return s->counts ? s->counts[(int64_t)s->index[o] * g->p + s->index[d]] : g->chunk;
 }
 
-/* Where the chunk o -> d starts: in o's input (in 1), or in d's output:
- * after the chunks o sends to lower buffer indexes, or d gets from them. */
-static int64_t a2a_at(const a2a *g, int o, int d, int in)
+/* Where this rank's chunk for ring rank d starts in its input (in 1), or
+ * the chunk from ring rank d in its output (in 0): after the chunks for
+ * (from) lower buffer indexes. */
+static int64_t a2a_at(const a2a *g, int d, int in)
 {
     const uint32_t *x = g->s->index;
-    o = wrap(o, g->p), d = wrap(d, g->p);
-    if (!g->s->counts) return (int64_t)x[in ? d : o] * g->chunk;
+    d = wrap(d, g->p);
+    if (!g->s->counts) return (int64_t)x[d] * g->chunk;
+    const int64_t *memo = in ? g->sent_at : g->got_at;
+    if (memo) return memo[d];
     int64_t at = 0;
     for (int e = 0; e < g->p; e++)
-        if (x[e] < x[in ? d : o]) at += in ? a2a_chunk(g, o, e) : a2a_chunk(g, e, d);
+        if (x[e] < x[d]) at += in ? a2a_chunk(g, g->r, e) : a2a_chunk(g, e, g->r);
     return at;
 }
 
@@ -376,7 +385,7 @@ static tl_tile a2a_own(a2a *g, int dst, int64_t j)
 {
     int64_t len = a2a_len(g, g->r, dst, j);
     if (!len) return TL_NONE;
-    return kb__ccl_load(g->k, g->in, a2a_at(g, g->r, dst, 1) + (g->first + j) * g->s->piece, len);
+    return kb__ccl_load(g->k, g->in, a2a_at(g, dst, 1) + (g->first + j) * g->s->piece, len);
 }
 
 /* Copies piece j of this round of the chunk a rank keeps (bound for itself). */
@@ -384,8 +393,8 @@ static void a2a_keep(a2a *g, int64_t j)
 {
     int64_t len = a2a_len(g, g->r, g->r, j), off = (g->first + j) * g->s->piece;
     if (!len) return;
-    tl_tile v = kb__ccl_load(g->k, g->in, a2a_at(g, g->r, g->r, 1) + off, len);
-    kb__ccl_store(g->k, g->out, a2a_at(g, g->r, g->r, 0) + off, len, v);
+    tl_tile v = kb__ccl_load(g->k, g->in, a2a_at(g, g->r, 1) + off, len);
+    kb__ccl_store(g->k, g->out, a2a_at(g, g->r, 0) + off, len, v);
     tl_free(g->k, v);
 }
 
@@ -433,7 +442,7 @@ static void a2a_arrive(a2a *g, a2a_way *w, int64_t q)
         w->held[c.i % m] = got; /* bound past this rank: sent on as O[i + m] */
         return;
     }
-    kb__ccl_store(k, g->out, a2a_at(g, from, g->r, 0) + (g->first + j) * g->s->piece,
+    kb__ccl_store(k, g->out, a2a_at(g, from, 0) + (g->first + j) * g->s->piece,
                   a2a_len(g, from, g->r, j), got);
     tl_free(k, got);
 }
@@ -475,15 +484,19 @@ void kb__ccl_ring_all_to_all(tl_ctx *k)
     for (int64_t e = 0; s->counts && e < (int64_t)g.p * g.p; e++)
         if (s->counts[e] > longest) longest = s->counts[e];
     int64_t pieces = tl_cdiv(longest, s->piece);
-    if (g.p == 1) { /* only the chunk it keeps, piece by piece */
-        for (g.first = 0; g.first < pieces; g.first++)
-            a2a_keep(&g, 0);
-        return;
-    }
-    /* two ways at once: each may keep half the window */
+    int64_t *at = s->counts ? malloc(2 * (size_t)g.p * sizeof *at) : NULL;
+    for (int d = 0; at && d < g.p; d++)
+        at[d] = a2a_at(&g, d, 1), at[g.p + d] = a2a_at(&g, d, 0);
+    g.sent_at = at, g.got_at = at ? at + g.p : NULL;
+    /* two ways at once, unless p is 2: each may keep half the window */
     int64_t window = g.p > 2 && s->window > 1 ? s->window / 2 : s->window;
     for (g.first = 0; g.first < pieces; g.first += g.m) {
         g.m = pieces - g.first < window ? pieces - g.first : window;
-        a2a_round(&g);
+        if (g.p > 1)
+            a2a_round(&g);
+        else /* only the chunk it keeps */
+            for (int64_t j = 0; j < g.m; j++)
+                a2a_keep(&g, j);
     }
+    free(at);
 }
