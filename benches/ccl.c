@@ -122,7 +122,7 @@ static int placement(kb_machine *m, const spec *s, int64_t world, kb_policy *p, 
 /* ccl.yaml overrides for the options, written to sets; returns how many,
  * or a negative status (message in r). `buffer` goes to the algorithm that
  * will run: the one named, else the configuration's default for the
- * collective. algorithm and buffer are checked already (check_names). */
+ * collective. algorithm and buffer are checked already (check_options). */
 static int overrides(kb_machine *m, const spec *s, const char *algorithm, const char *buffer,
                      char sets[2][SET_MAX], kb_bench_result *r)
 {
@@ -143,7 +143,7 @@ static int overrides(kb_machine *m, const spec *s, const char *algorithm, const 
 
 /* The options' values checked before they go into an override or make a
  * tensor. */
-static int check_names(const spec *s, const char *algorithm, const char *buffer, int64_t bytes,
+static int check_options(const spec *s, const char *algorithm, const char *buffer, int64_t bytes,
                        int64_t world, kb_bench_result *r)
 {
     /* ccl.yaml's rule for algorithm names: neither YAML syntax nor a path
@@ -338,7 +338,7 @@ static int run_spec(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, const s
     if (rc) return rc;
     const char *algorithm = kb_bench_opt_str(o, "algorithm", NULL);
     const char *buffer = kb_bench_opt_str(o, "buffer", NULL);
-    if ((rc = check_names(s, algorithm, buffer, bytes, world, r))) return rc;
+    if ((rc = check_options(s, algorithm, buffer, bytes, world, r))) return rc;
     kb_policy p;
     if ((rc = placement(m, s, world, &p, r))) return rc;
     char sets[2][SET_MAX];
