@@ -237,6 +237,11 @@ void tl_scope_end(tl_ctx *k, uint64_t scope, int n_keep, const tl_tile *keep)
         kb__pe_raise(&k->prog, KB_EINVAL,
                      "tl_scope_end: n_keep %d with keep %s (expected n_keep >= 0 tiles in keep)",
                      n_keep, keep ? "set" : "NULL");
+    if (scope > k->next_seq)
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "tl_scope_end: scope %llu was never returned by tl_scope_begin (the next "
+                     "would be %llu)",
+                     (unsigned long long)scope, (unsigned long long)k->next_seq);
     for (int i = 0; i < n_keep; i++)
         kb__tl_slot_of(k, keep[i], "tl_scope_end");
     for (uint32_t s = 1; s < k->n_slots; s++) {

@@ -542,10 +542,13 @@ static int prepare(kb__rt_launch *l, const kb_launch_opts *opts, const kb_arg *a
     if (!l->pe) return kb__err_set(err, KB_ENOMEM, "kb_launch %s: out of host memory", l->name);
     if ((rc = pick_pes(l, first, sip, UINT64_MAX, err))) return rc;
     grid_of(opts, l->n_pes, l->desc.grid);
-    uint64_t programs = (uint64_t)l->desc.grid[0] * l->desc.grid[1] * l->desc.grid[2];
-    if (programs > UINT32_MAX)
-        return kb__err_set(err, KB_EINVAL, "kb_launch %s: grid (%u, %u, %u) has too many programs",
-                           l->name, l->desc.grid[0], l->desc.grid[1], l->desc.grid[2]);
+    uint64_t programs = 0;
+    if (__builtin_mul_overflow((uint64_t)l->desc.grid[0], (uint64_t)l->desc.grid[1], &programs) ||
+        __builtin_mul_overflow(programs, (uint64_t)l->desc.grid[2], &programs) ||
+        programs > UINT32_MAX)
+        return kb__err_set(err, KB_EINVAL,
+                           "kb_launch %s: grid (%u, %u, %u) has too many programs (at most %u)",
+                           l->name, l->desc.grid[0], l->desc.grid[1], l->desc.grid[2], UINT32_MAX);
     if (programs < l->n_pes) l->n_pes = (uint32_t)programs;
     if ((rc = alloc_pes(l, n_args, err))) return rc;
     for (uint32_t i = 0; i < l->n_pes; i++) {

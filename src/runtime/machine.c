@@ -79,6 +79,11 @@ static int load_configs(kb_machine *m, const kb_open_options *o, kb__err *err)
     const char **topo = calloc(n + 1, sizeof *topo), **ccl = calloc(n + 1, sizeof *ccl);
     int rc = topo && ccl ? 0 : kb__err_set(err, KB_ENOMEM, "kb_open: out of host memory");
     for (size_t i = 0; !rc && i < n; i++) {
+        if (!o->overrides[i]) {
+            rc = kb__err_set(err, KB_EINVAL,
+                             "kb_open: overrides[%zu] is NULL (expected PATH=VALUE)", i);
+            break;
+        }
         if (!strncmp(o->overrides[i], "ccl.", 4))
             ccl[nc++] = o->overrides[i];
         else
@@ -237,9 +242,13 @@ int kb_get_device(const kb_machine *m)
 
 int kb_stats_get(const kb_machine *m, kb_stats *out)
 {
-    if (!out) return KB_EINVAL;
+    if (!m) {
+        if (out) memset(out, 0, sizeof *out);
+        return KB_EINVAL;
+    }
+    /* the message buffer is the one mutable part of a const machine */
+    if (!out) return kb__err_set((kb__err *)&m->err, KB_EINVAL, "kb_stats_get: out is NULL");
     memset(out, 0, sizeof *out);
-    if (!m) return KB_EINVAL;
     out->now_ps = kb_now_ps(m);
     out->elapsed_ps = out->now_ps - m->stats.reset_ps;
     memcpy(out->messages, m->stats.messages, sizeof out->messages);

@@ -44,7 +44,7 @@ int kb__rt_stats_pe_reset(kb_machine *m)
     }
     uint32_t n = kb__fabric_link_count(m->dev->fab);
     if (!m->link_base && !(m->link_base = calloc(n ? n : 1, sizeof *m->link_base)))
-        return KB_ENOMEM;
+        return kb__err_set(&m->err, KB_ENOMEM, "kb_stats_reset: out of host memory");
     for (uint32_t i = 0; i < n; i++) {
         const kb__link *l = kb__fabric_link(m->dev->fab, i);
         m->link_base[i] = (kb__rt_link_base){l->bytes, l->busy_ps};
@@ -62,11 +62,15 @@ static int busier(const kb_link_info *a, uint32_t ia, const kb_link_info *b, uin
 
 int kb_busiest_links(kb_machine *m, kb_link_info *out, int n)
 {
-    if (!m || n < 0 || (n && !out)) return KB_EINVAL;
+    if (!m) return KB_EINVAL;
+    if (n < 0)
+        return kb__err_set(&m->err, KB_EINVAL, "kb_busiest_links: n is %d (expected n >= 0)", n);
+    if (n && !out)
+        return kb__err_set(&m->err, KB_EINVAL, "kb_busiest_links: out is NULL with n %d", n);
     const kb__fabric *fab = m->dev->fab;
     uint32_t nl = kb__fabric_link_count(fab), got = 0;
     uint32_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
-    if (!ids) return KB_ENOMEM;
+    if (!ids) return kb__err_set(&m->err, KB_ENOMEM, "kb_busiest_links: out of host memory");
     for (uint32_t i = 0; i < nl && n; i++) {
         const kb__link *l = kb__fabric_link(fab, i);
         kb_link_info li = {.cls = (kb_link_class)l->cls,

@@ -29,6 +29,7 @@ typedef enum misuse {
     M_INT_MASK,
     M_READ_NULL,
     M_SCOPE_KEEP_NULL,
+    M_SCOPE_NEVER_ISSUED,
     M_TENSOR_NDIM_NULL,
     M_TENSOR_DIM_NULL,
     M_TENSOR_STRIDE_NULL,
@@ -112,6 +113,10 @@ static void misuse_kernel(tl_ctx *k)
         break;
     case M_SCOPE_KEEP_NULL:
         tl_scope_end(k, tl_scope_begin(k), 2, NULL);
+        break;
+    case M_SCOPE_NEVER_ISSUED:
+        tl_scope_end(k, tl_scope_begin(k) + 1000, 0, NULL);
+        r->went_on = 1;
         break;
     case M_TENSOR_NDIM_NULL:
         r->got = tl_tensor_ndim(NULL);
@@ -274,6 +279,11 @@ Test(tl_misuse, read_into_null_is_a_kernel_error)
 Test(tl_misuse, scope_end_keeping_tiles_from_null_is_a_kernel_error)
 {
     expect(M_SCOPE_KEEP_NULL, KB_EINVAL, "tl_scope_end: n_keep 2 with keep NULL");
+}
+
+Test(tl_misuse, scope_end_with_a_token_never_issued_is_a_kernel_error)
+{
+    expect(M_SCOPE_NEVER_ISSUED, KB_EINVAL, "was never returned by tl_scope_begin");
 }
 
 /* A tensor accessor misused: the program ends there (it never sees a value),

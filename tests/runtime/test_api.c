@@ -405,3 +405,74 @@ Test(api, the_progress_hook_runs_every_so_many_events_and_the_same_way_each_run)
     cr_assert(!memcmp(a.events, b.events, sizeof a.events) && !memcmp(a.now, b.now, sizeof a.now));
     cr_assert_eq(kb_set_progress(NULL, log_progress, &a, 1), KB_EINVAL);
 }
+
+/* A failing call leaves its own message, not an earlier call's. */
+static void expect_own_message(kb_machine *m, int rc, const char *msg)
+{
+    cr_assert_eq(rc, KB_EINVAL, "rc %d: %s", rc, kb_last_error(m));
+    cr_assert(strstr(kb_last_error(m), msg), "message '%s' lacks '%s'", kb_last_error(m), msg);
+}
+
+Test(api, statistics_calls_with_bad_outputs_set_their_own_message)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int64_t z[1] = {0};
+    kb_tensor t;
+    cr_assert_lt(kb_empty(m, "earlier", 1, z, KB_F32, NULL, &t), 0); /* an earlier message */
+    expect_own_message(m, kb_stats_get(m, NULL), "kb_stats_get: out is NULL");
+    expect_own_message(m, kb_busiest_links(m, NULL, 4), "kb_busiest_links: out is NULL with n 4");
+    kb_link_info out[4];
+    expect_own_message(m, kb_busiest_links(m, out, -5), "kb_busiest_links: n is -5");
+    cr_assert_eq(kb_busiest_links(m, NULL, 0), 0);
+    kb_stats st;
+    cr_assert_eq(kb_stats_get(m, &st), 0);
+    assert_usable(m);
+    kb_close(m);
+}
+
+Test(api, a_null_override_entry_is_refused_naming_its_index)
+{
+    const char *sets[] = {"sips=1", NULL};
+    kb_open_options o = {NULL, sets, 2, 0, NULL};
+    kb_machine *m = (kb_machine *)1;
+    char eb[512];
+    cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), KB_EINVAL);
+    cr_assert_null(m);
+    cr_assert(strstr(eb, "kb_open: overrides[1] is NULL"), "%s", eb);
+}
+
+static void count_program(tl_ctx *k)
+{
+    (void)k;
+}
+
+Test(api, a_grid_whose_program_count_overflows_is_refused_and_the_machine_stays_usable)
+{
+    kb_machine *m = kb_test_small_machine(1);
+    int64_t s[1] = {64};
+    kb_tensor t;
+    cr_assert_eq(kb_zeros(m, "g", 1, s, KB_F32, NULL, &t), 0, "%s", kb_last_error(m));
+    kb_arg a = kb_arg_tensor(t);
+    /* 2^22 * 2^21 * 2^21 = 2^64 (0 modulo 2^64); 111620 * 429509837 *
+     * 384773 = 2^64 + 4 (4 modulo 2^64); the largest grid; 2^33 programs */
+    static const uint32_t grids[][3] = {
+        {1u << 22, 1u << 21, 1u << 21},
+        {111620, 429509837, 384773},
+        {UINT32_MAX, UINT32_MAX, UINT32_MAX},
+        {1u << 16, 1u << 16, 2},
+    };
+    kb_launch_id id;
+    for (size_t i = 0; i < sizeof grids / sizeof grids[0]; i++) {
+        kb_launch_opts o = {{grids[i][0], grids[i][1], grids[i][2]}, -1};
+        cr_assert_eq(kb_launch(m, "huge", count_program, &o, &a, 1, &id), KB_EINVAL, "grid %zu", i);
+        cr_assert(strstr(kb_last_error(m), "has too many programs"), "%s", kb_last_error(m));
+    }
+    kb_launch_opts o = {{3, 1, 1}, -1};
+    cr_assert_eq(kb_launch(m, "small", count_program, &o, &a, 1, &id), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_wait(m, id), 0, "%s", kb_last_error(m));
+    kb_stats st;
+    cr_assert_eq(kb_stats_get(m, &st), 0);
+    cr_assert_eq(st.programs, 3);
+    cr_assert_eq(kb_free(m, t), 0);
+    kb_close(m);
+}
