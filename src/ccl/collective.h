@@ -138,13 +138,12 @@ int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *
 typedef struct kb__ccl_state kb__ccl_state;
 
 /* Loads ccl_path (NULL: the built-in configs/ccl.yaml) with the "ccl."
- * overrides sets[0..n_sets) into m->ccl (kb_open). Errors of
- * kb__ccl_config_load; m->ccl stays NULL then. */
+ * overrides sets[0..n_sets) into m's state (kb_open, ccl/open.c), kept in a
+ * machine slot (runtime/ranks.h) whose free, at kb_close before the device
+ * and the PEs go, frees every install (queues and rings) and the config.
+ * Errors of kb__ccl_config_load; m has no state then. */
 int kb__ccl_state_create(kb_machine *m, const char *ccl_path, const char *const *sets,
                          size_t n_sets, kb__err *err);
-/* Frees every install (queues and rings) and the config (kb_close, before
- * the device and the PEs go). NULL state is fine. */
-void kb__ccl_state_destroy(kb_machine *m);
 /* Replaces the config (kb_ccl_configure): on success every install is
  * dropped (the next collective on any PE set installs); on failure nothing
  * changes. */

@@ -2,13 +2,12 @@
  * run.c — the machine's collective state (ccl.yaml, the installed queues)
  * and kb__ccl_run / kb__ccl_prepare (ccl/collective.h, docs/ccl.md).
  *
- * State (one per machine, m->ccl): the loaded ccl config, the modules
- * kb_ccl_register added, and the install cache (ccl/installs.h): up to
- * KB__CCL_MAX_INSTALLS installs, one per (algorithm, PE set in rank
- * order), each with its plan, queue set and rings. A call that finds its
- * install reuses it at no simulated cost; any other installs a new one
- * beside the others, evicting idle ones least recently used first when
- * the cache is full or the new rings do not fit (installs.c).
+ * State (one per machine, in a machine slot of runtime/ranks.h): the
+ * loaded ccl config, the modules kb_ccl_register added, and the install cache (ccl/installs.h): up
+ * to KB__CCL_MAX_INSTALLS installs, one per (algorithm, PE set in rank order), each with its plan,
+ * queue set and rings. A call that finds its install reuses it at no simulated cost; any other
+ * installs a new one beside the others, evicting idle ones least recently used first when the cache
+ * is full or the new rings do not fit (installs.c).
  *
  * A call: gather the buffers (every shard of every tensor), check them,
  * pick the algorithm and its kernel (algorithms/algorithms.h), reuse or
@@ -75,6 +74,14 @@ struct kb__ccl_state {
     kb__event turn_ended;      /* fired when a turn ends */
     kb__event run_ended;       /* fired when a running collective ends */
 };
+
+/* The key of the machine slot (runtime/ranks.h) that holds the state. */
+static const char state_key = 'c';
+
+static kb__ccl_state *state_of(const kb_machine *m)
+{
+    return kb__rt_layer_get(m, &state_key);
+}
 
 /* ---- turns ------------------------------------------------------------------
  *
@@ -209,6 +216,8 @@ static int config_replace(kb__ccl_state *st, const char *path, const ccl_source 
     return 0;
 }
 
+static void state_free(void *p);
+
 int kb__ccl_state_create(kb_machine *m, const char *ccl_path, const char *const *sets,
                          size_t n_sets, kb__err *err)
 {
@@ -223,13 +232,14 @@ int kb__ccl_state_create(kb_machine *m, const char *ccl_path, const char *const 
         free(st);
         return rc;
     }
-    m->ccl = st;
-    return 0;
+    rc = kb__rt_layer_put(m, &state_key, st, state_free, err);
+    if (rc) state_free(st);
+    return rc;
 }
 
-void kb__ccl_state_destroy(kb_machine *m)
+static void state_free(void *p)
 {
-    kb__ccl_state *st = m->ccl;
+    kb__ccl_state *st = p;
     if (!st) return;
     kb__ccl_installs_fini(&st->installs);
     kb__event_fini(&st->turn_ended);
@@ -243,30 +253,32 @@ void kb__ccl_state_destroy(kb_machine *m)
     }
     free(st->user);
     free(st);
-    m->ccl = NULL;
 }
 
 int kb__ccl_reconfigure(kb_machine *m, const char *ccl_path, const char *const *sets, size_t n_sets,
                         kb__err *err)
 {
-    return config_replace(m->ccl, ccl_path, NULL, sets, n_sets, NULL, 0, err);
+    return config_replace(state_of(m), ccl_path, NULL, sets, n_sets, NULL, 0, err);
 }
 
 int kb__ccl_override(kb_machine *m, const char *const *sets, size_t n_sets, kb__err *err)
 {
-    const ccl_source *cur = &m->ccl->src;
-    return config_replace(m->ccl, cur->path, cur, (const char *const *)cur->sets, cur->n_sets, sets,
+    kb__ccl_state *st = state_of(m);
+    const ccl_source *cur = &st->src;
+    return config_replace(st, cur->path, cur, (const char *const *)cur->sets, cur->n_sets, sets,
                           n_sets, err);
 }
 
 const kb__ccl_config *kb__ccl_state_config(const kb_machine *m)
 {
-    return m->ccl ? m->ccl->cfg : NULL;
+    const kb__ccl_state *st = state_of(m);
+    return st ? st->cfg : NULL;
 }
 
 const kb__ccl_plan *kb__ccl_state_plan(const kb_machine *m)
 {
-    return m->ccl && m->ccl->installs.last ? m->ccl->installs.last->plan : NULL;
+    const kb__ccl_state *st = state_of(m);
+    return st && st->installs.last ? st->installs.last->plan : NULL;
 }
 
 /* kb_ccl_configure (layer 0: a new source) and kb_ccl_override (layer 1:
@@ -278,11 +290,11 @@ static int reload(kb_machine *m, int layer, const char *ccl_path, const char *co
     kb__err e;
     kb__err_clear(&e);
     int rc = n_sets && !sets ? kb__err_set(&e, KB_EINVAL, "%s: sets is NULL", fn)
-                             : acquire_quiet(m->ccl, fn, &e);
+                             : acquire_quiet(state_of(m), fn, &e);
     if (!rc) {
         rc = layer ? kb__ccl_override(m, sets, n_sets, &e)
                    : kb__ccl_reconfigure(m, ccl_path, sets, n_sets, &e);
-        release(m->ccl);
+        release(state_of(m));
     }
     return rc ? kb__rt_fail(m, &e) : 0;
 }
@@ -331,7 +343,7 @@ KB_API int kb_ccl_register(kb_machine *m, const char *module, const char *collec
                            const char *topology, tl_kernel_fn fn)
 {
     if (!m) return KB_EINVAL;
-    kb__ccl_state *st = m->ccl;
+    kb__ccl_state *st = state_of(m);
     kb__err e;
     kb__err_clear(&e);
     int coll = kb__ccl_collective_of(collective), topo = kb__ccl_topology_of(topology);
@@ -366,7 +378,7 @@ KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char 
                           "kb_ccl_default_algorithm: unknown collective '%s' (expected " COLLECTIVES
                           ")",
                           collective ? collective : "(null)")
-            : kb__ccl_config_default(m->ccl->cfg, (kb__ccl_collective)c, &a, &e);
+            : kb__ccl_config_default(state_of(m)->cfg, (kb__ccl_collective)c, &a, &e);
     if (!rc && (!name || strlen(a->name) >= size))
         rc = kb__err_set(&e, KB_EINVAL,
                          "kb_ccl_default_algorithm: '%s' does not fit a buffer of %zu bytes",
@@ -929,10 +941,10 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     kb__coll_info local;
     if (!info) info = &local;
     memset(info, 0, sizeof *info);
-    if (!m || !m->ccl || !r || (unsigned)r->kind >= KB__CCL_COLLECTIVE_COUNT ||
+    if (!m || !state_of(m) || !r || (unsigned)r->kind >= KB__CCL_COLLECTIVE_COUNT ||
         (r->pairwise && r->kind != KB__CCL_BROADCAST))
         return kb__err_set(err, KB_EINVAL, "collective: no machine, request or kind");
-    kb__ccl_state *st = m->ccl;
+    kb__ccl_state *st = state_of(m);
     coll_call c = {
         .m = m, .r = r, .what = r->pairwise ? "point_to_point" : kb__ccl_collective_name(r->kind)};
     int rc = prepare_call(st, &c, err);
@@ -975,8 +987,8 @@ int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *
     kb__ccl_install_info local;
     if (!info) info = &local;
     memset(info, 0, sizeof *info);
-    if (!m || !m->ccl) return kb__err_set(err, KB_EINVAL, "ccl prepare: no machine");
-    kb__ccl_state *st = m->ccl;
+    if (!m || !state_of(m)) return kb__err_set(err, KB_EINVAL, "ccl prepare: no machine");
+    kb__ccl_state *st = state_of(m);
     int rc = acquire_quiet(st, "ccl prepare", err);
     if (rc) return rc;
     st->installs.last = NULL;

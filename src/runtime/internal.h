@@ -44,6 +44,7 @@
 #include "host/device.h"
 #include "pe/mmu.h"
 #include "pe/pe.h"
+#include "runtime/ranks.h"
 #include "runtime/shard.h"
 #include "topo/params.h"
 
@@ -111,9 +112,9 @@ typedef struct kb__rt_scratch {
 } kb__rt_scratch;
 
 typedef struct kb__rt_launch kb__rt_launch;
+typedef struct kb__rt_ranks kb__rt_ranks;
 struct kb__tl_span;
 struct kb__tl_arg;
-struct kb__ccl_state;
 
 struct kb_machine {
     kb__topo_params params;
@@ -137,8 +138,8 @@ struct kb_machine {
     uint64_t next_serial; /* starts at 1 */
     uint32_t live_tensors;
     kb__rt_stats stats;
-    kb__rt_scratch scratch;   /* host buffers of the driver (ranks have their own) */
-    struct kb__rt_dist *dist; /* host ranks and the process group (dist.c), or NULL */
+    kb__rt_scratch scratch; /* host buffers of the driver (ranks have their own) */
+    kb__rt_ranks *ranks;    /* host ranks and their groups' slots (ranks.c), or NULL */
     /* PEs and launches (launch.c); PEs are created at the first launch */
     kb__pe_params pe_params;     /* from the topology, checked at kb_open */
     kb__pe **pe_units;           /* [n_pes], NULL until the first launch */
@@ -148,11 +149,25 @@ struct kb_machine {
     uint32_t *pe_mark;           /* [n_pes] scratch of try_start (launch.c) */
     uint32_t pe_stamp;           /* its current mark */
     uint64_t next_launch_id;     /* serial of the next launch, from 1 (kb__rt_launch_id) */
-    struct kb__ccl_state *ccl;   /* collectives: ccl.yaml and the installed queues (ccl/run.c) */
-    struct kb__rt_trace *trace;  /* kb_trace_start's file, or NULL (trace.c) */
+    kb__rt_group_ext layers[KB__RT_EXT_MAX]; /* layers' machine state (ranks.h): ccl's */
+    struct kb__rt_trace *trace;              /* kb_trace_start's file, or NULL (trace.c) */
 };
 
-/* ---- machine.c: machine tags ----------------------------------------------- */
+/* ---- machine.c: opening, machine tags ---------------------------------------- */
+
+/* A layer above the runtime that opens with the machine: the overrides
+ * starting with prefix ("ccl.") are its, the others the topology's; open
+ * runs once the topology is loaded, before the allocators and the device
+ * are built, and keeps its state in a machine slot (kb__rt_layer_put). */
+typedef struct kb__rt_opener {
+    const char *prefix;
+    int (*open)(kb_machine *m, const kb_open_options *o, const char *const *sets, size_t n_sets,
+                kb__err *err);
+} kb__rt_opener;
+
+/* kb_open with up's layer (NULL: none); the same contract. */
+int kb__rt_open(kb_machine **out, const kb_open_options *opts, const kb__rt_opener *up,
+                char *errbuf, size_t errbuf_size);
 
 /* Takes a tag no open machine holds, in 1..KB__RT_MAX_TAGS - 1, going round
  * them in order (a closed machine's tag comes back only after the others
@@ -290,40 +305,12 @@ typedef enum kb__rt_host_track {
 void kb__rt_trace_span(kb_machine *m, kb__rt_host_track track, const char *cat, const char *name,
                        kb__time t0, uint64_t bytes);
 
-/* ---- dist.c: host ranks ------------------------------------------------------ */
+/* ---- ranks.c (runtime/ranks.h has the rest) --------------------------------- */
 
-/* The calling host rank, -1 from the driver, -2 from a rank kb_spawn
- * abandoned (it owns no launches of a later group). */
-int kb__rt_caller(const kb_machine *m);
-/* Why the calling host rank was canceled, for messages: "rank 2 failed",
- * "kb_spawn found the ranks deadlocked" or "canceled from outside the
- * group" (kb__dist_cancel_cause); "the caller was interrupted" when the
- * caller is not a host rank. */
-void kb__rt_cancel_cause(const kb_machine *m, char *buf, size_t size);
-/* Keeps e as the calling rank's own last failure (for its root-cause
- * message when it returns non-zero); nothing from the driver. */
-void kb__rt_dist_note_error(kb_machine *m, const kb__err *e);
 /* The calling host rank's scratch buffers (the driver's from the main stack). */
 kb__rt_scratch *kb__rt_scratch_of(kb_machine *m);
-/* The SIP kb_set_device bound the caller (host rank or driver) to, or -1. */
-int kb__rt_device(const kb_machine *m);
-/* Binds the caller (host rank or driver) to sip (checked by the caller). */
-void kb__rt_set_device(kb_machine *m, int sip);
-/* Frees the host-rank state (kb_close). */
-void kb__rt_dist_fini(kb_machine *m);
-
-/* State a layer above the runtime keeps per group of host ranks (src/tp's
- * model-parallel state): p and the function that frees it. Every kb_spawn
- * group starts with an empty slot, and so does the driver; free(p) runs
- * when the group is freed (kb_spawn returns, or kb_close for a group with
- * abandoned ranks and for the driver's). One slot, one user. */
-typedef struct kb__rt_group_ext {
-    void *p;
-    void (*free)(void *p);
-} kb__rt_group_ext;
-/* The calling host rank's group slot, or the driver's; NULL with KB_ENOMEM
- * in err when the host-rank state cannot be allocated. */
-kb__rt_group_ext *kb__rt_group_ext_of(kb_machine *m, kb__err *err);
+/* Frees the machine's layer slots, the last taken first (kb_close). */
+void kb__rt_layers_fini(kb_machine *m);
 
 /* ---- launch.c, dma_port.c, stats.c ----------------------------------------- */
 

@@ -2,9 +2,11 @@
  * machine.c — opening and closing machines, errors, clock, device binding,
  * statistics.
  *
- * kb_open loads the machine description (built in or YAML, then the
- * overrides) and the collective config (ccl.yaml and the "ccl." overrides,
- * ccl/run.c owns it), builds the allocators, MMU tables and the simulated device
+ * kb__rt_open loads the machine description (built in or YAML, then the
+ * overrides), opens the layer above that asked for it (kb_open is the
+ * collectives', src/ccl/open.c: ccl.yaml and the "ccl." overrides, kept in
+ * a machine slot of runtime/ranks.h), builds the allocators, MMU tables
+ * and the simulated device
  * (host/device.h) from the same topology; the device's simulator is the
  * machine's clock and its store holds tensor data. Every
  * public call that fails goes through kb__rt_fail, which keeps the message
@@ -12,7 +14,6 @@
  * Each open machine holds a tag of its own, the top bits of its tensor
  * handles (runtime/internal.h), so a handle is refused by other machines.
  */
-#include "ccl/collective.h"
 #include "runtime/internal.h"
 #include "topo/topo.h"
 
@@ -66,39 +67,41 @@ void kb__rt_tag_release(uint32_t tag)
 int kb__rt_fail(kb_machine *m, const kb__err *e)
 {
     if (m && e != &m->err) kb__err_copy(&m->err, e);
-    if (m && m->dist) kb__rt_dist_note_error(m, e); /* the calling rank's own */
+    if (m && m->ranks) kb__rt_ranks_note_error(m, e); /* the calling rank's own */
     return e->code;
 }
 
-/* Loads the topology with the overrides that do not start with "ccl." and
- * the collective config with those that do. */
-static int load_configs(kb_machine *m, const kb_open_options *o, kb__err *err)
+/* Loads the topology with the overrides that do not start with up's
+ * prefix, then opens up's layer with those that do. */
+static int load_configs(kb_machine *m, const kb_open_options *o, const kb__rt_opener *up,
+                        kb__err *err)
 {
     size_t n = o ? o->n_overrides : 0, nt = 0, nc = 0;
     if (n && !o->overrides) return kb__err_set(err, KB_EINVAL, "kb_open: overrides is NULL");
-    const char **topo = calloc(n + 1, sizeof *topo), **ccl = calloc(n + 1, sizeof *ccl);
-    int rc = topo && ccl ? 0 : kb__err_set(err, KB_ENOMEM, "kb_open: out of host memory");
+    const char **topo = calloc(n + 1, sizeof *topo), **sets = calloc(n + 1, sizeof *sets);
+    size_t plen = up && up->prefix ? strlen(up->prefix) : 0;
+    int rc = topo && sets ? 0 : kb__err_set(err, KB_ENOMEM, "kb_open: out of host memory");
     for (size_t i = 0; !rc && i < n; i++) {
         if (!o->overrides[i]) {
             rc = kb__err_set(err, KB_EINVAL,
                              "kb_open: overrides[%zu] is NULL (expected PATH=VALUE)", i);
             break;
         }
-        if (!strncmp(o->overrides[i], "ccl.", 4))
-            ccl[nc++] = o->overrides[i];
+        if (plen && !strncmp(o->overrides[i], up->prefix, plen))
+            sets[nc++] = o->overrides[i];
         else
             topo[nt++] = o->overrides[i];
     }
     if (!rc) rc = kb__topo_params_load(&m->params, o ? o->topology_path : NULL, topo, nt, err);
-    if (!rc) rc = kb__ccl_state_create(m, o ? o->ccl_path : NULL, ccl, nc, err);
+    if (!rc && up) rc = up->open(m, o, sets, nc, err);
     free(topo);
-    free(ccl);
+    free(sets);
     return rc;
 }
 
-static int build(kb_machine *m, const kb_open_options *o, kb__err *err)
+static int build(kb_machine *m, const kb_open_options *o, const kb__rt_opener *up, kb__err *err)
 {
-    int rc = load_configs(m, o, err);
+    int rc = load_configs(m, o, up, err);
     if (rc) return rc;
     m->sips = m->params.system.sips;
     m->cubes = kb__topo_cubes_per_sip(&m->params);
@@ -128,7 +131,8 @@ static int build(kb_machine *m, const kb_open_options *o, kb__err *err)
     return 0;
 }
 
-int kb_open(kb_machine **out, const kb_open_options *opts, char *errbuf, size_t errbuf_size)
+int kb__rt_open(kb_machine **out, const kb_open_options *opts, const kb__rt_opener *up,
+                char *errbuf, size_t errbuf_size)
 {
     kb__err err;
     kb__err_clear(&err);
@@ -141,7 +145,7 @@ int kb_open(kb_machine **out, const kb_open_options *opts, char *errbuf, size_t 
     kb_machine *m = calloc(1, sizeof *m);
     int rc = m ? kb__rt_tag_take(&m->tag, &err)
                : kb__err_set(&err, KB_ENOMEM, "kb_open: cannot allocate the machine");
-    if (!rc) rc = build(m, opts, &err);
+    if (!rc) rc = build(m, opts, up, &err);
     if (rc) {
         if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", err.msg);
         kb_close(m);
@@ -176,8 +180,8 @@ void kb_close(kb_machine *m)
     free(m->slots);
     free(m->free_slots);
     kb__rt_scratch_fini(&m->scratch);
-    kb__rt_dist_fini(m);
-    kb__ccl_state_destroy(m); /* its rings go back to the allocators */
+    kb__rt_ranks_fini(m);
+    kb__rt_layers_fini(m); /* the collectives' rings go back to the allocators */
     kb__mmu_fini(&m->mmu);
     kb__device_destroy(m->dev); /* first: no program coroutine outlives it */
     kb__rt_launch_fini(m);

@@ -49,7 +49,8 @@ static void group_free(void *p)
 /* The caller's group state, created on first use; NULL with err set. */
 static tp_group *group_of(kb_machine *m, kb__err *err)
 {
-    kb__rt_group_ext *ext = kb__rt_group_ext_of(m, err);
+    static const char key = 't'; /* this layer's group slot (runtime/ranks.h) */
+    kb__rt_group_ext *ext = kb__rt_group_ext_of(m, &key, err);
     if (!ext) return NULL;
     if (ext->p) return ext->p;
     int world = kb_world_size(m);

@@ -1,10 +1,6 @@
 /*
- * dist.c — host ranks (kb_spawn), the process group and the collective
- * calls of kernbench/dist.h.
- *
- * Host ranks are processes of the machine's simulator (dist/spawn.h). Each
- * rank has its own SIP binding and its own host scratch buffers, so ranks
- * that copy at the same time never share a staging buffer.
+ * calls.c — process groups and the collective calls of kernbench/dist.h,
+ * made by host ranks (runtime/ranks.h) or the driver.
  *
  * Rendezvous: a collective from spawned ranks is one round of its group
  * (a communicator: the world of the kb_spawn, or a group kb_new_group made
@@ -37,7 +33,7 @@
  *
  * From the driver (no spawn) a collective runs directly; its only group is
  * the world. Turning a round's calls into the device collective, and the
- * report of the last one, are dist_run.c's (runtime/dist_internal.h).
+ * report of the last one, are run.c's (group/internal.h).
  *
  * Cost: O(members) per arrival, plus a look at every group with waiting
  * members (notes are refreshed; those groups are kept in a list);
@@ -48,7 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/dist_internal.h"
+#include "group/internal.h"
 
 static const char *op_name(kb_reduce_op op)
 {
@@ -57,7 +53,7 @@ static const char *op_name(kb_reduce_op op)
 }
 
 /* The public name of call c. */
-const char *kb__rt_call_label(const call *c)
+const char *kb__grp_call_label(const call *c)
 {
     if (c->p2p) return c->p2p == 1 ? "kb_send" : "kb_recv";
     switch (c->kind) {
@@ -88,92 +84,33 @@ const char *kb__rt_call_label(const call *c)
 
 /* ---- state ------------------------------------------------------------------ */
 
-static kb__rt_dist *dist_of(kb_machine *m, kb__err *err)
+/* The keys of this layer's slots (runtime/ranks.h). */
+static const char group_key = 'g', machine_key = 'm';
+
+static void machine_free(void *p)
 {
-    if (m->dist) return m->dist;
-    kb__rt_dist *x = calloc(1, sizeof *x);
+    free(p);
+}
+
+grp_machine *kb__grp_machine(kb_machine *m, kb__err *err)
+{
+    grp_machine *x = kb__rt_layer_get(m, &machine_key);
+    if (x) return x;
+    x = calloc(1, sizeof *x);
     if (!x) {
-        kb__err_set(err, KB_ENOMEM, "out of host memory for the host-rank state");
+        kb__err_set(err, KB_ENOMEM, "out of host memory for the process-group state");
         return NULL;
     }
-    kb__dist_init(&x->d, m->dev->sim);
-    x->driver_sip = m->device_sip;
-    m->dist = x;
+    if (kb__rt_layer_put(m, &machine_key, x, machine_free, err)) {
+        free(x);
+        return NULL;
+    }
     return x;
 }
 
-/* The calling rank's group (live or abandoned) and rank, or NULL from the
- * driver (or any other process). */
-static rt_group *self_group(const kb_machine *m, int *rank, int *abandoned)
+const grp_machine *kb__grp_machine_peek(const kb_machine *m)
 {
-    const kb__rt_dist *x = m->dist;
-    kb__rank_self s;
-    if (!x || kb__dist_self(&x->d, &s)) return NULL;
-    *rank = s.rank;
-    if (abandoned) *abandoned = s.abandoned;
-    return s.arg;
-}
-
-int kb__rt_caller(const kb_machine *m)
-{
-    int r = -1, ab = 0;
-    if (!self_group(m, &r, &ab)) return -1;
-    return ab ? -2 : r;
-}
-
-void kb__rt_cancel_cause(const kb_machine *m, char *buf, size_t size)
-{
-    int r = -1;
-    if (self_group(m, &r, NULL))
-        kb__dist_cancel_cause(&m->dist->d, buf, size);
-    else
-        snprintf(buf, size, "the caller was interrupted");
-}
-
-kb__rt_scratch *kb__rt_scratch_of(kb_machine *m)
-{
-    int r = -1;
-    rt_group *g = self_group(m, &r, NULL);
-    return g ? &g->scratch[r] : &m->scratch;
-}
-
-int kb__rt_device(const kb_machine *m)
-{
-    int r = -1;
-    const rt_group *g = self_group(m, &r, NULL);
-    return g ? g->sip[r] : m->device_sip;
-}
-
-void kb__rt_set_device(kb_machine *m, int sip)
-{
-    int r = -1;
-    rt_group *g = self_group(m, &r, NULL);
-    if (g)
-        g->sip[r] = sip;
-    else
-        m->device_sip = sip;
-}
-
-void kb__rt_dist_note_error(kb_machine *m, const kb__err *e)
-{
-    int r = -1;
-    rt_group *g = self_group(m, &r, NULL);
-    if (g) kb__err_copy(&g->err[r], e);
-}
-
-static void ext_free(kb__rt_group_ext *e)
-{
-    if (e->free) e->free(e->p);
-    e->p = NULL, e->free = NULL;
-}
-
-kb__rt_group_ext *kb__rt_group_ext_of(kb_machine *m, kb__err *err)
-{
-    kb__rt_dist *x = dist_of(m, err);
-    if (!x) return NULL;
-    int r = -1;
-    rt_group *g = self_group(m, &r, NULL);
-    return g ? &g->ext : &x->driver_ext;
+    return kb__rt_layer_get(m, &machine_key);
 }
 
 static void comm_free(comm *c)
@@ -250,18 +187,12 @@ static void count_arrivals(rt_group *g, comm *cm, int delta)
     }
 }
 
-static void group_free(rt_group *g)
+static void group_free(void *p)
 {
+    rt_group *g = p;
     if (!g) return;
-    ext_free(&g->ext);
-    for (int k = 0; g->scratch && k < g->n; k++)
-        kb__rt_scratch_fini(&g->scratch[k]);
-    free(g->sip);
-    free(g->scratch);
     free(g->pend);
     free(g->proc);
-    free(g->ended);
-    free(g->err);
     for (int i = 0; i < g->n_comm; i++)
         comm_free(g->comm[i]);
     free(g->comm);
@@ -269,133 +200,64 @@ static void group_free(rt_group *g)
     free(g);
 }
 
-static rt_group *group_new(kb__rt_dist *x, kb_machine *m, int n, kb_rank_fn fn, void *arg)
+static rt_group *group_new(kb_machine *m, const kb__rt_rank_self *s, int pg)
 {
     rt_group *g = calloc(1, sizeof *g);
     if (!g) return NULL;
-    g->m = m, g->fn = fn, g->arg = arg, g->n = n;
-    g->serial = ++x->spawns;
+    g->m = m, g->n = s->size, g->serial = s->serial, g->ended = s->ended, g->pg = pg;
     kb__u64map_init(&g->pairs);
-    g->sip = calloc((size_t)n, sizeof *g->sip);
-    g->scratch = calloc((size_t)n, sizeof *g->scratch);
-    g->pend = calloc((size_t)n, sizeof *g->pend);
-    g->proc = calloc((size_t)n, sizeof *g->proc);
-    g->ended = calloc((size_t)n, sizeof *g->ended);
-    g->err = calloc((size_t)n, sizeof *g->err);
-    if (!g->sip || !g->scratch || !g->pend || !g->proc || !g->ended || !g->err ||
-        comm_add(g, comm_new(n, NULL)) < 0) {
+    g->pend = calloc((size_t)g->n, sizeof *g->pend);
+    g->proc = calloc((size_t)g->n, sizeof *g->proc);
+    if (!g->pend || !g->proc || comm_add(g, comm_new(g->n, NULL)) < 0) {
         group_free(g);
         return NULL;
     }
-    for (int k = 0; k < n; k++) {
-        g->sip[k] = k % (int)m->sips;
+    for (int k = 0; k < g->n; k++)
         g->pend[k].kind = -1;
-    }
-    g->pg = x->driver_pg;
     return g;
 }
 
-void kb__rt_dist_fini(kb_machine *m)
-{
-    kb__rt_dist *x = m->dist;
-    if (!x) return;
-    group_free(x->live);
-    while (x->abandoned) {
-        rt_group *g = x->abandoned;
-        x->abandoned = g->next;
-        group_free(g);
-    }
-    ext_free(&x->driver_ext);
-    kb__dist_fini(&x->d);
-    free(x);
-    m->dist = NULL;
-}
-
-/* ---- spawn -------------------------------------------------------------------- */
-
 static void refresh_all(rt_group *g);
 
-static int rank_body(int rank, int nprocs, void *arg)
+static void rank_ended(void *p, int rank)
 {
-    rt_group *g = arg;
-    int rc = g->fn(g->m, rank, nprocs, g->arg);
-    g->ended[rank] = 1;
-    refresh_all(g);
-    if (!rc) return 0;
-    kb__sim *sim = g->m->dist->d.sim;
-    const kb__err *own = &g->err[rank]; /* never another rank's message */
-    if (own->code == rc && own->msg[0]) return kb__proc_fail(sim, rc, "%s", own->msg);
-    return kb__proc_fail(sim, rc, "the rank function returned %d (%s)", rc, kb_strerror(rc));
+    (void)rank; /* the runtime marked it in g->ended */
+    if (p) refresh_all(p);
 }
 
-int kb_spawn(kb_machine *m, kb_rank_fn fn, int nprocs, void *arg)
+/* The calling rank's group state (made at its first call: its process
+ * group is started when the driver's was), its rank and whether kb_spawn
+ * abandoned it; NULL from the driver, and with err set when the state
+ * cannot be made. */
+static rt_group *self_group(kb_machine *m, int *rank, int *abandoned, kb__err *err)
 {
-    if (!m) return KB_EINVAL;
-    kb__err e;
-    kb__err_clear(&e);
-    kb__rt_dist *x = dist_of(m, &e);
-    if (!x) return kb__rt_fail(m, &e);
-    int r = -1, ab = 0;
-    if (self_group(m, &r, &ab) || x->live) {
-        kb__err_set(&e, KB_ESTATE,
-                    "kb_spawn: called from rank %d%s; nested spawns are not supported", r,
-                    ab ? " (abandoned by an earlier kb_spawn)" : "");
-        return kb__rt_fail(m, &e);
+    kb__rt_rank_self s;
+    if (kb__rt_self(m, &s)) return NULL;
+    *rank = s.rank;
+    *abandoned = s.abandoned;
+    kb__rt_group_ext *ext = kb__rt_group_ext_of(m, &group_key, err);
+    if (!ext || ext->p) return ext ? ext->p : NULL;
+    const grp_machine *x = kb__grp_machine_peek(m);
+    rt_group *g = group_new(m, &s, x ? x->driver_pg : 0);
+    if (!g) {
+        kb__err_set(err, KB_ENOMEM, "out of host memory for the rendezvous of %d ranks", s.size);
+        return NULL;
     }
-    if (kb__proc_self(x->d.sim)) {
-        kb__err_set(&e, KB_ESTATE, "kb_spawn: called from a simulated process (%s)",
-                    kb__proc_name(kb__proc_self(x->d.sim)));
-        return kb__rt_fail(m, &e);
-    }
-    if (!fn || nprocs < 0 || nprocs > 65536)
-        return kb__err_set(&m->err, KB_EINVAL,
-                           "kb_spawn: need a rank function and nprocs 0..65536 (got %d%s)", nprocs,
-                           fn ? "" : ", no function");
-    if (nprocs == 0) nprocs = (int)m->sips;
-    rt_group *g = group_new(x, m, nprocs, fn, arg);
-    if (!g)
-        return kb__err_set(&m->err, KB_ENOMEM, "kb_spawn: out of host memory for %d ranks", nprocs);
-    x->live = g;
-    kb__rank_errors errs;
-    int rc = kb__spawn(&x->d, rank_body, nprocs, g, &errs);
-    x->live = NULL;
-    if (errs.abandoned) { /* its stuck ranks may still wake up and use it */
-        g->next = x->abandoned;
-        x->abandoned = g;
-    } else {
-        group_free(g);
-    }
-    kb__rt_launch_adopt(m);
-    if (rc) {
-        kb__err_set(&m->err, rc, "kb_spawn: ");
-        size_t len = strlen(m->err.msg);
-        kb__rank_errors_format_fit(&errs, m->err.msg + len, sizeof m->err.msg - len);
-    }
-    kb__rank_errors_fini(&errs);
-    return rc;
-}
-
-int kb_rank(const kb_machine *m)
-{
-    if (!m) return -1;
-    int r = -1;
-    return self_group(m, &r, NULL) ? r : 0;
-}
-
-int kb_world_size(const kb_machine *m)
-{
-    if (!m) return -1;
-    int r = -1;
-    const rt_group *g = self_group(m, &r, NULL);
-    return g ? g->n : 1;
+    ext->p = g;
+    ext->free = group_free;
+    ext->rank_ended = rank_ended;
+    return g;
 }
 
 int kb_is_initialized(const kb_machine *m)
 {
-    if (!m || !m->dist) return 0;
-    int r = -1;
-    const rt_group *g = self_group(m, &r, NULL);
-    return g ? g->pg : m->dist->driver_pg;
+    if (!m) return 0;
+    const grp_machine *x = kb__grp_machine_peek(m);
+    kb__rt_rank_self s;
+    if (kb__rt_self(m, &s)) return x ? x->driver_pg : 0;
+    const kb__rt_group_ext *ext = kb__rt_group_ext_find(m, &group_key);
+    const rt_group *g = ext ? ext->p : NULL;
+    return g ? g->pg : x ? x->driver_pg : 0;
 }
 
 /* ---- rendezvous ------------------------------------------------------------------ */
@@ -435,10 +297,10 @@ static void describe(kb_machine *m, const rt_group *g, call *c)
     group_str(g, c->comm, grp, sizeof grp);
     if (grp[0]) snprintf(in, sizeof in, " in %s", grp);
     if (c->seq)
-        snprintf(c->what, sizeof c->what, "%s(%s%s) call #%llu%s", kb__rt_call_label(c), a, b,
+        snprintf(c->what, sizeof c->what, "%s(%s%s) call #%llu%s", kb__grp_call_label(c), a, b,
                  (unsigned long long)c->seq, in);
     else
-        snprintf(c->what, sizeof c->what, "%s(%s%s)%s", kb__rt_call_label(c), a, b, in);
+        snprintf(c->what, sizeof c->what, "%s(%s%s)%s", kb__grp_call_label(c), a, b, in);
 }
 
 /* The tensors of a collective call exist (the same error the driver path
@@ -447,9 +309,9 @@ static int check_tensors(kb_machine *m, const call *c, kb__err *err)
 {
     if (c->kind >= KB__CCL_COLLECTIVE_COUNT) return 0;
     const kb__rt_tensor *t = kb__rt_tensor_get(m, c->in.id, err);
-    if (!t) return kb__err_prefix(err, "%s: input: ", kb__rt_call_label(c));
+    if (!t) return kb__err_prefix(err, "%s: input: ", kb__grp_call_label(c));
     if (kb__ccl_has_outputs(c->kind) && !kb__rt_tensor_get(m, c->out.id, err))
-        return kb__err_prefix(err, "%s: output: ", kb__rt_call_label(c));
+        return kb__err_prefix(err, "%s: output: ", kb__grp_call_label(c));
     return 0;
 }
 
@@ -479,7 +341,7 @@ static int same_call(const call *a, const call *b, kb_machine *m)
 /* The pending call of cm's rank i, or NULL when that member has none in cm. */
 static call *pending_in(rt_group *g, const comm *cm, int ci, int i)
 {
-    call *c = &g->pend[kb__rt_member_of(cm, i)];
+    call *c = &g->pend[kb__grp_member_of(cm, i)];
     return c->kind >= 0 && c->comm == ci ? c : NULL;
 }
 
@@ -494,24 +356,24 @@ static void refresh_notes(rt_group *g, int ci, int running)
     miss[0] = '\0';
     for (int i = 0; i < cm->n && len < sizeof miss - 40; i++) {
         if (pending_in(g, cm, ci, i)) continue;
-        int k = kb__rt_member_of(cm, i);
+        int k = kb__grp_member_of(cm, i);
         const call *other = &g->pend[k];
         char why[160] = "", grp[96];
         group_str(g, other->comm, grp, sizeof grp);
         if (g->ended[k])
             snprintf(why, sizeof why, " (ended)");
         else if (other->p2p)
-            snprintf(why, sizeof why, " (waiting in %s %s rank %d)", kb__rt_call_label(other),
+            snprintf(why, sizeof why, " (waiting in %s %s rank %d)", kb__grp_call_label(other),
                      other->p2p == 1 ? "to" : "from", other->peer);
         else if (other->kind >= 0)
-            snprintf(why, sizeof why, " (waiting in %s over %s)", kb__rt_call_label(other),
+            snprintf(why, sizeof why, " (waiting in %s over %s)", kb__grp_call_label(other),
                      grp[0] ? grp : "the world");
         int w = snprintf(miss + len, sizeof miss - len, "%s%d%s", len ? ", " : "", k, why);
         if (w > 0) len += (size_t)w;
         n_miss++;
     }
     for (int i = 0; i < cm->n; i++) {
-        int k = kb__rt_member_of(cm, i);
+        int k = kb__grp_member_of(cm, i);
         if (!pending_in(g, cm, ci, i) || !g->proc[k]) continue;
         if (k == running)
             kb__proc_set_note(g->proc[k], "%s runs the collective for all %d ranks",
@@ -542,7 +404,7 @@ static void list_calls(rt_group *g, int ci, kb__err *e, const char *head)
     for (int i = 0; i < cm->n && len < sizeof e->msg - 1; i++) {
         const call *c = pending_in(g, cm, ci, i);
         int w = snprintf(e->msg + len, sizeof e->msg - len, "\n  rank %d: %s",
-                         kb__rt_member_of(cm, i), c ? c->what : "no pending call");
+                         kb__grp_member_of(cm, i), c ? c->what : "no pending call");
         if (w > 0) len += (size_t)w;
     }
 }
@@ -556,10 +418,10 @@ static int await_round(kb_machine *m, rt_group *g, comm *cm, int r, call *c, rou
                        kb__err *err)
 {
     refresh_all(g);
-    int rc = kb__event_wait(m->dist->d.sim, &s->ev);
+    int rc = kb__event_wait(m->dev->sim, &s->ev);
     if (rc == KB_ECANCELED && g->pend[r].kind >= 0) { /* withdrawn */
         char why[96];
-        kb__dist_cancel_cause(&m->dist->d, why, sizeof why);
+        kb__rt_cancel_cause(m, why, sizeof why);
         g->pend[r].kind = -1;
         count_arrivals(g, cm, -1);
         return kb__err_set(err, rc, "%s: canceled (%s)", c->what, why);
@@ -580,7 +442,7 @@ static int rendezvous(kb_machine *m, rt_group *g, int r, call *c, kb__err *err, 
     describe(m, g, c);
     int rc = check_tensors(m, c, err);
     if (rc) return rc; /* this rank's own error; its siblings are canceled */
-    kb__proc *self = kb__proc_self(g->m->dist->d.sim);
+    kb__proc *self = kb__proc_self(m->dev->sim);
     g->pend[r] = *c;
     g->proc[r] = self;
     round_slot *s = &cm->slot[cm->round & 1];
@@ -607,13 +469,13 @@ static int rendezvous(kb_machine *m, rt_group *g, int r, call *c, kb__err *err, 
     s->status = st;
     s->last = r;
     for (int i = 0; i < cm->n; i++) {
-        int k = kb__rt_member_of(cm, i);
+        int k = kb__grp_member_of(cm, i);
         g->pend[k].kind = -1, g->proc[k] = NULL;
     }
     count_arrivals(g, cm, 0);
     cm->round++;
     kb__event_init(&cm->slot[cm->round & 1].ev, "collective round");
-    kb__event_fire(m->dist->d.sim, &s->ev, st);
+    kb__event_fire(m->dev->sim, &s->ev, st);
     kb__proc_set_note_fn(self, NULL, NULL);
     *value = s->value;
     if (st) kb__err_copy(err, &s->err);
@@ -635,10 +497,10 @@ static int add_group(rt_group *g, const call *c, kb__err *err, int *value)
 
 static int run_round(kb_machine *m, rt_group *g, comm *cm, kb__err *err, int *value)
 {
-    const call *first = &g->pend[kb__rt_member_of(cm, 0)];
+    const call *first = &g->pend[kb__grp_member_of(cm, 0)];
     if (first->kind == CALL_NEW_GROUP) return add_group(g, first, err, value);
     if (first->kind == CALL_BARRIER) return 0; /* nothing runs on the device */
-    int rc = kb__rt_round_run(m, g, cm, err);
+    int rc = kb__grp_round_run(m, g, cm, err);
     if (!rc && first->kind == CALL_INIT) g->pg = 1;
     return rc;
 }
@@ -686,10 +548,11 @@ static int p2p_setup(rt_group *g, int r, call *c, kb__err *err)
     if (!g)
         return kb__err_set(err, KB_EINVAL,
                            "%s: the driver has no other rank to talk to (kb_spawn the ranks)",
-                           kb__rt_call_label(c));
+                           kb__grp_call_label(c));
     if (c->peer < 0 || c->peer >= g->n || c->peer == r)
         return kb__err_set(err, KB_EINVAL, "%s: %s %d is not another host rank (0..%d but %d)",
-                           kb__rt_call_label(c), c->p2p == 1 ? "dst" : "src", c->peer, g->n - 1, r);
+                           kb__grp_call_label(c), c->p2p == 1 ? "dst" : "src", c->peer, g->n - 1,
+                           r);
     c->comm = pair_index(g, r, c->peer, err);
     if (c->comm < 0) return err->code;
     c->root = c->p2p == 1 ? r : c->peer;
@@ -727,10 +590,10 @@ static int root_error(const rt_group *g, const comm *cm, call *c, const char *gr
     const char *what = c->kind == KB__CCL_REDUCE ? "dst" : "src";
     c->root_index = cm ? rank_in(cm, c->root) : c->root;
     if (c->root < 0 || (g && c->root >= g->n))
-        return kb__err_set(e, KB_ERANGE, "%s: %s %d is not a rank (0..%d)", kb__rt_call_label(c),
+        return kb__err_set(e, KB_ERANGE, "%s: %s %d is not a rank (0..%d)", kb__grp_call_label(c),
                            what, c->root, g ? g->n - 1 : 0);
     if (c->root_index < 0)
-        return kb__err_set(e, KB_EINVAL, "%s: %s %d is not a member of %s", kb__rt_call_label(c),
+        return kb__err_set(e, KB_EINVAL, "%s: %s %d is not a member of %s", kb__grp_call_label(c),
                            what, c->root, grp);
     return 0;
 }
@@ -742,19 +605,20 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
     if (!m) return KB_EINVAL;
     kb__err e;
     kb__err_clear(&e);
-    kb__rt_dist *x = dist_of(m, &e);
+    grp_machine *x = kb__grp_machine(m, &e);
     if (!x) return kb__rt_fail(m, &e);
     int r = -1, ab = 0, unused = 0;
     if (!value) value = &unused;
-    rt_group *g = self_group(m, &r, &ab);
+    rt_group *g = self_group(m, &r, &ab, &e);
+    if (e.code) return kb__rt_fail(m, &e);
     if (g && ab) {
         kb__err_set(&e, KB_ECANCELED,
                     "%s: rank %d was abandoned by kb_spawn (it stayed blocked after every "
                     "cancellation), so it may not join a collective any more",
-                    kb__rt_call_label(c), r);
+                    kb__grp_call_label(c), r);
         return kb__rt_fail(m, &e);
     }
-    c->comm = group_index(g, h, kb__rt_call_label(c), &e);
+    c->comm = group_index(g, h, kb__grp_call_label(c), &e);
     const comm *cm = c->comm > 0 ? g->comm[c->comm] : NULL;
     int world = g ? g->n : 1;
     if (e.code) return kb__rt_fail(m, &e);
@@ -763,16 +627,16 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
     if (c->kind != CALL_INIT && !(g ? g->pg : x->driver_pg)) {
         kb__err_set(&e, KB_ESTATE,
                     "%s: no process group (call kb_init_process_group(m, \"ahbm\") first)",
-                    kb__rt_call_label(c));
+                    kb__grp_call_label(c));
     } else if (c->p2p) {
         p2p_setup(g, r, c, &e);
     } else if (cm && rank_in(cm, r) < 0) {
-        kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of %s", kb__rt_call_label(c),
+        kb__err_set(&e, KB_EINVAL, "%s: host rank %d is not a member of %s", kb__grp_call_label(c),
                     r, grp);
     } else if (kb__ccl_has_root(c->kind) && root_error(g, cm, c, grp, &e)) {
         /* e says why */
     } else if ((unsigned)c->op > KB_AVG) {
-        kb__err_set(&e, KB_EINVAL, "%s: op %d is not sum, max, min or avg", kb__rt_call_label(c),
+        kb__err_set(&e, KB_EINVAL, "%s: op %d is not sum, max, min or avg", kb__grp_call_label(c),
                     (int)c->op);
     } else if (c->kind == CALL_NEW_GROUP) {
         check_ranks(c->ranks, c->n_ranks, world, &e);
@@ -785,7 +649,7 @@ static int collective(kb_machine *m, kb_group h, call *c, int *value)
         const call *one = c;
         rc = c->kind == CALL_BARRIER || c->kind == CALL_NEW_GROUP
                  ? 0
-                 : kb__rt_calls_run(m, &one, NULL, 1, &e);
+                 : kb__grp_calls_run(m, &one, NULL, 1, &e);
         if (!rc && c->kind == CALL_INIT) x->driver_pg = 1;
         *value = 0;
     } else {
@@ -926,12 +790,20 @@ int kb_new_group(kb_machine *m, const int *ranks, int n, kb_group *out)
  * not a group of the caller's kb_spawn. */
 static int group_lookup(const kb_machine *m, kb_group h, int *rank, int *size)
 {
-    int r = -1;
-    const rt_group *g = m ? self_group(m, &r, NULL) : NULL;
+    if (!m) return -1;
+    kb__rt_rank_self s = {0};
+    int spawned = !kb__rt_self(m, &s);
+    const kb__rt_group_ext *ext = spawned ? kb__rt_group_ext_find(m, &group_key) : NULL;
+    const rt_group *g = ext ? ext->p : NULL;
     kb__err e;
-    int i = m ? group_index(g, h, "group lookup", &e) : -1;
+    if (spawned && !g) { /* no call made yet in this kb_spawn: the world only */
+        if (h.id != 0) return -1;
+        *rank = s.rank, *size = s.size;
+        return 0;
+    }
+    int i = group_index(g, h, "group lookup", &e);
     if (i < 0) return -1;
-    *rank = g ? rank_in(g->comm[i], r) : 0;
+    *rank = g ? rank_in(g->comm[i], s.rank) : 0;
     *size = g ? g->comm[i]->n : 1;
     return 0;
 }

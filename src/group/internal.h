@@ -1,21 +1,28 @@
 /*
- * runtime/dist_internal.h — the state of host ranks and their rendezvous,
- * shared by dist.c (ranks, groups, rounds, the calls of kernbench/dist.h)
- * and dist_run.c (a round's calls turned into one device collective, and
- * its report).
+ * group/internal.h — process groups: the rendezvous of host ranks' calls
+ * and the kb_* collective calls of kernbench/dist.h, above the collective
+ * runner (ccl/collective.h). Shared by calls.c (groups, rounds, the calls)
+ * and run.c (a round's calls turned into one device collective, and its
+ * report).
+ *
+ * State lives beside the group of host ranks it belongs to, in the
+ * runtime's layer slots (runtime/ranks.h), as src/tp's does: one rt_group
+ * per kb_spawn group (made at its first call, freed with the group), and
+ * one grp_machine per machine (the driver's process group, the last
+ * collective's report).
  *
  * Invariants: a rank has at most one pending call (rt_group.pend); a
  * call's pointers (tensors' lists, counts) are the caller's and valid while
  * it waits in its round.
  */
-#ifndef KB_RUNTIME_DIST_INTERNAL_H
-#define KB_RUNTIME_DIST_INTERNAL_H
+#ifndef KB_GROUP_INTERNAL_H
+#define KB_GROUP_INTERNAL_H
 
 #include "ccl/collective.h"
-#include "dist/spawn.h"
 #include "kernbench/dist.h"
 #include "mem/u64map.h"
 #include "runtime/internal.h"
+#include "sim/sim.h"
 
 enum { CALL_INIT = KB__CCL_COLLECTIVE_COUNT, CALL_BARRIER, CALL_NEW_GROUP, CALL_KINDS };
 
@@ -66,59 +73,52 @@ typedef struct comm {
     round_slot slot[2];
 } comm;
 
-/* One kb_spawn's ranks and their rendezvous. Kept until kb_close when
- * kb__spawn abandons ranks, so an abandoned rank that wakes later still
- * finds its own group (and never a later one). */
+/* One kb_spawn's rendezvous, in the group's slot: it lives as long as the
+ * group (until kb_close when kb__spawn abandons ranks, so an abandoned rank
+ * that wakes later still finds its own group, never a later one). */
 typedef struct rt_group {
     kb_machine *m;
-    kb_rank_fn fn;
-    void *arg;
     int n;
-    int pg;                  /* the group's process group is started */
-    int serial;              /* this kb_spawn's number, from 1 (group handles) */
-    int *sip;                /* [n] kb_set_device binding per rank */
-    kb__rt_scratch *scratch; /* [n] */
-    call *pend;              /* [n] pending call per rank (kind -1: none) */
-    kb__proc **proc;         /* [n] process of a waiting rank */
-    int *ended;              /* [n] rank returned */
-    kb__err *err;            /* [n] the rank's last failed call (kb__rt_fail) */
-    comm **comm;             /* [n_comm]: the world, then kb_new_group's groups */
+    int pg;           /* the group's process group is started */
+    int serial;       /* this kb_spawn's number, from 1 (group handles) */
+    const int *ended; /* [n] rank returned (the runtime's, kb__rt_rank_self) */
+    call *pend;       /* [n] pending call per rank (kind -1: none) */
+    kb__proc **proc;  /* [n] process of a waiting rank */
+    comm **comm;      /* [n_comm]: the world, then kb_new_group's groups */
     int n_comm, cap_comm;
-    kb__u64map pairs;      /* lo << 32 | hi -> index in comm of the pair's hidden group */
-    comm *waiting;         /* the communicators with members waiting in a round */
-    kb__rt_group_ext ext;  /* a layer's state for this group (src/tp) */
-    struct rt_group *next; /* next abandoned group */
+    kb__u64map pairs; /* lo << 32 | hi -> index in comm of the pair's hidden group */
+    comm *waiting;    /* the communicators with members waiting in a round */
 } rt_group;
 
-typedef struct kb__rt_dist {
-    kb__dist d;
-    int driver_pg;       /* the driver started a process group */
-    rt_group *live;      /* the running kb_spawn's group, NULL when none */
-    int spawns;          /* kb_spawn calls so far (group serials) */
-    rt_group *abandoned; /* groups with abandoned ranks, freed by kb_close */
-    int driver_sip;
+/* The machine's share, in a machine slot. */
+typedef struct grp_machine {
+    int driver_pg; /* the driver started a process group */
     kb_ccl_report last;
     int has_last;
-    kb__rt_group_ext driver_ext; /* the driver's slot (kb__rt_group_ext_of) */
-} kb__rt_dist;
+} grp_machine;
 
-/* The public name of call c ("kb_all_reduce", ...; dist.c). */
-const char *kb__rt_call_label(const call *c);
+/* m's share, made on first use (NULL with KB_ENOMEM in err); _peek: NULL
+ * when not made yet. calls.c. */
+grp_machine *kb__grp_machine(kb_machine *m, kb__err *err);
+const grp_machine *kb__grp_machine_peek(const kb_machine *m);
+
+/* The public name of call c ("kb_all_reduce", ...; calls.c). */
+const char *kb__grp_call_label(const call *c);
 
 /* Host rank of c's rank i. */
-static inline int kb__rt_member_of(const comm *c, int i)
+static inline int kb__grp_member_of(const comm *c, int i)
 {
     return c->member ? c->member[i] : i;
 }
 
 /* Runs calls c[0..n) (one per participant in index order, all matching;
  * ranks[0..n) their host ranks, NULL from the driver) as one collective;
- * the machine's report (kb_ccl_last) becomes its. dist_run.c. */
-int kb__rt_calls_run(kb_machine *m, const call *const *c, const int *ranks, int n, kb__err *err);
+ * the machine's report (kb_ccl_last) becomes its. run.c. */
+int kb__grp_calls_run(kb_machine *m, const call *const *c, const int *ranks, int n, kb__err *err);
 
 /* The device collective of cm's round, its members' calls in group rank
  * order: first the checks that name host ranks (buffers of two ranks on
- * one PE, output sizes), then kb__rt_calls_run. dist_run.c. */
-int kb__rt_round_run(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err);
+ * one PE, output sizes), then kb__grp_calls_run. run.c. */
+int kb__grp_round_run(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err);
 
 #endif

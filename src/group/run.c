@@ -1,6 +1,6 @@
 /*
- * dist_run.c — a round's calls turned into one device collective
- * (runtime/dist_internal.h): the checks that name the host rank at fault
+ * run.c — a round's calls turned into one device collective
+ * (group/internal.h): the checks that name the host rank at fault
  * (two ranks' buffers on one PE, output sizes, all_to_all_v counts), the
  * collective request (ccl/collective.h) with its root's buffer index and
  * count matrix, and the report kb_ccl_last returns.
@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/dist_internal.h"
+#include "group/internal.h"
 
-static void keep_report(kb__rt_dist *x, const kb__coll_info *info)
+static void keep_report(grp_machine *x, const kb__coll_info *info)
 {
     kb_ccl_report *o = &x->last;
     memset(o, 0, sizeof *o);
@@ -76,7 +76,7 @@ static int gather_counts(kb_machine *m, const call *const *c, const int *ranks, 
     return 0;
 }
 
-int kb__rt_calls_run(kb_machine *m, const call *const *c, const int *ranks, int n, kb__err *err)
+int kb__grp_calls_run(kb_machine *m, const call *const *c, const int *ranks, int n, kb__err *err)
 {
     if (c[0]->kind == CALL_INIT) return kb__ccl_prepare(m, NULL, NULL, err);
     if (c[0]->kind == CALL_BARRIER) return 0;
@@ -84,7 +84,7 @@ int kb__rt_calls_run(kb_machine *m, const call *const *c, const int *ranks, int 
     if (!in || !out) {
         free(in);
         free(out);
-        return kb__err_set(err, KB_ENOMEM, "%s: out of host memory", kb__rt_call_label(c[0]));
+        return kb__err_set(err, KB_ENOMEM, "%s: out of host memory", kb__grp_call_label(c[0]));
     }
     uint32_t root = 0;
     for (int k = 0; k < n; k++) {
@@ -120,7 +120,13 @@ int kb__rt_calls_run(kb_machine *m, const call *const *c, const int *ranks, int 
     kb__coll_info info;
     memset(&info, 0, sizeof info);
     if (!rc) rc = kb__ccl_run(m, &req, &info, err);
-    if (!rc) keep_report(m->dist, &info);
+    if (!rc) {
+        grp_machine *x = kb__grp_machine(m, err);
+        if (x)
+            keep_report(x, &info);
+        else
+            rc = err->code;
+    }
     free(in);
     free(out);
     free(counts);
@@ -138,26 +144,26 @@ static int64_t shard_elems(const kb__rt_tensor *t, int s)
  * buffers of all members. Names the host rank at fault. */
 static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
 {
-    const call *first = &g->pend[kb__rt_member_of(cm, 0)];
+    const call *first = &g->pend[kb__grp_member_of(cm, 0)];
     int kind = first->kind;
     if (!kb__ccl_has_outputs(kind) || kind == KB__CCL_ALL_TO_ALL_V) return 0; /* counts: run.c */
     int64_t p = 0;
     const kb__rt_tensor *in0 = NULL;
     for (int i = 0; i < cm->n; i++) {
-        int k = kb__rt_member_of(cm, i);
+        int k = kb__grp_member_of(cm, i);
         const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].in.id, err);
         if (!t)
-            return kb__err_prefix(err, "%s: host rank %d's input: ", kb__rt_call_label(first), k);
+            return kb__err_prefix(err, "%s: host rank %d's input: ", kb__grp_call_label(first), k);
         if (!in0) in0 = t;
         p += t->plan.n_shards;
     }
     int64_t n = shard_elems(in0, 0);
     int64_t want = kind == KB__CCL_REDUCE_SCATTER ? n / p : kind == KB__CCL_ALL_GATHER ? n * p : n;
     for (int i = 0; i < cm->n; i++) {
-        int k = kb__rt_member_of(cm, i);
+        int k = kb__grp_member_of(cm, i);
         const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].out.id, err);
         if (!t)
-            return kb__err_prefix(err, "%s: host rank %d's output: ", kb__rt_call_label(first), k);
+            return kb__err_prefix(err, "%s: host rank %d's output: ", kb__grp_call_label(first), k);
         for (int s = 0; s < t->plan.n_shards; s++) {
             if (t->dtype == in0->dtype && shard_elems(t, s) == want) continue;
             char why[96];
@@ -172,7 +178,7 @@ static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__e
             return kb__err_set(err, KB_EINVAL,
                                "%s: host rank %d's output '%s' shard %d is %s [%lld elements], "
                                "expected %s [%lld] (%s)",
-                               kb__rt_call_label(first), k, t->name, s, kb__dtype_name(t->dtype),
+                               kb__grp_call_label(first), k, t->name, s, kb__dtype_name(t->dtype),
                                (long long)shard_elems(t, s), kb__dtype_name(in0->dtype),
                                (long long)want, why);
         }
@@ -187,20 +193,20 @@ static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__e
  * first_pe say otherwise, so that is the usual remedy. */
 static int check_pes_apart(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
 {
-    const call *first = &g->pend[kb__rt_member_of(cm, 0)];
+    const call *first = &g->pend[kb__grp_member_of(cm, 0)];
     int kind = first->kind;
     if (kind < 0 || kind >= KB__CCL_COLLECTIVE_COUNT) return 0;
     int *owner = malloc(m->n_pes * sizeof *owner), *shard = malloc(m->n_pes * sizeof *shard);
     int rc = owner && shard
                  ? 0
-                 : kb__err_set(err, KB_ENOMEM, "%s: out of host memory", kb__rt_call_label(first));
+                 : kb__err_set(err, KB_ENOMEM, "%s: out of host memory", kb__grp_call_label(first));
     for (uint32_t i = 0; !rc && i < m->n_pes; i++)
         owner[i] = -1;
     for (int i = 0; !rc && i < cm->n; i++) {
-        int k = kb__rt_member_of(cm, i);
+        int k = kb__grp_member_of(cm, i);
         const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].in.id, err);
         if (!t) {
-            rc = kb__err_prefix(err, "%s: host rank %d's input: ", kb__rt_call_label(first), k);
+            rc = kb__err_prefix(err, "%s: host rank %d's input: ", kb__grp_call_label(first), k);
             break;
         }
         for (int s = 0; !rc && s < t->plan.n_shards; s++) {
@@ -217,7 +223,7 @@ static int check_pes_apart(kb_machine *m, const rt_group *g, const comm *cm, kb_
                     "of their SIP unless the policy's first_cube / first_pe move them: give "
                     "ranks that share a SIP different first_pe (rank / %u with one rank per "
                     "PE), or spawn one rank per SIP (kb_spawn nprocs 0)",
-                    kb__rt_call_label(first), o, k, sh->sip, sh->cube, sh->pe, o,
+                    kb__grp_call_label(first), o, k, sh->sip, sh->cube, sh->pe, o,
                     ot ? ot->name : "?", shard[gi], k, t->name, s, m->sips);
             }
             owner[gi] = k;
@@ -230,7 +236,7 @@ static int check_pes_apart(kb_machine *m, const rt_group *g, const comm *cm, kb_
 }
 
 /* Its launch joins the members' streams. */
-int kb__rt_round_run(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
+int kb__grp_round_run(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
 {
     int rc = check_pes_apart(m, g, cm, err);
     if (!rc) rc = check_outputs(m, g, cm, err);
@@ -239,10 +245,10 @@ int kb__rt_round_run(kb_machine *m, const rt_group *g, const comm *cm, kb__err *
     int *ranks = malloc((size_t)cm->n * sizeof *ranks);
     rc = calls && ranks ? 0 : kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
     for (int i = 0; !rc && i < cm->n; i++) {
-        ranks[i] = kb__rt_member_of(cm, i);
+        ranks[i] = kb__grp_member_of(cm, i);
         calls[i] = &g->pend[ranks[i]];
     }
-    if (!rc) rc = kb__rt_calls_run(m, calls, ranks, cm->n, err);
+    if (!rc) rc = kb__grp_calls_run(m, calls, ranks, cm->n, err);
     free(calls);
     free(ranks);
     return rc;
@@ -252,7 +258,8 @@ int kb_ccl_last(const kb_machine *m, kb_ccl_report *out)
 {
     if (out) memset(out, 0, sizeof *out);
     if (!m || !out) return KB_EINVAL;
-    if (!m->dist || !m->dist->has_last) return KB_ENOTFOUND;
-    *out = m->dist->last;
+    const grp_machine *x = kb__grp_machine_peek(m);
+    if (!x || !x->has_last) return KB_ENOTFOUND;
+    *out = x->last;
     return 0;
 }
