@@ -93,7 +93,11 @@ typedef enum kb_dtype {
     KB_I32 = 3,
     KB_I8 = 4,
     KB_BOOL = 5,
-    KB_DTYPE_COUNT = 6
+    KB_I16 = 6,
+    KB_U8 = 7,
+    KB_U16 = 8,
+    KB_U32 = 9,
+    KB_DTYPE_COUNT = 10
 } kb_dtype;
 
 /* How one level of the machine divides a tensor. */

@@ -9,8 +9,8 @@
  * docs/kernels.md for a walk-through, tile lifetime and what blocks.
  *
  * Tiles are small value handles to dense row-major arrays of 0 (scalar), 1 or
- * 2 dimensions held in the PE's TCM. Element types: f16, bf16, f32, i32, i8
- * (tl_dot input) and bool. Broadcasting and type promotion follow Triton
+ * 2 dimensions held in the PE's TCM. Element types: f16, bf16, f32, i32,
+ * i16, i8 (tl_dot input), u32, u16, u8 and bool. Broadcasting and type promotion follow Triton
  * (docs/tile-semantics.md). Every op returns a new tile; inputs are never
  * modified.
  *
@@ -53,7 +53,11 @@ typedef enum tl_dtype {
     TL_F32,
     TL_I32,
     TL_I8,
-    TL_BOOL
+    TL_BOOL,
+    TL_I16,
+    TL_U8,
+    TL_U16,
+    TL_U32
 } tl_dtype;
 
 /* Reduction over every element (Triton's axis=None). */
@@ -95,8 +99,21 @@ KB_API tl_tile tl_arange(tl_ctx *k, int64_t start, int64_t end);
 /* A tile of `shape` (ndim 0, 1 or 2) filled with value converted to dtype. */
 KB_API tl_tile tl_full(tl_ctx *k, int ndim, const int64_t *shape, double value, tl_dtype dtype);
 KB_API tl_tile tl_zeros(tl_ctx *k, int ndim, const int64_t *shape, tl_dtype dtype);
-/* A 0-d tile (a scalar that broadcasts against anything). */
+/* A 0-d tile (a scalar that broadcasts against anything). Its dtype is
+ * strong, as a Triton tl.full((), value, dtype): an f32 scalar makes
+ * f16 + scalar an f32 tile. Costs one MATH move (docs/pe-timing.md). */
 KB_API tl_tile tl_scalar(tl_ctx *k, double value, tl_dtype dtype);
+/* A literal: what a Python number is in a Triton expression. A 0-d tile
+ * (f32; tl_literal_int: i32, or u32 above INT32_MAX, a value outside both a
+ * kernel error) that is weakly typed: combined with a tile of the same or a
+ * higher kind (bool < int < float) it takes that tile's dtype (x_f16 *
+ * literal(2.0) stays f16, x_i8 + literal_int(1) stays i8; / and % with f16
+ * or bf16 give f32), with a tile of a lower kind it promotes as usual
+ * (x_i8 * literal(0.5) is f32). Applies to the binary ops, where's two
+ * values, fma and clamp; the result of any op is never weak. Same cost as
+ * tl_scalar. */
+KB_API tl_tile tl_literal(tl_ctx *k, double value);
+KB_API tl_tile tl_literal_int(tl_ctx *k, int64_t value);
 /* Views (no unit time): a new handle on the same bytes. */
 KB_API tl_tile tl_expand_dims(tl_ctx *k, tl_tile x, int axis);
 KB_API tl_tile tl_reshape(tl_ctx *k, tl_tile x, int ndim, const int64_t *shape);
@@ -115,8 +132,18 @@ KB_API tl_tile tl_floordiv(tl_ctx *k, tl_tile a, tl_tile b);
 KB_API tl_tile tl_mod(tl_ctx *k, tl_tile a, tl_tile b);
 KB_API tl_tile tl_maximum(tl_ctx *k, tl_tile a, tl_tile b);
 KB_API tl_tile tl_minimum(tl_ctx *k, tl_tile a, tl_tile b);
+/* Bitwise (integer and bool tiles, promoted integer result). tl_shr is
+ * arithmetic for a signed result type, logical for an unsigned one; a shift
+ * amount outside 0..width-1 shifts everything out (0, or the sign fill). */
 KB_API tl_tile tl_and(tl_ctx *k, tl_tile a, tl_tile b);
 KB_API tl_tile tl_or(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_xor(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_shl(tl_ctx *k, tl_tile a, tl_tile b);
+KB_API tl_tile tl_shr(tl_ctx *k, tl_tile a, tl_tile b);
+/* bool: logical not; integers: bitwise invert (Triton's ~). */
+KB_API tl_tile tl_not(tl_ctx *k, tl_tile x);
+/* a ** b, floats only (C powf in f32). */
+KB_API tl_tile tl_pow(tl_ctx *k, tl_tile a, tl_tile b);
 KB_API tl_tile tl_eq(tl_ctx *k, tl_tile a, tl_tile b);
 KB_API tl_tile tl_ne(tl_ctx *k, tl_tile a, tl_tile b);
 KB_API tl_tile tl_lt(tl_ctx *k, tl_tile a, tl_tile b);
@@ -131,6 +158,12 @@ KB_API tl_tile tl_log(tl_ctx *k, tl_tile x);
 KB_API tl_tile tl_sqrt(tl_ctx *k, tl_tile x);
 KB_API tl_tile tl_rsqrt(tl_ctx *k, tl_tile x);
 KB_API tl_tile tl_sigmoid(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_log2(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_sin(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_cos(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_erf(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_floor(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_ceil(tl_ctx *k, tl_tile x);
 /* a * b + c */
 KB_API tl_tile tl_fma(tl_ctx *k, tl_tile a, tl_tile b, tl_tile c);
 /* cond ? a : b */
@@ -146,8 +179,36 @@ KB_API tl_tile tl_max(tl_ctx *k, tl_tile x, int axis);
 KB_API tl_tile tl_min(tl_ctx *k, tl_tile x, int axis);
 KB_API tl_tile tl_argmax(tl_ctx *k, tl_tile x, int axis);
 KB_API tl_tile tl_argmin(tl_ctx *k, tl_tile x, int axis);
+/* Any reduction with Triton's keep_dims: nonzero keeps the reduced axis (for
+ * TL_AXIS_ALL every axis) with extent 1. TL_REDUCE_XOR_SUM takes integer
+ * and bool tiles. */
+typedef enum tl_reduce_op {
+    TL_REDUCE_SUM = 0,
+    TL_REDUCE_MAX,
+    TL_REDUCE_MIN,
+    TL_REDUCE_ARGMAX,
+    TL_REDUCE_ARGMIN,
+    TL_REDUCE_XOR_SUM
+} tl_reduce_op;
+KB_API tl_tile tl_reduce(tl_ctx *k, tl_reduce_op op, tl_tile x, int axis, int keep_dims);
 /* exp(x - max) / sum(exp(x - max)) along axis, f32 result. */
 KB_API tl_tile tl_softmax(tl_ctx *k, tl_tile x, int axis);
+/* Inclusive scans along axis (0, 1, -1, -2), the shape kept; reverse
+ * nonzero scans from the last element back. Dtypes as Triton: bf16 -> f32;
+ * cumsum widens integers narrower than 32 bits to i32 (u32 for u8, u16). */
+KB_API tl_tile tl_cumsum(tl_ctx *k, tl_tile x, int axis, int reverse);
+KB_API tl_tile tl_cumprod(tl_ctx *k, tl_tile x, int axis, int reverse);
+
+/* ---- random numbers (MATH unit), Triton's tl.rand / randn / randint --------- */
+
+/* For each element of offsets (an i32 or u32 tile), Philox4x32-10 of
+ * counter (offset, 0, 0, 0) and key (seed's low and high words): the same
+ * (seed, offset) gives the same number everywhere, as in Triton. rand: f32
+ * uniform in [0, 1); randn: f32 standard normal (Box-Muller); randint: the
+ * u32 word. The result has the offsets' shape. */
+KB_API tl_tile tl_rand(tl_ctx *k, int64_t seed, tl_tile offsets);
+KB_API tl_tile tl_randn(tl_ctx *k, int64_t seed, tl_tile offsets);
+KB_API tl_tile tl_randint(tl_ctx *k, int64_t seed, tl_tile offsets);
 
 /* ---- matrix product (GEMM unit) --------------------------------------------- */
 

@@ -17,10 +17,19 @@ static const struct {
     size_t size;
     int bits;
     kb__dtype_kind kind;
+    bool is_unsigned;
+    double lo, hi; /* integer range (saturation bounds of a float cast) */
 } dtype_table[KB__DTYPE_COUNT] = {
-    [KB__F16] = {"f16", 2, 16, KB__KIND_FLOAT}, [KB__BF16] = {"bf16", 2, 16, KB__KIND_FLOAT},
-    [KB__F32] = {"f32", 4, 32, KB__KIND_FLOAT}, [KB__I32] = {"i32", 4, 32, KB__KIND_INT},
-    [KB__I8] = {"i8", 1, 8, KB__KIND_INT},      [KB__BOOL] = {"bool", 1, 1, KB__KIND_BOOL},
+    [KB__F16] = {"f16", 2, 16, KB__KIND_FLOAT, false, 0, 0},
+    [KB__BF16] = {"bf16", 2, 16, KB__KIND_FLOAT, false, 0, 0},
+    [KB__F32] = {"f32", 4, 32, KB__KIND_FLOAT, false, 0, 0},
+    [KB__I32] = {"i32", 4, 32, KB__KIND_INT, false, -2147483648.0, 2147483647.0},
+    [KB__I8] = {"i8", 1, 8, KB__KIND_INT, false, -128.0, 127.0},
+    [KB__BOOL] = {"bool", 1, 1, KB__KIND_BOOL, true, 0, 1},
+    [KB__I16] = {"i16", 2, 16, KB__KIND_INT, false, -32768.0, 32767.0},
+    [KB__U8] = {"u8", 1, 8, KB__KIND_INT, true, 0, 255.0},
+    [KB__U16] = {"u16", 2, 16, KB__KIND_INT, true, 0, 65535.0},
+    [KB__U32] = {"u32", 4, 32, KB__KIND_INT, true, 0, 4294967295.0},
 };
 
 bool kb__dtype_valid(int t)
@@ -54,6 +63,11 @@ bool kb__dtype_is_int(kb__dtype t)
     return kb__dtype_valid(t) && dtype_table[t].kind != KB__KIND_FLOAT;
 }
 
+bool kb__dtype_is_unsigned(kb__dtype t)
+{
+    return kb__dtype_valid(t) && dtype_table[t].is_unsigned;
+}
+
 int kb__dtype_bits(kb__dtype t)
 {
     return kb__dtype_valid(t) ? dtype_table[t].bits : 0;
@@ -68,7 +82,8 @@ int kb__dtype_parse(const char *name, kb__dtype *out, kb__err *err)
         }
     }
     return kb__err_set(err, KB_EINVAL,
-                       "unknown dtype '%s': expected one of f16, bf16, f32, i32, i8, bool",
+                       "unknown dtype '%s': expected one of f16, bf16, f32, i32, i8, bool, i16, "
+                       "u8, u16, u32",
                        name ? name : "(null)");
 }
 
@@ -185,6 +200,87 @@ int8_t kb__f64_to_i8_sat(double d)
     return (int8_t)d;
 }
 
+/* d truncated toward zero and saturated to the range of integer type t
+ * (NaN gives 0); exact in int64 for every integer type we have. */
+static int64_t f64_to_int_sat(kb__dtype t, double d)
+{
+    if (isnan(d)) return 0;
+    if (d >= dtype_table[t].hi) return (int64_t)dtype_table[t].hi;
+    if (d <= dtype_table[t].lo) return (int64_t)dtype_table[t].lo;
+    return (int64_t)d;
+}
+
+/* Stores integer v into element i of dst (type t), wrapping to its width. */
+static void int_store1(kb__dtype t, void *dst, size_t i, int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    switch (t) {
+    case KB__I32:
+    case KB__U32: {
+        uint32_t w = (uint32_t)u;
+        memcpy((char *)dst + 4 * i, &w, 4);
+        break;
+    }
+    case KB__I16:
+    case KB__U16: {
+        uint16_t w = (uint16_t)u;
+        memcpy((char *)dst + 2 * i, &w, 2);
+        break;
+    }
+    case KB__BOOL:
+        ((uint8_t *)dst)[i] = (uint8_t)(u & 1u);
+        break;
+    default: /* I8, U8 */
+        ((uint8_t *)dst)[i] = (uint8_t)u;
+        break;
+    }
+}
+
+/* Element i of src (integer type t), sign- or zero-extended. */
+static int64_t int_load1(kb__dtype t, const void *src, size_t i)
+{
+    switch (t) {
+    case KB__I32:
+        return ((const int32_t *)src)[i];
+    case KB__U32:
+        return ((const uint32_t *)src)[i];
+    case KB__I16:
+        return ((const int16_t *)src)[i];
+    case KB__U16:
+        return ((const uint16_t *)src)[i];
+    case KB__I8:
+        return ((const int8_t *)src)[i];
+    case KB__U8:
+        return ((const uint8_t *)src)[i];
+    default: /* BOOL */
+        return ((const uint8_t *)src)[i] != 0;
+    }
+}
+
+int kb__dtype_from_f64(kb__dtype t, double v, void *dst)
+{
+    uint16_t h;
+    float f;
+    switch (t) {
+    case KB__F16:
+    case KB__BF16:
+        h = t == KB__F16 ? kb__f64_to_f16(v) : kb__f64_to_bf16(v);
+        memcpy(dst, &h, 2);
+        return 0;
+    case KB__F32:
+        f = (float)v;
+        memcpy(dst, &f, 4);
+        return 0;
+    case KB__BOOL:
+        *(uint8_t *)dst = v != 0.0; /* NaN is true, as a cast to bool */
+        return 0;
+    default:
+        if (!kb__dtype_valid(t)) return KB_EINVAL;
+        int_store1(t, dst, 0, f64_to_int_sat(t, v));
+        return 0;
+    }
+}
+
 /* ---- bulk loads and stores ----------------------------------------------- */
 
 void kb__dtype_load_f32(kb__dtype t, const void *src, float *dst, size_t n)
@@ -205,26 +301,11 @@ void kb__dtype_load_f32(kb__dtype t, const void *src, float *dst, size_t n)
     case KB__F32:
         memmove(dst, src, n * sizeof(float));
         break;
-    case KB__I32: {
-        const int32_t *s = src;
+    default: /* integers and bool: exact in int64, one rounding to f32 */
+        assert(kb__dtype_valid(t));
         for (size_t i = 0; i < n; i++)
-            dst[i] = (float)s[i];
+            dst[i] = (float)int_load1(t, src, i);
         break;
-    }
-    case KB__I8: {
-        const int8_t *s = src;
-        for (size_t i = 0; i < n; i++)
-            dst[i] = (float)s[i];
-        break;
-    }
-    case KB__BOOL: {
-        const uint8_t *s = src;
-        for (size_t i = 0; i < n; i++)
-            dst[i] = s[i] ? 1.0f : 0.0f;
-        break;
-    }
-    default:
-        assert(!"invalid dtype");
     }
 }
 
@@ -246,87 +327,40 @@ void kb__dtype_store_f32(kb__dtype t, void *dst, const float *src, size_t n)
     case KB__F32:
         memmove(dst, src, n * sizeof(float));
         break;
-    case KB__I32: {
-        int32_t *d = dst;
-        for (size_t i = 0; i < n; i++)
-            d[i] = kb__f64_to_i32_sat(src[i]);
-        break;
-    }
-    case KB__I8: {
-        int8_t *d = dst;
-        for (size_t i = 0; i < n; i++)
-            d[i] = kb__f64_to_i8_sat(src[i]);
-        break;
-    }
     case KB__BOOL: {
         uint8_t *d = dst;
         for (size_t i = 0; i < n; i++)
             d[i] = src[i] != 0.0f; /* NaN != 0 is true */
         break;
     }
-    default:
-        assert(!"invalid dtype");
+    default: /* integers: truncate and saturate */
+        assert(kb__dtype_valid(t));
+        for (size_t i = 0; i < n; i++)
+            int_store1(t, dst, i, f64_to_int_sat(t, src[i]));
+        break;
     }
 }
 
 void kb__dtype_load_i64(kb__dtype t, const void *src, int64_t *dst, size_t n)
 {
-    switch (t) {
-    case KB__I32: {
-        const int32_t *s = src;
+    if (kb__dtype_is_int(t)) {
         for (size_t i = 0; i < n; i++)
-            dst[i] = s[i];
-        break;
+            dst[i] = int_load1(t, src, i);
+        return;
     }
-    case KB__I8: {
-        const int8_t *s = src;
-        for (size_t i = 0; i < n; i++)
-            dst[i] = s[i];
-        break;
-    }
-    case KB__BOOL: {
-        const uint8_t *s = src;
-        for (size_t i = 0; i < n; i++)
-            dst[i] = s[i] != 0;
-        break;
-    }
-    default: { /* floats: truncation with the casting rules */
-        float buf[256];
-        for (size_t i = 0; i < n; i += 256) {
-            size_t k = n - i < 256 ? n - i : 256;
-            kb__dtype_load_f32(t, (const char *)src + i * kb__dtype_size(t), buf, k);
-            for (size_t j = 0; j < k; j++)
-                dst[i + j] = kb__f64_to_i32_sat(buf[j]);
-        }
-    }
+    /* floats: truncation with the casting rules (to i32's range) */
+    float buf[256];
+    for (size_t i = 0; i < n; i += 256) {
+        size_t k = n - i < 256 ? n - i : 256;
+        kb__dtype_load_f32(t, (const char *)src + i * kb__dtype_size(t), buf, k);
+        for (size_t j = 0; j < k; j++)
+            dst[i + j] = kb__f64_to_i32_sat(buf[j]);
     }
 }
 
 void kb__dtype_store_i64(kb__dtype t, void *dst, const int64_t *src, size_t n)
 {
     switch (t) {
-    case KB__I32: {
-        int32_t *d = dst;
-        for (size_t i = 0; i < n; i++) {
-            uint32_t u = (uint32_t)(uint64_t)src[i];
-            memcpy(&d[i], &u, sizeof u);
-        }
-        break;
-    }
-    case KB__I8: {
-        int8_t *d = dst;
-        for (size_t i = 0; i < n; i++) {
-            uint8_t u = (uint8_t)(uint64_t)src[i];
-            memcpy(&d[i], &u, sizeof u);
-        }
-        break;
-    }
-    case KB__BOOL: {
-        uint8_t *d = dst;
-        for (size_t i = 0; i < n; i++)
-            d[i] = (uint8_t)((uint64_t)src[i] & 1u);
-        break;
-    }
     case KB__F16: {
         uint16_t *d = dst;
         for (size_t i = 0; i < n; i++)
@@ -346,7 +380,10 @@ void kb__dtype_store_i64(kb__dtype t, void *dst, const int64_t *src, size_t n)
         break;
     }
     default:
-        assert(!"invalid dtype");
+        assert(kb__dtype_valid(t));
+        for (size_t i = 0; i < n; i++)
+            int_store1(t, dst, i, src[i]);
+        break;
     }
 }
 

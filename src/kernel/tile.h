@@ -46,6 +46,8 @@ typedef struct kb__tile_desc {
     kb__dtype dtype;
     int ndim;         /* 0 (scalar), 1 or 2 */
     int64_t shape[2]; /* shape[i] >= 1 for i < ndim; entries past ndim ignored */
+    bool weak;        /* a literal (Triton's Python number): weakly typed in
+                         promotion (kb__tile_promote_literal); results never are */
 } kb__tile_desc;
 
 /* Every operation, for inference dispatch, error messages and costs. */
@@ -62,7 +64,11 @@ typedef enum kb__tile_op {
     KB__OP_AND, /* bitwise, integers and bool only */
     KB__OP_OR,
     KB__OP_XOR,
-    KB__OP_EQ, /* comparisons give bool; NaN compares false except NE */
+    KB__OP_SHL, /* << integers only; a shift by >= the bit width gives 0 */
+    KB__OP_SHR, /* >> arithmetic for signed, logical for unsigned types;
+                   a shift by >= the width gives the sign fill (0 unsigned) */
+    KB__OP_POW, /* floats only: pow(a, b) as C's powf */
+    KB__OP_EQ,  /* comparisons give bool; NaN compares false except NE */
     KB__OP_NE,
     KB__OP_LT,
     KB__OP_LE,
@@ -80,6 +86,9 @@ typedef enum kb__tile_op {
     KB__OP_SIGMOID,
     KB__OP_COS,
     KB__OP_SIN,
+    KB__OP_ERF,
+    KB__OP_FLOOR,
+    KB__OP_CEIL,
     KB__OP_NOT, /* bool: logical not; integers: bitwise invert (Triton's ~) */
     /* element-wise ternary */
     KB__OP_FMA,   /* fma(a, b, c) = a * b + c */
@@ -94,6 +103,14 @@ typedef enum kb__tile_op {
     KB__OP_ARGMIN,
     KB__OP_XOR_SUM,
     KB__OP_SOFTMAX,
+    /* scans (inclusive, along one axis; the shape is kept) */
+    KB__OP_CUMSUM,
+    KB__OP_CUMPROD,
+    /* counter-based random numbers (Philox4x32-10, Triton's tl.rand / randn /
+       randint): one operand, the i32/u32 offsets; the seed in the op */
+    KB__OP_RAND,
+    KB__OP_RANDN,
+    KB__OP_RANDINT,
     KB__OP_DOT,
     /* creation and shape */
     KB__OP_ARANGE,
@@ -156,6 +173,14 @@ int kb__tile_cast_infer(const kb__tile_desc *x, kb__dtype dtype, kb__tile_desc *
 int kb__tile_reduce_infer(kb__tile_op op, const kb__tile_desc *x, int axis, bool keep_dims,
                           kb__tile_desc *out, kb__err *err);
 int kb__tile_softmax_infer(const kb__tile_desc *x, int axis, kb__tile_desc *out, kb__err *err);
+/* CUMSUM, CUMPROD along axis (not AXIS_ALL): the input's shape; dtype as
+ * Triton's cumsum (bf16 -> f32, integers narrower than 32 bits -> i32 or u32
+ * by signedness) and cumprod (bf16 -> f32, others kept). */
+int kb__tile_scan_infer(kb__tile_op op, const kb__tile_desc *x, int axis, kb__tile_desc *out,
+                        kb__err *err);
+/* RAND, RANDN (f32) and RANDINT (u32) of an integer offsets tile (any shape). */
+int kb__tile_rand_infer(kb__tile_op op, const kb__tile_desc *offsets, kb__tile_desc *out,
+                        kb__err *err);
 /* a [M, K] x b [K, N] (+ acc [M, N], may be NULL) -> out [M, N]. */
 int kb__tile_dot_infer(const kb__tile_desc *a, const kb__tile_desc *b, const kb__tile_desc *acc,
                        kb__tile_desc *out, kb__err *err);
@@ -187,6 +212,19 @@ int kb__tile_cast(const kb__tile_desc *out, void *out_data, const kb__tile_desc 
 /* out must match kb__tile_reduce_infer with keep_dims either false or true. */
 int kb__tile_reduce(kb__tile_op op, int axis, const kb__tile_desc *out, void *out_data,
                     const kb__tile_desc *x, const void *x_data, kb__err *err);
+/* Inclusive scan along axis (reverse: from the last element back), in index
+ * order, each partial rounded to the result dtype (integers wrap). */
+int kb__tile_scan(kb__tile_op op, int axis, bool reverse, const kb__tile_desc *out, void *out_data,
+                  const kb__tile_desc *x, const void *x_data, kb__err *err);
+/* Philox4x32 with n_rounds rounds (Triton's philox_impl) of counter c and
+ * key k, in place. Pure, for the tile function and its tests. */
+void kb__philox4x32(uint32_t c[4], const uint32_t k[2], int n_rounds);
+/* Triton's random numbers for each offset o (bitcast to u32): counter
+ * (o, 0, 0, 0), key (seed low 32 bits, seed high 32 bits), 10 rounds.
+ * RANDINT: the first word; RAND: uint_to_uniform_float of it (f32 in
+ * [0, 1)); RANDN: Box-Muller of the first two words. */
+int kb__tile_rand(kb__tile_op op, uint64_t seed, const kb__tile_desc *out, void *out_data,
+                  const kb__tile_desc *offsets, const void *offsets_data, kb__err *err);
 /* exp(x - max) / sum(exp(x - max)) along axis, in f32; result f32. */
 int kb__tile_softmax(int axis, const kb__tile_desc *out, void *out_data, const kb__tile_desc *x,
                      const void *x_data, kb__err *err);
@@ -217,11 +255,12 @@ int kb__tile_broadcast_to(const kb__tile_desc *out, void *out_data, const kb__ti
 
 typedef enum kb__tile_op_class {
     KB__CLS_NONE = 0,       /* descriptor-only (reshape, expand_dims) */
-    KB__CLS_ADD,            /* add, sub, max/min, neg, abs, bitwise, not */
+    KB__CLS_ADD,            /* add, sub, max/min, neg, abs, bitwise, shifts, not,
+                               floor, ceil */
     KB__CLS_MUL,            /* mul, fma */
     KB__CLS_DIV,            /* div, floordiv, mod */
-    KB__CLS_TRANSCENDENTAL, /* exp, exp2, log, log2, sqrt, rsqrt, sin, cos */
-    KB__CLS_REDUCE,         /* one pass of a reduction over its input */
+    KB__CLS_TRANSCENDENTAL, /* exp, exp2, log, log2, sqrt, rsqrt, sin, cos, erf */
+    KB__CLS_REDUCE,         /* one pass of a reduction (or scan) over its input */
     KB__CLS_CAST,
     KB__CLS_SELECT, /* where */
     KB__CLS_CMP,

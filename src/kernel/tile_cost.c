@@ -6,7 +6,10 @@
  * An element-wise op processes numel(out) elements, a reduction numel(in),
  * dot M*N*K multiply-accumulates on the GEMM unit. Composite ops list one
  * part per pass: sigmoid = exp + add + div, clamp = 2 x max/min, softmax =
- * max-reduce + subtract + exp + sum-reduce + divide. reshape and expand_dims
+ * max-reduce + subtract + exp + sum-reduce + divide, pow = log2 + mul +
+ * exp2, a scan = a reduction's passes + one add (cumsum) or mul (cumprod)
+ * pass, rand = 10 Philox rounds (mul class) + cast + mul, randn = 10 rounds +
+ * 2 casts + 4 muls + log, sqrt and cos, randint = the 10 rounds. reshape and expand_dims
  * cost nothing (descriptor only). Cost: constant time.
  */
 #include <string.h>
@@ -38,6 +41,7 @@ static kb__tile_op_class class_of(kb__tile_op op)
     case KB__OP_RSQRT:
     case KB__OP_COS:
     case KB__OP_SIN:
+    case KB__OP_ERF:
     case KB__OP_SIGMOID:
         return KB__CLS_TRANSCENDENTAL;
     case KB__OP_WHERE:
@@ -51,6 +55,8 @@ static kb__tile_op_class class_of(kb__tile_op op)
     case KB__OP_ARGMIN:
     case KB__OP_XOR_SUM:
     case KB__OP_SOFTMAX:
+    case KB__OP_CUMSUM:
+    case KB__OP_CUMPROD:
         return KB__CLS_REDUCE;
     case KB__OP_DOT:
         return KB__CLS_DOT;
@@ -62,7 +68,8 @@ static kb__tile_op_class class_of(kb__tile_op op)
     case KB__OP_EXPAND_DIMS:
     case KB__OP_RESHAPE:
         return KB__CLS_NONE;
-    default: /* add, sub, maximum, minimum, bitwise, neg, abs, not, clamp */
+    default: /* add, sub, maximum, minimum, bitwise, shifts, neg, abs, not, floor, ceil,
+                clamp */
         return KB__CLS_ADD;
     }
 }
@@ -70,10 +77,9 @@ static kb__tile_op_class class_of(kb__tile_op op)
 /* Operand count each op takes (dot: 2 or 3). */
 static int arity(kb__tile_op op)
 {
-    if (op <= KB__OP_GE) return 2;
+    if (op <= KB__OP_GE || op == KB__OP_DOT) return 2;
     if (op >= KB__OP_FMA && op <= KB__OP_CLAMP) return 3;
     if (op == KB__OP_ARANGE || op == KB__OP_FULL) return 0;
-    if (op == KB__OP_DOT) return 2;
     return 1;
 }
 
@@ -133,6 +139,26 @@ int kb__tile_op_cost(kb__tile_op op, const kb__tile_desc *out, const kb__tile_de
     case KB__OP_CLAMP:
         add_part(&c, KB__CLS_ADD, 2 * n_out);
         break;
+    case KB__OP_POW: /* exp2(b * log2(a)) */
+        add_part(&c, KB__CLS_TRANSCENDENTAL, n_out);
+        add_part(&c, KB__CLS_MUL, n_out);
+        add_part(&c, KB__CLS_TRANSCENDENTAL, n_out);
+        break;
+    case KB__OP_CUMSUM: /* a reduction's passes, then one pass adding the carried prefix */
+    case KB__OP_CUMPROD:
+        add_part(&c, KB__CLS_REDUCE, n_in0);
+        add_part(&c, op == KB__OP_CUMSUM ? KB__CLS_ADD : KB__CLS_MUL, n_in0);
+        break;
+    case KB__OP_RAND: /* Philox: 10 rounds, each two 32x32 multiplies (MUL class) */
+    case KB__OP_RANDINT:
+    case KB__OP_RANDN:
+        add_part(&c, KB__CLS_MUL, 10 * n_out);
+        if (op == KB__OP_RANDINT) break;
+        add_part(&c, KB__CLS_CAST, (op == KB__OP_RANDN ? 2 : 1) * n_out); /* uint -> float */
+        add_part(&c, KB__CLS_MUL, (op == KB__OP_RANDN ? 4 : 1) * n_out);  /* scale (, r * cos) */
+        if (op == KB__OP_RANDN) /* Box-Muller: log, sqrt, cos */
+            add_part(&c, KB__CLS_TRANSCENDENTAL, 3 * n_out);
+        break;
     case KB__OP_SOFTMAX:
         add_part(&c, KB__CLS_REDUCE, n_in0);
         add_part(&c, KB__CLS_ADD, n_in0);
@@ -147,7 +173,7 @@ int kb__tile_op_cost(kb__tile_op op, const kb__tile_desc *out, const kb__tile_de
         break;
     default:
         if (op <= KB__OP_GE &&
-            kb__tile_binary_types(op, in[0].dtype, in[1].dtype, &c.dtype, &odt, NULL) != 0)
+            kb__tile_binary_types_d(op, &in[0], &in[1], &c.dtype, &odt, NULL) != 0)
             c.dtype = out->dtype;
         add_part(&c, class_of(op), class_of(op) == KB__CLS_REDUCE ? n_in0 : n_out);
         break;

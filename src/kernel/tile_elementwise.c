@@ -63,6 +63,10 @@ static void float_binary(kb__tile_op op, const float *x, const float *y, float *
         for (i = 0; i < n; i++)
             z[i] = max_num(x[i], y[i]);
         break;
+    case KB__OP_POW:
+        for (i = 0; i < n; i++)
+            z[i] = powf(x[i], y[i]);
+        break;
     default: /* MINIMUM; inference rejected every other op for floats */
         for (i = 0; i < n; i++)
             z[i] = min_num(x[i], y[i]);
@@ -98,17 +102,31 @@ static void float_compare(kb__tile_op op, const float *x, const float *y, int64_
     }
 }
 
-/* Operands are in the range of an i32 at most, so int64 never overflows for
- * +, -, *; the store wraps to the result width. */
+/* x << y and x >> y in the computation dtype t (y an amount; >= the width
+ * shifts everything out: 0, or the sign fill for >> of a signed type). */
+static int64_t int_shift(kb__tile_op op, kb__dtype t, int64_t x, int64_t y)
+{
+    int bits = kb__dtype_bits(t);
+    bool uns = kb__dtype_is_unsigned(t);
+    if (y < 0 || y >= bits) {
+        if (op == KB__OP_SHL || uns) return 0;
+        return x < 0 ? -1 : 0;
+    }
+    if (op == KB__OP_SHL) return (int64_t)((uint64_t)x << y); /* the store wraps */
+    return x >> y; /* x holds the sign- or zero-extended value: arithmetic or logical */
+}
+
+/* Operands are in the range of a u32 or i32 at most: +, -, * are done in
+ * uint64 (exact modulo 2^64) and the store wraps to the result width. */
 static int64_t int_binary1(kb__tile_op op, int64_t x, int64_t y)
 {
     switch (op) {
     case KB__OP_ADD:
-        return x + y;
+        return (int64_t)((uint64_t)x + (uint64_t)y);
     case KB__OP_SUB:
-        return x - y;
+        return (int64_t)((uint64_t)x - (uint64_t)y);
     case KB__OP_MUL:
-        return x * y;
+        return (int64_t)((uint64_t)x * (uint64_t)y);
     case KB__OP_FLOORDIV:
         return y == 0 ? 0 : x / y;
     case KB__OP_MOD:
@@ -150,7 +168,7 @@ int kb__tile_binary(kb__tile_op op, const kb__tile_desc *out, void *out_data,
         (rc = kb__tile_check_ptr(op, "a", a_data, err)) ||
         (rc = kb__tile_check_ptr(op, "b", b_data, err)) ||
         (rc = kb__tile_check_ptr(op, "out", out_data, err)) ||
-        (rc = kb__tile_binary_types(op, a->dtype, b->dtype, &cdt, &odt, err)))
+        (rc = kb__tile_binary_types_d(op, a, b, &cdt, &odt, err)))
         return rc;
     kb__tile_view va = kb__tile_view_of(a, a_data, out), vb = kb__tile_view_of(b, b_data, out);
     int64_t rows, cols;
@@ -177,8 +195,9 @@ int kb__tile_binary(kb__tile_op op, const kb__tile_desc *out, void *out_data,
                 int64_t x[CHUNK], y[CHUNK];
                 kb__tile_view_load_i64(&va, r, c0, n, cdt, x);
                 kb__tile_view_load_i64(&vb, r, c0, n, cdt, y);
+                bool shift = op == KB__OP_SHL || op == KB__OP_SHR;
                 for (size_t i = 0; i < n; i++)
-                    x[i] = int_binary1(op, x[i], y[i]);
+                    x[i] = shift ? int_shift(op, cdt, x[i], y[i]) : int_binary1(op, x[i], y[i]);
                 kb__dtype_store_i64(odt, dst, x, n);
             }
         }
@@ -211,6 +230,12 @@ static float float_unary1(kb__tile_op op, float x)
         return 1.0f / (1.0f + expf(-x));
     case KB__OP_COS:
         return cosf(x);
+    case KB__OP_ERF:
+        return erff(x);
+    case KB__OP_FLOOR:
+        return floorf(x);
+    case KB__OP_CEIL:
+        return ceilf(x);
     default:
         return sinf(x);
     }

@@ -14,7 +14,7 @@
 
 static bool is_unsigned(kb__dtype t)
 {
-    return t == KB__BOOL; /* Triton's i1 is unsigned; i8 and i32 are signed */
+    return kb__dtype_is_unsigned(t); /* Triton's i1 is unsigned too */
 }
 
 /* Triton's integer_promote_impl, for the integer dtypes we have. */
@@ -70,7 +70,8 @@ int kb__tile_binary_types(kb__tile_op op, kb__dtype a, kb__dtype b, kb__dtype *c
 {
     const char *name = kb__tile_op_name(op);
     bool div_or_mod = op == KB__OP_DIV || op == KB__OP_FLOORDIV || op == KB__OP_MOD;
-    bool bitwise = op == KB__OP_AND || op == KB__OP_OR || op == KB__OP_XOR;
+    bool bitwise = op == KB__OP_AND || op == KB__OP_OR || op == KB__OP_XOR || op == KB__OP_SHL ||
+                   op == KB__OP_SHR;
     if (bitwise && (!kb__dtype_is_int(a) || !kb__dtype_is_int(b)))
         return kb__err_set(err, KB_EINVAL,
                            "%s: bitwise operations need integer or bool tiles, "
@@ -78,6 +79,10 @@ int kb__tile_binary_types(kb__tile_op op, kb__dtype a, kb__dtype b, kb__dtype *c
                            name, kb__dtype_name(a), kb__dtype_name(b));
     int rc = kb__tile_promote(a, b, div_or_mod, cdt, err);
     if (rc) return kb__err_prefix(err, "%s: ", name);
+    if (op == KB__OP_POW && !kb__dtype_is_float(*cdt))
+        return kb__err_set(err, KB_EINVAL,
+                           "pow: floating-point tiles only, got %s and %s; cast them first",
+                           kb__dtype_name(a), kb__dtype_name(b));
     if (op == KB__OP_FLOORDIV && !kb__dtype_is_int(*cdt))
         return kb__err_set(err, KB_EINVAL,
                            "floordiv: integer tiles only (Triton's //), got %s "
@@ -94,6 +99,36 @@ static bool is_binary(kb__tile_op op)
     return op >= KB__OP_ADD && op <= KB__OP_GE;
 }
 
+/* The dtype a weak operand (a literal) takes against the strong dtype
+ * `strong` (Triton's computation_type_impl step 0). */
+static int weak_dtype(kb__tile_op op, kb__dtype strong, kb__dtype literal, kb__dtype *out,
+                      kb__err *err)
+{
+    bool div_or_mod = op == KB__OP_DIV || op == KB__OP_FLOORDIV || op == KB__OP_MOD;
+    if (literal != KB__BOOL && literal != KB__I32 && literal != KB__U32 && literal != KB__F32) {
+        *out = literal; /* only bool, int and float literals are weak */
+        return 0;
+    }
+    if (kb__dtype_kind_of(literal) <= kb__dtype_kind_of(strong)) {
+        *out = div_or_mod && (strong == KB__F16 || strong == KB__BF16) ? KB__F32 : strong;
+        return 0;
+    }
+    int rc = kb__tile_promote(strong, literal, div_or_mod, out, err);
+    return rc ? kb__err_prefix(err, "%s: ", kb__tile_op_name(op)) : 0;
+}
+
+int kb__tile_binary_types_d(kb__tile_op op, const kb__tile_desc *a, const kb__tile_desc *b,
+                            kb__dtype *cdt, kb__dtype *odt, kb__err *err)
+{
+    kb__dtype ta = a->dtype, tb = b->dtype;
+    int rc = 0;
+    if (a->weak && !b->weak)
+        rc = weak_dtype(op, tb, ta, &ta, err);
+    else if (b->weak && !a->weak)
+        rc = weak_dtype(op, ta, tb, &tb, err);
+    return rc ? rc : kb__tile_binary_types(op, ta, tb, cdt, odt, err);
+}
+
 int kb__tile_binary_infer(kb__tile_op op, const kb__tile_desc *a, const kb__tile_desc *b,
                           kb__tile_desc *out, kb__err *err)
 {
@@ -107,7 +142,7 @@ int kb__tile_binary_infer(kb__tile_op op, const kb__tile_desc *a, const kb__tile
         return rc;
     if ((rc = kb__tile_broadcast_shape(a, b, &o, err)))
         return kb__err_prefix(err, "%s: ", kb__tile_op_name(op));
-    if ((rc = kb__tile_binary_types(op, a->dtype, b->dtype, &cdt, &o.dtype, err))) return rc;
+    if ((rc = kb__tile_binary_types_d(op, a, b, &cdt, &o.dtype, err))) return rc;
     *out = o;
     return 0;
 }
@@ -119,7 +154,7 @@ int kb__tile_unary_infer(kb__tile_op op, const kb__tile_desc *x, kb__tile_desc *
                            kb__tile_op_name(op));
     int rc = kb__tile_check_desc(op, "x", x, err);
     if (rc) return rc;
-    bool float_only = op >= KB__OP_EXP && op <= KB__OP_SIN;
+    bool float_only = op >= KB__OP_EXP && op <= KB__OP_CEIL;
     if (float_only && !kb__dtype_is_float(x->dtype))
         return kb__err_set(err, KB_EINVAL,
                            "%s: expected a floating-point tile (f16, bf16, f32), got %s; cast it "
@@ -129,6 +164,7 @@ int kb__tile_unary_infer(kb__tile_op op, const kb__tile_desc *x, kb__tile_desc *
         return kb__err_set(err, KB_EINVAL, "not: expected a bool or integer tile, got %s",
                            kb__dtype_name(x->dtype));
     *out = *x;
+    out->weak = false;
     return 0;
 }
 
@@ -170,6 +206,31 @@ int kb__tile_ternary_types(kb__tile_op op, kb__dtype a, kb__dtype b, kb__dtype c
     return 0;
 }
 
+/* Dtypes of the ternary operands as promotion sees them: a weak operand
+ * (literal) takes weak_dtype against the strong operands' promoted dtype;
+ * where's condition takes no part. */
+static int ternary_weak_dtypes(kb__tile_op op, const kb__tile_desc *const d[3], kb__dtype t[3],
+                               kb__err *err)
+{
+    int first = op == KB__OP_WHERE ? 1 : 0, rc = 0;
+    bool have = false;
+    kb__dtype strong = KB__BOOL;
+    for (int i = 0; i < 3; i++)
+        t[i] = d[i]->dtype;
+    for (int i = first; i < 3 && !rc; i++) {
+        if (d[i]->weak) continue;
+        if (have)
+            rc = kb__tile_promote(strong, d[i]->dtype, false, &strong, err);
+        else
+            strong = d[i]->dtype;
+        have = true;
+    }
+    if (rc) return kb__err_prefix(err, "%s: ", kb__tile_op_name(op));
+    for (int i = first; have && i < 3 && !rc; i++)
+        if (d[i]->weak) rc = weak_dtype(op, strong, d[i]->dtype, &t[i], err);
+    return rc;
+}
+
 int kb__tile_ternary_infer(kb__tile_op op, const kb__tile_desc *a, const kb__tile_desc *b,
                            const kb__tile_desc *c, kb__tile_desc *out, kb__err *err)
 {
@@ -177,9 +238,11 @@ int kb__tile_ternary_infer(kb__tile_op op, const kb__tile_desc *a, const kb__til
         return kb__err_set(err, KB_EINVAL, "%s is not a ternary element-wise op",
                            kb__tile_op_name(op));
     kb__tile_desc o;
+    kb__dtype t[3];
     int rc;
     if ((rc = broadcast3(op, a, b, c, &o, err)) ||
-        (rc = kb__tile_ternary_types(op, a->dtype, b->dtype, c->dtype, &o.dtype, err)))
+        (rc = ternary_weak_dtypes(op, (const kb__tile_desc *[3]){a, b, c}, t, err)) ||
+        (rc = kb__tile_ternary_types(op, t[0], t[1], t[2], &o.dtype, err)))
         return rc;
     *out = o;
     return 0;
@@ -193,6 +256,7 @@ int kb__tile_cast_infer(const kb__tile_desc *x, kb__dtype dtype, kb__tile_desc *
         return kb__err_set(err, KB_EINVAL, "cast: invalid target dtype code %d", (int)dtype);
     *out = *x;
     out->dtype = dtype;
+    out->weak = false;
     return 0;
 }
 
@@ -216,12 +280,14 @@ int kb__tile_norm_axis(kb__tile_op op, const kb__tile_desc *x, int axis, int *ou
 static kb__dtype reduce_dtype(kb__tile_op op, kb__dtype in)
 {
     switch (op) {
-    case KB__OP_SUM: /* standard.py _pick_sum_dtype: ints narrower than 32 bits -> i32 */
-        return (in == KB__I8 || in == KB__BOOL) ? KB__I32 : in;
+    case KB__OP_SUM: /* standard.py _pick_sum_dtype: ints narrower than 32 bits -> i32,
+                        unsigned ones -> u32; bool -> i32 (kept from before u32) */
+        if (in == KB__U8 || in == KB__U16) return KB__U32;
+        return (kb__dtype_is_int(in) && kb__dtype_bits(in) < 32) ? KB__I32 : in;
     case KB__OP_MAX:
     case KB__OP_MIN: /* standard.py max/min: under 32 bits -> f32 / i32 */
         if (in == KB__F16 || in == KB__BF16) return KB__F32;
-        return (in == KB__I8 || in == KB__BOOL) ? KB__I32 : in;
+        return (kb__dtype_is_int(in) && kb__dtype_bits(in) < 32) ? KB__I32 : in;
     case KB__OP_ARGMAX:
     case KB__OP_ARGMIN:
         return KB__I32;
@@ -294,7 +360,7 @@ int kb__tile_dot_infer(const kb__tile_desc *a, const kb__tile_desc *b, const kb_
                            "dot: both operands must have the same dtype, got %s "
                            "and %s",
                            kb__dtype_name(a->dtype), kb__dtype_name(b->dtype));
-    if (a->dtype == KB__I32 || a->dtype == KB__BOOL)
+    if (kb__dtype_is_int(a->dtype) && a->dtype != KB__I8)
         return kb__err_set(err, KB_EINVAL,
                            "dot: operand dtype %s is not supported (f16, bf16, "
                            "f32 or i8)",
@@ -308,5 +374,47 @@ int kb__tile_dot_infer(const kb__tile_desc *a, const kb__tile_desc *b, const kb_
                            kb__dtype_name(acc->dtype), kb__tile_shape_str(acc, s4, sizeof s4));
     }
     *out = o;
+    return 0;
+}
+
+int kb__tile_scan_infer(kb__tile_op op, const kb__tile_desc *x, int axis, kb__tile_desc *out,
+                        kb__err *err)
+{
+    if (op != KB__OP_CUMSUM && op != KB__OP_CUMPROD)
+        return kb__err_set(err, KB_EINVAL, "%s is not a scan", kb__tile_op_name(op));
+    int rc, ax = 0;
+    if ((rc = kb__tile_check_desc(op, "x", x, err))) return rc;
+    if (axis == KB__TILE_AXIS_ALL)
+        return kb__err_set(err, KB_EINVAL,
+                           "%s: needs one axis (a scan over all elements: "
+                           "reshape to 1-D first)",
+                           kb__tile_op_name(op));
+    if (x->ndim > 0 && (rc = kb__tile_norm_axis(op, x, axis, &ax, err))) return rc;
+    kb__dtype t = x->dtype;
+    if (t == KB__BF16)
+        t = KB__F32; /* core._promote_bfloat16_to_float32 */
+    else if (op == KB__OP_CUMSUM && kb__dtype_is_int(t) && kb__dtype_bits(t) < 32)
+        t = (t == KB__U8 || t == KB__U16) ? KB__U32 : KB__I32;
+    *out = *x;
+    out->dtype = t;
+    out->weak = false;
+    return 0;
+}
+
+int kb__tile_rand_infer(kb__tile_op op, const kb__tile_desc *offsets, kb__tile_desc *out,
+                        kb__err *err)
+{
+    if (op != KB__OP_RAND && op != KB__OP_RANDN && op != KB__OP_RANDINT)
+        return kb__err_set(err, KB_EINVAL, "%s is not a random-number op", kb__tile_op_name(op));
+    int rc = kb__tile_check_desc(op, "offsets", offsets, err);
+    if (rc) return rc;
+    if (offsets->dtype != KB__I32 && offsets->dtype != KB__U32)
+        return kb__err_set(err, KB_EINVAL,
+                           "%s: offsets must be an i32 or u32 tile (Triton's 32-bit Philox), "
+                           "got %s",
+                           kb__tile_op_name(op), kb__dtype_name(offsets->dtype));
+    *out = *offsets;
+    out->dtype = op == KB__OP_RANDINT ? KB__U32 : KB__F32;
+    out->weak = false;
     return 0;
 }

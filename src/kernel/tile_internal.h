@@ -49,6 +49,10 @@ int kb__tile_check_desc(kb__tile_op op, const char *what, const kb__tile_desc *d
  * DIV. */
 int kb__tile_binary_types(kb__tile_op op, kb__dtype a, kb__dtype b, kb__dtype *cdt, kb__dtype *odt,
                           kb__err *err);
+/* kb__tile_binary_types of two descriptors, a weak (literal) operand taking
+ * the dtype Triton's rule for a Python number gives it first. */
+int kb__tile_binary_types_d(kb__tile_op op, const kb__tile_desc *a, const kb__tile_desc *b,
+                            kb__dtype *cdt, kb__dtype *odt, kb__err *err);
 /* Computation (= result) dtype of FMA, WHERE (b, c only) and CLAMP. */
 int kb__tile_ternary_types(kb__tile_op op, kb__dtype a, kb__dtype b, kb__dtype c, kb__dtype *cdt,
                            kb__err *err);

@@ -24,6 +24,9 @@ static const char *const op_names[KB__OP_COUNT] = {
     [KB__OP_AND] = "and",
     [KB__OP_OR] = "or",
     [KB__OP_XOR] = "xor",
+    [KB__OP_SHL] = "shl",
+    [KB__OP_SHR] = "shr",
+    [KB__OP_POW] = "pow",
     [KB__OP_EQ] = "eq",
     [KB__OP_NE] = "ne",
     [KB__OP_LT] = "lt",
@@ -41,6 +44,9 @@ static const char *const op_names[KB__OP_COUNT] = {
     [KB__OP_SIGMOID] = "sigmoid",
     [KB__OP_COS] = "cos",
     [KB__OP_SIN] = "sin",
+    [KB__OP_ERF] = "erf",
+    [KB__OP_FLOOR] = "floor",
+    [KB__OP_CEIL] = "ceil",
     [KB__OP_NOT] = "not",
     [KB__OP_FMA] = "fma",
     [KB__OP_WHERE] = "where",
@@ -53,6 +59,11 @@ static const char *const op_names[KB__OP_COUNT] = {
     [KB__OP_ARGMIN] = "argmin",
     [KB__OP_XOR_SUM] = "xor_sum",
     [KB__OP_SOFTMAX] = "softmax",
+    [KB__OP_CUMSUM] = "cumsum",
+    [KB__OP_CUMPROD] = "cumprod",
+    [KB__OP_RAND] = "rand",
+    [KB__OP_RANDN] = "randn",
+    [KB__OP_RANDINT] = "randint",
     [KB__OP_DOT] = "dot",
     [KB__OP_ARANGE] = "arange",
     [KB__OP_FULL] = "full",
@@ -189,6 +200,7 @@ int kb__tile_broadcast_shape(const kb__tile_desc *a, const kb__tile_desc *b, kb_
     out->ndim = nd;
     out->shape[0] = shape[0];
     out->shape[1] = shape[1];
+    out->weak = false;
     return 0;
 }
 
@@ -300,33 +312,7 @@ int kb__tile_full(const kb__tile_desc *out, void *out_data, double value, kb__er
         return rc;
     size_t es = kb__dtype_size(out->dtype);
     char one[8];
-    uint16_t h;
-    float f = (float)value;
-    int32_t i32 = kb__f64_to_i32_sat(value);
-    int8_t i8 = kb__f64_to_i8_sat(value);
-    uint8_t b = value != 0.0; /* NaN is true, as a cast to bool */
-    switch (out->dtype) {
-    case KB__F16:
-        h = kb__f64_to_f16(value);
-        memcpy(one, &h, 2);
-        break;
-    case KB__BF16:
-        h = kb__f64_to_bf16(value);
-        memcpy(one, &h, 2);
-        break;
-    case KB__F32:
-        memcpy(one, &f, 4);
-        break;
-    case KB__I32:
-        memcpy(one, &i32, 4);
-        break;
-    case KB__I8:
-        memcpy(one, &i8, 1);
-        break;
-    default:
-        memcpy(one, &b, 1);
-        break;
-    }
+    kb__dtype_from_f64(out->dtype, value, one);
     int64_t n = kb__tile_numel(out);
     for (int64_t i = 0; i < n; i++)
         memcpy((char *)out_data + (size_t)i * es, one, es);

@@ -14,7 +14,10 @@
 
 _Static_assert((int)TL_F16 == (int)KB__F16 && (int)TL_BF16 == (int)KB__BF16 &&
                    (int)TL_F32 == (int)KB__F32 && (int)TL_I32 == (int)KB__I32 &&
-                   (int)TL_I8 == (int)KB__I8 && (int)TL_BOOL == (int)KB__BOOL,
+                   (int)TL_I8 == (int)KB__I8 && (int)TL_BOOL == (int)KB__BOOL &&
+                   (int)TL_I16 == (int)KB__I16 && (int)TL_U8 == (int)KB__U8 &&
+                   (int)TL_U16 == (int)KB__U16 && (int)TL_U32 == (int)KB__U32 &&
+                   (int)TL_U32 + 1 == (int)KB__DTYPE_COUNT,
                "tl_dtype mirrors kb__dtype");
 _Static_assert(TL_AXIS_ALL == KB__TILE_AXIS_ALL, "TL_AXIS_ALL mirrors the tile layer");
 

@@ -138,8 +138,10 @@ typedef struct kb__tl_op {
     int n_tiles; /* tile operands in in_d */
     kb__tile_desc out_d;
     kb__tile_desc in_d[3];
-    double value;  /* full */
-    int64_t start; /* arange */
+    double value;   /* full */
+    int64_t start;  /* arange; the seed of rand, randn, randint */
+    bool reverse;   /* scans */
+    bool keep_dims; /* reductions */
     /* memory ops */
     const tl_tensor *t;
     bool write;

@@ -151,7 +151,7 @@ tl_recv_handle tl_recv_async(tl_ctx *k, int dir, int ndim, const int64_t *shape,
     kb__ipcq_ep *ep = ep_of(k, "tl_recv_async");
     port_of(k, ep, dir, "recv from");
     if (ndim < 0 || ndim > KB__IPCQ_MAX_DIMS || (ndim && !shape) || (int)dtype < 0 ||
-        (int)dtype > (int)TL_BOOL)
+        (int)dtype > (int)TL_U32)
         kb__pe_raise(&k->prog, KB_EINVAL, "tl_recv from %s: ndim %d / dtype %d not supported",
                      dir_names[dir], ndim, (int)dtype);
     kb__tile_desc d;

@@ -7,6 +7,9 @@
  * (kb__tile_op_cost) and the unit parameters, allocates the result in TCM and
  * issues the op; the tile function computes the data when the unit finishes.
  * Views (expand_dims, reshape) share the input's buffer and cost nothing.
+ * A literal (tl_literal) is a 0-d tile marked weak in its slot's descriptor:
+ * every descriptor an op reads comes from the slots, so the promotion rule
+ * sees it, and every result descriptor an op infers is strong.
  */
 #include <string.h>
 
@@ -42,8 +45,17 @@ static int compute(kb__pe_op *base, kb__err *err)
     case KB__OP_ARGMAX:
     case KB__OP_ARGMIN:
         return kb__tile_reduce(op->kind, op->axis, &op->out_d, o, &d[0], a, err);
+    case KB__OP_XOR_SUM:
+        return kb__tile_reduce(op->kind, op->axis, &op->out_d, o, &d[0], a, err);
     case KB__OP_SOFTMAX:
         return kb__tile_softmax(op->axis, &op->out_d, o, &d[0], a, err);
+    case KB__OP_CUMSUM:
+    case KB__OP_CUMPROD:
+        return kb__tile_scan(op->kind, op->axis, op->reverse, &op->out_d, o, &d[0], a, err);
+    case KB__OP_RAND:
+    case KB__OP_RANDN:
+    case KB__OP_RANDINT:
+        return kb__tile_rand(op->kind, (uint64_t)op->start, &op->out_d, o, &d[0], a, err);
     case KB__OP_DOT:
         return kb__tile_dot(&op->out_d, o, &d[0], a, &d[1], b, op->n_tiles > 2 ? &d[2] : NULL, c,
                             NULL, 0, err);
@@ -104,6 +116,8 @@ static kb__math_class part_class(kb__tile_op op, kb__tile_op_class cls)
     case KB__OP_LOG:
     case KB__OP_LOG2:
         return KB__MATH_LOG;
+    case KB__OP_RANDN: /* Box-Muller's log, sqrt and cos at the exp cost */
+        return math_class(cls);
     case KB__OP_SQRT:
         return KB__MATH_SQRT;
     case KB__OP_RSQRT:
@@ -133,6 +147,10 @@ static kb__time service_of(tl_ctx *k, kb__tl_op *op, const kb__tile_cost *c)
     if (op->kind == KB__OP_CLAMP)
         return kb__pe_math_ps(p, kb__pe_math_cycles(p, KB__MATH_MAX, n_out) +
                                      kb__pe_math_cycles(p, KB__MATH_MIN, n_out));
+    if (op->kind == KB__OP_POW) /* exp2(b * log2(a)) */
+        return kb__pe_math_ps(p, kb__pe_math_cycles(p, KB__MATH_LOG, n_out) +
+                                     kb__pe_math_cycles(p, KB__MATH_MUL, n_out) +
+                                     kb__pe_math_cycles(p, KB__MATH_TRANS, n_out));
     for (int i = 0; i < c->n_parts; i++) {
         uint64_t e = (uint64_t)c->part[i].elements;
         if (c->part[i].cls == KB__CLS_REDUCE)
@@ -224,6 +242,32 @@ tl_tile tl_zeros(tl_ctx *k, int ndim, const int64_t *shape, tl_dtype dtype)
 tl_tile tl_scalar(tl_ctx *k, double value, tl_dtype dtype)
 {
     return tl_full(k, 0, NULL, value, dtype);
+}
+
+/* A weak 0-d tile (kb__tile_desc.weak): f32, i32 or u32 data, promoted as
+ * Triton promotes a Python number. */
+static tl_tile literal(tl_ctx *k, double value, kb__dtype dtype, const char *name)
+{
+    kb__tl_op op = {.kind = KB__OP_FULL, .value = value};
+    op.out_d = kb__tile_scalar(dtype);
+    tl_tile t = issue(k, &op, NULL, name);
+    kb__tl_slot_of(k, t, name)->d.weak = true;
+    return t;
+}
+
+tl_tile tl_literal(tl_ctx *k, double value)
+{
+    return literal(k, value, KB__F32, "literal");
+}
+
+tl_tile tl_literal_int(tl_ctx *k, int64_t value)
+{
+    if (value < INT32_MIN || value > (int64_t)UINT32_MAX)
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "literal_int: %lld does not fit in i32 or u32 (kernbench has no 64-bit "
+                     "integer tiles)",
+                     (long long)value);
+    return literal(k, (double)value, value > INT32_MAX ? KB__U32 : KB__I32, "literal_int");
 }
 
 tl_tile tl_expand_dims(tl_ctx *k, tl_tile x, int axis)
@@ -327,6 +371,10 @@ KB__TL_BINARY(tl_maximum, KB__OP_MAXIMUM)
 KB__TL_BINARY(tl_minimum, KB__OP_MINIMUM)
 KB__TL_BINARY(tl_and, KB__OP_AND)
 KB__TL_BINARY(tl_or, KB__OP_OR)
+KB__TL_BINARY(tl_xor, KB__OP_XOR)
+KB__TL_BINARY(tl_shl, KB__OP_SHL)
+KB__TL_BINARY(tl_shr, KB__OP_SHR)
+KB__TL_BINARY(tl_pow, KB__OP_POW)
 KB__TL_BINARY(tl_eq, KB__OP_EQ)
 KB__TL_BINARY(tl_ne, KB__OP_NE)
 KB__TL_BINARY(tl_lt, KB__OP_LT)
@@ -341,6 +389,13 @@ KB__TL_UNARY(tl_log, KB__OP_LOG)
 KB__TL_UNARY(tl_sqrt, KB__OP_SQRT)
 KB__TL_UNARY(tl_rsqrt, KB__OP_RSQRT)
 KB__TL_UNARY(tl_sigmoid, KB__OP_SIGMOID)
+KB__TL_UNARY(tl_log2, KB__OP_LOG2)
+KB__TL_UNARY(tl_sin, KB__OP_SIN)
+KB__TL_UNARY(tl_cos, KB__OP_COS)
+KB__TL_UNARY(tl_erf, KB__OP_ERF)
+KB__TL_UNARY(tl_floor, KB__OP_FLOOR)
+KB__TL_UNARY(tl_ceil, KB__OP_CEIL)
+KB__TL_UNARY(tl_not, KB__OP_NOT)
 
 tl_tile tl_fma(tl_ctx *k, tl_tile a, tl_tile b, tl_tile c)
 {
@@ -359,39 +414,98 @@ tl_tile tl_clamp(tl_ctx *k, tl_tile x, tl_tile lo, tl_tile hi)
 
 /* ---- reductions and dot ------------------------------------------------------- */
 
-static tl_tile reduce(tl_ctx *k, kb__tile_op kind, tl_tile x, int axis)
+static tl_tile reduce(tl_ctx *k, kb__tile_op kind, tl_tile x, int axis, bool keep_dims)
 {
-    kb__tl_op op = {.kind = kind, .axis = axis};
+    kb__tl_op op = {.kind = kind, .axis = axis, .keep_dims = keep_dims};
     kb__err e;
     const char *name = kb__tile_op_name(kind);
     operands(k, &op, &x, 1, name);
-    check(k, kb__tile_reduce_infer(kind, &op.in_d[0], axis, false, &op.out_d, &e), &e);
+    check(k, kb__tile_reduce_infer(kind, &op.in_d[0], axis, keep_dims, &op.out_d, &e), &e);
     return issue(k, &op, &x, name);
+}
+
+tl_tile tl_reduce(tl_ctx *k, tl_reduce_op rop, tl_tile x, int axis, int keep_dims)
+{
+    static const kb__tile_op kinds[] = {
+        [TL_REDUCE_SUM] = KB__OP_SUM,       [TL_REDUCE_MAX] = KB__OP_MAX,
+        [TL_REDUCE_MIN] = KB__OP_MIN,       [TL_REDUCE_ARGMAX] = KB__OP_ARGMAX,
+        [TL_REDUCE_ARGMIN] = KB__OP_ARGMIN, [TL_REDUCE_XOR_SUM] = KB__OP_XOR_SUM,
+    };
+    if ((int)rop < 0 || (int)rop > TL_REDUCE_XOR_SUM)
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "reduce: unknown reduction %d (expected TL_REDUCE_SUM .. TL_REDUCE_XOR_SUM)",
+                     (int)rop);
+    return reduce(k, kinds[rop], x, axis, keep_dims != 0);
+}
+
+static tl_tile scan(tl_ctx *k, kb__tile_op kind, tl_tile x, int axis, int reverse)
+{
+    kb__tl_op op = {.kind = kind, .axis = axis, .reverse = reverse != 0};
+    kb__err e;
+    const char *name = kb__tile_op_name(kind);
+    operands(k, &op, &x, 1, name);
+    check(k, kb__tile_scan_infer(kind, &op.in_d[0], axis, &op.out_d, &e), &e);
+    return issue(k, &op, &x, name);
+}
+
+tl_tile tl_cumsum(tl_ctx *k, tl_tile x, int axis, int reverse)
+{
+    return scan(k, KB__OP_CUMSUM, x, axis, reverse);
+}
+
+tl_tile tl_cumprod(tl_ctx *k, tl_tile x, int axis, int reverse)
+{
+    return scan(k, KB__OP_CUMPROD, x, axis, reverse);
+}
+
+static tl_tile random_op(tl_ctx *k, kb__tile_op kind, int64_t seed, tl_tile offsets)
+{
+    kb__tl_op op = {.kind = kind, .start = seed};
+    kb__err e;
+    const char *name = kb__tile_op_name(kind);
+    operands(k, &op, &offsets, 1, name);
+    check(k, kb__tile_rand_infer(kind, &op.in_d[0], &op.out_d, &e), &e);
+    return issue(k, &op, &offsets, name);
+}
+
+tl_tile tl_rand(tl_ctx *k, int64_t seed, tl_tile offsets)
+{
+    return random_op(k, KB__OP_RAND, seed, offsets);
+}
+
+tl_tile tl_randn(tl_ctx *k, int64_t seed, tl_tile offsets)
+{
+    return random_op(k, KB__OP_RANDN, seed, offsets);
+}
+
+tl_tile tl_randint(tl_ctx *k, int64_t seed, tl_tile offsets)
+{
+    return random_op(k, KB__OP_RANDINT, seed, offsets);
 }
 
 tl_tile tl_sum(tl_ctx *k, tl_tile x, int axis)
 {
-    return reduce(k, KB__OP_SUM, x, axis);
+    return reduce(k, KB__OP_SUM, x, axis, false);
 }
 
 tl_tile tl_max(tl_ctx *k, tl_tile x, int axis)
 {
-    return reduce(k, KB__OP_MAX, x, axis);
+    return reduce(k, KB__OP_MAX, x, axis, false);
 }
 
 tl_tile tl_min(tl_ctx *k, tl_tile x, int axis)
 {
-    return reduce(k, KB__OP_MIN, x, axis);
+    return reduce(k, KB__OP_MIN, x, axis, false);
 }
 
 tl_tile tl_argmax(tl_ctx *k, tl_tile x, int axis)
 {
-    return reduce(k, KB__OP_ARGMAX, x, axis);
+    return reduce(k, KB__OP_ARGMAX, x, axis, false);
 }
 
 tl_tile tl_argmin(tl_ctx *k, tl_tile x, int axis)
 {
-    return reduce(k, KB__OP_ARGMIN, x, axis);
+    return reduce(k, KB__OP_ARGMIN, x, axis, false);
 }
 
 tl_tile tl_softmax(tl_ctx *k, tl_tile x, int axis)

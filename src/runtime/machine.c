@@ -24,7 +24,8 @@
 
 _Static_assert(KB_F16 == (int)KB__F16 && KB_BF16 == (int)KB__BF16 && KB_F32 == (int)KB__F32 &&
                    KB_I32 == (int)KB__I32 && KB_I8 == (int)KB__I8 && KB_BOOL == (int)KB__BOOL &&
-                   KB_DTYPE_COUNT == (int)KB__DTYPE_COUNT,
+                   KB_I16 == (int)KB__I16 && KB_U8 == (int)KB__U8 && KB_U16 == (int)KB__U16 &&
+                   KB_U32 == (int)KB__U32 && KB_DTYPE_COUNT == (int)KB__DTYPE_COUNT,
                "kb_dtype must equal kb__dtype value for value");
 _Static_assert(KB_LINK_PCIE == (int)KB__LINK_PCIE && KB_LINK_IO_NOC == (int)KB__LINK_IO_NOC &&
                    KB_LINK_IO_UCIE == (int)KB__LINK_IO_UCIE && KB_LINK_UCIE == (int)KB__LINK_UCIE &&

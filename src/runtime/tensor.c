@@ -192,32 +192,6 @@ static int create(kb_machine *m, const char *name, int ndim, const int64_t *shap
     return 0;
 }
 
-/* One element of dtype holding v: floats round to nearest even, integers
- * saturate (NaN gives 0), bool is v != 0. */
-static void scalar_to(kb__dtype dtype, double v, uint8_t *out)
-{
-    switch (dtype) {
-    case KB__F16:
-        *(uint16_t *)out = kb__f64_to_f16(v);
-        break;
-    case KB__BF16:
-        *(uint16_t *)out = kb__f64_to_bf16(v);
-        break;
-    case KB__F32:
-        *(float *)out = (float)v;
-        break;
-    case KB__I32:
-        *(int32_t *)out = kb__f64_to_i32_sat(v);
-        break;
-    case KB__I8:
-        *(int8_t *)out = kb__f64_to_i8_sat(v);
-        break;
-    default:
-        *out = v != 0;
-        break;
-    }
-}
-
 static int create_filled(kb_machine *m, const char *name, int ndim, const int64_t *shape,
                          kb_dtype dtype, const kb_policy *policy, const double *value,
                          kb_tensor *out)
@@ -233,7 +207,7 @@ static int create_filled(kb_machine *m, const char *name, int ndim, const int64_
     kb_tensor h = kb__rt_handle(m, t);
     if (value) {
         uint8_t pat[8] __attribute__((aligned(8)));
-        scalar_to(t->dtype, *value, pat);
+        kb__dtype_from_f64(t->dtype, *value, pat);
         kb__rt_seg *segs = malloc((size_t)t->plan.n_shards * sizeof *segs);
         if (!segs) rc = kb__err_set(&err, KB_ENOMEM, "tensor '%s': out of memory", t->name);
         for (int i = 0; !rc && i < t->plan.n_shards; i++)

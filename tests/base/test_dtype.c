@@ -19,8 +19,9 @@ static bool f16_is_nan(uint16_t h)
 
 Test(dtype, names_sizes_and_parse_round_trip)
 {
-    const char *names[] = {"f16", "bf16", "f32", "i32", "i8", "bool"};
-    size_t sizes[] = {2, 2, 4, 4, 1, 1};
+    const char *names[] = {"f16", "bf16", "f32", "i32", "i8", "bool", "i16", "u8", "u16", "u32"};
+    size_t sizes[] = {2, 2, 4, 4, 1, 1, 2, 1, 2, 4};
+    cr_assert_eq(KB__DTYPE_COUNT, 10);
     for (int t = 0; t < KB__DTYPE_COUNT; t++) {
         kb__dtype got;
         cr_assert_str_eq(kb__dtype_name((kb__dtype)t), names[t]);
@@ -38,7 +39,7 @@ Test(dtype, parse_error_lists_the_valid_names)
     kb__dtype t;
     cr_assert_eq(kb__dtype_parse("float16", &t, &e), KB_EINVAL);
     cr_assert(strstr(e.msg, "'float16'"), "%s", e.msg);
-    cr_assert(strstr(e.msg, "f16, bf16, f32, i32, i8, bool"), "%s", e.msg);
+    cr_assert(strstr(e.msg, "f16, bf16, f32, i32, i8, bool, i16, u8, u16, u32"), "%s", e.msg);
 }
 
 Test(dtype, f16_decode_matches_bit_field_formula_for_all_patterns)
@@ -215,7 +216,11 @@ Test(dtype, convert_between_all_pairs_matches_reference)
             cr_assert_eq(kb__dtype_convert((kb__dtype)d, dst, (kb__dtype)s, src, 64), 0);
             for (int i = 0; i < 64; i++) {
                 double v = ref_get((kb__dtype)s, src, i);
-                double want = ref_round((kb__dtype)d, v); /* values in range: no wrap */
+                /* int -> int wraps (a negative to unsigned); the rest round or saturate */
+                bool wrap = kb__dtype_is_int((kb__dtype)s) && kb__dtype_is_int((kb__dtype)d) &&
+                            d != KB__BOOL;
+                double want =
+                    wrap ? ref_wrap((kb__dtype)d, (int64_t)v) : ref_round((kb__dtype)d, v);
                 cr_assert_eq(ref_get((kb__dtype)d, dst, i), want, "%s -> %s element %d",
                              kb__dtype_name((kb__dtype)s), kb__dtype_name((kb__dtype)d), i);
             }
@@ -228,4 +233,45 @@ Test(dtype, convert_rejects_invalid_dtype)
     float a = 1, b;
     cr_assert_eq(kb__dtype_convert((kb__dtype)17, &b, KB__F32, &a, 1), KB_EINVAL);
     cr_assert_eq(kb__dtype_convert(KB__F32, &b, (kb__dtype)-3, &a, 1), KB_EINVAL);
+}
+
+Test(dtype, narrow_and_unsigned_integers_wrap_saturate_and_extend)
+{
+    int32_t src[4] = {-1, 300, 70000, -40000};
+    uint8_t u8[4];
+    uint16_t u16[4];
+    int16_t i16[4];
+    uint32_t u32[4];
+    kb__dtype_convert(KB__U8, u8, KB__I32, src, 4);
+    kb__dtype_convert(KB__U16, u16, KB__I32, src, 4);
+    kb__dtype_convert(KB__I16, i16, KB__I32, src, 4);
+    kb__dtype_convert(KB__U32, u32, KB__I32, src, 4);
+    for (int i = 0; i < 4; i++) { /* two's-complement wrap: low bits kept */
+        cr_assert_eq(u8[i], (uint8_t)((uint32_t)src[i] & 0xffu));
+        cr_assert_eq(u16[i], (uint16_t)((uint32_t)src[i] & 0xffffu));
+        cr_assert_eq((uint16_t)i16[i], (uint16_t)((uint32_t)src[i] & 0xffffu));
+        cr_assert_eq(u32[i], (uint32_t)src[i]);
+    }
+    /* u32 zero-extends back to f32 (4294967295 rounds to 2^32) */
+    float f[4];
+    kb__dtype_convert(KB__F32, f, KB__U32, u32, 4);
+    cr_assert_eq(f[0], 4294967296.0f);
+    cr_assert_eq(f[1], 300.0f);
+    /* float -> unsigned saturates: negatives to 0, large to the max */
+    float g[4] = {-5.5f, 1e10f, 65535.9f, NAN};
+    kb__dtype_convert(KB__U32, u32, KB__F32, g, 4);
+    kb__dtype_convert(KB__U16, u16, KB__F32, g, 4);
+    cr_assert_eq(u32[0], 0u);
+    cr_assert_eq(u32[1], 4294967295u);
+    cr_assert_eq(u32[2], 65535u);
+    cr_assert_eq(u32[3], 0u);
+    cr_assert_eq(u16[1], 65535);
+    cr_assert_eq(u16[2], 65535);
+    uint8_t one[4];
+    cr_assert_eq(kb__dtype_from_f64(KB__I16, -1e9, one), 0);
+    int16_t s16;
+    memcpy(&s16, one, 2);
+    cr_assert_eq(s16, -32768);
+    cr_assert(kb__dtype_is_unsigned(KB__U8) && kb__dtype_is_unsigned(KB__BOOL) &&
+              !kb__dtype_is_unsigned(KB__I16));
 }

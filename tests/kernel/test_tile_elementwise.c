@@ -16,7 +16,23 @@
 
 #define MAXN 1200
 
-static const kb__dtype all_dtypes[] = {KB__F16, KB__BF16, KB__F32, KB__I32, KB__I8, KB__BOOL};
+static const kb__dtype all_dtypes[] = {KB__F16,  KB__BF16, KB__F32, KB__I32, KB__I8,
+                                       KB__BOOL, KB__I16,  KB__U8,  KB__U16, KB__U32};
+#define N_DTYPES 10
+
+/* Integer width and signedness as Triton states them (bool: 1 bit, unsigned). */
+static int ibits(kb__dtype t)
+{
+    return t == KB__BOOL                    ? 1
+           : (t == KB__I8 || t == KB__U8)   ? 8
+           : (t == KB__I16 || t == KB__U16) ? 16
+                                            : 32;
+}
+
+static bool iuns(kb__dtype t)
+{
+    return t == KB__BOOL || t == KB__U8 || t == KB__U16 || t == KB__U32;
+}
 
 static bool same(double got, double want)
 {
@@ -43,8 +59,10 @@ static bool expect_types(kb__tile_op op, kb__dtype a, kb__dtype b, kb__dtype *cd
 {
     bool divmod = op == KB__OP_DIV || op == KB__OP_FLOORDIV || op == KB__OP_MOD;
     bool fa = a <= KB__F32, fb = b <= KB__F32;
-    bool bitwise = op == KB__OP_AND || op == KB__OP_OR || op == KB__OP_XOR;
+    bool bitwise = op == KB__OP_AND || op == KB__OP_OR || op == KB__OP_XOR || op == KB__OP_SHL ||
+                   op == KB__OP_SHR;
     if (bitwise && (fa || fb)) return false;
+    if (op == KB__OP_POW && !fa && !fb) return false;
     if (a == KB__F32 || b == KB__F32)
         *cdt = KB__F32;
     else if (a == KB__F16 || b == KB__F16)
@@ -53,14 +71,14 @@ static bool expect_types(kb__tile_op op, kb__dtype a, kb__dtype b, kb__dtype *cd
         *cdt = divmod ? KB__F32 : KB__BF16;
     else if (a == KB__BF16 || b == KB__BF16)
         *cdt = KB__F32;
-    else if (divmod && ((a == KB__BOOL) != (b == KB__BOOL)))
+    else if (divmod && iuns(a) != iuns(b))
         return false;
-    else if (a == KB__I32 || b == KB__I32)
-        *cdt = KB__I32;
-    else if (a == KB__I8 || b == KB__I8)
-        *cdt = KB__I8;
+    else if (iuns(a) == iuns(b)) /* C's usual arithmetic conversions, as Triton */
+        *cdt = ibits(a) > ibits(b) ? a : b;
+    else if (iuns(a))
+        *cdt = ibits(a) >= ibits(b) ? a : b;
     else
-        *cdt = KB__BOOL;
+        *cdt = ibits(b) >= ibits(a) ? b : a;
     if (op == KB__OP_FLOORDIV && *cdt <= KB__F32) return false;
     if (op == KB__OP_DIV) *cdt = KB__F32;
     *odt = op >= KB__OP_EQ ? KB__BOOL : *cdt;
@@ -90,13 +108,19 @@ static double ref_binary(kb__tile_op op, kb__dtype cdt, kb__dtype odt, double x,
         }
     }
     int64_t i = (int64_t)x, j = (int64_t)y;
+    bool out_of_range = j < 0 || j >= ibits(cdt);
     switch (op) {
     case KB__OP_ADD:
         return ref_wrap(odt, i + j);
     case KB__OP_SUB:
         return ref_wrap(odt, i - j);
     case KB__OP_MUL:
-        return ref_wrap(odt, i * j);
+        return ref_wrap(odt, (int64_t)((uint64_t)i * (uint64_t)j));
+    case KB__OP_SHL:
+        return out_of_range ? 0 : ref_wrap(odt, (int64_t)((uint64_t)i << j));
+    case KB__OP_SHR:
+        if (out_of_range) return iuns(cdt) || i >= 0 ? 0 : -1;
+        return iuns(cdt) ? (double)((uint64_t)i >> j) : (double)(i >> j);
     case KB__OP_FLOORDIV:
         return j == 0 ? 0 : ref_wrap(odt, i / j);
     case KB__OP_MOD:
@@ -126,14 +150,26 @@ static double ref_binary(kb__tile_op op, kb__dtype cdt, kb__dtype odt, double x,
     }
 }
 
-static void fill_operand(ref_rng *r, kb__dtype t, void *p, size_t n, bool divisor)
+static void fill_operand(ref_rng *r, kb__dtype t, void *p, size_t n, bool divisor, bool shift)
 {
-    if (t == KB__I32)
+    double lo, hi;
+    if (shift && kb__dtype_is_int(t)) /* amounts, a few past the width or negative */
+        ref_fill(r, t, p, n, iuns(t) ? 0 : -2, 40);
+    else if (t == KB__I32)
         ref_fill(r, t, p, n, divisor ? -9 : -2000000000.0, divisor ? 9 : 2000000000.0);
-    else if (t == KB__I8)
-        ref_fill(r, t, p, n, -128, 127);
-    else
+    else if (kb__dtype_is_int(t) && t != KB__BOOL) {
+        ref_int_range(t, &lo, &hi);
+        ref_fill(r, t, p, n, divisor ? (iuns(t) ? 0 : -9) : lo, divisor ? 9 : hi);
+    } else
         ref_fill(r, t, p, n, divisor ? 0.25 : -8, 8);
+}
+
+/* v of dtype from converted to the computation dtype: int -> int wraps. */
+static double to_cdt(kb__dtype cdt, kb__dtype from, double v)
+{
+    if (kb__dtype_is_int(cdt) && kb__dtype_is_int(from) && cdt != KB__BOOL)
+        return ref_wrap(cdt, (int64_t)v);
+    return ref_round(cdt, v);
 }
 
 /* Runs op on (a, b) of the given shapes and dtypes and compares every
@@ -143,9 +179,10 @@ static int run_binary(kb__tile_op op, kb__tile_desc a, kb__tile_desc b, kb__tile
 {
     static char ad[MAXN * 4], bd[MAXN * 4], od[MAXN * 4];
     ref_rng r = {(uint64_t)op * 977 + a.dtype * 31 + b.dtype};
-    fill_operand(&r, a.dtype, ad, (size_t)kb__tile_numel(&a), false);
+    fill_operand(&r, a.dtype, ad, (size_t)kb__tile_numel(&a), false, false);
     fill_operand(&r, b.dtype, bd, (size_t)kb__tile_numel(&b),
-                 op == KB__OP_DIV || op == KB__OP_MOD || op == KB__OP_FLOORDIV);
+                 op == KB__OP_DIV || op == KB__OP_MOD || op == KB__OP_FLOORDIV,
+                 op == KB__OP_SHL || op == KB__OP_SHR);
     kb__tile_desc out;
     kb__err e;
     cr_assert_eq(kb__tile_binary_infer(op, &a, &b, &out, &e), 0, "%s", e.msg);
@@ -157,8 +194,8 @@ static int run_binary(kb__tile_op op, kb__tile_desc a, kb__tile_desc b, kb__tile
     int bad = 0;
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++) {
-            double x = ref_round(cdt, ref_get(a.dtype, ad, bidx(&a, i, j)));
-            double y = ref_round(cdt, ref_get(b.dtype, bd, bidx(&b, i, j)));
+            double x = to_cdt(cdt, a.dtype, ref_get(a.dtype, ad, bidx(&a, i, j)));
+            double y = to_cdt(cdt, b.dtype, ref_get(b.dtype, bd, bidx(&b, i, j)));
             double w = ref_binary(op, cdt, out.dtype, x, y);
             double g = ref_get(out.dtype, od, (size_t)(i * cols + j));
             if (!same(g, w) && bad++ == 0)
@@ -185,8 +222,8 @@ Test(tile_binary, every_op_and_dtype_pair_matches_reference_with_broadcasting)
     char msg[256];
     int cases = 0;
     for (int op = KB__OP_ADD; op <= KB__OP_GE; op++)
-        for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++)
+        for (int i = 0; i < N_DTYPES && op != KB__OP_POW; i++) /* pow: test_tl_ops_more.c */
+            for (int j = 0; j < N_DTYPES; j++)
                 for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
                     kb__dtype cdt, odt;
                     kb__tile_desc a = shapes[s].a, b = shapes[s].b, want = shapes[s].out;
@@ -472,8 +509,8 @@ Test(tile_ternary, clamp_bounds_each_element_and_rejects_ints)
 
 Test(tile_cast, round_trips_and_rounding_per_pair)
 {
-    for (int s = 0; s < 6; s++)
-        for (int d = 0; d < 6; d++) {
+    for (int s = 0; s < N_DTYPES; s++)
+        for (int d = 0; d < N_DTYPES; d++) {
             char x[100 * 4], y[100 * 4], z[100 * 4];
             ref_rng r = {(uint64_t)(s * 6 + d)};
             ref_fill(&r, all_dtypes[s], x, 100, -100, 100);
@@ -485,9 +522,11 @@ Test(tile_cast, round_trips_and_rounding_per_pair)
             cr_assert_eq(kb__tile_cast(&dz, z, &dy, y, &e), 0, "%s", e.msg);
             for (int i = 0; i < 100; i++) {
                 double v = ref_get(all_dtypes[s], x, i);
-                double there = ref_round(all_dtypes[d], v);
-                cr_assert_eq(ref_get(all_dtypes[d], y, i), there);
-                cr_assert_eq(ref_get(all_dtypes[s], z, i), ref_round(all_dtypes[s], there));
+                double there = to_cdt(all_dtypes[d], all_dtypes[s], v);
+                cr_assert_eq(ref_get(all_dtypes[d], y, i), there, "%s -> %s",
+                             kb__dtype_name(all_dtypes[s]), kb__dtype_name(all_dtypes[d]));
+                cr_assert_eq(ref_get(all_dtypes[s], z, i),
+                             to_cdt(all_dtypes[s], all_dtypes[d], there));
             }
         }
 }

@@ -369,3 +369,39 @@ Test(tl_mem, a_load_into_a_recycled_buffer_leaves_nothing_of_the_old_tile)
         cr_assert_eq(r.out[i], i < 100 ? 0.25f * (float)i : 0.0f, "lane %d", i);
     tm_fini(&m);
 }
+
+static void narrow_types(tl_ctx *k)
+{
+    tl_tensor *x = tl_arg_tensor(k, 1), *y = tl_arg_tensor(k, 2);
+    tl_tile offs = tl_arange(k, 0, 64);
+    tl_tile v = tl_load(k, x, offs, TL_NONE, TL_NONE); /* u16 */
+    tl_tile w = tl_add(k, v, tl_literal_int(k, 70000));
+    tl_store(k, y, offs, tl_shr(k, tl_cast(k, w, TL_U32), tl_literal_int(k, 1)), TL_NONE);
+}
+
+Test(tl_mem, narrow_and_unsigned_tensors_load_and_store_their_bytes)
+{
+    kb__pe_params p;
+    tm_params_simple(&p);
+    tm_machine m;
+    tm_init(&m, 1, &p);
+    uint8_t mem[64 * 2 + 64 * 4];
+    uint16_t x[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = (uint16_t)(65535 - 1000 * i);
+    memcpy(mem, x, sizeof x);
+    tm_flat f = {VA0, sizeof mem, mem};
+    kb__tl_launch_desc d = tm_desc("narrow", narrow_types, 1, NULL);
+    tm_add_tensor(&d, &f, "x", TL_U16, 1, (int64_t[]){64}, (int64_t[]){1}, VA0, 128);
+    tm_add_tensor(&d, &f, "y", TL_U32, 1, (int64_t[]){64}, (int64_t[]){1}, VA0 + 128, 256);
+    kb__err e;
+    cr_assert_eq(tm_run(&m, &d, 1, &e, NULL), 0, "%s", e.msg);
+    for (int i = 0; i < 64; i++) {
+        uint32_t got;
+        memcpy(&got, mem + 128 + 4 * i, 4);
+        /* u16 + a weak int literal stays u16 (wraps), then widens to u32 */
+        uint32_t want = (uint16_t)(x[i] + 70000u) >> 1;
+        cr_assert_eq(got, want, "element %d", i);
+    }
+    tm_fini(&m);
+}

@@ -112,8 +112,44 @@ static inline double ref_get(kb__dtype t, const void *p, size_t i)
         return ((const int32_t *)p)[i];
     case KB__I8:
         return ((const int8_t *)p)[i];
+    case KB__I16:
+        return ((const int16_t *)p)[i];
+    case KB__U8:
+        return ((const uint8_t *)p)[i];
+    case KB__U16:
+        return ((const uint16_t *)p)[i];
+    case KB__U32:
+        return ((const uint32_t *)p)[i];
     default:
         return ((const uint8_t *)p)[i] != 0;
+    }
+}
+
+/* Range of integer dtype t (bool: 0..1). */
+static inline void ref_int_range(kb__dtype t, double *lo, double *hi)
+{
+    switch (t) {
+    case KB__I32:
+        *lo = -2147483648.0, *hi = 2147483647.0;
+        break;
+    case KB__I16:
+        *lo = -32768.0, *hi = 32767.0;
+        break;
+    case KB__I8:
+        *lo = -128.0, *hi = 127.0;
+        break;
+    case KB__U32:
+        *lo = 0, *hi = 4294967295.0;
+        break;
+    case KB__U16:
+        *lo = 0, *hi = 65535.0;
+        break;
+    case KB__U8:
+        *lo = 0, *hi = 255.0;
+        break;
+    default:
+        *lo = 0, *hi = 1;
+        break;
     }
 }
 
@@ -131,8 +167,8 @@ static inline double ref_round(kb__dtype t, double v)
         return v != 0.0;
     default: {
         if (isnan(v)) return 0;
-        double tr = trunc(v);
-        double lo = t == KB__I32 ? -2147483648.0 : -128.0, hi = t == KB__I32 ? 2147483647.0 : 127.0;
+        double tr = trunc(v), lo, hi;
+        ref_int_range(t, &lo, &hi);
         return tr < lo ? lo : tr > hi ? hi : tr;
     }
     }
@@ -141,9 +177,23 @@ static inline double ref_round(kb__dtype t, double v)
 /* Integer v wrapped to the width of t (bool keeps bit 0, as an i1). */
 static inline double ref_wrap(kb__dtype t, int64_t v)
 {
-    if (t == KB__I32) return (double)(int32_t)(uint32_t)(uint64_t)v;
-    if (t == KB__I8) return (double)(int8_t)(uint8_t)(uint64_t)v;
-    return (double)(v & 1);
+    uint64_t u = (uint64_t)v;
+    switch (t) {
+    case KB__I32:
+        return (double)(int32_t)(uint32_t)u;
+    case KB__I16:
+        return (double)(int16_t)(uint16_t)u;
+    case KB__I8:
+        return (double)(int8_t)(uint8_t)u;
+    case KB__U32:
+        return (double)(uint32_t)u;
+    case KB__U16:
+        return (double)(uint16_t)u;
+    case KB__U8:
+        return (double)(uint8_t)u;
+    default:
+        return (double)(v & 1);
+    }
 }
 
 /* Stores double v (already representable in t) as element i. */
@@ -165,6 +215,18 @@ static inline void ref_put(kb__dtype t, void *p, size_t i, double v)
     case KB__I8:
         ((int8_t *)p)[i] = (int8_t)v;
         break;
+    case KB__I16:
+        ((int16_t *)p)[i] = (int16_t)v;
+        break;
+    case KB__U8:
+        ((uint8_t *)p)[i] = (uint8_t)v;
+        break;
+    case KB__U16:
+        ((uint16_t *)p)[i] = (uint16_t)v;
+        break;
+    case KB__U32:
+        ((uint32_t *)p)[i] = (uint32_t)v;
+        break;
     default:
         ((uint8_t *)p)[i] = v != 0.0;
         break;
@@ -179,7 +241,7 @@ static inline void ref_fill(ref_rng *r, kb__dtype t, void *p, size_t n, double l
         double v;
         if (t == KB__BOOL)
             v = ref_next(r) & 1;
-        else if (t == KB__I32 || t == KB__I8)
+        else if (!kb__dtype_is_float(t))
             v = ref_round(t, floor(ref_uniform(r, lo, hi + 1)));
         else
             v = ref_round(t, ref_uniform(r, lo, hi));
