@@ -80,7 +80,10 @@ int kb_bench_opt_i64(kb_bench_opts *o, const char *key, int64_t def, int64_t lo,
     if (!v) return 0;
     char *end;
     errno = 0;
-    long long x = strtoll(v, &end, 0);
+    /* decimal, or hexadecimal after 0x: never octal (010 is ten) */
+    const char *digits = v + (*v == '-' || *v == '+');
+    int base = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16 : 10;
+    long long x = strtoll(v, &end, base);
     uint64_t size;
     if (*v && *end && !errno && kb__cfg_text_size(v, &size) && size <= INT64_MAX) {
         x = (long long)size; /* a size with a unit: 4MiB, 64KiB, 1GB */
@@ -233,9 +236,14 @@ static int check_keys(const kb_bench *b, const kb_bench_opts *o, kb_bench_result
         for (int j = 0; j < b->n_opts && !known; j++)
             known = !strcmp(o->kv[i].key, b->opts[j].key);
         if (known) continue;
-        size_t len =
-            (size_t)snprintf(r->error, sizeof r->error,
-                             "bench %s has no option '%s' (options:", b->name, o->kv[i].key);
+        const char *names[KB_BENCH_MAX_OPTS];
+        int n = b->n_opts < KB_BENCH_MAX_OPTS ? b->n_opts : KB_BENCH_MAX_OPTS;
+        for (int j = 0; j < n; j++)
+            names[j] = b->opts[j].key;
+        const char *best = kb__cfg_suggest(o->kv[i].key, names, (size_t)n);
+        size_t len = (size_t)snprintf(
+            r->error, sizeof r->error, "bench %s has no option '%s'%s%s%s (options:", b->name,
+            o->kv[i].key, best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
         for (int j = 0; j < b->n_opts && len < sizeof r->error; j++)
             len += (size_t)snprintf(r->error + len, sizeof r->error - len, " %s", b->opts[j].key);
         if (len < sizeof r->error)

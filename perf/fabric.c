@@ -63,9 +63,10 @@ int kb__perf_fabric(const kb__perf_workload *w, kb__perf_result *r)
     if (!rc) {
         uint64_t hops = kb__fabric_packet_hops(d->fab);
         kb__perf_done(r, hops, t0, t1);
-        kb__perf_extra_add(r, "events_per_s", (double)(kb__sim_events(d->sim) - ev0) / r->wall_s);
-        kb__perf_extra_add(r, "transfers_per_s", (double)total / r->wall_s);
-        kb__perf_extra_add(r, "sim_us", (double)kb__sim_now(d->sim) / 1e6);
+        kb__perf_extra_add(r, "events_per_s", (double)(kb__sim_events(d->sim) - ev0) / r->wall_s,
+                           "events/s");
+        kb__perf_extra_add(r, "transfers_per_s", (double)total / r->wall_s, "transfers/s");
+        kb__perf_extra_add(r, "sim_ps", (double)kb__sim_now(d->sim), "ps");
     } else {
         snprintf(r->error, sizeof r->error, "%s", err.msg);
     }

@@ -1,11 +1,12 @@
 /*
  * perf/main.c — kernbench-perf: throughput of the simulation core.
  *
- *   kernbench-perf [--json] [--only NAME[,NAME...]] [--repeat N] [--help]
+ *   kernbench-perf [--json [FILE]] [--only NAME[,NAME...]] [--repeat N] [--help]
  *
  * Runs every workload of the table below (or those named) and prints one
- * line each: work done, wall time, rate. --json prints one object keyed by
- * workload name, each value holding n, wall_s, per_s, unit and extras.
+ * line each: work done, wall time, rate. --json writes one record
+ * (docs/results.md) whose "workloads" object is keyed by workload name,
+ * each value holding n, wall_s, per_s, unit and extras.
  * --repeat N runs each workload N times (1..100) and reports the run of
  * median wall time, with wall_min_s and wall_max_s: on a machine whose
  * speed wanders, one run says little.
@@ -16,7 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccl/ccl_config.h"
+#include "cli/opttab.h"
 #include "perf.h"
+#include "report/report.h"
+#include "topo/params.h"
 
 static const kb__perf_workload workloads[] = {
     {"hold", "events", "classic HOLD: 1000 processes sleeping exponential times", kb__perf_hold,
@@ -46,14 +51,26 @@ static const kb__perf_workload workloads[] = {
 
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])
 
-static void usage(FILE *f)
+static void footer(FILE *f)
 {
-    fprintf(f, "usage: kernbench-perf [--json] [--only NAME[,NAME...]] [--repeat N] [--help]\n\n"
-               "  --repeat N  run each workload N times (1..100): the median run, with\n"
-               "              wall_min_s and wall_max_s\n\nworkloads:\n");
+    fprintf(f, "workloads:\n");
     for (size_t i = 0; i < NWORKLOADS; i++)
         fprintf(f, "  %-13s %s\n", workloads[i].name, workloads[i].summary);
+    fprintf(f, "\nexit status: 0 success, 1 a workload failed, 2 usage error\n");
 }
+
+static const kb__opt_spec perf_table[] = {
+    {"json", KB__ARG_OPT, 0, "FILE", "-",
+     "the JSON record (docs/results.md) to FILE, or to stdout\ninstead of the lines", NULL},
+    {"only", KB__ARG_REQ, 0, "NAME[,NAME...]", NULL, "run only these workloads", NULL},
+    {"repeat", KB__ARG_REQ, 0, "N", "1",
+     "run each workload N times (1..100): the median run, with\nwall_min_s and wall_max_s", NULL},
+    {"help", KB__ARG_NONE, 0, NULL, NULL, "this text", NULL},
+};
+
+static const kb__cmd_spec perf_spec = {
+    "perf", "Measures the throughput of the simulation core (kernbench-perf).", perf_table,
+    sizeof perf_table / sizeof perf_table[0], footer};
 
 /* Marks the workloads named in a comma-separated list; -1 on an unknown name. */
 static int select_only(const char *list, int *selected)
@@ -84,13 +101,37 @@ static void print_text(const kb__perf_workload *w, const kb__perf_result *r)
     fflush(stdout);
 }
 
-static void print_json(const kb__perf_workload *w, const kb__perf_result *r, int first)
+static void record_workload(kb__report *rec, json_t *all, const kb__perf_workload *w,
+                            const kb__perf_result *r)
 {
-    printf("%s\n  \"%s\": {\"n\": %llu, \"wall_s\": %.6f, \"per_s\": %.1f, \"unit\": \"%s\"",
-           first ? "" : ",", w->name, (unsigned long long)r->n, r->wall_s, r->per_s, w->unit);
-    for (int i = 0; i < r->nextra; i++)
-        printf(", \"%s\": %.6g", r->extra[i].name, r->extra[i].value);
-    printf("}");
+    json_t *o = kb__report_object(rec, all, w->name);
+    char key[64], unit[64];
+    snprintf(key, sizeof key, "%s.n", w->name);
+    kb__report_uint(rec, o, "n", key, r->n, w->unit);
+    kb__report_str(rec, o, "unit", w->unit);
+    kb__report_real(rec, o, "wall_s", NULL, r->wall_s, "s");
+    snprintf(key, sizeof key, "%s.per_s", w->name);
+    snprintf(unit, sizeof unit, "%s/s", w->unit);
+    kb__report_real(rec, o, "per_s", key, r->per_s, unit);
+    for (int i = 0; i < r->nextra; i++) {
+        snprintf(key, sizeof key, "%s.%s", w->name, r->extra[i].name);
+        kb__report_real(rec, o, r->extra[i].name, key, r->extra[i].value, r->extra[i].unit);
+    }
+}
+
+/* The record's envelope: the built-in machine and ccl configuration the
+ * bench workloads run on. */
+static void record_start(kb__report *rec, const kb__opt_vals *a, int argc, char **argv)
+{
+    kb__report_init(rec, "perf", NULL, argc, argv);
+    kb__opt_record(rec, a, NULL);
+    kb__topo_params p;
+    kb__topo_params_default(&p);
+    kb__ccl_config *ccl = NULL;
+    kb__err err;
+    if (kb__ccl_config_load(&ccl, NULL, NULL, 0, &err)) kb__err_copy(&rec->err, &err);
+    kb__report_config(rec, &p, ccl, NULL, 0);
+    kb__ccl_config_destroy(ccl);
 }
 
 static int by_wall(const void *a, const void *b)
@@ -116,44 +157,53 @@ static int run_workload(const kb__perf_workload *w, int repeat, kb__perf_result 
     qsort(runs, (size_t)repeat, sizeof *runs, by_wall);
     *out = runs[repeat / 2];
     if (repeat > 1) {
-        kb__perf_extra_add(out, "wall_min_s", runs[0].wall_s);
-        kb__perf_extra_add(out, "wall_max_s", runs[repeat - 1].wall_s);
+        kb__perf_extra_add(out, "wall_min_s", runs[0].wall_s, "s");
+        kb__perf_extra_add(out, "wall_max_s", runs[repeat - 1].wall_s, "s");
     }
+    return 0;
+}
+
+static int parse(kb__opt_vals *a, int argc, char **argv, int *selected, int *repeat)
+{
+    int rc = kb__opt_parse(a, &perf_spec, argc, argv);
+    if (rc) return rc;
+    const char *only = kb__opt_get(a, "only"), *v = kb__opt_get(a, "repeat");
+    if (only && select_only(only, selected) != 0) return 2;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || n < 1 || n > KB__PERF_REPEAT_MAX) {
+        fprintf(stderr, "kernbench-perf: --repeat '%s': expected a count from 1 to %d\n", v,
+                KB__PERF_REPEAT_MAX);
+        return 2;
+    }
+    *repeat = (int)n;
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    int json = 0, any_selected = 0, repeat = 1;
-    int selected[NWORKLOADS] = {0};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
-            if (select_only(argv[++i], selected) != 0) return 2;
-            any_selected = 1;
-        } else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*argv[i] == '\0' || *end != '\0' || v < 1 || v > KB__PERF_REPEAT_MAX) {
-                fprintf(stderr, "kernbench-perf: --repeat '%s': expected a count from 1 to %d\n",
-                        argv[i], KB__PERF_REPEAT_MAX);
-                return 2;
-            }
-            repeat = (int)v;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "kernbench-perf: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
+    int repeat = 1, selected[NWORKLOADS] = {0};
+    kb__opt_vals a;
+    int status = parse(&a, argc, argv, selected, &repeat);
+    int json = !status && kb__opt_given(&a, "json");
+    const char *file = json ? kb__opt_get(&a, "json") : NULL;
+    kb__err err;
+    kb__err_clear(&err);
+    if (!status && kb__opt_given(&a, "help")) kb__opt_help(stdout, &perf_spec);
+    if (!status && json && kb__report_check_path(file, &err)) {
+        fprintf(stderr, "kernbench-perf: %s\n", err.msg);
+        status = 2;
     }
-    int status = 0, first = 1;
-    if (json) printf("{");
+    if (status || kb__opt_given(&a, "help")) {
+        kb__opt_fini(&a);
+        return status;
+    }
+    int any = kb__opt_get(&a, "only") != NULL;
+    kb__report rec;
+    if (json) record_start(&rec, &a, argc, argv);
+    json_t *all = json ? kb__report_object(&rec, NULL, "workloads") : NULL;
     for (size_t i = 0; i < NWORKLOADS; i++) {
-        if (any_selected && !selected[i]) continue;
+        if (any && !selected[i]) continue;
         kb__perf_result runs[KB__PERF_REPEAT_MAX], r;
         if (run_workload(&workloads[i], repeat, runs, &r) != 0) {
             fprintf(stderr, "kernbench-perf: %s failed: %s\n", workloads[i].name, r.error);
@@ -161,11 +211,15 @@ int main(int argc, char **argv)
             continue;
         }
         if (json)
-            print_json(&workloads[i], &r, first);
+            record_workload(&rec, all, &workloads[i], &r);
         else
             print_text(&workloads[i], &r);
-        first = 0;
     }
-    if (json) printf("\n}\n");
+    if (json && kb__report_write(&rec, file, 0, &err)) {
+        fprintf(stderr, "kernbench-perf: %s\n", err.msg);
+        status = 1;
+    }
+    if (json) kb__report_fini(&rec);
+    kb__opt_fini(&a);
     return status;
 }

@@ -70,9 +70,9 @@ int kb__perf_mm1(const kb__perf_workload *w, kb__perf_result *r)
     if (rc == 0) rc = kb__proc_join(sim, s, &err);
     if (rc) snprintf(r->error, sizeof r->error, "%s", err.msg);
     kb__perf_done(r, m.customers, t0, t1);
-    kb__perf_extra_add(r, "mean_sojourn", m.sojourn_sum / (double)m.customers / UNIT_PS);
-    kb__perf_extra_add(r, "theory", 1.0 / (m.mu - m.lambda));
-    kb__perf_extra_add(r, "events", (double)kb__sim_events(sim));
+    kb__perf_extra_add(r, "mean_sojourn", m.sojourn_sum / (double)m.customers / UNIT_PS, "1");
+    kb__perf_extra_add(r, "theory", 1.0 / (m.mu - m.lambda), "1");
+    kb__perf_extra_add(r, "events", (double)kb__sim_events(sim), "1");
     kb__fifo_fini(&m.queue);
     kb__sim_destroy(sim);
     return rc;

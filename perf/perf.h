@@ -21,6 +21,7 @@
 typedef struct kb__perf_extra {
     const char *name; /* JSON key, also printed in text mode */
     double value;
+    const char *unit; /* docs/results.md: "ps" simulated time, "s" wall time, "1" a count */
 } kb__perf_extra;
 
 typedef struct kb__perf_result {
@@ -58,9 +59,10 @@ static inline void kb__perf_done(kb__perf_result *r, uint64_t n, double t0, doub
     r->per_s = r->wall_s > 0 ? (double)n / r->wall_s : 0.0;
 }
 
-static inline void kb__perf_extra_add(kb__perf_result *r, const char *name, double value)
+static inline void kb__perf_extra_add(kb__perf_result *r, const char *name, double value,
+                                      const char *unit)
 {
-    if (r->nextra < KB__PERF_EXTRA_MAX) r->extra[r->nextra++] = (kb__perf_extra){name, value};
+    if (r->nextra < KB__PERF_EXTRA_MAX) r->extra[r->nextra++] = (kb__perf_extra){name, value, unit};
 }
 
 int kb__perf_hold(const kb__perf_workload *w, kb__perf_result *r);
@@ -74,7 +76,7 @@ int kb__perf_matmul(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_tp_mlp(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_allreduce(const kb__perf_workload *w, kb__perf_result *r);
 /* One run of built-in bench `name` with "key=value" options (NULL-ended)
- * on a fresh built-in machine; n = GEMM FLOPs, extras sim_us and pass. */
+ * on a fresh built-in machine; n = GEMM FLOPs, extras sim_ps and pass. */
 int kb__perf_bench_once(const char *name, const char *const *kv, kb__perf_result *r);
 
 #endif

@@ -58,8 +58,8 @@ int kb__perf_phold(const kb__perf_workload *w, kb__perf_result *r)
     double t1 = kb__perf_now();
     if (rc) snprintf(r->error, sizeof r->error, "%s", kb__sim_error(sim)->msg);
     kb__perf_done(r, m.messages, t0, t1);
-    kb__perf_extra_add(r, "lps", (double)m.nlp);
-    kb__perf_extra_add(r, "sim_ns", (double)kb__sim_now(sim) / 1000.0);
+    kb__perf_extra_add(r, "lps", (double)m.nlp, "1");
+    kb__perf_extra_add(r, "sim_ps", (double)kb__sim_now(sim), "ps");
     kb__sim_destroy(sim);
     free(m.lps);
     return rc;

@@ -1,7 +1,7 @@
 /*
  * qkv_gemm.c — workload qkv_gemm, and the helper matmul_1024 shares: wall time of a bench
  * run (machine opened outside the timed part; tensors, launch, copies and the host check
- * included). n counts GEMM FLOPs the device executed. Extras: sim_us, the
+ * included). n counts GEMM FLOPs the device executed. Extras: sim_ps, the
  * simulated time of the measured region, measured_wall_s, its wall time
  * (the bench's own region: for ccl_allreduce the collective call alone),
  * and pass (1 when every check
@@ -35,9 +35,9 @@ int kb__perf_bench_once(const char *name, const char *const *kv, kb__perf_result
         rc = KB_EINVAL;
     }
     kb__perf_done(r, res.stats.gemm_flops, t0, t1);
-    kb__perf_extra_add(r, "sim_us", (double)kb_bench_sim_ps(&res) / 1e6);
-    kb__perf_extra_add(r, "measured_wall_s", res.measured_wall_s);
-    kb__perf_extra_add(r, "pass", kb_bench_passed(&res));
+    kb__perf_extra_add(r, "sim_ps", (double)kb_bench_sim_ps(&res), "ps");
+    kb__perf_extra_add(r, "measured_wall_s", res.measured_wall_s, "s");
+    kb__perf_extra_add(r, "pass", kb_bench_passed(&res), "1");
     kb_close(m);
     return rc;
 }

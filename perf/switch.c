@@ -36,7 +36,7 @@ int kb__perf_switch(const kb__perf_workload *w, kb__perf_result *r)
     double t1 = kb__perf_now();
     if (rc) snprintf(r->error, sizeof r->error, "%s", kb__sim_error(sim)->msg);
     kb__perf_done(r, kb__sim_switches(sim), t0, t1);
-    kb__perf_extra_add(r, "processes", (double)w->size);
+    kb__perf_extra_add(r, "processes", (double)w->size, "1");
     kb__sim_destroy(sim);
     return rc;
 }

@@ -5,7 +5,7 @@
  *
  * n counts bytes moved between host and device (in + out). Extras: rss_mib,
  * the process's peak resident set (getrusage), which includes the
- * workload's own 32 MiB host buffer; sim_ms, the simulated time. Goals:
+ * workload's own 32 MiB host buffer; sim_ps, the simulated time. Goals:
  * wall_s < 0.5 and device-side memory within 2× the tensor's bytes.
  */
 #include <stdio.h>
@@ -69,8 +69,8 @@ int kb__perf_tensor(const kb__perf_workload *w, kb__perf_result *r)
     kb__perf_done(r, 2 * n * 2, t0, t1);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    kb__perf_extra_add(r, "rss_mib", (double)ru.ru_maxrss / 1024.0);
-    kb__perf_extra_add(r, "sim_ms", (double)kb_now_ps(m) / 1e9);
+    kb__perf_extra_add(r, "rss_mib", (double)ru.ru_maxrss / 1024.0, "MiB");
+    kb__perf_extra_add(r, "sim_ps", (double)kb_now_ps(m), "ps");
     kb_close(m);
     free(buf);
     return rc;

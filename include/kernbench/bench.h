@@ -71,8 +71,9 @@ KB_API void kb_bench_opts_init(kb_bench_opts *o);
 KB_API int kb_bench_opts_add(kb_bench_opts *o, const char *key_eq_value);
 
 /* Typed getters: *out gets the value given for key, or def when the key
- * was not given. An integer is decimal, 0x hex, or a size with a unit
- * (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB: "4MiB"). A value that does not
+ * was not given. An integer is decimal (010 is ten, never octal), 0x
+ * hex, or a size with a unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB:
+ * "4MiB"). A value that does not
  * parse, or an integer outside [lo, hi], gives KB_EINVAL with o->error
  * naming key, value and the accepted range; *out is then def. */
 KB_API int kb_bench_opt_i64(kb_bench_opts *o, const char *key, int64_t def, int64_t lo, int64_t hi,

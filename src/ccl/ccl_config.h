@@ -163,6 +163,11 @@ int kb__ccl_config_load_string(kb__ccl_config **out, const char *name, const cha
 /* Frees c and everything it owns; NULL is fine. */
 void kb__ccl_config_destroy(kb__ccl_config *c);
 
+/* The resolved configuration as "path=value" lines: defaults, default
+ * algorithms, then every algorithm with all its settings (ccl_text.c).
+ * *out: the caller frees. Errors: KB_ENOMEM. */
+int kb__ccl_config_text(const kb__ccl_config *c, char **out, kb__err *err);
+
 /* The algorithm called name; KB_ENOTFOUND with a did-you-mean hint and the
  * list of known names otherwise (*out NULL). */
 int kb__ccl_config_find(const kb__ccl_config *c, const char *name, const kb__ccl_algo **out,

@@ -3,16 +3,19 @@
  *
  * Each subcommand takes argv with argv[0] = its own name and returns the
  * process exit status: KB_CLI_OK, KB_CLI_FAIL (the simulation or the model
- * reported an error) or KB_CLI_USAGE (bad command line).
+ * reported an error) or KB_CLI_USAGE (bad command line). Each has an
+ * option table (opttab.h), kb__cli_NAME_spec, from which its --help, its
+ * did-you-mean hints and its record's "options" come.
  */
 #ifndef KB_CLI_CLI_H
 #define KB_CLI_CLI_H
 
+#include "cli/opttab.h"
+
 enum { KB_CLI_OK = 0, KB_CLI_FAIL = 1, KB_CLI_USAGE = 2 };
 
 typedef struct kb__cli_cmd {
-    const char *name;
-    const char *summary;
+    const kb__cmd_spec *spec; /* name, summary, options */
     int (*fn)(int argc, char **argv);
 } kb__cli_cmd;
 
@@ -20,5 +23,15 @@ int kb__cli_run(int argc, char **argv);
 int kb__cli_probe(int argc, char **argv);
 int kb__cli_topo(int argc, char **argv);
 int kb__cli_list(int argc, char **argv);
+
+/* One point of a sweep: the command with argv, its record built into rec
+ * (zeroed by the caller; rec->root stays NULL when the command failed
+ * before its record began), no text printed and no file written; error
+ * messages go to stderr as usual. Returns the exit status. */
+int kb__cli_run_point(int argc, char **argv, kb__report *rec);
+int kb__cli_probe_point(int argc, char **argv, kb__report *rec);
+
+extern const kb__cmd_spec kb__cli_run_spec, kb__cli_probe_spec, kb__cli_topo_spec,
+    kb__cli_list_spec;
 
 #endif

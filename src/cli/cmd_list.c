@@ -39,58 +39,54 @@ static void print_section(const section *s)
 }
 
 /* "collective_algorithm_details": what each algorithm of c runs. */
-static void json_algorithms(FILE *f, const kb__ccl_config *c)
+static void record_algorithms(kb__report *r, const kb__ccl_config *c)
 {
-    fprintf(f, ",\n  \"collective_algorithm_details\": [");
-    for (size_t i = 0; i < c->n_algos; i++) {
+    json_t *list = kb__report_array(r, NULL, "collective_algorithm_details");
+    for (size_t i = 0; list && i < c->n_algos; i++) {
         const kb__ccl_algo *a = &c->algos[i];
-        fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-        kb__cli_json_string(f, a->name);
-        fprintf(f, ", \"collective\": \"%s\", \"topology\": \"%s\", \"module\": ",
-                kb__ccl_collective_name(a->collective), kb__ccl_topology_name(a->topology));
-        kb__cli_json_string(f, a->module);
-        fprintf(
-            f,
-            ", \"buffer_kind\": \"%s\", \"n_slots\": %u, \"slot_size\": %llu, \"default_for\": [",
-            kb__ccl_buffer_name(a->s.buffer_kind), a->s.n_slots,
-            (unsigned long long)a->s.slot_size);
-        int k = 0;
-        for (int col = 0; col < KB__CCL_COLLECTIVE_COUNT; col++)
+        json_t *o = kb__report_object(r, list, NULL);
+        kb__report_str(r, o, "name", a->name);
+        kb__report_str(r, o, "collective", kb__ccl_collective_name(a->collective));
+        kb__report_str(r, o, "topology", kb__ccl_topology_name(a->topology));
+        kb__report_str(r, o, "module", a->module);
+        kb__report_str(r, o, "buffer_kind", kb__ccl_buffer_name(a->s.buffer_kind));
+        kb__report_uint(r, o, "n_slots", NULL, a->s.n_slots, "1");
+        kb__report_uint(r, o, "slot_size", NULL, a->s.slot_size, "B");
+        json_t *d = kb__report_array(r, o, "default_for");
+        for (int col = 0; d && col < KB__CCL_COLLECTIVE_COUNT; col++)
             if (c->default_algo[col] == (int32_t)i)
-                fprintf(f, "%s\"%s\"", k++ ? ", " : "",
-                        kb__ccl_collective_name((kb__ccl_collective)col));
-        fprintf(f, "]}");
+                kb__report_str(r, d, NULL, kb__ccl_collective_name((kb__ccl_collective)col));
     }
-    fprintf(f, "%s]", c->n_algos ? "\n  " : "");
 }
 
-static void print_json(FILE *f, const section *secs, size_t n, const kb__ccl_config *c)
+static void record(kb__report *r, const section *secs, size_t n, const kb__ccl_config *c)
 {
-    fprintf(f, "{");
     for (size_t i = 0; i < n; i++) {
-        fprintf(f, "%s\n  \"%s\": [", i ? "," : "", secs[i].json_key);
-        for (size_t j = 0; j < secs[i].n; j++) {
-            fprintf(f, "%s", j ? ", " : "");
-            kb__cli_json_string(f, secs[i].items[j].name);
-        }
-        fprintf(f, "]");
+        json_t *list = kb__report_array(r, NULL, secs[i].json_key);
+        for (size_t j = 0; list && j < secs[i].n; j++)
+            kb__report_str(r, list, NULL, secs[i].items[j].name);
     }
-    json_algorithms(f, c);
-    fprintf(f, "\n}\n");
+    record_algorithms(r, c);
 }
 
-static void usage(FILE *f)
+static void footer(FILE *f)
 {
-    fprintf(f, "usage: kernbench list [--ccl FILE] [--set ccl.KEY=VALUE]... [--json [F]]\n\n"
-               "Lists the benches, probe cases and collective algorithms available.\n\n"
-               "  --ccl FILE             the ccl.yaml whose algorithms to list (default: the\n"
-               "                         built-in configs/ccl.yaml)\n"
-               "  --set ccl.KEY=VALUE    override one of its keys; repeatable, in order\n"
-               "  --json [F]             print the lists as JSON to F (default: stdout)\n"
-               "  --help                 this text\n\n"
-               "exit status: 0 success, 2 usage error (including a bad ccl.yaml or --set;\n"
+    fprintf(f, "exit status: 0 success, 2 usage error (including a bad ccl.yaml or --set;\n"
                "the message names FILE:LINE:COL or the --set argument)\n");
 }
+
+static const kb__opt_spec list_opts[] = {
+    {"ccl", KB__ARG_REQ, 0, "FILE", NULL,
+     "the ccl.yaml whose algorithms to list (default: the\nbuilt-in configs/ccl.yaml)", NULL},
+    {"set", KB__ARG_REQ, KB__OPTF_MULTI, "ccl.KEY=VALUE", NULL,
+     "override one of its keys; repeatable, in order", NULL},
+    KB__OPTSPEC_JSON,
+    KB__OPTSPEC_HELP,
+};
+
+const kb__cmd_spec kb__cli_list_spec = {
+    "list", "Lists the benches, probe cases and collective algorithms available.", list_opts,
+    sizeof list_opts / sizeof list_opts[0], footer};
 
 /* One line per algorithm of c: what it runs, and the collectives it is the
  * default of. Summaries go in buf (n_algos lines of `width` bytes). */
@@ -127,24 +123,23 @@ static int load_ccl(const kb__cli_opts *o, kb__ccl_config **out)
         }
     kb__err err;
     kb__err_clear(&err);
-    int rc = kb__ccl_config_load(out, o->ccl, o->sets, o->n_sets, &err);
-    if (!rc) return KB_CLI_OK;
-    fprintf(stderr, "kernbench list: %s\n", err.msg);
-    return rc == KB_ENOMEM ? KB_CLI_FAIL : KB_CLI_USAGE;
+    if (o->json && kb__report_check_path(o->json_file, &err)) {
+        fprintf(stderr, "kernbench list: %s\n", err.msg);
+        return KB_CLI_USAGE;
+    }
+    return kb__cli_load_ccl(o, out);
 }
 
 int kb__cli_list(int argc, char **argv)
 {
+    kb__opt_vals a;
+    int rc = kb__opt_parse(&a, &kb__cli_list_spec, argc, argv);
+    if (rc) return rc;
     kb__cli_opts o;
-    int rc =
-        kb__cli_opts_parse(&o, argc, argv, KB__OPT_CCL | KB__OPT_SET | KB__OPT_JSON | KB__OPT_HELP);
-    if (rc == KB__CLI_OPTS_BAD) {
-        usage(stderr);
-        return KB_CLI_USAGE;
-    }
+    kb__cli_opts_get(&o, &a);
     if (o.help) {
-        usage(stdout);
-        kb__cli_opts_fini(&o);
+        kb__opt_help(stdout, &kb__cli_list_spec);
+        kb__opt_fini(&a);
         return KB_CLI_OK;
     }
     kb__ccl_config *ccl;
@@ -180,13 +175,11 @@ int kb__cli_list(int argc, char **argv)
     size_t n = sizeof secs / sizeof secs[0];
     rc = KB_CLI_OK;
     if (o.json) {
-        FILE *f = kb__cli_json_open(&o);
-        if (f) {
-            print_json(f, secs, n, ccl);
-            rc = kb__cli_json_close(&o, f);
-        } else {
-            rc = KB_CLI_FAIL;
-        }
+        kb__report r;
+        kb__cli_record(&r, &o, &a, argc, argv, NULL, ccl);
+        record(&r, secs, n, ccl);
+        rc = kb__cli_record_write(&o, &r);
+        kb__report_fini(&r);
     } else {
         for (size_t i = 0; i < n; i++) {
             if (i) printf("\n");
@@ -197,6 +190,6 @@ out:
     free(algos);
     free(lines);
     kb__ccl_config_destroy(ccl);
-    kb__cli_opts_fini(&o);
+    kb__opt_fini(&a);
     return rc;
 }

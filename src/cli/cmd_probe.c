@@ -25,87 +25,87 @@ typedef struct probe_opts {
     uint64_t bytes;
 } probe_opts;
 
-static void usage(FILE *f)
+static void footer(FILE *f)
 {
-    fprintf(f, "usage: kernbench probe [--topology FILE] [--set KEY=VALUE]... [--case NAME]...\n"
-               "                       [--sweep] [--route] [--contend K] [--bytes N]\n"
-               "                       [--json [FILE]] [--no-data]\n\n"
-               "  --case NAME    run only this case (repeatable); default: every case\n"
-               "  --bytes N      transfer size (4096, 64KiB, 1MiB ...); default 64KiB\n"
-               "  --sweep        sizes 4 KiB .. 1 MiB (powers of two) per case\n"
-               "  --route        per-hop trace of one transfer per case\n"
-               "  --contend K    K identical transfers started together, per case\n"
-               "  --json [FILE]  JSON to FILE, or to stdout instead of the tables\n"
-               "  --no-data      timing only: no bytes are moved (same timing)\n\ncases:\n");
+    fprintf(f, "cases:\n");
     for (int i = 0; i < KB__PROBE_CASE_COUNT; i++)
         fprintf(f, "  %-20s %s\n", kb__probe_case_name(i), kb__probe_case_doc(i));
+    fprintf(f, "\nexit status: 0 success, 1 simulation or machine error, 2 usage error\n");
 }
 
-static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const kb__opt_spec probe_table[] = {
+    KB__OPTSPEC_TOPOLOGY,
+    KB__OPTSPEC_SET(""),
+    {"case", KB__ARG_REQ, KB__OPTF_MULTI | KB__OPTF_AXIS, "NAME", NULL,
+     "run only this case (repeatable); default: every case", NULL},
+    {"bytes", KB__ARG_REQ, KB__OPTF_AXIS, "N", "64KiB", "transfer size (4096, 64KiB, 1MiB ...)",
+     "size"},
+    {"sweep", KB__ARG_NONE, 0, NULL, NULL, "sizes 4 KiB .. 1 MiB (powers of two) per case", NULL},
+    {"route", KB__ARG_NONE, 0, NULL, NULL, "per-hop trace of one transfer per case", NULL},
+    {"contend", KB__ARG_REQ, KB__OPTF_AXIS, "K", NULL,
+     "K identical transfers started together, per case", NULL},
+    KB__OPTSPEC_JSON,
+    {"no-data", KB__ARG_NONE, 0, NULL, NULL, "timing only: no bytes are moved (same timing)", NULL},
+    KB__OPTSPEC_HELP,
+};
 
-static int bad_usage(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "kernbench probe: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n\n");
-    va_end(ap);
-    usage(stderr);
-    return KB_CLI_USAGE;
-}
+const kb__cmd_spec kb__cli_probe_spec = {
+    "probe", "Measures latency and bandwidth of the machine's data paths (docs/probe.md).",
+    probe_table, sizeof probe_table / sizeof probe_table[0], footer};
 
 static int parse_case(probe_opts *o, const char *name)
 {
     int id = kb__probe_case_find(name);
-    if (id < 0) return bad_usage("unknown case '%s' (valid cases are listed below)", name);
+    if (id < 0) {
+        const char *names[KB__PROBE_CASE_COUNT];
+        char list[1024] = "";
+        for (int i = 0; i < KB__PROBE_CASE_COUNT; i++) {
+            names[i] = kb__probe_case_name(i);
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     names[i]);
+        }
+        const char *best = kb__opt_suggest(name, names, KB__PROBE_CASE_COUNT);
+        if (best)
+            return kb__opt_usage(&kb__cli_probe_spec, "unknown case '%s'; did you mean '%s'?", name,
+                                 best);
+        return kb__opt_usage(&kb__cli_probe_spec, "unknown case '%s' (cases: %s)", name, list);
+    }
     for (int i = 0; i < o->n_cases; i++)
         if (o->cases[i] == id) return 0;
     o->cases[o->n_cases++] = id;
     return 0;
 }
 
-/* Options of probe's own; returns arguments used (1 or 2), 0 if not one of
- * them, or KB_CLI_USAGE (message printed). */
-static int own_option(probe_opts *o, int argc, char **argv, int i)
+/* Probe's own options from the parsed table; 0 or KB_CLI_USAGE. */
+static int own_options(probe_opts *o, const kb__opt_vals *a)
 {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--sweep")) return o->sweep = 1;
-    if (!strcmp(a, "--route")) return o->route = 1;
-    if (!strcmp(a, "--no-data")) return o->no_data = 1;
-    int valued = !strcmp(a, "--case") || !strcmp(a, "--bytes") || !strcmp(a, "--contend");
-    if (!valued) return 0;
-    if (!v) return -bad_usage("%s needs a value", a);
-    if (!strcmp(a, "--case")) return parse_case(o, v) ? -KB_CLI_USAGE : 2;
-    if (!strcmp(a, "--bytes")) {
-        if (!kb__cfg_text_size(v, &o->bytes) || o->bytes == 0 || o->bytes > (1ull << 32))
-            return -bad_usage("--bytes: expected a size from 1 byte to 4GiB, got '%s'", v);
-        return 2;
-    }
+    const char *const *cases;
+    size_t n = kb__opt_all(a, "case", &cases);
+    for (size_t i = 0; i < n; i++)
+        if (parse_case(o, cases[i])) return KB_CLI_USAGE;
+    o->sweep = kb__opt_given(a, "sweep") > 0;
+    o->route = kb__opt_given(a, "route") > 0;
+    o->no_data = kb__opt_given(a, "no-data") > 0;
+    const char *v = kb__opt_get(a, "bytes");
+    if (!kb__cfg_text_size(v, &o->bytes) || o->bytes == 0 || o->bytes > (1ull << 32))
+        return kb__opt_usage(&kb__cli_probe_spec,
+                             "--bytes: expected a size from 1 byte to 4GiB, got '%s'", v);
     uint64_t k;
-    if (!kb__cfg_text_u64(v, &k) || k < 1 || k > 4096)
-        return -bad_usage("--contend: expected a count from 1 to 4096, got '%s'", v);
-    o->contend = (uint32_t)k;
-    return 2;
+    v = kb__opt_get(a, "contend");
+    if (v && (!kb__cfg_text_u64(v, &k) || k < 1 || k > 4096))
+        return kb__opt_usage(&kb__cli_probe_spec,
+                             "--contend: expected a count from 1 to 4096, got '%s'", v);
+    o->contend = v ? (uint32_t)k : 0;
+    return 0;
 }
 
-static int parse_args(probe_opts *o, int argc, char **argv)
+static int parse_args(probe_opts *o, kb__opt_vals *a, int argc, char **argv)
 {
     memset(o, 0, sizeof *o);
-    kb__cli_opts_init(&o->common, "probe");
-    o->bytes = 64 * 1024;
-    unsigned common = KB__OPT_TOPOLOGY | KB__OPT_SET | KB__OPT_JSON | KB__OPT_HELP;
-    for (int i = 1; i < argc;) {
-        int used = own_option(o, argc, argv, i);
-        if (used < 0) return KB_CLI_USAGE;
-        if (!used) used = kb__cli_opt_common(&o->common, argc, argv, i, common);
-        if (used == KB__CLI_OPTS_BAD) {
-            usage(stderr);
-            return KB_CLI_USAGE;
-        }
-        if (used == KB__CLI_OPTS_NOT_MINE) return bad_usage("unknown option '%s'", argv[i]);
-        i += used;
-    }
+    int rc = kb__opt_parse(a, &kb__cli_probe_spec, argc, argv);
+    if (rc) return rc;
+    kb__cli_opts_get(&o->common, a);
+    if (!o->common.help && (rc = own_options(o, a))) return rc;
     if (!o->n_cases)
         for (int i = 0; i < KB__PROBE_CASE_COUNT; i++)
             o->cases[o->n_cases++] = i;
@@ -202,90 +202,92 @@ static void print_contend(const case_out *c)
            k->bound ? (double)k->total / (double)k->bound : 0.0);
 }
 
-static void json_result(FILE *f, kb__device *d, const kb__probe_result *r)
+static void link_record(kb__report *r, json_t *obj, kb__device *d, uint32_t id)
 {
-    const kb__link *l = kb__fabric_link(d->fab, r->bottleneck);
-    fprintf(f,
-            "\"bytes\": %llu, \"latency_ps\": %llu, \"overhead_ps\": %llu, \"wire_ps\": %llu, "
-            "\"drain_ps\": %llu, \"model_ps\": %llu, \"eff_gbs\": %.6f, \"util\": %.6f, "
-            "\"bottleneck\": {\"from\": \"%s\", \"to\": \"%s\", \"class\": \"%s\", "
-            "\"gbs\": %.6f}",
-            (unsigned long long)r->bytes, (unsigned long long)r->latency,
-            (unsigned long long)r->overhead, (unsigned long long)r->wire,
-            (unsigned long long)r->drain, (unsigned long long)r->model, r->eff_gbs, r->util,
-            kb__fabric_node(d->fab, l->from)->name, kb__fabric_node(d->fab, l->to)->name,
-            kb__link_class_name(l->cls), r->bottleneck_gbs);
+    const kb__link *l = kb__fabric_link(d->fab, id);
+    kb__report_str(r, obj, "from", kb__fabric_node(d->fab, l->from)->name);
+    kb__report_str(r, obj, "to", kb__fabric_node(d->fab, l->to)->name);
+    kb__report_str(r, obj, "class", kb__link_class_name(l->cls));
 }
 
-static void json_case(FILE *f, kb__device *d, const probe_opts *o, const case_out *c)
+static void result_record(kb__report *r, json_t *o, kb__device *d, const kb__probe_result *p)
 {
-    fprintf(f, "    {\"case\": \"%s\", ", kb__probe_case_name(c->id));
+    kb__report_uint(r, o, "bytes", NULL, p->bytes, "B");
+    kb__report_uint(r, o, "latency_ps", NULL, p->latency, "ps");
+    kb__report_uint(r, o, "overhead_ps", NULL, p->overhead, "ps");
+    kb__report_uint(r, o, "wire_ps", NULL, p->wire, "ps");
+    kb__report_uint(r, o, "drain_ps", NULL, p->drain, "ps");
+    kb__report_uint(r, o, "model_ps", NULL, p->model, "ps");
+    kb__report_real(r, o, "eff_gbs", NULL, p->eff_gbs, "GB/s");
+    kb__report_real(r, o, "util", NULL, p->util, "1");
+    json_t *b = kb__report_object(r, o, "bottleneck");
+    link_record(r, b, d, p->bottleneck);
+    kb__report_real(r, b, "gbs", NULL, p->bottleneck_gbs, "GB/s");
+}
+
+static void route_record(kb__report *r, json_t *o, kb__device *d, const case_out *c)
+{
+    json_t *hops = kb__report_array(r, o, "route");
+    for (uint32_t h = 0; hops && h < c->r.route->n; h++) {
+        json_t *hop = kb__report_object(r, hops, NULL);
+        link_record(r, hop, d, c->r.route->links[h]);
+        kb__report_uint(r, hop, "head_ps", NULL, c->r.data_start + c->r.trace[h].head, "ps");
+        kb__report_uint(r, hop, "tail_ps", NULL, c->r.data_start + c->r.trace[h].tail, "ps");
+    }
+}
+
+static void contend_record(kb__report *r, json_t *o, const kb__probe_contend *k)
+{
+    json_t *c = kb__report_object(r, o, "contend");
+    kb__report_uint(r, c, "k", "contend.k", k->k, "1");
+    kb__report_uint(r, c, "bytes", NULL, k->bytes, "B");
+    kb__report_uint(r, c, "alone_ps", NULL, k->alone, "ps");
+    kb__report_uint(r, c, "total_ps", NULL, k->total, "ps");
+    kb__report_uint(r, c, "bound_ps", NULL, k->bound, "ps");
+    json_t *done = kb__report_array(r, c, "done_ps");
+    kb__report_unit(r, "done_ps", "ps");
+    for (uint32_t i = 0; done && i < k->k; i++)
+        kb__report_set(r, done, NULL, json_integer((json_int_t)k->done[i]));
+}
+
+static void case_record(kb__report *r, json_t *list, kb__device *d, const probe_opts *o,
+                        const case_out *c)
+{
+    json_t *obj = kb__report_object(r, list, NULL);
+    kb__report_str(r, obj, "case", kb__probe_case_name(c->id));
     if (c->skipped) {
-        fprintf(f, "\"skipped\": true}");
+        kb__report_bool(r, obj, "skipped", 1);
         return;
     }
-    json_result(f, d, &c->r);
-    if (o->route) {
-        fprintf(f, ",\n     \"route\": [");
-        for (uint32_t h = 0; h < c->r.route->n; h++) {
-            const kb__link *l = kb__fabric_link(d->fab, c->r.route->links[h]);
-            fprintf(f,
-                    "%s\n       {\"from\": \"%s\", \"to\": \"%s\", \"class\": \"%s\", "
-                    "\"head_ps\": %llu, \"tail_ps\": %llu}",
-                    h ? "," : "", kb__fabric_node(d->fab, l->from)->name,
-                    kb__fabric_node(d->fab, l->to)->name, kb__link_class_name(l->cls),
-                    (unsigned long long)(c->r.data_start + c->r.trace[h].head),
-                    (unsigned long long)(c->r.data_start + c->r.trace[h].tail));
-        }
-        fprintf(f, "]");
-    }
+    result_record(r, obj, d, &c->r);
+    if (o->route) route_record(r, obj, d, c);
     if (o->sweep) {
-        fprintf(f, ",\n     \"sweep\": [");
-        for (int s = 0; s < SWEEP_STEPS; s++) {
-            fprintf(f, "%s\n       {", s ? "," : "");
-            json_result(f, d, &c->sweep[s]);
-            fprintf(f, "}");
-        }
-        fprintf(f, "]");
+        json_t *sw = kb__report_array(r, obj, "sweep");
+        for (int s = 0; sw && s < SWEEP_STEPS; s++)
+            result_record(r, kb__report_object(r, sw, NULL), d, &c->sweep[s]);
     }
-    if (o->contend) {
-        const kb__probe_contend *k = &c->contend;
-        fprintf(f,
-                ",\n     \"contend\": {\"k\": %u, \"bytes\": %llu, \"alone_ps\": %llu, "
-                "\"total_ps\": %llu, \"bound_ps\": %llu, \"done_ps\": [",
-                k->k, (unsigned long long)k->bytes, (unsigned long long)k->alone,
-                (unsigned long long)k->total, (unsigned long long)k->bound);
-        for (uint32_t i = 0; i < k->k; i++)
-            fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)k->done[i]);
-        fprintf(f, "]}");
-    }
-    fprintf(f, "}");
+    if (o->contend) contend_record(r, obj, &c->contend);
 }
 
-static int write_json(kb__device *d, const probe_opts *o, const case_out *cs, int n)
+static void record(kb__report *r, kb__device *d, const probe_opts *o, const case_out *cs, int n)
 {
-    FILE *f = kb__cli_json_open(&o->common);
-    if (!f) return KB_CLI_FAIL;
-    fprintf(f, "{\"packet_bytes\": %u, \"header_bytes\": %u, \"no_data\": %s, \"cases\": [\n",
-            kb__fabric_packet_bytes(d->fab), d->header_bytes, o->no_data ? "true" : "false");
-    for (int i = 0; i < n; i++) {
-        json_case(f, d, o, &cs[i]);
-        fprintf(f, "%s\n", i + 1 < n ? "," : "");
-    }
-    fprintf(f, "]}\n");
-    return kb__cli_json_close(&o->common, f);
+    kb__report_uint(r, NULL, "packet_bytes", NULL, kb__fabric_packet_bytes(d->fab), "B");
+    kb__report_uint(r, NULL, "header_bytes", NULL, d->header_bytes, "B");
+    kb__report_bool(r, NULL, "no_data", o->no_data);
+    json_t *list = kb__report_array(r, NULL, "cases");
+    for (int i = 0; list && i < n; i++)
+        case_record(r, list, d, o, &cs[i]);
 }
 
-/* Builds the device; returns 0 or the exit status (message printed). */
-static int open_device(const probe_opts *o, kb__device **d)
+/* Builds the device from the machine p; 0 or the exit status (message printed). */
+static int open_device(const probe_opts *o, kb__topo_params *p, kb__device **d)
 {
-    kb__topo_params p;
     kb__topo *t;
     kb__err err = {0};
-    int status = kb__cli_load_params(&o->common, &p);
+    int status = kb__cli_load_params(&o->common, p);
     if (status) return status;
-    int rc = kb__topo_build(&t, &p, &err);
-    if (!rc) rc = kb__device_create(d, t, (uint32_t)p.fabric.header_bytes, o->no_data, &err);
+    int rc = kb__topo_build(&t, p, &err);
+    if (!rc) rc = kb__device_create(d, t, (uint32_t)p->fabric.header_bytes, o->no_data, &err);
     if (rc) {
         fprintf(stderr, "kernbench probe: %s\n", err.msg);
         return KB_CLI_FAIL;
@@ -293,10 +295,17 @@ static int open_device(const probe_opts *o, kb__device **d)
     return 0;
 }
 
-static int report(kb__device *d, const probe_opts *o, case_out *cs, int n)
+typedef struct probe_call {
+    int argc;
+    char **argv;
+    const kb__opt_vals *a;
+    const kb__topo_params *p;
+    kb__report *point; /* a sweep point's record: filled, no text, nothing written */
+} probe_call;
+
+static int report(const probe_call *c, kb__device *d, const probe_opts *o, case_out *cs, int n)
 {
-    int json_stdout = !o->common.json_file || !strcmp(o->common.json_file, "-");
-    if (!o->common.json || !json_stdout) {
+    if (!c->point && !kb__cli_json_stdout(&o->common)) {
         print_summary(d, cs, n);
         for (int i = 0; i < n; i++) {
             if (cs[i].skipped) continue;
@@ -305,27 +314,24 @@ static int report(kb__device *d, const probe_opts *o, case_out *cs, int n)
             if (o->contend) print_contend(&cs[i]);
         }
     }
-    return o->common.json ? write_json(d, o, cs, n) : KB_CLI_OK;
+    if (!c->point && !o->common.json) return KB_CLI_OK;
+    kb__report own, *r = c->point ? c->point : &own;
+    kb__cli_record(r, &o->common, c->a, c->argc, c->argv, c->p, NULL);
+    record(r, d, o, cs, n);
+    int status = c->point ? KB_CLI_OK : kb__cli_record_write(&o->common, r);
+    if (!c->point) kb__report_fini(r);
+    return status;
 }
 
-int kb__cli_probe(int argc, char **argv)
+static int run_cases(const probe_call *c, kb__device *d, probe_opts *o)
 {
-    probe_opts o;
-    int rc = parse_args(&o, argc, argv);
-    if (!rc && o.common.help) usage(stdout);
     kb__err err = {0};
-    kb__device *d = NULL;
-    if (!rc && !o.common.help) rc = open_device(&o, &d);
-    if (rc || o.common.help) {
-        kb__cli_opts_fini(&o.common);
-        return rc;
-    }
-    case_out *cs = calloc((size_t)o.n_cases, sizeof *cs);
+    case_out *cs = calloc((size_t)o->n_cases, sizeof *cs);
     int status = cs ? KB_CLI_OK : KB_CLI_FAIL;
-    int explicit_cases = o.n_cases < KB__PROBE_CASE_COUNT;
-    for (int i = 0; cs && i < o.n_cases && status == KB_CLI_OK; i++) {
-        cs[i].id = o.cases[i];
-        rc = run_case(d, &o, &cs[i], &err);
+    int explicit_cases = o->n_cases < KB__PROBE_CASE_COUNT;
+    for (int i = 0; cs && i < o->n_cases && status == KB_CLI_OK; i++) {
+        cs[i].id = o->cases[i];
+        int rc = run_case(d, o, &cs[i], &err);
         if (rc == KB_EUNSUPPORTED && !explicit_cases) {
             cs[i].skipped = 1;
             memcpy(cs[i].skip_msg, err.msg, sizeof cs[i].skip_msg);
@@ -334,15 +340,41 @@ int kb__cli_probe(int argc, char **argv)
             status = KB_CLI_FAIL;
         }
     }
-    if (status == KB_CLI_OK) status = report(d, &o, cs, o.n_cases);
-    for (int i = 0; cs && i < o.n_cases; i++) {
+    if (status == KB_CLI_OK) status = report(c, d, o, cs, o->n_cases);
+    for (int i = 0; cs && i < o->n_cases; i++) {
         kb__probe_result_fini(&cs[i].r);
         for (int s = 0; s < SWEEP_STEPS; s++)
             kb__probe_result_fini(&cs[i].sweep[s]);
         kb__probe_contend_fini(&cs[i].contend);
     }
     free(cs);
-    kb__device_destroy(d);
-    kb__cli_opts_fini(&o.common);
     return status;
+}
+
+static int probe_main(int argc, char **argv, kb__report *point)
+{
+    probe_opts o;
+    kb__opt_vals a;
+    int rc = parse_args(&o, &a, argc, argv);
+    if (!rc && o.common.help) kb__opt_help(stdout, &kb__cli_probe_spec);
+    kb__device *d = NULL;
+    kb__topo_params p;
+    if (!rc && !o.common.help) rc = open_device(&o, &p, &d);
+    if (!rc && !o.common.help) {
+        probe_call c = {argc, argv, &a, &p, point};
+        rc = run_cases(&c, d, &o);
+    }
+    kb__device_destroy(d);
+    kb__opt_fini(&a);
+    return rc;
+}
+
+int kb__cli_probe(int argc, char **argv)
+{
+    return probe_main(argc, argv, NULL);
+}
+
+int kb__cli_probe_point(int argc, char **argv, kb__report *rec)
+{
+    return probe_main(argc, argv, rec);
 }

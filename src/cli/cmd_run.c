@@ -33,49 +33,46 @@ typedef struct run_out {
     const kb_bench *b;
     kb_bench_result r;
     int sips, cubes, pes;
-    double peak_pe; /* FLOP/s of one PE's GEMM unit */
+    double peak_pe;    /* FLOP/s of one PE's GEMM unit */
+    kb__topo_params p; /* the machine, for the record's hash */
 } run_out;
 
-static void usage(FILE *f)
+static void footer(FILE *f)
 {
-    fprintf(
-        f,
-        "usage: kernbench run [--topology FILE] [--ccl FILE] [--set KEY=VALUE]...\n"
-        "                     [--bench NAME|FILE.so] [--opt KEY=VALUE]... [--device all|sip:N]\n"
-        "                     [--json [FILE]] [--trace FILE] [--no-data]\n\n"
-        "  --topology FILE  machine description YAML (default: the built-in machine)\n"
-        "  --ccl FILE       collective configuration, a ccl.yaml (default: the built-in\n"
-        "                   configs/ccl.yaml; 'kernbench list' shows its algorithms)\n"
-        "  --set KEY=VALUE  override one parameter (ccl.KEY=VALUE: of the ccl.yaml);\n"
-        "                   repeatable, applied in order after the files\n"
-        "  --bench NAME     a built-in bench (default %s), or a plug-in shared object\n"
-        "                   (a path containing '/'; see docs/benches.md)\n"
-        "  --opt KEY=VALUE  bench option (repeatable); 'kernbench list' shows the options\n"
-        "  --device D       all (default) or sip:N: tensors are placed on SIP N only\n"
-        "  --json [FILE]    JSON to FILE, or to stdout instead of the report\n"
-        "  --trace FILE     Chrome / Perfetto trace of the run to FILE: every PE op and\n"
-        "                   program, every launch and collective, link and memory use\n"
-        "  --no-data        timing only: same simulated steps, results not checked\n\n"
-        "benches:\n",
-        kb_bench_default()->name);
+    fprintf(f, "benches (default %s):\n", kb_bench_default()->name);
     for (int i = 0; i < kb_bench_count(); i++)
         fprintf(f, "  %-20s %s\n", kb_bench_at(i)->name, kb_bench_at(i)->summary);
     fprintf(f, "\nexit status: 0 all checks pass, 1 a check failed or an error, 2 usage error\n");
 }
 
-static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const kb__opt_spec run_table[] = {
+    KB__OPTSPEC_TOPOLOGY,
+    {"ccl", KB__ARG_REQ, 0, "FILE", NULL,
+     "collective configuration, a ccl.yaml (default: the built-in\nconfigs/ccl.yaml; "
+     "'kernbench list' shows its algorithms)",
+     NULL},
+    KB__OPTSPEC_SET(" (ccl.KEY=VALUE: of the ccl.yaml)"),
+    {"bench", KB__ARG_REQ, KB__OPTF_AXIS, "NAME", NULL,
+     "a built-in bench (default: the first listed below), or a\nplug-in shared object (a path "
+     "containing '/'; see docs/benches.md)",
+     NULL},
+    {"opt", KB__ARG_REQ, KB__OPTF_MULTI, "KEY=VALUE", NULL,
+     "bench option (repeatable); 'kernbench run --bench NAME --help'\nshows the options", NULL},
+    {"device", KB__ARG_REQ, KB__OPTF_AXIS, "D", "all",
+     "all or sip:N: tensors are placed on SIP N only", NULL},
+    KB__OPTSPEC_JSON,
+    {"trace", KB__ARG_REQ, 0, "FILE", NULL,
+     "Chrome / Perfetto trace of the run to FILE: every PE op and\nprogram, every launch and "
+     "collective, link and memory use",
+     NULL},
+    {"no-data", KB__ARG_NONE, 0, NULL, NULL,
+     "timing only: same simulated steps, results not checked", NULL},
+    KB__OPTSPEC_HELP,
+};
 
-static int bad_usage(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "kernbench run: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n\n");
-    va_end(ap);
-    usage(stderr);
-    return KB_CLI_USAGE;
-}
+const kb__cmd_spec kb__cli_run_spec = {
+    "run", "Runs a bench on a machine and reports results and simulated time.", run_table,
+    sizeof run_table / sizeof run_table[0], footer};
 
 static int parse_device(run_opts *o, const char *v)
 {
@@ -83,53 +80,46 @@ static int parse_device(run_opts *o, const char *v)
     char *end;
     long n = strncmp(v, "sip:", 4) ? -1 : strtol(v + 4, &end, 10);
     if (n < 0 || n > 1 << 20 || !v[4] || *end)
-        return bad_usage("--device: expected 'all' or 'sip:N', got '%s'", v);
+        return kb__opt_usage(&kb__cli_run_spec, "--device: expected 'all' or 'sip:N', got '%s'", v);
     o->device = (int)n;
     return 0;
 }
 
-/* run's own options: arguments used (1, 2), 0 if not one, -status on error. */
-static int own_option(run_opts *o, int argc, char **argv, int i)
-{
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--no-data")) return o->no_data = 1;
-    const char *names[] = {"--bench", "--opt", "--device", "--trace"};
-    int which = -1, used = 2;
-    for (int j = 0; j < 4; j++) {
-        size_t n = strlen(names[j]);
-        if (!strncmp(a, names[j], n) && (a[n] == '\0' || a[n] == '=')) {
-            which = j;
-            if (a[n] == '=') v = a + n + 1, used = 1;
-        }
-    }
-    if (which < 0) return 0;
-    if (!v) return -bad_usage("%s needs a value", a);
-    if (which == 0) o->bench = v;
-    if (which == 1 && kb_bench_opts_add(&o->bopts, v)) return -bad_usage("%s", o->bopts.error);
-    if (which == 2 && parse_device(o, v)) return -KB_CLI_USAGE;
-    if (which == 3) o->trace = v;
-    return used;
-}
-
-static int parse_args(run_opts *o, int argc, char **argv)
+static int parse_args(run_opts *o, kb__opt_vals *a, int argc, char **argv)
 {
     memset(o, 0, sizeof *o);
-    kb__cli_opts_init(&o->common, "run");
     kb_bench_opts_init(&o->bopts);
-    o->device = -1;
-    unsigned common = KB__OPT_TOPOLOGY | KB__OPT_CCL | KB__OPT_SET | KB__OPT_JSON | KB__OPT_HELP;
-    for (int i = 1; i < argc;) {
-        int used = own_option(o, argc, argv, i);
-        if (used < 0) return KB_CLI_USAGE;
-        if (!used) used = kb__cli_opt_common(&o->common, argc, argv, i, common);
-        if (used == KB__CLI_OPTS_BAD) {
-            usage(stderr);
-            return KB_CLI_USAGE;
-        }
-        if (used == KB__CLI_OPTS_NOT_MINE) return bad_usage("unknown option '%s'", argv[i]);
-        i += used;
+    int rc = kb__opt_parse(a, &kb__cli_run_spec, argc, argv);
+    if (rc) return rc;
+    kb__cli_opts_get(&o->common, a);
+    o->bench = kb__opt_get(a, "bench");
+    o->trace = kb__opt_get(a, "trace");
+    o->no_data = kb__opt_given(a, "no-data") > 0;
+    const char *const *kv;
+    size_t n = kb__opt_all(a, "opt", &kv);
+    for (size_t i = 0; i < n; i++)
+        if (kb_bench_opts_add(&o->bopts, kv[i]))
+            return kb__opt_usage(&kb__cli_run_spec, "%s", o->bopts.error);
+    return parse_device(o, kb__opt_get(a, "device"));
+}
+
+static int unknown_bench(const char *name)
+{
+    const char *names[64];
+    char list[1024] = "";
+    int n = kb_bench_count() < 64 ? kb_bench_count() : 64;
+    for (int i = 0; i < n; i++) {
+        names[i] = kb_bench_at(i)->name;
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
     }
-    return 0;
+    const char *best = kb__opt_suggest(name, names, (size_t)n);
+    if (best)
+        return kb__opt_usage(&kb__cli_run_spec, "unknown bench '%s'; did you mean '%s'?", name,
+                             best);
+    return kb__opt_usage(&kb__cli_run_spec,
+                         "unknown bench '%s' (benches: %s; a plug-in is given as a path, "
+                         "e.g. ./bench.so)",
+                         name, list);
 }
 
 /* The bench to run: built in by name, or loaded from a shared object. */
@@ -139,28 +129,27 @@ static int find_bench(const run_opts *o, const kb_bench **b, void **dl)
     if (!o->bench) return *b = kb_bench_default(), 0;
     if (!strchr(o->bench, '/')) {
         if ((*b = kb_bench_find(o->bench))) return 0;
-        return bad_usage("unknown bench '%s' (the benches are listed below; a plug-in is "
-                         "given as a path, e.g. ./bench.so)",
-                         o->bench);
+        return unknown_bench(o->bench);
     }
     *dl = dlopen(o->bench, RTLD_NOW | RTLD_LOCAL);
-    if (!*dl) return bad_usage("cannot load plug-in: %s", dlerror());
+    if (!*dl) return kb__opt_usage(&kb__cli_run_spec, "cannot load plug-in: %s", dlerror());
     *b = dlsym(*dl, KB_BENCH_PLUGIN_SYMBOL);
     if (!*b || !(*b)->name || !(*b)->run) {
         dlclose(*dl);
         *dl = NULL;
-        return bad_usage("%s: no valid '%s' descriptor (see kernbench/bench.h)", o->bench,
-                         KB_BENCH_PLUGIN_SYMBOL);
+        return kb__opt_usage(&kb__cli_run_spec,
+                             "%s: no valid '%s' descriptor (see kernbench/bench.h)", o->bench,
+                             KB_BENCH_PLUGIN_SYMBOL);
     }
     return 0;
 }
 
 static int open_machine(const run_opts *o, kb_machine **m, run_out *out)
 {
-    kb__topo_params p;
-    int status = kb__cli_load_params(&o->common, &p);
+    kb__topo_params *p = &out->p;
+    int status = kb__cli_load_params(&o->common, p);
     if (status) return status;
-    out->peak_pe = 2.0 * p.pe.gemm_rows * p.pe.gemm_cols * p.pe.gemm_clock_ghz * 1e9;
+    out->peak_pe = 2.0 * p->pe.gemm_rows * p->pe.gemm_cols * p->pe.gemm_clock_ghz * 1e9;
     kb_open_options oo = {o->common.topology, o->common.sets, o->common.n_sets, o->no_data,
                           o->common.ccl};
     char err[KB_BENCH_MSG_MAX];
@@ -171,7 +160,7 @@ static int open_machine(const run_opts *o, kb_machine **m, run_out *out)
     }
     kb_machine_shape(*m, &out->sips, &out->cubes, &out->pes);
     if (o->device >= 0 && kb_set_device(*m, o->device))
-        return bad_usage("--device: %s", kb_last_error(*m));
+        return kb__opt_usage(&kb__cli_run_spec, "--device: %s", kb_last_error(*m));
     return 0;
 }
 
@@ -261,99 +250,120 @@ static void print_text(const run_opts *ro, const run_out *o)
     printf("\nresult         %s\n", kb_bench_passed(r) ? "PASS" : "FAIL");
 }
 
-static void json_checks(FILE *f, const kb_bench_result *r)
+static void record_checks(kb__report *rec, const kb_bench_result *r)
 {
-    fprintf(f, "  \"checks\": [");
-    for (int i = 0; i < r->n_checks && i < KB_BENCH_MAX_CHECKS; i++) {
-        fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-        kb__cli_json_string(f, r->checks[i].name);
-        fprintf(f, ", \"pass\": %s, \"max_err\": %.9g, \"tol\": %.9g}",
-                r->checks[i].pass ? "true" : "false",
-                r->checks[i].max_err == r->checks[i].max_err ? r->checks[i].max_err : -1.0,
-                r->checks[i].tol);
+    json_t *list = kb__report_array(rec, NULL, "checks");
+    for (int i = 0; list && i < r->n_checks && i < KB_BENCH_MAX_CHECKS; i++) {
+        json_t *c = kb__report_object(rec, list, NULL);
+        kb__report_str(rec, c, "name", r->checks[i].name);
+        kb__report_bool(rec, c, "pass", r->checks[i].pass);
+        /* a NaN error is written as null (and fails the check) */
+        kb__report_real(rec, c, "max_err", NULL, r->checks[i].max_err, "1");
+        kb__report_real(rec, c, "tol", NULL, r->checks[i].tol, "1");
     }
-    fprintf(f, "],\n  \"figures\": {");
-    for (int i = 0; i < r->n_figures; i++) {
-        fprintf(f, "%s", i ? ", " : "");
-        kb__cli_json_string(f, r->figures[i].name);
-        fprintf(f, ": %.9g", r->figures[i].value);
+    json_t *figs = kb__report_object(rec, NULL, "figures");
+    for (int i = 0; figs && i < r->n_figures; i++) {
+        char key[KB_BENCH_NAME_MAX + 16];
+        snprintf(key, sizeof key, "figures.%s", r->figures[i].name);
+        kb__report_real(rec, figs, r->figures[i].name, key, r->figures[i].value,
+                        r->figures[i].unit[0] ? r->figures[i].unit : "1");
     }
-    fprintf(f, "},\n  \"notes\": {");
-    for (int i = 0; i < r->n_notes; i++) {
-        fprintf(f, "%s", i ? ", " : "");
-        kb__cli_json_string(f, r->notes[i].name);
-        fputs(": ", f);
-        kb__cli_json_string(f, r->notes[i].text);
-    }
-    fprintf(f, "},\n");
+    json_t *notes = kb__report_object(rec, NULL, "notes");
+    for (int i = 0; notes && i < r->n_notes; i++)
+        kb__report_str(rec, notes, r->notes[i].name, r->notes[i].text);
 }
 
-static void json_units_links(FILE *f, const run_out *o)
+static void record_units_links(kb__report *rec, const run_out *o)
 {
     const kb_stats *s = &o->r.stats;
-    fprintf(f, "  \"units\": {");
-    for (int u = 0; u < 3; u++)
-        fprintf(f, "%s\"%s\": {\"busy_sum_ps\": %llu, \"busy_max_ps\": %llu, \"util\": %.6f}",
-                u ? ", " : "", unit_names[u], (unsigned long long)s->unit_busy_ps[u],
-                (unsigned long long)s->unit_busy_max_ps[u], util(o, s->unit_busy_ps[u]));
-    fprintf(f, "},\n  \"link_bytes\": {");
-    for (int c = 0; c < KB_LINK_CLASS_COUNT; c++)
-        fprintf(f, "%s\"%s\": %llu", c ? ", " : "", kb_link_class_name((kb_link_class)c),
-                (unsigned long long)s->link_bytes[c]);
-    fprintf(f, "},\n  \"busiest_links\": [");
-    for (int i = 0; i < n_links(o); i++) {
-        fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-        kb__cli_json_string(f, o->r.links[i].name);
-        fprintf(f, ", \"class\": \"%s\", \"bytes\": %llu, \"busy_ps\": %llu}",
-                kb_link_class_name(o->r.links[i].cls), (unsigned long long)o->r.links[i].bytes,
-                (unsigned long long)o->r.links[i].busy_ps);
+    json_t *units = kb__report_object(rec, NULL, "units");
+    for (int u = 0; units && u < 3; u++) {
+        json_t *x = kb__report_object(rec, units, unit_names[u]);
+        kb__report_uint(rec, x, "busy_sum_ps", NULL, s->unit_busy_ps[u], "ps");
+        kb__report_uint(rec, x, "busy_max_ps", NULL, s->unit_busy_max_ps[u], "ps");
+        kb__report_real(rec, x, "util", NULL, util(o, s->unit_busy_ps[u]), "1");
     }
-    fprintf(f, "],\n");
+    json_t *lb = kb__report_object(rec, NULL, "link_bytes");
+    for (int c = 0; lb && c < KB_LINK_CLASS_COUNT; c++)
+        kb__report_uint(rec, lb, kb_link_class_name((kb_link_class)c), "link_bytes",
+                        s->link_bytes[c], "B");
+    json_t *busiest = kb__report_array(rec, NULL, "busiest_links");
+    for (int i = 0; busiest && i < n_links(o); i++) {
+        json_t *l = kb__report_object(rec, busiest, NULL);
+        kb__report_str(rec, l, "name", o->r.links[i].name);
+        kb__report_str(rec, l, "class", kb_link_class_name(o->r.links[i].cls));
+        kb__report_uint(rec, l, "bytes", NULL, o->r.links[i].bytes, "B");
+        kb__report_uint(rec, l, "busy_ps", NULL, o->r.links[i].busy_ps, "ps");
+    }
 }
 
-static int write_json(const run_opts *ro, const run_out *o)
+/* Every option the bench documents, with the value given or its default. */
+static void record_bench_options(kb__report *rec, const run_opts *ro, const kb_bench *b)
 {
-    FILE *f = kb__cli_json_open(&ro->common);
-    if (!f) return KB_CLI_FAIL;
+    json_t *opts = kb__report_object(rec, NULL, "bench_options");
+    for (int i = 0; opts && i < b->n_opts; i++)
+        kb__report_str(rec, opts, b->opts[i].key,
+                       kb_bench_opt_str(&ro->bopts, b->opts[i].key, b->opts[i].def));
+}
+
+static void record(kb__report *rec, const run_opts *ro, const run_out *o)
+{
     const kb_bench_result *r = &o->r;
     const kb_stats *s = &r->stats;
-    fprintf(f, "{\n  \"bench\": ");
-    kb__cli_json_string(f, o->b->name);
-    fprintf(f, ",\n  \"machine\": {\"topology\": ");
-    kb__cli_json_string(f, ro->common.topology ? ro->common.topology : "built-in");
-    fprintf(f, ", \"sips\": %d, \"cubes_per_sip\": %d, \"pes_per_cube\": %d, \"device\": %d},\n",
-            o->sips, o->cubes, o->pes, ro->device);
-    fprintf(f, "  \"options\": {");
-    for (int i = 0; i < ro->bopts.n; i++) {
-        fprintf(f, "%s", i ? ", " : "");
-        kb__cli_json_string(f, ro->bopts.kv[i].key);
-        fprintf(f, ": ");
-        kb__cli_json_string(f, ro->bopts.kv[i].value);
+    kb__report_str(rec, NULL, "bench", o->b->name);
+    json_t *m = kb__report_object(rec, NULL, "machine");
+    kb__report_str(rec, m, "topology", ro->common.topology ? ro->common.topology : "built-in");
+    kb__report_uint(rec, m, "sips", NULL, (uint64_t)o->sips, "1");
+    kb__report_uint(rec, m, "cubes_per_sip", NULL, (uint64_t)o->cubes, "1");
+    kb__report_uint(rec, m, "pes_per_cube", NULL, (uint64_t)o->pes, "1");
+    kb__report_set(rec, m, "device", json_integer(ro->device));
+    kb__report_unit(rec, "device", "1");
+    record_bench_options(rec, ro, o->b);
+    kb__report_bool(rec, NULL, "no_data", r->no_data);
+    kb__report_bool(rec, NULL, "pass", kb_bench_passed(r));
+    record_checks(rec, r);
+    kb__report_uint(rec, NULL, "sim_ps", NULL, kb_bench_sim_ps(r), "ps");
+    kb__report_uint(rec, NULL, "programs", NULL, s->programs, "1");
+    kb__report_uint(rec, NULL, "pes_used", NULL, s->pes_used, "1");
+    kb__report_uint(rec, NULL, "gemm_flops", NULL, s->gemm_flops, "FLOP");
+    kb__report_uint(rec, NULL, "math_elements", NULL, s->math_elements, "1");
+    kb__report_real(rec, NULL, "flops_per_s", NULL, flops(o), "FLOP/s");
+    kb__report_real(rec, NULL, "peak_flops_per_s", NULL, o->peak_pe * pes_used(o), "FLOP/s");
+    record_units_links(rec, o);
+    json_t *msgs = kb__report_object(rec, NULL, "messages");
+    for (int k = 0; msgs && k < KB_MSG_KIND_COUNT; k++) {
+        json_t *x = kb__report_object(rec, msgs, kb_msg_kind_name((kb_msg_kind)k));
+        kb__report_uint(rec, x, "count", NULL, s->messages[k], "1");
+        kb__report_uint(rec, x, "bytes", NULL, s->bytes[k], "B");
     }
-    fprintf(f, "},\n  \"no_data\": %s,\n  \"pass\": %s,\n", r->no_data ? "true" : "false",
-            kb_bench_passed(r) ? "true" : "false");
-    json_checks(f, r);
-    double peak = o->peak_pe * pes_used(o);
-    fprintf(f,
-            "  \"sim_ps\": %llu,\n  \"programs\": %llu,\n  \"pes_used\": %llu,\n"
-            "  \"gemm_flops\": %llu,\n  \"math_elements\": %llu,\n  \"flops_per_s\": %.6g,\n"
-            "  \"peak_flops_per_s\": %.6g,\n",
-            (unsigned long long)kb_bench_sim_ps(r), (unsigned long long)s->programs,
-            (unsigned long long)s->pes_used, (unsigned long long)s->gemm_flops,
-            (unsigned long long)s->math_elements, flops(o), peak);
-    json_units_links(f, o);
-    fprintf(f, "  \"messages\": {");
-    for (int k = 0; k < KB_MSG_KIND_COUNT; k++)
-        fprintf(f, "%s\"%s\": {\"count\": %llu, \"bytes\": %llu}", k ? ", " : "",
-                kb_msg_kind_name((kb_msg_kind)k), (unsigned long long)s->messages[k],
-                (unsigned long long)s->bytes[k]);
-    fprintf(f, "}\n}\n");
-    return kb__cli_json_close(&ro->common, f);
 }
 
 /* ---- the command ----------------------------------------------------------- */
 
-static int run_bench(const run_opts *ro, run_opts *mut, kb_machine *m, run_out *o)
+typedef struct run_call {
+    int argc;
+    char **argv;
+    const kb__opt_vals *a;
+    kb__report *point; /* a sweep point's record: filled, no text, nothing written */
+} run_call;
+
+static int report(const run_call *c, const run_opts *ro, const run_out *o)
+{
+    if (!c->point && !kb__cli_json_stdout(&ro->common)) print_text(ro, o);
+    if (!c->point && !ro->common.json) return KB_CLI_OK;
+    kb__ccl_config *ccl;
+    int status = kb__cli_load_ccl(&ro->common, &ccl);
+    if (status) return status;
+    kb__report own, *r = c->point ? c->point : &own;
+    kb__cli_record(r, &ro->common, c->a, c->argc, c->argv, &o->p, ccl);
+    kb__ccl_config_destroy(ccl);
+    record(r, ro, o);
+    status = c->point ? KB_CLI_OK : kb__cli_record_write(&ro->common, r);
+    if (!c->point) kb__report_fini(r);
+    return status;
+}
+
+static int run_bench(const run_call *c, run_opts *ro, kb_machine *m, run_out *o)
 {
     if (ro->trace && kb_trace_start(m, ro->trace)) {
         fprintf(stderr, "kernbench run: --trace: %s\n", kb_last_error(m));
@@ -362,24 +372,20 @@ static int run_bench(const run_opts *ro, run_opts *mut, kb_machine *m, run_out *
     char what[96];
     snprintf(what, sizeof what, "kernbench run: %s", o->b->name);
     kb__cli_progress line;
-    kb__cli_progress_start(&line, m, what);
-    int rc = kb_bench_run(m, o->b, &mut->bopts, ro->no_data, &o->r);
+    kb__cli_progress_start(&line, c->point ? NULL : m, what);
+    int rc = kb_bench_run(m, o->b, &ro->bopts, ro->no_data, &o->r);
     kb__cli_progress_end(&line);
     if (ro->trace && kb_trace_stop(m) && !rc) {
         fprintf(stderr, "kernbench run: --trace: %s\n", kb_last_error(m));
         return KB_CLI_FAIL;
     }
     if (rc) {
+        if (o->r.usage_error)
+            return kb__opt_usage(&kb__cli_run_spec, "bench %s: %s", o->b->name, o->r.error);
         fprintf(stderr, "kernbench run: bench %s: %s\n", o->b->name, o->r.error);
-        if (o->r.usage_error) {
-            usage(stderr);
-            return KB_CLI_USAGE;
-        }
         return KB_CLI_FAIL;
     }
-    int json_stdout = !ro->common.json_file || !strcmp(ro->common.json_file, "-");
-    if (!ro->common.json || !json_stdout) print_text(ro, o);
-    int status = ro->common.json ? write_json(ro, o) : KB_CLI_OK;
+    int status = report(c, ro, o);
     if (status) return status;
     return kb_bench_passed(&o->r) ? KB_CLI_OK : KB_CLI_FAIL;
 }
@@ -392,10 +398,11 @@ static void print_bench_opts(const kb_bench *b)
         printf("  %-12s %-8s %s\n", b->opts[i].key, b->opts[i].def, b->opts[i].help);
 }
 
-int kb__cli_run(int argc, char **argv)
+static int run_main(int argc, char **argv, kb__report *point)
 {
     run_opts ro;
-    int rc = parse_args(&ro, argc, argv);
+    kb__opt_vals a;
+    int rc = parse_args(&ro, &a, argc, argv);
     run_out *o = calloc(1, sizeof *o);
     void *dl = NULL;
     kb_machine *m = NULL;
@@ -405,14 +412,27 @@ int kb__cli_run(int argc, char **argv)
     }
     if (!rc) rc = find_bench(&ro, &o->b, &dl);
     if (!rc && ro.common.help) {
-        usage(stdout);
+        kb__opt_help(stdout, &kb__cli_run_spec);
         print_bench_opts(o->b);
     }
     if (!rc && !ro.common.help) rc = open_machine(&ro, &m, o);
-    if (!rc && !ro.common.help) rc = run_bench(&ro, &ro, m, o);
+    if (!rc && !ro.common.help) {
+        run_call c = {argc, argv, &a, point};
+        rc = run_bench(&c, &ro, m, o);
+    }
     kb_close(m);
     if (dl) dlclose(dl);
     free(o);
-    kb__cli_opts_fini(&ro.common);
+    kb__opt_fini(&a);
     return rc;
+}
+
+int kb__cli_run(int argc, char **argv)
+{
+    return run_main(argc, argv, NULL);
+}
+
+int kb__cli_run_point(int argc, char **argv, kb__report *rec)
+{
+    return run_main(argc, argv, rec);
 }

@@ -16,21 +16,24 @@
 #include "cli/options.h"
 #include "topo/topo.h"
 
-static void usage(FILE *f)
+static void footer(FILE *f)
 {
-    fprintf(f, "usage: kernbench topo [--topology F] [--set KEY=VALUE]... [--json [F]]\n\n"
-               "Prints the machine in brief: counts, capacities, peak figures.\n\n"
-               "  --topology F     machine description YAML (default: the built-in machine,\n"
-               "                   the same as configs/topology.yaml)\n"
-               "  --set KEY=VALUE  override one parameter, e.g. --set sip.cube_mesh=2x2;\n"
-               "                   repeatable, applied in order after the file (ccl.KEY\n"
-               "                   settings are refused: they apply to run and list)\n"
-               "  --json [F]       print the same numbers as JSON to F (default: stdout)\n"
-               "  --help           this text\n\n"
-               "exit status: 0 success, 1 out of memory, 2 usage error or invalid machine\n"
+    fprintf(f, "exit status: 0 success, 1 out of memory, 2 usage error or invalid machine\n"
                "description (file, YAML, parameter or --set value; the message on stderr\n"
                "names FILE:LINE:COL or the --set argument)\n");
 }
+
+static const kb__opt_spec topo_opts[] = {
+    KB__OPTSPEC_TOPOLOGY,
+    KB__OPTSPEC_SET(", e.g. --set sip.cube_mesh=2x2 (ccl.KEY\nsettings are refused: they "
+                    "apply to run and list)"),
+    KB__OPTSPEC_JSON,
+    KB__OPTSPEC_HELP,
+};
+
+const kb__cmd_spec kb__cli_topo_spec = {
+    "topo", "Prints the machine in brief: counts, capacities, peak figures.", topo_opts,
+    sizeof topo_opts / sizeof topo_opts[0], footer};
 
 /* "48 GB", "32 MiB", or plain bytes when no unit divides evenly. */
 static const char *bytes_text(double b, char *buf, size_t size)
@@ -103,52 +106,46 @@ static void print_table(const kb__topo *t, const kb__topo_figures *f, const char
     row("SIP link, each direction", 1, f->sip_link_gbs, "GB/s");
 }
 
-static void jnum(FILE *out, const char *key, double v, int last)
+static void record(kb__report *r, const kb__topo *t, const kb__topo_figures *f, const char *machine)
 {
-    fprintf(out, "  \"%s\": %.15g%s\n", key, v, last ? "" : ",");
+    kb__report_str(r, NULL, "machine", machine);
+    kb__report_uint(r, NULL, "sips", NULL, t->sips, "1");
+    kb__report_uint(r, NULL, "mesh_rows", NULL, t->mesh_rows, "1");
+    kb__report_uint(r, NULL, "mesh_cols", NULL, t->mesh_cols, "1");
+    kb__report_uint(r, NULL, "cubes_per_sip", NULL, t->cubes_per_sip, "1");
+    kb__report_uint(r, NULL, "cubes", NULL, f->cubes, "1");
+    kb__report_uint(r, NULL, "pes_per_cube", NULL, t->pes_per_cube, "1");
+    kb__report_uint(r, NULL, "pes", NULL, f->pes, "1");
+    kb__report_uint(r, NULL, "world_size", NULL, f->pes, "1");
+    kb__report_uint(r, NULL, "hbm_slices", NULL, f->hbm_slices, "1");
+    kb__report_uint(r, NULL, "nodes", NULL, t->n_nodes, "1");
+    kb__report_uint(r, NULL, "links", NULL, t->n_links, "1");
+    json_t *by = kb__report_object(r, NULL, "links_by_class");
+    for (int c = 0; by && c < KB__LINK_CLASS_COUNT; c++)
+        kb__report_uint(r, by, kb__link_class_name((kb__link_class)c), "links_by_class",
+                        t->links_by_class[c], "1");
+    kb__report_uint(r, NULL, "hbm_slice_bytes", NULL, (uint64_t)f->hbm_slice_bytes, "B");
+    kb__report_uint(r, NULL, "hbm_cube_bytes", NULL, (uint64_t)f->hbm_cube_bytes, "B");
+    kb__report_uint(r, NULL, "hbm_system_bytes", NULL, (uint64_t)f->hbm_system_bytes, "B");
+    kb__report_uint(r, NULL, "sram_cube_bytes", NULL, (uint64_t)f->sram_cube_bytes, "B");
+    kb__report_uint(r, NULL, "tcm_bytes", NULL, (uint64_t)f->tcm_bytes, "B");
+    kb__report_uint(r, NULL, "tcm_usable_bytes", NULL, (uint64_t)f->tcm_usable_bytes, "B");
+    kb__report_real(r, NULL, "pe_peak_flops", NULL, f->pe_peak_flops, "FLOP/s");
+    kb__report_real(r, NULL, "system_peak_flops", NULL, f->system_peak_flops, "FLOP/s");
+    kb__report_real(r, NULL, "hbm_slice_gbs", NULL, f->hbm_slice_gbs, "GB/s");
+    kb__report_real(r, NULL, "hbm_cube_gbs", NULL, f->hbm_cube_gbs, "GB/s");
+    kb__report_real(r, NULL, "hbm_system_gbs", NULL, f->hbm_system_gbs, "GB/s");
+    kb__report_uint(r, NULL, "ucie_bisection_links", NULL, f->bisection_links, "1");
+    kb__report_real(r, NULL, "ucie_bisection_gbs_per_direction", NULL, f->bisection_gbs_per_dir,
+                    "GB/s");
+    kb__report_real(r, NULL, "ucie_bisection_gbs_both_directions", NULL,
+                    2 * f->bisection_gbs_per_dir, "GB/s");
+    kb__report_real(r, NULL, "pcie_gbs_per_direction", NULL, f->pcie_gbs, "GB/s");
+    kb__report_real(r, NULL, "sip_link_gbs_per_direction", NULL, f->sip_link_gbs, "GB/s");
 }
 
-static void print_json(FILE *o, const kb__topo *t, const kb__topo_figures *f, const char *machine)
-{
-    fprintf(o, "{\n  \"machine\": ");
-    kb__cli_json_string(o, machine);
-    fprintf(o, ",\n");
-    jnum(o, "sips", t->sips, 0);
-    jnum(o, "mesh_rows", t->mesh_rows, 0);
-    jnum(o, "mesh_cols", t->mesh_cols, 0);
-    jnum(o, "cubes_per_sip", t->cubes_per_sip, 0);
-    jnum(o, "cubes", (double)f->cubes, 0);
-    jnum(o, "pes_per_cube", t->pes_per_cube, 0);
-    jnum(o, "pes", (double)f->pes, 0);
-    jnum(o, "world_size", (double)f->pes, 0);
-    jnum(o, "hbm_slices", (double)f->hbm_slices, 0);
-    jnum(o, "nodes", t->n_nodes, 0);
-    jnum(o, "links", t->n_links, 0);
-    fprintf(o, "  \"links_by_class\": {");
-    for (int c = 0; c < KB__LINK_CLASS_COUNT; c++)
-        fprintf(o, "%s\"%s\": %u", c ? ", " : "", kb__link_class_name((kb__link_class)c),
-                t->links_by_class[c]);
-    fprintf(o, "},\n");
-    jnum(o, "hbm_slice_bytes", f->hbm_slice_bytes, 0);
-    jnum(o, "hbm_cube_bytes", f->hbm_cube_bytes, 0);
-    jnum(o, "hbm_system_bytes", f->hbm_system_bytes, 0);
-    jnum(o, "sram_cube_bytes", f->sram_cube_bytes, 0);
-    jnum(o, "tcm_bytes", f->tcm_bytes, 0);
-    jnum(o, "tcm_usable_bytes", f->tcm_usable_bytes, 0);
-    jnum(o, "pe_peak_flops", f->pe_peak_flops, 0);
-    jnum(o, "system_peak_flops", f->system_peak_flops, 0);
-    jnum(o, "hbm_slice_gbs", f->hbm_slice_gbs, 0);
-    jnum(o, "hbm_cube_gbs", f->hbm_cube_gbs, 0);
-    jnum(o, "hbm_system_gbs", f->hbm_system_gbs, 0);
-    jnum(o, "ucie_bisection_links", f->bisection_links, 0);
-    jnum(o, "ucie_bisection_gbs_per_direction", f->bisection_gbs_per_dir, 0);
-    jnum(o, "ucie_bisection_gbs_both_directions", 2 * f->bisection_gbs_per_dir, 0);
-    jnum(o, "pcie_gbs_per_direction", f->pcie_gbs, 0);
-    jnum(o, "sip_link_gbs_per_direction", f->sip_link_gbs, 1);
-    fprintf(o, "}\n");
-}
-
-static int show(const kb__cli_opts *o, const kb__topo_params *p)
+static int show(const kb__cli_opts *o, const kb__opt_vals *a, int argc, char **argv,
+                const kb__topo_params *p)
 {
     kb__err err;
     kb__topo *t;
@@ -162,13 +159,11 @@ static int show(const kb__cli_opts *o, const kb__topo_params *p)
     const char *machine = o->topology ? o->topology : "built-in machine";
     int rc = KB_CLI_OK;
     if (o->json) {
-        FILE *out = kb__cli_json_open(o);
-        if (out) {
-            print_json(out, t, &f, machine);
-            rc = kb__cli_json_close(o, out);
-        } else {
-            rc = KB_CLI_FAIL;
-        }
+        kb__report r;
+        kb__cli_record(&r, o, a, argc, argv, p, NULL);
+        record(&r, t, &f, machine);
+        rc = kb__cli_record_write(o, &r);
+        kb__report_fini(&r);
     } else {
         print_table(t, &f, machine);
     }
@@ -178,20 +173,18 @@ static int show(const kb__cli_opts *o, const kb__topo_params *p)
 
 int kb__cli_topo(int argc, char **argv)
 {
+    kb__opt_vals a;
+    int rc = kb__opt_parse(&a, &kb__cli_topo_spec, argc, argv);
+    if (rc) return rc;
     kb__cli_opts o;
-    unsigned accepted = KB__OPT_TOPOLOGY | KB__OPT_SET | KB__OPT_JSON | KB__OPT_HELP;
-    if (kb__cli_opts_parse(&o, argc, argv, accepted)) {
-        usage(stderr);
-        return KB_CLI_USAGE;
-    }
-    int rc = KB_CLI_OK;
+    kb__cli_opts_get(&o, &a);
     if (o.help) {
-        usage(stdout);
+        kb__opt_help(stdout, &kb__cli_topo_spec);
     } else {
         kb__topo_params p;
         rc = kb__cli_load_params(&o, &p);
-        if (rc == KB_CLI_OK) rc = show(&o, &p);
+        if (rc == KB_CLI_OK) rc = show(&o, &a, argc, argv, &p);
     }
-    kb__cli_opts_fini(&o);
+    kb__opt_fini(&a);
     return rc;
 }

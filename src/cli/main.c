@@ -1,7 +1,9 @@
 /*
  * main.c — the kernbench command: subcommand dispatch, --help, --version.
  *
- * Exit codes: 0 success, 1 simulation or model error, 2 usage error.
+ * A bare `kernbench` prints the usage; a mistyped command gets one line
+ * with the closest command's name. Exit codes: 0 success, 1 simulation or
+ * model error, 2 usage error.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,17 +13,21 @@
 #include "kernbench/error.h"
 
 static const kb__cli_cmd commands[] = {
-    {"run", "run a bench on a machine and report results and simulated time", kb__cli_run},
-    {"probe", "measure latency and bandwidth of data paths through the fabric", kb__cli_probe},
-    {"topo", "print the machine in brief: counts, capacities, peak figures", kb__cli_topo},
-    {"list", "list benches, probe cases and collective algorithms", kb__cli_list},
+    {&kb__cli_run_spec, kb__cli_run},
+    {&kb__cli_probe_spec, kb__cli_probe},
+    {&kb__cli_topo_spec, kb__cli_topo},
+    {&kb__cli_list_spec, kb__cli_list},
 };
+
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: kernbench <command> [options]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        const char *s = commands[i].spec->summary;
+        fprintf(f, "  %-8s %.*s\n", commands[i].spec->name, (int)strcspn(s, "\n"), s);
+    }
     fprintf(f, "\n'kernbench <command> --help' describes a command's options.\n"
                "'kernbench --version' prints the version.\n"
                "exit status: 0 success, 1 simulation error, 2 usage error\n");
@@ -36,25 +42,37 @@ static int flushed(const char *cmd, int status)
     return status ? status : KB_CLI_FAIL;
 }
 
+static int unknown_command(const char *name)
+{
+    const char *names[N_COMMANDS];
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        names[i] = commands[i].spec->name;
+    const char *best = kb__opt_suggest(name, names, N_COMMANDS);
+    if (best)
+        fprintf(stderr, "kernbench: unknown command '%s'; did you mean '%s'? (kernbench --help)\n",
+                name, best);
+    else
+        fprintf(stderr, "kernbench: unknown command '%s' (kernbench --help lists the commands)\n",
+                name);
+    return KB_CLI_USAGE;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        /* No command: the default bench on the built-in machine. */
-        char *run_argv[] = {"run", NULL};
-        return flushed("run", kb__cli_run(1, run_argv));
+        usage(stdout);
+        return flushed("", KB_CLI_OK);
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return 0;
+        return flushed("", KB_CLI_OK);
     }
     if (!strcmp(argv[1], "--version")) {
         printf("kernbench %s\n", kb_version());
-        return 0;
+        return flushed("", KB_CLI_OK);
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return flushed(commands[i].name, commands[i].fn(argc - 1, argv + 1));
-    fprintf(stderr, "kernbench: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
-    return KB_CLI_USAGE;
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(argv[1], commands[i].spec->name))
+            return flushed(commands[i].spec->name, commands[i].fn(argc - 1, argv + 1));
+    return unknown_command(argv[1]);
 }

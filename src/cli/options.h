@@ -1,16 +1,16 @@
 /*
- * cli/options.h — options several subcommands share.
+ * cli/options.h — the options several commands share, as option-table
+ * entries (opttab.h), and what they mean:
  *
  *   --topology F     machine description (default: the built-in machine)
  *   --ccl F          collective configuration, a ccl.yaml (default: built in)
  *   --set k=v        parameter override, repeatable, applied in order
- *   --json [F]       JSON output to F, or stdout when F is absent or "-"
- *   --help, -h       the subcommand's help
+ *   --json [F]       the JSON record to F, or stdout when F is absent or "-"
+ *   --help, -h       the command's help
  *
- * Both "--opt value" and "--opt=value" are accepted. A subcommand with
- * options of its own calls kb__cli_opt_common() for each argument it does
- * not recognise; one with only shared options calls kb__cli_opts_parse().
- * Usage errors are printed to stderr as "kernbench CMD: ...".
+ * A command lists the entries it takes in its table, parses with
+ * kb__opt_parse, and reads the shared ones back with kb__cli_opts_get.
+ * Messages are printed to stderr as "kernbench CMD: ...".
  */
 #ifndef KB_CLI_OPTIONS_H
 #define KB_CLI_OPTIONS_H
@@ -18,60 +18,76 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "ccl/ccl_config.h"
+#include "cli/opttab.h"
+#include "report/report.h"
 #include "topo/params.h"
 
-enum {
-    KB__OPT_TOPOLOGY = 1 << 0,
-    KB__OPT_SET = 1 << 1,
-    KB__OPT_JSON = 1 << 2,
-    KB__OPT_HELP = 1 << 3,
-    KB__OPT_CCL = 1 << 4,
-};
-
-/* kb__cli_opt_common() results besides "consumed n arguments" (> 0). */
-enum { KB__CLI_OPTS_NOT_MINE = 0, KB__CLI_OPTS_BAD = -1 };
+#define KB__OPTSPEC_TOPOLOGY                                                                       \
+    {                                                                                              \
+        "topology", KB__ARG_REQ, 0, "FILE", NULL,                                                  \
+            "machine description YAML (default: the built-in machine,\nthe same as "               \
+            "configs/topology.yaml)",                                                              \
+            "config"                                                                               \
+    }
+#define KB__OPTSPEC_CCL                                                                            \
+    {                                                                                              \
+        "ccl", KB__ARG_REQ, 0, "FILE", NULL,                                                       \
+            "collective configuration, a ccl.yaml (default: the built-in\nconfigs/ccl.yaml)", NULL \
+    }
+#define KB__OPTSPEC_SET(what)                                                                      \
+    {                                                                                              \
+        "set", KB__ARG_REQ, KB__OPTF_MULTI, "KEY=VALUE", NULL,                                     \
+            "override one parameter" what "; repeatable, applied in order after\nthe files", NULL  \
+    }
+#define KB__OPTSPEC_JSON                                                                           \
+    {                                                                                              \
+        "json", KB__ARG_OPT, 0, "FILE", "-",                                                       \
+            "the JSON record (docs/results.md) to FILE, or to stdout\ninstead of the report", NULL \
+    }
+#define KB__OPTSPEC_HELP                                                                           \
+    {                                                                                              \
+        "help", KB__ARG_NONE, 0, NULL, NULL, "this text", NULL                                     \
+    }
 
 typedef struct kb__cli_opts {
-    const char *cmd;      /* subcommand name, for messages */
-    const char *topology; /* --topology file, NULL for the built-in machine */
-    const char *ccl;      /* --ccl file, NULL for the built-in configs/ccl.yaml */
-    const char **sets;    /* --set assignments in command-line order */
-    size_t n_sets, cap_sets;
+    const char *cmd;         /* command name, for messages */
+    const char *topology;    /* --topology file, NULL for the built-in machine */
+    const char *ccl;         /* --ccl file, NULL for the built-in configs/ccl.yaml */
+    const char *const *sets; /* --set assignments in command-line order (borrowed) */
+    size_t n_sets;
     int json;              /* --json given */
     const char *json_file; /* its file, NULL or "-" for stdout */
     int help;              /* --help given */
-    unsigned accepted;     /* the KB__OPT_* the subcommand takes */
+    int takes_ccl;         /* the command's table has --ccl */
 } kb__cli_opts;
 
-/* Zeroes o for subcommand argv[0]. */
-void kb__cli_opts_init(kb__cli_opts *o, const char *cmd);
-void kb__cli_opts_fini(kb__cli_opts *o);
+/* Fills o from the parsed options a of command cmd. */
+void kb__cli_opts_get(kb__cli_opts *o, const kb__opt_vals *a);
 
-/* Looks at argv[i] (and its value): returns the number of arguments used
- * (1 or 2), KB__CLI_OPTS_NOT_MINE, or KB__CLI_OPTS_BAD after printing the
- * problem. Only options in the `accepted` mask are recognised. */
-int kb__cli_opt_common(kb__cli_opts *o, int argc, char **argv, int i, unsigned accepted);
-
-/* Parses argv[1..] accepting only the shared options in `accepted`; o is
- * initialised here. Returns 0 or KB__CLI_OPTS_BAD (message printed, o
- * already released). */
-int kb__cli_opts_parse(kb__cli_opts *o, int argc, char **argv, unsigned accepted);
+/* 1 when the JSON goes to stdout (instead of the text report). */
+int kb__cli_json_stdout(const kb__cli_opts *o);
 
 /* Loads the machine parameters the options describe, after checking that
- * --json FILE can be written (created empty here; a usage error). "ccl." settings are
- * left to the collective configuration (kb_open) of a subcommand that
- * takes --ccl, and are a usage error for one that does not. On error
- * prints "kernbench CMD: <message>" and returns the exit status (2 for bad
- * input: file, YAML or --set; 1 otherwise); 0 on success. */
+ * --json FILE can be written (leaving no file behind). "ccl." settings are
+ * left to the collective configuration of a command that takes --ccl,
+ * and are a usage error for one that does not. On error prints
+ * "kernbench CMD: <message>" and returns the exit status (2 for bad input:
+ * file, YAML or --set; 1 otherwise); 0 on success. */
 int kb__cli_load_params(const kb__cli_opts *o, kb__topo_params *p);
 
-/* The stream for --json output (stdout or the file); NULL after printing
- * the problem. Close it with kb__cli_json_close(). */
-FILE *kb__cli_json_open(const kb__cli_opts *o);
-/* Writes s as a JSON string: quotes, backslashes and control characters
- * escaped, well-formed UTF-8 kept, each byte of anything else written as
- * \ufffd (so the output is valid JSON whatever the bytes). */
-void kb__cli_json_string(FILE *f, const char *s);
-int kb__cli_json_close(const kb__cli_opts *o, FILE *f);
+/* The collective configuration the options name (--ccl and the ccl.*
+ * settings); the exit status after a message, or 0. */
+int kb__cli_load_ccl(const kb__cli_opts *o, kb__ccl_config **out);
+
+/* Starts the record of command o->cmd: envelope, command line
+ * ("kernbench" + argv[0..argc)), every option of a, the --set list, the
+ * fabric model and the configuration hashes (p, ccl may be NULL). */
+void kb__cli_record(kb__report *r, const kb__cli_opts *o, const kb__opt_vals *a, int argc,
+                    char **argv, const kb__topo_params *p, const kb__ccl_config *ccl);
+
+/* Writes the record to --json's file or stdout; the exit status after a
+ * message, or 0. */
+int kb__cli_record_write(const kb__cli_opts *o, const kb__report *r);
 
 #endif

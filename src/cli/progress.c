@@ -38,7 +38,7 @@ static void on_progress(void *user, uint64_t now_ps, uint64_t events)
 void kb__cli_progress_start(kb__cli_progress *p, kb_machine *m, const char *what)
 {
     *p = (kb__cli_progress){.what = what};
-    if (!isatty(STDERR_FILENO)) return;
+    if (!m || !isatty(STDERR_FILENO)) return;
     p->m = m;
     p->t0 = wall_s();
     kb_set_progress(m, on_progress, p, EVENTS_PER_LOOK);

@@ -133,6 +133,16 @@ int kb__topo_params_load(kb__topo_params *p, const char *file, const char *const
 int kb__topo_params_load_string(kb__topo_params *p, const char *name, const char *text, size_t len,
                                 const char *const *sets, size_t n_sets, kb__err *err);
 
+/* Entry e's value in p as text that parses back to the same value
+ * (params_text.c). 0, or KB_EINVAL when buf is too small. */
+int kb__topo_param_format(const kb__topo_params *p, const kb__param *e, char *buf, size_t size);
+/* The value of the parameter at path ("fabric.model") as text; KB_ENOTFOUND
+ * when the schema has no such parameter. */
+int kb__topo_param_text(const kb__topo_params *p, const char *path, char *buf, size_t size);
+/* Every parameter of p as "path=value" lines in schema order (*out: the
+ * caller frees). Errors: KB_ENOMEM, KB_EINVAL. */
+int kb__topo_params_text(const kb__topo_params *p, char **out, kb__err *err);
+
 /* PEs per cube (corners x pe_per_corner), cubes per SIP, total PEs. */
 uint32_t kb__topo_pes_per_cube(const kb__topo_params *p);
 uint32_t kb__topo_cubes_per_sip(const kb__topo_params *p);

@@ -145,3 +145,22 @@ Test(bench_registry, every_bench_is_found_by_its_name)
     cr_assert_null(kb_bench_at(kb_bench_count()));
     cr_assert_not_null(kb_bench_default());
 }
+
+Test(bench_opts, integers_with_leading_zeros_are_decimal)
+{
+    kb_bench_opts o;
+    kb_bench_opts_init(&o);
+    kb_bench_opts_add(&o, "m=010");
+    kb_bench_opts_add(&o, "n=-007");
+    kb_bench_opts_add(&o, "h=0x10");
+    int64_t m, n, h;
+    cr_assert_eq(kb_bench_opt_i64(&o, "m", 1, -100, 100, &m), 0);
+    cr_assert_eq(kb_bench_opt_i64(&o, "n", 1, -100, 100, &n), 0);
+    cr_assert_eq(kb_bench_opt_i64(&o, "h", 1, -100, 100, &h), 0);
+    cr_assert_eq(m, 10, "010 read as %lld, not ten", (long long)m);
+    cr_assert_eq(n, -7);
+    cr_assert_eq(h, 16);
+    kb_bench_opts_add(&o, "m=09");
+    cr_assert_eq(kb_bench_opt_i64(&o, "m", 1, -100, 100, &m), 0);
+    cr_assert_eq(m, 9);
+}
