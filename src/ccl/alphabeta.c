@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "pe/ipcq.h"
+#include "sim/sim.h"
 
 static int push(const kb__topo *t, kb__ccl_route *r, int32_t from, int32_t to, kb__err *err)
 {
@@ -135,7 +136,7 @@ static uint64_t memory_ps(const kb__topo_params *p, kb__ccl_buffer buf, uint64_t
     else
         lat = p->cube.hbm_access_latency_ns, bw = p->cube.hbm_xbar_bw_gbs * p->cube.hbm_efficiency,
         ch = p->cube.hbm_pseudo_channels;
-    return kb__topo_ns_to_ps(lat) + kb__topo_ns_to_ps((double)(ch * first) / bw);
+    return kb__ps_from_ns(lat) + kb__ps_from_bytes_gbs(ch * first, bw);
 }
 
 /* T of docs/timing-model.md for a bytes-long message alone on r: the
@@ -150,13 +151,13 @@ static const kb__topo_link *route_cost(const kb__topo *t, const kb__ccl_route *r
         const kb__topo_link *l = &t->links[r->links[i]];
         out->overhead_ps += l->overhead_ps;
         out->wire_ps += l->wire_ps;
-        out->drain_ps += kb__topo_serial_ps(l, first);
+        out->drain_ps += kb__ps_from_bytes_gbs(first, l->bw_gbs);
         if (!slow || l->bw_gbs < slow->bw_gbs) slow = l;
     }
     uint64_t full = (bytes - first) / pk, rest = (bytes - first) % pk;
-    out->drain_ps +=
-        full * kb__topo_serial_ps(slow, pk) + (rest ? kb__topo_serial_ps(slow, rest) : 0);
-    out->overhead_ps += r->routers * kb__topo_ns_to_ps(p->cube.router_overhead_ns);
+    out->drain_ps += full * kb__ps_from_bytes_gbs(pk, slow->bw_gbs) +
+                     (rest ? kb__ps_from_bytes_gbs(rest, slow->bw_gbs) : 0);
+    out->overhead_ps += r->routers * kb__ps_from_ns(p->cube.router_overhead_ns);
     out->total_ps = out->overhead_ps + out->wire_ps + out->drain_ps;
     return slow;
 }
@@ -175,7 +176,7 @@ int kb__ccl_msg_cost_get(const kb__topo *t, kb__ccl_loc src, kb__ccl_loc dst, kb
     const kb__topo_params *p = &t->params;
     uint64_t pk = p->fabric.packet_bytes, first = bytes < pk ? bytes : pk;
     out->min_bw_gbs = route_cost(t, &r, bytes, out)->bw_gbs;
-    out->overhead_ps += kb__topo_ns_to_ps(p->pe.dma_setup_ns) + memory_ps(p, buf, first);
+    out->overhead_ps += kb__ps_from_ns(p->pe.dma_setup_ns) + memory_ps(p, buf, first);
     out->total_ps = out->overhead_ps + out->wire_ps + out->drain_ps;
     out->links = r.n;
     out->routers = r.routers;
@@ -291,9 +292,8 @@ static int xfer_ps(const kb__topo *t, kb__ccl_loc q, bool store, const kb__ccl_r
     if (rc) return rc;
     route_cost(t, data, bytes, &dat);
     uint64_t pages = 1 + (bytes - 1 + page - 1) / page;
-    *out = kb__topo_ns_to_ps(p->pe.dma_setup_ns) +
-           pages * kb__topo_ns_to_ps(p->pe.mmu_translate_ns) + req.total_ps + dat.total_ps +
-           ack.total_ps + memory_ps(p, KB__CCL_BUF_HBM, first) +
+    *out = kb__ps_from_ns(p->pe.dma_setup_ns) + pages * kb__ps_from_ns(p->pe.mmu_translate_ns) +
+           req.total_ps + dat.total_ps + ack.total_ps + memory_ps(p, KB__CCL_BUF_HBM, first) +
            memory_ps(p, KB__CCL_BUF_TCM, first);
     return 0;
 }
@@ -322,7 +322,7 @@ static void worst(phase_acc *a, double ps, const char *unit, uint32_t rank)
 static void add_route(const kb__topo *t, phase_acc *a, const kb__ccl_route *r, double bytes)
 {
     for (uint32_t i = 0; i < r->n; i++)
-        a->link_ps[r->links[i]] += bytes * 1000.0 / t->links[r->links[i]].bw_gbs;
+        a->link_ps[r->links[i]] += kb__ps_real_from_bytes_gbs(bytes, t->links[r->links[i]].bw_gbs);
 }
 
 /* The node of PE d's ring memory of kind buf. */
@@ -391,8 +391,8 @@ static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k
     if (rc) return rc;
     uint64_t ring_mem = memory_ps(tp, q->buffer_kind, first),
              tcm = memory_ps(tp, KB__CCL_BUF_TCM, first);
-    *out = kb__topo_ns_to_ps(tp->pe.dma_setup_ns) + req_tx.total_ps + tcm + trip.total_ps +
-           ring_mem + req_rx.total_ps + ring_mem + copy.total_ps + tcm + back.total_ps;
+    *out = kb__ps_from_ns(tp->pe.dma_setup_ns) + req_tx.total_ps + tcm + trip.total_ps + ring_mem +
+           req_rx.total_ps + ring_mem + copy.total_ps + tcm + back.total_ps;
     return 0;
 }
 
@@ -415,7 +415,7 @@ static void credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, d
     double resume = q->backpressure == KB__CCL_BP_POLL
                         ? tp->pe.ipcq_poll_interval_ns + tp->pe.cpu_scalar_op_ns
                         : tp->pe.ipcq_wake_ns;
-    worst(a, slots * ((double)rtt + (double)kb__topo_ns_to_ps(resume)) / n, "credits", rank);
+    worst(a, slots * ((double)rtt + (double)kb__ps_from_ns(resume)) / n, "credits", rank);
 }
 
 /* The bandwidth term of the ring's phases: in phase ph (those with
@@ -441,8 +441,8 @@ static int ring_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, 
     const double ring_chunks = p - 1;
     double wire = (double)(chunk + slots * KB__IPCQ_META_BYTES);
     double slot_ps = (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
-                         (double)kb__topo_ns_to_ps(tp->pe.dma_setup_ns) +
-                     (double)q->slot_size * 1000.0 / tp->pe.dma_bw_gbs;
+                         (double)kb__ps_from_ns(tp->pe.dma_setup_ns) +
+                     kb__ps_real_from_bytes_gbs((double)q->slot_size, tp->pe.dma_bw_gbs);
     phase_acc acc[2] = {{0}, {0}};
     acc[0].link_ps = calloc(t->n_links, sizeof(double));
     acc[1].link_ps = calloc(t->n_links, sizeof(double));

@@ -54,8 +54,8 @@ static int copy_links(kb__fabric *fab, const kb__fab_link_desc *links, kb__err *
                         .o_ps = d->overhead_ps,
                         .w_ps = d->wire_ps};
         l->ow_ps = l->o_ps + l->w_ps;
-        l->pkt_ps = kb__fabric_serial_ps(fab->packet_bytes, l->bw_gbs);
-        l->hdr_ps = kb__fabric_serial_ps(fab->header_bytes, l->bw_gbs);
+        l->pkt_ps = kb__ps_from_bytes_gbs(fab->packet_bytes, l->bw_gbs);
+        l->hdr_ps = kb__ps_from_bytes_gbs(fab->header_bytes, l->bw_gbs);
         fab->out_next[i] = KB__NO_NODE;
     }
     /* Adjacency in increasing link id order: insert from the back. */
@@ -182,11 +182,6 @@ kb__time kb__link_service_ps(const kb__fabric *fab, const kb__link *l, uint32_t 
     return kb__link_svc(fab, l, bytes);
 }
 
-kb__time kb__fabric_serial_ps(uint64_t bytes, double gbs)
-{
-    return kb__topo_ns_to_ps((double)bytes / gbs);
-}
-
 static kb__fab_role role_of(kb__role r)
 {
     switch (r) {
@@ -237,7 +232,7 @@ int kb__fabric_create_topo(kb__fabric **out, kb__sim *sim, const kb__topo *t, ui
                                        .y = n->y < 0 ? 0 : (uint32_t)n->y};
     }
     /* A router's traversal cost is paid by every message leaving it. */
-    kb__time router_ps = kb__topo_ns_to_ps(t->params.cube.router_overhead_ns);
+    kb__time router_ps = kb__ps_from_ns(t->params.cube.router_overhead_ns);
     for (uint32_t i = 0; i < t->n_links; i++) {
         const kb__topo_link *l = &t->links[i];
         int from_router = t->nodes[l->from].role == KB__ROLE_ROUTER;

@@ -194,15 +194,13 @@ uint32_t kb__fabric_node_count(const kb__fabric *fab);
 uint32_t kb__fabric_link_count(const kb__fabric *fab);
 const kb__link *kb__fabric_link(const kb__fabric *fab, uint32_t id);
 const kb__fab_node_desc *kb__fabric_node(const kb__fabric *fab, uint32_t id);
-/* ceil(bytes / gbs) in ps, the rounding every service time uses. */
-kb__time kb__fabric_serial_ps(uint64_t bytes, double gbs);
-/* kb__fabric_serial_ps(scale · bytes, gbs) through memo m (not part of its
+/* kb__ps_from_bytes_gbs(scale · bytes, gbs) through memo m (not part of its
  * owner's value: a const owner may update it). */
 static inline kb__time kb__svc_memo_get(const kb__svc_memo *m, uint32_t bytes, uint64_t scale,
                                         double gbs)
 {
     kb__svc_memo *w = (kb__svc_memo *)m;
-    if (bytes != w->bytes) *w = (kb__svc_memo){bytes, kb__fabric_serial_ps(scale * bytes, gbs)};
+    if (bytes != w->bytes) *w = (kb__svc_memo){bytes, kb__ps_from_bytes_gbs(scale * bytes, gbs)};
     return w->ps;
 }
 /* Service time of one packet of `bytes` on link l (precomputed when full). */

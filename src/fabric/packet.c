@@ -151,7 +151,7 @@ static kb__time reserve(kb__fab_msg *msg, kb__link *l, uint32_t hop, uint32_t pk
     check_fifo(fab, l, now);
     kb__time start = now > l->free_at ? now : l->free_at;
     kb__time svc = kb__link_svc(fab, l, size);
-    kb__time end = start + svc;
+    kb__time end = kb__time_add(start, svc);
     l->free_at = end;
     l->bytes += size;
     l->packets++;
@@ -257,8 +257,8 @@ static kb__time serve_all(kb__sim *sim, kb__fab_msg *msg, kb__time now)
     check_fifo(fab, l, now);
     kb__time start = now > l->free_at ? now : l->free_at;
     kb__time full = kb__link_svc(fab, l, msg->pkt_bytes), svc_last = kb__link_svc(fab, l, tail);
-    kb__time busy = (kb__time)(n - 1) * full + svc_last;
-    l->free_at = start + busy;
+    kb__time busy = kb__time_add(kb__time_mul(n - 1, full), svc_last);
+    l->free_at = kb__time_add(start, busy);
     l->bytes += msg->bytes;
     l->packets += n;
     l->busy_ps += busy;
@@ -269,7 +269,7 @@ static kb__time serve_all(kb__sim *sim, kb__fab_msg *msg, kb__time now)
         if (start - msg->t_start < tr->head) tr->head = start - msg->t_start;
         if (l->free_at - msg->t_start > tr->tail) tr->tail = l->free_at - msg->t_start;
     }
-    return start + (n > 1 ? full : svc_last);
+    return kb__time_add(start, n > 1 ? full : svc_last);
 }
 
 /* Packet i's service end on link 0 of a message reserved there at once: a

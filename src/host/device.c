@@ -157,10 +157,10 @@ int kb__device_create(kb__device **out, kb__topo *t, uint32_t header_bytes, int 
     kb__store_init(&d->store);
     kb__pool_init(&d->pex_pool, sizeof(kb__pex_block));
     const kb__topo_params *p = &t->params;
-    d->host_dispatch_ps = kb__topo_ns_to_ps(p->host.dispatch_ns);
-    d->io_cpu_dispatch_ps = kb__topo_ns_to_ps(p->io.io_cpu_dispatch_ns);
-    d->m_cpu_dispatch_ps = kb__topo_ns_to_ps(p->cube.m_cpu_dispatch_ns);
-    d->dma_setup_ps = kb__topo_ns_to_ps(p->pe.dma_setup_ns);
+    d->host_dispatch_ps = kb__ps_from_ns(p->host.dispatch_ns);
+    d->io_cpu_dispatch_ps = kb__ps_from_ns(p->io.io_cpu_dispatch_ns);
+    d->m_cpu_dispatch_ps = kb__ps_from_ns(p->cube.m_cpu_dispatch_ns);
+    d->dma_setup_ps = kb__ps_from_ns(p->pe.dma_setup_ns);
     geometry(t, &d->geom);
     d->sim = kb__sim_create(1, err);
     int rc = d->sim ? 0 : KB_ENOMEM;

@@ -204,7 +204,7 @@ int kb__probe_contend_run(kb__device *d, int id, uint64_t bytes, uint32_t k, kb_
     if (rc) return rc;
     c->alone = one.latency;
     c->bottleneck_gbs = one.bottleneck_gbs;
-    c->bound = kb__fabric_serial_ps((uint64_t)k * bytes, one.bottleneck_gbs);
+    c->bound = kb__ps_from_bytes_gbs((uint64_t)k * bytes, one.bottleneck_gbs);
     kb__probe_plan pl;
     kb__probe_plan_make(d, id, &pl, err);
     kb__xfer **xs = calloc(k, sizeof *xs);

@@ -275,7 +275,7 @@ static kb__tl_slot *read_slot(tl_ctx *k, tl_tile x, const char *op)
 {
     kb__tl_slot *sl = kb__tl_slot_of(k, x, op);
     kb__pe_wait_buf(&k->prog, sl->buf);
-    kb__pe_scalar_time(&k->prog, kb__pe_ps_from_ns(k->prog.pe->p.tcm.latency_ns));
+    kb__pe_scalar_time(&k->prog, kb__ps_from_ns(k->prog.pe->p.tcm.latency_ns));
     kb__pe_sync(&k->prog);
     return sl;
 }

@@ -38,10 +38,10 @@ int kb__memctl_init(kb__memctl *mc, const kb__memctl_params *p, kb__err *err)
     mc->channels = p->channels;
     mc->interleave = p->interleave_bytes;
     mc->bw_gbs = p->bw_gbs;
-    mc->lat_ps = kb__topo_ns_to_ps(p->latency_ns);
+    mc->lat_ps = kb__ps_from_ns(p->latency_ns);
     mc->packet_bytes = p->packet_bytes;
-    mc->pkt_ps = kb__fabric_serial_ps((uint64_t)p->channels * p->packet_bytes, p->bw_gbs);
-    mc->min_ps = kb__fabric_serial_ps(p->channels, p->bw_gbs);
+    mc->pkt_ps = kb__ps_from_bytes_gbs((uint64_t)p->channels * p->packet_bytes, p->bw_gbs);
+    mc->min_ps = kb__ps_from_bytes_gbs(p->channels, p->bw_gbs);
     mc->il_shift = -1;
     for (int b = 0; b < 64 && mc->il_shift < 0; b++)
         if (mc->interleave == (uint64_t)1 << b) mc->il_shift = b;
@@ -88,7 +88,7 @@ static kb__time reserve(kb__memctl *mc, kb__time at, uint64_t off, uint64_t size
     kb__time *ch = &mc->ch_free[kb__memctl_channel(mc, off)];
     kb__time start = at > *ch ? at : *ch;
     kb__time svc = kb__memctl_service_ps(mc, (uint32_t)size);
-    *end = start + svc;
+    *end = kb__time_add(start, svc);
     *ch = *end;
     mc->busy_ps += svc;
     mc->wait_ps += start - at;

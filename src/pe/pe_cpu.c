@@ -196,7 +196,7 @@ static int dispatcher_main(kb__sim *sim, void *arg)
     cpu_ctx *c = arg;
     kb__pe_launch *l = c->l;
     kb__pe *pe = l->pes[c->pe_idx];
-    kb__time dispatch = kb__pe_ps_from_ns(pe->p.cpu.dispatch_ns);
+    kb__time dispatch = kb__ps_from_ns(pe->p.cpu.dispatch_ns);
     for (uint32_t i = c->pe_idx; i < l->n_programs && !l->stop; i += l->n_pes) {
         kb__sleep(sim, dispatch);
         if (l->stop) break;

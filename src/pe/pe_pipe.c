@@ -354,7 +354,7 @@ void kb__pe_issue(kb__pe_prog *g, kb__pe_op *op)
     }
     kb__time now = kb__sim_now(g->sim);
     if (g->t_scalar < now) g->t_scalar = now;
-    g->t_scalar += kb__pe_ps_from_ns(pe->p.cpu.scalar_op_ns);
+    g->t_scalar = kb__time_add(g->t_scalar, kb__ps_from_ns(pe->p.cpu.scalar_op_ns));
     op->issue_at = g->t_scalar;
     for (uint32_t i = 0; i < op->n_in; i++)
         op->in[i]->uses++;
@@ -390,7 +390,7 @@ void kb__pe_scalar_time(kb__pe_prog *g, kb__time ps)
 {
     kb__time now = kb__sim_now(g->sim);
     if (g->t_scalar < now) g->t_scalar = now;
-    g->t_scalar += ps;
+    g->t_scalar = kb__time_add(g->t_scalar, ps);
 }
 
 void kb__pe_sync(kb__pe_prog *g)

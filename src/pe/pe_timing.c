@@ -1,14 +1,11 @@
 /*
  * pe_timing.c — PE unit defaults and service-time formulas (see pe_timing.h).
  *
- * All conversions round up to a whole picosecond once per operation, with a
- * relative tolerance of 1e-9 so that values which are whole picoseconds in
- * decimal (1.5 ns, 64 B at 32 GB/s) do not gain a spurious extra ps from
- * binary floating point.
+ * Every time is rounded to a whole picosecond once per operation, by the
+ * simulator's one rule (kb__ps_round, src/sim/time.c): values which are
+ * whole picoseconds in decimal (1.5 ns, 64 B at 32 GB/s) stay exact.
  */
 #include "pe/pe_timing.h"
-
-#include <math.h>
 
 void kb__pe_params_default(kb__pe_params *p)
 {
@@ -39,24 +36,6 @@ void kb__pe_params_default(kb__pe_params *p)
     p->queue_depth = 8;
 }
 
-static uint64_t ceil_ps(double ps)
-{
-    if (!(ps > 0)) return 0;
-    double r = nearbyint(ps);
-    if (fabs(ps - r) <= 1e-9 * (r > 1 ? r : 1)) return (uint64_t)r;
-    return (uint64_t)ceil(ps);
-}
-
-uint64_t kb__pe_ps_from_ns(double ns)
-{
-    return ceil_ps(ns * 1000.0);
-}
-
-uint64_t kb__pe_ps_from_cycles(uint64_t cycles, double ghz)
-{
-    return ceil_ps((double)cycles * 1000.0 / ghz);
-}
-
 static uint64_t cdiv(uint64_t a, uint64_t b)
 {
     return (a + b - 1) / b;
@@ -71,7 +50,7 @@ uint64_t kb__pe_gemm_cycles(const kb__pe_params *p, uint64_t m, uint64_t n, uint
 
 uint64_t kb__pe_gemm_ps(const kb__pe_params *p, uint64_t m, uint64_t n, uint64_t k)
 {
-    return kb__pe_ps_from_cycles(kb__pe_gemm_cycles(p, m, n, k), p->gemm.clock_ghz);
+    return kb__ps_from_cycles(kb__pe_gemm_cycles(p, m, n, k), p->gemm.clock_ghz);
 }
 
 uint64_t kb__pe_math_cycles(const kb__pe_params *p, kb__math_class c, uint64_t elems)
@@ -90,12 +69,12 @@ uint64_t kb__pe_reduce_cycles(const kb__pe_params *p, uint64_t elems, uint64_t l
 
 uint64_t kb__pe_math_ps(const kb__pe_params *p, uint64_t cycles)
 {
-    return kb__pe_ps_from_cycles(cycles, p->math.clock_ghz);
+    return kb__ps_from_cycles(cycles, p->math.clock_ghz);
 }
 
 uint64_t kb__pe_dma_ps(const kb__pe_params *p, uint64_t bytes)
 {
-    return ceil_ps(p->dma.setup_ns * 1000.0 + (double)bytes * 1000.0 / p->dma.bw_gbs);
+    return kb__ps_round(p->dma.setup_ns * 1000.0 + (double)bytes * 1000.0 / p->dma.bw_gbs);
 }
 
 int kb__pe_params_from_topo(const kb__topo_params *t, kb__pe_params *p, kb__err *err)

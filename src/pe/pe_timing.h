@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "sim/sim.h"
 #include "topo/params.h"
 
 /* Op classes of the MATH unit, one cycle cost each (pe.math.*_cycles). */
@@ -78,10 +79,6 @@ void kb__pe_params_default(kb__pe_params *p);
  * from the defaults (no topology key). KB_ECONFIG naming the parameter for
  * values the units cannot run with. */
 int kb__pe_params_from_topo(const kb__topo_params *t, kb__pe_params *p, kb__err *err);
-/* ceil(ns * 1000) ps, exact for values that are whole picoseconds. */
-uint64_t kb__pe_ps_from_ns(double ns);
-/* ceil(cycles * 1000 / ghz) ps. */
-uint64_t kb__pe_ps_from_cycles(uint64_t cycles, double ghz);
 /* GEMM cycles for [M,K]x[K,N] (formula above); 0 when any extent is 0. */
 uint64_t kb__pe_gemm_cycles(const kb__pe_params *p, uint64_t m, uint64_t n, uint64_t k);
 uint64_t kb__pe_gemm_ps(const kb__pe_params *p, uint64_t m, uint64_t n, uint64_t k);

@@ -115,7 +115,7 @@ static int build(kb_machine *m, const kb_open_options *o, const kb__rt_opener *u
                            "supported yet: each PE owns one slice",
                            m->params.cube.hbm_slices, m->pes);
     if ((rc = kb__rt_memory_init(m, err))) return rc;
-    uint64_t tr_ps = (uint64_t)(m->params.pe.mmu_translate_ns * 1000.0 + 0.999);
+    uint64_t tr_ps = kb__ps_from_ns(m->params.pe.mmu_translate_ns);
     rc = kb__mmu_init(&m->mmu, m->sips, m->cubes, m->pes, m->page_size, tr_ps, err);
     if (rc) return rc;
     m->mmu.namer = kb__rt_name_va;

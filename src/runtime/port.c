@@ -19,15 +19,9 @@
 #include "runtime/internal.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 
 #define MMU_SEG_BYTES 16 /* one (va, pa, pages) entry of an MMU command */
-
-static uint64_t ns_to_ps(double ns)
-{
-    return ns <= 0 ? 0 : (uint64_t)ceil(ns * 1000.0 - 1e-9);
-}
 
 /* Waits for x (issued by a call that returned rc) and frees it. A canceled
  * caller still waits until x completes (kb__xfer_wait), so the host buffers
@@ -132,7 +126,7 @@ static int send_mmu(kb_machine *m, const kb__rt_mmu_msg *msg, uint64_t bytes, kb
         return kb__err_set(err, KB_ENOMEM, "MMU message: out of memory for %u cubes", msg->n_cubes);
     for (uint32_t c = 0; c < msg->n_cubes; c++) {
         double ns = (double)cube_pages(m, msg, msg->cubes[c]) * m->params.pe.mmu_map_ns_per_page;
-        t[c] = (kb__cmd_target){msg->sip, msg->cubes[c], ns_to_ps(ns)};
+        t[c] = (kb__cmd_target){msg->sip, msg->cubes[c], kb__ps_from_ns(ns)};
     }
     kb__xfer *x = NULL;
     int rc = kb__device_command(m->dev, t, msg->n_cubes, bytes, &x, err);

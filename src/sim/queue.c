@@ -41,36 +41,10 @@
  * 256-node chunks kept until kb__sim_destroy, so steady state allocates
  * nothing.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/internal.h"
-
-/* ---- time conversions ---------------------------------------------------- */
-
-kb__time kb__ps_from_ns(double ns)
-{
-    if (!(ns > 0)) return 0;
-    long double ps = (long double)ns * 1000.0L;
-    if (ps >= 18446744073709551615.0L) return KB__TIME_NEVER;
-    long double r = ceill(ps - 1e-6L);
-    return r > 0 ? (kb__time)r : 0;
-}
-
-kb__time kb__ps_from_bytes_gbs(uint64_t bytes, double gbs)
-{
-    if (!(gbs > 0)) return KB__TIME_NEVER;
-    /* Bandwidth in units of 1e-6 GB/s = 1e-6 byte/ns, as an integer. */
-    long double micro = roundl((long double)gbs * 1e6L);
-    if (micro < 1) return KB__TIME_NEVER;
-    if (micro > 1e18L) micro = 1e18L;
-    uint64_t g = (uint64_t)micro;
-    /* ps = bytes * 1000 / gbs = bytes * 1e9 / micro, rounded up. */
-    unsigned __int128 num = (unsigned __int128)bytes * 1000000000u;
-    unsigned __int128 q = (num + g - 1) / g;
-    return q > UINT64_MAX ? KB__TIME_NEVER : (kb__time)q;
-}
 
 /* ---- heap ---------------------------------------------------------------- */
 
@@ -526,6 +500,18 @@ int kb__sim_unschedule(kb__sim *sim, kb__timer *node, uint64_t seq)
 
 /* ---- the loop ------------------------------------------------------------ */
 
+/* Sets the clock to an event's time t. Times saturate at KB__TIME_NEVER
+ * (kb__time_add, time_after) rather than wrap: an action there means the
+ * run outgrew the clock, and it fails instead of going on at a wrong time. */
+static inline void clock_to(kb__sim *sim, kb__time t)
+{
+    sim->hot.now = t;
+    if (__builtin_expect(t == KB__TIME_NEVER, 0))
+        kb__sim_fail(sim, KB_ERANGE,
+                     "simulated time reached the clock's limit (2^64 - 1 ps, about 213 days): "
+                     "a time in this run would not fit");
+}
+
 /* True when the running loop would pop its next event now (its queue
  * emptiness and time limit aside). */
 static inline bool loop_goes_on(const kb__sim *sim)
@@ -540,7 +526,7 @@ kb__timer *kb__sim_pop_wake(kb__sim *sim, kb__event_fn fn)
     kb__heap_key top;
     kb__timer *node = pop_min(sim, sim->loop_limit, fn, &top);
     if (node) {
-        sim->hot.now = top.t;
+        clock_to(sim, top.t);
         sim->hot.events++;
     }
     return node;
@@ -577,7 +563,7 @@ int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_sto
         kb__heap_key top;
         kb__timer *node = pop_min(sim, limit, NULL, &top);
         if (!node) break;
-        sim->hot.now = top.t;
+        clock_to(sim, top.t);
         kb__event_fn fn = node->fn;
         void *arg = node->arg;
         uint64_t data = node->data;

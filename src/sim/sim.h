@@ -43,18 +43,44 @@ typedef uint64_t kb__time;
 
 #define KB__TIME_NEVER UINT64_MAX
 
-/* ns -> ps, rounded up to the next ps. Binary-fraction fuzz is ignored: a
- * value within 1e-6 ps above an integer counts as that integer, so 8.0 ns is
- * 8000 ps and 0.3 ns is 300 ps. Negative or NaN gives 0, too large gives
- * KB__TIME_NEVER. */
-kb__time kb__ps_from_ns(double ns);
+/* The largest time the clock holds: about 213 days. */
+#define KB__TIME_MAX_PS 18446744073709551615.0
 
-/* Time to move `bytes` at `gbs` GB/s (1 GB/s = 1 byte/ns), ceil(bytes*1000/gbs)
- * ps. gbs is first rounded to a multiple of 1e-6 GB/s and the division is
- * done in integers, so integral cases are exact (256 B at 256 GB/s = 1000 ps,
- * 256 B at 204.8 GB/s = 1250 ps). gbs <= 0 (or below 1e-6) gives
- * KB__TIME_NEVER; callers validate bandwidths. */
+/* Every conversion of a model parameter to simulated time goes through these
+ * (src/sim/time.c); the rounding is one rule: a value within 1e-6 ps (or
+ * 1e-9 of itself, when larger) of a whole picosecond is that picosecond,
+ * anything else rounds up (past 5e8 ps the tolerance covers half a ps: the
+ * nearest whole ps). So 8.0 ns is 8000 ps, 0.3 ns is 300 ps, 256 B at
+ * 204.8 GB/s is 1250 ps, 1000.1 ps is 1001 ps. Negative or NaN gives 0; a
+ * result at or past 2^64 ps saturates at KB__TIME_NEVER (never undefined
+ * behaviour). Parameters are range-checked when a machine opens
+ * (kb__topo_params_from_cfg), so a run's conversions do not saturate. */
+kb__time kb__ps_round(double ps);
+/* ns -> ps. */
+kb__time kb__ps_from_ns(double ns);
+/* Time to move `bytes` at `gbs` GB/s (1 GB/s = 1 byte/ns): bytes / gbs ns.
+ * 0 bytes gives 0; gbs <= 0 or NaN gives KB__TIME_NEVER (callers validate
+ * bandwidths). */
 kb__time kb__ps_from_bytes_gbs(uint64_t bytes, double gbs);
+/* Time of `cycles` cycles at `ghz` GHz: cycles x 1000 / ghz ps. 0 cycles
+ * gives 0; ghz <= 0 or NaN gives KB__TIME_NEVER. */
+kb__time kb__ps_from_cycles(uint64_t cycles, double ghz);
+/* bytes x 1000 / gbs as a real number of ps, unrounded: for analytical
+ * models that sum fractions before rounding (ccl/alphabeta.c). */
+double kb__ps_real_from_bytes_gbs(double bytes, double gbs);
+
+/* a + b, saturating at KB__TIME_NEVER instead of wrapping. */
+static inline kb__time kb__time_add(kb__time a, kb__time b)
+{
+    return b > KB__TIME_NEVER - a ? KB__TIME_NEVER : a + b;
+}
+
+/* n x t, saturating at KB__TIME_NEVER instead of wrapping. */
+static inline kb__time kb__time_mul(uint64_t n, kb__time t)
+{
+    kb__time r;
+    return __builtin_mul_overflow(n, t, &r) ? KB__TIME_NEVER : r;
+}
 
 /* ---- random numbers (xoshiro256**, seeded through splitmix64) ------------ */
 

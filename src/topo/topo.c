@@ -10,7 +10,8 @@
  */
 #include "topo/topo.h"
 
-#include <math.h>
+#include "sim/sim.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,20 +35,6 @@ const char *kb__link_class_name(kb__link_class c)
         "PCIE", "IO_NOC", "IO_UCIE", "UCIE", "XBAR", "HBM", "NOC", "TCM", "SIP_LINK",
     };
     return (unsigned)c < KB__LINK_CLASS_COUNT ? n[c] : "?";
-}
-
-uint64_t kb__topo_ns_to_ps(double ns)
-{
-    double v = ns * 1000.0;
-    if (!(v > 0)) return 0;
-    double r = nearbyint(v);
-    if (fabs(v - r) <= 1e-6) return (uint64_t)r;
-    return (uint64_t)ceil(v);
-}
-
-uint64_t kb__topo_serial_ps(const kb__topo_link *l, uint64_t bytes)
-{
-    return kb__topo_ns_to_ps((double)bytes / l->bw_gbs);
 }
 
 static uint32_t cube_block(const kb__topo *t)
@@ -213,9 +200,9 @@ static void link2(link_builder *lb, uint32_t a, uint32_t b, kb__link_class cls, 
         l->reverse = lb->next + (uint32_t)!dir;
         l->cls = cls;
         l->bw_gbs = bw;
-        l->overhead_ps = kb__topo_ns_to_ps(overhead_ns);
-        l->wire_ps = kb__topo_ns_to_ps(length_mm * p->fabric.ns_per_mm);
-        l->packet_ps = kb__topo_serial_ps(l, p->fabric.packet_bytes);
+        l->overhead_ps = kb__ps_from_ns(overhead_ns);
+        l->wire_ps = kb__ps_from_ns(length_mm * p->fabric.ns_per_mm);
+        l->packet_ps = kb__ps_from_bytes_gbs(p->fabric.packet_bytes, l->bw_gbs);
         lb->t->links_by_class[cls]++;
     }
     lb->next += 2;

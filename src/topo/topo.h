@@ -94,13 +94,6 @@ int32_t kb__topo_link_id(const kb__topo *t, uint32_t from, uint32_t to);
 /* The node with this name ("sip1.cube2.hbm3"), or -1. O(nodes). */
 int32_t kb__topo_find(const kb__topo *t, const char *name);
 
-/* Picoseconds for ns, rounded up (values within 1e-6 ps of a whole ps
- * count as that whole ps, so 1.25 ns is exactly 1250 ps). */
-uint64_t kb__topo_ns_to_ps(double ns);
-
-/* Serialization time of bytes on link l, ps, rounded up as above. */
-uint64_t kb__topo_serial_ps(const kb__topo_link *l, uint64_t bytes);
-
 /* Short upper-case name of a link class ("UCIE"). */
 const char *kb__link_class_name(kb__link_class c);
 

@@ -12,7 +12,11 @@
  */
 #include "topo/internal.h"
 
+#include "sim/sim.h"
+
+#include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -194,6 +198,67 @@ static int is_pow2(uint64_t x)
         __VA_ARGS__, NULL                                                                          \
     }
 
+/* The machine's memory in bytes: every HBM, SRAM and TCM. */
+static double machine_bytes(const kb__topo_params *p)
+{
+    double cubes = (double)p->system.sips * kb__topo_cubes_per_sip(p);
+    return cubes * ((double)p->cube.hbm_capacity + (double)p->cube.sram_size) +
+           (double)kb__topo_pe_total(p) * (double)p->pe.tcm_size;
+}
+
+/* Refuses a rate whose largest time would not fit the picosecond clock: the
+ * time to move (or, for a clock, to run one cycle per byte of) the whole
+ * machine's memory, `bytes`, at `rate` units (GB/s or GHz). */
+static int check_rate(const kb__cfg_node *root, const char *path, const char *unit, double rate,
+                      double shown, double bytes, kb__err *err)
+{
+    double largest = kb__ps_real_from_bytes_gbs(bytes, rate);
+    if (largest <= KB__TIME_MAX_PS) return 0;
+    double need = kb__ps_real_from_bytes_gbs(bytes, KB__TIME_MAX_PS); /* the slowest rate */
+    double smallest = shown * (need / rate);
+    char big[32];
+    snprintf(big, sizeof big, isinf(largest) ? "over 1e308" : "%.3g", largest);
+    const char *what = strcmp(unit, "GHz") ? "moving" : "one cycle per byte of";
+    return rule_fail(root, (const char *const[]){path, NULL}, err,
+                     "%g%s%s would make times of %s ps (%s the machine's %.4g bytes of memory), "
+                     "past the largest the picosecond clock holds (%.4g ps, about 213 days); the "
+                     "smallest value accepted here is %.3g%s%s",
+                     shown, *unit ? " " : "", unit, big, what, bytes, KB__TIME_MAX_PS, smallest,
+                     *unit ? " " : "", unit);
+}
+
+/* Every rate parameter (bandwidths, clocks, the HBM efficiency that scales
+ * its bandwidth) checked against the clock's range; times in ns are bounded
+ * by the schema (T_MAX) and per-page times here. */
+static int check_times(const kb__topo_params *p, const kb__cfg_node *root, kb__err *err)
+{
+    double bytes = machine_bytes(p);
+    for (size_t i = 0; i < kb__topo_schema_count(); i++) {
+        const kb__param *e = kb__topo_schema_get(i);
+        size_t len = strlen(e->path);
+        bool clock = len > 9 && !strcmp(e->path + len - 9, "clock_ghz");
+        if (e->type != KB__PT_BW && !clock) continue;
+        double v;
+        memcpy(&v, (const char *)p + e->offset, sizeof v);
+        int rc = check_rate(root, e->path, clock ? "GHz" : "GB/s", v, v, bytes, err);
+        if (rc) return rc;
+    }
+    double eff = p->cube.hbm_efficiency;
+    int rc =
+        check_rate(root, "cube.hbm.efficiency", "", p->cube.hbm_xbar_bw_gbs * eff, eff, bytes, err);
+    if (rc) return rc;
+    double pages = bytes / (double)p->pe.mmu_page_size;
+    double map_ps = pages * p->pe.mmu_map_ns_per_page * 1000.0;
+    if (map_ps > KB__TIME_MAX_PS)
+        return rule_fail(root, PATHS("pe.mmu.map_ns_per_page", "pe.mmu.page_size"), err,
+                         "%g ns would make times of %.3g ps (mapping "
+                         "the machine's %.4g pages of pe.mmu.page_size %llu bytes), past the "
+                         "largest the picosecond clock holds (%.4g ps, about 213 days)",
+                         p->pe.mmu_map_ns_per_page, map_ps, pages,
+                         (unsigned long long)p->pe.mmu_page_size, KB__TIME_MAX_PS);
+    return 0;
+}
+
 static int check_rules(const kb__topo_params *p, const kb__cfg_node *root, kb__err *err)
 {
     uint32_t pes = kb__topo_pes_per_cube(p), cubes = kb__topo_cubes_per_sip(p);
@@ -233,7 +298,7 @@ static int check_rules(const kb__topo_params *p, const kb__cfg_node *root, kb__e
                          PATHS("system.sips", "sip.cube_mesh", "cube.pe_layout.pe_per_corner"), err,
                          "the machine has %llu PEs; at most %d are supported",
                          (unsigned long long)kb__topo_pe_total(p), KB__TOPO_MAX_PES);
-    return 0;
+    return check_times(p, root, err);
 }
 
 int kb__topo_params_from_cfg(kb__topo_params *p, const kb__cfg_node *root, kb__err *err)

@@ -159,7 +159,7 @@ Test(launch, gemm_time_on_one_pe_is_the_pipeline_formula_over_an_empty_launch)
     kb_stats_reset(m);
     uint64_t gemm = timed_launch(m, "gemm", gemm_zeros, t);
     const kb__pe_params *p = &m->pe_params;
-    uint64_t sop = kb__pe_ps_from_ns(p->cpu.scalar_op_ns);
+    uint64_t sop = kb__ps_from_ns(p->cpu.scalar_op_ns);
     uint64_t mv_a = kb__pe_math_ps(p, kb__pe_math_cycles(p, KB__MATH_MOVE, GM * GK));
     uint64_t mv_b = kb__pe_math_ps(p, kb__pe_math_cycles(p, KB__MATH_MOVE, GK * GN));
     uint64_t body = sop + mv_a + mv_b + kb__pe_gemm_ps(p, GM, GN, GK);

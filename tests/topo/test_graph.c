@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim/sim.h"
 #include "topo/topo.h"
 
 static kb__topo *build(const char *const *sets, size_t n)
@@ -195,11 +196,11 @@ Test(graph, three_sips_form_a_ring)
 
 Test(graph, ps_conversion_rounds_up_but_keeps_exact_values)
 {
-    cr_assert_eq(kb__topo_ns_to_ps(1.25), 1250);
-    cr_assert_eq(kb__topo_ns_to_ps(256.0 / 204.8), 1250);
-    cr_assert_eq(kb__topo_ns_to_ps(0.0001), 1);
-    cr_assert_eq(kb__topo_ns_to_ps(1.0 / 3.0), 334);
-    cr_assert_eq(kb__topo_ns_to_ps(0), 0);
+    cr_assert_eq(kb__ps_from_ns(1.25), 1250);
+    cr_assert_eq(kb__ps_from_ns(256.0 / 204.8), 1250);
+    cr_assert_eq(kb__ps_from_ns(0.0001), 1);
+    cr_assert_eq(kb__ps_from_ns(1.0 / 3.0), 334);
+    cr_assert_eq(kb__ps_from_ns(0), 0);
 }
 
 Test(graph, figures_follow_from_the_parameters)
