@@ -9,12 +9,18 @@
  * groups); the layers' collectives run over the tensor-parallel group.
  *
  * Placement: every tensor of a rank (its weight slices, inputs, outputs)
- * lives on one PE of the SIP the rank is bound to (kb_set_device; ranks
- * start bound to SIP rank mod SIPs, the driver on SIP 0 when unbound):
- * host rank r takes the (r / SIPs)-th PE of that SIP, cube 0's PEs first,
- * so the ranks that share a SIP use different PEs. kb_tp_placement gives
- * the policy to create inputs with. The ranks of a tensor-parallel group
- * need distinct PEs: a collective takes at most one buffer per PE.
+ * is spread over a block of PEs of the SIP the rank is bound to
+ * (kb_set_device; ranks start bound to SIP rank mod SIPs, the driver on
+ * SIP 0 when unbound), with the 3-level sharding: by default the SIP's PEs
+ * divided among the ranks bound to it by default (one rank per SIP: all
+ * its PEs), or the count kb_tp_set_pes_per_rank sets; host rank r takes
+ * the (r / SIPs)-th block, cube 0's PEs first. A column layer splits its
+ * weight and output by columns over the block, a row layer its input by
+ * columns and its weight by rows; inputs of column layers and outputs of
+ * row layers are replicated on every PE of the block (kb_tp_placement
+ * gives that policy). One launch runs a program on every PE. The ranks of
+ * a tensor-parallel group need disjoint PEs: a collective takes at most
+ * one buffer per PE.
  *
  * Numbers: x and W in f16, bf16 or f32 (one dtype per layer), products
  * accumulated in f32 by tl_dot, bias and activation applied to the f32
@@ -76,10 +82,28 @@ KB_API int kb_tp_get_data_parallel_group(kb_machine *m, kb_group *out);
  * destroy_model_parallel clears one process's). 0 when it was not set. */
 KB_API int kb_tp_destroy_model_parallel(kb_machine *m);
 
-/* *out := the policy that puts a tensor where the caller's layers compute:
- * one shard on the rank's PE of its bound SIP (SIP 0 when unbound; the PE
- * as in the header comment, through first_cube and first_pe). */
+/* *out := the policy that puts a tensor where the caller's layers compute,
+ * replicated on every PE of the rank's block (the header comment): the
+ * input of a column layer or an MLP. SIP level: the bound SIP (SIP 0 when
+ * unbound); cube and pe levels replicate over num_cubes × num_pes PEs
+ * from first_cube / first_pe. A row layer's input is the same with cube
+ * and pe column_wise (what a column layer outputs). KB_EINVAL when the
+ * rank's block runs past its SIP (a count too large for the ranks that
+ * share it). */
 KB_API int kb_tp_placement(kb_machine *m, kb_policy *out);
+
+/* Sets how many PEs the caller's layers built afterwards spread over (the
+ * calling rank only; every rank of a group should pass the same, which
+ * the layers check): 0, the default, divides the SIP's PEs among the ranks
+ * bound to it by default (ceil(world / SIPs)), rounded down to a multiple
+ * or a divisor of a cube's PEs; else a divisor of a cube's PEs (that many
+ * PEs of one cube) or a multiple of it up to a SIP's (whole cubes).
+ * KB_EINVAL for another count. Layers keep the count they were built
+ * with. No simulated time. */
+KB_API int kb_tp_set_pes_per_rank(kb_machine *m, int pes);
+/* *out := the number of PEs the caller's next layer spreads over; -1 and
+ * KB_EINVAL when its block runs past its SIP. */
+KB_API int kb_tp_get_pes_per_rank(kb_machine *m, int *out);
 
 /* ---- layers ------------------------------------------------------------------ */
 
@@ -121,8 +145,12 @@ typedef struct kb_tp_linear {
     kb_dtype dtype;                    /* of x, W, b and y */
     kb_tp_activation act;
     int tp_rank, tp_size; /* at creation */
-    kb_tensor weight;     /* [in_local, out_local] on the rank's PE */
-    kb_tensor bias;       /* column: [out_local]; row: [out_features]; {0} without bias */
+    int pes, sip;         /* the rank's PEs (count) and SIP, at creation */
+    kb_policy placement;  /* replicated over those PEs (kb_tp_placement at creation) */
+    kb_tensor weight;     /* [in_local, out_local]: column layer split by columns over the PEs,
+                             row layer by rows */
+    kb_tensor bias;       /* column: [out_local] split; row: [out_features] replicated; {0}
+                             without bias */
     kb_tp_times last;     /* the parts of the last forward */
 } kb_tp_linear;
 
@@ -134,8 +162,9 @@ typedef struct kb_tp_linear {
  * "column_parallel".
  * KB_ESTATE before kb_tp_initialize_model_parallel; KB_EINVAL (naming the
  * layer and the sizes) for sizes < 1, out_features not dividing by
- * tp_size, a dtype other than f16, bf16, f32, an unknown activation, or
- * ranks that disagree on the arguments or compute on one PE; device errors as
+ * tp_size or out_features / tp_size not dividing by the rank's PEs, a
+ * dtype other than f16, bf16, f32, an unknown activation, or ranks that
+ * disagree on the arguments (or the PE count); device errors as
  * kb_empty and kb_copy_from_host. On failure *l is zeroed and nothing is
  * left on the device. */
 KB_API int kb_tp_column_parallel_linear(kb_machine *m, kb_tp_linear *l, const char *name,
@@ -147,17 +176,23 @@ KB_API int kb_tp_column_parallel_linear(kb_machine *m, kb_tp_linear *l, const ch
  * slice of the input [tokens, k] (Megatron's input_is_parallel=True; for
  * a full input, kb_tp_scatter_to_model_parallel_region slices it); y =
  * all_reduce_sum(x @ W_local) + b,
- * [tokens, out_features], bitwise identical on every rank. With tp_size 1
- * there is no all-reduce and the bias is fused into the GEMM. Errors as
- * the column layer (in_features must divide; act must be NONE). */
+ * [tokens, out_features], bitwise identical on every rank: each PE of the
+ * rank holds a partial product of the whole output and the all-reduce sums
+ * the partials of every PE of every rank (tp_size × PEs buffers). With one
+ * rank on one PE there is no all-reduce and the bias is fused into the
+ * GEMM. Errors as the column layer (in_features must divide by tp_size and
+ * the slice by the PEs; act must be NONE; ranks on overlapping PEs are
+ * refused, since the all-reduce takes one buffer per PE). */
 KB_API int kb_tp_row_parallel_linear(kb_machine *m, kb_tp_linear *l, const char *name,
                                      int64_t in_features, int64_t out_features, kb_dtype dtype,
                                      const kb_tp_linear_opts *opts);
 
-/* Runs the layer on x, a 2-D [tokens, in] tensor of the layer's dtype in
- * one shard on the rank's PE (kb_tp_placement); in is in_features for a
- * column layer, in_local for a row layer. Creates *y ("NAME.y", same
- * placement), which the caller frees with kb_free. Row layers are
+/* Runs the layer on x, a 2-D [tokens, in] tensor of the layer's dtype
+ * over the rank's PEs: a column layer's x (in = in_features) replicated
+ * (kb_tp_placement), a row layer's (in = in_local) split by columns, as a
+ * column layer's output is. Creates *y ("NAME.y": a column layer's split
+ * by columns, a row layer's replicated), which the caller frees with
+ * kb_free. Row layers are
  * collective (the all-reduce). KB_EINVAL naming the layer, the tensor and
  * its sizes for a wrong x; kernel and collective errors as kb_wait and
  * kb_all_reduce. *y is {0} on failure. */
@@ -169,9 +204,10 @@ KB_API int kb_tp_linear_free(kb_machine *m, kb_tp_linear *l);
 /* ---- mappings along the last dimension ------------------------------------------ */
 
 /* Megatron's scatter_to_tensor_model_parallel_region: *y := this rank's
- * slice of x's last dimension, x [rows, cols] with cols dividing by the
- * tensor-parallel size p, y [rows, cols / p] ("X.scatter"), both one shard
- * on the rank's PE (kb_tp_placement). A copy on the rank's PE, no
+ * slice of x's last dimension, x [rows, cols] replicated over the rank's
+ * PEs (kb_tp_placement) with cols dividing by the tensor-parallel size p
+ * and cols / p by the PEs, y [rows, cols / p] ("X.scatter") split by
+ * columns over them (a row layer's input). A copy on each PE, no
  * communication. It gives a row layer its input from a full one (Megatron's
  * input_is_parallel=False). KB_ESTATE before the parallel state is set;
  * KB_EINVAL naming x for another shape or placement. */
@@ -179,9 +215,11 @@ KB_API int kb_tp_scatter_to_model_parallel_region(kb_machine *m, kb_tensor x, kb
 
 /* Megatron's gather_from_tensor_model_parallel_region. Collective: *y :=
  * the ranks' x [rows, cols] side by side along the last dimension, in rank
- * order, [rows, p · cols] ("X.gather"), the same on every rank: a
- * kb_all_gather, then a copy that puts rank q's block in columns q · cols.
- * It gathers a column layer's output (Megatron's gather_output=True).
+ * order, [rows, p · cols] ("X.gather"), the same on every rank: x split by
+ * columns over the rank's PEs (a column layer's output), y replicated over
+ * them. A kb_all_gather of every PE's block, then a copy on each PE that
+ * puts block q in its columns. It gathers a column layer's output
+ * (Megatron's gather_output=True).
  * Errors as the scatter; the ranks' x must agree in shape and dtype, as
  * for kb_all_gather. */
 KB_API int kb_tp_gather_from_model_parallel_region(kb_machine *m, kb_tensor x, kb_tensor *y);
@@ -202,9 +240,10 @@ KB_API int kb_tp_mlp_create(kb_machine *m, kb_tp_mlp *mlp, const char *name, int
                             int64_t ffn_hidden, kb_dtype dtype, const kb_tp_linear_opts *fc1_opts,
                             const kb_tp_linear_opts *fc2_opts);
 
-/* Collective. y = fc2(fc1(x)) for x [tokens, hidden] on the rank's PE: the
- * full input on every rank; y [tokens, hidden] is the same on every rank
- * (bitwise). The hidden activation is freed before returning. */
+/* Collective. y = fc2(fc1(x)) for x [tokens, hidden] replicated over the
+ * rank's PEs (kb_tp_placement): the full input on every rank; y [tokens,
+ * hidden], replicated the same way, is the same on every rank (bitwise). The hidden activation is
+ * freed before returning. */
 KB_API int kb_tp_mlp_forward(kb_machine *m, kb_tp_mlp *mlp, kb_tensor x, kb_tensor *y);
 
 /* Frees both layers and zeroes *mlp. */

@@ -2,8 +2,11 @@
  * gemm.c — the kernels of the tensor-parallel layers, written with the
  * public tl_ API: y = act(x @ w + bias) and y += bias.
  *
- * GEMM: one program on the PE that holds x, w and y (a layer keeps every
- * tensor of a rank on one PE, docs/tp.md). It walks y's tiles row band by
+ * GEMM: one program per PE of the rank (a layer spreads each tensor of a
+ * rank over its PEs, docs/tp.md), each on its own shards of x, w and y
+ * (the shards are whole matrices: a column layer's w and y split by
+ * columns, a row layer's x by columns and w by rows, the rest replicated).
+ * A program walks its y tiles row band by
  * row band; per tile the K loop loads BM × BK blocks of x and BK × BN
  * blocks of w through block pointers with boundary checks (zero padding
  * past the edges, so any size works) and accumulates them with tl_dot in
@@ -135,12 +138,14 @@ static void bias_kernel(tl_ctx *k)
 }
 
 /* Arguments: 0 src, 1 dst, 2 count, 3 rows, 4 cols, 5 src_row_step, 6
- * src_col0, 7 dst_col_step (header comment). */
+ * src_col0 + program id × 8 src_col_per_program, 7 dst_col_step (header
+ * comment). */
 static void copy_kernel(tl_ctx *k)
 {
     tl_tensor *src = tl_arg_tensor(k, 0), *dst = tl_arg_tensor(k, 1);
     int64_t count = tl_arg_i64(k, 2), rows = tl_arg_i64(k, 3), cols = tl_arg_i64(k, 4);
-    int64_t srs = tl_arg_i64(k, 5), sc0 = tl_arg_i64(k, 6), dcs = tl_arg_i64(k, 7);
+    int64_t srs = tl_arg_i64(k, 5), dcs = tl_arg_i64(k, 7);
+    int64_t sc0 = tl_arg_i64(k, 6) + tl_program_id(k, 0) * tl_arg_i64(k, 8);
     int64_t bm = tile_of(rows), bn = tile_of(cols);
     for (int64_t q = 0; q < count; q++)
         for (int64_t m0 = 0; m0 < rows; m0 += bm)
@@ -155,10 +160,11 @@ static void copy_kernel(tl_ctx *k)
             }
 }
 
+/* One program per PE of the first argument's shards on SIP sip. */
 static int launch(kb_machine *m, const char *name, tl_kernel_fn fn, int sip, const kb_arg *args,
                   int n)
 {
-    kb_launch_opts o = {{1, 1, 1}, sip};
+    kb_launch_opts o = {{0, 0, 0}, sip};
     kb_launch_id id;
     int rc = kb_launch(m, name, fn, &o, args, n, &id);
     return rc ? rc : kb_wait(m, id);
@@ -175,11 +181,11 @@ int kb__tp_gemm(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor
 int kb__tp_copy(kb_machine *m, const char *name, int sip, kb_tensor src, kb_tensor dst,
                 const kb__tp_rects *r)
 {
-    kb_arg args[8] = {kb_arg_tensor(src),      kb_arg_tensor(dst),
-                      kb_arg_i64(r->count),    kb_arg_i64(r->rows),
-                      kb_arg_i64(r->cols),     kb_arg_i64(r->src_row_step),
-                      kb_arg_i64(r->src_col0), kb_arg_i64(r->dst_col_step)};
-    return launch(m, name, copy_kernel, sip, args, 8);
+    kb_arg args[9] = {
+        kb_arg_tensor(src),      kb_arg_tensor(dst),          kb_arg_i64(r->count),
+        kb_arg_i64(r->rows),     kb_arg_i64(r->cols),         kb_arg_i64(r->src_row_step),
+        kb_arg_i64(r->src_col0), kb_arg_i64(r->dst_col_step), kb_arg_i64(r->src_col_per_program)};
+    return launch(m, name, copy_kernel, sip, args, 9);
 }
 
 int kb__tp_bias_add(kb_machine *m, const char *name, int sip, kb_tensor y, kb_tensor bias)

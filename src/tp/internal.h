@@ -16,7 +16,7 @@
 #include "kernbench/tp.h"
 
 /* Values one rank publishes in a handshake. */
-#define KB__TP_CLAIM_MAX 10
+#define KB__TP_CLAIM_MAX 12
 
 /* Decides on the claims of n ranks (n × KB__TP_CLAIM_MAX values; host rank
  * base + i's at all[i * KB__TP_CLAIM_MAX]): 0, or a code with the message
@@ -49,27 +49,43 @@ int kb__tp_fail(kb_machine *m, const kb__err *e);
 /* The SIP that holds the caller's tensors (kb_tp_placement): its
  * kb_set_device binding, SIP 0 when unbound. */
 int kb__tp_sip(const kb_machine *m);
-/* The PE that holds them: home[0..2] := sip, cube, pe. Host rank r takes
- * the (r / SIPs)-th PE of its SIP, counting PEs of cube 0 first, so ranks
- * that share a SIP by the default binding (r mod SIPs) use different PEs;
- * the driver PE 0 of cube 0. */
-void kb__tp_home(const kb_machine *m, int home[3]);
+/* Where the caller's layers compute: pes PEs of SIP sip, cubes
+ * first_cube.. (num_cubes) and PEs first_pe.. (num_pes) of each. pes is
+ * the count set with kb_tp_set_pes_per_rank, or by default the SIP's PEs
+ * divided among the ranks bound to it by default (ceil(world / SIPs)),
+ * rounded down to a multiple of a cube's PEs or a divisor of them; host
+ * rank r takes the (r / SIPs)-th block of pes PEs, cube 0's first. bound:
+ * the rank is bound with kb_set_device (the SIP level then scopes). */
+typedef struct kb__tp_where_t {
+    int sip, pes, first_cube, num_cubes, first_pe, num_pes, bound;
+} kb__tp_where_t;
+/* Fills *w; KB_EINVAL naming who when the rank's block runs past the SIP. */
+int kb__tp_where(kb_machine *m, const char *who, kb__tp_where_t *w, kb__err *err);
+/* The policy over w's PEs with cube and pe levels `split` (replicate:
+ * kb_tp_placement). */
+kb_policy kb__tp_policy(const kb__tp_where_t *w, kb_split split);
+/* x is placed with kb__tp_policy(w, split) on w's SIP; else KB_EINVAL
+ * naming who, the role ("x") and both placements. */
+int kb__tp_check_layout(kb_machine *m, kb_tensor x, const kb__tp_where_t *w, kb_split split,
+                        const char *who, const char *role, kb__err *e);
 
 /* ---- gemm.c: the kernels ----------------------------------------------------------- */
 
-/* Launches y = act(x @ w + bias) on the PE of x's one shard (SIP sip) and
- * waits: one program that walks y's tiles (docs/tp.md). bias {0}: none.
- * name is the kernel's name in messages and traces. */
+/* Launches y = act(x @ w + bias) over the PEs of x's shards on SIP sip and
+ * waits: one program per PE, each on its own shards, walking its y tiles
+ * (docs/tp.md). bias {0}: none. name is the kernel's name in messages and
+ * traces. */
 int kb__tp_gemm(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor w, kb_tensor y,
                 kb_tensor bias, kb_tp_activation act);
-/* Rectangles for kb__tp_copy: rectangle q (0 <= q < count) of rows × cols
- * goes from src at (q · src_row_step, src_col0) to dst at (0, q ·
- * dst_col_step). */
+/* Rectangles for kb__tp_copy: in program i's shards, rectangle q (0 <= q
+ * < count) of rows × cols goes from src at (q · src_row_step, src_col0 + i
+ * · src_col_per_program) to dst at (0, q · dst_col_step). */
 typedef struct kb__tp_rects {
-    int64_t count, rows, cols, src_row_step, src_col0, dst_col_step;
+    int64_t count, rows, cols, src_row_step, src_col0, dst_col_step, src_col_per_program;
 } kb__tp_rects;
-/* Launches the copy of r's rectangles from src to dst (2-D, one shard each
- * on the PE of SIP sip) and waits. */
+/* Launches the copy of r's rectangles from src to dst (2-D), one program
+ * per PE of src's shards on SIP sip (the i-th in shard order is program
+ * i), each on its own shards, and waits. */
 int kb__tp_copy(kb_machine *m, const char *name, int sip, kb_tensor src, kb_tensor dst,
                 const kb__tp_rects *r);
 

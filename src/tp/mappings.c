@@ -3,14 +3,20 @@
  * scatter (this rank's slice of a full tensor) and gather (the ranks'
  * slices concatenated, on every rank).
  *
- *   scatter  y = x[:, r·n : (r+1)·n]       a copy on the rank's PE
- *   gather   y = [x_0 | x_1 | ... ]         kb_all_gather into [p·rows,
- *                                           cols], then a copy that moves
- *                                           rank q's block to columns q·cols
+ *   scatter  y = x[:, r·n : (r+1)·n]       a copy on each of the rank's PEs:
+ *                                           x replicated over them, y split
+ *                                           by columns (a row layer's input)
+ *   gather   y = [x_0 | x_1 | ... ]         x split by columns over the
+ *                                           rank's c PEs (a column layer's
+ *                                           output): kb_all_gather of the
+ *                                           p·c blocks into [p·c·rows,
+ *                                           cols/c] on every PE, then a copy
+ *                                           that moves block q to columns
+ *                                           q·cols/c; y replicated
  *
  * They complete what the layers leave out: a column layer's output gathered
  * (Megatron's gather_output=True) and a full input sliced for a row layer
- * (input_is_parallel=False). Tensors are 2-D, one shard on the rank's PE
+ * (input_is_parallel=False). Tensors are 2-D over the rank's PEs
  * (kb_tp_placement), any dtype.
  */
 #include <stdio.h>
@@ -20,49 +26,41 @@
 #include "tp/internal.h"
 
 /* What both mappings start from: the caller's tensor-parallel size and
- * rank, and x's info, checked: 2-D, one shard on the PE of kb_tp_placement
- * (home: its sip, cube, pe). */
+ * rank, where its layers compute, and x's info, checked: 2-D, placed over
+ * the rank's PEs with cube and pe levels `split`. */
 typedef struct start {
-    int size, rank, home[3];
+    int size, rank;
+    kb__tp_where_t w;
     kb_tensor_info xi;
 } start;
 
 /* Fills *st for x; clears *y (KB_EINVAL when y is NULL). */
-static int begin(kb_machine *m, kb_tensor x, kb_tensor *y, const char *who, start *st, kb__err *e)
+static int begin(kb_machine *m, kb_tensor x, kb_split split, kb_tensor *y, const char *who,
+                 start *st, kb__err *e)
 {
     if (!y) return kb__err_set(e, KB_EINVAL, "%s: y is NULL", who);
     *y = (kb_tensor){0};
     int rc = kb__tp_state(m, who, &st->size, &st->rank, e);
+    if (!rc) rc = kb__tp_where(m, who, &st->w, e);
     if (rc) return rc;
-    kb_shard_info xs;
     rc = kb_tensor_get_info(m, x, &st->xi);
-    if (!rc) rc = kb_tensor_get_shard(m, x, 0, &xs);
     if (rc) return kb__err_set(e, rc, "%s: x: %s", who, kb_last_error(m));
-    kb__tp_home(m, st->home);
     if (st->xi.ndim != 2)
         return kb__err_set(e, KB_EINVAL, "%s: x '%s' has %d dimension(s), expected 2 [rows, cols]",
                            who, st->xi.name, st->xi.ndim);
-    const int *h = st->home;
-    if (st->xi.n_shards != 1 || xs.sip != h[0] || xs.cube != h[1] || xs.pe != h[2])
-        return kb__err_set(e, KB_EINVAL,
-                           "%s: x '%s' must be one shard on sip%d/cube%d/pe%d, where the rank's "
-                           "layers compute (create it with kb_tp_placement); it has %d shard(s), "
-                           "the first on sip%d/cube%d/pe%d",
-                           who, st->xi.name, h[0], h[1], h[2], st->xi.n_shards, xs.sip, xs.cube,
-                           xs.pe);
-    return 0;
+    return kb__tp_check_layout(m, x, &st->w, split, who, "x", e);
 }
 
-/* *y := a new [rows, cols] tensor of dtype named "X.suffix" on the rank's PE. */
-static int region(kb_machine *m, const kb_tensor_info *xi, const char *suffix, int64_t rows,
-                  int64_t cols, kb_tensor *y)
+/* *y := a new [rows, cols] tensor of dtype named "X.suffix" over the
+ * rank's PEs, cube and pe levels `split`. */
+static int region(kb_machine *m, const start *st, const char *suffix, int64_t rows, int64_t cols,
+                  kb_split split, kb_tensor *y)
 {
     char name[64];
-    snprintf(name, sizeof name, "%.48s.%s", xi->name, suffix);
-    kb_policy p;
-    kb_tp_placement(m, &p);
+    snprintf(name, sizeof name, "%.48s.%s", st->xi.name, suffix);
+    kb_policy p = kb__tp_policy(&st->w, split);
     int64_t shape[2] = {rows, cols};
-    return kb_empty(m, name, 2, shape, xi->dtype, &p, y);
+    return kb_empty(m, name, 2, shape, st->xi.dtype, &p, y);
 }
 
 /* Frees *y if made (y may be NULL), zeroes it, and reports e (or m's last
@@ -83,18 +81,19 @@ int kb_tp_scatter_to_model_parallel_region(kb_machine *m, kb_tensor x, kb_tensor
     kb__err e;
     kb__err_clear(&e);
     start st;
-    if (begin(m, x, y, SCATTER, &st, &e)) return fail(m, y, SCATTER, e.code, &e);
-    int size = st.size, rank = st.rank, sip = st.home[0];
+    if (begin(m, x, KB_REPLICATE, y, SCATTER, &st, &e)) return fail(m, y, SCATTER, e.code, &e);
+    int size = st.size, rank = st.rank, c = st.w.pes;
     const kb_tensor_info xi = st.xi;
-    if (xi.shape[1] % size)
+    if (xi.shape[1] % size || xi.shape[1] / size % c)
         kb__err_set(&e, KB_EINVAL,
                     SCATTER ": x '%s' has %lld columns, which do not split over the %d ranks of "
-                            "the tensor-parallel group",
-                    xi.name, (long long)xi.shape[1], size);
+                            "the tensor-parallel group and the %d PEs of each",
+                    xi.name, (long long)xi.shape[1], size, c);
     int64_t n = xi.shape[1] / size;
-    int rc = e.code ? e.code : region(m, &xi, "scatter", xi.shape[0], n, y);
-    kb__tp_rects r = {1, xi.shape[0], n, 0, (int64_t)rank * n, 0};
-    if (!rc) rc = kb__tp_copy(m, SCATTER, sip, x, *y, &r);
+    int rc = e.code ? e.code : region(m, &st, "scatter", xi.shape[0], n, KB_COLUMN_WISE, y);
+    /* program i (the i-th PE) copies its columns of the rank's slice */
+    kb__tp_rects r = {1, xi.shape[0], n / c, 0, (int64_t)rank * n, 0, n / c};
+    if (!rc) rc = kb__tp_copy(m, SCATTER, st.w.sip, x, *y, &r);
     return rc ? fail(m, y, SCATTER, rc, &e) : 0;
 }
 
@@ -106,19 +105,20 @@ int kb_tp_gather_from_model_parallel_region(kb_machine *m, kb_tensor x, kb_tenso
     kb__err e;
     kb__err_clear(&e);
     start st;
-    if (begin(m, x, y, GATHER, &st, &e)) return fail(m, y, GATHER, e.code, &e);
-    int size = st.size, sip = st.home[0];
+    if (begin(m, x, KB_COLUMN_WISE, y, GATHER, &st, &e)) return fail(m, y, GATHER, e.code, &e);
+    int size = st.size, c = st.w.pes;
     const kb_tensor_info xi = st.xi;
-    int64_t rows = xi.shape[0], cols = xi.shape[1];
-    kb_tensor all = x; /* the ranks' blocks one after the other: [size · rows, cols] */
+    int64_t rows = xi.shape[0], cols = xi.shape[1], blocks = (int64_t)size * c;
+    /* every PE's block one after the other, on every PE: [size · c · rows, cols / c] */
+    kb_tensor all = x;
     int rc = 0;
-    if (size > 1) {
-        rc = region(m, &xi, "all_gather", (int64_t)size * rows, cols, &all);
+    if (blocks > 1) {
+        rc = region(m, &st, "all_gather", blocks * rows, cols / c, KB_REPLICATE, &all);
         if (!rc) rc = kb_all_gather_group(m, kb__tp_group(m), all, x);
     }
-    if (!rc) rc = region(m, &xi, "gather", rows, (int64_t)size * cols, y);
-    kb__tp_rects r = {size, rows, cols, rows, 0, cols};
-    if (!rc) rc = kb__tp_copy(m, GATHER, sip, all, *y, &r);
+    if (!rc) rc = region(m, &st, "gather", rows, (int64_t)size * cols, KB_REPLICATE, y);
+    kb__tp_rects r = {blocks, rows, cols / c, rows, 0, cols / c, 0};
+    if (!rc) rc = kb__tp_copy(m, GATHER, st.w.sip, all, *y, &r);
     if (all.id != x.id && all.id) kb_free(m, all); /* keeps the failing call's message */
     return rc ? fail(m, y, GATHER, rc, &e) : 0;
 }

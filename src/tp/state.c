@@ -29,6 +29,7 @@
 typedef struct tp_group {
     int world;
     int *size;         /* [world]: the rank's tensor-parallel size, 0 = not initialised */
+    int *pes;          /* [world]: PEs per rank asked with kb_tp_set_pes_per_rank, 0 = default */
     kb_group *tp, *dp; /* [world]: the rank's tensor- and data-parallel groups, when size is set */
     int64_t *claims;   /* [world × KB__TP_CLAIM_MAX]: the last handshake's values */
     const char **call; /* [world]: the public call each rank's last handshake is part of */
@@ -39,6 +40,7 @@ static void group_free(void *p)
     tp_group *g = p;
     if (!g) return;
     free(g->size);
+    free(g->pes);
     free(g->tp);
     free(g->dp);
     free(g->claims);
@@ -58,12 +60,13 @@ static tp_group *group_of(kb_machine *m, kb__err *err)
     if (g) {
         g->world = world;
         g->size = calloc((size_t)world, sizeof *g->size);
+        g->pes = calloc((size_t)world, sizeof *g->pes);
         g->tp = calloc((size_t)world, sizeof *g->tp);
         g->dp = calloc((size_t)world, sizeof *g->dp);
         g->claims = calloc((size_t)world * KB__TP_CLAIM_MAX, sizeof *g->claims);
         g->call = calloc((size_t)world, sizeof *g->call);
     }
-    if (!g || !g->size || !g->tp || !g->dp || !g->claims || !g->call) {
+    if (!g || !g->size || !g->pes || !g->tp || !g->dp || !g->claims || !g->call) {
         group_free(g);
         kb__err_set(err, KB_ENOMEM, "out of host memory for the parallel state of %d ranks", world);
         return NULL;
@@ -83,14 +86,85 @@ int kb__tp_sip(const kb_machine *m)
     return kb_get_device(m) < 0 ? 0 : kb_get_device(m);
 }
 
-void kb__tp_home(const kb_machine *m, int home[3])
+/* The largest divisor of d that is <= v (v >= 1). */
+static int divisor_below(int d, int v)
+{
+    while (d % v)
+        v--;
+    return v;
+}
+
+int kb__tp_where(kb_machine *m, const char *who, kb__tp_where_t *w, kb__err *err)
 {
     int sips = 1, cubes = 1, pes = 1;
     kb_machine_shape(m, &sips, &cubes, &pes);
-    int k = kb_rank(m) / sips;
-    home[0] = kb__tp_sip(m);
-    home[1] = k / pes % cubes;
-    home[2] = k % pes;
+    tp_group *g = group_of(m, err);
+    if (!g) return err->code;
+    int rank = kb_rank(m), per_sip = cubes * pes, asked = g->pes[rank];
+    /* ranks that share a SIP by the default binding: rank r is the (r / SIPs)-th of its SIP */
+    int sharing = (kb_world_size(m) + sips - 1) / sips, j = rank / sips, c = asked;
+    if (!c) {
+        c = per_sip / (sharing > 0 ? sharing : 1);
+        c = c >= pes ? c / pes * pes : divisor_below(pes, c < 1 ? 1 : c);
+    }
+    if ((int64_t)(j + 1) * c > per_sip)
+        return kb__err_set(err, KB_EINVAL,
+                           "%s: rank %d is rank %d of the ranks bound to a SIP by default (rank / "
+                           "%d SIPs) and takes %d PEs from PE %lld of the SIP, which runs past its "
+                           "%d PEs (kb_tp_set_pes_per_rank: a smaller count)",
+                           who, rank, j, sips, c, (long long)j * c, per_sip);
+    int64_t first = (int64_t)j * c;
+    w->sip = kb__tp_sip(m);
+    w->pes = c;
+    w->first_cube = (int)(first / pes);
+    w->num_cubes = c >= pes ? c / pes : 1;
+    w->first_pe = c >= pes ? 0 : (int)(first % pes);
+    w->num_pes = c >= pes ? pes : c;
+    w->bound = kb_get_device(m) >= 0;
+    return 0;
+}
+
+kb_policy kb__tp_policy(const kb__tp_where_t *w, kb_split split)
+{
+    /* num_sips 0 lets kb_set_device scope the tensor to the bound SIP */
+    return (kb_policy){KB_REPLICATE, split,      split,         w->bound ? 0 : 1,
+                       w->num_cubes, w->num_pes, w->first_cube, w->first_pe};
+}
+
+int kb_tp_set_pes_per_rank(kb_machine *m, int pes)
+{
+    if (!m) return KB_EINVAL;
+    kb__err e;
+    kb__err_clear(&e);
+    int sips = 1, cubes = 1, per_cube = 1;
+    kb_machine_shape(m, &sips, &cubes, &per_cube);
+    tp_group *g = group_of(m, &e);
+    if (!g) return kb__tp_fail(m, &e);
+    int ok = pes == 0 || (pes > 0 && pes <= per_cube && per_cube % pes == 0) ||
+             (pes > per_cube && pes % per_cube == 0 && pes / per_cube <= cubes);
+    if (!ok) {
+        kb__err_set(&e, KB_EINVAL,
+                    "kb_tp_set_pes_per_rank: %d PEs: expected 0 (the default: the SIP's PEs "
+                    "shared by the ranks bound to it), a divisor of the %d PEs of a cube, or a "
+                    "multiple of them up to the %d PEs of a SIP",
+                    pes, per_cube, cubes * per_cube);
+        return kb__tp_fail(m, &e);
+    }
+    g->pes[kb_rank(m)] = pes;
+    return 0;
+}
+
+int kb_tp_get_pes_per_rank(kb_machine *m, int *out)
+{
+    if (out) *out = -1;
+    if (!m) return KB_EINVAL;
+    kb__err e;
+    kb__err_clear(&e);
+    kb__tp_where_t w;
+    if (!out) kb__err_set(&e, KB_EINVAL, "kb_tp_get_pes_per_rank: out is NULL");
+    if (e.code || kb__tp_where(m, "kb_tp_get_pes_per_rank", &w, &e)) return kb__tp_fail(m, &e);
+    *out = w.pes;
+    return 0;
 }
 
 /* err := "handshake: " + the failed barrier's message. */
@@ -349,15 +423,40 @@ int kb_tp_placement(kb_machine *m, kb_policy *out)
 {
     if (out) memset(out, 0, sizeof *out);
     if (!m) return KB_EINVAL;
-    if (!out) {
-        kb__err e;
-        kb__err_set(&e, KB_EINVAL, "kb_tp_placement: out is NULL");
-        return kb__tp_fail(m, &e);
-    }
-    /* num_sips 0 lets kb_set_device scope the tensor to the bound SIP */
-    int home[3];
-    kb__tp_home(m, home);
-    *out = (kb_policy){KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, kb_get_device(m) < 0 ? 1 : 0, 1, 1,
-                       home[1],      home[2]};
+    kb__err e;
+    kb__err_clear(&e);
+    kb__tp_where_t w;
+    if (!out) kb__err_set(&e, KB_EINVAL, "kb_tp_placement: out is NULL");
+    if (e.code || kb__tp_where(m, "kb_tp_placement", &w, &e)) return kb__tp_fail(m, &e);
+    *out = kb__tp_policy(&w, KB_REPLICATE);
     return 0;
+}
+
+static const char *split_name(kb_split s)
+{
+    return s == KB_ROW_WISE ? "row_wise" : s == KB_COLUMN_WISE ? "column_wise" : "replicate";
+}
+
+int kb__tp_check_layout(kb_machine *m, kb_tensor x, const kb__tp_where_t *w, kb_split split,
+                        const char *who, const char *role, kb__err *e)
+{
+    kb_tensor_info xi;
+    kb_shard_info xs;
+    int rc = kb_tensor_get_info(m, x, &xi);
+    if (!rc) rc = kb_tensor_get_shard(m, x, 0, &xs);
+    if (rc) return kb__err_set(e, rc, "%s: %s: %s", who, role, kb_last_error(m));
+    const kb_policy *p = &xi.policy;
+    int same = xs.sip == w->sip && xi.n_shards == w->pes && p->cube == split && p->pe == split &&
+               p->num_cubes == w->num_cubes && p->num_pes == w->num_pes &&
+               p->first_cube == w->first_cube && p->first_pe == w->first_pe;
+    if (same) return 0;
+    return kb__err_set(e, KB_EINVAL,
+                       "%s: %s '%s' must be %s over the rank's %d PEs (sip%d, cubes %d..%d, PEs "
+                       "%d..%d of each: kb_tp_placement, with cube and pe %s); it is %s / %s over "
+                       "%d shard(s) from sip%d/cube%d/pe%d (cubes %d from %d, PEs %d from %d)",
+                       who, role, xi.name, split_name(split), w->pes, w->sip, w->first_cube,
+                       w->first_cube + w->num_cubes - 1, w->first_pe, w->first_pe + w->num_pes - 1,
+                       split_name(split), split_name(p->cube), split_name(p->pe), xi.n_shards,
+                       xs.sip, xs.cube, xs.pe, p->num_cubes, p->first_cube, p->num_pes,
+                       p->first_pe);
 }

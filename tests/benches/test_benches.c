@@ -369,6 +369,24 @@ Test(benches, tp_mlp_no_data_keeps_the_simulated_time)
     expect_no_data_keeps_the_time("tp_mlp");
 }
 
+/* By default each rank spreads its layers over every PE of its SIP: 256
+ * PEs for the 2 ranks, and the column layer's GEMM, split by columns over
+ * 128 PEs, takes a fraction of its time on one PE (a fifth or less: each
+ * PE computes 4 of the rank's 512 columns, the launch and the loads of x
+ * remain). The numbers check against the host either way. */
+Test(benches, tp_mlp_spreads_each_rank_over_the_pes_of_its_sip)
+{
+    kb_bench_result all, one;
+    cr_assert_eq(run("tp_mlp", 0, &all, NULL), 0, "%s", all.error);
+    cr_assert_eq(run("tp_mlp", 0, &one, (const char *const[]){"pes=1", NULL}), 0, "%s", one.error);
+    cr_expect(kb_bench_passed(&all) && kb_bench_passed(&one));
+    cr_expect_eq(figure(&all, "PEs per rank"), 128);
+    cr_expect_eq(figure(&all, "PEs"), 256);
+    cr_expect_eq(figure(&one, "PEs"), 2);
+    cr_expect_lt(figure(&all, "fc1"), 0.25 * figure(&one, "fc1"), "fc1 %g us against %g us",
+                 figure(&all, "fc1"), figure(&one, "fc1"));
+}
+
 Test(benches, tp_mlp_rejects_sizes_and_names_it_cannot_use)
 {
     kb_bench_result r;
@@ -385,9 +403,12 @@ Test(benches, tp_mlp_rejects_sizes_and_names_it_cannot_use)
     cr_expect(r.usage_error);
     cr_expect(strstr(r.error, "ranks=128 x --opt dp=4 host ranks, but the machine has 256 PEs"),
               "%s", r.error);
+    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"pes=3", NULL}), KB_EINVAL);
+    cr_expect(r.usage_error);
+    cr_expect(strstr(r.error, "--opt pes=3: expected 0"), "%s", r.error);
 }
 
-/* Two data-parallel replicas of the 2-rank MLP, each rank on its own PE:
+/* Two data-parallel replicas of the 2-rank MLP, each rank on one PE:
  * the replicas' all-reduces run side by side, so the step takes about as
  * long as one replica's, and less than one replica's plus another
  * all-reduce (what it took while collectives of different groups went one
@@ -396,8 +417,9 @@ Test(benches, tp_mlp_rejects_sizes_and_names_it_cannot_use)
 Test(benches, tp_mlp_data_parallel_replicas_run_side_by_side)
 {
     kb_bench_result one, two;
-    cr_assert_eq(run("tp_mlp", 0, &one, NULL), 0, "%s", one.error);
-    cr_assert_eq(run("tp_mlp", 0, &two, (const char *const[]){"dp=2", NULL}), 0, "%s", two.error);
+    cr_assert_eq(run("tp_mlp", 0, &one, (const char *const[]){"pes=1", NULL}), 0, "%s", one.error);
+    cr_assert_eq(run("tp_mlp", 0, &two, (const char *const[]){"dp=2", "pes=1", NULL}), 0, "%s",
+                 two.error);
     cr_expect(kb_bench_passed(&two), "both replicas check against the host");
     cr_expect_eq(figure(&two, "dp"), 2);
     double t1 = (double)kb_bench_sim_ps(&one) / 1e6, t2 = (double)kb_bench_sim_ps(&two) / 1e6;
@@ -406,15 +428,15 @@ Test(benches, tp_mlp_data_parallel_replicas_run_side_by_side)
                  figure(&one, "all_reduce"));
 }
 
-/* Four ranks on the 2 SIPs compute on two PEs of each: every rank's column
+/* Four ranks on the 2 SIPs, one PE each, compute on two PEs of each SIP: every rank's column
  * GEMM has half the columns of the 2-rank run and runs beside the others,
  * so fc1 takes about half as long (it would take as long if two ranks
  * shared a PE and queued their GEMMs). */
 Test(benches, tp_mlp_over_four_ranks_halves_the_column_layer)
 {
     kb_bench_result two, four;
-    cr_assert_eq(run("tp_mlp", 0, &two, NULL), 0, "%s", two.error);
-    cr_assert_eq(run("tp_mlp", 0, &four, (const char *const[]){"ranks=4", NULL}), 0, "%s",
+    cr_assert_eq(run("tp_mlp", 0, &two, (const char *const[]){"pes=1", NULL}), 0, "%s", two.error);
+    cr_assert_eq(run("tp_mlp", 0, &four, (const char *const[]){"ranks=4", "pes=1", NULL}), 0, "%s",
                  four.error);
     cr_expect(kb_bench_passed(&four), "the 4-rank MLP checks against the host");
     cr_expect_eq(figure(&four, "ranks"), 4);

@@ -65,12 +65,15 @@ static void job_free(job *j)
 }
 
 /* rows × cols of host (leading dimension ld, from column col0) as a new
- * tensor where the caller's layers compute. */
-static int input(kb_machine *m, const job *j, int64_t col0, int64_t cols, kb_tensor *x)
+ * tensor where the caller's layers compute: replicated over the rank's
+ * PEs (a column layer's input) or, split by columns (a row layer's). */
+static int input_split(kb_machine *m, const job *j, int64_t col0, int64_t cols, kb_split split,
+                       kb_tensor *x)
 {
     kb_policy p;
     int64_t shape[2] = {j->tokens, cols};
     int rc = kb_tp_placement(m, &p);
+    p.cube = p.pe = split;
     if (!rc) rc = kb_empty(m, "x", 2, shape, j->dtype, &p, x);
     float *buf = malloc((size_t)(j->tokens * cols) * sizeof *buf);
     for (int64_t t = 0; t < j->tokens; t++)
@@ -78,6 +81,11 @@ static int input(kb_machine *m, const job *j, int64_t col0, int64_t cols, kb_ten
     if (!rc) rc = kb_copy_from_host(m, *x, buf, (size_t)(j->tokens * cols) * sizeof *buf, KB_F32);
     free(buf);
     return rc;
+}
+
+static int input(kb_machine *m, const job *j, int64_t col0, int64_t cols, kb_tensor *x)
+{
+    return input_split(m, j, col0, cols, KB_REPLICATE, x);
 }
 
 /* Reads y (f32 and raw) into the rank's slots. */
@@ -152,6 +160,7 @@ static int column_rank(kb_machine *m, int rank, int nprocs, void *arg)
     kb_tensor x = {0}, y = {0};
     kb_tp_linear_opts o = {j->w, j->bias, j->b, j->act};
     int rc = start(m, nprocs);
+    if (!rc) rc = kb_tp_set_pes_per_rank(m, 2); /* 70 columns per rank: 35 per PE */
     if (!rc) rc = kb_tp_column_parallel_linear(m, &l, "fc", j->in, j->out, j->dtype, &o);
     if (!rc) rc = input(m, j, 0, j->in, &x);
     if (!rc) rc = kb_tp_linear_forward(m, &l, x, &y);
@@ -228,7 +237,7 @@ static int row_rank(kb_machine *m, int rank, int nprocs, void *arg)
     int64_t k = j->in / nprocs;
     int rc = start(m, nprocs);
     if (!rc) rc = kb_tp_row_parallel_linear(m, &l, "proj", j->in, j->out, j->dtype, &o);
-    if (!rc) rc = input(m, j, rank * k, k, &x); /* the rank's slice of x's columns */
+    if (!rc) rc = input_split(m, j, rank * k, k, KB_COLUMN_WISE, &x); /* the rank's columns */
     if (!rc) rc = kb_tp_linear_forward(m, &l, x, &y);
     if (!rc) j->times[rank][0] = l.last;
     if (!rc) rc = output(m, j, rank, y);
@@ -279,7 +288,10 @@ Test(tp_layers, row_parallel_f32_without_bias)
     row_case(KB_F32, 0, 2);
 }
 
-Test(tp_layers, one_rank_from_the_driver_runs_both_layers)
+/* One rank from the driver, its layers on one PE (the bias fused, no
+ * all-reduce) and on the SIP's 4 PEs (the row layer's partial products
+ * all-reduced over them): the same exact numbers. */
+Test(tp_layers, one_rank_from_the_driver_runs_both_layers_on_one_pe_and_on_four)
 {
     job j = {.dtype = KB_F16, .tokens = 5, .in = 40, .out = 24, .bias = 1};
     j.x = host_array(9, j.tokens * j.in, -2, 2, 1.0f);
@@ -289,21 +301,37 @@ Test(tp_layers, one_rank_from_the_driver_runs_both_layers)
     cr_assert_eq(start(m, 1), 0, "%s", kb_last_error(m));
     double *want = ref_linear(j.x, j.w, j.b, j.tokens, j.in, j.out, 0, j.out, KB_TP_ACT_NONE);
     kb_tp_linear_opts o = {j.w, 1, j.b, KB_TP_ACT_NONE};
-    for (int kind = 0; kind < 2; kind++) {
-        kb_tp_linear l;
-        kb_tensor x, y;
-        int rc = kind ? kb_tp_row_parallel_linear(m, &l, "row", j.in, j.out, j.dtype, &o)
-                      : kb_tp_column_parallel_linear(m, &l, "col", j.in, j.out, j.dtype, &o);
-        cr_assert_eq(rc, 0, "%s", kb_last_error(m));
-        cr_assert_eq(input(m, &j, 0, j.in, &x), 0, "%s", kb_last_error(m));
-        cr_assert_eq(kb_tp_linear_forward(m, &l, x, &y), 0, "%s", kb_last_error(m));
-        cr_assert_eq(output(m, &j, kind, y), 0);
-        for (int64_t i = 0; i < j.tokens * j.out; i++)
-            cr_assert_eq((double)j.y[kind][i], want[i], "%s layer, element %lld",
-                         kind ? "row" : "column", (long long)i);
-        cr_expect_eq(l.last.all_reduce_ps, 0, "no all-reduce with one rank");
-        cr_expect_eq(l.last.bias_ps, 0, "the bias is fused into the GEMM");
-        kb_free(m, x), kb_free(m, y), kb_tp_linear_free(m, &l);
+    for (int pes = 1; pes <= 4; pes += 3) {
+        int got = 0;
+        cr_assert_eq(kb_tp_set_pes_per_rank(m, pes == 4 ? 0 : pes), 0, "%s", kb_last_error(m));
+        cr_assert_eq(kb_tp_get_pes_per_rank(m, &got), 0, "%s", kb_last_error(m));
+        cr_assert_eq(got, pes, "the default from the driver: every PE of SIP 0");
+        for (int kind = 0; kind < 2; kind++) {
+            kb_tp_linear l;
+            kb_tensor x, y;
+            kb_tensor_info wi;
+            int rc = kind ? kb_tp_row_parallel_linear(m, &l, "row", j.in, j.out, j.dtype, &o)
+                          : kb_tp_column_parallel_linear(m, &l, "col", j.in, j.out, j.dtype, &o);
+            cr_assert_eq(rc, 0, "%s", kb_last_error(m));
+            cr_assert_eq(kb_tensor_get_info(m, l.weight, &wi), 0);
+            cr_expect_eq(wi.n_shards, pes, "the weight is spread over the rank's PEs");
+            cr_assert_eq(input_split(m, &j, 0, j.in, kind ? KB_COLUMN_WISE : KB_REPLICATE, &x), 0,
+                         "%s", kb_last_error(m));
+            cr_assert_eq(kb_tp_linear_forward(m, &l, x, &y), 0, "%s", kb_last_error(m));
+            cr_assert_eq(output(m, &j, kind, y), 0);
+            for (int64_t i = 0; i < j.tokens * j.out; i++)
+                cr_assert_eq((double)j.y[kind][i], want[i], "%d PEs, %s layer, element %lld", pes,
+                             kind ? "row" : "column", (long long)i);
+            int reduced = kind && pes > 1;
+            cr_expect_eq(l.last.all_reduce_ps > 0, reduced,
+                         "%d PEs: an all-reduce iff a row "
+                         "layer over more than one PE",
+                         pes);
+            cr_expect_eq(l.last.bias_ps > 0, reduced, "the bias is fused unless reduced after");
+            kb_free(m, x), kb_free(m, y), kb_tp_linear_free(m, &l);
+            free(j.y[kind]), free(j.raw[kind]);
+            j.y[kind] = NULL, j.raw[kind] = NULL;
+        }
     }
     free(want);
     job_free(&j);
@@ -463,8 +491,10 @@ static int misuse(kb_machine *m, int rank, int nprocs, void *arg)
         rc = kb_empty(m, "x", 2, (int64_t[]){5, 32}, KB_F16, &p, &x);
     else if (!strcmp(what, "x_dtype"))
         rc = kb_empty(m, "x", 2, (int64_t[]){5, 16}, KB_F32, &p, &x);
-    else if (!strcmp(what, "x_spread"))
-        rc = kb_empty(m, "x", 2, (int64_t[]){4, 16}, KB_F16, NULL, &x);
+    else if (!strcmp(what, "x_spread")) /* split by columns, but over one cube's 2 PEs */
+        rc =
+            kb_empty(m, "x", 2, (int64_t[]){4, 16}, KB_F16,
+                     &(kb_policy){KB_REPLICATE, KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 1, 2, 0, 0}, &x);
     else /* "freed" */
         rc = kb_empty(m, "x", 2, (int64_t[]){5, 16}, KB_F16, &p, &x);
     if (!rc && !strcmp(what, "freed")) rc = kb_tp_linear_free(m, &l);
@@ -559,7 +589,11 @@ Test(tp_layers, a_wrong_input_is_refused_naming_layer_tensor_and_sizes)
     cr_expect_eq(refuse(&j, "x_dtype", 2), KB_EINVAL);
     cr_expect(strstr(j.msg[0], "x 'x' is f32 [5, 16], expected f16"), "%s", j.msg[0]);
     cr_expect_eq(refuse(&j, "x_spread", 2), KB_EINVAL);
-    cr_expect(strstr(j.msg[0], "x 'x' must be one shard on sip0/cube0/pe0"), "%s", j.msg[0]);
+    cr_expect(strstr(j.msg[0], "x 'x' must be column_wise over the rank's 4 PEs (sip0, cubes "
+                               "0..1, PEs 0..1 of each: kb_tp_placement, with cube and pe "
+                               "column_wise); it is column_wise / column_wise over 2 shard(s) "
+                               "from sip0/cube0/pe0 (cubes 1 from 0, PEs 2 from 0)"),
+              "%s", j.msg[0]);
     cr_expect_eq(refuse(&j, "freed", 2), KB_EINVAL);
     cr_expect(strstr(j.msg[0], "the layer was not built (or was freed)"), "%s", j.msg[0]);
 }
@@ -567,9 +601,11 @@ Test(tp_layers, a_wrong_input_is_refused_naming_layer_tensor_and_sizes)
 /* ---- tensor x data parallelism ------------------------------------------------ */
 
 /* Four ranks, tensor-parallel size 2: replica d (ranks 2d, 2d + 1) runs the
- * MLP on its own input (stream 12 + d), then every rank sums its output
+ * MLP on its own input (stream 12 + d), then every rank averages its output
  * over its data-parallel group (ranks equal mod 2), as a gradient
- * all-reduce would. */
+ * all-reduce would. y is replicated on each rank's 2 PEs and a collective
+ * counts every replica as a buffer, so the average (over 2 replicas x 2
+ * PEs) is the replicas' mean, where a sum would count each twice. */
 static int tp_dp_rank(kb_machine *m, int rank, int nprocs, void *arg)
 {
     (void)nprocs;
@@ -588,7 +624,7 @@ static int tp_dp_rank(kb_machine *m, int rank, int nprocs, void *arg)
     free(mine.x);
     if (!rc) rc = kb_tp_mlp_forward(m, &mlp, x, &y);
     if (!rc) rc = output(m, j, rank, y);
-    if (!rc) rc = kb_all_reduce_group(m, dp, y, KB_SUM);
+    if (!rc) rc = kb_all_reduce_group(m, dp, y, KB_AVG);
     if (!rc) rc = kb_copy_to_host(m, y, j->raw[rank], (size_t)j->y_elems * sizeof(float), KB_F32);
     if (!rc) rc = kb_tp_mlp_free(m, &mlp);
     return keep(j, rank, rc, m);
@@ -598,7 +634,7 @@ Test(tp_layers, two_replicas_of_a_two_way_mlp_each_compute_their_own_input)
 {
     job j;
     mlp_job(&j, KB_F32, KB_TP_ACT_RELU);
-    /* 2 SIPs: ranks 0 and 2 compute on PEs 0 and 1 of SIP 0, ranks 1 and 3 of SIP 1 */
+    /* 2 SIPs: ranks 0 and 2 compute on cubes 0 and 1 of SIP 0, ranks 1 and 3 of SIP 1 */
     kb_machine *m = kb_test_small_machine(0);
     cr_assert_eq(kb_spawn(m, tp_dp_rank, 4, &j), 0, "%s", kb_last_error(m));
     double *want[2], *scale;
@@ -616,7 +652,7 @@ Test(tp_layers, two_replicas_of_a_two_way_mlp_each_compute_their_own_input)
                          (long long)i);
             float sum;
             memcpy(&sum, j.raw[r] + i * 4, 4);
-            cr_assert_eq((double)sum, want[0][i] + want[1][i], "rank %d sum element %lld", r,
+            cr_assert_eq((double)sum, (want[0][i] + want[1][i]) / 2, "rank %d mean element %lld", r,
                          (long long)i);
         }
     free(want[0]), free(want[1]);

@@ -1,5 +1,6 @@
 /* The region mappings of kernbench/tp.h on the small test machine (2 SIPs
- * x 2 cubes x 2 PEs): scatter gives each rank its slice of the last
+ * x 2 cubes x 2 PEs, one rank per SIP on its 4 PEs): scatter gives each
+ * rank its slice of the last
  * dimension, gather puts the ranks' slices side by side on every rank, a
  * gather of scatters gives the input back; refusals. Expected values come
  * from the element formula, never pasted. */
@@ -13,7 +14,7 @@
 #include "support/machine.h"
 
 #define ROWS 5 /* not a tile multiple: the copies' edges are exercised */
-#define COLS 6 /* per rank */
+#define COLS 8 /* per rank: 2 per PE of a rank's 4 */
 
 /* Element (i, j) of rank r's block, exact in f16. */
 static float value(int r, int64_t i, int64_t j)
@@ -35,12 +36,14 @@ static int start(kb_machine *m, int nprocs)
     return rc ? rc : kb_tp_initialize_model_parallel(m, nprocs);
 }
 
-/* A [rows, cols] tensor on the rank's PE from host values. */
+/* A [rows, cols] tensor over the rank's PEs from host values: replicated,
+ * or split by columns (a column layer's output). */
 static kb_tensor put(kb_machine *m, const char *name, const float *h, int64_t rows, int64_t cols,
-                     kb_dtype dt)
+                     kb_dtype dt, kb_split split)
 {
     kb_policy p;
     cr_assert_eq(kb_tp_placement(m, &p), 0);
+    p.cube = p.pe = split;
     int64_t shape[2] = {rows, cols};
     kb_tensor t;
     cr_assert_eq(kb_empty(m, name, 2, shape, dt, &p, &t), 0, "%s", kb_last_error(m));
@@ -64,7 +67,7 @@ static int gather_rank(kb_machine *m, int rank, int nprocs, void *arg)
     for (int64_t i = 0; i < ROWS; i++)
         for (int64_t c = 0; c < COLS; c++)
             h[i * COLS + c] = value(rank, i, c);
-    kb_tensor x = put(m, "x", h, ROWS, COLS, j->dtype), y;
+    kb_tensor x = put(m, "x", h, ROWS, COLS, j->dtype, KB_COLUMN_WISE), y;
     rc = kb_tp_gather_from_model_parallel_region(m, x, &y);
     if (rc) return rc;
     kb_tensor_info yi;
@@ -112,7 +115,7 @@ static int round_trip(kb_machine *m, int rank, int nprocs, void *arg)
     for (int64_t i = 0; i < ROWS; i++)
         for (int64_t c = 0; c < w; c++)
             h[i * w + c] = value(0, i, c);
-    kb_tensor x = put(m, "x", h, ROWS, w, j->dtype), s, y;
+    kb_tensor x = put(m, "x", h, ROWS, w, j->dtype, KB_REPLICATE), s, y;
     rc = kb_tp_scatter_to_model_parallel_region(m, x, &s);
     if (rc) return rc;
     float slice[ROWS * COLS];
@@ -148,7 +151,7 @@ static int refused(kb_machine *m, int rank, int nprocs, void *arg)
     kb_policy p;
     kb_tp_placement(m, &p);
     kb_policy spread = {KB_REPLICATE, KB_COLUMN_WISE, KB_REPLICATE, 0, 2, 1, 0, 0};
-    int64_t shape[2] = {4, *what == COLS_DO_NOT_SPLIT ? 7 : 8};
+    int64_t shape[2] = {4, *what == COLS_DO_NOT_SPLIT ? 12 : 16};
     kb_tensor x, y = {12345};
     rc = kb_empty(m, "x", *what == ONE_D ? 1 : 2, shape, KB_F32, *what == ELSEWHERE ? &spread : &p,
                   &x);
@@ -171,7 +174,11 @@ Test(tp_mappings, refusals_name_the_call_and_what_was_expected)
     expect_refusal(NO_STATE, KB_ESTATE,
                    "kb_tp_scatter_to_model_parallel_region: model parallel is not initialized");
     expect_refusal(COLS_DO_NOT_SPLIT, KB_EINVAL,
-                   "x 'x' has 7 columns, which do not split over the 2 ranks");
+                   "x 'x' has 12 columns, which do not split over the 2 ranks of the "
+                   "tensor-parallel group and the 4 PEs of each");
     expect_refusal(ONE_D, KB_EINVAL, "x 'x' has 1 dimension(s), expected 2 [rows, cols]");
-    expect_refusal(ELSEWHERE, KB_EINVAL, "must be one shard on sip");
+    expect_refusal(ELSEWHERE, KB_EINVAL,
+                   "x 'x' must be replicate over the rank's 4 PEs (sip0, cubes 0..1, PEs 0..1 "
+                   "of each: kb_tp_placement, with cube and pe replicate); it is column_wise / "
+                   "replicate over 2 shard(s)");
 }

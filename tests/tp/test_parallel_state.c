@@ -228,3 +228,69 @@ Test(tp_state, every_spawn_starts_uninitialized)
     cr_expect_eq(still, 1, "the ranks left the driver's state alone");
     kb_close(m);
 }
+
+/* ---- PEs per rank ---------------------------------------------------------------- */
+
+/* What each of 4 ranks (2 per SIP) resolves: the count and kb_tp_placement. */
+typedef struct placed {
+    int ask; /* kb_tp_set_pes_per_rank's argument */
+    int pes[MAX_RANKS], rc[MAX_RANKS];
+    kb_policy p[MAX_RANKS];
+    char msg[MAX_RANKS][1024];
+} placed;
+
+static int place_rank(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    placed *s = arg;
+    int rc = kb_tp_set_pes_per_rank(m, s->ask);
+    if (!rc) rc = kb_tp_get_pes_per_rank(m, &s->pes[rank]);
+    if (!rc) rc = kb_tp_placement(m, &s->p[rank]);
+    s->rc[rank] = rc;
+    snprintf(s->msg[rank], sizeof s->msg[rank], "%s", rc ? kb_last_error(m) : "");
+    return 0;
+}
+
+/* The small machine has 2 cubes x 2 PEs per SIP. With 2 ranks per SIP the
+ * default gives each half of it: rank r (the (r / 2)-th of its SIP) takes
+ * cube r / 2, both PEs, replicated. Asking for 1 PE puts ranks 0 and 2 on
+ * PEs 0 and 1 of cube 0. */
+Test(tp_state, ranks_that_share_a_sip_divide_its_pes)
+{
+    for (int ask = 0; ask <= 1; ask++) {
+        placed s = {.ask = ask};
+        kb_machine *m = kb_test_small_machine(0);
+        cr_assert_eq(kb_spawn(m, place_rank, 4, &s), 0, "%s", kb_last_error(m));
+        for (int r = 0; r < 4; r++) {
+            cr_assert_eq(s.rc[r], 0, "rank %d: %s", r, s.msg[r]);
+            int j = r / 2; /* its index among the ranks of its SIP */
+            cr_expect_eq(s.pes[r], ask ? 1 : 2, "rank %d", r);
+            cr_expect_eq(s.p[r].num_cubes * s.p[r].num_pes, s.pes[r], "rank %d", r);
+            cr_expect_eq(s.p[r].first_cube, ask ? 0 : j, "rank %d", r);
+            cr_expect_eq(s.p[r].first_pe, ask ? j : 0, "rank %d", r);
+            cr_expect_eq(s.p[r].cube, KB_REPLICATE);
+            cr_expect_eq(s.p[r].pe, KB_REPLICATE);
+        }
+        kb_close(m);
+    }
+}
+
+Test(tp_state, pe_counts_that_do_not_fit_are_refused)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    cr_expect_eq(kb_tp_set_pes_per_rank(m, 3), KB_EINVAL);
+    cr_expect(strstr(kb_last_error(m), "kb_tp_set_pes_per_rank: 3 PEs: expected 0 (the default"),
+              "%s", kb_last_error(m));
+    cr_expect_eq(kb_tp_set_pes_per_rank(m, 8), KB_EINVAL, "more than the SIP's 4");
+    cr_expect_eq(kb_tp_set_pes_per_rank(m, -1), KB_EINVAL);
+    /* 4 PEs for each of 2 ranks per SIP: the second runs past the SIP */
+    placed s = {.ask = 4};
+    cr_assert_eq(kb_spawn(m, place_rank, 4, &s), 0, "%s", kb_last_error(m));
+    cr_expect_eq(s.rc[0], 0, "%s", s.msg[0]);
+    cr_expect_eq(s.rc[2], KB_EINVAL);
+    cr_expect(strstr(s.msg[2], "kb_tp_get_pes_per_rank: rank 2 is rank 1 of the ranks bound to a "
+                               "SIP by default (rank / 2 SIPs) and takes 4 PEs from PE 4 of the "
+                               "SIP, which runs past its 4 PEs"),
+              "%s", s.msg[2]);
+    kb_close(m);
+}
