@@ -14,6 +14,7 @@
  * lookups by name bisect a table sorted once.
  */
 #include "ccl/ccl_config.h"
+#include "ccl/colls.h"
 #include "ccl/algorithms/algorithms.h"
 
 #include <stdarg.h>
@@ -27,9 +28,6 @@ extern const unsigned long kb__embedded_ccl_len;
 static const char *const buffer_names[] = {"tcm", "sram", "hbm"};
 static const char *const bp_names[] = {"poll", "sleep"};
 static const char *const topo_names[] = {"ring_1d", "mesh_2d", "tree"};
-static const char *const coll_names[] = {"all_reduce",   "reduce_scatter", "all_gather",
-                                         "broadcast",    "all_to_all",     "reduce",
-                                         "all_to_all_v", "send_recv"};
 static const char *const field_names[] = {"buffer_kind",  "n_slots",       "slot_size",
                                           "backpressure", "vc_chunk_size", "credit_size",
                                           "world_size"};
@@ -59,7 +57,8 @@ const char *kb__ccl_topology_name(kb__ccl_topology t)
 }
 const char *kb__ccl_collective_name(kb__ccl_collective c)
 {
-    return (unsigned)c < KB__CCL_COLLECTIVE_COUNT ? coll_names[c] : "?";
+    const kb__ccl_coll_desc *d = kb__ccl_coll((int)c);
+    return d ? d->name : "?";
 }
 
 /* The index of name in names[0..n), or -1 (name NULL too). */
@@ -71,7 +70,9 @@ static int index_of(const char *name, const char *const *names, size_t n)
 }
 int kb__ccl_collective_of(const char *name)
 {
-    return index_of(name, coll_names, COUNT(coll_names));
+    const char *names[KB__CCL_COLLECTIVE_COUNT];
+    kb__ccl_coll_names(names);
+    return index_of(name, names, KB__CCL_COLLECTIVE_COUNT);
 }
 int kb__ccl_topology_of(const char *name)
 {
@@ -244,20 +245,22 @@ static int read_algo(loader *L, const char *name, kb__ccl_algo *a, kb__err *err)
     a->topology = (kb__ccl_topology)e;
     a->collective = KB__CCL_ALL_REDUCE;
     if (coll) {
-        if (kb__cfg_enum(coll, coll_names, COUNT(coll_names), &e, err)) return KB_ECONFIG;
+        const char *names[KB__CCL_COLLECTIVE_COUNT];
+        kb__ccl_coll_names(names);
+        if (kb__cfg_enum(coll, names, KB__CCL_COLLECTIVE_COUNT, &e, err)) return KB_ECONFIG;
         a->collective = (kb__ccl_collective)e;
     }
     /* A built-in module's collective and topology are known now (user
      * modules, registered per machine, are checked when a call runs one). */
     const kb__ccl_module *bm = kb__ccl_module_find(a->module);
     if (bm && (bm->collective != a->collective || bm->topology != a->topology))
-        return kb__cfg_fail(bm->topology != a->topology ? top
-                            : coll                      ? coll
-                                                        : mod,
-                            0, err,
-                            "module '%s' implements %s over %s, the algorithm is %s over %s",
-                            a->module, coll_names[bm->collective], topo_names[bm->topology],
-                            coll_names[a->collective], topo_names[a->topology]);
+        return kb__cfg_fail(
+            bm->topology != a->topology ? top
+            : coll                      ? coll
+                                        : mod,
+            0, err, "module '%s' implements %s over %s, the algorithm is %s over %s", a->module,
+            kb__ccl_collective_name(bm->collective), topo_names[bm->topology],
+            kb__ccl_collective_name(a->collective), topo_names[a->topology]);
     a->s = L->c->defaults;
     memcpy(a->at, L->default_at, sizeof a->at);
     return read_settings(m[0], m[1], &a->s, a->at, err);
@@ -353,9 +356,7 @@ static const char *suggest_algo(const kb__ccl_config *c, const char *name)
 static int read_default_algo(loader *L, const kb__cfg_node *n, kb__err *err)
 {
     kb__ccl_config *c = L->c;
-    int coll = 0; /* the key was checked against coll_names already */
-    while (coll < KB__CCL_COLLECTIVE_COUNT - 1 && strcmp(coll_names[coll], n->key))
-        coll++;
+    int coll = kb__ccl_collective_of(n->key); /* the key was checked already */
     const char *s;
     if (kb__cfg_str(n, &s, err)) return KB_ECONFIG;
     int i = find_index(c, s);
@@ -370,7 +371,8 @@ static int read_default_algo(loader *L, const kb__cfg_node *n, kb__err *err)
     }
     if ((int)c->algos[i].collective != coll)
         return kb__cfg_fail(n, 0, err, "algorithm '%s' implements %s, not %s", s,
-                            coll_names[c->algos[i].collective], coll_names[coll]);
+                            kb__ccl_collective_name(c->algos[i].collective),
+                            kb__ccl_collective_name((kb__ccl_collective)coll));
     c->default_algo[coll] = i;
     return 0;
 }
@@ -385,7 +387,9 @@ static int read_default_algos(loader *L, kb__err *err)
                                 "expected a mapping from collective to algorithm name, e.g. "
                                 "{all_reduce: ring_allreduce}, got '%.60s'",
                                 n->text);
-        if (as_map(n, &m[k], err) || check_keys(m[k], coll_names, COUNT(coll_names), err))
+        const char *names[KB__CCL_COLLECTIVE_COUNT];
+        kb__ccl_coll_names(names);
+        if (as_map(n, &m[k], err) || check_keys(m[k], names, KB__CCL_COLLECTIVE_COUNT, err))
             return KB_ECONFIG;
     }
     for (int k = 0; k < 2; k++)
@@ -521,7 +525,8 @@ int kb__ccl_config_default(const kb__ccl_config *c, kb__ccl_collective coll,
         return kb__err_set(err, KB_ENOTFOUND,
                            "%s names no default algorithm for %s (add "
                            "defaults.algorithm.%s: NAME)",
-                           kb__cfg_root(c->cfg)->file, coll_names[coll], coll_names[coll]);
+                           kb__cfg_root(c->cfg)->file, kb__ccl_collective_name(coll),
+                           kb__ccl_collective_name(coll));
     *out = &c->algos[c->default_algo[coll]];
     return 0;
 }

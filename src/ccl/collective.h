@@ -63,22 +63,9 @@
 
 #include "base/error.h"
 #include "ccl/ccl_config.h"
+#include "ccl/colls.h"
 #include "ccl/install.h"
 #include "kernbench/dist.h"
-
-/* Whether collective k writes output tensors (the others work in place). */
-static inline int kb__ccl_has_outputs(int k)
-{
-    return k == KB__CCL_REDUCE_SCATTER || k == KB__CCL_ALL_GATHER || k == KB__CCL_ALL_TO_ALL ||
-           k == KB__CCL_ALL_TO_ALL_V;
-}
-
-/* Whether collective k names a root buffer (broadcast's source, reduce's
- * destination). */
-static inline int kb__ccl_has_root(int k)
-{
-    return k == KB__CCL_BROADCAST || k == KB__CCL_REDUCE;
-}
 
 typedef struct kb__coll_req {
     kb__ccl_collective kind;

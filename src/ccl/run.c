@@ -48,6 +48,7 @@ typedef struct coll_buf {
     uint32_t gi; /* PE */
     const kb__rt_tensor *in, *out;
     int in_shard, out_shard;
+    uint32_t tensor; /* index of in in the request */
 } coll_buf;
 
 /* Where a configuration comes from: a file's path and the text read from
@@ -409,17 +410,42 @@ typedef struct coll_call {
     tl_tensor *views;
 } coll_call;
 
-static int64_t shard_elems(const kb__rt_tensor *t, int i)
-{
-    const kb__shard *s = &t->plan.shards[i];
-    return t->ndim == 1 ? s->cols : s->rows * s->cols;
-}
+#define shard_elems kb__rt_shard_elems
 
 static const char *pe_name(const kb_machine *m, uint32_t gi, char *buf, size_t size)
 {
     snprintf(buf, size, "sip%u/cube%u/pe%u", gi / (m->cubes * m->pes), gi / m->pes % m->cubes,
              gi % m->pes);
     return buf;
+}
+
+/* The public call that starts the messages naming host ranks (a call with
+ * ranks comes from src/group), NULL without ranks. */
+static const char *label(const coll_call *c)
+{
+    if (!c->r->ranks) return NULL;
+    if (c->r->pairwise) return "kb_send / kb_recv";
+    const kb__ccl_coll_desc *d = kb__ccl_coll(c->r->kind);
+    return d && d->call ? d->call : NULL;
+}
+
+/* Two host ranks' buffers on one PE: o's, and shard s of t, input i of
+ * the request; the message names the ranks and the remedy. */
+static int ranks_on_one_pe(const coll_call *c, const coll_buf *o, uint32_t i,
+                           const kb__rt_tensor *t, int s, kb__err *err)
+{
+    const kb_machine *m = c->m;
+    int a = c->r->ranks[o->tensor], b = c->r->ranks[i];
+    char pn[48];
+    return kb__err_set(
+        err, KB_EINVAL,
+        "%s%s: host ranks %d and %d both have a buffer on %s (rank %d: tensor '%s' shard %d; rank "
+        "%d: tensor '%s' shard %d), and a PE holds one buffer of a collective at most. Tensors "
+        "are placed from cube 0, PE 0 of their SIP unless the policy's first_cube / first_pe "
+        "move them: give ranks that share a SIP different first_pe (rank / %u with one rank per "
+        "PE), or spawn one rank per SIP (kb_spawn nprocs 0)",
+        label(c) ? "" : "collective ", label(c) ? label(c) : c->what, a, b,
+        pe_name(m, o->gi, pn, sizeof pn), a, o->in->name, o->in_shard, b, t->name, s, m->sips);
 }
 
 /* Adds every shard of in tensor i; checks dtype, size and one buffer per PE. */
@@ -444,6 +470,8 @@ static int add_tensor(coll_call *c, uint32_t i, int32_t *owner, kb__err *err)
                                kb__dtype_name(c->dtype), (long long)c->elems);
         if (owner[gi] >= 0) {
             const coll_buf *o = &c->buf[owner[gi]];
+            if (c->r->ranks && c->r->ranks[o->tensor] != c->r->ranks[i])
+                return ranks_on_one_pe(c, o, i, t, s, err);
             return kb__err_set(err, KB_EINVAL,
                                "collective %s: tensor '%s' shard %d and tensor '%s' shard %d are "
                                "both on %s; a PE holds at most one buffer of a collective",
@@ -451,19 +479,39 @@ static int add_tensor(coll_call *c, uint32_t i, int32_t *owner, kb__err *err)
                                pe_name(m, gi, pn, sizeof pn));
         }
         owner[gi] = (int32_t)c->p;
-        c->buf[c->p++] = (coll_buf){gi, t, NULL, s, -1};
+        c->buf[c->p++] = (coll_buf){gi, t, NULL, s, -1, i};
     }
     return 0;
 }
 
-/* Pairs each output shard with the input buffer on its PE (sizes per kind). */
+/* Shard s (on PE gi) of t, output i of the request, is not of the input's
+ * dtype or of the size the table's rule gives (want elements). From host
+ * ranks the message names the rank, else the PE. */
+static int wrong_output(const coll_call *c, uint32_t i, const kb__rt_tensor *t, int s, uint32_t gi,
+                        int64_t want, kb__err *err)
+{
+    char why[96], who[48] = "", where[64] = "", pn[48];
+    kb__ccl_out_rule_text(c->r->kind, c->elems, c->p, why, sizeof why);
+    if (c->r->ranks)
+        snprintf(who, sizeof who, "host rank %d's ", c->r->ranks[i]);
+    else
+        snprintf(where, sizeof where, " on %s", pe_name(c->m, gi, pn, sizeof pn));
+    const char *call = label(c);
+    return kb__err_set(err, KB_EINVAL,
+                       "%s%s: %soutput '%s' shard %d%s is %s [%lld elements], "
+                       "expected %s [%lld] (%s)",
+                       call ? "" : "collective ", call ? call : c->what, who, t->name, s, where,
+                       kb__dtype_name(t->dtype), (long long)shard_elems(t, s),
+                       kb__dtype_name(c->dtype), (long long)want, why);
+}
+
+/* Pairs each output shard with the input buffer on its PE (sizes by the
+ * table's rule, ccl/colls.h). */
 static int add_outputs(coll_call *c, const int32_t *owner, kb__err *err)
 {
     kb_machine *m = c->m;
     kb__ccl_collective kind = c->r->kind;
-    int64_t want = kind == KB__CCL_REDUCE_SCATTER ? c->elems / c->p
-                   : kind == KB__CCL_ALL_GATHER   ? c->elems * c->p
-                                                  : c->elems;
+    int64_t want = kb__ccl_out_elems(kind, c->elems, c->p); /* -1: the counts say */
     uint32_t got = 0;
     for (uint32_t i = 0; i < c->r->n; i++) {
         const kb__rt_tensor *t = kb__rt_tensor_get(m, c->r->out[i].id, err);
@@ -485,21 +533,8 @@ static int add_outputs(coll_call *c, const int32_t *owner, kb__err *err)
                                    b ? "a second output buffer on this PE"
                                      : "no input buffer on this PE (outputs must sit on the "
                                        "input buffers' PEs)");
-            if (t->dtype != c->dtype ||
-                (kind != KB__CCL_ALL_TO_ALL_V && shard_elems(t, s) != want)) {
-                char why[64];
-                if (kind == KB__CCL_ALL_TO_ALL)
-                    snprintf(why, sizeof why, "as many as the input");
-                else
-                    snprintf(why, sizeof why, "%lld input elements %s %u ranks",
-                             (long long)c->elems, kind == KB__CCL_REDUCE_SCATTER ? "/" : "x", c->p);
-                return kb__err_set(err, KB_EINVAL,
-                                   "collective %s: output '%s' shard %d on %s is %s [%lld "
-                                   "elements], expected %s [%lld] (%s)",
-                                   c->what, t->name, s, pe_name(m, gi, pn, sizeof pn),
-                                   kb__dtype_name(t->dtype), (long long)shard_elems(t, s),
-                                   kb__dtype_name(c->dtype), (long long)want, why);
-            }
+            if (t->dtype != c->dtype || (want >= 0 && shard_elems(t, s) != want))
+                return wrong_output(c, i, t, s, gi, want, err);
             b->out = t;
             b->out_shard = s;
             got++;
@@ -526,7 +561,7 @@ static int check_values(const coll_call *c, kb__err *err)
                            "collective %s: avg of i32 buffers is not supported "
                            "yet (use sum)",
                            c->what);
-    if ((r->kind == KB__CCL_REDUCE_SCATTER || r->kind == KB__CCL_ALL_TO_ALL) && c->elems % c->p)
+    if (kb__ccl_coll(r->kind)->divides && c->elems % c->p)
         return kb__err_set(err, KB_EINVAL,
                            "collective %s: %lld elements per buffer do not divide by %u ranks "
                            "(each rank gets an equal chunk)",

@@ -56,21 +56,9 @@ static const char *op_name(kb_reduce_op op)
 const char *kb__grp_call_label(const call *c)
 {
     if (c->p2p) return c->p2p == 1 ? "kb_send" : "kb_recv";
+    const kb__ccl_coll_desc *d = kb__ccl_coll(c->kind);
+    if (d) return d->call ? d->call : "collective";
     switch (c->kind) {
-    case KB__CCL_ALL_REDUCE:
-        return "kb_all_reduce";
-    case KB__CCL_REDUCE_SCATTER:
-        return "kb_reduce_scatter";
-    case KB__CCL_ALL_GATHER:
-        return "kb_all_gather";
-    case KB__CCL_BROADCAST:
-        return "kb_broadcast";
-    case KB__CCL_ALL_TO_ALL:
-        return "kb_all_to_all";
-    case KB__CCL_REDUCE:
-        return "kb_reduce";
-    case KB__CCL_ALL_TO_ALL_V:
-        return "kb_all_to_all_v";
     case CALL_INIT:
         return "kb_init_process_group";
     case CALL_BARRIER:
@@ -282,18 +270,20 @@ static void describe(kb_machine *m, const rt_group *g, call *c)
         c->kind < KB__CCL_COLLECTIVE_COUNT ? kb__rt_tensor_get(m, c->in.id, &e) : NULL;
     if (t)
         snprintf(a, sizeof a, "tensor '%s': %llu %s per shard", t->name,
-                 (unsigned long long)(t->plan.shards[0].bytes / kb__dtype_size(t->dtype)),
-                 kb__dtype_name(t->dtype));
+                 (unsigned long long)kb__rt_shard_elems(t, 0), kb__dtype_name(t->dtype));
     else if (c->kind < KB__CCL_COLLECTIVE_COUNT)
         snprintf(a, sizeof a, "%.150s", e.msg);
     else if (c->kind == CALL_NEW_GROUP)
         snprintf(a, sizeof a, "%d rank%s", c->n_ranks, c->n_ranks == 1 ? "" : "s");
-    if (c->kind == KB__CCL_ALL_REDUCE || c->kind == KB__CCL_REDUCE_SCATTER)
+    const kb__ccl_coll_desc *d = kb__ccl_coll(c->kind);
+    if (c->p2p)
+        snprintf(b, sizeof b, ", %s %d", c->p2p == 1 ? "dst" : "src", c->peer);
+    else if (d && d->reduces && d->root)
+        snprintf(b, sizeof b, ", %s, %s %d", op_name(c->op), d->root, c->root);
+    else if (d && d->reduces)
         snprintf(b, sizeof b, ", %s", op_name(c->op));
-    else if (c->kind == KB__CCL_REDUCE)
-        snprintf(b, sizeof b, ", %s, dst %d", op_name(c->op), c->root);
-    else if (c->kind == KB__CCL_BROADCAST)
-        snprintf(b, sizeof b, ", %s %d", c->p2p == 1 ? "dst" : "src", c->p2p ? c->peer : c->root);
+    else if (d && d->root)
+        snprintf(b, sizeof b, ", %s %d", d->root, c->root);
     group_str(g, c->comm, grp, sizeof grp);
     if (grp[0]) snprintf(in, sizeof in, " in %s", grp);
     if (c->seq)
@@ -324,16 +314,13 @@ static int same_call(const call *a, const call *b, kb_machine *m)
         return a->n_ranks == b->n_ranks &&
                !memcmp(a->ranks, b->ranks, (size_t)a->n_ranks * sizeof *a->ranks);
     if (a->kind >= KB__CCL_COLLECTIVE_COUNT) return 1;
-    if ((a->kind == KB__CCL_ALL_REDUCE || a->kind == KB__CCL_REDUCE_SCATTER ||
-         a->kind == KB__CCL_REDUCE) &&
-        a->op != b->op)
-        return 0;
+    if (kb__ccl_reduces(a->kind) && a->op != b->op) return 0;
     if (kb__ccl_has_root(a->kind) && a->root != b->root) return 0;
     kb__err e;
     kb__rt_tensor *ta = kb__rt_tensor_get(m, a->in.id, &e),
                   *tb = kb__rt_tensor_get(m, b->in.id, &e);
     return ta && tb && ta->dtype == tb->dtype &&
-           (a->kind == KB__CCL_ALL_TO_ALL_V || /* its counts say how much */
+           (kb__ccl_coll(a->kind)->out == KB__CCL_OUT_COUNTS || /* its counts say how much */
             ta->plan.shards[0].bytes == tb->plan.shards[0].bytes) &&
            (!a->p2p || ta->plan.n_shards == tb->plan.n_shards); /* shard i to shard i */
 }
@@ -587,7 +574,7 @@ static int check_ranks(const int *ranks, int n, int world, kb__err *err)
  * is not one. */
 static int root_error(const rt_group *g, const comm *cm, call *c, const char *grp, kb__err *e)
 {
-    const char *what = c->kind == KB__CCL_REDUCE ? "dst" : "src";
+    const char *what = kb__ccl_coll(c->kind)->root;
     c->root_index = cm ? rank_in(cm, c->root) : c->root;
     if (c->root < 0 || (g && c->root >= g->n))
         return kb__err_set(e, KB_ERANGE, "%s: %s %d is not a rank (0..%d)", kb__grp_call_label(c),

@@ -1,13 +1,13 @@
 /*
  * run.c — a round's calls turned into one device collective
- * (group/internal.h): the checks that name the host rank at fault
- * (two ranks' buffers on one PE, output sizes, all_to_all_v counts), the
- * collective request (ccl/collective.h) with its root's buffer index and
- * count matrix, and the report kb_ccl_last returns.
+ * (group/internal.h): the collective request (ccl/collective.h) with the
+ * members' host ranks, so the runner's checks
+ * (two ranks' buffers on one PE, output sizes) name the host rank at
+ * fault, its root's buffer index and count matrix (each caller's count of
+ * counts checked here, naming it), and the report kb_ccl_last returns.
  *
  * Cost: O(buffers) per call besides the collective (O(buffers²) for the
- * all_to_all_v matrix), one pass over the machine's PEs for the one-buffer-
- * per-PE check.
+ * all_to_all_v matrix).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,114 +133,10 @@ int kb__grp_calls_run(kb_machine *m, const call *const *c, const int *ranks, int
     return rc;
 }
 
-static int64_t shard_elems(const kb__rt_tensor *t, int s)
-{
-    return (int64_t)(t->plan.shards[s].bytes / kb__dtype_size(t->dtype));
-}
-
-/* Reduce-scatter, all-gather and all-to-all: every member's output shards
- * hold N/p (reduce-scatter), p*N (all-gather) or N (all-to-all) elements of
- * the input's dtype, where N is the elements of one input buffer and p the
- * buffers of all members. Names the host rank at fault. */
-static int check_outputs(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
-{
-    const call *first = &g->pend[kb__grp_member_of(cm, 0)];
-    int kind = first->kind;
-    if (!kb__ccl_has_outputs(kind) || kind == KB__CCL_ALL_TO_ALL_V) return 0; /* counts: run.c */
-    int64_t p = 0;
-    const kb__rt_tensor *in0 = NULL;
-    for (int i = 0; i < cm->n; i++) {
-        int k = kb__grp_member_of(cm, i);
-        const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].in.id, err);
-        if (!t)
-            return kb__err_prefix(err, "%s: host rank %d's input: ", kb__grp_call_label(first), k);
-        if (!in0) in0 = t;
-        p += t->plan.n_shards;
-    }
-    int64_t n = shard_elems(in0, 0);
-    int64_t want = kind == KB__CCL_REDUCE_SCATTER ? n / p : kind == KB__CCL_ALL_GATHER ? n * p : n;
-    for (int i = 0; i < cm->n; i++) {
-        int k = kb__grp_member_of(cm, i);
-        const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].out.id, err);
-        if (!t)
-            return kb__err_prefix(err, "%s: host rank %d's output: ", kb__grp_call_label(first), k);
-        for (int s = 0; s < t->plan.n_shards; s++) {
-            if (t->dtype == in0->dtype && shard_elems(t, s) == want) continue;
-            char why[96];
-            if (kind == KB__CCL_REDUCE_SCATTER)
-                snprintf(why, sizeof why, "N/p: %lld input elements / %lld buffers", (long long)n,
-                         (long long)p);
-            else if (kind == KB__CCL_ALL_TO_ALL)
-                snprintf(why, sizeof why, "N: as many as the input");
-            else
-                snprintf(why, sizeof why, "p*N: %lld buffers x %lld input elements", (long long)p,
-                         (long long)n);
-            return kb__err_set(err, KB_EINVAL,
-                               "%s: host rank %d's output '%s' shard %d is %s [%lld elements], "
-                               "expected %s [%lld] (%s)",
-                               kb__grp_call_label(first), k, t->name, s, kb__dtype_name(t->dtype),
-                               (long long)shard_elems(t, s), kb__dtype_name(in0->dtype),
-                               (long long)want, why);
-        }
-    }
-    return 0;
-}
-
-/* A collective's buffers are the shards of every member's input, one per
- * PE: two host ranks whose inputs have shards on the same PE are named with
- * that PE (the collective layer would name only the two shards). Tensors
- * are placed from cube 0, PE 0 of a SIP unless the policy's first_cube /
- * first_pe say otherwise, so that is the usual remedy. */
-static int check_pes_apart(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
-{
-    const call *first = &g->pend[kb__grp_member_of(cm, 0)];
-    int kind = first->kind;
-    if (kind < 0 || kind >= KB__CCL_COLLECTIVE_COUNT) return 0;
-    int *owner = malloc(m->n_pes * sizeof *owner), *shard = malloc(m->n_pes * sizeof *shard);
-    int rc = owner && shard
-                 ? 0
-                 : kb__err_set(err, KB_ENOMEM, "%s: out of host memory", kb__grp_call_label(first));
-    for (uint32_t i = 0; !rc && i < m->n_pes; i++)
-        owner[i] = -1;
-    for (int i = 0; !rc && i < cm->n; i++) {
-        int k = kb__grp_member_of(cm, i);
-        const kb__rt_tensor *t = kb__rt_tensor_get(m, g->pend[k].in.id, err);
-        if (!t) {
-            rc = kb__err_prefix(err, "%s: host rank %d's input: ", kb__grp_call_label(first), k);
-            break;
-        }
-        for (int s = 0; !rc && s < t->plan.n_shards; s++) {
-            const kb__shard *sh = &t->plan.shards[s];
-            uint32_t gi = kb__rt_pe_index(m, sh->sip, sh->cube, sh->pe);
-            int o = owner[gi];
-            if (o >= 0 && o != k) {
-                const kb__rt_tensor *ot = kb__rt_tensor_get(m, g->pend[o].in.id, err);
-                rc = kb__err_set(
-                    err, KB_EINVAL,
-                    "%s: host ranks %d and %d both have a buffer on sip%d/cube%d/pe%d (rank "
-                    "%d: tensor '%s' shard %d; rank %d: tensor '%s' shard %d), and a PE holds "
-                    "one buffer of a collective at most. Tensors are placed from cube 0, PE 0 "
-                    "of their SIP unless the policy's first_cube / first_pe move them: give "
-                    "ranks that share a SIP different first_pe (rank / %u with one rank per "
-                    "PE), or spawn one rank per SIP (kb_spawn nprocs 0)",
-                    kb__grp_call_label(first), o, k, sh->sip, sh->cube, sh->pe, o,
-                    ot ? ot->name : "?", shard[gi], k, t->name, s, m->sips);
-            }
-            owner[gi] = k;
-            shard[gi] = s;
-        }
-    }
-    free(owner);
-    free(shard);
-    return rc;
-}
-
 /* Its launch joins the members' streams. */
 int kb__grp_round_run(kb_machine *m, const rt_group *g, const comm *cm, kb__err *err)
 {
-    int rc = check_pes_apart(m, g, cm, err);
-    if (!rc) rc = check_outputs(m, g, cm, err);
-    if (rc) return rc;
+    int rc = 0;
     const call **calls = malloc((size_t)cm->n * sizeof *calls);
     int *ranks = malloc((size_t)cm->n * sizeof *ranks);
     rc = calls && ranks ? 0 : kb__err_set(err, KB_ENOMEM, "collective: out of host memory");

@@ -272,6 +272,11 @@ static inline kb_tensor kb__rt_handle(const kb_machine *m, const kb__rt_tensor *
 /* Writes "inside tensor 'x' (id N) VA [a, b)" for a VA in a live tensor's
  * range, "" otherwise (the pe_mmu fault namer). */
 void kb__rt_name_va(void *machine, uint64_t va, char *buf, size_t size);
+/* Elements of shard s of t (rows × cols; rows is 1 for a 1-D tensor). */
+static inline int64_t kb__rt_shard_elems(const kb__rt_tensor *t, int s)
+{
+    return t->plan.shards[s].rows * t->plan.shards[s].cols;
+}
 /* VA of region r of t. */
 static inline uint64_t kb__rt_region_va(const kb__rt_tensor *t, int region)
 {

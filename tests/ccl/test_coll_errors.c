@@ -130,7 +130,8 @@ Test(coll_errors, reduce_scatter_sizes_and_broadcast_root)
     kb_tensor in8 = cf_tensor(m, "in8", CF_ONE_CUBE, 4, 8, KB_F32, 1);
     r.in = &in8; /* out holds 3 per rank, N/p is 8/4 = 2 */
     cr_assert_eq(run_err(m, &r, &e), KB_EINVAL);
-    cr_assert(strstr(e.msg, "is f32 [3 elements], expected f32 [2] (8 input elements / 4 ranks)"),
+    cr_assert(strstr(e.msg, "is f32 [3 elements], expected f32 [2] (N/p: 8 input elements / 4 "
+                            "buffers)"),
               "%s", e.msg);
     r.in = &in;
     kb__coll_req b = {KB__CCL_BROADCAST, KB_SUM, NULL, 1, &in, NULL, 4, NULL, 0, 0, NULL};
