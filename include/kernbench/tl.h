@@ -257,6 +257,26 @@ KB_API tl_tile tl_load(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile mask, t
  * same masks and reach as tl_load. */
 KB_API void tl_store(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask);
 
+/* Atomics on device memory (tl.atomic_*): for each unmasked lane, the
+ * element t[offsets] is read and replaced by old + value (add), max(old,
+ * value), min(old, value) (NaN-ignoring for floats), value (xchg), or value
+ * when old equals cmp bit for bit (cas; Triton's cas has no mask). The
+ * result is the old values (t's dtype, the offsets' shape; masked lanes 0).
+ * value and cmp broadcast to the offsets and are cast to t's dtype; t may
+ * be of any dtype but bool. Memory ordering is Triton's default
+ * sem="acq_rel": the atomic starts after every earlier load, store and
+ * atomic of the program completed (stores landed) and no later one starts
+ * before it completed. Each element is updated indivisibly at its memory,
+ * so atomics from any programs and PEs never lose an update; lanes of one
+ * call at the same element apply in lane order. Time: a load of the same
+ * lanes (docs/kernels.md, "Atomics"). Same reach and errors as tl_load. */
+KB_API tl_tile tl_atomic_add(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask);
+KB_API tl_tile tl_atomic_max(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask);
+KB_API tl_tile tl_atomic_min(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask);
+KB_API tl_tile tl_atomic_xchg(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value,
+                              tl_tile mask);
+KB_API tl_tile tl_atomic_cas(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile cmp, tl_tile value);
+
 /* Block pointers (tl.make_block_ptr). order is accepted for Triton source
  * compatibility; the layout always comes from strides. */
 typedef struct tl_block_ptr {

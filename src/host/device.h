@@ -121,6 +121,14 @@ int kb__device_pe_dma(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, u
 int kb__device_pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, int write,
                        const kb__seg *runs, uint32_t n, kb__time extra_setup_ps,
                        kb__xfer_fn on_finish, void *user, kb__xfer **out, kb__err *err);
+/* An atomic: a read (write = 0) of the runs whose memory side applies rmw
+ * (rmw_ctx) to the sampled bytes and writes the result back at the instant
+ * it samples them (kb__mem_xfer.rmw). Same time as the read; same errors,
+ * and KB_EINVAL for a NULL rmw. */
+int kb__device_pe_atomic(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe,
+                         const kb__seg *runs, uint32_t n, kb__time extra_setup_ps,
+                         kb__xfer_fn on_finish, void *user, kb__mem_rmw_fn rmw, void *rmw_ctx,
+                         kb__xfer **out, kb__err *err);
 /* The user pointer given to kb__device_pe_xfer. */
 void *kb__xfer_user(const kb__xfer *x);
 /* Status of a finished handle (0 or negative, message copied into err). */

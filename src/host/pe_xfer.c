@@ -11,6 +11,9 @@
  * memory side moves bytes through the backing store (unless --no-data); the
  * TCM side is timing only, because tile bytes live in the PE's tile buffers:
  * a load's sampled bytes go straight to the tile, a store's come from it.
+ * An atomic is a load whose memory side, when it samples the bytes, writes
+ * the read-modify-write result back at the same instant (memctl.h); it
+ * takes exactly a load's time.
  * Cost: a few allocations per transfer, O(runs × memories) grouping,
  * O(memories) routes (cached).
  */
@@ -145,9 +148,11 @@ static int pex_build(kb__xfer *x, const kb__seg *runs, uint32_t n, const uint32_
     return rc;
 }
 
-int kb__device_pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, int write,
-                       const kb__seg *runs, uint32_t n, kb__time extra_setup_ps,
-                       kb__xfer_fn on_finish, void *user, kb__xfer **out, kb__err *err)
+/* kb__device_pe_xfer, with an atomic's read-modify-write on every memory
+ * segment of a read when rmw is not NULL. */
+static int pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, int write,
+                   const kb__seg *runs, uint32_t n, kb__time extra_setup_ps, kb__xfer_fn on_finish,
+                   void *user, kb__mem_rmw_fn rmw, void *rmw_ctx, kb__xfer **out, kb__err *err)
 {
     *out = NULL;
     const kb__topo *t = d->topo;
@@ -181,6 +186,10 @@ int kb__device_pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, 
         kb__xfer_free(x);
         return rc;
     }
+    for (int g = 0; rmw && g < ng; g++) { /* a read: the memory side is mx */
+        x->segs[g].mx.rmw = rmw;
+        x->segs[g].mx.rmw_ctx = rmw_ctx;
+    }
     x->extra_setup_ps = extra_setup_ps;
     x->pending_segs = (uint32_t)ng;
     x->on_finish = on_finish;
@@ -189,6 +198,24 @@ int kb__device_pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, 
     kb__xfer_start(d->sim, x);
     *out = x;
     return 0;
+}
+
+int kb__device_pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, int write,
+                       const kb__seg *runs, uint32_t n, kb__time extra_setup_ps,
+                       kb__xfer_fn on_finish, void *user, kb__xfer **out, kb__err *err)
+{
+    return pe_xfer(d, sip, cube, pe, write, runs, n, extra_setup_ps, on_finish, user, NULL, NULL,
+                   out, err);
+}
+
+int kb__device_pe_atomic(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe,
+                         const kb__seg *runs, uint32_t n, kb__time extra_setup_ps,
+                         kb__xfer_fn on_finish, void *user, kb__mem_rmw_fn rmw, void *rmw_ctx,
+                         kb__xfer **out, kb__err *err)
+{
+    if (!rmw) return kb__err_set(err, KB_EINVAL, "PeXfer atomic: no read-modify-write function");
+    return pe_xfer(d, sip, cube, pe, 0, runs, n, extra_setup_ps, on_finish, user, rmw, rmw_ctx, out,
+                   err);
 }
 
 void *kb__xfer_user(const kb__xfer *x)

@@ -71,6 +71,15 @@ typedef struct kb__tl_mem_port {
                      uint32_t n_spans, void *bytes);
     void *self;
     bool moves_bytes; /* false with --no-data: a load's tile keeps its zeros */
+    /* Optional (NULL: atomics are a kernel error on this port): an atomic
+     * read-modify-write of the spans, read into `bytes` as transfer reads;
+     * at the instant the memory samples each span it calls rmw(ctx, the
+     * sampled bytes, out) and writes out back (mem/memctl.h, kb__mem_rmw_fn
+     * has this signature). Spans are applied in order. */
+    void (*atomic)(void *self, kb__pe *pe, kb__pe_op *op, const kb__tl_span *spans,
+                   uint32_t n_spans, void *bytes,
+                   void (*rmw)(void *ctx, const uint8_t *host, uint8_t *out, uint64_t n),
+                   void *ctx);
 } kb__tl_mem_port;
 
 typedef struct kb__tl_slot {
@@ -129,6 +138,16 @@ kb__tl_slot *kb__tl_slot_of(tl_ctx *k, tl_tile t, const char *op);
 tl_tile kb__tl_new(tl_ctx *k, const kb__tile_desc *d, kb__pe_buf **buf_out, bool zero);
 /* A new handle on an existing buffer (a view). */
 tl_tile kb__tl_view(tl_ctx *k, const kb__tile_desc *d, kb__pe_buf *buf);
+/* Read-modify-write of an atomic (kb__tl_op.atomic). */
+typedef enum kb__tl_atomic_kind {
+    KB__TL_ATOMIC_NONE = 0,
+    KB__TL_ATOMIC_ADD,
+    KB__TL_ATOMIC_MAX,
+    KB__TL_ATOMIC_MIN,
+    KB__TL_ATOMIC_XCHG,
+    KB__TL_ATOMIC_CAS
+} kb__tl_atomic_kind;
+
 /* A tile operation as the kernel layer issues it (first member: the
  * pipeline's op). Memory ops use the second half. */
 typedef struct kb__tl_op {
@@ -146,6 +165,8 @@ typedef struct kb__tl_op {
     const tl_tensor *t;
     bool write;
     int8_t off_in, mask_in, other_in; /* indexes in base.in, -1 when absent */
+    int8_t val_in, cmp_in;            /* atomics: the value and cas's comparand, or -1 */
+    uint8_t atomic;                   /* kb__tl_atomic_kind; 0: not an atomic */
     tl_block_ptr bp;                  /* block ops: bp.t != NULL */
     unsigned check;
     tl_padding pad;

@@ -15,6 +15,10 @@
  * the memory port translates the rest (another region: the MMU decides).
  * A block pointer whose last dimension has unit stride is walked row by row
  * (one span per row, the same spans the lane walk builds).
+ * Atomics (tl_atomic_*) build their spans as a load does and go to the
+ * port's atomic: the memory applies the read-modify-write of each span at
+ * the instant it samples it, lanes at one address in lane order; the op is
+ * a fence on the DMA unit (acq_rel), docs/kernels.md "Atomics".
  * Cost: O(lanes) host work per op at start (O(rows) plus a memset and, for
  * a store, one conversion per row on the block path); the simulated time is
  * the port's.
@@ -119,19 +123,28 @@ static void fail_range(kb__tl_op *op, int64_t lane, int64_t elem, uint64_t va, b
     }
     kb__err e;
     kb__err_set(&e, KB_ERANGE, "%s of tensor %s: lane %lld (element offset %lld) at VA 0x%llx %s",
-                op->write ? "store" : "load", t->name ? t->name : "?", (long long)lane,
-                (long long)elem, (unsigned long long)va, where);
+                op->atomic  ? op->base.name
+                : op->write ? "store"
+                            : "load",
+                t->name ? t->name : "?", (long long)lane, (long long)elem, (unsigned long long)va,
+                where);
     kb__pe_op_done(&op->base, KB_ERANGE, &e);
+}
+
+/* Stages lane `lane` of operand `in` (descriptor vd) in the tensor's dtype
+ * (the operand broadcast to the lanes). */
+static void stage_operand(kb__tl_op *op, int in, const kb__tile_desc *vd, int64_t lane, void *dst)
+{
+    const kb__pe_buf *vb = op->base.in[in];
+    size_t vs = kb__dtype_size(vd->dtype);
+    const char *src = (const char *)vb->data + bidx(vd, &op->out_d, lane) * (int64_t)vs;
+    kb__dtype_convert((kb__dtype)op->t->dtype, dst, vd->dtype, src, 1);
 }
 
 /* Stages a store's values in the tensor's dtype (value broadcast to lanes). */
 static void stage_value(kb__tl_op *op, int64_t lane, void *dst)
 {
-    const kb__tile_desc *vd = &op->in_d[2];
-    const kb__pe_buf *vb = op->base.in[op->other_in];
-    size_t vs = kb__dtype_size(vd->dtype);
-    const char *src = (const char *)vb->data + bidx(vd, &op->out_d, lane) * (int64_t)vs;
-    kb__dtype_convert((kb__dtype)op->t->dtype, dst, vd->dtype, src, 1);
+    stage_operand(op, op->other_in, &op->in_d[2], lane, dst);
 }
 
 /* Appends a span, merging it into the previous one when it continues it
@@ -214,6 +227,80 @@ static bool block_spans(kb__tl_op *op, uint64_t es, uint32_t *ns)
     return true;
 }
 
+/* ---- atomics ------------------------------------------------------------------ */
+
+/* One element's new value: old (at o), the lane's value v and comparand c,
+ * all in the tensor's dtype t; the result goes to out. */
+static void atomic_one(kb__tl_atomic_kind kind, kb__dtype t, const void *o, const void *v,
+                       const void *c, void *out)
+{
+    size_t es = kb__dtype_size(t);
+    if (kind == KB__TL_ATOMIC_XCHG || kind == KB__TL_ATOMIC_CAS) { /* bitwise, as hardware */
+        memcpy(out, kind == KB__TL_ATOMIC_XCHG || !memcmp(o, c, es) ? v : o, es);
+        return;
+    }
+    if (kb__dtype_is_float(t)) {
+        float a, b, r;
+        kb__dtype_load_f32(t, o, &a, 1);
+        kb__dtype_load_f32(t, v, &b, 1);
+        if (kind == KB__TL_ATOMIC_ADD)
+            r = a + b;
+        else if (isnan(a) || isnan(b)) /* NaN-ignoring, as tl_maximum */
+            r = isnan(a) ? b : a;
+        else
+            r = (kind == KB__TL_ATOMIC_MAX) == (b > a) ? b : a;
+        kb__dtype_store_f32(t, out, &r, 1);
+        return;
+    }
+    int64_t a, b, r;
+    kb__dtype_load_i64(t, o, &a, 1);
+    kb__dtype_load_i64(t, v, &b, 1);
+    if (kind == KB__TL_ATOMIC_ADD)
+        r = (int64_t)((uint64_t)a + (uint64_t)b);
+    else
+        r = (kind == KB__TL_ATOMIC_MAX) == (b > a) ? b : a;
+    kb__dtype_store_i64(t, out, &r, 1);
+}
+
+/* kb__tl_mem_port.atomic's read-modify-write: host points at the elements
+ * just sampled into the result tile, which give their lanes. */
+static void atomic_rmw(void *ctx, const uint8_t *host, uint8_t *out, uint64_t bytes)
+{
+    kb__tl_op *op = ctx;
+    kb__dtype t = (kb__dtype)op->t->dtype;
+    size_t es = kb__dtype_size(t);
+    int64_t n = kb__tile_numel(&op->out_d);
+    const uint8_t *tile = op->base.out->data, *vals = op->staging;
+    for (uint64_t i = 0; i < bytes; i += es) {
+        int64_t lane = (int64_t)((size_t)(host + i - tile) / es);
+        atomic_one((kb__tl_atomic_kind)op->atomic, t, host + i, vals + (size_t)lane * es,
+                   vals + (size_t)(n + lane) * es, out + i);
+    }
+}
+
+/* Stages the values (and cas's comparands after them) and hands the spans
+ * to the port's atomic. */
+static void atomic_start(kb__tl_op *op, const kb__tl_mem_port *port, int64_t n, uint64_t es,
+                         uint32_t ns)
+{
+    kb__pe_op *base = &op->base;
+    for (int64_t lane = 0; lane < n; lane++) {
+        stage_operand(op, op->val_in, &op->in_d[2], lane, (char *)op->staging + lane * es);
+        if (op->cmp_in >= 0)
+            stage_operand(op, op->cmp_in, &op->in_d[1], lane,
+                          (char *)op->staging + (n + lane) * es);
+    }
+    if (!port->atomic) {
+        kb__err e;
+        kb__err_set(&e, KB_EUNSUPPORTED, "%s of tensor %s: this memory port has no atomics",
+                    base->name, op->t->name ? op->t->name : "?");
+        kb__pe_op_done(base, KB_EUNSUPPORTED, &e);
+        return;
+    }
+    port->atomic(port->self, base->prog->pe, base, op->spans, ns, base->out->data, atomic_rmw, op);
+    op->spans = NULL;
+}
+
 static void mem_start(kb__pe_op *base)
 {
     kb__tl_op *op = (kb__tl_op *)base;
@@ -228,8 +315,8 @@ static void mem_start(kb__pe_op *base)
     }
     op->spans = k->span_buf; /* used up before this returns */
     op->active = calloc((size_t)n, 1);
-    op->staging = op->write ? malloc((size_t)n * es) : NULL;
-    if (!op->spans || !op->active || (op->write && !op->staging)) {
+    op->staging = op->write || op->atomic ? malloc((size_t)n * es * 2) : NULL;
+    if (!op->spans || !op->active || ((op->write || op->atomic) && !op->staging)) {
         kb__err e;
         kb__pe_op_done(base, kb__err_set(&e, KB_ENOMEM, "out of host memory for a DMA"), &e);
         return;
@@ -242,6 +329,10 @@ static void mem_start(kb__pe_op *base)
         if (lane_spans(op, n, es, &ns)) return;
     }
     const kb__tl_mem_port *port = base->prog->pe->dma_port;
+    if (op->atomic) {
+        atomic_start(op, port, n, es, ns);
+        return;
+    }
     port->transfer(port->self, base->prog->pe, base, op->write, op->spans, ns,
                    op->write ? op->staging : base->out->data);
     op->spans = NULL;
@@ -366,6 +457,68 @@ void tl_store(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile m
     if (present(mask)) add_in(op, &op->mask_in, kb__tl_slot_of(k, mask, "store")->buf);
     add_in(op, &op->other_in, kb__tl_slot_of(k, value, "store")->buf);
     kb__pe_issue(&k->prog, &op->base);
+}
+
+static tl_tile atomic(tl_ctx *k, kb__tl_atomic_kind kind, const char *name, tl_tensor *t,
+                      tl_tile offsets, tl_tile cmp, tl_tile value, tl_tile mask)
+{
+    kb__tile_desc descs[3];
+    kb__tl_need_tensor(k, t, name);
+    if (t->dtype == TL_BOOL)
+        kb__pe_raise(&k->prog, KB_EINVAL, "%s: tensor %s is bool; atomics need a numeric tensor",
+                     name, t->name ? t->name : "?");
+    kb__tile_desc shape = access_shape(k, name, offsets, mask, value, descs);
+    if (present(cmp)) {
+        kb__tile_desc cd = kb__tl_slot_of(k, cmp, name)->d, tmp;
+        kb__err e;
+        if (kb__tile_broadcast_shape(&shape, &cd, &tmp, &e) < 0) kb__tl_raise_err(k, &e);
+        tmp.dtype = shape.dtype;
+        if (!kb__tile_desc_eq(&tmp, &shape))
+            kb__pe_raise(&k->prog, KB_EINVAL, "%s: cmp does not broadcast to the offsets", name);
+        descs[1] = cd;
+    }
+    shape.dtype = (kb__dtype)t->dtype;
+    kb__pe_buf *out;
+    tl_tile res = kb__tl_new(k, &shape, &out, true); /* masked lanes read 0 */
+    kb__tl_op *op = mem_op(k, name, t, false);
+    op->atomic = (uint8_t)kind;
+    op->base.fence = true; /* acq_rel: after every earlier DMA op, before every later one */
+    op->val_in = op->cmp_in = -1;
+    op->out_d = shape;
+    memcpy(op->in_d, descs, sizeof descs);
+    add_in(op, &op->off_in, kb__tl_slot_of(k, offsets, name)->buf);
+    if (present(mask)) add_in(op, &op->mask_in, kb__tl_slot_of(k, mask, name)->buf);
+    if (present(cmp)) add_in(op, &op->cmp_in, kb__tl_slot_of(k, cmp, name)->buf);
+    add_in(op, &op->val_in, kb__tl_slot_of(k, value, name)->buf);
+    op->base.out = out;
+    kb__pe_issue(&k->prog, &op->base);
+    return res;
+}
+
+tl_tile tl_atomic_add(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask)
+{
+    return atomic(k, KB__TL_ATOMIC_ADD, "atomic_add", t, offsets, TL_NONE, value, mask);
+}
+
+tl_tile tl_atomic_max(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask)
+{
+    return atomic(k, KB__TL_ATOMIC_MAX, "atomic_max", t, offsets, TL_NONE, value, mask);
+}
+
+tl_tile tl_atomic_min(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask)
+{
+    return atomic(k, KB__TL_ATOMIC_MIN, "atomic_min", t, offsets, TL_NONE, value, mask);
+}
+
+tl_tile tl_atomic_xchg(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile value, tl_tile mask)
+{
+    return atomic(k, KB__TL_ATOMIC_XCHG, "atomic_xchg", t, offsets, TL_NONE, value, mask);
+}
+
+tl_tile tl_atomic_cas(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile cmp, tl_tile value)
+{
+    if (!present(cmp)) kb__pe_raise(&k->prog, KB_EINVAL, "atomic_cas: cmp is TL_NONE");
+    return atomic(k, KB__TL_ATOMIC_CAS, "atomic_cas", t, offsets, cmp, value, TL_NONE);
 }
 
 /* ---- block pointers ------------------------------------------------------------ */

@@ -231,12 +231,36 @@ void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt, kb__time 
     }
 }
 
-/* Samples the whole message (in channel order, see the top). */
+/* An atomic's read-modify-write of bytes at pa, sampled into host. */
+static int rmw_one(kb__mem_xfer *x, uint64_t pa, uint8_t *host, uint64_t bytes, kb__err *e)
+{
+    uint8_t small[64], *out = bytes <= sizeof small ? small : malloc(bytes);
+    if (!out) return kb__err_set(e, KB_ENOMEM, "atomic: out of host memory");
+    int rc = kb__store_read(x->store, pa, host, bytes, e);
+    if (!rc) {
+        x->rmw(x->rmw_ctx, host, out, bytes);
+        rc = kb__store_write(x->store, pa, out, bytes, e);
+    }
+    if (out != small) free(out);
+    return rc;
+}
+
+/* Samples the whole message (in channel order, see the top); an atomic
+ * writes its new bytes back at the same instant, run by run. */
 static void read_bytes(kb__mem_xfer *x)
 {
     kb__err e;
-    int rc = x->runs ? runs_move(x, 0, x->bytes, false, &e)
+    int rc = 0;
+    if (x->rmw && x->runs) {
+        for (uint32_t i = 0; i < x->n_runs && !rc; i++)
+            rc = rmw_one(x, x->mc->base_pa + x->runs[i].offset, x->runs[i].host, x->runs[i].bytes,
+                         &e);
+    } else if (x->rmw) {
+        rc = rmw_one(x, x->mc->base_pa + x->offset, x->dst, x->bytes, &e);
+    } else {
+        rc = x->runs ? runs_move(x, 0, x->bytes, false, &e)
                      : kb__store_read(x->store, x->mc->base_pa + x->offset, x->dst, x->bytes, &e);
+    }
     if (rc) fail(x, rc, &e);
 }
 

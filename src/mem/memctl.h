@@ -107,6 +107,11 @@ typedef struct kb__mem_run {
 
 typedef struct kb__mem_xfer kb__mem_xfer;
 
+/* An atomic read-modify-write (kb__mem_xfer.rmw): host holds `bytes` old
+ * bytes just sampled from the memory; the function writes the new bytes
+ * into out (same length), which land in the memory at the same instant. */
+typedef void (*kb__mem_rmw_fn)(void *ctx, const uint8_t *host, uint8_t *out, uint64_t bytes);
+
 /* Packets of a read whose leave times fit in the transfer itself. */
 #define KB__MEM_LEAVE_INLINE 32
 typedef void (*kb__mem_done_fn)(kb__sim *sim, kb__mem_xfer *x);
@@ -133,6 +138,13 @@ struct kb__mem_xfer {
      * runs back to back; NULL: [offset, offset + bytes) with src / dst. */
     const kb__mem_run *runs;
     uint32_t n_runs;
+    /* Read only, optional: an atomic. When the controller serves the read
+     * (the instant it samples the bytes), each run (or the whole range) is
+     * read, handed to rmw and the new bytes written back before anything
+     * else reaches the memory; runs are done in order, so two runs on the
+     * same bytes apply one after the other. */
+    kb__mem_rmw_fn rmw;
+    void *rmw_ctx;
     kb__time land_max; /* write: latest landing so far */
     uint32_t run_cur;  /* cursor: run holding message byte run_rel */
     uint64_t run_rel;

@@ -101,6 +101,10 @@ struct kb__pe_op {
      * have not: pending receives never stall the ops issued after them). */
     bool no_server;
     bool parked; /* a no_server op that started and has not finished */
+    /* A fence on its unit (atomics: acquire and release): it starts only
+     * when nothing else of the unit is in service, and nothing after it
+     * starts before it finished. */
+    bool fence;
     /* Asynchronous ops (DMA) set start: it runs when the op starts and must
      * eventually call kb__pe_op_done. Timed ops leave it NULL. */
     void (*start)(kb__pe_op *op);
@@ -119,6 +123,7 @@ typedef struct kb__pe_unit {
     uint32_t parked;        /* of those, no_server ops already started (not in the issue queue) */
     uint32_t busy;          /* in service */
     uint32_t servers;       /* 1, or pe.dma.channels */
+    bool fenced;            /* a fence op is in service: no other op starts */
     bool wake_posted;       /* a start retry is scheduled */
     kb__time busy_ps;       /* statistics: summed service time */
     uint64_t ops;           /* statistics: ops finished */

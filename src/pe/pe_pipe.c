@@ -154,9 +154,10 @@ static void unit_pump(kb__pe *pe, kb__pe_unit_id id)
 {
     kb__pe_unit *u = &pe->unit[id];
     kb__time now = kb__sim_now(pe->sim);
-    while (u->head && (u->busy < u->servers || u->head->no_server)) {
+    while (u->head && !u->fenced && (u->busy < u->servers || u->head->no_server)) {
         kb__pe_op *op = u->head;
         bool drop = op->prog->failed;
+        if (!drop && op->fence && u->busy > 0) return; /* waits for the unit to drain */
         if (!drop && op->issue_at > now) {
             if (!u->wake_posted) {
                 u->wake_posted = true;
@@ -172,6 +173,7 @@ static void unit_pump(kb__pe *pe, kb__pe_unit_id id)
             continue;
         }
         if (!op->no_server) u->busy++;
+        if (op->fence) u->fenced = true;
         op->t_start = now;
         if (op->no_server) { /* leaves the issue queue: room for the next op */
             op->parked = true;
@@ -225,6 +227,7 @@ void kb__pe_op_done(kb__pe_op *op, int status, const kb__err *err)
         u->busy--;
         u->busy_ps += kb__sim_now(pe->sim) - op->t_start;
     }
+    if (op->fence) u->fenced = false;
     if (kb__trace_on(pe->sim)) trace_op(op);
     u->ops++;
     u->work += op->work;

@@ -12,6 +12,9 @@
  * run; the device then groups runs per memory, one gather/scatter message
  * per memory (host/pe_xfer.c), so a strided tile costs one message per
  * memory it touches, not one per row.
+ * Atomics (tl_atomic_*) are reads whose memory side writes the
+ * read-modify-write result back at the instant it samples the bytes
+ * (kb__device_pe_atomic): a load's time, the update indivisible.
  * --no-data: the same runs and events, no bytes (a loaded tile reads 0).
  * Cost: O(spans × log(mappings)) host work per op.
  */
@@ -119,10 +122,11 @@ static int translate(kb_machine *m, kb__pe *pe, kb__pe_op *op, bool write, const
     return 0;
 }
 
-void kb__rt_dma_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool write,
-                         const kb__tl_span *spans, uint32_t n, void *bytes)
+/* Starts the transfer of spans (an atomic when rmw is not NULL). */
+static void dma_start(kb_machine *m, kb__pe *pe, kb__pe_op *op, bool write,
+                      const kb__tl_span *spans, uint32_t n, void *bytes, kb__mem_rmw_fn rmw,
+                      void *ctx)
 {
-    kb_machine *m = self;
     if (n == 0) { /* every lane masked: nothing moves, the op ends now */
         kb__pe_op_done(op, 0, NULL);
         return;
@@ -142,8 +146,10 @@ void kb__rt_dma_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool write,
     kb__xfer *x;
     kb__err e;
     kb__err_clear(&e);
-    int rc = kb__device_pe_xfer(m->dev, sip, cube, unit, write, r.v, r.n, cost, xfer_finished, op,
-                                &x, &e);
+    int rc = rmw ? kb__device_pe_atomic(m->dev, sip, cube, unit, r.v, r.n, cost, xfer_finished, op,
+                                        rmw, ctx, &x, &e)
+                 : kb__device_pe_xfer(m->dev, sip, cube, unit, write, r.v, r.n, cost, xfer_finished,
+                                      op, &x, &e);
     run_fini(&r);
     if (rc) {
         kb__pe_op_done(op, rc, &e);
@@ -151,4 +157,16 @@ void kb__rt_dma_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool write,
     }
     m->stats.messages[KB_MSG_DMA]++;
     m->stats.bytes[KB_MSG_DMA] += total;
+}
+
+void kb__rt_dma_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool write,
+                         const kb__tl_span *spans, uint32_t n, void *bytes)
+{
+    dma_start(self, pe, op, write, spans, n, bytes, NULL, NULL);
+}
+
+void kb__rt_dma_atomic(void *self, kb__pe *pe, kb__pe_op *op, const kb__tl_span *spans, uint32_t n,
+                       void *bytes, kb__mem_rmw_fn rmw, void *ctx)
+{
+    dma_start(self, pe, op, false, spans, n, bytes, rmw, ctx);
 }

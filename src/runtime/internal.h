@@ -328,6 +328,10 @@ void kb__rt_launch_fini(kb_machine *m);
  * data through the device (kb__device_pe_xfer). self is the machine. */
 void kb__rt_dma_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool write,
                          const struct kb__tl_span *spans, uint32_t n, void *bytes);
+/* kb__tl_mem_port.atomic on the machine: an atomic read-modify-write of the
+ * spans (kb__device_pe_atomic), translated as kb__rt_dma_transfer does. */
+void kb__rt_dma_atomic(void *self, kb__pe *pe, kb__pe_op *op, const struct kb__tl_span *spans,
+                       uint32_t n, void *bytes, kb__mem_rmw_fn rmw, void *ctx);
 /* Gives every outstanding launch to the driver (the ranks that made them
  * ended). */
 void kb__rt_launch_adopt(kb_machine *m);

@@ -142,6 +142,33 @@ static inline void tm_flat_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool 
     kb__sim_post(pe->sim, kb__pe_dma_ps(&pe->p, total), tm_flat_done, x, 0);
 }
 
+/* Atomics on the flat memory: each span's read-modify-write happens at
+ * the start (when reads sample), in span order; then a load's time. */
+static inline void
+tm_flat_atomic(void *self, kb__pe *pe, kb__pe_op *op, const kb__tl_span *spans, uint32_t n,
+               void *bytes, void (*rmw)(void *ctx, const uint8_t *host, uint8_t *out, uint64_t n),
+               void *ctx)
+{
+    tm_flat *f = self;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (spans[i].va < f->va || spans[i].va + spans[i].bytes > f->va + f->bytes) {
+            kb__err e;
+            kb__err_set(&e, KB_EFAULT, "VA 0x%llx is not mapped", (unsigned long long)spans[i].va);
+            kb__pe_op_done(op, KB_EFAULT, &e);
+            return;
+        }
+        uint8_t *mem = f->mem + (spans[i].va - f->va), *host = (uint8_t *)bytes + spans[i].tile_off;
+        memcpy(host, mem, spans[i].bytes);
+        rmw(ctx, host, mem, spans[i].bytes);
+        total += spans[i].bytes;
+    }
+    tm_xfer *x = malloc(sizeof *x);
+    cr_assert_not_null(x);
+    *x = (tm_xfer){f, op, false, spans, 0, bytes};
+    kb__sim_post(pe->sim, kb__pe_dma_ps(&pe->p, total), tm_flat_done, x, 0);
+}
+
 /* Adds a tensor argument over f: dims/strides in elements. */
 static inline void tm_add_tensor(kb__tl_launch_desc *d, tm_flat *f, const char *name, tl_dtype dt,
                                  int ndim, const int64_t *shape, const int64_t *strides,
@@ -160,6 +187,7 @@ static inline void tm_add_tensor(kb__tl_launch_desc *d, tm_flat *f, const char *
     a->t.shard_bytes = bytes;
     a->t.bytes = bytes;
     d->mem.transfer = tm_flat_transfer;
+    d->mem.atomic = tm_flat_atomic;
     d->mem.moves_bytes = true;
     d->mem.self = f;
 }
