@@ -22,16 +22,24 @@
 
 #include "sim/sim.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define KB__ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KB__ASAN 1
-#endif
-#endif
-#ifndef KB__ASAN
-#define KB__ASAN 0
-#endif
+/* AddressSanitizer's fiber and poisoning API, declared weak and looked up
+ * at run time: the switches are annotated whenever an ASan runtime is in the
+ * process (this library built with -fsanitize=address, or only the client
+ * linking it), so a sanitized client's kernels run on clean coroutine
+ * stacks whatever the library was built with. Without a runtime the
+ * symbols are NULL and nothing is called. */
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size)
+    __attribute__((weak));
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old,
+                                     size_t *size_old) __attribute__((weak));
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size) __attribute__((weak));
+
+/* Whether an ASan runtime is in the process (its fiber API resolved; a
+ * runtime provides all three functions). One test of a resolved address. */
+static inline bool kb__asan_present(void)
+{
+    return __sanitizer_start_switch_fiber != NULL;
+}
 
 /* Hand-written switch on ELF x86-64 and aarch64; ucontext elsewhere (or when
  * KB_SIM_FORCE_UCONTEXT is defined, to test the fallback). */
@@ -233,11 +241,10 @@ struct kb__sim {
     kb__rng rng;
     kb__err err;  /* last failure */
     kb__err fail; /* pending failure (detached process, OOM) */
-#if KB__ASAN
+    /* under an ASan runtime (kb__asan_present) */
     const void *main_stack_bottom;
     size_t main_stack_size;
     bool from_main; /* the switch in progress leaves the main stack */
-#endif
 };
 
 /* queue.c */

@@ -34,16 +34,11 @@
 
 #include "sim/internal.h"
 
-#if KB__ASAN
-#include <sanitizer/common_interface_defs.h>
-#endif
-
 /* ---- switching (with ASan fiber annotations) ----------------------------- */
 
-#if KB__ASAN
 /* Ends a switch into a process's stack: the bounds of the stack left are
  * recorded only when it was the main stack (the target of later switches
- * out). */
+ * out). Only under an ASan runtime. */
 static void finish_in_process(kb__sim *sim, void *fake)
 {
     const void *bottom = NULL;
@@ -54,48 +49,43 @@ static void finish_in_process(kb__sim *sim, void *fake)
         sim->main_stack_size = size;
     }
 }
-#endif
 
 static void switch_into(kb__sim *sim, kb__proc *p)
 {
-#if KB__ASAN
+    bool asan = kb__asan_present();
     void *fake = NULL;
-    sim->from_main = true;
-    __sanitizer_start_switch_fiber(&fake, p->stack->lo, p->stack->size);
-#endif
+    if (asan) {
+        sim->from_main = true;
+        __sanitizer_start_switch_fiber(&fake, p->stack->lo, p->stack->size);
+    }
     sim->hot.switches += 2; /* in now, out when it blocks or ends */
     kb__ctx_swap(&sim->main_ctx, &p->ctx);
-#if KB__ASAN
-    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
-#endif
+    if (asan) __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 }
 
 static void switch_out(kb__sim *sim, kb__proc *p, bool final)
 {
-#if KB__ASAN
+    bool asan = kb__asan_present();
     void *fake = NULL;
-    __sanitizer_start_switch_fiber(final ? NULL : &fake, sim->main_stack_bottom,
-                                   sim->main_stack_size);
-#endif
+    if (asan)
+        __sanitizer_start_switch_fiber(final ? NULL : &fake, sim->main_stack_bottom,
+                                       sim->main_stack_size);
     kb__ctx_swap(&p->ctx, &sim->main_ctx);
-#if KB__ASAN
-    finish_in_process(sim, fake);
-#endif
+    if (asan) finish_in_process(sim, fake);
 }
 
 /* From the blocking process p straight to q, as if p had switched out to the
  * scheduler and the scheduler into q. */
 static void switch_direct(kb__sim *sim, kb__proc *p, kb__proc *q)
 {
-#if KB__ASAN
+    bool asan = kb__asan_present();
     void *fake = NULL;
-    sim->from_main = false;
-    __sanitizer_start_switch_fiber(&fake, q->stack->lo, q->stack->size);
-#endif
+    if (asan) {
+        sim->from_main = false;
+        __sanitizer_start_switch_fiber(&fake, q->stack->lo, q->stack->size);
+    }
     kb__ctx_swap(&p->ctx, &q->ctx);
-#if KB__ASAN
-    finish_in_process(sim, fake);
-#endif
+    if (asan) finish_in_process(sim, fake);
 }
 
 static void proc_resume(kb__sim *sim, void *arg, uint64_t data);
@@ -155,9 +145,7 @@ static void proc_entry(void *arg)
 {
     kb__proc *p = arg;
     kb__sim *sim = p->sim;
-#if KB__ASAN
-    finish_in_process(sim, NULL);
-#endif
+    if (kb__asan_present()) finish_in_process(sim, NULL);
     int rc = p->fn(sim, p->arg);
     if (rc > 0) {
         proc_error(p, KB_EINVAL,

@@ -30,10 +30,6 @@
 
 #include "sim/internal.h"
 
-#if KB__ASAN
-#include <sanitizer/asan_interface.h>
-#endif
-
 /* ---- stack pool ---------------------------------------------------------- */
 
 void kb__stack_pool_init(kb__stack_pool *pool)
@@ -64,18 +60,14 @@ static struct kb__stack_class *class_of(kb__stack_pool *pool, size_t size)
     return NULL;
 }
 
-/* Under ASan: frames abandoned by processes that ended without returning
- * (raise, overflow) leave poisoned redzones in the shadow memory, and a new
+/* Under an ASan runtime (the library's or only the client's): frames abandoned by processes that
+ * ended without returning (raise, overflow) leave poisoned redzones in the shadow memory, and a new
  * mapping (a stack, or any other mmap of the process) may reuse the
  * addresses of an old one; each new owner starts clean, and a stack is
  * cleaned before it is unmapped. */
 static void unpoison(kb__stack *st)
 {
-#if KB__ASAN
-    ASAN_UNPOISON_MEMORY_REGION(st->lo, st->size);
-#else
-    (void)st;
-#endif
+    if (__asan_unpoison_memory_region) __asan_unpoison_memory_region(st->lo, st->size);
 }
 
 kb__stack *kb__stack_get(kb__stack_pool *pool, size_t size)
