@@ -57,13 +57,21 @@ static tl_tile bias_row(tl_ctx *k, tl_tensor *bias, int64_t n0, int64_t bn)
     return tl_expand_dims(k, tl_load_block(k, p, TL_CHECK(0), TL_PAD_ZERO), 0);
 }
 
-/* x[m0:, :] @ w[:, n0:] for one bm × bn tile, accumulated in f32. */
-static tl_tile accumulate(tl_ctx *k, tl_tensor *x, tl_tensor *w, int64_t m0, int64_t n0,
+/* x[m0:, c0 : c0 + K] @ w[:, n0:] for one bm × bn tile, accumulated in
+ * f32; K = w's rows. c0 is 0 but for a row layer reading its columns of a
+ * replicated input (kb__tp_gemm_cols); x's block pointer ends at c0 + K, so
+ * the zero padding never reads another PE's columns. */
+static tl_tile accumulate(tl_ctx *k, tl_tensor *x, tl_tensor *w, int64_t m0, int64_t c0, int64_t n0,
                           const tiles *b)
 {
-    tl_block_ptr px = block2(k, x, m0, 0, b->m, b->k), pw = block2(k, w, 0, n0, b->k, b->n);
+    int64_t K = tl_tensor_dim(w, 0);
+    tl_block_ptr px =
+        tl_make_block_ptr(k, x, 2, (int64_t[]){tl_tensor_dim(x, 0), c0 + K},
+                          (int64_t[]){tl_tensor_stride(x, 0), tl_tensor_stride(x, 1)},
+                          (int64_t[]){m0, c0}, (int64_t[]){b->m, b->k}, (int[]){1, 0});
+    tl_block_ptr pw = block2(k, w, 0, n0, b->k, b->n);
     tl_tile acc = tl_zeros(k, 2, (int64_t[]){b->m, b->n}, TL_F32);
-    for (int64_t k0 = 0; k0 < tl_tensor_dim(x, 1); k0 += b->k) {
+    for (int64_t k0 = 0; k0 < K; k0 += b->k) {
         uint64_t s = tl_scope_begin(k);
         tl_tile next = tl_dot(k, tl_load_block(k, px, CHECK_2D, TL_PAD_ZERO),
                               tl_load_block(k, pw, CHECK_2D, TL_PAD_ZERO), acc);
@@ -99,20 +107,43 @@ static tl_tile activate(tl_ctx *k, tl_tile v, kb_tp_activation act)
     }
 }
 
+/* Arguments: 0 x, 1 w, 2 y, 3 activation, 4 has bias, 5 x column offset
+ * per program (0: x's own columns), 6 bias (when 4 is 1). */
 static void gemm_kernel(tl_ctx *k)
 {
     tl_tensor *x = tl_arg_tensor(k, 0), *w = tl_arg_tensor(k, 1), *y = tl_arg_tensor(k, 2);
     kb_tp_activation act = (kb_tp_activation)tl_arg_i64(k, 3);
-    tl_tensor *bias = tl_arg_i64(k, 4) ? tl_arg_tensor(k, 5) : NULL;
+    tl_tensor *bias = tl_arg_i64(k, 4) ? tl_arg_tensor(k, 6) : NULL;
+    int64_t c0 = tl_program_id(k, 0) * tl_arg_i64(k, 5);
     int64_t M = tl_tensor_dim(x, 0), N = tl_tensor_dim(w, 1);
-    tiles b = {tile_of(M), tile_of(N), tile_of(tl_tensor_dim(x, 1))};
+    tiles b = {tile_of(M), tile_of(N), tile_of(tl_tensor_dim(w, 0))};
     for (int64_t m0 = 0; m0 < M; m0 += b.m) {
         for (int64_t n0 = 0; n0 < N; n0 += b.n) {
             uint64_t s = tl_scope_begin(k);
-            tl_tile v = accumulate(k, x, w, m0, n0, &b);
+            tl_tile v = accumulate(k, x, w, m0, c0, n0, &b);
             if (bias) v = tl_add(k, v, bias_row(k, bias, n0, b.n));
             v = tl_cast(k, activate(k, v, act), tl_tensor_dtype(y));
             tl_store_block(k, block2(k, y, m0, n0, b.m, b.n), v, CHECK_2D);
+            tl_scope_end(k, s, 0, NULL);
+        }
+    }
+}
+
+/* y = silu(x @ w[:, :n]) * (x @ w[:, n:]), w [K, 2n] (the PE's gate
+ * columns, then its up columns), y [M, n]. Arguments: 0 x, 1 w, 2 y. */
+static void swiglu_kernel(tl_ctx *k)
+{
+    tl_tensor *x = tl_arg_tensor(k, 0), *w = tl_arg_tensor(k, 1), *y = tl_arg_tensor(k, 2);
+    int64_t M = tl_tensor_dim(x, 0), N = tl_tensor_dim(y, 1);
+    tiles b = {tile_of(M), tile_of(N), tile_of(tl_tensor_dim(w, 0))};
+    for (int64_t m0 = 0; m0 < M; m0 += b.m) {
+        for (int64_t n0 = 0; n0 < N; n0 += b.n) {
+            uint64_t s = tl_scope_begin(k);
+            tl_tile g = accumulate(k, x, w, m0, 0, n0, &b);
+            tl_tile u = accumulate(k, x, w, m0, 0, N + n0, &b);
+            tl_tile v = tl_mul(k, tl_mul(k, g, tl_sigmoid(k, g)), u);
+            tl_store_block(k, block2(k, y, m0, n0, b.m, b.n), tl_cast(k, v, tl_tensor_dtype(y)),
+                           CHECK_2D);
             tl_scope_end(k, s, 0, NULL);
         }
     }
@@ -173,9 +204,24 @@ static int launch(kb_machine *m, const char *name, tl_kernel_fn fn, int sip, con
 int kb__tp_gemm(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor w, kb_tensor y,
                 kb_tensor bias, kb_tp_activation act)
 {
-    kb_arg args[6] = {kb_arg_tensor(x), kb_arg_tensor(w),         kb_arg_tensor(y),
-                      kb_arg_i64(act),  kb_arg_i64(bias.id != 0), kb_arg_tensor(bias)};
-    return launch(m, name, gemm_kernel, sip, args, bias.id ? 6 : 5);
+    return kb__tp_gemm_cols(m, name, sip, x, 0, w, y, bias, act);
+}
+
+int kb__tp_gemm_cols(kb_machine *m, const char *name, int sip, kb_tensor x, int64_t x_cols,
+                     kb_tensor w, kb_tensor y, kb_tensor bias, kb_tp_activation act)
+{
+    kb_arg args[7] = {kb_arg_tensor(x),   kb_arg_tensor(w),         kb_arg_tensor(y),
+                      kb_arg_i64(act),    kb_arg_i64(bias.id != 0), kb_arg_i64(x_cols),
+                      kb_arg_tensor(bias)};
+    /* the program on PE i is the i-th of w's shards: the first argument must be w
+       or a tensor with the same PEs in the same order (x, replicated) */
+    return launch(m, name, gemm_kernel, sip, args, bias.id ? 7 : 6);
+}
+
+int kb__tp_swiglu(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor w, kb_tensor y)
+{
+    kb_arg args[3] = {kb_arg_tensor(x), kb_arg_tensor(w), kb_arg_tensor(y)};
+    return launch(m, name, swiglu_kernel, sip, args, 3);
 }
 
 int kb__tp_copy(kb_machine *m, const char *name, int sip, kb_tensor src, kb_tensor dst,

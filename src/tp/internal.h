@@ -77,6 +77,16 @@ int kb__tp_check_layout(kb_machine *m, kb_tensor x, const kb__tp_where_t *w, kb_
  * traces. */
 int kb__tp_gemm(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor w, kb_tensor y,
                 kb_tensor bias, kb_tp_activation act);
+/* kb__tp_gemm for a row layer whose input x is replicated over the
+ * rank's PEs: the program on PE i reads x's columns [i · x_cols, (i + 1)
+ * · x_cols) (x_cols = w's local rows); x_cols 0 is kb__tp_gemm. */
+int kb__tp_gemm_cols(kb_machine *m, const char *name, int sip, kb_tensor x, int64_t x_cols,
+                     kb_tensor w, kb_tensor y, kb_tensor bias, kb_tp_activation act);
+/* y = silu(x @ w_gate) * (x @ w_up) over the PEs of x's shards: on each,
+ * w's shard [K, 2n] holds its n gate columns then its n up columns, y's
+ * [M, n]; x replicated. Waits. */
+int kb__tp_swiglu(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor w, kb_tensor y);
+
 /* Rectangles for kb__tp_copy: in program i's shards, rectangle q (0 <= q
  * < count) of rows × cols goes from src at (q · src_row_step, src_col0 + i
  * · src_col_per_program) to dst at (0, q · dst_col_step). */
@@ -88,6 +98,32 @@ typedef struct kb__tp_rects {
  * i), each on its own shards, and waits. */
 int kb__tp_copy(kb_machine *m, const char *name, int sip, kb_tensor src, kb_tensor dst,
                 const kb__tp_rects *r);
+
+/* ---- block_kernels.c ------------------------------------------------------------------ */
+
+enum { KB__TP_NORM_RMS = 0, KB__TP_NORM_LAYER = 1 };
+
+/* y = norm(x) · gamma (+ beta) row by row (kind KB__TP_NORM_*), in f32,
+ * one program per PE of x's shards on SIP sip, each on its own rows; beta
+ * {0}: none. x, y [R, H] shards alike; gamma, beta [H] on the same PEs.
+ * Waits. */
+int kb__tp_norm(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor y, kb_tensor gamma,
+                kb_tensor beta, int kind, double eps);
+/* y = a + b element-wise over the PEs of a's shards (shards alike). Waits. */
+int kb__tp_add(kb_machine *m, const char *name, int sip, kb_tensor a, kb_tensor b, kb_tensor y);
+
+/* Causal flash attention (block_kernels.c's header): o [T, heads · d]
+ * split by rows over the rank's c PEs, qkv [c · T, width] replicated on
+ * them (the rank's [T, (heads + 2 kv_heads) · d] in c column blocks of
+ * width), cos / sin [seq, d] f32 replicated ({0}: no rotary embedding).
+ * d a power of two, heads a multiple of kv_heads, T · (heads + 2 kv_heads)
+ * · d below 2^31 (element offsets are i32). */
+typedef struct kb__tp_attn_args {
+    kb_tensor o, qkv, cos, sin;
+    int64_t tokens, seq, heads, kv_heads, head_dim, width;
+    double scale;
+} kb__tp_attn_args;
+int kb__tp_attention(kb_machine *m, const char *name, int sip, const kb__tp_attn_args *a);
 
 /* Launches y += bias (bias [N] broadcast over y's rows) and waits. */
 int kb__tp_bias_add(kb_machine *m, const char *name, int sip, kb_tensor y, kb_tensor bias);

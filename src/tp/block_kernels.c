@@ -1,0 +1,279 @@
+/*
+ * block_kernels.c — the kernels of a transformer block besides the GEMMs
+ * (gemm.c), written with the public tl_ API: RMSNorm and LayerNorm, the
+ * residual add, and causal flash attention with rotary embedding and
+ * grouped-query heads.
+ *
+ * Every launch runs one program per PE of its first tensor argument
+ * (program i on the PE of shard i), each on its own shards:
+ *
+ *   norm       y = (x - mean) · rstd · gamma + beta per row (LayerNorm), or
+ *              x · rstd · gamma (RMSNorm, rstd = 1 / sqrt(mean(x²) + eps)),
+ *              in f32, rounded once to y's dtype; rows in bands of up to 16,
+ *              columns in chunks of up to 1024 (two or three passes over x).
+ *   add        y = a + b element-wise in the dtype (the residual).
+ *   attention  flash attention forward: program i computes the queries of
+ *              its shard of o (rows r0 .. r0 + R of the tokens, R = o's
+ *              local rows) for every local head, in blocks of up to 64
+ *              queries, with an online softmax over key blocks of 64 from
+ *              the start of the query's sequence up to the query (causal;
+ *              rows of several sequences, batch × seq, never see each
+ *              other). Q, K and V come from qkv, the rank's projections
+ *              gathered over its c PEs: [c · T, w], block b holding
+ *              columns [b · w, (b + 1) · w) of the rank's [T, (h + 2 kvh) d]
+ *              (its h query heads, then kvh key heads, then kvh value
+ *              heads), read with gathered loads. Rotary embedding (the
+ *              rotate-half form) is applied to Q and K as they are loaded,
+ *              from cos / sin tables [seq, d] in f32; query head j uses
+ *              key / value head j / (h / kvh). Scores and the softmax are
+ *              f32; P is rounded to the dtype for the P·V product, as
+ *              flash attention does; the output is acc / l rounded once.
+ *
+ * Costs: norm reads x two (RMS) or three (Layer) times; attention does
+ * 2 · T_q · T_k · d multiply-accumulates per head for the causal part,
+ * K and V blocks reloaded for every query block.
+ */
+#include <math.h>
+
+#include "tp/internal.h"
+
+#define CHECK_2D (TL_CHECK(0) | TL_CHECK(1))
+
+static int64_t pow2_below(int64_t v, int64_t cap)
+{
+    return tl_next_power_of_2(v < cap ? v : cap);
+}
+
+static tl_block_ptr block2(tl_ctx *k, tl_tensor *t, int64_t r0, int64_t c0, int64_t br, int64_t bc)
+{
+    return tl_make_block_ptr(k, t, 2, (int64_t[]){tl_tensor_dim(t, 0), tl_tensor_dim(t, 1)},
+                             (int64_t[]){tl_tensor_stride(t, 0), tl_tensor_stride(t, 1)},
+                             (int64_t[]){r0, c0}, (int64_t[]){br, bc}, (int[]){1, 0});
+}
+
+/* v[c0 : c0 + bc] of a 1-D tensor as a [1, bc] f32 row (zero past the end). */
+static tl_tile row_of(tl_ctx *k, tl_tensor *v, int64_t c0, int64_t bc)
+{
+    tl_block_ptr p = tl_make_block_ptr(k, v, 1, (int64_t[]){tl_tensor_dim(v, 0)},
+                                       (int64_t[]){tl_tensor_stride(v, 0)}, &c0, &bc, NULL);
+    return tl_expand_dims(k, tl_cast(k, tl_load_block(k, p, TL_CHECK(0), TL_PAD_ZERO), TL_F32), 0);
+}
+
+/* ---- norms -------------------------------------------------------------------------- */
+
+/* Arguments: 0 x [R, H], 1 y [R, H], 2 gamma [H], 3 kind (KB__TP_NORM_*),
+ * 4 eps, 5 has beta, 6 beta [H] (when 5 is 1). */
+static void norm_kernel(tl_ctx *k)
+{
+    tl_tensor *x = tl_arg_tensor(k, 0), *y = tl_arg_tensor(k, 1), *gamma = tl_arg_tensor(k, 2);
+    int layer = tl_arg_i64(k, 3) == KB__TP_NORM_LAYER;
+    double eps = tl_arg_f64(k, 4);
+    tl_tensor *beta = tl_arg_i64(k, 5) ? tl_arg_tensor(k, 6) : NULL;
+    int64_t R = tl_tensor_dim(x, 0), H = tl_tensor_dim(x, 1);
+    int64_t br = pow2_below(R, 16), bh = pow2_below(H, 1024);
+    tl_tile inv_h = tl_scalar(k, 1.0 / (double)H, TL_F32);
+    for (int64_t r0 = 0; r0 < R; r0 += br) {
+        uint64_t s = tl_scope_begin(k);
+        tl_tile mean = tl_zeros(k, 2, (int64_t[]){br, 1}, TL_F32);
+        if (layer) { /* pass 1: the mean */
+            tl_tile acc = tl_zeros(k, 1, &br, TL_F32);
+            for (int64_t h0 = 0; h0 < H; h0 += bh) {
+                tl_tile v = tl_cast(
+                    k, tl_load_block(k, block2(k, x, r0, h0, br, bh), CHECK_2D, TL_PAD_ZERO),
+                    TL_F32);
+                acc = tl_add(k, acc, tl_sum(k, v, 1));
+            }
+            mean = tl_expand_dims(k, tl_mul(k, acc, inv_h), 1);
+        }
+        /* pass 2: mean of squares (of x - mean for LayerNorm), padding masked */
+        tl_tile acc = tl_zeros(k, 1, &br, TL_F32);
+        for (int64_t h0 = 0; h0 < H; h0 += bh) {
+            tl_tile v = tl_cast(
+                k, tl_load_block(k, block2(k, x, r0, h0, br, bh), CHECK_2D, TL_PAD_ZERO), TL_F32);
+            tl_tile cols = tl_add(k, tl_arange(k, 0, bh), tl_scalar(k, (double)h0, TL_I32));
+            tl_tile inside = tl_lt(k, cols, tl_scalar(k, (double)H, TL_I32));
+            tl_tile d = tl_where(k, inside, tl_sub(k, v, mean), tl_scalar(k, 0.0, TL_F32));
+            acc = tl_add(k, acc, tl_sum(k, tl_mul(k, d, d), 1));
+        }
+        tl_tile rstd = tl_expand_dims(
+            k, tl_rsqrt(k, tl_add(k, tl_mul(k, acc, inv_h), tl_scalar(k, eps, TL_F32))), 1);
+        for (int64_t h0 = 0; h0 < H; h0 += bh) { /* pass 3: normalise, scale, shift */
+            tl_block_ptr px = block2(k, x, r0, h0, br, bh);
+            tl_tile v = tl_cast(k, tl_load_block(k, px, CHECK_2D, TL_PAD_ZERO), TL_F32);
+            tl_tile out = tl_mul(k, tl_mul(k, tl_sub(k, v, mean), rstd), row_of(k, gamma, h0, bh));
+            if (beta) out = tl_add(k, out, row_of(k, beta, h0, bh));
+            tl_store_block(k, block2(k, y, r0, h0, br, bh), tl_cast(k, out, tl_tensor_dtype(y)),
+                           CHECK_2D);
+        }
+        tl_scope_end(k, s, 0, NULL);
+    }
+}
+
+/* Arguments: 0 a [R, C], 1 b [R, C], 2 y [R, C]. */
+static void add_kernel(tl_ctx *k)
+{
+    tl_tensor *a = tl_arg_tensor(k, 0), *b = tl_arg_tensor(k, 1), *y = tl_arg_tensor(k, 2);
+    int64_t R = tl_tensor_dim(a, 0), C = tl_tensor_dim(a, 1);
+    int64_t br = pow2_below(R, 64), bc = pow2_below(C, 1024);
+    for (int64_t r0 = 0; r0 < R; r0 += br)
+        for (int64_t c0 = 0; c0 < C; c0 += bc) {
+            uint64_t s = tl_scope_begin(k);
+            tl_tile v =
+                tl_add(k, tl_load_block(k, block2(k, a, r0, c0, br, bc), CHECK_2D, TL_PAD_ZERO),
+                       tl_load_block(k, block2(k, b, r0, c0, br, bc), CHECK_2D, TL_PAD_ZERO));
+            tl_store_block(k, block2(k, y, r0, c0, br, bc), tl_cast(k, v, tl_tensor_dtype(y)),
+                           CHECK_2D);
+            tl_scope_end(k, s, 0, NULL);
+        }
+}
+
+/* ---- attention ------------------------------------------------------------------------ */
+
+/* What the attention programs share (launch arguments, header comment). */
+typedef struct attn {
+    tl_tensor *qkv, *cos, *sin, *o;
+    int64_t T, seq, heads, kv_heads, d, w, bm, bn;
+    double scale;
+    int rope;
+} attn;
+
+/* Element offsets into qkv of rows [r0, r0 + rows) (a [rows, 1] i32 tile
+ * part) and of the rank's columns c_j = col0 + (j + shift) mod d (a [1, d]
+ * part): ((c / w) · T + row) · w + c mod w. */
+static tl_tile qkv_offsets(tl_ctx *k, const attn *a, tl_tile rows, int64_t col0, int64_t shift)
+{
+    tl_tile j = tl_arange(k, 0, a->d);
+    if (shift)
+        j = tl_mod(k, tl_add(k, j, tl_scalar(k, (double)shift, TL_I32)),
+                   tl_scalar(k, (double)a->d, TL_I32));
+    tl_tile c = tl_add(k, j, tl_scalar(k, (double)col0, TL_I32));
+    tl_tile w = tl_scalar(k, (double)a->w, TL_I32);
+    tl_tile colpart =
+        tl_add(k, tl_mul(k, tl_floordiv(k, c, w), tl_scalar(k, (double)(a->T * a->w), TL_I32)),
+               tl_mod(k, c, w));
+    return tl_add(k, tl_expand_dims(k, tl_mul(k, rows, w), 1), tl_expand_dims(k, colpart, 0));
+}
+
+/* The [n, d] block of the rank's columns from col0 for token rows
+ * `rows` (i32 [n]; lanes where `valid` is false read 0), with the rotary
+ * embedding applied when a->rope (positions rows mod seq), in the dtype. */
+static tl_tile load_heads(tl_ctx *k, const attn *a, tl_tile rows, tl_tile valid, int64_t col0,
+                          int rope)
+{
+    tl_tile mask =
+        tl_broadcast_to(k, tl_expand_dims(k, valid, 1), 2, (int64_t[]){tl_shape(k, rows, 0), a->d});
+    tl_tile v = tl_load(k, a->qkv, qkv_offsets(k, a, rows, col0, 0), mask, TL_NONE);
+    if (!rope || !a->rope) return v;
+    int64_t half = a->d / 2;
+    tl_tile rot = tl_load(k, a->qkv, qkv_offsets(k, a, rows, col0, half), mask, TL_NONE);
+    tl_tile j = tl_arange(k, 0, a->d);
+    tl_tile sign = tl_where(k, tl_lt(k, j, tl_scalar(k, (double)half, TL_I32)),
+                            tl_scalar(k, -1.0, TL_F32), tl_scalar(k, 1.0, TL_F32));
+    tl_tile pos = tl_mod(k, rows, tl_scalar(k, (double)a->seq, TL_I32));
+    tl_tile toff =
+        tl_add(k, tl_expand_dims(k, tl_mul(k, pos, tl_scalar(k, (double)a->d, TL_I32)), 1),
+               tl_expand_dims(k, j, 0));
+    tl_tile c = tl_load(k, a->cos, toff, mask, TL_NONE),
+            s = tl_load(k, a->sin, toff, mask, TL_NONE);
+    tl_tile out = tl_add(k, tl_mul(k, tl_cast(k, v, TL_F32), c),
+                         tl_mul(k, tl_mul(k, tl_cast(k, rot, TL_F32), sign), s));
+    return tl_cast(k, out, tl_dtype_of(k, v));
+}
+
+/* One block of bm queries from token q0 (local row lr0 of o) of query head h. */
+static void attend(tl_ctx *k, const attn *a, int64_t q0, int64_t nq, int64_t lr0, int64_t h)
+{
+    int64_t group = a->heads / a->kv_heads, kvh = h / group;
+    int64_t qcol = h * a->d, kcol = (a->heads + kvh) * a->d,
+            vcol = (a->heads + a->kv_heads + kvh) * a->d;
+    tl_tile qrows = tl_add(k, tl_arange(k, 0, a->bm), tl_scalar(k, (double)q0, TL_I32));
+    tl_tile qvalid = tl_lt(k, qrows, tl_scalar(k, (double)(q0 + nq), TL_I32));
+    tl_tile q = load_heads(k, a, qrows, qvalid, qcol, 1);
+    tl_tile seq = tl_scalar(k, (double)a->seq, TL_I32);
+    tl_tile qstart = tl_expand_dims(k, tl_mul(k, tl_floordiv(k, qrows, seq), seq), 1); /* [bm, 1] */
+    tl_tile qcolv = tl_expand_dims(k, qrows, 1);
+    tl_tile m = tl_full(k, 1, &a->bm, -1e30, TL_F32), l = tl_zeros(k, 1, &a->bm, TL_F32);
+    tl_tile acc = tl_zeros(k, 2, (int64_t[]){a->bm, a->d}, TL_F32);
+    int64_t k_from = q0 / a->seq * a->seq, k_to = q0 + nq; /* keys [k_from, k_to) */
+    for (int64_t k0 = k_from; k0 < k_to; k0 += a->bn) {
+        uint64_t s = tl_scope_begin(k);
+        tl_tile krows = tl_add(k, tl_arange(k, 0, a->bn), tl_scalar(k, (double)k0, TL_I32));
+        tl_tile kvalid = tl_lt(k, krows, tl_scalar(k, (double)k_to, TL_I32));
+        tl_tile kb = load_heads(k, a, krows, kvalid, kcol, 1);
+        tl_tile vb = load_heads(k, a, krows, kvalid, vcol, 0);
+        tl_tile sc =
+            tl_mul(k, tl_dot(k, q, tl_trans(k, kb), TL_NONE), tl_scalar(k, a->scale, TL_F32));
+        tl_tile kr = tl_expand_dims(k, krows, 0); /* [1, bn] */
+        tl_tile keep = tl_and(k, tl_le(k, kr, qcolv), tl_ge(k, kr, qstart));
+        sc = tl_where(k, keep, sc, tl_scalar(k, -INFINITY, TL_F32));
+        tl_tile m_new = tl_maximum(k, m, tl_max(k, sc, 1));
+        tl_tile alpha = tl_exp(k, tl_sub(k, m, m_new));
+        tl_tile p = tl_exp(k, tl_sub(k, sc, tl_expand_dims(k, m_new, 1)));
+        tl_tile l_new = tl_add(k, tl_mul(k, l, alpha), tl_sum(k, p, 1));
+        tl_tile pv = tl_dot(k, tl_cast(k, p, tl_dtype_of(k, vb)), vb, TL_NONE);
+        tl_tile acc_new = tl_add(k, tl_mul(k, acc, tl_expand_dims(k, alpha, 1)), pv);
+        tl_free(k, m), tl_free(k, l), tl_free(k, acc);
+        m = m_new, l = l_new, acc = acc_new;
+        tl_tile keep3[3] = {m, l, acc};
+        tl_scope_end(k, s, 3, keep3);
+    }
+    tl_tile out = tl_div(k, acc, tl_expand_dims(k, l, 1));
+    tl_store_block(k, block2(k, a->o, lr0, qcol, a->bm, a->d),
+                   tl_cast(k, out, tl_tensor_dtype(a->o)), CHECK_2D);
+}
+
+/* Arguments: 0 o [R, heads · d] (the program's rows of the output), 1 qkv
+ * [c · T, w], 2 T, 3 seq, 4 heads, 5 kv_heads, 6 d, 7 w, 8 scale, 9 rope,
+ * 10 cos [seq, d], 11 sin [seq, d] (when 9 is 1). Program i's rows of o
+ * are tokens [i · R, (i + 1) · R). */
+static void attention_kernel(tl_ctx *k)
+{
+    attn a = {.o = tl_arg_tensor(k, 0), .qkv = tl_arg_tensor(k, 1)};
+    a.T = tl_arg_i64(k, 2), a.seq = tl_arg_i64(k, 3), a.heads = tl_arg_i64(k, 4);
+    a.kv_heads = tl_arg_i64(k, 5), a.d = tl_arg_i64(k, 6), a.w = tl_arg_i64(k, 7);
+    a.scale = tl_arg_f64(k, 8), a.rope = (int)tl_arg_i64(k, 9);
+    if (a.rope) a.cos = tl_arg_tensor(k, 10), a.sin = tl_arg_tensor(k, 11);
+    int64_t R = tl_tensor_dim(a.o, 0), r0 = tl_program_id(k, 0) * R;
+    a.bm = pow2_below(R, 64), a.bn = 64;
+    for (int64_t h = 0; h < a.heads; h++)
+        for (int64_t lr = 0; lr < R; lr += a.bm) {
+            uint64_t s = tl_scope_begin(k);
+            attend(k, &a, r0 + lr, R - lr < a.bm ? R - lr : a.bm, lr, h);
+            tl_scope_end(k, s, 0, NULL);
+        }
+}
+
+/* ---- launches ----------------------------------------------------------------------------- */
+
+static int launch(kb_machine *m, const char *name, tl_kernel_fn fn, int sip, const kb_arg *args,
+                  int n)
+{
+    kb_launch_opts o = {{0, 0, 0}, sip};
+    kb_launch_id id;
+    int rc = kb_launch(m, name, fn, &o, args, n, &id);
+    return rc ? rc : kb_wait(m, id);
+}
+
+int kb__tp_norm(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor y, kb_tensor gamma,
+                kb_tensor beta, int kind, double eps)
+{
+    kb_arg args[7] = {kb_arg_tensor(x),   kb_arg_tensor(y), kb_arg_tensor(gamma),
+                      kb_arg_i64(kind),   kb_arg_f64(eps),  kb_arg_i64(beta.id != 0),
+                      kb_arg_tensor(beta)};
+    return launch(m, name, norm_kernel, sip, args, beta.id ? 7 : 6);
+}
+
+int kb__tp_add(kb_machine *m, const char *name, int sip, kb_tensor a, kb_tensor b, kb_tensor y)
+{
+    kb_arg args[3] = {kb_arg_tensor(a), kb_arg_tensor(b), kb_arg_tensor(y)};
+    return launch(m, name, add_kernel, sip, args, 3);
+}
+
+int kb__tp_attention(kb_machine *m, const char *name, int sip, const kb__tp_attn_args *a)
+{
+    kb_arg args[12] = {kb_arg_tensor(a->o),        kb_arg_tensor(a->qkv), kb_arg_i64(a->tokens),
+                       kb_arg_i64(a->seq),         kb_arg_i64(a->heads),  kb_arg_i64(a->kv_heads),
+                       kb_arg_i64(a->head_dim),    kb_arg_i64(a->width),  kb_arg_f64(a->scale),
+                       kb_arg_i64(a->cos.id != 0), kb_arg_tensor(a->cos), kb_arg_tensor(a->sin)};
+    return launch(m, name, attention_kernel, sip, args, a->cos.id ? 12 : 10);
+}

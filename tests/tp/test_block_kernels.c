@@ -1,0 +1,289 @@
+/* The transformer block's kernels (src/tp/block_kernels.c, gemm.c's
+ * SwiGLU) against plain host loops in double, from the driver on the
+ * small test machine's SIP 0 (2 cubes x 2 PEs: every kernel runs one
+ * program on each of the 4 PEs). Tolerances: f32 results are within a
+ * few f32 roundings of the reference (1e-5 relative to the largest
+ * magnitude); f16 results round the output once (2^-11) and the attention
+ * rounds Q, K (after the rotary embedding) and P to f16 on the way,
+ * a few units of 2^-11 (4e-3 of the largest magnitude). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernbench/kernbench.h"
+#include "support/machine.h"
+#include "tp/internal.h"
+
+#define PES 4
+
+static float val(uint64_t seed, int64_t i)
+{
+    uint64_t s = (seed + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(i + 1) * 0xBF58476D1CE4E5B9ull;
+    s ^= s >> 31;
+    s *= 0x94D049BB133111EBull;
+    s ^= s >> 29;
+    return (float)((double)(s % 2001) / 1000.0 - 1.0); /* [-1, 1] */
+}
+
+static float *host(uint64_t seed, int64_t n)
+{
+    float *a = malloc((size_t)n * sizeof *a);
+    for (int64_t i = 0; i < n; i++)
+        a[i] = val(seed, i);
+    return a;
+}
+
+/* A tensor over SIP 0's 4 PEs (cube and pe levels `split`) from host. */
+static kb_tensor put(kb_machine *m, const char *name, int ndim, int64_t rows, int64_t cols,
+                     kb_dtype dt, kb_split split, const float *h)
+{
+    kb_policy p = {KB_REPLICATE, split, split, 1, 2, 2, 0, 0};
+    int64_t shape[2] = {ndim == 1 ? cols : rows, cols};
+    kb_tensor t;
+    cr_assert_eq(kb_empty(m, name, ndim, shape, dt, &p, &t), 0, "%s", kb_last_error(m));
+    if (h)
+        cr_assert_eq(kb_copy_from_host(m, t, h, (size_t)(rows * cols) * sizeof *h, KB_F32), 0, "%s",
+                     kb_last_error(m));
+    return t;
+}
+
+static float *get(kb_machine *m, kb_tensor t, int64_t n)
+{
+    float *h = malloc((size_t)n * sizeof *h);
+    cr_assert_eq(kb_copy_to_host(m, t, h, (size_t)n * sizeof *h, KB_F32), 0, "%s",
+                 kb_last_error(m));
+    return h;
+}
+
+/* max |got - want| / max(1e-30, max |want|) */
+static double rel_err(const float *got, const double *want, int64_t n)
+{
+    double e = 0, mag = 1e-30;
+    for (int64_t i = 0; i < n; i++) {
+        e = fmax(e, fabs(got[i] - want[i]));
+        mag = fmax(mag, fabs(want[i]));
+        if (isnan(got[i])) return INFINITY;
+    }
+    return e / mag;
+}
+
+static void round_to(float *a, int64_t n, kb_dtype dt, kb_machine *m)
+{
+    /* through a one-PE tensor of the dtype: the device's own rounding */
+    kb_policy one = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 1, 1, 1, 0, 0};
+    kb_tensor t;
+    cr_assert_eq(kb_empty(m, "round", 1, &n, dt, &one, &t), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_copy_from_host(m, t, a, (size_t)n * sizeof *a, KB_F32), 0);
+    cr_assert_eq(kb_copy_to_host(m, t, a, (size_t)n * sizeof *a, KB_F32), 0);
+    kb_free(m, t);
+}
+
+/* ---- norms ------------------------------------------------------------------------- */
+
+static void norm_case(int kind, kb_dtype dt, int64_t H)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int64_t R = 4 * 5; /* 5 rows per PE */
+    float *x = host(1, R * H), *g = host(2, H), *b = host(3, H);
+    round_to(x, R * H, dt, m), round_to(g, H, dt, m), round_to(b, H, dt, m);
+    kb_tensor tx = put(m, "x", 2, R, H, dt, KB_ROW_WISE, x);
+    kb_tensor ty = put(m, "y", 2, R, H, dt, KB_ROW_WISE, NULL);
+    kb_tensor tg = put(m, "g", 1, 1, H, dt, KB_REPLICATE, g);
+    kb_tensor tb =
+        kind == KB__TP_NORM_LAYER ? put(m, "b", 1, 1, H, dt, KB_REPLICATE, b) : (kb_tensor){0};
+    double eps = 1e-5;
+    cr_assert_eq(kb__tp_norm(m, "norm", 0, tx, ty, tg, tb, kind, eps), 0, "%s", kb_last_error(m));
+    float *y = get(m, ty, R * H);
+    double *want = malloc((size_t)(R * H) * sizeof *want);
+    for (int64_t r = 0; r < R; r++) {
+        double mean = 0, var = 0;
+        for (int64_t h = 0; h < H; h++)
+            mean += x[r * H + h];
+        mean = kind == KB__TP_NORM_LAYER ? mean / (double)H : 0;
+        for (int64_t h = 0; h < H; h++)
+            var += (x[r * H + h] - mean) * (x[r * H + h] - mean);
+        double rstd = 1 / sqrt(var / (double)H + eps);
+        for (int64_t h = 0; h < H; h++)
+            want[r * H + h] =
+                (x[r * H + h] - mean) * rstd * g[h] + (kind == KB__TP_NORM_LAYER ? b[h] : 0);
+    }
+    double e = rel_err(y, want, R * H), tol = dt == KB_F32 ? 1e-5 : 4e-3;
+    cr_expect_leq(e, tol, "%s norm %s, H %lld: %g", kind ? "layer" : "rms", kb_dtype_name(dt),
+                  (long long)H, e);
+    free(x), free(g), free(b), free(y), free(want);
+    kb_close(m);
+}
+
+Test(tp_block_kernels, rmsnorm_matches_the_host)
+{
+    norm_case(KB__TP_NORM_RMS, KB_F32, 40);
+    norm_case(KB__TP_NORM_RMS, KB_F16, 1500); /* two column chunks, the second partial */
+}
+
+Test(tp_block_kernels, layernorm_matches_the_host)
+{
+    norm_case(KB__TP_NORM_LAYER, KB_F32, 40);
+    norm_case(KB__TP_NORM_LAYER, KB_F16, 1100);
+}
+
+Test(tp_block_kernels, add_is_element_wise)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int64_t R = 12, C = 70;
+    float *a = host(4, R * C), *b = host(5, R * C);
+    kb_tensor ta = put(m, "a", 2, R, C, KB_F32, KB_ROW_WISE, a);
+    kb_tensor tb = put(m, "b", 2, R, C, KB_F32, KB_ROW_WISE, b);
+    kb_tensor ty = put(m, "y", 2, R, C, KB_F32, KB_ROW_WISE, NULL);
+    cr_assert_eq(kb__tp_add(m, "add", 0, ta, tb, ty), 0, "%s", kb_last_error(m));
+    float *y = get(m, ty, R * C);
+    for (int64_t i = 0; i < R * C; i++)
+        cr_assert_eq(y[i], a[i] + b[i], "element %lld", (long long)i);
+    free(a), free(b), free(y);
+    kb_close(m);
+}
+
+/* ---- SwiGLU --------------------------------------------------------------------------- */
+
+Test(tp_block_kernels, swiglu_is_silu_of_the_gate_times_up)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int64_t M = 9, K = 70, n = 4 * 5; /* 5 output columns per PE */
+    float *x = host(6, M * K), *wg = host(7, K * n), *wu = host(8, K * n);
+    /* the [K, 2n] weight as the PEs hold it: PE i's 5 gate columns, then its 5 up columns */
+    float *w = malloc((size_t)(K * 2 * n) * sizeof *w);
+    int64_t nl = n / PES;
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t i = 0; i < PES; i++)
+            for (int64_t j = 0; j < nl; j++) {
+                w[k * 2 * n + i * 2 * nl + j] = wg[k * n + i * nl + j];
+                w[k * 2 * n + i * 2 * nl + nl + j] = wu[k * n + i * nl + j];
+            }
+    kb_tensor tx = put(m, "x", 2, M, K, KB_F32, KB_REPLICATE, x);
+    kb_tensor tw = put(m, "w", 2, K, 2 * n, KB_F32, KB_COLUMN_WISE, w);
+    kb_tensor ty = put(m, "y", 2, M, n, KB_F32, KB_COLUMN_WISE, NULL);
+    cr_assert_eq(kb__tp_swiglu(m, "swiglu", 0, tx, tw, ty), 0, "%s", kb_last_error(m));
+    float *y = get(m, ty, M * n);
+    double *want = malloc((size_t)(M * n) * sizeof *want);
+    for (int64_t r = 0; r < M; r++)
+        for (int64_t j = 0; j < n; j++) {
+            double g = 0, u = 0;
+            for (int64_t k = 0; k < K; k++)
+                g += (double)x[r * K + k] * wg[k * n + j],
+                    u += (double)x[r * K + k] * wu[k * n + j];
+            want[r * n + j] = g / (1 + exp(-g)) * u;
+        }
+    double e = rel_err(y, want, M * n);
+    cr_expect_leq(e, 1e-5, "%g", e);
+    free(x), free(wg), free(wu), free(w), free(y), free(want);
+    kb_close(m);
+}
+
+/* ---- attention ---------------------------------------------------------------------------- */
+
+typedef struct attn_case {
+    int64_t T, seq, heads, kv_heads, d;
+    int rope;
+    kb_dtype dt;
+} attn_case;
+
+/* Host: o[t, h·d + j] = sum over keys s of t's sequence, s <= t, of
+ * softmax(q_t · k_s / sqrt(d)) v_s, q and k rotated (rotate-half) at
+ * their positions when rope; q, k, v from the rank's qkv [T, cols]. */
+static double *attn_ref(const attn_case *c, const float *qkv, const float *cs, const float *sn,
+                        kb_dtype dt, kb_machine *m)
+{
+    int64_t cols = (c->heads + 2 * c->kv_heads) * c->d, d = c->d, half = d / 2;
+    float *rot = malloc((size_t)(c->T * cols) * sizeof *rot);
+    memcpy(rot, qkv, (size_t)(c->T * cols) * sizeof *rot);
+    if (c->rope) {
+        for (int64_t t = 0; t < c->T; t++) {
+            int64_t pos = t % c->seq;
+            for (int64_t hh = 0; hh < c->heads + c->kv_heads; hh++) /* q and k heads */
+                for (int64_t j = 0; j < d; j++) {
+                    const float *v = qkv + t * cols + hh * d;
+                    double r = j < half ? -v[j + half] : v[j - half];
+                    rot[t * cols + hh * d + j] =
+                        (float)((double)v[j] * cs[pos * d + j] + r * sn[pos * d + j]);
+                }
+        }
+        round_to(rot, c->T * cols, dt, m); /* the kernel rounds rotated Q and K to the dtype */
+    }
+    double *o = calloc((size_t)(c->T * c->heads * d), sizeof *o), *p = malloc((size_t)c->T * 8);
+    for (int64_t h = 0; h < c->heads; h++) {
+        int64_t kvh = h / (c->heads / c->kv_heads);
+        for (int64_t t = 0; t < c->T; t++) {
+            int64_t s0 = t / c->seq * c->seq;
+            double mx = -INFINITY, sum = 0;
+            for (int64_t s = s0; s <= t; s++) {
+                double dot = 0;
+                for (int64_t j = 0; j < d; j++)
+                    dot += (double)rot[t * cols + h * d + j] *
+                           rot[s * cols + (c->heads + kvh) * d + j];
+                p[s] = dot / sqrt((double)d);
+                mx = fmax(mx, p[s]);
+            }
+            for (int64_t s = s0; s <= t; s++)
+                sum += (p[s] = exp(p[s] - mx));
+            for (int64_t s = s0; s <= t; s++)
+                for (int64_t j = 0; j < d; j++)
+                    o[t * c->heads * d + h * d + j] +=
+                        p[s] / sum * qkv[s * cols + (c->heads + c->kv_heads + kvh) * d + j];
+        }
+    }
+    free(rot), free(p);
+    return o;
+}
+
+static void attn_check(const attn_case *c)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int64_t cols = (c->heads + 2 * c->kv_heads) * c->d, w = cols / PES, d = c->d;
+    float *qkv = host(9, c->T * cols);
+    round_to(qkv, c->T * cols, c->dt, m);
+    float *cs = malloc((size_t)(c->seq * d) * sizeof *cs), *sn = malloc((size_t)(c->seq * d) * 4);
+    for (int64_t pos = 0; pos < c->seq; pos++)
+        for (int64_t j = 0; j < d; j++) {
+            double f = pow(10000.0, -2.0 * (double)(j % (d / 2)) / (double)d);
+            cs[pos * d + j] = (float)cos((double)pos * f),
+                         sn[pos * d + j] = (float)sin((double)pos * f);
+        }
+    /* what the rank's PEs hold after gathering its column blocks: [PES · T, w] */
+    float *gathered = malloc((size_t)(c->T * cols) * sizeof *gathered);
+    for (int64_t b = 0; b < PES; b++)
+        for (int64_t t = 0; t < c->T; t++)
+            memcpy(gathered + (b * c->T + t) * w, qkv + t * cols + b * w,
+                   (size_t)w * sizeof(float));
+    kb_tensor tq = put(m, "qkv", 2, PES * c->T, w, c->dt, KB_REPLICATE, gathered);
+    kb_tensor tc = c->rope ? put(m, "cos", 2, c->seq, d, KB_F32, KB_REPLICATE, cs) : (kb_tensor){0};
+    kb_tensor ts = c->rope ? put(m, "sin", 2, c->seq, d, KB_F32, KB_REPLICATE, sn) : (kb_tensor){0};
+    kb_tensor to = put(m, "o", 2, c->T, c->heads * d, c->dt, KB_ROW_WISE, NULL);
+    kb__tp_attn_args a = {
+        to, tq, tc, ts, c->T, c->seq, c->heads, c->kv_heads, d, w, 1 / sqrt((double)d)};
+    /* the launch's first tensor is o: program i on the PE of o's rows i */
+    cr_assert_eq(kb__tp_attention(m, "attn", 0, &a), 0, "%s", kb_last_error(m));
+    float *o = get(m, to, c->T * c->heads * d);
+    double *want = attn_ref(c, qkv, cs, sn, c->dt, m);
+    double e = rel_err(o, want, c->T * c->heads * d), tol = c->dt == KB_F32 ? 1e-5 : 4e-3;
+    cr_expect_leq(e, tol, "T %lld seq %lld heads %lld/%lld d %lld rope %d %s: %g", (long long)c->T,
+                  (long long)c->seq, (long long)c->heads, (long long)c->kv_heads, (long long)d,
+                  c->rope, kb_dtype_name(c->dt), e);
+    free(qkv), free(cs), free(sn), free(gathered), free(o), free(want);
+    kb_close(m);
+}
+
+Test(tp_block_kernels, attention_is_causal_softmax_per_sequence_with_rope_and_gqa)
+{
+    /* 8 rows per PE; sequences of 12 tokens, so PE 1's rows straddle two */
+    attn_case c = {32, 12, 4, 2, 16, 1, KB_F32};
+    attn_check(&c);
+    c.dt = KB_F16;
+    attn_check(&c);
+}
+
+Test(tp_block_kernels, attention_over_more_than_one_key_block_without_rope)
+{
+    /* 160 tokens in one sequence, 40 per PE: keys in blocks of 64, queries of 64 */
+    attn_case c = {160, 160, 2, 2, 32, 0, KB_F32};
+    attn_check(&c);
+}
