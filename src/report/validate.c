@@ -51,8 +51,12 @@ static int envelope(const json_t *rec, kb__err *err)
     if (want(rec, "command", JSON_STRING, 0, err) ||
         want(rec, "command_line", JSON_ARRAY, 0, err) ||
         strings(json_object_get(rec, "command_line"), "command_line", err) ||
-        want(rec, "unit_of", JSON_OBJECT, 0, err) || want(rec, "options", JSON_OBJECT, 0, err) ||
-        want(rec, "sets", JSON_ARRAY, 0, err) ||
+        want(rec, "unit_of", JSON_OBJECT, 0, err))
+        return err->code;
+    /* a sweep point that failed before its command began a record: the
+     * envelope above, its point and its error */
+    if (json_is_string(json_object_get(rec, "error")) && !json_object_get(rec, "options")) return 0;
+    if (want(rec, "options", JSON_OBJECT, 0, err) || want(rec, "sets", JSON_ARRAY, 0, err) ||
         strings(json_object_get(rec, "sets"), "sets", err) ||
         want(rec, "fabric_model", JSON_STRING, 0, err) ||
         want(rec, "config_hash", JSON_OBJECT, 0, err))

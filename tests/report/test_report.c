@@ -250,3 +250,28 @@ Test(report, a_failed_run_leaves_no_json_file)
     cr_assert_neq(status, 0, "a bad --opt should fail");
     cr_assert_neq(access(path, F_OK), 0, "the failed run left %s behind", path);
 }
+
+/* Every line of a sweep, a failing point's included, is a valid record. */
+Test(report, sweep_lines_validate)
+{
+    FILE *p = popen("OPENBLAS_NUM_THREADS=1 " KB " sweep run --bench ccl_allreduce --sweep "
+                    "world=2,4 --sweep bytes=4KiB,6 --jobs 2 --json - 2>/dev/null",
+                    "r");
+    cr_assert_not_null(p);
+    char line[1 << 16];
+    int n = 0, failed = 0;
+    while (fgets(line, sizeof line, p)) {
+        json_error_t je;
+        json_t *j = json_loads(line, 0, &je);
+        cr_assert_not_null(j, "line %d: %s", n + 1, je.text);
+        kb__err err = {0};
+        cr_assert_eq(kb__report_validate(j, &err), 0, "line %d: %s", n + 1, err.msg);
+        cr_assert(json_is_object(json_object_get(j, "point")));
+        failed += json_integer_value(json_object_get(j, "status")) != 0;
+        json_decref(j);
+        n++;
+    }
+    pclose(p);
+    cr_assert_eq(n, 4);
+    cr_assert_eq(failed, 2, "the two points with bytes=6 fail");
+}
