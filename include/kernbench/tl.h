@@ -85,6 +85,15 @@ KB_API int tl_tensor_ndim(const tl_tensor *t);
 KB_API int64_t tl_tensor_dim(const tl_tensor *t, int d);
 KB_API int64_t tl_tensor_stride(const tl_tensor *t, int d);
 KB_API tl_dtype tl_tensor_dtype(const tl_tensor *t);
+/* The whole tensor's extent along d, and where the local shard starts in it
+ * along d (elements), with the same checks as tl_tensor_dim. The shard
+ * holds global elements [offset, offset + tl_tensor_dim) along each d. A
+ * kernel ported from the original tool, whose launch rewrote scalar
+ * arguments equal to a global size into the local one, uses tl_tensor_dim
+ * where it read that argument and these two where it needs the global
+ * position (docs/kernels.md, "Local and global extents"). */
+KB_API int64_t tl_tensor_global_dim(const tl_tensor *t, int d);
+KB_API int64_t tl_tensor_global_offset(const tl_tensor *t, int d);
 /* ceil(a / b) for b > 0, exact over all of int64 (negative a too); 0 for b <= 0. */
 KB_API int64_t tl_cdiv(int64_t a, int64_t b);
 /* The smallest power of two >= n (triton.next_power_of_2): 1 for n <= 1,

@@ -131,6 +131,19 @@ int64_t tl_tensor_dim(const tl_tensor *t, int d)
     return t ? t->shape[d] : -1;
 }
 
+int64_t tl_tensor_global_dim(const tl_tensor *t, int d)
+{
+    t = accessor(t, "tl_tensor_global_dim", true, d);
+    if (!t) return -1;
+    return t->global_shape[d] ? t->global_shape[d] : t->shape[d];
+}
+
+int64_t tl_tensor_global_offset(const tl_tensor *t, int d)
+{
+    t = accessor(t, "tl_tensor_global_offset", true, d);
+    return t ? t->global_offset[d] : -1;
+}
+
 int64_t tl_tensor_stride(const tl_tensor *t, int d)
 {
     t = accessor(t, "tl_tensor_stride", true, d);

@@ -34,10 +34,15 @@ struct tl_tensor {
     int ndim;
     int64_t shape[KB__TL_MAX_DIMS];   /* local shard extents */
     int64_t strides[KB__TL_MAX_DIMS]; /* elements */
-    uint64_t va;                      /* local shard base (SIP-local VA) */
-    uint64_t shard_bytes;             /* the local shard: [va, va + shard_bytes) */
-    uint64_t bytes;                   /* reach from va: to the tensor's last element */
-    uint64_t region_stride;           /* VA from one region's start to the next, or 0 */
+    /* The whole tensor's extents and where the local shard starts in it;
+     * global_shape[d] 0 (a view built without them): the shard is the
+     * whole tensor. */
+    int64_t global_shape[KB__TL_MAX_DIMS];
+    int64_t global_offset[KB__TL_MAX_DIMS];
+    uint64_t va;            /* local shard base (SIP-local VA) */
+    uint64_t shard_bytes;   /* the local shard: [va, va + shard_bytes) */
+    uint64_t bytes;         /* reach from va: to the tensor's last element */
+    uint64_t region_stride; /* VA from one region's start to the next, or 0 */
 };
 
 typedef enum kb__tl_arg_kind {

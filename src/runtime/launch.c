@@ -409,11 +409,17 @@ void kb__rt_shard_view(const kb__rt_tensor *t, int shard, const char *name, tl_t
     if (t->ndim == 1) {
         out->shape[0] = s->cols;
         out->strides[0] = 1;
+        out->global_shape[0] = t->plan.cols;
+        out->global_offset[0] = s->col0;
     } else {
         out->shape[0] = s->rows;
         out->shape[1] = s->cols;
         out->strides[0] = s->cols;
         out->strides[1] = 1;
+        out->global_shape[0] = t->plan.rows;
+        out->global_shape[1] = t->plan.cols;
+        out->global_offset[0] = s->row0;
+        out->global_offset[1] = s->col0;
     }
     /* Every region has the same size (splits are exact); the reach ends
      * with the last region's last element, not its page padding. */
