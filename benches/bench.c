@@ -267,14 +267,70 @@ static void fill_error(kb_bench_result *r, const kb_bench_opts *o, int rc)
     snprintf(r->error, sizeof r->error, "%s", msg && *msg ? msg : kb_strerror(rc));
 }
 
+/* Whether s is 1..max-1 printable characters, none in `banned`. */
+static int name_ok(const char *s, size_t max, const char *banned)
+{
+    size_t n = 0;
+    for (; s[n] && n < max; n++)
+        if (!isprint((unsigned char)s[n]) || strchr(banned, s[n])) return 0;
+    return n > 0 && n < max;
+}
+
+static int invalid(char *msg, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int invalid(char *msg, size_t size, const char *fmt, ...)
+{
+    if (msg && size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, size, fmt, ap);
+        va_end(ap);
+    }
+    return KB_EINVAL;
+}
+
+int kb_bench_validate(const kb_bench *b, char *msg, size_t msg_size)
+{
+    if (!b) return invalid(msg, msg_size, "bench descriptor is NULL");
+    if (!b->name) return invalid(msg, msg_size, "bench descriptor: name is NULL");
+    if (!name_ok(b->name, KB_BENCH_NAME_MAX, ""))
+        return invalid(msg, msg_size,
+                       "bench descriptor: name '%.*s' is not 1 to %d printable characters",
+                       KB_BENCH_NAME_MAX, b->name, KB_BENCH_NAME_MAX - 1);
+    if (!b->run) return invalid(msg, msg_size, "bench %s: run is NULL", b->name);
+    if (b->n_opts < 0 || b->n_opts > KB_BENCH_MAX_OPTS)
+        return invalid(msg, msg_size, "bench %s: n_opts is %d (expected 0 to %d)", b->name,
+                       b->n_opts, KB_BENCH_MAX_OPTS);
+    if (b->n_opts && !b->opts)
+        return invalid(msg, msg_size, "bench %s: opts is NULL with n_opts %d", b->name, b->n_opts);
+    for (int i = 0; i < b->n_opts; i++) {
+        const kb_bench_opt_doc *d = &b->opts[i];
+        if (!d->key) return invalid(msg, msg_size, "bench %s: option %d has no key", b->name, i);
+        if (!name_ok(d->key, KB_BENCH_KEY_MAX, "= \t"))
+            return invalid(msg, msg_size,
+                           "bench %s: option %d key '%.*s' is not 1 to %d printable characters "
+                           "without '=' or spaces",
+                           b->name, i, KB_BENCH_KEY_MAX, d->key, KB_BENCH_KEY_MAX - 1);
+        if (!d->def || !d->help)
+            return invalid(msg, msg_size, "bench %s: option %s has no %s", b->name, d->key,
+                           d->def ? "help" : "default (def)");
+        for (int j = 0; j < i; j++)
+            if (!strcmp(b->opts[j].key, d->key))
+                return invalid(msg, msg_size, "bench %s: option %s is listed twice (%d and %d)",
+                               b->name, d->key, j, i);
+    }
+    return 0;
+}
+
 int kb_bench_run(kb_machine *m, const kb_bench *b, kb_bench_opts *o, int no_data,
                  kb_bench_result *r)
 {
     memset(r, 0, sizeof *r);
     r->m = m;
     r->no_data = no_data;
-    if (!m || !b || !b->run || !o)
-        return kb_bench_fail(r, KB_EINVAL, "kb_bench_run: machine, bench or options is NULL");
+    if (!m || !o) return kb_bench_fail(r, KB_EINVAL, "kb_bench_run: machine or options is NULL");
+    if (kb_bench_validate(b, r->error, sizeof r->error)) return KB_EINVAL;
     o->error[0] = '\0';
     int rc = check_keys(b, o, r);
     if (rc) return rc;

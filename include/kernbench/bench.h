@@ -190,13 +190,20 @@ KB_API const kb_bench *kb_bench_at(int i);
 KB_API const kb_bench *kb_bench_find(const char *name);
 KB_API const kb_bench *kb_bench_default(void);
 
-/* Runs b on m. Checks the option keys against b->opts first (an unknown
- * key is KB_EINVAL with r->usage_error set and a message listing the known
- * keys). no_data: pass 1 when m was opened with no_data (timing only): the
- * bench runs the same simulated steps (so simulated time is the same) but
- * does not compute references; checks are not recorded. r is initialised here. On failure
- * r->error holds the message. Returns 0 when the run completed (checks may
- * still FAIL: see kb_bench_passed). */
+/* Checks a descriptor (a plug-in's, say) before anything reads it: name
+ * set, 1..KB_BENCH_NAME_MAX-1 printable characters; run set; n_opts in
+ * [0, KB_BENCH_MAX_OPTS]; opts set when n_opts > 0; each option's key
+ * 1..KB_BENCH_KEY_MAX-1 printable characters without '=' or spaces, keys
+ * distinct, def and help set (summary may be NULL). Returns 0, or KB_EINVAL
+ * with the first problem in msg (msg_size bytes; msg may be NULL). */
+KB_API int kb_bench_validate(const kb_bench *b, char *msg, size_t msg_size);
+
+/* Runs b on m. Checks the descriptor (kb_bench_validate) and the option keys against b->opts first
+ * (an unknown key is KB_EINVAL with r->usage_error set and a message listing the known keys).
+ * no_data: pass 1 when m was opened with no_data (timing only): the bench runs the same simulated
+ * steps (so simulated time is the same) but does not compute references; checks are not recorded. r
+ * is initialised here. On failure r->error holds the message. Returns 0 when the run completed
+ * (checks may still FAIL: see kb_bench_passed). */
 KB_API int kb_bench_run(kb_machine *m, const kb_bench *b, kb_bench_opts *o, int no_data,
                         kb_bench_result *r);
 

@@ -134,12 +134,13 @@ static int find_bench(const run_opts *o, const kb_bench **b, void **dl)
     *dl = dlopen(o->bench, RTLD_NOW | RTLD_LOCAL);
     if (!*dl) return kb__opt_usage(&kb__cli_run_spec, "cannot load plug-in: %s", dlerror());
     *b = dlsym(*dl, KB_BENCH_PLUGIN_SYMBOL);
-    if (!*b || !(*b)->name || !(*b)->run) {
+    char why[KB_BENCH_MSG_MAX] = "missing";
+    if (!*b || kb_bench_validate(*b, why, sizeof why)) {
         dlclose(*dl);
         *dl = NULL;
         return kb__opt_usage(&kb__cli_run_spec,
-                             "%s: no valid '%s' descriptor (see kernbench/bench.h)", o->bench,
-                             KB_BENCH_PLUGIN_SYMBOL);
+                             "%s: no valid '%s' descriptor (%s; see kernbench/bench.h)", o->bench,
+                             KB_BENCH_PLUGIN_SYMBOL, why);
     }
     return 0;
 }

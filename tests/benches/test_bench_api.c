@@ -164,3 +164,69 @@ Test(bench_opts, integers_with_leading_zeros_are_decimal)
     cr_assert_eq(kb_bench_opt_i64(&o, "m", 1, -100, 100, &m), 0);
     cr_assert_eq(m, 9);
 }
+
+/* ---- descriptors (a plug-in's kb_bench_plugin) ------------------------------ */
+
+static int run_nothing(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
+{
+    (void)m, (void)o, (void)r;
+    return 0;
+}
+
+static void bad_desc(const kb_bench *b, const char *expect)
+{
+    char msg[256] = "";
+    cr_assert_eq(kb_bench_validate(b, msg, sizeof msg), KB_EINVAL, "accepted; wanted '%s'", expect);
+    cr_assert(strstr(msg, expect), "'%s' lacks '%s'", msg, expect);
+    kb_bench_result r;
+    kb_bench_opts o;
+    kb_bench_opts_init(&o);
+    /* the runner refuses it before reading it (any machine pointer: unused) */
+    cr_assert_eq(kb_bench_run((kb_machine *)&o, b, &o, 1, &r), KB_EINVAL);
+    cr_assert(strstr(r.error, expect), "runner: '%s' lacks '%s'", r.error, expect);
+}
+
+Test(bench_desc, malformed_descriptors_are_refused_naming_the_problem)
+{
+    static const kb_bench_opt_doc ok[] = {{"m", "1", "rows"}, {"n", "2", "cols"}};
+    static const kb_bench_opt_doc no_key[] = {{NULL, "1", "x"}};
+    static const kb_bench_opt_doc eq_key[] = {{"a=b", "1", "x"}};
+    static const kb_bench_opt_doc empty_key[] = {{"", "1", "x"}};
+    static const kb_bench_opt_doc ctl_key[] = {{"a\tb", "1", "x"}};
+    static const kb_bench_opt_doc long_key[] = {{"k123456789012345678901234567890123", "1", "x"}};
+    static const kb_bench_opt_doc twice[] = {{"m", "1", "x"}, {"m", "2", "y"}};
+    static const kb_bench_opt_doc no_def[] = {{"m", NULL, "x"}};
+    static const kb_bench_opt_doc no_help[] = {{"m", "1", NULL}};
+    char long_name[KB_BENCH_NAME_MAX + 8];
+    memset(long_name, 'x', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    const kb_bench good = {"good", NULL, ok, 2, run_nothing};
+    cr_assert_eq(kb_bench_validate(&good, NULL, 0), 0);
+    bad_desc(&(kb_bench){NULL, "s", ok, 2, run_nothing}, "name is NULL");
+    bad_desc(&(kb_bench){"", "s", ok, 2, run_nothing}, "is not 1 to 63 printable");
+    bad_desc(&(kb_bench){"a\nb", "s", ok, 2, run_nothing}, "is not 1 to 63 printable");
+    bad_desc(&(kb_bench){long_name, "s", ok, 2, run_nothing}, "is not 1 to 63 printable");
+    bad_desc(&(kb_bench){"b", "s", ok, 2, NULL}, "bench b: run is NULL");
+    bad_desc(&(kb_bench){"b", "s", ok, -5, run_nothing}, "n_opts is -5 (expected 0 to 32)");
+    bad_desc(&(kb_bench){"b", "s", ok, 1000, run_nothing}, "n_opts is 1000");
+    bad_desc(&(kb_bench){"b", "s", NULL, 2, run_nothing}, "opts is NULL with n_opts 2");
+    bad_desc(&(kb_bench){"b", "s", no_key, 1, run_nothing}, "option 0 has no key");
+    bad_desc(&(kb_bench){"b", "s", eq_key, 1, run_nothing}, "key 'a=b' is not");
+    bad_desc(&(kb_bench){"b", "s", empty_key, 1, run_nothing}, "key '' is not");
+    bad_desc(&(kb_bench){"b", "s", ctl_key, 1, run_nothing}, "option 0 key");
+    bad_desc(&(kb_bench){"b", "s", long_key, 1, run_nothing}, "1 to 31 printable");
+    bad_desc(&(kb_bench){"b", "s", twice, 2, run_nothing}, "option m is listed twice (0 and 1)");
+    bad_desc(&(kb_bench){"b", "s", no_def, 1, run_nothing}, "option m has no default");
+    bad_desc(&(kb_bench){"b", "s", no_help, 1, run_nothing}, "option m has no help");
+    char msg[64];
+    cr_assert_eq(kb_bench_validate(NULL, msg, sizeof msg), KB_EINVAL);
+    cr_assert_str_eq(msg, "bench descriptor is NULL");
+}
+
+Test(bench_desc, every_built_in_bench_is_a_valid_descriptor)
+{
+    for (int i = 0; i < kb_bench_count(); i++) {
+        char msg[256] = "";
+        cr_assert_eq(kb_bench_validate(kb_bench_at(i), msg, sizeof msg), 0, "%s", msg);
+    }
+}
