@@ -80,7 +80,7 @@ static void copy_req_arrived(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 static void copy_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
     dev_copy *c = m->user;
-    kb__mem_write_packet(sim, &c->wr, pkt, m->t_arrive);
+    kb__mem_write_arrived(sim, &c->wr, m, pkt);
 }
 
 static void copy_written(kb__sim *sim, kb__mem_xfer *mx)

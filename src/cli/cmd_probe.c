@@ -36,6 +36,7 @@ static void footer(FILE *f)
 static const kb__opt_spec probe_table[] = {
     KB__OPTSPEC_TOPOLOGY,
     KB__OPTSPEC_SET(""),
+    KB__OPTSPEC_FABRIC,
     {"case", KB__ARG_REQ, KB__OPTF_MULTI | KB__OPTF_AXIS, "NAME", NULL,
      "run only this case (repeatable); default: every case", NULL},
     {"bytes", KB__ARG_REQ, KB__OPTF_AXIS, "N", "64KiB", "transfer size (4096, 64KiB, 1MiB ...)",

@@ -52,6 +52,7 @@ static const kb__opt_spec run_table[] = {
      "'kernbench list' shows its algorithms)",
      NULL},
     KB__OPTSPEC_SET(" (ccl.KEY=VALUE: of the ccl.yaml)"),
+    KB__OPTSPEC_FABRIC,
     {"bench", KB__ARG_REQ, KB__OPTF_AXIS, "NAME", NULL,
      "a built-in bench (default: the first listed below), or a\nplug-in shared object (a path "
      "containing '/'; see docs/benches.md)",
@@ -151,10 +152,21 @@ static int open_machine(const run_opts *o, kb_machine **m, run_out *out)
     int status = kb__cli_load_params(&o->common, p);
     if (status) return status;
     out->peak_pe = 2.0 * p->pe.gemm_rows * p->pe.gemm_cols * p->pe.gemm_clock_ghz * 1e9;
-    kb_open_options oo = {o->common.topology, o->common.sets, o->common.n_sets, o->no_data,
-                          o->common.ccl};
+    /* kb_open takes the ccl.* settings too: every --set, then --fabric's */
+    const char *fabric[1] = {o->common.fabric_set};
+    size_t n = o->common.n_sets + (o->common.fabric != NULL);
+    const char **sets = n ? malloc(n * sizeof *sets) : NULL;
+    if (n && !sets) {
+        fprintf(stderr, "kernbench run: out of memory\n");
+        return KB_CLI_FAIL;
+    }
+    for (size_t i = 0; i < o->common.n_sets; i++)
+        sets[i] = o->common.sets[i];
+    if (o->common.fabric) sets[n - 1] = fabric[0];
+    kb_open_options oo = {o->common.topology, sets, n, o->no_data, o->common.ccl};
     char err[KB_BENCH_MSG_MAX];
     int rc = kb_open(m, &oo, err, sizeof err);
+    free(sets);
     if (rc) { /* the topology loaded above: what is left is the ccl configuration */
         fprintf(stderr, "kernbench run: %s\n", err);
         return rc == KB_ECONFIG || rc == KB_EIO ? KB_CLI_USAGE : KB_CLI_FAIL;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "fabric/fabric.h"
 
 void kb__cli_opts_get(kb__cli_opts *o, const kb__opt_vals *a)
 {
@@ -21,6 +22,25 @@ void kb__cli_opts_get(kb__cli_opts *o, const kb__opt_vals *a)
     o->json_file = o->json ? kb__opt_get(a, "json") : NULL;
     o->help = kb__opt_given(a, "help") > 0;
     o->takes_ccl = kb__opt_find(a->spec, "ccl") != NULL;
+    o->fabric = kb__opt_find(a->spec, "fabric") && kb__opt_given(a, "fabric")
+                    ? kb__opt_get(a, "fabric")
+                    : NULL;
+    if (o->fabric) snprintf(o->fabric_set, sizeof o->fabric_set, "fabric.model=%s", o->fabric);
+}
+
+const char **kb__cli_machine_sets(const kb__cli_opts *o, size_t *n)
+{
+    size_t cap = o->n_sets + (o->fabric != NULL);
+    const char **sets = cap ? malloc(cap * sizeof *sets) : NULL;
+    *n = 0;
+    if (cap && !sets) {
+        *n = SIZE_MAX;
+        return NULL;
+    }
+    for (size_t i = 0; i < o->n_sets; i++)
+        if (strncmp(o->sets[i], "ccl.", 4) != 0) sets[(*n)++] = o->sets[i];
+    if (o->fabric) sets[(*n)++] = o->fabric_set;
+    return sets;
 }
 
 int kb__cli_json_stdout(const kb__cli_opts *o)
@@ -46,14 +66,17 @@ int kb__cli_load_params(const kb__cli_opts *o, kb__topo_params *p)
                     o->cmd, o->sets[i], o->cmd);
             return KB_CLI_USAGE;
         }
-    const char **topo_sets = o->n_sets ? malloc(o->n_sets * sizeof *topo_sets) : NULL;
-    size_t n = 0;
-    if (o->n_sets && !topo_sets) {
+    if (o->fabric && !kb__fabric_model_find(o->fabric)) {
+        fprintf(stderr, "kernbench %s: --fabric: unknown fabric model '%s'; models: %s\n", o->cmd,
+                o->fabric, kb__fabric_model_list());
+        return KB_CLI_USAGE;
+    }
+    size_t n;
+    const char **topo_sets = kb__cli_machine_sets(o, &n);
+    if (n == SIZE_MAX) {
         fprintf(stderr, "kernbench %s: out of memory\n", o->cmd);
         return KB_CLI_FAIL;
     }
-    for (size_t i = 0; i < o->n_sets; i++)
-        if (strncmp(o->sets[i], "ccl.", 4) != 0) topo_sets[n++] = o->sets[i];
     int rc = kb__topo_params_load(p, o->topology, topo_sets, n, &err);
     free(topo_sets);
     if (!rc) return KB_CLI_OK;

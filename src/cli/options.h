@@ -5,6 +5,7 @@
  *   --topology F     machine description (default: the built-in machine)
  *   --ccl F          collective configuration, a ccl.yaml (default: built in)
  *   --set k=v        parameter override, repeatable, applied in order
+ *   --fabric M       fabric model (packet, flow): fabric.model=M after every --set
  *   --json [F]       the JSON record to F, or stdout when F is absent or "-"
  *   --help, -h       the command's help
  *
@@ -45,6 +46,13 @@
         "json", KB__ARG_OPT, 0, "FILE", "-",                                                       \
             "the JSON record (docs/results.md) to FILE, or to stdout\ninstead of the report", NULL \
     }
+#define KB__OPTSPEC_FABRIC                                                                         \
+    {                                                                                              \
+        "fabric", KB__ARG_REQ, KB__OPTF_AXIS, "MODEL", NULL,                                       \
+            "fabric model: packet (exact, the reference; the default) or\nflow (fast; "           \
+            "docs/timing-model.md): --set fabric.model=MODEL",                                     \
+            "model"                                                                                \
+    }
 #define KB__OPTSPEC_HELP                                                                           \
     {                                                                                              \
         "help", KB__ARG_NONE, 0, NULL, NULL, "this text", NULL                                     \
@@ -60,10 +68,17 @@ typedef struct kb__cli_opts {
     const char *json_file; /* its file, NULL or "-" for stdout */
     int help;              /* --help given */
     int takes_ccl;         /* the command's table has --ccl */
+    const char *fabric;    /* --fabric model, or NULL */
+    char fabric_set[64];   /* "fabric.model=MODEL" for --fabric, "" without */
 } kb__cli_opts;
 
 /* Fills o from the parsed options a of command cmd. */
 void kb__cli_opts_get(kb__cli_opts *o, const kb__opt_vals *a);
+
+/* The machine settings of o: every --set but "ccl." ones, then --fabric's
+ * (a malloc'd array of borrowed strings, *n of them; NULL when *n is 0
+ * or out of memory: *n is then SIZE_MAX). */
+const char **kb__cli_machine_sets(const kb__cli_opts *o, size_t *n);
 
 /* 1 when the JSON goes to stdout (instead of the text report). */
 int kb__cli_json_stdout(const kb__cli_opts *o);

@@ -90,6 +90,7 @@ int kb__fabric_create(kb__fabric **out, kb__sim *sim, const kb__fab_node_desc *n
     fab->header_bytes = header_bytes;
     fab->n_nodes = n_nodes;
     fab->n_links = n_links;
+    fab->model = &kb__fab_packet_model;
     int rc = copy_nodes(fab, nodes, err);
     if (!rc) rc = copy_links(fab, links, err);
     if (!rc) rc = kb__fabric_index_gateways(fab, err);
@@ -104,6 +105,7 @@ int kb__fabric_create(kb__fabric **out, kb__sim *sim, const kb__fab_node_desc *n
 void kb__fabric_destroy(kb__fabric *fab)
 {
     if (!fab) return;
+    fab->model->fini(fab);
     for (size_t i = 0; i < fab->n_slots; i++) {
         kb__route *r = fab->slots[i].route;
         if (r) {
@@ -246,6 +248,16 @@ int kb__fabric_create_topo(kb__fabric **out, kb__sim *sim, const kb__topo *t, ui
     }
     rc = kb__fabric_create(out, sim, nodes, t->n_nodes, links, t->n_links,
                            (uint32_t)t->params.fabric.packet_bytes, header_bytes, err);
+    const kb__kind *k = kb__kind_get(t->params.fabric.model);
+    const kb__fabric_model *model = kb__fabric_model_find(k ? k->name : NULL);
+    if (!rc && !model)
+        rc = kb__err_set(err, KB_ECONFIG, "fabric.model: unknown model '%s'; models: %s",
+                         k ? k->name : "?", kb__fabric_model_list());
+    if (!rc) rc = kb__fabric_set_model(*out, model, err);
+    if (rc) {
+        kb__fabric_destroy(*out);
+        *out = NULL;
+    }
 out:
     free(nodes);
     free(links);
@@ -328,6 +340,7 @@ void kb__fabric_reset(kb__fabric *fab)
         l->busy_ps = 0;
     }
     fab->packet_hops = 0;
+    fab->model->reset(fab);
 }
 
 uint64_t kb__fabric_packet_hops(const kb__fabric *fab)

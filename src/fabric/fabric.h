@@ -22,6 +22,11 @@
  * gateway (cube: router, IO chiplet: io_noc). Routes are computed once per
  * (from, via, to) and cached in a hash table.
  *
+ * Models: the fabric carries messages through one model, chosen by name
+ * (kb__fabric_model): `packet` (packet.c, below) or `flow` (flow.c: one
+ * max-min fair flow per message). The link state and statistics, routes
+ * and closed forms are the fabric's own, whatever the model.
+ *
  * Invariants: a link is reserved in arrival order (free_at only grows;
  * debug builds check it); the message object outlives its last packet.
  * Cost: O(1) per packet per hop.
@@ -120,7 +125,12 @@ typedef struct kb__route {
     int ends_in_order;      /* `to` takes arrivals at its in-link's service */
     int starts_at_leaf;     /* `from` has no neighbour but the next node: its
                                first link carries only what `from` injects */
-    uint32_t links[];       /* n link ids, in the route's own allocation */
+    struct {                /* the flow model's last solo schedule on this route */
+        uint64_t bytes;     /* 0: none yet */
+        uint32_t pkt_bytes;
+        kb__time total, prev, drain;
+    } solo;
+    uint32_t links[]; /* n link ids, in the route's own allocation */
 } kb__route;
 
 #define KB__NO_NODE UINT32_MAX
@@ -162,7 +172,47 @@ struct kb__fab_msg {
                                  arrival (in-order nodes: see there) */
     void *user;
     kb__time t_start; /* when the message was offered */
+    kb__time t_prev;  /* message grain (kb__fabric_grain): when the packet before the
+                         last one arrived (the last's t_arrive when there is one packet) */
+    void *flow;       /* the flow model's state of this message while in flight */
 };
+
+/* How a fabric model hands a message's packets to its end (on_packet). */
+typedef enum kb__fab_grain {
+    KB__GRAIN_PACKET,  /* once per packet, in arrival order (msg->t_arrive: its arrival) */
+    KB__GRAIN_MESSAGE, /* once per message, for its last packet: every packet has arrived
+                          (t_arrive: the last one's arrival, t_prev: the one before's);
+                          the model has shared the memories' bandwidth itself */
+} kb__fab_grain;
+
+/* A fabric model: how messages cross the links (docs/timing-model.md). The
+ * table grows by appending slots; `version` says which slots are present.
+ * Every slot is required. A model's state hangs off the fabric
+ * (kb__fabric_model_state); init runs once, before any message. */
+#define KB__FABRIC_MODEL_VERSION 1
+typedef struct kb__fabric_model {
+    int version;      /* KB__FABRIC_MODEL_VERSION */
+    const char *name; /* as `fabric.model` names it */
+    const char *doc;
+    kb__fab_grain grain;
+    int (*init)(kb__fabric *fab, kb__err *err);
+    void (*fini)(kb__fabric *fab);
+    /* Forgets link state (statistics are the fabric's: kb__fabric_reset). */
+    void (*reset)(kb__fabric *fab);
+    void (*send)(kb__sim *sim, kb__fab_msg *msg);                              /* kb__fab_send */
+    void (*send_at)(kb__sim *sim, kb__fab_msg *msg, kb__time at);              /* kb__fab_send_at */
+    int (*inject)(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int in_order); /* kb__fab_inject */
+    /* node is a memory of bandwidth bw_gbs behind one incoming link
+     * (kb__fabric_attach_memory). */
+    int (*attach_memory)(kb__fabric *fab, uint32_t node, double bw_gbs, kb__err *err);
+} kb__fabric_model;
+
+/* The models, one row each (model.c): the model called name, or NULL. */
+const kb__fabric_model *kb__fabric_model_find(const char *name);
+size_t kb__fabric_model_count(void);
+const kb__fabric_model *kb__fabric_model_at(size_t i);
+/* "packet, flow": the names, for messages. */
+const char *kb__fabric_model_list(void);
 
 /* Builds a fabric over nodes/links. packet_bytes, header_bytes >= 1. Errors:
  * KB_EINVAL (bad link endpoints, bandwidth <= 0), KB_ENOMEM. */
@@ -174,6 +224,17 @@ int kb__fabric_create(kb__fabric **out, kb__sim *sim, const kb__fab_node_desc *n
 int kb__fabric_create_topo(kb__fabric **out, kb__sim *sim, const kb__topo *t, uint32_t header_bytes,
                            kb__err *err);
 void kb__fabric_destroy(kb__fabric *fab);
+/* Replaces the fabric's model (the packet model after kb__fabric_create)
+ * before any message is sent; memories attach afterwards. KB_EINVAL for a
+ * table of another version, KB_ENOMEM. */
+int kb__fabric_set_model(kb__fabric *fab, const kb__fabric_model *model, kb__err *err);
+const kb__fabric_model *kb__fabric_model_of(const kb__fabric *fab);
+kb__fab_grain kb__fabric_grain(const kb__fabric *fab);
+/* Declares node a memory of bandwidth bw_gbs whose accesses all arrive
+ * through its one incoming link: the packet model takes its arrivals in
+ * order (kb__fabric_set_in_order), the flow model shares the memory as a
+ * resource. KB_EINVAL as kb__fabric_set_in_order. */
+int kb__fabric_attach_memory(kb__fabric *fab, uint32_t node, double bw_gbs, kb__err *err);
 
 uint32_t kb__fabric_packet_bytes(const kb__fabric *fab);
 uint32_t kb__fabric_header_bytes(const kb__fabric *fab);
@@ -253,6 +314,8 @@ uint32_t kb__fab_msg_pkt_size(const kb__fab_msg *msg, uint32_t pkt);
 /* Offers every packet of msg to its first link now (FIFO behind earlier
  * arrivals). */
 void kb__fab_send(kb__sim *sim, kb__fab_msg *msg);
+/* kb__fab_send at `at` >= now (msg->t_start becomes at). */
+void kb__fab_send_at(kb__sim *sim, kb__fab_msg *msg, kb__time at);
 /* Offers packet i to the first link at at[i] >= now, for every packet (a
  * source that produces packets over time, such as a memory read). at must
  * stay valid until the last packet is offered. When at is non-decreasing

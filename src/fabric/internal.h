@@ -19,6 +19,8 @@ typedef struct kb__route_slot {
 
 struct kb__fabric {
     kb__sim *sim;
+    const kb__fabric_model *model; /* never NULL */
+    void *model_state;             /* the model's (init / fini) */
     uint32_t packet_bytes, header_bytes;
     uint32_t n_nodes, n_links;
     kb__fab_node_desc *nodes; /* names owned */
@@ -57,6 +59,16 @@ static inline kb__time kb__link_svc(const kb__fabric *fab, const kb__link *l, ui
 /* Adds the reservation [start, end) of l to its utilization (util.c; call
  * only when fab->util is set). */
 void kb__fab_util_add(kb__fabric *fab, const kb__link *l, kb__time start, kb__time end);
+
+/* The two models (packet.c, flow.c). */
+extern const kb__fabric_model kb__fab_packet_model;
+extern const kb__fabric_model kb__fab_flow_model;
+
+/* The solo schedule of a message alone on route r, offered at once at 0
+ * (model.c): when its last packet arrives (the closed form's total, exact
+ * to the ps for any size) and when the packet before it does. */
+void kb__fab_solo(const kb__fabric *fab, const kb__route *r, uint64_t bytes, uint32_t p,
+                  kb__time *last, kb__time *prev);
 
 /* Builds the gateway tables (route.c). */
 int kb__fabric_index_gateways(kb__fabric *fab, kb__err *err);

@@ -63,6 +63,8 @@ void kb__fab_msg_init(kb__fab_msg *msg, kb__fabric *fab, const kb__route *route,
     msg->fab = fab;
     msg->waiting = 0;
     msg->wait_last_at = 0;
+    msg->t_prev = 0;
+    msg->flow = NULL;
 }
 
 void kb__fab_msg_set_trace(kb__fab_msg *msg, kb__fab_hop *trace)
@@ -346,7 +348,7 @@ static void hop_arrive(kb__sim *sim, void *arg, uint64_t data)
         kb__sim_post_at(sim, at, deliver, msg, data + 1);
 }
 
-void kb__fab_send(kb__sim *sim, kb__fab_msg *msg)
+static void packet_send(kb__sim *sim, kb__fab_msg *msg)
 {
     msg->t_start = kb__sim_now(sim);
     msg->l0_end = NULL;
@@ -354,7 +356,7 @@ void kb__fab_send(kb__sim *sim, kb__fab_msg *msg)
     after_link0(sim, msg);
 }
 
-int kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int in_order)
+static int packet_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int in_order)
 {
     const kb__route *r = msg->route;
     msg->first_end = 0;
@@ -381,3 +383,55 @@ int kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int in_order)
     }
     return 0;
 }
+
+static void send_due(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)data;
+    packet_send(sim, arg);
+}
+
+static void packet_send_at(kb__sim *sim, kb__fab_msg *msg, kb__time at)
+{
+    if (at <= kb__sim_now(sim))
+        packet_send(sim, msg);
+    else
+        kb__sim_post_at(sim, at, send_due, msg, 0);
+}
+
+/* The packet model keeps its state in the links (free_at, queues). */
+static int packet_init(kb__fabric *fab, kb__err *err)
+{
+    (void)fab;
+    (void)err;
+    return 0;
+}
+
+static void packet_fini(kb__fabric *fab)
+{
+    (void)fab;
+}
+
+static void packet_reset(kb__fabric *fab)
+{
+    (void)fab;
+}
+
+static int packet_attach_memory(kb__fabric *fab, uint32_t node, double bw_gbs, kb__err *err)
+{
+    (void)bw_gbs; /* the memory controller serves its channels itself */
+    return kb__fabric_set_in_order(fab, node, err);
+}
+
+const kb__fabric_model kb__fab_packet_model = {
+    .version = KB__FABRIC_MODEL_VERSION,
+    .name = "packet",
+    .doc = "every packet through FIFO links (exact, the reference)",
+    .grain = KB__GRAIN_PACKET,
+    .init = packet_init,
+    .fini = packet_fini,
+    .reset = packet_reset,
+    .send = packet_send,
+    .send_at = packet_send_at,
+    .inject = packet_inject,
+    .attach_memory = packet_attach_memory,
+};

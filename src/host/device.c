@@ -52,7 +52,9 @@ static int init_mem(kb__device *d, uint32_t idx, kb__mem_space sp, uint32_t s, u
                     uint32_t u, kb__err *err)
 {
     const kb__topo_params *p = &d->topo->params;
-    kb__memctl_params mp = {.space = sp, .packet_bytes = (uint32_t)p->fabric.packet_bytes};
+    kb__memctl_params mp = {.space = sp,
+                            .packet_bytes = (uint32_t)p->fabric.packet_bytes,
+                            .grain = kb__fabric_grain(d->fab)};
     kb__role role = sp == KB__SPACE_HBM    ? KB__ROLE_HBM_CTRL
                     : sp == KB__SPACE_SRAM ? KB__ROLE_SRAM
                                            : KB__ROLE_PE_TCM;
@@ -132,14 +134,15 @@ kb__pe_dma *kb__device_dma(kb__device *d, uint32_t sip, uint32_t cube, uint32_t 
 }
 
 /* Every access reaches a memory as a message through its one incoming
- * link (xbar -> slice, xbar -> SRAM, pe_dma -> TCM): its arrivals need no
- * event of their own (kb__fabric_set_in_order). A memory with another
+ * link (xbar -> slice, xbar -> SRAM, pe_dma -> TCM): the packet model
+ * takes its arrivals with no event of their own, the flow model shares
+ * its bandwidth (kb__fabric_attach_memory). A memory with another
  * in-degree (a custom graph) keeps one event per arrival. */
 static void mems_in_order(kb__device *d)
 {
     kb__err e;
     for (uint32_t i = 0; i < d->n_mems; i++)
-        (void)kb__fabric_set_in_order(d->fab, d->mems[i].node, &e);
+        (void)kb__fabric_attach_memory(d->fab, d->mems[i].node, d->mems[i].bw_gbs, &e);
 }
 
 int kb__device_create(kb__device **out, kb__topo *t, uint32_t header_bytes, int no_data,

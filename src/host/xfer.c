@@ -76,7 +76,7 @@ static void sipg_child_done(kb__sim *sim, kb__sip_group *g)
 static void write_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
     kb__seg_op *s = m->user;
-    kb__mem_write_packet(sim, &s->mx, pkt, m->t_arrive);
+    kb__mem_write_arrived(sim, &s->mx, m, pkt);
 }
 
 static void seg_written(kb__sim *sim, kb__mem_xfer *mx)
@@ -188,7 +188,7 @@ static void dma_go(kb__sim *sim, void *arg, uint64_t data)
 static void dma_data_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
     kb__seg_op *s = m->user;
-    kb__mem_write_packet(sim, &s->mx2, pkt, m->t_arrive);
+    kb__mem_write_arrived(sim, &s->mx2, m, pkt);
 }
 
 static void dma_acked(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)

@@ -40,6 +40,7 @@ int kb__memctl_init(kb__memctl *mc, const kb__memctl_params *p, kb__err *err)
     mc->bw_gbs = p->bw_gbs;
     mc->lat_ps = kb__ps_from_ns(p->latency_ns);
     mc->packet_bytes = p->packet_bytes;
+    mc->grain = p->grain;
     mc->pkt_ps = kb__ps_from_bytes_gbs((uint64_t)p->channels * p->packet_bytes, p->bw_gbs);
     mc->min_ps = kb__ps_from_bytes_gbs(p->channels, p->bw_gbs);
     mc->il_shift = -1;
@@ -231,6 +232,62 @@ void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt, kb__time 
     }
 }
 
+/* ---- message grain (see memctl.h) ---- */
+
+/* Channel time of a whole message: what its packets would occupy. */
+static kb__time message_busy(const kb__mem_xfer *x)
+{
+    return (kb__time)(x->npkts - 1) * kb__memctl_service_ps(x->mc, x->pkt_bytes) +
+           kb__memctl_service_ps(x->mc, pkt_size(x, x->npkts - 1));
+}
+
+/* Counts a whole message's service and its utilization from `at`. */
+static void message_count(kb__mem_xfer *x, kb__time at)
+{
+    kb__memctl *mc = x->mc;
+    kb__time busy = message_busy(x);
+    mc->packets += x->npkts;
+    mc->busy_ps += busy;
+    if (__builtin_expect(mc->util != NULL, 0))
+        kb__memctl_util_add(mc, at, at, at + (busy + mc->channels - 1) / mc->channels);
+}
+
+static void write_message(kb__sim *sim, kb__mem_xfer *x, kb__time at, kb__time prev)
+{
+    kb__memctl *mc = x->mc;
+    kb__time end = at + kb__memctl_service_ps(mc, pkt_size(x, x->npkts - 1));
+    if (x->npkts >= 2) {
+        kb__time e = prev + kb__memctl_service_ps(mc, x->pkt_bytes);
+        end = e > end ? e : end;
+    }
+    if (x->store) {
+        kb__err e;
+        int rc;
+        uint64_t pa = mc->base_pa + x->offset;
+        if (x->pattern_len)
+            rc = kb__store_fill(x->store, pa, x->bytes, x->pattern, x->pattern_len, &e);
+        else if (x->runs)
+            rc = runs_move(x, 0, x->bytes, true, &e);
+        else
+            rc = kb__store_write(x->store, pa, x->src, x->bytes, &e);
+        if (rc) fail(x, rc, &e);
+    }
+    message_count(x, at);
+    mc->bytes_written += x->bytes;
+    x->land_max = end;
+    x->done_pkts = x->npkts;
+    mc->acks_due += x->acks != 0;
+    kb__sim_post_at(sim, end + mc->lat_ps, write_done, x, 0);
+}
+
+void kb__mem_write_arrived(kb__sim *sim, kb__mem_xfer *x, const kb__fab_msg *m, uint32_t pkt)
+{
+    if (x->mc->grain == KB__GRAIN_MESSAGE)
+        write_message(sim, x, m->t_arrive, m->t_prev);
+    else
+        kb__mem_write_packet(sim, x, pkt, m->t_arrive);
+}
+
 /* An atomic's read-modify-write of bytes at pa, sampled into host. */
 static int rmw_one(kb__mem_xfer *x, uint64_t pa, uint8_t *host, uint64_t bytes, kb__err *e)
 {
@@ -293,6 +350,13 @@ void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x, kb__time at)
     x->out->t_start = at;
     if (x->store && (x->dst || x->runs)) read_bytes(x);
     x->mc->bytes_read += x->bytes;
+    if (x->mc->grain == KB__GRAIN_MESSAGE) {
+        message_count(x, at);
+        kb__time leave = at + kb__memctl_service_ps(x->mc, pkt_size(x, 0)) + x->mc->lat_ps;
+        kb__fab_send_at(sim, x->out, leave);
+        x->out->t_start = at; /* the request's arrival, as at packet grain */
+        return;
+    }
     kb__time *leave = x->leave_inline;
     if (x->npkts > KB__MEM_LEAVE_INLINE) {
         free(x->leave_heap);

@@ -16,6 +16,14 @@
  * memory. With store == NULL (--no-data) no byte moves; the events, and so
  * the timing, are the same.
  *
+ * Message grain (a fabric model that hands whole messages over, the flow
+ * model): the fabric shares the memory's bandwidth among the flows that
+ * reach it, so the controller reserves no channel; it adds the access
+ * latency and the channel service of the packet that decides it (a write:
+ * the later of its last two packets' landings; a read: its first packet),
+ * and moves a message's bytes once: a write lands when its last packet
+ * arrives, a read samples when it is requested.
+ *
  * Ownership: the caller owns controllers and transfers; a transfer must
  * outlive its on_done (a read: its last packet's delivery). Cost: O(1) per
  * packet and no event of its own per packet (a write posts its completion,
@@ -44,6 +52,7 @@ typedef struct kb__memctl_params {
     double bw_gbs;             /* B_mem > 0 */
     double latency_ns;         /* L >= 0 */
     uint32_t packet_bytes;     /* fabric.packet_bytes */
+    kb__fab_grain grain;       /* the fabric model's (kb__fabric_grain) */
 } kb__memctl_params;
 
 typedef struct kb__memctl {
@@ -57,6 +66,7 @@ typedef struct kb__memctl {
     kb__time lat_ps; /* L */
     kb__time pkt_ps; /* c·p/B_mem for a full packet */
     uint32_t packet_bytes;
+    kb__fab_grain grain;   /* MESSAGE: whole messages, bandwidth shared by the fabric */
     kb__time *ch_free;     /* per channel: end of its last reserved service */
     int il_shift, ch_mask; /* interleave = 1 << il_shift, channels = ch_mask + 1
                               when powers of two; -1 otherwise */
@@ -169,12 +179,16 @@ void kb__mem_xfer_set_runs(kb__mem_xfer *x, const kb__mem_run *runs, uint32_t n)
  * kb__fabric_set_in_order). on_done runs L after the last packet has
  * landed. */
 void kb__mem_write_packet(kb__sim *sim, kb__mem_xfer *x, uint32_t pkt, kb__time at);
+/* Write: packet pkt of message m has arrived (m->t_arrive): the whole
+ * message at message grain (see the top), else kb__mem_write_packet. */
+void kb__mem_write_arrived(kb__sim *sim, kb__mem_xfer *x, const kb__fab_msg *m, uint32_t pkt);
 /* Read: every packet is requested at `at` (>= now, in arrival order with
  * the controller's other calls) and sampled (channel order); each is
  * offered to x->out's first link L after its channel service ends
  * (kb__fab_inject). x->out must be initialised for x->bytes in
  * x->pkt_bytes packets; its t_start is set. Out of host memory for the
- * leave times fails the simulation (kb__sim_fail). */
+ * leave times fails the simulation (kb__sim_fail). At message grain the
+ * message is offered once, when its first packet would leave. */
 void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x, kb__time at);
 /* Releases what a read keeps until its last packet is delivered. */
 void kb__mem_xfer_fini(kb__mem_xfer *x);

@@ -12,8 +12,9 @@
 #define R(x) KB__ROLE_BIT(KB__ROLE_##x)
 
 static const char *const role_names[KB__ROLE_COUNT] = {
-    "host", "pcie_ep",  "io_cpu", "io_noc", "router", "xbar",   "noc",     "m_cpu",   "m_dma",
-    "sram", "hbm_ctrl", "pe_cpu", "pe_dma", "pe_mmu", "pe_tcm", "pe_gemm", "pe_math", "pe_ipcq",
+    "host",   "pcie_ep", "io_cpu",  "io_noc",   "router", "xbar",   "noc",
+    "m_cpu",  "m_dma",   "sram",    "hbm_ctrl", "pe_cpu", "pe_dma", "pe_mmu",
+    "pe_tcm", "pe_gemm", "pe_math", "pe_ipcq",  "fabric",
 };
 
 static const kb__kind kinds[] = {
@@ -36,6 +37,8 @@ static const kb__kind kinds[] = {
     {"pe_ipcq", R(PE_IPCQ), "PE inter-PE queues"},
     {"transit", R(ROUTER) | R(XBAR) | R(NOC) | R(IO_NOC) | R(PCIE_EP),
      "forwards messages with the link costs only"},
+    {"packet", R(FABRIC), "fabric model: every packet through FIFO links (exact, the reference)"},
+    {"flow", R(FABRIC), "fabric model: one max-min fair flow per message (fast, approximate)"},
 };
 
 const char *kb__role_name(kb__role role)

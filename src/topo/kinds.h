@@ -35,6 +35,7 @@ typedef enum kb__role {
     KB__ROLE_PE_GEMM,
     KB__ROLE_PE_MATH,
     KB__ROLE_PE_IPCQ,
+    KB__ROLE_FABRIC, /* no node: the machine-wide fabric model (fabric.model) */
     KB__ROLE_COUNT
 } kb__role;
 

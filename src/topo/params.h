@@ -34,6 +34,7 @@ typedef struct kb__topo_params {
         uint64_t packet_bytes;
         uint64_t header_bytes; /* commands, requests and acks: one packet */
         double ns_per_mm;
+        uint16_t model; /* kind index of the fabric model (packet, flow) */
     } fabric;
     struct {
         uint32_t racks, sips; /* sips: in the whole system */

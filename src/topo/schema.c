@@ -69,6 +69,8 @@ static const kb__param schema[] = {
      "bytes", "size of a command, request or acknowledgement (one packet)"},
     {"fabric.ns_per_mm", KB__PT_DOUBLE, F(fabric.ns_per_mm), "0.01", 0, 1e6, 0, -1, "ns/mm",
      "wire propagation delay per mm of link length"},
+    {"fabric.model", KB__PT_KIND, F(fabric.model), "packet", 0, 0, 0, KB__ROLE_FABRIC, "",
+     "fabric model: packet (exact, the reference) or flow (docs/timing-model.md)"},
     {"system.racks", KB__PT_U32, F(system.racks), "1", 1, 1024, 0, -1, "",
      "racks; system.sips must be a multiple of it"},
     {"system.sips", KB__PT_U32, F(system.sips), "2", 1, 4096, 0, -1, "",

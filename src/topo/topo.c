@@ -131,6 +131,8 @@ static uint16_t kind_of(const kb__topo_params *p, kb__role r)
         return p->pe.math_kind;
     case KB__ROLE_PE_IPCQ:
         return p->pe.ipcq_kind;
+    case KB__ROLE_FABRIC:
+        return p->fabric.model;
     case KB__ROLE_COUNT:
         break;
     }

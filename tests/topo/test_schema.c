@@ -204,7 +204,7 @@ Test(schema_errors, unknown_key_without_a_close_name_lists_the_keys)
 {
     fails("fabric:\n  zzzzzzzzzz: 1\n",
           "m.yaml:2:3: fabric.zzzzzzzzzz: unknown key 'zzzzzzzzzz'; known keys here: "
-          "packet_bytes, header_bytes, ns_per_mm");
+          "packet_bytes, header_bytes, ns_per_mm, model");
 }
 
 Test(schema_errors, section_with_the_wrong_type)
@@ -270,6 +270,30 @@ Test(schema_errors, unknown_kind_with_did_you_mean)
 {
     fails("cube:\n  router:\n    kind: routr\n",
           "m.yaml:3:11: cube.router.kind: unknown kind 'routr'; did you mean 'router'?");
+}
+
+Test(schema_errors, unknown_fabric_model_lists_the_models)
+{
+    fails("fabric:\n  model: zzzz\n",
+          "m.yaml:2:10: fabric.model: unknown kind 'zzzz'; kinds for fabric: packet, flow");
+}
+
+Test(schema_errors, a_component_kind_is_no_fabric_model)
+{
+    fails("fabric:\n  model: router\n",
+          "m.yaml:2:10: fabric.model: kind 'router' cannot serve as fabric; kinds that can: "
+          "packet, flow");
+}
+
+Test(schema, fabric_model_is_chosen_by_name)
+{
+    int rc;
+    kb__err err;
+    kb__topo_params p = load_text("fabric:\n  model: flow\n", &rc, &err);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_assert_eq(p.fabric.model, kb__kind_find("flow"));
+    p = load_text("fabric:\n  ns_per_mm: 0.01\n", &rc, &err);
+    cr_assert_eq(p.fabric.model, kb__kind_find("packet"), "packet is the default");
 }
 
 Test(schema_errors, kind_that_cannot_serve_the_role)

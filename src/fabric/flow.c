@@ -1,0 +1,590 @@
+/*
+ * flow.c — the flow model: a message is one flow on its route, flows that
+ * share a resource (a link direction, a memory) share it max-min fairly
+ * (docs/timing-model.md, "The flow contract").
+ *
+ * A flow offered at t0 first waits its latency α, then moves its bytes:
+ * alone it would take D more (the drain of the packet closed form at the
+ * bottleneck), so α = T_solo − D where T_solo is the exact time of the
+ * message alone (kb__fab_solo). Its progress is counted in picoseconds of
+ * that solo drain: at rate r against its solo rate r0 (the smallest
+ * capacity among its resources) it drains r / r0 of them per picosecond,
+ * so a flow that keeps r = r0 ends at exactly t0 + T_solo, to the ps.
+ *
+ * Its resources are the links of its route after the first, and the
+ * memories it starts or ends at. The first link serves whole messages in
+ * the order they are offered, as the packet model's does (it takes all of
+ * a message's packets at once): a flow starts when that link has served
+ * the earlier ones at its own rate (l0_free), and does not share it again.
+ * A message of one packet (a command, request, acknowledgement or credit)
+ * has nothing to share: it takes its solo time from its start.
+ *
+ * Rates are set by progressive filling (SimGrid's LMM without weights):
+ * every flow of a component rises together, a constraint that saturates
+ * freezes its flows at its fair share, until every flow is frozen. They
+ * change only when a flow joins (after α) or ends, and only in the
+ * component of flows and resources connected to the resources it touches;
+ * the other flows keep their rates and their pending end. Every change at
+ * one picosecond is solved once, by one event posted at that time.
+ *
+ * Per message: one event for α, one solve (shared), one end event (plus a
+ * stale one each time its rate changes). The packets of a message are not
+ * seen one by one: the end is handed over once (KB__GRAIN_MESSAGE), with
+ * the last two arrivals of the solo schedule shifted to the flow's end.
+ *
+ * Invariants: a flow is in its resources' arrays exactly while it drains;
+ * every flow on a resource was last advanced (t_last) when the resource's
+ * utilization was last accounted (t_acc), because a solve advances whole
+ * components. Cost: a solve is O(iterations × shared resources + flows ×
+ * path) over the component; nothing for flows outside it.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric/internal.h"
+
+typedef struct flow flow;
+
+struct flow {
+    kb__fab_msg *msg;
+    uint64_t gen;     /* end events carry it: one of an older rate is stale */
+    kb__time t0;      /* offered */
+    kb__time t_last;  /* progress counted up to here */
+    kb__time gap;     /* solo: last arrival minus the one before */
+    kb__time alpha;   /* latency before the bytes move */
+    double left;      /* solo picoseconds of drain still to go */
+    double rate;      /* bytes/ns since t_last (0: not solved yet) */
+    double next_rate; /* solver: the rate being set */
+    double solo;      /* bytes/ns alone: the smallest capacity on its path */
+    uint32_t n_res, cap_res;
+    uint32_t *res;  /* resource ids: links, then memories */
+    uint32_t *slot; /* index in each resource's flow array */
+    uint32_t mark;  /* solver: visited */
+    int frozen;     /* solver: rate set */
+    flow *next;     /* free list */
+    flow *all_next; /* every flow allocated */
+};
+
+typedef struct res {
+    double cap;     /* bytes/ns */
+    double load;    /* sum of its flows' rates since t_acc */
+    kb__time t_acc; /* utilization accounted up to here */
+    flow **flows;
+    uint32_t *fslot; /* flows[i]->res[fslot[i]] is this resource */
+    uint32_t n, cap_n;
+    uint32_t mark, unf; /* solver: visited, unfrozen flows */
+    double left;        /* solver: capacity not yet given */
+    int dirty;
+} res;
+
+typedef struct flow_state {
+    kb__fabric *fab;
+    res *res;
+    uint32_t n_res, cap_res_arr;
+    uint32_t *mem_res; /* per node: its memory's resource id or KB__NO_NODE */
+    kb__time *l0_free; /* per link: when it has served the messages offered on it as
+                          their first link (FIFO at the source, see start) */
+    flow *free, *all;  /* recycled flows; every flow allocated (for fini) */
+    uint32_t *dirty;
+    size_t n_dirty, cap_dirty;
+    int solve_posted;
+    uint32_t mark;
+    flow **cf; /* solver scratch: the component's flows and resources */
+    size_t n_cf, cap_cf;
+    uint32_t *cr;
+    size_t n_cr, cap_cr;
+    uint32_t *sh; /* solver scratch: the component's resources used by >= 2 flows */
+    size_t n_sh, cap_sh;
+} flow_state;
+
+static flow_state *state(const kb__fabric *fab)
+{
+    return fab->model_state;
+}
+
+/* Grows *v (elements of size sz) to hold n; 0 or KB_ENOMEM. */
+static int grow(void **v, size_t *cap, size_t n, size_t sz)
+{
+    if (n <= *cap) return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < n)
+        c *= 2;
+    void *p = realloc(*v, c * sz);
+    if (!p) return KB_ENOMEM;
+    *v = p;
+    *cap = c;
+    return 0;
+}
+
+/* ---- resources ------------------------------------------------------------ */
+
+static int res_add(res *r, flow *f, uint32_t k)
+{
+    if (r->n == r->cap_n) {
+        uint32_t c = r->cap_n ? 2 * r->cap_n : 4;
+        flow **fl = realloc(r->flows, c * sizeof *fl);
+        if (fl) r->flows = fl;
+        uint32_t *fs = fl ? realloc(r->fslot, c * sizeof *fs) : NULL;
+        if (!fs) return KB_ENOMEM;
+        r->fslot = fs;
+        r->cap_n = c;
+    }
+    f->slot[k] = r->n;
+    r->flows[r->n] = f;
+    r->fslot[r->n++] = k;
+    return 0;
+}
+
+static void res_remove(res *r, flow *f, uint32_t k)
+{
+    uint32_t s = f->slot[k], last = --r->n;
+    if (s != last) {
+        flow *g = r->flows[last];
+        r->flows[s] = g;
+        r->fslot[s] = r->fslot[last];
+        g->slot[r->fslot[s]] = s;
+    }
+}
+
+static void mark_dirty(kb__sim *sim, flow_state *st, uint32_t id);
+
+/* ---- the solver ----------------------------------------------------------- */
+
+/* The component of flows and resources connected to the dirty resources. */
+static int collect(flow_state *st)
+{
+    uint32_t m = ++st->mark;
+    st->n_cf = st->n_cr = 0;
+    if (grow((void **)&st->cr, &st->cap_cr, st->n_dirty, sizeof *st->cr)) return KB_ENOMEM;
+    for (size_t i = 0; i < st->n_dirty; i++) {
+        res *r = &st->res[st->dirty[i]];
+        r->dirty = 0;
+        if (r->mark != m) r->mark = m, st->cr[st->n_cr++] = st->dirty[i];
+    }
+    st->n_dirty = 0;
+    for (size_t i = 0; i < st->n_cr; i++) {
+        res *r = &st->res[st->cr[i]];
+        for (uint32_t j = 0; j < r->n; j++) {
+            flow *f = r->flows[j];
+            if (f->mark == m) continue;
+            f->mark = m;
+            if (grow((void **)&st->cf, &st->cap_cf, st->n_cf + 1, sizeof *st->cf) ||
+                grow((void **)&st->cr, &st->cap_cr, st->n_cr + f->n_res, sizeof *st->cr))
+                return KB_ENOMEM;
+            st->cf[st->n_cf++] = f;
+            for (uint32_t k = 0; k < f->n_res; k++)
+                if (st->res[f->res[k]].mark != m)
+                    st->res[f->res[k]].mark = m, st->cr[st->n_cr++] = f->res[k];
+        }
+    }
+    return 0;
+}
+
+/* Brings the component's flows and resources to now: drained progress,
+ * link utilization of the interval at the old rates. */
+static int advance(flow_state *st, kb__time now)
+{
+    kb__fabric *fab = st->fab;
+    st->n_sh = 0;
+    if (grow((void **)&st->sh, &st->cap_sh, st->n_cr, sizeof *st->sh)) return KB_ENOMEM;
+    for (size_t i = 0; i < st->n_cr; i++) {
+        res *r = &st->res[st->cr[i]];
+        if (fab->util && r->load > 0 && st->cr[i] < fab->n_links && now > r->t_acc) {
+            double busy = r->load / r->cap * (double)(now - r->t_acc);
+            kb__time b = (kb__time)llround(busy);
+            if (b > now - r->t_acc) b = now - r->t_acc;
+            if (b) kb__fab_util_add(fab, &fab->links[st->cr[i]], r->t_acc, r->t_acc + b);
+        }
+        r->t_acc = now;
+        r->load = 0;
+        r->left = r->cap;
+        r->unf = r->n;
+        if (r->n >= 2) st->sh[st->n_sh++] = st->cr[i];
+    }
+    for (size_t i = 0; i < st->n_cf; i++) {
+        flow *f = st->cf[i];
+        if (f->rate > 0) f->left -= f->rate / f->solo * (double)(now - f->t_last);
+        if (f->left < 0) f->left = 0;
+        f->t_last = now;
+        f->frozen = 0;
+    }
+    return 0;
+}
+
+/* Progressive filling: the tightest constraint freezes its flows at its
+ * fair share, until every flow of the component is frozen. A resource
+ * only one flow uses limits nothing but that flow, as its solo rate (the
+ * smallest capacity on its path) does: so the constraints are the shared
+ * resources (st->sh) and each flow's solo rate. Ties: the first shared
+ * resource in the component's order, then the first flow. */
+static void fill(flow_state *st)
+{
+    size_t open = st->n_cf;
+    while (open) {
+        res *best = NULL;
+        flow *alone = NULL;
+        double share = 0;
+        for (size_t i = 0; i < st->n_sh; i++) {
+            res *r = &st->res[st->sh[i]];
+            if (!r->unf) continue;
+            double s = r->left / r->unf;
+            if (!best || s < share) best = r, share = s;
+        }
+        for (size_t i = 0; i < st->n_cf; i++) {
+            flow *f = st->cf[i];
+            if (!f->frozen && ((!best && !alone) || f->solo < share)) alone = f, share = f->solo;
+        }
+        if (alone) best = NULL;
+        if (share < 1e-9) share = 1e-9;
+        for (uint32_t j = 0, n = best ? best->n : 1; j < n; j++) {
+            flow *f = best ? best->flows[j] : alone;
+            if (f->frozen) continue;
+            f->frozen = 1;
+            f->next_rate = share;
+            open--;
+            for (uint32_t k = 0; k < f->n_res; k++) {
+                res *r = &st->res[f->res[k]];
+                r->left -= share;
+                r->unf--;
+            }
+        }
+    }
+}
+
+static void end_due(kb__sim *sim, void *arg, uint64_t data);
+
+/* Sets the new rates: a flow whose rate changed gets a new end event. */
+static void reschedule(kb__sim *sim, flow_state *st, kb__time now)
+{
+    for (size_t i = 0; i < st->n_cf; i++) {
+        flow *f = st->cf[i];
+        for (uint32_t k = 0; k < f->n_res; k++)
+            st->res[f->res[k]].load += f->next_rate;
+        if (f->next_rate == f->rate) continue;
+        f->rate = f->next_rate;
+        double dt = f->left / (f->rate / f->solo);
+        kb__time end = now + (kb__time)ceil(dt - 1e-6 > 0 ? dt - 1e-6 : 0);
+        kb__sim_post_at(sim, end, end_due, f, ++f->gen);
+    }
+}
+
+static void solve_due(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)data;
+    flow_state *st = arg;
+    kb__time now = kb__sim_now(sim);
+    st->solve_posted = 0;
+    if (collect(st) || advance(st, now)) {
+        kb__sim_fail(sim, KB_ENOMEM, "fabric (flow): out of host memory for the rate solver");
+        return;
+    }
+    fill(st);
+    reschedule(sim, st, now);
+}
+
+static void mark_dirty(kb__sim *sim, flow_state *st, uint32_t id)
+{
+    res *r = &st->res[id];
+    if (!r->dirty) {
+        if (grow((void **)&st->dirty, &st->cap_dirty, st->n_dirty + 1, sizeof *st->dirty)) {
+            kb__sim_fail(sim, KB_ENOMEM, "fabric (flow): out of host memory");
+            return;
+        }
+        r->dirty = 1;
+        st->dirty[st->n_dirty++] = id;
+    }
+    if (!st->solve_posted) {
+        st->solve_posted = 1;
+        kb__sim_post_at(sim, kb__sim_now(sim), solve_due, st, 0);
+    }
+}
+
+/* ---- a flow's life -------------------------------------------------------- */
+
+static flow *flow_get(flow_state *st, uint32_t n_res)
+{
+    flow *f = st->free;
+    if (f) {
+        st->free = f->next;
+    } else {
+        f = calloc(1, sizeof *f);
+        if (!f) return NULL;
+        f->all_next = st->all;
+        st->all = f;
+    }
+    if (f->cap_res < n_res) {
+        uint32_t *r = realloc(f->res, n_res * sizeof *r);
+        if (r) f->res = r;
+        uint32_t *s = r ? realloc(f->slot, n_res * sizeof *s) : NULL;
+        if (!s) {
+            f->next = st->free, st->free = f;
+            return NULL;
+        }
+        f->slot = s;
+        f->cap_res = n_res;
+    }
+    return f;
+}
+
+/* Per-hop trace of a flow alone-shaped: the first packet's service start
+ * and the last packet's service end on each link, relative to t_start. */
+static void trace(const kb__fabric *fab, const flow *f, kb__time end)
+{
+    kb__fab_msg *msg = f->msg;
+    const kb__route *r = msg->route;
+    uint32_t last = kb__fab_msg_pkt_size(msg, msg->npkts - 1);
+    uint32_t first = kb__fab_msg_pkt_size(msg, 0);
+    kb__time head = f->t0 - msg->t_start, tail = end - msg->t_start;
+    for (uint32_t h = 0; h < r->n; h++) {
+        const kb__link *l = &fab->links[r->links[h]];
+        msg->trace[h].head = head;
+        head += kb__link_svc(fab, l, first) + l->ow_ps;
+    }
+    for (uint32_t h = r->n; h-- > 0;) {
+        const kb__link *l = &fab->links[r->links[h]];
+        tail -= l->ow_ps;
+        msg->trace[h].tail = tail;
+        tail -= kb__link_svc(fab, l, last);
+    }
+}
+
+static void end_due(kb__sim *sim, void *arg, uint64_t data)
+{
+    flow *f = arg;
+    if (data != f->gen) return; /* a rate changed since: a later event ends it */
+    flow_state *st = state(f->msg->fab);
+    kb__time now = kb__sim_now(sim);
+    for (uint32_t k = 0; k < f->n_res; k++) {
+        res_remove(&st->res[f->res[k]], f, k);
+        mark_dirty(sim, st, f->res[k]);
+    }
+    kb__fab_msg *msg = f->msg;
+    if (msg->trace) trace(st->fab, f, now);
+    msg->flow = NULL;
+    msg->delivered = msg->npkts;
+    msg->t_end = msg->t_arrive = now;
+    msg->t_prev = now - f->gap;
+    f->gen++; /* nothing of this life may end the next */
+    f->next = st->free;
+    st->free = f;
+    if (msg->on_packet) msg->on_packet(sim, msg, msg->npkts - 1);
+    if (msg->on_done) msg->on_done(sim, msg, msg->npkts - 1);
+}
+
+static void join_due(kb__sim *sim, void *arg, uint64_t data)
+{
+    flow *f = arg;
+    if (data != f->gen) return;
+    flow_state *st = state(f->msg->fab);
+    f->t_last = kb__sim_now(sim);
+    f->rate = 0;
+    for (uint32_t k = 0; k < f->n_res; k++) {
+        if (res_add(&st->res[f->res[k]], f, k)) {
+            kb__sim_fail(sim, KB_ENOMEM, "fabric (flow): out of host memory");
+            return;
+        }
+        mark_dirty(sim, st, f->res[k]);
+    }
+}
+
+/* Counts msg on its links as the packet model would: bytes, packets, the
+ * service time of each of its packets. */
+static void count(kb__fabric *fab, const kb__fab_msg *msg)
+{
+    const kb__route *r = msg->route;
+    uint32_t last = kb__fab_msg_pkt_size(msg, msg->npkts - 1);
+    for (uint32_t h = 0; h < r->n; h++) {
+        kb__link *l = &fab->links[r->links[h]];
+        kb__time busy = (kb__time)(msg->npkts - 1) * kb__link_svc(fab, l, msg->pkt_bytes) +
+                        kb__link_svc(fab, l, last);
+        l->bytes += msg->bytes;
+        l->packets += msg->npkts;
+        l->busy_ps += busy;
+    }
+    fab->packet_hops += (uint64_t)msg->npkts * r->n;
+}
+
+/* Starts msg's flow, offered at t >= now. */
+static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
+{
+    kb__fabric *fab = msg->fab;
+    flow_state *st = state(fab);
+    const kb__route *r = msg->route;
+    uint32_t mf = st->mem_res[r->nodes[0]], mt = st->mem_res[r->nodes[r->n]];
+    flow *f = flow_get(st, r->n + 2);
+    if (!f) {
+        kb__sim_fail(sim, KB_ENOMEM, "fabric (flow): out of host memory for a flow");
+        return;
+    }
+    f->msg = msg;
+    msg->flow = f;
+    f->n_res = 0;
+    f->solo = fab->links[r->links[0]].bw_gbs; /* the first link caps it, unshared */
+    for (uint32_t h = 1; h < r->n; h++)       /* link 0: FIFO at the source, below */
+        f->res[f->n_res++] = r->links[h];
+    if (mf != KB__NO_NODE) f->res[f->n_res++] = mf;
+    if (mt != KB__NO_NODE && mt != mf) f->res[f->n_res++] = mt;
+    for (uint32_t k = 0; k < f->n_res; k++)
+        if (st->res[f->res[k]].cap < f->solo) f->solo = st->res[f->res[k]].cap;
+    kb__route *rw = (kb__route *)r; /* the memo is not part of the route's value */
+    if (r->solo.bytes != msg->bytes || r->solo.pkt_bytes != msg->pkt_bytes) {
+        kb__time total, prev;
+        kb__fab_solo(fab, r, msg->bytes, msg->pkt_bytes, &total, &prev);
+        const kb__link *b = &fab->links[r->bottleneck];
+        kb__time drain = (kb__time)(msg->npkts - 1) * kb__link_svc(fab, b, msg->pkt_bytes) +
+                         kb__link_svc(fab, b, kb__fab_msg_pkt_size(msg, msg->npkts - 1));
+        if (drain > total) drain = total;
+        if (drain == 0) drain = 1, total = total ? total : 1;
+        rw->solo.bytes = msg->bytes;
+        rw->solo.pkt_bytes = msg->pkt_bytes;
+        rw->solo.total = total;
+        rw->solo.prev = prev;
+        rw->solo.drain = drain;
+    }
+    kb__time total = r->solo.total, drain = r->solo.drain, prev = r->solo.prev;
+    /* The first link serves whole messages in the order they are offered
+     * (the packet model offers all of a message's packets at once there):
+     * the flow starts when the link has served the earlier ones. */
+    const kb__link *l0 = &fab->links[r->links[0]];
+    kb__time *free0 = &st->l0_free[r->links[0]];
+    if (*free0 > t) t = *free0;
+    *free0 = t + (kb__time)(msg->npkts - 1) * kb__link_svc(fab, l0, msg->pkt_bytes) +
+             kb__link_svc(fab, l0, kb__fab_msg_pkt_size(msg, msg->npkts - 1));
+    f->t0 = t;
+    f->alpha = total - drain;
+    f->left = (double)drain;
+    f->gap = total - prev;
+    f->rate = 0;
+    count(fab, msg);
+    if (msg->npkts == 1 || !f->n_res) { /* nothing to share (see the top) */
+        f->n_res = 0;
+        kb__sim_post_at(sim, t + total, end_due, f, ++f->gen);
+        return;
+    }
+    kb__sim_post_at(sim, t + f->alpha, join_due, f, ++f->gen);
+}
+
+/* ---- the model's operations ----------------------------------------------- */
+
+static void flow_send(kb__sim *sim, kb__fab_msg *msg)
+{
+    msg->t_start = kb__sim_now(sim);
+    start(sim, msg, msg->t_start);
+}
+
+static void flow_send_at(kb__sim *sim, kb__fab_msg *msg, kb__time at)
+{
+    kb__time now = kb__sim_now(sim);
+    msg->t_start = at > now ? at : now;
+    start(sim, msg, msg->t_start);
+}
+
+/* Packets offered over time: the flow starts when packet i, offered at
+ * at[i], is no later than back to back on the first link from there, so a
+ * source faster than that link (a memory read) starts it with its first
+ * packet. */
+static int flow_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int in_order)
+{
+    (void)in_order;
+    const kb__fabric *fab = msg->fab;
+    kb__time p0 = kb__link_svc(fab, &fab->links[msg->route->links[0]], msg->pkt_bytes);
+    kb__time t = kb__sim_now(sim);
+    for (uint32_t i = 0; i < msg->npkts; i++) {
+        kb__time off = (kb__time)i * p0;
+        if (at[i] > off && at[i] - off > t) t = at[i] - off;
+    }
+    start(sim, msg, t);
+    return 0;
+}
+
+static int flow_init(kb__fabric *fab, kb__err *err)
+{
+    flow_state *st = calloc(1, sizeof *st);
+    if (st) st->mem_res = malloc((fab->n_nodes ? fab->n_nodes : 1) * sizeof *st->mem_res);
+    if (st && st->mem_res) st->res = calloc(fab->n_links ? fab->n_links : 1, sizeof *st->res);
+    if (st && st->res) st->l0_free = calloc(fab->n_links ? fab->n_links : 1, sizeof *st->l0_free);
+    if (!st || !st->mem_res || !st->res || !st->l0_free) {
+        if (st) free(st->mem_res), free(st->res);
+        free(st);
+        return kb__err_set(err, KB_ENOMEM, "fabric (flow): out of memory for %u links",
+                           fab->n_links);
+    }
+    st->fab = fab;
+    st->n_res = st->cap_res_arr = fab->n_links;
+    for (uint32_t i = 0; i < fab->n_nodes; i++)
+        st->mem_res[i] = KB__NO_NODE;
+    for (uint32_t i = 0; i < fab->n_links; i++)
+        st->res[i].cap = fab->links[i].bw_gbs;
+    fab->model_state = st;
+    return 0;
+}
+
+static void flow_fini(kb__fabric *fab)
+{
+    flow_state *st = state(fab);
+    if (!st) return;
+    for (flow *f = st->all, *n; f; f = n) {
+        n = f->all_next;
+        free(f->res);
+        free(f->slot);
+        free(f);
+    }
+    for (uint32_t i = 0; i < st->n_res; i++) {
+        free(st->res[i].flows);
+        free(st->res[i].fslot);
+    }
+    free(st->res);
+    free(st->mem_res);
+    free(st->l0_free);
+    free(st->dirty);
+    free(st->cf);
+    free(st->cr);
+    free(st->sh);
+    free(st);
+    fab->model_state = NULL;
+}
+
+static void flow_reset(kb__fabric *fab)
+{
+    flow_state *st = state(fab);
+    for (uint32_t i = 0; i < st->n_res; i++)
+        st->res[i].load = 0;
+    memset(st->l0_free, 0, fab->n_links * sizeof *st->l0_free);
+}
+
+static int flow_attach_memory(kb__fabric *fab, uint32_t node, double bw_gbs, kb__err *err)
+{
+    flow_state *st = state(fab);
+    if (node >= fab->n_nodes || !(bw_gbs > 0))
+        return kb__err_set(err, KB_EINVAL, "fabric (flow): memory node %u of %u, %g GB/s", node,
+                           fab->n_nodes, bw_gbs);
+    if (st->mem_res[node] != KB__NO_NODE) {
+        st->res[st->mem_res[node]].cap = bw_gbs;
+        return 0;
+    }
+    if (st->n_res == st->cap_res_arr) {
+        uint32_t c = 2 * st->cap_res_arr + 16;
+        res *r = realloc(st->res, c * sizeof *r);
+        if (!r) return kb__err_set(err, KB_ENOMEM, "fabric (flow): out of memory");
+        st->res = r;
+        st->cap_res_arr = c;
+    }
+    st->res[st->n_res] = (res){.cap = bw_gbs};
+    st->mem_res[node] = st->n_res++;
+    return 0;
+}
+
+const kb__fabric_model kb__fab_flow_model = {
+    .version = KB__FABRIC_MODEL_VERSION,
+    .name = "flow",
+    .doc = "one max-min fair flow per message (fast, approximate)",
+    .grain = KB__GRAIN_MESSAGE,
+    .init = flow_init,
+    .fini = flow_fini,
+    .reset = flow_reset,
+    .send = flow_send,
+    .send_at = flow_send_at,
+    .inject = flow_inject,
+    .attach_memory = flow_attach_memory,
+};

@@ -1,0 +1,148 @@
+/*
+ * test_flow_fidelity.c — the flow model against the packet model on the
+ * built-in machine (docs/fidelity.md): every probe case alone takes the
+ * same picoseconds in both; K transfers from one source stay within
+ * 0.1 %; bandwidth-bound all-reduces (1 MiB per rank, 16 and 64 ranks)
+ * within 5 %; the kernel benches that docs/fidelity.md lists as within
+ * 10 % are; every bench's numbers are the same in both models (the same
+ * checks with the same largest error), and --no-data keeps the flow
+ * model's time.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/probe.h"
+#include "kernbench/bench.h"
+#include "support/machine.h"
+
+static const char *const flow_set[] = {"fabric.model=flow"};
+
+static kb__time probe_alone(kb__device *d, int id, uint64_t bytes)
+{
+    kb__probe_result r;
+    kb__err err;
+    int rc = kb__probe_run(d, id, bytes, 0, &r, &err);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    kb__probe_result_fini(&r);
+    return r.latency;
+}
+
+Test(flow_fidelity, every_probe_case_alone_takes_the_packet_models_time)
+{
+    kb__device *pk = kb_test_device(NULL, 0, 0), *fl = kb_test_device(flow_set, 1, 0);
+    cr_assert_eq(kb__fabric_grain(fl->fab), KB__GRAIN_MESSAGE);
+    uint64_t sizes[] = {64, 256, 4096, 65536, 1 << 20};
+    for (int id = 0; id < KB__PROBE_CASE_COUNT; id++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            kb__time p = probe_alone(pk, id, sizes[i]), f = probe_alone(fl, id, sizes[i]);
+            cr_assert_eq(f, p, "%s, %llu bytes: flow %llu ps, packet %llu ps",
+                         kb__probe_case_name(id), (unsigned long long)sizes[i],
+                         (unsigned long long)f, (unsigned long long)p);
+        }
+    kb__device_destroy(pk);
+    kb__device_destroy(fl);
+}
+
+Test(flow_fidelity, a_write_of_any_size_takes_the_packet_models_time)
+{
+    kb__device *pk = kb_test_device(NULL, 0, 0), *fl = kb_test_device(flow_set, 1, 0);
+    uint64_t sizes[] = {1, 100, 1000, 4097, 65536 + 40};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        cr_assert_eq(probe_alone(fl, KB__PROBE_H2D, sizes[i]),
+                     probe_alone(pk, KB__PROBE_H2D, sizes[i]), "%llu bytes",
+                     (unsigned long long)sizes[i]);
+    kb__device_destroy(pk);
+    kb__device_destroy(fl);
+}
+
+Test(flow_fidelity, transfers_from_one_source_queue_as_in_the_packet_model)
+{
+    kb__device *pk = kb_test_device(NULL, 0, 0), *fl = kb_test_device(flow_set, 1, 0);
+    for (int id = 0; id < KB__PROBE_CASE_COUNT; id++) {
+        kb__probe_contend cp, cf;
+        kb__err err;
+        cr_assert_eq(kb__probe_contend_run(pk, id, 65536, 4, &cp, &err), 0, "%s", err.msg);
+        cr_assert_eq(kb__probe_contend_run(fl, id, 65536, 4, &cf, &err), 0, "%s", err.msg);
+        double e = ((double)cf.total - (double)cp.total) / (double)cp.total;
+        cr_assert(e < 1e-3 && e > -1e-3, "%s x4: flow %llu ps, packet %llu ps",
+                  kb__probe_case_name(id), (unsigned long long)cf.total,
+                  (unsigned long long)cp.total);
+        kb__probe_contend_fini(&cp);
+        kb__probe_contend_fini(&cf);
+    }
+    kb__device_destroy(pk);
+    kb__device_destroy(fl);
+}
+
+/* Runs bench name under model (NULL: packet) with options kv (NULL-ended). */
+static void run(const char *name, const char *model, int no_data, const char *const *kv,
+                kb_bench_result *r)
+{
+    char err[512], set[64];
+    snprintf(set, sizeof set, "fabric.model=%s", model ? model : "packet");
+    const char *sets[] = {set};
+    kb_open_options oo = {NULL, sets, 1, no_data, NULL};
+    kb_machine *m = NULL;
+    cr_assert_eq(kb_open(&m, &oo, err, sizeof err), 0, "kb_open: %s", err);
+    kb_bench_opts o;
+    kb_bench_opts_init(&o);
+    for (int i = 0; kv && kv[i]; i++)
+        cr_assert_eq(kb_bench_opts_add(&o, kv[i]), 0, "%s", o.error);
+    int rc = kb_bench_run(m, kb_bench_find(name), &o, no_data, r);
+    cr_assert_eq(rc, 0, "%s (%s): %s", name, model ? model : "packet", r->error);
+    kb_close(m);
+}
+
+/* Runs name in both models: the same checks, passed, with the same largest
+ * errors; returns the flow model's relative error in simulated time. */
+static double compare(const char *name, const char *const *kv)
+{
+    kb_bench_result p, f;
+    run(name, NULL, 0, kv, &p);
+    run(name, "flow", 0, kv, &f);
+    cr_assert_eq(f.n_checks, p.n_checks, "%s", name);
+    cr_assert(kb_bench_passed(&p) && kb_bench_passed(&f), "%s", name);
+    for (int i = 0; i < p.n_checks && i < KB_BENCH_MAX_CHECKS; i++)
+        cr_assert_eq(f.checks[i].max_err, p.checks[i].max_err, "%s: check %s: %g vs %g", name,
+                     p.checks[i].name, f.checks[i].max_err, p.checks[i].max_err);
+    double sp = (double)kb_bench_sim_ps(&p), sf = (double)kb_bench_sim_ps(&f);
+    return (sf - sp) / sp;
+}
+
+Test(flow_fidelity, bandwidth_bound_all_reduces_are_within_5_percent, .timeout = 120)
+{
+    const char *w16[] = {"world=16", "bytes=1048576", NULL};
+    const char *w64[] = {"world=64", "bytes=1048576", NULL};
+    double e16 = compare("ccl_allreduce", w16), e64 = compare("ccl_allreduce", w64);
+    cr_assert(e16 < 0.05 && e16 > -0.05, "16 ranks: %+.2f %%", 100 * e16);
+    cr_assert(e64 < 0.05 && e64 > -0.05, "64 ranks: %+.2f %%", 100 * e64);
+}
+
+Test(flow_fidelity, kernel_benches_are_within_10_percent, .timeout = 120)
+{
+    const char *benches[] = {"qkv_gemm", "qkv_gemm_multi_pe", "va_offset", "softmax", "matmul"};
+    for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++) {
+        double e = compare(benches[i], NULL);
+        cr_assert(e < 0.10 && e > -0.10, "%s: %+.2f %%", benches[i], 100 * e);
+    }
+}
+
+Test(flow_fidelity, benches_outside_10_percent_still_compute_the_same_numbers, .timeout = 120)
+{
+    /* docs/fidelity.md: FIFO order at merging links (vector_add,
+     * layernorm) and tp_mlp's phases; the numbers must not change. */
+    const char *benches[] = {"vector_add", "layernorm", "tp_mlp"};
+    for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
+        compare(benches[i], NULL);
+}
+
+Test(flow_fidelity, no_data_keeps_the_flow_models_time)
+{
+    const char *kv[] = {"world=16", "bytes=65536", NULL};
+    kb_bench_result a, b;
+    run("ccl_allreduce", "flow", 0, kv, &a);
+    run("ccl_allreduce", "flow", 1, kv, &b);
+    cr_assert_eq(kb_bench_sim_ps(&a), kb_bench_sim_ps(&b));
+}
