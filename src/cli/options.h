@@ -49,7 +49,7 @@
 #define KB__OPTSPEC_FABRIC                                                                         \
     {                                                                                              \
         "fabric", KB__ARG_REQ, KB__OPTF_AXIS, "MODEL", NULL,                                       \
-            "fabric model: packet (exact, the reference; the default) or\nflow (fast; "           \
+            "fabric model: packet (exact, the reference; the default) or\nflow (fast; "            \
             "docs/timing-model.md): --set fabric.model=MODEL",                                     \
             "model"                                                                                \
     }
