@@ -177,7 +177,8 @@ typedef struct kb_ccl_report {
     uint64_t start_ps, end_ps;         /* the collective kernel's launch to completion */
     uint64_t run_start_ps, run_end_ps; /* its programs: start on every PE, last one ends */
     uint64_t predicted_ps;             /* alpha-beta prediction of the programs' span (ring
-                                          all-reduce, reduce-scatter, all-gather), else 0 */
+                                          all-reduce, reduce-scatter, all-gather; hierarchical
+                                          all-reduce, all-gather), else 0 */
     double alpha_ps;         /* alpha: the mean hop latency along the slowest chunk's path */
     double beta_ps_per_byte; /* beta: the bandwidth term over the bytes a rank's links carry:
                                 2(p-1)/p N (all-reduce), (p-1)/p N (reduce-scatter), (p-1) N
@@ -235,6 +236,8 @@ typedef struct kb_ccl_sched {
     const uint32_t *index; /* [world]: rank -> index of its buffer in call order */
     const int64_t *counts; /* all_to_all_v: [world·world], the elements buffer index i
                               sends buffer index j at i·world + j; NULL for the others */
+    uint32_t group;        /* topology hierarchical: ranks per group (one group per SIP,
+                              ranks g·group .. (g+1)·group - 1); world for the others */
 } kb_ccl_sched;
 
 /* In a kernel the collective runner launched (kb_all_reduce & co.): the
@@ -244,7 +247,7 @@ KB_API const kb_ccl_sched *tl_ccl_sched(tl_ctx *k);
 /* Makes fn available to m's ccl.yaml as `module: NAME`: a kernel that
  * implements collective ("all_reduce", "reduce_scatter", "all_gather",
  * "broadcast", "all_to_all", "reduce", "all_to_all_v", "send_recv") over
- * the queues of topology ("ring_1d", "mesh_2d", "tree"). An algorithm
+ * the queues of topology ("ring_1d", "mesh_2d", "tree", "hierarchical"). An algorithm
  * naming it is added like any other
  * (kb_ccl_override with "ccl.algorithms.A={module: NAME, collective: C,
  * topology: T}", or a ccl.yaml). KB_EINVAL, naming the problem, for a

@@ -184,19 +184,19 @@ int kb__ccl_msg_cost_get(const kb__topo *t, kb__ccl_loc src, kb__ccl_loc dst, kb
     return 0;
 }
 
-int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg_bytes,
-                           kb__ccl_alphabeta *out, kb__err *err)
+/* The hops of the ring through port dir that starts at rank start (each
+ * rank's dir port leads to the next one, back to start): out gets their
+ * latencies as kb__ccl_alphabeta_ring describes, world_size their count. */
+static int ring_hops(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t start,
+                     uint64_t msg_bytes, kb__ccl_alphabeta *out, kb__err *err)
 {
     memset(out, 0, sizeof *out);
-    if (plan->r.algo->topology != KB__CCL_RING_1D)
-        return kb__err_set(err, KB_EINVAL, "α-β ring model: algorithm '%s' is %s, not ring_1d",
-                           plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
-    out->world_size = plan->world_size;
     out->msg_bytes = msg_bytes && msg_bytes < plan->r.s.slot_size ? msg_bytes : plan->r.s.slot_size;
-    uint32_t p = plan->world_size;
     uint64_t sum = 0, pair = UINT64_MAX, first = 0, prev = 0, cheapest = UINT64_MAX;
-    for (uint32_t k = 0; p > 1 && k < p; k++) {
-        const kb__ccl_port *next = &plan->ports[k][KB__CCL_E];
+    uint32_t p = 0, k = start;
+    do {
+        const kb__ccl_port *next = &plan->ports[k][dir];
+        if (next->peer < 0) break; /* a ring of one rank: no hop */
         kb__ccl_msg_cost c;
         int rc = kb__ccl_msg_cost_get(t, plan->loc[k], next->loc, plan->r.s.buffer_kind,
                                       out->msg_bytes, &c, err);
@@ -212,10 +212,13 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
         }
         sum += c.total_ps;
         if (c.total_ps < cheapest) cheapest = c.total_ps;
-        if (k && prev + c.total_ps < pair) pair = prev + c.total_ps;
-        if (!k) first = c.total_ps;
+        if (p && prev + c.total_ps < pair) pair = prev + c.total_ps;
+        if (!p) first = c.total_ps;
         prev = c.total_ps;
-    }
+        p++;
+        k = (uint32_t)next->peer;
+    } while (k != start && p < plan->world_size);
+    out->world_size = p ? p : 1;
     if (p < 2) return 0;
     if (prev + first < pair) pair = prev + first;
     /* the slowest chunk crosses 2(p - 1) consecutive hops: every hop twice
@@ -225,6 +228,16 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
     /* one phase alone: p - 1 consecutive hops, every hop but the cheapest */
     out->half_path_ps = sum - cheapest;
     return 0;
+}
+
+int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg_bytes,
+                           kb__ccl_alphabeta *out, kb__err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (plan->r.algo->topology != KB__CCL_RING_1D)
+        return kb__err_set(err, KB_EINVAL, "α-β ring model: algorithm '%s' is %s, not ring_1d",
+                           plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
+    return ring_hops(t, plan, KB__CCL_E, 0, msg_bytes, out, err);
 }
 
 uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, const kb__ccl_ring_bw *bw)
@@ -357,12 +370,12 @@ static int request_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb
  * a slot's trip (vc set-up, read request to the TCM, TCM read, route, ring
  * write), the receiver's copy ring -> TCM (read request to the ring, ring
  * read, route, TCM write), and the credit back. */
-static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k,
+static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
                          const kb__ccl_route *ring, uint64_t *out, kb__err *err)
 {
     const kb__topo_params *tp = &t->params;
     const kb__ccl_settings *q = &plan->r.s;
-    kb__ccl_loc at = plan->loc[k], nx = plan->ports[k][KB__CCL_E].loc;
+    kb__ccl_loc at = plan->loc[k], nx = plan->ports[k][dir].loc;
     uint64_t pk = tp->fabric.packet_bytes, slot = q->slot_size;
     uint64_t first = slot < pk ? slot : pk;
     uint64_t credit = q->credit_size ? q->credit_size : tp->pe.ipcq_credit_bytes;
@@ -418,27 +431,29 @@ static void credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, d
     worst(a, slots * ((double)rtt + (double)kb__ps_from_ns(resume)) / n, "credits", rank);
 }
 
-/* The bandwidth term of the ring's phases: in phase ph (those with
- * want[ph]) every rank sends p - 1 chunks of `chunk` bytes to NEXT, loads
- * loads[ph] chunks of its buffer and stores stores[ph]. */
-static int ring_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
-                   const bool want[2], const double loads[2], const double stores[2],
-                   kb__ccl_ring_bw *out, kb__err *err)
+/* The bandwidth term of the rings' phases: in phase ph (those with
+ * want[ph]) every rank of the plan sends rp - 1 chunks of `chunk` bytes
+ * through its port dir (to NEXT of its ring of rp ranks; all the plan's
+ * rings at once), loads loads[ph] chunks of its buffer and stores
+ * stores[ph]. */
+static int ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+                   uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
+                   const double stores[2], kb__ccl_ring_bw *out, kb__err *err)
 {
     memset(out, 0, sizeof *out);
     uint32_t p = plan->world_size;
-    if (plan->r.algo->topology != KB__CCL_RING_1D)
+    if (plan->r.algo->topology != KB__CCL_RING_1D && plan->r.algo->topology != KB__CCL_HIER)
         return kb__err_set(err, KB_EINVAL,
                            "ring bandwidth model: algorithm '%s' is %s, not ring_1d",
                            plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
-    if (p < 2 || !chunk || !piece) return 0;
+    if (rp < 2 || !chunk || !piece) return 0;
     const kb__topo_params *tp = &t->params;
     const kb__ccl_settings *q = &plan->r.s;
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
     uint64_t vc_chunk = q->vc_chunk_size ? q->vc_chunk_size : tp->pe.ipcq_vc_chunk_bytes;
     uint64_t msgs, slots;
     cut(chunk, piece, payload, &msgs, &slots);
-    const double ring_chunks = p - 1;
+    const double ring_chunks = rp - 1;
     double wire = (double)(chunk + slots * KB__IPCQ_META_BYTES);
     double slot_ps = (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
                          (double)kb__ps_from_ns(tp->pe.dma_setup_ns) +
@@ -453,13 +468,13 @@ static int ring_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, 
     for (uint32_t k = 0; !rc && k < p; k++) {
         kb__ccl_loc at = plan->loc[k];
         uint64_t t_load, t_store, rtt, xfer = piece < chunk ? piece : chunk;
-        if ((rc = kb__ccl_route_build(t, at, plan->ports[k][KB__CCL_E].loc, q->buffer_kind, &ring,
-                                      err)) ||
+        if ((rc =
+                 kb__ccl_route_build(t, at, plan->ports[k][dir].loc, q->buffer_kind, &ring, err)) ||
             (rc = copy_path(t, at, q->buffer_kind, &copy, err)) ||
             (rc = data_path(t, at, false, &ld, err)) || (rc = data_path(t, at, true, &st, err)) ||
             (rc = xfer_ps(t, at, false, &ld, xfer, &t_load, err)) ||
             (rc = xfer_ps(t, at, true, &st, xfer, &t_store, err)) ||
-            (rc = credit_rtt_ps(t, plan, k, &ring, &rtt, err)))
+            (rc = credit_rtt_ps(t, plan, k, dir, &ring, &rtt, err)))
             break;
         if (rtt > rtt_max) rtt_max = rtt, rtt_rank = k;
         for (int ph = 0; ph < 2; ph++) {
@@ -506,7 +521,8 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
     const bool both[2] = {true, true};
     const double loads[2] = {p, 0}, stores[2] = {1, p - 1};
     uint64_t chunk = plan->world_size ? (bytes + plan->world_size - 1) / plan->world_size : 0;
-    return ring_bw(t, plan, bytes ? chunk : 0, piece, both, loads, stores, out, err);
+    return ring_bw(t, plan, KB__CCL_E, plan->world_size, bytes ? chunk : 0, piece, both, loads,
+                   stores, out, err);
 }
 
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
@@ -517,5 +533,131 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
      * store; all-gather: its own chunk loaded and stored, then p - 1 stores */
     const bool want[2] = {phase == 0, phase == 1};
     const double loads[2] = {p, 1}, stores[2] = {1, p};
-    return ring_bw(t, plan, chunk, piece, want, loads, stores, out, err);
+    return ring_bw(t, plan, KB__CCL_E, plan->world_size, chunk, piece, want, loads, stores, out,
+                   err);
+}
+
+/* ---- the hierarchical collectives -------------------------------------------- */
+
+/* One ring stream of a hierarchical collective run alone: every rank sends
+ * rp - 1 chunks through dir, loads `loads` chunks and stores `stores`. */
+static int one_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+                     uint64_t chunk, uint64_t piece, double loads, double stores, uint64_t *ps,
+                     char *what, size_t what_size, kb__err *err)
+{
+    const bool want[2] = {true, false};
+    const double ld[2] = {loads, 0}, st[2] = {stores, 0};
+    kb__ccl_ring_bw bw;
+    int rc = ring_bw(t, plan, dir, rp, chunk, piece, want, ld, st, &bw, err);
+    if (rc) return rc;
+    *ps = bw.phase_ps[0];
+    snprintf(what, what_size, "%s", bw.bottleneck[0]);
+    return 0;
+}
+
+/* The slowest of the peers' rings (one per place l in a group): its whole
+ * path (half 0) or one phase's (half 1), and its textbook B. */
+static int peers_path(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg, int half,
+                      uint64_t *path, double *bw, kb__err *err)
+{
+    *path = 0;
+    for (uint32_t l = 0; l < plan->group; l++) {
+        kb__ccl_alphabeta ab;
+        int rc = ring_hops(t, plan, KB__CCL_S, l, msg, &ab, err);
+        if (rc) return rc;
+        uint64_t x = half ? ab.half_path_ps : ab.path_ps;
+        if (x > *path) *path = x;
+        if (!l || ab.bw_gbs < *bw) *bw = ab.bw_gbs;
+    }
+    return 0;
+}
+
+/* side (0 reduce, 1 gather) += ps, naming what bounds it when it is the
+ * largest term of that side so far. */
+static void hier_add(kb__ccl_hier_model *m, uint64_t best[2], int side, uint64_t ps,
+                     const char *what)
+{
+    m->phase_ps[side] += ps;
+    if (ps <= best[side]) return;
+    best[side] = ps;
+    snprintf(m->bottleneck[side], sizeof m->bottleneck[side], "%s", what);
+}
+
+static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
+                                uint64_t esize, uint64_t piece, kb__ccl_hier_model *m, kb__err *err)
+{
+    uint32_t L = plan->group, S = plan->world_size / L;
+    uint64_t region = (elems + L - 1) / L, c1 = region * esize, best[2] = {0, 0}, ps;
+    char what[160];
+    int rc = 0;
+    if (L > 1) {
+        kb__ccl_alphabeta in;
+        rc = ring_hops(t, plan, KB__CCL_E, 0, (c1 < piece ? c1 : piece) + KB__IPCQ_META_BYTES, &in,
+                       err);
+        m->path_ps += 2 * in.half_path_ps, m->hops += 2 * (L - 1), m->bw_gbs = in.bw_gbs;
+        if (!rc &&
+            !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, L, 1, &ps, what, sizeof what, err)))
+            hier_add(m, best, 0, ps, what);
+        if (!rc && !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, 1, L - 1, &ps, what,
+                                    sizeof what, err)))
+            hier_add(m, best, 1, ps, what);
+    }
+    if (!rc && S > 1) {
+        uint64_t c2 = (region + S - 1) / S * esize, path;
+        rc = peers_path(t, plan, (c2 < piece ? c2 : piece) + KB__IPCQ_META_BYTES, 0, &path,
+                        &m->bw_gbs, err);
+        m->path_ps += path, m->hops += 2 * (S - 1);
+        const bool both[2] = {true, true};
+        const double loads[2] = {S, 0}, stores[2] = {1, S - 1};
+        kb__ccl_ring_bw bw;
+        if (!rc && !(rc = ring_bw(t, plan, KB__CCL_S, S, c2, piece, both, loads, stores, &bw, err)))
+            for (int side = 0; side < 2; side++)
+                hier_add(m, best, side, bw.phase_ps[side], bw.bottleneck[side]);
+    }
+    return rc;
+}
+
+static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
+                                 uint64_t esize, uint64_t piece, kb__ccl_hier_model *m,
+                                 kb__err *err)
+{
+    uint32_t L = plan->group, S = plan->world_size / L;
+    uint64_t c = elems * esize, msg = (c < piece ? c : piece) + KB__IPCQ_META_BYTES, best[2] = {0},
+             ps, path;
+    char what[160];
+    int rc = 0;
+    if (S > 1) {
+        rc = peers_path(t, plan, msg, 1, &path, &m->bw_gbs, err);
+        m->path_ps += path, m->hops += S - 1;
+        if (!rc &&
+            !(rc = one_phase(t, plan, KB__CCL_S, S, c, piece, 1, S, &ps, what, sizeof what, err)))
+            hier_add(m, best, 0, ps, what);
+    }
+    if (!rc && L > 1) {
+        kb__ccl_alphabeta in;
+        rc = ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
+        m->path_ps += (uint64_t)S * in.half_path_ps, m->hops += S * (L - 1);
+        if (S == 1) m->bw_gbs = in.bw_gbs;
+        /* one all-gather per group's blocks, each rank's own block loaded
+         * (from its input when S = 1, then stored too) */
+        if (!rc && !(rc = one_phase(t, plan, KB__CCL_E, L, c, piece, 1, S > 1 ? L - 1 : L, &ps,
+                                    what, sizeof what, err)))
+            hier_add(m, best, 1, (uint64_t)S * ps, what);
+    }
+    return rc;
+}
+
+int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, int gather, uint64_t elems,
+                           uint64_t esize, uint64_t piece, kb__ccl_hier_model *out, kb__err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (plan->r.algo->topology != KB__CCL_HIER)
+        return kb__err_set(err, KB_EINVAL,
+                           "hierarchical model: algorithm '%s' is %s, not hierarchical",
+                           plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
+    if (plan->world_size < 2 || !elems || !piece) return 0;
+    int rc = gather ? hier_all_gather_model(t, plan, elems, esize, piece, out, err)
+                    : hier_allreduce_model(t, plan, elems, esize, piece, out, err);
+    if (!rc) out->predicted_ps = out->path_ps + out->phase_ps[0] + out->phase_ps[1];
+    return rc;
 }

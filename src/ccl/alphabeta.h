@@ -123,6 +123,40 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
                          uint64_t piece, int phase, kb__ccl_ring_bw *out, kb__err *err);
 
+/* The hierarchical all-reduce and all-gather (topology hierarchical: S
+ * groups of L ranks, one per SIP; algorithms/ring.c): each phase a ring
+ * stream of the model above, run one after the other, and all the rings
+ * of a phase at once (their flows share links and memories).
+ *
+ *   all-reduce   reduce-scatter in the group (chunks of N/L: L loads, 1
+ *                store), ring all-reduce over the peers of N/L (chunks of
+ *                N/(L·S)), all-gather in the group in place (1 load, L - 1
+ *                stores); latency: 2 · the group ring's one-phase path +
+ *                the slowest peers' ring's whole path
+ *   all-gather   all-gather over the peers (blocks of N: 1 load, S stores),
+ *                then S all-gathers in the group, one per group's blocks
+ *                (1 load, L - 1 stores each); latency: the slowest peers'
+ *                ring's one-phase path + S · the group ring's
+ *
+ * phase_ps[0] sums the reduce side's terms (the group's and the peers'
+ * reduce-scatter; an all-gather's peers' phase), phase_ps[1] the gather
+ * side's; bottleneck names the largest term of each. */
+typedef struct kb__ccl_hier_model {
+    uint64_t predicted_ps;   /* path_ps + phase_ps[0] + phase_ps[1] */
+    uint64_t path_ps;        /* latency: the slowest chunk's hops, phase after phase */
+    uint32_t hops;           /* hops along path_ps (α = path_ps / hops) */
+    uint64_t phase_ps[2];    /* bandwidth terms, reduce side and gather side */
+    char bottleneck[2][160]; /* the largest term's busiest resource, per side */
+    double bw_gbs;           /* textbook B: the slowest link of the peers' rings (of the
+                                group's ring with one group) */
+} kb__ccl_hier_model;
+
+/* The model of a hierarchical all-reduce (gather 0) or all-gather (1) of
+ * `elems` elements of esize bytes per rank in messages of at most `piece`
+ * bytes. KB_EINVAL for a plan of another topology. */
+int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, int gather, uint64_t elems,
+                           uint64_t esize, uint64_t piece, kb__ccl_hier_model *out, kb__err *err);
+
 /* Predicted ring all-reduce time, ps: path_ps (= 2(p−1)α up to α's
  * rounding) + the two phases' bandwidth terms (0 for p = 1). With B :=
  * 2(p−1)/p · N / (phase_ps[0] + phase_ps[1]) this is the textbook

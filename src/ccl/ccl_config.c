@@ -27,7 +27,7 @@ extern const unsigned long kb__embedded_ccl_len;
 
 static const char *const buffer_names[] = {"tcm", "sram", "hbm"};
 static const char *const bp_names[] = {"poll", "sleep"};
-static const char *const topo_names[] = {"ring_1d", "mesh_2d", "tree"};
+static const char *const topo_names[] = {"ring_1d", "mesh_2d", "tree", "hierarchical"};
 static const char *const field_names[] = {"buffer_kind",  "n_slots",       "slot_size",
                                           "backpressure", "vc_chunk_size", "credit_size",
                                           "world_size"};
@@ -234,8 +234,9 @@ static int read_algo(loader *L, const char *name, kb__ccl_algo *a, kb__err *err)
         return kb__cfg_fail(where, 0, err, "algorithm '%s' needs a 'module' (the kernel name)",
                             name);
     if (!top)
-        return kb__cfg_fail(where, 0, err,
-                            "algorithm '%s' needs a 'topology' (ring_1d, mesh_2d or tree)", name);
+        return kb__cfg_fail(
+            where, 0, err,
+            "algorithm '%s' needs a 'topology' (ring_1d, mesh_2d, tree or hierarchical)", name);
     const char *s;
     int e;
     if (kb__cfg_str(mod, &s, err)) return KB_ECONFIG;
@@ -566,7 +567,7 @@ static int fail_setting(const kb__ccl_algo *a, kb__ccl_field f, int requested, k
 }
 
 static int check_world(const kb__ccl_algo *a, uint32_t ws, int requested, uint64_t pes,
-                       kb__err *err)
+                       uint64_t per_sip, kb__err *err)
 {
     const char *topo = topo_names[a->topology];
     if (ws < 1 || ws > pes)
@@ -574,6 +575,11 @@ static int check_world(const kb__ccl_algo *a, uint32_t ws, int requested, uint64
                             "world size %u is impossible on this machine: expected 1 to %llu "
                             "ranks (its PE count)",
                             ws, (unsigned long long)pes);
+    if (a->topology == KB__CCL_HIER && ws > per_sip && ws % per_sip)
+        return fail_setting(a, KB__CCL_F_WORLD_SIZE, requested, err,
+                            "%s needs as many ranks on every SIP it uses: a world size of at "
+                            "most %llu (one SIP) or a multiple of it, not %u",
+                            topo, (unsigned long long)per_sip, ws);
     if (a->topology != KB__CCL_MESH_2D || mesh_ok(ws)) return 0;
     uint32_t lo = ws - 1, hi = ws + 1;
     while (lo > 1 && !mesh_ok(lo))
@@ -612,7 +618,7 @@ static uint64_t capacity_per_rank(const kb__topo_params *p, kb__ccl_buffer b, ui
 int kb__ccl_resolve(const kb__ccl_algo *a, const kb__topo_params *p, uint32_t world_size_override,
                     kb__ccl_resolved *out, kb__err *err)
 {
-    static const uint32_t neighbours[] = {2, 4, 3};
+    static const uint32_t neighbours[] = {2, 4, 3, 4};
     memset(out, 0, sizeof *out);
     out->algo = a;
     out->s = a->s;
@@ -620,7 +626,8 @@ int kb__ccl_resolve(const kb__ccl_algo *a, const kb__topo_params *p, uint32_t wo
     int requested = world_size_override != 0;
     uint32_t ws = requested ? world_size_override : a->s.world_size;
     if (!ws) ws = (uint32_t)(pes < KB__TOPO_MAX_PES ? pes : KB__TOPO_MAX_PES);
-    if (check_world(a, ws, requested, pes, err)) return KB_ECONFIG;
+    uint64_t per_sip = (uint64_t)kb__topo_cubes_per_sip(p) * kb__topo_pes_per_cube(p);
+    if (check_world(a, ws, requested, pes, per_sip, err)) return KB_ECONFIG;
     out->s.world_size = ws;
     if (!out->s.vc_chunk_size) out->s.vc_chunk_size = p->pe.ipcq_vc_chunk_bytes;
     if (!out->s.credit_size) out->s.credit_size = p->pe.ipcq_credit_bytes;

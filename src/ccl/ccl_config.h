@@ -53,6 +53,8 @@ typedef enum kb__ccl_topology {
     KB__CCL_RING_1D, /* prev/next on a ring (IPCQ ports W/E) */
     KB__CCL_MESH_2D, /* N/E/S/W on an R x C rank grid, no wrap-around */
     KB__CCL_TREE,    /* binary heap: parent (N), left (W), right (E) */
+    KB__CCL_HIER,    /* groups of ranks (one per SIP): a ring inside each group (W/E)
+                        and a ring between the peers of the groups (N/S) */
     KB__CCL_TOPOLOGY_COUNT
 } kb__ccl_topology;
 
@@ -127,7 +129,8 @@ typedef struct kb__ccl_resolved {
     const kb__ccl_algo *algo;
     kb__ccl_settings s;            /* vc_chunk_size, credit_size, world_size filled in */
     uint32_t grid_rows, grid_cols; /* mesh_2d rank grid; 1 x world_size otherwise */
-    uint32_t max_neighbours;       /* receive queues per rank: ring 2, mesh 4, tree 3 */
+    uint32_t max_neighbours;       /* receive queues per rank: ring 2, mesh 4, tree 3,
+                                      hierarchical 4 */
     uint64_t queue_bytes;          /* n_slots x slot_size x max_neighbours, per rank */
     uint64_t capacity_bytes;       /* what one rank may use in the buffer kind */
 } kb__ccl_resolved;

@@ -110,9 +110,29 @@ static void set_port(kb__ccl_plan *pl, uint32_t r, kb__ccl_dir d, int64_t peer, 
     }
 }
 
+/* hierarchical: ranks per group (a SIP's ranks, consecutive in placement
+ * order); KB_ECONFIG when the SIPs used hold different numbers of ranks. */
+static int group_size(kb__ccl_plan *pl, kb__err *err)
+{
+    uint32_t n = pl->world_size, L = 0;
+    while (L < n && pl->loc[L].sip == pl->loc[0].sip)
+        L++;
+    for (uint32_t r = 1; r <= n; r++) {
+        int starts = r == n || pl->loc[r].sip != pl->loc[r - 1].sip; /* r ends a SIP's run */
+        if (starts == (r % L == 0)) continue;
+        return kb__err_set(err, KB_ECONFIG,
+                           "ccl plan: %s needs as many ranks on every SIP it uses: sip%u has "
+                           "%u, sip%u has %s",
+                           kb__ccl_topology_name(KB__CCL_HIER), pl->loc[0].sip, L,
+                           pl->loc[r - 1].sip, starts ? "fewer" : "more");
+    }
+    pl->group = L;
+    return 0;
+}
+
 static void fill_ports(kb__ccl_plan *pl)
 {
-    int64_t n = pl->world_size, cols = pl->r.grid_cols, rows = pl->r.grid_rows;
+    int64_t n = pl->world_size, cols = pl->r.grid_cols, rows = pl->r.grid_rows, L = pl->group;
     for (int64_t r = 0; r < n; r++) {
         for (int d = 0; d < KB__CCL_DIR_COUNT; d++)
             pl->ports[r][d].peer = -1;
@@ -126,6 +146,12 @@ static void fill_ports(kb__ccl_plan *pl)
             set_port(pl, (uint32_t)r, KB__CCL_S, r / cols < rows - 1 ? r + cols : -1, "south");
             set_port(pl, (uint32_t)r, KB__CCL_W, r % cols > 0 ? r - 1 : -1, "west");
             set_port(pl, (uint32_t)r, KB__CCL_E, r % cols < cols - 1 ? r + 1 : -1, "east");
+            break;
+        case KB__CCL_HIER:
+            set_port(pl, (uint32_t)r, KB__CCL_W, r / L * L + (r % L + L - 1) % L, "prev");
+            set_port(pl, (uint32_t)r, KB__CCL_E, r / L * L + (r % L + 1) % L, "next");
+            set_port(pl, (uint32_t)r, KB__CCL_N, (r + n - L) % n, "sip_prev");
+            set_port(pl, (uint32_t)r, KB__CCL_S, (r + L) % n, "sip_next");
             break;
         default:
             set_port(pl, (uint32_t)r, KB__CCL_N, r ? (r - 1) / 2 : -1, "parent");
@@ -159,6 +185,7 @@ static kb__ccl_plan *plan_new(const kb__topo_params *p, const kb__ccl_resolved *
     if (!pl) return NULL;
     pl->r = *r;
     pl->world_size = ws;
+    pl->group = ws;
     pl->sips = p->system.sips;
     pl->cubes_per_sip = kb__topo_cubes_per_sip(p);
     pl->pes_per_cube = kb__topo_pes_per_cube(p);
@@ -219,6 +246,7 @@ int kb__ccl_plan_build_on(kb__ccl_plan **out, const kb__topo_params *p, const kb
     free(order);
     free(pos);
     free(k);
+    if (!rc && r->algo->topology == KB__CCL_HIER) rc = group_size(pl, err);
     if (rc) {
         kb__ccl_plan_destroy(pl);
         return rc;
@@ -241,6 +269,11 @@ int kb__ccl_plan_build(kb__ccl_plan **out, const kb__topo_params *p, const kb__c
     if (!pl || place(pl, err)) {
         kb__ccl_plan_destroy(pl);
         return kb__err_set(err, KB_ENOMEM, "out of memory");
+    }
+    int rc = r->algo->topology == KB__CCL_HIER ? group_size(pl, err) : 0;
+    if (rc) {
+        kb__ccl_plan_destroy(pl);
+        return rc;
     }
     fill_ports(pl);
     *out = pl;
@@ -281,6 +314,8 @@ size_t kb__ccl_plan_format(const kb__ccl_plan *plan, char *buf, size_t size)
     OUT("ccl plan: %s (module %s, %s, %u ranks", r->algo->name, r->algo->module,
         kb__ccl_topology_name(r->algo->topology), plan->world_size);
     if (r->algo->topology == KB__CCL_MESH_2D) OUT(" as %ux%u", r->grid_rows, r->grid_cols);
+    if (r->algo->topology == KB__CCL_HIER)
+        OUT(" as %u groups of %u", plan->world_size / plan->group, plan->group);
     OUT("), queues in %s: %u slots x %llu B per port, %s backpressure\n",
         kb__ccl_buffer_name(r->s.buffer_kind), r->s.n_slots, (unsigned long long)r->s.slot_size,
         kb__ccl_backpressure_name(r->s.backpressure));

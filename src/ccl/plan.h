@@ -17,6 +17,9 @@
  *   ring_1d   W = prev (r-1), E = next (r+1), modulo the world size
  *   mesh_2d   rank r at (r / cols, r % cols) of the grid; N/E/S/W, no wrap
  *   tree      binary heap: N = parent (r-1)/2, W = left 2r+1, E = right 2r+2
+ *   hierarchical  groups of L ranks, one per SIP used (rank r = g·L + l):
+ *             W/E = prev/next in its group's ring (g·L + (l ∓ 1) mod L),
+ *             N/S = the same l of the previous/next group (r ∓ L mod world)
  *
  * Each used port records the peer rank, the peer's PE, and the physical
  * path class (same cube, cross-cube, cross-SIP) with the UCIe links an XY
@@ -65,6 +68,8 @@ typedef struct kb__ccl_port {
 typedef struct kb__ccl_plan {
     kb__ccl_resolved r;                       /* the resolved algorithm (copied) */
     uint32_t world_size;                      /* == r.s.world_size */
+    uint32_t group;                           /* hierarchical: ranks per group (SIP), the
+                                                 same for every group; else world_size */
     kb__ccl_loc *loc;                         /* [world_size]: rank -> PE */
     kb__ccl_port (*ports)[KB__CCL_DIR_COUNT]; /* [world_size][N, E, S, W] */
     uint32_t sips, cubes_per_sip, pes_per_cube, mesh_rows, mesh_cols, attach_cube;
@@ -83,7 +88,8 @@ int kb__ccl_plan_build(kb__ccl_plan **out, const kb__topo_params *p, const kb__c
 /* The plan of r over exactly the PEs set[0..n) (n == r->s.world_size):
  * ranks are numbered in the placement order above restricted to that set,
  * ports follow the same rules. KB_EINVAL for a PE outside p or given twice,
- * KB_ENOMEM. */
+ * KB_ECONFIG for a hierarchical plan over SIPs that hold different numbers
+ * of the set's PEs, KB_ENOMEM. */
 int kb__ccl_plan_build_on(kb__ccl_plan **out, const kb__topo_params *p, const kb__ccl_resolved *r,
                           const kb__ccl_loc *set, uint32_t n, kb__err *err);
 void kb__ccl_plan_destroy(kb__ccl_plan *plan);

@@ -313,7 +313,7 @@ KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets
 
 /* What a collective or topology name may be, for messages. */
 #define COLLECTIVES "all_reduce, reduce_scatter, all_gather, broadcast or send_recv"
-#define TOPOLOGIES  "ring_1d, mesh_2d or tree"
+#define TOPOLOGIES  "ring_1d, mesh_2d, tree or hierarchical"
 
 /* Checks kb_ccl_register's arguments; 0 or KB_EINVAL with the message. */
 static int check_module(const kb__ccl_state *st, const char *module, int coll, int topo,
@@ -775,7 +775,7 @@ static void sizes(const kb__ccl_state *st, const coll_call *c, kb_ccl_sched *s)
     if (piece > scratch / 16) piece = scratch / 16;
     const kb__ccl_settings *q = &c->inst[0]->plan->r.s; /* the same in every install */
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
-    if (c->mod->topology != KB__CCL_RING_1D) {
+    if (c->mod->topology != KB__CCL_RING_1D && c->mod->topology != KB__CCL_HIER) {
         uint64_t ring = (uint64_t)q->n_slots * payload;
         if (piece > ring) piece = ring;
     }
@@ -783,6 +783,32 @@ static void sizes(const kb__ccl_state *st, const coll_call *c, kb_ccl_sched *s)
     s->piece = (int64_t)(piece / esize ? piece / esize : 1);
     uint64_t window = scratch / 2 / ((uint64_t)s->piece * esize);
     s->window = window > KB__CCL_WINDOW_MAX ? KB__CCL_WINDOW_MAX : window ? (int64_t)window : 1;
+}
+
+/* The hierarchical all-reduce's and all-gather's prediction
+ * (kb__ccl_hier_model_get) into info. */
+static void fill_hier(const kb__ccl_state *st, const coll_call *c, uint64_t piece,
+                      kb__coll_info *info)
+{
+    kb__ccl_collective kind = c->r->kind;
+    if ((kind != KB__CCL_ALL_REDUCE && kind != KB__CCL_ALL_GATHER) || c->p < 2) return;
+    kb__ccl_hier_model hm;
+    kb__err e;
+    uint64_t esize = kb__dtype_size(c->dtype), n = info->bytes_per_rank, p = c->p;
+    if (kb__ccl_hier_model_get(st->m->dev->topo, c->inst[0]->plan, kind == KB__CCL_ALL_GATHER,
+                               (uint64_t)c->elems, esize, piece, &hm, &e))
+        return;
+    info->predicted_ps = hm.predicted_ps;
+    info->alpha_ps = hm.hops ? (double)((hm.path_ps + hm.hops - 1) / hm.hops) : 0;
+    info->link_bw_gbs = hm.bw_gbs;
+    double moved = kind == KB__CCL_ALL_REDUCE ? 2.0 * (double)(p - 1) / (double)p * (double)n
+                                              : (double)(p - 1) * (double)n;
+    uint64_t t_bw = hm.phase_ps[0] + hm.phase_ps[1];
+    info->beta_ps_per_byte = t_bw && moved > 0 ? (double)t_bw / moved : 0;
+    for (int ph = 0; ph < 2; ph++) {
+        info->phase_ps[ph] = hm.phase_ps[ph];
+        snprintf(info->bottleneck[ph], sizeof info->bottleneck[ph], "%s", hm.bottleneck[ph]);
+    }
 }
 
 static void fill_info(const kb__ccl_state *st, const coll_call *c, const kb__rt_launch_times *t,
@@ -800,6 +826,10 @@ static void fill_info(const kb__ccl_state *st, const coll_call *c, const kb__rt_
     info->t_run_end = t->pes_end;
     kb__ccl_collective kind = c->r->kind;
     int half = kind == KB__CCL_REDUCE_SCATTER ? 0 : kind == KB__CCL_ALL_GATHER ? 1 : -1;
+    if (c->mod->topology == KB__CCL_HIER) {
+        fill_hier(st, c, piece, info);
+        return;
+    }
     if ((kind != KB__CCL_ALL_REDUCE && half < 0) || c->mod->topology != KB__CCL_RING_1D) return;
     kb__ccl_alphabeta ab;
     kb__ccl_ring_bw bw;
@@ -879,7 +909,8 @@ static int issue(kb__ccl_state *st, coll_call *c, kb_launch_id *id, uint64_t *pi
                         .dtype = (tl_dtype)c->dtype,
                         .elems = c->elems,
                         .index = c->index,
-                        .counts = c->r->kind == KB__CCL_ALL_TO_ALL_V ? c->r->counts : NULL};
+                        .counts = c->r->kind == KB__CCL_ALL_TO_ALL_V ? c->r->counts : NULL,
+                        .group = c->inst[0]->plan->group};
     for (uint32_t r = 0; r < p; r++) {
         uint32_t b = 0;
         while (c->buf[b].gi != c->pes[r])

@@ -192,7 +192,7 @@ Test(ccl_config_errors, buffer_kind_typo)
 Test(ccl_config_errors, unknown_topology)
 {
     load_bad("algorithms:\n  a:\n    module: k\n    topology: torus\n", NULL,
-             "bad.yaml:4:15: algorithms.a.topology: expected one of ring_1d, mesh_2d, tree, got "
+             "bad.yaml:4:15: algorithms.a.topology: expected one of ring_1d, mesh_2d, tree, hierarchical, got "
              "'torus'");
 }
 
@@ -389,7 +389,7 @@ Test(ccl_names, a_bad_name_added_by_an_override_names_the_override)
              "b: " NAME_RULE "'a b'");
     load_bad("", "ccl.algorithms.x-1.module=k",
              "--set ccl.algorithms.x-1.module=k: ccl.algorithms.x-1: algorithm 'x-1' needs a "
-             "'topology' (ring_1d, mesh_2d or tree)");
+             "'topology' (ring_1d, mesh_2d, tree or hierarchical)");
 }
 
 /* ---- many algorithms -------------------------------------------------------- */

@@ -54,6 +54,11 @@ void kb__ccl_chunk(int64_t n, int p, int c, int64_t *lo, int64_t *hi);
 tl_tile kb__ccl_load(tl_ctx *k, tl_tensor *t, int64_t off, int64_t len);
 /* Stores tile v (len elements) at elements [off, off + len) of t. */
 void kb__ccl_store(tl_ctx *k, tl_tensor *t, int64_t off, int64_t len, tl_tile v);
+/* Blocks the program until every op it issued has finished, so its stores
+ * have landed: a load issued after it sees them. Nothing else orders a
+ * store before a later load of the same bytes (both are DMA ops that may
+ * run on different channels; a read samples memory when it is served). */
+void kb__ccl_fence(tl_ctx *k);
 /* op(a, b) for sum, max, min and avg (avg adds; see kb__ccl_finish). */
 tl_tile kb__ccl_combine(tl_ctx *k, kb_reduce_op op, tl_tile a, tl_tile b);
 /* The fully reduced value: v / p for avg (tl_div by a scalar p of the
@@ -71,6 +76,8 @@ void kb__ccl_ring_all_to_all(tl_ctx *k);
 void kb__ccl_ring_reduce(tl_ctx *k);
 void kb__ccl_mesh_allreduce(tl_ctx *k);
 void kb__ccl_tree_allreduce(tl_ctx *k);
+void kb__ccl_hier_allreduce(tl_ctx *k);
+void kb__ccl_hier_all_gather(tl_ctx *k);
 void kb__ccl_hello_send(tl_ctx *k);
 /* Not a module: the kernel of point-to-point transfers (common.c). */
 void kb__ccl_pair_send(tl_ctx *k);

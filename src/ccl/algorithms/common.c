@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernel/tl_internal.h"
+
 static const kb__ccl_module modules[] = {
     {"ring_allreduce", KB__CCL_ALL_REDUCE, KB__CCL_RING_1D, kb__ccl_ring_allreduce},
     {"mesh_allreduce", KB__CCL_ALL_REDUCE, KB__CCL_MESH_2D, kb__ccl_mesh_allreduce},
@@ -21,6 +23,8 @@ static const kb__ccl_module modules[] = {
     {"ring_all_to_all", KB__CCL_ALL_TO_ALL, KB__CCL_RING_1D, kb__ccl_ring_all_to_all},
     {"ring_reduce", KB__CCL_REDUCE, KB__CCL_RING_1D, kb__ccl_ring_reduce},
     {"ring_all_to_all_v", KB__CCL_ALL_TO_ALL_V, KB__CCL_RING_1D, kb__ccl_ring_all_to_all},
+    {"hier_allreduce", KB__CCL_ALL_REDUCE, KB__CCL_HIER, kb__ccl_hier_allreduce},
+    {"hier_all_gather", KB__CCL_ALL_GATHER, KB__CCL_HIER, kb__ccl_hier_all_gather},
     {"hello_send", KB__CCL_SEND_RECV, KB__CCL_RING_1D, kb__ccl_hello_send},
 };
 
@@ -83,6 +87,11 @@ tl_tile kb__ccl_combine(tl_ctx *k, kb_reduce_op op, tl_tile a, tl_tile b)
     default:
         return tl_add(k, a, b);
     }
+}
+
+void kb__ccl_fence(tl_ctx *k)
+{
+    kb__pe_wait_all(&k->prog);
 }
 
 tl_tile kb__ccl_finish(tl_ctx *k, const kb_ccl_sched *s, tl_tile v)

@@ -1,7 +1,8 @@
 /*
  * ring.c — ring collectives over a ring_1d plan: all-reduce (reduce-scatter
  * then all-gather), reduce-scatter, all-gather, a pipelined broadcast and
- * reduce, and an all-to-all by forwarding.
+ * reduce, and an all-to-all by forwarding; and the hierarchical all-reduce
+ * and all-gather (ring streams over a hierarchical plan's two rings, below).
  *
  * The ring stream. The buffer is cut into p chunks ("ring chunks" q, mapped
  * to data chunks by D(q)); each chunk into pieces of at most s->piece
@@ -43,14 +44,23 @@
 
 #include <stdlib.h>
 
-typedef enum ring_mode { RING_AR, RING_RS, RING_AG } ring_mode;
+/* The modes of a ring stream. AR, RS and AG are the collectives over the
+ * whole ring; RS_IN_PLACE and AG_IN_PLACE are the halves of AR run apart
+ * (data chunk q of the region, in the input buffer), for the hierarchical
+ * all-reduce. */
+typedef enum ring_mode { RING_AR, RING_RS, RING_AG, RING_RS_IN_PLACE, RING_AG_IN_PLACE } ring_mode;
 
 typedef struct ring {
     tl_ctx *k;
     const kb_ccl_sched *s;
     tl_tensor *in, *out;
     ring_mode md;
-    int r, p;
+    int r, p;            /* this rank's place in the ring, ring size */
+    int to, from;        /* the ports to NEXT and from PREV */
+    int finish;          /* the last reduce-scatter step finishes the value (avg) */
+    int own_from_out;    /* AG: its own block is in the output already (load it there) */
+    int64_t base, n;     /* the region worked on: elements [base, base + n) (AG: n per block) */
+    int64_t goff, gstep; /* ring rank q is rank goff + q·gstep of the call (for s->index) */
     int rs_steps, steps; /* reduce-scatter steps, all steps */
     int64_t first, m;    /* this round: first piece of each chunk, pieces */
 } ring;
@@ -69,20 +79,33 @@ static int wrap(int q, int p)
     return ((q % p) + p) % p;
 }
 
+static int in_place(const ring *g)
+{
+    return g->md == RING_AR || g->md == RING_RS_IN_PLACE || g->md == RING_AG_IN_PLACE;
+}
+
+static int gathers(const ring *g)
+{
+    return g->md == RING_AG || g->md == RING_AG_IN_PLACE;
+}
+
 static int data_chunk(const ring *g, int q)
 {
     q = wrap(q, g->p);
-    return g->md == RING_AR ? q : (int)g->s->index[wrap(q - 1, g->p)];
+    if (in_place(g)) return q;
+    return (int)g->s->index[g->goff + (int64_t)wrap(q - 1, g->p) * g->gstep];
 }
 
 static void piece_at(const ring *g, int q, int64_t j, piece *x)
 {
-    int64_t lo, hi, n = g->s->elems;
+    int64_t lo, hi, n = g->n;
     int c = data_chunk(g, q);
-    if (g->md == RING_AG)
+    if (g->md == RING_AG) {
         lo = (int64_t)c * n, hi = lo + n;
-    else
+    } else {
         kb__ccl_chunk(n, g->p, c, &lo, &hi);
+        lo += g->base, hi += g->base;
+    }
     x->clo = lo;
     x->a = (g->first + j) * g->s->piece;
     x->len = hi - lo - x->a < g->s->piece ? hi - lo - x->a : g->s->piece;
@@ -90,14 +113,14 @@ static void piece_at(const ring *g, int q, int64_t j, piece *x)
 }
 
 /* Outbound message k < m: this rank's own piece (all-gather also copies it
- * to its place in the output). */
+ * to its place in the output, unless it is there already). */
 static tl_tile own_piece(ring *g, int64_t k)
 {
     piece x;
-    int q = g->md == RING_AG ? g->r + 1 : g->r;
-    piece_at(g, q, k, &x);
+    piece_at(g, gathers(g) ? g->r + 1 : g->r, k, &x);
     if (!x.len) return TL_NONE;
     if (g->md != RING_AG) return kb__ccl_load(g->k, g->in, x.clo + x.a, x.len);
+    if (g->own_from_out) return kb__ccl_load(g->k, g->out, x.clo + x.a, x.len);
     tl_tile v = kb__ccl_load(g->k, g->in, x.a, x.len);
     kb__ccl_store(g->k, g->out, x.clo + x.a, x.len, v);
     return v;
@@ -111,7 +134,7 @@ static void post(ring *g, int64_t k, piece *x)
     int q = x->t < g->rs_steps ? g->r - x->t - 1 : g->r - (x->t - g->rs_steps);
     piece_at(g, q, k % g->m, x);
     if (!x->len) return;
-    x->h = tl_recv_async(g->k, TL_DIR_PREV, 1, &x->len, g->s->dtype);
+    x->h = tl_recv_async(g->k, g->from, 1, &x->len, g->s->dtype);
     x->own = x->t < g->rs_steps ? kb__ccl_load(g->k, g->in, x->clo + x->a, x->len) : TL_NONE;
 }
 
@@ -122,15 +145,15 @@ static tl_tile arrive(ring *g, piece *x)
     tl_ctx *k = g->k;
     tl_tile got = tl_wait(k, x->h);
     if (x->t >= g->rs_steps) {
-        kb__ccl_store(k, g->md == RING_AR ? g->in : g->out, x->clo + x->a, x->len, got);
+        kb__ccl_store(k, in_place(g) ? g->in : g->out, x->clo + x->a, x->len, got);
         return got;
     }
     tl_tile v = kb__ccl_combine(k, g->s->op, got, x->own);
     tl_free(k, got);
     tl_free(k, x->own);
     if (x->t + 1 < g->rs_steps) return v;
-    v = kb__ccl_finish(k, g->s, v);
-    if (g->md == RING_AR)
+    if (g->finish) v = kb__ccl_finish(k, g->s, v);
+    if (in_place(g))
         kb__ccl_store(k, g->in, x->clo + x->a, x->len, v);
     else
         kb__ccl_store(k, g->out, x->a, x->len, v);
@@ -166,7 +189,7 @@ static void round_run(ring *g)
             tl_tile o = i < m ? own[i % q] : held[(i - m) % m];
             if (i + q < m) own[i % q] = own_piece(g, i + q);
             if (o.slot) {
-                tl_send(k, TL_DIR_NEXT, o);
+                tl_send(k, g->to, o);
                 tl_free(k, o);
             }
         }
@@ -184,35 +207,57 @@ static void round_run(ring *g)
 }
 
 /* p == 1: reduce-scatter and all-gather copy the buffer. */
-static void copy_all(ring *g)
+static void copy_all(tl_ctx *k, const kb_ccl_sched *s, tl_tensor *in, tl_tensor *out)
 {
-    for (int64_t a = 0; a < g->s->elems; a += g->s->piece) {
-        int64_t len = g->s->elems - a < g->s->piece ? g->s->elems - a : g->s->piece;
-        tl_tile v = kb__ccl_load(g->k, g->in, a, len);
-        kb__ccl_store(g->k, g->out, a, len, v);
-        tl_free(g->k, v);
+    for (int64_t a = 0; a < s->elems; a += s->piece) {
+        int64_t len = s->elems - a < s->piece ? s->elems - a : s->piece;
+        tl_tile v = kb__ccl_load(k, in, a, len);
+        kb__ccl_store(k, out, a, len, v);
+        tl_free(k, v);
     }
+}
+
+/* Runs the stream g describes (md, r, p, ports, region set; p >= 2) in
+ * rounds of at most s->window pieces per chunk. */
+static void ring_go(ring *g)
+{
+    g->rs_steps = gathers(g) ? 0 : g->p - 1;
+    g->steps = g->md == RING_AR ? 2 * (g->p - 1) : g->p - 1;
+    int64_t chunk = g->md == RING_AG ? g->n : tl_cdiv(g->n, g->p);
+    int64_t pieces = tl_cdiv(chunk, g->s->piece);
+    for (g->first = 0; g->first < pieces; g->first += g->m) {
+        g->m = pieces - g->first < g->s->window ? pieces - g->first : g->s->window;
+        round_run(g);
+    }
+}
+
+/* A stream of mode md over the whole call: ring rank = tl_rank, the ring's
+ * ports, the whole buffer. */
+static ring ring_whole(tl_ctx *k, ring_mode md)
+{
+    const kb_ccl_sched *s = tl_ccl_sched(k);
+    return (ring){.k = k,
+                  .s = s,
+                  .in = tl_arg_tensor(k, 0),
+                  .out = tl_arg_tensor(k, 1),
+                  .md = md,
+                  .r = tl_rank(k),
+                  .p = (int)s->world,
+                  .to = TL_DIR_NEXT,
+                  .from = TL_DIR_PREV,
+                  .finish = 1,
+                  .n = s->elems,
+                  .gstep = 1};
 }
 
 static void ring_run(tl_ctx *k, ring_mode md)
 {
-    const kb_ccl_sched *s = tl_ccl_sched(k);
-    ring g = {.k = k, .s = s, .md = md, .p = (int)s->world};
-    g.in = tl_arg_tensor(k, 0);
-    g.out = tl_arg_tensor(k, 1);
-    g.r = tl_rank(k);
+    ring g = ring_whole(k, md);
     if (g.p == 1) {
-        if (md != RING_AR) copy_all(&g);
+        if (md != RING_AR) copy_all(k, g.s, g.in, g.out);
         return;
     }
-    g.rs_steps = md == RING_AG ? 0 : g.p - 1;
-    g.steps = md == RING_AR ? 2 * (g.p - 1) : g.p - 1;
-    int64_t chunk = md == RING_AG ? s->elems : tl_cdiv(s->elems, g.p);
-    int64_t pieces = tl_cdiv(chunk, s->piece);
-    for (g.first = 0; g.first < pieces; g.first += g.m) {
-        g.m = pieces - g.first < s->window ? pieces - g.first : s->window;
-        round_run(&g);
-    }
+    ring_go(&g);
 }
 
 void kb__ccl_ring_allreduce(tl_ctx *k)
@@ -228,6 +273,73 @@ void kb__ccl_ring_reduce_scatter(tl_ctx *k)
 void kb__ccl_ring_all_gather(tl_ctx *k)
 {
     ring_run(k, RING_AG);
+}
+
+/* ---- hierarchical (plan topology `hierarchical`) ----------------------------
+ *
+ * Ranks form S groups of L = s->group (one per SIP), rank r = g·L + l. The
+ * group's ring runs through W/E, the ring of the S ranks with the same l
+ * (peers) through N/S.
+ *
+ * All-reduce: (1) reduce-scatter inside the group, in place: rank l ends
+ * with data chunk l + 1 of L reduced over its group; (2) all-reduce of that
+ * chunk over its peers (they hold the same chunk): a ring all-reduce of
+ * N/L elements whose reduce-scatter finishes (avg: the one division by p);
+ * (3) all-gather inside the group, in place. Order of a value: chunk c is
+ * reduced over its group in that ring's order, then those S partials in
+ * the peers' ring order; made once, copied to every buffer, so every
+ * buffer holds the same bits. Each phase is a ring stream on its own
+ * ports; the phases of one rank follow one another, and a phase waits only
+ * on ranks in the same or an earlier phase, so no slot count deadlocks.
+ *
+ * All-gather: (1) all-gather over the peers: rank (g, l) gets the inputs
+ * of every (g', l) into their output blocks; (2) for each group g' in turn,
+ * an all-gather inside the group of the blocks of g' (each rank's own one
+ * is in its output after (1)). The cross-SIP links carry each input once
+ * per other SIP, as a flat ring does, but in S - 1 steps instead of p - 1. */
+void kb__ccl_hier_allreduce(tl_ctx *k)
+{
+    ring g = ring_whole(k, RING_RS_IN_PLACE);
+    int L = (int)g.s->group, S = g.p / L, r = g.r;
+    if (g.p == 1) return;
+    if (L > 1) {
+        g.r = r % L, g.p = L, g.finish = S == 1;
+        ring_go(&g);
+        kb__ccl_fence(k); /* phase 2 loads what its last step stored */
+    }
+    if (S > 1) {
+        ring h = ring_whole(k, RING_AR);
+        kb__ccl_chunk(g.s->elems, L, (r % L + 1) % L, &h.base, &h.n);
+        h.n -= h.base;
+        h.r = r / L, h.p = S, h.to = TL_DIR_S, h.from = TL_DIR_N;
+        ring_go(&h);
+        kb__ccl_fence(k); /* and phase 3 the value stored now */
+    }
+    if (L > 1) {
+        g.md = RING_AG_IN_PLACE, g.finish = 0;
+        ring_go(&g);
+    }
+}
+
+void kb__ccl_hier_all_gather(tl_ctx *k)
+{
+    ring g = ring_whole(k, RING_AG);
+    int L = (int)g.s->group, S = g.p / L, r = g.r;
+    if (g.p == 1) {
+        copy_all(k, g.s, g.in, g.out);
+        return;
+    }
+    if (S > 1) {
+        g.r = r / L, g.p = S, g.to = TL_DIR_S, g.from = TL_DIR_N;
+        g.goff = r % L, g.gstep = L;
+        ring_go(&g);
+        kb__ccl_fence(k); /* phase 2 loads the blocks stored now */
+    }
+    for (int grp = 0; L > 1 && grp < S; grp++) {
+        ring h = ring_whole(k, RING_AG);
+        h.r = r % L, h.p = L, h.goff = (int64_t)grp * L, h.own_from_out = S > 1;
+        ring_go(&h);
+    }
 }
 
 /* Broadcast: the root sends its buffer piece by piece to NEXT; every other
