@@ -50,7 +50,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/internal.h"
+#include "host/device.h"
+#include "runtime/launch.h"
+#include "runtime/machine.h"
+#include "runtime/memory.h"
 
 /* ---- rings ------------------------------------------------------------------ */
 

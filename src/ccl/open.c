@@ -1,5 +1,5 @@
 /*
- * open.c — kb_open: the runtime's machine (runtime/internal.h,
+ * open.c — kb_open: the runtime's machine (runtime/machine.h,
  * kb__rt_open) with the collectives' state opened beside it, so ccl.yaml
  * and the "ccl." overrides are checked when the machine opens.
  *
@@ -7,7 +7,7 @@
  * where the layers meet. Cost: that of kb__rt_open plus loading ccl.yaml.
  */
 #include "ccl/collective.h"
-#include "runtime/internal.h"
+#include "runtime/machine.h"
 
 static int open_ccl(kb_machine *m, const kb_open_options *o, const char *const *sets, size_t n_sets,
                     kb__err *err)

@@ -36,7 +36,11 @@
 #include "ccl/alphabeta.h"
 #include "ccl/installs.h"
 #include "kernel/tl_internal.h"
-#include "runtime/internal.h"
+#include "host/device.h"
+#include "runtime/launch.h"
+#include "runtime/machine.h"
+#include "runtime/tensor.h"
+#include "runtime/trace.h"
 
 /* Bytes of one message the kernels aim for: four slots of the built-in
  * ring (measured: 8-32 KiB pieces give the same ring all-reduce time within

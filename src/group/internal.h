@@ -21,7 +21,8 @@
 #include "ccl/collective.h"
 #include "kernbench/dist.h"
 #include "mem/u64map.h"
-#include "runtime/internal.h"
+#include "runtime/machine.h"
+#include "runtime/tensor.h"
 #include "sim/sim.h"
 
 enum { CALL_INIT = KB__CCL_COLLECTIVE_COUNT, CALL_BARRIER, CALL_NEW_GROUP, CALL_KINDS };

@@ -10,7 +10,10 @@
  * inside them (a shard stores its rows one after another, so they are one
  * contiguous range). Host memory: one staging buffer of one shard's bytes.
  */
-#include "runtime/internal.h"
+#include "host/device.h"
+#include "runtime/machine.h"
+#include "runtime/port.h"
+#include "runtime/tensor.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

@@ -22,7 +22,9 @@
 #include <string.h>
 
 #include "kernel/tl_internal.h"
-#include "runtime/internal.h"
+#include "host/device.h"
+#include "runtime/launch.h"
+#include "runtime/machine.h"
 
 /* Runs of one transfer: in place up to RUN_INLINE (nearly every tile), on
  * the heap beyond. */

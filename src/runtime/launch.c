@@ -22,7 +22,7 @@
  * outstanding: it waits for their earlier launches and holds up their
  * later ones, like a launch of each.
  *
- * Launch ids carry the machine's tag (runtime/internal.h): find_launch,
+ * Launch ids carry the machine's tag (runtime/machine.h): find_launch,
  * through which every wait looks an id up, refuses another machine's.
  *
  * Invariants: m->launches holds launches not yet waited for, in id order;
@@ -36,7 +36,11 @@
 #include <string.h>
 
 #include "kernel/tl_internal.h"
-#include "runtime/internal.h"
+#include "host/device.h"
+#include "runtime/launch.h"
+#include "runtime/machine.h"
+#include "runtime/tensor.h"
+#include "runtime/trace.h"
 #include "topo/topo.h"
 
 typedef struct lsip {

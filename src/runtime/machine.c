@@ -12,9 +12,13 @@
  * public call that fails goes through kb__rt_fail, which keeps the message
  * for kb_last_error; a call that succeeds leaves the last message alone.
  * Each open machine holds a tag of its own, the top bits of its tensor
- * handles (runtime/internal.h), so a handle is refused by other machines.
+ * handles (runtime/tensor.h), so a handle is refused by other machines.
  */
-#include "runtime/internal.h"
+#include "runtime/launch.h"
+#include "host/device.h"
+#include "runtime/machine.h"
+#include "runtime/memory.h"
+#include "runtime/tensor.h"
 #include "topo/topo.h"
 
 #include <stdatomic.h>

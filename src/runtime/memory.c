@@ -11,7 +11,8 @@
  * O(log free blocks). Errors come from mem/alloc.h (KB_ENOSPC with the
  * request and the largest free block) with the memory's name in front.
  */
-#include "runtime/internal.h"
+#include "runtime/machine.h"
+#include "runtime/memory.h"
 
 #include <assert.h>
 #include <inttypes.h>

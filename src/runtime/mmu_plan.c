@@ -15,7 +15,9 @@
  * cube level replicates it.
  * Cost: O(target PEs × regions in the SIP) to build the views.
  */
-#include "runtime/internal.h"
+#include "runtime/machine.h"
+#include "runtime/port.h"
+#include "runtime/tensor.h"
 
 #include <stdlib.h>
 #include <string.h>

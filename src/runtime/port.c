@@ -16,7 +16,9 @@
  * Cost to simulate: the device's events (O(packets)) for data, O(PEs
  * targeted) plus the command's events for MMU messages.
  */
-#include "runtime/internal.h"
+#include "host/device.h"
+#include "runtime/machine.h"
+#include "runtime/port.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -15,7 +15,9 @@
 
 #include "dist/spawn.h"
 #include "kernbench/dist.h"
-#include "runtime/internal.h"
+#include "host/device.h"
+#include "runtime/launch.h"
+#include "runtime/machine.h"
 
 /* One kb_spawn's ranks. */
 typedef struct rt_spawn {

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/internal.h"
+#include "host/device.h"
+#include "runtime/launch.h"
+#include "runtime/machine.h"
 
 void kb__rt_stats_pe(const kb_machine *m, kb_stats *out)
 {

@@ -5,9 +5,12 @@
  * shard's HBM (page aligned), one VA range, install the MMU mappings
  * (runtime/mmu_plan.c), then the optional fill. Any failure undoes the
  * steps already done, so a failed call leaves memory and tables as before.
- * Freeing runs the same steps backwards. Handles: see runtime/internal.h.
+ * Freeing runs the same steps backwards. Handles: see runtime/tensor.h.
  */
-#include "runtime/internal.h"
+#include "runtime/machine.h"
+#include "runtime/memory.h"
+#include "runtime/port.h"
+#include "runtime/tensor.h"
 
 #include <inttypes.h>
 #include <stdio.h>

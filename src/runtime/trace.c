@@ -28,7 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/internal.h"
+#include "host/device.h"
+#include "runtime/machine.h"
+#include "runtime/trace.h"
 
 struct kb__rt_trace {
     FILE *f;

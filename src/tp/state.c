@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/internal.h"
+#include "runtime/machine.h"
 #include "tp/internal.h"
 
 typedef struct tp_group {

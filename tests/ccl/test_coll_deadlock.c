@@ -9,7 +9,8 @@
 #include "ccl/coll_fixture.h"
 #include "kernel/tl_internal.h"
 #include "pe/ipcq.h"
-#include "runtime/internal.h"
+#include "host/device.h"
+#include "runtime/machine.h"
 
 #define MAX_RANKS 16
 

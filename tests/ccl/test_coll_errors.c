@@ -5,7 +5,7 @@
  */
 #include "ccl/coll_fixture.h"
 #include "kernel/tl_internal.h"
-#include "runtime/internal.h"
+#include "runtime/machine.h"
 #include <unistd.h>
 
 static int run_err(kb_machine *m, kb__coll_req *r, kb__err *e)

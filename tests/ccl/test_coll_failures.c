@@ -6,7 +6,8 @@
  * values.
  */
 #include "ccl/coll_fixture.h"
-#include "runtime/internal.h"
+#include "host/device.h"
+#include "runtime/machine.h"
 #include "sim/sim.h"
 
 /* ---- traffic in flight when the queues are dropped -------------------------- */

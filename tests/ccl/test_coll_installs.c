@@ -14,7 +14,7 @@
  */
 #include "ccl/coll_fixture.h"
 #include "ccl/installs.h"
-#include "runtime/internal.h"
+#include "runtime/machine.h"
 
 #define N      512 /* f32 elements per buffer */
 #define ROUNDS 3

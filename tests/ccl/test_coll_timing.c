@@ -6,7 +6,8 @@
  */
 #include "ccl/alphabeta.h"
 #include "ccl/coll_fixture.h"
-#include "runtime/internal.h"
+#include "host/device.h"
+#include "runtime/machine.h"
 
 Test(coll_timing, ring_of_256_ranks_over_both_sips)
 {

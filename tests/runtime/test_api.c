@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/internal.h"
+#include "runtime/machine.h"
+#include "runtime/memory.h"
 #include "support/machine.h"
 
 /* A later valid call succeeds and nothing leaked from the failed one. */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "kernel/tl_internal.h"
-#include "runtime/internal.h"
+#include "runtime/machine.h"
 
 #define PROGS 128
 #define PER   4

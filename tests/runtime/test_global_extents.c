@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "kernel/tl_internal.h"
-#include "runtime/internal.h"
+#include "runtime/tensor.h"
 
 typedef struct ext {
     int64_t gdim[256][2], goff[256][2], dim[256][2];

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "kernel/tl_internal.h"
-#include "runtime/internal.h"
+#include "runtime/machine.h"
 
 #define BLOCK 64
 

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/internal.h"
+#include "base/dtype.h"
+#include "host/device.h"
+#include "runtime/machine.h"
+#include "runtime/memory.h"
 #include "support/machine.h"
 
 static const kb_split modes[3] = {KB_REPLICATE, KB_ROW_WISE, KB_COLUMN_WISE};

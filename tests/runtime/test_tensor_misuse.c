@@ -10,7 +10,8 @@
 
 #include "kernbench/dist.h"
 #include "kernbench/tl.h"
-#include "runtime/internal.h"
+#include "runtime/machine.h"
+#include "runtime/memory.h"
 #include "support/machine.h"
 
 /* A tensor round-trips data: the machine still works. */

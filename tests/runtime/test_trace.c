@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "kernel/tl_internal.h"
-#include "runtime/internal.h"
+#include "host/device.h"
+#include "runtime/machine.h"
 #include "support/files.h"
 #include "support/machine.h"
 
