@@ -74,5 +74,6 @@ extern const kb_bench kb__bench_ccl_broadcast;
 extern const kb_bench kb__bench_ccl_reduce;
 extern const kb_bench kb__bench_ccl_all_to_all;
 extern const kb_bench kb__bench_tp_mlp;
+extern const kb_bench kb__bench_transformer;
 
 #endif

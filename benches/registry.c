@@ -21,6 +21,7 @@ static const kb_bench *const builtin[] = {
     &kb__bench_ccl_reduce,
     &kb__bench_ccl_all_to_all,
     &kb__bench_tp_mlp,
+    &kb__bench_transformer,
 };
 
 #define N_BUILTIN ((int)(sizeof builtin / sizeof builtin[0]))

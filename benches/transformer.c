@@ -1,0 +1,516 @@
+/*
+ * transformer.c — bench transformer: forward passes of transformer blocks
+ * (kernbench/transformer.h) over `tp` host ranks times `dp` replicas, every
+ * rank's layers over its PEs (by default all PEs of its SIP, shared with
+ * the ranks bound to it), with Megatron's sequence parallelism as an
+ * option. Presets give published layer shapes (llama2-7b, llama3-8b,
+ * gpt3-175b at a reduced sequence); every shape option overrides them.
+ *
+ * Every rank builds `layers` blocks from the same deterministic host
+ * weights (one set, shared by the layers) and gets the same input; with
+ * --no-data the weights are zeros and nothing is read back. A first pass
+ * through the layers warms up (it installs the collectives' queues on each
+ * set of PEs) unless warmup=false; the measured region is the second.
+ * Reported: the time per layer; each phase's time per layer on rank 0
+ * (kb_xf_phase order: the norms, the GEMMs, the attention, the
+ * collectives and residual adds); the model FLOPs (kb_xf_forward_flops,
+ * all ranks of a replica) and the achieved TFLOP/s and MFU against the
+ * peak of the machine's PEs used (2 · rows · cols · clock of the GEMM unit
+ * per PE) and of the whole machine. Link bytes come with every bench.
+ *
+ * Check (not under --no-data): y of every rank against a host forward in
+ * double that rounds to the dtype where the device stores (the norms'
+ * outputs, Q, K, V, Q and K after the rotary embedding, the attention
+ * output, the MLP's activation, each residual sum): max |y - ref| / S,
+ * S = max over outputs of |x1| + sum_k |a_k Wdown_kj| (the magnitudes the
+ * last sum adds). Tolerance (p·c + 16) u: each PE's partial product is
+ * rounded (u), the all-reduce or reduce-scatter adds p·c partials in the
+ * dtype (p·c - 1 roundings), and about a dozen roundings on the way
+ * (norms, projections, softmax weights, activations, residuals), the
+ * errors of the first half carried through norm2 and the MLP, whose gains
+ * are about 1 with weights of scale 1/sqrt(fan-in). u: the dtype's unit
+ * roundoff. "ranks identical": the ranks of each tensor-parallel group
+ * hold the same y, bit for bit.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kernbench/transformer.h"
+#include "runtime/internal.h"
+
+typedef struct xf_cfg {
+    kb_xf_config c;
+    int64_t tp, dp, pp, layers, pes;
+    int warmup;
+} xf_cfg;
+
+typedef struct xf_host {
+    float *x, *wq, *wk, *wv, *wo, *g1, *b1, *g2, *b2, *wg, *wu, *wd;
+} xf_host;
+
+typedef struct xf_run {
+    const xf_cfg *c;
+    const xf_host *h;
+    kb_bench_result *r;
+    int pes;
+    float *y;                          /* [world × tokens × hidden]: each rank's full y */
+    uint64_t phase[KB_XF_PHASE_COUNT]; /* rank 0, summed over the measured layers */
+} xf_run;
+
+typedef struct preset {
+    const char *name;
+    int64_t hidden, heads, kv_heads, ffn, seq;
+    kb_xf_norm norm;
+    kb_xf_mlp_kind mlp;
+    int rope;
+    double theta;
+} preset;
+
+static const preset presets[] = {
+    {"none", 256, 4, 2, 512, 64, KB_XF_RMSNORM, KB_XF_SWIGLU, 1, 10000},
+    {"llama2-7b", 4096, 32, 32, 11008, 2048, KB_XF_RMSNORM, KB_XF_SWIGLU, 1, 10000},
+    {"llama3-8b", 4096, 32, 8, 14336, 2048, KB_XF_RMSNORM, KB_XF_SWIGLU, 1, 500000},
+    {"gpt3-175b", 12288, 96, 96, 49152, 1024, KB_XF_LAYERNORM, KB_XF_GELU, 0, 0},
+};
+
+static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, xf_cfg *x)
+{
+    int sips, cubes, pes;
+    kb_machine_shape(m, &sips, &cubes, &pes);
+    const char *pn = kb_bench_opt_str(o, "preset", "none");
+    const preset *p = NULL;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (!strcmp(pn, presets[i].name)) p = &presets[i];
+    if (!p)
+        return kb_bench_bad_option(r,
+                                   "transformer: --opt preset=%s: expected none, llama2-7b, "
+                                   "llama3-8b or gpt3-175b",
+                                   pn);
+    kb_xf_config *c = &x->c;
+    memset(x, 0, sizeof *x);
+    int rc = kb_bench_opt_i64(o, "hidden", p->hidden, 2, 1 << 17, &c->hidden);
+    if (!rc) rc = kb_bench_opt_i64(o, "heads", p->heads, 1, 1 << 12, &c->heads);
+    if (!rc) rc = kb_bench_opt_i64(o, "kv_heads", p->kv_heads, 1, 1 << 12, &c->kv_heads);
+    if (!rc) rc = kb_bench_opt_i64(o, "ffn", p->ffn, 1, 1 << 20, &c->ffn);
+    if (!rc) rc = kb_bench_opt_i64(o, "seq", p->seq, 1, 1 << 17, &c->seq);
+    if (!rc) rc = kb_bench_opt_i64(o, "batch", 1 + (p == presets), 1, 1 << 10, &c->micro_batch);
+    if (!rc) rc = kb_bench_opt_i64(o, "layers", 1, 1, 1 << 10, &x->layers);
+    if (!rc) rc = kb_bench_opt_i64(o, "tp", sips, 1, (int64_t)sips * cubes * pes, &x->tp);
+    if (!rc) rc = kb_bench_opt_i64(o, "dp", 1, 1, (int64_t)sips * cubes * pes, &x->dp);
+    if (!rc) rc = kb_bench_opt_i64(o, "pp", 1, 1, 64, &x->pp);
+    if (!rc) rc = kb_bench_opt_i64(o, "pes", 0, 0, (int64_t)cubes * pes, &x->pes);
+    if (!rc) rc = kb_bench_opt_bool(o, "sp", 0, &c->sequence_parallel);
+    if (!rc) rc = kb_bench_opt_bool(o, "rope", p->rope, &c->rope);
+    if (!rc) rc = kb_bench_opt_bool(o, "warmup", 1, &x->warmup);
+    if (!rc) rc = kb_bench_opt_f64(o, "rope_theta", p->theta, &c->rope_theta);
+    if (rc) return rc;
+    const char *dt = kb_bench_opt_str(o, "dtype", "f16"), *nm = kb_bench_opt_str(o, "norm", NULL);
+    const char *mlp = kb_bench_opt_str(o, "mlp", NULL),
+               *mode = kb_bench_opt_str(o, "mode", "forward");
+    c->dtype = !strcmp(dt, "f16") ? KB_F16 : !strcmp(dt, "bf16") ? KB_BF16 : KB_F32;
+    if (strcmp(dt, "f16") && strcmp(dt, "bf16") && strcmp(dt, "f32"))
+        return kb_bench_bad_option(r, "transformer: --opt dtype=%s: expected f16, bf16 or f32", dt);
+    c->norm = p->norm, c->mlp = p->mlp;
+    if (nm && strcmp(nm, "rms") && strcmp(nm, "layer"))
+        return kb_bench_bad_option(r, "transformer: --opt norm=%s: expected rms or layer", nm);
+    if (nm) c->norm = !strcmp(nm, "rms") ? KB_XF_RMSNORM : KB_XF_LAYERNORM;
+    if (mlp && strcmp(mlp, "swiglu") && strcmp(mlp, "gelu"))
+        return kb_bench_bad_option(r, "transformer: --opt mlp=%s: expected swiglu or gelu", mlp);
+    if (mlp) c->mlp = !strcmp(mlp, "swiglu") ? KB_XF_SWIGLU : KB_XF_GELU;
+    if (strcmp(mode, "forward"))
+        return kb_bench_bad_option(r,
+                                   "transformer: --opt mode=%s: only forward (inference prefill) "
+                                   "is supported yet; training steps need the backward passes, "
+                                   "which are not built",
+                                   mode);
+    if (x->pp != 1)
+        return kb_bench_bad_option(r,
+                                   "transformer: --opt pp=%lld: pipeline stages are not supported "
+                                   "yet (pp=1)",
+                                   (long long)x->pp);
+    if (x->tp * x->dp > (int64_t)sips * cubes * pes)
+        return kb_bench_bad_option(r,
+                                   "transformer: tp=%lld x dp=%lld host ranks, but the machine "
+                                   "has %d PEs",
+                                   (long long)x->tp, (long long)x->dp, sips * cubes * pes);
+    if (x->pes && (x->pes <= pes ? pes % x->pes : x->pes % pes))
+        return kb_bench_bad_option(r,
+                                   "transformer: --opt pes=%lld: expected 0 (a SIP's PEs shared by "
+                                   "its ranks), a divisor of the %d PEs of a cube or a multiple",
+                                   (long long)x->pes, pes);
+    return 0;
+}
+
+/* ---- host data -------------------------------------------------------------------------- */
+
+static float *filled(size_t n, uint64_t seed, double lo, double hi, kb_dtype dt)
+{
+    float *a = malloc(n * sizeof *a);
+    if (!a) return NULL;
+    kb__bench_fill(a, n, seed, lo, hi);
+    kb__bench_round(a, n, dt);
+    return a;
+}
+
+static int host_init(const kb_xf_config *c, xf_host *h)
+{
+    size_t H = (size_t)c->hidden, d = H / (size_t)c->heads, T = (size_t)(c->seq * c->micro_batch);
+    size_t nq = (size_t)c->heads * d, nk = (size_t)c->kv_heads * d, F = (size_t)c->ffn;
+    double sh = 1 / sqrt((double)H), sf = 1 / sqrt((double)F), so = 1 / sqrt((double)nq);
+    kb_dtype dt = c->dtype;
+    h->x = filled(T * H, 71, -1, 1, dt);
+    h->wq = filled(H * nq, 72, -sh, sh, dt), h->wk = filled(H * nk, 73, -sh, sh, dt);
+    h->wv = filled(H * nk, 74, -sh, sh, dt), h->wo = filled(nq * H, 75, -so, so, dt);
+    h->g1 = filled(H, 76, 0.5, 1.5, dt), h->g2 = filled(H, 77, 0.5, 1.5, dt);
+    h->b1 = filled(H, 78, -0.1, 0.1, dt), h->b2 = filled(H, 79, -0.1, 0.1, dt);
+    h->wg = filled(H * F, 80, -sh, sh, dt), h->wu = filled(H * F, 81, -sh, sh, dt);
+    h->wd = filled(F * H, 82, -sf, sf, dt);
+    float *all[] = {h->x,  h->wq, h->wk, h->wv, h->wo, h->g1,
+                    h->g2, h->b1, h->b2, h->wg, h->wu, h->wd};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (!all[i]) return KB_ENOMEM;
+    return 0;
+}
+
+static void host_free(xf_host *h)
+{
+    float *all[] = {h->x,  h->wq, h->wk, h->wv, h->wo, h->g1,
+                    h->g2, h->b1, h->b2, h->wg, h->wu, h->wd};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        free(all[i]);
+}
+
+/* ---- the ranks -------------------------------------------------------------------------- */
+
+static int barrier_mark(kb_machine *m, int rank, void (*mark)(kb_bench_result *),
+                        kb_bench_result *r)
+{
+    int rc = kb_barrier(m);
+    if (!rc && rank == 0 && mark) mark(r);
+    return rc;
+}
+
+/* The layers one after the other from x; *out is the last y (x is kept). */
+static int pass(kb_machine *m, kb_xf_block *blocks, int64_t layers, kb_tensor x, kb_tensor *out,
+                uint64_t *phase)
+{
+    kb_tensor cur = x;
+    int rc = 0;
+    for (int64_t l = 0; l < layers && !rc; l++) {
+        kb_tensor y;
+        rc = kb_xf_block_forward(m, &blocks[l], cur, &y);
+        if (cur.id != x.id) kb_free(m, cur);
+        if (rc) return rc;
+        cur = y;
+        for (int p = 0; phase && p < KB_XF_PHASE_COUNT; p++)
+            phase[p] += blocks[l].last[p];
+    }
+    *out = cur;
+    return rc;
+}
+
+static int rank_fn(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    xf_run *u = arg;
+    const xf_cfg *c = u->c;
+    const xf_host *h = u->h;
+    int no_data = u->r->no_data;
+    kb_xf_weights w = {h->g1, h->b1, h->wq, h->wk, h->wv, h->wo, h->g2, h->b2, h->wg, h->wu, h->wd};
+    kb_xf_block *blocks = calloc((size_t)c->layers, sizeof *blocks);
+    kb_tensor x = {0}, y = {0};
+    if (!blocks) return KB_ENOMEM;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_tp_initialize_model_parallel(m, (int)c->tp);
+    if (!rc) rc = kb_tp_set_pes_per_rank(m, (int)c->pes);
+    if (!rc && rank == 0) rc = kb_tp_get_pes_per_rank(m, &u->pes);
+    for (int64_t l = 0; l < c->layers && !rc; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "layer%lld", (long long)l);
+        rc = kb_xf_block_create(m, &blocks[l], name, &c->c, no_data ? NULL : &w);
+    }
+    kb_policy p;
+    int64_t rows = 0, H = c->c.hidden, T = c->c.seq * c->c.micro_batch;
+    if (!rc) rc = kb_xf_input_policy(m, &blocks[0], &p, &rows);
+    if (!rc) rc = kb_empty(m, "x", 2, (int64_t[]){rows, H}, c->c.dtype, &p, &x);
+    int tp_rank = rank % (int)c->tp;
+    int64_t row0 = c->c.sequence_parallel ? tp_rank * rows : 0;
+    if (!rc && !no_data)
+        rc = kb_copy_from_host(m, x, h->x + row0 * H, (size_t)(rows * H) * sizeof(float), KB_F32);
+    if (!rc && c->warmup) {
+        rc = pass(m, blocks, c->layers, x, &y, NULL);
+        if (y.id) kb_free(m, y);
+        y = (kb_tensor){0};
+    }
+    if (!rc) rc = barrier_mark(m, rank, kb_bench_measure_begin, u->r);
+    if (!rc) rc = pass(m, blocks, c->layers, x, &y, rank == 0 ? u->phase : NULL);
+    if (!rc) rc = barrier_mark(m, rank, kb_bench_measure_end, u->r);
+    /* with sequence parallelism each rank has its rows: they go to its group's first slot */
+    int slot = c->c.sequence_parallel ? rank - tp_rank : rank;
+    if (!rc && !no_data)
+        rc = kb_copy_to_host(m, y, u->y + (size_t)slot * (size_t)(T * H) + row0 * H,
+                             (size_t)(rows * H) * sizeof(float), KB_F32);
+    if (y.id) kb_free(m, y);
+    if (x.id) kb_free(m, x);
+    for (int64_t l = 0; l < c->layers; l++)
+        kb_xf_block_free(m, &blocks[l]);
+    free(blocks);
+    return rc;
+}
+
+/* ---- host reference ------------------------------------------------------------------------ */
+
+static void rnd(double *a, size_t n, kb_dtype dt)
+{
+    for (size_t i = 0; i < n; i++) {
+        float f = (float)a[i];
+        kb__bench_round(&f, 1, dt);
+        a[i] = f;
+    }
+}
+
+static void norm_ref(const kb_xf_config *c, const double *x, const float *g, const float *b,
+                     double *out, int64_t T)
+{
+    int64_t H = c->hidden;
+    double eps = c->eps > 0 ? c->eps : 1e-5;
+    for (int64_t t = 0; t < T; t++) {
+        double mean = 0, var = 0;
+        if (c->norm == KB_XF_LAYERNORM) {
+            for (int64_t j = 0; j < H; j++)
+                mean += x[t * H + j];
+            mean /= (double)H;
+        }
+        for (int64_t j = 0; j < H; j++)
+            var += (x[t * H + j] - mean) * (x[t * H + j] - mean);
+        double rstd = 1 / sqrt(var / (double)H + eps);
+        for (int64_t j = 0; j < H; j++)
+            out[t * H + j] =
+                (x[t * H + j] - mean) * rstd * g[j] + (c->norm == KB_XF_LAYERNORM ? b[j] : 0);
+    }
+    rnd(out, (size_t)(T * H), c->dtype);
+}
+
+/* out[T, N] = a[T, K] @ w[K, N] (w f32 host); mag (optional) += |terms|. */
+static void mm(const double *a, const float *w, double *out, double *mag, int64_t T, int64_t K,
+               int64_t N)
+{
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t j = 0; j < N; j++)
+            out[t * N + j] = 0;
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t k = 0; k < K; k++) {
+            double av = a[t * K + k];
+            for (int64_t j = 0; j < N; j++) {
+                double v = av * w[k * N + j];
+                out[t * N + j] += v;
+                if (mag) mag[t * N + j] += fabs(v);
+            }
+        }
+}
+
+static void rope_ref(const kb_xf_config *c, double *v, int64_t T, int64_t heads)
+{
+    int64_t d = c->hidden / c->heads, half = d / 2, n = heads * d;
+    double theta = c->rope_theta > 0 ? c->rope_theta : 10000.0, *tmp = malloc((size_t)d * 8);
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t h = 0; h < heads; h++) {
+            double *q = v + t * n + h * d;
+            for (int64_t j = 0; j < d; j++) {
+                double a = (double)(t % c->seq) * pow(theta, -2.0 * (double)(j % half) / (double)d);
+                double r = j < half ? -q[j + half] : q[j - half];
+                tmp[j] = q[j] * (float)cos(a) + r * (float)sin(a);
+            }
+            memcpy(q, tmp, (size_t)d * sizeof *tmp);
+        }
+    free(tmp);
+    rnd(v, (size_t)(T * n), c->dtype);
+}
+
+/* y of the block in double (header comment); *scale := S. NULL on no memory. */
+static double *block_ref(const kb_xf_config *c, const xf_host *h, double *scale)
+{
+    int64_t H = c->hidden, T = c->seq * c->micro_batch, d = H / c->heads, F = c->ffn;
+    int64_t nq = c->heads * d, nk = c->kv_heads * d, grp = c->heads / c->kv_heads;
+    size_t big = (size_t)(5 * T * H + 2 * T * nq + 2 * T * nk + 2 * T * F);
+    double *mem = calloc(big, sizeof *mem);
+    if (!mem) return NULL;
+    double *x = mem, *n = x + T * H, *q = n + T * H, *k = q + T * nq, *v = k + T * nk;
+    double *o = v + T * nk, *z = o + T * nq, *mag = z + T * H, *x1 = mag + T * H;
+    double *g = x1 + T * H, *u = g + T * F;
+    for (int64_t i = 0; i < T * H; i++)
+        x[i] = h->x[i];
+    norm_ref(c, x, h->g1, h->b1, n, T);
+    mm(n, h->wq, q, NULL, T, H, nq), mm(n, h->wk, k, NULL, T, H, nk),
+        mm(n, h->wv, v, NULL, T, H, nk);
+    rnd(q, (size_t)(T * nq), c->dtype), rnd(k, (size_t)(T * nk), c->dtype);
+    rnd(v, (size_t)(T * nk), c->dtype);
+    if (c->rope) rope_ref(c, q, T, c->heads), rope_ref(c, k, T, c->kv_heads);
+    double *p = malloc((size_t)T * sizeof *p);
+    for (int64_t hd = 0; hd < c->heads; hd++)
+        for (int64_t t = 0; t < T; t++) {
+            int64_t s0 = t / c->seq * c->seq, kv = hd / grp;
+            double mx = -INFINITY, sum = 0;
+            for (int64_t s = s0; s <= t; s++) {
+                double dot = 0;
+                for (int64_t j = 0; j < d; j++)
+                    dot += q[t * nq + hd * d + j] * k[s * nk + kv * d + j];
+                mx = fmax(mx, p[s] = dot / sqrt((double)d));
+            }
+            for (int64_t s = s0; s <= t; s++)
+                sum += (p[s] = exp(p[s] - mx));
+            for (int64_t j = 0; j < d; j++) {
+                double acc = 0;
+                for (int64_t s = s0; s <= t; s++)
+                    acc += p[s] / sum * v[s * nk + kv * d + j];
+                o[t * nq + hd * d + j] = acc;
+            }
+        }
+    free(p);
+    rnd(o, (size_t)(T * nq), c->dtype);
+    mm(o, h->wo, z, NULL, T, nq, H);
+    for (int64_t i = 0; i < T * H; i++)
+        x1[i] = x[i] + z[i];
+    rnd(x1, (size_t)(T * H), c->dtype);
+    norm_ref(c, x1, h->g2, h->b2, n, T);
+    mm(n, h->wu, u, NULL, T, H, F);
+    if (c->mlp == KB_XF_SWIGLU) {
+        mm(n, h->wg, g, NULL, T, H, F);
+        for (int64_t i = 0; i < T * F; i++)
+            u[i] = g[i] / (1 + exp(-g[i])) * u[i];
+    } else {
+        for (int64_t i = 0; i < T * F; i++)
+            u[i] = 0.5 * u[i] * (1 + tanh(sqrt(2 / M_PI) * (u[i] + 0.044715 * pow(u[i], 3))));
+    }
+    rnd(u, (size_t)(T * F), c->dtype);
+    for (int64_t i = 0; i < T * H; i++)
+        mag[i] = fabs(x1[i]);
+    mm(u, h->wd, z, mag, T, F, H);
+    double *out = malloc((size_t)(T * H) * sizeof *out);
+    *scale = 0;
+    for (int64_t i = 0; out && i < T * H; i++) {
+        out[i] = x1[i] + z[i];
+        *scale = fmax(*scale, mag[i]);
+    }
+    free(mem);
+    return out;
+}
+
+static void check(kb_bench_result *r, const xf_cfg *x, const xf_host *h, const xf_run *u)
+{
+    const kb_xf_config *c = &x->c;
+    size_t n = (size_t)(c->seq * c->micro_batch * c->hidden);
+    double differ = 0, e = 0, S = 0;
+    int64_t world = x->tp * x->dp;
+    for (int64_t k = 0; k < world; k++) {
+        const float *first = u->y + (size_t)(k / x->tp * x->tp) * n;
+        for (size_t i = 0; !c->sequence_parallel && i < n; i++)
+            differ += memcmp(&u->y[(size_t)k * n + i], &first[i], sizeof *first) != 0;
+    }
+    if (!c->sequence_parallel) kb_bench_check(r, "ranks identical", differ, 0);
+    double *ref = block_ref(c, h, &S);
+    if (!ref) {
+        kb_bench_check(r, "y (normalized)", NAN, 0);
+        return;
+    }
+    for (int64_t k = 0; k < world; k += x->tp) { /* each group's first slot */
+        const float *y = u->y + (size_t)k * n;
+        for (size_t i = 0; i < n; i++) {
+            double d = fabs(y[i] - ref[i]) / (S > 0 ? S : 1);
+            e = isnan(d) || isnan(e) ? NAN : fmax(e, d);
+        }
+    }
+    free(ref);
+    double ur = c->dtype == KB_F16    ? ldexp(1, -11)
+                : c->dtype == KB_BF16 ? ldexp(1, -8)
+                                      : ldexp(1, -24);
+    kb_bench_check(r, "y (normalized)", e, (double)(x->tp * u->pes + 16) * ur);
+}
+
+/* ---- figures ------------------------------------------------------------------------------- */
+
+static void figures(kb_machine *m, kb_bench_result *r, const xf_cfg *x, const xf_run *u)
+{
+    double L = (double)x->layers, t_layer = (double)kb_bench_sim_ps(r) / 1e12 / L; /* s */
+    kb_bench_figure(r, "layer", t_layer * 1e6, "us");
+    for (int p = 0; p < KB_XF_PHASE_COUNT; p++)
+        kb_bench_figure(r, kb_xf_phase_name((kb_xf_phase)p), (double)u->phase[p] / 1e6 / L, "us");
+    double flops = kb_xf_forward_flops(&x->c) * (double)x->dp; /* every replica's */
+    double pe_peak =
+        2.0 * m->params.pe.gemm_rows * m->params.pe.gemm_cols * m->params.pe.gemm_clock_ghz * 1e9;
+    double used = (double)(x->tp * x->dp * u->pes), achieved = flops / t_layer;
+    kb_bench_figure(r, "model FLOP per layer", flops, "");
+    kb_bench_figure(r, "TFLOP/s", achieved / 1e12, "");
+    kb_bench_figure(r, "MFU (PEs used)", 100 * achieved / (used * pe_peak), "%");
+    kb_bench_figure(r, "MFU (machine)", 100 * achieved / ((double)m->n_pes * pe_peak), "%");
+    kb_bench_figure(r, "tokens", (double)(x->c.seq * x->c.micro_batch), "");
+    kb_bench_figure(r, "tp", (double)x->tp, "");
+    kb_bench_figure(r, "dp", (double)x->dp, "");
+    kb_bench_figure(r, "PEs per rank", (double)u->pes, "");
+    kb_bench_figure(r, "PEs", used, "");
+    kb_bench_note(r, "shape",
+                  "hidden %lld, heads %lld (kv %lld), ffn %lld, seq %lld x batch %lld, %s, %s, "
+                  "%s%s",
+                  (long long)x->c.hidden, (long long)x->c.heads, (long long)x->c.kv_heads,
+                  (long long)x->c.ffn, (long long)x->c.seq, (long long)x->c.micro_batch,
+                  kb_dtype_name(x->c.dtype), x->c.norm == KB_XF_RMSNORM ? "rmsnorm" : "layernorm",
+                  x->c.mlp == KB_XF_SWIGLU ? "swiglu" : "gelu",
+                  x->c.sequence_parallel ? ", sequence parallel" : "");
+}
+
+static int transformer(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
+{
+    xf_cfg x;
+    int rc = read_cfg(m, o, r, &x);
+    if (rc) return rc;
+    xf_host h = {0};
+    xf_run u = {&x, &h, r, 0, NULL, {0}};
+    size_t n = (size_t)(x.c.seq * x.c.micro_batch * x.c.hidden);
+    if (!r->no_data) {
+        u.y = calloc((size_t)(x.tp * x.dp) * n, sizeof *u.y);
+        if (!u.y || host_init(&x.c, &h)) {
+            host_free(&h), free(u.y);
+            return kb_bench_fail(r, KB_ENOMEM, "transformer: cannot allocate host buffers");
+        }
+    }
+    if ((rc = kb_spawn(m, rank_fn, (int)(x.tp * x.dp), &u))) {
+        kb_bench_fail(r, rc, "transformer: %s", kb_last_error(m));
+    } else {
+        figures(m, r, &x, &u);
+        if (!r->no_data) check(r, &x, &h, &u);
+    }
+    host_free(&h);
+    free(u.y);
+    return rc;
+}
+
+static const kb_bench_opt_doc opts[] = {
+    {"preset", "none", "none (a small shape), llama2-7b, llama3-8b, gpt3-175b (seq 1024)"},
+    {"hidden", "256", "hidden size (head size hidden / heads: a power of two)"},
+    {"heads", "4", "attention heads"},
+    {"kv_heads", "2", "key / value heads (grouped-query attention)"},
+    {"ffn", "512", "the MLP's inner size"},
+    {"seq", "64", "sequence length"},
+    {"batch", "2", "sequences per micro-batch (1 with a preset)"},
+    {"layers", "1", "blocks one after the other"},
+    {"dtype", "f16", "f16, bf16 or f32"},
+    {"norm", "preset", "rms or layer"},
+    {"mlp", "preset", "swiglu or gelu"},
+    {"rope", "preset", "rotary embedding on Q and K"},
+    {"rope_theta", "preset", "rotary base (10000; llama3-8b 500000)"},
+    {"tp", "SIPs", "tensor-parallel size (host ranks of a replica)"},
+    {"dp", "1", "data-parallel replicas"},
+    {"pp", "1", "pipeline stages (only 1 yet)"},
+    {"sp", "false", "Megatron sequence parallelism"},
+    {"pes", "0", "PEs per rank (0: a SIP's PEs shared by its ranks)"},
+    {"mode", "forward", "forward (inference prefill); training steps are not supported yet"},
+    {"warmup", "true", "a first pass installs the collectives' queues before the measured one"},
+};
+
+const kb_bench kb__bench_transformer = {
+    "transformer",
+    "transformer block forward (attention + MLP) over tp x dp host ranks, every PE at work", opts,
+    (int)(sizeof opts / sizeof opts[0]), transformer};

@@ -1,0 +1,148 @@
+/*
+ * kernbench/transformer.h — a transformer block (pre-norm attention and
+ * MLP, as in Llama and GPT) on the tensor-parallel layers of
+ * kernbench/tp.h: every PE of every rank at work.
+ *
+ *   x1 = x + Wo · attention(rope(Wq · n1), rope(Wk · n1), Wv · n1),
+ *        n1 = norm1(x)
+ *   y  = x1 + mlp(norm2(x1)),   mlp = Wdown · (silu(Wgate ·) ⊙ Wup ·)
+ *                               or Wdown · gelu(Wup ·)
+ *
+ * Megatron's split: Q, K and V column-parallel (each rank its heads), the
+ * output projection row-parallel; the MLP's gate / up column-parallel, down
+ * row-parallel. Inside a rank each layer is spread over the rank's PEs
+ * (kb_tp_set_pes_per_rank), as in kernbench/tp.h, and the attention is one
+ * program per PE over its share of the tokens (flash attention, causal
+ * within each sequence of the micro-batch).
+ *
+ * Layout of x and y ([tokens, hidden], tokens = micro_batch × seq):
+ * without sequence parallelism, replicated over the rank's PEs
+ * (kb_tp_placement) and the same on every rank; with it (Megatron's
+ * sequence parallelism), rank r holds rows [r · tokens / p, (r + 1) ·
+ * tokens / p), split by rows over its PEs (kb_xf_input_policy gives the
+ * policy), the norms run on those rows only, an all-gather brings the
+ * full input to each column layer and a reduce-scatter takes each row
+ * layer's output back (instead of the all-reduce).
+ *
+ * Numbers: activations and weights in one dtype (f16, bf16, f32); GEMMs
+ * accumulate in f32, norms, softmax and SwiGLU run in f32 and round once.
+ * Not supported yet: backward passes, biases on the linear layers (only
+ * LayerNorm's beta), pipeline stages (run blocks on the ranks of a stage
+ * and pass x with kb_send / kb_recv), dropout.
+ *
+ * Every call returns 0 or a negative KB_E* code with the message in
+ * kb_last_error(m). Calls marked collective are made by every rank of the
+ * tensor-parallel group in the same order.
+ */
+#ifndef KERNBENCH_TRANSFORMER_H
+#define KERNBENCH_TRANSFORMER_H
+
+#include "kernbench/tp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kb_xf_norm { KB_XF_RMSNORM = 0, KB_XF_LAYERNORM = 1 } kb_xf_norm;
+typedef enum kb_xf_mlp_kind { KB_XF_SWIGLU = 0, KB_XF_GELU = 1 } kb_xf_mlp_kind;
+
+/* The block's shape. Zeroed fields of rope_theta and eps take 10000 and
+ * 1e-5. */
+typedef struct kb_xf_config {
+    int64_t hidden, heads, kv_heads, ffn; /* head_dim = hidden / heads, a power of two */
+    int64_t seq, micro_batch;             /* tokens = micro_batch × seq */
+    kb_dtype dtype;
+    kb_xf_norm norm;
+    kb_xf_mlp_kind mlp;
+    int rope;          /* 1: rotary embedding on Q and K (rotate-half, Llama) */
+    double rope_theta; /* 0: 10000 */
+    double eps;        /* the norms' epsilon; 0: 1e-5 */
+    int sequence_parallel;
+} kb_xf_config;
+
+/* Full host weights, f32 row-major, y = x @ W as in kernbench/tp.h; each
+ * rank copies its slices. Any pointer may be NULL: zeros (ones for the
+ * norms' gamma). wq [hidden, heads·d], wk and wv [hidden, kv_heads·d], wo
+ * [heads·d, hidden]; w_gate (SwiGLU only) and w_up [hidden, ffn], w_down
+ * [ffn, hidden]; norm gammas [hidden], betas [hidden] (LayerNorm). */
+typedef struct kb_xf_weights {
+    const float *norm1, *norm1_beta, *wq, *wk, *wv, *wo;
+    const float *norm2, *norm2_beta, *w_gate, *w_up, *w_down;
+} kb_xf_weights;
+
+/* The parts of a forward, in order, each timed on the calling rank's
+ * clock (kb_xf_block.last). Collectives include the wait for the other
+ * ranks. */
+typedef enum kb_xf_phase {
+    KB_XF_NORM1 = 0,  /* norm1 */
+    KB_XF_SP_GATHER1, /* sequence parallel: all-gather of n1 */
+    KB_XF_QKV,        /* the Q, K, V GEMM */
+    KB_XF_QKV_GATHER, /* all-gather of the rank's Q, K, V over its PEs */
+    KB_XF_ATTENTION,  /* flash attention */
+    KB_XF_O_GATHER,   /* all-gather of the attention output over the rank's PEs */
+    KB_XF_O_PROJ,     /* the output projection's GEMM */
+    KB_XF_O_REDUCE,   /* its all-reduce (reduce-scatter with sequence parallelism) */
+    KB_XF_RESIDUAL1,  /* x1 = x + ... */
+    KB_XF_NORM2,      /* norm2 */
+    KB_XF_SP_GATHER2, /* sequence parallel: all-gather of n2 */
+    KB_XF_MLP_UP,     /* gate / up GEMM with the activation */
+    KB_XF_MLP_DOWN,   /* down GEMM */
+    KB_XF_MLP_REDUCE, /* its all-reduce (reduce-scatter) */
+    KB_XF_RESIDUAL2,  /* y = x1 + ... */
+    KB_XF_PHASE_COUNT
+} kb_xf_phase;
+
+/* "norm1", "sp_gather1", "qkv", ...; "?" for others. */
+KB_API const char *kb_xf_phase_name(kb_xf_phase p);
+/* 1 for the phases that are collectives, else 0. */
+KB_API int kb_xf_phase_is_collective(kb_xf_phase p);
+
+/* One rank's part of a block. Plain data; the block owns the tensors. */
+typedef struct kb_xf_block {
+    char name[48];
+    kb_xf_config cfg;
+    int tp_rank, tp_size, pes, sip;
+    int64_t tokens, head_dim;
+    kb_tp_linear qkv, o, up, down; /* up: gate and up for SwiGLU (the PE's gate columns, then
+                                      its up columns) */
+    kb_tensor norm1, norm1_beta, norm2, norm2_beta, cos, sin;
+    kb_group pe_group; /* the calling rank alone: collectives over its PEs */
+    uint64_t last[KB_XF_PHASE_COUNT];
+} kb_xf_block;
+
+/* Collective. Builds the caller's part of a block from the full host
+ * weights (w may be NULL: zeros). KB_ESTATE before
+ * kb_tp_initialize_model_parallel; KB_EINVAL naming the field for sizes < 1,
+ * a head_dim that is not a power of two, heads or kv_heads not dividing by
+ * the tensor-parallel size, heads not a multiple of kv_heads, tokens (or
+ * with sequence parallelism tokens / p) not dividing by the rank's PEs,
+ * heads · head_dim / p, (heads + 2 kv_heads) · head_dim / p or ffn / p not
+ * dividing by them, another dtype. On failure *b is zeroed and nothing is
+ * left on the device. */
+KB_API int kb_xf_block_create(kb_machine *m, kb_xf_block *b, const char *name,
+                              const kb_xf_config *cfg, const kb_xf_weights *w);
+
+/* *out := the policy of the block's input and output on the caller: the
+ * rank's PEs replicated (kb_tp_placement), or split by rows with sequence
+ * parallelism; rows := the rows the caller holds (tokens, or tokens / p). */
+KB_API int kb_xf_input_policy(kb_machine *m, const kb_xf_block *b, kb_policy *out, int64_t *rows);
+
+/* Collective. y = block(x); x [rows, hidden] of the block's dtype placed
+ * with kb_xf_input_policy; creates *y ("NAME.y", same placement), which the
+ * caller frees. Phases' times in b->last. */
+KB_API int kb_xf_block_forward(kb_machine *m, kb_xf_block *b, kb_tensor x, kb_tensor *y);
+
+/* Frees the block's tensors and zeroes *b. */
+KB_API int kb_xf_block_free(kb_machine *m, kb_xf_block *b);
+
+/* Floating-point operations of one forward of the whole block (all
+ * ranks), the usual count: 2 per multiply-accumulate of the GEMMs, and of
+ * the attention's Q·Kᵀ and P·V over the causal half (keys s <= t of t's
+ * sequence: seq (seq + 1) / 2 pairs per sequence and head). Norms,
+ * softmax and activations are not counted. */
+KB_API double kb_xf_forward_flops(const kb_xf_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
