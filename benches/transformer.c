@@ -13,7 +13,9 @@
  * set of PEs) unless warmup=false; the measured region is the second.
  * Reported: the time per layer; each phase's time per layer on rank 0
  * (kb_xf_phase order: the norms, the GEMMs, the attention, the
- * collectives and residual adds); the model FLOPs (kb_xf_forward_flops,
+ * collectives and residual adds) and "other", the rest of the layer
+ * (creating and freeing its activations: MMU mappings through the
+ * fabric); the model FLOPs (kb_xf_forward_flops,
  * all ranks of a replica) and the achieved TFLOP/s and MFU against the
  * peak of the machine's PEs used (2 · rows · cols · clock of the GEMM unit
  * per PE) and of the whole machine. Link bytes come with every bench.
@@ -28,8 +30,9 @@
  * dtype (p·c - 1 roundings), and about a dozen roundings on the way
  * (norms, projections, softmax weights, activations, residuals), the
  * errors of the first half carried through norm2 and the MLP, whose gains
- * are about 1 with weights of scale 1/sqrt(fan-in). u: the dtype's unit
- * roundoff. "ranks identical": the ranks of each tensor-parallel group
+ * are about 1 with weights of scale 1/sqrt(fan-in); times the layers
+ * (each layer's reference starts from the previous one's, the errors add).
+ * u: the dtype's unit roundoff. "ranks identical": the ranks of each tensor-parallel group
  * hold the same y, bit for bit.
  */
 #include <math.h>
@@ -330,8 +333,9 @@ static void rope_ref(const kb_xf_config *c, double *v, int64_t T, int64_t heads)
     rnd(v, (size_t)(T * n), c->dtype);
 }
 
-/* y of the block in double (header comment); *scale := S. NULL on no memory. */
-static double *block_ref(const kb_xf_config *c, const xf_host *h, double *scale)
+/* y of the block in double from x_in [T, hidden] (header comment); *scale
+ * := S. NULL on no memory. */
+static double *block_ref(const kb_xf_config *c, const xf_host *h, const double *x_in, double *scale)
 {
     int64_t H = c->hidden, T = c->seq * c->micro_batch, d = H / c->heads, F = c->ffn;
     int64_t nq = c->heads * d, nk = c->kv_heads * d, grp = c->heads / c->kv_heads;
@@ -341,8 +345,7 @@ static double *block_ref(const kb_xf_config *c, const xf_host *h, double *scale)
     double *x = mem, *n = x + T * H, *q = n + T * H, *k = q + T * nq, *v = k + T * nk;
     double *o = v + T * nk, *z = o + T * nq, *mag = z + T * H, *x1 = mag + T * H;
     double *g = x1 + T * H, *u = g + T * F;
-    for (int64_t i = 0; i < T * H; i++)
-        x[i] = h->x[i];
+    memcpy(x, x_in, (size_t)(T * H) * sizeof *x);
     norm_ref(c, x, h->g1, h->b1, n, T);
     mm(n, h->wq, q, NULL, T, H, nq), mm(n, h->wk, k, NULL, T, H, nk),
         mm(n, h->wv, v, NULL, T, H, nk);
@@ -395,6 +398,7 @@ static double *block_ref(const kb_xf_config *c, const xf_host *h, double *scale)
         out[i] = x1[i] + z[i];
         *scale = fmax(*scale, mag[i]);
     }
+    if (out) rnd(out, (size_t)(T * H), c->dtype);
     free(mem);
     return out;
 }
@@ -411,7 +415,14 @@ static void check(kb_bench_result *r, const xf_cfg *x, const xf_host *h, const x
             differ += memcmp(&u->y[(size_t)k * n + i], &first[i], sizeof *first) != 0;
     }
     if (!c->sequence_parallel) kb_bench_check(r, "ranks identical", differ, 0);
-    double *ref = block_ref(c, h, &S);
+    double *ref = malloc(n * sizeof *ref);
+    for (size_t i = 0; ref && i < n; i++)
+        ref[i] = h->x[i];
+    for (int64_t l = 0; ref && l < x->layers; l++) { /* every layer has the same weights */
+        double *next = block_ref(c, h, ref, &S);
+        free(ref);
+        ref = next;
+    }
     if (!ref) {
         kb_bench_check(r, "y (normalized)", NAN, 0);
         return;
@@ -427,7 +438,7 @@ static void check(kb_bench_result *r, const xf_cfg *x, const xf_host *h, const x
     double ur = c->dtype == KB_F16    ? ldexp(1, -11)
                 : c->dtype == KB_BF16 ? ldexp(1, -8)
                                       : ldexp(1, -24);
-    kb_bench_check(r, "y (normalized)", e, (double)(x->tp * u->pes + 16) * ur);
+    kb_bench_check(r, "y (normalized)", e, (double)(x->tp * u->pes + 16) * ur * (double)x->layers);
 }
 
 /* ---- figures ------------------------------------------------------------------------------- */
@@ -436,8 +447,13 @@ static void figures(kb_machine *m, kb_bench_result *r, const xf_cfg *x, const xf
 {
     double L = (double)x->layers, t_layer = (double)kb_bench_sim_ps(r) / 1e12 / L; /* s */
     kb_bench_figure(r, "layer", t_layer * 1e6, "us");
-    for (int p = 0; p < KB_XF_PHASE_COUNT; p++)
+    double phases = 0;
+    for (int p = 0; p < KB_XF_PHASE_COUNT; p++) {
         kb_bench_figure(r, kb_xf_phase_name((kb_xf_phase)p), (double)u->phase[p] / 1e6 / L, "us");
+        phases += (double)u->phase[p] / 1e6 / L;
+    }
+    /* the rest: creating and freeing the activations (MMU mappings through the fabric) */
+    kb_bench_figure(r, "other", t_layer * 1e6 - phases, "us");
     double flops = kb_xf_forward_flops(&x->c) * (double)x->dp; /* every replica's */
     double pe_peak =
         2.0 * m->params.pe.gemm_rows * m->params.pe.gemm_cols * m->params.pe.gemm_clock_ghz * 1e9;

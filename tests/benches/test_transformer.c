@@ -1,0 +1,113 @@
+/* Bench transformer: the block's forward against the bench's host
+ * reference at small shapes (SwiGLU with rotary embedding and grouped
+ * heads, GELU with LayerNorm, sequence parallelism, one rank), the FLOP
+ * figure against kb_xf_forward_flops' closed form, GEMM scaling with the
+ * tensor-parallel size, and the options it refuses. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernbench/bench.h"
+#include "kernbench/transformer.h"
+
+static int run(kb_bench_result *r, int no_data, const char *const *kv)
+{
+    char err[512];
+    kb_machine *m = NULL;
+    kb_open_options oo = {NULL, NULL, 0, no_data, NULL};
+    cr_assert_eq(kb_open(&m, &oo, err, sizeof err), 0, "kb_open: %s", err);
+    kb_bench_opts o;
+    kb_bench_opts_init(&o);
+    for (int i = 0; kv && kv[i]; i++)
+        cr_assert_eq(kb_bench_opts_add(&o, kv[i]), 0, "%s", o.error);
+    int rc = kb_bench_run(m, kb_bench_find("transformer"), &o, no_data, r);
+    kb_close(m);
+    return rc;
+}
+
+static double figure(const kb_bench_result *r, const char *name)
+{
+    for (int i = 0; i < r->n_figures; i++)
+        if (!strcmp(r->figures[i].name, name)) return r->figures[i].value;
+    cr_assert_fail("no figure %s", name);
+    return NAN;
+}
+
+static void assert_pass(const char *const *kv)
+{
+    kb_bench_result r;
+    cr_assert_eq(run(&r, 0, kv), 0, "%s", r.error);
+    cr_assert_geq(r.n_checks, 1);
+    for (int i = 0; i < r.n_checks; i++)
+        cr_expect(r.checks[i].pass, "%s (%s): %g > %g", r.checks[i].name, kv[0],
+                  r.checks[i].max_err, r.checks[i].tol);
+}
+
+Test(transformer, swiglu_rope_gqa_forward_matches_the_host)
+{
+    assert_pass((const char *const[]){"dtype=f32", "pes=4", NULL});
+    assert_pass((const char *const[]){"dtype=f16", "pes=2", "layers=2", NULL});
+}
+
+Test(transformer, gelu_layernorm_and_one_rank_match_the_host)
+{
+    assert_pass((const char *const[]){"mlp=gelu", "norm=layer", "rope=false", "pes=2", NULL});
+    assert_pass((const char *const[]){"tp=1", "pes=4", "dtype=bf16", NULL});
+}
+
+Test(transformer, sequence_parallel_forward_matches_the_host)
+{
+    assert_pass((const char *const[]){"sp=true", "pes=4", "dtype=f32", NULL});
+    assert_pass((const char *const[]){"sp=true", "pes=2", "dp=2", NULL});
+}
+
+Test(transformer, the_flop_figure_is_the_closed_form_and_mfu_follows)
+{
+    kb_bench_result r;
+    cr_assert_eq(run(&r, 1, (const char *const[]){"pes=2", NULL}), 0, "%s", r.error);
+    kb_xf_config c = {256, 4, 2, 512, 64, 2, KB_F16, KB_XF_RMSNORM, KB_XF_SWIGLU, 1, 0, 0, 0};
+    cr_expect_float_eq(figure(&r, "model FLOP per layer"), kb_xf_forward_flops(&c), 1e-3);
+    double t = figure(&r, "layer") * 1e-6, tflops = kb_xf_forward_flops(&c) / t / 1e12;
+    cr_expect_float_eq(figure(&r, "TFLOP/s"), tflops, 1e-9 * tflops);
+    /* 4 PEs of the built-in machine's 256, 8.192 TFLOP/s each */
+    cr_expect_float_eq(figure(&r, "MFU (PEs used)"), 100 * tflops / (4 * 8.192), 1e-9);
+    cr_expect_float_eq(figure(&r, "MFU (machine)"), 100 * tflops / (256 * 8.192), 1e-9);
+    double phases = 0;
+    for (int p = 0; p < KB_XF_PHASE_COUNT; p++)
+        phases += figure(&r, kb_xf_phase_name((kb_xf_phase)p));
+    cr_expect_leq(phases, figure(&r, "layer") * (1 + 1e-9), "the phases fit in the layer");
+    cr_expect_float_eq(phases + figure(&r, "other"), figure(&r, "layer"), 1e-6);
+}
+
+/* A GEMM-bound shape on one PE per rank: twice the ranks, each GEMM half
+ * the columns (or rows of the weight), so the GEMM phases take about half
+ * as long. */
+Test(transformer, doubling_tp_about_halves_the_gemm_time)
+{
+    static const char *const phases[] = {"qkv", "o_proj", "mlp_up", "mlp_down"};
+    double t[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        kb_bench_result r;
+        const char *tp = i ? "tp=2" : "tp=1";
+        cr_assert_eq(run(&r, 1,
+                         (const char *const[]){tp, "pes=1", "hidden=512", "heads=4", "kv_heads=4",
+                                               "ffn=2048", "seq=128", "batch=1", NULL}),
+                     0, "%s", r.error);
+        for (int p = 0; p < 4; p++)
+            t[i] += figure(&r, phases[p]);
+    }
+    cr_expect_lt(t[1], 0.6 * t[0], "GEMMs: %g us over 2 ranks against %g us over 1", t[1], t[0]);
+}
+
+Test(transformer, refuses_what_it_cannot_run)
+{
+    kb_bench_result r;
+    cr_expect_eq(run(&r, 1, (const char *const[]){"mode=train", NULL}), KB_EINVAL);
+    cr_expect(strstr(r.error, "--opt mode=train: only forward"), "%s", r.error);
+    cr_expect_eq(run(&r, 1, (const char *const[]){"pp=2", NULL}), KB_EINVAL);
+    cr_expect(strstr(r.error, "pipeline stages are not supported yet"), "%s", r.error);
+    cr_expect_eq(run(&r, 1, (const char *const[]){"preset=llama9", NULL}), KB_EINVAL);
+    cr_expect(strstr(r.error, "--opt preset=llama9: expected none, llama2-7b"), "%s", r.error);
+    cr_expect_eq(run(&r, 1, (const char *const[]){"heads=3", "pes=1", NULL}), KB_EINVAL);
+    cr_expect(strstr(r.error, "hidden 256 / heads 3 must be a power of two"), "%s", r.error);
+}
