@@ -15,6 +15,7 @@
 #include "cli/options.h"
 #include "config/config.h"
 #include "host/probe.h"
+#include "topo/kinds.h"
 
 typedef struct probe_opts {
     kb__cli_opts common; /* --topology, --set, --json, --help */
@@ -37,6 +38,7 @@ static const kb__opt_spec probe_table[] = {
     KB__OPTSPEC_TOPOLOGY,
     KB__OPTSPEC_SET(""),
     KB__OPTSPEC_FABRIC,
+    KB__OPTSPEC_COMPARE,
     {"case", KB__ARG_REQ, KB__OPTF_MULTI | KB__OPTF_AXIS, "NAME", NULL,
      "run only this case (repeatable); default: every case", NULL},
     {"bytes", KB__ARG_REQ, KB__OPTF_AXIS, "N", "64KiB", "transfer size (4096, 64KiB, 1MiB ...)",
@@ -304,7 +306,13 @@ typedef struct probe_call {
     kb__report *point; /* a sweep point's record: filled, no text, nothing written */
 } probe_call;
 
-static int report(const probe_call *c, kb__device *d, const probe_opts *o, case_out *cs, int n)
+typedef struct probe_cmp probe_cmp;
+static void print_compare(const probe_opts *o, const case_out *cs, const probe_cmp *k);
+static void record_compare(kb__report *r, const probe_opts *o, const case_out *cs,
+                           const probe_cmp *k);
+
+static int report(const probe_call *c, kb__device *d, const probe_opts *o, case_out *cs, int n,
+                  const probe_cmp *k)
 {
     if (!c->point && !kb__cli_json_stdout(&o->common)) {
         print_summary(d, cs, n);
@@ -314,41 +322,145 @@ static int report(const probe_call *c, kb__device *d, const probe_opts *o, case_
             if (o->route) print_route(d, &cs[i]);
             if (o->contend) print_contend(&cs[i]);
         }
+        if (k) print_compare(o, cs, k);
     }
     if (!c->point && !o->common.json) return KB_CLI_OK;
     kb__report own, *r = c->point ? c->point : &own;
     kb__cli_record(r, &o->common, c->a, c->argc, c->argv, c->p, NULL);
     record(r, d, o, cs, n);
+    if (k) record_compare(r, o, cs, k);
     int status = c->point ? KB_CLI_OK : kb__cli_record_write(&o->common, r);
     if (!c->point) kb__report_fini(r);
     return status;
 }
 
-static int run_cases(const probe_call *c, kb__device *d, probe_opts *o)
+/* Runs every case of o on d into cs (o->n_cases); the exit status. */
+static int run_all(kb__device *d, const probe_opts *o, case_out *cs, const char *model)
 {
     kb__err err = {0};
-    case_out *cs = calloc((size_t)o->n_cases, sizeof *cs);
-    int status = cs ? KB_CLI_OK : KB_CLI_FAIL;
     int explicit_cases = o->n_cases < KB__PROBE_CASE_COUNT;
-    for (int i = 0; cs && i < o->n_cases && status == KB_CLI_OK; i++) {
+    for (int i = 0; i < o->n_cases; i++) {
         cs[i].id = o->cases[i];
         int rc = run_case(d, o, &cs[i], &err);
         if (rc == KB_EUNSUPPORTED && !explicit_cases) {
             cs[i].skipped = 1;
             memcpy(cs[i].skip_msg, err.msg, sizeof cs[i].skip_msg);
         } else if (rc) {
-            fprintf(stderr, "kernbench probe: %s\n", err.msg);
-            status = KB_CLI_FAIL;
+            fprintf(stderr, "kernbench probe: %s%s%s%s\n", err.msg, model ? " (under the " : "",
+                    model ? model : "", model ? " fabric model)" : "");
+            return KB_CLI_FAIL;
         }
     }
-    if (status == KB_CLI_OK) status = report(c, d, o, cs, o->n_cases);
-    for (int i = 0; cs && i < o->n_cases; i++) {
+    return KB_CLI_OK;
+}
+
+static void cases_fini(case_out *cs, int n)
+{
+    for (int i = 0; cs && i < n; i++) {
         kb__probe_result_fini(&cs[i].r);
         for (int s = 0; s < SWEEP_STEPS; s++)
             kb__probe_result_fini(&cs[i].sweep[s]);
         kb__probe_contend_fini(&cs[i].contend);
     }
     free(cs);
+}
+
+/* --compare: the other model's run of the same cases, and the walls. */
+struct probe_cmp {
+    const char *me, *other; /* the run's model, --compare's */
+    case_out *cs;
+    double wall_s, cmp_wall_s;
+};
+
+static double rel_err(kb__time a, kb__time b)
+{
+    return b ? ((double)a - (double)b) / (double)b : 0.0;
+}
+
+static void print_compare(const probe_opts *o, const case_out *cs, const probe_cmp *k)
+{
+    printf("\ncompare: %s against %s%s\n", k->me, k->other,
+           o->contend ? " (contend: all K transfers)" : "");
+    printf("%-19s %10s %14s %14s %9s\n", "case", "bytes", k->me, k->other, "error");
+    for (int i = 0; i < o->n_cases; i++) {
+        const case_out *a = &cs[i], *b = &k->cs[i];
+        if (a->skipped || b->skipped) continue;
+        printf("%-19s %10llu %11.3f ns %11.3f ns %+8.3f%%\n", kb__probe_case_name(a->id),
+               (unsigned long long)a->r.bytes, ns(a->r.latency), ns(b->r.latency),
+               100 * rel_err(a->r.latency, b->r.latency));
+        for (int s = 0; o->sweep && s < SWEEP_STEPS; s++)
+            printf("  %-17s %10llu %11.3f ns %11.3f ns %+8.3f%%\n", "sweep",
+                   (unsigned long long)a->sweep[s].bytes, ns(a->sweep[s].latency),
+                   ns(b->sweep[s].latency),
+                   100 * rel_err(a->sweep[s].latency, b->sweep[s].latency));
+        if (o->contend)
+            printf("  %-17s %10u %11.3f ns %11.3f ns %+8.3f%%\n", "contend K", o->contend,
+                   ns(a->contend.total), ns(b->contend.total),
+                   100 * rel_err(a->contend.total, b->contend.total));
+    }
+    printf("%-19s %10s %12.3f s %12.3f s\n", "wall", "", k->wall_s, k->cmp_wall_s);
+}
+
+static void record_compare(kb__report *r, const probe_opts *o, const case_out *cs,
+                           const probe_cmp *k)
+{
+    json_t *c = kb__report_object(r, NULL, "compare");
+    kb__report_str(r, c, "model", k->other);
+    kb__report_real(r, c, "wall_s", "compare.wall_s", k->cmp_wall_s, "s");
+    kb__report_real(r, c, "this_wall_s", "compare.this_wall_s", k->wall_s, "s");
+    json_t *list = kb__report_array(r, c, "cases");
+    for (int i = 0; list && i < o->n_cases; i++) {
+        const case_out *a = &cs[i], *b = &k->cs[i];
+        if (a->skipped || b->skipped) continue;
+        json_t *x = kb__report_object(r, list, NULL);
+        kb__report_str(r, x, "case", kb__probe_case_name(a->id));
+        kb__report_uint(r, x, "latency_ps", "compare.latency_ps", a->r.latency, "ps");
+        kb__report_uint(r, x, "compare_latency_ps", "compare.compare_latency_ps", b->r.latency,
+                        "ps");
+        kb__report_real(r, x, "error", "compare.error", rel_err(a->r.latency, b->r.latency), "1");
+        if (o->contend) {
+            kb__report_uint(r, x, "contend_total_ps", "compare.contend_total_ps", a->contend.total,
+                            "ps");
+            kb__report_uint(r, x, "compare_contend_total_ps", "compare.compare_contend_total_ps",
+                            b->contend.total, "ps");
+        }
+    }
+}
+
+/* The machine p under fabric model `model`, with the other cases run on it. */
+static int run_other(const probe_opts *o, const kb__topo_params *p, probe_cmp *k)
+{
+    kb__topo_params q = *p;
+    q.fabric.model = (uint16_t)kb__kind_find(k->other);
+    kb__topo *t;
+    kb__device *d = NULL;
+    kb__err err = {0};
+    int rc = kb__topo_build(&t, &q, &err);
+    if (!rc) rc = kb__device_create(&d, t, (uint32_t)q.fabric.header_bytes, o->no_data, &err);
+    if (rc) {
+        fprintf(stderr, "kernbench probe: --compare %s: %s\n", k->other, err.msg);
+        return KB_CLI_FAIL;
+    }
+    double t0 = kb__cli_wall_s();
+    int status = run_all(d, o, k->cs, k->other);
+    k->cmp_wall_s = kb__cli_wall_s() - t0;
+    kb__device_destroy(d);
+    return status;
+}
+
+static int run_cases(const probe_call *c, kb__device *d, probe_opts *o)
+{
+    case_out *cs = calloc((size_t)o->n_cases, sizeof *cs);
+    probe_cmp k = {kb__cli_model_name(c->p), o->common.compare, NULL, 0, 0};
+    if (o->common.compare) k.cs = calloc((size_t)o->n_cases, sizeof *k.cs);
+    int status = cs && (k.cs || !o->common.compare) ? KB_CLI_OK : KB_CLI_FAIL;
+    double t0 = kb__cli_wall_s();
+    if (status == KB_CLI_OK) status = run_all(d, o, cs, o->common.compare ? k.me : NULL);
+    k.wall_s = kb__cli_wall_s() - t0;
+    if (status == KB_CLI_OK && o->common.compare) status = run_other(o, c->p, &k);
+    if (status == KB_CLI_OK) status = report(c, d, o, cs, o->n_cases, k.cs ? &k : NULL);
+    cases_fini(cs, o->n_cases);
+    cases_fini(k.cs, o->n_cases);
     return status;
 }
 
@@ -361,6 +473,7 @@ static int probe_main(int argc, char **argv, kb__report *point)
     kb__device *d = NULL;
     kb__topo_params p;
     if (!rc && !o.common.help) rc = open_device(&o, &p, &d);
+    if (!rc && !o.common.help) rc = kb__cli_check_compare(&o.common, &p);
     if (!rc && !o.common.help) {
         probe_call c = {argc, argv, &a, &p, point};
         rc = run_cases(&c, d, &o);

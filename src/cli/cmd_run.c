@@ -33,8 +33,11 @@ typedef struct run_out {
     const kb_bench *b;
     kb_bench_result r;
     int sips, cubes, pes;
-    double peak_pe;    /* FLOP/s of one PE's GEMM unit */
-    kb__topo_params p; /* the machine, for the record's hash */
+    double peak_pe;      /* FLOP/s of one PE's GEMM unit */
+    kb__topo_params p;   /* the machine, for the record's hash */
+    double wall_s;       /* the bench's run, wall clock */
+    kb_bench_result cmp; /* --compare: the same bench under the other model */
+    double cmp_wall_s;
 } run_out;
 
 static void footer(FILE *f)
@@ -53,6 +56,7 @@ static const kb__opt_spec run_table[] = {
      NULL},
     KB__OPTSPEC_SET(" (ccl.KEY=VALUE: of the ccl.yaml)"),
     KB__OPTSPEC_FABRIC,
+    KB__OPTSPEC_COMPARE,
     {"bench", KB__ARG_REQ, KB__OPTF_AXIS, "NAME", NULL,
      "a built-in bench (default: the first listed below), or a\nplug-in shared object (a path "
      "containing '/'; see docs/benches.md)",
@@ -146,15 +150,19 @@ static int find_bench(const run_opts *o, const kb_bench **b, void **dl)
     return 0;
 }
 
-static int open_machine(const run_opts *o, kb_machine **m, run_out *out)
+/* Opens the machine of the options, with `model` (NULL: the options')
+ * as its fabric model. */
+static int open_machine(const run_opts *o, kb_machine **m, run_out *out, const char *model)
 {
     kb__topo_params *p = &out->p;
-    int status = kb__cli_load_params(&o->common, p);
+    int status = model ? 0 : kb__cli_load_params(&o->common, p);
     if (status) return status;
     out->peak_pe = 2.0 * p->pe.gemm_rows * p->pe.gemm_cols * p->pe.gemm_clock_ghz * 1e9;
     /* kb_open takes the ccl.* settings too: every --set, then --fabric's */
-    const char *fabric[1] = {o->common.fabric_set};
-    size_t n = o->common.n_sets + (o->common.fabric != NULL);
+    char model_set[64];
+    snprintf(model_set, sizeof model_set, "fabric.model=%s", model ? model : "");
+    const char *fabric[1] = {model ? model_set : o->common.fabric_set};
+    size_t n = o->common.n_sets + (o->common.fabric != NULL || model != NULL);
     const char **sets = n ? malloc(n * sizeof *sets) : NULL;
     if (n && !sets) {
         fprintf(stderr, "kernbench run: out of memory\n");
@@ -162,7 +170,7 @@ static int open_machine(const run_opts *o, kb_machine **m, run_out *out)
     }
     for (size_t i = 0; i < o->common.n_sets; i++)
         sets[i] = o->common.sets[i];
-    if (o->common.fabric) sets[n - 1] = fabric[0];
+    if (o->common.fabric || model) sets[n - 1] = fabric[0];
     kb_open_options oo = {o->common.topology, sets, n, o->no_data, o->common.ccl};
     char err[KB_BENCH_MSG_MAX];
     int rc = kb_open(m, &oo, err, sizeof err);
@@ -171,7 +179,7 @@ static int open_machine(const run_opts *o, kb_machine **m, run_out *out)
         fprintf(stderr, "kernbench run: %s\n", err);
         return rc == KB_ECONFIG || rc == KB_EIO ? KB_CLI_USAGE : KB_CLI_FAIL;
     }
-    kb_machine_shape(*m, &out->sips, &out->cubes, &out->pes);
+    if (!model) kb_machine_shape(*m, &out->sips, &out->cubes, &out->pes);
     if (o->device >= 0 && kb_set_device(*m, o->device))
         return kb__opt_usage(&kb__cli_run_spec, "--device: %s", kb_last_error(*m));
     return 0;
@@ -360,9 +368,13 @@ typedef struct run_call {
     kb__report *point; /* a sweep point's record: filled, no text, nothing written */
 } run_call;
 
+static void print_compare(const run_opts *ro, const run_out *o);
+static void record_compare(kb__report *rec, const run_opts *ro, const run_out *o);
+
 static int report(const run_call *c, const run_opts *ro, const run_out *o)
 {
     if (!c->point && !kb__cli_json_stdout(&ro->common)) print_text(ro, o);
+    if (!c->point && !kb__cli_json_stdout(&ro->common) && ro->common.compare) print_compare(ro, o);
     if (!c->point && !ro->common.json) return KB_CLI_OK;
     kb__ccl_config *ccl;
     int status = kb__cli_load_ccl(&ro->common, &ccl);
@@ -371,9 +383,102 @@ static int report(const run_call *c, const run_opts *ro, const run_out *o)
     kb__cli_record(r, &ro->common, c->a, c->argc, c->argv, &o->p, ccl);
     kb__ccl_config_destroy(ccl);
     record(r, ro, o);
+    if (ro->common.compare) record_compare(r, ro, o);
     status = c->point ? KB_CLI_OK : kb__cli_record_write(&ro->common, r);
     if (!c->point) kb__report_fini(r);
     return status;
+}
+
+/* --compare: the same bench, options and machine under the other model. */
+static int run_compare(run_opts *ro, run_out *o)
+{
+    kb_machine *m = NULL;
+    run_out other = {0};
+    other.p = o->p;
+    int status = open_machine(ro, &m, &other, ro->common.compare);
+    if (status) return status;
+    double t0 = kb__cli_wall_s();
+    int rc = kb_bench_run(m, o->b, &ro->bopts, ro->no_data, &o->cmp);
+    o->cmp_wall_s = kb__cli_wall_s() - t0;
+    kb_close(m);
+    if (rc) {
+        fprintf(stderr,
+                "kernbench run: --compare %s: bench %s failed under the %s fabric model (it "
+                "completed under %s): %s\n",
+                ro->common.compare, o->b->name, ro->common.compare, kb__cli_model_name(&o->p),
+                o->cmp.error);
+        return KB_CLI_FAIL;
+    }
+    return KB_CLI_OK;
+}
+
+/* A figure that is a time (a phase), in ps; 0 when it is not one. */
+static double phase_ps(const kb_bench_figure_rec *f)
+{
+    static const struct {
+        const char *unit;
+        double ps;
+    } units[] = {{"ps", 1}, {"ns", 1e3}, {"us", 1e6}, {"ms", 1e9}, {"s", 1e12}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(f->unit, units[i].unit)) return f->value * units[i].ps;
+    return 0;
+}
+
+/* The other run's figure called name, or NULL. */
+static const kb_bench_figure_rec *cmp_figure(const kb_bench_result *r, const char *name)
+{
+    for (int i = 0; i < r->n_figures; i++)
+        if (!strcmp(r->figures[i].name, name)) return &r->figures[i];
+    return NULL;
+}
+
+static double rel_err(double a, double b)
+{
+    return b != 0 ? (a - b) / b : 0.0;
+}
+
+static void print_compare(const run_opts *ro, const run_out *o)
+{
+    const char *me = kb__cli_model_name(&o->p), *other = ro->common.compare;
+    double a = (double)kb_bench_sim_ps(&o->r), b = (double)kb_bench_sim_ps(&o->cmp);
+    printf("\ncompare        %-16s %-16s error of %s against %s\n", me, other, me, other);
+    printf("  simulated    %13.3f us %13.3f us %+8.2f %%\n", a / 1e6, b / 1e6, 100 * rel_err(a, b));
+    for (int i = 0; i < o->r.n_figures; i++) {
+        const kb_bench_figure_rec *f = &o->r.figures[i], *g = cmp_figure(&o->cmp, f->name);
+        double pa = phase_ps(f), pb = g ? phase_ps(g) : 0;
+        if (pa <= 0 || pb <= 0) continue;
+        printf("  %-12.12s %13.3f us %13.3f us %+8.2f %%\n", f->name, pa / 1e6, pb / 1e6,
+               100 * rel_err(pa, pb));
+    }
+    printf("  wall         %14.3f s %14.3f s   %.2fx\n", o->wall_s, o->cmp_wall_s,
+           o->wall_s > 0 ? o->cmp_wall_s / o->wall_s : 0.0);
+    int same =
+        kb_bench_passed(&o->r) == kb_bench_passed(&o->cmp) && o->r.n_checks == o->cmp.n_checks;
+    for (int i = 0; same && i < o->r.n_checks && i < KB_BENCH_MAX_CHECKS; i++)
+        same = o->r.checks[i].max_err == o->cmp.checks[i].max_err;
+    printf("  checks       %s\n", same ? "the same in both models" : "DIFFER between the models");
+}
+
+static void record_compare(kb__report *rec, const run_opts *ro, const run_out *o)
+{
+    json_t *c = kb__report_object(rec, NULL, "compare");
+    double a = (double)kb_bench_sim_ps(&o->r), b = (double)kb_bench_sim_ps(&o->cmp);
+    kb__report_str(rec, c, "model", ro->common.compare);
+    kb__report_uint(rec, c, "sim_ps", "compare.sim_ps", kb_bench_sim_ps(&o->cmp), "ps");
+    kb__report_real(rec, c, "error", "compare.error", rel_err(a, b), "1");
+    kb__report_real(rec, c, "wall_s", "compare.wall_s", o->cmp_wall_s, "s");
+    kb__report_real(rec, c, "this_wall_s", "compare.this_wall_s", o->wall_s, "s");
+    kb__report_bool(rec, c, "pass", kb_bench_passed(&o->cmp));
+    json_t *ph = kb__report_object(rec, c, "phases");
+    for (int i = 0; ph && i < o->r.n_figures; i++) {
+        const kb_bench_figure_rec *f = &o->r.figures[i], *g = cmp_figure(&o->cmp, f->name);
+        double pa = phase_ps(f), pb = g ? phase_ps(g) : 0;
+        if (pa <= 0 || pb <= 0) continue;
+        json_t *x = kb__report_object(rec, ph, f->name);
+        kb__report_real(rec, x, "ps", "compare.phases.ps", pa, "ps");
+        kb__report_real(rec, x, "compare_ps", "compare.phases.compare_ps", pb, "ps");
+        kb__report_real(rec, x, "error", "compare.phases.error", rel_err(pa, pb), "1");
+    }
 }
 
 static int run_bench(const run_call *c, run_opts *ro, kb_machine *m, run_out *o)
@@ -386,7 +491,9 @@ static int run_bench(const run_call *c, run_opts *ro, kb_machine *m, run_out *o)
     snprintf(what, sizeof what, "kernbench run: %s", o->b->name);
     kb__cli_progress line;
     kb__cli_progress_start(&line, c->point ? NULL : m, what);
+    double t0 = kb__cli_wall_s();
     int rc = kb_bench_run(m, o->b, &ro->bopts, ro->no_data, &o->r);
+    o->wall_s = kb__cli_wall_s() - t0;
     kb__cli_progress_end(&line);
     if (ro->trace && kb_trace_stop(m) && !rc) {
         fprintf(stderr, "kernbench run: --trace: %s\n", kb_last_error(m));
@@ -395,10 +502,15 @@ static int run_bench(const run_call *c, run_opts *ro, kb_machine *m, run_out *o)
     if (rc) {
         if (o->r.usage_error)
             return kb__opt_usage(&kb__cli_run_spec, "bench %s: %s", o->b->name, o->r.error);
-        fprintf(stderr, "kernbench run: bench %s: %s\n", o->b->name, o->r.error);
+        fprintf(stderr, "kernbench run: bench %s%s%s%s: %s\n", o->b->name,
+                ro->common.compare ? " (under the " : "",
+                ro->common.compare ? kb__cli_model_name(&o->p) : "",
+                ro->common.compare ? " fabric model)" : "", o->r.error);
         return KB_CLI_FAIL;
     }
-    int status = report(c, ro, o);
+    int status = ro->common.compare ? run_compare(ro, o) : KB_CLI_OK;
+    if (status) return status;
+    status = report(c, ro, o);
     if (status) return status;
     return kb_bench_passed(&o->r) ? KB_CLI_OK : KB_CLI_FAIL;
 }
@@ -428,7 +540,8 @@ static int run_main(int argc, char **argv, kb__report *point)
         kb__opt_help(stdout, &kb__cli_run_spec);
         print_bench_opts(o->b);
     }
-    if (!rc && !ro.common.help) rc = open_machine(&ro, &m, o);
+    if (!rc && !ro.common.help) rc = open_machine(&ro, &m, o, NULL);
+    if (!rc && !ro.common.help) rc = kb__cli_check_compare(&ro.common, &o->p);
     if (!rc && !ro.common.help) {
         run_call c = {argc, argv, &a, point};
         rc = run_bench(&c, &ro, m, o);

@@ -7,9 +7,11 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "fabric/fabric.h"
+#include "topo/kinds.h"
 
 void kb__cli_opts_get(kb__cli_opts *o, const kb__opt_vals *a)
 {
@@ -26,6 +28,40 @@ void kb__cli_opts_get(kb__cli_opts *o, const kb__opt_vals *a)
                     ? kb__opt_get(a, "fabric")
                     : NULL;
     if (o->fabric) snprintf(o->fabric_set, sizeof o->fabric_set, "fabric.model=%s", o->fabric);
+    o->compare = kb__opt_find(a->spec, "compare") && kb__opt_given(a, "compare")
+                     ? kb__opt_get(a, "compare")
+                     : NULL;
+}
+
+const char *kb__cli_model_name(const kb__topo_params *p)
+{
+    const kb__kind *k = kb__kind_get(p->fabric.model);
+    return k ? k->name : "?";
+}
+
+int kb__cli_check_compare(const kb__cli_opts *o, const kb__topo_params *p)
+{
+    if (!o->compare) return KB_CLI_OK;
+    if (!kb__fabric_model_find(o->compare)) {
+        fprintf(stderr, "kernbench %s: --compare: unknown fabric model '%s'; models: %s\n", o->cmd,
+                o->compare, kb__fabric_model_list());
+        return KB_CLI_USAGE;
+    }
+    if (!strcmp(o->compare, kb__cli_model_name(p))) {
+        fprintf(stderr,
+                "kernbench %s: --compare %s: the run already uses the %s fabric model; compare "
+                "two different models (--fabric MODEL chooses the run's; models: %s)\n",
+                o->cmd, o->compare, o->compare, kb__fabric_model_list());
+        return KB_CLI_USAGE;
+    }
+    return KB_CLI_OK;
+}
+
+double kb__cli_wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 const char **kb__cli_machine_sets(const kb__cli_opts *o, size_t *n)

@@ -6,6 +6,7 @@
  *   --ccl F          collective configuration, a ccl.yaml (default: built in)
  *   --set k=v        parameter override, repeatable, applied in order
  *   --fabric M       fabric model (packet, flow): fabric.model=M after every --set
+ *   --compare M      the command also runs under model M and compares (run, probe)
  *   --json [F]       the JSON record to F, or stdout when F is absent or "-"
  *   --help, -h       the command's help
  *
@@ -53,6 +54,13 @@
             "docs/timing-model.md): --set fabric.model=MODEL",                                     \
             "model"                                                                                \
     }
+#define KB__OPTSPEC_COMPARE                                                                        \
+    {                                                                                              \
+        "compare", KB__ARG_REQ, 0, "MODEL", NULL,                                                  \
+            "also run under fabric model MODEL: simulated times (total\nand per phase), the "      \
+            "error and the wall time of each",                                                     \
+            NULL                                                                                   \
+    }
 #define KB__OPTSPEC_HELP                                                                           \
     {                                                                                              \
         "help", KB__ARG_NONE, 0, NULL, NULL, "this text", NULL                                     \
@@ -69,6 +77,7 @@ typedef struct kb__cli_opts {
     int help;              /* --help given */
     int takes_ccl;         /* the command's table has --ccl */
     const char *fabric;    /* --fabric model, or NULL */
+    const char *compare;   /* --compare model, or NULL */
     char fabric_set[64];   /* "fabric.model=MODEL" for --fabric, "" without */
 } kb__cli_opts;
 
@@ -79,6 +88,16 @@ void kb__cli_opts_get(kb__cli_opts *o, const kb__opt_vals *a);
  * (a malloc'd array of borrowed strings, *n of them; NULL when *n is 0
  * or out of memory: *n is then SIZE_MAX). */
 const char **kb__cli_machine_sets(const kb__cli_opts *o, size_t *n);
+
+/* The fabric model p runs ("packet", "flow"). */
+const char *kb__cli_model_name(const kb__topo_params *p);
+
+/* Checks --compare against the model p runs: 0, or KB_CLI_USAGE after
+ * the message (an unknown model, or the same model twice). */
+int kb__cli_check_compare(const kb__cli_opts *o, const kb__topo_params *p);
+
+/* Wall-clock seconds (monotonic), for timing runs. */
+double kb__cli_wall_s(void);
 
 /* 1 when the JSON goes to stdout (instead of the text report). */
 int kb__cli_json_stdout(const kb__cli_opts *o);

@@ -80,4 +80,17 @@ for s in ccl.bogus=1 ccl.defaults.n_slots=0; do
     grep -q "^kernbench probe: --set $s: probe does not use the collectives configuration" \
         "$tmp/err" || fail "probe --set $s message: $(cat "$tmp/err")"
 done
+
+# Fabric models: --fabric flow gives every case alone the packet model's
+# latency; --compare prints both and the error; bad models are usage errors.
+"$kb" probe --fabric flow --compare packet >"$tmp/out" 2>"$tmp/err" || fail "probe --fabric flow --compare packet exited $?: $(cat "$tmp/err")"
+grep -q "^compare: flow against packet" "$tmp/out" || fail "--compare prints no comparison"
+grep -q "^h2d .*+0.000%" "$tmp/out" || fail "h2d alone differs between the models: $(grep '^h2d' "$tmp/out")"
+grep -q "^wall " "$tmp/out" || fail "--compare prints no wall times"
+"$kb" probe --fabric fluid >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "unknown --fabric should exit 2"
+grep -q "unknown fabric model 'fluid'; models: packet, flow" "$tmp/err" || fail "unknown --fabric message: $(cat "$tmp/err")"
+"$kb" probe --compare packet >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "--compare with the run's own model should exit 2"
+grep -q "already uses the packet fabric model" "$tmp/err" || fail "same-model --compare message: $(cat "$tmp/err")"
 echo "probe.sh: ok"

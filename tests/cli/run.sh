@@ -290,4 +290,12 @@ cc -O2 -shared -fPIC -I"$src/include" "$src/examples/user_bench/scale.c" -o "$tm
     fail "plug-in run: $(cat "$tmp/out")"
 grep -q "^bench          scale" "$tmp/out" || fail "plug-in report names the bench"
 grep -q "PASS" "$tmp/out" || fail "plug-in run prints no PASS"
+
+# Fabric models: --compare runs the bench under both and prints per phase.
+"$kb" run --bench tp_mlp --fabric flow --compare packet >"$tmp/cmp" 2>"$tmp/err" || fail "run --fabric flow --compare packet exited $?: $(cat "$tmp/err")"
+grep -q "^compare  *flow  *packet" "$tmp/cmp" || fail "run --compare prints no comparison"
+grep -q "^  all_reduce " "$tmp/cmp" || fail "run --compare prints no phase"
+grep -q "checks       the same in both models" "$tmp/cmp" || fail "numbers differ between the models"
+"$kb" run --bench tp_mlp --fabric packet --compare packet >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "run --compare with the run's own model should exit 2"
 echo "run.sh: ok"
