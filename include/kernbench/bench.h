@@ -19,7 +19,8 @@
  * with dlopen; the kernbench executable provides every kb_ and tl_ symbol,
  * so build the plug-in with only the headers (cc -shared -fPIC). A plug-in
  * must be built against the same version of this header (the structs below
- * are shared by value).
+ * are shared by value): KB_BENCH_PLUGIN records KB_BENCH_ABI_VERSION in the
+ * plug-in and a mismatch is refused when it is loaded.
  *
  * Ownership: options and results are plain structs owned by the caller; no
  * call allocates. Not thread-safe (one thread per machine).
@@ -36,8 +37,19 @@
 extern "C" {
 #endif
 
-/* Marks the descriptor a plug-in exports (visible from the shared object). */
-#define KB_BENCH_PLUGIN        __attribute__((visibility("default")))
+/* The plug-in ABI: the layout of kb_bench and of the structs a bench
+ * shares with kernbench by value (kb_bench_opts, kb_bench_result,
+ * kb_stats). Raised whenever one of them changes; `kernbench run` refuses
+ * a plug-in built against another version, naming both. */
+#define KB_BENCH_ABI_VERSION 1
+#define KB_BENCH_ABI_SYMBOL  "kb_bench_plugin_abi"
+
+/* Marks the descriptor a plug-in exports (visible from the shared object),
+ * and exports beside it the ABI version the plug-in is built against. */
+#define KB_BENCH_PLUGIN                                                                            \
+    __attribute__((visibility("default"))) const unsigned kb_bench_plugin_abi =                   \
+        KB_BENCH_ABI_VERSION;                                                                      \
+    __attribute__((visibility("default")))
 #define KB_BENCH_PLUGIN_SYMBOL "kb_bench_plugin"
 
 #define KB_BENCH_MAX_OPTS    32

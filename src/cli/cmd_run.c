@@ -138,6 +138,18 @@ static int find_bench(const run_opts *o, const kb_bench **b, void **dl)
     }
     *dl = dlopen(o->bench, RTLD_NOW | RTLD_LOCAL);
     if (!*dl) return kb__opt_usage(&kb__cli_run_spec, "cannot load plug-in: %s", dlerror());
+    const unsigned *abi = dlsym(*dl, KB_BENCH_ABI_SYMBOL);
+    if (!abi || *abi != KB_BENCH_ABI_VERSION) {
+        char built[64] = "no bench ABI version (an older kernbench/bench.h)";
+        if (abi) snprintf(built, sizeof built, "bench ABI %u", *abi);
+        dlclose(*dl);
+        *dl = NULL;
+        return kb__opt_usage(&kb__cli_run_spec,
+                             "%s: built with %s, this kernbench has bench ABI %d: rebuild the "
+                             "plug-in against this kernbench's headers (pkg-config --cflags "
+                             "kernbench)",
+                             o->bench, built, KB_BENCH_ABI_VERSION);
+    }
     *b = dlsym(*dl, KB_BENCH_PLUGIN_SYMBOL);
     char why[KB_BENCH_MSG_MAX] = "missing";
     if (!*b || kb_bench_validate(*b, why, sizeof why)) {

@@ -71,4 +71,23 @@ for p in sys.argv[1:4]:
     f = d["figures"]
     assert 0 < f["combine"] <= f["dispatch"], f
 EOF3
+# a plug-in built against another bench ABI, or one from before the ABI
+# was recorded, is refused with both versions named (exit 2, nothing run)
+cat > "$tmp/abi.c" <<'EOC'
+#include <kernbench/bench.h>
+static int run(kb_machine *m, kb_bench_opts *o, kb_bench_result *r) { return 0; }
+#ifdef ABI
+__attribute__((visibility("default"))) const unsigned kb_bench_plugin_abi = ABI;
+#endif
+__attribute__((visibility("default"))) const kb_bench kb_bench_plugin = {"abi", "x", 0, 0, run};
+EOC
+cc -shared -fPIC -I"$src/include" -DABI=999 "$tmp/abi.c" -o "$tmp/abi999.so" || fail "abi build"
+cc -shared -fPIC -I"$src/include" "$tmp/abi.c" -o "$tmp/abinone.so" || fail "abi build (none)"
+"$kb" run --bench "$tmp/abi999.so" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "a plug-in of another ABI should exit 2"
+grep -q "built with bench ABI 999, this kernbench has bench ABI [0-9]*: rebuild" "$tmp/err" ||
+    fail "ABI mismatch message: $(cat "$tmp/err")"
+"$kb" run --bench "$tmp/abinone.so" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || fail "a plug-in without an ABI version should exit 2"
+grep -q "no bench ABI version" "$tmp/err" || fail "missing ABI message: $(cat "$tmp/err")"
 echo "plugin.sh: ok"
