@@ -103,8 +103,8 @@ typedef enum kb_dtype {
 /* How one level of the machine divides a tensor. */
 typedef enum kb_split {
     KB_REPLICATE = 0,  /* every unit at this level holds the whole part */
-    KB_ROW_WISE = 1,   /* equal contiguous blocks of rows (dimension 0) */
-    KB_COLUMN_WISE = 2 /* equal contiguous blocks of columns (dimension 1) */
+    KB_ROW_WISE = 1,   /* contiguous blocks of rows (dimension 0), balanced */
+    KB_COLUMN_WISE = 2 /* contiguous blocks of columns (dimension 1), balanced */
 } kb_split;
 
 /* Placement over {sip, cube, pe}: each level splits or replicates what the
@@ -112,7 +112,9 @@ typedef enum kb_split {
  * the first on). Units are taken upwards from index 0, or for cubes and PEs
  * from first_cube / first_pe: the same cubes of every SIP and PEs of every
  * cube, so host ranks that share a SIP can keep their tensors apart. A
- * split must divide its dimension evenly. A 1-D tensor [n] is one row
+ * split that does not divide its dimension gives balanced shards: the first
+ * (extent mod units) hold one more row or column (1823 rows over 256 PEs:
+ * 31 shards of 8 rows, 225 of 7); each unit must get at least one. A 1-D tensor [n] is one row
  * [1, n], as in the original tool: column_wise splits its n elements;
  * row_wise over more than one unit is an error. */
 typedef struct kb_policy {

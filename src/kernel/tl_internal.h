@@ -26,7 +26,7 @@
  * Reach: a load or store may touch the bytes [va, va + bytes) — the local
  * shard and the tensor's later regions (docs/kernels.md, "Reach") — except
  * the padding between regions: every region_stride bytes from va a region
- * of shard_bytes starts (all regions have the local shard's size), and the
+ * starts (of shard_bytes, or region_bytes[i] with uneven shards), and the
  * rest up to the next one holds no element. region_stride 0: no padding. */
 struct tl_tensor {
     const char *name; /* for messages ("x"), borrowed */
@@ -43,6 +43,10 @@ struct tl_tensor {
     uint64_t shard_bytes;   /* the local shard: [va, va + shard_bytes) */
     uint64_t bytes;         /* reach from va: to the tensor's last element */
     uint64_t region_stride; /* VA from one region's start to the next, or 0 */
+    /* Uneven shards: region_bytes[i] is the size of the i-th region from
+     * this one (region_bytes[0] = shard_bytes); NULL: every region has
+     * shard_bytes. Owned by the runtime's tensor. */
+    const uint64_t *region_bytes;
 };
 
 typedef enum kb__tl_arg_kind {

@@ -93,12 +93,21 @@ static void lane_target(const kb__tl_op *op, int64_t lane, int *active, int64_t 
     *elem = elem_i64(b->in[op->off_in], &op->in_d[0], bidx(&op->in_d[0], od, lane));
 }
 
+/* Size of the region holding byte pos from t's shard base. */
+static uint64_t region_size(const tl_tensor *t, uint64_t pos)
+{
+    if (!t->region_bytes || !t->region_stride) return t->shard_bytes;
+    return t->region_bytes[pos / t->region_stride];
+}
+
 /* Whether the bytes [pos, pos + len) from t's shard base, inside the reach,
  * touch the padding between two regions (no element of the tensor). */
 static bool in_padding(const tl_tensor *t, uint64_t pos, uint64_t len)
 {
-    if (pos + len <= t->shard_bytes || t->region_stride <= t->shard_bytes) return false;
-    return pos % t->region_stride + len > t->shard_bytes;
+    if (pos + len <= t->shard_bytes || !t->region_stride) return false;
+    uint64_t size = region_size(t, pos);
+    if (t->region_stride <= size) return false;
+    return pos % t->region_stride + len > size;
 }
 
 /* Finishes op with the kernel error of lane `lane` (element offset elem, at
@@ -112,8 +121,9 @@ static void fail_range(kb__tl_op *op, int64_t lane, int64_t elem, uint64_t va, b
         snprintf(where, sizeof where,
                  "is in the padding after the region [0x%llx, 0x%llx), not in the tensor (its "
                  "regions are %llu B long, one every %llu B)",
-                 (unsigned long long)r0, (unsigned long long)(r0 + t->shard_bytes),
-                 (unsigned long long)t->shard_bytes, (unsigned long long)t->region_stride);
+                 (unsigned long long)r0, (unsigned long long)(r0 + region_size(t, r0 - t->va)),
+                 (unsigned long long)region_size(t, r0 - t->va),
+                 (unsigned long long)t->region_stride);
     } else {
         snprintf(where, sizeof where,
                  "is outside the reach [0x%llx, 0x%llx) (from the local shard [0x%llx, 0x%llx) "

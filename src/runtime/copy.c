@@ -130,7 +130,7 @@ static int copy_in(kb_machine *m, kb_tensor h, bool all, int64_t row0, int64_t n
     kb__rt_tensor *t = copy_check(m, h, all, row0, &nrows, src, nbytes, src_dtype, &err);
     uint8_t *stage = NULL;
     kb__rt_seg *segs = NULL;
-    if (!t || kb__rt_stage(m, t->plan.shards[0].bytes, &stage, &err) ||
+    if (!t || kb__rt_stage(m, t->plan.max_bytes, &stage, &err) ||
         kb__rt_segs(m, (size_t)t->plan.copies, &segs, &err))
         return kb__rt_fail(m, &err);
     const kb__shard_plan *p = &t->plan;
@@ -175,7 +175,7 @@ static int copy_out(kb_machine *m, kb_tensor h, bool all, int64_t row0, int64_t 
     kb__err_clear(&err);
     kb__rt_tensor *t = copy_check(m, h, all, row0, &nrows, dst, nbytes, dst_dtype, &err);
     uint8_t *stage = NULL;
-    if (!t || kb__rt_stage(m, t->plan.shards[0].bytes, &stage, &err)) return kb__rt_fail(m, &err);
+    if (!t || kb__rt_stage(m, t->plan.max_bytes, &stage, &err)) return kb__rt_fail(m, &err);
     const kb__shard_plan *p = &t->plan;
     size_t hs = kb__dtype_size((kb__dtype)dst_dtype), ds = kb__dtype_size(t->dtype);
     uint8_t *d8 = dst;

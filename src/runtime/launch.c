@@ -425,12 +425,14 @@ void kb__rt_shard_view(const kb__rt_tensor *t, int shard, const char *name, tl_t
         out->global_offset[0] = s->row0;
         out->global_offset[1] = s->col0;
     }
-    /* Every region has the same size (splits are exact); the reach ends
-     * with the last region's last element, not its page padding. */
+    /* The reach ends with the last region's last element, not its page
+     * padding; with uneven shards each region has its own size. */
+    uint64_t last = t->region_bytes ? t->region_bytes[t->plan.n_regions - 1] : s->bytes;
     out->va = kb__rt_region_va(t, s->region);
     out->shard_bytes = s->bytes;
     out->region_stride = t->region_stride;
-    out->bytes = t->va + t->va_bytes - t->region_stride + s->bytes - out->va;
+    out->region_bytes = t->region_bytes ? t->region_bytes + s->region : NULL;
+    out->bytes = t->va + t->va_bytes - t->region_stride + last - out->va;
 }
 
 /* The shard of tensor t on PE gi, as a kernel argument. */

@@ -5,8 +5,10 @@
  * replicate level multiplies the number of copies. A PE's indices at the
  * three levels are read as mixed-radix digits: the row_wise digits give its
  * block row, the column_wise digits its block column, the replicate digits
- * its replica number. Validation runs first and fully, so a plan is either
- * complete or not made at all.
+ * its replica number. A split that does not divide its part evenly gives
+ * balanced blocks that differ by one row or column (the first ones larger).
+ * Validation runs first and fully, so a plan is either complete or not made
+ * at all.
  */
 #include "runtime/shard.h"
 
@@ -118,14 +120,14 @@ static int resolve_levels(kb__shard_plan *p, const kb__shard_req *r, const char 
     return 0;
 }
 
-/* Checks every split divides its parent's part; leaves the local shape in
- * *prow, *pcol and the block grid in the plan. */
-static int check_splits(kb__shard_plan *p, const kb__shard_req *r, const char *name, int64_t *prow,
-                        int64_t *pcol, kb__err *err)
+/* Checks every split leaves each owner at least one row or column (the
+ * smallest part at each level: parts split unevenly differ by one); sets the
+ * block grid in the plan. */
+static int check_splits(kb__shard_plan *p, const kb__shard_req *r, const char *name, kb__err *err)
 {
     char shp[160];
     fmt_shape(r->shape, r->ndim, shp, sizeof shp);
-    int64_t part[2] = {p->rows, p->cols};
+    int64_t least[2] = {p->rows, p->cols};
     p->row_blocks = p->col_blocks = p->copies = 1;
     for (int l = 0; l < N_LEVELS; l++) {
         int n = p->count[l];
@@ -139,29 +141,38 @@ static int check_splits(kb__shard_plan *p, const kb__shard_req *r, const char *n
                                "tensor %s: shape %s cannot be split row_wise over %d %s (a 1-D "
                                "tensor is one row [1, %" PRId64 "]; split it column_wise)",
                                name, shp, n, level_owner[l], p->cols);
-        if (part[d] % n) {
+        if (least[d] < n) {
             int gd = r->ndim == 1 ? 0 : d; /* dimension as the user numbers it */
-            if (l == 0 || part[d] == (d ? p->cols : p->rows))
+            if (l == 0 || least[d] == (d ? p->cols : p->rows))
                 return kb__err_set(err, KB_EINVAL,
                                    "tensor %s: shape %s cannot be split %s over %d %s (dimension "
-                                   "%d = %" PRId64 " is not a multiple of %d)",
+                                   "%d = %" PRId64 " is smaller than %d: some would hold nothing)",
                                    name, shp, kb__split_name(p->mode[l]), n, level_owner[l], gd,
-                                   part[d], n);
+                                   least[d], n);
             return kb__err_set(err, KB_EINVAL,
                                "tensor %s: shape %s cannot be split %s over %d %s (%s has "
-                               "dimension %d = %" PRId64 ", which is not a multiple of %d)",
+                               "dimension %d = %" PRId64 " at the least, which is smaller than "
+                               "%d: some would hold nothing)",
                                name, shp, kb__split_name(p->mode[l]), n, level_owner[l],
-                               level_parent[l], gd, part[d], n);
+                               level_parent[l], gd, least[d], n);
         }
-        part[d] /= n;
+        least[d] /= n;
         if (d == 0)
             p->row_blocks *= n;
         else
             p->col_blocks *= n;
     }
-    *prow = part[0];
-    *pcol = part[1];
     return 0;
+}
+
+/* Block b of n balanced blocks of [*start, *start + *len): the first len % n
+ * blocks hold one more than the others (1823 rows over 256: 31 blocks of 8,
+ * then 225 of 7). */
+static void split_block(int64_t *start, int64_t *len, int n, int b)
+{
+    int64_t q = *len / n, rem = *len % n;
+    *start += b * q + (b < rem ? b : rem);
+    *len = q + (b < rem);
 }
 
 /* Block row, block column and replica of the PE with level indices idx. */
@@ -174,7 +185,9 @@ static void digits(const kb__shard_plan *p, const int idx[N_LEVELS], int *rb, in
     }
 }
 
-static void fill_shards(kb__shard_plan *p, int64_t prow, int64_t pcol, uint64_t bytes)
+/* Fills the shards; each level splits its parent's block. Returns 0, or
+ * KB_EINVAL when a shard's byte size overflows. */
+static int fill_shards(kb__shard_plan *p, const char *name, kb__err *err)
 {
     int k = 0;
     int idx[N_LEVELS];
@@ -187,14 +200,30 @@ static void fill_shards(kb__shard_plan *p, int64_t prow, int64_t pcol, uint64_t 
                 s->sip = p->base[0] + idx[0];
                 s->cube = p->base[1] + idx[1];
                 s->pe = p->base[2] + idx[2];
-                s->row0 = rb * prow;
-                s->col0 = cb * pcol;
-                s->rows = prow;
-                s->cols = pcol;
-                s->bytes = bytes;
+                s->row0 = s->col0 = 0;
+                s->rows = p->rows;
+                s->cols = p->cols;
+                for (int l = 0; l < N_LEVELS; l++) {
+                    if (p->mode[l] == KB_ROW_WISE)
+                        split_block(&s->row0, &s->rows, p->count[l], idx[l]);
+                    if (p->mode[l] == KB_COLUMN_WISE)
+                        split_block(&s->col0, &s->cols, p->count[l], idx[l]);
+                }
+                uint64_t elems;
+                if (__builtin_mul_overflow((uint64_t)s->rows, (uint64_t)s->cols, &elems) ||
+                    __builtin_mul_overflow(elems, (uint64_t)p->elem_size, &s->bytes))
+                    return kb__err_set(err, KB_EINVAL,
+                                       "tensor %s: a shard of %" PRId64 " x %" PRId64
+                                       " elements of %zu bytes overflows 64 bits",
+                                       name, s->rows, s->cols, p->elem_size);
+                if (s->bytes > p->max_bytes) p->max_bytes = s->bytes;
                 s->region = rb * p->col_blocks + cb;
                 s->replica = rep;
             }
+    p->even = true;
+    for (int i = 1; i < p->n_shards; i++)
+        if (p->shards[i].bytes != p->shards[0].bytes) p->even = false;
+    return 0;
 }
 
 int kb__shard_plan_make(kb__shard_plan *plan, const kb__shard_req *req, kb__err *err)
@@ -209,23 +238,19 @@ int kb__shard_plan_make(kb__shard_plan *plan, const kb__shard_req *req, kb__err 
     p.rows = req->ndim == 2 ? req->shape[0] : 1;
     p.cols = req->ndim == 2 ? req->shape[1] : req->shape[0];
     p.elem_size = req->elem_size;
-    int64_t prow = 0, pcol = 0;
-    rc = check_splits(&p, req, name, &prow, &pcol, err);
+    rc = check_splits(&p, req, name, err);
     if (rc) return rc;
-    uint64_t elems, bytes;
-    if (__builtin_mul_overflow((uint64_t)prow, (uint64_t)pcol, &elems) ||
-        __builtin_mul_overflow(elems, (uint64_t)req->elem_size, &bytes))
-        return kb__err_set(err, KB_EINVAL,
-                           "tensor %s: a shard of %" PRId64 " x %" PRId64 " elements of %zu bytes "
-                           "overflows 64 bits",
-                           name, prow, pcol, req->elem_size);
     p.n_regions = p.row_blocks * p.col_blocks;
     p.n_shards = p.count[0] * p.count[1] * p.count[2];
     p.shards = calloc((size_t)p.n_shards, sizeof *p.shards);
     if (!p.shards)
         return kb__err_set(err, KB_ENOMEM, "tensor %s: out of host memory for %d shards", name,
                            p.n_shards);
-    fill_shards(&p, prow, pcol, bytes);
+    rc = fill_shards(&p, name, err);
+    if (rc) {
+        free(p.shards);
+        return rc;
+    }
     *plan = p;
     return 0;
 }
@@ -244,11 +269,17 @@ int kb__shard_locate(const kb__shard_plan *plan, int64_t i, int64_t j, int *regi
                            "element (%" PRId64 ", %" PRId64 ") is outside the %" PRId64
                            " x %" PRId64 " tensor",
                            i, j, plan->rows, plan->cols);
-    int64_t br = plan->rows / plan->row_blocks, bc = plan->cols / plan->col_blocks;
-    *region = (int)(i / br) * plan->col_blocks + (int)(j / bc);
-    *li = i % br;
-    *lj = j % bc;
-    return 0;
+    for (int k = 0; k < plan->n_shards; k++) { /* blocks may differ in size: search */
+        const kb__shard *s = &plan->shards[k];
+        if (s->replica || i < s->row0 || i >= s->row0 + s->rows || j < s->col0 ||
+            j >= s->col0 + s->cols)
+            continue;
+        *region = s->region;
+        *li = i - s->row0;
+        *lj = j - s->col0;
+        return 0;
+    }
+    return kb__err_set(err, KB_ERANGE, "element (%" PRId64 ", %" PRId64 ") is in no shard", i, j);
 }
 
 int kb__shard_find(const kb__shard_plan *plan, int region, int replica)

@@ -2,8 +2,12 @@
  * runtime/shard.h — where the pieces of a sharded tensor live (pure math).
  *
  * A policy names, for each of the three levels sip, cube and pe, whether the
- * parent's part is replicated on every owner or split into equal contiguous
+ * parent's part is replicated on every owner or split into contiguous
  * blocks along rows (dim 0) or columns (dim 1), and over how many owners.
+ * A split that does not divide its part gives balanced blocks: the first
+ * (part mod n) blocks hold one more row (column) than the rest, so 1823
+ * rows over 256 PEs are 31 shards of 8 rows then 225 of 7; every owner must
+ * get at least one.
  * Levels nest: the tensor over SIPs, each SIP's part over that SIP's cubes,
  * each cube's part over that cube's PEs (docs/sharding.md has pictures).
  * A 1-D tensor [n] is one row, [1, n], as in the original tool: column_wise
@@ -20,6 +24,7 @@
 #ifndef KB_RUNTIME_SHARD_H
 #define KB_RUNTIME_SHARD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,23 +69,25 @@ typedef struct kb__shard_plan {
     int ndim;
     int64_t rows, cols; /* global shape as 2-D ([1, n] for 1-D) */
     size_t elem_size;
-    kb_split mode[3];  /* sip, cube, pe */
-    int count[3];      /* effective owners per level */
-    int base[3];       /* first owner per level: the SIP (device_sip when scoped,
-                          else 0), first_cube, first_pe */
-    int row_blocks;    /* product of row_wise counts */
-    int col_blocks;    /* product of column_wise counts */
-    int n_regions;     /* row_blocks * col_blocks */
-    int copies;        /* product of replicate counts */
-    int n_shards;      /* count[0] * count[1] * count[2] */
-    kb__shard *shards; /* n_shards, ordered by (sip, cube, pe) */
+    kb_split mode[3];   /* sip, cube, pe */
+    int count[3];       /* effective owners per level */
+    int base[3];        /* first owner per level: the SIP (device_sip when scoped,
+                           else 0), first_cube, first_pe */
+    int row_blocks;     /* product of row_wise counts */
+    int col_blocks;     /* product of column_wise counts */
+    int n_regions;      /* row_blocks * col_blocks */
+    int copies;         /* product of replicate counts */
+    int n_shards;       /* count[0] * count[1] * count[2] */
+    uint64_t max_bytes; /* the largest shard */
+    bool even;          /* every shard has the same size */
+    kb__shard *shards;  /* n_shards, ordered by (sip, cube, pe) */
 } kb__shard_plan;
 
 /* Places req. On success *plan owns its shard array (kb__shard_plan_fini).
  * Errors: KB_EUNSUPPORTED for 3-D and more; KB_EINVAL for a bad shape,
  * element size, mode, count (naming the level and the maximum), device_sip,
- * a split that does not divide (naming level, dimension and value) or a byte
- * size that overflows; KB_ENOMEM. *plan is zeroed on failure. */
+ * a split over more owners than its part has rows or columns (naming level,
+ * dimension and value) or a byte size that overflows; KB_ENOMEM. *plan is zeroed on failure. */
 int kb__shard_plan_make(kb__shard_plan *plan, const kb__shard_req *req, kb__err *err);
 /* Frees the shard array; safe on a zeroed plan. */
 void kb__shard_plan_fini(kb__shard_plan *plan);

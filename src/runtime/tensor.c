@@ -80,6 +80,7 @@ static void tensor_destroy(kb__rt_tensor *t)
 {
     kb__shard_plan_fini(&t->plan);
     free(t->pa);
+    free(t->region_bytes);
     free(t);
 }
 
@@ -123,7 +124,17 @@ static int allocate(kb_machine *m, kb__rt_tensor *t, kb__err *err)
             return kb__err_prefix(err, "tensor '%s': shard %d: ", t->name, i);
         }
     }
-    t->region_stride = (p->shards[0].bytes + m->page_size - 1) & ~(m->page_size - 1);
+    /* Regions start one stride apart: the largest shard, rounded to pages. */
+    t->region_stride = (p->max_bytes + m->page_size - 1) & ~(m->page_size - 1);
+    if (!p->even) { /* uneven shards: kernels check each region's own size */
+        t->region_bytes = calloc((size_t)p->n_regions, sizeof *t->region_bytes);
+        if (!t->region_bytes) {
+            release_memory(m, t, p->n_shards);
+            return kb__err_set(err, KB_ENOMEM, "tensor '%s': out of memory", t->name);
+        }
+        for (int i = 0; i < p->n_shards; i++)
+            t->region_bytes[p->shards[i].region] = p->shards[i].bytes;
+    }
     t->va_bytes = t->region_stride * (uint64_t)p->n_regions;
     int rc = kb__range_alloc(&m->va, t->va_bytes, m->page_size, &t->va, err);
     if (rc) {
@@ -146,7 +157,7 @@ static int check_create(kb_machine *m, int ndim, const int64_t *shape, kb_dtype 
     if (!kb__dtype_valid((int)dtype))
         return kb__err_set(err, KB_EINVAL,
                            "tensor '%s': unknown dtype %d (expected KB_F16, KB_BF16, KB_F32, "
-                           "KB_I32, KB_I8 or KB_BOOL)",
+                           "KB_I32, KB_I8, KB_BOOL, KB_I16, KB_U8, KB_U16 or KB_U32)",
                            name, (int)dtype);
     return 0;
 }

@@ -38,7 +38,8 @@ typedef struct kb__rt_tensor {
     kb__shard_plan plan;    /* shards in (sip, cube, pe) order */
     uint64_t *pa;           /* per shard: HBM address, page aligned */
     uint64_t va, va_bytes;  /* the tensor's VA range */
-    uint64_t region_stride; /* bytes between regions in VA */
+    uint64_t region_stride; /* bytes between regions in VA (the largest shard, page-rounded) */
+    uint64_t *region_bytes; /* per region: its shard's bytes; NULL when all are equal */
     int mapped;             /* MMU mappings installed */
 } kb__rt_tensor;
 

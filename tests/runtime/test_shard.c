@@ -234,28 +234,68 @@ static void expect_error(kb__shard_req *r, int code, const char *msg)
     cr_assert(strstr(e.msg, msg), "message '%s' lacks '%s'", e.msg, msg);
 }
 
-Test(shard, a_split_that_does_not_divide_names_tensor_shape_level_and_dimension)
+Test(shard, a_split_that_does_not_divide_gives_balanced_shards)
 {
-    const int64_t shape[2] = {128, 256};
+    const int64_t shape[2] = {1823, 64};
+    kb__shard_geom g = {2, 16, 8};
+    kb__shard_req r = req2(
+        "t", shape, 2, g, (kb__shard_policy){KB_ROW_WISE, KB_ROW_WISE, KB_ROW_WISE, 0, 0, 0, 0, 0});
+    kb__shard_plan pl;
+    kb__err e;
+    cr_assert_eq(kb__shard_plan_make(&pl, &r, &e), 0, "%s", e.msg);
+    cr_assert_eq(pl.n_shards, 256);
+    cr_assert_not(pl.even);
+    /* Level by level: 1823 over 2 SIPs = 912 + 911; 912 over 16 cubes = 57
+     * each, 911 = 15 x 57 + 56; 57 over 8 PEs = 8 + 7 x 7, 56 = 8 x 7. */
+    int64_t next = 0, eights = 0;
+    for (int k = 0; k < 256; k++) {
+        const kb__shard *sh = &pl.shards[k];
+        int sip = k / 128, cube = k / 8 % 16, pe = k % 8;
+        int64_t cube_rows = sip == 0 ? 57 : cube < 15 ? 57 : 56;
+        int64_t want = cube_rows == 57 && pe == 0 ? 8 : 7;
+        cr_assert_eq(sh->rows, want, "shard %d", k);
+        cr_assert_eq(sh->row0, next, "shard %d", k); /* contiguous, in order */
+        cr_assert_eq(sh->cols, 64);
+        cr_assert_eq(sh->bytes, (uint64_t)(sh->rows * 64 * 2));
+        cr_assert_eq(sh->region, k);
+        next += sh->rows;
+        eights += sh->rows == 8;
+    }
+    cr_assert_eq(next, 1823);
+    cr_assert_eq(eights, 31);
+    cr_assert_eq(pl.max_bytes, 8 * 64 * 2);
+    for (int64_t i = 0; i < 1823; i += 13) {
+        int region;
+        int64_t li, lj;
+        cr_assert_eq(kb__shard_locate(&pl, i, 5, &region, &li, &lj, &e), 0);
+        const kb__shard *sh = &pl.shards[region];
+        cr_assert(i >= sh->row0 && i < sh->row0 + sh->rows);
+        cr_assert_eq(li, i - sh->row0);
+        cr_assert_eq(lj, 5);
+    }
+    kb__shard_plan_fini(&pl);
+}
+
+Test(shard, a_split_over_more_owners_than_rows_names_tensor_shape_level_and_dimension)
+{
+    const int64_t shape[2] = {2, 256};
     kb__shard_geom g = {2, 16, 8};
     kb__shard_req r = req2("t3", shape, 2, g, (kb__shard_policy){0, 0, KB_ROW_WISE, 0, 0, 3, 0, 0});
     kb__shard_plan pl;
     kb__err e;
     cr_assert_eq(kb__shard_plan_make(&pl, &r, &e), KB_EINVAL);
-    cr_assert_str_eq(e.msg, "tensor t3: shape [128, 256] cannot be split row_wise over 3 PEs "
-                            "(dimension 0 = 128 is not a multiple of 3)");
+    cr_assert_str_eq(e.msg, "tensor t3: shape [2, 256] cannot be split row_wise over 3 PEs "
+                            "(dimension 0 = 2 is smaller than 3: some would hold nothing)");
+    const int64_t five[2] = {5, 8};
+    r.shape = five;
     r.policy = (kb__shard_policy){0, KB_ROW_WISE, KB_ROW_WISE, 0, 2, 3, 0, 0};
-    expect_error(
-        &r, KB_EINVAL,
-        "over 3 PEs (each cube's part has dimension 0 = 64, which is not a multiple of 3)");
-    r.policy = (kb__shard_policy){KB_COLUMN_WISE, KB_COLUMN_WISE, 0, 0, 3, 0, 0, 0};
     expect_error(&r, KB_EINVAL,
-                 "column_wise over 3 cubes (each SIP's part has dimension 1 = 128, which is not "
-                 "a multiple of 3)");
+                 "over 3 PEs (each cube's part has dimension 0 = 2 at the least, which is smaller "
+                 "than 3: some would hold nothing)");
     r.policy = (kb__shard_policy){KB_COLUMN_WISE, 0, 0, 0, 0, 0, 0, 0};
-    const int64_t odd[2] = {4, 7};
-    r.shape = odd;
-    expect_error(&r, KB_EINVAL, "column_wise over 2 SIPs (dimension 1 = 7 is not a multiple of 2)");
+    const int64_t thin[2] = {4, 1};
+    r.shape = thin;
+    expect_error(&r, KB_EINVAL, "column_wise over 2 SIPs (dimension 1 = 1 is smaller than 2");
 }
 
 Test(shard, counts_beyond_the_machine_or_negative_name_the_level_and_maximum)
