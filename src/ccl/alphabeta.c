@@ -149,7 +149,7 @@ static const kb__topo_link *route_cost(const kb__topo *t, const kb__ccl_route *r
     const kb__topo_link *slow = NULL;
     for (uint32_t i = 0; i < r->n; i++) {
         const kb__topo_link *l = &t->links[r->links[i]];
-        out->overhead_ps += l->overhead_ps;
+        out->overhead_ps += l->overhead_ps + l->node_ps; /* node_ps: a router's traversal */
         out->wire_ps += l->wire_ps;
         out->drain_ps += kb__ps_from_bytes_gbs(first, l->bw_gbs);
         if (!slow || l->bw_gbs < slow->bw_gbs) slow = l;
@@ -157,7 +157,6 @@ static const kb__topo_link *route_cost(const kb__topo *t, const kb__ccl_route *r
     uint64_t full = (bytes - first) / pk, rest = (bytes - first) % pk;
     out->drain_ps += full * kb__ps_from_bytes_gbs(pk, slow->bw_gbs) +
                      (rest ? kb__ps_from_bytes_gbs(rest, slow->bw_gbs) : 0);
-    out->overhead_ps += r->routers * kb__ps_from_ns(p->cube.router_overhead_ns);
     out->total_ps = out->overhead_ps + out->wire_ps + out->drain_ps;
     return slow;
 }

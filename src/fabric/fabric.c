@@ -233,18 +233,16 @@ int kb__fabric_create_topo(kb__fabric **out, kb__sim *sim, const kb__topo *t, ui
                                        .x = n->x < 0 ? 0 : (uint32_t)n->x,
                                        .y = n->y < 0 ? 0 : (uint32_t)n->y};
     }
-    /* A router's traversal cost is paid by every message leaving it. */
-    kb__time router_ps = kb__ps_from_ns(t->params.cube.router_overhead_ns);
+    /* What a node's kind adds to the messages leaving it (a router's
+     * traversal, topo/kinds.h) is paid with the link's o. */
     for (uint32_t i = 0; i < t->n_links; i++) {
         const kb__topo_link *l = &t->links[i];
-        int from_router = t->nodes[l->from].role == KB__ROLE_ROUTER;
-        links[i] =
-            (kb__fab_link_desc){.from = l->from,
-                                .to = l->to,
-                                .cls = l->cls,
-                                .bw_gbs = l->bw_gbs,
-                                .overhead_ps = l->overhead_ps + (from_router ? router_ps : 0),
-                                .wire_ps = l->wire_ps};
+        links[i] = (kb__fab_link_desc){.from = l->from,
+                                       .to = l->to,
+                                       .cls = l->cls,
+                                       .bw_gbs = l->bw_gbs,
+                                       .overhead_ps = l->overhead_ps + l->node_ps,
+                                       .wire_ps = l->wire_ps};
     }
     rc = kb__fabric_create(out, sim, nodes, t->n_nodes, links, t->n_links,
                            (uint32_t)t->params.fabric.packet_bytes, header_bytes, err);

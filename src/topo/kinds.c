@@ -1,8 +1,10 @@
 /*
  * kinds.c — the one table of component kinds (see kinds.h).
  *
- * Adding a component implementation: one line here naming it and the roles
- * it serves, plus the implementing layer's binding by kind index. Kinds are
+ * Adding a component implementation: one line here naming it, the roles
+ * it serves and its ops (kinds.h: what it does to the machine graph), plus
+ * the implementing layer's binding by kind index or name (the fabric's
+ * models, fabric/model.c, are found by their kind's name). Kinds are
  * in a fixed order; indices are stable within one build.
  */
 #include "topo/kinds.h"
@@ -18,27 +20,29 @@ static const char *const role_names[KB__ROLE_COUNT] = {
 };
 
 static const kb__kind kinds[] = {
-    {"host", R(HOST), "the host: issues commands over PCIe"},
-    {"pcie_ep", R(PCIE_EP), "PCIe endpoint of an IO chiplet"},
-    {"io_cpu", R(IO_CPU), "IO chiplet CPU: launches kernels on a SIP"},
-    {"io_noc", R(IO_NOC), "IO chiplet network on chip"},
-    {"router", R(ROUTER), "cube router with N/E/S/W UCIe ports"},
-    {"xbar", R(XBAR), "cube crossbar between router, HBM, SRAM, NOC and m_cpu"},
-    {"noc", R(NOC), "cube network on chip to the PEs"},
-    {"m_cpu", R(M_CPU), "cube management CPU"},
-    {"dma", R(M_DMA) | R(PE_DMA), "DMA engine (cube m_cpu's or a PE's)"},
-    {"sram", R(SRAM), "cube shared SRAM"},
-    {"hbm_ctrl", R(HBM_CTRL), "HBM controller of one slice, interleaved pseudo-channels"},
-    {"pe_cpu", R(PE_CPU), "PE scalar CPU: runs the kernel program"},
-    {"pe_mmu", R(PE_MMU), "PE MMU: virtual to physical translation"},
-    {"pe_tcm", R(PE_TCM), "PE tightly coupled memory"},
-    {"pe_gemm", R(PE_GEMM), "PE systolic GEMM array"},
-    {"pe_math", R(PE_MATH), "PE vector math unit"},
-    {"pe_ipcq", R(PE_IPCQ), "PE inter-PE queues"},
+    {"host", R(HOST), "the host: issues commands over PCIe", NULL},
+    {"pcie_ep", R(PCIE_EP), "PCIe endpoint of an IO chiplet", NULL},
+    {"io_cpu", R(IO_CPU), "IO chiplet CPU: launches kernels on a SIP", NULL},
+    {"io_noc", R(IO_NOC), "IO chiplet network on chip", NULL},
+    {"router", R(ROUTER), "cube router with N/E/S/W UCIe ports", &kb__router_ops},
+    {"xbar", R(XBAR), "cube crossbar between router, HBM, SRAM, NOC and m_cpu", NULL},
+    {"noc", R(NOC), "cube network on chip to the PEs", NULL},
+    {"m_cpu", R(M_CPU), "cube management CPU", NULL},
+    {"dma", R(M_DMA) | R(PE_DMA), "DMA engine (cube m_cpu's or a PE's)", NULL},
+    {"sram", R(SRAM), "cube shared SRAM", NULL},
+    {"hbm_ctrl", R(HBM_CTRL), "HBM controller of one slice, interleaved pseudo-channels", NULL},
+    {"pe_cpu", R(PE_CPU), "PE scalar CPU: runs the kernel program", NULL},
+    {"pe_mmu", R(PE_MMU), "PE MMU: virtual to physical translation", NULL},
+    {"pe_tcm", R(PE_TCM), "PE tightly coupled memory", NULL},
+    {"pe_gemm", R(PE_GEMM), "PE systolic GEMM array", NULL},
+    {"pe_math", R(PE_MATH), "PE vector math unit", NULL},
+    {"pe_ipcq", R(PE_IPCQ), "PE inter-PE queues", NULL},
     {"transit", R(ROUTER) | R(XBAR) | R(NOC) | R(IO_NOC) | R(PCIE_EP),
-     "forwards messages with the link costs only"},
-    {"packet", R(FABRIC), "fabric model: every packet through FIFO links (exact, the reference)"},
-    {"flow", R(FABRIC), "fabric model: one max-min fair flow per message (fast, approximate)"},
+     "forwarding component: each message pays transit.first_flit_ns leaving it", &kb__transit_ops},
+    {"packet", R(FABRIC), "fabric model: every packet through FIFO links (exact, the reference)",
+     NULL},
+    {"flow", R(FABRIC), "fabric model: one max-min fair flow per message (fast, approximate)",
+     NULL},
 };
 
 const char *kb__role_name(kb__role role)

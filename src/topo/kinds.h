@@ -8,7 +8,9 @@
  * endpoint). The table is constant data; the machine graph records each
  * node's kind index and the layers that implement components bind their
  * operations (and state size) to kinds by that index, so this layer stays
- * free of any higher layer's types.
+ * free of any higher layer's types. A kind's own effect on the graph (a
+ * forwarding component's traversal cost) is its row's kb__kind_ops, bound
+ * to each of its nodes when the graph is built.
  */
 #ifndef KB_TOPO_KINDS_H
 #define KB_TOPO_KINDS_H
@@ -41,11 +43,34 @@ typedef enum kb__role {
 
 #define KB__ROLE_BIT(r) (1u << (r))
 
+struct kb__topo_params;
+
+/* The table's version of kb__kind_ops: a row's ops with another version is
+ * refused when the machine graph is built (it would read slots the row
+ * does not have). The table grows by appending slots and raising it. */
+#define KB__KIND_OPS_VERSION 1
+
+/* What a kind does to the machine graph, bound to every node of the kind
+ * when the graph is built (topo.c walks the nodes). A slot left NULL adds
+ * nothing. */
+typedef struct kb__kind_ops {
+    int version; /* KB__KIND_OPS_VERSION */
+    /* Picoseconds every message leaving a node of this kind pays once, on
+     * each link out of it: its first flit pays it and the others pipeline
+     * behind (the link's o; docs/timing-model.md). A forwarding
+     * component's traversal cost. */
+    uint64_t (*leave_ps)(const struct kb__topo_params *p);
+} kb__kind_ops;
+
 typedef struct kb__kind {
-    const char *name; /* the name the YAML uses */
-    uint32_t roles;   /* KB__ROLE_BIT()s of the roles it can serve */
-    const char *doc;  /* one line for docs and error hints */
+    const char *name;        /* the name the YAML uses */
+    uint32_t roles;          /* KB__ROLE_BIT()s of the roles it can serve */
+    const char *doc;         /* one line for docs and error hints */
+    const kb__kind_ops *ops; /* NULL: nothing beyond the links' own costs */
 } kb__kind;
+
+/* Ops of the forwarding kinds (forward.c). */
+extern const kb__kind_ops kb__router_ops, kb__transit_ops;
 
 /* The role's name as used in node names ("router", "hbm_ctrl", "pe_dma"). */
 const char *kb__role_name(kb__role role);

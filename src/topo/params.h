@@ -37,6 +37,9 @@ typedef struct kb__topo_params {
         uint16_t model; /* kind index of the fabric model (packet, flow) */
     } fabric;
     struct {
+        double first_flit_ns; /* what a message pays leaving a `transit` node */
+    } transit;
+    struct {
         uint32_t racks, sips; /* sips: in the whole system */
         kb__link_params sip_link;
     } system;

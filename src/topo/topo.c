@@ -299,6 +299,27 @@ static void make_adjacency(kb__topo *t)
     t->out_first[0] = 0;
 }
 
+/* Walks the nodes and binds each to its kind's ops: what the kind adds to
+ * the messages leaving the node goes on each of its out-links. A row whose
+ * ops are of another table version is refused (KB_ECONFIG). */
+static int bind_kinds(kb__topo *t, kb__err *err)
+{
+    for (uint32_t v = 0; v < t->n_nodes; v++) {
+        const kb__kind *k = kb__kind_get(t->nodes[v].kind);
+        const kb__kind_ops *ops = k ? k->ops : NULL;
+        if (!ops) continue;
+        if (ops->version != KB__KIND_OPS_VERSION)
+            return kb__err_set(err, KB_ECONFIG,
+                               "kind '%s' (node %s): its ops table is version %d, this build "
+                               "reads version %d",
+                               k->name, t->nodes[v].name, ops->version, KB__KIND_OPS_VERSION);
+        uint64_t ps = ops->leave_ps ? ops->leave_ps(&t->params) : 0;
+        for (uint32_t i = t->out_first[v]; i < t->out_first[v + 1]; i++)
+            t->links[t->out_links[i]].node_ps = ps;
+    }
+    return 0;
+}
+
 int kb__topo_build(kb__topo **out, const kb__topo_params *p, kb__err *err)
 {
     *out = NULL;
@@ -331,6 +352,11 @@ int kb__topo_build(kb__topo **out, const kb__topo_params *p, kb__err *err)
         link2(&lb, NODE(IO_NOC, (int)s, -1, -1), NODE(IO_NOC, (int)((s + 1) % t->sips), -1, -1),
               KB__LINK_SIP_LINK, sl->bw_gbs, sl->overhead_ns, sl->length_mm);
     make_adjacency(t);
+    int rc = bind_kinds(t, err);
+    if (rc) {
+        kb__topo_destroy(t);
+        return rc;
+    }
     *out = t;
     return 0;
 }

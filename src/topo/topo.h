@@ -64,6 +64,8 @@ typedef struct kb__topo_link {
     uint64_t packet_ps;   /* ceil(fabric.packet_bytes / B) in ps */
     uint64_t overhead_ps; /* o, ceil to ps */
     uint64_t wire_ps;     /* w = length_mm x ns_per_mm, ceil to ps */
+    uint64_t node_ps;     /* what the from node's kind adds to every message leaving it
+                             (kb__kind_ops.leave_ps: a router's traversal), paid like o */
 } kb__topo_link;
 
 typedef struct kb__topo {

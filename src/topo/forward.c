@@ -1,0 +1,30 @@
+/*
+ * forward.c — the forwarding kinds' ops (topo/kinds.h): what a message
+ * pays leaving a node that forwards it.
+ *
+ *   router   cube.router.overhead_ns: the cube router's traversal
+ *   transit  transit.first_flit_ns: the generic forwarding component that
+ *            can stand for a router, xbar, NOC, IO NOC or PCIe endpoint
+ *
+ * The cost is paid once per message per node (the first flit; the other
+ * packets pipeline behind it), on every link out of the node. Messages
+ * follow their whole route as computed at the source (path-based: the
+ * fabric's route, fabric/route.c); a node does not serialise the messages
+ * crossing it beyond what its links do (docs/topology.md).
+ */
+#include "sim/sim.h"
+#include "topo/kinds.h"
+#include "topo/params.h"
+
+static uint64_t router_leave(const kb__topo_params *p)
+{
+    return kb__ps_from_ns(p->cube.router_overhead_ns);
+}
+
+static uint64_t transit_leave(const kb__topo_params *p)
+{
+    return kb__ps_from_ns(p->transit.first_flit_ns);
+}
+
+const kb__kind_ops kb__router_ops = {KB__KIND_OPS_VERSION, router_leave};
+const kb__kind_ops kb__transit_ops = {KB__KIND_OPS_VERSION, transit_leave};
