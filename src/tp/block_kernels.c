@@ -29,6 +29,11 @@
  *              f32; P is rounded to the dtype for the P·V product, as
  *              flash attention does; the output is acc / l rounded once.
  *
+ *   norm backward  dx, and this PE's partial dgamma (dbeta): sums over its
+ *              rows, one [1, H] row per PE (the caller adds the PEs'); H up
+ *              to 64 chunks of 1024.
+ *   swiglu backward  dg, du from g, u, dy element-wise in f32.
+ *
  * Costs: norm reads x two (RMS) or three (Layer) times; attention does
  * 2 · T_q · T_k · d multiply-accumulates per head for the causal part,
  * K and V blocks reloaded for every query block.
@@ -123,6 +128,133 @@ static void add_kernel(tl_ctx *k)
                        tl_load_block(k, block2(k, b, r0, c0, br, bc), CHECK_2D, TL_PAD_ZERO));
             tl_store_block(k, block2(k, y, r0, c0, br, bc), tl_cast(k, v, tl_tensor_dtype(y)),
                            CHECK_2D);
+            tl_scope_end(k, s, 0, NULL);
+        }
+}
+
+/* ---- backward: norms and SwiGLU ----------------------------------------------------------- */
+
+#define NORM_BWD_CHUNKS 64 /* columns up to 64 × 1024 */
+
+/* x̂ = (x - mean) · rstd for one [br, bh] chunk, zero in the padding. */
+static tl_tile xhat(tl_ctx *k, tl_tensor *x, int64_t r0, int64_t h0, int64_t br, int64_t bh,
+                    tl_tile mean, tl_tile rstd)
+{
+    tl_tile v =
+        tl_cast(k, tl_load_block(k, block2(k, x, r0, h0, br, bh), CHECK_2D, TL_PAD_ZERO), TL_F32);
+    tl_tile cols = tl_add(k, tl_arange(k, 0, bh), tl_scalar(k, (double)h0, TL_I32));
+    tl_tile inside = tl_lt(k, cols, tl_scalar(k, (double)tl_tensor_dim(x, 1), TL_I32));
+    return tl_where(k, inside, tl_mul(k, tl_sub(k, v, mean), rstd), tl_scalar(k, 0.0, TL_F32));
+}
+
+/* Arguments: 0 x [R, H], 1 dy [R, H], 2 dx [R, H], 3 gamma [H], 4 dgamma
+ * [1, H] (this PE's partial: the sum over its rows), 5 kind, 6 eps, 7 has
+ * beta, 8 dbeta [1, H] (when 7 is 1). With x̂ = (x - mean) · rstd and
+ * gdy = gamma · dy: dx = rstd · (gdy - mean(gdy) - x̂ · mean(gdy · x̂))
+ * (LayerNorm), rstd · (gdy - x̂ · mean(gdy · x̂)) (RMSNorm, mean 0);
+ * dgamma = sum over rows of dy · x̂, dbeta = sum of dy. */
+static void norm_bwd_kernel(tl_ctx *k)
+{
+    tl_tensor *x = tl_arg_tensor(k, 0), *dy = tl_arg_tensor(k, 1), *dx = tl_arg_tensor(k, 2);
+    tl_tensor *gamma = tl_arg_tensor(k, 3), *dgamma = tl_arg_tensor(k, 4);
+    int layer = tl_arg_i64(k, 5) == KB__TP_NORM_LAYER;
+    double eps = tl_arg_f64(k, 6);
+    tl_tensor *dbeta = tl_arg_i64(k, 7) ? tl_arg_tensor(k, 8) : NULL;
+    int64_t R = tl_tensor_dim(x, 0), H = tl_tensor_dim(x, 1);
+    int64_t br = pow2_below(R, 16), bh = pow2_below(H, 1024), nc = tl_cdiv(H, bh);
+    tl_tile inv_h = tl_scalar(k, 1.0 / (double)H, TL_F32), acc[2 * NORM_BWD_CHUNKS];
+    for (int64_t i = 0; i < 2 * nc; i++)
+        acc[i] = tl_zeros(k, 1, &bh, TL_F32); /* dgamma chunks, then dbeta chunks */
+    for (int64_t r0 = 0; r0 < R; r0 += br) {
+        uint64_t s = tl_scope_begin(k);
+        tl_tile mean = tl_zeros(k, 2, (int64_t[]){br, 1}, TL_F32);
+        tl_tile sum = tl_zeros(k, 1, &br, TL_F32);
+        for (int64_t h0 = 0; layer && h0 < H; h0 += bh)
+            sum = tl_add(
+                k, sum,
+                tl_sum(k,
+                       tl_cast(
+                           k, tl_load_block(k, block2(k, x, r0, h0, br, bh), CHECK_2D, TL_PAD_ZERO),
+                           TL_F32),
+                       1));
+        if (layer) mean = tl_expand_dims(k, tl_mul(k, sum, inv_h), 1);
+        tl_tile one = tl_scalar(k, 1.0, TL_F32), ss = tl_zeros(k, 1, &br, TL_F32);
+        for (int64_t h0 = 0; h0 < H; h0 += bh) {
+            tl_tile d = xhat(k, x, r0, h0, br, bh, mean, one); /* x - mean */
+            ss = tl_add(k, ss, tl_sum(k, tl_mul(k, d, d), 1));
+        }
+        tl_tile rstd = tl_expand_dims(
+            k, tl_rsqrt(k, tl_add(k, tl_mul(k, ss, inv_h), tl_scalar(k, eps, TL_F32))), 1);
+        tl_tile s1 = tl_zeros(k, 1, &br, TL_F32), s2 = tl_zeros(k, 1, &br, TL_F32);
+        for (int64_t h0 = 0; h0 < H; h0 += bh) { /* mean(gdy), mean(gdy · x̂) */
+            tl_tile g = tl_mul(
+                k,
+                tl_cast(k, tl_load_block(k, block2(k, dy, r0, h0, br, bh), CHECK_2D, TL_PAD_ZERO),
+                        TL_F32),
+                row_of(k, gamma, h0, bh));
+            s1 = tl_add(k, s1, tl_sum(k, g, 1));
+            s2 = tl_add(k, s2, tl_sum(k, tl_mul(k, g, xhat(k, x, r0, h0, br, bh, mean, rstd)), 1));
+        }
+        tl_tile m1 = tl_expand_dims(k, tl_mul(k, s1, inv_h), 1),
+                m2 = tl_expand_dims(k, tl_mul(k, s2, inv_h), 1);
+        for (int64_t c = 0; c < nc; c++) {
+            int64_t h0 = c * bh;
+            tl_tile dyv = tl_cast(
+                k, tl_load_block(k, block2(k, dy, r0, h0, br, bh), CHECK_2D, TL_PAD_ZERO), TL_F32);
+            tl_tile xh = xhat(k, x, r0, h0, br, bh, mean, rstd);
+            tl_tile g = tl_mul(k, dyv, row_of(k, gamma, h0, bh));
+            tl_tile inner = tl_sub(k, g, tl_mul(k, xh, m2));
+            if (layer) inner = tl_sub(k, inner, m1);
+            tl_store_block(k, block2(k, dx, r0, h0, br, bh),
+                           tl_cast(k, tl_mul(k, inner, rstd), tl_tensor_dtype(dx)), CHECK_2D);
+            tl_tile a = tl_add(k, acc[c], tl_sum(k, tl_mul(k, dyv, xh), 0));
+            tl_free(k, acc[c]);
+            acc[c] = a;
+            if (dbeta) {
+                tl_tile b = tl_add(k, acc[nc + c], tl_sum(k, dyv, 0));
+                tl_free(k, acc[nc + c]);
+                acc[nc + c] = b;
+            }
+        }
+        tl_scope_end(k, s, (int)(dbeta ? 2 * nc : nc), acc);
+    }
+    for (int64_t c = 0; c < nc; c++) {
+        int64_t h0 = c * bh;
+        tl_tile row = tl_expand_dims(k, acc[c], 0);
+        tl_store_block(k, block2(k, dgamma, 0, h0, 1, bh), tl_cast(k, row, tl_tensor_dtype(dgamma)),
+                       CHECK_2D);
+        if (dbeta)
+            tl_store_block(k, block2(k, dbeta, 0, h0, 1, bh),
+                           tl_cast(k, tl_expand_dims(k, acc[nc + c], 0), tl_tensor_dtype(dbeta)),
+                           CHECK_2D);
+    }
+}
+
+/* Arguments: 0 g, 1 u, 2 dy, 3 dg, 4 du, all [M, N] shards alike: with s =
+ * sigmoid(g), du = dy · g · s and dg = dy · u · s · (1 + g · (1 - s)). */
+static void swiglu_bwd_kernel(tl_ctx *k)
+{
+    tl_tensor *t[5];
+    for (int i = 0; i < 5; i++)
+        t[i] = tl_arg_tensor(k, i);
+    int64_t M = tl_tensor_dim(t[0], 0), N = tl_tensor_dim(t[0], 1);
+    int64_t bm = pow2_below(M, 64), bn = pow2_below(N, 256);
+    for (int64_t m0 = 0; m0 < M; m0 += bm)
+        for (int64_t n0 = 0; n0 < N; n0 += bn) {
+            uint64_t s = tl_scope_begin(k);
+            tl_tile v[3];
+            for (int i = 0; i < 3; i++)
+                v[i] = tl_cast(
+                    k, tl_load_block(k, block2(k, t[i], m0, n0, bm, bn), CHECK_2D, TL_PAD_ZERO),
+                    TL_F32);
+            tl_tile sg = tl_sigmoid(k, v[0]), one = tl_scalar(k, 1.0, TL_F32);
+            tl_tile du = tl_mul(k, v[2], tl_mul(k, v[0], sg));
+            tl_tile d = tl_add(k, one, tl_mul(k, v[0], tl_sub(k, one, sg)));
+            tl_tile dg = tl_mul(k, tl_mul(k, v[2], v[1]), tl_mul(k, sg, d));
+            tl_store_block(k, block2(k, t[3], m0, n0, bm, bn),
+                           tl_cast(k, dg, tl_tensor_dtype(t[3])), CHECK_2D);
+            tl_store_block(k, block2(k, t[4], m0, n0, bm, bn),
+                           tl_cast(k, du, tl_tensor_dtype(t[4])), CHECK_2D);
             tl_scope_end(k, s, 0, NULL);
         }
 }
@@ -267,6 +399,35 @@ int kb__tp_add(kb_machine *m, const char *name, int sip, kb_tensor a, kb_tensor 
 {
     kb_arg args[3] = {kb_arg_tensor(a), kb_arg_tensor(b), kb_arg_tensor(y)};
     return launch(m, name, add_kernel, sip, args, 3);
+}
+
+int kb__tp_norm_backward(kb_machine *m, const char *name, int sip, const kb__tp_norm_bwd *a)
+{
+    kb_tensor_info xi;
+    int rc = kb_tensor_get_info(m, a->x, &xi);
+    if (rc) return rc;
+    if (xi.ndim != 2 || xi.shape[1] > NORM_BWD_CHUNKS * 1024) {
+        kb__err e;
+        kb__err_set(&e, KB_EINVAL,
+                    "%s: x '%s' has %lld columns; the norm backward keeps at most %d chunks of "
+                    "1024 (65536 columns)",
+                    name, xi.name, (long long)(xi.ndim == 2 ? xi.shape[1] : xi.shape[0]),
+                    NORM_BWD_CHUNKS);
+        return kb__tp_fail(m, &e);
+    }
+    kb_arg args[9] = {
+        kb_arg_tensor(a->x),     kb_arg_tensor(a->dy),         kb_arg_tensor(a->dx),
+        kb_arg_tensor(a->gamma), kb_arg_tensor(a->dgamma),     kb_arg_i64(a->kind),
+        kb_arg_f64(a->eps),      kb_arg_i64(a->dbeta.id != 0), kb_arg_tensor(a->dbeta)};
+    return launch(m, name, norm_bwd_kernel, sip, args, a->dbeta.id ? 9 : 8);
+}
+
+int kb__tp_swiglu_backward(kb_machine *m, const char *name, int sip, kb_tensor g, kb_tensor u,
+                           kb_tensor dy, kb_tensor dg, kb_tensor du)
+{
+    kb_arg args[5] = {kb_arg_tensor(g), kb_arg_tensor(u), kb_arg_tensor(dy), kb_arg_tensor(dg),
+                      kb_arg_tensor(du)};
+    return launch(m, name, swiglu_bwd_kernel, sip, args, 5);
 }
 
 int kb__tp_attention(kb_machine *m, const char *name, int sip, const kb__tp_attn_args *a)

@@ -112,6 +112,20 @@ int kb__tp_norm(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor
 /* y = a + b element-wise over the PEs of a's shards (shards alike). Waits. */
 int kb__tp_add(kb_machine *m, const char *name, int sip, kb_tensor a, kb_tensor b, kb_tensor y);
 
+/* Norm backward (block_kernels.c): dx [R, H] and this PE's dgamma (and
+ * dbeta, {0}: none) [1, H] partials, one row per PE (a [c, H] tensor split
+ * by rows), from x, dy [R, H] shards alike; H <= 65536. Waits. */
+typedef struct kb__tp_norm_bwd {
+    kb_tensor x, dy, dx, gamma, dgamma, dbeta;
+    int kind;
+    double eps;
+} kb__tp_norm_bwd;
+int kb__tp_norm_backward(kb_machine *m, const char *name, int sip, const kb__tp_norm_bwd *a);
+/* SwiGLU backward, element-wise over shards alike: du = dy · silu(g), dg =
+ * dy · u · silu'(g). Waits. */
+int kb__tp_swiglu_backward(kb_machine *m, const char *name, int sip, kb_tensor g, kb_tensor u,
+                           kb_tensor dy, kb_tensor dg, kb_tensor du);
+
 /* Causal flash attention (block_kernels.c's header): o [T, heads · d]
  * split by rows over the rank's c PEs, qkv [c · T, width] replicated on
  * them (the rank's [T, (heads + 2 kv_heads) · d] in c column blocks of

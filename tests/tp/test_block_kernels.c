@@ -287,3 +287,131 @@ Test(tp_block_kernels, attention_over_more_than_one_key_block_without_rope)
     attn_case c = {160, 160, 2, 2, 32, 0, KB_F32};
     attn_check(&c);
 }
+
+/* ---- backward --------------------------------------------------------------------------- */
+
+/* The device forward's L = sum dy · norm(x) (f32, 4 PEs), for finite differences. */
+static double norm_loss(kb_machine *m, int kind, const float *x, const float *g, const float *b,
+                        const float *dy, int64_t R, int64_t H)
+{
+    kb_tensor tx = put(m, "x", 2, R, H, KB_F32, KB_ROW_WISE, x);
+    kb_tensor ty = put(m, "y", 2, R, H, KB_F32, KB_ROW_WISE, NULL);
+    kb_tensor tg = put(m, "g", 1, 1, H, KB_F32, KB_REPLICATE, g);
+    kb_tensor tb = kind ? put(m, "b", 1, 1, H, KB_F32, KB_REPLICATE, b) : (kb_tensor){0};
+    cr_assert_eq(kb__tp_norm(m, "norm", 0, tx, ty, tg, tb, kind, 1e-5), 0, "%s", kb_last_error(m));
+    float *y = get(m, ty, R * H);
+    double l = 0;
+    for (int64_t i = 0; i < R * H; i++)
+        l += (double)dy[i] * y[i];
+    free(y);
+    kb_free(m, tx), kb_free(m, ty), kb_free(m, tg);
+    if (tb.id) kb_free(m, tb);
+    return l;
+}
+
+/* dx against the host formula and against central differences of the
+ * device forward (h = 1/64: truncation O(h^2 · |d3 L|), rounding of the f32
+ * loss sums ~1e-6 · |L| / h: within 2e-3 of the largest |dx|); dgamma and
+ * dbeta (the PEs' partials added) against host sums. */
+static void norm_bwd_case(int kind)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int64_t R = 4 * 3, H = 40;
+    float *x = host(21, R * H), *g = host(22, H), *b = host(23, H), *dy = host(24, R * H);
+    kb_tensor tx = put(m, "x", 2, R, H, KB_F32, KB_ROW_WISE, x);
+    kb_tensor tdy = put(m, "dy", 2, R, H, KB_F32, KB_ROW_WISE, dy);
+    kb_tensor tdx = put(m, "dx", 2, R, H, KB_F32, KB_ROW_WISE, NULL);
+    kb_tensor tg = put(m, "g", 1, 1, H, KB_F32, KB_REPLICATE, g);
+    kb_tensor tdg = put(m, "dg", 2, PES, H, KB_F32, KB_ROW_WISE, NULL);
+    kb_tensor tdb = kind ? put(m, "db", 2, PES, H, KB_F32, KB_ROW_WISE, NULL) : (kb_tensor){0};
+    kb__tp_norm_bwd a = {tx, tdy, tdx, tg, tdg, tdb, kind, 1e-5};
+    cr_assert_eq(kb__tp_norm_backward(m, "norm_bwd", 0, &a), 0, "%s", kb_last_error(m));
+    float *dx = get(m, tdx, R * H), *dg = get(m, tdg, PES * H);
+    float *db = kind ? get(m, tdb, PES * H) : NULL;
+    double *want = malloc((size_t)(R * H) * sizeof *want), *wdg = calloc((size_t)H, 8),
+           *wdb = calloc((size_t)H, 8);
+    for (int64_t r = 0; r < R; r++) {
+        double mean = 0, var = 0, m1 = 0, m2 = 0;
+        for (int64_t h = 0; h < H; h++)
+            mean += kind ? x[r * H + h] : 0;
+        mean /= (double)H;
+        for (int64_t h = 0; h < H; h++)
+            var += (x[r * H + h] - mean) * (x[r * H + h] - mean);
+        double rstd = 1 / sqrt(var / (double)H + 1e-5);
+        for (int64_t h = 0; h < H; h++) {
+            double xh = (x[r * H + h] - mean) * rstd, gd = (double)g[h] * dy[r * H + h];
+            m1 += gd / (double)H, m2 += gd * xh / (double)H;
+            wdg[h] += dy[r * H + h] * xh, wdb[h] += dy[r * H + h];
+        }
+        for (int64_t h = 0; h < H; h++) {
+            double xh = (x[r * H + h] - mean) * rstd, gd = (double)g[h] * dy[r * H + h];
+            want[r * H + h] = rstd * (gd - (kind ? m1 : 0) - xh * m2);
+        }
+    }
+    cr_expect_leq(rel_err(dx, want, R * H), 1e-5, "dx: %g", rel_err(dx, want, R * H));
+    float sg[40], sb[40];
+    for (int64_t h = 0; h < H; h++) {
+        sg[h] = sb[h] = 0;
+        for (int p = 0; p < PES; p++)
+            sg[h] += dg[p * H + h], sb[h] += kind ? db[p * H + h] : 0;
+    }
+    cr_expect_leq(rel_err(sg, wdg, H), 1e-5, "dgamma: %g", rel_err(sg, wdg, H));
+    if (kind) cr_expect_leq(rel_err(sb, wdb, H), 1e-5, "dbeta: %g", rel_err(sb, wdb, H));
+    double mag = 0;
+    for (int64_t i = 0; i < R * H; i++)
+        mag = fmax(mag, fabs(want[i]));
+    const int64_t probe[3] = {0, 7 * H + 13, R * H - 1};
+    for (int i = 0; i < 3; i++) {
+        const float h = 1.0f / 64, x0 = x[probe[i]];
+        x[probe[i]] = x0 + h;
+        double lp = norm_loss(m, kind, x, g, b, dy, R, H);
+        x[probe[i]] = x0 - h;
+        double lm = norm_loss(m, kind, x, g, b, dy, R, H);
+        x[probe[i]] = x0;
+        double fd = (lp - lm) / (2 * h);
+        cr_expect_leq(fabs(fd - dx[probe[i]]), 2e-3 * mag, "element %lld: fd %g, dx %g",
+                      (long long)probe[i], fd, dx[probe[i]]);
+    }
+    free(x), free(g), free(b), free(dy), free(dx), free(dg), free(db), free(want), free(wdg),
+        free(wdb);
+    kb_close(m);
+}
+
+Test(tp_block_kernels, rmsnorm_backward_matches_the_host_and_finite_differences)
+{
+    norm_bwd_case(KB__TP_NORM_RMS);
+}
+
+Test(tp_block_kernels, layernorm_backward_matches_the_host_and_finite_differences)
+{
+    norm_bwd_case(KB__TP_NORM_LAYER);
+}
+
+Test(tp_block_kernels, swiglu_backward_is_the_derivative)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int64_t M = 12, N = 4 * 9;
+    float *g = host(31, M * N), *u = host(32, M * N), *dy = host(33, M * N);
+    for (int64_t i = 0; i < M * N; i++)
+        g[i] *= 4; /* the sigmoid's curved part */
+    kb_tensor t[5] = {put(m, "g", 2, M, N, KB_F32, KB_COLUMN_WISE, g),
+                      put(m, "u", 2, M, N, KB_F32, KB_COLUMN_WISE, u),
+                      put(m, "dy", 2, M, N, KB_F32, KB_COLUMN_WISE, dy),
+                      put(m, "dg", 2, M, N, KB_F32, KB_COLUMN_WISE, NULL),
+                      put(m, "du", 2, M, N, KB_F32, KB_COLUMN_WISE, NULL)};
+    cr_assert_eq(kb__tp_swiglu_backward(m, "swiglu_bwd", 0, t[0], t[1], t[2], t[3], t[4]), 0, "%s",
+                 kb_last_error(m));
+    float *dg = get(m, t[3], M * N), *du = get(m, t[4], M * N);
+    double *wg = malloc((size_t)(M * N) * 8), *wu = malloc((size_t)(M * N) * 8);
+    for (int64_t i = 0; i < M * N; i++) {
+        /* d/dg of silu(g) u by central differences in double (h 1e-5: error ~1e-10) */
+        double h = 1e-5, gp = g[i] + h, gm = g[i] - h;
+        double fp = gp / (1 + exp(-gp)) * u[i], fm = gm / (1 + exp(-gm)) * u[i];
+        wg[i] = dy[i] * (fp - fm) / (2 * h);
+        wu[i] = dy[i] * g[i] / (1 + exp(-(double)g[i]));
+    }
+    cr_expect_leq(rel_err(dg, wg, M * N), 1e-5, "dg: %g", rel_err(dg, wg, M * N));
+    cr_expect_leq(rel_err(du, wu, M * N), 1e-5, "du: %g", rel_err(du, wu, M * N));
+    free(g), free(u), free(dy), free(dg), free(du), free(wg), free(wu);
+    kb_close(m);
+}
