@@ -47,6 +47,8 @@ static const kb__perf_workload workloads[] = {
      kb__perf_allreduce, 256, 0},
     {"tp_mlp", "flop", "bench tp_mlp: tensor-parallel MLP over one rank per SIP, checked",
      kb__perf_tp_mlp, 2, 0},
+    {"transformer", "flop", "bench transformer: one block, 2 ranks of 128 PEs, checked",
+     kb__perf_transformer, 256, 0},
 };
 
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])

@@ -74,6 +74,7 @@ int kb__perf_fabric(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_qkv_gemm(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_matmul(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_tp_mlp(const kb__perf_workload *w, kb__perf_result *r);
+int kb__perf_transformer(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_allreduce(const kb__perf_workload *w, kb__perf_result *r);
 /* One run of built-in bench `name` with "key=value" options (NULL-ended)
  * on a fresh built-in machine; n = GEMM FLOPs, extras sim_ps and pass. */
