@@ -12,29 +12,12 @@
 
 #include "ccl/ccl_config.h"
 #include "kernbench/bench.h"
+#include "support/bench_run.h"
 
-static kb_machine *open_default(int no_data)
-{
-    char err[512];
-    kb_machine *m = NULL;
-    kb_open_options oo = {NULL, NULL, 0, no_data, NULL};
-    cr_assert_eq(kb_open(&m, &oo, err, sizeof err), 0, "kb_open: %s", err);
-    return m;
-}
-
-/* Runs bench `name` with "k=v" options (NULL-terminated) on a fresh machine. */
+/* Runs bench `name` with "k=v" options (NULL-terminated) on a fresh built-in machine. */
 static int run(const char *name, int no_data, kb_bench_result *r, const char *const *kv)
 {
-    kb_machine *m = open_default(no_data);
-    const kb_bench *b = kb_bench_find(name);
-    cr_assert_not_null(b, "bench %s is not registered", name);
-    kb_bench_opts o;
-    kb_bench_opts_init(&o);
-    for (int i = 0; kv && kv[i]; i++)
-        cr_assert_eq(kb_bench_opts_add(&o, kv[i]), 0, "%s", o.error);
-    int rc = kb_bench_run(m, b, &o, no_data, r);
-    kb_close(m);
-    return rc;
+    return kb_test_bench_run(name, NULL, no_data, r, kv);
 }
 
 static void assert_pass(const char *name, const char *const *kv)
@@ -176,10 +159,7 @@ Test(benches, sizes_that_do_not_split_are_an_error_with_the_numbers)
 
 static double figure(const kb_bench_result *r, const char *name)
 {
-    for (int i = 0; i < r->n_figures && i < KB_BENCH_MAX_FIGURES; i++)
-        if (!strcmp(r->figures[i].name, name)) return r->figures[i].value;
-    cr_assert_fail("figure %s missing", name);
-    return 0;
+    return kb_test_bench_figure(r, name);
 }
 
 Test(benches, ccl_allreduce_passes_over_each_placement_kind)
@@ -341,105 +321,4 @@ Test(benches, chunked_collectives_refuse_bytes_that_do_not_split)
             "%s", r.error);
         cr_expect(r.usage_error);
     }
-}
-
-/* ---- tp_mlp ------------------------------------------------------------------- */
-
-Test(benches, tp_mlp_passes_with_its_defaults_and_other_dtypes)
-{
-    assert_pass("tp_mlp", NULL);
-    assert_pass("tp_mlp", (const char *const[]){"dtype=f32", "act=relu", "tokens=7", NULL});
-    assert_pass("tp_mlp", (const char *const[]){"dtype=bf16", "ranks=1", "bias=false", NULL});
-}
-
-Test(benches, tp_mlp_phases_add_up_to_the_measured_time)
-{
-    kb_bench_result r;
-    cr_assert_eq(run("tp_mlp", 0, &r, NULL), 0, "%s", r.error);
-    double sum = figure(&r, "fc1") + figure(&r, "fc2_gemm") + figure(&r, "all_reduce") +
-                 figure(&r, "fc2_bias");
-    cr_expect_float_eq(sum, (double)kb_bench_sim_ps(&r) / 1e6, 1e-6, "%g", sum);
-    cr_expect_gt(figure(&r, "all_reduce"), 0);
-    cr_expect_gt(figure(&r, "fc2_bias"), 0);
-    cr_expect_eq(figure(&r, "ranks"), 2, "one rank per SIP by default");
-}
-
-Test(benches, tp_mlp_no_data_keeps_the_simulated_time)
-{
-    expect_no_data_keeps_the_time("tp_mlp");
-}
-
-/* By default each rank spreads its layers over every PE of its SIP: 256
- * PEs for the 2 ranks, and the column layer's GEMM, split by columns over
- * 128 PEs, takes a fraction of its time on one PE (a fifth or less: each
- * PE computes 4 of the rank's 512 columns, the launch and the loads of x
- * remain). The numbers check against the host either way. */
-Test(benches, tp_mlp_spreads_each_rank_over_the_pes_of_its_sip)
-{
-    kb_bench_result all, one;
-    cr_assert_eq(run("tp_mlp", 0, &all, NULL), 0, "%s", all.error);
-    cr_assert_eq(run("tp_mlp", 0, &one, (const char *const[]){"pes=1", NULL}), 0, "%s", one.error);
-    cr_expect(kb_bench_passed(&all) && kb_bench_passed(&one));
-    cr_expect_eq(figure(&all, "PEs per rank"), 128);
-    cr_expect_eq(figure(&all, "PEs"), 256);
-    cr_expect_eq(figure(&one, "PEs"), 2);
-    cr_expect_lt(figure(&all, "fc1"), 0.25 * figure(&one, "fc1"), "fc1 %g us against %g us",
-                 figure(&all, "fc1"), figure(&one, "fc1"));
-}
-
-Test(benches, tp_mlp_rejects_sizes_and_names_it_cannot_use)
-{
-    kb_bench_result r;
-    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"ffn=1023", NULL}), KB_EINVAL);
-    cr_expect(r.usage_error);
-    cr_expect(strstr(r.error, "--opt ffn=1023 does not divide by ranks = 2"), "%s", r.error);
-    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"dtype=i32", NULL}), KB_EINVAL);
-    cr_expect(strstr(r.error, "--opt dtype=i32: expected f16, bf16 or f32"), "%s", r.error);
-    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"ranks=3", NULL}), KB_EINVAL);
-    cr_expect(r.usage_error);
-    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"ranks=512", NULL}), KB_EINVAL);
-    cr_expect(r.usage_error, "more ranks than the 256 PEs");
-    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"ranks=128", "dp=4", NULL}), KB_EINVAL);
-    cr_expect(r.usage_error);
-    cr_expect(strstr(r.error, "ranks=128 x --opt dp=4 host ranks, but the machine has 256 PEs"),
-              "%s", r.error);
-    cr_assert_eq(run("tp_mlp", 0, &r, (const char *const[]){"pes=3", NULL}), KB_EINVAL);
-    cr_expect(r.usage_error);
-    cr_expect(strstr(r.error, "--opt pes=3: expected 0"), "%s", r.error);
-}
-
-/* Two data-parallel replicas of the 2-rank MLP, each rank on one PE:
- * the replicas' all-reduces run side by side, so the step takes about as
- * long as one replica's, and less than one replica's plus another
- * all-reduce (what it took while collectives of different groups went one
- * at a time). Every host rank's y is the same and checks against the
- * host. */
-Test(benches, tp_mlp_data_parallel_replicas_run_side_by_side)
-{
-    kb_bench_result one, two;
-    cr_assert_eq(run("tp_mlp", 0, &one, (const char *const[]){"pes=1", NULL}), 0, "%s", one.error);
-    cr_assert_eq(run("tp_mlp", 0, &two, (const char *const[]){"dp=2", "pes=1", NULL}), 0, "%s",
-                 two.error);
-    cr_expect(kb_bench_passed(&two), "both replicas check against the host");
-    cr_expect_eq(figure(&two, "dp"), 2);
-    double t1 = (double)kb_bench_sim_ps(&one) / 1e6, t2 = (double)kb_bench_sim_ps(&two) / 1e6;
-    cr_expect_geq(t2, t1, "two replicas share the machine: %g us against %g us", t2, t1);
-    cr_expect_lt(t2, t1 + 0.5 * figure(&one, "all_reduce"), "%g us against %g us + %g us", t2, t1,
-                 figure(&one, "all_reduce"));
-}
-
-/* Four ranks on the 2 SIPs, one PE each, compute on two PEs of each SIP: every rank's column
- * GEMM has half the columns of the 2-rank run and runs beside the others,
- * so fc1 takes about half as long (it would take as long if two ranks
- * shared a PE and queued their GEMMs). */
-Test(benches, tp_mlp_over_four_ranks_halves_the_column_layer)
-{
-    kb_bench_result two, four;
-    cr_assert_eq(run("tp_mlp", 0, &two, (const char *const[]){"pes=1", NULL}), 0, "%s", two.error);
-    cr_assert_eq(run("tp_mlp", 0, &four, (const char *const[]){"ranks=4", "pes=1", NULL}), 0, "%s",
-                 four.error);
-    cr_expect(kb_bench_passed(&four), "the 4-rank MLP checks against the host");
-    cr_expect_eq(figure(&four, "ranks"), 4);
-    cr_expect_lt(figure(&four, "fc1"), 0.6 * figure(&two, "fc1"), "fc1 %g us against %g us",
-                 figure(&four, "fc1"), figure(&two, "fc1"));
 }
