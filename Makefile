@@ -9,7 +9,8 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-DEB_PACKAGES := build-essential cmake pkg-config libyaml-dev libjansson-dev libcriterion-dev libopenblas-dev python3
+DEB_PACKAGES := build-essential cmake pkg-config libyaml-dev libjansson-dev libcriterion-dev libopenblas-dev python3 \
+                chromium
 
 .PHONY: all deps configure build run test test-asan perf install clean format
 

@@ -19,6 +19,7 @@
 #include "kernbench/bench.h"
 
 #include "config/config.h"
+#include "runtime/observe.h"
 
 void kb_bench_opts_init(kb_bench_opts *o)
 {
@@ -182,6 +183,7 @@ void kb_bench_measure_begin(kb_bench_result *r)
     r->measured_wall_s = -wall_now();
     r->measuring = 1;
     r->measured = 0;
+    kb__rt_measure_mark(r->m, 0);
 }
 
 void kb_bench_measure_end(kb_bench_result *r)
@@ -194,6 +196,7 @@ void kb_bench_measure_end(kb_bench_result *r)
     r->measured_wall_s += wall_now();
     r->measuring = 0;
     r->measured = 1;
+    kb__rt_measure_mark(r->m, 1);
 }
 
 int kb_bench_fail(kb_bench_result *r, int code, const char *fmt, ...)

@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "host/probe.h"
 #include "topo/kinds.h"
+#include "report/html.h"
 
 typedef struct probe_opts {
     kb__cli_opts common; /* --topology, --set, --json, --help */
@@ -24,6 +25,7 @@ typedef struct probe_opts {
     int sweep, route, no_data;
     uint32_t contend;
     uint64_t bytes;
+    const char *report; /* --report FILE.html, or NULL */
 } probe_opts;
 
 static void footer(FILE *f)
@@ -48,6 +50,10 @@ static const kb__opt_spec probe_table[] = {
     {"contend", KB__ARG_REQ, KB__OPTF_AXIS, "K", NULL,
      "K identical transfers started together, per case", NULL},
     KB__OPTSPEC_JSON,
+    {"report", KB__ARG_REQ, 0, "FILE", NULL,
+     "a self-contained HTML report (docs/web.md): the cases, the\nsweep's curves, the machine "
+     "with its links coloured by use",
+     NULL},
     {"no-data", KB__ARG_NONE, 0, NULL, NULL, "timing only: no bytes are moved (same timing)", NULL},
     KB__OPTSPEC_HELP,
 };
@@ -89,6 +95,7 @@ static int own_options(probe_opts *o, const kb__opt_vals *a)
     o->sweep = kb__opt_given(a, "sweep") > 0;
     o->route = kb__opt_given(a, "route") > 0;
     o->no_data = kb__opt_given(a, "no-data") > 0;
+    o->report = kb__opt_get(a, "report");
     const char *v = kb__opt_get(a, "bytes");
     if (!kb__cfg_text_size(v, &o->bytes) || o->bytes == 0 || o->bytes > (1ull << 32))
         return kb__opt_usage(&kb__cli_probe_spec,
@@ -139,13 +146,36 @@ static const char *link_name(kb__device *d, uint32_t id, char *buf, size_t n)
     return buf;
 }
 
-static int run_case(kb__device *d, const probe_opts *o, case_out *c, kb__err *err)
+/* Every link's traffic summed over the probe's transfers, for --report:
+ * each transfer starts on an idle machine whose counters it resets, so
+ * they are added after each one, with its duration. */
+typedef struct traffic {
+    uint64_t *bytes, *busy_ps; /* [links], NULL when not kept */
+    uint64_t span_ps;          /* the transfers' durations added */
+} traffic;
+
+static void add_traffic(traffic *t, kb__device *d, uint64_t duration_ps)
+{
+    if (!t) return;
+    for (uint32_t i = 0; t->bytes && i < kb__fabric_link_count(d->fab); i++) {
+        const kb__link *l = kb__fabric_link(d->fab, i);
+        t->bytes[i] += l->bytes, t->busy_ps[i] += l->busy_ps;
+    }
+    t->span_ps += duration_ps;
+}
+
+static int run_case(kb__device *d, const probe_opts *o, case_out *c, traffic *t, kb__err *err)
 {
     int rc = kb__probe_run(d, c->id, o->bytes, o->route, &c->r, err);
-    for (int s = 0; !rc && o->sweep && s < SWEEP_STEPS; s++)
+    if (!rc) add_traffic(t, d, c->r.latency);
+    for (int s = 0; !rc && o->sweep && s < SWEEP_STEPS; s++) {
         rc = kb__probe_run(d, c->id, (uint64_t)SWEEP_MIN << s, 0, &c->sweep[s], err);
-    if (!rc && o->contend)
+        if (!rc) add_traffic(t, d, c->sweep[s].latency);
+    }
+    if (!rc && o->contend) {
         rc = kb__probe_contend_run(d, c->id, o->bytes, o->contend, &c->contend, err);
+        if (!rc) add_traffic(t, d, c->contend.total);
+    }
     return rc;
 }
 
@@ -311,8 +341,33 @@ static void print_compare(const probe_opts *o, const case_out *cs, const probe_c
 static void record_compare(kb__report *r, const probe_opts *o, const case_out *cs,
                            const probe_cmp *k);
 
+/* Writes --report: the record (as --json writes it), the machine graph and
+ * every link's traffic over the whole probe (t: all transfers, one after
+ * the other on the idle machine). */
+static int write_html(kb__device *d, const probe_opts *o, const kb__report *rec, const traffic *t)
+{
+    char *json = kb__report_text(rec, 0);
+    kb__err err = {0};
+    int rc = kb__err_set(&err, KB_ENOMEM, "%s: out of host memory", o->report);
+    if (json && t && t->bytes) {
+        kb__html_in in = {.kind = "probe",
+                          .title = "kernbench probe",
+                          .topo = d->topo,
+                          .link_bytes = t->bytes,
+                          .link_busy_ps = t->busy_ps,
+                          .span_ps = t->span_ps,
+                          .record = json,
+                          .record_len = strlen(json)};
+        rc = kb__html_write(o->report, &in, &err);
+    }
+    free(json);
+    if (!rc) return KB_CLI_OK;
+    fprintf(stderr, "kernbench probe: --report: %s\n", err.msg);
+    return KB_CLI_FAIL;
+}
+
 static int report(const probe_call *c, kb__device *d, const probe_opts *o, case_out *cs, int n,
-                  const probe_cmp *k)
+                  const probe_cmp *k, const traffic *t)
 {
     if (!c->point && !kb__cli_json_stdout(&o->common)) {
         print_summary(d, cs, n);
@@ -324,24 +379,25 @@ static int report(const probe_call *c, kb__device *d, const probe_opts *o, case_
         }
         if (k) print_compare(o, cs, k);
     }
-    if (!c->point && !o->common.json) return KB_CLI_OK;
+    if (!c->point && !o->common.json && !o->report) return KB_CLI_OK;
     kb__report own, *r = c->point ? c->point : &own;
     kb__cli_record(r, &o->common, c->a, c->argc, c->argv, c->p, NULL);
     record(r, d, o, cs, n);
     if (k) record_compare(r, o, cs, k);
-    int status = c->point ? KB_CLI_OK : kb__cli_record_write(&o->common, r);
+    int status = c->point || !o->common.json ? KB_CLI_OK : kb__cli_record_write(&o->common, r);
+    if (!status && o->report) status = write_html(d, o, r, t);
     if (!c->point) kb__report_fini(r);
     return status;
 }
 
 /* Runs every case of o on d into cs (o->n_cases); the exit status. */
-static int run_all(kb__device *d, const probe_opts *o, case_out *cs, const char *model)
+static int run_all(kb__device *d, const probe_opts *o, case_out *cs, const char *model, traffic *t)
 {
     kb__err err = {0};
     int explicit_cases = o->n_cases < KB__PROBE_CASE_COUNT;
     for (int i = 0; i < o->n_cases; i++) {
         cs[i].id = o->cases[i];
-        int rc = run_case(d, o, &cs[i], &err);
+        int rc = run_case(d, o, &cs[i], t, &err);
         if (rc == KB_EUNSUPPORTED && !explicit_cases) {
             cs[i].skipped = 1;
             memcpy(cs[i].skip_msg, err.msg, sizeof cs[i].skip_msg);
@@ -442,7 +498,7 @@ static int run_other(const probe_opts *o, const kb__topo_params *p, probe_cmp *k
         return KB_CLI_FAIL;
     }
     double t0 = kb__cli_wall_s();
-    int status = run_all(d, o, k->cs, k->other);
+    int status = run_all(d, o, k->cs, k->other, NULL);
     k->cmp_wall_s = kb__cli_wall_s() - t0;
     kb__device_destroy(d);
     return status;
@@ -455,10 +511,16 @@ static int run_cases(const probe_call *c, kb__device *d, probe_opts *o)
     if (o->common.compare) k.cs = calloc((size_t)o->n_cases, sizeof *k.cs);
     int status = cs && (k.cs || !o->common.compare) ? KB_CLI_OK : KB_CLI_FAIL;
     double t0 = kb__cli_wall_s();
-    if (status == KB_CLI_OK) status = run_all(d, o, cs, o->common.compare ? k.me : NULL);
+    size_t nl = kb__fabric_link_count(d->fab);
+    traffic t = {0};
+    if (o->report && (!(t.bytes = calloc(nl + 1, sizeof *t.bytes)) ||
+                      !(t.busy_ps = calloc(nl + 1, sizeof *t.busy_ps))))
+        status = KB_CLI_FAIL;
+    if (status == KB_CLI_OK) status = run_all(d, o, cs, o->common.compare ? k.me : NULL, &t);
     k.wall_s = kb__cli_wall_s() - t0;
     if (status == KB_CLI_OK && o->common.compare) status = run_other(o, c->p, &k);
-    if (status == KB_CLI_OK) status = report(c, d, o, cs, o->n_cases, k.cs ? &k : NULL);
+    if (status == KB_CLI_OK) status = report(c, d, o, cs, o->n_cases, k.cs ? &k : NULL, &t);
+    free(t.bytes), free(t.busy_ps);
     cases_fini(cs, o->n_cases);
     cases_fini(k.cs, o->n_cases);
     return status;
@@ -472,6 +534,11 @@ static int probe_main(int argc, char **argv, kb__report *point)
     if (!rc && o.common.help) kb__opt_help(stdout, &kb__cli_probe_spec);
     kb__device *d = NULL;
     kb__topo_params p;
+    kb__err err = {0};
+    if (!rc && !o.common.help && o.report && kb__report_check_path(o.report, &err)) {
+        fprintf(stderr, "kernbench probe: --report: %s\n", err.msg);
+        rc = KB_CLI_USAGE;
+    }
     if (!rc && !o.common.help) rc = open_device(&o, &p, &d);
     if (!rc && !o.common.help) rc = kb__cli_check_compare(&o.common, &p);
     if (!rc && !o.common.help) {

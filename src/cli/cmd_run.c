@@ -17,6 +17,9 @@
 #include "cli/options.h"
 #include "cli/progress.h"
 #include "kernbench/bench.h"
+#include "report/html.h"
+#include "report/timeline.h"
+#include "runtime/observe.h"
 
 #define N_BUSIEST 5
 
@@ -26,7 +29,8 @@ typedef struct run_opts {
     kb_bench_opts bopts;
     int device; /* -1 all */
     int no_data;
-    const char *trace; /* --trace FILE, or NULL */
+    const char *trace;  /* --trace FILE, or NULL */
+    const char *report; /* --report FILE.html, or NULL */
 } run_opts;
 
 typedef struct run_out {
@@ -70,6 +74,10 @@ static const kb__opt_spec run_table[] = {
      "Chrome / Perfetto trace of the run to FILE: every PE op and\nprogram, every launch and "
      "collective, link and memory use",
      NULL},
+    {"report", KB__ARG_REQ, 0, "FILE", NULL,
+     "a self-contained HTML report (docs/web.md): the machine with\nits links coloured by use, "
+     "the figures, unit heat map, timeline",
+     NULL},
     {"no-data", KB__ARG_NONE, 0, NULL, NULL,
      "timing only: same simulated steps, results not checked", NULL},
     KB__OPTSPEC_HELP,
@@ -99,6 +107,7 @@ static int parse_args(run_opts *o, kb__opt_vals *a, int argc, char **argv)
     kb__cli_opts_get(&o->common, a);
     o->bench = kb__opt_get(a, "bench");
     o->trace = kb__opt_get(a, "trace");
+    o->report = kb__opt_get(a, "report");
     o->no_data = kb__opt_given(a, "no-data") > 0;
     const char *const *kv;
     size_t n = kb__opt_all(a, "opt", &kv);
@@ -383,11 +392,44 @@ typedef struct run_call {
 static void print_compare(const run_opts *ro, const run_out *o);
 static void record_compare(kb__report *rec, const run_opts *ro, const run_out *o);
 
-static int report(const run_call *c, const run_opts *ro, const run_out *o)
+/* Writes --report: the record (as --json writes it), the machine graph,
+ * the counters of the measured region and the timeline tl recorded. */
+static int write_html(const run_opts *ro, const run_out *o, kb_machine *m, const kb__tl *tl,
+                      const kb__report *rec)
+{
+    char *json = kb__report_text(rec, 0), title[160];
+    size_t nl = kb__rt_link_count(m), nu = (size_t)kb__rt_pe_count(m) * 3;
+    uint64_t *lb = calloc(nl + 1, sizeof *lb), *lbusy = calloc(nl + 1, sizeof *lbusy);
+    uint64_t *ub = calloc(nu + 1, sizeof *ub);
+    kb__err err = {0};
+    int rc = kb__err_set(&err, KB_ENOMEM, "%s: out of host memory", ro->report);
+    if (json && lb && lbusy && ub && kb__tl_region(tl, lb, lbusy, ub)) {
+        snprintf(title, sizeof title, "kernbench run: %s", o->b->name);
+        kb__html_in in = {.kind = "run",
+                          .title = title,
+                          .topo = kb__rt_topo(m),
+                          .link_bytes = lb,
+                          .link_busy_ps = lbusy,
+                          .span_ps = kb_bench_sim_ps(&o->r),
+                          .unit_busy_ps = ub,
+                          .dma_channels = kb__rt_dma_channels(m),
+                          .timeline = tl,
+                          .record = json,
+                          .record_len = strlen(json)};
+        rc = kb__html_write(ro->report, &in, &err);
+    }
+    free(json), free(lb), free(lbusy), free(ub);
+    if (!rc) return KB_CLI_OK;
+    fprintf(stderr, "kernbench run: --report: %s\n", err.msg);
+    return KB_CLI_FAIL;
+}
+
+static int report(const run_call *c, const run_opts *ro, const run_out *o, kb_machine *m,
+                  const kb__tl *tl)
 {
     if (!c->point && !kb__cli_json_stdout(&ro->common)) print_text(ro, o);
     if (!c->point && !kb__cli_json_stdout(&ro->common) && ro->common.compare) print_compare(ro, o);
-    if (!c->point && !ro->common.json) return KB_CLI_OK;
+    if (!c->point && !ro->common.json && !tl) return KB_CLI_OK;
     kb__ccl_config *ccl;
     int status = kb__cli_load_ccl(&ro->common, &ccl);
     if (status) return status;
@@ -396,7 +438,8 @@ static int report(const run_call *c, const run_opts *ro, const run_out *o)
     kb__ccl_config_destroy(ccl);
     record(r, ro, o);
     if (ro->common.compare) record_compare(r, ro, o);
-    status = c->point ? KB_CLI_OK : kb__cli_record_write(&ro->common, r);
+    if (!c->point && ro->common.json) status = kb__cli_record_write(&ro->common, r);
+    if (!status && tl) status = write_html(ro, o, m, tl, r);
     if (!c->point) kb__report_fini(r);
     return status;
 }
@@ -499,30 +542,36 @@ static int run_bench(const run_call *c, run_opts *ro, kb_machine *m, run_out *o)
         fprintf(stderr, "kernbench run: --trace: %s\n", kb_last_error(m));
         return KB_CLI_USAGE;
     }
+    kb__tl *tl = NULL;
+    if (ro->report && !(tl = kb__tl_create(m))) {
+        fprintf(stderr, "kernbench run: --report: out of host memory\n");
+        return KB_CLI_FAIL;
+    }
     char what[96];
     snprintf(what, sizeof what, "kernbench run: %s", o->b->name);
     kb__cli_progress line;
-    kb__cli_progress_start(&line, c->point ? NULL : m, what);
+    kb__cli_progress_start_with(&line, c->point && !tl ? NULL : m, what,
+                                tl ? kb__tl_on_progress : NULL, tl);
     double t0 = kb__cli_wall_s();
     int rc = kb_bench_run(m, o->b, &ro->bopts, ro->no_data, &o->r);
     o->wall_s = kb__cli_wall_s() - t0;
     kb__cli_progress_end(&line);
+    int status = KB_CLI_OK;
     if (ro->trace && kb_trace_stop(m) && !rc) {
         fprintf(stderr, "kernbench run: --trace: %s\n", kb_last_error(m));
-        return KB_CLI_FAIL;
-    }
-    if (rc) {
-        if (o->r.usage_error)
-            return kb__opt_usage(&kb__cli_run_spec, "bench %s: %s", o->b->name, o->r.error);
+        status = KB_CLI_FAIL;
+    } else if (rc && o->r.usage_error) {
+        status = kb__opt_usage(&kb__cli_run_spec, "bench %s: %s", o->b->name, o->r.error);
+    } else if (rc) {
         fprintf(stderr, "kernbench run: bench %s%s%s%s: %s\n", o->b->name,
                 ro->common.compare ? " (under the " : "",
                 ro->common.compare ? kb__cli_model_name(&o->p) : "",
                 ro->common.compare ? " fabric model)" : "", o->r.error);
-        return KB_CLI_FAIL;
+        status = KB_CLI_FAIL;
     }
-    int status = ro->common.compare ? run_compare(ro, o) : KB_CLI_OK;
-    if (status) return status;
-    status = report(c, ro, o);
+    if (!status && ro->common.compare) status = run_compare(ro, o);
+    if (!status) status = report(c, ro, o, m, tl);
+    kb__tl_destroy(tl);
     if (status) return status;
     return kb_bench_passed(&o->r) ? KB_CLI_OK : KB_CLI_FAIL;
 }
@@ -533,6 +582,16 @@ static void print_bench_opts(const kb_bench *b)
     if (!b->n_opts) printf("  none\n");
     for (int i = 0; i < b->n_opts; i++)
         printf("  %-12s %-8s %s\n", b->opts[i].key, b->opts[i].def, b->opts[i].help);
+}
+
+/* Checks before anything runs that --report's file can be written (a
+ * usage error), leaving no file behind. */
+static int check_report_path(const run_opts *ro)
+{
+    kb__err err = {0};
+    if (!ro->report || !kb__report_check_path(ro->report, &err)) return KB_CLI_OK;
+    fprintf(stderr, "kernbench run: --report: %s\n", err.msg);
+    return KB_CLI_USAGE;
 }
 
 static int run_main(int argc, char **argv, kb__report *point)
@@ -552,6 +611,7 @@ static int run_main(int argc, char **argv, kb__report *point)
         kb__opt_help(stdout, &kb__cli_run_spec);
         print_bench_opts(o->b);
     }
+    if (!rc && !ro.common.help) rc = check_report_path(&ro);
     if (!rc && !ro.common.help) rc = open_machine(&ro, &m, o, NULL);
     if (!rc && !ro.common.help) rc = kb__cli_check_compare(&ro.common, &o->p);
     if (!rc && !ro.common.help) {

@@ -15,6 +15,8 @@
 #define EVERY_S      0.25
 /* simulation events between looks at the wall clock (a few ms of work) */
 #define EVENTS_PER_LOOK (1u << 16)
+/* events between calls when a sampler is chained (its own spacing is coarser) */
+#define EVENTS_PER_SAMPLE (1u << 8)
 
 static double wall_s(void)
 {
@@ -26,6 +28,8 @@ static double wall_s(void)
 static void on_progress(void *user, uint64_t now_ps, uint64_t events)
 {
     kb__cli_progress *p = user;
+    if (p->also) p->also(p->also_user, now_ps, events);
+    if (!p->tty) return;
     double t = wall_s() - p->t0;
     if (t < SHOW_AFTER_S || t - p->last < EVERY_S) return;
     p->last = t;
@@ -35,13 +39,20 @@ static void on_progress(void *user, uint64_t now_ps, uint64_t events)
     fflush(stderr);
 }
 
-void kb__cli_progress_start(kb__cli_progress *p, kb_machine *m, const char *what)
+void kb__cli_progress_start_with(kb__cli_progress *p, kb_machine *m, const char *what,
+                                 kb_progress_fn also, void *user)
 {
-    *p = (kb__cli_progress){.what = what};
-    if (!m || !isatty(STDERR_FILENO)) return;
+    *p = (kb__cli_progress){.what = what, .also = also, .also_user = user};
+    p->tty = isatty(STDERR_FILENO);
+    if (!m || (!p->tty && !also)) return;
     p->m = m;
     p->t0 = wall_s();
-    kb_set_progress(m, on_progress, p, EVENTS_PER_LOOK);
+    kb_set_progress(m, on_progress, p, also ? EVENTS_PER_SAMPLE : EVENTS_PER_LOOK);
+}
+
+void kb__cli_progress_start(kb__cli_progress *p, kb_machine *m, const char *what)
+{
+    kb__cli_progress_start_with(p, m, what, NULL, NULL);
 }
 
 void kb__cli_progress_end(kb__cli_progress *p)

@@ -119,6 +119,8 @@ struct kb_machine {
     uint64_t next_launch_id;     /* serial of the next launch, from 1 (kb__rt_launch_id) */
     kb__rt_group_ext layers[KB__RT_EXT_MAX]; /* layers' machine state (ranks.h): ccl's */
     struct kb__rt_trace *trace;              /* kb_trace_start's file, or NULL (trace.c) */
+    void (*measure_fn)(void *user, kb_machine *m, int end); /* observe.c, or NULL */
+    void *measure_user;
 };
 
 /* ---- machine.c: opening, machine tags ---------------------------------------- */
