@@ -123,6 +123,7 @@ static int build_dmas(kb__device *d, kb__err *err)
                                        pe);
                 e->node = (uint32_t)node;
                 e->channels = last ? t->params.cube.m_cpu_dma_channels : t->params.pe.dma_channels;
+                e->bw_gbs = last ? 0.0 : t->params.pe.dma_bw_gbs;
             }
     return 0;
 }

@@ -45,6 +45,8 @@ typedef void (*kb__xfer_fn)(kb__sim *sim, kb__xfer *x);
 typedef struct kb__pe_dma {
     uint32_t node;                   /* fabric node id of pe_dma (or m_dma) */
     uint32_t channels;               /* capacity */
+    double bw_gbs;                   /* per channel: a transfer takes >= bytes / bw_gbs after
+                                        its set-up (0: no bound, the m_cpu's DMA) */
     uint32_t busy;                   /* channels in use */
     kb__xfer *wait_head, *wait_tail; /* FIFO of operations waiting for a channel */
     kb__route_memo routes;           /* of its PeXfers (pe_xfer.c) */

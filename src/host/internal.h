@@ -67,6 +67,7 @@ struct kb__xfer {
     kb__pe_dma *dma;
     kb__xfer *wait_next;
     kb__time extra_setup_ps; /* PeXfer: address translation, added to the set-up */
+    kb__time t_go;           /* when the set-up ended and the first request left */
     kb__mem_run *runs;       /* PeXfer: every run, grouped per memory (segment) */
     uint32_t pending_segs;   /* PeXfer: segments not yet acknowledged (PeDma: 0) */
     kb__xfer_fn on_finish;   /* optional, runs after completion (may free x) */

@@ -15,7 +15,9 @@
  *          io_cpu -> m_cpu per cube; m_cpu dispatch + the cube's work; ack
  *          m_cpu -> io_cpu; io_cpu dispatch; ack io_cpu -> host.
  *   DMA:   wait for a DMA channel (FIFO); set-up; request pe_dma -> source;
- *          data source -> pe_dma -> destination; ack destination -> pe_dma.
+ *          data source -> pe_dma -> destination; ack destination -> pe_dma;
+ *          the channel is held at least bytes / pe.dma.bw_gbs after the
+ *          set-up (the engine's own rate: a channel moves no faster).
  *          A PeXfer (pe_xfer.c) does this for each of its segments at once
  *          after one set-up (plus its translation time) and releases the
  *          channel when the last segment is acknowledged.
@@ -181,9 +183,23 @@ static void host_go(kb__sim *sim, void *arg, uint64_t data)
 static void dma_go(kb__sim *sim, void *arg, uint64_t data)
 {
     kb__xfer *x = arg;
+    x->t_go = kb__sim_now(sim);
     for (uint32_t i = 0; i < x->n_segs; i++)
         kb__fab_send(sim, &x->segs[i].req);
 }
+
+/* The earliest the channel of x may be released: bytes / bw after the
+ * set-up (no bound without an engine bandwidth). */
+static kb__time dma_floor(const kb__xfer *x)
+{
+    if (!(x->dma->bw_gbs > 0)) return 0;
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < x->n_segs; i++)
+        bytes += x->segs[i].seg.bytes;
+    return x->t_go + kb__ps_from_bytes_gbs(bytes, x->dma->bw_gbs);
+}
+
+static void dma_release(kb__sim *sim, void *arg, uint64_t data);
 
 static void dma_data_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
@@ -195,7 +211,20 @@ static void dma_acked(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
     kb__seg_op *s = m->user;
     if (s->x->pending_segs && --s->x->pending_segs) return;
-    kb__pe_dma *e = s->x->dma;
+    kb__time floor = dma_floor(s->x);
+    if (floor > kb__sim_now(sim)) { /* the engine's rate bounds this transfer */
+        kb__sim_post_at(sim, floor, dma_release, s->x, 0);
+        return;
+    }
+    dma_release(sim, s->x, 0);
+}
+
+/* Frees x's channel (the next waiting transfer takes it) and finishes x. */
+static void dma_release(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)data;
+    kb__xfer *x = arg;
+    kb__pe_dma *e = x->dma;
     e->busy--;
     if (e->wait_head) {
         kb__xfer *next = e->wait_head;
@@ -204,7 +233,7 @@ static void dma_acked(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
         e->busy++;
         kb__sim_post(sim, next->d->dma_setup_ps + next->extra_setup_ps, dma_go, next, 0);
     }
-    finish(sim, s->x);
+    finish(sim, x);
 }
 
 /* Takes a channel of x's DMA engine now, or queues x behind earlier ones. */

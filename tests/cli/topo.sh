@@ -26,7 +26,7 @@ same "$(json pe_peak_flops "$tmp/d.json")" "$(awk 'BEGIN{printf "%.17g", 2*64*64
 same "$(json system_peak_flops "$tmp/d.json")" "$(awk -v n=$((S * N * P)) 'BEGIN{printf "%.17g", 2*64*64*1.0e9*n}')"; check "system peak" $?
 same "$(json hbm_slice_gbs "$tmp/d.json")" "$(awk 'BEGIN{printf "%.17g", 256*0.8}')"; check "hbm slice bw" $?
 same "$(json hbm_system_gbs "$tmp/d.json")" "$(awk -v k=$((S * N * K)) 'BEGIN{printf "%.17g", 256*0.8*k}')"; check "hbm system bw" $?
-same "$(json hbm_slice_bytes "$tmp/d.json")" $((48000000000 / K)); check "hbm per slice" $?
+same "$(json hbm_slice_bytes "$tmp/d.json")" $((48 * 1073741824 / K)); check "hbm per slice" $?
 same "$(json tcm_usable_bytes "$tmp/d.json")" $(((16 - 4) * 1048576)); check "tcm usable" $?
 same "$(json ucie_bisection_links "$tmp/d.json")" $R; check "bisection links" $?
 same "$(json ucie_bisection_gbs_per_direction "$tmp/d.json")" $((R * 256)); check "bisection per dir" $?
@@ -60,7 +60,7 @@ check "topo table exits 0" $?
 grep -Eq '^  PEs \(world size\) +256$' "$tmp/t.txt"; check "table: PEs" $?
 grep -Eq '^  HBM bandwidth per slice +204\.8 GB/s$' "$tmp/t.txt"; check "table: hbm slice bw" $?
 grep -Eq '^  GEMM peak per PE \(f16\) +8\.192 TFLOP/s$' "$tmp/t.txt"; check "table: peak" $?
-grep -Eq '^  HBM per cube +48 GB$' "$tmp/t.txt"; check "table: hbm per cube" $?
+grep -Eq '^  HBM per cube +48 GiB$' "$tmp/t.txt"; check "table: hbm per cube" $?
 grep -Eq '^  TCM usable per PE +12 MiB$' "$tmp/t.txt"; check "table: tcm usable" $?
 
 # --- errors: bad input exits 2 with the location on stderr
