@@ -49,7 +49,9 @@ typedef struct kb__pe_dma {
                                         its set-up (0: no bound, the m_cpu's DMA) */
     uint32_t busy;                   /* channels in use */
     kb__xfer *wait_head, *wait_tail; /* FIFO of operations waiting for a channel */
-    kb__route_memo routes;           /* of its PeXfers (pe_xfer.c) */
+    /* m_dma only: a fill's cube groups waiting for a channel (FIFO) */
+    struct kb__cube_group *cwait_head, *cwait_tail;
+    kb__route_memo routes; /* of its PeXfers (pe_xfer.c) */
 } kb__pe_dma;
 
 struct kb__device {

@@ -22,13 +22,15 @@ typedef struct kb__sip_group {
     kb__fab_msg cmd, ack; /* host -> io_cpu command, io_cpu -> host reply */
 } kb__sip_group;
 
-typedef struct kb__cube_group {
+typedef struct kb__cube_group kb__cube_group;
+struct kb__cube_group {
     kb__xfer *x;
     uint32_t sipg, sip, cube, m_cpu, m_dma;
     uint32_t pending;
-    kb__time work_ps;     /* command: m_cpu work after its dispatch */
-    kb__fab_msg cmd, ack; /* io_cpu -> m_cpu, m_cpu -> io_cpu */
-} kb__cube_group;
+    kb__time work_ps;          /* command: m_cpu work after its dispatch */
+    kb__fab_msg cmd, ack;      /* io_cpu -> m_cpu, m_cpu -> io_cpu */
+    kb__cube_group *wait_next; /* fill: in the m_dma's queue for a channel */
+};
 
 typedef struct kb__seg_op {
     kb__xfer *x;

@@ -6,9 +6,11 @@
  *          ack memory -> io_cpu; when a SIP's segments are all acked,
  *          io_cpu dispatch, then ack io_cpu -> host.
  *   fill:  host dispatch; command host -> io_cpu; io_cpu dispatch; command
- *          io_cpu -> m_cpu per cube; m_cpu dispatch; data m_dma -> memory per
- *          segment; ack memory -> m_cpu; ack m_cpu -> io_cpu; io_cpu
- *          dispatch; ack io_cpu -> host.
+ *          io_cpu -> m_cpu per cube; m_cpu dispatch; the cube's part takes
+ *          one of its m_dma's cube.m_cpu.dma_channels (FIFO; held until its
+ *          segments are acknowledged); data m_dma -> memory per segment;
+ *          ack memory -> m_cpu; ack m_cpu -> io_cpu; io_cpu dispatch; ack
+ *          io_cpu -> host.
  *   read:  host dispatch; command host -> io_cpu; io_cpu dispatch; request
  *          io_cpu -> memory per segment; data memory -> host.
  *   cmd:   host dispatch; command host -> io_cpu; io_cpu dispatch; command
@@ -93,13 +95,31 @@ static void cubeg_acked(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
     sipg_child_done(sim, &c->x->sipg[c->sipg]);
 }
 
+static void fill_send(kb__sim *sim, kb__cube_group *c);
+
+/* The m_dma engine of cube group c. */
+static kb__pe_dma *m_dma_of(const kb__cube_group *c)
+{
+    return kb__device_dma(c->x->d, c->sip, c->cube, c->x->d->topo->pes_per_cube);
+}
+
 static void seg_acked(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
 {
     kb__seg_op *s = m->user;
     kb__xfer *x = s->x;
     if (x->kind == XK_FILL) {
         kb__cube_group *c = &x->cubeg[s->cubeg];
-        if (--c->pending == 0) kb__fab_send(sim, &c->ack);
+        if (--c->pending) return;
+        kb__pe_dma *e = m_dma_of(c); /* the channel goes to the next waiting fill */
+        e->busy--;
+        if (e->cwait_head) {
+            kb__cube_group *next = e->cwait_head;
+            e->cwait_head = next->wait_next;
+            if (!e->cwait_head) e->cwait_tail = NULL;
+            e->busy++;
+            fill_send(sim, next);
+        }
+        kb__fab_send(sim, &c->ack);
         return;
     }
     sipg_child_done(sim, &x->sipg[s->sipg]);
@@ -118,6 +138,13 @@ static void write_go(kb__sim *sim, void *arg, uint64_t data)
         send_data(sim, &x->segs[i]);
 }
 
+/* Sends the data of cube group c's segments (it holds an m_dma channel). */
+static void fill_send(kb__sim *sim, kb__cube_group *c)
+{
+    for (uint32_t i = 0; i < c->x->n_segs; i++)
+        if (c->x->segs[i].cubeg == (uint32_t)(c - c->x->cubeg)) send_data(sim, &c->x->segs[i]);
+}
+
 static void fill_cube(kb__sim *sim, void *arg, uint64_t data)
 {
     kb__cube_group *c = arg;
@@ -125,8 +152,18 @@ static void fill_cube(kb__sim *sim, void *arg, uint64_t data)
         kb__fab_send(sim, &c->ack);
         return;
     }
-    for (uint32_t i = 0; i < c->x->n_segs; i++)
-        if (c->x->segs[i].cubeg == (uint32_t)(c - c->x->cubeg)) send_data(sim, &c->x->segs[i]);
+    kb__pe_dma *e = m_dma_of(c);
+    if (e->busy < e->channels && !e->cwait_head) {
+        e->busy++;
+        fill_send(sim, c);
+        return;
+    }
+    c->wait_next = NULL; /* every channel busy: wait in arrival order */
+    if (e->cwait_tail)
+        e->cwait_tail->wait_next = c;
+    else
+        e->cwait_head = c;
+    e->cwait_tail = c;
 }
 
 static void cubeg_cmd_arrived(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
