@@ -85,6 +85,31 @@ int kb__ccl_cube_order(uint32_t rows, uint32_t cols, uint32_t attach, uint32_t *
 
 /* ---- neighbours ------------------------------------------------------------ */
 
+kb__ccl_tree_node kb__ccl_tree_at(uint32_t n, uint32_t r)
+{
+    uint32_t lo = 0, hi = n, depth = 0;
+    int32_t parent = -1;
+    while (lo != r) { /* the subtree [lo, hi) holds r: step into the half that does */
+        uint32_t mid = lo + 1 + (hi - lo - 1) / 2;
+        parent = (int32_t)lo, depth++;
+        if (r < mid)
+            lo = lo + 1, hi = mid;
+        else
+            lo = mid;
+    }
+    uint32_t mid = lo + 1 + (hi - lo - 1) / 2;
+    return (kb__ccl_tree_node){parent, mid > lo + 1 ? (int32_t)(lo + 1) : -1,
+                               mid < hi ? (int32_t)mid : -1, depth};
+}
+
+uint32_t kb__ccl_tree_height(uint32_t n)
+{
+    uint32_t h = 0;
+    for (; n > 1; h++) /* the right half is the larger: ceil((n - 1) / 2) */
+        n = n / 2;
+    return h;
+}
+
 static uint32_t mesh_dist(const kb__ccl_plan *pl, uint32_t a, uint32_t b)
 {
     int ax = (int)(a % pl->mesh_cols), ay = (int)(a / pl->mesh_cols);
@@ -153,11 +178,13 @@ static void fill_ports(kb__ccl_plan *pl)
             set_port(pl, (uint32_t)r, KB__CCL_N, (r + n - L) % n, "sip_prev");
             set_port(pl, (uint32_t)r, KB__CCL_S, (r + L) % n, "sip_next");
             break;
-        default:
-            set_port(pl, (uint32_t)r, KB__CCL_N, r ? (r - 1) / 2 : -1, "parent");
-            set_port(pl, (uint32_t)r, KB__CCL_W, 2 * r + 1, "left");
-            set_port(pl, (uint32_t)r, KB__CCL_E, 2 * r + 2, "right");
+        default: {
+            kb__ccl_tree_node tn = kb__ccl_tree_at((uint32_t)n, (uint32_t)r);
+            set_port(pl, (uint32_t)r, KB__CCL_N, tn.parent, "parent");
+            set_port(pl, (uint32_t)r, KB__CCL_W, tn.left, "left");
+            set_port(pl, (uint32_t)r, KB__CCL_E, tn.right, "right");
             break;
+        }
         }
     }
 }

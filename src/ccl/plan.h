@@ -16,7 +16,8 @@
  *
  *   ring_1d   W = prev (r-1), E = next (r+1), modulo the world size
  *   mesh_2d   rank r at (r / cols, r % cols) of the grid; N/E/S/W, no wrap
- *   tree      binary heap: N = parent (r-1)/2, W = left 2r+1, E = right 2r+2
+ *   tree      a binary tree of ranges (kb__ccl_tree_at): N = parent,
+ *             W = left, E = right child
  *   hierarchical  groups of L ranks, one per SIP used (rank r = g·L + l):
  *             W/E = prev/next in its group's ring (g·L + (l ∓ 1) mod L),
  *             N/S = the same l of the previous/next group (r ∓ L mod world)
@@ -99,6 +100,23 @@ void kb__ccl_plan_destroy(kb__ccl_plan *plan);
  * start at `attach` when it is a cycle. order has rows x cols entries.
  * Returns 1 when consecutive entries, last to first included, are adjacent. */
 int kb__ccl_cube_order(uint32_t rows, uint32_t cols, uint32_t attach, uint32_t *order);
+
+/* The tree topology's shape: the subtree of the ranks [lo, hi) has root lo,
+ * its left subtree the ranks [lo + 1, mid), its right [mid, hi), mid = lo +
+ * 1 + (hi - lo - 1) / 2. Every subtree is a range of consecutive ranks, so
+ * (ranks being in placement order) a subtree stays inside a cube, a SIP,
+ * as far as its size allows, and one edge crosses each boundary a range
+ * straddles: on the default machine one tree edge crosses the SIP link
+ * (a binary heap, parent (r - 1) / 2, had 64). */
+typedef struct kb__ccl_tree_node {
+    int32_t parent, left, right; /* ranks, -1 for none */
+    uint32_t depth;              /* edges from the root (rank 0) */
+} kb__ccl_tree_node;
+
+/* Rank r's place in the tree of n ranks. O(log n). */
+kb__ccl_tree_node kb__ccl_tree_at(uint32_t n, uint32_t r);
+/* The deepest rank's depth in the tree of n ranks. O(log n). */
+uint32_t kb__ccl_tree_height(uint32_t n);
 
 /* Rank running on loc, or -1. O(world size). */
 int32_t kb__ccl_plan_rank_at(const kb__ccl_plan *plan, kb__ccl_loc loc);

@@ -153,6 +153,42 @@ Test(ccl_plan, tree_parent_and_children_are_symmetric)
     kb__ccl_config_destroy(c);
 }
 
+/* The tree's shape built top-down from its definition (docs/ccl.md): the
+ * subtree of ranks [lo, hi) has root lo, left [lo + 1, mid), right [mid,
+ * hi), mid = lo + 1 + (hi - lo - 1) / 2. par[r] := parent, dep[r] :=
+ * depth. */
+static void range_tree(int lo, int hi, int parent, int depth, int *par, int *dep)
+{
+    if (lo >= hi) return;
+    par[lo] = parent, dep[lo] = depth;
+    int mid = lo + 1 + (hi - lo - 1) / 2;
+    range_tree(lo + 1, mid, lo, depth + 1, par, dep);
+    range_tree(mid, hi, lo, depth + 1, par, dep);
+}
+
+Test(ccl_plan, tree_is_the_range_tree_and_crosses_the_sip_link_once)
+{
+    kb__topo_params p;
+    kb__topo_params_default(&p);
+    kb__ccl_config *c = cfg();
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        kb__ccl_plan *pl = plan_for(c, &p, 2, sizes[i]);
+        int par[256], dep[256], height = 0, cross_sip = 0;
+        range_tree(0, (int)sizes[i], -1, 0, par, dep);
+        for (uint32_t r = 0; r < sizes[i]; r++) {
+            cr_assert_eq(peer(pl, r, KB__CCL_N), par[r], "%u ranks: rank %u", sizes[i], r);
+            cr_assert_eq(kb__ccl_tree_at(sizes[i], r).depth, (uint32_t)dep[r]);
+            height = dep[r] > height ? dep[r] : height;
+            cross_sip += par[r] >= 0 && pl->loc[r].sip != pl->loc[par[r]].sip;
+        }
+        cr_assert_eq(kb__ccl_tree_height(sizes[i]), (uint32_t)height);
+        cr_assert_eq(cross_sip, sizes[i] > 128 ? 1 : 0, "%u ranks: %d tree edges cross SIPs",
+                     sizes[i], cross_sip);
+        kb__ccl_plan_destroy(pl);
+    }
+    kb__ccl_config_destroy(c);
+}
+
 static uint32_t dist(const kb__topo_params *p, uint32_t a, uint32_t b)
 {
     uint32_t C = p->sip.mesh_cols;
@@ -232,8 +268,12 @@ Test(ccl_plan, install_message_has_a_header_and_one_entry_per_used_port)
     kb__ccl_plan *pl = plan_for(c, &p, 2, 16); /* tree: 1..3 ports per rank */
     uint64_t total = 0;
     uint8_t buf[256];
+    int par[16], dep[16];
+    range_tree(0, 16, -1, 0, par, dep);
     for (uint32_t r = 0; r < 16; r++) {
-        uint32_t used = (r > 0) + (2 * r + 1 < 16) + (2 * r + 2 < 16);
+        uint32_t used = r > 0;
+        for (uint32_t q = 0; q < 16; q++)
+            used += par[q] == (int)r;
         size_t want = KB__CCL_INSTALL_HEADER_BYTES + used * KB__CCL_INSTALL_PORT_BYTES;
         cr_assert_eq(kb__ccl_install_bytes(pl, r), want);
         cr_assert_eq(kb__ccl_install_encode(pl, r, buf, sizeof buf), want);
@@ -246,7 +286,7 @@ Test(ccl_plan, install_message_has_a_header_and_one_entry_per_used_port)
         if (r > 0) { /* the first entry is the parent on port N */
             const uint8_t *e = buf + KB__CCL_INSTALL_HEADER_BYTES;
             cr_assert_eq(e[0], KB__CCL_N);
-            cr_assert_eq(e[4] | e[5] << 8, (r - 1) / 2);
+            cr_assert_eq(e[4] | e[5] << 8, par[r]);
         }
         total += want;
     }

@@ -1,27 +1,50 @@
 /*
  * mesh_tree.c — all-reduce over a mesh_2d plan (rows, then column 0) and
- * over a tree plan (binary heap), piece by piece.
+ * over a tree plan (a binary tree of rank ranges), pipelined piece by piece.
  *
- * Both reduce toward one rank and broadcast the finished value back the
- * same way, so every rank stores the bits the root made. A message is at
- * most one ring's worth of payload (the runner caps s->piece): a rank has
- * at most one unconsumed message in each neighbour's ring, so sends never
- * wait on a rank that waits on them, with any slot count.
+ * Both are a reduction tree and a broadcast down the same tree, so every
+ * rank stores the bits the root made. The mesh's tree: rank (i, j) of the
+ * R x C grid has parent W (j > 0) or N (j = 0, i > 0), children E and, in
+ * column 0, S; the root is (0, 0). The tree plan's: the binary tree of
+ * ranges of ccl/plan.h (kb__ccl_tree_at), parent, LEFT, RIGHT.
  *
- * mesh_allreduce, rank r at (r / C, r % C) of the R x C grid:
- *   row reduce   v = own; v = v op (from E); send W      (column 0 keeps v)
- *   col reduce   column 0: v = v op (from S); send N     ((0, 0) finishes v)
- *   col bcast    column 0: v = from N; send S
- *   row bcast    v = from W; send E; store v
- * Order of a row's partial: own op (the partial of the ranks east of it),
- * so element e of row i is x_{i,0} op (x_{i,1} op (... op x_{i,C-1})), and
- * column 0 combines the rows the same way from the south.
+ * The stream, for pieces j = 0, 1, ... of at most s->piece elements:
  *
- * tree_allreduce (heap: parent (r-1)/2, children 2r+1, 2r+2):
- *   v = own; v = v op (from LEFT); v = v op (from RIGHT); send PARENT;
- *   v = from PARENT (the root finishes v instead); send LEFT, RIGHT; store.
+ *   up    post the receives of piece j + lag from the children;
+ *         v = own piece j; v = v op (j from each child, in order);
+ *         a rank with a parent posts the receive of the finished piece j
+ *         (tl_recv_async) and sends v to it; the root finishes v (avg
+ *         divides), stores it and sends it to its children
+ *   down  for piece j - lag: wait for it, store it, send it to the children
+ *
+ * so pieces climb and descend the tree at once, each link carrying every
+ * piece once each way (NCCL's tree does the same). Order of a value: own
+ * op (child 0's partial) op (child 1's partial): a mesh row folds east to
+ * west, column 0 south to north; the tree own, left subtree, right.
+ *
+ * Deadlock-free with any slot count: a rank posts the receive of piece j
+ * from its parent before it sends piece j up, and its parent sends piece j
+ * down only after receiving it, so a down send always finds a receive
+ * pending and drains; up sends wait only on the parent's up step, and the
+ * root never waits on a down piece, so by induction from the root every
+ * wait ends. A rank keeps at most lag + 1 posted receives per neighbour
+ * (TCM tiles); receives posted ahead let a child stream its pieces up
+ * without waiting for its parent to reach each one.
  */
 #include "ccl/algorithms/algorithms.h"
+
+#include <stdlib.h>
+
+#include "ccl/plan.h"
+
+/* Ticks a piece has for each hop up and down (see tree_stream). */
+#define TREE_SLACK 2
+
+typedef struct tree_shape {
+    int parent;      /* port to the parent, -1 at the root */
+    int child[2], n; /* ports to the children, in combine order */
+    int depth, max;  /* this rank's depth (root 0), the tree's deepest */
+} tree_shape;
 
 static void grid_shape(int n, int *rows, int *cols)
 {
@@ -32,85 +55,114 @@ static void grid_shape(int n, int *rows, int *cols)
     *cols = n / r;
 }
 
-/* v op (message from dir); frees both inputs. */
-static tl_tile fold(tl_ctx *k, const kb_ccl_sched *s, tl_tile v, int dir, int64_t len)
-{
-    tl_tile got = tl_recv(k, dir, 1, &len, s->dtype);
-    tl_tile w = kb__ccl_combine(k, s->op, v, got);
-    tl_free(k, v);
-    tl_free(k, got);
-    return w;
-}
-
-/* Replaces v by the message from dir. */
-static tl_tile take(tl_ctx *k, const kb_ccl_sched *s, tl_tile v, int dir, int64_t len)
-{
-    tl_free(k, v);
-    return tl_recv(k, dir, 1, &len, s->dtype);
-}
-
-static void mesh_piece(tl_ctx *k, const kb_ccl_sched *s, tl_tensor *buf, int64_t a, int64_t len)
+static tree_shape mesh_tree(tl_ctx *k, const kb_ccl_sched *s)
 {
     int rows, cols;
     grid_shape((int)s->world, &rows, &cols);
     int r = tl_rank(k), row = r / cols, col = r % cols;
-    tl_tile v = kb__ccl_load(k, buf, a, len);
-    if (col + 1 < cols) v = fold(k, s, v, TL_DIR_E, len);
-    if (col > 0) {
-        tl_send(k, TL_DIR_W, v);
-        v = take(k, s, v, TL_DIR_W, len);
-    } else {
-        if (row + 1 < rows) v = fold(k, s, v, TL_DIR_S, len);
-        if (row > 0) {
-            tl_send(k, TL_DIR_N, v);
-            v = take(k, s, v, TL_DIR_N, len);
-        } else {
-            v = kb__ccl_finish(k, s, v);
-        }
-        if (row + 1 < rows) tl_send(k, TL_DIR_S, v);
-    }
-    if (col + 1 < cols) tl_send(k, TL_DIR_E, v);
-    kb__ccl_store(k, buf, a, len, v);
-    tl_free(k, v);
+    tree_shape t = {col > 0   ? TL_DIR_W
+                    : row > 0 ? TL_DIR_N
+                              : -1,
+                    {0, 0},
+                    0,
+                    row + col,
+                    rows - 1 + cols - 1};
+    if (col + 1 < cols) t.child[t.n++] = TL_DIR_E;
+    if (col == 0 && row + 1 < rows) t.child[t.n++] = TL_DIR_S;
+    return t;
 }
 
-static void tree_piece(tl_ctx *k, const kb_ccl_sched *s, tl_tensor *buf, int64_t a, int64_t len)
+static tree_shape range_tree(tl_ctx *k)
 {
-    tl_tile v = kb__ccl_load(k, buf, a, len);
-    int left = tl_has_neighbor(k, TL_DIR_LEFT), right = tl_has_neighbor(k, TL_DIR_RIGHT);
-    if (left) v = fold(k, s, v, TL_DIR_LEFT, len);
-    if (right) v = fold(k, s, v, TL_DIR_RIGHT, len);
-    if (tl_has_neighbor(k, TL_DIR_PARENT)) {
-        tl_send(k, TL_DIR_PARENT, v);
-        v = take(k, s, v, TL_DIR_PARENT, len);
-    } else {
-        v = kb__ccl_finish(k, s, v);
-    }
-    if (left) tl_send(k, TL_DIR_LEFT, v);
-    if (right) tl_send(k, TL_DIR_RIGHT, v);
-    kb__ccl_store(k, buf, a, len, v);
+    uint32_t n = tl_ccl_sched(k)->world;
+    kb__ccl_tree_node me = kb__ccl_tree_at(n, (uint32_t)tl_rank(k));
+    tree_shape t = {
+        me.parent >= 0 ? TL_DIR_PARENT : -1, {0, 0}, 0, (int)me.depth, (int)kb__ccl_tree_height(n)};
+    if (tl_has_neighbor(k, TL_DIR_LEFT)) t.child[t.n++] = TL_DIR_LEFT;
+    if (tl_has_neighbor(k, TL_DIR_RIGHT)) t.child[t.n++] = TL_DIR_RIGHT;
+    return t;
+}
+
+static int64_t piece_len(const kb_ccl_sched *s, int64_t j)
+{
+    int64_t a = j * s->piece;
+    return s->elems - a < s->piece ? s->elems - a : s->piece;
+}
+
+/* Stores piece j's finished value v, sends it to the children, frees it. */
+static void descend(tl_ctx *k, const kb_ccl_sched *s, const tree_shape *t, tl_tensor *buf,
+                    int64_t j, tl_tile v)
+{
+    kb__ccl_store(k, buf, j * s->piece, piece_len(s, j), v);
+    for (int c = 0; c < t->n; c++)
+        tl_send(k, t->child[c], v);
     tl_free(k, v);
 }
 
-typedef void (*piece_fn)(tl_ctx *k, const kb_ccl_sched *s, tl_tensor *buf, int64_t a, int64_t len);
+/* Posts the receives of piece j from every child into up[j % q]. */
+static void post_up(tl_ctx *k, const kb_ccl_sched *s, const tree_shape *t, int64_t j, int64_t q,
+                    tl_recv_handle (*up)[2])
+{
+    int64_t len = piece_len(s, j);
+    for (int c = 0; c < t->n; c++)
+        up[j % q][c] = tl_recv_async(k, t->child[c], 1, &len, s->dtype);
+}
 
-/* Runs the whole buffer through f, one piece of at most s->piece elements at
- * a time (each piece is a complete all-reduce of its elements). */
-static void each_piece(tl_ctx *k, piece_fn f)
+static void tree_stream(tl_ctx *k, const tree_shape *t)
 {
     const kb_ccl_sched *s = tl_ccl_sched(k);
     tl_tensor *buf = tl_arg_tensor(k, 0);
     if (s->world < 2) return;
-    for (int64_t a = 0; a < s->elems; a += s->piece)
-        f(k, s, buf, a, s->elems - a < s->piece ? s->elems - a : s->piece);
+    int64_t pieces = tl_cdiv(s->elems, s->piece), ahead = TREE_SLACK + 1, qu = ahead + 1;
+    /* ticks: piece u goes up at tick u + up_off, comes down at d + down_off */
+    int64_t up_off = (int64_t)TREE_SLACK * (t->max - t->depth);
+    int64_t down_off = (int64_t)TREE_SLACK * (t->max + t->depth);
+    /* down receives in flight (TCM tiles), within the window beside the
+     * children's receives and the two pieces being worked on */
+    int64_t room = s->window - t->n * qu - 2, qd = down_off - up_off + 1;
+    if (qd > room) qd = room > 1 ? room : 1;
+    down_off = up_off + qd - 1;
+    tl_recv_handle *down = malloc((size_t)qd * sizeof *down),
+                   (*up)[2] = malloc((size_t)qu * sizeof *up);
+    for (int64_t j = 0; j < ahead && j < pieces; j++)
+        post_up(k, s, t, j, qu, up);
+    int64_t end = pieces + (t->parent < 0 ? up_off : down_off);
+    for (int64_t tick = 0; tick < end; tick++) {
+        int64_t u = tick - up_off, d = tick - down_off;
+        if (u >= 0 && u < pieces) {
+            int64_t len = piece_len(s, u);
+            if (u + ahead < pieces) post_up(k, s, t, u + ahead, qu, up);
+            tl_tile v = kb__ccl_load(k, buf, u * s->piece, len);
+            for (int c = 0; c < t->n; c++) {
+                tl_tile got = tl_wait(k, up[u % qu][c]);
+                tl_tile w = kb__ccl_combine(k, s->op, v, got);
+                tl_free(k, v);
+                tl_free(k, got);
+                v = w;
+            }
+            if (t->parent < 0) {
+                descend(k, s, t, buf, u, kb__ccl_finish(k, s, v));
+            } else {
+                down[u % qd] = tl_recv_async(k, t->parent, 1, &len, s->dtype);
+                tl_send(k, t->parent, v);
+                tl_free(k, v);
+            }
+        }
+        if (t->parent >= 0 && d >= 0 && d < pieces)
+            descend(k, s, t, buf, d, tl_wait(k, down[d % qd]));
+    }
+    free(down);
+    free(up);
 }
 
 void kb__ccl_mesh_allreduce(tl_ctx *k)
 {
-    each_piece(k, mesh_piece);
+    tree_shape t = mesh_tree(k, tl_ccl_sched(k));
+    tree_stream(k, &t);
 }
 
 void kb__ccl_tree_allreduce(tl_ctx *k)
 {
-    each_piece(k, tree_piece);
+    tree_shape t = range_tree(k);
+    tree_stream(k, &t);
 }
