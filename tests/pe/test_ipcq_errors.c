@@ -243,8 +243,13 @@ Test(ipcq_errors, has_neighbor_follows_the_tree)
     int out[5] = {0};
     kb__err e;
     cr_assert_eq(qm_run(&m, "nb", neighbours, out, &e, NULL), 0, "%s", e.msg);
+    /* the tree of ranges over 5 ranks (docs/ccl.md): the subtree [lo, hi) has
+     * root lo, left [lo + 1, mid), right [mid, hi), mid = lo + 1 + (hi - lo -
+     * 1) / 2; so 0 has left 1 ([1, 3)) and right 3 ([3, 5)), 1 only a right
+     * child (2), 3 only a right child (4). Bits: parent 1, left 2, right 4. */
+    static const int wants[5] = {2 | 4, 1 | 4, 1, 1 | 4, 1};
     for (int r = 0; r < 5; r++) {
-        int want = (r > 0) | (2 * r + 1 < 5) << 1 | (2 * r + 2 < 5) << 2;
+        int want = wants[r];
         cr_assert_eq(out[r], want, "rank %d: %d, want %d", r, out[r], want);
     }
     qm_fini(&m);
