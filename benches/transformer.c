@@ -6,12 +6,22 @@
  * option. Presets give published layer shapes (llama2-7b, llama3-8b,
  * gpt3-175b at a reduced sequence); every shape option overrides them.
  *
- * Every rank builds `layers` blocks from the same deterministic host
+ * Pipeline parallelism (pp > 1): host ranks [s · tp · dp, (s + 1) · tp ·
+ * dp) are stage s, holding layers / pp consecutive blocks; `micro_batches`
+ * micro-batches (each the same input) go through the stages in order, GPipe's
+ * forward: a stage receives each from the rank at its place in the stage
+ * before (kb_recv), runs its blocks and sends the result on (kb_send). No
+ * backward, so no 1F1B schedule. "step" is the whole measured region,
+ * "layer" rank 0's block forward time per block and micro-batch, "bubble"
+ * the step minus micro_batches × rank 0's stage time (waiting and the
+ * transfers between stages).
+ *
+ * Every rank builds its stage's blocks from the same deterministic host
  * weights (one set, shared by the layers) and gets the same input; with
  * --no-data the weights are zeros and nothing is read back. A first pass
  * through the layers warms up (it installs the collectives' queues on each
  * set of PEs) unless warmup=false; the measured region is the second.
- * Reported: the time per layer; each phase's time per layer on rank 0
+ * Reported: the step, the time per layer; each phase's time per layer on rank 0
  * (kb_xf_phase order: the norms, the GEMMs, the attention, the
  * collectives and residual adds) and "other", the rest of the layer
  * (creating and freeing its activations: MMU mappings through the
@@ -46,7 +56,7 @@
 
 typedef struct xf_cfg {
     kb_xf_config c;
-    int64_t tp, dp, pp, layers, pes;
+    int64_t tp, dp, pp, layers, pes, micro; /* micro: micro-batches through the pipeline */
     int warmup;
 } xf_cfg;
 
@@ -61,6 +71,7 @@ typedef struct xf_run {
     int pes;
     float *y;                          /* [world × tokens × hidden]: each rank's full y */
     uint64_t phase[KB_XF_PHASE_COUNT]; /* rank 0, summed over the measured layers */
+    uint64_t busy_ps;                  /* rank 0: its blocks' forwards, measured pass */
 } xf_run;
 
 typedef struct preset {
@@ -104,6 +115,7 @@ static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, xf_cfg 
     if (!rc) rc = kb_bench_opt_i64(o, "tp", sips, 1, (int64_t)sips * cubes * pes, &x->tp);
     if (!rc) rc = kb_bench_opt_i64(o, "dp", 1, 1, (int64_t)sips * cubes * pes, &x->dp);
     if (!rc) rc = kb_bench_opt_i64(o, "pp", 1, 1, 64, &x->pp);
+    if (!rc) rc = kb_bench_opt_i64(o, "micro_batches", x->pp, 1, 1 << 10, &x->micro);
     if (!rc) rc = kb_bench_opt_i64(o, "pes", 0, 0, (int64_t)cubes * pes, &x->pes);
     if (!rc) rc = kb_bench_opt_bool(o, "sp", 0, &c->sequence_parallel);
     if (!rc) rc = kb_bench_opt_bool(o, "rope", p->rope, &c->rope);
@@ -129,16 +141,17 @@ static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, xf_cfg 
                                    "is supported yet; training steps need the backward passes, "
                                    "which are not built",
                                    mode);
-    if (x->pp != 1)
+    if (x->layers % x->pp)
         return kb_bench_bad_option(r,
-                                   "transformer: --opt pp=%lld: pipeline stages are not supported "
-                                   "yet (pp=1)",
-                                   (long long)x->pp);
-    if (x->tp * x->dp > (int64_t)sips * cubes * pes)
+                                   "transformer: --opt layers=%lld does not divide into pp=%lld "
+                                   "stages",
+                                   (long long)x->layers, (long long)x->pp);
+    if (x->tp * x->dp * x->pp > (int64_t)sips * cubes * pes)
         return kb_bench_bad_option(r,
-                                   "transformer: tp=%lld x dp=%lld host ranks, but the machine "
-                                   "has %d PEs",
-                                   (long long)x->tp, (long long)x->dp, sips * cubes * pes);
+                                   "transformer: tp=%lld x dp=%lld x pp=%lld host ranks, but the "
+                                   "machine has %d PEs",
+                                   (long long)x->tp, (long long)x->dp, (long long)x->pp,
+                                   sips * cubes * pes);
     if (x->pes && (x->pes <= pes ? pes % x->pes : x->pes % pes))
         return kb_bench_bad_option(r,
                                    "transformer: --opt pes=%lld: expected 0 (a SIP's PEs shared by "
@@ -196,15 +209,19 @@ static int barrier_mark(kb_machine *m, int rank, void (*mark)(kb_bench_result *)
     return rc;
 }
 
-/* The layers one after the other from x; *out is the last y (x is kept). */
+/* The layers one after the other from x; *out is the last y (x is kept).
+ * busy (may be NULL) += the forwards' time, phase (may be NULL) += each
+ * phase's. */
 static int pass(kb_machine *m, kb_xf_block *blocks, int64_t layers, kb_tensor x, kb_tensor *out,
-                uint64_t *phase)
+                uint64_t *phase, uint64_t *busy)
 {
     kb_tensor cur = x;
     int rc = 0;
     for (int64_t l = 0; l < layers && !rc; l++) {
         kb_tensor y;
+        uint64_t t = kb_now_ps(m);
         rc = kb_xf_block_forward(m, &blocks[l], cur, &y);
+        if (busy) *busy += kb_now_ps(m) - t;
         if (cur.id != x.id) kb_free(m, cur);
         if (rc) return rc;
         cur = y;
@@ -215,50 +232,83 @@ static int pass(kb_machine *m, kb_xf_block *blocks, int64_t layers, kb_tensor x,
     return rc;
 }
 
+/* The micro-batches through the pipeline (GPipe's forward): stage 0 feeds
+ * x, every other stage receives from the rank at its place in the stage
+ * before (kb_recv into `in`), runs its layers and sends to the next stage
+ * (kb_send); the last stage keeps the last micro-batch's y in *out. */
+static int pipeline(kb_machine *m, const xf_cfg *c, int rank, kb_xf_block *blocks, int64_t nl,
+                    kb_tensor x, kb_tensor in, kb_tensor *out, uint64_t *phase, uint64_t *busy)
+{
+    int stride = (int)(c->tp * c->dp), stage = rank / stride, last = stage == (int)c->pp - 1;
+    int rc = 0;
+    for (int64_t k = 0; k < c->micro && !rc; k++) {
+        kb_tensor src = x, y = {0};
+        if (stage > 0) {
+            rc = kb_recv(m, in, rank - stride);
+            src = in;
+        }
+        if (!rc) rc = pass(m, blocks, nl, src, &y, phase, busy);
+        if (!rc && !last) rc = kb_send(m, y, rank + stride);
+        if (last && !rc) {
+            if (out->id) kb_free(m, *out);
+            *out = y;
+        } else if (y.id) {
+            kb_free(m, y);
+        }
+    }
+    return rc;
+}
+
 static int rank_fn(kb_machine *m, int rank, int nprocs, void *arg)
 {
     (void)nprocs;
     xf_run *u = arg;
     const xf_cfg *c = u->c;
     const xf_host *h = u->h;
-    int no_data = u->r->no_data;
+    int no_data = u->r->no_data, stride = (int)(c->tp * c->dp), stage = rank / stride;
+    int64_t nl = c->layers / c->pp; /* this stage's layers */
     kb_xf_weights w = {h->g1, h->b1, h->wq, h->wk, h->wv, h->wo, h->g2, h->b2, h->wg, h->wu, h->wd};
-    kb_xf_block *blocks = calloc((size_t)c->layers, sizeof *blocks);
-    kb_tensor x = {0}, y = {0};
+    kb_xf_block *blocks = calloc((size_t)nl, sizeof *blocks);
+    kb_tensor x = {0}, in = {0}, y = {0};
     if (!blocks) return KB_ENOMEM;
     int rc = kb_init_process_group(m, "ahbm");
     if (!rc) rc = kb_tp_initialize_model_parallel(m, (int)c->tp);
     if (!rc) rc = kb_tp_set_pes_per_rank(m, (int)c->pes);
     if (!rc && rank == 0) rc = kb_tp_get_pes_per_rank(m, &u->pes);
-    for (int64_t l = 0; l < c->layers && !rc; l++) {
+    for (int64_t l = 0; l < nl && !rc; l++) {
         char name[32];
-        snprintf(name, sizeof name, "layer%lld", (long long)l);
+        snprintf(name, sizeof name, "layer%lld", (long long)(stage * nl + l));
         rc = kb_xf_block_create(m, &blocks[l], name, &c->c, no_data ? NULL : &w);
     }
     kb_policy p;
     int64_t rows = 0, H = c->c.hidden, T = c->c.seq * c->c.micro_batch;
     if (!rc) rc = kb_xf_input_policy(m, &blocks[0], &p, &rows);
     if (!rc) rc = kb_empty(m, "x", 2, (int64_t[]){rows, H}, c->c.dtype, &p, &x);
+    if (!rc && stage > 0) rc = kb_empty(m, "x.recv", 2, (int64_t[]){rows, H}, c->c.dtype, &p, &in);
     int tp_rank = rank % (int)c->tp;
     int64_t row0 = c->c.sequence_parallel ? tp_rank * rows : 0;
     if (!rc && !no_data)
         rc = kb_copy_from_host(m, x, h->x + row0 * H, (size_t)(rows * H) * sizeof(float), KB_F32);
-    if (!rc && c->warmup) {
-        rc = pass(m, blocks, c->layers, x, &y, NULL);
-        if (y.id) kb_free(m, y);
-        y = (kb_tensor){0};
+    if (!rc && c->warmup) { /* one micro-batch through every stage */
+        xf_cfg one = *c;
+        one.micro = 1;
+        rc = pipeline(m, &one, rank, blocks, nl, x, in, &y, NULL, NULL);
     }
     if (!rc) rc = barrier_mark(m, rank, kb_bench_measure_begin, u->r);
-    if (!rc) rc = pass(m, blocks, c->layers, x, &y, rank == 0 ? u->phase : NULL);
+    if (!rc)
+        rc = pipeline(m, c, rank, blocks, nl, x, in, &y, rank == 0 ? u->phase : NULL,
+                      rank == 0 ? &u->busy_ps : NULL);
     if (!rc) rc = barrier_mark(m, rank, kb_bench_measure_end, u->r);
-    /* with sequence parallelism each rank has its rows: they go to its group's first slot */
-    int slot = c->c.sequence_parallel ? rank - tp_rank : rank;
-    if (!rc && !no_data)
+    /* the last stage's y; with sequence parallelism each rank has its rows, which go to its
+       group's first slot */
+    int place = rank - stage * stride, slot = c->c.sequence_parallel ? place - tp_rank : place;
+    if (!rc && !no_data && stage == (int)c->pp - 1)
         rc = kb_copy_to_host(m, y, u->y + (size_t)slot * (size_t)(T * H) + row0 * H,
                              (size_t)(rows * H) * sizeof(float), KB_F32);
-    if (y.id) kb_free(m, y);
-    if (x.id) kb_free(m, x);
-    for (int64_t l = 0; l < c->layers; l++)
+    kb_tensor t[3] = {y, in, x};
+    for (int i = 0; i < 3; i++)
+        if (t[i].id) kb_free(m, t[i]);
+    for (int64_t l = 0; l < nl; l++)
         kb_xf_block_free(m, &blocks[l]);
     free(blocks);
     return rc;
@@ -445,19 +495,29 @@ static void check(kb_bench_result *r, const xf_cfg *x, const xf_host *h, const x
 
 static void figures(kb_machine *m, kb_bench_result *r, const xf_cfg *x, const xf_run *u)
 {
-    double L = (double)x->layers, t_layer = (double)kb_bench_sim_ps(r) / 1e12 / L; /* s */
+    double total = (double)kb_bench_sim_ps(r) / 1e12;    /* s */
+    double per = (double)(x->layers / x->pp * x->micro); /* rank 0's block forwards */
+    double t_layer = (double)u->busy_ps / 1e12 / per;
+    kb_bench_figure(r, "step", total * 1e6, "us");
     kb_bench_figure(r, "layer", t_layer * 1e6, "us");
     double phases = 0;
     for (int p = 0; p < KB_XF_PHASE_COUNT; p++) {
-        kb_bench_figure(r, kb_xf_phase_name((kb_xf_phase)p), (double)u->phase[p] / 1e6 / L, "us");
-        phases += (double)u->phase[p] / 1e6 / L;
+        kb_bench_figure(r, kb_xf_phase_name((kb_xf_phase)p), (double)u->phase[p] / 1e6 / per, "us");
+        phases += (double)u->phase[p] / 1e6 / per;
     }
     /* the rest: creating and freeing the activations (MMU mappings through the fabric) */
     kb_bench_figure(r, "other", t_layer * 1e6 - phases, "us");
-    double flops = kb_xf_forward_flops(&x->c) * (double)x->dp; /* every replica's */
+    /* a stage's work is layers / pp blocks per micro-batch; the rest of the step is waiting */
+    double stage = t_layer * (double)(x->layers / x->pp);
+    kb_bench_figure(r, "bubble", (total - (double)x->micro * stage) * 1e6, "us");
+    kb_bench_figure(r, "pp", (double)x->pp, "");
+    kb_bench_figure(r, "micro_batches", (double)x->micro, "");
+    /* every replica's, every layer and micro-batch of the step */
+    double flops = kb_xf_forward_flops(&x->c) * (double)x->dp;
     double pe_peak =
         2.0 * m->params.pe.gemm_rows * m->params.pe.gemm_cols * m->params.pe.gemm_clock_ghz * 1e9;
-    double used = (double)(x->tp * x->dp * u->pes), achieved = flops / t_layer;
+    double used = (double)(x->tp * x->dp * x->pp * u->pes);
+    double achieved = flops * (double)(x->layers * x->micro) / total;
     kb_bench_figure(r, "model FLOP per layer", flops, "");
     kb_bench_figure(r, "TFLOP/s", achieved / 1e12, "");
     kb_bench_figure(r, "MFU (PEs used)", 100 * achieved / (used * pe_peak), "%");
@@ -483,7 +543,7 @@ static int transformer(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     int rc = read_cfg(m, o, r, &x);
     if (rc) return rc;
     xf_host h = {0};
-    xf_run u = {&x, &h, r, 0, NULL, {0}};
+    xf_run u = {&x, &h, r, 0, NULL, {0}, 0};
     size_t n = (size_t)(x.c.seq * x.c.micro_batch * x.c.hidden);
     if (!r->no_data) {
         u.y = calloc((size_t)(x.tp * x.dp) * n, sizeof *u.y);
@@ -492,7 +552,7 @@ static int transformer(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
             return kb_bench_fail(r, KB_ENOMEM, "transformer: cannot allocate host buffers");
         }
     }
-    if ((rc = kb_spawn(m, rank_fn, (int)(x.tp * x.dp), &u))) {
+    if ((rc = kb_spawn(m, rank_fn, (int)(x.tp * x.dp * x.pp), &u))) {
         kb_bench_fail(r, rc, "transformer: %s", kb_last_error(m));
     } else {
         figures(m, r, &x, &u);
@@ -519,7 +579,8 @@ static const kb_bench_opt_doc opts[] = {
     {"rope_theta", "preset", "rotary base (10000; llama3-8b 500000)"},
     {"tp", "SIPs", "tensor-parallel size (host ranks of a replica)"},
     {"dp", "1", "data-parallel replicas"},
-    {"pp", "1", "pipeline stages (only 1 yet)"},
+    {"pp", "1", "pipeline stages: layers / pp blocks each, micro-batches passed on by kb_send"},
+    {"micro_batches", "pp", "micro-batches through the pipeline (each the same input)"},
     {"sp", "false", "Megatron sequence parallelism"},
     {"pes", "0", "PEs per rank (0: a SIP's PEs shared by its ranks)"},
     {"mode", "forward", "forward (inference prefill); training steps are not supported yet"},

@@ -61,13 +61,35 @@ Test(transformer, sequence_parallel_forward_matches_the_host)
     assert_pass((const char *const[]){"sp=true", "pes=2", "dp=2", NULL});
 }
 
+/* Pipelines of 2 and 4 stages (4 layers, micro-batches passed on with
+ * kb_send / kb_recv) give the output of the host's 4 layers, as one stage
+ * does; the fuller pipeline (4 micro-batches over 2 stages) spends a
+ * smaller share of its step waiting than 1 micro-batch does. */
+Test(transformer, pipelines_of_two_and_four_stages_give_the_same_output)
+{
+    assert_pass((const char *const[]){"pp=2", "layers=4", "pes=2", "dtype=f32", NULL});
+    assert_pass((const char *const[]){"pp=4", "layers=4", "pes=2", "dtype=f32", NULL});
+    assert_pass((const char *const[]){"pp=2", "layers=2", "pes=2", "sp=true", NULL});
+    kb_bench_result one, four;
+    cr_assert_eq(
+        run(&one, 1, (const char *const[]){"pp=2", "layers=2", "pes=2", "micro_batches=1", NULL}),
+        0, "%s", one.error);
+    cr_assert_eq(
+        run(&four, 1, (const char *const[]){"pp=2", "layers=2", "pes=2", "micro_batches=4", NULL}),
+        0, "%s", four.error);
+    double b1 = figure(&one, "bubble") / figure(&one, "step"),
+           b4 = figure(&four, "bubble") / figure(&four, "step");
+    cr_expect_gt(b1, 0.3, "one micro-batch: each stage waits for the other (%g)", b1);
+    cr_expect_lt(b4, b1, "4 micro-batches fill the pipeline: %g against %g", b4, b1);
+}
+
 Test(transformer, the_flop_figure_is_the_closed_form_and_mfu_follows)
 {
     kb_bench_result r;
     cr_assert_eq(run(&r, 1, (const char *const[]){"pes=2", NULL}), 0, "%s", r.error);
     kb_xf_config c = {256, 4, 2, 512, 64, 2, KB_F16, KB_XF_RMSNORM, KB_XF_SWIGLU, 1, 0, 0, 0};
     cr_expect_float_eq(figure(&r, "model FLOP per layer"), kb_xf_forward_flops(&c), 1e-3);
-    double t = figure(&r, "layer") * 1e-6, tflops = kb_xf_forward_flops(&c) / t / 1e12;
+    double t = figure(&r, "step") * 1e-6, tflops = kb_xf_forward_flops(&c) / t / 1e12;
     cr_expect_float_eq(figure(&r, "TFLOP/s"), tflops, 1e-9 * tflops);
     /* 4 PEs of the built-in machine's 256, 8.192 TFLOP/s each */
     cr_expect_float_eq(figure(&r, "MFU (PEs used)"), 100 * tflops / (4 * 8.192), 1e-9);
@@ -104,8 +126,8 @@ Test(transformer, refuses_what_it_cannot_run)
     kb_bench_result r;
     cr_expect_eq(run(&r, 1, (const char *const[]){"mode=train", NULL}), KB_EINVAL);
     cr_expect(strstr(r.error, "--opt mode=train: only forward"), "%s", r.error);
-    cr_expect_eq(run(&r, 1, (const char *const[]){"pp=2", NULL}), KB_EINVAL);
-    cr_expect(strstr(r.error, "pipeline stages are not supported yet"), "%s", r.error);
+    cr_expect_eq(run(&r, 1, (const char *const[]){"pp=2", "layers=3", NULL}), KB_EINVAL);
+    cr_expect(strstr(r.error, "--opt layers=3 does not divide into pp=2 stages"), "%s", r.error);
     cr_expect_eq(run(&r, 1, (const char *const[]){"preset=llama9", NULL}), KB_EINVAL);
     cr_expect(strstr(r.error, "--opt preset=llama9: expected none, llama2-7b"), "%s", r.error);
     cr_expect_eq(run(&r, 1, (const char *const[]){"heads=3", "pes=1", NULL}), KB_EINVAL);
