@@ -42,7 +42,15 @@ static void footer(FILE *f)
                "A..B*F (A, A*F, ... up to B) or A..B+S; sizes may carry units (4KiB..64MiB*2).\n"
                "Each point runs in its own process; records are written in point order.\n\n"
                "exit status: 0 every point succeeded, 1 a point failed (its record says why),\n"
-               "2 usage error\n");
+               "2 usage error\n\n");
+#ifdef KB_HAVE_MPI
+    fprintf(f, "This build runs sweeps over MPI: mpirun -np N kernbench sweep ... spreads the\n"
+               "points over the ranks (--jobs per rank, default 1); rank 0 writes the files.\n");
+#else
+    fprintf(f, "This build was built without MPI: a sweep runs on this machine's cores. For\n"
+               "mpirun -np N kernbench sweep ..., install an MPI (Debian: libopenmpi-dev\n"
+               "openmpi-bin) and rebuild.\n");
+#endif
 }
 
 static const kb__opt_spec sweep_table[] = {
@@ -345,10 +353,11 @@ static void sweep_fini(kb__sweep *s)
 
 typedef struct sweep_out {
     const kb__sweep *s;
-    char **text;         /* [n_points]: each point's record line, NULL not yet */
-    unsigned char *todo; /* [n_points]: to run (not resumed) */
-    size_t next;         /* the next point to write to the JSON lines */
-    FILE *json;          /* JSON lines output, or NULL */
+    const kb__sweep_mpi *mpi; /* the ranks, when mpirun started the sweep */
+    char **text;              /* [n_points]: each point's record line, NULL not yet */
+    unsigned char *todo;      /* [n_points]: to run (not resumed) */
+    size_t next;              /* the next point to write to the JSON lines */
+    FILE *json;               /* JSON lines output, or NULL */
     size_t ran, resumed, failed, to_run;
     double t0;
     int tty; /* progress line on stderr */
@@ -585,11 +594,12 @@ static void split(int argc, char **argv, char **sw, int *n_sw, char **base, int 
     }
 }
 
-static int parse_jobs(const kb__opt_vals *sw, int *jobs)
+/* --jobs: default the cores, or one per rank under mpirun. */
+static int parse_jobs(const kb__opt_vals *sw, const kb__sweep_mpi *mpi, int *jobs)
 {
     const char *v = kb__opt_get(sw, "jobs");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    *jobs = cores > 0 ? (int)(cores < 1024 ? cores : 1024) : 1;
+    *jobs = mpi->active ? 1 : cores > 0 ? (int)(cores < 1024 ? cores : 1024) : 1;
     if (!v) return 0;
     uint64_t n;
     if (!kb__cfg_text_u64(v, &n) || n < 1 || n > 1024)
@@ -620,12 +630,12 @@ static int pick_command(kb__sweep *s, const char *cmd, const kb__cmd_spec **inne
     return kb__opt_usage(&kb__cli_sweep_spec, "'%s' cannot be swept: expected run or probe", cmd);
 }
 
-/* Runs the points not resumed and writes the outputs; the exit status. */
-static int execute(sweep_out *o, const kb__opt_vals *sw, int jobs)
+/* Before any point runs: the records --resume takes, the JSON lines file
+ * opened. 0 or the exit status after a message. */
+static int prepare(sweep_out *o, const kb__opt_vals *sw)
 {
-    const char *json = kb__opt_get(sw, "json"), *csv = kb__opt_get(sw, "csv");
+    const char *json = kb__opt_get(sw, "json"), *res = kb__opt_get(sw, "resume");
     if (!o->text || !o->todo) return KB_CLI_FAIL;
-    const char *res = kb__opt_get(sw, "resume");
     int rc = res ? resume(o, res) : 0;
     if (rc) return rc;
     o->json = !strcmp(json, "-") ? stdout : fopen(json, "w");
@@ -635,8 +645,15 @@ static int execute(sweep_out *o, const kb__opt_vals *sw, int jobs)
     }
     for (size_t i = 0; i < o->s->n_points; i++)
         o->to_run += o->todo[i];
+    return 0;
+}
+
+/* Runs the points not resumed and writes the outputs; the exit status. */
+static int execute(sweep_out *o, const kb__opt_vals *sw, int jobs)
+{
+    const char *json = kb__opt_get(sw, "json"), *csv = kb__opt_get(sw, "csv");
     flush_ready(o);
-    rc = kb__sweep_pool_run(o->s, o->todo, jobs, on_done, o) ? KB_CLI_FAIL : KB_CLI_OK;
+    int rc = kb__sweep_mpi_run(o->mpi, o->s, o->todo, jobs, on_done, o) ? KB_CLI_FAIL : KB_CLI_OK;
     if (o->tty) fputs("\r\033[K", stderr);
     if (o->json != stdout && fclose(o->json)) {
         fprintf(stderr, "kernbench sweep: %s: write error\n", json);
@@ -663,7 +680,18 @@ static int check_outputs(const kb__opt_vals *sw, const kb__opt_vals *inner)
     return 0;
 }
 
-static int sweep_main(kb__sweep *s, int argc, char **argv, kb__opt_vals *sw, kb__opt_vals *inner)
+/* On a rank other than 0: its share of the points, records to rank 0. */
+static int other_rank(const kb__sweep_mpi *mpi, const kb__sweep *s, int jobs)
+{
+    unsigned char *todo = malloc(s->n_points);
+    if (!todo) return KB_CLI_FAIL;
+    int rc = kb__sweep_mpi_run(mpi, s, todo, jobs, NULL, NULL);
+    free(todo);
+    return rc ? KB_CLI_FAIL : KB_CLI_OK;
+}
+
+static int sweep_main(const kb__sweep_mpi *mpi, kb__sweep *s, int argc, char **argv,
+                      kb__opt_vals *sw, kb__opt_vals *inner)
 {
     char **swv = calloc((size_t)argc + 1, sizeof *swv),
          **base = calloc((size_t)argc + 1, sizeof *base);
@@ -679,20 +707,30 @@ static int sweep_main(kb__sweep *s, int argc, char **argv, kb__opt_vals *sw, kb_
     if (!rc) rc = kb__opt_parse(inner, ispec, n_base, base);
     s->base = base;
     s->n_base = n_base;
-    if (!rc) rc = parse_jobs(sw, &jobs);
-    if (!rc) rc = check_outputs(sw, inner);
+    if (!rc) rc = parse_jobs(sw, mpi, &jobs);
+    if (!rc && mpi->rank == 0) rc = check_outputs(sw, inner);
     if (!rc) rc = parse_axes(s, sw, inner);
+    if (mpi->rank > 0) { /* every rank agrees on going on before any point runs */
+        rc = kb__sweep_mpi_agree(mpi, rc);
+        if (!rc) rc = other_rank(mpi, s, jobs);
+        goto out;
+    }
+    sweep_out o = {.s = s, .mpi = mpi, .t0 = now_s(), .tty = isatty(STDERR_FILENO)};
     if (!rc) {
-        sweep_out o = {.s = s, .t0 = now_s(), .tty = isatty(STDERR_FILENO)};
         o.text = calloc(s->n_points, sizeof *o.text);
         o.todo = malloc(s->n_points);
         if (o.todo) memset(o.todo, 1, s->n_points);
-        rc = execute(&o, sw, jobs);
-        for (size_t i = 0; o.text && i < s->n_points; i++)
-            free(o.text[i]);
-        free(o.text);
-        free(o.todo);
+        rc = prepare(&o, sw);
     }
+    rc = kb__sweep_mpi_agree(mpi, rc);
+    if (!rc)
+        rc = execute(&o, sw, jobs);
+    else if (o.json && o.json != stdout)
+        fclose(o.json);
+    for (size_t i = 0; o.text && i < s->n_points; i++)
+        free(o.text[i]);
+    free(o.text);
+    free(o.todo);
 out:
     free(swv);
     free(base);
@@ -705,15 +743,23 @@ int kb__cli_sweep(int argc, char **argv)
         return kb__opt_usage(&kb__cli_sweep_spec, "expected the command to sweep: run or probe");
     kb__sweep s = {0};
     kb__opt_vals sw = {0}, inner = {0};
+    kb__sweep_mpi mpi;
     int rc;
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         kb__opt_help(stdout, &kb__cli_sweep_spec);
-        rc = KB_CLI_OK;
-    } else {
-        rc = sweep_main(&s, argc, argv, &sw, &inner);
+        return KB_CLI_OK;
     }
+    if ((rc = kb__sweep_mpi_init(&mpi))) return rc == KB_EUNSUPPORTED ? KB_CLI_USAGE : KB_CLI_FAIL;
+    /* ranks other than 0 parse the same command line: only rank 0 speaks */
+    int saved = mpi.rank > 0 ? dup(STDERR_FILENO) : -1;
+    FILE *null = saved >= 0 ? fopen("/dev/null", "w") : NULL;
+    if (null) dup2(fileno(null), STDERR_FILENO);
+    rc = sweep_main(&mpi, &s, argc, argv, &sw, &inner);
+    if (null) dup2(saved, STDERR_FILENO), fclose(null);
+    if (saved >= 0) close(saved);
     kb__opt_fini(&sw);
     kb__opt_fini(&inner);
     sweep_fini(&s);
+    kb__sweep_mpi_fini(&mpi);
     return rc;
 }

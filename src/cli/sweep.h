@@ -53,9 +53,33 @@ char *kb__sweep_point_text(const kb__sweep *s, size_t i, kb__report *rec, int st
 /* Runs every point i with todo[i] set in up to `jobs` worker processes,
  * one process per point; calls done(user, i, text) in the parent as each
  * ends (text is the point's record, malloc'd, the callee's). A point whose
- * process dies gets a record with its error. 0, or KB_EIO when no process
- * could be started (message on stderr). */
+ * process dies gets a record with its error. tick (may be NULL) is called
+ * with tick_user every few ms while points run. 0, or KB_EIO when no
+ * process could be started (message on stderr). */
 int kb__sweep_pool_run(const kb__sweep *s, const unsigned char *todo, int jobs,
-                       void (*done)(void *user, size_t i, char *text), void *user);
+                       void (*done)(void *user, size_t i, char *text), void *user,
+                       void (*tick)(void *tick_user), void *tick_user);
+
+/* The MPI side of a sweep (sweep_mpi.c). */
+typedef struct kb__sweep_mpi {
+    int active;     /* started by mpirun, MPI initialised */
+    int rank, size; /* this rank, the world's size */
+} kb__sweep_mpi;
+
+/* Initialises MPI when mpirun started this process. 0 (mpi->active says
+ * whether MPI runs), or an error after a message: KB_EUNSUPPORTED when
+ * mpirun started several ranks of a build without MPI. */
+int kb__sweep_mpi_init(kb__sweep_mpi *mpi);
+void kb__sweep_mpi_fini(kb__sweep_mpi *mpi);
+/* Every rank passes its status (0 to go on); every rank gets the largest.
+ * Called once by every rank before points run, so no rank waits for a
+ * rank that stopped. Without MPI: status. */
+int kb__sweep_mpi_agree(const kb__sweep_mpi *mpi, int status);
+/* Runs the points todo[] marks (rank 0's todo, broadcast to every rank)
+ * spread over the ranks, each rank with up to `jobs` workers; done is
+ * called on rank 0 for every point, whichever rank ran it. Without MPI
+ * active: kb__sweep_pool_run. 0 or an error code. */
+int kb__sweep_mpi_run(const kb__sweep_mpi *mpi, const kb__sweep *s, unsigned char *todo, int jobs,
+                      void (*done)(void *user, size_t i, char *text), void *user);
 
 #endif

@@ -149,7 +149,8 @@ static void finish(const kb__sweep *s, worker *w, void (*done)(void *, size_t, c
 }
 
 int kb__sweep_pool_run(const kb__sweep *s, const unsigned char *todo, int jobs,
-                       void (*done)(void *user, size_t i, char *text), void *user)
+                       void (*done)(void *user, size_t i, char *text), void *user,
+                       void (*tick)(void *tick_user), void *tick_user)
 {
     worker *ws = calloc((size_t)jobs, sizeof *ws);
     struct pollfd *pf = calloc((size_t)jobs, sizeof *pf);
@@ -179,7 +180,8 @@ int kb__sweep_pool_run(const kb__sweep *s, const unsigned char *todo, int jobs,
         if (!running) break;
         for (int k = 0; k < jobs; k++)
             pf[k] = (struct pollfd){.fd = ws[k].fd, .events = POLLIN};
-        if (poll(pf, (nfds_t)jobs, -1) < 0 && errno != EINTR) {
+        if (tick) tick(tick_user);
+        if (poll(pf, (nfds_t)jobs, tick ? 5 : -1) < 0 && errno != EINTR) {
             rc = KB_EIO;
             break;
         }
