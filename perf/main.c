@@ -71,7 +71,7 @@ static const kb__opt_spec perf_table[] = {
 };
 
 static const kb__cmd_spec perf_spec = {
-    "perf", "Measures the throughput of the simulation core (kernbench-perf).", perf_table,
+    "kernbench-perf", "Measures the throughput of the simulation core.", perf_table,
     sizeof perf_table / sizeof perf_table[0], footer};
 
 /* Marks the workloads named in a comma-separated list; -1 on an unknown name. */

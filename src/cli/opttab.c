@@ -18,13 +18,24 @@ const kb__opt_spec *kb__opt_find(const kb__cmd_spec *spec, const char *name)
     return NULL;
 }
 
+/* "kernbench NAME", or NAME itself for a program of its own (a name that
+ * starts with "kernbench": kernbench-perf). */
+static const char *program(const kb__cmd_spec *spec, char *buf, size_t size)
+{
+    if (!strncmp(spec->name, "kernbench", 9)) return spec->name;
+    snprintf(buf, size, "kernbench %s", spec->name);
+    return buf;
+}
+
 int kb__opt_usage(const kb__cmd_spec *spec, const char *fmt, ...)
 {
+    char name[64];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "kernbench %s: ", spec->name);
+    const char *prog = program(spec, name, sizeof name);
+    fprintf(stderr, "%s: ", prog);
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (kernbench %s --help)\n", spec->name);
+    fprintf(stderr, " (%s --help)\n", prog);
     va_end(ap);
     return KB_CLI_USAGE;
 }
@@ -171,7 +182,8 @@ size_t kb__opt_all(const kb__opt_vals *a, const char *name, const char *const **
 
 void kb__opt_help(FILE *f, const kb__cmd_spec *spec)
 {
-    fprintf(f, "usage: kernbench %s [options]\n\n%s\n\n", spec->name, spec->summary);
+    char name[64];
+    fprintf(f, "usage: %s [options]\n\n%s\n\n", program(spec, name, sizeof name), spec->summary);
     for (size_t i = 0; i < spec->n_opts; i++) {
         const kb__opt_spec *o = &spec->opts[i];
         char head[64];

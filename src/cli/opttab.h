@@ -45,7 +45,7 @@ typedef struct kb__opt_spec {
 } kb__opt_spec;
 
 typedef struct kb__cmd_spec {
-    const char *name;    /* the command: "run" */
+    const char *name;    /* the command: "run" (a program of its own: "kernbench-perf") */
     const char *summary; /* one line for `kernbench --help` */
     const kb__opt_spec *opts;
     size_t n_opts;
