@@ -10,7 +10,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
 DEB_PACKAGES := build-essential cmake pkg-config libyaml-dev libjansson-dev libcriterion-dev libopenblas-dev python3 \
-                chromium libopenmpi-dev openmpi-bin
+                chromium libopenmpi-dev openmpi-bin curl libmicrohttpd-dev
 
 .PHONY: all deps configure build run test test-asan perf install clean format
 

@@ -24,6 +24,7 @@ int kb__cli_probe(int argc, char **argv);
 int kb__cli_topo(int argc, char **argv);
 int kb__cli_list(int argc, char **argv);
 int kb__cli_sweep(int argc, char **argv);
+int kb__cli_web(int argc, char **argv);
 int kb__cli_config(int argc, char **argv);
 
 /* One point of a sweep: the command with argv, its record built into rec
@@ -34,6 +35,6 @@ int kb__cli_run_point(int argc, char **argv, kb__report *rec);
 int kb__cli_probe_point(int argc, char **argv, kb__report *rec);
 
 extern const kb__cmd_spec kb__cli_run_spec, kb__cli_probe_spec, kb__cli_topo_spec,
-    kb__cli_list_spec, kb__cli_sweep_spec, kb__cli_config_spec;
+    kb__cli_list_spec, kb__cli_sweep_spec, kb__cli_config_spec, kb__cli_web_spec;
 
 #endif

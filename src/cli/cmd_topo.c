@@ -10,10 +10,12 @@
  * malformed YAML, invalid parameter or --set); 1 out of memory.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "cli/options.h"
+#include "report/html.h"
 #include "topo/topo.h"
 
 static void footer(FILE *f)
@@ -28,6 +30,10 @@ static const kb__opt_spec topo_opts[] = {
     KB__OPTSPEC_SET(", e.g. --set sip.cube_mesh=2x2 (ccl.KEY\nsettings are refused: they "
                     "apply to run and list)"),
     KB__OPTSPEC_JSON,
+    {"report", KB__ARG_REQ, 0, "FILE", NULL,
+     "a self-contained HTML page of the machine (docs/web.md): its\nSIPs, cube meshes, PEs and "
+     "links, and these figures",
+     NULL},
     KB__OPTSPEC_HELP,
 };
 
@@ -144,6 +150,24 @@ static void record(kb__report *r, const kb__topo *t, const kb__topo_figures *f, 
     kb__report_real(r, NULL, "sip_link_gbs_per_direction", NULL, f->sip_link_gbs, "GB/s");
 }
 
+/* --report: the machine drawn, with the record's figures (no traffic). */
+static int write_html(const char *path, const kb__topo *t, const kb__report *r)
+{
+    char *json = kb__report_text(r, 0);
+    kb__err err = {0};
+    kb__html_in in = {.kind = "topo",
+                      .title = "kernbench topo",
+                      .topo = t,
+                      .record = json,
+                      .record_len = json ? strlen(json) : 0};
+    int rc = json ? kb__html_write(path, &in, &err)
+                  : kb__err_set(&err, KB_ENOMEM, "%s: out of host memory", path);
+    free(json);
+    if (!rc) return KB_CLI_OK;
+    fprintf(stderr, "kernbench topo: --report: %s\n", err.msg);
+    return KB_CLI_FAIL;
+}
+
 static int show(const kb__cli_opts *o, const kb__opt_vals *a, int argc, char **argv,
                 const kb__topo_params *p)
 {
@@ -157,14 +181,17 @@ static int show(const kb__cli_opts *o, const kb__opt_vals *a, int argc, char **a
     kb__topo_figures f;
     kb__topo_figures_get(t, &f);
     const char *machine = o->topology ? o->topology : "built-in machine";
+    const char *report = kb__opt_get(a, "report");
     int rc = KB_CLI_OK;
-    if (o->json) {
+    if (o->json || report) {
         kb__report r;
         kb__cli_record(&r, o, a, argc, argv, p, NULL);
         record(&r, t, &f, machine);
-        rc = kb__cli_record_write(o, &r);
+        if (o->json) rc = kb__cli_record_write(o, &r);
+        if (!rc && report) rc = write_html(report, t, &r);
         kb__report_fini(&r);
-    } else {
+    }
+    if (!o->json) {
         print_table(t, &f, machine);
     }
     kb__topo_destroy(t);
@@ -182,6 +209,13 @@ int kb__cli_topo(int argc, char **argv)
         kb__opt_help(stdout, &kb__cli_topo_spec);
     } else {
         kb__topo_params p;
+        kb__err err = {0};
+        const char *report = kb__opt_get(&a, "report");
+        if (report && kb__report_check_path(report, &err)) {
+            fprintf(stderr, "kernbench topo: --report: %s\n", err.msg);
+            kb__opt_fini(&a);
+            return KB_CLI_USAGE;
+        }
         rc = kb__cli_load_params(&o, &p);
         if (rc == KB_CLI_OK) rc = show(&o, &a, argc, argv, &p);
     }

@@ -16,6 +16,7 @@ static const kb__cli_cmd commands[] = {
     {&kb__cli_run_spec, kb__cli_run},     {&kb__cli_probe_spec, kb__cli_probe},
     {&kb__cli_topo_spec, kb__cli_topo},   {&kb__cli_list_spec, kb__cli_list},
     {&kb__cli_sweep_spec, kb__cli_sweep}, {&kb__cli_config_spec, kb__cli_config},
+    {&kb__cli_web_spec, kb__cli_web},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

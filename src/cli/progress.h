@@ -13,6 +13,7 @@ typedef struct kb__cli_progress {
     double t0, last;     /* wall clock at the start, of the last line (s) */
     int shown;           /* a line is on the terminal */
     int tty;             /* stderr is a terminal: the line is shown */
+    int lines;           /* KERNBENCH_PROGRESS=lines: whole lines instead, on any stderr */
     kb_progress_fn also; /* called too at each hook (a report's sampler), or NULL */
     void *also_user;
 } kb__cli_progress;

@@ -183,6 +183,22 @@
     section('kb-figures', 'figures', kids);
   }
 
+  /* the machine's figures (kernbench topo): the record's numbers and texts */
+  function topoFigures() {
+    var skip = {schema: 1, schema_version: 1, command: 1, fabric_model: 1};
+    var rows = Object.keys(R).filter(function (k) {
+      return !skip[k] && (typeof R[k] === 'number' || typeof R[k] === 'string');
+    }).map(function (k) {
+      var u = (R.unit_of || {})[k];
+      return [k, String(R[k]) + (u && u !== '1' ? ' ' + u : '')];
+    });
+    var lc = R.links_by_class || {};
+    var kids = [table(['figure', 'value'], rows, 'kv')];
+    if (Object.keys(lc).length)
+      kids.push(table(['link class', 'directed links'], Object.keys(lc).map(function (c) { return [c, lc[c]]; })));
+    section('kb-figures', 'figures', kids);
+  }
+
   /* ---- the machine ----------------------------------------------------------- */
   function machine() {
     var rows = M.rows, cols = M.cols, C = 76, G = 34, PAD = 30;
@@ -505,8 +521,9 @@
   describe();
   if (D.kind === 'run') runFigures();
   if (D.kind === 'probe') probe();
+  if (D.kind === 'topo') topoFigures();
   machine();
-  busiest();
+  if (D.kind !== 'topo') busiest();
   alphaBeta();
   unitHeat();
   timeline();
