@@ -50,6 +50,7 @@ Test(coll_hier, ports_are_the_group_ring_and_the_peers_ring)
         cr_assert_eq(pl->ports[r][KB__CCL_S].path, KB__CCL_PATH_CROSS_SIP);
     }
     kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
     /* inside one SIP there are no peers: a plain ring */
     pl = hier_plan(&p, 8, &c);
     cr_assert_eq(pl->group, 8u);
