@@ -328,8 +328,8 @@ int32_t kb__ccl_plan_rank_at(const kb__ccl_plan *plan, kb__ccl_loc loc)
 
 #define OUT(...)                                                                                   \
     do {                                                                                           \
-        int k_ =                                                                                   \
-            snprintf(buf + (len < size ? len : size), len < size ? size - len : 0, __VA_ARGS__);   \
+        int k_ = snprintf(size ? buf + (len < size ? len : size) : NULL,                           \
+                          len < size ? size - len : 0, __VA_ARGS__);                               \
         if (k_ > 0) len += (size_t)k_;                                                             \
     } while (0)
 

@@ -157,6 +157,8 @@ struct kb__pe_prog {
     bool failed;
     size_t op_size;
     kb__pe_op *op_free; /* recycled ops */
+    kb__pe_op *op_new;  /* made by kb__pe_op_new and not issued yet: a kernel error raised
+                           while the op is built leaves it here for kb__pe_prog_release */
     struct {
         uint64_t bytes;
         kb__pool pool;                       /* empty: the class is free for another size */

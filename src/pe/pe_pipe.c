@@ -342,6 +342,7 @@ kb__pe_op *kb__pe_op_new(kb__pe_prog *g, kb__pe_unit_id unit, const char *name)
     op->prog = g;
     op->unit = unit;
     op->name = name;
+    g->op_new = op;
     return op;
 }
 
@@ -349,6 +350,7 @@ void kb__pe_issue(kb__pe_prog *g, kb__pe_op *op)
 {
     kb__pe *pe = g->pe;
     kb__pe_unit *u = &pe->unit[op->unit];
+    g->op_new = NULL;
     if (!g->failed && !cond_room(g, u)) block_until(g, cond_room, u);
     if (g->failed) { /* never issued: what the op owns goes now */
         if (op->release) op->release(op);
@@ -422,6 +424,8 @@ void kb__pe_prog_drain(kb__pe_prog *g)
 
 void kb__pe_prog_release(kb__pe_prog *g)
 {
+    free(g->op_new); /* built, never issued: it owns nothing yet */
+    g->op_new = NULL;
     while (g->op_free) {
         kb__pe_op *op = g->op_free;
         g->op_free = op->next;

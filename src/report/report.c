@@ -208,14 +208,19 @@ void kb__report_config(kb__report *r, const struct kb__topo_params *p,
     json_t *h = kb__report_object(r, NULL, "config_hash");
     char *text = NULL;
     kb__err err;
-    if (!p)
+    /* the text is made before hash_text reads it (argument order is unspecified) */
+    if (!p) {
         kb__report_set(r, h, "machine", json_null());
-    else
-        hash_text(r, h, "machine", text, kb__topo_params_text(p, &text, &err));
-    if (!ccl)
+    } else {
+        int rc = kb__topo_params_text(p, &text, &err);
+        hash_text(r, h, "machine", text, rc);
+    }
+    if (!ccl) {
         kb__report_set(r, h, "ccl", json_null());
-    else
-        hash_text(r, h, "ccl", text, kb__ccl_config_text(ccl, &text, &err));
+    } else {
+        int rc = kb__ccl_config_text(ccl, &text, &err);
+        hash_text(r, h, "ccl", text, rc);
+    }
 }
 
 char *kb__report_text(const kb__report *r, int compact)

@@ -85,6 +85,13 @@ static bool expect_types(kb__tile_op op, kb__dtype a, kb__dtype b, kb__dtype *cd
     return true;
 }
 
+/* (int64_t)v where it is defined; INT64_MIN (what x86-64 gives) for NaN and
+ * values out of range, without the undefined conversion. */
+static int64_t ref_i64(double v)
+{
+    return v >= -0x1p63 && v < 0x1p63 ? (int64_t)v : INT64_MIN;
+}
+
 static double ref_binary(kb__tile_op op, kb__dtype cdt, kb__dtype odt, double x, double y)
 {
     if (cdt <= KB__F32) {
@@ -107,7 +114,7 @@ static double ref_binary(kb__tile_op op, kb__dtype cdt, kb__dtype odt, double x,
             break;
         }
     }
-    int64_t i = (int64_t)x, j = (int64_t)y;
+    int64_t i = ref_i64(x), j = ref_i64(y);
     bool out_of_range = j < 0 || j >= ibits(cdt);
     switch (op) {
     case KB__OP_ADD:

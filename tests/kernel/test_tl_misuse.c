@@ -30,6 +30,7 @@ typedef enum misuse {
     M_READ_NULL,
     M_SCOPE_KEEP_NULL,
     M_SCOPE_NEVER_ISSUED,
+    M_STORE_NO_OFFSETS, /* the op is built, then the handle check raises */
     M_TENSOR_NDIM_NULL,
     M_TENSOR_DIM_NULL,
     M_TENSOR_STRIDE_NULL,
@@ -113,6 +114,10 @@ static void misuse_kernel(tl_ctx *k)
         break;
     case M_SCOPE_KEEP_NULL:
         tl_scope_end(k, tl_scope_begin(k), 2, NULL);
+        break;
+    case M_STORE_NO_OFFSETS:
+        tl_store(k, x, TL_NONE, tl_zeros(k, 1, (int64_t[]){16}, TL_F32), TL_NONE);
+        r->went_on = 1;
         break;
     case M_SCOPE_NEVER_ISSUED:
         tl_scope_end(k, tl_scope_begin(k) + 1000, 0, NULL);
@@ -279,6 +284,13 @@ Test(tl_misuse, read_into_null_is_a_kernel_error)
 Test(tl_misuse, scope_end_keeping_tiles_from_null_is_a_kernel_error)
 {
     expect(M_SCOPE_KEEP_NULL, KB_EINVAL, "tl_scope_end: n_keep 2 with keep NULL");
+}
+
+/* Under the sanitizer build LeakSanitizer also checks that the op being
+ * built when the error was raised is freed (a fuzzing finding). */
+Test(tl_misuse, store_with_no_offsets_tile_is_a_kernel_error_and_leaks_nothing)
+{
+    expect(M_STORE_NO_OFFSETS, KB_EINVAL, "store: invalid tile handle");
 }
 
 Test(tl_misuse, scope_end_with_a_token_never_issued_is_a_kernel_error)
