@@ -27,8 +27,12 @@
  * the other flows keep their rates and their pending end. Every change at
  * one picosecond is solved once, by one event posted at that time.
  *
- * Per message: one event for α, one solve (shared), one end event (plus a
- * stale one each time its rate changes). The packets of a message are not
+ * A flow that joins resources no other flow uses (and none awaiting a
+ * solve), or leaves resources only it used, changes nobody's rate: it
+ * takes its solo rate, or just leaves, with no solve.
+ *
+ * Per message: one event for α, at most one solve (shared), one end event
+ * (plus a stale one each time its rate changes). The packets of a message are not
  * seen one by one: the end is handed over once (KB__GRAIN_MESSAGE), with
  * the last two arrivals of the solo schedule shifted to the flow's end.
  *
@@ -181,22 +185,29 @@ static int collect(flow_state *st)
     return 0;
 }
 
+/* Accounts resource id's utilization up to now at its present load. */
+static void account(flow_state *st, uint32_t id, kb__time now)
+{
+    res *r = &st->res[id];
+    kb__fabric *fab = st->fab;
+    if (fab->util && r->load > 0 && id < fab->n_links && now > r->t_acc) {
+        double busy = r->load / r->cap * (double)(now - r->t_acc);
+        kb__time b = (kb__time)llround(busy);
+        if (b > now - r->t_acc) b = now - r->t_acc;
+        if (b) kb__fab_util_add(fab, &fab->links[id], r->t_acc, r->t_acc + b);
+    }
+    r->t_acc = now;
+}
+
 /* Brings the component's flows and resources to now: drained progress,
  * link utilization of the interval at the old rates. */
 static int advance(flow_state *st, kb__time now)
 {
-    kb__fabric *fab = st->fab;
     st->n_sh = 0;
     if (grow((void **)&st->sh, &st->cap_sh, st->n_cr, sizeof *st->sh)) return KB_ENOMEM;
     for (size_t i = 0; i < st->n_cr; i++) {
         res *r = &st->res[st->cr[i]];
-        if (fab->util && r->load > 0 && st->cr[i] < fab->n_links && now > r->t_acc) {
-            double busy = r->load / r->cap * (double)(now - r->t_acc);
-            kb__time b = (kb__time)llround(busy);
-            if (b > now - r->t_acc) b = now - r->t_acc;
-            if (b) kb__fab_util_add(fab, &fab->links[st->cr[i]], r->t_acc, r->t_acc + b);
-        }
-        r->t_acc = now;
+        account(st, st->cr[i], now);
         r->load = 0;
         r->left = r->cap;
         r->unf = r->n;
@@ -253,6 +264,7 @@ static void fill(flow_state *st)
 }
 
 static void end_due(kb__sim *sim, void *arg, uint64_t data);
+static int alone(const struct flow_state *st, const flow *f, uint32_t n_flows);
 
 /* Sets the new rates: a flow whose rate changed gets a new end event. */
 static void reschedule(kb__sim *sim, flow_state *st, kb__time now)
@@ -355,9 +367,14 @@ static void end_due(kb__sim *sim, void *arg, uint64_t data)
     if (data != f->gen) return; /* a rate changed since: a later event ends it */
     flow_state *st = state(f->msg->fab);
     kb__time now = kb__sim_now(sim);
+    int solo = alone(st, f, 1);
     for (uint32_t k = 0; k < f->n_res; k++) {
+        if (solo) { /* nobody else's rate changes */
+            account(st, f->res[k], now);
+            st->res[f->res[k]].load = 0;
+        }
         res_remove(&st->res[f->res[k]], f, k);
-        mark_dirty(sim, st, f->res[k]);
+        if (!solo) mark_dirty(sim, st, f->res[k]);
     }
     kb__fab_msg *msg = f->msg;
     if (msg->trace) trace(st->fab, f, now);
@@ -372,13 +389,40 @@ static void end_due(kb__sim *sim, void *arg, uint64_t data)
     if (msg->on_done) msg->on_done(sim, msg, msg->npkts - 1);
 }
 
+/* Whether f is alone on every one of its resources (n_flows of them each:
+ * 0 before it joins, 1 before it leaves) and none awaits a solve: then
+ * its rate is its solo rate and nobody else's changes. */
+static int alone(const flow_state *st, const flow *f, uint32_t n_flows)
+{
+    for (uint32_t k = 0; k < f->n_res; k++) {
+        const res *r = &st->res[f->res[k]];
+        if (r->n != n_flows || r->dirty) return 0;
+    }
+    return 1;
+}
+
 static void join_due(kb__sim *sim, void *arg, uint64_t data)
 {
     flow *f = arg;
     if (data != f->gen) return;
     flow_state *st = state(f->msg->fab);
-    f->t_last = kb__sim_now(sim);
+    kb__time now = kb__sim_now(sim);
+    f->t_last = now;
     f->rate = 0;
+    if (alone(st, f, 0)) { /* no solve: its solo rate until something joins */
+        for (uint32_t k = 0; k < f->n_res; k++) {
+            res *r = &st->res[f->res[k]];
+            if (res_add(r, f, k)) {
+                kb__sim_fail(sim, KB_ENOMEM, "fabric (flow): out of host memory");
+                return;
+            }
+            account(st, f->res[k], now);
+            r->load = f->solo;
+        }
+        f->rate = f->solo;
+        kb__sim_post_at(sim, now + (kb__time)ceil(f->left), end_due, f, ++f->gen);
+        return;
+    }
     for (uint32_t k = 0; k < f->n_res; k++) {
         if (res_add(&st->res[f->res[k]], f, k)) {
             kb__sim_fail(sim, KB_ENOMEM, "fabric (flow): out of host memory");
