@@ -4,7 +4,8 @@
  * built-in machine (install, copies, the all-reduce and the host check
  * inside the timed part, see qkv_gemm.c; measured_wall_s is the
  * all-reduce call alone). n counts the bytes reduced (ranks × bytes per
- * rank). Goal: wall_s < 1.
+ * rank). Goal: wall_s < 1. allreduce_256_flow: the same under the flow
+ * fabric model (fabric.model=flow, docs/timing-model.md).
  *
  * allreduce_8192_flow: the same bench on a machine of 64 SIPs (8192 PEs)
  * under the flow fabric model, timing only (--no-data), the hierarchical
@@ -44,5 +45,13 @@ int kb__perf_allreduce_8192_flow(const kb__perf_workload *w, kb__perf_result *r)
     kb__perf_extra_add(r, "sim_ps", (double)kb_bench_sim_ps(&res), "ps");
     kb__perf_extra_add(r, "measured_wall_s", res.measured_wall_s, "s");
     kb_close(m);
+    return rc;
+}
+
+int kb__perf_allreduce_flow(const kb__perf_workload *w, kb__perf_result *r)
+{
+    static const char *const flow[] = {"fabric.model=flow"};
+    int rc = kb__perf_bench_sets("ccl_allreduce", NULL, flow, 1, r);
+    kb__perf_done(r, (uint64_t)w->size * (1u << 20), 0, r->wall_s);
     return rc;
 }

@@ -48,6 +48,8 @@ static const kb__perf_workload workloads[] = {
     {"allreduce_8192_flow", "bytes",
      "bench ccl_allreduce: hier_allreduce, 1 MiB per rank, 64 SIPs (8192 PEs), flow, no data",
      kb__perf_allreduce_8192_flow, 8192, 0},
+    {"allreduce_256_flow", "bytes", "allreduce_256 under the flow fabric model (fabric.model=flow)",
+     kb__perf_allreduce_flow, 256, 0},
     {"tp_mlp", "flop", "bench tp_mlp: tensor-parallel MLP over one rank per SIP, checked",
      kb__perf_tp_mlp, 2, 0},
     {"transformer", "flop", "bench transformer: one block, 2 ranks of 128 PEs, checked",
@@ -60,7 +62,7 @@ static void footer(FILE *f)
 {
     fprintf(f, "workloads:\n");
     for (size_t i = 0; i < NWORKLOADS; i++)
-        fprintf(f, "  %-13s %s\n", workloads[i].name, workloads[i].summary);
+        fprintf(f, "  %-18s %s\n", workloads[i].name, workloads[i].summary);
     fprintf(f, "\nexit status: 0 success, 1 a workload failed, 2 usage error\n");
 }
 
@@ -98,7 +100,7 @@ static int select_only(const char *list, int *selected)
 
 static void print_text(const kb__perf_workload *w, const kb__perf_result *r)
 {
-    printf("%-13s %10llu %-9s %7.3f s %9.2f M %s/s", w->name, (unsigned long long)r->n, w->unit,
+    printf("%-18s %10llu %-9s %7.3f s %9.2f M %s/s", w->name, (unsigned long long)r->n, w->unit,
            r->wall_s, r->per_s / 1e6, w->unit);
     for (int i = 0; i < r->nextra; i++)
         printf("  %s %.4g", r->extra[i].name, r->extra[i].value);

@@ -77,8 +77,13 @@ int kb__perf_tp_mlp(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_transformer(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_allreduce(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_allreduce_8192_flow(const kb__perf_workload *w, kb__perf_result *r);
+int kb__perf_allreduce_flow(const kb__perf_workload *w, kb__perf_result *r);
 /* One run of built-in bench `name` with "key=value" options (NULL-ended)
  * on a fresh built-in machine; n = GEMM FLOPs, extras sim_ps and pass. */
 int kb__perf_bench_once(const char *name, const char *const *kv, kb__perf_result *r);
+/* kb__perf_bench_once on the built-in machine with the machine settings
+ * sets[0..n) (e.g. "fabric.model=flow"). */
+int kb__perf_bench_sets(const char *name, const char *const *kv, const char *const *sets, size_t n,
+                        kb__perf_result *r);
 
 #endif

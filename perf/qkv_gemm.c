@@ -17,8 +17,15 @@
 /* Runs bench `name` with "k=v" options (NULL-terminated) once. */
 int kb__perf_bench_once(const char *name, const char *const *kv, kb__perf_result *r)
 {
+    return kb__perf_bench_sets(name, kv, NULL, 0, r);
+}
+
+int kb__perf_bench_sets(const char *name, const char *const *kv, const char *const *sets, size_t n,
+                        kb__perf_result *r)
+{
     kb_machine *m = NULL;
-    int rc = kb_open(&m, NULL, r->error, sizeof r->error);
+    kb_open_options oo = {NULL, sets, n, 0, NULL};
+    int rc = kb_open(&m, n ? &oo : NULL, r->error, sizeof r->error);
     if (rc) return rc;
     kb_bench_opts o;
     kb_bench_opts_init(&o);
