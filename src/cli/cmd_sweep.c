@@ -355,7 +355,7 @@ typedef struct sweep_out {
     const kb__sweep *s;
     const kb__sweep_mpi *mpi; /* the ranks, when mpirun started the sweep */
     char **text;              /* [n_points]: each point's record line, NULL not yet */
-    unsigned char *todo;      /* [n_points]: to run (not resumed) */
+    unsigned char *pending;   /* [n_points]: to run (not resumed) */
     size_t next;              /* the next point to write to the JSON lines */
     FILE *json;               /* JSON lines output, or NULL */
     size_t ran, resumed, failed, to_run;
@@ -382,7 +382,7 @@ static void note_failure(sweep_out *o, size_t i, const char *text)
     json_t *st = json_object_get(rec, "status");
     if (!json_is_integer(st) || json_integer_value(st) != 0) {
         o->failed++;
-        if (o->todo[i]) {
+        if (o->pending[i]) {
             char *key = point_key(json_object_get(rec, "point"));
             const char *err = json_string_value(json_object_get(rec, "error"));
             fprintf(stderr, "%skernbench sweep: point %zu %s failed: %s\n",
@@ -454,7 +454,7 @@ static int resume(sweep_out *o, const char *path)
         for (size_t i = 0; key && i < o->s->n_points; i++)
             if (keys[i] && !strcmp(keys[i], key) && !o->text[i]) {
                 o->text[i] = strdup(line);
-                o->todo[i] = 0;
+                o->pending[i] = 0;
                 o->resumed++;
                 note_failure(o, i, line);
             }
@@ -635,7 +635,7 @@ static int pick_command(kb__sweep *s, const char *cmd, const kb__cmd_spec **inne
 static int prepare(sweep_out *o, const kb__opt_vals *sw)
 {
     const char *json = kb__opt_get(sw, "json"), *res = kb__opt_get(sw, "resume");
-    if (!o->text || !o->todo) return KB_CLI_FAIL;
+    if (!o->text || !o->pending) return KB_CLI_FAIL;
     int rc = res ? resume(o, res) : 0;
     if (rc) return rc;
     o->json = !strcmp(json, "-") ? stdout : fopen(json, "w");
@@ -644,7 +644,7 @@ static int prepare(sweep_out *o, const kb__opt_vals *sw)
         return KB_CLI_FAIL;
     }
     for (size_t i = 0; i < o->s->n_points; i++)
-        o->to_run += o->todo[i];
+        o->to_run += o->pending[i];
     return 0;
 }
 
@@ -653,7 +653,8 @@ static int execute(sweep_out *o, const kb__opt_vals *sw, int jobs)
 {
     const char *json = kb__opt_get(sw, "json"), *csv = kb__opt_get(sw, "csv");
     flush_ready(o);
-    int rc = kb__sweep_mpi_run(o->mpi, o->s, o->todo, jobs, on_done, o) ? KB_CLI_FAIL : KB_CLI_OK;
+    int rc =
+        kb__sweep_mpi_run(o->mpi, o->s, o->pending, jobs, on_done, o) ? KB_CLI_FAIL : KB_CLI_OK;
     if (o->tty) fputs("\r\033[K", stderr);
     if (o->json != stdout && fclose(o->json)) {
         fprintf(stderr, "kernbench sweep: %s: write error\n", json);
@@ -683,10 +684,10 @@ static int check_outputs(const kb__opt_vals *sw, const kb__opt_vals *inner)
 /* On a rank other than 0: its share of the points, records to rank 0. */
 static int other_rank(const kb__sweep_mpi *mpi, const kb__sweep *s, int jobs)
 {
-    unsigned char *todo = malloc(s->n_points);
-    if (!todo) return KB_CLI_FAIL;
-    int rc = kb__sweep_mpi_run(mpi, s, todo, jobs, NULL, NULL);
-    free(todo);
+    unsigned char *pending = malloc(s->n_points);
+    if (!pending) return KB_CLI_FAIL;
+    int rc = kb__sweep_mpi_run(mpi, s, pending, jobs, NULL, NULL);
+    free(pending);
     return rc ? KB_CLI_FAIL : KB_CLI_OK;
 }
 
@@ -718,8 +719,8 @@ static int sweep_main(const kb__sweep_mpi *mpi, kb__sweep *s, int argc, char **a
     sweep_out o = {.s = s, .mpi = mpi, .t0 = now_s(), .tty = isatty(STDERR_FILENO)};
     if (!rc) {
         o.text = calloc(s->n_points, sizeof *o.text);
-        o.todo = malloc(s->n_points);
-        if (o.todo) memset(o.todo, 1, s->n_points);
+        o.pending = malloc(s->n_points);
+        if (o.pending) memset(o.pending, 1, s->n_points);
         rc = prepare(&o, sw);
     }
     rc = kb__sweep_mpi_agree(mpi, rc);
@@ -730,7 +731,7 @@ static int sweep_main(const kb__sweep_mpi *mpi, kb__sweep *s, int argc, char **a
     for (size_t i = 0; o.text && i < s->n_points; i++)
         free(o.text[i]);
     free(o.text);
-    free(o.todo);
+    free(o.pending);
 out:
     free(swv);
     free(base);

@@ -50,13 +50,13 @@ void kb__sweep_argv_free(char **argv);
 char *kb__sweep_point_text(const kb__sweep *s, size_t i, kb__report *rec, int status,
                            const char *error);
 
-/* Runs every point i with todo[i] set in up to `jobs` worker processes,
+/* Runs every point i with pending[i] set in up to `jobs` worker processes,
  * one process per point; calls done(user, i, text) in the parent as each
  * ends (text is the point's record, malloc'd, the callee's). A point whose
  * process dies gets a record with its error. tick (may be NULL) is called
  * with tick_user every few ms while points run. 0, or KB_EIO when no
  * process could be started (message on stderr). */
-int kb__sweep_pool_run(const kb__sweep *s, const unsigned char *todo, int jobs,
+int kb__sweep_pool_run(const kb__sweep *s, const unsigned char *pending, int jobs,
                        void (*done)(void *user, size_t i, char *text), void *user,
                        void (*tick)(void *tick_user), void *tick_user);
 
@@ -75,11 +75,11 @@ void kb__sweep_mpi_fini(kb__sweep_mpi *mpi);
  * Called once by every rank before points run, so no rank waits for a
  * rank that stopped. Without MPI: status. */
 int kb__sweep_mpi_agree(const kb__sweep_mpi *mpi, int status);
-/* Runs the points todo[] marks (rank 0's todo, broadcast to every rank)
+/* Runs the points pending[] marks (rank 0's pending, broadcast to every rank)
  * spread over the ranks, each rank with up to `jobs` workers; done is
  * called on rank 0 for every point, whichever rank ran it. Without MPI
  * active: kb__sweep_pool_run. 0 or an error code. */
-int kb__sweep_mpi_run(const kb__sweep_mpi *mpi, const kb__sweep *s, unsigned char *todo, int jobs,
-                      void (*done)(void *user, size_t i, char *text), void *user);
+int kb__sweep_mpi_run(const kb__sweep_mpi *mpi, const kb__sweep *s, unsigned char *pending,
+                      int jobs, void (*done)(void *user, size_t i, char *text), void *user);
 
 #endif

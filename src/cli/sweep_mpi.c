@@ -124,17 +124,17 @@ static void send_record(void *user, size_t i, char *text)
     free(text);
 }
 
-int kb__sweep_mpi_run(const kb__sweep_mpi *mpi, const kb__sweep *s, unsigned char *todo, int jobs,
-                      void (*done)(void *user, size_t i, char *text), void *user)
+int kb__sweep_mpi_run(const kb__sweep_mpi *mpi, const kb__sweep *s, unsigned char *pending,
+                      int jobs, void (*done)(void *user, size_t i, char *text), void *user)
 {
-    if (!mpi->active) return kb__sweep_pool_run(s, todo, jobs, done, user, NULL, NULL);
-    MPI_Bcast(todo, (int)s->n_points, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (!mpi->active) return kb__sweep_pool_run(s, pending, jobs, done, user, NULL, NULL);
+    MPI_Bcast(pending, (int)s->n_points, MPI_BYTE, 0, MPI_COMM_WORLD);
     unsigned char *mine = malloc(s->n_points ? s->n_points : 1);
     if (!mine) return KB_ENOMEM;
     collect c = {done, user, 0};
     for (size_t i = 0; i < s->n_points; i++) {
-        mine[i] = todo[i] && (int)(i % (size_t)mpi->size) == mpi->rank;
-        c.expected += todo[i] && !mine[i];
+        mine[i] = pending[i] && (int)(i % (size_t)mpi->size) == mpi->rank;
+        c.expected += pending[i] && !mine[i];
     }
     int rc;
     if (mpi->rank == 0) {
@@ -175,11 +175,11 @@ int kb__sweep_mpi_agree(const kb__sweep_mpi *mpi, int status)
     return status;
 }
 
-int kb__sweep_mpi_run(const kb__sweep_mpi *mpi, const kb__sweep *s, unsigned char *todo, int jobs,
-                      void (*done)(void *user, size_t i, char *text), void *user)
+int kb__sweep_mpi_run(const kb__sweep_mpi *mpi, const kb__sweep *s, unsigned char *pending,
+                      int jobs, void (*done)(void *user, size_t i, char *text), void *user)
 {
     (void)mpi;
-    return kb__sweep_pool_run(s, todo, jobs, done, user, NULL, NULL);
+    return kb__sweep_pool_run(s, pending, jobs, done, user, NULL, NULL);
 }
 
 #endif

@@ -148,7 +148,7 @@ static void finish(const kb__sweep *s, worker *w, void (*done)(void *, size_t, c
     if (text) done(user, point, text);
 }
 
-int kb__sweep_pool_run(const kb__sweep *s, const unsigned char *todo, int jobs,
+int kb__sweep_pool_run(const kb__sweep *s, const unsigned char *pending, int jobs,
                        void (*done)(void *user, size_t i, char *text), void *user,
                        void (*tick)(void *tick_user), void *tick_user)
 {
@@ -164,7 +164,7 @@ int kb__sweep_pool_run(const kb__sweep *s, const unsigned char *todo, int jobs,
     size_t next = 0;
     int running = 0, rc = 0;
     for (;;) {
-        while (next < s->n_points && !todo[next])
+        while (next < s->n_points && !pending[next])
             next++;
         for (int k = 0; k < jobs && next < s->n_points && ws[k].fd < 0; k++) {
             if (start(s, &ws[k], next)) {
@@ -174,7 +174,7 @@ int kb__sweep_pool_run(const kb__sweep *s, const unsigned char *todo, int jobs,
             }
             running++;
             next++;
-            while (next < s->n_points && !todo[next])
+            while (next < s->n_points && !pending[next])
                 next++;
         }
         if (!running) break;
