@@ -52,7 +52,7 @@
 
 #include "internal.h"
 #include "kernbench/transformer.h"
-#include "runtime/internal.h"
+#include "runtime/machine.h" /* the PE GEMM parameters, for the MFU */
 
 typedef struct xf_cfg {
     kb_xf_config c;

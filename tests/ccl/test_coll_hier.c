@@ -10,7 +10,7 @@
 #include "ccl/alphabeta.h"
 #include "ccl/coll_fixture.h"
 #include "ccl/plan.h"
-#include "runtime/internal.h"
+#include "runtime/machine.h"
 
 #define N 37 /* elements per buffer: not a multiple of any world */
 

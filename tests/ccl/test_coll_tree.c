@@ -8,7 +8,7 @@
 #include "ccl/alphabeta.h"
 #include "ccl/coll_fixture.h"
 #include "ccl/plan.h"
-#include "runtime/internal.h"
+#include "runtime/machine.h"
 
 /* A sum all-reduce of `bytes` per rank over w ranks placed per `where`,
  * timing only; *span the programs' span, *sip_bytes what crossed SIP links. */

@@ -247,16 +247,6 @@ Test(layers, checker_finds_upward_includes_and_circles)
     cr_assert_eq(system(cmd), 0);
 }
 
-/* runtime/internal.h only gathers the runtime's headers for code written
- * before the split: no file under src/ includes it. */
-Test(layers, no_src_file_includes_the_runtime_catch_all)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "grep -rl '#include \"runtime/internal.h\"' '%s/src' > /dev/null", KB_SOURCE_DIR);
-    cr_expect_neq(system(cmd), 0, "a file under src/ includes runtime/internal.h");
-}
-
 Test(layers, src_follows_the_documented_order)
 {
     report *r = calloc(1, sizeof *r);

@@ -7,8 +7,8 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
+#include "kernbench/kernbench.h"
 #include "kernel/tl_internal.h"
-#include "runtime/internal.h"
 
 #define ROWS 1823
 #define COLS 8
