@@ -377,28 +377,19 @@ static void attention_kernel(tl_ctx *k)
 
 /* ---- launches ----------------------------------------------------------------------------- */
 
-static int launch(kb_machine *m, const char *name, tl_kernel_fn fn, int sip, const kb_arg *args,
-                  int n)
-{
-    kb_launch_opts o = {{0, 0, 0}, sip};
-    kb_launch_id id;
-    int rc = kb_launch(m, name, fn, &o, args, n, &id);
-    return rc ? rc : kb_wait(m, id);
-}
-
 int kb__tp_norm(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor y, kb_tensor gamma,
                 kb_tensor beta, int kind, double eps)
 {
     kb_arg args[7] = {kb_arg_tensor(x),   kb_arg_tensor(y), kb_arg_tensor(gamma),
                       kb_arg_i64(kind),   kb_arg_f64(eps),  kb_arg_i64(beta.id != 0),
                       kb_arg_tensor(beta)};
-    return launch(m, name, norm_kernel, sip, args, beta.id ? 7 : 6);
+    return kb__tp_launch(m, name, norm_kernel, sip, args, beta.id ? 7 : 6);
 }
 
 int kb__tp_add(kb_machine *m, const char *name, int sip, kb_tensor a, kb_tensor b, kb_tensor y)
 {
     kb_arg args[3] = {kb_arg_tensor(a), kb_arg_tensor(b), kb_arg_tensor(y)};
-    return launch(m, name, add_kernel, sip, args, 3);
+    return kb__tp_launch(m, name, add_kernel, sip, args, 3);
 }
 
 int kb__tp_norm_backward(kb_machine *m, const char *name, int sip, const kb__tp_norm_bwd *a)
@@ -419,7 +410,7 @@ int kb__tp_norm_backward(kb_machine *m, const char *name, int sip, const kb__tp_
         kb_arg_tensor(a->x),     kb_arg_tensor(a->dy),         kb_arg_tensor(a->dx),
         kb_arg_tensor(a->gamma), kb_arg_tensor(a->dgamma),     kb_arg_i64(a->kind),
         kb_arg_f64(a->eps),      kb_arg_i64(a->dbeta.id != 0), kb_arg_tensor(a->dbeta)};
-    return launch(m, name, norm_bwd_kernel, sip, args, a->dbeta.id ? 9 : 8);
+    return kb__tp_launch(m, name, norm_bwd_kernel, sip, args, a->dbeta.id ? 9 : 8);
 }
 
 int kb__tp_swiglu_backward(kb_machine *m, const char *name, int sip, kb_tensor g, kb_tensor u,
@@ -427,7 +418,7 @@ int kb__tp_swiglu_backward(kb_machine *m, const char *name, int sip, kb_tensor g
 {
     kb_arg args[5] = {kb_arg_tensor(g), kb_arg_tensor(u), kb_arg_tensor(dy), kb_arg_tensor(dg),
                       kb_arg_tensor(du)};
-    return launch(m, name, swiglu_bwd_kernel, sip, args, 5);
+    return kb__tp_launch(m, name, swiglu_bwd_kernel, sip, args, 5);
 }
 
 int kb__tp_attention(kb_machine *m, const char *name, int sip, const kb__tp_attn_args *a)
@@ -436,5 +427,5 @@ int kb__tp_attention(kb_machine *m, const char *name, int sip, const kb__tp_attn
                        kb_arg_i64(a->seq),         kb_arg_i64(a->heads),  kb_arg_i64(a->kv_heads),
                        kb_arg_i64(a->head_dim),    kb_arg_i64(a->width),  kb_arg_f64(a->scale),
                        kb_arg_i64(a->cos.id != 0), kb_arg_tensor(a->cos), kb_arg_tensor(a->sin)};
-    return launch(m, name, attention_kernel, sip, args, a->cos.id ? 12 : 10);
+    return kb__tp_launch(m, name, attention_kernel, sip, args, a->cos.id ? 12 : 10);
 }

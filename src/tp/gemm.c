@@ -191,8 +191,7 @@ static void copy_kernel(tl_ctx *k)
             }
 }
 
-/* One program per PE of the first argument's shards on SIP sip. */
-static int launch(kb_machine *m, const char *name, tl_kernel_fn fn, int sip, const kb_arg *args,
+int kb__tp_launch(kb_machine *m, const char *name, tl_kernel_fn fn, int sip, const kb_arg *args,
                   int n)
 {
     kb_launch_opts o = {{0, 0, 0}, sip};
@@ -215,13 +214,13 @@ int kb__tp_gemm_cols(kb_machine *m, const char *name, int sip, kb_tensor x, int6
                       kb_arg_tensor(bias)};
     /* the program on PE i is the i-th of w's shards: the first argument must be w
        or a tensor with the same PEs in the same order (x, replicated) */
-    return launch(m, name, gemm_kernel, sip, args, bias.id ? 7 : 6);
+    return kb__tp_launch(m, name, gemm_kernel, sip, args, bias.id ? 7 : 6);
 }
 
 int kb__tp_swiglu(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor w, kb_tensor y)
 {
     kb_arg args[3] = {kb_arg_tensor(x), kb_arg_tensor(w), kb_arg_tensor(y)};
-    return launch(m, name, swiglu_kernel, sip, args, 3);
+    return kb__tp_launch(m, name, swiglu_kernel, sip, args, 3);
 }
 
 int kb__tp_copy(kb_machine *m, const char *name, int sip, kb_tensor src, kb_tensor dst,
@@ -231,11 +230,11 @@ int kb__tp_copy(kb_machine *m, const char *name, int sip, kb_tensor src, kb_tens
         kb_arg_tensor(src),      kb_arg_tensor(dst),          kb_arg_i64(r->count),
         kb_arg_i64(r->rows),     kb_arg_i64(r->cols),         kb_arg_i64(r->src_row_step),
         kb_arg_i64(r->src_col0), kb_arg_i64(r->dst_col_step), kb_arg_i64(r->src_col_per_program)};
-    return launch(m, name, copy_kernel, sip, args, 9);
+    return kb__tp_launch(m, name, copy_kernel, sip, args, 9);
 }
 
 int kb__tp_bias_add(kb_machine *m, const char *name, int sip, kb_tensor y, kb_tensor bias)
 {
     kb_arg args[2] = {kb_arg_tensor(y), kb_arg_tensor(bias)};
-    return launch(m, name, bias_kernel, sip, args, 2);
+    return kb__tp_launch(m, name, bias_kernel, sip, args, 2);
 }

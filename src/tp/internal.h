@@ -71,6 +71,11 @@ int kb__tp_check_layout(kb_machine *m, kb_tensor x, const kb__tp_where_t *w, kb_
 
 /* ---- gemm.c: the kernels ----------------------------------------------------------- */
 
+/* Runs kernel fn with args[0..n) as one program per PE of the first
+ * argument's shards on SIP sip and waits for it; kb_launch's status. */
+int kb__tp_launch(kb_machine *m, const char *name, tl_kernel_fn fn, int sip, const kb_arg *args,
+                  int n);
+
 /* Launches y = act(x @ w + bias) over the PEs of x's shards on SIP sip and
  * waits: one program per PE, each on its own shards, walking its y tiles
  * (docs/tp.md). bias {0}: none. name is the kernel's name in messages and
