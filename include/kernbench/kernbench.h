@@ -366,14 +366,26 @@ KB_API int kb_trace_start(kb_machine *m, const char *path);
  * "memories" process. */
 #define KB_TRACE_COUNTER_BUCKET_PS 1000000ull /* the default bucket, 1 us */
 #define KB_TRACE_NO_COUNTERS       UINT64_MAX /* counter_bucket_ps: no counters */
+/* A trace stops recording when its file reaches max_bytes (checked every
+ * 256 records, so it may pass the limit by that much): the file ends with an
+ * instant event "trace stopped: size limit reached" at that simulated time
+ * and stays valid JSON; kb_trace_cut tells the caller. */
+#define KB_TRACE_MAX_BYTES_DEFAULT (1ull << 30) /* 1 GiB */
+#define KB_TRACE_NO_LIMIT          UINT64_MAX
 typedef struct kb_trace_opts {
     uint64_t counter_bucket_ps; /* 0: KB_TRACE_COUNTER_BUCKET_PS; KB_TRACE_NO_COUNTERS: none */
+    uint64_t max_bytes;         /* 0: KB_TRACE_MAX_BYTES_DEFAULT; KB_TRACE_NO_LIMIT: none */
 } kb_trace_opts;
 /* kb_trace_start with options (NULL: the defaults, as kb_trace_start). */
 KB_API int kb_trace_start_opts(kb_machine *m, const char *path, const kb_trace_opts *opts);
 /* Ends the trace and closes its file (kb_close does it too); 0 when none is
  * on, KB_EIO naming the file if a write failed. */
 KB_API int kb_trace_stop(kb_machine *m);
+/* 1 when the last trace of m stopped recording at its size limit (then
+ * *at_ps, when at_ps is not NULL, is the simulated time it stopped at and
+ * *records the records it had written), else 0. Valid until the next
+ * kb_trace_start. */
+KB_API int kb_trace_cut(const kb_machine *m, uint64_t *at_ps, uint64_t *records);
 
 /* "dma", "gemm", "math"; "?" for others. */
 KB_API const char *kb_unit_name(kb_unit u);

@@ -30,6 +30,7 @@ typedef struct run_opts {
     int device; /* -1 all */
     int no_data;
     const char *trace;  /* --trace FILE, or NULL */
+    uint64_t trace_max; /* --trace-max: bytes, or KB_TRACE_NO_LIMIT */
     const char *report; /* --report FILE.html, or NULL */
 } run_opts;
 
@@ -74,6 +75,10 @@ static const kb__opt_spec run_table[] = {
      "Chrome / Perfetto trace of the run to FILE: every PE op and\nprogram, every launch and "
      "collective, link and memory use",
      NULL},
+    {"trace-max", KB__ARG_REQ, 0, "SIZE", "1GiB",
+     "--trace stops recording when its file reaches SIZE (bytes, or\nwith KB, MB, GB, KiB, MiB, "
+     "GiB ...; 'none': no limit), with a note",
+     NULL},
     {"report", KB__ARG_REQ, 0, "FILE", NULL,
      "a self-contained HTML report (docs/web.md): the machine with\nits links coloured by use, "
      "the figures, unit heat map, timeline",
@@ -107,6 +112,14 @@ static int parse_args(run_opts *o, kb__opt_vals *a, int argc, char **argv)
     kb__cli_opts_get(&o->common, a);
     o->bench = kb__opt_get(a, "bench");
     o->trace = kb__opt_get(a, "trace");
+    const char *tmax = kb__opt_get(a, "trace-max");
+    if (!strcmp(tmax, "none"))
+        o->trace_max = KB_TRACE_NO_LIMIT;
+    else if (!kb__cfg_text_size(tmax, &o->trace_max) || !o->trace_max)
+        return kb__opt_usage(&kb__cli_run_spec,
+                             "--trace-max: expected a size above 0 (4096, 512MiB, 2GB) or "
+                             "'none', got '%s'",
+                             tmax);
     o->report = kb__opt_get(a, "report");
     o->no_data = kb__opt_given(a, "no-data") > 0;
     const char *const *kv;
@@ -538,7 +551,8 @@ static void record_compare(kb__report *rec, const run_opts *ro, const run_out *o
 
 static int run_bench(const run_call *c, run_opts *ro, kb_machine *m, run_out *o)
 {
-    if (ro->trace && kb_trace_start(m, ro->trace)) {
+    kb_trace_opts topts = {.max_bytes = ro->trace_max};
+    if (ro->trace && kb_trace_start_opts(m, ro->trace, &topts)) {
         fprintf(stderr, "kernbench run: --trace: %s\n", kb_last_error(m));
         return KB_CLI_USAGE;
     }
@@ -569,6 +583,14 @@ static int run_bench(const run_call *c, run_opts *ro, kb_machine *m, run_out *o)
                 ro->common.compare ? " fabric model)" : "", o->r.error);
         status = KB_CLI_FAIL;
     }
+    uint64_t cut_ps, cut_records;
+    if (ro->trace && kb_trace_cut(m, &cut_ps, &cut_records))
+        fprintf(stderr,
+                "kernbench run: note: --trace %s reached its size limit (%llu bytes, "
+                "--trace-max) at %.3f us of simulated time and stopped recording there (%llu "
+                "records kept)\n",
+                ro->trace, (unsigned long long)ro->trace_max, (double)cut_ps / 1e6,
+                (unsigned long long)cut_records);
     if (!status && ro->common.compare) status = run_compare(ro, o);
     if (!status) status = report(c, ro, o, m, tl);
     kb__tl_destroy(tl);

@@ -18,8 +18,12 @@
  *
  * Each record is written as its 'X' (complete) event ends, so the file is
  * in order of end time; viewers sort by start. A write error is kept and
- * reported by kb_trace_stop. Cost: one fprintf per record; nothing when no
- * trace is on (the emitters test kb__trace_on first).
+ * reported by kb_trace_stop. Every 256 records the file's size is compared
+ * with the limit (kb_trace_opts.max_bytes): past it, recording stops (the
+ * simulator's sink is detached and the counters write nothing more) and an
+ * instant event says so; the file stays valid JSON.
+ * Cost: one fprintf per record; nothing when no trace is on (the emitters
+ * test kb__trace_on first).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -40,6 +44,9 @@ struct kb__rt_trace {
     kb__device *dev;    /* link and memory counters come from it (NULL: none) */
     kb__time bucket_ps; /* of the counters */
     int err;            /* errno of the first write error, 0 none */
+    kb_machine *m;      /* the machine traced (the cut is noted on it) */
+    uint64_t max_bytes; /* stop recording past this file size */
+    bool cut;           /* stopped at the size limit */
     /* per thread (pid x KB__RT_TRACK_COUNT + tid) the end of each of its
      * lanes' last span, lazily */
     struct lanes {
@@ -128,6 +135,27 @@ static uint64_t lane_of(struct kb__rt_trace *tr, const kb__trace_rec *r)
     return kind + kinds * lane;
 }
 
+/* Every 256 records: past the size limit, stops recording at t with an
+ * instant event saying so (on the host's first track). */
+static void check_size(struct kb__rt_trace *tr, kb__time t)
+{
+    if (tr->cut || tr->records % 256 || tr->max_bytes == KB_TRACE_NO_LIMIT) return;
+    off_t size = ftello(tr->f);
+    if (size < 0 || (uint64_t)size < tr->max_bytes) return;
+    tr->cut = true;
+    char ts[32];
+    fmt_us(ts, sizeof ts, t);
+    fprintf(tr->f,
+            ",\n{\"name\":\"trace stopped: size limit of %" PRIu64
+            " bytes reached\",\"ph\":\"i\",\"s\":\"g\",\"pid\":%" PRIu32 ",\"tid\":0,\"ts\":%s}",
+            tr->max_bytes, tr->host_pid, ts);
+    if (!tr->err && ferror(tr->f)) tr->err = EIO;
+    tr->m->trace_cut = 1;
+    tr->m->trace_cut_ps = t;
+    tr->m->trace_cut_records = tr->records;
+    kb__sim_set_trace(tr->m->dev->sim, NULL, NULL); /* the counters skip their writes */
+}
+
 static void sink(void *user, const kb__trace_rec *r)
 {
     struct kb__rt_trace *tr = user;
@@ -150,6 +178,7 @@ static void sink(void *user, const kb__trace_rec *r)
                 r->args[2]);
     tr->records++;
     if (!tr->err && ferror(f)) tr->err = EIO; /* errno may be another call's by now */
+    check_size(tr, r->t);
 }
 
 /* Writes the end of a counter sample named (already written) by the
@@ -163,12 +192,14 @@ static void sample_end(struct kb__rt_trace *tr, uint32_t pid, kb__time t, double
             ts, busy / capacity);
     tr->records++;
     if (!tr->err && ferror(tr->f)) tr->err = EIO;
+    check_size(tr, t);
 }
 
 /* A link's busy fraction over one bucket, as a counter sample. */
 static void link_sample(void *user, uint32_t link, kb__time t, kb__time busy)
 {
     struct kb__rt_trace *tr = user;
+    if (tr->cut) return;
     const kb__fabric *fab = tr->dev->fab;
     const kb__link *l = kb__fabric_link(fab, link);
     fputs(",\n{\"name\":\"", tr->f);
@@ -183,6 +214,7 @@ static void link_sample(void *user, uint32_t link, kb__time t, kb__time busy)
 static void mem_sample(void *user, const kb__memctl *mc, kb__time t, kb__time busy)
 {
     struct kb__rt_trace *tr = user;
+    if (tr->cut) return;
     fputs(",\n{\"name\":\"", tr->f);
     put_str(tr->f, mc->name);
     sample_end(tr, tr->host_pid + 2, t, (double)busy, (double)tr->bucket_ps * mc->channels);
@@ -265,6 +297,10 @@ int kb_trace_start_opts(kb_machine *m, const char *path, const kb_trace_opts *op
         return fail(m, KB_ENOMEM, "kb_trace_start: out of host memory");
     }
     tr->host_pid = m->n_pes;
+    tr->m = m;
+    tr->max_bytes = opts && opts->max_bytes ? opts->max_bytes : KB_TRACE_MAX_BYTES_DEFAULT;
+    m->trace_cut = 0;
+    m->trace_cut_ps = m->trace_cut_records = 0;
     uint64_t bucket = opts ? opts->counter_bucket_ps : 0;
     if (bucket != KB_TRACE_NO_COUNTERS) {
         tr->dev = m->dev;
@@ -287,13 +323,21 @@ int kb_trace_start_opts(kb_machine *m, const char *path, const kb_trace_opts *op
     return 0;
 }
 
+int kb_trace_cut(const kb_machine *m, uint64_t *at_ps, uint64_t *records)
+{
+    if (!m || !m->trace_cut) return 0;
+    if (at_ps) *at_ps = m->trace_cut_ps;
+    if (records) *records = m->trace_cut_records;
+    return 1;
+}
+
 int kb_trace_stop(kb_machine *m)
 {
     if (!m) return KB_EINVAL;
     struct kb__rt_trace *tr = m->trace;
     if (!tr) return 0;
     kb__sim_set_trace(m->dev->sim, NULL, NULL);
-    if (tr->dev) counters_stop(tr, 1); /* the open buckets */
+    if (tr->dev) counters_stop(tr, !tr->cut); /* the open buckets, unless cut */
     m->trace = NULL;
     fputs("\n]}\n", tr->f);
     errno = 0;

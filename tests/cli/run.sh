@@ -79,6 +79,26 @@ assert len(coll) == 1 and coll[0]["name"] == "all_reduce ring_allreduce", coll
 assert sum(1 for e in spans if e["cat"] == "program") == 8
 assert abs(coll[0]["dur"] - run["figures"]["collective"]) < 1e-5, (coll, run["figures"])
 PY
+# --trace-max: the same run with a 64 KiB limit stops recording with a note
+# and the instant event, the file still JSON and the report's time unchanged.
+"$kb" run --bench ccl_allreduce --opt world=8 --opt bytes=64KiB --trace "$tmp/tm.json" \
+    --trace-max 64KiB --json "$tmp/cm.json" >/dev/null 2>"$tmp/err" || fail "--trace-max run"
+grep -q "note: --trace .*tm.json reached its size limit (65536 bytes" "$tmp/err" ||
+    fail "--trace-max note: $(cat "$tmp/err")"
+python3 - "$tmp/tm.json" "$tmp/cm.json" "$tmp/c.json" "$tmp/t.json" <<'PY' || fail "--trace-max file"
+import json, os, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+assert ev[-1]["name"] == "trace stopped: size limit of 65536 bytes reached", ev[-1]
+assert os.path.getsize(sys.argv[1]) < os.path.getsize(sys.argv[4])
+a, b = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+assert a["sim_ps"] == b["sim_ps"], (a["sim_ps"], b["sim_ps"])
+PY
+for bad in 0 -1 12QB 1.5GiB; do
+    "$kb" run --bench vector_add --trace-max "$bad" >/dev/null 2>"$tmp/err"
+    [ $? -eq 2 ] || fail "--trace-max $bad should exit 2"
+    grep -q -- "--trace-max: expected a size above 0 (4096, 512MiB, 2GB) or 'none', got '$bad'" \
+        "$tmp/err" || fail "--trace-max $bad: $(cat "$tmp/err")"
+done
 "$kb" run --bench vector_add --opt block=3 --trace "$tmp/no/such/t.json" >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "an unwritable --trace FILE should exit 2"
 grep -q "no/such/t.json: cannot write the trace" "$tmp/err" || fail "unwritable --trace: $(cat "$tmp/err")"

@@ -146,7 +146,7 @@ Test(trace, link_and_memory_counters_add_up_to_their_busy_time)
     for (uint32_t i = 0; i < d->n_mems; i++)
         mem_busy[i] = d->mems[i].busy_ps;
     const uint64_t bucket = 100000; /* 100 ns */
-    kb_trace_opts o = {bucket};
+    kb_trace_opts o = {.counter_bucket_ps = bucket};
     cr_assert_eq(kb_trace_start_opts(m, "trace_counters.json", &o), 0, "%s", kb_last_error(m));
     float *h = calloc((size_t)shape, sizeof *h);
     cr_assert_eq(kb_copy_to_host(m, t, h, (size_t)shape * sizeof *h, KB_F32), 0, "%s",
@@ -291,5 +291,68 @@ Test(trace, spans_that_overlap_go_to_further_threads_of_their_kind)
     }
     free(v);
     free(lines);
+    free(s);
+}
+
+/* Runs the same 40 copies with a trace of size limit max_bytes; returns
+ * the file's text and the simulated time the copies took. */
+static char *limited_run(uint64_t max_bytes, const char *path, int *cut, uint64_t *cut_ps,
+                         uint64_t *records, uint64_t *copy_ps, long *size)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int64_t shape = 1 << 16;
+    kb_tensor t;
+    cr_assert_eq(kb_zeros(m, "t", 1, &shape, KB_F32, NULL, &t), 0, "%s", kb_last_error(m));
+    kb_trace_opts o = {.counter_bucket_ps = 100000, .max_bytes = max_bytes};
+    cr_assert_eq(kb_trace_start_opts(m, path, &o), 0, "%s", kb_last_error(m));
+    float *h = calloc((size_t)shape, sizeof *h);
+    uint64_t t0 = kb_now_ps(m);
+    for (int i = 0; i < 40; i++) /* a few thousand records */
+        cr_assert_eq(kb_copy_to_host(m, t, h, (size_t)shape * sizeof *h, KB_F32), 0, "%s",
+                     kb_last_error(m));
+    *copy_ps = kb_now_ps(m) - t0;
+    free(h);
+    cr_assert_eq(kb_trace_stop(m), 0, "%s", kb_last_error(m));
+    *cut = kb_trace_cut(m, cut_ps, records);
+    kb_close(m);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    *size = ftell(f);
+    fclose(f);
+    return slurp(path);
+}
+
+Test(trace, a_trace_past_its_size_limit_stops_recording_with_a_note_and_stays_valid)
+{
+    int cut;
+    uint64_t at, records, full_ps, cut_run_ps;
+    long full_size, size;
+    char *full = limited_run(KB_TRACE_NO_LIMIT, "trace_unlimited.json", &cut, &at, &records,
+                             &full_ps, &full_size);
+    cr_assert_eq(cut, 0);
+    cr_assert_null(strstr(full, "trace stopped"));
+    const uint64_t limit = 16384;
+    cr_assert_gt(full_size, 8 * (long)limit, "the run must write well past the limit (%ld bytes)",
+                 full_size);
+    char *s = limited_run(limit, "trace_limited.json", &cut, &at, &records, &cut_run_ps, &size);
+    cr_assert_eq(cut, 1);
+    cr_assert_eq(cut_run_ps, full_ps, "the limit changed the simulation");
+    cr_assert_gt(at, 0);
+    cr_assert_leq(at, full_ps);
+    cr_assert_gt(records, 0);
+    cr_assert(
+        strstr(s, "\"name\":\"trace stopped: size limit of 16384 bytes reached\",\"ph\":\"i\""),
+        "no note");
+    /* checked every 256 records: at most 256 records (a few hundred bytes
+     * each) past the limit, and the file still closes the JSON array */
+    cr_assert_geq(size, (long)limit);
+    cr_assert_lt(size, (long)limit + 256 * 400 + 512, "%ld bytes", size);
+    cr_assert_lt(size, full_size);
+    cr_assert(strstr(s, "\n]}\n") == s + strlen(s) - 4, "the file does not end the JSON");
+    /* the kept part is the unlimited file's beginning, record for record */
+    const char *note = strstr(s, ",\n{\"name\":\"trace stopped");
+    cr_assert_eq(strncmp(s, full, (size_t)(note - s)), 0, "the kept records differ");
+    free(full);
     free(s);
 }
