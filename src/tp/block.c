@@ -448,7 +448,7 @@ static int attention_half(fwd *f, kb_tensor x, kb_tensor *x1)
     t = kb_now_ps(f->m);
     rc = make(f, "attn.o", T, h * d, KB_ROW_WISE, &o);
     kb__tp_attn_args a = {
-        o, all, b->cos, b->sin, T, c->seq, h, g, d, cols / pes, 1 / sqrt((double)d)};
+        o, all, b->cos, b->sin, T, c->seq, h, g, d, cols / pes, 1 / sqrt((double)d), {0}};
     if (!rc) rc = kb__tp_attention(f->m, "attention", b->sip, &a);
     b->last[KB_XF_ATTENTION] = kb_now_ps(f->m) - t;
     if (rc) return rc;

@@ -33,10 +33,24 @@
  *              rows, one [1, H] row per PE (the caller adds the PEs'); H up
  *              to 64 chunks of 1024.
  *   swiglu backward  dg, du from g, u, dy element-wise in f32.
+ *   attention backward  FlashAttention-2's: program i writes dQ, dK, dV
+ *              of its tokens. Pass 1, per head and block of its queries:
+ *              P = exp(S - lse) recomputed from the forward's lse, dS = P ·
+ *              (dO Vᵀ - rowsum(dO ∘ O)), dQ = dS K · scale over the keys
+ *              of the query's sequence up to it. Pass 2, per key / value
+ *              head and block of its keys: over the group's query heads and
+ *              the queries that see the keys (to the end of their
+ *              sequence), dV = Pᵀ dO, dK = dSᵀ Q · scale. dQ and dK are
+ *              rotated back (the rotary embedding's transpose: the
+ *              rotate-half permutation as a [d, d] product on the GEMM
+ *              unit). P and dS are rounded to the dtype for their
+ *              products, accumulations are f32.
  *
  * Costs: norm reads x two (RMS) or three (Layer) times; attention does
  * 2 · T_q · T_k · d multiply-accumulates per head for the causal part,
- * K and V blocks reloaded for every query block.
+ * K and V blocks reloaded for every query block; its backward seven
+ * products of that size instead of two (S and dP in both passes, dQ, dK,
+ * dV), plus O and dO reloaded for every key block.
  */
 #include <math.h>
 
@@ -263,27 +277,36 @@ static void swiglu_bwd_kernel(tl_ctx *k)
 
 /* What the attention programs share (launch arguments, header comment). */
 typedef struct attn {
-    tl_tensor *qkv, *cos, *sin, *o;
+    tl_tensor *qkv, *cos, *sin, *o, *lse;
     int64_t T, seq, heads, kv_heads, d, w, bm, bn;
     double scale;
     int rope;
 } attn;
 
-/* Element offsets into qkv of rows [r0, r0 + rows) (a [rows, 1] i32 tile
- * part) and of the rank's columns c_j = col0 + (j + shift) mod d (a [1, d]
- * part): ((c / w) · T + row) · w + c mod w. */
-static tl_tile qkv_offsets(tl_ctx *k, const attn *a, tl_tile rows, int64_t col0, int64_t shift)
+/* Element offsets, in a matrix of T rows held as column blocks of width
+ * w stacked by rows ([c · T, w]: block b holds columns [b · w, (b + 1) ·
+ * w); w = the full width is the plain [T, cols] matrix), of rows `rows` (a
+ * [rows, 1] i32 tile part) and of columns c_j = col0 + (j + shift) mod d
+ * (a [1, d] part): ((c / w) · T + row) · w + c mod w. */
+static tl_tile blocked_offsets(tl_ctx *k, int64_t T, int64_t w_, int64_t d, tl_tile rows,
+                               int64_t col0, int64_t shift)
 {
-    tl_tile j = tl_arange(k, 0, a->d);
+    tl_tile j = tl_arange(k, 0, d);
     if (shift)
         j = tl_mod(k, tl_add(k, j, tl_scalar(k, (double)shift, TL_I32)),
-                   tl_scalar(k, (double)a->d, TL_I32));
+                   tl_scalar(k, (double)d, TL_I32));
     tl_tile c = tl_add(k, j, tl_scalar(k, (double)col0, TL_I32));
-    tl_tile w = tl_scalar(k, (double)a->w, TL_I32);
+    tl_tile w = tl_scalar(k, (double)w_, TL_I32);
     tl_tile colpart =
-        tl_add(k, tl_mul(k, tl_floordiv(k, c, w), tl_scalar(k, (double)(a->T * a->w), TL_I32)),
+        tl_add(k, tl_mul(k, tl_floordiv(k, c, w), tl_scalar(k, (double)(T * w_), TL_I32)),
                tl_mod(k, c, w));
     return tl_add(k, tl_expand_dims(k, tl_mul(k, rows, w), 1), tl_expand_dims(k, colpart, 0));
+}
+
+/* blocked_offsets into qkv. */
+static tl_tile qkv_offsets(tl_ctx *k, const attn *a, tl_tile rows, int64_t col0, int64_t shift)
+{
+    return blocked_offsets(k, a->T, a->w, a->d, rows, col0, shift);
 }
 
 /* The [n, d] block of the rank's columns from col0 for token rows
@@ -352,25 +375,220 @@ static void attend(tl_ctx *k, const attn *a, int64_t q0, int64_t nq, int64_t lr0
     tl_tile out = tl_div(k, acc, tl_expand_dims(k, l, 1));
     tl_store_block(k, block2(k, a->o, lr0, qcol, a->bm, a->d),
                    tl_cast(k, out, tl_tensor_dtype(a->o)), CHECK_2D);
+    if (a->lse) /* m + log(l), the softmax's normaliser, for the backward */
+        tl_store_block(k, block2(k, a->lse, lr0, h, a->bm, 1),
+                       tl_expand_dims(k, tl_add(k, m, tl_log(k, l)), 1), CHECK_2D);
 }
 
 /* Arguments: 0 o [R, heads · d] (the program's rows of the output), 1 qkv
  * [c · T, w], 2 T, 3 seq, 4 heads, 5 kv_heads, 6 d, 7 w, 8 scale, 9 rope,
- * 10 cos [seq, d], 11 sin [seq, d] (when 9 is 1). Program i's rows of o
- * are tokens [i · R, (i + 1) · R). */
+ * 10 has lse, then cos [seq, d] and sin [seq, d] (when 9 is 1), then lse
+ * [R, heads] f32 (when 10 is 1: each query's m + log(l)). Program i's rows
+ * of o are tokens [i · R, (i + 1) · R). */
 static void attention_kernel(tl_ctx *k)
 {
     attn a = {.o = tl_arg_tensor(k, 0), .qkv = tl_arg_tensor(k, 1)};
     a.T = tl_arg_i64(k, 2), a.seq = tl_arg_i64(k, 3), a.heads = tl_arg_i64(k, 4);
     a.kv_heads = tl_arg_i64(k, 5), a.d = tl_arg_i64(k, 6), a.w = tl_arg_i64(k, 7);
     a.scale = tl_arg_f64(k, 8), a.rope = (int)tl_arg_i64(k, 9);
-    if (a.rope) a.cos = tl_arg_tensor(k, 10), a.sin = tl_arg_tensor(k, 11);
+    int next = 11;
+    if (a.rope) a.cos = tl_arg_tensor(k, next), a.sin = tl_arg_tensor(k, next + 1), next += 2;
+    if (tl_arg_i64(k, 10)) a.lse = tl_arg_tensor(k, next);
     int64_t R = tl_tensor_dim(a.o, 0), r0 = tl_program_id(k, 0) * R;
     a.bm = pow2_below(R, 64), a.bn = 64;
     for (int64_t h = 0; h < a.heads; h++)
         for (int64_t lr = 0; lr < R; lr += a.bm) {
             uint64_t s = tl_scope_begin(k);
             attend(k, &a, r0 + lr, R - lr < a.bm ? R - lr : a.bm, lr, h);
+            tl_scope_end(k, s, 0, NULL);
+        }
+}
+
+/* ---- attention backward ------------------------------------------------------------------- */
+
+/* What the backward programs share: the forward's (qkv, tables, shape) and
+ * o, dout in the blocked layout of blocked_offsets (widths ow, dow), lse
+ * [T, heads] f32 of every token, the program's rows of dqkv. */
+typedef struct attn_bwd {
+    attn a;
+    tl_tensor *out, *dout, *lse, *dqkv;
+    int64_t ow, dow;
+} attn_bwd;
+
+/* The inverse rotation of the rotary embedding on v [n, d] f32 at token
+ * rows `rows`: with r(v)_j = v_{(j + d/2) mod d}, out = v · cos - sign ·
+ * r(v) · sin (sign -1 for j < d/2, the forward's rotate-half sign); r(v)
+ * is v @ a [d, d] permutation on the GEMM unit. */
+static tl_tile unrotate(tl_ctx *k, const attn *a, tl_tile v, tl_tile rows, tl_tile valid)
+{
+    int64_t half = a->d / 2;
+    tl_tile j = tl_arange(k, 0, a->d);
+    tl_tile target = tl_mod(k, tl_add(k, j, tl_scalar(k, (double)half, TL_I32)),
+                            tl_scalar(k, (double)a->d, TL_I32));
+    tl_tile perm = tl_where(k, tl_eq(k, tl_expand_dims(k, j, 1), tl_expand_dims(k, target, 0)),
+                            tl_scalar(k, 1.0, TL_F32), tl_scalar(k, 0.0, TL_F32));
+    tl_tile rv = tl_dot(k, v, perm, TL_NONE);
+    tl_tile nsign = tl_where(k, tl_lt(k, j, tl_scalar(k, (double)half, TL_I32)),
+                             tl_scalar(k, 1.0, TL_F32), tl_scalar(k, -1.0, TL_F32));
+    tl_tile mask =
+        tl_broadcast_to(k, tl_expand_dims(k, valid, 1), 2, (int64_t[]){tl_shape(k, rows, 0), a->d});
+    tl_tile pos = tl_mod(k, rows, tl_scalar(k, (double)a->seq, TL_I32));
+    tl_tile toff =
+        tl_add(k, tl_expand_dims(k, tl_mul(k, pos, tl_scalar(k, (double)a->d, TL_I32)), 1),
+               tl_expand_dims(k, j, 0));
+    tl_tile c = tl_load(k, a->cos, toff, mask, TL_NONE),
+            s = tl_load(k, a->sin, toff, mask, TL_NONE);
+    return tl_add(k, tl_mul(k, v, c), tl_mul(k, tl_mul(k, rv, nsign), s));
+}
+
+/* The per-query values of a block of queries `rows` of head h: dout and
+ * its row sum D = sum(dout · o) (f32), lse. */
+typedef struct qside {
+    tl_tile dout, D, lse;
+} qside;
+
+static qside load_qside(tl_ctx *k, const attn_bwd *b, tl_tile rows, tl_tile valid, int64_t h)
+{
+    const attn *a = &b->a;
+    tl_tile mask =
+        tl_broadcast_to(k, tl_expand_dims(k, valid, 1), 2, (int64_t[]){tl_shape(k, rows, 0), a->d});
+    qside q;
+    q.dout = tl_load(k, b->dout, blocked_offsets(k, a->T, b->dow, a->d, rows, h * a->d, 0), mask,
+                     TL_NONE);
+    tl_tile o =
+        tl_load(k, b->out, blocked_offsets(k, a->T, b->ow, a->d, rows, h * a->d, 0), mask, TL_NONE);
+    q.D = tl_sum(k, tl_mul(k, tl_cast(k, q.dout, TL_F32), tl_cast(k, o, TL_F32)), 1);
+    tl_tile loff = tl_add(k, tl_mul(k, rows, tl_scalar(k, (double)a->heads, TL_I32)),
+                          tl_scalar(k, (double)h, TL_I32));
+    q.lse = tl_load(k, b->lse, loff, valid, TL_NONE);
+    return q;
+}
+
+/* P = exp(q kᵀ · scale - lse) where `keep`, else 0 (f32 [bm, bn]); dS = P
+ * · (dout vᵀ - D) (f32). */
+static void probs(tl_ctx *k, const attn *a, tl_tile q, tl_tile kb, tl_tile vb, const qside *qs,
+                  tl_tile keep, tl_tile *p, tl_tile *ds)
+{
+    tl_tile sc = tl_mul(k, tl_dot(k, q, tl_trans(k, kb), TL_NONE), tl_scalar(k, a->scale, TL_F32));
+    *p = tl_where(k, keep, tl_exp(k, tl_sub(k, sc, tl_expand_dims(k, qs->lse, 1))),
+                  tl_scalar(k, 0.0, TL_F32));
+    tl_tile dp = tl_dot(k, qs->dout, tl_trans(k, vb), TL_NONE);
+    *ds = tl_mul(k, *p, tl_sub(k, dp, tl_expand_dims(k, qs->D, 1)));
+}
+
+/* dQ of one block of bm queries from token q0 (local row lr0), head h:
+ * sum over its keys of dS · k · scale, rotated back. */
+static void bwd_dq(tl_ctx *k, const attn_bwd *b, int64_t q0, int64_t nq, int64_t lr0, int64_t h)
+{
+    const attn *a = &b->a;
+    int64_t kvh = h / (a->heads / a->kv_heads), qcol = h * a->d, kcol = (a->heads + kvh) * a->d,
+            vcol = (a->heads + a->kv_heads + kvh) * a->d;
+    tl_tile qrows = tl_add(k, tl_arange(k, 0, a->bm), tl_scalar(k, (double)q0, TL_I32));
+    tl_tile qvalid = tl_lt(k, qrows, tl_scalar(k, (double)(q0 + nq), TL_I32));
+    tl_tile q = load_heads(k, a, qrows, qvalid, qcol, 1);
+    qside qs = load_qside(k, b, qrows, qvalid, h);
+    tl_tile seq = tl_scalar(k, (double)a->seq, TL_I32);
+    tl_tile qstart = tl_expand_dims(k, tl_mul(k, tl_floordiv(k, qrows, seq), seq), 1);
+    tl_tile qcolv = tl_expand_dims(k, qrows, 1);
+    tl_tile dq = tl_zeros(k, 2, (int64_t[]){a->bm, a->d}, TL_F32);
+    int64_t k_from = q0 / a->seq * a->seq, k_to = q0 + nq;
+    for (int64_t k0 = k_from; k0 < k_to; k0 += a->bn) {
+        uint64_t s = tl_scope_begin(k);
+        tl_tile krows = tl_add(k, tl_arange(k, 0, a->bn), tl_scalar(k, (double)k0, TL_I32));
+        tl_tile kvalid = tl_lt(k, krows, tl_scalar(k, (double)k_to, TL_I32));
+        tl_tile kb = load_heads(k, a, krows, kvalid, kcol, 1);
+        tl_tile vb = load_heads(k, a, krows, kvalid, vcol, 0);
+        tl_tile kr = tl_expand_dims(k, krows, 0);
+        tl_tile keep = tl_and(k, tl_le(k, kr, qcolv), tl_ge(k, kr, qstart));
+        tl_tile p, ds;
+        probs(k, a, q, kb, vb, &qs, keep, &p, &ds);
+        tl_tile next = tl_dot(k, tl_cast(k, ds, tl_dtype_of(k, kb)), kb, dq);
+        tl_free(k, dq);
+        dq = next;
+        tl_scope_end(k, s, 1, &dq);
+    }
+    dq = tl_mul(k, dq, tl_scalar(k, a->scale, TL_F32));
+    if (a->rope) dq = unrotate(k, a, dq, qrows, qvalid);
+    tl_store_block(k, block2(k, b->dqkv, lr0, qcol, a->bm, a->d),
+                   tl_cast(k, dq, tl_tensor_dtype(b->dqkv)), CHECK_2D);
+}
+
+/* dK and dV of one block of bn keys from token k0 (local row lr0), key /
+ * value head g: over the query heads of its group and the queries that see
+ * them (from k0 to the end of the last key's sequence), dV = sum Pᵀ ·
+ * dout, dK = sum dSᵀ · q · scale, rotated back. */
+static void bwd_dkv(tl_ctx *k, const attn_bwd *b, int64_t k0, int64_t nk, int64_t lr0, int64_t g)
+{
+    const attn *a = &b->a;
+    int64_t group = a->heads / a->kv_heads, kcol = (a->heads + g) * a->d,
+            vcol = (a->heads + a->kv_heads + g) * a->d;
+    tl_tile krows = tl_add(k, tl_arange(k, 0, a->bn), tl_scalar(k, (double)k0, TL_I32));
+    tl_tile kvalid = tl_lt(k, krows, tl_scalar(k, (double)(k0 + nk), TL_I32));
+    tl_tile kb = load_heads(k, a, krows, kvalid, kcol, 1);
+    tl_tile vb = load_heads(k, a, krows, kvalid, vcol, 0);
+    tl_tile kr = tl_expand_dims(k, krows, 0), kin = tl_expand_dims(k, kvalid, 0);
+    tl_tile seq = tl_scalar(k, (double)a->seq, TL_I32);
+    tl_tile dk = tl_zeros(k, 2, (int64_t[]){a->bn, a->d}, TL_F32);
+    tl_tile dv = tl_zeros(k, 2, (int64_t[]){a->bn, a->d}, TL_F32);
+    int64_t q_to = ((k0 + nk - 1) / a->seq + 1) * a->seq;
+    if (q_to > a->T) q_to = a->T;
+    for (int64_t h = g * group; h < (g + 1) * group; h++)
+        for (int64_t q0 = k0; q0 < q_to; q0 += a->bm) {
+            uint64_t s = tl_scope_begin(k);
+            tl_tile qrows = tl_add(k, tl_arange(k, 0, a->bm), tl_scalar(k, (double)q0, TL_I32));
+            tl_tile qvalid = tl_lt(k, qrows, tl_scalar(k, (double)q_to, TL_I32));
+            tl_tile q = load_heads(k, a, qrows, qvalid, h * a->d, 1);
+            qside qs = load_qside(k, b, qrows, qvalid, h);
+            tl_tile qstart = tl_expand_dims(k, tl_mul(k, tl_floordiv(k, qrows, seq), seq), 1);
+            tl_tile keep = tl_and(
+                k, tl_and(k, tl_le(k, kr, tl_expand_dims(k, qrows, 1)), tl_ge(k, kr, qstart)),
+                tl_and(k, kin, tl_expand_dims(k, qvalid, 1)));
+            tl_tile p, ds;
+            probs(k, a, q, kb, vb, &qs, keep, &p, &ds);
+            tl_dtype dt = tl_dtype_of(k, q);
+            tl_tile dv_new = tl_dot(k, tl_trans(k, tl_cast(k, p, dt)), qs.dout, dv);
+            tl_tile dk_new = tl_dot(k, tl_trans(k, tl_cast(k, ds, dt)), q, dk);
+            tl_free(k, dk), tl_free(k, dv);
+            dk = dk_new, dv = dv_new;
+            tl_tile keep2[2] = {dk, dv};
+            tl_scope_end(k, s, 2, keep2);
+        }
+    dk = tl_mul(k, dk, tl_scalar(k, a->scale, TL_F32));
+    if (a->rope) dk = unrotate(k, a, dk, krows, kvalid);
+    tl_dtype dt = tl_tensor_dtype(b->dqkv);
+    tl_store_block(k, block2(k, b->dqkv, lr0, kcol, a->bn, a->d), tl_cast(k, dk, dt), CHECK_2D);
+    tl_store_block(k, block2(k, b->dqkv, lr0, vcol, a->bn, a->d), tl_cast(k, dv, dt), CHECK_2D);
+}
+
+/* Arguments: 0 dqkv [R, (heads + 2 kv_heads) · d] (the program's rows:
+ * tokens [i · R, (i + 1) · R), T = R × programs), 1 qkv [c · T, w], 2
+ * seq, 3 heads, 4 kv_heads, 5 d, 6 w, 7 scale, 8 rope, 9 o, 10 its block
+ * width, 11 dout, 12 its block width, 13 lse [T, heads], then cos, sin
+ * (when 8 is 1). */
+static void attention_bwd_kernel(tl_ctx *k)
+{
+    attn_bwd b = {.dqkv = tl_arg_tensor(k, 0)};
+    attn *a = &b.a;
+    a->qkv = tl_arg_tensor(k, 1);
+    a->seq = tl_arg_i64(k, 2), a->heads = tl_arg_i64(k, 3), a->kv_heads = tl_arg_i64(k, 4);
+    a->d = tl_arg_i64(k, 5), a->w = tl_arg_i64(k, 6);
+    a->scale = tl_arg_f64(k, 7), a->rope = (int)tl_arg_i64(k, 8);
+    b.out = tl_arg_tensor(k, 9), b.ow = tl_arg_i64(k, 10);
+    b.dout = tl_arg_tensor(k, 11), b.dow = tl_arg_i64(k, 12), b.lse = tl_arg_tensor(k, 13);
+    if (a->rope) a->cos = tl_arg_tensor(k, 14), a->sin = tl_arg_tensor(k, 15);
+    a->T = tl_tensor_dim(b.dqkv, 0) * tl_num_programs(k, 0);
+    int64_t R = tl_tensor_dim(b.dqkv, 0), r0 = tl_program_id(k, 0) * R;
+    a->bm = pow2_below(R, 64), a->bn = a->bm;
+    for (int64_t h = 0; h < a->heads; h++)
+        for (int64_t lr = 0; lr < R; lr += a->bm) {
+            uint64_t s = tl_scope_begin(k);
+            bwd_dq(k, &b, r0 + lr, R - lr < a->bm ? R - lr : a->bm, lr, h);
+            tl_scope_end(k, s, 0, NULL);
+        }
+    for (int64_t g = 0; g < a->kv_heads; g++)
+        for (int64_t lr = 0; lr < R; lr += a->bn) {
+            uint64_t s = tl_scope_begin(k);
+            bwd_dkv(k, &b, r0 + lr, R - lr < a->bn ? R - lr : a->bn, lr, g);
             tl_scope_end(k, s, 0, NULL);
         }
 }
@@ -423,9 +641,27 @@ int kb__tp_swiglu_backward(kb_machine *m, const char *name, int sip, kb_tensor g
 
 int kb__tp_attention(kb_machine *m, const char *name, int sip, const kb__tp_attn_args *a)
 {
-    kb_arg args[12] = {kb_arg_tensor(a->o),        kb_arg_tensor(a->qkv), kb_arg_i64(a->tokens),
-                       kb_arg_i64(a->seq),         kb_arg_i64(a->heads),  kb_arg_i64(a->kv_heads),
-                       kb_arg_i64(a->head_dim),    kb_arg_i64(a->width),  kb_arg_f64(a->scale),
-                       kb_arg_i64(a->cos.id != 0), kb_arg_tensor(a->cos), kb_arg_tensor(a->sin)};
-    return kb__tp_launch(m, name, attention_kernel, sip, args, a->cos.id ? 12 : 10);
+    kb_arg args[14] = {
+        kb_arg_tensor(a->o),        kb_arg_tensor(a->qkv),     kb_arg_i64(a->tokens),
+        kb_arg_i64(a->seq),         kb_arg_i64(a->heads),      kb_arg_i64(a->kv_heads),
+        kb_arg_i64(a->head_dim),    kb_arg_i64(a->width),      kb_arg_f64(a->scale),
+        kb_arg_i64(a->cos.id != 0), kb_arg_i64(a->lse.id != 0)};
+    int n = 11;
+    if (a->cos.id) args[n++] = kb_arg_tensor(a->cos), args[n++] = kb_arg_tensor(a->sin);
+    if (a->lse.id) args[n++] = kb_arg_tensor(a->lse);
+    return kb__tp_launch(m, name, attention_kernel, sip, args, n);
+}
+
+int kb__tp_attention_backward(kb_machine *m, const char *name, int sip,
+                              const kb__tp_attn_bwd_args *a)
+{
+    const kb__tp_attn_args *f = &a->fwd;
+    kb_arg args[16] = {
+        kb_arg_tensor(a->dqkv),    kb_arg_tensor(f->qkv),   kb_arg_i64(f->seq),
+        kb_arg_i64(f->heads),      kb_arg_i64(f->kv_heads), kb_arg_i64(f->head_dim),
+        kb_arg_i64(f->width),      kb_arg_f64(f->scale),    kb_arg_i64(f->cos.id != 0),
+        kb_arg_tensor(a->o),       kb_arg_i64(a->o_width),  kb_arg_tensor(a->dout),
+        kb_arg_i64(a->dout_width), kb_arg_tensor(a->lse),   kb_arg_tensor(f->cos),
+        kb_arg_tensor(f->sin)};
+    return kb__tp_launch(m, name, attention_bwd_kernel, sip, args, f->cos.id ? 16 : 14);
 }

@@ -141,8 +141,27 @@ typedef struct kb__tp_attn_args {
     kb_tensor o, qkv, cos, sin;
     int64_t tokens, seq, heads, kv_heads, head_dim, width;
     double scale;
+    kb_tensor lse; /* {0}, or [T, heads] f32 split by rows as o: m + log(l) per query */
 } kb__tp_attn_args;
 int kb__tp_attention(kb_machine *m, const char *name, int sip, const kb__tp_attn_args *a);
+
+/* Causal flash attention backward (FlashAttention-2's, block_kernels.c):
+ * dqkv [T, (heads + 2 kv_heads) · d] split by rows over the rank's c PEs
+ * (program i its T/c tokens: their dQ, and the dK and dV of them as keys,
+ * GQA's query heads summed per key / value head, the rotary embedding
+ * undone), from fwd's qkv, tables and shape (fwd.o, fwd.lse unused), o
+ * and dout replicated in the column-block layout of width o_width /
+ * dout_width ([T · cols / w, w], block b = columns [b · w, (b + 1) · w);
+ * w = heads · d: the plain matrix), lse [T, heads] f32 replicated (the
+ * forward's). Probabilities are recomputed from lse; P and dS are rounded
+ * to the dtype for their products. Waits. */
+typedef struct kb__tp_attn_bwd_args {
+    kb__tp_attn_args fwd;
+    kb_tensor dqkv, o, dout, lse;
+    int64_t o_width, dout_width;
+} kb__tp_attn_bwd_args;
+int kb__tp_attention_backward(kb_machine *m, const char *name, int sip,
+                              const kb__tp_attn_bwd_args *a);
 
 /* Launches y += bias (bias [N] broadcast over y's rows) and waits. */
 int kb__tp_bias_add(kb_machine *m, const char *name, int sip, kb_tensor y, kb_tensor bias);

@@ -5,7 +5,9 @@
  * few f32 roundings of the reference (1e-5 relative to the largest
  * magnitude); f16 results round the output once (2^-11) and the attention
  * rounds Q, K (after the rotary embedding) and P to f16 on the way,
- * a few units of 2^-11 (4e-3 of the largest magnitude). */
+ * a few units of 2^-11 (4e-3 of the largest magnitude); so do the
+ * attention backward's f16 gradients (P and dS rounded for their
+ * products). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -259,7 +261,7 @@ static void attn_check(const attn_case *c)
     kb_tensor ts = c->rope ? put(m, "sin", 2, c->seq, d, KB_F32, KB_REPLICATE, sn) : (kb_tensor){0};
     kb_tensor to = put(m, "o", 2, c->T, c->heads * d, c->dt, KB_ROW_WISE, NULL);
     kb__tp_attn_args a = {
-        to, tq, tc, ts, c->T, c->seq, c->heads, c->kv_heads, d, w, 1 / sqrt((double)d)};
+        to, tq, tc, ts, c->T, c->seq, c->heads, c->kv_heads, d, w, 1 / sqrt((double)d), {0}};
     /* the launch's first tensor is o: program i on the PE of o's rows i */
     cr_assert_eq(kb__tp_attention(m, "attn", 0, &a), 0, "%s", kb_last_error(m));
     float *o = get(m, to, c->T * c->heads * d);
@@ -414,4 +416,226 @@ Test(tp_block_kernels, swiglu_backward_is_the_derivative)
     cr_expect_leq(rel_err(du, wu, M * N), 1e-5, "du: %g", rel_err(du, wu, M * N));
     free(g), free(u), free(dy), free(dg), free(du), free(wg), free(wu);
     kb_close(m);
+}
+
+/* ---- attention backward ------------------------------------------------------------------ */
+
+/* Host gradients in double of L = sum dout · o with respect to the rank's
+ * pre-rotation q, k, v (dqkv [T, cols]), and lse [T, heads]: rotated q and
+ * k (rounded to the dtype as the kernel does), P = softmax over the causal
+ * keys of the sequence, dV = Pᵀ dO, dS = P (dO Vᵀ - rowsum(dO ∘ O)), dQr =
+ * dS K · scale, dKr = dSᵀ Q · scale, then the rotation's transpose. */
+static void attn_bwd_ref(const attn_case *c, const float *qkv, const float *dout, const float *cs,
+                         const float *sn, kb_machine *m, double *dqkv, double *lse)
+{
+    int64_t cols = (c->heads + 2 * c->kv_heads) * c->d, d = c->d, half = d / 2, T = c->T;
+    double scale = 1 / sqrt((double)d);
+    float *rot = malloc((size_t)(T * cols) * sizeof *rot);
+    memcpy(rot, qkv, (size_t)(T * cols) * sizeof *rot);
+    for (int64_t t = 0; c->rope && t < T; t++)
+        for (int64_t hh = 0; hh < c->heads + c->kv_heads; hh++)
+            for (int64_t j = 0; j < d; j++) {
+                const float *v = qkv + t * cols + hh * d;
+                double r = j < half ? -v[j + half] : v[j - half];
+                rot[t * cols + hh * d + j] =
+                    (float)((double)v[j] * cs[(t % c->seq) * d + j] + r * sn[(t % c->seq) * d + j]);
+            }
+    if (c->rope) round_to(rot, T * cols, c->dt, m);
+    double *drot = calloc((size_t)(T * cols), sizeof *drot), *p = malloc((size_t)T * 8),
+           *dp = malloc((size_t)T * 8);
+    for (int64_t h = 0; h < c->heads; h++) {
+        int64_t kvh = h / (c->heads / c->kv_heads), qc = h * d, kc = (c->heads + kvh) * d,
+                vc = (c->heads + c->kv_heads + kvh) * d;
+        for (int64_t t = 0; t < T; t++) {
+            int64_t s0 = t / c->seq * c->seq;
+            double mx = -INFINITY, sum = 0, D = 0;
+            for (int64_t s = s0; s <= t; s++) {
+                double dot = 0;
+                for (int64_t j = 0; j < d; j++)
+                    dot += (double)rot[t * cols + qc + j] * rot[s * cols + kc + j];
+                p[s] = dot * scale;
+                mx = fmax(mx, p[s]);
+            }
+            for (int64_t s = s0; s <= t; s++)
+                sum += (p[s] = exp(p[s] - mx));
+            lse[t * c->heads + h] = mx + log(sum);
+            for (int64_t s = s0; s <= t; s++) {
+                p[s] /= sum;
+                dp[s] = 0;
+                for (int64_t j = 0; j < d; j++)
+                    dp[s] += (double)dout[t * c->heads * d + qc + j] * qkv[s * cols + vc + j];
+                D += p[s] * dp[s];
+            }
+            for (int64_t s = s0; s <= t; s++) {
+                double ds = p[s] * (dp[s] - D) * scale;
+                for (int64_t j = 0; j < d; j++) {
+                    drot[t * cols + qc + j] += ds * rot[s * cols + kc + j];
+                    drot[s * cols + kc + j] += ds * rot[t * cols + qc + j];
+                    drot[s * cols + vc + j] += p[s] * dout[t * c->heads * d + qc + j];
+                }
+            }
+        }
+    }
+    for (int64_t t = 0; t < T; t++) /* the rotation's transpose on q and k; v as is */
+        for (int64_t hh = 0; hh < c->heads + 2 * c->kv_heads; hh++)
+            for (int64_t j = 0; j < d; j++) {
+                const double *g = drot + t * cols + hh * d;
+                double cj = cs[(t % c->seq) * d + j], sj = sn[(t % c->seq) * d + j];
+                dqkv[t * cols + hh * d + j] =
+                    !c->rope || hh >= c->heads + c->kv_heads
+                        ? g[j]
+                        : g[j] * cj + (j < half ? g[j + half] : -g[j - half]) * sj;
+            }
+    free(rot), free(drot), free(p), free(dp);
+}
+
+/* The device forward, rope tables and gathered Q/K/V of attn_check, kept
+ * for several runs. */
+typedef struct attn_dev {
+    kb_machine *m;
+    attn_case c;
+    int64_t cols, w;
+    float *cs, *sn;
+    kb_tensor tc, ts;
+} attn_dev;
+
+static kb_tensor put_gathered(attn_dev *v, const char *name, const float *full, int64_t cols)
+{
+    int64_t T = v->c.T, w = cols / PES;
+    float *g = malloc((size_t)(T * cols) * sizeof *g);
+    for (int64_t b = 0; b < PES; b++)
+        for (int64_t t = 0; t < T; t++)
+            memcpy(g + (b * T + t) * w, full + t * cols + b * w, (size_t)w * sizeof(float));
+    kb_tensor t = put(v->m, name, 2, PES * T, w, v->c.dt, KB_REPLICATE, g);
+    free(g);
+    return t;
+}
+
+/* Runs the device forward on qkv: o [T, heads · d] and lse [T, heads] to
+ * the host (either may be NULL); returns sum dout · o when dout. */
+static double attn_forward(attn_dev *v, const float *qkv, const float *dout, float **o_out,
+                           float **lse_out)
+{
+    const attn_case *c = &v->c;
+    kb_machine *m = v->m;
+    int64_t od = c->heads * c->d;
+    kb_tensor tq = put_gathered(v, "qkv", qkv, v->cols);
+    kb_tensor to = put(m, "o", 2, c->T, od, c->dt, KB_ROW_WISE, NULL);
+    kb_tensor tl = put(m, "lse", 2, c->T, c->heads, KB_F32, KB_ROW_WISE, NULL);
+    kb__tp_attn_args a = {to,
+                          tq,
+                          v->tc,
+                          v->ts,
+                          c->T,
+                          c->seq,
+                          c->heads,
+                          c->kv_heads,
+                          c->d,
+                          v->w,
+                          1 / sqrt((double)c->d),
+                          tl};
+    cr_assert_eq(kb__tp_attention(m, "attn", 0, &a), 0, "%s", kb_last_error(m));
+    float *o = get(m, to, c->T * od);
+    double l = 0;
+    for (int64_t i = 0; dout && i < c->T * od; i++)
+        l += (double)dout[i] * o[i];
+    if (lse_out) *lse_out = get(m, tl, c->T * c->heads);
+    if (o_out)
+        *o_out = o;
+    else
+        free(o);
+    kb_free(m, tq), kb_free(m, to), kb_free(m, tl);
+    return l;
+}
+
+/* dqkv of the device backward against the host's; with fd, central
+ * differences of the device forward (f32) on a q, a k and a v element. */
+static void attn_bwd_check(const attn_case *c, int fd)
+{
+    attn_dev v = {.m = kb_test_small_machine(0), .c = *c};
+    kb_machine *m = v.m;
+    int64_t d = c->d, T = c->T, od = c->heads * d;
+    v.cols = (c->heads + 2 * c->kv_heads) * d, v.w = v.cols / PES;
+    float *qkv = host(41, T * v.cols), *dout = host(42, T * od);
+    round_to(qkv, T * v.cols, c->dt, m), round_to(dout, T * od, c->dt, m);
+    v.cs = malloc((size_t)(c->seq * d) * sizeof *v.cs), v.sn = malloc((size_t)(c->seq * d) * 4);
+    for (int64_t pos = 0; pos < c->seq; pos++)
+        for (int64_t j = 0; j < d; j++) {
+            double f = pow(10000.0, -2.0 * (double)(j % (d / 2)) / (double)d);
+            v.cs[pos * d + j] = (float)cos((double)pos * f),
+                           v.sn[pos * d + j] = (float)sin((double)pos * f);
+        }
+    if (c->rope) {
+        v.tc = put(m, "cos", 2, c->seq, d, KB_F32, KB_REPLICATE, v.cs);
+        v.ts = put(m, "sin", 2, c->seq, d, KB_F32, KB_REPLICATE, v.sn);
+    }
+    float *o, *lse;
+    attn_forward(&v, qkv, NULL, &o, &lse);
+    double *want = malloc((size_t)(T * v.cols) * sizeof *want),
+           *wlse = malloc((size_t)(T * c->heads) * 8);
+    attn_bwd_ref(c, qkv, dout, v.cs, v.sn, m, want, wlse);
+    double le = 0;
+    for (int64_t i = 0; i < T * c->heads; i++)
+        le = fmax(le, fabs(lse[i] - wlse[i]));
+    cr_expect_leq(le, c->dt == KB_F32 ? 1e-5 : 4e-3, "lse: %g", le);
+    /* o as the block keeps it (replicated, plain), dout in column blocks (each PE its
+       columns, gathered) */
+    kb_tensor tq = put_gathered(&v, "qkv", qkv, v.cols);
+    kb_tensor to = put(m, "o", 2, T, od, c->dt, KB_REPLICATE, o);
+    kb_tensor tdo = put_gathered(&v, "dout", dout, od);
+    kb_tensor tl = put(m, "lse", 2, T, c->heads, KB_F32, KB_REPLICATE, lse);
+    kb_tensor tdq = put(m, "dqkv", 2, T, v.cols, c->dt, KB_ROW_WISE, NULL);
+    kb__tp_attn_bwd_args b = {
+        {{0}, tq, v.tc, v.ts, T, c->seq, c->heads, c->kv_heads, d, v.w, 1 / sqrt((double)d), {0}},
+        tdq,
+        to,
+        tdo,
+        tl,
+        od,
+        od / PES};
+    cr_assert_eq(kb__tp_attention_backward(m, "attn_bwd", 0, &b), 0, "%s", kb_last_error(m));
+    float *dq = get(m, tdq, T * v.cols);
+    double e = rel_err(dq, want, T * v.cols), tol = c->dt == KB_F32 ? 1e-5 : 4e-3;
+    cr_expect_leq(e, tol, "T %lld seq %lld heads %lld/%lld d %lld rope %d %s: dqkv %g",
+                  (long long)T, (long long)c->seq, (long long)c->heads, (long long)c->kv_heads,
+                  (long long)d, c->rope, kb_dtype_name(c->dt), e);
+    double mag = 0;
+    for (int64_t i = 0; i < T * v.cols; i++)
+        mag = fmax(mag, fabs(want[i]));
+    /* a q element of head 1, a k element of kv head 1, a v element of kv head 0, late
+       and early tokens */
+    const int64_t probe[3] = {(T - 3) * v.cols + 1 * d + 3,
+                              5 * v.cols + (c->heads + c->kv_heads - 1) * d + d - 2,
+                              (T / 2) * v.cols + (c->heads + c->kv_heads) * d + 1};
+    for (int i = 0; fd && i < 3; i++) {
+        const float h = 1.0f / 64, x0 = qkv[probe[i]];
+        qkv[probe[i]] = x0 + h;
+        double lp = attn_forward(&v, qkv, dout, NULL, NULL);
+        qkv[probe[i]] = x0 - h;
+        double lm = attn_forward(&v, qkv, dout, NULL, NULL);
+        qkv[probe[i]] = x0;
+        double g = (lp - lm) / (2 * h);
+        cr_expect_leq(fabs(g - dq[probe[i]]), 2e-3 * mag, "element %lld: fd %g, dqkv %g",
+                      (long long)probe[i], g, dq[probe[i]]);
+    }
+    free(qkv), free(dout), free(v.cs), free(v.sn), free(o), free(lse), free(want), free(wlse),
+        free(dq);
+    kb_close(m);
+}
+
+Test(tp_block_kernels, attention_backward_matches_the_host_and_finite_differences)
+{
+    /* 8 rows per PE, sequences of 12 (PE 1's rows straddle two), GQA 4/2, rope */
+    attn_case c = {32, 12, 4, 2, 16, 1, KB_F32};
+    attn_bwd_check(&c, 1);
+    c.dt = KB_F16;
+    attn_bwd_check(&c, 0);
+}
+
+Test(tp_block_kernels, attention_backward_over_several_blocks)
+{
+    /* 160 tokens of one sequence, 40 per PE: query and key blocks of 64, each PE's keys
+       seen by the queries of the later PEs; one kv head for both query heads */
+    attn_case c = {160, 160, 2, 1, 32, 1, KB_F32};
+    attn_bwd_check(&c, 0);
 }
