@@ -4,7 +4,9 @@
  * Loads the parameters (built-in machine, --topology file, --set
  * overrides), builds the machine graph and prints counts, capacities and
  * derived peak figures as an aligned table, or the same numbers as JSON.
- * Every figure comes from kb__topo_figures_get() or the graph's counts.
+ * Every figure comes from kb__topo_figures_get() or the graph's counts;
+ * each bandwidth peak is followed by what the PEs (or the host) can draw
+ * of it and the minimum cut that bounds that (kb__topo_reach_get).
  *
  * Exit status: 0 success; 2 usage error or bad input (unreadable file,
  * malformed YAML, invalid parameter or --set); 1 out of memory.
@@ -16,6 +18,7 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "report/html.h"
+#include "topo/reach.h"
 #include "topo/topo.h"
 
 static void footer(FILE *f)
@@ -75,7 +78,17 @@ static void row_text(const char *label, const char *text)
     printf("  %-34s %14s\n", label, text);
 }
 
-static void print_table(const kb__topo *t, const kb__topo_figures *f, const char *machine)
+/* The line under a peak: what its consumers can draw and what bounds it. */
+static void reach_row(const char *who, const kb__topo_reach *r)
+{
+    char label[64], val[64];
+    snprintf(label, sizeof label, "  reachable by %s", who);
+    snprintf(val, sizeof val, "%.1f", r->gbs);
+    printf("  %-34s %14s GB/s, bounded by %s\n", label, val, r->bound);
+}
+
+static void print_table(const kb__topo *t, const kb__topo_figures *f,
+                        const kb__topo_reach_figures *rf, const char *machine)
 {
     char b[64];
     printf("machine: %s\n\ncounts\n", machine);
@@ -103,16 +116,33 @@ static void print_table(const kb__topo *t, const kb__topo_figures *f, const char
     row("GEMM peak per PE (f16)", 3, f->pe_peak_flops / 1e12, "TFLOP/s");
     row("GEMM peak, system (f16)", 3, f->system_peak_flops / 1e12, "TFLOP/s");
     row("HBM bandwidth per slice", 1, f->hbm_slice_gbs, "GB/s");
+    reach_row("its cube's PEs", &rf->hbm_slice);
     row("HBM bandwidth per cube", 1, f->hbm_cube_gbs, "GB/s");
+    reach_row("its PEs", &rf->hbm_cube);
     row("HBM bandwidth, system", 1, f->hbm_system_gbs, "GB/s");
+    reach_row("all PEs", &rf->hbm_system);
     row("UCIe links across mesh middle cut", 0, f->bisection_links, "");
     row("UCIe bisection per SIP, each dir", 1, f->bisection_gbs_per_dir, "GB/s");
+    if (rf->has_bisection) reach_row("PEs from HBM across", &rf->bisection);
     row("UCIe bisection per SIP, both dirs", 1, 2 * f->bisection_gbs_per_dir, "GB/s");
     row("PCIe per SIP, each direction", 1, f->pcie_gbs, "GB/s");
+    reach_row("the host into HBM", &rf->pcie);
     row("SIP link, each direction", 1, f->sip_link_gbs, "GB/s");
+    if (rf->has_sip_link) reach_row("PEs from HBM across", &rf->sip_link);
 }
 
-static void record(kb__report *r, const kb__topo *t, const kb__topo_figures *f, const char *machine)
+/* "NAME_reachable_gbs" and "NAME_bound" of one reachable figure. */
+static void record_reach(kb__report *r, const char *name, const kb__topo_reach *x)
+{
+    char key[96];
+    snprintf(key, sizeof key, "%s_reachable_gbs", name);
+    kb__report_real(r, NULL, key, NULL, x->gbs, "GB/s");
+    snprintf(key, sizeof key, "%s_bound", name);
+    kb__report_str(r, NULL, key, x->bound);
+}
+
+static void record(kb__report *r, const kb__topo *t, const kb__topo_figures *f,
+                   const kb__topo_reach_figures *rf, const char *machine)
 {
     kb__report_str(r, NULL, "machine", machine);
     kb__report_uint(r, NULL, "sips", NULL, t->sips, "1");
@@ -148,6 +178,12 @@ static void record(kb__report *r, const kb__topo *t, const kb__topo_figures *f, 
                     2 * f->bisection_gbs_per_dir, "GB/s");
     kb__report_real(r, NULL, "pcie_gbs_per_direction", NULL, f->pcie_gbs, "GB/s");
     kb__report_real(r, NULL, "sip_link_gbs_per_direction", NULL, f->sip_link_gbs, "GB/s");
+    record_reach(r, "hbm_slice", &rf->hbm_slice);
+    record_reach(r, "hbm_cube", &rf->hbm_cube);
+    record_reach(r, "hbm_system", &rf->hbm_system);
+    if (rf->has_bisection) record_reach(r, "ucie_bisection", &rf->bisection);
+    record_reach(r, "pcie", &rf->pcie);
+    if (rf->has_sip_link) record_reach(r, "sip_link", &rf->sip_link);
 }
 
 /* --report: the machine drawn, with the record's figures (no traffic). */
@@ -180,19 +216,25 @@ static int show(const kb__cli_opts *o, const kb__opt_vals *a, int argc, char **a
     }
     kb__topo_figures f;
     kb__topo_figures_get(t, &f);
+    kb__topo_reach_figures rf;
+    if (kb__topo_reach_get(t, &rf, &err)) {
+        fprintf(stderr, "kernbench topo: %s\n", err.msg);
+        kb__topo_destroy(t);
+        return KB_CLI_FAIL;
+    }
     const char *machine = o->topology ? o->topology : "built-in machine";
     const char *report = kb__opt_get(a, "report");
     int rc = KB_CLI_OK;
     if (o->json || report) {
         kb__report r;
         kb__cli_record(&r, o, a, argc, argv, p, NULL);
-        record(&r, t, &f, machine);
+        record(&r, t, &f, &rf, machine);
         if (o->json) rc = kb__cli_record_write(o, &r);
         if (!rc && report) rc = write_html(report, t, &r);
         kb__report_fini(&r);
     }
     if (!o->json) {
-        print_table(t, &f, machine);
+        print_table(t, &f, &rf, machine);
     }
     kb__topo_destroy(t);
     return rc;

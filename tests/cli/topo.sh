@@ -32,6 +32,11 @@ same "$(json ucie_bisection_links "$tmp/d.json")" $R; check "bisection links" $?
 same "$(json ucie_bisection_gbs_per_direction "$tmp/d.json")" $((R * 256)); check "bisection per dir" $?
 same "$(json ucie_bisection_gbs_both_directions "$tmp/d.json")" $((2 * R * 256)); check "bisection both" $?
 same "$(json pcie_gbs_per_direction "$tmp/d.json")" 64; check "pcie" $?
+# what the PEs can draw: a cube's 8 slices x 204.8 pass one 512 GB/s xbar<->noc link
+same "$(json hbm_cube_reachable_gbs "$tmp/d.json")" 512; check "hbm cube reachable" $?
+grep -q '"hbm_cube_bound": "1 xbar<->noc link"' "$tmp/d.json"; check "hbm cube bound" $?
+same "$(json hbm_system_reachable_gbs "$tmp/d.json")" $((S * N * 512)); check "hbm system reachable" $?
+same "$(json hbm_slice_reachable_gbs "$tmp/d.json")" "$(awk 'BEGIN{printf "%.17g", 256*0.8}')"; check "hbm slice reachable" $?
 
 # --- the file gives the same output as the built-in machine
 "$KB" topo --topology "$SRC/configs/topology.yaml" --json > "$tmp/f.json"
@@ -58,6 +63,8 @@ same "$(json ucie_bisection_links "$tmp/o.json")" $R; check "bisection links 2x6
 "$KB" topo > "$tmp/t.txt"
 check "topo table exits 0" $?
 grep -Eq '^  PEs \(world size\) +256$' "$tmp/t.txt"; check "table: PEs" $?
+grep -Eq '^    reachable by its PEs +512\.0 GB/s, bounded by 1 xbar<->noc link$' "$tmp/t.txt"
+check "table: reachable HBM per cube with its bound" $?
 grep -Eq '^  HBM bandwidth per slice +204\.8 GB/s$' "$tmp/t.txt"; check "table: hbm slice bw" $?
 grep -Eq '^  GEMM peak per PE \(f16\) +8\.192 TFLOP/s$' "$tmp/t.txt"; check "table: peak" $?
 grep -Eq '^  HBM per cube +48 GiB$' "$tmp/t.txt"; check "table: hbm per cube" $?
