@@ -150,8 +150,9 @@ static const char *link_name(kb__device *d, uint32_t id, char *buf, size_t n)
  * each transfer starts on an idle machine whose counters it resets, so
  * they are added after each one, with its duration. */
 typedef struct traffic {
-    uint64_t *bytes, *busy_ps; /* [links], NULL when not kept */
-    uint64_t span_ps;          /* the transfers' durations added */
+    uint64_t *bytes, *busy_ps;         /* [links], NULL when not kept */
+    uint64_t *mem_bytes, *mem_busy_ps; /* [memories] */
+    uint64_t span_ps;                  /* the transfers' durations added */
 } traffic;
 
 static void add_traffic(traffic *t, kb__device *d, uint64_t duration_ps)
@@ -160,6 +161,10 @@ static void add_traffic(traffic *t, kb__device *d, uint64_t duration_ps)
     for (uint32_t i = 0; t->bytes && i < kb__fabric_link_count(d->fab); i++) {
         const kb__link *l = kb__fabric_link(d->fab, i);
         t->bytes[i] += l->bytes, t->busy_ps[i] += l->busy_ps;
+    }
+    for (uint32_t i = 0; t->mem_bytes && i < d->n_mems; i++) {
+        t->mem_bytes[i] += d->mems[i].bytes_read + d->mems[i].bytes_written;
+        t->mem_busy_ps[i] += d->mems[i].busy_ps;
     }
     t->span_ps += duration_ps;
 }
@@ -356,6 +361,10 @@ static int write_html(kb__device *d, const probe_opts *o, const kb__report *rec,
                           .link_bytes = t->bytes,
                           .link_busy_ps = t->busy_ps,
                           .span_ps = t->span_ps,
+                          .mems = d->mems,
+                          .n_mems = d->n_mems,
+                          .mem_bytes = t->mem_bytes,
+                          .mem_busy_ps = t->mem_busy_ps,
                           .record = json,
                           .record_len = strlen(json)};
         rc = kb__html_write(o->report, &in, &err);
@@ -514,13 +523,15 @@ static int run_cases(const probe_call *c, kb__device *d, probe_opts *o)
     size_t nl = kb__fabric_link_count(d->fab);
     traffic t = {0};
     if (o->report && (!(t.bytes = calloc(nl + 1, sizeof *t.bytes)) ||
-                      !(t.busy_ps = calloc(nl + 1, sizeof *t.busy_ps))))
+                      !(t.busy_ps = calloc(nl + 1, sizeof *t.busy_ps)) ||
+                      !(t.mem_bytes = calloc(d->n_mems + 1u, sizeof *t.mem_bytes)) ||
+                      !(t.mem_busy_ps = calloc(d->n_mems + 1u, sizeof *t.mem_busy_ps))))
         status = KB_CLI_FAIL;
     if (status == KB_CLI_OK) status = run_all(d, o, cs, o->common.compare ? k.me : NULL, &t);
     k.wall_s = kb__cli_wall_s() - t0;
     if (status == KB_CLI_OK && o->common.compare) status = run_other(o, c->p, &k);
     if (status == KB_CLI_OK) status = report(c, d, o, cs, o->n_cases, k.cs ? &k : NULL, &t);
-    free(t.bytes), free(t.busy_ps);
+    free(t.bytes), free(t.busy_ps), free(t.mem_bytes), free(t.mem_busy_ps);
     cases_fini(cs, o->n_cases);
     cases_fini(k.cs, o->n_cases);
     return status;

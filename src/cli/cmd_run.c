@@ -412,11 +412,14 @@ static int write_html(const run_opts *ro, const run_out *o, kb_machine *m, const
 {
     char *json = kb__report_text(rec, 0), title[160];
     size_t nl = kb__rt_link_count(m), nu = (size_t)kb__rt_pe_count(m) * 3;
+    uint32_t nm;
+    const struct kb__memctl *mems = kb__rt_mems(m, &nm);
     uint64_t *lb = calloc(nl + 1, sizeof *lb), *lbusy = calloc(nl + 1, sizeof *lbusy);
     uint64_t *ub = calloc(nu + 1, sizeof *ub);
+    uint64_t *mb = calloc(nm + 1u, sizeof *mb), *mbusy = calloc(nm + 1u, sizeof *mbusy);
     kb__err err = {0};
     int rc = kb__err_set(&err, KB_ENOMEM, "%s: out of host memory", ro->report);
-    if (json && lb && lbusy && ub && kb__tl_region(tl, lb, lbusy, ub)) {
+    if (json && lb && lbusy && ub && mb && mbusy && kb__tl_region(tl, lb, lbusy, ub, mb, mbusy)) {
         snprintf(title, sizeof title, "kernbench run: %s", o->b->name);
         kb__html_in in = {.kind = "run",
                           .title = title,
@@ -426,12 +429,16 @@ static int write_html(const run_opts *ro, const run_out *o, kb_machine *m, const
                           .span_ps = kb_bench_sim_ps(&o->r),
                           .unit_busy_ps = ub,
                           .dma_channels = kb__rt_dma_channels(m),
+                          .mems = mems,
+                          .n_mems = nm,
+                          .mem_bytes = mb,
+                          .mem_busy_ps = mbusy,
                           .timeline = tl,
                           .record = json,
                           .record_len = strlen(json)};
         rc = kb__html_write(ro->report, &in, &err);
     }
-    free(json), free(lb), free(lbusy), free(ub);
+    free(json), free(lb), free(lbusy), free(ub), free(mb), free(mbusy);
     if (!rc) return KB_CLI_OK;
     fprintf(stderr, "kernbench run: --report: %s\n", err.msg);
     return KB_CLI_FAIL;

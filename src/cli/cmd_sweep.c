@@ -29,6 +29,7 @@
 #include "config/config.h"
 #include "kernbench/bench.h"
 #include "report/csv.h"
+#include "report/html.h"
 #include "topo/params.h"
 
 #define MAX_POINTS 1000000u
@@ -63,6 +64,10 @@ static const kb__opt_spec sweep_table[] = {
      "one record per line (docs/results.md) to FILE, or stdout", NULL},
     {"csv", KB__ARG_REQ, 0, "FILE", NULL,
      "a CSV to FILE: a column per axis and per figure, units in\nthe header", NULL},
+    {"report", KB__ARG_REQ, 0, "FILE.html", NULL,
+     "a self-contained HTML page: each figure against each axis,\none line per value of the "
+     "other axes (docs/web.md)",
+     NULL},
     {"resume", KB__ARG_REQ, 0, "FILE", NULL,
      "skip the points whose records FILE (JSON lines) holds", NULL},
     KB__OPTSPEC_HELP,
@@ -360,7 +365,9 @@ typedef struct sweep_out {
     FILE *json;               /* JSON lines output, or NULL */
     size_t ran, resumed, failed, to_run;
     double t0;
-    int tty; /* progress line on stderr */
+    int tty;     /* progress line on stderr */
+    int argc;    /* the sweep's own command line, for --report */
+    char **argv; /* [sweep, CMD, ...] */
 } sweep_out;
 
 static double now_s(void)
@@ -543,7 +550,8 @@ static int csv_row(kb__csv *t, const kb__sweep *s, const json_t *rec)
     return rc;
 }
 
-static int write_csv(const sweep_out *o, const char *path)
+/* The table of every point's record (the CSV's rows), NULL when out of memory. */
+static kb__csv *table_of(const sweep_out *o)
 {
     kb__csv *t = kb__csv_create();
     int rc = t ? 0 : KB_ENOMEM;
@@ -552,6 +560,15 @@ static int write_csv(const sweep_out *o, const char *path)
         if (rec) rc = csv_row(t, o->s, rec);
         json_decref(rec);
     }
+    if (!rc) return t;
+    kb__csv_destroy(t);
+    return NULL;
+}
+
+static int write_csv(const sweep_out *o, const char *path)
+{
+    kb__csv *t = table_of(o);
+    int rc = t ? 0 : KB_ENOMEM;
     FILE *f = rc ? NULL : fopen(path, "w");
     if (!rc && f) rc = kb__csv_write(t, f);
     if (f && fclose(f)) rc = KB_EIO;
@@ -562,11 +579,79 @@ static int write_csv(const sweep_out *o, const char *path)
     return KB_CLI_FAIL;
 }
 
+/* ---- HTML report ------------------------------------------------------------------ */
+
+/* {"axes": [{"key", "values"}], "columns": [{"name", "unit"}], "rows": [[text or
+ * null]]}: the table the CSV holds, with the axes' values in sweep order. */
+static json_t *sweep_json(const sweep_out *o, const kb__csv *t)
+{
+    json_t *j = json_object(), *axes = json_array(), *cols = json_array(), *rows = json_array();
+    if (!j || !axes || !cols || !rows) {
+        json_decref(j), json_decref(axes), json_decref(cols), json_decref(rows);
+        return NULL;
+    }
+    json_object_set_new(j, "axes", axes);
+    json_object_set_new(j, "columns", cols);
+    json_object_set_new(j, "rows", rows);
+    for (size_t a = 0; a < o->s->n_axes; a++) {
+        json_t *v = json_array();
+        for (size_t k = 0; k < o->s->axes[a].n; k++)
+            json_array_append_new(v, json_string(o->s->axes[a].values[k]));
+        json_array_append_new(axes, json_pack("{s:s, s:o}", "key", o->s->axes[a].key, "values", v));
+    }
+    for (size_t c = 0; c < kb__csv_cols(t); c++)
+        json_array_append_new(cols, json_pack("{s:s, s:s}", "name", kb__csv_col_name(t, c), "unit",
+                                              kb__csv_col_unit(t, c)));
+    for (size_t r = 0; r < kb__csv_rows(t); r++) {
+        json_t *row = json_array();
+        for (size_t c = 0; row && c < kb__csv_cols(t); c++) {
+            const char *cell = kb__csv_get(t, r, c);
+            json_array_append_new(row, cell ? json_string(cell) : json_null());
+        }
+        json_array_append_new(rows, row);
+    }
+    return j;
+}
+
+/* Writes --report: the sweep's own record (its command line, version,
+ * points run and failed) and its table. */
+static int write_report(const sweep_out *o, const char *path)
+{
+    kb__csv *t = table_of(o);
+    json_t *sj = t ? sweep_json(o, t) : NULL;
+    char *sweep = sj ? json_dumps(sj, JSON_COMPACT) : NULL;
+    kb__report rec;
+    kb__report_init(&rec, "sweep", "kernbench", o->argc, o->argv);
+    kb__report_uint(&rec, NULL, "points", NULL, o->s->n_points, "1");
+    kb__report_uint(&rec, NULL, "failed", NULL, o->failed, "1");
+    char *record = kb__report_text(&rec, 0);
+    kb__report_fini(&rec);
+    kb__err err = {0};
+    int rc = kb__err_set(&err, KB_ENOMEM, "%s: out of host memory", path);
+    if (sweep && record) {
+        char title[160];
+        snprintf(title, sizeof title, "kernbench sweep %s: %zu points", o->s->cmd, o->s->n_points);
+        kb__html_in in = {.kind = "sweep",
+                          .title = title,
+                          .sweep = sweep,
+                          .record = record,
+                          .record_len = strlen(record)};
+        rc = kb__html_write(path, &in, &err);
+    }
+    free(sweep), free(record);
+    json_decref(sj);
+    kb__csv_destroy(t);
+    if (!rc) return KB_CLI_OK;
+    fprintf(stderr, "kernbench sweep: --report: %s\n", err.msg);
+    return KB_CLI_FAIL;
+}
+
 /* ---- the command ---------------------------------------------------------------------- */
 
 static int sweep_option(const char *arg)
 {
-    static const char *const own[] = {"--sweep", "--jobs", "--json", "--csv", "--resume"};
+    static const char *const own[] = {"--sweep", "--jobs",   "--json",
+                                      "--csv",   "--report", "--resume"};
     if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) return 1;
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
         size_t n = strlen(own[i]);
@@ -652,6 +737,7 @@ static int prepare(sweep_out *o, const kb__opt_vals *sw)
 static int execute(sweep_out *o, const kb__opt_vals *sw, int jobs)
 {
     const char *json = kb__opt_get(sw, "json"), *csv = kb__opt_get(sw, "csv");
+    const char *html = kb__opt_get(sw, "report");
     flush_ready(o);
     int rc =
         kb__sweep_mpi_run(o->mpi, o->s, o->pending, jobs, on_done, o) ? KB_CLI_FAIL : KB_CLI_OK;
@@ -662,6 +748,7 @@ static int execute(sweep_out *o, const kb__opt_vals *sw, int jobs)
     }
     o->json = NULL;
     if (csv && write_csv(o, csv)) rc = KB_CLI_FAIL;
+    if (html && write_report(o, html)) rc = KB_CLI_FAIL;
     fprintf(stderr, "kernbench sweep: %zu points: %zu run, %zu resumed, %zu failed, %.2f s\n",
             o->s->n_points, o->ran, o->resumed, o->failed, now_s() - o->t0);
     return rc ? rc : o->failed ? KB_CLI_FAIL : KB_CLI_OK;
@@ -674,8 +761,9 @@ static int check_outputs(const kb__opt_vals *sw, const kb__opt_vals *inner)
     if (kb__opt_find(inner->spec, "trace") && kb__opt_given(inner, "trace"))
         return kb__opt_usage(&kb__cli_sweep_spec,
                              "--trace: a sweep does not write traces (run the point alone)");
-    const char *paths[] = {kb__opt_get(sw, "json"), kb__opt_get(sw, "csv")};
-    for (int i = 0; i < 2; i++)
+    const char *paths[] = {kb__opt_get(sw, "json"), kb__opt_get(sw, "csv"),
+                           kb__opt_get(sw, "report")};
+    for (int i = 0; i < 3; i++)
         if (paths[i] && kb__report_check_path(paths[i], &err))
             return kb__opt_usage(&kb__cli_sweep_spec, "%s", err.msg);
     return 0;
@@ -716,7 +804,12 @@ static int sweep_main(const kb__sweep_mpi *mpi, kb__sweep *s, int argc, char **a
         if (!rc) rc = other_rank(mpi, s, jobs);
         goto out;
     }
-    sweep_out o = {.s = s, .mpi = mpi, .t0 = now_s(), .tty = isatty(STDERR_FILENO)};
+    sweep_out o = {.s = s,
+                   .mpi = mpi,
+                   .t0 = now_s(),
+                   .tty = isatty(STDERR_FILENO),
+                   .argc = argc,
+                   .argv = argv};
     if (!rc) {
         o.text = calloc(s->n_points, sizeof *o.text);
         o.pending = malloc(s->n_points);

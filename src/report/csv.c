@@ -93,6 +93,31 @@ int kb__csv_cell(kb__csv *t, const char *name, const char *unit, const char *tex
     return 0;
 }
 
+size_t kb__csv_rows(const kb__csv *t)
+{
+    return t->n_rows;
+}
+
+size_t kb__csv_cols(const kb__csv *t)
+{
+    return t->n_cols;
+}
+
+const char *kb__csv_col_name(const kb__csv *t, size_t c)
+{
+    return t->cols[c].name;
+}
+
+const char *kb__csv_col_unit(const kb__csv *t, size_t c)
+{
+    return t->cols[c].unit;
+}
+
+const char *kb__csv_get(const kb__csv *t, size_t r, size_t c)
+{
+    return t->cells[r * t->cap_cols + c];
+}
+
 static void field(FILE *f, const char *s)
 {
     if (!s[strcspn(s, ",\"\r\n")]) {
@@ -120,7 +145,7 @@ int kb__csv_write(const kb__csv *t, FILE *f)
     for (size_t r = 0; r < t->n_rows; r++) {
         for (size_t c = 0; c < t->n_cols; c++) {
             if (c) fputc(',', f);
-            const char *s = t->cells[r * t->cap_cols + c];
+            const char *s = kb__csv_get(t, r, c);
             if (s) field(f, s);
         }
         fputc('\n', f);

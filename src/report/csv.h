@@ -26,6 +26,15 @@ int kb__csv_row(kb__csv *t);
  * none, when new; a known column keeps its first unit). 0 or KB_ENOMEM. */
 int kb__csv_cell(kb__csv *t, const char *name, const char *unit, const char *text);
 
+/* The table read back (for the HTML report of a sweep): its size, column
+ * c's name and unit, and the text of row r's cell in column c (NULL when
+ * the row has none). Indexes must be in range. */
+size_t kb__csv_rows(const kb__csv *t);
+size_t kb__csv_cols(const kb__csv *t);
+const char *kb__csv_col_name(const kb__csv *t, size_t c);
+const char *kb__csv_col_unit(const kb__csv *t, size_t c);
+const char *kb__csv_get(const kb__csv *t, size_t r, size_t c);
+
 /* Writes the header and every row to f; 0, or KB_EIO on a write error. */
 int kb__csv_write(const kb__csv *t, FILE *f);
 

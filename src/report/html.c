@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernbench/kernbench.h"
+#include "mem/memctl.h"
 #include "report/report.h"
 #include "topo/topo.h"
 
@@ -75,14 +76,25 @@ static void write_machine(FILE *f, const kb__topo *t)
     fputs("]}", f);
 }
 
-static void write_data(FILE *f, const kb__html_in *in)
+/* [[name, node, space, channels, bytes, busy_ps], ...] */
+static void write_mems(FILE *f, const kb__html_in *in)
 {
-    fputs("{\"kind\": ", f);
-    jstr(f, in->kind);
-    fputs(", \"title\": ", f);
-    jstr(f, in->title);
-    fputs(",\n\"machine\": ", f);
-    write_machine(f, in->topo);
+    static const char *const space[KB__SPACE_COUNT] = {"hbm", "sram", "tcm"};
+    fputc('[', f);
+    for (uint32_t i = 0; i < in->n_mems; i++) {
+        const kb__memctl *mc = &in->mems[i];
+        fputs(i ? ",\n[" : "[", f);
+        jstr(f, mc->name);
+        fprintf(f, ",%u,\"%s\",%u,%llu,%llu]", mc->node, space[mc->space], mc->channels,
+                (unsigned long long)in->mem_bytes[i], (unsigned long long)in->mem_busy_ps[i]);
+    }
+    fputc(']', f);
+}
+
+/* The machine's counters over the span: links, PE units, memories, the
+ * timeline. */
+static void write_counters(FILE *f, const kb__html_in *in)
+{
     fprintf(f, ",\n\"span_ps\": %llu, \"dma_channels\": %u", (unsigned long long)in->span_ps,
             in->dma_channels);
     fputs(",\n\"link_bytes\": ", f);
@@ -101,11 +113,36 @@ static void write_data(FILE *f, const kb__html_in *in)
         u64_array(f, in->unit_busy_ps, units);
     else
         fputs("null", f);
+    fputs(",\n\"memories\": ", f);
+    if (in->mems && in->mem_bytes && in->mem_busy_ps)
+        write_mems(f, in);
+    else
+        fputs("null", f);
     fputs(",\n\"timeline\": ", f);
     if (in->timeline)
         kb__tl_write_json(in->timeline, f);
     else
         fputs("null", f);
+}
+
+static void write_data(FILE *f, const kb__html_in *in)
+{
+    fputs("{\"kind\": ", f);
+    jstr(f, in->kind);
+    fputs(", \"title\": ", f);
+    jstr(f, in->title);
+    fputs(",\n\"sweep\": ", f);
+    if (in->sweep)
+        embed_json(f, in->sweep, strlen(in->sweep));
+    else
+        fputs("null", f);
+    fputs(",\n\"machine\": ", f);
+    if (!in->topo) {
+        fputs("null", f);
+    } else {
+        write_machine(f, in->topo);
+        write_counters(f, in);
+    }
     fputs(",\n\"result\": ", f);
     if (in->record && in->record_len)
         embed_json(f, in->record, in->record_len);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem/memctl.h"
 #include "runtime/observe.h"
 
 #define FIRST_EVERY 256u /* events between the first samples */
@@ -19,6 +20,17 @@ static void read_series(const kb__tl *tl, uint64_t *out)
     kb__rt_unit_counters(tl->m, out + tl->n_links);
 }
 
+/* Every memory's bytes (read and written), then busy ps, into out[2 x n]. */
+static void read_mems(const kb__tl *tl, uint64_t *out)
+{
+    uint32_t n;
+    const kb__memctl *mc = kb__rt_mems(tl->m, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        out[i] = mc[i].bytes_read + mc[i].bytes_written;
+        out[n + i] = mc[i].busy_ps;
+    }
+}
+
 static void on_measure(void *user, kb_machine *m, int end)
 {
     kb__tl *tl = user;
@@ -27,12 +39,14 @@ static void on_measure(void *user, kb_machine *m, int end)
         tl->t_begin = kb_now_ps(m);
         read_series(tl, tl->begin);
         kb__rt_link_counters(m, tl->bytes_begin, NULL);
+        read_mems(tl, tl->mem_begin);
         return;
     }
     tl->have_end = tl->have_begin;
     tl->t_end = kb_now_ps(m);
     read_series(tl, tl->end);
     kb__rt_link_counters(m, tl->bytes_end, NULL);
+    read_mems(tl, tl->mem_end);
 }
 
 kb__tl *kb__tl_create(kb_machine *m)
@@ -44,6 +58,7 @@ kb__tl *kb__tl_create(kb_machine *m)
     tl->n_pes = kb__rt_pe_count(m);
     tl->n_series = tl->n_links + 3 * tl->n_pes;
     tl->dma_channels = kb__rt_dma_channels(m);
+    (void)kb__rt_mems(m, &tl->n_mems);
     tl->every = tl->next = FIRST_EVERY;
     size_t s = tl->n_series ? tl->n_series : 1, l = tl->n_links ? tl->n_links : 1;
     tl->t = calloc(KB__TL_CAP, sizeof *tl->t);
@@ -52,7 +67,10 @@ kb__tl *kb__tl_create(kb_machine *m)
     tl->end = calloc(s, sizeof *tl->end);
     tl->bytes_begin = calloc(l, sizeof *tl->bytes_begin);
     tl->bytes_end = calloc(l, sizeof *tl->bytes_end);
-    if (!tl->t || !tl->v || !tl->begin || !tl->end || !tl->bytes_begin || !tl->bytes_end) {
+    tl->mem_begin = calloc(2 * (size_t)tl->n_mems + 1, sizeof *tl->mem_begin);
+    tl->mem_end = calloc(2 * (size_t)tl->n_mems + 1, sizeof *tl->mem_end);
+    if (!tl->t || !tl->v || !tl->begin || !tl->end || !tl->bytes_begin || !tl->bytes_end ||
+        !tl->mem_begin || !tl->mem_end) {
         kb__tl_destroy(tl);
         return NULL;
     }
@@ -70,6 +88,8 @@ void kb__tl_destroy(kb__tl *tl)
     free(tl->end);
     free(tl->bytes_begin);
     free(tl->bytes_end);
+    free(tl->mem_begin);
+    free(tl->mem_end);
     free(tl);
 }
 
@@ -97,7 +117,8 @@ void kb__tl_on_progress(void *user, uint64_t now_ps, uint64_t events)
     tl->n++;
 }
 
-int kb__tl_region(const kb__tl *tl, uint64_t *link_bytes, uint64_t *link_busy, uint64_t *unit_busy)
+int kb__tl_region(const kb__tl *tl, uint64_t *link_bytes, uint64_t *link_busy, uint64_t *unit_busy,
+                  uint64_t *mem_bytes, uint64_t *mem_busy)
 {
     if (!tl->have_end) return 0;
     for (uint32_t i = 0; i < tl->n_links; i++) {
@@ -106,6 +127,10 @@ int kb__tl_region(const kb__tl *tl, uint64_t *link_bytes, uint64_t *link_busy, u
     }
     for (uint32_t i = 0; i < 3 * tl->n_pes; i++)
         unit_busy[i] = tl->end[tl->n_links + i] - tl->begin[tl->n_links + i];
+    for (uint32_t i = 0; i < tl->n_mems; i++) {
+        mem_bytes[i] = tl->mem_end[i] - tl->mem_begin[i];
+        mem_busy[i] = tl->mem_end[tl->n_mems + i] - tl->mem_begin[tl->n_mems + i];
+    }
     return 1;
 }
 

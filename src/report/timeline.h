@@ -1,7 +1,8 @@
 /*
  * report/timeline.h — what an HTML report shows of a bench run over time:
  * every link's and every PE unit's counters at the two ends of the measured
- * region (exact) and sampled in between (for the timeline).
+ * region (exact) and sampled in between (for the timeline), and every
+ * memory's at the two ends.
  *
  * Samples are taken from the machine's progress hook every `every` events,
  * reading the cumulative busy counters (observe.h). When the buffer is full
@@ -37,6 +38,8 @@ typedef struct kb__tl {
     uint64_t t_begin, t_end;
     uint64_t *begin, *end;             /* [n_series] at the region's ends */
     uint64_t *bytes_begin, *bytes_end; /* [n_links] */
+    uint32_t n_mems;
+    uint64_t *mem_begin, *mem_end; /* [2 x n_mems]: bytes read and written, then busy ps */
 } kb__tl;
 
 /* Creates a recorder for m and registers it as m's measured-region
@@ -49,8 +52,10 @@ void kb__tl_destroy(kb__tl *tl);
 void kb__tl_on_progress(void *user, uint64_t now_ps, uint64_t events);
 
 /* Over the measured region (1 when both ends were seen): per link bytes and
- * busy ps, per PE unit busy ps; arrays sized as the recorder's. */
-int kb__tl_region(const kb__tl *tl, uint64_t *link_bytes, uint64_t *link_busy, uint64_t *unit_busy);
+ * busy ps, per PE unit busy ps, per memory bytes and busy ps (the order of
+ * kb__rt_mems); arrays sized as the recorder's. */
+int kb__tl_region(const kb__tl *tl, uint64_t *link_bytes, uint64_t *link_busy, uint64_t *unit_busy,
+                  uint64_t *mem_bytes, uint64_t *mem_busy);
 
 /* Writes the timeline as a JSON object {"t": [...ps], "links": {id: "..."},
  * "units": {pe*3+unit: "..."}}: interval i of a series is one character,

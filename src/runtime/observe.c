@@ -56,6 +56,12 @@ void kb__rt_unit_counters(const kb_machine *m, uint64_t *busy_ps)
                 m->pe_units ? m->pe_units[i]->unit[map[u]].busy_ps : 0;
 }
 
+const struct kb__memctl *kb__rt_mems(const kb_machine *m, uint32_t *n)
+{
+    *n = m->dev->n_mems;
+    return m->dev->mems;
+}
+
 uint32_t kb__rt_dma_channels(const kb_machine *m)
 {
     return m->pe_params.dma.channels ? m->pe_params.dma.channels : 1;

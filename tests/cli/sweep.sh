@@ -2,7 +2,8 @@
 # kernbench sweep: every point's record equals the single run of its own
 # command line; --jobs 1 and 2 write identical files; a failing point is
 # reported and the others stand; --resume completes an interrupted sweep
-# running only the missing points; the CSV carries units in its header.
+# running only the missing points; the CSV carries units in its header;
+# --report holds the CSV's table.
 # usage: sweep.sh KERNBENCH_BINARY SOURCE_DIR
 set -u
 KB=$1
@@ -44,6 +45,29 @@ head -1 "$tmp/p1.csv" | grep -q '^case,bytes,status,error,.*latency_ps \[ps\],.*
 check "CSV header: axes, then figures with units: $(head -1 "$tmp/p1.csv")" $?
 [ "$(sed -n 2p "$tmp/p1.csv" | cut -d, -f1-3)" = "h2d,4096,0" ]; check "first CSV row is the first point" $?
 [ "$(sed -n 4p "$tmp/p1.csv" | cut -d, -f1-2)" = "h2d,16384" ]; check "the last axis varies fastest" $?
+
+# --report: the page carries the CSV's table (docs/web.md); a path that
+# cannot be written is a usage error before any point runs
+"$KB" sweep "${probe[@]}" --jobs 2 --json "$tmp/p3.jsonl" --report "$tmp/p3.html" 2> /dev/null
+check "probe sweep with --report exits 0" $?
+python3 - "$tmp/p3.html" "$tmp/p1.csv" <<'PY'
+import csv, html, json, re, sys
+page = open(sys.argv[1]).read()
+data = json.loads(re.search(r'id="kb-data">(.*?)</script>', page, re.S).group(1))
+assert data["kind"] == "sweep" and data["machine"] is None, data["kind"]
+t = data["sweep"]
+rows = list(csv.reader(open(sys.argv[2])))
+head = [c["name"] + (" [%s]" % c["unit"] if c["unit"] else "") for c in t["columns"]]
+assert head == rows[0], (head, rows[0])
+assert [[c if c is not None else "" for c in r] for r in t["rows"]] == rows[1:]
+assert [a["key"] for a in t["axes"]] == ["case", "bytes"]
+assert t["axes"][1]["values"] == ["4096", "8192", "16384"], t["axes"][1]
+assert data["result"]["points"] == 9 and data["result"]["failed"] == 0
+PY
+check "the sweep report holds the CSV's table and the axes" $?
+"$KB" sweep "${probe[@]}" --report /nonexistent-dir/s.html > /dev/null 2> "$tmp/err"
+[ $? -eq 2 ]; check "--report to a missing directory is a usage error" $?
+grep -q "/nonexistent-dir/s.html" "$tmp/err"; check "which names the path: $(cat "$tmp/err")" $?
 
 "$KB" sweep "${run[@]}" --jobs 2 --json "$tmp/r2.jsonl" --csv "$tmp/r2.csv" 2> "$tmp/err"
 [ $? -eq 1 ]; check "a sweep with a failing point exits 1" $?

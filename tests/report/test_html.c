@@ -1,16 +1,19 @@
 /*
  * The HTML report's data: the measured region's per-link and per-PE-unit
  * counters agree with the bench's own statistics (kb_stats, kb_busiest_links,
- * an independent path through the runtime); the timeline's intervals add up
+ * an independent path through the runtime); the memories' counters are the
+ * bench's traffic; the timeline's intervals add up
  * to the busy time; the page cannot be cut short by text in the data.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "kernbench/bench.h"
+#include "mem/memctl.h"
 #include "report/html.h"
 #include "report/timeline.h"
 #include "runtime/observe.h"
@@ -20,7 +23,7 @@ typedef struct run {
     kb_machine *m;
     kb__tl *tl;
     kb_bench_result r;
-    uint64_t *lb, *lbusy, *ub;
+    uint64_t *lb, *lbusy, *ub, *mb, *mbusy;
 } run;
 
 /* Runs bench `name` with opts on the built-in machine under sets, recording. */
@@ -39,8 +42,11 @@ static void run_bench(run *x, const char *name, const char *const *opts, int n_o
         cr_assert_eq(kb_bench_opts_add(&bo, opts[i]), 0);
     cr_assert_eq(kb_bench_run(x->m, kb_bench_find(name), &bo, 0, &x->r), 0, "%s", x->r.error);
     size_t nl = kb__rt_link_count(x->m), nu = 3 * (size_t)kb__rt_pe_count(x->m);
+    uint32_t nm;
+    (void)kb__rt_mems(x->m, &nm);
     x->lb = calloc(nl, 8), x->lbusy = calloc(nl, 8), x->ub = calloc(nu, 8);
-    cr_assert_eq(kb__tl_region(x->tl, x->lb, x->lbusy, x->ub), 1);
+    x->mb = calloc(nm, 8), x->mbusy = calloc(nm, 8);
+    cr_assert_eq(kb__tl_region(x->tl, x->lb, x->lbusy, x->ub, x->mb, x->mbusy), 1);
 }
 
 static void run_fini(run *x)
@@ -48,7 +54,7 @@ static void run_fini(run *x)
     kb_set_progress(x->m, NULL, NULL, 0);
     kb__tl_destroy(x->tl);
     kb_close(x->m);
-    free(x->lb), free(x->lbusy), free(x->ub);
+    free(x->lb), free(x->lbusy), free(x->ub), free(x->mb), free(x->mbusy);
 }
 
 Test(report_region, link_and_unit_counters_match_the_bench_statistics)
@@ -81,6 +87,34 @@ Test(report_region, link_and_unit_counters_match_the_bench_statistics)
         cr_expect_eq(sum, x.r.stats.unit_busy_ps[u], "unit %d", u);
         cr_expect_eq(max, x.r.stats.unit_busy_max_ps[u], "unit %d", u);
     }
+    run_fini(&x);
+}
+
+/* vector_add reads two vectors of n floats from HBM and writes one: 12 n
+ * bytes through the HBM slices and as many through the PEs' TCM; each
+ * full packet holds a channel for c·p/B_mem (docs/timing-model.md). */
+Test(report_region, memory_counters_are_the_bench_traffic)
+{
+    run x;
+    const uint64_t n = 8192;
+    const char *opts[] = {"n=8192", "block=1024"};
+    run_bench(&x, "vector_add", opts, 2, NULL, 0);
+    uint32_t nm;
+    const kb__memctl *mc = kb__rt_mems(x.m, &nm);
+    uint64_t bytes[KB__SPACE_COUNT] = {0};
+    for (uint32_t i = 0; i < nm; i++) {
+        bytes[mc[i].space] += x.mb[i];
+        if (mc[i].space != KB__SPACE_HBM) continue;
+        uint64_t p = mc[i].packet_bytes;
+        cr_assert_eq(x.mb[i] % p, 0, "%s: %llu bytes, not whole packets", mc[i].name,
+                     (unsigned long long)x.mb[i]);
+        uint64_t pkt_ps =
+            (uint64_t)ceil((double)mc[i].channels * (double)p * 1000.0 / mc[i].bw_gbs);
+        cr_expect_eq(x.mbusy[i], x.mb[i] / p * pkt_ps, "%s", mc[i].name);
+    }
+    cr_expect_eq(bytes[KB__SPACE_HBM], 12 * n);
+    cr_expect_eq(bytes[KB__SPACE_TCM], 12 * n);
+    cr_expect_eq(bytes[KB__SPACE_SRAM], 0);
     run_fini(&x);
 }
 

@@ -3,8 +3,10 @@
 # `kernbench run --report` and `kernbench probe --report` wrote, runs their
 # script, and the page's DOM is checked: the machine view has the machine's
 # cubes and links (counted from its parameters), the hottest link it shows is
-# the one the JSON names, the charts have their points, a cube opened from
-# the address shows its links. Screenshots stay in web-artifacts/ of the
+# the one the JSON names, the IO chiplets' insides and every memory are
+# drawn, the charts have their points, a cube opened from the address shows
+# its links, and a sweep's report has a chart per axis with a line per value
+# of the other axis. Screenshots stay in web-artifacts/ of the
 # build directory. Exit 77 (skipped) when Chromium is not installed.
 # usage: report_browser.sh path/to/kernbench source-dir
 set -euo pipefail
@@ -56,7 +58,8 @@ if len(re.findall(r'class="pe"', dom)) != sips * rows * cols * pes: fail("PEs dr
 # links between boxes, both directions: PCIe and IO-to-cube per SIP, the
 # mesh's UCIe links, the SIP ring (3 links for 3 SIPs)
 mesh = rows * (cols - 1) + cols * (rows - 1)
-want = 2 * (2 * sips + sips * mesh + sips)
+# ... and inside each IO chiplet the endpoint's and the CPU's links to its NOC
+want = 2 * (2 * sips + sips * mesh + sips) + 2 * 2 * sips
 machine = dom[dom.index('id="kb-mesh"'):dom.index('id="kb-detail"')]
 drawn = len(re.findall(r'class="kb-link', machine))
 if drawn != want: fail("%d links drawn, the machine has %d" % (drawn, want))
@@ -68,6 +71,19 @@ if not pts or int(pts.group(1)) == 0: fail("timeline chart without points")
 if dom.count("<canvas") < 2: fail("charts not drawn")
 if len(re.findall(r'class="kb-ab-bar"', dom)) < 2: fail("alpha-beta bars")
 if len(re.findall(r'class="kb-unit-cell"', dom)) != sips * rows * cols * pes * 3: fail("unit heat map cells")
+io = re.findall(r'class="box kb-io-node" data-node="sip(\d+)\.(\w+)"', dom)
+if sorted(io) != sorted((str(s), r) for s in range(sips) for r in ("pcie_ep", "io_cpu", "io_noc")):
+    fail("IO chiplet nodes drawn: %s" % io)
+# memories: a cell per HBM slice, SRAM and TCM of every cube; the busiest
+# memory shown is the one with the highest busy / (channels x span) in the data
+data = json.loads(html.unescape(re.search(r'id="kb-data">(.*?)</script>', dom, re.S).group(1)))
+mems, span = data["memories"], data["span_ps"]
+slices = data["machine"]["slices"]
+if len(re.findall(r'class="kb-mem-cell"', dom)) != sips * rows * cols * (slices + 1 + pes): fail("memory cells")
+best = max(mems, key=lambda m: (m[5] / m[3] / span, m[4], -m[1]))
+top = re.search(r'id="kb-busiest-mems".*?<tr><td>([^<]*)</td>', dom, re.S).group(1)
+if top != best[0]: fail("busiest memory %r, the data's is %r" % (top, best[0]))
+if not any(m[2] == "tcm" and m[4] for m in mems): fail("no TCM traffic in the memories")
 cube = open(out + "/allreduce.cube.dom.html").read()
 if 'data-shown="cube:1.4"' not in cube: fail("cube 1.4 not shown from the address")
 panel = cube[cube.index('id="kb-detail"'):]
@@ -97,4 +113,37 @@ rows = re.findall(r"<tr><td>(h2d|pe-local-hbm)</td>", dom)
 if rows != ["h2d", "pe-local-hbm"]: fail("cases table: %s" % rows)
 print("probe: %d sweep points per chart" % n)
 PY
-echo "screenshots: $OUT/report-allreduce.png $OUT/report-probe.png"
+# A sweep's report: a chart per axis, one line per value of the other axis;
+# world=1000 has no machine to run on, so its points are gaps.
+set +e
+"$KB" sweep run --bench ccl_allreduce --set sip.cube_mesh=2x2 --sweep world=2,4,1000 \
+    --sweep bytes=4KiB..64KiB*4 --jobs 2 --json "$OUT/sweep.jsonl" --report "$OUT/sweep.html" \
+    > /dev/null 2>&1
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "a sweep with failing points exited $rc"
+chrome --dump-dom "file://$OUT/sweep.html" > "$OUT/sweep.dom.html"
+chrome --window-size=1400,1800 --screenshot="$OUT/report-sweep.png" "file://$OUT/sweep.html" > /dev/null
+python3 - "$OUT" <<'PY' || exit 1
+import json, re, sys
+out = sys.argv[1]
+dom = open(out + "/sweep.dom.html").read()
+recs = [json.loads(l) for l in open(out + "/sweep.jsonl")]
+def fail(msg):
+    print("FAIL:", msg); sys.exit(1)
+if 'data-ready="1"' not in dom: fail("the sweep page's script did not finish")
+ok = [r for r in recs if r["status"] == 0]
+if len(recs) != 9 or len(ok) != 6: fail("%d records, %d succeeded" % (len(recs), len(ok)))
+charts = dict((m.group(1), (int(m.group(2)), int(m.group(3)))) for m in re.finditer(
+    r'data-axis="(\w+)" data-points="(\d+)" data-lines="(\d+)"', dom))
+# against world: a line per bytes value; against bytes: a line per world value
+if charts.get("world") != (6, 3): fail("world chart %s" % (charts.get("world"),))
+if charts.get("bytes") != (6, 3): fail("bytes chart %s" % (charts.get("bytes"),))
+if dom.count("<canvas") < 2: fail("sweep charts not drawn")
+if 'data-figure="sim_ps"' not in dom: fail("the default figure is not sim_ps")
+cells = re.findall(r'<tr><td>(\d+)</td><td>(\d+)</td><td>(\d)</td><td>(\d*)</td>', dom)
+want = [(r["point"]["world"], r["point"]["bytes"], str(r["status"]), str(r.get("sim_ps", ""))) for r in recs]
+if cells != want: fail("points table %s, records %s" % (cells, want))
+print("sweep: %d charts, %d points drawn per chart" % (len(charts), charts["world"][0]))
+PY
+echo "screenshots: $OUT/report-allreduce.png $OUT/report-probe.png $OUT/report-sweep.png"

@@ -2,7 +2,8 @@
  * report.js — draws a kernbench report from the JSON in #kb-data: the run's
  * description and figures, the machine with every link coloured by its use,
  * the PE units as a heat map, the busiest links, the alpha-beta comparison,
- * probe curves (uPlot, log axes) and the timeline (one canvas image).
+ * the memories' use, probe curves (uPlot, log axes), the timeline (one
+ * canvas image), and for a sweep each figure against each axis.
  * No network: everything it needs is in the page. docs/web.md.
  */
 (function () {
@@ -10,7 +11,8 @@
   var t0 = performance.now();
   var D = JSON.parse(document.getElementById('kb-data').textContent);
   var R = D.result || {};
-  var M = D.machine;
+  /* a sweep's report has no machine (each point may have its own) */
+  var M = D.machine || {sips: 0, cubes: 0, pes: 0, slices: 0, rows: 0, cols: 0, nodes: [], links: []};
   var app = document.getElementById('app');
   var UNITS = ['DMA', 'GEMM', 'MATH'];
 
@@ -75,6 +77,8 @@
   }
 
   /* ---- the machine's links and their use ----------------------------------- */
+  /* where the IO chiplet's nodes sit, from its centre, and their size */
+  var IO_AT = {pcie_ep: [-58, -10], io_cpu: [58, -10], io_noc: [0, 20]}, IO_W = 64, IO_H = 20;
   var nodes = M.nodes, links = M.links;
   var span = D.span_ps || 0;
   function linkName(i) { return nodes[links[i][0]][0] + ' -> ' + nodes[links[i][1]][0]; }
@@ -95,6 +99,16 @@
     var a = cubeOf(l[0]), b = cubeOf(l[1]);
     if (a && a === b) cubeMax[a] = Math.max(cubeMax[a] || 0, linkUtil(i));
   });
+
+  /* memories: [name, node, space, channels, bytes, busy_ps]; busy is summed
+   * over the channels, so utilisation is busy / (channels x span) */
+  var MEMS = D.memories || [];
+  function memUtil(m) { return span > 0 ? m[5] / m[3] / span : 0; }
+  function memTable(list) {
+    return table(['memory', 'kind', 'channels', 'bytes', 'busy us (all channels)', 'utilisation'], list.map(function (m) {
+      return [m[0], m[2], m[3], fmtBytes(m[4]), us(m[5]), pct(memUtil(m))];
+    }), 'kb-mems');
+  }
 
   var detail; /* the panel a click fills */
   function linkFigures(i) {
@@ -131,10 +145,11 @@
     var rows = [], k = R.kernbench || {}, h = R.config_hash || {};
     rows.push(['command', (R.command_line || []).join(' ')]);
     rows.push(['version', (k.version || '?') + (k.git ? ' (' + k.git + ')' : '')]);
-    rows.push(['machine hash', h.machine || 'none']);
+    /* a sweep's record has none of these: each point's record has its own */
+    if (R.config_hash) rows.push(['machine hash', h.machine || 'none']);
     if (h.ccl) rows.push(['ccl hash', h.ccl]);
-    rows.push(['fabric model', R.fabric_model || '?']);
-    rows.push(['--set', R.sets && R.sets.length ? R.sets.join('  ') : 'none']);
+    if (R.fabric_model) rows.push(['fabric model', R.fabric_model]);
+    if (R.sets) rows.push(['--set', R.sets.length ? R.sets.join('  ') : 'none']);
     var kids = [table(['', ''], rows, 'kv')];
     var opts = R.options || {}, given = {};
     (R.command_line || []).forEach(function (a) { var m = /^--([a-z-]+)/.exec(a); if (m) given[m[1]] = 1; });
@@ -203,7 +218,7 @@
   function machine() {
     var rows = M.rows, cols = M.cols, C = 76, G = 34, PAD = 30;
     var sipW = cols * C + (cols - 1) * G, sipH = rows * C + (rows - 1) * G;
-    var ioH = 40, hostH = 36, top = hostH + 60;
+    var ioH = 72, hostH = 36, top = hostH + 60;
     var W = M.sips * (sipW + 2 * PAD) + (M.sips - 1) * 40, H = top + ioH + 50 + sipH + 2 * PAD;
     var svg = sv('svg', {width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, id: 'kb-mesh',
                          'class': 'machine'});
@@ -226,9 +241,9 @@
       if (n[1] === 'host') pos[id] = [hostX, hostY + hostH / 2 - 4];
       if (n[2] < 0) return;
       var x0 = sipX[n[2]];
-      if (n[3] < 0) { /* the IO chiplet */
-        var ix = x0 + PAD + sipW / 2;
-        pos[id] = [ix, top + 14 + ioH / 2];
+      if (n[3] < 0) { /* inside the IO chiplet: endpoint and CPU above, NOC below */
+        var ix = x0 + PAD + sipW / 2, at = IO_AT[n[1]] || [0, 0];
+        pos[id] = [ix + at[0], top + 14 + ioH / 2 + at[1]];
         return;
       }
       if (n[1] === 'router')
@@ -236,10 +251,22 @@
     });
     for (var s2 = 0; s2 < M.sips; s2++) {
       var ix2 = sipX[s2] + PAD + sipW / 2;
-      gBoxes.appendChild(sv('rect', {x: ix2 - 90, y: top + 14, width: 180, height: ioH, rx: 6, 'class': 'box io'},
-                            [sv('title', {text: 'IO chiplet of sip' + s2 + ': pcie_ep, io_cpu, io_noc'})]));
-      gBoxes.appendChild(sv('text', {x: ix2, y: top + 14 + ioH / 2 + 5, 'text-anchor': 'middle', text: 'IO chiplet'}));
+      gBoxes.appendChild(sv('rect', {x: ix2 - 110, y: top + 14, width: 220, height: ioH, rx: 6, 'class': 'box io'},
+                            [sv('title', {text: 'IO chiplet of sip' + s2})]));
+      gBoxes.appendChild(sv('text', {x: ix2 - 104, y: top + 26, 'class': 'small', text: 'IO chiplet'}));
     }
+    /* the IO chiplet's nodes, each titled with its links' use */
+    nodes.forEach(function (n, id) {
+      if (n[2] < 0 || n[3] >= 0 || !pos[id]) return;
+      var p = pos[id], mine = [];
+      links.forEach(function (l, i) { if (l[0] === id || l[1] === id) mine.push(i); });
+      gBoxes.appendChild(sv('rect', {x: p[0] - IO_W / 2, y: p[1] - IO_H / 2, width: IO_W, height: IO_H, rx: 4,
+                                     'class': 'box kb-io-node', 'data-node': n[0]},
+                            [sv('title', {text: n[0] + '\n' + mine.map(function (i) {
+                              return linkName(i) + ': ' + fmtBytes(linkBytes(i)) + ', ' + pct(linkUtil(i));
+                            }).join('\n')})]));
+      gBoxes.appendChild(sv('text', {x: p[0], y: p[1] + 4, 'text-anchor': 'middle', 'class': 'small', text: n[1]}));
+    });
     /* cubes */
     nodes.forEach(function (n, id) {
       if (n[1] !== 'router') return;
@@ -265,13 +292,20 @@
       var a = nodes[l[0]], b = nodes[l[1]], c = l[2], pa, pb;
       if (c === 'PCIE') {
         var io = pos[a[1] === 'host' ? l[1] : l[0]], h = pos[a[1] === 'host' ? l[0] : l[1]];
-        var ioTop = [io[0], io[1] - ioH / 2];
+        var ioTop = [io[0], io[1] - IO_H / 2];
         pa = a[1] === 'host' ? h : ioTop; pb = a[1] === 'host' ? ioTop : h;
         drawLink(gLinks, i, pa[0], pa[1], pb[0], pb[1], 4, 5);
       } else if (c === 'IO_UCIE') {
         pa = pos[l[0]]; pb = pos[l[1]];
-        drawLink(gLinks, i, pa[0], pa[1] + (a[1] === 'io_noc' ? ioH / 2 : -C / 2),
-                 pb[0], pb[1] + (b[1] === 'io_noc' ? ioH / 2 : -C / 2), 4, 5);
+        drawLink(gLinks, i, pa[0], pa[1] + (a[1] === 'io_noc' ? IO_H / 2 : -C / 2),
+                 pb[0], pb[1] + (b[1] === 'io_noc' ? IO_H / 2 : -C / 2), 4, 5);
+      } else if (c === 'IO_NOC' && pos[l[0]] && pos[l[1]]) {
+        /* inside the IO chiplet: from box edge to box edge */
+        pa = pos[l[0]]; pb = pos[l[1]];
+        var ex = pb[0] - pa[0], ey = pb[1] - pa[1], el2 = Math.sqrt(ex * ex + ey * ey) || 1;
+        var cut = Math.min(IO_W / 2 / Math.max(Math.abs(ex) / el2, 1e-9), IO_H / 2 / Math.max(Math.abs(ey) / el2, 1e-9)) + 2;
+        drawLink(gLinks, i, pa[0] + ex / el2 * cut, pa[1] + ey / el2 * cut,
+                 pb[0] - ex / el2 * cut, pb[1] - ey / el2 * cut, 3, 3);
       } else if (c === 'UCIE') {
         pa = pos[l[0]]; pb = pos[l[1]];
         var dx = Math.sign(pb[0] - pa[0]), dy = Math.sign(pb[1] - pa[1]);
@@ -279,7 +313,7 @@
       } else if (c === 'SIP_LINK') {
         pa = pos[l[0]]; pb = pos[l[1]];
         var dir = Math.sign(pb[0] - pa[0]) || 1, y = pa[1] + (pb[0] > pa[0] ? -8 : 8);
-        drawLink(gLinks, i, pa[0] + dir * 90, y, pb[0] - dir * 90, y, 0, 5);
+        drawLink(gLinks, i, pa[0] + dir * 110, y, pb[0] - dir * 110, y, 0, 5);
       }
     });
     svg.appendChild(gBoxes);
@@ -342,8 +376,10 @@
         return us(D.unit_busy_ps[pe * 3 + u]) + ' us';
       })));
     }
+    var cubeMems = MEMS.filter(function (m) { return m[1] in mine && m[4]; });
     detail.replaceChildren.apply(detail, [el('h3', {text: 'sip' + s + '.cube' + c}), svg,
                            units.length ? table(['PE', 'DMA busy', 'GEMM busy', 'MATH busy'], units) : null,
+                           cubeMems.length ? memTable(cubeMems) : null,
                            table(['link', 'class', 'bytes', 'busy us', 'util'], rows.filter(function (i) { return linkBytes(i); }).map(function (i) {
                              return [linkName(i), links[i][2], linkBytes(i), us(linkBusy(i)), pct(linkUtil(i))];
                            }))].filter(Boolean));
@@ -373,6 +409,41 @@
         }
     }
     section('kb-unitmap', 'PE unit busy time over the measured region', [el('div', {cls: 'scroll'}, [svg])]);
+  }
+
+  /* ---- memories ---------------------------------------------------------------- */
+  /* a heat map (a row per cube: its HBM slices, its SRAM, its PEs' TCM) and
+   * the busiest memories */
+  function memories() {
+    if (!MEMS.length || !span) return;
+    var used = MEMS.filter(function (m) { return m[4] || m[5]; });
+    var cw = 12, ch = 12, lw = 90, gap = 10, groups = [['hbm', M.slices], ['sram', 1], ['tcm', M.pes]];
+    var x0 = [lw], W = lw;
+    groups.forEach(function (g) { W += Math.max(g[1] * cw, 40) + gap; x0.push(W); });
+    var n = M.sips * M.cubes, svg = sv('svg', {width: W, height: 20 + n * ch, id: 'kb-memmap'});
+    groups.forEach(function (g, i) {
+      svg.appendChild(sv('text', {x: x0[i], y: 12, 'class': 'small', text: g[0].toUpperCase() + (g[1] > 1 ? ' 0..' + (g[1] - 1) : '')}));
+    });
+    for (var r = 0; r < n; r++)
+      svg.appendChild(sv('text', {x: 0, y: 20 + r * ch + 10, 'class': 'small', text: 'sip' + Math.floor(r / M.cubes) + '.cube' + (r % M.cubes)}));
+    var seen = {};
+    MEMS.forEach(function (m) {
+      var nd = nodes[m[1]], g = m[2] === 'hbm' ? 0 : m[2] === 'sram' ? 1 : 2;
+      if (!nd || nd[3] < 0) return;
+      var row = nd[2] * M.cubes + nd[3], k = g === 1 ? 0 : nd[4], key = row + '.' + g + '.' + k;
+      if (seen[key]) return;
+      seen[key] = 1;
+      var f = memUtil(m);
+      svg.appendChild(sv('rect', {x: x0[g] + k * cw, y: 20 + row * ch, width: cw - 1, height: ch - 1, fill: heat(f),
+                                  'class': 'kb-mem-cell', 'data-mem': m[0], 'data-util': f.toFixed(6)},
+                         [sv('title', {text: m[0] + ': ' + fmtBytes(m[4]) + ', busy ' + us(m[5]) + ' us over ' + m[3] +
+                                             ' channels, ' + pct(f)})]));
+    });
+    used.sort(function (a, b) { return memUtil(b) - memUtil(a) || b[4] - a[4] || a[1] - b[1]; });
+    var top = memTable(used.slice(0, 12));
+    top.id = 'kb-busiest-mems';
+    section('kb-memories', 'memories over the measured region: ' + used.length + ' of ' + MEMS.length + ' used',
+            [el('div', {cls: 'scroll'}, [svg]), el('h3', {text: 'busiest memories'}), top]);
   }
 
   /* ---- busiest links ------------------------------------------------------- */
@@ -437,6 +508,93 @@
   function palette(i) {
     var p = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
     return p[i % p.length];
+  }
+
+  /* ---- sweep ------------------------------------------------------------------- */
+  /* A chart per axis: the chosen figure against that axis's values, one line
+   * per combination of the other axes' values (at most SWEEP_LINES); a
+   * failed point is a gap. Numeric axes are drawn on a log axis when they
+   * span a factor of 16 or more, others as evenly spaced categories. */
+  var SWEEP_LINES = 24;
+  function sweepReport() {
+    var S = D.sweep, cols = S.columns, rows = S.rows, axes = S.axes;
+    var colOf = {};
+    cols.forEach(function (c, i) { colOf[c.name] = i; });
+    var isAxis = {};
+    axes.forEach(function (a) { isAxis[a.key] = 1; });
+    function num(v) { var x = v === null || v === '' ? NaN : Number(v); return isFinite(x) ? x : null; }
+    var figs = cols.filter(function (c) {
+      if (isAxis[c.name] || c.name === 'status') return false;
+      return rows.some(function (r) { return num(r[colOf[c.name]]) !== null; });
+    }).map(function (c) { return c.name; });
+    var failed = rows.filter(function (r) { return r[colOf.status] !== '0'; }).length;
+    var kids = [table(['', ''], [['points', rows.length], ['failed', failed],
+                                 ['axes', axes.map(function (a) { return a.key + ' (' + a.values.length + ')'; }).join(', ')]], 'kv')];
+    var sec = section('kb-sweep-report', 'sweep: each figure against each axis', kids);
+    if (!figs.length) { sec.appendChild(el('p', {text: 'no point has a numeric figure'})); return; }
+    var prefer = ['sim_ps', 'figures.bus_bw', 'latency_ps', 'eff_gbs'];
+    var pick = figs[0];
+    for (var i = prefer.length - 1; i >= 0; i--) if (figs.indexOf(prefer[i]) >= 0) pick = prefer[i];
+    var select = el('select', {id: 'kb-sweep-figure', onchange: function () { draw(select.value); }},
+                    figs.map(function (f) {
+                      var u = cols[colOf[f]].unit;
+                      return el('option', {value: f, text: f + (u ? ' [' + u + ']' : '')});
+                    }));
+    select.value = pick;
+    var charts = el('div', {id: 'kb-sweep-charts'});
+    sec.appendChild(el('p', {}, ['figure: ', select]));
+    sec.appendChild(charts);
+    var pointTable = el('div', {});
+    sec.appendChild(pointTable);
+    function draw(fig) {
+      charts.replaceChildren();
+      var fc = colOf[fig], unit = cols[fc].unit;
+      axes.forEach(function (ax, a) {
+        var xs = ax.values.map(num), numeric = xs.every(function (x) { return x !== null; });
+        var pos = xs.every(function (x) { return x > 0; });
+        var lg = numeric && pos && Math.max.apply(null, xs) / Math.min.apply(null, xs) >= 16;
+        var order = ax.values.map(function (v, k) { return k; });
+        if (numeric) order.sort(function (p, q) { return xs[p] - xs[q]; });
+        var xdata = order.map(function (k) { return numeric ? xs[k] : order.indexOf(k); });
+        /* one line per combination of the other axes' values, in point order */
+        var lines = [], lineOf = {};
+        rows.forEach(function (r) {
+          var key = axes.filter(function (o, b) { return b !== a; }).map(function (o) { return o.key + '=' + r[colOf[o.key]]; }).join(', ');
+          if (!(key in lineOf)) { lineOf[key] = lines.length; lines.push({label: key || fig, y: xdata.map(function () { return null; })}); }
+          var k = ax.values.indexOf(r[colOf[ax.key]]);
+          if (k >= 0) lines[lineOf[key]].y[order.indexOf(k)] = r[colOf.status] === '0' ? num(r[fc]) : null;
+        });
+        var dropped = Math.max(0, lines.length - SWEEP_LINES);
+        lines = lines.slice(0, SWEEP_LINES);
+        var points = 0;
+        lines.forEach(function (l) { l.y.forEach(function (v) { if (v !== null) points++; }); });
+        var div = el('div', {id: 'kb-sweep-axis-' + a, cls: 'chart', 'data-axis': ax.key, 'data-points': String(points),
+                             'data-lines': String(lines.length)});
+        charts.appendChild(div);
+        if (dropped) div.appendChild(el('p', {text: dropped + ' more lines not drawn (at most ' + SWEEP_LINES + ')'}));
+        if (typeof uPlot === 'undefined') return;
+        var labels = order.map(function (k) { return ax.values[k]; });
+        var xaxis = {label: ax.key};
+        if (!numeric) {
+          xaxis.splits = function () { return labels.map(function (l, k) { return k; }); };
+          xaxis.values = function (u, v) { return v.map(function (k) { return labels[k] !== undefined ? labels[k] : ''; }); };
+        }
+        new uPlot({title: fig + ' against ' + ax.key, width: 700, height: 300,
+                   scales: {x: numeric ? {time: false, distr: lg ? 3 : 1} : {time: false, range: [-0.5, labels.length - 0.5]}},
+                   axes: [xaxis, {label: fig + (unit ? ' [' + unit + ']' : ''), size: 80}],
+                   series: [{label: ax.key}].concat(lines.map(function (l, k) {
+                     return {label: l.label, stroke: palette(k), width: 2, points: {show: true, size: 6}};
+                   }))}, [xdata].concat(lines.map(function (l) { return l.y; })), div);
+      });
+      pointTable.replaceChildren(el('h3', {text: 'points'}), table(
+        axes.map(function (x) { return x.key; }).concat(['status', fig + (unit ? ' [' + unit + ']' : ''), 'error']),
+        rows.map(function (r) {
+          return axes.map(function (x) { return r[colOf[x.key]]; }).concat(
+            [r[colOf.status], r[fc] === null ? '' : r[fc], r[colOf.error] || '']);
+        }), 'kb-sweep-points'));
+      charts.setAttribute('data-figure', fig);
+    }
+    draw(pick);
   }
 
   /* ---- timeline --------------------------------------------------------------- */
@@ -519,6 +677,11 @@
   document.title = D.title;
   app.appendChild(el('h1', {text: D.title}));
   describe();
+  if (D.kind === 'sweep') {
+    sweepReport();
+    done();
+    return;
+  }
   if (D.kind === 'run') runFigures();
   if (D.kind === 'probe') probe();
   if (D.kind === 'topo') topoFigures();
@@ -526,6 +689,7 @@
   if (D.kind !== 'topo') busiest();
   alphaBeta();
   unitHeat();
+  memories();
   timeline();
   /* #cube=S.C or #link=ID in the address opens that panel, as a click does */
   function fromHash() {
@@ -535,9 +699,13 @@
   }
   window.addEventListener('hashchange', fromHash);
   fromHash();
-  var ms = performance.now() - t0;
-  app.appendChild(el('p', {cls: 'foot', id: 'kb-rendered', 'data-ms': ms.toFixed(1),
-                           'data-since-start-ms': performance.now().toFixed(1),
-                           text: 'kernbench ' + ((R.kernbench || {}).version || '') + ' - drawn in ' + ms.toFixed(0) + ' ms'}));
-  document.body.setAttribute('data-ready', '1');
+  done();
+  /* the footer with the drawing time; the page is ready */
+  function done() {
+    var ms = performance.now() - t0;
+    app.appendChild(el('p', {cls: 'foot', id: 'kb-rendered', 'data-ms': ms.toFixed(1),
+                             'data-since-start-ms': performance.now().toFixed(1),
+                             text: 'kernbench ' + ((R.kernbench || {}).version || '') + ' - drawn in ' + ms.toFixed(0) + ' ms'}));
+    document.body.setAttribute('data-ready', '1');
+  }
 })();
