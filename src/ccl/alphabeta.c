@@ -145,18 +145,18 @@ static const kb__topo_link *route_cost(const kb__topo *t, const kb__ccl_route *r
                                        kb__ccl_msg_cost *out)
 {
     const kb__topo_params *p = &t->params;
-    uint64_t pk = p->fabric.packet_bytes, first = bytes < pk ? bytes : pk;
+    uint64_t pk = kb__topo_packet_bytes(p), first = bytes < pk ? bytes : pk;
     const kb__topo_link *slow = NULL;
     for (uint32_t i = 0; i < r->n; i++) {
         const kb__topo_link *l = &t->links[r->links[i]];
         out->overhead_ps += l->overhead_ps + l->node_ps; /* node_ps: a router's traversal */
         out->wire_ps += l->wire_ps;
-        out->drain_ps += kb__ps_from_bytes_gbs(first, l->bw_gbs);
+        out->drain_ps += kb__topo_serial_ps(first, l->bw_gbs);
         if (!slow || l->bw_gbs < slow->bw_gbs) slow = l;
     }
     uint64_t full = (bytes - first) / pk, rest = (bytes - first) % pk;
-    out->drain_ps += full * kb__ps_from_bytes_gbs(pk, slow->bw_gbs) +
-                     (rest ? kb__ps_from_bytes_gbs(rest, slow->bw_gbs) : 0);
+    out->drain_ps += full * kb__topo_serial_ps(pk, slow->bw_gbs) +
+                     (rest ? kb__topo_serial_ps(rest, slow->bw_gbs) : 0);
     out->total_ps = out->overhead_ps + out->wire_ps + out->drain_ps;
     return slow;
 }
@@ -173,7 +173,7 @@ int kb__ccl_msg_cost_get(const kb__topo *t, kb__ccl_loc src, kb__ccl_loc dst, kb
         return rc;
     }
     const kb__topo_params *p = &t->params;
-    uint64_t pk = p->fabric.packet_bytes, first = bytes < pk ? bytes : pk;
+    uint64_t pk = kb__topo_packet_bytes(p), first = bytes < pk ? bytes : pk;
     out->min_bw_gbs = route_cost(t, &r, bytes, out)->bw_gbs;
     out->overhead_ps += kb__ps_from_ns(p->pe.dma_setup_ns) + memory_ps(p, buf, first);
     out->total_ps = out->overhead_ps + out->wire_ps + out->drain_ps;
@@ -292,7 +292,7 @@ static int xfer_ps(const kb__topo *t, kb__ccl_loc q, bool store, const kb__ccl_r
     pe_nodes n = nodes_of(t, q);
     int32_t to_hbm[] = {n.dma, n.noc, n.xbar, n.hbm}, from_hbm[] = {n.hbm, n.xbar, n.noc, n.dma};
     int32_t to_tcm[] = {n.dma, n.tcm}, from_tcm[] = {n.tcm, n.dma};
-    uint64_t hdr = p->fabric.header_bytes, pk = p->fabric.packet_bytes;
+    uint64_t hdr = p->fabric.header_bytes, pk = kb__topo_packet_bytes(p);
     uint64_t first = bytes < pk ? bytes : pk, page = p->pe.mmu_page_size;
     kb__ccl_route r = {0};
     kb__ccl_msg_cost req = {0}, dat = {0}, ack = {0};
@@ -375,7 +375,7 @@ static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k
     const kb__topo_params *tp = &t->params;
     const kb__ccl_settings *q = &plan->r.s;
     kb__ccl_loc at = plan->loc[k], nx = plan->ports[k][dir].loc;
-    uint64_t pk = tp->fabric.packet_bytes, slot = q->slot_size;
+    uint64_t pk = kb__topo_packet_bytes(tp), slot = q->slot_size;
     uint64_t first = slot < pk ? slot : pk;
     uint64_t credit = q->credit_size ? q->credit_size : tp->pe.ipcq_credit_bytes;
     pe_nodes n = nodes_of(t, at);

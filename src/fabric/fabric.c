@@ -54,8 +54,8 @@ static int copy_links(kb__fabric *fab, const kb__fab_link_desc *links, kb__err *
                         .o_ps = d->overhead_ps,
                         .w_ps = d->wire_ps};
         l->ow_ps = l->o_ps + l->w_ps;
-        l->pkt_ps = kb__ps_from_bytes_gbs(fab->packet_bytes, l->bw_gbs);
-        l->hdr_ps = kb__ps_from_bytes_gbs(fab->header_bytes, l->bw_gbs);
+        l->pkt_ps = kb__topo_serial_ps(fab->packet_bytes, l->bw_gbs);
+        l->hdr_ps = kb__topo_serial_ps(fab->header_bytes, l->bw_gbs);
         fab->out_next[i] = KB__NO_NODE;
     }
     /* Adjacency in increasing link id order: insert from the back. */
@@ -245,7 +245,7 @@ int kb__fabric_create_topo(kb__fabric **out, kb__sim *sim, const kb__topo *t, ui
                                        .wire_ps = l->wire_ps};
     }
     rc = kb__fabric_create(out, sim, nodes, t->n_nodes, links, t->n_links,
-                           (uint32_t)t->params.fabric.packet_bytes, header_bytes, err);
+                           kb__topo_packet_bytes(&t->params), header_bytes, err);
     const kb__kind *k = kb__kind_get(t->params.fabric.model);
     const kb__fabric_model *model = kb__fabric_model_find(k ? k->name : NULL);
     if (!rc && !model)

@@ -53,7 +53,7 @@ static int init_mem(kb__device *d, uint32_t idx, kb__mem_space sp, uint32_t s, u
 {
     const kb__topo_params *p = &d->topo->params;
     kb__memctl_params mp = {.space = sp,
-                            .packet_bytes = (uint32_t)p->fabric.packet_bytes,
+                            .packet_bytes = kb__topo_packet_bytes(p),
                             .grain = kb__fabric_grain(d->fab)};
     kb__role role = sp == KB__SPACE_HBM    ? KB__ROLE_HBM_CTRL
                     : sp == KB__SPACE_SRAM ? KB__ROLE_SRAM
@@ -73,7 +73,7 @@ static int init_mem(kb__device *d, uint32_t idx, kb__mem_space sp, uint32_t s, u
         mp.latency_ns = p->cube.hbm_access_latency_ns;
     } else {
         mp.channels = 1;
-        mp.interleave_bytes = p->fabric.packet_bytes;
+        mp.interleave_bytes = kb__topo_packet_bytes(p);
         mp.bw_gbs = sp == KB__SPACE_SRAM ? p->cube.sram_bw_gbs : p->pe.tcm_bw_gbs;
         mp.latency_ns = sp == KB__SPACE_SRAM ? p->cube.sram_latency_ns : p->pe.tcm_latency_ns;
     }

@@ -147,6 +147,11 @@ int kb__topo_param_text(const kb__topo_params *p, const char *path, char *buf, s
  * caller frees). Errors: KB_ENOMEM, KB_EINVAL. */
 int kb__topo_params_text(const kb__topo_params *p, char **out, kb__err *err);
 
+/* fabric.packet_bytes: the size of a data packet. The one reader of the
+ * field: every layer asks here (or the fabric, kb__fabric_packet_bytes,
+ * which is given this value when it is built from the machine graph). */
+uint32_t kb__topo_packet_bytes(const kb__topo_params *p);
+
 /* PEs per cube (corners x pe_per_corner), cubes per SIP, total PEs. */
 uint32_t kb__topo_pes_per_cube(const kb__topo_params *p);
 uint32_t kb__topo_cubes_per_sip(const kb__topo_params *p);

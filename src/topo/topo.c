@@ -37,6 +37,11 @@ const char *kb__link_class_name(kb__link_class c)
     return (unsigned)c < KB__LINK_CLASS_COUNT ? n[c] : "?";
 }
 
+uint64_t kb__topo_serial_ps(uint64_t bytes, double bw_gbs)
+{
+    return kb__ps_from_bytes_gbs(bytes, bw_gbs);
+}
+
 static uint32_t cube_block(const kb__topo *t)
 {
     return CUBE_FIXED + t->slices_per_cube + PE_UNITS * t->pes_per_cube;
@@ -204,7 +209,6 @@ static void link2(link_builder *lb, uint32_t a, uint32_t b, kb__link_class cls, 
         l->bw_gbs = bw;
         l->overhead_ps = kb__ps_from_ns(overhead_ns);
         l->wire_ps = kb__ps_from_ns(length_mm * p->fabric.ns_per_mm);
-        l->packet_ps = kb__ps_from_bytes_gbs(p->fabric.packet_bytes, l->bw_gbs);
         lb->t->links_by_class[cls]++;
     }
     lb->next += 2;

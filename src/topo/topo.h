@@ -61,7 +61,6 @@ typedef struct kb__topo_link {
     uint32_t reverse;  /* id of the opposite direction */
     kb__link_class cls;
     double bw_gbs;        /* B, GB/s = bytes/ns */
-    uint64_t packet_ps;   /* ceil(fabric.packet_bytes / B) in ps */
     uint64_t overhead_ps; /* o, ceil to ps */
     uint64_t wire_ps;     /* w = length_mm x ns_per_mm, ceil to ps */
     uint64_t node_ps;     /* what the from node's kind adds to every message leaving it
@@ -95,6 +94,12 @@ int32_t kb__topo_link_id(const kb__topo *t, uint32_t from, uint32_t to);
 
 /* The node with this name ("sip1.cube2.hbm3"), or -1. O(nodes). */
 int32_t kb__topo_find(const kb__topo *t, const char *name);
+
+/* A link's serialisation time: the ps a link of bandwidth bw_gbs (GB/s =
+ * bytes/ns) is busy sending `bytes`, rounded up (kb__ps_from_bytes_gbs).
+ * The one rule: the fabric precomputes it per link for a full and a header
+ * packet (fabric.c), the alpha-beta model charges it per link of a route. */
+uint64_t kb__topo_serial_ps(uint64_t bytes, double bw_gbs);
 
 /* Short upper-case name of a link class ("UCIE"). */
 const char *kb__link_class_name(kb__link_class c);

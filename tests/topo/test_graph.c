@@ -136,7 +136,7 @@ static void expect(const kb__topo_link *l, kb__link_class cls, double bw, double
     cr_assert_eq(l->bw_gbs, bw);
     cr_assert_eq(l->overhead_ps, ps(o_ns), "o %llu", (unsigned long long)l->overhead_ps);
     cr_assert_eq(l->wire_ps, ps(w_ns), "w %llu", (unsigned long long)l->wire_ps);
-    cr_assert_eq(l->packet_ps, ps((double)packet / bw));
+    cr_assert_eq(kb__topo_serial_ps(packet, l->bw_gbs), ps((double)packet / bw));
 }
 
 #define ID(role, s, c, u) kb__topo_node_id(t, KB__ROLE_##role, s, c, u)
