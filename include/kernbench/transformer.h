@@ -26,9 +26,16 @@
  *
  * Numbers: activations and weights in one dtype (f16, bf16, f32); GEMMs
  * accumulate in f32, norms, softmax and SwiGLU run in f32 and round once.
- * Not supported yet: backward passes, biases on the linear layers (only
- * LayerNorm's beta), pipeline stages (run blocks on the ranks of a stage
- * and pass x with kb_send / kb_recv), dropout.
+ *
+ * Training: kb_xf_block_forward_train keeps the activations the backward
+ * needs (kb_xf_acts); kb_xf_block_backward takes dy and gives dx, adding
+ * the weights' gradients (f32, placed as the weights) into a kb_xf_grads,
+ * so micro-batches accumulate. The backward of each column layer sums its
+ * input gradient over the p · c PEs (all-reduce; reduce-scatter with
+ * sequence parallelism), each row layer's starts from the full output
+ * gradient (the all-gather of its rows with sequence parallelism).
+ * Not supported yet: biases on the linear layers (only LayerNorm's beta),
+ * dropout.
  *
  * Every call returns 0 or a negative KB_E* code with the message in
  * kb_last_error(m). Calls marked collective are made by every rank of the
@@ -97,6 +104,54 @@ KB_API const char *kb_xf_phase_name(kb_xf_phase p);
 /* 1 for the phases that are collectives, else 0. */
 KB_API int kb_xf_phase_is_collective(kb_xf_phase p);
 
+/* The parts of a backward, in order, timed as the forward's
+ * (kb_xf_block.last_bwd). GEMM phases hold both the input gradient's and
+ * the weight gradient's GEMM. */
+typedef enum kb_xf_bwd_phase {
+    KB_XF_B_MLP_GATHER = 0, /* sequence parallel: all-gather of dy */
+    KB_XF_B_MLP_DOWN,       /* da = dy Wdownᵀ, dWdown += aᵀ dy */
+    KB_XF_B_MLP_ACT,        /* SwiGLU's / GELU's backward */
+    KB_XF_B_MLP_UP,         /* dn2 = dh Wupᵀ, dWup += n2ᵀ dh */
+    KB_XF_B_MLP_REDUCE,     /* all-reduce of dn2 (reduce-scatter) */
+    KB_XF_B_NORM2,          /* norm2's backward */
+    KB_XF_B_RESIDUAL2,      /* dx1 = dy + ... */
+    KB_XF_B_O_GATHER,       /* sequence parallel: all-gather of dx1 */
+    KB_XF_B_O_PROJ,         /* do = dx1 Woᵀ, dWo += oᵀ dx1 */
+    KB_XF_B_DO_GATHER,      /* all-gather of do over the rank's PEs */
+    KB_XF_B_ATTENTION,      /* flash attention's backward */
+    KB_XF_B_DQKV_GATHER,    /* all-gather of dQ, dK, dV over the rank's PEs */
+    KB_XF_B_QKV,            /* dn1 = dqkv Wqkvᵀ, dWqkv += n1ᵀ dqkv */
+    KB_XF_B_QKV_REDUCE,     /* all-reduce of dn1 (reduce-scatter) */
+    KB_XF_B_NORM1,          /* norm1's backward */
+    KB_XF_B_RESIDUAL1,      /* dx = dx1 + ... */
+    KB_XF_B_NORM_GRADS,     /* sequence parallel: all-reduce of the norms' gradients */
+    KB_XF_BWD_PHASE_COUNT
+} kb_xf_bwd_phase;
+
+/* "mlp_gather", "mlp_down", ...; "?" for others. */
+KB_API const char *kb_xf_bwd_phase_name(kb_xf_bwd_phase p);
+/* 1 for the backward phases that are collectives, else 0. */
+KB_API int kb_xf_bwd_phase_is_collective(kb_xf_bwd_phase p);
+
+/* What a training forward keeps for the backward (made by
+ * kb_xf_block_forward_train, freed by kb_xf_block_backward or
+ * kb_xf_acts_free). x is the caller's input (not owned: keep it until the
+ * backward); n1, n2 the norms' outputs [T, hidden] replicated; qkv the
+ * rank's Q, K, V gathered over its PEs; o the attention's output [T, h·d]
+ * replicated; lse [T, h] f32 its logsumexp; x1 the residual; hid the MLP's
+ * pre-activation (SwiGLU: gate and up, [T, 2 ffn / p]; GELU [T, ffn / p])
+ * and a its activation [T, ffn / p], split by columns. */
+typedef struct kb_xf_acts {
+    kb_tensor x, n1, qkv, o, lse, x1, n2, hid, a;
+} kb_xf_acts;
+
+/* The weights' gradients of one rank, f32: qkv, o, up, down placed as the
+ * block's weights (b->qkv.weight, ...); the norms' [c, hidden] split by
+ * rows, one row per PE of the rank, every row the full gradient. */
+typedef struct kb_xf_grads {
+    kb_tensor qkv, o, up, down, norm1, norm1_beta, norm2, norm2_beta;
+} kb_xf_grads;
+
 /* One rank's part of a block. Plain data; the block owns the tensors. */
 typedef struct kb_xf_block {
     char name[48];
@@ -108,6 +163,7 @@ typedef struct kb_xf_block {
     kb_tensor norm1, norm1_beta, norm2, norm2_beta, cos, sin;
     kb_group pe_group; /* the calling rank alone: collectives over its PEs */
     uint64_t last[KB_XF_PHASE_COUNT];
+    uint64_t last_bwd[KB_XF_BWD_PHASE_COUNT];
 } kb_xf_block;
 
 /* Collective. Builds the caller's part of a block from the full host
@@ -131,6 +187,28 @@ KB_API int kb_xf_input_policy(kb_machine *m, const kb_xf_block *b, kb_policy *ou
  * with kb_xf_input_policy; creates *y ("NAME.y", same placement), which the
  * caller frees. Phases' times in b->last. */
 KB_API int kb_xf_block_forward(kb_machine *m, kb_xf_block *b, kb_tensor x, kb_tensor *y);
+
+/* Collective. kb_xf_block_forward that also keeps in *acts what the
+ * backward needs (the MLP's activation then runs as a kernel of its own
+ * after the up GEMM, inside the mlp_up phase). On failure nothing is kept
+ * and *acts is zeroed. */
+KB_API int kb_xf_block_forward_train(kb_machine *m, kb_xf_block *b, kb_tensor x, kb_tensor *y,
+                                     kb_xf_acts *acts);
+
+/* *g := zeroed gradients for the block's weights (kb_xf_grads). */
+KB_API int kb_xf_grads_create(kb_machine *m, const kb_xf_block *b, kb_xf_grads *g);
+/* Frees the gradients and zeroes *g. */
+KB_API int kb_xf_grads_free(kb_machine *m, kb_xf_grads *g);
+/* Frees the kept activations (not x) and zeroes *acts. */
+KB_API int kb_xf_acts_free(kb_machine *m, kb_xf_acts *acts);
+
+/* Collective. The backward of the forward that made *acts: dy [rows,
+ * hidden] placed as x (kb_xf_input_policy); creates *dx ("NAME.dx", same
+ * placement), adds the weights' gradients into *g, frees *acts. Phases'
+ * times in b->last_bwd. On failure *dx is {0} (g may hold part of the
+ * sums; acts are freed all the same). */
+KB_API int kb_xf_block_backward(kb_machine *m, kb_xf_block *b, kb_xf_acts *acts, kb_tensor dy,
+                                kb_tensor *dx, kb_xf_grads *g);
 
 /* Frees the block's tensors and zeroes *b. */
 KB_API int kb_xf_block_free(kb_machine *m, kb_xf_block *b);

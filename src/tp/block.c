@@ -329,26 +329,35 @@ int kb_xf_input_policy(kb_machine *m, const kb_xf_block *b, kb_policy *out, int6
     return 0;
 }
 
-/* One forward's state: the tensors it made (freed at the end). */
+/* One forward's state: the tensors it made (freed at the end), and for a
+ * training forward where it keeps the backward's (acts, else NULL). */
 typedef struct fwd {
     kb_machine *m;
     kb_xf_block *b;
     kb_tensor made[24];
     int n;
+    kb_xf_acts *acts;
 } fwd;
 
-/* A new [rows, cols] tensor of the dtype over the rank's PEs, cube and pe
+/* A new [rows, cols] tensor of dtype dt over the rank's PEs, cube and pe
  * levels `split`, named "BLOCK.what". */
-static int make(fwd *f, const char *what, int64_t rows, int64_t cols, kb_split split, kb_tensor *t)
+static int make_dt(fwd *f, const char *what, int64_t rows, int64_t cols, kb_split split,
+                   kb_dtype dt, kb_tensor *t)
 {
     char name[64];
     snprintf(name, sizeof name, "%.40s.%s", f->b->name, what);
     kb_policy p = f->b->qkv.placement;
     p.cube = p.pe = split;
     int64_t shape[2] = {rows, cols};
-    int rc = kb_empty(f->m, name, 2, shape, f->b->cfg.dtype, &p, t);
+    int rc = kb_empty(f->m, name, 2, shape, dt, &p, t);
     if (!rc) f->made[f->n++] = *t;
     return rc;
+}
+
+/* make_dt in the block's dtype. */
+static int make(fwd *f, const char *what, int64_t rows, int64_t cols, kb_split split, kb_tensor *t)
+{
+    return make_dt(f, what, rows, cols, split, f->b->cfg.dtype, t);
 }
 
 /* Frees t now (it was made by make) so the device memory is reused. */
@@ -358,6 +367,21 @@ static void drop(fwd *f, kb_tensor t)
         if (f->made[i].id == t.id) {
             kb_free(f->m, t);
             f->made[i] = f->made[--f->n];
+            return;
+        }
+}
+
+/* A training forward keeps t (made by make) in *slot; else drops it. */
+static void keep(fwd *f, kb_tensor t, kb_tensor *slot)
+{
+    if (!f->acts) {
+        drop(f, t);
+        return;
+    }
+    for (int i = 0; i < f->n; i++)
+        if (f->made[i].id == t.id) {
+            f->made[i] = f->made[--f->n];
+            *slot = t;
             return;
         }
 }
@@ -435,7 +459,7 @@ static int attention_half(fwd *f, kb_tensor x, kb_tensor *x1)
     if (!rc) rc = kb__tp_gemm(f->m, "qkv.gemm", b->sip, n1, b->qkv.weight, qkv, (kb_tensor){0}, 0);
     b->last[KB_XF_QKV] = kb_now_ps(f->m) - t;
     if (rc) return rc;
-    drop(f, n1);
+    keep(f, n1, f->acts ? &f->acts->n1 : NULL);
     t = kb_now_ps(f->m);
     all = qkv;
     if (pes > 1) {
@@ -446,22 +470,28 @@ static int attention_half(fwd *f, kb_tensor x, kb_tensor *x1)
     if (rc) return rc;
     if (all.id != qkv.id) drop(f, qkv);
     t = kb_now_ps(f->m);
+    kb_tensor lse = {0}, lall = {0};
     rc = make(f, "attn.o", T, h * d, KB_ROW_WISE, &o);
+    if (!rc && f->acts) rc = make_dt(f, "attn.lse", T, h, KB_ROW_WISE, KB_F32, &lse);
     kb__tp_attn_args a = {
-        o, all, b->cos, b->sin, T, c->seq, h, g, d, cols / pes, 1 / sqrt((double)d), {0}};
+        o, all, b->cos, b->sin, T, c->seq, h, g, d, cols / pes, 1 / sqrt((double)d), lse};
     if (!rc) rc = kb__tp_attention(f->m, "attention", b->sip, &a);
     b->last[KB_XF_ATTENTION] = kb_now_ps(f->m) - t;
     if (rc) return rc;
-    drop(f, all);
+    keep(f, all, f->acts ? &f->acts->qkv : NULL);
     t = kb_now_ps(f->m);
-    oall = o;
+    oall = o, lall = lse;
     if (pes > 1) {
         rc = make(f, "attn.gather", T, h * d, KB_REPLICATE, &oall);
         if (!rc) rc = kb_all_gather_group(f->m, b->pe_group, oall, o);
+        if (!rc && f->acts) rc = make_dt(f, "attn.lse_gather", T, h, KB_REPLICATE, KB_F32, &lall);
+        if (!rc && f->acts) rc = kb_all_gather_group(f->m, b->pe_group, lall, lse);
     }
     b->last[KB_XF_O_GATHER] = kb_now_ps(f->m) - t;
     if (rc) return rc;
     if (oall.id != o.id) drop(f, o);
+    if (f->acts) keep(f, lall, &f->acts->lse);
+    if (lall.id != lse.id) drop(f, lse);
     t = kb_now_ps(f->m);
     rc = make(f, "o.partial", T, c->hidden, KB_REPLICATE, &part);
     if (!rc)
@@ -469,7 +499,7 @@ static int attention_half(fwd *f, kb_tensor x, kb_tensor *x1)
                               (kb_tensor){0}, 0);
     b->last[KB_XF_O_PROJ] = kb_now_ps(f->m) - t;
     if (rc) return rc;
-    drop(f, oall);
+    keep(f, oall, f->acts ? &f->acts->o : NULL);
     return reduce_phase(f, x, part, KB_XF_O_REDUCE, "x1", x1);
 }
 
@@ -478,30 +508,83 @@ static int mlp_half(fwd *f, kb_tensor x1, kb_tensor *y)
 {
     kb_xf_block *b = f->b;
     int64_t T = b->tokens, F = b->cfg.ffn / b->tp_size;
-    kb_tensor n2, a, part;
+    kb_tensor n2, a, part, hid;
+    int swiglu = b->cfg.mlp == KB_XF_SWIGLU;
+    if (f->acts) keep(f, x1, &f->acts->x1);
     int rc = norm_phase(f, x1, b->norm2, b->norm2_beta, KB_XF_NORM2, &n2);
     uint64_t t = kb_now_ps(f->m);
     if (!rc) rc = make(f, "mlp.a", T, F, KB_COLUMN_WISE, &a);
-    if (!rc && b->cfg.mlp == KB_XF_SWIGLU)
+    if (!rc && f->acts) { /* the pre-activation kept: the GEMM, then the activation */
+        rc = make(f, "mlp.h", T, swiglu ? 2 * F : F, KB_COLUMN_WISE, &hid);
+        if (!rc)
+            rc = kb__tp_gemm(f->m, swiglu ? "mlp.gate_up" : "mlp.up", b->sip, n2, b->up.weight, hid,
+                             (kb_tensor){0}, KB_TP_ACT_NONE);
+        if (!rc)
+            rc = kb__tp_mlp_act(f->m, swiglu ? "mlp.swiglu" : "mlp.gelu", b->sip,
+                                swiglu ? KB__TP_MLP_SWIGLU : KB__TP_MLP_GELU, hid, a,
+                                (kb_tensor){0});
+        if (!rc) keep(f, hid, &f->acts->hid);
+    } else if (!rc && swiglu) {
         rc = kb__tp_swiglu(f->m, "mlp.gate_up", b->sip, n2, b->up.weight, a);
-    else if (!rc)
+    } else if (!rc) {
         rc = kb__tp_gemm(f->m, "mlp.up", b->sip, n2, b->up.weight, a, (kb_tensor){0},
                          KB_TP_ACT_GELU);
+    }
     b->last[KB_XF_MLP_UP] = kb_now_ps(f->m) - t;
     if (rc) return rc;
-    drop(f, n2);
+    keep(f, n2, f->acts ? &f->acts->n2 : NULL);
     t = kb_now_ps(f->m);
     rc = make(f, "mlp.partial", T, b->cfg.hidden, KB_REPLICATE, &part);
     if (!rc) rc = kb__tp_gemm(f->m, "mlp.down", b->sip, a, b->down.weight, part, (kb_tensor){0}, 0);
     b->last[KB_XF_MLP_DOWN] = kb_now_ps(f->m) - t;
     if (rc) return rc;
-    drop(f, a);
+    keep(f, a, f->acts ? &f->acts->a : NULL);
     return reduce_phase(f, x1, part, KB_XF_MLP_REDUCE, "y", y);
 }
 
 #define FORWARD "kb_xf_block_forward"
 
+int kb_xf_acts_free(kb_machine *m, kb_xf_acts *acts)
+{
+    if (!m || !acts) return KB_EINVAL;
+    kb_tensor t[8] = {acts->n1, acts->qkv, acts->o,   acts->lse,
+                      acts->x1, acts->n2,  acts->hid, acts->a};
+    int rc = 0;
+    for (int i = 0; i < 8; i++) {
+        int r = t[i].id ? kb_free(m, t[i]) : 0;
+        if (!rc) rc = r;
+    }
+    memset(acts, 0, sizeof *acts);
+    return rc;
+}
+
+static int forward(kb_machine *m, kb_xf_block *b, kb_tensor x, kb_tensor *y, kb_xf_acts *acts);
+
 int kb_xf_block_forward(kb_machine *m, kb_xf_block *b, kb_tensor x, kb_tensor *y)
+{
+    return forward(m, b, x, y, NULL);
+}
+
+int kb_xf_block_forward_train(kb_machine *m, kb_xf_block *b, kb_tensor x, kb_tensor *y,
+                              kb_xf_acts *acts)
+{
+    if (acts) memset(acts, 0, sizeof *acts);
+    if (m && !acts) {
+        kb__err e;
+        kb__err_set(&e, KB_EINVAL, "kb_xf_block_forward_train: acts is NULL");
+        if (y) *y = (kb_tensor){0};
+        return kb__tp_fail(m, &e);
+    }
+    int rc = forward(m, b, x, y, acts);
+    if (rc && m) {
+        kb_xf_acts_free(m, acts);
+        return rc;
+    }
+    if (acts) acts->x = x;
+    return rc;
+}
+
+static int forward(kb_machine *m, kb_xf_block *b, kb_tensor x, kb_tensor *y, kb_xf_acts *acts)
 {
     if (y) *y = (kb_tensor){0};
     if (!m) return KB_EINVAL;
@@ -541,7 +624,7 @@ int kb_xf_block_forward(kb_machine *m, kb_xf_block *b, kb_tensor x, kb_tensor *y
                             FORWARD, "x", &e))
         return kb__tp_fail(m, &e);
     memset(b->last, 0, sizeof b->last);
-    fwd f = {m, b, {{0}}, 0};
+    fwd f = {m, b, {{0}}, 0, acts};
     kb_tensor x1 = {0};
     rc = attention_half(&f, x, &x1);
     if (!rc) rc = mlp_half(&f, x1, y);

@@ -149,6 +149,125 @@ static void swiglu_kernel(tl_ctx *k)
     }
 }
 
+/* A block pointer on 2-D t at (r0, c0) whose columns end at col_end (the
+ * program's window: zero padding never reads past it). */
+static tl_block_ptr window(tl_ctx *k, tl_tensor *t, int64_t r0, int64_t c0, int64_t col_end,
+                           int64_t br, int64_t bc)
+{
+    return tl_make_block_ptr(k, t, 2, (int64_t[]){tl_tensor_dim(t, 0), col_end},
+                             (int64_t[]){tl_tensor_stride(t, 0), tl_tensor_stride(t, 1)},
+                             (int64_t[]){r0, c0}, (int64_t[]){br, bc}, (int[]){1, 0});
+}
+
+/* y (+)= op(a) @ op(b) (header comment of kb__tp_gemm_t). Arguments: 0 y
+ * [M, N], 1 a, 2 b, 3 ta, 4 tb, 5 a's column offset per program, 6 b's, 7
+ * K, 8 accumulate. */
+static void gemm_t_kernel(tl_ctx *k)
+{
+    tl_tensor *y = tl_arg_tensor(k, 0), *a = tl_arg_tensor(k, 1), *b = tl_arg_tensor(k, 2);
+    int ta = (int)tl_arg_i64(k, 3), tb = (int)tl_arg_i64(k, 4), accumulate = (int)tl_arg_i64(k, 8);
+    int64_t a0 = tl_program_id(k, 0) * tl_arg_i64(k, 5),
+            b0 = tl_program_id(k, 0) * tl_arg_i64(k, 6);
+    int64_t M = tl_tensor_dim(y, 0), N = tl_tensor_dim(y, 1), K = tl_arg_i64(k, 7);
+    tiles t = {tile_of(M), tile_of(N), tile_of(K)};
+    int64_t a_end = a0 + (ta ? M : K), b_end = b0 + (tb ? K : N);
+    for (int64_t m0 = 0; m0 < M; m0 += t.m)
+        for (int64_t n0 = 0; n0 < N; n0 += t.n) {
+            uint64_t s = tl_scope_begin(k);
+            tl_tile acc = tl_zeros(k, 2, (int64_t[]){t.m, t.n}, TL_F32);
+            for (int64_t k0 = 0; k0 < K; k0 += t.k) {
+                uint64_t s2 = tl_scope_begin(k);
+                tl_tile va =
+                    ta ? tl_trans(k, tl_load_block(k, window(k, a, k0, a0 + m0, a_end, t.k, t.m),
+                                                   CHECK_2D, TL_PAD_ZERO))
+                       : tl_load_block(k, window(k, a, m0, a0 + k0, a_end, t.m, t.k), CHECK_2D,
+                                       TL_PAD_ZERO);
+                tl_tile vb =
+                    tb ? tl_trans(k, tl_load_block(k, window(k, b, n0, b0 + k0, b_end, t.n, t.k),
+                                                   CHECK_2D, TL_PAD_ZERO))
+                       : tl_load_block(k, window(k, b, k0, b0 + n0, b_end, t.k, t.n), CHECK_2D,
+                                       TL_PAD_ZERO);
+                tl_tile next = tl_dot(k, va, vb, acc);
+                tl_free(k, acc);
+                acc = next;
+                tl_scope_end(k, s2, 1, &acc);
+            }
+            tl_block_ptr py = block2(k, y, m0, n0, t.m, t.n);
+            if (accumulate)
+                acc =
+                    tl_add(k, acc, tl_cast(k, tl_load_block(k, py, CHECK_2D, TL_PAD_ZERO), TL_F32));
+            tl_store_block(k, py, tl_cast(k, acc, tl_tensor_dtype(y)), CHECK_2D);
+            tl_scope_end(k, s, 0, NULL);
+        }
+}
+
+/* silu(g) · u and gelu(z) on f32 tiles, and their derivatives. */
+static tl_tile gelu_grad(tl_ctx *k, tl_tile x)
+{
+    /* gelu = x · s, s = sigmoid(c (x + 0.044715 x³)), c = 2 sqrt(2/π):
+       gelu' = s + x · s (1 - s) · c (1 + 3 · 0.044715 x²) */
+    const double c = 2.0 * sqrt(2.0 / M_PI);
+    tl_tile x2 = tl_mul(k, x, x), one = tl_scalar(k, 1.0, TL_F32);
+    tl_tile inner = tl_mul(k, tl_fma(k, tl_mul(k, x2, x), tl_scalar(k, 0.044715, TL_F32), x),
+                           tl_scalar(k, c, TL_F32));
+    tl_tile s = tl_sigmoid(k, inner);
+    tl_tile du =
+        tl_mul(k, tl_fma(k, x2, tl_scalar(k, 3 * 0.044715, TL_F32), one), tl_scalar(k, c, TL_F32));
+    return tl_add(k, s, tl_mul(k, tl_mul(k, x, tl_mul(k, s, tl_sub(k, one, s))), du));
+}
+
+/* Arguments: 0 h, 1 a (or da), 2 mode (KB__TP_MLP_*), 3 backward, 4 dh
+ * (when 3 is 1). SwiGLU: h [M, 2n] holds the PE's gate columns then its
+ * up columns, a / da [M, n], dh [M, 2n]; GELU: h, a, da, dh [M, n]. In
+ * f32, rounded once. */
+static void mlp_act_kernel(tl_ctx *k)
+{
+    tl_tensor *h = tl_arg_tensor(k, 0), *a = tl_arg_tensor(k, 1);
+    int swiglu = tl_arg_i64(k, 2) == KB__TP_MLP_SWIGLU, bwd = (int)tl_arg_i64(k, 3);
+    tl_tensor *dh = bwd ? tl_arg_tensor(k, 4) : NULL;
+    int64_t M = tl_tensor_dim(a, 0), n = tl_tensor_dim(a, 1);
+    int64_t bm = tile_of(M), bn = tile_of(n);
+    for (int64_t m0 = 0; m0 < M; m0 += bm)
+        for (int64_t n0 = 0; n0 < n; n0 += bn) {
+            uint64_t s = tl_scope_begin(k);
+            /* the gate (or GELU's input) ends at column n: padding never reads the up part */
+            tl_tile g =
+                tl_cast(k, tl_load_block(k, window(k, h, m0, n0, n, bm, bn), CHECK_2D, TL_PAD_ZERO),
+                        TL_F32);
+            tl_tile u = swiglu ? tl_cast(k,
+                                         tl_load_block(k, window(k, h, m0, n + n0, 2 * n, bm, bn),
+                                                       CHECK_2D, TL_PAD_ZERO),
+                                         TL_F32)
+                               : TL_NONE;
+            tl_tile sg = swiglu ? tl_sigmoid(k, g) : TL_NONE;
+            if (!bwd) {
+                tl_tile v = swiglu ? tl_mul(k, tl_mul(k, g, sg), u) : gelu(k, g);
+                tl_store_block(k, block2(k, a, m0, n0, bm, bn), tl_cast(k, v, tl_tensor_dtype(a)),
+                               CHECK_2D);
+            } else {
+                tl_tile d = tl_cast(
+                    k, tl_load_block(k, block2(k, a, m0, n0, bm, bn), CHECK_2D, TL_PAD_ZERO),
+                    TL_F32);
+                tl_dtype dt = tl_tensor_dtype(dh);
+                if (swiglu) { /* du = d · silu(g), dg = d · u · s (1 + g (1 - s)) */
+                    tl_tile one = tl_scalar(k, 1.0, TL_F32);
+                    tl_tile du = tl_mul(k, d, tl_mul(k, g, sg));
+                    tl_tile dg =
+                        tl_mul(k, tl_mul(k, d, u),
+                               tl_mul(k, sg, tl_add(k, one, tl_mul(k, g, tl_sub(k, one, sg)))));
+                    tl_store_block(k, window(k, dh, m0, n0, n, bm, bn), tl_cast(k, dg, dt),
+                                   CHECK_2D);
+                    tl_store_block(k, window(k, dh, m0, n + n0, 2 * n, bm, bn), tl_cast(k, du, dt),
+                                   CHECK_2D);
+                } else {
+                    tl_store_block(k, block2(k, dh, m0, n0, bm, bn),
+                                   tl_cast(k, tl_mul(k, d, gelu_grad(k, g)), dt), CHECK_2D);
+                }
+            }
+            tl_scope_end(k, s, 0, NULL);
+        }
+}
+
 /* y += bias, tile by tile, in y's dtype (Megatron adds the bias to the
  * reduced output in the model's dtype). */
 static void bias_kernel(tl_ctx *k)
@@ -237,4 +356,20 @@ int kb__tp_bias_add(kb_machine *m, const char *name, int sip, kb_tensor y, kb_te
 {
     kb_arg args[2] = {kb_arg_tensor(y), kb_arg_tensor(bias)};
     return kb__tp_launch(m, name, bias_kernel, sip, args, 2);
+}
+
+int kb__tp_gemm_t(kb_machine *m, const char *name, int sip, const kb__tp_gemm_t_args *g)
+{
+    kb_arg args[9] = {kb_arg_tensor(g->y),   kb_arg_tensor(g->a), kb_arg_tensor(g->b),
+                      kb_arg_i64(g->ta),     kb_arg_i64(g->tb),   kb_arg_i64(g->a_cols),
+                      kb_arg_i64(g->b_cols), kb_arg_i64(g->k),    kb_arg_i64(g->accumulate)};
+    return kb__tp_launch(m, name, gemm_t_kernel, sip, args, 9);
+}
+
+int kb__tp_mlp_act(kb_machine *m, const char *name, int sip, int mode, kb_tensor h, kb_tensor a,
+                   kb_tensor dh)
+{
+    kb_arg args[5] = {kb_arg_tensor(h), kb_arg_tensor(a), kb_arg_i64(mode), kb_arg_i64(dh.id != 0),
+                      kb_arg_tensor(dh)};
+    return kb__tp_launch(m, name, mlp_act_kernel, sip, args, dh.id ? 5 : 4);
 }

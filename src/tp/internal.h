@@ -92,6 +92,30 @@ int kb__tp_gemm_cols(kb_machine *m, const char *name, int sip, kb_tensor x, int6
  * [M, n]; x replicated. Waits. */
 int kb__tp_swiglu(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor w, kb_tensor y);
 
+/* y (+)= op(a) @ op(b) over the PEs of y's shards, each program on its own
+ * shards: op(a) [M, K] is a[:, a0 : a0 + K] (ta 0) or a[:, a0 : a0 + M]ᵀ
+ * (ta 1), op(b) [K, N] is b[:, b0 : b0 + N] (tb 0) or b[:, b0 : b0 + K]ᵀ
+ * (tb 1), with a0 = program × a_cols, b0 = program × b_cols (0: the
+ * shard's own columns); M, N = y's local shape. f32 accumulation, one
+ * rounding to y's dtype (accumulate: added to y's values first). The
+ * backward GEMMs: dX = dY Wᵀ and dW = Xᵀ dY. Waits. */
+typedef struct kb__tp_gemm_t_args {
+    kb_tensor y, a, b;
+    int ta, tb;
+    int64_t a_cols, b_cols, k;
+    int accumulate;
+} kb__tp_gemm_t_args;
+int kb__tp_gemm_t(kb_machine *m, const char *name, int sip, const kb__tp_gemm_t_args *g);
+
+enum { KB__TP_MLP_SWIGLU = 0, KB__TP_MLP_GELU = 1 };
+/* The MLP's activation on its own, element-wise over the PEs of h's
+ * shards: dh {0}: a = silu(gate) · up (SwiGLU, h [M, 2n] the PE's gate
+ * columns then its up columns, a [M, n]) or gelu(h) (GELU, h and a [M,
+ * n]); else the backward: a holds da, dh (h's shape) := the gradient of h.
+ * Waits. */
+int kb__tp_mlp_act(kb_machine *m, const char *name, int sip, int mode, kb_tensor h, kb_tensor a,
+                   kb_tensor dh);
+
 /* Rectangles for kb__tp_copy: in program i's shards, rectangle q (0 <= q
  * < count) of rows × cols goes from src at (q · src_row_step, src_col0 + i
  * · src_col_per_program) to dst at (0, q · dst_col_step). */
