@@ -204,6 +204,29 @@ static int write_html(const char *path, const kb__topo *t, const kb__report *r)
     return KB_CLI_FAIL;
 }
 
+/* "parameters": every machine parameter as its text, in schema order
+ * (what `kernbench config` prints, flat). */
+static void record_params(kb__report *r, const kb__topo_params *p)
+{
+    char *text = NULL;
+    kb__err err;
+    kb__err_clear(&err);
+    if (kb__topo_params_text(p, &text, &err)) {
+        r->err = err;
+        return;
+    }
+    json_t *params = kb__report_object(r, NULL, "parameters");
+    for (char *line = text, *next; params && line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        char *eq = strchr(line, '=');
+        if (!eq) continue;
+        *eq = '\0';
+        kb__report_str(r, params, line, eq + 1);
+    }
+    free(text);
+}
+
 static int show(const kb__cli_opts *o, const kb__opt_vals *a, int argc, char **argv,
                 const kb__topo_params *p)
 {
@@ -229,6 +252,7 @@ static int show(const kb__cli_opts *o, const kb__opt_vals *a, int argc, char **a
         kb__report r;
         kb__cli_record(&r, o, a, argc, argv, p, NULL);
         record(&r, t, &f, &rf, machine);
+        record_params(&r, p);
         if (o->json) rc = kb__cli_record_write(o, &r);
         if (!rc && report) rc = write_html(report, t, &r);
         kb__report_fini(&r);

@@ -99,6 +99,27 @@ done
 "$KB" topo --help | grep -q "usage: kernbench topo"
 check "topo --help" $?
 
+# --- parameters in the record: exactly what `config --diff` says --set changed
+sets=(--set sip.cube_mesh=2x2 --set fabric.packet_bytes=512 --set pe.gemm.clock_ghz=1.5)
+"$KB" topo --json > "$tmp/p0.json" && "$KB" topo "${sets[@]}" --json > "$tmp/p1.json"
+check "topo --json with and without --set" $?
+"$KB" config --diff "${sets[@]}" > "$tmp/diff.txt"
+python3 - "$tmp/p0.json" "$tmp/p1.json" "$tmp/diff.txt" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["parameters"]
+b = json.load(open(sys.argv[2]))["parameters"]
+assert list(a) == list(b), "the same paths in the same order"
+changed = {k: (a[k], b[k]) for k in a if a[k] != b[k]}
+want = {}
+for line in open(sys.argv[3]):
+    path, rest = line.rstrip("\n").split(": ", 1)
+    old, new = rest.split(" -> ")
+    want[path] = (old, new)
+assert changed == want, (changed, want)
+assert b["sip.cube_mesh"] == "2x2"
+PY
+check "topo's parameters differ from the built-in ones exactly where config --diff says" $?
+
 # --- list
 "$KB" list > "$tmp/l.txt"
 check "list exits 0" $?

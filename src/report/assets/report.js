@@ -212,6 +212,18 @@
     if (Object.keys(lc).length)
       kids.push(table(['link class', 'directed links'], Object.keys(lc).map(function (c) { return [c, lc[c]]; })));
     section('kb-figures', 'figures', kids);
+    var P = R.parameters || {}, keys = Object.keys(P);
+    if (!keys.length) return;
+    /* every parameter of the machine, with a filter on the path */
+    var body = table(['parameter', 'value'], keys.map(function (k) { return [k, P[k]]; }), 'kb-params');
+    var filter = el('input', {type: 'search', placeholder: 'filter (e.g. hbm)', id: 'kb-params-filter',
+                              oninput: function () {
+                                var q = filter.value.toLowerCase();
+                                Array.prototype.forEach.call(body.rows, function (tr, n) {
+                                  if (n) tr.style.display = tr.cells[0].textContent.toLowerCase().indexOf(q) >= 0 ? '' : 'none';
+                                });
+                              }});
+    section('kb-params', 'parameters (' + keys.length + ', --set applied)', [filter, body]);
   }
 
   /* ---- the machine ----------------------------------------------------------- */
