@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ccl/colls.h"
 #include "pe/ipcq.h"
 #include "sim/sim.h"
 
@@ -646,8 +647,42 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
     return rc;
 }
 
-int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, int gather, uint64_t elems,
-                           uint64_t esize, uint64_t piece, kb__ccl_hier_model *out, kb__err *err)
+/* S steps, each a reduce-scatter in the group over one region of L blocks
+ * (chunks of N/p: L loads, 1 store) then one message of N/p to the next
+ * peer (1 load; the last step stores instead); one group: the group's
+ * ring reduce-scatter of N. */
+static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
+                                     uint64_t esize, uint64_t piece, kb__ccl_hier_model *m,
+                                     kb__err *err)
+{
+    uint32_t L = plan->group, S = plan->world_size / L;
+    uint64_t block = (elems + plan->world_size - 1) / plan->world_size * esize;
+    uint64_t c = S > 1 ? block : (elems + L - 1) / L * esize;
+    uint64_t msg = (c < piece ? c : piece) + KB__IPCQ_META_BYTES, best[2] = {0}, ps, path;
+    char what[160];
+    int rc = 0;
+    if (L > 1) {
+        kb__ccl_alphabeta in;
+        rc = ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
+        m->path_ps += (uint64_t)S * in.half_path_ps, m->hops += S * (L - 1);
+        m->bw_gbs = in.bw_gbs;
+        if (!rc &&
+            !(rc = one_phase(t, plan, KB__CCL_E, L, c, piece, L, 1, &ps, what, sizeof what, err)))
+            hier_add(m, best, 0, (uint64_t)S * ps, what);
+    }
+    if (!rc && S > 1) {
+        rc = peers_path(t, plan, msg, 1, &path, &m->bw_gbs, err);
+        m->path_ps += path, m->hops += S - 1;
+        if (!rc && !(rc = one_phase(t, plan, KB__CCL_S, 2, block, piece, 1, 0, &ps, what,
+                                    sizeof what, err)))
+            hier_add(m, best, 0, (uint64_t)(S - 1) * ps, what);
+    }
+    return rc;
+}
+
+int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_collective kind,
+                           uint64_t elems, uint64_t esize, uint64_t piece, kb__ccl_hier_model *out,
+                           kb__err *err)
 {
     memset(out, 0, sizeof *out);
     if (plan->r.algo->topology != KB__CCL_HIER)
@@ -655,8 +690,21 @@ int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, int gath
                            "hierarchical model: algorithm '%s' is %s, not hierarchical",
                            plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
     if (plan->world_size < 2 || !elems || !piece) return 0;
-    int rc = gather ? hier_all_gather_model(t, plan, elems, esize, piece, out, err)
-                    : hier_allreduce_model(t, plan, elems, esize, piece, out, err);
+    int rc;
+    switch (kind) {
+    case KB__CCL_ALL_REDUCE:
+        rc = hier_allreduce_model(t, plan, elems, esize, piece, out, err);
+        break;
+    case KB__CCL_ALL_GATHER:
+        rc = hier_all_gather_model(t, plan, elems, esize, piece, out, err);
+        break;
+    case KB__CCL_REDUCE_SCATTER:
+        rc = hier_reduce_scatter_model(t, plan, elems, esize, piece, out, err);
+        break;
+    default:
+        return kb__err_set(err, KB_EINVAL, "hierarchical model: no model of a %s",
+                           kb__ccl_coll(kind)->name);
+    }
     if (!rc) out->predicted_ps = out->path_ps + out->phase_ps[0] + out->phase_ps[1];
     return rc;
 }

@@ -123,7 +123,7 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
                          uint64_t piece, int phase, kb__ccl_ring_bw *out, kb__err *err);
 
-/* The hierarchical all-reduce and all-gather (topology hierarchical: S
+/* The hierarchical all-reduce, reduce-scatter and all-gather (topology hierarchical: S
  * groups of L ranks, one per SIP; algorithms/ring.c): each phase a ring
  * stream of the model above, run one after the other, and all the rings
  * of a phase at once (their flows share links and memories).
@@ -137,6 +137,12 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
  *                then S all-gathers in the group, one per group's blocks
  *                (1 load, L - 1 stores each); latency: the slowest peers'
  *                ring's one-phase path + S · the group ring's
+ *   reduce-scatter  S steps of a reduce-scatter in the group over L blocks
+ *                of N/p (L loads, 1 store) and, between them, S - 1
+ *                messages of N/p to the next peer (1 load); latency: S ·
+ *                the group ring's one-phase path + the slowest peers'
+ *                ring's one-phase path (one group: the group's ring
+ *                reduce-scatter of N)
  *
  * phase_ps[0] sums the reduce side's terms (the group's and the peers'
  * reduce-scatter; an all-gather's peers' phase), phase_ps[1] the gather
@@ -151,11 +157,13 @@ typedef struct kb__ccl_hier_model {
                                 group's ring with one group) */
 } kb__ccl_hier_model;
 
-/* The model of a hierarchical all-reduce (gather 0) or all-gather (1) of
- * `elems` elements of esize bytes per rank in messages of at most `piece`
- * bytes. KB_EINVAL for a plan of another topology. */
-int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, int gather, uint64_t elems,
-                           uint64_t esize, uint64_t piece, kb__ccl_hier_model *out, kb__err *err);
+/* The model of a hierarchical all-reduce, reduce-scatter or all-gather
+ * (kind) of `elems` elements of esize bytes per rank in messages of at most
+ * `piece` bytes. KB_EINVAL for a plan of another topology or another
+ * collective. */
+int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_collective kind,
+                           uint64_t elems, uint64_t esize, uint64_t piece, kb__ccl_hier_model *out,
+                           kb__err *err);
 
 /* Predicted ring all-reduce time, ps: path_ps (= 2(p−1)α up to α's
  * rounding) + the two phases' bandwidth terms (0 for p = 1). With B :=

@@ -789,24 +789,28 @@ static void sizes(const kb__ccl_state *st, const coll_call *c, kb_ccl_sched *s)
     s->window = window > KB__CCL_WINDOW_MAX ? KB__CCL_WINDOW_MAX : window ? (int64_t)window : 1;
 }
 
-/* The hierarchical all-reduce's and all-gather's prediction
+/* The hierarchical all-reduce's, reduce-scatter's and all-gather's prediction
  * (kb__ccl_hier_model_get) into info. */
 static void fill_hier(const kb__ccl_state *st, const coll_call *c, uint64_t piece,
                       kb__coll_info *info)
 {
     kb__ccl_collective kind = c->r->kind;
-    if ((kind != KB__CCL_ALL_REDUCE && kind != KB__CCL_ALL_GATHER) || c->p < 2) return;
+    if ((kind != KB__CCL_ALL_REDUCE && kind != KB__CCL_ALL_GATHER &&
+         kind != KB__CCL_REDUCE_SCATTER) ||
+        c->p < 2)
+        return;
     kb__ccl_hier_model hm;
     kb__err e;
     uint64_t esize = kb__dtype_size(c->dtype), n = info->bytes_per_rank, p = c->p;
-    if (kb__ccl_hier_model_get(st->m->dev->topo, c->inst[0]->plan, kind == KB__CCL_ALL_GATHER,
-                               (uint64_t)c->elems, esize, piece, &hm, &e))
+    if (kb__ccl_hier_model_get(st->m->dev->topo, c->inst[0]->plan, kind, (uint64_t)c->elems, esize,
+                               piece, &hm, &e))
         return;
     info->predicted_ps = hm.predicted_ps;
     info->alpha_ps = hm.hops ? (double)((hm.path_ps + hm.hops - 1) / hm.hops) : 0;
     info->link_bw_gbs = hm.bw_gbs;
-    double moved = kind == KB__CCL_ALL_REDUCE ? 2.0 * (double)(p - 1) / (double)p * (double)n
-                                              : (double)(p - 1) * (double)n;
+    double moved = kind == KB__CCL_ALL_REDUCE       ? 2.0 * (double)(p - 1) / (double)p * (double)n
+                   : kind == KB__CCL_REDUCE_SCATTER ? (double)(p - 1) / (double)p * (double)n
+                                                    : (double)(p - 1) * (double)n;
     uint64_t t_bw = hm.phase_ps[0] + hm.phase_ps[1];
     info->beta_ps_per_byte = t_bw && moved > 0 ? (double)t_bw / moved : 0;
     for (int ph = 0; ph < 2; ph++) {

@@ -78,6 +78,7 @@ void kb__ccl_mesh_allreduce(tl_ctx *k);
 void kb__ccl_tree_allreduce(tl_ctx *k);
 void kb__ccl_hier_allreduce(tl_ctx *k);
 void kb__ccl_hier_all_gather(tl_ctx *k);
+void kb__ccl_hier_reduce_scatter(tl_ctx *k);
 void kb__ccl_hello_send(tl_ctx *k);
 /* Not a module: the kernel of point-to-point transfers (common.c). */
 void kb__ccl_pair_send(tl_ctx *k);

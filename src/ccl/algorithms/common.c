@@ -25,6 +25,7 @@ static const kb__ccl_module modules[] = {
     {"ring_all_to_all_v", KB__CCL_ALL_TO_ALL_V, KB__CCL_RING_1D, kb__ccl_ring_all_to_all},
     {"hier_allreduce", KB__CCL_ALL_REDUCE, KB__CCL_HIER, kb__ccl_hier_allreduce},
     {"hier_all_gather", KB__CCL_ALL_GATHER, KB__CCL_HIER, kb__ccl_hier_all_gather},
+    {"hier_reduce_scatter", KB__CCL_REDUCE_SCATTER, KB__CCL_HIER, kb__ccl_hier_reduce_scatter},
     {"hello_send", KB__CCL_SEND_RECV, KB__CCL_RING_1D, kb__ccl_hello_send},
 };
 

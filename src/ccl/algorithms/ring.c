@@ -1,8 +1,9 @@
 /*
  * ring.c — ring collectives over a ring_1d plan: all-reduce (reduce-scatter
  * then all-gather), reduce-scatter, all-gather, a pipelined broadcast and
- * reduce, and an all-to-all by forwarding; and the hierarchical all-reduce
- * and all-gather (ring streams over a hierarchical plan's two rings, below).
+ * reduce, and an all-to-all by forwarding; and the hierarchical all-reduce,
+ * reduce-scatter and all-gather (ring streams over a hierarchical plan's
+ * two rings, below).
  *
  * The ring stream. The buffer is cut into p chunks ("ring chunks" q, mapped
  * to data chunks by D(q)); each chunk into pieces of at most s->piece
@@ -61,6 +62,7 @@ typedef struct ring {
     int own_from_out;    /* AG: its own block is in the output already (load it there) */
     int64_t base, n;     /* the region worked on: elements [base, base + n) (AG: n per block) */
     int64_t goff, gstep; /* ring rank q is rank goff + q·gstep of the call (for s->index) */
+    int nchunks;         /* RS/AR: the region is cut in nchunks data chunks (0: p) */
     int rs_steps, steps; /* reduce-scatter steps, all steps */
     int64_t first, m;    /* this round: first piece of each chunk, pieces */
 } ring;
@@ -103,7 +105,7 @@ static void piece_at(const ring *g, int q, int64_t j, piece *x)
     if (g->md == RING_AG) {
         lo = (int64_t)c * n, hi = lo + n;
     } else {
-        kb__ccl_chunk(n, g->p, c, &lo, &hi);
+        kb__ccl_chunk(n, g->nchunks ? g->nchunks : g->p, c, &lo, &hi);
         lo += g->base, hi += g->base;
     }
     x->clo = lo;
@@ -296,7 +298,30 @@ void kb__ccl_ring_all_gather(tl_ctx *k)
  * of every (g', l) into their output blocks; (2) for each group g' in turn,
  * an all-gather inside the group of the blocks of g' (each rank's own one
  * is in its output after (1)). The cross-SIP links carry each input once
- * per other SIP, as a flat ring does, but in S - 1 steps instead of p - 1. */
+ * per other SIP, as a flat ring does, but in S - 1 steps instead of p - 1.
+ *
+ * Reduce-scatter (elements divide by p, so every block has N/p): rank
+ * (g, l) must end with block b(g, l) = s->index[g·L + l] reduced over all p
+ * ranks. Its value is the peers' ring reduce-scatter of S blocks, the
+ * contribution of group h to block b(g', l) being that block reduced over
+ * group h. Step t = 0 .. S - 1 of that ring at rank (g, l) handles region
+ * R = g - t - 1 (mod S), the blocks b(R, 0 .. L - 1): (1) a reduce-scatter
+ * inside the group over region R leaves block b(R, l) reduced over the
+ * group in this rank's output (which holds N/p: the one block it may use
+ * as scratch); (2) it loads it back, combines it with the partial its
+ * predecessor peer sent (t > 0), and sends the result to its successor,
+ * or at the last step (R = g) finishes it (avg) and stores it. So a rank
+ * needs no storage beyond its output, every SIP link carries (S - 1)/S of
+ * a block per rank of the SIP, as a flat ring's, and the steps are
+ * S (L - 1) + S - 1 instead of p - 1. Rounds of at most half a window of
+ * pieces: a round's partials are held in tiles (and as many receives
+ * posted) while the next group step runs. A rank posts the receives of
+ * step t + 1 before it sends the partials of step t: a step waits only on
+ * its group's step and its predecessor's previous one, so no slot count
+ * deadlocks. Value of block b(g, l): x_{g+1}, then ((x_{g+1} op x_{g+2})
+ * ...) op x_g over the groups (mod S), x_h being the block reduced over
+ * group h in its ring's order; each op rounded to the dtype, avg divided
+ * once by p at the end. */
 void kb__ccl_hier_allreduce(tl_ctx *k)
 {
     ring g = ring_whole(k, RING_RS_IN_PLACE);
@@ -339,6 +364,64 @@ void kb__ccl_hier_all_gather(tl_ctx *k)
         ring h = ring_whole(k, RING_AG);
         h.r = r % L, h.p = L, h.goff = (int64_t)grp * L, h.own_from_out = S > 1;
         ring_go(&h);
+    }
+}
+
+void kb__ccl_hier_reduce_scatter(tl_ctx *k)
+{
+    ring g = ring_whole(k, RING_RS);
+    const kb_ccl_sched *s = g.s;
+    int P = g.p, L = (int)s->group, S = P / L, grp = g.r / L, l = g.r % L;
+    if (S == 1 || P == 1) {
+        ring_run(k, RING_RS);
+        return;
+    }
+    int64_t B = s->elems / P, pieces = tl_cdiv(B, s->piece);
+    int64_t half = s->window / 2 > 0 ? s->window / 2 : 1;
+    g.r = l, g.p = L, g.finish = 0, g.nchunks = P;
+    g.rs_steps = g.steps = L - 1;
+    tl_recv_handle h[KB__CCL_WINDOW_MAX];
+    tl_tile held[KB__CCL_WINDOW_MAX];
+    for (int64_t first = 0; first < pieces; first += half) {
+        int64_t m = pieces - first < half ? pieces - first : half;
+        for (int t = 0; t < S; t++) {
+            int R = wrap(grp - t - 1, S);
+            int64_t lo = 0, hi;
+            if (L > 1) { /* (1): block b(R, l) over the group, into the output */
+                g.goff = (int64_t)R * L, g.first = first, g.m = m;
+                round_run(&g);
+                kb__ccl_fence(k); /* (2) loads what it stored */
+            } else {
+                kb__ccl_chunk(s->elems, P, (int)s->index[R], &lo, &hi);
+            }
+            for (int64_t j = 0; j < m; j++) {
+                int64_t a = (first + j) * s->piece, len = B - a < s->piece ? B - a : s->piece;
+                tl_tile v = kb__ccl_load(k, L > 1 ? g.out : g.in, lo + a, len);
+                if (t > 0) {
+                    tl_tile got = tl_wait(k, h[j]);
+                    tl_tile c = kb__ccl_combine(k, s->op, got, v);
+                    tl_free(k, got);
+                    tl_free(k, v);
+                    v = c;
+                }
+                if (t + 1 < S) {
+                    held[j] = v;
+                    continue;
+                }
+                v = kb__ccl_finish(k, s, v);
+                kb__ccl_store(k, g.out, a, len, v);
+                tl_free(k, v);
+            }
+            if (t + 1 == S) break;
+            for (int64_t j = 0; j < m; j++) {
+                int64_t a = (first + j) * s->piece, len = B - a < s->piece ? B - a : s->piece;
+                h[j] = tl_recv_async(k, TL_DIR_N, 1, &len, s->dtype);
+            }
+            for (int64_t j = 0; j < m; j++) {
+                tl_send(k, TL_DIR_S, held[j]);
+                tl_free(k, held[j]);
+            }
+        }
     }
 }
 
