@@ -2,7 +2,9 @@
  * ccl.c — the collective benches, one per collective as nccl-tests has
  * them: ccl_allreduce (an all-reduce with the algorithm's bandwidth
  * against the α-β model), ccl_reduce_scatter, ccl_all_gather,
- * ccl_broadcast, ccl_reduce and ccl_all_to_all.
+ * ccl_broadcast, ccl_reduce and ccl_all_to_all; and hello_send, the
+ * queues' point-to-point test (send_recv: every rank sends its buffer to
+ * NEXT), which the collective runner runs directly (no public call does).
  *
  * The input is an f32 tensor [world, n] split by rows, one row (`bytes`
  * bytes) per PE: world <= PEs per cube takes the first PEs of cube 0; up
@@ -38,6 +40,7 @@
 #include <string.h>
 
 #include "ccl/ccl_config.h"
+#include "ccl/collective.h"
 #include "internal.h"
 #include "kernbench/dist.h"
 
@@ -144,7 +147,7 @@ static int overrides(kb_machine *m, const spec *s, const char *algorithm, const 
 /* The options' values checked before they go into an override or make a
  * tensor. */
 static int check_options(const spec *s, const char *algorithm, const char *buffer, int64_t bytes,
-                       int64_t world, kb_bench_result *r)
+                         int64_t world, kb_bench_result *r)
 {
     /* ccl.yaml's rule for algorithm names: neither YAML syntax nor a path
      * separator can ride into the overrides on the value. */
@@ -215,6 +218,9 @@ static void expect_row(const spec *s, int64_t r, int64_t p, int64_t n, const flo
         else
             repeat13(want, sum, n);
         break;
+    case KB__CCL_SEND_RECV: /* hello_send changes no buffer */
+        fill_row(want, r, n);
+        break;
     case KB__CCL_ALL_TO_ALL: /* rank j's chunk r in chunk j */
         for (int64_t j = 0; j < p; j++) {
             fill_row(pat, j, 13);
@@ -269,16 +275,20 @@ static double bus_factor(const spec *s, double p)
         return 2 * (p - 1) / p;
     case KB__CCL_BROADCAST:
     case KB__CCL_REDUCE:
+    case KB__CCL_SEND_RECV:
         return 1;
     default:
         return (p - 1) / p;
     }
 }
 
-static void report(kb_bench_result *r, const spec *s, int64_t world, int64_t bytes)
+static void report(kb_bench_result *r, const spec *s, int64_t world, int64_t bytes,
+                   const kb_ccl_report *cp)
 {
-    kb_ccl_report c;
-    if (kb_ccl_last(r->m, &c)) return;
+    const kb_ccl_report c = *cp;
+    /* the ring chains have one bandwidth term (alphabeta.h, kb__ccl_chain_model_get) */
+    int chain =
+        s->kind == KB__CCL_BROADCAST || s->kind == KB__CCL_REDUCE || s->kind == KB__CCL_SEND_RECV;
     double t_ps = (double)(c.end_ps - c.start_ps), run_ps = (double)(c.run_end_ps - c.run_start_ps);
     double p = (double)world,
            size = s->kind == KB__CCL_ALL_GATHER ? (double)bytes * p : (double)bytes;
@@ -299,13 +309,46 @@ static void report(kb_bench_result *r, const spec *s, int64_t world, int64_t byt
         kb_bench_figure(r, "beta_bw", c.beta_ps_per_byte > 0 ? 1e3 / c.beta_ps_per_byte : 0,
                         "GB/s");
         kb_bench_figure(r, "link_bw", c.link_bw_gbs, "GB/s");
-        if (c.phase_ps[0]) kb_bench_figure(r, "rs_bw_term", (double)c.phase_ps[0] / 1e6, "us");
+        if (c.phase_ps[0])
+            kb_bench_figure(r, chain ? "bw_term" : "rs_bw_term", (double)c.phase_ps[0] / 1e6, "us");
         if (c.phase_ps[1]) kb_bench_figure(r, "ag_bw_term", (double)c.phase_ps[1] / 1e6, "us");
         kb_bench_figure(r, "alpha_beta", (double)c.predicted_ps / 1e6, "us");
         kb_bench_figure(r, "ratio", run_ps / (double)c.predicted_ps, "");
-        if (c.phase_ps[0]) kb_bench_note(r, "rs_bound", "%s", c.bottleneck[0]);
+        if (c.phase_ps[0]) kb_bench_note(r, chain ? "bound" : "rs_bound", "%s", c.bottleneck[0]);
         if (c.phase_ps[1]) kb_bench_note(r, "ag_bound", "%s", c.bottleneck[1]);
     }
+}
+
+/* hello_send (send_recv) over t's shards, which no public call runs: the
+ * collective runner directly; its report into rep. */
+static int send_recv(kb_machine *m, kb_tensor t, kb_ccl_report *rep, kb_bench_result *r)
+{
+    kb__coll_req q = {.kind = KB__CCL_SEND_RECV, .op = KB_SUM, .n = 1, .in = &t};
+    kb__coll_info info;
+    kb__err err;
+    kb__err_clear(&err);
+    memset(&info, 0, sizeof info);
+    int rc = kb__ccl_run(m, &q, &info, &err);
+    if (rc) return kb_bench_fail(r, rc, "hello_send: %s", err.msg);
+    memset(rep, 0, sizeof *rep);
+    snprintf(rep->algorithm, sizeof rep->algorithm, "%s", info.algorithm);
+    rep->world = (int)info.world;
+    rep->bytes_per_rank = info.bytes_per_rank;
+    rep->install_ps = info.installed ? info.install.t_end - info.install.t_start : 0;
+    rep->start_ps = info.t_start, rep->end_ps = info.t_end;
+    rep->run_start_ps = info.t_run_start, rep->run_end_ps = info.t_run_end;
+    rep->predicted_ps = info.predicted_ps;
+    rep->alpha_ps = info.alpha_ps;
+    rep->beta_ps_per_byte = info.beta_ps_per_byte;
+    rep->link_bw_gbs = info.link_bw_gbs;
+    memcpy(rep->phase_ps, info.phase_ps, sizeof rep->phase_ps);
+    memcpy(rep->bottleneck, info.bottleneck, sizeof rep->bottleneck);
+    snprintf(rep->buffer_kind, sizeof rep->buffer_kind, "%s",
+             kb__ccl_buffer_name(info.queues.buffer_kind));
+    rep->n_slots = (int)info.queues.n_slots;
+    rep->slot_size = info.queues.slot_size;
+    rep->piece_bytes = info.piece_bytes;
+    return 0;
 }
 
 /* The measured call: t is the input (the buffer of the in-place ones),
@@ -368,12 +411,14 @@ static int run_spec(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, const s
                             s->bench, kb_last_error(m));
     if (!rc) rc = init_rc;
     if (!rc && !r->no_data) rc = fill_and_copy(m, t, row, world, n);
+    kb_ccl_report rep;
     if (!rc) {
         kb_bench_measure_begin(r);
-        rc = call(m, s, out, t);
+        rc = s->kind == KB__CCL_SEND_RECV ? send_recv(m, t, &rep, r) : call(m, s, out, t);
         kb_bench_measure_end(r);
     }
-    if (!rc) report(r, s, world, bytes);
+    if (!rc && (s->kind == KB__CCL_SEND_RECV || !kb_ccl_last(m, &rep)))
+        report(r, s, world, bytes, &rep);
     if (!rc && !r->no_data) rc = check(m, s, oshape[1] ? out : t, r, world, n);
     if (rc == KB_ECONFIG && !r->error[0]) /* the algorithm cannot run on this world */
         kb_bench_bad_option(r, "%s: --opt world=%lld%s%s: %s", s->bench, (long long)world,
@@ -395,6 +440,7 @@ static const spec ALL_GATHER = {"ccl_all_gather", "all_gather", KB__CCL_ALL_GATH
 static const spec BROADCAST = {"ccl_broadcast", "broadcast", KB__CCL_BROADCAST, 0, 1024 * KIB};
 static const spec REDUCE = {"ccl_reduce", "reduce", KB__CCL_REDUCE, 0, 1024 * KIB};
 static const spec ALL_TO_ALL = {"ccl_all_to_all", "all_to_all", KB__CCL_ALL_TO_ALL, 16, 64 * KIB};
+static const spec HELLO_SEND = {"hello_send", "send_recv", KB__CCL_SEND_RECV, 16, 64 * KIB};
 
 static int ccl_allreduce(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
 {
@@ -419,6 +465,10 @@ static int ccl_reduce(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
 static int ccl_all_to_all(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
 {
     return run_spec(m, o, r, &ALL_TO_ALL);
+}
+static int hello_send(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
+{
+    return run_spec(m, o, r, &HELLO_SEND);
 }
 
 #define BUFFER_DOC                                                                                 \
@@ -457,6 +507,10 @@ static const kb_bench_opt_doc a2a_opts[] =
     OPTS("all_to_all", "ring_all_to_all", "16", "65536",
          "bytes of each rank's input (f32; its N elements must split into world chunks)");
 
+static const kb_bench_opt_doc hello_opts[] =
+    OPTS("send_recv", "hello_send", "16", "65536",
+         "bytes per rank (f32); each rank sends them to NEXT, buffers unchanged");
+
 #define N_OPTS(v) ((int)(sizeof v / sizeof v[0]))
 
 const kb_bench kb__bench_ccl_allreduce = {
@@ -482,3 +536,8 @@ const kb_bench kb__bench_ccl_all_to_all = {
     "all-to-all over PEs (chunks forwarded along the ring), with nccl-tests' bus "
     "bandwidth",
     a2a_opts, N_OPTS(a2a_opts), ccl_all_to_all};
+const kb_bench kb__bench_hello_send = {
+    "hello_send",
+    "every rank sends its buffer to the next over the inter-PE queues, against the alpha-beta "
+    "model",
+    hello_opts, N_OPTS(hello_opts), hello_send};

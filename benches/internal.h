@@ -73,6 +73,7 @@ extern const kb_bench kb__bench_ccl_all_gather;
 extern const kb_bench kb__bench_ccl_broadcast;
 extern const kb_bench kb__bench_ccl_reduce;
 extern const kb_bench kb__bench_ccl_all_to_all;
+extern const kb_bench kb__bench_hello_send;
 extern const kb_bench kb__bench_tp_mlp;
 extern const kb_bench kb__bench_transformer;
 

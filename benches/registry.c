@@ -20,6 +20,7 @@ static const kb_bench *const builtin[] = {
     &kb__bench_ccl_broadcast,
     &kb__bench_ccl_reduce,
     &kb__bench_ccl_all_to_all,
+    &kb__bench_hello_send,
     &kb__bench_tp_mlp,
     &kb__bench_transformer,
 };

@@ -436,9 +436,25 @@ static void credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, d
  * through its port dir (to NEXT of its ring of rp ranks; all the plan's
  * rings at once), loads loads[ph] chunks of its buffer and stores
  * stores[ph]. */
+/* Per rank k of a chain (kb__ccl_chain_model_get): chunks it sends and
+ * receives, loads and stores, at w[4k .. 4k + 3]. */
+enum { W_SEND, W_RECV, W_LOAD, W_STORE, W_N };
+
+static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+                     uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
+                     const double stores[2], const double *w, kb__ccl_ring_bw *out, kb__err *err);
+
 static int ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                    uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
                    const double stores[2], kb__ccl_ring_bw *out, kb__err *err)
+{
+    return ring_bw_w(t, plan, dir, rp, chunk, piece, want, loads, stores, NULL, out, err);
+}
+
+/* ring_bw, or with w (per-rank weights, phase 0 only) a chain's. */
+static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+                     uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
+                     const double stores[2], const double *w, kb__ccl_ring_bw *out, kb__err *err)
 {
     memset(out, 0, sizeof *out);
     uint32_t p = plan->world_size;
@@ -453,7 +469,7 @@ static int ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
     uint64_t vc_chunk = q->vc_chunk_size ? q->vc_chunk_size : tp->pe.ipcq_vc_chunk_bytes;
     uint64_t msgs, slots;
     cut(chunk, piece, payload, &msgs, &slots);
-    const double ring_chunks = rp - 1;
+    const double ring_chunks = w ? 1 : rp - 1; /* a chain sends each chunk once */
     double wire = (double)(chunk + slots * KB__IPCQ_META_BYTES);
     double slot_ps = (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
                          (double)kb__ps_from_ns(tp->pe.dma_setup_ns) +
@@ -480,13 +496,20 @@ static int ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
         for (int ph = 0; ph < 2; ph++) {
             if (!want[ph]) continue;
             phase_acc *a = &acc[ph];
-            add_route(t, a, &ring, ring_chunks * wire);
-            add_route(t, a, &copy, ring_chunks * (double)chunk);
-            add_route(t, a, &ld, loads[ph] * (double)chunk);
-            add_route(t, a, &st, stores[ph] * (double)chunk);
-            worst(a, ring_chunks * (double)slots * slot_ps, "vc channel", k);
+            const double *wk = w ? w + W_N * k : NULL;
+            double sends = wk ? wk[W_SEND] : ring_chunks, recvs = wk ? wk[W_RECV] : ring_chunks;
+            double lds = wk ? wk[W_LOAD] : loads[ph], sts = wk ? wk[W_STORE] : stores[ph];
+            add_route(t, a, &ring, sends * wire);
+            add_route(t, a, &copy, recvs * (double)chunk);
+            add_route(t, a, &ld, lds * (double)chunk);
+            add_route(t, a, &st, sts * (double)chunk);
+            worst(a, sends * (double)slots * slot_ps, "vc channel", k);
+            /* a chain's program loads a piece, then sends it: one after the other */
+            if (wk && sends > 0)
+                worst(a, (double)msgs * lds * (double)t_load + sends * (double)slots * slot_ps,
+                      "program", k);
             worst(a,
-                  (double)msgs * (loads[ph] * (double)t_load + stores[ph] * (double)t_store) /
+                  (double)msgs * (lds * (double)t_load + sts * (double)t_store) /
                       tp->pe.dma_channels,
                   "DMA channels", k);
         }
@@ -707,4 +730,76 @@ int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_
     }
     if (!rc) out->predicted_ps = out->path_ps + out->phase_ps[0] + out->phase_ps[1];
     return rc;
+}
+
+/* ---- chains: broadcast, reduce, one step to NEXT ------------------------------ */
+
+/* Latency of the hops from rank `from` along NEXT, `hops` of them, for a
+ * msg-byte message; the slowest one's with `slowest`. */
+static int chain_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t from, uint32_t hops,
+                      uint64_t msg, int slowest, kb__ccl_chain_model *m, kb__err *err)
+{
+    uint32_t k = from;
+    for (uint32_t h = 0; h < hops; h++) {
+        const kb__ccl_port *next = &plan->ports[k][KB__CCL_E];
+        if (next->peer < 0)
+            return kb__err_set(err, KB_EINVAL, "chain model: rank %u has no NEXT", k);
+        kb__ccl_msg_cost c;
+        int rc =
+            kb__ccl_msg_cost_get(t, plan->loc[k], next->loc, plan->r.s.buffer_kind, msg, &c, err);
+        if (rc) return rc;
+        if (slowest) {
+            if (c.total_ps > m->path_ps) m->path_ps = c.total_ps;
+        } else {
+            m->path_ps += c.total_ps;
+        }
+        if (!m->bw_gbs || c.min_bw_gbs < m->bw_gbs) m->bw_gbs = c.min_bw_gbs;
+        k = (uint32_t)next->peer;
+    }
+    return 0;
+}
+
+int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_chain kind,
+                            uint32_t root, uint64_t bytes, uint64_t piece, kb__ccl_chain_model *out,
+                            kb__err *err)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t p = plan->world_size;
+    if (plan->r.algo->topology != KB__CCL_RING_1D)
+        return kb__err_set(err, KB_EINVAL, "chain model: algorithm '%s' is %s, not ring_1d",
+                           plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
+    if (p < 2 || !bytes || !piece) return 0;
+    if (root >= p) return kb__err_set(err, KB_EINVAL, "chain model: root %u of %u ranks", root, p);
+    double *w = calloc((size_t)p * W_N, sizeof *w);
+    if (!w) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    uint32_t last = (root + p - 1) % p, first = (root + 1) % p;
+    for (uint32_t k = 0; k < p; k++) {
+        double *wk = w + W_N * k;
+        if (kind == KB__CCL_CHAIN_BROADCAST) { /* root loads; the others receive and store */
+            wk[W_SEND] = k != last, wk[W_RECV] = k != root;
+            wk[W_LOAD] = k == root, wk[W_STORE] = k != root;
+        } else if (kind == KB__CCL_CHAIN_REDUCE) { /* all load; the root stores the result */
+            wk[W_SEND] = k != root, wk[W_RECV] = k != first;
+            wk[W_LOAD] = 1, wk[W_STORE] = k == root;
+        } else { /* every rank sends its buffer to NEXT and receives PREV's */
+            wk[W_SEND] = wk[W_RECV] = wk[W_LOAD] = 1;
+        }
+    }
+    const bool want[2] = {true, false};
+    const double none[2] = {0, 0};
+    kb__ccl_ring_bw bw;
+    uint64_t msg = (bytes < piece ? bytes : piece) + KB__IPCQ_META_BYTES;
+    int rc = ring_bw_w(t, plan, KB__CCL_E, 2, bytes, piece, want, none, none, w, &bw, err);
+    free(w);
+    if (!rc) {
+        uint32_t from = kind == KB__CCL_CHAIN_REDUCE ? first : root;
+        out->hops = kind == KB__CCL_CHAIN_SEND ? 1 : p - 1;
+        rc = chain_path(t, plan, from, kind == KB__CCL_CHAIN_SEND ? p : p - 1, msg,
+                        kind == KB__CCL_CHAIN_SEND, out, err);
+    }
+    if (rc) return rc;
+    out->bw_ps = bw.phase_ps[0];
+    snprintf(out->bottleneck, sizeof out->bottleneck, "%s", bw.bottleneck[0]);
+    out->predicted_ps = out->path_ps + out->bw_ps;
+    return 0;
 }

@@ -165,6 +165,45 @@ int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_
                            uint64_t elems, uint64_t esize, uint64_t piece, kb__ccl_hier_model *out,
                            kb__err *err);
 
+/* The ring_1d chains (algorithms/ring.c, common.c), pipelined piece by
+ * piece:
+ *
+ *   broadcast  root -> root+1 -> ... -> root-1: the root loads its buffer,
+ *              every other rank receives and stores it, all but the last
+ *              send it on (p - 1 hops)
+ *   reduce     root+1 -> ... -> root: every rank loads its buffer, all but
+ *              root+1 receive and combine, all but the root send, the
+ *              root stores (p - 1 hops)
+ *   send       hello_send: every rank loads its buffer, sends it to NEXT
+ *              and receives PREV's (one hop, all at once)
+ *
+ * predicted = path + bandwidth term. The path is the latency of the first
+ * piece (with its descriptor) over the chain's hops (send: the slowest
+ * hop); the bandwidth term is that of the ring model above with every
+ * rank's own sends, receive copies, loads and stores of the N bytes: the
+ * busiest link, vc channel, DMA unit or credit loop. */
+typedef enum kb__ccl_chain {
+    KB__CCL_CHAIN_BROADCAST,
+    KB__CCL_CHAIN_REDUCE,
+    KB__CCL_CHAIN_SEND
+} kb__ccl_chain;
+
+typedef struct kb__ccl_chain_model {
+    uint64_t predicted_ps; /* path_ps + bw_ps */
+    uint64_t path_ps;      /* the first piece's hops */
+    uint32_t hops;         /* hops along path_ps (α = path_ps / hops) */
+    uint64_t bw_ps;        /* the bandwidth term */
+    char bottleneck[160];  /* its busiest resource */
+    double bw_gbs;         /* textbook B: the slowest link of the chain's hops */
+} kb__ccl_chain_model;
+
+/* The chain model of kind over a ring_1d plan (KB_EINVAL otherwise, or a
+ * root outside the world) for `bytes` per rank in messages of at most
+ * `piece` bytes. A world of one rank, or no bytes: all zero. */
+int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_chain kind,
+                            uint32_t root, uint64_t bytes, uint64_t piece, kb__ccl_chain_model *out,
+                            kb__err *err);
+
 /* Predicted ring all-reduce time, ps: path_ps (= 2(p−1)α up to α's
  * rounding) + the two phases' bandwidth terms (0 for p = 1). With B :=
  * 2(p−1)/p · N / (phase_ps[0] + phase_ps[1]) this is the textbook

@@ -819,6 +819,31 @@ static void fill_hier(const kb__ccl_state *st, const coll_call *c, uint64_t piec
     }
 }
 
+/* The ring chains' prediction (kb__ccl_chain_model_get: broadcast, reduce,
+ * send_recv) into info; its bandwidth term in phase_ps[0]. */
+static void fill_chain(const kb__ccl_state *st, const coll_call *c, uint64_t piece,
+                       kb__coll_info *info)
+{
+    kb__ccl_collective kind = c->r->kind;
+    if (c->p < 2 || c->r->pairwise || c->n_inst != 1) return;
+    kb__ccl_chain ch = kind == KB__CCL_BROADCAST ? KB__CCL_CHAIN_BROADCAST
+                       : kind == KB__CCL_REDUCE  ? KB__CCL_CHAIN_REDUCE
+                                                 : KB__CCL_CHAIN_SEND;
+    kb__ccl_chain_model cm;
+    kb__err e;
+    if (kb__ccl_chain_model_get(st->m->dev->topo, c->inst[0]->plan, ch, c->sched.root,
+                                info->bytes_per_rank, piece, &cm, &e))
+        return;
+    info->predicted_ps = cm.predicted_ps;
+    info->alpha_ps = cm.hops ? (double)((cm.path_ps + cm.hops - 1) / cm.hops) : 0;
+    info->link_bw_gbs = cm.bw_gbs;
+    /* the bytes the busiest rank's links carry: N */
+    info->beta_ps_per_byte =
+        info->bytes_per_rank ? (double)cm.bw_ps / (double)info->bytes_per_rank : 0;
+    info->phase_ps[0] = cm.bw_ps;
+    snprintf(info->bottleneck[0], sizeof info->bottleneck[0], "%s", cm.bottleneck);
+}
+
 static void fill_info(const kb__ccl_state *st, const coll_call *c, const kb__rt_launch_times *t,
                       uint64_t piece, kb__coll_info *info)
 {
@@ -836,6 +861,11 @@ static void fill_info(const kb__ccl_state *st, const coll_call *c, const kb__rt_
     int half = kind == KB__CCL_REDUCE_SCATTER ? 0 : kind == KB__CCL_ALL_GATHER ? 1 : -1;
     if (c->mod->topology == KB__CCL_HIER) {
         fill_hier(st, c, piece, info);
+        return;
+    }
+    if (c->mod->topology == KB__CCL_RING_1D &&
+        (kind == KB__CCL_BROADCAST || kind == KB__CCL_REDUCE || kind == KB__CCL_SEND_RECV)) {
+        fill_chain(st, c, piece, info);
         return;
     }
     if ((kind != KB__CCL_ALL_REDUCE && half < 0) || c->mod->topology != KB__CCL_RING_1D) return;

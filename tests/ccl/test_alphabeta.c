@@ -280,3 +280,57 @@ Test(ccl_alphabeta, non_ring_plan_is_refused)
     kb__ccl_config_destroy(c);
     kb__topo_destroy(t);
 }
+
+/* The chains: the path is the first piece's latency over the chain's own
+ * hops (p - 1 from the root for a broadcast, p - 1 ending at the root for
+ * a reduce, the slowest single hop for send), and the bandwidth term is at
+ * least the shared xbar link's busy time, from the parameters: in one cube
+ * a broadcast's p - 1 stores and a reduce's p loads of N bytes cross it. */
+Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__ccl_config *c;
+    kb__ccl_plan *pl = ring_plan(&p, 8, &c);
+    kb__err err;
+    uint64_t N = 1u << 20, piece = 16128, msg = piece + 64;
+    /* ring hops in one cube; an 8-rank ring's last hop (7 -> 0) is there too */
+    uint64_t hops_ps[8];
+    for (uint32_t k = 0; k < 8; k++) {
+        kb__ccl_msg_cost mc;
+        cr_assert_eq(kb__ccl_msg_cost_get(t, pl->loc[k], pl->loc[(k + 1) % 8], KB__CCL_BUF_TCM, msg,
+                                          &mc, &err),
+                     0, "%s", err.msg);
+        hops_ps[k] = mc.total_ps;
+    }
+    kb__ccl_chain_model b, r, snd;
+    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_BROADCAST, 2, N, piece, &b, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_REDUCE, 2, N, piece, &r, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_SEND, 0, N, piece, &snd, &err), 0,
+                 "%s", err.msg);
+    uint64_t bpath = 0, rpath = 0, hmax = 0;
+    for (uint32_t h = 0; h < 7; h++) {
+        bpath += hops_ps[(2 + h) % 8]; /* 2 -> 3 -> ... -> 1 */
+        rpath += hops_ps[(3 + h) % 8]; /* 3 -> 4 -> ... -> 2 */
+    }
+    for (uint32_t k = 0; k < 8; k++)
+        hmax = hops_ps[k] > hmax ? hops_ps[k] : hmax;
+    cr_assert_eq(b.hops, 7);
+    cr_assert_eq(b.path_ps, bpath);
+    cr_assert_eq(r.path_ps, rpath);
+    cr_assert_eq(snd.hops, 1);
+    cr_assert_eq(snd.path_ps, hmax);
+    cr_assert_eq(b.predicted_ps, b.path_ps + b.bw_ps);
+    cr_assert_eq(r.predicted_ps, r.path_ps + r.bw_ps);
+    cr_assert_geq(b.bw_ps, ps(7.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
+    cr_assert_geq(r.bw_ps, ps(8.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
+    cr_assert_float_eq(b.bw_gbs, p.cube.noc.bw_gbs, 1e-9);
+    /* a root outside the world, and a plan of another topology */
+    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_REDUCE, 8, N, piece, &r, &err),
+                 KB_EINVAL);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb__topo_destroy(t);
+}
