@@ -16,4 +16,11 @@ void kb__pe_prog_drain(kb__pe_prog *g);
  * prog_fini, which may release the last buffers). */
 void kb__pe_prog_release(kb__pe_prog *g);
 
+/* Wakes every program in flight on pe to recheck what it waits for (TCM
+ * reclaimed by a program that ended). */
+void kb__pe_wake_all(kb__pe *pe);
+/* pe.cpu.pipeline: the program has issued its last op (or ended): fires
+ * g->issued once. */
+void kb__pe_prog_issued(kb__pe_prog *g);
+
 #endif

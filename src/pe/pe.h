@@ -14,6 +14,14 @@
  * pending receives do not count), when a TCM
  * allocation must wait for released tiles, and at its end.
  *
+ * Programs (pe.cpu.pipeline). Off: a PE runs its programs one after the
+ * other, each ending when its last op finished. On: the next program starts
+ * once the previous one has issued its last op; the units then hold ops of
+ * several programs, each program's ops in its own order, and a unit starts
+ * the oldest program's ready head first (a head waiting for its inputs holds
+ * only its own program's ops). Queue depth and TCM are shared: a program
+ * whose tile does not fit waits for older programs to end.
+ *
  * Scalar clock. Issuing costs pe.cpu.scalar_op_ns of scalar time per op. The
  * program keeps its own clock (t_scalar) ahead of the simulator and only
  * synchronises when it blocks, so a straight run of issues costs no context
@@ -140,6 +148,11 @@ struct kb__pe {
     void *ipcq;        /* inter-PE queue endpoint (pe/ipcq.h), NULL when none installed */
     uint64_t programs; /* statistics: programs started on this PE */
     uint32_t index;    /* the owner's number for this PE (the machine's global index) */
+    /* Programs started and not yet released, oldest first (one unless
+     * pe.cpu.pipeline is on): an op's retirement wakes them all. */
+    kb__pe_prog *progs;
+    uint64_t reclaims;   /* TCM ranges returned so far (a blocked allocation retries) */
+    uint64_t pump_epoch; /* numbers unit_pump passes (kb__pe_prog.held_epoch) */
 };
 
 struct kb__pe_prog {
@@ -164,8 +177,13 @@ struct kb__pe_prog {
         kb__pool pool;                       /* empty: the class is free for another size */
     } buf_free[KB__PE_BUF_CLASSES];          /* recycled tile buffers, by size */
     const struct kb__pe_kernel *launch_kern; /* body and argument */
-    kb__pe_buf *held; /* a buffer a blocking call holds (tl_send) while it runs; dropped
-                         when the program ends if the call was abandoned by an error */
+    kb__pe_buf *held;     /* a buffer a blocking call holds (tl_send) while it runs; dropped
+                             when the program ends if the call was abandoned by an error */
+    kb__pe_prog *pe_next; /* next younger program in flight on the PE */
+    /* pe.cpu.pipeline: fired (and cleared) once the program has issued its
+     * last op, or ended: the pe_cpu then starts the next program. */
+    kb__event *issued;
+    uint64_t held_epoch; /* unit_pump: this pass found a head of this program blocked */
 };
 
 /* Creates a PE named `name` ("sip0/cube1/pe2") on sim. Returns 0, KB_EINVAL

@@ -4,12 +4,17 @@
  *
  * Each PE taking part in a launch gets one dispatcher coroutine. For each
  * program assigned to it, it waits pe.cpu.dispatch_ns, resets the TCM scratch
- * allocator, spawns the program's coroutine, joins it, then drains the
- * program's operations (pe_pipe.c) before freeing it. The first kernel error
+ * allocator (when no other program holds any), spawns the program's
+ * coroutine, joins it, then drains the program's operations (pe_pipe.c)
+ * before freeing it. With pe.cpu.pipeline on, a runner coroutine per
+ * program does that, and the dispatcher goes on to the next program as soon
+ * as the current one has issued its last op (docs/pe-timing.md, "Program
+ * pipeline"); it finishes when every runner has. The first kernel error
  * (in simulated time) becomes the launch's error and stops every dispatcher
  * before its next program; programs already running finish (those of a
  * collective launch have their queue waits canceled, so they end at once).
- * Cost: one coroutine per PE per launch plus one per program.
+ * Cost: one coroutine per PE per launch plus one per program (two with
+ * pe.cpu.pipeline).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +30,8 @@ typedef struct cpu_ctx {
     kb__pe_launch *l;
     uint32_t pe_idx;
     kb__proc *proc;
+    uint32_t runners; /* pe.cpu.pipeline: programs of this PE not yet released */
+    kb__event *drain; /* set while the dispatcher waits for runners to reach 0 */
 } cpu_ctx;
 
 struct kb__pe_launch {
@@ -103,6 +110,10 @@ static int program_main(kb__sim *sim, void *arg)
     kb__pe_prog *g = arg;
     const kb__pe_kernel *k = g->launch_kern;
     k->body(g, k->arg);
+    if (g->issued) { /* pe.cpu.pipeline: the next program may start */
+        kb__pe_sync(g);
+        kb__pe_prog_issued(g);
+    }
     kb__pe_wait_all(g);
     return 0;
 }
@@ -153,18 +164,35 @@ static kb__pe_prog *program_new(kb__pe_launch *l, kb__pe *pe, uint32_t i)
     return g;
 }
 
-static void run_program(kb__pe_launch *l, kb__pe *pe, uint32_t i)
+/* Puts g last on pe's list of programs in flight; the TCM scratch is reset
+ * when no other program holds any of it. */
+static void program_enter(kb__pe *pe, kb__pe_prog *g)
+{
+    kb__pe_prog **at = &pe->progs;
+    if (!*at) kb__tcm_reset(&pe->tcm);
+    while (*at)
+        at = &(*at)->pe_next;
+    *at = g;
+}
+
+static void program_leave(kb__pe *pe, kb__pe_prog *g)
+{
+    kb__pe_prog **at = &pe->progs;
+    while (*at != g)
+        at = &(*at)->pe_next;
+    *at = g->pe_next;
+    kb__pe_wake_all(pe); /* its TCM came back: a younger program may be waiting for it */
+}
+
+/* Runs program g (made by program_new) to its end: its body, then every op
+ * it issued, then its release. Fires g->issued when the body returns (or
+ * the program fails before). Records the first error on the launch. */
+static void run_program(kb__pe_launch *l, kb__pe *pe, kb__pe_prog *g)
 {
     kb__err e;
     kb__err_clear(&e);
-    kb__pe_prog *g = program_new(l, pe, i);
-    if (!g) {
-        kb__err_set(&e, KB_ENOMEM, "kernel %s, program %u on %s: out of host memory", l->kern.name,
-                    i, pe->name);
-        launch_fail(l, &e);
-        return;
-    }
-    kb__tcm_reset(&pe->tcm);
+    uint32_t i = g->index;
+    program_enter(pe, g);
     pe->programs++;
     kb__time t0 = kb__sim_now(l->sim);
     int rc = l->kern.prog_init ? l->kern.prog_init(g, l->kern.arg, &e) : 0;
@@ -180,15 +208,73 @@ static void run_program(kb__pe_launch *l, kb__pe *pe, uint32_t i)
                              "coroutine",
                              l->kern.name, i, pe->name);
         if (rc < 0) kb__pe_prog_fail(g, &e);
+        if (rc < 0 && g->issued) l->stop = true; /* the next program must not start */
+        kb__pe_prog_issued(g);
         kb__pe_prog_drain(g);
         if (g->held) kb__pe_buf_drop(g->held); /* its call was abandoned by an error */
         if (l->kern.prog_fini) l->kern.prog_fini(g, l->kern.arg);
     }
-    kb__pe_prog_release(g);
     if (rc < 0) launch_fail(l, &e);
+    kb__pe_prog_issued(g);
+    kb__pe_prog_release(g);
+    program_leave(pe, g);
     if (kb__trace_on(l->sim))
         kb__trace_span(l->sim, t0, pe->index, "program", l->kern.name, KB__PE_TRACK_PROGRAMS, i, 0);
     free(g);
+}
+
+static bool start_program(kb__pe_launch *l, kb__pe *pe, uint32_t i, kb__pe_prog **out)
+{
+    *out = program_new(l, pe, i);
+    if (*out) return true;
+    kb__err e;
+    kb__err_set(&e, KB_ENOMEM, "kernel %s, program %u on %s: out of host memory", l->kern.name, i,
+                pe->name);
+    launch_fail(l, &e);
+    return false;
+}
+
+typedef struct runner_ctx {
+    cpu_ctx *c;
+    kb__pe_prog *g;
+} runner_ctx;
+
+/* pe.cpu.pipeline: one program's own coroutine runs it to its end. */
+static int runner_main(kb__sim *sim, void *arg)
+{
+    runner_ctx r = *(runner_ctx *)arg;
+    free(arg);
+    kb__pe_launch *l = r.c->l;
+    run_program(l, l->pes[r.c->pe_idx], r.g);
+    if (--r.c->runners == 0 && r.c->drain) kb__event_fire(sim, r.c->drain, 0);
+    return 0;
+}
+
+/* pe.cpu.pipeline: starts program g in its own runner and returns once it
+ * has issued its last op (or ended). */
+static void overlap_program(cpu_ctx *c, kb__pe_prog *g)
+{
+    kb__pe_launch *l = c->l;
+    runner_ctx *r = malloc(sizeof *r);
+    char name[64];
+    snprintf(name, sizeof name, "%s/run#%u", l->pes[c->pe_idx]->name, g->index);
+    kb__proc *p = r ? kb__proc_spawn(l->sim, name, runner_main, r, 0) : NULL;
+    if (!p) {
+        kb__err e;
+        kb__err_set(&e, KB_ENOMEM, "kernel %s, program %u on %s: cannot create its runner",
+                    l->kern.name, g->index, l->pes[c->pe_idx]->name);
+        free(r);
+        free(g);
+        launch_fail(l, &e);
+        return;
+    }
+    *r = (runner_ctx){c, g};
+    kb__event issued;
+    kb__event_init(&issued, "program issued");
+    g->issued = &issued;
+    c->runners++;
+    kb__proc_detach(l->sim, p);
+    kb__event_wait(l->sim, &issued);
 }
 
 static int dispatcher_main(kb__sim *sim, void *arg)
@@ -199,8 +285,22 @@ static int dispatcher_main(kb__sim *sim, void *arg)
     kb__time dispatch = kb__ps_from_ns(pe->p.cpu.dispatch_ns);
     for (uint32_t i = c->pe_idx; i < l->n_programs && !l->stop; i += l->n_pes) {
         kb__sleep(sim, dispatch);
-        if (l->stop) break;
-        run_program(l, pe, i);
+        kb__pe_prog *g;
+        if (l->stop || !start_program(l, pe, i, &g)) break;
+        /* The PE's last program has no successor to overlap: it runs here, so a
+         * launch of one program per PE runs exactly as without the pipeline. */
+        if (pe->p.cpu.pipeline && i + l->n_pes < l->n_programs) {
+            overlap_program(c, g);
+        } else {
+            run_program(l, pe, g);
+        }
+    }
+    if (c->runners) {
+        kb__event drain;
+        kb__event_init(&drain, "programs end");
+        c->drain = &drain;
+        kb__event_wait(sim, &drain);
+        c->drain = NULL;
     }
     if (l->kern.pe_done) l->kern.pe_done(l->kern.arg, c->pe_idx);
     if (--l->running == 0) {
@@ -242,7 +342,7 @@ int kb__pe_launch_start(kb__sim *sim, kb__pe *const *pes, uint32_t n_pes, const 
     for (uint32_t i = 0; i < active; i++) {
         char name[64];
         snprintf(name, sizeof name, "%s/pe_cpu", pes[i]->name);
-        l->cpu[i] = (cpu_ctx){l, i, NULL};
+        l->cpu[i] = (cpu_ctx){l, i, NULL, 0, NULL};
         l->cpu[i].proc = kb__proc_spawn(sim, name, dispatcher_main, &l->cpu[i], 0);
         if (!l->cpu[i].proc) {
             kb__err e;

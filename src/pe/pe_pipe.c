@@ -10,7 +10,10 @@
  * those of them that started without a server (pending receives, which do
  * not count against pe.queue_depth); busy <=
  * servers; an op in a FIFO has not started; prog.inflight is the sum over
- * units of the program's queued ops (one program runs per PE at a time).
+ * units of the program's queued ops; a unit's FIFO holds the ops of its
+ * programs in issue order, so the ops of an older program come first
+ * (pe.cpu.pipeline: the next program starts issuing only after the
+ * previous one issued its last op).
  */
 #include <assert.h>
 #include <stdarg.h>
@@ -26,6 +29,21 @@ static void wake_program(kb__pe_prog *g)
     kb__event *ev = g->wake;
     if (ev) {
         g->wake = NULL;
+        kb__event_fire(g->sim, ev, 0);
+    }
+}
+
+void kb__pe_wake_all(kb__pe *pe)
+{
+    for (kb__pe_prog *g = pe->progs; g; g = g->pe_next)
+        wake_program(g);
+}
+
+void kb__pe_prog_issued(kb__pe_prog *g)
+{
+    kb__event *ev = g->issued;
+    if (ev) {
+        g->issued = NULL;
         kb__event_fire(g->sim, ev, 0);
     }
 }
@@ -47,6 +65,7 @@ static void buf_reclaim(kb__pe_buf *b)
 {
     kb__pe_prog *g = b->prog;
     kb__tcm_free(&g->pe->tcm, b->tcm_off, b->bytes);
+    g->pe->reclaims++;
     for (int i = 0; i < KB__PE_BUF_CLASSES; i++) {
         kb__pool *p = &g->buf_free[i].pool;
         if (p->free && g->buf_free[i].bytes != b->bytes) continue;
@@ -122,7 +141,7 @@ static void op_retire(kb__pe_op *op)
     if (op->out) buf_unuse(op->out);
     if (op->release) op->release(op);
     op_recycle(g, op);
-    wake_program(g);
+    kb__pe_wake_all(g->pe);
 }
 
 static bool inputs_ready(const kb__pe_op *op)
@@ -149,41 +168,91 @@ static void timed_done_cb(kb__sim *sim, void *arg, uint64_t data)
     kb__pe_op_done(arg, 0, NULL);
 }
 
-/* Starts the FIFO heads that can start now, in order. */
+/* Takes op (after prev, NULL at the head) out of u's FIFO. */
+static void unit_unlink(kb__pe_unit *u, kb__pe_op *prev, kb__pe_op *op)
+{
+    if (prev)
+        prev->next = op->next;
+    else
+        u->head = op->next;
+    if (u->tail == op) u->tail = prev;
+}
+
+/* Whether op, with a server free for it, can start now: its inputs ready.
+ * A fence waiting for the unit to drain, or an op the scalar side has not
+ * issued yet, stops the whole pass (*stop): every later op of the FIFO was
+ * issued after it. */
+static bool op_can_start(kb__pe *pe, kb__pe_unit_id id, const kb__pe_op *op, kb__time now,
+                         bool *stop)
+{
+    kb__pe_unit *u = &pe->unit[id];
+    if (op->fence && u->busy > 0) {
+        *stop = true;
+        return false;
+    }
+    if (op->issue_at > now) {
+        if (!u->wake_posted) {
+            u->wake_posted = true;
+            kb__sim_post_at(pe->sim, op->issue_at, unit_wake_cb, pe, id);
+        }
+        *stop = true;
+        return false;
+    }
+    return inputs_ready(op);
+}
+
+static void op_begin(kb__pe *pe, kb__pe_unit *u, kb__pe_op *op, kb__time now)
+{
+    if (!op->no_server) u->busy++;
+    if (op->fence) u->fenced = true;
+    op->t_start = now;
+    if (op->no_server) { /* leaves the issue queue: room for the next op */
+        op->parked = true;
+        u->parked++;
+        wake_program(op->prog);
+    }
+    if (op->start)
+        op->start(op);
+    else
+        kb__sim_post(pe->sim, op->service, timed_done_cb, op, 0);
+}
+
+/* Starts the FIFO ops that can start now, in order. A program's op that
+ * cannot start holds that program's later ops on the unit; without
+ * pe.cpu.pipeline the FIFO holds one program, so it holds every later op
+ * (in-order units). With it, ops of younger programs behind it may start
+ * (each program in its own order, the oldest program first). */
 static void unit_pump(kb__pe *pe, kb__pe_unit_id id)
 {
     kb__pe_unit *u = &pe->unit[id];
     kb__time now = kb__sim_now(pe->sim);
-    while (u->head && !u->fenced && (u->busy < u->servers || u->head->no_server)) {
-        kb__pe_op *op = u->head;
-        bool drop = op->prog->failed;
-        if (!drop && op->fence && u->busy > 0) return; /* waits for the unit to drain */
-        if (!drop && op->issue_at > now) {
-            if (!u->wake_posted) {
-                u->wake_posted = true;
-                kb__sim_post_at(pe->sim, op->issue_at, unit_wake_cb, pe, id);
-            }
-            return;
-        }
-        if (!drop && !inputs_ready(op)) return;
-        u->head = op->next;
-        if (!u->head) u->tail = NULL;
-        if (drop) {
-            op_retire(op);
+    uint64_t epoch = ++pe->pump_epoch;
+    kb__pe_op *prev = NULL, *op = u->head;
+    while (op && !u->fenced) {
+        kb__pe_prog *g = op->prog;
+        if (g->held_epoch == epoch) {
+            prev = op;
+            op = op->next;
             continue;
         }
-        if (!op->no_server) u->busy++;
-        if (op->fence) u->fenced = true;
-        op->t_start = now;
-        if (op->no_server) { /* leaves the issue queue: room for the next op */
-            op->parked = true;
-            u->parked++;
-            wake_program(op->prog);
+        bool stop = false;
+        bool go = (u->busy < u->servers || op->no_server) &&
+                  (g->failed || op_can_start(pe, id, op, now, &stop));
+        if (!go) {
+            if (stop || !pe->p.cpu.pipeline) return;
+            g->held_epoch = epoch;
+            prev = op;
+            op = op->next;
+            continue;
         }
-        if (op->start)
-            op->start(op);
+        unit_unlink(u, prev, op);
+        if (g->failed)
+            op_retire(op);
         else
-            kb__sim_post(pe->sim, op->service, timed_done_cb, op, 0);
+            op_begin(pe, u, op, now);
+        /* starting or dropping may have run callbacks that changed the FIFO */
+        prev = NULL;
+        op = u->head;
     }
 }
 
@@ -296,7 +365,7 @@ static bool cond_idle(const kb__pe_prog *g, const void *arg)
 
 static bool cond_reclaimed(const kb__pe_prog *g, const void *arg)
 {
-    return g->pending_free < *(const uint64_t *)arg;
+    return g->pe->reclaims != *(const uint64_t *)arg;
 }
 
 kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes, bool zero)
@@ -308,12 +377,15 @@ kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes, bool zero)
         int rc = kb__tcm_alloc(t, bytes, &off);
         if (rc == 0) break;
         if (rc == KB_ENOMEM) kb__pe_raise(g, KB_ENOMEM, "out of host memory for the TCM allocator");
-        if (g->pending_free == 0)
+        /* What can still come back: this program's released tiles once their
+         * readers finish, and (pe.cpu.pipeline) older programs' tiles when
+         * they end; they never wait for this one. */
+        if (g->pending_free == 0 && g->pe->progs == g)
             kb__pe_raise(g, KB_ENOSPC,
                          "TCM exhausted: asked %llu B, %llu B free (largest block %llu B)",
                          (unsigned long long)bytes, (unsigned long long)t->free_bytes,
                          (unsigned long long)kb__tcm_largest(t));
-        uint64_t before = g->pending_free;
+        uint64_t before = g->pe->reclaims;
         block_until(g, cond_reclaimed, &before);
     }
     kb__pe_buf *b = buf_host(g, bytes, zero);

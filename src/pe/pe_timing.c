@@ -26,6 +26,7 @@ void kb__pe_params_default(kb__pe_params *p)
     p->math.cycles[KB__MATH_SIGMOID] = 13; /* exp + add + div */
     p->cpu.dispatch_ns = 100.0;
     p->cpu.scalar_op_ns = 1.0;
+    p->cpu.pipeline = true;
     p->tcm.size = 16u << 20;
     p->tcm.reserved = 4u << 20;
     p->tcm.bw_gbs = 512.0;
@@ -105,6 +106,7 @@ int kb__pe_params_from_topo(const kb__topo_params *t, kb__pe_params *p, kb__err 
     y[KB__MATH_MOVE] = 1;
     p->cpu.dispatch_ns = t->pe.cpu_dispatch_ns;
     p->cpu.scalar_op_ns = t->pe.cpu_scalar_op_ns;
+    p->cpu.pipeline = t->pe.cpu_pipeline != 0;
     p->tcm.size = t->pe.tcm_size;
     p->tcm.reserved = t->pe.tcm_reserved;
     p->tcm.bw_gbs = t->pe.tcm_bw_gbs;

@@ -16,6 +16,7 @@
 #ifndef KB_PE_TIMING_H
 #define KB_PE_TIMING_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -59,6 +60,7 @@ typedef struct kb__pe_params {
     struct {
         double dispatch_ns;  /* pe_cpu cost to start one program */
         double scalar_op_ns; /* scalar-side cost to issue one tile operation */
+        bool pipeline;       /* programs overlap (pe.cpu.pipeline, docs/pe-timing.md) */
     } cpu;
     struct {
         uint64_t size, reserved; /* bytes; tiles use size - reserved */

@@ -88,6 +88,7 @@ typedef struct kb__topo_params {
         double math_clock_ghz;
         kb__math_cycles math_cycles;
         double cpu_dispatch_ns, cpu_scalar_op_ns;
+        uint32_t cpu_pipeline; /* 1: a program starts once the previous one issued its last op */
         uint64_t ipcq_credit_bytes, ipcq_vc_chunk_bytes;
         double ipcq_poll_interval_ns, ipcq_wake_ns;
     } pe;
@@ -102,6 +103,7 @@ typedef enum kb__param_type {
     KB__PT_BW,     /* GB/s, unit suffix allowed */
     KB__PT_MESH,   /* "RxC": fills two consecutive uint32_t */
     KB__PT_KIND,   /* component kind name: uint16_t kind index */
+    KB__PT_SWITCH, /* on | off: uint32_t 1 | 0 */
 } kb__param_type;
 
 typedef struct kb__param {

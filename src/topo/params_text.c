@@ -40,6 +40,9 @@ int kb__topo_param_format(const kb__topo_params *p, const kb__param *e, char *bu
         n = k ? snprintf(buf, size, "%s", k->name) : -1;
         break;
     }
+    case KB__PT_SWITCH:
+        n = snprintf(buf, size, "%s", *(const uint32_t *)(const void *)base ? "on" : "off");
+        break;
     default:
         break;
     }

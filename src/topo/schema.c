@@ -181,6 +181,9 @@ static const kb__param schema[] = {
     KIND("pe.cpu.kind", pe.cpu_kind, "pe_cpu", PE_CPU),
     TIME("pe.cpu.dispatch_ns", pe.cpu_dispatch_ns, "100", "pe_cpu cost to start one program"),
     TIME("pe.cpu.scalar_op_ns", pe.cpu_scalar_op_ns, "1", "pe_cpu cost to issue one tile op"),
+    {"pe.cpu.pipeline", KB__PT_SWITCH, F(pe.cpu_pipeline), "on", 0, 1, 0, -1, "",
+     "on: the next program on a PE starts once the previous one has issued its last op "
+     "(docs/pe-timing.md)"},
     KIND("pe.ipcq.kind", pe.ipcq_kind, "pe_ipcq", PE_IPCQ),
     {"pe.ipcq.credit_bytes", KB__PT_SIZE, F(pe.ipcq_credit_bytes), "64", 1, 1048576, 0, -1, "bytes",
      "size of a credit message"},
@@ -224,6 +227,9 @@ void kb__topo_param_store(kb__topo_params *p, const kb__param *e, const kb__para
     case KB__PT_KIND:
         *(uint16_t *)(void *)base = (uint16_t)v->kind;
         break;
+    case KB__PT_SWITCH:
+        *(uint32_t *)(void *)base = (uint32_t)v->u;
+        break;
     }
 }
 
@@ -247,6 +253,9 @@ int kb__topo_param_parse_text(const kb__param *e, const char *s, kb__param_value
     case KB__PT_KIND:
         v->kind = kb__kind_find(s);
         return v->kind >= 0;
+    case KB__PT_SWITCH:
+        v->u = !strcmp(s, "on");
+        return !strcmp(s, "on") || !strcmp(s, "off");
     }
     return 0;
 }

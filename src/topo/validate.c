@@ -132,6 +132,12 @@ static int parse_leaf(const kb__cfg_node *n, const kb__param *e, kb__param_value
         return rc;
     case KB__PT_KIND:
         return check_kind(n, e, v, err);
+    case KB__PT_SWITCH:
+        if (n->type != KB__CFG_SCALAR)
+            return kb__cfg_fail(n, 0, err, "expected on or off, got %s",
+                                n->type == KB__CFG_SEQ ? "a sequence" : "a section");
+        if (kb__topo_param_parse_text(e, n->text, v)) return 0;
+        return kb__cfg_fail(n, 0, err, "expected on or off, got '%s'", n->text);
     }
     return rc ? rc : check_range(n, e, v->d, err);
 }

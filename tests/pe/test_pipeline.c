@@ -268,12 +268,13 @@ static void tiny(tl_ctx *k)
     tl_full(k, 1, (int64_t[]){64}, 1.0, TL_F32);
 }
 
-Test(pe_pipeline, programs_run_one_at_a_time_after_the_dispatch_cost)
+Test(pe_pipeline, without_the_program_pipeline_programs_run_one_at_a_time)
 {
     kb__pe_params p;
     tm_params_simple(&p);
     p.cpu.dispatch_ns = 100.0;
     p.cpu.scalar_op_ns = 2.0;
+    p.cpu.pipeline = false;
     tm_machine m;
     tm_init(&m, 2, &p);
     rec r = {0};

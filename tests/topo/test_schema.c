@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pe/pe_timing.h"
 #include "topo/kinds.h"
 #include "topo/params.h"
 #include "support/files.h"
@@ -340,4 +341,23 @@ Test(schema_errors, bad_set_value_names_the_argument)
     set_fails("cube.hbm.slices=4",
               "--set cube.hbm.slices=4: cube.hbm.slices: cube.hbm.slices (4) must equal PEs per "
               "cube (corners x pe_per_corner = 8)");
+}
+
+Test(schema, a_switch_takes_on_or_off_and_nothing_else)
+{
+    int rc;
+    kb__err err;
+    kb__topo_params d;
+    kb__topo_params_default(&d);
+    cr_assert_eq(d.pe.cpu_pipeline, 1, "pe.cpu.pipeline defaults to on");
+    kb__topo_params p = load_text("pe:\n  cpu:\n    pipeline: off\n", &rc, &err);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_assert_eq(p.pe.cpu_pipeline, 0);
+    kb__pe_params pp;
+    cr_assert_eq(kb__pe_params_from_topo(&p, &pp, &err), 0, "%s", err.msg);
+    cr_assert(!pp.cpu.pipeline);
+    fails("pe:\n  cpu:\n    pipeline: yes\n",
+          "m.yaml:3:15: pe.cpu.pipeline: expected on or off, got 'yes'");
+    fails("pe:\n  cpu:\n    pipeline: [on]\n",
+          "m.yaml:3:15: pe.cpu.pipeline: expected on or off, got a sequence");
 }
