@@ -78,6 +78,7 @@ typedef struct res {
     uint32_t *fslot; /* flows[i]->res[fslot[i]] is this resource */
     uint32_t n, cap_n;
     uint32_t mark, unf; /* solver: visited, unfrozen flows */
+    uint32_t shi;       /* solver: index in st->sh (shared resources only) */
     double left;        /* solver: capacity not yet given */
     int dirty;
 } res;
@@ -100,6 +101,13 @@ typedef struct flow_state {
     size_t n_cr, cap_cr;
     uint32_t *sh; /* solver scratch: the component's resources used by >= 2 flows */
     size_t n_sh, cap_sh;
+    uint32_t *heap, *hpos; /* solver: heap of st->sh indices, position of each */
+    uint32_t n_heap;
+    size_t cap_heap, cap_hpos;
+    double *hkey; /* solver: each shared resource's share */
+    size_t cap_hkey;
+    struct by_solo *order; /* solver: the component's flows by solo rate */
+    size_t cap_order;
 } flow_state;
 
 static flow_state *state(const kb__fabric *fab)
@@ -223,29 +231,122 @@ static int advance(flow_state *st, kb__time now)
     return 0;
 }
 
+/* ---- progressive filling -------------------------------------------------- */
+
+/* The solver's heap of shared resources, keyed by (fair share left / unf,
+ * index in st->sh): its top is the resource the scan in order with a
+ * strict < would pick. hkey caches each one's share, computed as the scan
+ * would compute it; hpos is its heap position (NO_POS: out). */
+#define NO_POS UINT32_MAX
+
+static int sh_before(const flow_state *st, uint32_t a, uint32_t b)
+{
+    return st->hkey[a] < st->hkey[b] || (st->hkey[a] == st->hkey[b] && a < b);
+}
+
+static void heap_put(flow_state *st, uint32_t at, uint32_t i)
+{
+    st->heap[at] = i;
+    st->hpos[i] = at;
+}
+
+static void sift_up(flow_state *st, uint32_t at)
+{
+    uint32_t i = st->heap[at];
+    while (at) {
+        uint32_t up = (at - 1) / 2;
+        if (!sh_before(st, i, st->heap[up])) break;
+        heap_put(st, at, st->heap[up]);
+        at = up;
+    }
+    heap_put(st, at, i);
+}
+
+static void sift_down(flow_state *st, uint32_t at)
+{
+    uint32_t i = st->heap[at];
+    for (;;) {
+        uint32_t c = 2 * at + 1;
+        if (c >= st->n_heap) break;
+        if (c + 1 < st->n_heap && sh_before(st, st->heap[c + 1], st->heap[c])) c++;
+        if (!sh_before(st, st->heap[c], i)) break;
+        heap_put(st, at, st->heap[c]);
+        at = c;
+    }
+    heap_put(st, at, i);
+}
+
+/* Resource i of st->sh changed its left or unf: re-key or drop it. */
+static void sh_changed(flow_state *st, uint32_t i)
+{
+    const res *r = &st->res[st->sh[i]];
+    uint32_t at = st->hpos[i];
+    if (at == NO_POS) return;
+    if (!r->unf) {
+        st->hpos[i] = NO_POS;
+        uint32_t last = st->heap[--st->n_heap];
+        if (at == st->n_heap) return;
+        heap_put(st, at, last);
+        sift_up(st, at);
+        sift_down(st, st->hpos[last]);
+        return;
+    }
+    st->hkey[i] = r->left / r->unf;
+    sift_up(st, at);
+    sift_down(st, st->hpos[i]);
+}
+
+typedef struct by_solo {
+    double solo;
+    uint32_t i; /* index in st->cf */
+} by_solo;
+
+static int by_solo_cmp(const void *a, const void *b)
+{
+    const by_solo *x = a, *y = b;
+    if (x->solo != y->solo) return x->solo < y->solo ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
 /* Progressive filling: the tightest constraint freezes its flows at its
  * fair share, until every flow of the component is frozen. A resource
  * only one flow uses limits nothing but that flow, as its solo rate (the
  * smallest capacity on its path) does: so the constraints are the shared
  * resources (st->sh) and each flow's solo rate. Ties: the first shared
- * resource in the component's order, then the first flow. */
-static void fill(flow_state *st)
+ * resource in the component's order, then the first flow. The shared
+ * resources wait in a heap by share and the flows in order of solo rate,
+ * so a step costs O(log) per resource whose share it changes, not a scan
+ * of the component: the same choices, the same arithmetic in the same
+ * order, hence the same rates to the bit as a scan. */
+static int fill(flow_state *st)
 {
-    size_t open = st->n_cf;
+    if (grow((void **)&st->heap, &st->cap_heap, st->n_sh, sizeof *st->heap) ||
+        grow((void **)&st->hpos, &st->cap_hpos, st->n_sh, sizeof *st->hpos) ||
+        grow((void **)&st->hkey, &st->cap_hkey, st->n_sh, sizeof *st->hkey) ||
+        grow((void **)&st->order, &st->cap_order, st->n_cf, sizeof *st->order))
+        return KB_ENOMEM;
+    st->n_heap = (uint32_t)st->n_sh;
+    for (uint32_t i = 0; i < st->n_sh; i++) {
+        res *r = &st->res[st->sh[i]];
+        r->shi = i;
+        st->hkey[i] = r->left / r->unf;
+        heap_put(st, i, i);
+    }
+    for (uint32_t i = st->n_heap / 2; i-- > 0;)
+        sift_down(st, i);
+    by_solo *order = st->order;
+    for (uint32_t i = 0; i < st->n_cf; i++)
+        order[i] = (by_solo){st->cf[i]->solo, i};
+    qsort(order, st->n_cf, sizeof *order, by_solo_cmp);
+    size_t open = st->n_cf, next = 0;
     while (open) {
-        res *best = NULL;
+        res *best = st->n_heap ? &st->res[st->sh[st->heap[0]]] : NULL;
+        double share = best ? st->hkey[st->heap[0]] : 0;
         flow *alone = NULL;
-        double share = 0;
-        for (size_t i = 0; i < st->n_sh; i++) {
-            res *r = &st->res[st->sh[i]];
-            if (!r->unf) continue;
-            double s = r->left / r->unf;
-            if (!best || s < share) best = r, share = s;
-        }
-        for (size_t i = 0; i < st->n_cf; i++) {
-            flow *f = st->cf[i];
-            if (!f->frozen && ((!best && !alone) || f->solo < share)) alone = f, share = f->solo;
-        }
+        while (st->cf[order[next].i]->frozen)
+            next++;
+        flow *first = st->cf[order[next].i];
+        if (!best || first->solo < share) alone = first, share = first->solo;
         if (alone) best = NULL;
         if (share < 1e-9) share = 1e-9;
         for (uint32_t j = 0, n = best ? best->n : 1; j < n; j++) {
@@ -258,9 +359,11 @@ static void fill(flow_state *st)
                 res *r = &st->res[f->res[k]];
                 r->left -= share;
                 r->unf--;
+                if (r->n >= 2) sh_changed(st, r->shi);
             }
         }
     }
+    return 0;
 }
 
 static void end_due(kb__sim *sim, void *arg, uint64_t data);
@@ -291,7 +394,10 @@ static void solve_due(kb__sim *sim, void *arg, uint64_t data)
         kb__sim_fail(sim, KB_ENOMEM, "fabric (flow): out of host memory for the rate solver");
         return;
     }
-    fill(st);
+    if (fill(st)) {
+        kb__sim_fail(sim, KB_ENOMEM, "fabric (flow): out of host memory for the rate solver");
+        return;
+    }
     reschedule(sim, st, now);
 }
 
@@ -585,6 +691,10 @@ static void flow_fini(kb__fabric *fab)
     free(st->cf);
     free(st->cr);
     free(st->sh);
+    free(st->heap);
+    free(st->hpos);
+    free(st->hkey);
+    free(st->order);
     free(st);
     fab->model_state = NULL;
 }

@@ -274,6 +274,43 @@ Test(flow, progressive_filling_gives_the_max_min_rates)
     net_free(&n);
 }
 
+/* Five sources into one hub, one link on to the sink: three slow sources
+ * (8, 16, 24 GB/s) and two as fast as the shared link (128). Progressive
+ * filling takes four levels: the 8, 16 and 24 flows freeze one after the
+ * other at their own rates (each below the link's fair share left: 25.6,
+ * 30, 34.7), then the link freezes the two fast ones at (128 - 48) / 2 =
+ * 40 each. The slow flows last longer than the fast ones, so every rate
+ * holds until the fast ones end: those at alpha + D · 128 / 40, the slow
+ * ones at their solo time. */
+Test(flow, progressive_filling_freezes_one_level_at_a_time)
+{
+    net n;
+    static const double src_bw[5] = {24.0, 128.0, 8.0, 128.0, 16.0};
+    kb__fab_link_desc links[6];
+    for (uint32_t i = 0; i < 5; i++)
+        links[i] =
+            (kb__fab_link_desc){.from = i, .to = 5, .cls = KB__LINK_NOC, .bw_gbs = src_bw[i]};
+    links[5] = (kb__fab_link_desc){.from = 5, .to = 6, .cls = KB__LINK_NOC, .bw_gbs = 128.0};
+    net_make(&n, links, 6, 7);
+    kb__fab_msg m[5];
+    seen s[5] = {{0}};
+    const kb__route *r[5];
+    for (uint32_t i = 0; i < 5; i++) {
+        r[i] = route(&n, i, 6);
+        send(&n, &m[i], r[i], (src_bw[i] < 128.0 ? 1000 : 100) * (uint64_t)P, &s[i]);
+    }
+    kb__sim_run(n.sim);
+    for (uint32_t i = 0; i < 5; i++) {
+        kb__fab_closed c;
+        kb__fabric_closed_form(n.fab, r[i], m[i].bytes, P, &c);
+        kb__time d = 100 * svc(P, 128.0);
+        kb__time want = src_bw[i] < 128.0 ? c.total : c.total - d + d * 128 / 40;
+        cr_assert_eq(s[i].at, want, "flow from a %g GB/s source: %llu ps, expected %llu", src_bw[i],
+                     (unsigned long long)s[i].at, (unsigned long long)want);
+    }
+    net_free(&n);
+}
+
 Test(flow, link_statistics_count_every_packet_as_the_packet_model)
 {
     net n;
