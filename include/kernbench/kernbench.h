@@ -295,7 +295,10 @@ typedef enum kb_msg_kind {
     KB_MSG_KIND_COUNT = 4
 } kb_msg_kind;
 
-/* Classes of links whose traffic is counted (the machine graph's classes). */
+/* Classes of links whose traffic is counted (the machine graph's classes).
+ * These are the classes this header names; a machine may count more (a
+ * later version's link kinds): kb_link_class_count says how many, and
+ * kb_stats_link_bytes / kb_link_class_name take any class below it. */
 typedef enum kb_link_class {
     KB_LINK_PCIE = 0,    /* host <-> pcie_ep */
     KB_LINK_IO_NOC = 1,  /* inside the IO chiplet */
@@ -322,7 +325,9 @@ typedef struct kb_stats {
     uint64_t elapsed_ps;                      /* since the last reset */
     uint64_t messages[KB_MSG_KIND_COUNT];     /* messages sent, per kind */
     uint64_t bytes[KB_MSG_KIND_COUNT];        /* payload bytes, per kind */
-    uint64_t link_bytes[KB_LINK_CLASS_COUNT]; /* bytes that crossed links */
+    uint64_t link_bytes[KB_LINK_CLASS_COUNT]; /* bytes that crossed links of the classes
+                                                 named here (every class:
+                                                 kb_stats_link_bytes) */
     /* Service time of each unit summed over ops and PEs (DMA: over its
      * channels, so it may exceed elapsed time), and the largest per-PE sum. */
     uint64_t unit_busy_ps[KB_UNIT_COUNT];
@@ -338,6 +343,15 @@ typedef struct kb_stats {
 KB_API int kb_stats_get(const kb_machine *m, kb_stats *out);
 /* Zeroes the counters; the clock keeps running (elapsed_ps restarts). */
 KB_API int kb_stats_reset(kb_machine *m);
+
+/* Number of link classes m counts (>= KB_LINK_CLASS_COUNT; every class id
+ * below it is valid), or KB_EINVAL for a NULL machine. */
+KB_API int kb_link_class_count(const kb_machine *m);
+/* *bytes := the bytes that crossed links of class cls since the last
+ * kb_stats_reset (kb_stats.link_bytes[cls] for the classes this header
+ * names). KB_EINVAL (NULL machine or bytes), KB_ERANGE for a class outside
+ * 0 .. kb_link_class_count(m) - 1. */
+KB_API int kb_stats_link_bytes(const kb_machine *m, int cls, uint64_t *bytes);
 
 /* One link direction and its traffic since the last reset. */
 typedef struct kb_link_info {
@@ -390,7 +404,8 @@ KB_API int kb_trace_cut(const kb_machine *m, uint64_t *at_ps, uint64_t *records)
 /* "dma", "gemm", "math"; "?" for others. */
 KB_API const char *kb_unit_name(kb_unit u);
 
-/* Name of a message kind / link class ("write", "pcie", ...); "?" else. */
+/* Name of a message kind / link class ("write", "PCIE", ...; any class
+ * below kb_link_class_count); "?" else. */
 KB_API const char *kb_msg_kind_name(kb_msg_kind k);
 KB_API const char *kb_link_class_name(kb_link_class c);
 

@@ -3,9 +3,11 @@
  * the ring's α and B (the model is described in alphabeta.h and
  * docs/ccl.md).
  *
- * Routes are built from the machine graph's own links (kb__topo_link_id),
- * so every o, w and B is the one the fabric will charge. Routing inside a
- * SIP is XY (columns first), as in DESIGN.md §1.
+ * Routes between ranks are the fabric's (kb__topo_route asks the fabric
+ * built over the graph: fabric/route.c, XY inside a SIP as in DESIGN.md
+ * §1), so every link, o, w and B is the one the simulation will charge;
+ * the short fixed paths around one PE (its TCM, DMA, NOC, xbar and HBM
+ * slice) are named link by link.
  */
 #include "ccl/alphabeta.h"
 
@@ -19,11 +21,9 @@
 #include "pe/ipcq.h"
 #include "sim/sim.h"
 
-static int push(const kb__topo *t, kb__ccl_route *r, int32_t from, int32_t to, kb__err *err)
+/* Appends link l to r. */
+static int push_link(const kb__topo *t, kb__ccl_route *r, uint32_t l, kb__err *err)
 {
-    int32_t l = (from < 0 || to < 0) ? -1 : kb__topo_link_id(t, (uint32_t)from, (uint32_t)to);
-    if (l < 0)
-        return kb__err_set(err, KB_EINVAL, "ccl route: no link from node %d to node %d", from, to);
     if (r->n == r->cap) {
         uint32_t cap = r->cap ? 2 * r->cap : 32;
         uint32_t *v = realloc(r->links, cap * sizeof *v);
@@ -31,70 +31,21 @@ static int push(const kb__topo *t, kb__ccl_route *r, int32_t from, int32_t to, k
         r->links = v;
         r->cap = cap;
     }
-    r->links[r->n++] = (uint32_t)l;
-    if (t->nodes[to].role == KB__ROLE_ROUTER) r->routers++;
+    r->links[r->n++] = l;
+    if (t->nodes[t->links[l].to].role == KB__ROLE_ROUTER) r->routers++;
     return 0;
+}
+
+/* Appends the link from -> to (neighbours) to r. */
+static int push(const kb__topo *t, kb__ccl_route *r, int32_t from, int32_t to, kb__err *err)
+{
+    int32_t l = (from < 0 || to < 0) ? -1 : kb__topo_link_id(t, (uint32_t)from, (uint32_t)to);
+    if (l < 0)
+        return kb__err_set(err, KB_EINVAL, "ccl route: no link from node %d to node %d", from, to);
+    return push_link(t, r, (uint32_t)l, err) ? KB_EINVAL : 0;
 }
 
 #define NODE(role, s, c, u) kb__topo_node_id(t, KB__ROLE_##role, (int)(s), (int)(c), (int)(u))
-
-/* XY from cube a to cube b of sip s, router to router. */
-static int mesh_walk(const kb__topo *t, uint32_t s, uint32_t a, uint32_t b, kb__ccl_route *r,
-                     kb__err *err)
-{
-    uint32_t C = t->mesh_cols;
-    int x = (int)(a % C), y = (int)(a / C), bx = (int)(b % C), by = (int)(b / C);
-    while (x != bx || y != by) {
-        int nx = x != bx ? x + (bx > x ? 1 : -1) : x;
-        int ny = x != bx ? y : y + (by > y ? 1 : -1);
-        if (push(t, r, NODE(ROUTER, s, (uint32_t)y * C + (uint32_t)x, -1),
-                 NODE(ROUTER, s, (uint32_t)ny * C + (uint32_t)nx, -1), err))
-            return KB_EINVAL;
-        x = nx, y = ny;
-    }
-    return 0;
-}
-
-/* Router of (a.sip, a.cube) to router of (b.sip, b.cube). */
-static int fabric_walk(const kb__topo *t, kb__ccl_loc a, kb__ccl_loc b, kb__ccl_route *r,
-                       kb__err *err)
-{
-    if (a.sip == b.sip) return mesh_walk(t, a.sip, a.cube, b.cube, r, err);
-    uint32_t S = t->sips, att = t->params.io.attach_cube;
-    uint32_t fwd = (b.sip + S - a.sip) % S;
-    int step = fwd <= S - fwd ? 1 : -1;
-    if (mesh_walk(t, a.sip, a.cube, att, r, err) ||
-        push(t, r, NODE(ROUTER, a.sip, att, -1), NODE(IO_NOC, a.sip, -1, -1), err))
-        return KB_EINVAL;
-    for (uint32_t s = a.sip; s != b.sip;) {
-        uint32_t n = (uint32_t)(((int64_t)s + step + S) % S);
-        if (push(t, r, NODE(IO_NOC, s, -1, -1), NODE(IO_NOC, n, -1, -1), err)) return KB_EINVAL;
-        s = n;
-    }
-    if (push(t, r, NODE(IO_NOC, b.sip, -1, -1), NODE(ROUTER, b.sip, att, -1), err))
-        return KB_EINVAL;
-    return mesh_walk(t, b.sip, att, b.cube, r, err);
-}
-
-static int into_buffer(const kb__topo *t, kb__ccl_loc d, int32_t from, kb__ccl_buffer buf,
-                       kb__ccl_route *r, kb__err *err)
-{
-    int32_t noc = NODE(NOC, d.sip, d.cube, -1), xbar = NODE(XBAR, d.sip, d.cube, -1);
-    int32_t dma = NODE(PE_DMA, d.sip, d.cube, d.pe);
-    switch (buf) {
-    case KB__CCL_BUF_TCM:
-        if (from == xbar && push(t, r, xbar, noc, err)) return KB_EINVAL;
-        return push(t, r, noc, dma, err) || push(t, r, dma, NODE(PE_TCM, d.sip, d.cube, d.pe), err)
-                   ? KB_EINVAL
-                   : 0;
-    case KB__CCL_BUF_SRAM:
-        if (from == noc && push(t, r, noc, xbar, err)) return KB_EINVAL;
-        return push(t, r, xbar, NODE(SRAM, d.sip, d.cube, -1), err);
-    default:
-        if (from == noc && push(t, r, noc, xbar, err)) return KB_EINVAL;
-        return push(t, r, xbar, NODE(HBM_CTRL, d.sip, d.cube, d.pe), err);
-    }
-}
 
 int kb__ccl_route_build(const kb__topo *t, kb__ccl_loc a, kb__ccl_loc b, kb__ccl_buffer buf,
                         kb__ccl_route *r, kb__err *err)
@@ -107,14 +58,16 @@ int kb__ccl_route_build(const kb__topo *t, kb__ccl_loc a, kb__ccl_loc b, kb__ccl
                            "ccl route: sip%u.cube%u.pe%u -> sip%u.cube%u.pe%u is "
                            "outside the machine",
                            a.sip, a.cube, a.pe, b.sip, b.cube, b.pe);
-    int32_t noc = NODE(NOC, a.sip, a.cube, -1), xbar = NODE(XBAR, a.sip, a.cube, -1);
-    if (push(t, r, NODE(PE_DMA, a.sip, a.cube, a.pe), noc, err)) return KB_EINVAL;
-    if (a.sip == b.sip && a.cube == b.cube) return into_buffer(t, b, noc, buf, r, err);
-    if (push(t, r, noc, xbar, err) || push(t, r, xbar, NODE(ROUTER, a.sip, a.cube, -1), err) ||
-        fabric_walk(t, a, b, r, err) ||
-        push(t, r, NODE(ROUTER, b.sip, b.cube, -1), NODE(XBAR, b.sip, b.cube, -1), err))
-        return KB_EINVAL;
-    return into_buffer(t, b, NODE(XBAR, b.sip, b.cube, -1), buf, r, err);
+    int32_t to = buf == KB__CCL_BUF_TCM    ? NODE(PE_TCM, b.sip, b.cube, b.pe)
+                 : buf == KB__CCL_BUF_SRAM ? NODE(SRAM, b.sip, b.cube, -1)
+                                           : NODE(HBM_CTRL, b.sip, b.cube, b.pe);
+    const uint32_t *links;
+    uint32_t n;
+    int rc = kb__topo_route(t, (uint32_t)NODE(PE_DMA, a.sip, a.cube, a.pe), (uint32_t)to, &links,
+                            &n, err);
+    for (uint32_t i = 0; !rc && i < n; i++)
+        rc = push_link(t, r, links[i], err);
+    return rc;
 }
 
 void kb__ccl_route_fini(kb__ccl_route *r)

@@ -47,8 +47,10 @@ typedef struct kb__ccl_route {
 } kb__ccl_route;
 
 /* Fills r (initially zeroed, or reused) with the route from src's PE DMA to
- * dst's receive buffer of kind buf. KB_EINVAL for locations outside t,
- * KB_ENOMEM. Free with kb__ccl_route_fini. */
+ * dst's receive buffer of kind buf, the fabric's (kb__topo_route: the
+ * fabric built over t routes it). KB_EINVAL for locations outside t,
+ * KB_ESTATE when no fabric is built over t, KB_ENOMEM. Free with
+ * kb__ccl_route_fini. */
 int kb__ccl_route_build(const kb__topo *t, kb__ccl_loc src, kb__ccl_loc dst, kb__ccl_buffer buf,
                         kb__ccl_route *r, kb__err *err);
 void kb__ccl_route_fini(kb__ccl_route *r);

@@ -224,6 +224,10 @@ int kb__fabric_create(kb__fabric **out, kb__sim *sim, const kb__fab_node_desc *n
 int kb__fabric_create_topo(kb__fabric **out, kb__sim *sim, const kb__topo *t, uint32_t header_bytes,
                            kb__err *err);
 void kb__fabric_destroy(kb__fabric *fab);
+/* Makes fab the router of t (kb__topo_router, topo.h), t being the graph
+ * fab was built from: kb__topo_route(t, ...) is kb__fabric_route(fab, ...)
+ * from then on, while fab lives. */
+void kb__fabric_route_graph(kb__fabric *fab, kb__topo *t);
 /* Replaces the fabric's model (the packet model after kb__fabric_create)
  * before any message is sent; memories attach afterwards. KB_EINVAL for a
  * table of another version, KB_ENOMEM. */

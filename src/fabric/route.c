@@ -360,6 +360,22 @@ int kb__fabric_route(kb__fabric *fab, uint32_t from, uint32_t via, uint32_t to,
     return 0;
 }
 
+static int graph_route(void *self, uint32_t from, uint32_t to, const uint32_t **links, uint32_t *n,
+                       kb__err *err)
+{
+    const kb__route *r;
+    int rc = kb__fabric_route(self, from, KB__NO_NODE, to, &r, err);
+    if (rc) return rc;
+    *links = r->links;
+    *n = r->n;
+    return 0;
+}
+
+void kb__fabric_route_graph(kb__fabric *fab, kb__topo *t)
+{
+    t->router = (kb__topo_router){fab, graph_route};
+}
+
 int kb__fabric_route_memo(kb__fabric *fab, kb__route_memo *memo, uint32_t from, uint32_t via,
                           uint32_t to, const kb__route **out, kb__err *err)
 {

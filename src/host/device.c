@@ -170,6 +170,7 @@ int kb__device_create(kb__device **out, kb__topo *t, uint32_t header_bytes, int 
     int rc = d->sim ? 0 : KB_ENOMEM;
     if (!rc) rc = kb__addr_geom_check(&d->geom, NULL, err);
     if (!rc) rc = kb__fabric_create_topo(&d->fab, d->sim, t, header_bytes, err);
+    if (!rc) kb__fabric_route_graph(d->fab, t);
     if (!rc) rc = build_mems(d, err);
     if (!rc) rc = build_dmas(d, err);
     if (rc) {

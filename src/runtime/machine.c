@@ -36,7 +36,7 @@ _Static_assert(KB_LINK_PCIE == (int)KB__LINK_PCIE && KB_LINK_IO_NOC == (int)KB__
                    KB_LINK_XBAR == (int)KB__LINK_XBAR && KB_LINK_HBM == (int)KB__LINK_HBM &&
                    KB_LINK_NOC == (int)KB__LINK_NOC && KB_LINK_TCM == (int)KB__LINK_TCM &&
                    KB_LINK_SIP == (int)KB__LINK_SIP_LINK &&
-                   KB_LINK_CLASS_COUNT == (int)KB__LINK_CLASS_COUNT,
+                   KB_LINK_CLASS_COUNT <= (int)KB__LINK_CLASS_COUNT,
                "kb_link_class must equal kb__link_class value for value");
 
 /* Machine tags: bit t of live_tags is set while an open machine holds tag
@@ -212,13 +212,34 @@ int kb_set_progress(kb_machine *m, kb_progress_fn fn, void *user, uint64_t every
     return 0;
 }
 
-/* Bytes per link class carried by the fabric since creation. */
-static void link_bytes(const kb_machine *m, uint64_t out[KB_LINK_CLASS_COUNT])
+/* Bytes per link class carried by the fabric since creation (out: every
+ * class, KB__LINK_CLASS_COUNT entries). */
+static void link_bytes(const kb_machine *m, uint64_t out[KB__LINK_CLASS_COUNT])
 {
     kb__link_class_stats cs[KB__LINK_CLASS_COUNT];
     kb__fabric_class_stats(m->dev->fab, cs);
-    for (int i = 0; i < KB_LINK_CLASS_COUNT; i++)
+    for (int i = 0; i < KB__LINK_CLASS_COUNT; i++)
         out[i] = cs[i].bytes;
+}
+
+int kb_link_class_count(const kb_machine *m)
+{
+    return m ? KB__LINK_CLASS_COUNT : KB_EINVAL;
+}
+
+int kb_stats_link_bytes(const kb_machine *m, int cls, uint64_t *bytes)
+{
+    if (!m) return KB_EINVAL;
+    kb__err *e = (kb__err *)&m->err; /* the message buffer: the one mutable part */
+    if (!bytes) return kb__err_set(e, KB_EINVAL, "kb_stats_link_bytes: bytes is NULL");
+    if (cls < 0 || cls >= KB__LINK_CLASS_COUNT)
+        return kb__err_set(e, KB_ERANGE,
+                           "kb_stats_link_bytes: link class %d does not exist (expected 0 .. %d)",
+                           cls, KB__LINK_CLASS_COUNT - 1);
+    uint64_t all[KB__LINK_CLASS_COUNT];
+    link_bytes(m, all);
+    *bytes = all[cls] - m->stats.link_base[cls];
+    return 0;
 }
 
 int kb_machine_shape(const kb_machine *m, int *sips, int *cubes_per_sip, int *pes_per_cube)
@@ -262,9 +283,10 @@ int kb_stats_get(const kb_machine *m, kb_stats *out)
     out->elapsed_ps = out->now_ps - m->stats.reset_ps;
     memcpy(out->messages, m->stats.messages, sizeof out->messages);
     memcpy(out->bytes, m->stats.bytes, sizeof out->bytes);
-    link_bytes(m, out->link_bytes);
+    uint64_t all[KB__LINK_CLASS_COUNT];
+    link_bytes(m, all);
     for (int i = 0; i < KB_LINK_CLASS_COUNT; i++)
-        out->link_bytes[i] -= m->stats.link_base[i];
+        out->link_bytes[i] = all[i] - m->stats.link_base[i];
     out->launches = m->stats.launches;
     kb__rt_stats_pe(m, out);
     return 0;
@@ -293,7 +315,7 @@ const char *kb_msg_kind_name(kb_msg_kind k)
 
 const char *kb_link_class_name(kb_link_class c)
 {
-    return (unsigned)c < KB_LINK_CLASS_COUNT ? kb__link_class_name((kb__link_class)c) : "?";
+    return kb__link_class_name((kb__link_class)c); /* "?" out of range */
 }
 
 size_t kb_dtype_size(kb_dtype dtype)

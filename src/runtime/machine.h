@@ -52,7 +52,9 @@
 typedef struct kb__rt_stats {
     uint64_t reset_ps;
     uint64_t messages[KB_MSG_KIND_COUNT], bytes[KB_MSG_KIND_COUNT];
-    uint64_t link_base[KB_LINK_CLASS_COUNT]; /* fabric bytes per class at reset */
+    uint64_t link_base[KB__LINK_CLASS_COUNT]; /* fabric bytes per class at reset (every
+                                                 class, also those kb_stats has no
+                                                 field for) */
     uint64_t launches;                       /* completed since reset */
 } kb__rt_stats;
 

@@ -29,12 +29,19 @@ static const kb__role cube_roles[CUBE_FIXED] = {
     KB__ROLE_ROUTER, KB__ROLE_XBAR, KB__ROLE_NOC, KB__ROLE_M_CPU, KB__ROLE_M_DMA, KB__ROLE_SRAM,
 };
 
+#define LINK_NAME(id, name, doc) name,
+#define LINK_DOC(id, name, doc)  doc,
+static const char *const link_names[KB__LINK_CLASS_COUNT] = {KB__LINK_CLASSES(LINK_NAME)};
+static const char *const link_docs[KB__LINK_CLASS_COUNT] = {KB__LINK_CLASSES(LINK_DOC)};
+
 const char *kb__link_class_name(kb__link_class c)
 {
-    static const char *const n[KB__LINK_CLASS_COUNT] = {
-        "PCIE", "IO_NOC", "IO_UCIE", "UCIE", "XBAR", "HBM", "NOC", "TCM", "SIP_LINK",
-    };
-    return (unsigned)c < KB__LINK_CLASS_COUNT ? n[c] : "?";
+    return (unsigned)c < KB__LINK_CLASS_COUNT ? link_names[c] : "?";
+}
+
+const char *kb__link_class_doc(kb__link_class c)
+{
+    return (unsigned)c < KB__LINK_CLASS_COUNT ? link_docs[c] : "?";
 }
 
 uint64_t kb__topo_serial_ps(uint64_t bytes, double bw_gbs)
@@ -86,6 +93,18 @@ int32_t kb__topo_link_id(const kb__topo *t, uint32_t from, uint32_t to)
     for (uint32_t i = t->out_first[from]; i < t->out_first[from + 1]; i++)
         if (t->links[t->out_links[i]].to == to) return (int32_t)t->out_links[i];
     return -1;
+}
+
+int kb__topo_route(const kb__topo *t, uint32_t from, uint32_t to, const uint32_t **links,
+                   uint32_t *n, kb__err *err)
+{
+    if (!t->router.route)
+        return kb__err_set(err, KB_ESTATE,
+                           "machine graph: no fabric is built over it, and routes are the "
+                           "fabric's (route %s -> %s)",
+                           from < t->n_nodes ? t->nodes[from].name : "?",
+                           to < t->n_nodes ? t->nodes[to].name : "?");
+    return t->router.route(t->router.self, from, to, links, n, err);
 }
 
 int32_t kb__topo_find(const kb__topo *t, const char *name)

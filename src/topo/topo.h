@@ -28,17 +28,28 @@
 #include "topo/kinds.h"
 #include "topo/params.h"
 
+/* The link classes, one row each: enumerator, name (upper case, as `topo`,
+ * `probe` and the records print it), what it joins. The first nine are
+ * the public kb_link_class values (include/kernbench/kernbench.h, checked
+ * in runtime/machine.c); a class appended here is counted by the public
+ * accessors (kb_link_class_count, kb_stats_link_bytes) without changing
+ * any public struct. */
+#define KB__LINK_CLASSES(X)                                                                        \
+    X(PCIE, "PCIE", "host <-> pcie_ep")                                                            \
+    X(IO_NOC, "IO_NOC", "pcie_ep <-> io_noc, io_cpu <-> io_noc")                                   \
+    X(IO_UCIE, "IO_UCIE", "io_noc <-> router of io_chiplet.attach_cube")                           \
+    X(UCIE, "UCIE", "router <-> neighbouring router in the cube mesh")                             \
+    X(XBAR, "XBAR", "xbar <-> router, noc, sram, m_cpu, m_dma")                                    \
+    X(HBM, "HBM", "xbar <-> hbm slice")                                                            \
+    X(NOC, "NOC", "cube noc <-> pe dma")                                                           \
+    X(TCM, "TCM", "pe dma <-> pe tcm")                                                             \
+    X(SIP_LINK, "SIP_LINK", "io_noc of SIP s <-> io_noc of SIP s+1 (ring)")
+
 typedef enum kb__link_class {
-    KB__LINK_PCIE,     /* host <-> pcie_ep */
-    KB__LINK_IO_NOC,   /* pcie_ep <-> io_noc, io_cpu <-> io_noc */
-    KB__LINK_IO_UCIE,  /* io_noc <-> router of io_chiplet.attach_cube */
-    KB__LINK_UCIE,     /* router <-> neighbouring router in the cube mesh */
-    KB__LINK_XBAR,     /* xbar <-> router, noc, sram, m_cpu, m_dma */
-    KB__LINK_HBM,      /* xbar <-> hbm slice */
-    KB__LINK_NOC,      /* cube noc <-> pe dma */
-    KB__LINK_TCM,      /* pe dma <-> pe tcm */
-    KB__LINK_SIP_LINK, /* io_noc of SIP s <-> io_noc of SIP s+1 (ring) */
-    KB__LINK_CLASS_COUNT
+#define KB__LINK_ENUM(id, name, doc) KB__LINK_##id,
+    KB__LINK_CLASSES(KB__LINK_ENUM)
+#undef KB__LINK_ENUM
+        KB__LINK_CLASS_COUNT
 } kb__link_class;
 
 #define KB__TOPO_NAME_MAX 64
@@ -67,6 +78,17 @@ typedef struct kb__topo_link {
                              (kb__kind_ops.leave_ps: a router's traversal), paid like o */
 } kb__topo_link;
 
+/* Who routes messages over a graph: the fabric built over it binds itself
+ * (kb__fabric_route_graph), so every layer that needs a route (the
+ * alpha-beta model of ccl) asks the one route computation, the fabric's
+ * (fabric/route.c). route() gives the directed links from -> to in travel
+ * order, owned by the router and valid while it lives. */
+typedef struct kb__topo_router {
+    void *self;
+    int (*route)(void *self, uint32_t from, uint32_t to, const uint32_t **links, uint32_t *n,
+                 kb__err *err);
+} kb__topo_router;
+
 typedef struct kb__topo {
     kb__topo_params params; /* the validated parameters it was built from */
     uint32_t n_nodes, n_links;
@@ -77,6 +99,8 @@ typedef struct kb__topo {
     uint32_t links_by_class[KB__LINK_CLASS_COUNT]; /* directed links per class */
     /* shape, copied from params for quick use */
     uint32_t sips, cubes_per_sip, pes_per_cube, slices_per_cube, mesh_rows, mesh_cols;
+    kb__topo_router router; /* set once, by the fabric built over the graph, before any
+                               reader routes; the graph itself is not changed by routing */
 } kb__topo;
 
 /* Builds the graph of p (which must have passed validation). *out is NULL
@@ -88,6 +112,12 @@ void kb__topo_destroy(kb__topo *t);
  * roles and the slice for hbm_ctrl; pass -1 where n/a. -1 when no such
  * node. O(1). */
 int32_t kb__topo_node_id(const kb__topo *t, kb__role role, int sip, int cube, int unit);
+
+/* The route from -> to as the graph's router computes it (kb__topo_router):
+ * *links, *n. KB_ESTATE when no fabric was built over t, else the
+ * router's errors (KB_ENOTFOUND, KB_EINVAL, KB_ENOMEM). */
+int kb__topo_route(const kb__topo *t, uint32_t from, uint32_t to, const uint32_t **links,
+                   uint32_t *n, kb__err *err);
 
 /* Id of the directed link from -> to, or -1. O(out-degree of from). */
 int32_t kb__topo_link_id(const kb__topo *t, uint32_t from, uint32_t to);
@@ -101,8 +131,10 @@ int32_t kb__topo_find(const kb__topo *t, const char *name);
  * packet (fabric.c), the alpha-beta model charges it per link of a route. */
 uint64_t kb__topo_serial_ps(uint64_t bytes, double bw_gbs);
 
-/* Short upper-case name of a link class ("UCIE"). */
+/* Short upper-case name of a link class ("UCIE"), "?" out of range; what
+ * it joins. */
 const char *kb__link_class_name(kb__link_class c);
+const char *kb__link_class_doc(kb__link_class c);
 
 /* Derived figures `kernbench topo` prints (all from the parameters). */
 typedef struct kb__topo_figures {

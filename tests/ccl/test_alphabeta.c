@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ccl/alphabeta.h"
+#include "fabric/fabric.h"
 
 /* ns -> ps, rounded up (values within 1e-6 ps of a whole ps are that ps). */
 static uint64_t ps(double ns)
@@ -37,13 +38,32 @@ static uint64_t closed_form(const kb__topo_params *p, const hop *h, int k, int r
     return t;
 }
 
+/* t with a fabric built over it: the model's routes are the fabric's. */
+static void routed(kb__topo *t)
+{
+    kb__fabric *fab;
+    kb__err err;
+    cr_assert_eq(
+        kb__fabric_create_topo(&fab, NULL, t, (uint32_t)t->params.fabric.header_bytes, &err), 0,
+        "%s", err.msg);
+    kb__fabric_route_graph(fab, t);
+}
+
 static kb__topo *machine(kb__topo_params *p)
 {
     kb__topo *t;
     kb__err err;
     kb__topo_params_default(p);
     cr_assert_eq(kb__topo_build(&t, p, &err), 0, "%s", err.msg);
+    routed(t);
     return t;
+}
+
+/* Frees t and the fabric routing over it. */
+static void unmachine(kb__topo *t)
+{
+    kb__fabric_destroy(t->router.self);
+    kb__topo_destroy(t);
 }
 
 Test(ccl_alphabeta, same_cube_slot_message_matches_the_closed_form)
@@ -62,7 +82,7 @@ Test(ccl_alphabeta, same_cube_slot_message_matches_the_closed_form)
     cr_assert_eq(c.links, 3);
     cr_assert_eq(c.routers, 0);
     cr_assert_eq(c.total_ps, c.overhead_ps + c.wire_ps + c.drain_ps);
-    kb__topo_destroy(t);
+    unmachine(t);
 }
 
 Test(ccl_alphabeta, cross_cube_slot_message_matches_the_closed_form)
@@ -84,7 +104,7 @@ Test(ccl_alphabeta, cross_cube_slot_message_matches_the_closed_form)
     cr_assert_eq(c.routers, 2);
     double min_bw = fmin(fmin(noc.bw, xbar.bw), fmin(ucie.bw, tcm.bw));
     cr_assert_float_eq(c.min_bw_gbs, min_bw, 1e-9);
-    kb__topo_destroy(t);
+    unmachine(t);
 }
 
 Test(ccl_alphabeta, hbm_buffer_adds_the_slice_constant)
@@ -103,7 +123,7 @@ Test(ccl_alphabeta, hbm_buffer_adds_the_slice_constant)
     kb__ccl_loc a = {1, 2, 0}, b = {1, 2, 1};
     cr_assert_eq(kb__ccl_msg_cost_get(t, a, b, KB__CCL_BUF_HBM, 4096, &c, &err), 0, "%s", err.msg);
     cr_assert_eq(c.total_ps, want);
-    kb__topo_destroy(t);
+    unmachine(t);
 }
 
 Test(ccl_alphabeta, cross_sip_route_goes_through_the_io_chiplets)
@@ -126,7 +146,7 @@ Test(ccl_alphabeta, cross_sip_route_goes_through_the_io_chiplets)
     cr_assert_eq(io_ucie, 2);
     cr_assert_eq(ucie, 1);
     kb__ccl_route_fini(&r);
-    kb__topo_destroy(t);
+    unmachine(t);
 }
 
 static kb__ccl_plan *ring_plan(const kb__topo_params *p, uint32_t ws, kb__ccl_config **c)
@@ -178,7 +198,7 @@ Test(ccl_alphabeta, ring_alpha_is_the_slowest_chunks_path_and_prediction_follows
     cr_assert_eq(kb__ccl_ring_allreduce_ps(&m, &bw), 2 * 15 * m.alpha_ps + 3500000);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    kb__topo_destroy(t);
+    unmachine(t);
 }
 
 /* Eight ranks of one cube, buffers in their HBM slices: every rank loads
@@ -211,7 +231,7 @@ Test(ccl_alphabeta, cube_ring_bandwidth_term_is_the_shared_xbar_link)
     kb__ccl_config_destroy(c2);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    kb__topo_destroy(t);
+    unmachine(t);
 }
 
 /* Sixteen ranks over two cubes with the built-in 4 slots of 4 KiB: a chunk
@@ -227,6 +247,7 @@ Test(ccl_alphabeta, credits_pace_a_streaming_ring_with_few_slots)
     slow = p;
     slow.pe.ipcq_wake_ns += 100;
     cr_assert_eq(kb__topo_build(&t2, &slow, &err), 0, "%s", err.msg);
+    routed(t2);
     kb__ccl_config *c;
     kb__ccl_plan *pl = ring_plan(&p, 16, &c);
     kb__ccl_ring_bw b1, b2;
@@ -241,8 +262,8 @@ Test(ccl_alphabeta, credits_pace_a_streaming_ring_with_few_slots)
     cr_assert(fabs(diff - (double)slots * 100000.0 / 4) <= 1.0, "%.0f ps", diff);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    kb__topo_destroy(t2);
-    kb__topo_destroy(t);
+    unmachine(t2);
+    unmachine(t);
 }
 
 Test(ccl_alphabeta, full_machine_ring_is_bounded_by_the_sip_link)
@@ -258,7 +279,7 @@ Test(ccl_alphabeta, full_machine_ring_is_bounded_by_the_sip_link)
     cr_assert_neq(pl->loc[m.hop_max_rank].sip, pl->loc[(m.hop_max_rank + 1) % 256].sip);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    kb__topo_destroy(t);
+    unmachine(t);
 }
 
 Test(ccl_alphabeta, non_ring_plan_is_refused)
@@ -278,7 +299,26 @@ Test(ccl_alphabeta, non_ring_plan_is_refused)
     cr_assert_str_eq(err.msg, "α-β ring model: algorithm 'tree' is tree, not ring_1d");
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    kb__topo_destroy(t);
+    unmachine(t);
+}
+
+/* The model has no routing of its own: over a graph no fabric routes, it
+ * says so instead of guessing a path. */
+Test(ccl_alphabeta, routes_come_from_the_fabric_built_over_the_graph)
+{
+    kb__topo_params p;
+    kb__topo *t;
+    kb__err err;
+    kb__topo_params_default(&p);
+    cr_assert_eq(kb__topo_build(&t, &p, &err), 0, "%s", err.msg);
+    kb__ccl_msg_cost c;
+    kb__ccl_loc a = {0, 0, 0}, b = {0, 3, 1};
+    cr_assert_eq(kb__ccl_msg_cost_get(t, a, b, KB__CCL_BUF_TCM, 4096, &c, &err), KB_ESTATE);
+    cr_assert(strstr(err.msg, "routes are the fabric's"), "%s", err.msg);
+    routed(t);
+    cr_assert_eq(kb__ccl_msg_cost_get(t, a, b, KB__CCL_BUF_TCM, 4096, &c, &err), 0, "%s", err.msg);
+    cr_assert_gt(c.links, 4u);
+    unmachine(t);
 }
 
 /* The chains: the path is the first piece's latency over the chain's own

@@ -477,3 +477,53 @@ Test(api, a_grid_whose_program_count_overflows_is_refused_and_the_machine_stays_
     cr_assert_eq(kb_free(m, t), 0);
     kb_close(m);
 }
+
+/* Link classes are counted beyond the public struct: every class below
+ * kb_link_class_count has a name and a byte count, kb_stats' array agrees
+ * for the classes it names, and the classes' counts add up to the bytes
+ * of every link direction (kb_busiest_links over all of them). */
+Test(api, every_link_class_is_counted_through_the_accessors)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int64_t s[2] = {8, 16};
+    kb_tensor t;
+    cr_assert_eq(kb_empty(m, "lc", 2, s, KB_F32, NULL, &t), 0);
+    cr_assert_eq(kb_stats_reset(m), 0);
+    float buf[128] = {0};
+    cr_assert_eq(kb_copy_from_host(m, t, buf, sizeof buf, KB_F32), 0);
+    int n = kb_link_class_count(m);
+    cr_assert_geq(n, KB_LINK_CLASS_COUNT);
+    kb_stats st;
+    cr_assert_eq(kb_stats_get(m, &st), 0);
+    uint32_t nl = kb__fabric_link_count(m->dev->fab);
+    kb_link_info *li = calloc(nl, sizeof *li);
+    int k = kb_busiest_links(m, li, (int)nl);
+    cr_assert_gt(k, 0);
+    uint64_t total = 0, by_links = 0;
+    for (int c = 0; c < n; c++) {
+        uint64_t b = 0, want = 0;
+        cr_assert_eq(kb_stats_link_bytes(m, c, &b), 0, "%s", kb_last_error(m));
+        for (int i = 0; i < k; i++)
+            if ((int)li[i].cls == c) want += li[i].bytes;
+        cr_assert_eq(b, want, "class %s: %llu bytes, the links say %llu", kb_link_class_name(c),
+                     (unsigned long long)b, (unsigned long long)want);
+        if (c < KB_LINK_CLASS_COUNT) cr_assert_eq(b, st.link_bytes[c]);
+        cr_assert_str_neq(kb_link_class_name(c), "?");
+        total += b;
+    }
+    for (int i = 0; i < k; i++)
+        by_links += li[i].bytes;
+    cr_assert_eq(total, by_links);
+    cr_assert_gt(total, 0);
+    uint64_t b;
+    cr_assert_eq(kb_stats_link_bytes(m, n, &b), KB_ERANGE);
+    cr_assert(strstr(kb_last_error(m), "link class"), "%s", kb_last_error(m));
+    cr_assert_eq(kb_stats_link_bytes(m, -1, &b), KB_ERANGE);
+    cr_assert_eq(kb_stats_link_bytes(m, 0, NULL), KB_EINVAL);
+    cr_assert_eq(kb_stats_link_bytes(NULL, 0, &b), KB_EINVAL);
+    cr_assert_eq(kb_link_class_count(NULL), KB_EINVAL);
+    cr_assert_str_eq(kb_link_class_name(n), "?");
+    free(li);
+    cr_assert_eq(kb_free(m, t), 0);
+    kb_close(m);
+}
