@@ -2,14 +2,10 @@
  * install.c — pushing a collective's plan to its PEs through the fabric, and
  * the device transport of the inter-PE queues (ccl/install.h, docs/ipcq.md).
  *
- * Transport costs, on the simulated device (docs/timing-model.md):
- *   copy    a read request (one header packet) PE's DMA node -> source,
- *           memory read there (M_r), a data message source -> PE's DMA node
- *           -> destination in fabric packets, memory write at the
- *           destination (M_w); done when the last byte landed.
- *   credit  one message of credit_size bytes, PE DMA node -> PE DMA node.
- * Cost to simulate: the fabric's events; copies and credits come from the
- * transport's free lists, routes and memories from each rank's memo.
+ * The transport's copies and credits are device message chains, built by
+ * the device (host/ipcq_msgs.c has their costs: kb__device_ipcq_copy,
+ * kb__device_ipcq_credit); this file picks the memories and the routes'
+ * memo per rank. Cost to simulate: the fabric's events.
  */
 #include "ccl/install.h"
 
@@ -20,28 +16,10 @@
 
 typedef struct dev_transport dev_transport;
 
-typedef struct dev_copy {
-    dev_transport *tp;
-    kb__fab_msg req; /* the DMA's read request to the source memory */
-    kb__fab_msg data;
-    kb__mem_xfer rd, wr;
-    kb__ipcq_done_fn done;
-    void *arg;
-    kb__err err;
-} dev_copy;
-
-typedef struct dev_credit {
-    dev_transport *tp;
-    kb__fab_msg msg;
-    kb__ipcq_done_fn done;
-    void *arg;
-} dev_credit;
-
-/* The transport's self: the device, and the copies and credits in flight
- * recycled (one of each per piece and slot: far too many to malloc). */
+/* The transport's self: the device and, per rank, its routes and memories
+ * (the messages themselves are the device's: host/ipcq_msgs.c). */
 struct dev_transport {
     kb__device *d;
-    kb__pool copies, credits;
     kb__route_memo *routes; /* per rank: the routes its DMA uses */
     kb__memctl *(*mems)[2]; /* per rank: the last two memories its copies touched */
 };
@@ -63,33 +41,9 @@ static kb__memctl *memctl_of(dev_transport *t, uint32_t r, uint64_t pa, kb__err 
 static void dev_fini(void *self)
 {
     dev_transport *t = self;
-    kb__pool_fini(&t->copies);
-    kb__pool_fini(&t->credits);
     free(t->routes);
     free(t->mems);
     free(t);
-}
-
-static void copy_req_arrived(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
-{
-    (void)pkt;
-    dev_copy *c = m->user;
-    kb__mem_read_start(sim, &c->rd, m->t_arrive);
-}
-
-static void copy_pkt(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
-{
-    dev_copy *c = m->user;
-    kb__mem_write_arrived(sim, &c->wr, m, pkt);
-}
-
-static void copy_written(kb__sim *sim, kb__mem_xfer *mx)
-{
-    dev_copy *c = mx->user;
-    c->done(sim, c->arg);
-    kb__mem_xfer_fini(&c->rd);
-    kb__mem_xfer_fini(&c->wr);
-    kb__pool_put(&c->tp->copies, c);
 }
 
 static uint32_t dma_node(const kb__device *d, const kb__ipcq_ep *ep)
@@ -107,36 +61,8 @@ static int dev_copy_fn(void *self, const kb__ipcq_ep *via, uint64_t src_pa, uint
     if (!ms) return err->code;
     kb__memctl *md = memctl_of(tp, via->rank, dst_pa, err);
     if (!md) return err->code;
-    const kb__route *r, *rq;
-    uint32_t dn = dma_node(d, via);
-    kb__route_memo *memo = &tp->routes[via->rank];
-    int rc = kb__fabric_route_memo(d->fab, memo, ms->node, dn, md->node, &r, err);
-    if (!rc) rc = kb__fabric_route_memo(d->fab, memo, dn, KB__NO_NODE, ms->node, &rq, err);
-    if (rc) return rc;
-    dev_copy *c = kb__pool_get(&tp->copies);
-    if (!c) return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for a transfer");
-    c->tp = tp;
-    kb__err_clear(&c->err);
-    uint32_t p = kb__fabric_packet_bytes(d->fab);
-    kb__fab_msg_init(&c->req, d->fab, rq, d->header_bytes, d->header_bytes);
-    c->req.user = c;
-    c->req.on_done = copy_req_arrived;
-    kb__fab_msg_init(&c->data, d->fab, r, bytes, p);
-    c->data.user = c;
-    c->data.on_packet = copy_pkt;
-    kb__mem_xfer_init(&c->rd, ms, NULL, src_pa - ms->base_pa, bytes, p);
-    c->rd.out = &c->data;
-    c->rd.err = &c->err;
-    kb__store *st = data && !d->no_data ? &d->store : NULL;
-    kb__mem_xfer_init(&c->wr, md, st, dst_pa - md->base_pa, bytes, p);
-    c->wr.src = data;
-    c->wr.user = c;
-    c->wr.err = &c->err;
-    c->wr.on_done = copy_written;
-    c->done = done;
-    c->arg = arg;
-    kb__fab_send(d->sim, &c->req);
-    return 0;
+    return kb__device_ipcq_copy(d, &tp->routes[via->rank], dma_node(d, via), ms, md, src_pa, dst_pa,
+                                bytes, data, done, arg, err);
 }
 
 static int dev_peek(void *self, uint64_t pa, void *dst, uint64_t bytes, kb__err *err)
@@ -146,33 +72,13 @@ static int dev_peek(void *self, uint64_t pa, void *dst, uint64_t bytes, kb__err 
     return kb__store_read(&d->store, pa, dst, bytes, err);
 }
 
-static void credit_done(kb__sim *sim, kb__fab_msg *m, uint32_t pkt)
-{
-    (void)pkt;
-    dev_credit *c = m->user;
-    c->done(sim, c->arg);
-    kb__pool_put(&c->tp->credits, c);
-}
-
 static int dev_credit_fn(void *self, const kb__ipcq_ep *from, const kb__ipcq_ep *to, uint64_t bytes,
                          kb__ipcq_done_fn done, void *arg, kb__err *err)
 {
     dev_transport *tp = self;
     kb__device *d = tp->d;
-    const kb__route *r;
-    int rc = kb__fabric_route_memo(d->fab, &tp->routes[from->rank], dma_node(d, from), KB__NO_NODE,
-                                   dma_node(d, to), &r, err);
-    if (rc) return rc;
-    dev_credit *c = kb__pool_get(&tp->credits);
-    if (!c) return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for a credit");
-    c->tp = tp;
-    kb__fab_msg_init(&c->msg, d->fab, r, bytes, kb__fabric_packet_bytes(d->fab));
-    c->msg.user = c;
-    c->msg.on_done = credit_done;
-    c->done = done;
-    c->arg = arg;
-    kb__fab_send(d->sim, &c->msg);
-    return 0;
+    return kb__device_ipcq_credit(d, &tp->routes[from->rank], dma_node(d, from), dma_node(d, to),
+                                  bytes, done, arg, err);
 }
 
 static uint64_t dev_tcm_pa(void *self, const kb__ipcq_ep *ep, uint64_t off)
@@ -360,8 +266,6 @@ int kb__ccl_install_place(kb__device *d, const kb__ccl_plan *plan, kb__pe *const
     self->d = d;
     self->routes = routes;
     self->mems = mems;
-    kb__pool_init(&self->copies, sizeof(dev_copy));
-    kb__pool_init(&self->credits, sizeof(dev_credit));
     kb__ipcq_transport tp = {dev_copy_fn, dev_peek, dev_credit_fn, dev_tcm_pa,
                              dev_fini,    self,     d->no_data};
     kb__ipcq_set *s;

@@ -160,6 +160,7 @@ int kb__device_create(kb__device **out, kb__topo *t, uint32_t header_bytes, int 
     d->header_bytes = header_bytes;
     kb__store_init(&d->store);
     kb__pool_init(&d->pex_pool, sizeof(kb__pex_block));
+    kb__device_ipcq_init(d);
     const kb__topo_params *p = &t->params;
     d->host_dispatch_ps = kb__ps_from_ns(p->host.dispatch_ns);
     d->io_cpu_dispatch_ps = kb__ps_from_ns(p->io.io_cpu_dispatch_ns);
@@ -192,6 +193,7 @@ void kb__device_destroy(kb__device *d)
     free(d->dmas);
     kb__store_destroy(&d->store);
     kb__pool_fini(&d->pex_pool);
+    kb__device_ipcq_fini(d);
     kb__fabric_destroy(d->fab);
     kb__sim_destroy(d->sim);
     kb__topo_destroy(d->topo);

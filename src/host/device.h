@@ -68,7 +68,8 @@ struct kb__device {
     uint32_t header_bytes;
     kb__time host_dispatch_ps, io_cpu_dispatch_ps, m_cpu_dispatch_ps, dma_setup_ps;
     uint64_t xfers_done;
-    kb__pool pex_pool; /* recycled one-memory PeXfers (host/internal.h) */
+    kb__pool pex_pool;                  /* recycled one-memory PeXfers (host/internal.h) */
+    kb__pool ipcq_copies, ipcq_credits; /* recycled inter-PE queue messages (ipcq_msgs.c) */
     kb__xfer *orphans; /* freed by their owner while in flight; freed with the device */
 };
 
@@ -80,6 +81,50 @@ int kb__device_create(kb__device **out, kb__topo *t, uint32_t header_bytes, int 
 void kb__device_destroy(kb__device *d);
 /* Resets link and memory reservations and statistics (for repeated probes). */
 void kb__device_reset_timing(kb__device *d);
+
+/* ---- device message chains ------------------------------------------------
+ * Every chain of device messages (a command and what it sets off, until
+ * the completion) is built here, in src/host: the data movements below
+ * (issue.c, xfer.c, pe_xfer.c), a kernel launch's fan-out and replies
+ * (launch_msgs.c) and the inter-PE queues' copies and credits
+ * (ipcq_msgs.c). The layers above say what to move and are told when it
+ * is done. */
+
+typedef void (*kb__dev_done_fn)(kb__sim *sim, void *arg);
+
+/* A kernel launch's messages over a set of PEs (launch_msgs.c has the
+ * path and its costs): kb__launch_msgs_send starts the fan-out
+ * (host.dispatch_ns from now); arrived(user) runs when every PE's command
+ * has arrived, kb__launch_msgs_pe_done(lm, i) sends PE i's reply (once per
+ * PE), replied(user) runs when every SIP's reply reached the host. */
+typedef struct kb__launch_msgs kb__launch_msgs;
+typedef void (*kb__launch_msgs_fn)(void *user);
+/* The messages for PEs pes[0..n) (global indices, SIP-major: (sip x cubes
+ * + cube) x PEs per cube + pe). KB_EINVAL (no PE, an index outside the
+ * machine), KB_ENOMEM, a route error. */
+int kb__launch_msgs_create(kb__device *d, const uint32_t *pes, uint32_t n,
+                           kb__launch_msgs_fn arrived, kb__launch_msgs_fn replied, void *user,
+                           kb__launch_msgs **out, kb__err *err);
+void kb__launch_msgs_send(kb__launch_msgs *lm);
+void kb__launch_msgs_pe_done(kb__launch_msgs *lm, uint32_t i);
+/* Frees lm (NULL is a no-op): before it was sent, or after the last reply. */
+void kb__launch_msgs_free(kb__launch_msgs *lm);
+
+/* The inter-PE queues' transport (ipcq_msgs.c has the costs). A copy: the
+ * DMA at node dma reads bytes at src_pa of memory ms (read request, memory
+ * read) and sends them through itself to dst_pa of memory md (memory
+ * write; data: the bytes written when the device moves data, or NULL);
+ * done(sim, arg) when the last byte landed. A credit: one message of bytes
+ * from node `from` to node `to`, done at its arrival. Routes through memo.
+ * Errors: a route's, KB_ENOMEM; nothing is sent then. */
+int kb__device_ipcq_copy(kb__device *d, kb__route_memo *memo, uint32_t dma, kb__memctl *ms,
+                         kb__memctl *md, uint64_t src_pa, uint64_t dst_pa, uint64_t bytes,
+                         const void *data, kb__dev_done_fn done, void *arg, kb__err *err);
+int kb__device_ipcq_credit(kb__device *d, kb__route_memo *memo, uint32_t from, uint32_t to,
+                           uint64_t bytes, kb__dev_done_fn done, void *arg, kb__err *err);
+/* Their free lists, with the device (device.c). */
+void kb__device_ipcq_init(kb__device *d);
+void kb__device_ipcq_fini(kb__device *d);
 
 /* The controller owning pa, or NULL with KB_ERANGE naming the address. */
 kb__memctl *kb__device_memctl(kb__device *d, uint64_t pa, kb__err *err);

@@ -2,16 +2,13 @@
  * launch.c — kb_launch / kb_wait / kb_sync: the launch path through the
  * simulated device and the programs on the PEs (docs/runtime.md, "Launch").
  *
- * Path of one launch, every arrow a one-packet fabric message of
- * fabric.header_bytes:
- *   host.dispatch_ns; per SIP host -> io_cpu; io_cpu.dispatch_ns; per
- *   target cube io_cpu -> m_cpu; cube.m_cpu.dispatch_ns; per target PE
- *   m_cpu -> pe_cpu. The start time target_start is the latest of these
- *   arrivals over every SIP (the io_cpus' global stamp): all target PEs
- *   start their programs together then. When a PE finished its programs:
- *   pe_cpu -> m_cpu; when a cube's PEs are all in, m_cpu -> io_cpu; when a
- *   SIP's cubes are, io_cpu.dispatch_ns, io_cpu -> host; the launch is
- *   complete when every SIP replied.
+ * Path of one launch: the device's launch messages (host/launch_msgs.c
+ * builds and times them): host -> io_cpu -> m_cpu -> PE per target SIP,
+ * cube and PE. The start time target_start is the latest of the PEs'
+ * arrivals over every SIP (the io_cpus' global stamp): all target PEs
+ * start their programs together then. When a PE finished its programs it
+ * replies (PE -> m_cpu -> io_cpu -> host, aggregated per cube and SIP);
+ * the launch is complete when every SIP replied.
  * Launches start their programs in launch order, one stream per host rank
  * (the driver is one): a launch whose fan-out arrived starts when every
  * earlier launch of its host rank, and every earlier launch that uses one of
@@ -43,24 +40,6 @@
 #include "runtime/trace.h"
 #include "topo/topo.h"
 
-typedef struct lsip {
-    kb__rt_launch *l;
-    uint32_t sip, io_cpu, pending;
-    kb__fab_msg cmd, ack;
-} lsip;
-
-typedef struct lcube {
-    kb__rt_launch *l;
-    uint32_t g, cube, m_cpu, pending;
-    kb__fab_msg cmd, ack;
-} lcube;
-
-typedef struct lpe {
-    kb__rt_launch *l;
-    uint32_t c, gi, pe_cpu; /* fabric node: the PE's port on the cube NOC (pe_dma) */
-    kb__fab_msg cmd, ack;
-} lpe;
-
 struct kb__rt_launch {
     kb_machine *m;
     kb__rt_launch *next;
@@ -70,12 +49,11 @@ struct kb__rt_launch {
     kb__tl_launch_desc desc;
     tl_tensor *pe_tensors;                         /* [n_pes × n_args] */
     char tnames[KB__TL_MAX_ARGS][KB__RT_NAME_MAX]; /* tensor names, copied */
-    uint32_t n_pes, n_sips, n_cubes;
+    uint32_t n_pes;
     kb__pe **pes;
-    lsip *sips;
-    lcube *cubes;
-    lpe *pe;
-    uint32_t arrivals, sips_pending, pes_running;
+    uint32_t *gi;          /* [n_pes] the PEs' global indices (SIP-major) */
+    kb__launch_msgs *msgs; /* its device messages (host/launch_msgs.c) */
+    uint32_t pes_running;
     bool ready, started, finished;
     int *streams; /* host ranks whose streams it takes part in (try_start): &owner,
                      or a collective's members, maybe the driver (its own array) */
@@ -125,9 +103,8 @@ static void launch_free(kb__rt_launch *l)
     kb__event_fini(&l->done);
     free(l->pe_tensors);
     free(l->pes);
-    free(l->sips);
-    free(l->cubes);
-    free(l->pe);
+    kb__launch_msgs_free(l->msgs);
+    free(l->gi);
     if (l->streams != &l->owner) free(l->streams);
     free(l);
 }
@@ -164,34 +141,10 @@ static void launch_complete(kb__rt_launch *l)
     kb__event_fire(m->dev->sim, &l->done, l->status);
 }
 
-static void sip_acked(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt)
+/* Every SIP replied to the host. */
+static void launch_replied(void *user)
 {
-    (void)sim;
-    (void)pkt;
-    lsip *g = msg->user;
-    if (--g->l->sips_pending == 0) launch_complete(g->l);
-}
-
-static void sip_reply(kb__sim *sim, void *arg, uint64_t data)
-{
-    (void)data;
-    kb__fab_send(sim, &((lsip *)arg)->ack);
-}
-
-static void cube_acked(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt)
-{
-    (void)pkt;
-    lcube *c = msg->user;
-    lsip *g = &c->l->sips[c->g];
-    if (--g->pending == 0) kb__sim_post(sim, c->l->m->dev->io_cpu_dispatch_ps, sip_reply, g, 0);
-}
-
-static void pe_acked(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt)
-{
-    (void)pkt;
-    lpe *p = msg->user;
-    lcube *c = &p->l->cubes[p->c];
-    if (--c->pending == 0) kb__fab_send(sim, &c->ack);
+    launch_complete(user);
 }
 
 static void try_start(kb_machine *m);
@@ -207,7 +160,7 @@ static void start_next_cb(kb__sim *sim, void *arg, uint64_t data)
 static void pe_done(void *arg, uint32_t i)
 {
     kb__rt_launch *l = arg;
-    kb__fab_send(l->m->dev->sim, &l->pe[i].ack);
+    kb__launch_msgs_pe_done(l->msgs, i);
     if (--l->pes_running == 0) {
         l->t_pes_end = kb__sim_now(l->m->dev->sim);
         kb__sim_post(l->m->dev->sim, 0, start_next_cb, l->m, 0);
@@ -224,7 +177,7 @@ static void fail_start(kb__rt_launch *l, const kb__err *e)
     l->pes_running = 0;
     l->t_pes_end = kb__sim_now(l->m->dev->sim);
     for (uint32_t i = 0; i < l->n_pes; i++)
-        kb__fab_send(l->m->dev->sim, &l->pe[i].ack);
+        kb__launch_msgs_pe_done(l->msgs, i);
 }
 
 /* Starts l's programs on its PEs (now: its fan-out arrived). */
@@ -265,12 +218,12 @@ static void try_start(kb_machine *m)
             for (uint32_t i = 0; free && i < l->n_streams; i++)
                 free = !owner_held(held, n_held, l->streams[i]);
             for (uint32_t i = 0; free && i < l->n_pes; i++)
-                free = m->pe_mark[l->pe[i].gi] != stamp;
+                free = m->pe_mark[l->gi[i]] != stamp;
             if (free) start(m, l);
         }
         if (l->started && !l->pes_running) continue; /* its programs ended (or never started) */
         for (uint32_t i = 0; i < l->n_pes; i++)
-            m->pe_mark[l->pe[i].gi] = stamp;
+            m->pe_mark[l->gi[i]] = stamp;
         bool oom = false;
         for (uint32_t i = 0; i < l->n_streams; i++) {
             if (owner_held(held, n_held, l->streams[i])) continue;
@@ -291,116 +244,22 @@ static void try_start(kb_machine *m)
 
 /* ---- fan-out ------------------------------------------------------------------- */
 
-static void pe_arrived(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt)
+/* Every PE's command arrived: target_start, the latest arrival over every
+ * SIP. */
+static void launch_arrived(void *user)
 {
-    (void)sim;
-    (void)pkt;
-    lpe *p = msg->user;
-    kb__rt_launch *l = p->l;
-    if (--l->arrivals) return;
-    l->ready = true; /* target_start: the latest arrival over every SIP */
+    kb__rt_launch *l = user;
+    l->ready = true;
     try_start(l->m);
-}
-
-static void cube_fanout(kb__sim *sim, void *arg, uint64_t data)
-{
-    (void)data;
-    lcube *c = arg;
-    kb__rt_launch *l = c->l;
-    for (uint32_t i = 0; i < l->n_pes; i++)
-        if (l->pe[i].c == (uint32_t)(c - l->cubes)) kb__fab_send(sim, &l->pe[i].cmd);
-}
-
-static void cube_arrived(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt)
-{
-    (void)pkt;
-    lcube *c = msg->user;
-    kb__sim_post(sim, c->l->m->dev->m_cpu_dispatch_ps, cube_fanout, c, 0);
-}
-
-static void sip_fanout(kb__sim *sim, void *arg, uint64_t data)
-{
-    (void)data;
-    lsip *g = arg;
-    kb__rt_launch *l = g->l;
-    for (uint32_t i = 0; i < l->n_cubes; i++)
-        if (l->cubes[i].g == (uint32_t)(g - l->sips)) kb__fab_send(sim, &l->cubes[i].cmd);
-}
-
-static void sip_arrived(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt)
-{
-    (void)pkt;
-    lsip *g = msg->user;
-    kb__sim_post(sim, g->l->m->dev->io_cpu_dispatch_ps, sip_fanout, g, 0);
-}
-
-static void host_go(kb__sim *sim, void *arg, uint64_t data)
-{
-    (void)data;
-    kb__rt_launch *l = arg;
-    for (uint32_t i = 0; i < l->n_sips; i++)
-        kb__fab_send(sim, &l->sips[i].cmd);
 }
 
 /* ---- building a launch ------------------------------------------------------------ */
 
-static int mk_msg(kb__rt_launch *l, kb__fab_msg *msg, uint32_t from, uint32_t to,
-                  kb__fab_pkt_fn done, void *user, kb__err *err)
+/* The device messages over l's PEs (l->gi). */
+static int build_msgs(kb__rt_launch *l, kb__err *err)
 {
-    kb__fabric *fab = l->m->dev->fab;
-    const kb__route *r;
-    int rc = kb__fabric_route(fab, from, KB__NO_NODE, to, &r, err);
-    if (rc) return rc;
-    uint32_t h = l->m->dev->header_bytes;
-    kb__fab_msg_init(msg, fab, r, h, h);
-    msg->on_done = done;
-    msg->user = user;
-    return 0;
-}
-
-static uint32_t node(kb_machine *m, kb__role role, uint32_t sip, int cube, int unit)
-{
-    return (uint32_t)kb__device_node(m->dev, role, (int)sip, cube, unit);
-}
-
-/* Builds the message tree over l->pes (global indices in l->pe[i].gi). */
-static int build_tree(kb__rt_launch *l, kb__err *err)
-{
-    kb_machine *m = l->m;
-    int rc = 0;
-    for (uint32_t i = 0; !rc && i < l->n_pes; i++) {
-        lpe *p = &l->pe[i];
-        uint32_t gi = p->gi, sip = gi / (m->cubes * m->pes), cube = gi / m->pes % m->cubes;
-        uint32_t g = 0, c = 0;
-        while (g < l->n_sips && l->sips[g].sip != sip)
-            g++;
-        if (g == l->n_sips) {
-            lsip *s = &l->sips[l->n_sips++];
-            *s = (lsip){.l = l, .sip = sip, .io_cpu = node(m, KB__ROLE_IO_CPU, sip, -1, -1)};
-            rc = mk_msg(l, &s->cmd, 0, s->io_cpu, sip_arrived, s, err);
-            if (!rc) rc = mk_msg(l, &s->ack, s->io_cpu, 0, sip_acked, s, err);
-        }
-        while (c < l->n_cubes && !(l->cubes[c].g == g && l->cubes[c].cube == cube))
-            c++;
-        if (!rc && c == l->n_cubes) {
-            lcube *k = &l->cubes[l->n_cubes++];
-            *k = (lcube){
-                .l = l, .g = g, .cube = cube, .m_cpu = node(m, KB__ROLE_M_CPU, sip, (int)cube, -1)};
-            l->sips[g].pending++;
-            rc = mk_msg(l, &k->cmd, l->sips[g].io_cpu, k->m_cpu, cube_arrived, k, err);
-            if (!rc) rc = mk_msg(l, &k->ack, k->m_cpu, l->sips[g].io_cpu, cube_acked, k, err);
-        }
-        if (rc) break;
-        p->l = l;
-        p->c = c;
-        l->cubes[c].pending++;
-        p->pe_cpu = node(m, KB__ROLE_PE_DMA, sip, (int)cube, (int)(gi % m->pes));
-        rc = mk_msg(l, &p->cmd, l->cubes[c].m_cpu, p->pe_cpu, pe_arrived, p, err);
-        if (!rc) rc = mk_msg(l, &p->ack, p->pe_cpu, l->cubes[c].m_cpu, pe_acked, p, err);
-    }
-    l->arrivals = l->n_pes;
-    l->sips_pending = l->n_sips;
-    return rc;
+    return kb__launch_msgs_create(l->m->dev, l->gi, l->n_pes, launch_arrived, launch_replied, l,
+                                  &l->msgs, err);
 }
 
 void kb__rt_shard_view(const kb__rt_tensor *t, int shard, const char *name, tl_tensor *out)
@@ -454,7 +313,7 @@ static int shard_arg(kb__rt_launch *l, const kb__rt_tensor *t, const char *name,
                        gi % m->pes);
 }
 
-/* Fills l->pe[].gi with the PEs that run programs: owners of the first
+/* Fills l->gi[] with the PEs that run programs: owners of the first
  * tensor argument (on opts' SIP), or every PE (of that SIP) without one. */
 static int pick_pes(kb__rt_launch *l, const kb__rt_tensor *first, int sip, uint64_t programs,
                     kb__err *err)
@@ -466,12 +325,12 @@ static int pick_pes(kb__rt_launch *l, const kb__rt_tensor *first, int sip, uint6
             const kb__shard *s = &first->plan.shards[i];
             if (sip >= 0 && s->sip != sip) continue;
             uint32_t gi = kb__rt_pe_index(m, s->sip, s->cube, s->pe);
-            if (n && l->pe[n - 1].gi == gi) continue;
-            l->pe[n++].gi = gi;
+            if (n && l->gi[n - 1] == gi) continue;
+            l->gi[n++] = gi;
         }
     } else {
         for (uint32_t gi = 0; gi < m->n_pes; gi++)
-            if (sip < 0 || gi / (m->cubes * m->pes) == (uint32_t)sip) l->pe[n++].gi = gi;
+            if (sip < 0 || gi / (m->cubes * m->pes) == (uint32_t)sip) l->gi[n++] = gi;
     }
     if (!n)
         return kb__err_set(err, KB_EINVAL,
@@ -528,12 +387,10 @@ static int alloc_pes(kb__rt_launch *l, int n_args, kb__err *err)
 {
     l->pes = calloc(l->n_pes, sizeof *l->pes);
     l->pe_tensors = calloc((size_t)l->n_pes * (size_t)(n_args ? n_args : 1), sizeof(tl_tensor));
-    l->sips = calloc(l->n_pes, sizeof *l->sips);
-    l->cubes = calloc(l->n_pes, sizeof *l->cubes);
-    if (!l->pes || !l->pe_tensors || !l->sips || !l->cubes)
+    if (!l->pes || !l->pe_tensors)
         return kb__err_set(err, KB_ENOMEM, "kb_launch %s: out of host memory", l->name);
     for (uint32_t i = 0; i < l->n_pes; i++)
-        l->pes[i] = l->m->pe_units[l->pe[i].gi];
+        l->pes[i] = l->m->pe_units[l->gi[i]];
     l->desc.pe_tensors = l->pe_tensors;
     l->desc.n_pes = l->n_pes;
     return 0;
@@ -550,8 +407,8 @@ static int prepare(kb__rt_launch *l, const kb_launch_opts *opts, const kb_arg *a
     for (int a = 0; a < n_args && !first; a++)
         first = tv[a];
     int sip = opts ? opts->sip : -1;
-    l->pe = calloc(m->n_pes, sizeof *l->pe);
-    if (!l->pe) return kb__err_set(err, KB_ENOMEM, "kb_launch %s: out of host memory", l->name);
+    l->gi = calloc(m->n_pes, sizeof *l->gi);
+    if (!l->gi) return kb__err_set(err, KB_ENOMEM, "kb_launch %s: out of host memory", l->name);
     if ((rc = pick_pes(l, first, sip, UINT64_MAX, err))) return rc;
     grid_of(opts, l->n_pes, l->desc.grid);
     uint64_t programs = 0;
@@ -566,11 +423,11 @@ static int prepare(kb__rt_launch *l, const kb_launch_opts *opts, const kb_arg *a
     for (uint32_t i = 0; i < l->n_pes; i++) {
         for (int a = 0; a < n_args; a++)
             if (tv[a] &&
-                (rc = shard_arg(l, tv[a], l->tnames[a], l->pe[i].gi, a,
+                (rc = shard_arg(l, tv[a], l->tnames[a], l->gi[i], a,
                                 &l->pe_tensors[(size_t)i * (size_t)n_args + (size_t)a], err)))
                 return rc;
     }
-    return build_tree(l, err);
+    return build_msgs(l, err);
 }
 
 /* A zeroed launch of fn named name on m (not yet queued). */
@@ -601,7 +458,7 @@ static void launch_queue(kb_machine *m, kb__rt_launch *l, kb_launch_id *out)
     while (*tail)
         tail = &(*tail)->next;
     *tail = l;
-    kb__sim_post(m->dev->sim, m->dev->host_dispatch_ps, host_go, l, 0);
+    kb__launch_msgs_send(l->msgs);
     if (out) *out = kb__rt_launch_id(m, l->id);
 }
 
@@ -667,19 +524,19 @@ int kb__rt_launch_on(kb_machine *m, const kb__rt_launch_spec *s, kb_launch_id *o
     l->n_pes = s->n_pes;
     l->desc.grid[0] = s->n_pes;
     l->desc.grid[1] = l->desc.grid[2] = 1;
-    l->pe = calloc(s->n_pes, sizeof *l->pe);
-    rc = l->pe ? 0 : kb__err_set(err, KB_ENOMEM, "launch %s: out of host memory", s->name);
+    l->gi = calloc(s->n_pes, sizeof *l->gi);
+    rc = l->gi ? 0 : kb__err_set(err, KB_ENOMEM, "launch %s: out of host memory", s->name);
     for (uint32_t i = 0; !rc && i < s->n_pes; i++) {
         if (s->pes[i] >= m->n_pes)
             rc = kb__err_set(err, KB_EINVAL, "launch %s: PE index %u (machine has %u PEs)", s->name,
                              s->pes[i], m->n_pes);
-        l->pe[i].gi = s->pes[i];
+        l->gi[i] = s->pes[i];
     }
     if (!rc) rc = alloc_pes(l, s->n_args, err);
     if (!rc && s->pe_tensors)
         memcpy(l->pe_tensors, s->pe_tensors,
                (size_t)s->n_pes * (size_t)s->n_args * sizeof *l->pe_tensors);
-    if (!rc) rc = build_tree(l, err);
+    if (!rc) rc = build_msgs(l, err);
     if (rc) {
         launch_free(l);
         return rc;
