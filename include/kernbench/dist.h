@@ -57,6 +57,12 @@ KB_API int kb_world_size(const kb_machine *m);
 KB_API int kb_init_process_group(kb_machine *m, const char *backend);
 /* 1 when the caller's group is started. */
 KB_API int kb_is_initialized(const kb_machine *m);
+/* The backend of the caller's process group (torch.distributed.get_backend):
+ * "ahbm", the only one, once the group is started (kb_is_initialized);
+ * NULL before, with "kb_get_backend: no process group (call
+ * kb_init_process_group(m, \"ahbm\") first)" in kb_last_error, and for a
+ * NULL machine. The string is static. */
+KB_API const char *kb_get_backend(kb_machine *m);
 
 /* Collectives. From the driver they work on the shards of one tensor;
  * from spawned ranks every rank calls with its own tensor and the call

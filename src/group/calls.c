@@ -248,6 +248,16 @@ int kb_is_initialized(const kb_machine *m)
     return g ? g->pg : x ? x->driver_pg : 0;
 }
 
+const char *kb_get_backend(kb_machine *m)
+{
+    if (!m) return NULL;
+    if (kb_is_initialized(m)) return "ahbm";
+    kb__err_set(&m->err, KB_ESTATE,
+                "kb_get_backend: no process group (call kb_init_process_group(m, \"ahbm\") "
+                "first)");
+    return NULL;
+}
+
 /* ---- rendezvous ------------------------------------------------------------------ */
 
 /* "group 4097 [0, 1]" for a group, "" for the world. */
