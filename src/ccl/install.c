@@ -188,6 +188,9 @@ static int set_ranks(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes
         if (!rc)
             rc = kb__ipcq_set_rank(s, r, loc.sip, loc.cube, loc.pe, pes ? pes[r] : NULL, links,
                                    ring_pa, err);
+        if (!rc) /* faults.slow_pes: its DMA, so its vc channel, is slower */
+            s->ep[r].vc_bw_gbs *=
+                kb__topo_fault_pe_factor(&d->topo->params, loc.sip, loc.cube, loc.pe);
     }
     free(sram_used);
     return rc;
@@ -240,6 +243,36 @@ int kb__ccl_install_push(kb__device *d, const kb__ccl_plan *const *plans, size_t
     return rc;
 }
 
+/* With links down (faults.down_links), every rank must reach each of its
+ * neighbours, or the install fails at once naming the pair, before any
+ * kernel waits for a piece that cannot come. Host work only; skipped on a
+ * machine without down links. */
+static int neighbours_reachable(kb__device *d, const kb__ccl_plan *plan, kb__err *err)
+{
+    if (!kb__fabric_down_count(d->fab)) return 0;
+    for (uint32_t r = 0; r < plan->world_size; r++)
+        for (uint32_t p = 0; p < KB__IPCQ_PORTS && p < KB__CCL_DIR_COUNT; p++) {
+            int32_t q = plan->ports[r][p].peer;
+            if (q < 0) continue;
+            kb__ccl_loc a = plan->loc[r], b = plan->loc[q];
+            int32_t from = kb__topo_node_id(d->topo, KB__ROLE_PE_DMA, (int)a.sip, (int)a.cube,
+                                            (int)a.pe);
+            int32_t to = kb__topo_node_id(d->topo, KB__ROLE_PE_DMA, (int)b.sip, (int)b.cube,
+                                          (int)b.pe);
+            const kb__route *route;
+            if (from < 0 || to < 0) continue; /* the plan checks placement */
+            int rc = kb__fabric_route(d->fab, (uint32_t)from, KB__NO_NODE, (uint32_t)to, &route,
+                                      err);
+            if (rc)
+                return kb__err_prefix(err,
+                                      "rank %u (sip%u/cube%u/pe%u) cannot reach its %s neighbour "
+                                      "rank %d (sip%u/cube%u/pe%u): ",
+                                      r, a.sip, a.cube, a.pe, kb__ccl_dir_name((kb__ccl_dir)p), q,
+                                      b.sip, b.cube, b.pe);
+        }
+    return 0;
+}
+
 int kb__ccl_install_place(kb__device *d, const kb__ccl_plan *plan, kb__pe *const *pes,
                           const kb__ccl_ring_alloc *alloc, kb__ipcq_set **out, kb__err *err)
 {
@@ -251,6 +284,8 @@ int kb__ccl_install_place(kb__device *d, const kb__ccl_plan *plan, kb__pe *const
                            "the device has %u x %u x %u",
                            plan->sips, plan->cubes_per_sip, plan->pes_per_cube, d->topo->sips,
                            d->topo->cubes_per_sip, d->topo->pes_per_cube);
+    int rc0 = neighbours_reachable(d, plan, err);
+    if (rc0) return rc0;
     kb__ipcq_cfg cfg;
     kb__ccl_ipcq_cfg(d, plan, &cfg);
     dev_transport *self = malloc(sizeof *self);

@@ -285,6 +285,11 @@ static void print_text(const run_opts *ro, const run_out *o)
     printf("machine        %s: %d SIPs x %d cubes x %d PEs%s\n",
            ro->common.topology ? ro->common.topology : "built-in", o->sips, o->cubes, o->pes,
            ro->device >= 0 ? " (device bound)" : "");
+    if (kb__topo_faults_any(&o->p)) {
+        char f[1024];
+        kb__topo_faults_describe(&o->p, f, sizeof f);
+        printf("faults         %s\n", f);
+    }
     for (int i = 0; i < ro->bopts.n; i++)
         printf("option         %s=%s\n", ro->bopts.kv[i].key, ro->bopts.kv[i].value);
     print_checks(r);
@@ -373,6 +378,9 @@ static void record(kb__report *rec, const run_opts *ro, const run_out *o)
     kb__report_uint(rec, m, "pes_per_cube", NULL, (uint64_t)o->pes, "1");
     kb__report_set(rec, m, "device", json_integer(ro->device));
     kb__report_unit(rec, "device", "1");
+    char faults[1024];
+    kb__topo_faults_describe(&o->p, faults, sizeof faults);
+    kb__report_str(rec, m, "faults", faults);
     record_bench_options(rec, ro, o->b);
     kb__report_bool(rec, NULL, "no_data", r->no_data);
     kb__report_bool(rec, NULL, "pass", kb_bench_passed(r));

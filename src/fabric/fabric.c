@@ -58,8 +58,13 @@ static int copy_links(kb__fabric *fab, const kb__fab_link_desc *links, kb__err *
         l->hdr_ps = kb__topo_serial_ps(fab->header_bytes, l->bw_gbs);
         fab->out_next[i] = KB__NO_NODE;
     }
-    /* Adjacency in increasing link id order: insert from the back. */
+    /* Adjacency in increasing link id order: insert from the back. A link
+     * that is down is left out: no route finds it, no arrival counts it. */
     for (uint32_t i = fab->n_links; i-- > 0;) {
+        if (links[i].down) {
+            fab->n_down++;
+            continue;
+        }
         fab->out_next[i] = fab->out_first[fab->links[i].from];
         fab->out_first[fab->links[i].from] = i;
     }
@@ -68,6 +73,7 @@ static int copy_links(kb__fabric *fab, const kb__fab_link_desc *links, kb__err *
     if (!fab->in_deg || !fab->in_from)
         return kb__err_set(err, KB_ENOMEM, "fabric: out of memory for %u nodes", fab->n_nodes);
     for (uint32_t i = 0; i < fab->n_links; i++) {
+        if (links[i].down) continue;
         fab->in_deg[fab->links[i].to]++;
         fab->in_from[fab->links[i].to] = fab->links[i].from;
     }
@@ -168,6 +174,10 @@ uint32_t kb__fabric_link_count(const kb__fabric *fab)
 {
     return fab->n_links;
 }
+uint32_t kb__fabric_down_count(const kb__fabric *fab)
+{
+    return fab->n_down;
+}
 
 const kb__link *kb__fabric_link(const kb__fabric *fab, uint32_t id)
 {
@@ -242,7 +252,8 @@ int kb__fabric_create_topo(kb__fabric **out, kb__sim *sim, const kb__topo *t, ui
                                        .cls = l->cls,
                                        .bw_gbs = l->bw_gbs,
                                        .overhead_ps = l->overhead_ps + l->node_ps,
-                                       .wire_ps = l->wire_ps};
+                                       .wire_ps = l->wire_ps,
+                                       .down = l->down};
     }
     rc = kb__fabric_create(out, sim, nodes, t->n_nodes, links, t->n_links,
                            kb__topo_packet_bytes(&t->params), header_bytes, err);

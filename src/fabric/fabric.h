@@ -74,6 +74,7 @@ typedef struct kb__fab_link_desc {
     double bw_gbs;        /* B, > 0 */
     kb__time overhead_ps; /* o */
     kb__time wire_ps;     /* w */
+    int down;             /* a link that is down: kept (ids stay), never routed over */
 } kb__fab_link_desc;
 
 /* The service time of the last packet size served that is neither a full
@@ -257,6 +258,9 @@ void kb__fabric_util_drop(kb__fabric *fab);
 
 uint32_t kb__fabric_node_count(const kb__fabric *fab);
 uint32_t kb__fabric_link_count(const kb__fabric *fab);
+/* Directed links that are down (faults.down_links, docs/faults.md): in the
+ * link table, on no route. */
+uint32_t kb__fabric_down_count(const kb__fabric *fab);
 const kb__link *kb__fabric_link(const kb__fabric *fab, uint32_t id);
 const kb__fab_node_desc *kb__fabric_node(const kb__fabric *fab, uint32_t id);
 /* kb__ps_from_bytes_gbs(scale · bytes, gbs) through memo m (not part of its

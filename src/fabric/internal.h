@@ -23,6 +23,7 @@ struct kb__fabric {
     void *model_state;             /* the model's (init / fini) */
     uint32_t packet_bytes, header_bytes;
     uint32_t n_nodes, n_links;
+    uint32_t n_down;          /* links that are down (faults): out of out_first/out_next */
     kb__fab_node_desc *nodes; /* names owned */
     kb__link *links;
     uint32_t *out_first; /* per node: first outgoing link id or KB__NO_NODE */

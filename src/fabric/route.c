@@ -12,6 +12,13 @@
  *   - between routers of one SIP: dimension order, x first, then y;
  *   - between SIPs: around the ring of IO chiplets in the shorter direction,
  *     ties toward increasing SIP index.
+ * Links that are down (faults.down_links) are not in the out-lists, so no
+ * search crosses them. When one is on the route the rules above give, the
+ * route goes around it (docs/faults.md): between routers, y first then x;
+ * failing that, the shortest path over the SIP's routers, breadth first
+ * over out-links in increasing id order; between SIPs, the ring the other
+ * way. When nothing reaches, the error names both ends. Without down links
+ * the first rule always succeeds: the routes are the ones above.
  * The attach cube of SIP s is the cube that has a link into its IO chiplet.
  *
  * Cost: computing a route is linear in the graph size; the cache makes every
@@ -119,11 +126,23 @@ static int path_push(path *p, uint32_t link)
     return 0;
 }
 
+/* Flags on a search's regions: through the routers of one SIP only (the
+ * mesh detour); never through the host (the ring: SIP links only, so a
+ * message between SIPs does not bounce through the host's PCIe links). */
+#define ROUTERS_OF (1ull << 62)
+#define NO_HOST    (1ull << 63)
+
 static int allowed(const kb__fabric *fab, uint32_t node, uint64_t ra, uint64_t rb)
 {
+    if (ra & ROUTERS_OF)
+        return fab->nodes[node].role == KB__FR_ROUTER &&
+               fab->nodes[node].sip == (uint32_t)(ra & 0xffffffffu);
+    int host_ok = !(ra & NO_HOST);
+    ra &= ~NO_HOST;
+    rb &= ~NO_HOST;
     uint64_t r = region(&fab->nodes[node]);
     if (r == ra || r == rb) return 1;
-    return fab->nodes[node].role == KB__FR_HOST && (is_io(ra) || is_io(rb));
+    return host_ok && fab->nodes[node].role == KB__FR_HOST && (is_io(ra) || is_io(rb));
 }
 
 /* Appends the shortest path from -> to using nodes of regions ra/rb only. */
@@ -166,14 +185,15 @@ static uint32_t router_at(const kb__fabric *fab, uint32_t s, uint32_t x, uint32_
     return fab->routers[((size_t)s * fab->mesh_h + y) * fab->mesh_w + x];
 }
 
-/* Appends the XY route between two routers of SIP s. */
-static int mesh_xy(kb__fabric *fab, uint32_t s, uint32_t from, uint32_t to, path *p)
+/* Appends the dimension-order route between two routers of SIP s: x first
+ * (XY), or y first (YX) when y_first. */
+static int mesh_dim(kb__fabric *fab, uint32_t s, uint32_t from, uint32_t to, int y_first, path *p)
 {
     uint32_t x = fab->nodes[from].x, y = fab->nodes[from].y;
     uint32_t tx = fab->nodes[to].x, ty = fab->nodes[to].y;
     uint32_t cur = from;
     while (cur != to) {
-        if (x != tx)
+        if (x != tx && (!y_first || y == ty))
             x = x < tx ? x + 1 : x - 1;
         else
             y = y < ty ? y + 1 : y - 1;
@@ -186,21 +206,48 @@ static int mesh_xy(kb__fabric *fab, uint32_t s, uint32_t from, uint32_t to, path
     return 0;
 }
 
-/* Appends the ring route between the IO chiplets of SIPs s and t. */
-static int ring(kb__fabric *fab, uint32_t s, uint32_t t, path *p)
+/* Appends the route between two routers of SIP s: XY; with links down, YX
+ * or the shortest path over the SIP's routers when XY crosses one. */
+static int mesh_xy(kb__fabric *fab, uint32_t s, uint32_t from, uint32_t to, path *p)
+{
+    uint32_t n0 = p->n;
+    int rc = mesh_dim(fab, s, from, to, 0, p);
+    if (rc != KB_ENOTFOUND || !fab->n_down) return rc;
+    p->n = n0;
+    rc = mesh_dim(fab, s, from, to, 1, p);
+    if (rc != KB_ENOTFOUND) return rc;
+    p->n = n0;
+    return bfs(fab, from, to, ROUTERS_OF | s, ROUTERS_OF | s, p);
+}
+
+/* Appends the ring route between the IO chiplets of SIPs s and t going in
+ * direction step (+1: increasing SIP index). */
+static int ring_dir(kb__fabric *fab, uint32_t s, uint32_t t, int step, path *p)
 {
     uint32_t n = fab->n_sips;
-    uint32_t fwd = (t + n - s) % n, bwd = (s + n - t) % n;
-    int step = fwd <= bwd ? 1 : -1;
     while (s != t) {
         uint32_t next = (uint32_t)((s + n + (uint32_t)step) % n);
         uint32_t a = fab->io_nocs[s], b = fab->io_nocs[next];
         if (a == KB__NO_NODE || b == KB__NO_NODE) return KB_ENOTFOUND;
-        int rc = bfs(fab, a, b, region(&fab->nodes[a]), region(&fab->nodes[b]), p);
+        int rc = bfs(fab, a, b, region(&fab->nodes[a]) | NO_HOST, region(&fab->nodes[b]), p);
         if (rc) return rc;
         s = next;
     }
     return 0;
+}
+
+/* Appends the ring route between the IO chiplets of SIPs s and t: the
+ * shorter direction (ties: increasing index); the other when a link on it
+ * is down. */
+static int ring(kb__fabric *fab, uint32_t s, uint32_t t, path *p)
+{
+    uint32_t n = fab->n_sips, n0 = p->n;
+    uint32_t fwd = (t + n - s) % n, bwd = (s + n - t) % n;
+    int step = fwd <= bwd ? 1 : -1;
+    int rc = ring_dir(fab, s, t, step, p);
+    if (rc != KB_ENOTFOUND || !fab->n_down) return rc;
+    p->n = n0;
+    return ring_dir(fab, s, t, -step, p);
 }
 
 static int leave_to_io(kb__fabric *fab, uint32_t from, uint32_t s, path *p)
@@ -346,9 +393,13 @@ int kb__fabric_route(kb__fabric *fab, uint32_t from, uint32_t via, uint32_t to,
     if (!rc) rc = finish_route(fab, &p, from, via, to, &r);
     free(p.links);
     if (rc)
-        return kb__err_set(err, rc, "fabric: no route from %s to %s%s%s", fab->nodes[from].name,
+        return kb__err_set(err, rc, "fabric: no route from %s to %s%s%s%s", fab->nodes[from].name,
                            fab->nodes[to].name, via == KB__NO_NODE ? "" : " via ",
-                           via == KB__NO_NODE ? "" : fab->nodes[via].name);
+                           via == KB__NO_NODE ? "" : fab->nodes[via].name,
+                           fab->n_down && rc == KB_ENOTFOUND
+                               ? ": the links that are down (faults.down_links) cut every path "
+                                 "the routing allows (docs/faults.md)"
+                               : "");
     if (2 * (fab->n_routes + 1) > fab->n_slots && cache_grow(fab)) {
         free(r->nodes);
         free(r);

@@ -69,7 +69,8 @@ static int init_mem(kb__device *d, uint32_t idx, kb__mem_space sp, uint32_t s, u
     if (sp == KB__SPACE_HBM) {
         mp.channels = p->cube.hbm_pseudo_channels;
         mp.interleave_bytes = p->cube.hbm_interleave_bytes;
-        mp.bw_gbs = p->cube.hbm_xbar_bw_gbs * p->cube.hbm_efficiency;
+        mp.bw_gbs = p->cube.hbm_xbar_bw_gbs * p->cube.hbm_efficiency *
+                    kb__topo_fault_hbm_factor(p, s, c, u); /* faults.slow_hbm */
         mp.latency_ns = p->cube.hbm_access_latency_ns;
     } else {
         mp.channels = 1;
@@ -123,7 +124,9 @@ static int build_dmas(kb__device *d, kb__err *err)
                                        pe);
                 e->node = (uint32_t)node;
                 e->channels = last ? t->params.cube.m_cpu_dma_channels : t->params.pe.dma_channels;
-                e->bw_gbs = last ? 0.0 : t->params.pe.dma_bw_gbs;
+                e->bw_gbs = last ? 0.0
+                                 : t->params.pe.dma_bw_gbs * /* faults.slow_pes */
+                                       kb__topo_fault_pe_factor(&t->params, s, c, pe);
             }
     return 0;
 }

@@ -132,6 +132,7 @@ int kb__ipcq_create(kb__ipcq_set **out, kb__sim *sim, uint32_t world, const kb__
     for (uint32_t r = 0; r < world; r++) {
         s->ep[r].set = s;
         s->ep[r].rank = r;
+        s->ep[r].vc_bw_gbs = cfg->vc_bw_gbs;
         for (uint32_t p = 0; p < KB__IPCQ_PORTS; p++) {
             s->ep[r].port[p].ep = &s->ep[r];
             s->ep[r].port[p].index = p;
@@ -307,7 +308,7 @@ static void vc_kick(kb__sim *sim, kb__ipcq_ep *ep)
     const kb__ipcq_cfg *cfg = &ep->set->cfg;
     ep->set->busy += 2; /* chunk_go, vc_free */
     kb__sim_post(sim, cfg->setup_ps, chunk_go, c, 0);
-    kb__sim_post(sim, cfg->setup_ps + kb__ps_from_bytes_gbs(c->bytes, cfg->vc_bw_gbs), vc_free, ep,
+    kb__sim_post(sim, cfg->setup_ps + kb__ps_from_bytes_gbs(c->bytes, ep->vc_bw_gbs), vc_free, ep,
                  0);
 }
 

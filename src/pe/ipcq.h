@@ -187,6 +187,7 @@ struct kb__ipcq_ep {
     kb__ipcq_port port[KB__IPCQ_PORTS];
     /* vc channel: FIFO of chunks waiting to leave */
     struct kb__ipcq_chunk *vc_head, *vc_tail;
+    double vc_bw_gbs; /* its vc channel's rate: cfg.vc_bw_gbs, less on a slow PE (faults) */
     bool vc_busy;
     uint64_t vc_chunks, vc_bytes;
     /* the program's queue wait; blocked <=> counted in set->blocked */

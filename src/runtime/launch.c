@@ -83,7 +83,14 @@ int kb__rt_pes_init(kb_machine *m, kb__err *err)
         char name[48];
         snprintf(name, sizeof name, "sip%u/cube%u/pe%u", i / (m->cubes * m->pes),
                  i / m->pes % m->cubes, i % m->pes);
-        int rc = kb__pe_create(m->dev->sim, name, &m->pe_params, &v[i], err);
+        /* faults.slow_pes: this PE's units at a fraction of their speed */
+        double f = kb__topo_fault_pe_factor(&m->params, i / (m->cubes * m->pes),
+                                            i / m->pes % m->cubes, i % m->pes);
+        kb__pe_params pp = m->pe_params;
+        pp.gemm.clock_ghz *= f;
+        pp.math.clock_ghz *= f;
+        pp.dma.bw_gbs *= f;
+        int rc = kb__pe_create(m->dev->sim, name, &pp, &v[i], err);
         if (rc) {
             for (uint32_t j = 0; j < i; j++)
                 kb__pe_destroy(v[j]);

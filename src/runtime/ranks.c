@@ -252,7 +252,11 @@ void kb__rt_ranks_fini(kb_machine *m)
 static int rank_body(int rank, int nprocs, void *arg)
 {
     rt_spawn *g = arg;
-    int rc = g->fn(g->m, rank, nprocs, g->arg);
+    kb__sim *sim0 = g->m->ranks->d.sim;
+    /* faults.late_ranks: this rank starts late (a canceled sleep fails it) */
+    kb__time late = kb__ps_from_ns(kb__topo_fault_rank_delay_ns(&g->m->params, (uint32_t)rank));
+    int rc = late ? kb__sleep(sim0, late) : 0;
+    if (!rc) rc = g->fn(g->m, rank, nprocs, g->arg);
     g->ended[rank] = 1;
     for (int i = 0; i < KB__RT_EXT_MAX; i++)
         if (g->ext[i].rank_ended) g->ext[i].rank_ended(g->ext[i].p, rank);

@@ -29,6 +29,37 @@ typedef struct kb__math_cycles {
     uint32_t exp, log, sqrt, rsqrt, sigmoid, reduce;
 } kb__math_cycles;
 
+/* Faults (docs/faults.md): stragglers and broken parts, checked against the
+ * machine's shape when loaded (faults.c) and baked into the graph's links
+ * and the units' parameters when the machine is built: nothing is looked up
+ * while a simulation runs. At most KB__FAULTS_MAX entries per list. */
+#define KB__FAULTS_MAX       32
+#define KB__FAULT_NAME_MAX   32
+#define KB__FAULT_FACTOR_MIN 0.001 /* a thousandth of the speed: the slowest accepted */
+
+typedef struct kb__fault_unit {
+    uint32_t sip, cube, unit; /* unit: the PE, or the HBM slice */
+    double factor;            /* in [KB__FAULT_FACTOR_MIN, 1]: the fraction of its speed left */
+} kb__fault_unit;
+
+typedef struct kb__fault_link {
+    char from[KB__FAULT_NAME_MAX], to[KB__FAULT_NAME_MAX]; /* node names, as the graph's */
+    double factor; /* in [KB__FAULT_FACTOR_MIN, 1]: of its bandwidth; 0: the link is down */
+} kb__fault_link;
+
+typedef struct kb__fault_rank {
+    uint32_t rank;   /* host rank of every kb_spawn group */
+    double delay_ns; /* it starts this much after its siblings */
+} kb__fault_rank;
+
+typedef struct kb__topo_faults {
+    uint32_t n_pes, n_hbm, n_links, n_ranks;
+    kb__fault_unit pes[KB__FAULTS_MAX];   /* faults.slow_pes */
+    kb__fault_unit hbm[KB__FAULTS_MAX];   /* faults.slow_hbm */
+    kb__fault_link links[KB__FAULTS_MAX]; /* faults.slow_links, then faults.down_links */
+    kb__fault_rank ranks[KB__FAULTS_MAX]; /* faults.late_ranks */
+} kb__topo_faults;
+
 typedef struct kb__topo_params {
     struct {
         uint64_t packet_bytes;
@@ -92,6 +123,7 @@ typedef struct kb__topo_params {
         uint64_t ipcq_credit_bytes, ipcq_vc_chunk_bytes;
         double ipcq_poll_interval_ns, ipcq_wake_ns;
     } pe;
+    kb__topo_faults faults; /* not in the schema table: lists (faults.c) */
 } kb__topo_params;
 
 typedef enum kb__param_type {
@@ -153,6 +185,34 @@ int kb__topo_params_text(const kb__topo_params *p, char **out, kb__err *err);
  * field: every layer asks here (or the fabric, kb__fabric_packet_bytes,
  * which is given this value when it is built from the machine graph). */
 uint32_t kb__topo_packet_bytes(const kb__topo_params *p);
+
+/* ---- faults (faults.c) ---------------------------------------------------- */
+
+/* Parses and checks the `faults` section (node; NULL or null: none) into
+ * p->faults, against the shape p already holds: every sip, cube, PE, slice
+ * and link must exist (the error names the key, the value and what exists),
+ * no part listed twice. Errors: KB_ECONFIG, KB_ENOMEM. */
+int kb__topo_faults_from_cfg(kb__topo_params *p, const kb__cfg_node *node, kb__err *err);
+
+/* 1 when p lists any fault. */
+int kb__topo_faults_any(const kb__topo_params *p);
+
+/* Appends the faults as "faults.LIST=[{...}]" lines (valid --set arguments,
+ * nothing when there are none) to the text s of length *len and capacity
+ * *cap (realloc'd). 0 or KB_ENOMEM. */
+int kb__topo_faults_text(const kb__topo_params *p, char **s, size_t *len, size_t *cap);
+
+/* The faults in words for run headers ("slow PE sip0.cube3.pe5 x0.5; down
+ * link ...", "none"), cut to size. */
+void kb__topo_faults_describe(const kb__topo_params *p, char *buf, size_t size);
+
+/* The speed factor of a PE's units and of an HBM slice (1 when healthy),
+ * and a host rank's start delay in ns (0 when on time): read when the
+ * machine is built, never while it runs. */
+double kb__topo_fault_pe_factor(const kb__topo_params *p, uint32_t sip, uint32_t cube, uint32_t pe);
+double kb__topo_fault_hbm_factor(const kb__topo_params *p, uint32_t sip, uint32_t cube,
+                                 uint32_t slice);
+double kb__topo_fault_rank_delay_ns(const kb__topo_params *p, uint32_t rank);
 
 /* PEs per cube (corners x pe_per_corner), cubes per SIP, total PEs. */
 uint32_t kb__topo_pes_per_cube(const kb__topo_params *p);

@@ -6,6 +6,9 @@
  * The text is what the results' configuration hash is computed over, and
  * each line is a valid --set argument: the built-in machine with every
  * line applied is the machine p describes.
+ * Faults, when there are any, follow as one "faults.LIST=[...]" line per
+ * list (faults.c); a machine without faults has none, so its text (and
+ * hash) is what it was before faults existed.
  * Cost: one line per parameter (about 130 lines, a few KiB).
  */
 #include "topo/internal.h"
@@ -70,6 +73,10 @@ int kb__topo_params_text(const kb__topo_params *p, char **out, kb__err *err)
             if (!s) break;
         }
         len += (size_t)snprintf(s + len, cap - len, "%s=%s\n", e->path, value);
+    }
+    if (s && kb__topo_faults_text(p, &s, &len, &cap)) {
+        free(s);
+        s = NULL;
     }
     *out = s;
     return s ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory writing the machine's parameters");

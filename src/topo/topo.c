@@ -343,6 +343,45 @@ static int bind_kinds(kb__topo *t, kb__err *err)
     return 0;
 }
 
+/* Scales the bandwidth of both directions of the physical link `id`
+ * belongs to (the fabric derives its service times from it). */
+static void scale_link(kb__topo *t, uint32_t id, double factor)
+{
+    t->links[id].bw_gbs *= factor;
+    t->links[t->links[id].reverse].bw_gbs *= factor;
+}
+
+/* Bakes params.faults into the links: slow HBM slices and links get their
+ * bandwidth scaled, down links are marked. The faults were checked against
+ * this shape when loaded; one naming a part the graph lacks is refused. */
+static int apply_faults(kb__topo *t, kb__err *err)
+{
+    const kb__topo_faults *f = &t->params.faults;
+    for (uint32_t i = 0; i < f->n_hbm; i++) {
+        const kb__fault_unit *u = &f->hbm[i];
+        int32_t x = kb__topo_node_id(t, KB__ROLE_XBAR, (int)u->sip, (int)u->cube, -1);
+        int32_t h = kb__topo_node_id(t, KB__ROLE_HBM_CTRL, (int)u->sip, (int)u->cube, (int)u->unit);
+        int32_t id = x < 0 || h < 0 ? -1 : kb__topo_link_id(t, (uint32_t)x, (uint32_t)h);
+        if (id < 0)
+            return kb__err_set(err, KB_ECONFIG, "faults.slow_hbm: no slice sip%u.cube%u.hbm%u",
+                               u->sip, u->cube, u->unit);
+        scale_link(t, (uint32_t)id, u->factor);
+    }
+    for (uint32_t i = 0; i < f->n_links; i++) {
+        const kb__fault_link *fl = &f->links[i];
+        int32_t a = kb__topo_find(t, fl->from), b = kb__topo_find(t, fl->to);
+        int32_t id = a < 0 || b < 0 ? -1 : kb__topo_link_id(t, (uint32_t)a, (uint32_t)b);
+        if (id < 0)
+            return kb__err_set(err, KB_ECONFIG, "faults: no link between %s and %s", fl->from,
+                               fl->to);
+        if (fl->factor > 0)
+            scale_link(t, (uint32_t)id, fl->factor);
+        else
+            t->links[id].down = t->links[t->links[id].reverse].down = 1;
+    }
+    return 0;
+}
+
 int kb__topo_build(kb__topo **out, const kb__topo_params *p, kb__err *err)
 {
     *out = NULL;
@@ -376,6 +415,7 @@ int kb__topo_build(kb__topo **out, const kb__topo_params *p, kb__err *err)
               KB__LINK_SIP_LINK, sl->bw_gbs, sl->overhead_ns, sl->length_mm);
     make_adjacency(t);
     int rc = bind_kinds(t, err);
+    if (!rc) rc = apply_faults(t, err);
     if (rc) {
         kb__topo_destroy(t);
         return rc;

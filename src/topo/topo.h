@@ -12,7 +12,9 @@
  *
  * Links come in pairs: a physical link is ids 2k (built direction) and
  * 2k+1 (reverse), each with its own bandwidth B, overhead o and wire delay
- * w (docs/topology.md says which parameter feeds which class). Out-links
+ * w (docs/topology.md says which parameter feeds which class); the faults
+ * of params.faults are baked in (a slow link's or HBM slice's B scaled, a
+ * down link marked), so nobody looks them up later. Out-links
  * per node are in CSR form for the router of the fabric layer.
  *
  * Cost: build is O(nodes + links), one allocation per array; the default
@@ -76,6 +78,7 @@ typedef struct kb__topo_link {
     uint64_t wire_ps;     /* w = length_mm x ns_per_mm, ceil to ps */
     uint64_t node_ps;     /* what the from node's kind adds to every message leaving it
                              (kb__kind_ops.leave_ps: a router's traversal), paid like o */
+    int down;             /* faults.down_links: in the graph, but no route may use it */
 } kb__topo_link;
 
 /* Who routes messages over a graph: the fabric built over it binds itself

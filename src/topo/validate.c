@@ -34,6 +34,11 @@ static void names_below(const char *prefix, names *out)
 {
     size_t plen = strlen(prefix);
     out->n = 0;
+    if (!plen) { /* the faults section is lists, not schema entries (faults.c) */
+        strcpy(out->buf[0], "faults");
+        out->ptr[0] = out->buf[0];
+        out->n = 1;
+    }
     for (size_t i = 0; i < kb__topo_schema_count(); i++) {
         const char *path = kb__topo_schema_get(i)->path;
         if (plen && (strncmp(path, prefix, plen) || path[plen] != '.')) continue;
@@ -148,6 +153,7 @@ static int walk(const kb__cfg_node *map, kb__topo_params *p, kb__err *err)
     names_below(map->path, &known);
     for (size_t i = 0; i < map->n_kids; i++) {
         const kb__cfg_node *kid = map->kids[i];
+        if (!map->path[0] && !strcmp(kid->key, "faults")) continue; /* faults.c */
         int found = 0;
         for (size_t j = 0; j < known.n && !found; j++)
             found = !strcmp(known.ptr[j], kid->key);
@@ -307,12 +313,41 @@ static int check_rules(const kb__topo_params *p, const kb__cfg_node *root, kb__e
     return check_times(p, root, err);
 }
 
+/* The rates the faults slow down, checked like the others against the
+ * picosecond clock at the smallest factor listed. */
+static int check_fault_times(const kb__topo_params *p, const kb__cfg_node *root, kb__err *err)
+{
+    const kb__topo_faults *f = &p->faults;
+    double least = 1;
+    for (uint32_t i = 0; i < f->n_pes; i++)
+        least = f->pes[i].factor < least ? f->pes[i].factor : least;
+    for (uint32_t i = 0; i < f->n_hbm; i++)
+        least = f->hbm[i].factor < least ? f->hbm[i].factor : least;
+    for (uint32_t i = 0; i < f->n_links; i++)
+        if (f->links[i].factor > 0 && f->links[i].factor < least) least = f->links[i].factor;
+    if (least == 1) return 0;
+    kb__topo_params q = *p;
+    for (size_t i = 0; i < kb__topo_schema_count(); i++) {
+        const kb__param *e = kb__topo_schema_get(i);
+        size_t len = strlen(e->path);
+        if (e->type != KB__PT_BW && !(len > 9 && !strcmp(e->path + len - 9, "clock_ghz"))) continue;
+        double v;
+        memcpy(&v, (const char *)&q + e->offset, sizeof v);
+        v *= least;
+        memcpy((char *)&q + e->offset, &v, sizeof v);
+    }
+    int rc = check_times(&q, root, err);
+    return rc ? kb__err_prefix(err, "faults: a factor of %g slows a rate too far: ", least) : 0;
+}
+
 int kb__topo_params_from_cfg(kb__topo_params *p, const kb__cfg_node *root, kb__err *err)
 {
     kb__topo_params tmp;
     kb__topo_params_default(&tmp);
     int rc = walk(root, &tmp, err);
     if (!rc) rc = check_rules(&tmp, root, err);
+    if (!rc) rc = kb__topo_faults_from_cfg(&tmp, kb__cfg_child(root, "faults"), err);
+    if (!rc) rc = check_fault_times(&tmp, root, err);
     if (!rc) *p = tmp;
     return rc;
 }
