@@ -210,6 +210,17 @@ KB_API int kb_xf_acts_free(kb_machine *m, kb_xf_acts *acts);
 KB_API int kb_xf_block_backward(kb_machine *m, kb_xf_block *b, kb_xf_acts *acts, kb_tensor dy,
                                 kb_tensor *dx, kb_xf_grads *g);
 
+/* Collective over the caller's data-parallel group
+ * (kb_tp_get_data_parallel_group): every gradient of g := its mean over the
+ * replicas. Each weight's gradient piece by piece (a PE's piece is
+ * averaged with the same piece of the other replicas only): an
+ * all-to-all-v gathers chunk q of every replica's piece on replica q (a
+ * reduce-scatter), a kernel averages there, a second all-to-all-v brings
+ * the means back (an all-gather); the norms' by an all-reduce (KB_AVG).
+ * One replica: nothing. KB_EINVAL when a piece's elements do not divide
+ * by the replicas (or more than 64 replicas). */
+KB_API int kb_xf_grads_reduce_dp(kb_machine *m, const kb_xf_block *b, kb_xf_grads *g);
+
 /* Frees the block's tensors and zeroes *b. */
 KB_API int kb_xf_block_free(kb_machine *m, kb_xf_block *b);
 

@@ -27,6 +27,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernbench/transformer.h"
@@ -431,6 +432,94 @@ int kb_xf_block_backward(kb_machine *m, kb_xf_block *b, kb_xf_acts *acts, kb_ten
     kb_xf_acts_free(m, acts);
     if (rc) {
         *dx = (kb_tensor){0};
+        return kb__tp_fail(m, &e);
+    }
+    return 0;
+}
+
+/* ---- data parallelism ---------------------------------------------------------------------- */
+
+#define REDUCE_DP "kb_xf_grads_reduce_dp"
+
+/* One weight's gradient averaged over the R replicas, piece by piece (its
+ * c shards: the group's buffer q·c + s is replica q's shard s): an
+ * all-to-all-v sends chunk q of every shard s to buffer (q, s) (a
+ * reduce-scatter per piece), a kernel averages the R chunks there and
+ * writes R copies of the mean, a second all-to-all-v sends them back to
+ * every replica's shard s (the all-gather). */
+static int mean_pieces(kb_machine *m, const kb_xf_block *b, kb_group dp, int R, kb_tensor grad,
+                       kb_split split, int64_t *counts)
+{
+    kb_tensor_info i;
+    int rc = kb_tensor_get_info(m, grad, &i);
+    if (rc) return rc;
+    int c = b->pes;
+    int64_t per = i.shape[0] * (i.ndim == 2 ? i.shape[1] : 1) / c; /* a shard's elements */
+    if (per % R || R > 64) {
+        kb__err e;
+        kb__err_set(&e, KB_EINVAL,
+                    REDUCE_DP " '%s': %s has %lld elements per PE, which do not split into %d "
+                              "chunks (one per data-parallel replica, at most 64)",
+                    b->name, i.name, (long long)per, R);
+        return kb__tp_fail(m, &e);
+    }
+    int64_t p = (int64_t)R * c;
+    for (int64_t s = 0; s < c; s++)
+        for (int64_t j = 0; j < p; j++)
+            counts[s * p + j] = j % c == s ? per / R : 0;
+    kb_tensor chunks, means;
+    kb_policy pol = b->qkv.placement;
+    pol.cube = pol.pe = split;
+    char n[80];
+    snprintf(n, sizeof n, "%.60s.dp_chunks", i.name);
+    rc = kb_empty(m, n, i.ndim, i.shape, i.dtype, &pol, &chunks);
+    if (rc) return rc;
+    snprintf(n, sizeof n, "%.60s.dp_means", i.name);
+    rc = kb_empty(m, n, i.ndim, i.shape, i.dtype, &pol, &means);
+    if (rc) {
+        kb_free(m, chunks);
+        return rc;
+    }
+    rc = kb_all_to_all_v_group(m, dp, chunks, grad, counts, (size_t)(c * p));
+    if (!rc) rc = kb__tp_chunk_mean(m, "dp.mean", b->sip, chunks, means, R);
+    if (!rc) rc = kb_all_to_all_v_group(m, dp, grad, means, counts, (size_t)(c * p));
+    kb_free(m, chunks), kb_free(m, means);
+    return rc;
+}
+
+int kb_xf_grads_reduce_dp(kb_machine *m, const kb_xf_block *b, kb_xf_grads *g)
+{
+    if (!m) return KB_EINVAL;
+    kb__err e;
+    kb__err_clear(&e);
+    if (!b || !g || !b->qkv.weight.id || !g->qkv.id) {
+        kb__err_set(&e, KB_EINVAL, REDUCE_DP ": %s",
+                    !b || !g ? "the block or g is NULL"
+                             : "the block or the gradients are not built");
+        return kb__tp_fail(m, &e);
+    }
+    kb_group dp;
+    int R = 0;
+    int rc = kb_tp_get_data_parallel_group(m, &dp);
+    if (!rc) rc = kb_tp_get_data_parallel_world_size(m, &R);
+    if (rc || R == 1) return rc;
+    int64_t *counts = calloc((size_t)b->pes * (size_t)b->pes * (size_t)R, sizeof *counts);
+    if (!counts) {
+        kb__err_set(&e, KB_ENOMEM, REDUCE_DP ": out of host memory");
+        return kb__tp_fail(m, &e);
+    }
+    kb_tensor w[4] = {g->qkv, g->o, g->up, g->down};
+    kb_split sp[4] = {KB_COLUMN_WISE, KB_ROW_WISE, KB_COLUMN_WISE, KB_ROW_WISE};
+    for (int i = 0; i < 4 && !rc; i++)
+        rc = mean_pieces(m, b, dp, R, w[i], sp[i], counts);
+    free(counts);
+    /* the norms' rows are the same on every PE of a replica: the mean over all of them is
+       the mean over the replicas */
+    kb_tensor nv[4] = {g->norm1, g->norm1_beta, g->norm2, g->norm2_beta};
+    for (int i = 0; i < 4 && !rc; i++)
+        if (nv[i].id) rc = kb_all_reduce_group(m, dp, nv[i], KB_AVG);
+    if (rc) {
+        kb__err_set(&e, rc, REDUCE_DP " '%s': %s", b->name, kb_last_error(m));
         return kb__tp_fail(m, &e);
     }
     return 0;

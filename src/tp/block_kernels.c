@@ -593,6 +593,38 @@ static void attention_bwd_kernel(tl_ctx *k)
         }
 }
 
+/* ---- data-parallel gradient mean ------------------------------------------------------------ */
+
+/* Arguments: 0 src, 1 dst, 2 R; src and dst shards [K, n] alike, read as
+ * flat arrays of N = K · n elements in R chunks of C = N / R: every chunk
+ * of dst := the mean of src's R chunks (f32). */
+static void chunk_mean_kernel(tl_ctx *k)
+{
+    tl_tensor *src = tl_arg_tensor(k, 0), *dst = tl_arg_tensor(k, 1);
+    int64_t R = tl_arg_i64(k, 2), n = tl_tensor_dim(src, 1);
+    int64_t C = tl_tensor_dim(src, 0) * n / R, B = pow2_below(C, 1024);
+    tl_tile ncols = tl_scalar(k, (double)n, TL_I32);
+    tl_tile s0 = tl_scalar(k, (double)tl_tensor_stride(src, 0), TL_I32);
+    tl_tile s1 = tl_scalar(k, (double)tl_tensor_stride(src, 1), TL_I32);
+    for (int64_t f0 = 0; f0 < C; f0 += B) {
+        uint64_t s = tl_scope_begin(k);
+        tl_tile f = tl_add(k, tl_arange(k, 0, B), tl_scalar(k, (double)f0, TL_I32));
+        tl_tile in = tl_lt(k, f, tl_scalar(k, (double)C, TL_I32));
+        tl_tile acc = tl_zeros(k, 1, &B, TL_F32), off[64];
+        for (int64_t q = 0; q < R && q < 64; q++) {
+            tl_tile e = tl_add(k, f, tl_scalar(k, (double)(q * C), TL_I32));
+            off[q] = tl_add(k, tl_mul(k, tl_floordiv(k, e, ncols), s0),
+                            tl_mul(k, tl_mod(k, e, ncols), s1));
+            acc = tl_add(k, acc, tl_cast(k, tl_load(k, src, off[q], in, TL_NONE), TL_F32));
+        }
+        tl_tile mean =
+            tl_cast(k, tl_div(k, acc, tl_scalar(k, (double)R, TL_F32)), tl_tensor_dtype(dst));
+        for (int64_t q = 0; q < R && q < 64; q++)
+            tl_store(k, dst, off[q], mean, in);
+        tl_scope_end(k, s, 0, NULL);
+    }
+}
+
 /* ---- launches ----------------------------------------------------------------------------- */
 
 int kb__tp_norm(kb_machine *m, const char *name, int sip, kb_tensor x, kb_tensor y, kb_tensor gamma,
@@ -664,4 +696,11 @@ int kb__tp_attention_backward(kb_machine *m, const char *name, int sip,
         kb_arg_i64(a->dout_width), kb_arg_tensor(a->lse),   kb_arg_tensor(f->cos),
         kb_arg_tensor(f->sin)};
     return kb__tp_launch(m, name, attention_bwd_kernel, sip, args, f->cos.id ? 16 : 14);
+}
+
+int kb__tp_chunk_mean(kb_machine *m, const char *name, int sip, kb_tensor src, kb_tensor dst,
+                      int64_t r)
+{
+    kb_arg args[3] = {kb_arg_tensor(src), kb_arg_tensor(dst), kb_arg_i64(r)};
+    return kb__tp_launch(m, name, chunk_mean_kernel, sip, args, 3);
 }

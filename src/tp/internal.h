@@ -187,6 +187,12 @@ typedef struct kb__tp_attn_bwd_args {
 int kb__tp_attention_backward(kb_machine *m, const char *name, int sip,
                               const kb__tp_attn_bwd_args *a);
 
+/* Over the PEs of src's shards: src and dst shards [K, n] alike read as
+ * flat arrays in r chunks of K · n / r elements (r <= 64, dividing K · n):
+ * every chunk of dst := the mean of src's r chunks. Waits. */
+int kb__tp_chunk_mean(kb_machine *m, const char *name, int sip, kb_tensor src, kb_tensor dst,
+                      int64_t r);
+
 /* Launches y += bias (bias [N] broadcast over y's rows) and waits. */
 int kb__tp_bias_add(kb_machine *m, const char *name, int sip, kb_tensor y, kb_tensor bias);
 

@@ -53,7 +53,8 @@ typedef struct grads {
 } grads;
 
 typedef struct run {
-    int tp, pes, sp, train;
+    int tp, pes, sp, train, dp; /* dp > 1: replica 1 takes x_alt, the gradients are averaged */
+    float *x_alt;
     kb_xf_config c;
     kb_xf_weights w;
     float *x, *dy;
@@ -147,9 +148,10 @@ static int rank_fn(kb_machine *m, int rank, int nprocs, void *arg)
     if (!rc) rc = kb_tp_set_pes_per_rank(m, u->pes);
     if (!rc) rc = kb_xf_block_create(m, &b, "blk", &u->c, &u->w);
     if (!rc) rc = kb_xf_input_policy(m, &b, &p, &rows);
-    int64_t row0 = u->sp ? rank * rows : 0;
-    int mine = u->sp || rank == 0; /* who copies out its rows */
-    if (!rc) rc = put(m, "x", &p, rows, u->x + row0 * H, &x);
+    int tp_rank = rank % u->tp, replica = rank / u->tp;
+    int64_t row0 = u->sp ? tp_rank * rows : 0;
+    int mine = replica == 0 && (u->sp || rank == 0); /* who copies out its rows */
+    if (!rc) rc = put(m, "x", &p, rows, (replica ? u->x_alt : u->x) + row0 * H, &x);
     if (!rc && !u->train) rc = kb_xf_block_forward(m, &b, x, &y);
     if (!rc && u->train) rc = kb_xf_grads_create(m, &b, &g);
     if (!rc && u->train) rc = kb_xf_block_forward_train(m, &b, x, &y, &acts);
@@ -157,7 +159,8 @@ static int rank_fn(kb_machine *m, int rank, int nprocs, void *arg)
     if (!rc && u->train) rc = put(m, "dy", &p, rows, u->dy + row0 * H, &dy);
     if (!rc && u->train) rc = kb_xf_block_backward(m, &b, &acts, dy, &dx, &g);
     if (!rc && u->train && mine) rc = get(m, dx, rows, u->dx + row0 * H);
-    if (!rc && u->train) rc = collect(m, &b, &g, u, rank);
+    if (!rc && u->train && u->dp > 1) rc = kb_xf_grads_reduce_dp(m, &b, &g);
+    if (!rc && u->train && replica == 0) rc = collect(m, &b, &g, u, rank);
     kb_tensor t[4] = {x, y, dy, dx};
     for (int i = 0; i < 4; i++)
         if (t[i].id) kb_free(m, t[i]);
@@ -216,7 +219,7 @@ static void go(run *u, int tp, int pes, int sp, int layer_gelu, int train, const
     u->w = (kb_xf_weights){w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10]};
     if (layer_gelu) u->w.w_gate = NULL;
     kb_machine *m = kb_test_small_machine(0);
-    u->rc = kb_spawn(m, rank_fn, tp, u);
+    u->rc = kb_spawn(m, rank_fn, tp * (u->dp > 1 ? u->dp : 1), u);
     snprintf(u->msg, sizeof u->msg, "%s", u->rc ? kb_last_error(m) : "");
     kb_close(m);
 }
@@ -528,4 +531,40 @@ Test(tp_block_backward, gradients_are_finite_differences_of_the_forward, .timeou
                       probes[i].grad[probes[i].i], mag);
     }
     free(x), free(wq), free(wd);
+}
+
+/* Two replicas of 2 ranks of 2 PEs, replica 1 on another input: after
+ * kb_xf_grads_reduce_dp every gradient is the mean of the two replicas'
+ * (each run alone), within f32 rounding. */
+Test(tp_block_backward, data_parallel_gradients_are_the_replicas_mean, .timeout = 240)
+{
+    static run a, b, both;
+    static grads mean;
+    float *x2 = arr(14, T * H, 1, 0);
+    go(&a, 2, 2, 0, 0, 1, NULL, NULL);
+    go(&b, 2, 2, 0, 0, 1, x2, NULL);
+    cr_assert_eq(a.rc | b.rc, 0, "%s %s", a.msg, b.msg);
+    const inputs *in = ins();
+    memset(&both, 0, sizeof both);
+    both.tp = 2, both.pes = 2, both.train = 1, both.dp = 2, both.x = in->x, both.x_alt = x2;
+    both.dy = in->dy, both.c = config(0, 0);
+    const float *const *w = (const float *const *)in->w;
+    both.w = (kb_xf_weights){w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10]};
+    kb_machine *m = kb_test_small_machine(0);
+    both.rc = kb_spawn(m, rank_fn, 4, &both);
+    cr_assert_eq(both.rc, 0, "%s", kb_last_error(m));
+    kb_close(m);
+    const double *ga = (const double *)&a.g, *gb = (const double *)&b.g;
+    double *gm = (double *)&mean;
+    for (size_t i = 0; i < sizeof mean / sizeof(double); i++)
+        gm[i] = (ga[i] + gb[i]) / 2;
+    const char *what = "";
+    /* y and dx are replica 0's: a's */
+    double e = worst(&both, a.y, a.dx, &mean, &what);
+    cr_expect_leq(e, 1e-5, "%s %g", what, e);
+    double d = 0;
+    for (int i = 0; i < H * NQ; i++)
+        d = fmax(d, fabs(a.g.wq[i] - b.g.wq[i]));
+    cr_assert_gt(d, 1e-3, "the replicas' gradients differ");
+    free(x2);
 }
