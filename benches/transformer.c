@@ -10,11 +10,25 @@
  * dp) are stage s, holding layers / pp consecutive blocks; `micro_batches`
  * micro-batches (each the same input) go through the stages in order, GPipe's
  * forward: a stage receives each from the rank at its place in the stage
- * before (kb_recv), runs its blocks and sends the result on (kb_send). No
- * backward, so no 1F1B schedule. "step" is the whole measured region,
+ * before (kb_recv), runs its blocks and sends the result on (kb_send).
+ * "step" is the whole measured region,
  * "layer" rank 0's block forward time per block and micro-batch, "bubble"
  * the step minus micro_batches × rank 0's stage time (waiting and the
  * transfers between stages).
+ *
+ * Training (mode=train): each micro-batch's forward keeps the blocks'
+ * activations (kb_xf_block_forward_train); the last stage starts the
+ * backward from a fixed dy (the loss is L = sum dy · y over the tokens,
+ * standing in for a head and its cross-entropy, which are not modelled),
+ * gradients go back stage to stage with kb_send / kb_recv in 1F1B order
+ * (train_step), every block's gradients accumulate over the micro-batches
+ * and are then averaged over the dp replicas (kb_xf_grads_reduce_dp); no
+ * optimizer step. Figures add each backward phase ("bwd.*"), "layer
+ * forward" / "layer backward", "dp_reduce", "loss" (per micro-batch, the
+ * last stage's first replica); the model FLOPs are kb_xf_train_flops; the
+ * bubble is the step minus micro-batches × rank 0's stage time (forward and
+ * backward) minus dp_reduce. The check adds the loss against the host's:
+ * |L - Lref| / (sum |dy| · S), within the same tolerance as y.
  *
  * Every rank builds its stage's blocks from the same deterministic host
  * weights (one set, shared by the layers) and gets the same input; with
@@ -57,11 +71,12 @@
 typedef struct xf_cfg {
     kb_xf_config c;
     int64_t tp, dp, pp, layers, pes, micro; /* micro: micro-batches through the pipeline */
-    int warmup;
+    int warmup, train;
 } xf_cfg;
 
 typedef struct xf_host {
     float *x, *wq, *wk, *wv, *wo, *g1, *b1, *g2, *b2, *wg, *wu, *wd;
+    float *dy; /* training: the gradient of the loss at the last block's output */
 } xf_host;
 
 typedef struct xf_run {
@@ -72,6 +87,8 @@ typedef struct xf_run {
     float *y;                          /* [world × tokens × hidden]: each rank's full y */
     uint64_t phase[KB_XF_PHASE_COUNT]; /* rank 0, summed over the measured layers */
     uint64_t busy_ps;                  /* rank 0: its blocks' forwards, measured pass */
+    uint64_t bwd_phase[KB_XF_BWD_PHASE_COUNT], bwd_busy_ps, dp_ps; /* rank 0, training */
+    double *loss; /* training: [world] each rank's sum over its rows and micro-batches */
 } xf_run;
 
 typedef struct preset {
@@ -135,12 +152,13 @@ static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, xf_cfg 
     if (mlp && strcmp(mlp, "swiglu") && strcmp(mlp, "gelu"))
         return kb_bench_bad_option(r, "transformer: --opt mlp=%s: expected swiglu or gelu", mlp);
     if (mlp) c->mlp = !strcmp(mlp, "swiglu") ? KB_XF_SWIGLU : KB_XF_GELU;
-    if (strcmp(mode, "forward"))
+    if (strcmp(mode, "forward") && strcmp(mode, "train"))
         return kb_bench_bad_option(r,
-                                   "transformer: --opt mode=%s: only forward (inference prefill) "
-                                   "is supported yet; training steps need the backward passes, "
-                                   "which are not built",
+                                   "transformer: --opt mode=%s: expected forward (inference "
+                                   "prefill) or train (forward, backward and the data-parallel "
+                                   "gradient mean)",
                                    mode);
+    x->train = !strcmp(mode, "train");
     if (x->layers % x->pp)
         return kb_bench_bad_option(r,
                                    "transformer: --opt layers=%lld does not divide into pp=%lld "
@@ -184,8 +202,9 @@ static int host_init(const kb_xf_config *c, xf_host *h)
     h->b1 = filled(H, 78, -0.1, 0.1, dt), h->b2 = filled(H, 79, -0.1, 0.1, dt);
     h->wg = filled(H * F, 80, -sh, sh, dt), h->wu = filled(H * F, 81, -sh, sh, dt);
     h->wd = filled(F * H, 82, -sf, sf, dt);
-    float *all[] = {h->x,  h->wq, h->wk, h->wv, h->wo, h->g1,
-                    h->g2, h->b1, h->b2, h->wg, h->wu, h->wd};
+    h->dy = filled(T * H, 83, -1, 1, dt);
+    float *all[] = {h->x,  h->wq, h->wk, h->wv, h->wo, h->g1, h->g2,
+                    h->b1, h->b2, h->wg, h->wu, h->wd, h->dy};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (!all[i]) return KB_ENOMEM;
     return 0;
@@ -193,8 +212,8 @@ static int host_init(const kb_xf_config *c, xf_host *h)
 
 static void host_free(xf_host *h)
 {
-    float *all[] = {h->x,  h->wq, h->wk, h->wv, h->wo, h->g1,
-                    h->g2, h->b1, h->b2, h->wg, h->wu, h->wd};
+    float *all[] = {h->x,  h->wq, h->wk, h->wv, h->wo, h->g1, h->g2,
+                    h->b1, h->b2, h->wg, h->wu, h->wd, h->dy};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         free(all[i]);
 }
@@ -259,6 +278,210 @@ static int pipeline(kb_machine *m, const xf_cfg *c, int rank, kb_xf_block *block
     return rc;
 }
 
+/* ---- training: 1F1B ------------------------------------------------------------------- */
+
+/* A micro-batch in flight on a stage: its received input (stage 0: {0},
+ * x), each block's output (the next block's input, kept for its backward)
+ * and activations. */
+typedef struct flight {
+    kb_tensor in;
+    kb_tensor *outs;
+    kb_xf_acts *acts;
+} flight;
+
+typedef struct stage_t {
+    kb_machine *m;
+    const xf_cfg *c;
+    xf_run *u;
+    int rank, stage, last, stride, record; /* record: the measured step (figures) */
+    int64_t nl, rows, row0;
+    kb_xf_block *blocks;
+    kb_xf_grads *grads;
+    kb_tensor x, dy;
+    kb_policy p;
+    flight *fl;
+} stage_t;
+
+static int act_tensor(stage_t *s, const char *name, kb_tensor *t)
+{
+    return kb_empty(s->m, name, 2, (int64_t[]){s->rows, s->c->c.hidden}, s->c->c.dtype, &s->p, t);
+}
+
+/* Micro-batch i's input from the stage before (stage 0: x). */
+static int recv_input(stage_t *s, int64_t i)
+{
+    if (s->stage == 0) return 0;
+    int rc = act_tensor(s, "x.recv", &s->fl[i].in);
+    return rc ? rc : kb_recv(s->m, s->fl[i].in, s->rank - s->stride);
+}
+
+/* Micro-batch i through the stage's blocks, keeping what the backward
+ * needs; the output goes to the next stage (the last stage adds dy · y
+ * over its rows to its loss and keeps the y of the last micro-batch for
+ * the check). */
+static int forward_mb(stage_t *s, int64_t i)
+{
+    flight *f = &s->fl[i];
+    kb_tensor cur = s->stage ? f->in : s->x;
+    int rc = 0;
+    for (int64_t l = 0; l < s->nl && !rc; l++) {
+        uint64_t t = kb_now_ps(s->m);
+        rc = kb_xf_block_forward_train(s->m, &s->blocks[l], cur, &f->outs[l], &f->acts[l]);
+        if (s->record && s->rank == 0) {
+            s->u->busy_ps += kb_now_ps(s->m) - t;
+            for (int p = 0; p < KB_XF_PHASE_COUNT; p++)
+                s->u->phase[p] += s->blocks[l].last[p];
+        }
+        cur = f->outs[l];
+    }
+    if (rc) return rc;
+    kb_tensor y = f->outs[s->nl - 1];
+    if (!s->last) {
+        rc = kb_send(s->m, y, s->rank + s->stride);
+    } else if (s->record && !s->u->r->no_data) {
+        int64_t H = s->c->c.hidden, n = s->rows * H, T = s->c->c.seq * s->c->c.micro_batch;
+        int place = s->rank - s->stage * s->stride, tp_rank = s->rank % (int)s->c->tp;
+        int slot = s->c->c.sequence_parallel ? place - tp_rank : place;
+        float *yo = s->u->y + (size_t)slot * (size_t)(T * H) + s->row0 * H;
+        rc = kb_copy_to_host(s->m, y, yo, (size_t)n * sizeof(float), KB_F32);
+        const float *dy = s->u->h->dy + s->row0 * H;
+        for (int64_t k = 0; !rc && k < n; k++)
+            s->u->loss[s->rank] += (double)dy[k] * yo[k];
+    }
+    kb_free(s->m, y); /* no block's activations hold the last output */
+    f->outs[s->nl - 1] = (kb_tensor){0};
+    return rc;
+}
+
+/* Micro-batch i's gradient from the next stage (the last stage: dy). */
+static int recv_grad(stage_t *s, kb_tensor *g)
+{
+    if (s->last) {
+        *g = s->dy;
+        return 0;
+    }
+    int rc = act_tensor(s, "dy.recv", g);
+    return rc ? rc : kb_recv(s->m, *g, s->rank + s->stride);
+}
+
+/* Micro-batch i back through the stage's blocks from dcur; *dx: the
+ * gradient of its input (to send to the stage before), freed by the
+ * caller. Frees the micro-batch's tensors as their backward is done. */
+static int backward_mb(stage_t *s, int64_t i, kb_tensor dcur, kb_tensor *dx)
+{
+    flight *f = &s->fl[i];
+    int rc = 0;
+    for (int64_t l = s->nl - 1; l >= 0 && !rc; l--) {
+        kb_tensor d = {0};
+        uint64_t t = kb_now_ps(s->m);
+        rc = kb_xf_block_backward(s->m, &s->blocks[l], &f->acts[l], dcur, &d, &s->grads[l]);
+        if (s->record && s->rank == 0) {
+            s->u->bwd_busy_ps += kb_now_ps(s->m) - t;
+            for (int p = 0; p < KB_XF_BWD_PHASE_COUNT; p++)
+                s->u->bwd_phase[p] += s->blocks[l].last_bwd[p];
+        }
+        if (dcur.id != s->dy.id) kb_free(s->m, dcur);
+        if (l > 0) kb_free(s->m, f->outs[l - 1]), f->outs[l - 1] = (kb_tensor){0};
+        dcur = d;
+    }
+    if (f->in.id) kb_free(s->m, f->in), f->in = (kb_tensor){0};
+    *dx = dcur;
+    return rc;
+}
+
+static int send_grad(stage_t *s, kb_tensor dx)
+{
+    int rc = s->stage > 0 ? kb_send(s->m, dx, s->rank - s->stride) : 0;
+    if (dx.id) kb_free(s->m, dx);
+    return rc;
+}
+
+/* One training step: the micro-batches through the stages in 1F1B order,
+ * then the data-parallel gradient mean. Stage st of S first runs w =
+ * min(S - st - 1, M) forwards, then alternates one forward and one
+ * backward, then the w backwards left. The blocking sends and receives
+ * pair in this order: after a backward a stage receives its next input
+ * before it sends the gradient back, which the stage before, having sent
+ * that input, is then waiting for. */
+static int train_step(stage_t *s)
+{
+    int64_t S = s->c->pp, M = s->c->micro, w = S - s->stage - 1 < M ? S - s->stage - 1 : M;
+    int64_t rem = M - w;
+    int rc = 0;
+    for (int64_t i = 0; i < w && !rc; i++) {
+        rc = recv_input(s, i);
+        if (!rc) rc = forward_mb(s, i);
+    }
+    if (!rc && rem > 0) rc = recv_input(s, w);
+    for (int64_t i = 0; i < rem && !rc; i++) {
+        kb_tensor g = {0}, dx = {0};
+        rc = forward_mb(s, w + i);
+        if (!rc) rc = recv_grad(s, &g);
+        if (!rc) rc = backward_mb(s, i, g, &dx);
+        if (!rc && i < rem - 1) rc = recv_input(s, w + i + 1);
+        if (!rc)
+            rc = send_grad(s, dx);
+        else if (dx.id)
+            kb_free(s->m, dx);
+    }
+    for (int64_t i = rem; i < M && !rc; i++) {
+        kb_tensor g = {0}, dx = {0};
+        rc = recv_grad(s, &g);
+        if (!rc) rc = backward_mb(s, i, g, &dx);
+        if (!rc)
+            rc = send_grad(s, dx);
+        else if (dx.id)
+            kb_free(s->m, dx);
+    }
+    uint64_t t = kb_now_ps(s->m);
+    for (int64_t l = 0; l < s->nl && !rc; l++)
+        rc = kb_xf_grads_reduce_dp(s->m, &s->blocks[l], &s->grads[l]);
+    if (s->record && s->rank == 0) s->u->dp_ps += kb_now_ps(s->m) - t;
+    return rc;
+}
+
+/* A rank's training: its stage's gradients, the warm-up step (unless
+ * warmup=false), then the measured one. */
+static int train(stage_t *s)
+{
+    const xf_cfg *c = s->c;
+    kb_machine *m = s->m;
+    int rc = 0;
+    s->grads = calloc((size_t)s->nl, sizeof *s->grads);
+    s->fl = calloc((size_t)c->micro, sizeof *s->fl);
+    for (int64_t i = 0; s->fl && i < c->micro; i++) {
+        s->fl[i].outs = calloc((size_t)s->nl, sizeof *s->fl[i].outs);
+        s->fl[i].acts = calloc((size_t)s->nl, sizeof *s->fl[i].acts);
+        if (!s->fl[i].outs || !s->fl[i].acts) rc = KB_ENOMEM;
+    }
+    if (!s->grads || !s->fl) rc = KB_ENOMEM;
+    for (int64_t l = 0; l < s->nl && !rc; l++)
+        rc = kb_xf_grads_create(m, &s->blocks[l], &s->grads[l]);
+    if (!rc && s->last) rc = act_tensor(s, "dy", &s->dy);
+    if (!rc && s->last && !s->u->r->no_data)
+        rc = kb_copy_from_host(m, s->dy, s->u->h->dy + s->row0 * c->c.hidden,
+                               (size_t)(s->rows * c->c.hidden) * sizeof(float), KB_F32);
+    if (!rc && c->warmup) rc = train_step(s);
+    if (!rc) rc = barrier_mark(m, s->rank, kb_bench_measure_begin, s->u->r);
+    s->record = 1;
+    if (!rc) rc = train_step(s);
+    if (!rc) rc = barrier_mark(m, s->rank, kb_bench_measure_end, s->u->r);
+    for (int64_t i = 0; s->fl && i < c->micro; i++) { /* what a failure left */
+        flight *f = &s->fl[i];
+        for (int64_t l = 0; f->acts && l < s->nl; l++)
+            if (f->acts[l].qkv.id) kb_xf_acts_free(m, &f->acts[l]);
+        for (int64_t l = 0; f->outs && l < s->nl; l++)
+            if (f->outs[l].id) kb_free(m, f->outs[l]);
+        if (f->in.id) kb_free(m, f->in);
+        free(f->outs), free(f->acts);
+    }
+    for (int64_t l = 0; s->grads && l < s->nl; l++)
+        if (s->grads[l].qkv.id) kb_xf_grads_free(m, &s->grads[l]);
+    if (s->dy.id) kb_free(m, s->dy);
+    free(s->grads), free(s->fl);
+    return rc;
+}
+
 static int rank_fn(kb_machine *m, int rank, int nprocs, void *arg)
 {
     (void)nprocs;
@@ -289,20 +512,26 @@ static int rank_fn(kb_machine *m, int rank, int nprocs, void *arg)
     int64_t row0 = c->c.sequence_parallel ? tp_rank * rows : 0;
     if (!rc && !no_data)
         rc = kb_copy_from_host(m, x, h->x + row0 * H, (size_t)(rows * H) * sizeof(float), KB_F32);
-    if (!rc && c->warmup) { /* one micro-batch through every stage */
+    if (c->train) {
+        stage_t s = {m,      c, u,   rank, stage, stage == (int)c->pp - 1,
+                     stride, 0, nl,  rows, row0,  blocks,
+                     NULL,   x, {0}, p,    NULL};
+        if (!rc) rc = train(&s);
+    }
+    if (!rc && !c->train && c->warmup) { /* one micro-batch through every stage */
         xf_cfg one = *c;
         one.micro = 1;
         rc = pipeline(m, &one, rank, blocks, nl, x, in, &y, NULL, NULL);
     }
-    if (!rc) rc = barrier_mark(m, rank, kb_bench_measure_begin, u->r);
-    if (!rc)
+    if (!rc && !c->train) rc = barrier_mark(m, rank, kb_bench_measure_begin, u->r);
+    if (!rc && !c->train)
         rc = pipeline(m, c, rank, blocks, nl, x, in, &y, rank == 0 ? u->phase : NULL,
                       rank == 0 ? &u->busy_ps : NULL);
-    if (!rc) rc = barrier_mark(m, rank, kb_bench_measure_end, u->r);
+    if (!rc && !c->train) rc = barrier_mark(m, rank, kb_bench_measure_end, u->r);
     /* the last stage's y; with sequence parallelism each rank has its rows, which go to its
        group's first slot */
     int place = rank - stage * stride, slot = c->c.sequence_parallel ? place - tp_rank : place;
-    if (!rc && !no_data && stage == (int)c->pp - 1)
+    if (!rc && !c->train && !no_data && stage == (int)c->pp - 1)
         rc = kb_copy_to_host(m, y, u->y + (size_t)slot * (size_t)(T * H) + row0 * H,
                              (size_t)(rows * H) * sizeof(float), KB_F32);
     kb_tensor t[3] = {y, in, x};
@@ -453,6 +682,18 @@ static double *block_ref(const kb_xf_config *c, const xf_host *h, const double *
     return out;
 }
 
+/* The loss per micro-batch, sum dy · y over the tokens of the last
+ * stage's first replica (with sequence parallelism the sum of its ranks'
+ * rows). */
+static double train_loss(const xf_cfg *x, const xf_run *u)
+{
+    int64_t base = (x->pp - 1) * x->tp * x->dp;
+    double l = 0;
+    for (int64_t k = 0; k < (x->c.sequence_parallel ? x->tp : 1); k++)
+        l += u->loss[base + k];
+    return l / (double)x->micro;
+}
+
 static void check(kb_bench_result *r, const xf_cfg *x, const xf_host *h, const xf_run *u)
 {
     const kb_xf_config *c = &x->c;
@@ -484,11 +725,19 @@ static void check(kb_bench_result *r, const xf_cfg *x, const xf_host *h, const x
             e = isnan(d) || isnan(e) ? NAN : fmax(e, d);
         }
     }
-    free(ref);
     double ur = c->dtype == KB_F16    ? ldexp(1, -11)
                 : c->dtype == KB_BF16 ? ldexp(1, -8)
                                       : ldexp(1, -24);
-    kb_bench_check(r, "y (normalized)", e, (double)(x->tp * u->pes + 16) * ur * (double)x->layers);
+    double tol = (double)(x->tp * u->pes + 16) * ur * (double)x->layers;
+    kb_bench_check(r, "y (normalized)", e, tol);
+    if (x->train) { /* |L - Lref| <= sum |dy| |y - ref| <= sum |dy| · tol · S per micro-batch */
+        double lref = 0, ady = 0;
+        for (size_t i = 0; i < n; i++)
+            lref += (double)h->dy[i] * ref[i], ady += fabs(h->dy[i]);
+        double l = train_loss(x, u);
+        kb_bench_check(r, "loss (normalized)", fabs(l - lref) / (ady * (S > 0 ? S : 1)), tol);
+    }
+    free(ref);
 }
 
 /* ---- figures ------------------------------------------------------------------------------- */
@@ -497,23 +746,37 @@ static void figures(kb_machine *m, kb_bench_result *r, const xf_cfg *x, const xf
 {
     double total = (double)kb_bench_sim_ps(r) / 1e12;    /* s */
     double per = (double)(x->layers / x->pp * x->micro); /* rank 0's block forwards */
-    double t_layer = (double)u->busy_ps / 1e12 / per;
+    double t_layer = (double)(u->busy_ps + u->bwd_busy_ps) / 1e12 / per;
     kb_bench_figure(r, "step", total * 1e6, "us");
     kb_bench_figure(r, "layer", t_layer * 1e6, "us");
+    if (x->train) {
+        kb_bench_figure(r, "layer forward", (double)u->busy_ps / 1e6 / per, "us");
+        kb_bench_figure(r, "layer backward", (double)u->bwd_busy_ps / 1e6 / per, "us");
+    }
     double phases = 0;
     for (int p = 0; p < KB_XF_PHASE_COUNT; p++) {
         kb_bench_figure(r, kb_xf_phase_name((kb_xf_phase)p), (double)u->phase[p] / 1e6 / per, "us");
         phases += (double)u->phase[p] / 1e6 / per;
     }
+    for (int p = 0; x->train && p < KB_XF_BWD_PHASE_COUNT; p++) {
+        char name[48];
+        snprintf(name, sizeof name, "bwd.%s", kb_xf_bwd_phase_name((kb_xf_bwd_phase)p));
+        kb_bench_figure(r, name, (double)u->bwd_phase[p] / 1e6 / per, "us");
+        phases += (double)u->bwd_phase[p] / 1e6 / per;
+    }
     /* the rest: creating and freeing the activations (MMU mappings through the fabric) */
     kb_bench_figure(r, "other", t_layer * 1e6 - phases, "us");
-    /* a stage's work is layers / pp blocks per micro-batch; the rest of the step is waiting */
-    double stage = t_layer * (double)(x->layers / x->pp);
-    kb_bench_figure(r, "bubble", (total - (double)x->micro * stage) * 1e6, "us");
+    /* a stage's work is layers / pp blocks per micro-batch; the rest of the step is waiting
+       (and, training, the data-parallel gradient mean) */
+    double stage = t_layer * (double)(x->layers / x->pp), dp = (double)u->dp_ps / 1e12;
+    if (x->train) kb_bench_figure(r, "dp_reduce", dp * 1e6, "us");
+    kb_bench_figure(r, "bubble", (total - (double)x->micro * stage - dp) * 1e6, "us");
     kb_bench_figure(r, "pp", (double)x->pp, "");
     kb_bench_figure(r, "micro_batches", (double)x->micro, "");
+    if (x->train && !r->no_data) kb_bench_figure(r, "loss", train_loss(x, u), "");
     /* every replica's, every layer and micro-batch of the step */
-    double flops = kb_xf_forward_flops(&x->c) * (double)x->dp;
+    double flops =
+        (x->train ? kb_xf_train_flops(&x->c) : kb_xf_forward_flops(&x->c)) * (double)x->dp;
     double pe_peak =
         2.0 * m->params.pe.gemm_rows * m->params.pe.gemm_cols * m->params.pe.gemm_clock_ghz * 1e9;
     double used = (double)(x->tp * x->dp * x->pp * u->pes);
@@ -543,12 +806,14 @@ static int transformer(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     int rc = read_cfg(m, o, r, &x);
     if (rc) return rc;
     xf_host h = {0};
-    xf_run u = {&x, &h, r, 0, NULL, {0}, 0};
+    xf_run u = {&x, &h, r, 0, NULL, {0}, 0, {0}, 0, 0, NULL};
     size_t n = (size_t)(x.c.seq * x.c.micro_batch * x.c.hidden);
+    u.loss = calloc((size_t)(x.tp * x.dp * x.pp), sizeof *u.loss);
+    if (!u.loss) return kb_bench_fail(r, KB_ENOMEM, "transformer: cannot allocate host buffers");
     if (!r->no_data) {
         u.y = calloc((size_t)(x.tp * x.dp) * n, sizeof *u.y);
         if (!u.y || host_init(&x.c, &h)) {
-            host_free(&h), free(u.y);
+            host_free(&h), free(u.y), free(u.loss);
             return kb_bench_fail(r, KB_ENOMEM, "transformer: cannot allocate host buffers");
         }
     }
@@ -559,7 +824,7 @@ static int transformer(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
         if (!r->no_data) check(r, &x, &h, &u);
     }
     host_free(&h);
-    free(u.y);
+    free(u.y), free(u.loss);
     return rc;
 }
 
@@ -583,11 +848,14 @@ static const kb_bench_opt_doc opts[] = {
     {"micro_batches", "pp", "micro-batches through the pipeline (each the same input)"},
     {"sp", "false", "Megatron sequence parallelism"},
     {"pes", "0", "PEs per rank (0: a SIP's PEs shared by its ranks)"},
-    {"mode", "forward", "forward (inference prefill); training steps are not supported yet"},
+    {"mode", "forward",
+     "forward (inference prefill) or train (1F1B over the stages, backward, data-parallel "
+     "gradient mean)"},
     {"warmup", "true", "a first pass installs the collectives' queues before the measured one"},
 };
 
 const kb_bench kb__bench_transformer = {
     "transformer",
-    "transformer block forward (attention + MLP) over tp x dp host ranks, every PE at work", opts,
-    (int)(sizeof opts / sizeof opts[0]), transformer};
+    "transformer block forward or training step (attention + MLP) over tp x dp x pp host ranks, "
+    "every PE at work",
+    opts, (int)(sizeof opts / sizeof opts[0]), transformer};

@@ -41,7 +41,7 @@ extern "C" {
  * shares with kernbench by value (kb_bench_opts, kb_bench_result,
  * kb_stats). Raised whenever one of them changes; `kernbench run` refuses
  * a plug-in built against another version, naming both. */
-#define KB_BENCH_ABI_VERSION 1
+#define KB_BENCH_ABI_VERSION 2
 #define KB_BENCH_ABI_SYMBOL  "kb_bench_plugin_abi"
 
 /* Marks the descriptor a plug-in exports (visible from the shared object),
@@ -54,7 +54,7 @@ extern "C" {
 
 #define KB_BENCH_MAX_OPTS    32
 #define KB_BENCH_MAX_CHECKS  32
-#define KB_BENCH_MAX_FIGURES 32
+#define KB_BENCH_MAX_FIGURES 64
 #define KB_BENCH_MAX_NOTES   8
 #define KB_BENCH_NOTE_MAX    256
 #define KB_BENCH_KEY_MAX     32

@@ -231,6 +231,14 @@ KB_API int kb_xf_block_free(kb_machine *m, kb_xf_block *b);
  * softmax and activations are not counted. */
 KB_API double kb_xf_forward_flops(const kb_xf_config *cfg);
 
+/* Model FLOPs of one training step of the whole block (forward and
+ * backward, all ranks): 3 × kb_xf_forward_flops, the backward doing two
+ * products per forward product (each GEMM's input and weight gradients;
+ * the attention's dQ and dK from dS, dV and dP from dO). FlashAttention's
+ * recomputation of the scores in the backward is not counted (hardware,
+ * not model, FLOPs). */
+KB_API double kb_xf_train_flops(const kb_xf_config *cfg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -66,6 +66,11 @@ double kb_xf_forward_flops(const kb_xf_config *c)
     return qkv + o + mlp + attn;
 }
 
+double kb_xf_train_flops(const kb_xf_config *c)
+{
+    return 3 * kb_xf_forward_flops(c);
+}
+
 /* ---- creation ------------------------------------------------------------------------ */
 
 #define CREATE "kb_xf_block_create"

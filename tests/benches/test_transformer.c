@@ -5,6 +5,7 @@
  * tensor-parallel size, and the options it refuses. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernbench/bench.h"
@@ -83,6 +84,61 @@ Test(transformer, pipelines_of_two_and_four_stages_give_the_same_output)
     cr_expect_lt(b4, b1, "4 micro-batches fill the pipeline: %g against %g", b4, b1);
 }
 
+/* Training steps: the last stage's y against the host forward and the loss
+ * sum dy · y against the host's (bench checks), with sequence and data
+ * parallelism; pipelines of 2 and 4 stages (1F1B) give one stage's loss;
+ * the FLOP figure is kb_xf_train_flops, the phases (forward and backward)
+ * fit in the layer. */
+Test(transformer, training_steps_match_the_host)
+{
+    assert_pass((const char *const[]){"mode=train", "dtype=f32", "pes=2", NULL});
+    assert_pass((const char *const[]){"mode=train", "sp=true", "dp=2", "pes=2", NULL});
+}
+
+Test(transformer, training_pipelines_of_two_and_four_stages_give_the_same_loss)
+{
+    double loss[3];
+    const char *pp[3] = {"pp=1", "pp=2", "pp=4"};
+    for (int i = 0; i < 3; i++) {
+        kb_bench_result r;
+        const char *const kv[] = {"mode=train", pp[i],          "layers=4", "pes=2",
+                                  "hidden=128", "ffn=256",      "seq=32",   "micro_batches=4",
+                                  "dtype=f32",  "warmup=false", NULL};
+        cr_assert_eq(run(&r, 0, kv), 0, "%s", r.error);
+        for (int k = 0; k < r.n_checks; k++)
+            cr_expect(r.checks[k].pass, "%s: %s %g > %g", pp[i], r.checks[k].name,
+                      r.checks[k].max_err, r.checks[k].tol);
+        loss[i] = figure(&r, "loss");
+    }
+    cr_assert_gt(fabs(loss[0]), 1, "a non-trivial loss");
+    for (int i = 1; i < 3; i++)
+        cr_expect_leq(fabs(loss[i] - loss[0]), 1e-6 * fabs(loss[0]), "%s: %.9g against %.9g", pp[i],
+                      loss[i], loss[0]);
+}
+
+Test(transformer, the_training_flop_figure_and_phases)
+{
+    kb_bench_result r;
+    cr_assert_eq(run(&r, 1, (const char *const[]){"mode=train", "pes=2", "pp=2", "layers=2", NULL}),
+                 0, "%s", r.error);
+    kb_xf_config c = {256, 4, 2, 512, 64, 2, KB_F16, KB_XF_RMSNORM, KB_XF_SWIGLU, 1, 0, 0, 0};
+    cr_expect_float_eq(figure(&r, "model FLOP per layer"), kb_xf_train_flops(&c), 1e-3);
+    double phases = 0;
+    for (int p = 0; p < KB_XF_PHASE_COUNT; p++)
+        phases += figure(&r, kb_xf_phase_name((kb_xf_phase)p));
+    for (int p = 0; p < KB_XF_BWD_PHASE_COUNT; p++) {
+        char name[48];
+        snprintf(name, sizeof name, "bwd.%s", kb_xf_bwd_phase_name((kb_xf_bwd_phase)p));
+        phases += figure(&r, name);
+    }
+    cr_expect_float_eq(phases + figure(&r, "other"), figure(&r, "layer"), 1e-6);
+    cr_expect_float_eq(figure(&r, "layer forward") + figure(&r, "layer backward"),
+                       figure(&r, "layer"), 1e-6);
+    cr_expect_gt(figure(&r, "layer backward"), figure(&r, "layer forward"),
+                 "the backward does more than the forward");
+    cr_expect_gt(figure(&r, "bubble"), 0, "two stages wait for each other");
+}
+
 Test(transformer, the_flop_figure_is_the_closed_form_and_mfu_follows)
 {
     kb_bench_result r;
@@ -124,8 +180,9 @@ Test(transformer, doubling_tp_about_halves_the_gemm_time)
 Test(transformer, refuses_what_it_cannot_run)
 {
     kb_bench_result r;
-    cr_expect_eq(run(&r, 1, (const char *const[]){"mode=train", NULL}), KB_EINVAL);
-    cr_expect(strstr(r.error, "--opt mode=train: only forward"), "%s", r.error);
+    cr_expect_eq(run(&r, 1, (const char *const[]){"mode=backprop", NULL}), KB_EINVAL);
+    cr_expect(strstr(r.error, "--opt mode=backprop: expected forward (inference prefill) or train"),
+              "%s", r.error);
     cr_expect_eq(run(&r, 1, (const char *const[]){"pp=2", "layers=3", NULL}), KB_EINVAL);
     cr_expect(strstr(r.error, "--opt layers=3 does not divide into pp=2 stages"), "%s", r.error);
     cr_expect_eq(run(&r, 1, (const char *const[]){"preset=llama9", NULL}), KB_EINVAL);

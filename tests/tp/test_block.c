@@ -150,6 +150,21 @@ Test(tp_block, the_flop_count_is_the_closed_form)
     cr_expect_float_eq(kb_xf_forward_flops(&g), want, 1e-12 * want);
 }
 
+/* A training step: the forward's products, and two per product in the
+ * backward (input and weight gradients of each GEMM: 2 · 2 · tokens ·
+ * parameters; dQ, dK, dV and dP for the attention: 4 · 2 · d · heads per
+ * pair). */
+Test(tp_block, the_training_flop_count_is_the_closed_form)
+{
+    kb_xf_config l2 = {4096,          32,           32, 11008, 2048, 1, KB_F16,
+                       KB_XF_RMSNORM, KB_XF_SWIGLU, 1,  0,     0,    0};
+    double Hd = 4096, tokens = 2048, pairs = 2048.0 * 2049 / 2;
+    double params = 4 * Hd * Hd + 3 * Hd * 11008;
+    double fwd = 2 * tokens * params + 4.0 * 128 * 32 * pairs;
+    double bwd = 2 * 2 * tokens * params + 4 * 2.0 * 128 * 32 * pairs;
+    cr_expect_float_eq(kb_xf_train_flops(&l2), fwd + bwd, 1e-12 * (fwd + bwd));
+}
+
 Test(tp_block, shapes_that_do_not_split_are_refused_naming_them)
 {
     run u;
