@@ -225,6 +225,36 @@ KB_API tl_tile tl_randint(tl_ctx *k, int64_t seed, tl_tile offsets);
  * i8 in, i32 out. */
 KB_API tl_tile tl_dot(tl_ctx *k, tl_tile a, tl_tile b, tl_tile acc);
 
+/* A GEMM epilogue (docs/kernels.md, "GEMM epilogue"): applied by the GEMM
+ * unit to the product as it drains, without a MATH pass or a tile in TCM
+ * between. */
+typedef enum tl_activation {
+    TL_ACT_NONE = 0,
+    TL_ACT_RELU,    /* maximum(x, 0) */
+    TL_ACT_SIGMOID, /* sigmoid(x) */
+    TL_ACT_SILU,    /* x * sigmoid(x) */
+    TL_ACT_GELU     /* x * (erf(x / sqrt 2) + 1) * 0.5 (the erf form) */
+} tl_activation;
+
+typedef struct tl_epilogue {
+    double scale;       /* x = x * scale (1: none) */
+    tl_tile bias;       /* x = x + bias, broadcast to [M, N] (TL_NONE: none) */
+    tl_activation act;  /* then the activation */
+    tl_dtype out_dtype; /* then the cast (TL_F32: none) */
+} tl_epilogue;
+
+/* No step: scale 1, no bias, no activation, f32. */
+#define TL_EPILOGUE_NONE ((tl_epilogue){1.0, {0, 0}, TL_ACT_NONE, TL_F32})
+
+/* tl_dot with an epilogue: x = acc + a @ b (f32), then scale, bias,
+ * activation and cast in that order, each in f32 as the tl_ ops tl_mul by
+ * tl_literal(scale), tl_add, the activation's ops and tl_cast compute them
+ * (the same bits). Float inputs only (f16, bf16, f32); an i8 dot, a bias
+ * that does not broadcast to [M, N] (or would make it other than f32), an
+ * unknown activation, a scale that is not finite or a NULL ep is a kernel
+ * error. Time: the dot's plus the epilogue's pipeline depth (docs/pe-timing.md). */
+KB_API tl_tile tl_dot_epilogue(tl_ctx *k, tl_tile a, tl_tile b, tl_tile acc, const tl_epilogue *ep);
+
 /* ---- reading values on the scalar side (blocks until produced) ------------ */
 
 /* The value of a one-element tile, as a double. */

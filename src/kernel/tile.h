@@ -228,6 +228,37 @@ int kb__tile_rand(kb__tile_op op, uint64_t seed, const kb__tile_desc *out, void 
 /* exp(x - max) / sum(exp(x - max)) along axis, in f32; result f32. */
 int kb__tile_softmax(int axis, const kb__tile_desc *out, void *out_data, const kb__tile_desc *x,
                      const void *x_data, kb__err *err);
+/* A GEMM epilogue (tile_epilogue.c): steps applied to a float dot's f32
+ * result, in order scale, bias, activation, cast. */
+typedef enum kb__tile_act {
+    KB__ACT_NONE = 0,
+    KB__ACT_RELU,    /* maximum(x, 0) */
+    KB__ACT_SIGMOID, /* sigmoid(x) */
+    KB__ACT_SILU,    /* x * sigmoid(x) */
+    KB__ACT_GELU,    /* x * (erf(x / sqrt 2) + 1) * 0.5 */
+    KB__ACT_COUNT
+} kb__tile_act;
+
+typedef struct kb__tile_epilogue {
+    double scale;       /* x * scale, in f32; 1: no step */
+    bool has_bias;      /* x + bias */
+    kb__tile_desc bias; /* broadcasts to the product's [M, N], keeping f32 */
+    kb__tile_act act;
+    kb__dtype out_dtype; /* the result's dtype; f32: no cast step */
+} kb__tile_epilogue;
+
+const char *kb__tile_act_name(kb__tile_act a);
+/* The result of epilogue ep on a dot's result `dot` (which must be f32):
+ * `dot`'s shape, ep->out_dtype. KB_EINVAL naming what is wrong otherwise. */
+int kb__tile_epilogue_infer(const kb__tile_desc *dot, const kb__tile_epilogue *ep,
+                            kb__tile_desc *out, kb__err *err);
+/* Applies ep to x (the f32 product xd, changed in place) and writes out
+ * (out_data may be x itself when out is f32). Each step is the tile
+ * function of the matching tl_ op, so the result equals those ops applied
+ * one after the other, bit for bit. */
+int kb__tile_epilogue_apply(const kb__tile_epilogue *ep, const kb__tile_desc *xd, float *x,
+                            const void *bias, const kb__tile_desc *out, void *out_data,
+                            kb__err *err);
 /* Bytes of workspace kb__tile_dot needs for these operands (f16/bf16 are
  * widened to f32 there): 4 * (M*K + K*N) for f16/bf16, 0 otherwise. */
 size_t kb__tile_dot_workspace_bytes(const kb__tile_desc *a, const kb__tile_desc *b);

@@ -165,7 +165,12 @@ typedef struct kb__tl_op {
     int axis;
     int n_tiles; /* tile operands in in_d */
     kb__tile_desc out_d;
-    kb__tile_desc in_d[3];
+    kb__tile_desc in_d[4];
+    /* dot with an epilogue (tl_dot_epilogue): the bias, if any, is the last
+     * tile operand; dot_d is the product before the epilogue */
+    bool epilogue;
+    kb__tile_epilogue ep;
+    kb__tile_desc dot_d;
     double value;   /* full */
     int64_t start;  /* arange; the seed of rand, randn, randint */
     bool reverse;   /* scans */

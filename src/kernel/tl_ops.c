@@ -11,6 +11,7 @@
  * every descriptor an op reads comes from the slots, so the promotion rule
  * sees it, and every result descriptor an op infers is strong.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernel/tl_internal.h"
@@ -18,6 +19,27 @@
 size_t kb__tl_op_size(void)
 {
     return sizeof(kb__tl_op);
+}
+
+/* A dot with an epilogue: the f32 product (in the result's buffer when the
+ * result is f32, else in a scratch), then the epilogue's steps. */
+static int compute_epilogue(kb__tl_op *op, kb__err *err)
+{
+    kb__pe_op *base = &op->base;
+    const kb__tile_desc *d = op->in_d;
+    int n_dot = op->n_tiles - (op->ep.has_bias ? 1 : 0);
+    bool out_f32 = op->out_d.dtype == KB__F32;
+    float *x = out_f32 ? base->out->data : malloc((size_t)kb__tile_numel(&op->dot_d) * 4);
+    if (!x) return kb__err_set(err, KB_ENOMEM, "dot epilogue: out of host memory");
+    int rc =
+        kb__tile_dot(&op->dot_d, x, &d[0], base->in[0]->data, &d[1], base->in[1]->data,
+                     n_dot > 2 ? &d[2] : NULL, n_dot > 2 ? base->in[2]->data : NULL, NULL, 0, err);
+    const void *bias = op->ep.has_bias ? base->in[op->n_tiles - 1]->data : NULL;
+    if (!rc)
+        rc =
+            kb__tile_epilogue_apply(&op->ep, &op->dot_d, x, bias, &op->out_d, base->out->data, err);
+    if (!out_f32) free(x);
+    return rc;
 }
 
 static int compute(kb__pe_op *base, kb__err *err)
@@ -57,6 +79,7 @@ static int compute(kb__pe_op *base, kb__err *err)
     case KB__OP_RANDINT:
         return kb__tile_rand(op->kind, (uint64_t)op->start, &op->out_d, o, &d[0], a, err);
     case KB__OP_DOT:
+        if (op->epilogue) return compute_epilogue(op, err);
         return kb__tile_dot(&op->out_d, o, &d[0], a, &d[1], b, op->n_tiles > 2 ? &d[2] : NULL, c,
                             NULL, 0, err);
     case KB__OP_FMA:
@@ -130,11 +153,44 @@ static kb__math_class part_class(kb__tile_op op, kb__tile_op_class cls)
     }
 }
 
+/* GEMM cycles an epilogue adds: its pipeline depth, each step's latency
+ * the cycles of the MATH function it performs (docs/pe-timing.md). */
+static uint64_t epilogue_depth(const kb__pe_params *p, const kb__tile_epilogue *ep)
+{
+    const uint32_t *c = p->math.cycles;
+    uint64_t d = 0;
+    if (ep->scale != 1.0) d += c[KB__MATH_MUL];
+    if (ep->has_bias) d += c[KB__MATH_ADD];
+    switch (ep->act) {
+    case KB__ACT_RELU:
+        d += c[KB__MATH_MAX];
+        break;
+    case KB__ACT_SIGMOID:
+        d += c[KB__MATH_SIGMOID];
+        break;
+    case KB__ACT_SILU:
+        d += c[KB__MATH_SIGMOID] + c[KB__MATH_MUL];
+        break;
+    case KB__ACT_GELU: /* mul, erf, add, mul, mul */
+        d += 3 * (uint64_t)c[KB__MATH_MUL] + c[KB__MATH_TRANS] + c[KB__MATH_ADD];
+        break;
+    default:
+        break;
+    }
+    if (ep->out_dtype != KB__F32) d += c[KB__MATH_CAST];
+    return d;
+}
+
 static kb__time service_of(tl_ctx *k, kb__tl_op *op, const kb__tile_cost *c)
 {
     const kb__pe_params *p = &k->prog.pe->p;
     if (c->unit == KB__UNIT_GEMM) {
         op->base.work = 2 * (uint64_t)c->m * (uint64_t)c->n * (uint64_t)c->k;
+        if (op->epilogue)
+            return kb__ps_from_cycles(
+                kb__pe_gemm_cycles(p, (uint64_t)c->m, (uint64_t)c->n, (uint64_t)c->k) +
+                    epilogue_depth(p, &op->ep),
+                p->gemm.clock_ghz);
         return kb__pe_gemm_ps(p, (uint64_t)c->m, (uint64_t)c->n, (uint64_t)c->k);
     }
     uint64_t cycles = 0;
@@ -168,9 +224,12 @@ static tl_tile issue(tl_ctx *k, kb__tl_op *tmpl, const tl_tile *in, const char *
     kb__err e;
     kb__err_clear(&e);
     kb__tile_cost cost;
-    if (kb__tile_op_cost(tmpl->kind, &tmpl->out_d, tmpl->in_d, tmpl->n_tiles, &cost, &e) < 0)
+    /* an epilogue's product is costed as the dot; its bias is not a dot operand */
+    int n_cost = tmpl->epilogue && tmpl->ep.has_bias ? tmpl->n_tiles - 1 : tmpl->n_tiles;
+    if (kb__tile_op_cost(tmpl->kind, tmpl->epilogue ? &tmpl->dot_d : &tmpl->out_d, tmpl->in_d,
+                         n_cost, &cost, &e) < 0)
         kb__tl_raise_err(k, &e);
-    kb__pe_buf *bufs[3];
+    kb__pe_buf *bufs[4];
     for (int i = 0; i < tmpl->n_tiles; i++)
         bufs[i] = kb__tl_slot_of(k, in[i], name)->buf;
     if (cost.unit == KB__UNIT_NONE) return kb__tl_view(k, &tmpl->out_d, bufs[0]);
@@ -528,4 +587,27 @@ tl_tile tl_dot(tl_ctx *k, tl_tile a, tl_tile b, tl_tile acc)
           kb__tile_dot_infer(&op.in_d[0], &op.in_d[1], has_acc ? &op.in_d[2] : NULL, &op.out_d, &e),
           &e);
     return issue(k, &op, in, "dot");
+}
+
+tl_tile tl_dot_epilogue(tl_ctx *k, tl_tile a, tl_tile b, tl_tile acc, const tl_epilogue *ep)
+{
+    if (!ep) kb__pe_raise(&k->prog, KB_EINVAL, "tl_dot_epilogue: ep is NULL");
+    kb__tl_op op = {.kind = KB__OP_DOT, .epilogue = true};
+    kb__err e;
+    bool has_acc = acc.slot != 0 || acc.gen != 0;
+    bool has_bias = ep->bias.slot != 0 || ep->bias.gen != 0;
+    tl_tile in[4] = {a, b, acc, ep->bias};
+    if (!has_acc) in[2] = ep->bias;
+    int n = 2 + has_acc + has_bias;
+    operands(k, &op, in, n, "dot_epilogue");
+    check(k,
+          kb__tile_dot_infer(&op.in_d[0], &op.in_d[1], has_acc ? &op.in_d[2] : NULL, &op.dot_d, &e),
+          &e);
+    op.ep = (kb__tile_epilogue){.scale = ep->scale,
+                                .has_bias = has_bias,
+                                .act = (kb__tile_act)ep->act,
+                                .out_dtype = (kb__dtype)ep->out_dtype};
+    if (has_bias) op.ep.bias = op.in_d[n - 1];
+    check(k, kb__tile_epilogue_infer(&op.dot_d, &op.ep, &op.out_d, &e), &e);
+    return issue(k, &op, in, "dot_epilogue");
 }
