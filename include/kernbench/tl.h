@@ -105,7 +105,7 @@ KB_API int64_t tl_next_power_of_2(int64_t n);
 
 /* i32 [start, end); end - start a power of two. */
 KB_API tl_tile tl_arange(tl_ctx *k, int64_t start, int64_t end);
-/* A tile of `shape` (ndim 0, 1 or 2) filled with value converted to dtype. */
+/* A tile of `shape` (ndim 0 to 3) filled with value converted to dtype. */
 KB_API tl_tile tl_full(tl_ctx *k, int ndim, const int64_t *shape, double value, tl_dtype dtype);
 KB_API tl_tile tl_zeros(tl_ctx *k, int ndim, const int64_t *shape, tl_dtype dtype);
 /* A 0-d tile (a scalar that broadcasts against anything). Its dtype is
@@ -182,7 +182,7 @@ KB_API tl_tile tl_clamp(tl_ctx *k, tl_tile x, tl_tile lo, tl_tile hi);
 
 /* ---- reductions (MATH unit) ----------------------------------------------- */
 
-/* Along axis (0, 1, -1, -2) or TL_AXIS_ALL; the reduced axis is removed. */
+/* Along axis (0 .. ndim-1, or -1 .. -ndim) or TL_AXIS_ALL; the reduced axis is removed. */
 KB_API tl_tile tl_sum(tl_ctx *k, tl_tile x, int axis);
 KB_API tl_tile tl_max(tl_ctx *k, tl_tile x, int axis);
 KB_API tl_tile tl_min(tl_ctx *k, tl_tile x, int axis);
@@ -202,7 +202,7 @@ typedef enum tl_reduce_op {
 KB_API tl_tile tl_reduce(tl_ctx *k, tl_reduce_op op, tl_tile x, int axis, int keep_dims);
 /* exp(x - max) / sum(exp(x - max)) along axis, f32 result. */
 KB_API tl_tile tl_softmax(tl_ctx *k, tl_tile x, int axis);
-/* Inclusive scans along axis (0, 1, -1, -2), the shape kept; reverse
+/* Inclusive scans along axis (0 .. ndim-1, or -1 .. -ndim), the shape kept; reverse
  * nonzero scans from the last element back. Dtypes as Triton: bf16 -> f32;
  * cumsum widens integers narrower than 32 bits to i32 (u32 for u8, u16). */
 KB_API tl_tile tl_cumsum(tl_ctx *k, tl_tile x, int axis, int reverse);

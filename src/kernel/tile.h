@@ -44,8 +44,8 @@
 
 typedef struct kb__tile_desc {
     kb__dtype dtype;
-    int ndim;         /* 0 (scalar), 1 or 2 */
-    int64_t shape[2]; /* shape[i] >= 1 for i < ndim; entries past ndim ignored */
+    int ndim;         /* 0 (scalar), 1, 2 or 3 */
+    int64_t shape[3]; /* shape[i] >= 1 for i < ndim; entries past ndim ignored */
     bool weak;        /* a literal (Triton's Python number): weakly typed in
                          promotion (kb__tile_promote_literal); results never are */
 } kb__tile_desc;
@@ -130,6 +130,7 @@ const char *kb__tile_op_name(kb__tile_op op);
 kb__tile_desc kb__tile_scalar(kb__dtype dtype);
 kb__tile_desc kb__tile_1d(kb__dtype dtype, int64_t n);
 kb__tile_desc kb__tile_2d(kb__dtype dtype, int64_t rows, int64_t cols);
+kb__tile_desc kb__tile_3d(kb__dtype dtype, int64_t d0, int64_t d1, int64_t d2);
 /* Element count (1 for a scalar). Descriptor must be valid. */
 int64_t kb__tile_numel(const kb__tile_desc *d);
 /* numel * element size. Descriptor must be valid. */

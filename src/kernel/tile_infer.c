@@ -308,14 +308,14 @@ int kb__tile_reduce_infer(kb__tile_op op, const kb__tile_desc *x, int axis, bool
     if (op == KB__OP_XOR_SUM && !kb__dtype_is_int(x->dtype))
         return kb__err_set(err, KB_EINVAL, "xor_sum: integer or bool tiles only, got %s",
                            kb__dtype_name(x->dtype));
-    kb__tile_desc o = {.dtype = reduce_dtype(op, x->dtype), .ndim = 0, .shape = {1, 1}};
+    kb__tile_desc o = {.dtype = reduce_dtype(op, x->dtype), .ndim = 0, .shape = {1, 1, 1}};
     if (keep_dims) {
         o.ndim = x->ndim;
         for (int i = 0; i < x->ndim; i++)
             o.shape[i] = (ax == KB__TILE_AXIS_ALL || ax == i) ? 1 : x->shape[i];
-    } else if (ax != KB__TILE_AXIS_ALL && x->ndim == 2) {
-        o.ndim = 1;
-        o.shape[0] = x->shape[1 - ax];
+    } else if (ax != KB__TILE_AXIS_ALL && x->ndim >= 2) {
+        for (int i = 0; i < x->ndim; i++)
+            if (i != ax) o.shape[o.ndim++] = x->shape[i];
     }
     *out = o;
     return 0;
@@ -348,8 +348,10 @@ int kb__tile_dot_infer(const kb__tile_desc *a, const kb__tile_desc *b, const kb_
     kb__tile_shape_str(a, s1, sizeof s1);
     kb__tile_shape_str(b, s2, sizeof s2);
     if (a->ndim != 2 || b->ndim != 2)
-        return kb__err_set(err, KB_EINVAL, "dot: both operands must be 2-D, got a %s and b %s", s1,
-                           s2);
+        return kb__err_set(err, KB_EINVAL,
+                           "dot: both operands must be 2-D, got a %s and b %s (a batched 3-D "
+                           "dot is not supported yet)",
+                           s1, s2);
     if (a->shape[1] != b->shape[0])
         return kb__err_set(err, KB_EINVAL,
                            "dot: a %s and b %s are not compatible for matmul: a has K = %lld "

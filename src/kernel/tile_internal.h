@@ -2,11 +2,10 @@
  * kernel/tile_internal.h — helpers shared by the tile_*.c files only.
  *
  * Every tile is handled as a row-major [rows, cols] matrix (a scalar is
- * [1, 1], a 1-D tile [1, n]), which is exactly how Triton aligns a 1-D tile
- * with a 2-D one. A kb__tile_view reads an operand broadcast to the output's
- * [rows, cols]: a stretched axis has stride 0. Element loops work on chunks
- * of KB__TILE_CHUNK columns converted into stack buffers, so nothing here
- * allocates.
+ * [1, 1], a 1-D tile [1, n], a 3-D tile [B*R, C]), which is exactly how
+ * Triton aligns a 1-D tile with a 2-D one. A kb__tile_view reads an operand broadcast to the
+ * output's [rows, cols]: a stretched axis has stride 0. Element loops work on chunks of
+ * KB__TILE_CHUNK columns converted into stack buffers, so nothing here allocates.
  */
 #ifndef KB_KERNEL_TILE_INTERNAL_H
 #define KB_KERNEL_TILE_INTERNAL_H
@@ -19,13 +18,21 @@ typedef struct kb__tile_view {
     const char *base; /* operand data */
     kb__dtype dtype;
     size_t esize;
-    int64_t rs, cs; /* element strides in the output's [rows, cols]; 0 = broadcast */
+    int64_t bs, rs, cs; /* element strides in the output's [B, R, C]; 0 = broadcast */
+    int64_t orows;      /* the output's R: row r of [rows, cols] is (r / R, r % R) */
 } kb__tile_view;
 
 /* [rows, cols] of d as described above. */
 void kb__tile_rc(const kb__tile_desc *d, int64_t *rows, int64_t *cols);
 /* View of operand (d, data) broadcast to out's shape (shapes already checked). */
 kb__tile_view kb__tile_view_of(const kb__tile_desc *d, const void *data, const kb__tile_desc *out);
+/* x as [outer, len, inner] around axis ax (normalised, or
+ * KB__TILE_AXIS_ALL: [1, numel, 1]): the elements along the axis at outer
+ * index o and inner index i sit at (o * len + j) * inner + i. */
+void kb__tile_axis_split(const kb__tile_desc *x, int ax, int64_t *outer, int64_t *len,
+                         int64_t *inner);
+/* Element offset of output position (r, c) in v's operand. */
+int64_t kb__tile_view_off(const kb__tile_view *v, int64_t r, int64_t c);
 /* Elements (r, c0 .. c0+n) of v converted to dtype `as` (rounded as a cast
  * would), written as raw `as` elements into dst (n <= KB__TILE_CHUNK). */
 void kb__tile_view_load(const kb__tile_view *v, int64_t r, int64_t c0, size_t n, kb__dtype as,

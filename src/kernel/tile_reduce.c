@@ -141,22 +141,21 @@ int kb__tile_reduce(kb__tile_op op, int axis, const kb__tile_desc *out, void *ou
     L.op = op;
     kb__dtype t = x->dtype, odt = out->dtype;
     size_t es = kb__dtype_size(t), os = kb__dtype_size(odt);
-    int64_t rows, cols;
-    kb__tile_rc(x, &rows, &cols);
+    int64_t groups, len, inner;
+    kb__tile_axis_split(x, ax, &groups, &len, &inner);
     const char *src = x_data;
-    if (x->ndim == 2 && ax == 0) { /* one lane per column, walk the rows */
-        for (int64_t c0 = 0; c0 < cols; c0 += CHUNK) {
-            size_t n = (size_t)(cols - c0 < CHUNK ? cols - c0 : CHUNK);
-            lanes_init(&L, n);
-            for (int64_t r = 0; r < rows; r++)
-                feed(&L, t, src + (size_t)(r * cols + c0) * es, n, true, r);
-            store(&L, t, odt, (char *)out_data + (size_t)c0 * os, n);
-        }
+    if (inner > 1) { /* one lane per inner element, walk the axis */
+        for (int64_t g = 0; g < groups; g++)
+            for (int64_t c0 = 0; c0 < inner; c0 += CHUNK) {
+                size_t n = (size_t)(inner - c0 < CHUNK ? inner - c0 : CHUNK);
+                lanes_init(&L, n);
+                for (int64_t r = 0; r < len; r++)
+                    feed(&L, t, src + (size_t)((g * len + r) * inner + c0) * es, n, true, r);
+                store(&L, t, odt, (char *)out_data + (size_t)(g * inner + c0) * os, n);
+            }
         return 0;
     }
-    /* Contiguous groups: each row (axis 1) or everything (all, or 1-D). */
-    int64_t groups = (x->ndim == 2 && ax == 1) ? rows : 1;
-    int64_t len = kb__tile_numel(x) / groups;
+    /* Contiguous groups: the last axis, or everything (all, or 1-D). */
     for (int64_t g = 0; g < groups; g++) {
         lanes_init(&L, 1);
         for (int64_t i0 = 0; i0 < len; i0 += CHUNK) {
@@ -200,16 +199,10 @@ int kb__tile_softmax(int axis, const kb__tile_desc *out, void *out_data, const k
         return rc;
     float *v = out_data;
     kb__dtype_convert(KB__F32, v, x->dtype, x_data, (size_t)kb__tile_numel(x));
-    int64_t rows, cols;
-    kb__tile_rc(x, &rows, &cols);
-    if (x->ndim == 2 && ax == 0) {
-        for (int64_t c = 0; c < cols; c++)
-            softmax_group(v + c, rows, cols);
-    } else if (x->ndim == 2 && ax == 1) {
-        for (int64_t r = 0; r < rows; r++)
-            softmax_group(v + r * cols, cols, 1);
-    } else {
-        softmax_group(v, kb__tile_numel(x), 1);
-    }
+    int64_t outer, len, inner;
+    kb__tile_axis_split(x, ax, &outer, &len, &inner);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++)
+            softmax_group(v + o * len * inner + i, len, inner);
     return 0;
 }

@@ -64,19 +64,13 @@ int kb__tile_scan(kb__tile_op op, int axis, bool reverse, const kb__tile_desc *o
         return rc;
     if (x->ndim > 0) kb__tile_norm_axis(op, x, axis, &ax, err);
     kb__dtype_convert(out->dtype, out_data, x->dtype, x_data, (size_t)kb__tile_numel(x));
-    int64_t rows, cols;
-    kb__tile_rc(x, &rows, &cols);
+    int64_t outer, len, inner;
+    kb__tile_axis_split(x, x->ndim > 0 ? ax : KB__TILE_AXIS_ALL, &outer, &len, &inner);
     size_t es = kb__dtype_size(out->dtype);
     char *o = out_data;
-    if (x->ndim == 2 && ax == 0) {
-        for (int64_t c = 0; c < cols; c++)
-            scan_group(op, out->dtype, o + (size_t)c * es, rows, cols, reverse);
-    } else if (x->ndim == 2) {
-        for (int64_t r = 0; r < rows; r++)
-            scan_group(op, out->dtype, o + (size_t)(r * cols) * es, cols, 1, reverse);
-    } else {
-        scan_group(op, out->dtype, o, kb__tile_numel(x), 1, reverse);
-    }
+    for (int64_t g = 0; g < outer; g++)
+        for (int64_t i = 0; i < inner; i++)
+            scan_group(op, out->dtype, o + (size_t)(g * len * inner + i) * es, len, inner, reverse);
     return 0;
 }
 

@@ -82,17 +82,22 @@ const char *kb__tile_op_name(kb__tile_op op)
 
 kb__tile_desc kb__tile_scalar(kb__dtype dtype)
 {
-    return (kb__tile_desc){.dtype = dtype, .ndim = 0, .shape = {1, 1}};
+    return (kb__tile_desc){.dtype = dtype, .ndim = 0, .shape = {1, 1, 1}};
 }
 
 kb__tile_desc kb__tile_1d(kb__dtype dtype, int64_t n)
 {
-    return (kb__tile_desc){.dtype = dtype, .ndim = 1, .shape = {n, 1}};
+    return (kb__tile_desc){.dtype = dtype, .ndim = 1, .shape = {n, 1, 1}};
 }
 
 kb__tile_desc kb__tile_2d(kb__dtype dtype, int64_t rows, int64_t cols)
 {
-    return (kb__tile_desc){.dtype = dtype, .ndim = 2, .shape = {rows, cols}};
+    return (kb__tile_desc){.dtype = dtype, .ndim = 2, .shape = {rows, cols, 1}};
+}
+
+kb__tile_desc kb__tile_3d(kb__dtype dtype, int64_t d0, int64_t d1, int64_t d2)
+{
+    return (kb__tile_desc){.dtype = dtype, .ndim = 3, .shape = {d0, d1, d2}};
 }
 
 int64_t kb__tile_numel(const kb__tile_desc *d)
@@ -114,6 +119,9 @@ const char *kb__tile_shape_str(const kb__tile_desc *d, char *buf, size_t size)
         snprintf(buf, size, "[%lld]", (long long)d->shape[0]);
     else if (d->ndim == 2)
         snprintf(buf, size, "[%lld, %lld]", (long long)d->shape[0], (long long)d->shape[1]);
+    else if (d->ndim == 3)
+        snprintf(buf, size, "[%lld, %lld, %lld]", (long long)d->shape[0], (long long)d->shape[1],
+                 (long long)d->shape[2]);
     else
         snprintf(buf, size, "[]");
     return buf;
@@ -124,8 +132,8 @@ int kb__tile_desc_check(const kb__tile_desc *d, kb__err *err)
     if (!d) return kb__err_set(err, KB_EINVAL, "tile descriptor is NULL");
     if (!kb__dtype_valid((int)d->dtype))
         return kb__err_set(err, KB_EINVAL, "invalid dtype code %d", (int)d->dtype);
-    if (d->ndim < 0 || d->ndim > 2)
-        return kb__err_set(err, KB_EINVAL, "tiles have 0, 1 or 2 dimensions, got ndim %d", d->ndim);
+    if (d->ndim < 0 || d->ndim > 3)
+        return kb__err_set(err, KB_EINVAL, "tiles have 0 to 3 dimensions, got ndim %d", d->ndim);
     int64_t n = 1;
     for (int i = 0; i < d->ndim; i++) {
         if (d->shape[i] < 1 || d->shape[i] > KB__TILE_MAX_NUMEL)
@@ -185,7 +193,7 @@ int kb__tile_broadcast_shape(const kb__tile_desc *a, const kb__tile_desc *b, kb_
     int rc;
     if ((rc = kb__tile_desc_check(a, err)) || (rc = kb__tile_desc_check(b, err))) return rc;
     int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
-    int64_t shape[2] = {1, 1};
+    int64_t shape[3] = {1, 1, 1};
     for (int i = 0; i < nd; i++) { /* i counts from the trailing dimension */
         int ia = a->ndim - 1 - i, ib = b->ndim - 1 - i;
         int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
@@ -198,38 +206,69 @@ int kb__tile_broadcast_shape(const kb__tile_desc *a, const kb__tile_desc *b, kb_
         shape[nd - 1 - i] = da == 1 ? db : da;
     }
     out->ndim = nd;
-    out->shape[0] = shape[0];
-    out->shape[1] = shape[1];
+    for (int i = 0; i < 3; i++)
+        out->shape[i] = shape[i];
     out->weak = false;
     return 0;
 }
 
 void kb__tile_rc(const kb__tile_desc *d, int64_t *rows, int64_t *cols)
 {
-    *rows = d->ndim == 2 ? d->shape[0] : 1;
-    *cols = d->ndim == 2 ? d->shape[1] : d->ndim == 1 ? d->shape[0] : 1;
+    *rows = 1;
+    for (int i = 0; i + 1 < d->ndim; i++)
+        *rows *= d->shape[i];
+    *cols = d->ndim >= 1 ? d->shape[d->ndim - 1] : 1;
+}
+
+/* d's shape as [B, R, C], aligned at the trailing dimension. */
+static void bcr(const kb__tile_desc *d, int64_t s[3])
+{
+    s[0] = s[1] = s[2] = 1;
+    for (int i = 0; i < d->ndim; i++)
+        s[3 - d->ndim + i] = d->shape[i];
 }
 
 kb__tile_view kb__tile_view_of(const kb__tile_desc *d, const void *data, const kb__tile_desc *out)
 {
-    int64_t r, c, orows, ocols;
-    kb__tile_rc(d, &r, &c);
-    kb__tile_rc(out, &orows, &ocols);
-    assert((r == orows || r == 1) && (c == ocols || c == 1));
-    (void)orows;
-    (void)ocols;
+    int64_t s[3], o[3];
+    bcr(d, s);
+    bcr(out, o);
+    assert((s[0] == o[0] || s[0] == 1) && (s[1] == o[1] || s[1] == 1) &&
+           (s[2] == o[2] || s[2] == 1));
     return (kb__tile_view){.base = data,
                            .dtype = d->dtype,
                            .esize = kb__dtype_size(d->dtype),
-                           .rs = r == 1 ? 0 : c,
-                           .cs = c == 1 ? 0 : 1};
+                           .bs = s[0] == 1 ? 0 : s[1] * s[2],
+                           .rs = s[1] == 1 ? 0 : s[2],
+                           .cs = s[2] == 1 ? 0 : 1,
+                           .orows = o[1]};
+}
+
+void kb__tile_axis_split(const kb__tile_desc *x, int ax, int64_t *outer, int64_t *len,
+                         int64_t *inner)
+{
+    *outer = *inner = 1;
+    if (ax == KB__TILE_AXIS_ALL || ax < 0 || ax >= x->ndim) {
+        *len = kb__tile_numel(x);
+        return;
+    }
+    for (int i = 0; i < ax; i++)
+        *outer *= x->shape[i];
+    *len = x->shape[ax];
+    for (int i = ax + 1; i < x->ndim; i++)
+        *inner *= x->shape[i];
+}
+
+int64_t kb__tile_view_off(const kb__tile_view *v, int64_t r, int64_t c)
+{
+    return (r / v->orows) * v->bs + (r % v->orows) * v->rs + c * v->cs;
 }
 
 void kb__tile_view_load(const kb__tile_view *v, int64_t r, int64_t c0, size_t n, kb__dtype as,
                         void *dst)
 {
     assert(n <= KB__TILE_CHUNK);
-    const char *p = v->base + (size_t)(r * v->rs + c0 * v->cs) * v->esize;
+    const char *p = v->base + (size_t)kb__tile_view_off(v, r, c0) * v->esize;
     size_t as_size = kb__dtype_size(as);
     if (v->cs) {
         kb__dtype_convert(as, dst, v->dtype, p, n);
@@ -247,7 +286,7 @@ void kb__tile_view_load_f32(const kb__tile_view *v, int64_t r, int64_t c0, size_
     /* Widening a float to f32 is exact: only a cast that rounds (an integer
      * to a float, or a float to a narrower one) needs the raw `as` step. */
     if (v->dtype == as || (as == KB__F32 && kb__dtype_is_float(v->dtype))) {
-        const char *p = v->base + (size_t)(r * v->rs + c0 * v->cs) * v->esize;
+        const char *p = v->base + (size_t)kb__tile_view_off(v, r, c0) * v->esize;
         kb__dtype_load_f32(v->dtype, p, dst, v->cs ? n : 1);
         for (size_t i = 1; !v->cs && i < n; i++)
             dst[i] = dst[0];
@@ -337,13 +376,13 @@ int kb__tile_expand_dims_infer(const kb__tile_desc *x, int axis, kb__tile_desc *
     if (rc) return rc;
     int nd = x->ndim + 1;
     int ax = axis < 0 ? axis + nd : axis;
-    if (nd > 2)
+    if (nd > 3)
         return kb__err_set(err, KB_EINVAL,
-                           "expand_dims: tiles have at most 2 dimensions; x is already 2-D");
+                           "expand_dims: tiles have at most 3 dimensions; x is already 3-D");
     if (ax < 0 || ax >= nd)
         return kb__err_set(err, KB_EINVAL, "expand_dims: axis %d out of range for a %d-D result",
                            axis, nd);
-    kb__tile_desc o = {.dtype = x->dtype, .ndim = nd, .shape = {1, 1}};
+    kb__tile_desc o = {.dtype = x->dtype, .ndim = nd, .shape = {1, 1, 1}};
     for (int i = 0, j = 0; i < nd; i++)
         o.shape[i] = i == ax ? 1 : x->shape[j++];
     *out = o;
@@ -355,10 +394,10 @@ int kb__tile_reshape_infer(const kb__tile_desc *x, int ndim, const int64_t *shap
 {
     int rc = kb__tile_check_desc(KB__OP_RESHAPE, "x", x, err);
     if (rc) return rc;
-    if (ndim < 0 || ndim > 2 || (ndim > 0 && !shape))
-        return kb__err_set(err, KB_EINVAL, "reshape: target must have 0, 1 or 2 dimensions, got %d",
+    if (ndim < 0 || ndim > 3 || (ndim > 0 && !shape))
+        return kb__err_set(err, KB_EINVAL, "reshape: target must have 0 to 3 dimensions, got %d",
                            ndim);
-    kb__tile_desc o = {.dtype = x->dtype, .ndim = ndim, .shape = {1, 1}};
+    kb__tile_desc o = {.dtype = x->dtype, .ndim = ndim, .shape = {1, 1, 1}};
     for (int i = 0; i < ndim; i++)
         o.shape[i] = shape[i];
     if ((rc = kb__tile_check_desc(KB__OP_RESHAPE, "target", &o, err))) return rc;
@@ -377,6 +416,10 @@ int kb__tile_trans_infer(const kb__tile_desc *x, kb__tile_desc *out, kb__err *er
 {
     int rc = kb__tile_check_desc(KB__OP_TRANS, "x", x, err);
     if (rc) return rc;
+    if (x->ndim == 3)
+        return kb__err_set(err, KB_EINVAL,
+                           "trans: 3-D tiles are not supported yet (reshape, or transpose 2-D "
+                           "slices)");
     *out = *x; /* 0-D and 1-D tiles transpose to themselves, as permute does */
     if (x->ndim == 2) {
         out->shape[0] = x->shape[1];
@@ -414,10 +457,10 @@ int kb__tile_broadcast_to_infer(const kb__tile_desc *x, int ndim, const int64_t 
 {
     int rc = kb__tile_check_desc(KB__OP_BROADCAST_TO, "x", x, err);
     if (rc) return rc;
-    if (ndim < 0 || ndim > 2 || (ndim > 0 && !shape))
+    if (ndim < 0 || ndim > 3 || (ndim > 0 && !shape))
         return kb__err_set(err, KB_EINVAL,
-                           "broadcast_to: target must have 0, 1 or 2 dimensions, got %d", ndim);
-    kb__tile_desc o = {.dtype = x->dtype, .ndim = ndim, .shape = {1, 1}};
+                           "broadcast_to: target must have 0 to 3 dimensions, got %d", ndim);
+    kb__tile_desc o = {.dtype = x->dtype, .ndim = ndim, .shape = {1, 1, 1}};
     for (int i = 0; i < ndim; i++)
         o.shape[i] = shape[i];
     if ((rc = kb__tile_check_desc(KB__OP_BROADCAST_TO, "target", &o, err))) return rc;
@@ -458,6 +501,6 @@ int kb__tile_broadcast_to(const kb__tile_desc *out, void *out_data, const kb__ti
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++)
             memcpy((char *)out_data + (size_t)(r * cols + c) * es,
-                   v.base + (size_t)(r * v.rs + c * v.cs) * es, es);
+                   v.base + (size_t)kb__tile_view_off(&v, r, c) * es, es);
     return 0;
 }

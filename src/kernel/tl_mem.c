@@ -33,11 +33,14 @@
 /* Index in `in` of output lane `lane` under broadcasting (right-aligned). */
 static int64_t bidx(const kb__tile_desc *in, const kb__tile_desc *out, int64_t lane)
 {
-    if (in->ndim == 0) return 0;
-    int64_t i = out->ndim == 2 ? lane / out->shape[1] : 0;
-    int64_t j = out->ndim == 2 ? lane % out->shape[1] : lane;
-    if (in->ndim == 1) return in->shape[0] == 1 ? 0 : j;
-    return (in->shape[0] == 1 ? 0 : i) * in->shape[1] + (in->shape[1] == 1 ? 0 : j);
+    int64_t idx = 0, stride = 1;
+    for (int d = out->ndim - 1, e = in->ndim - 1; d >= 0 && e >= 0; d--, e--) {
+        int64_t pos = lane % out->shape[d];
+        lane /= out->shape[d];
+        if (in->shape[e] != 1) idx += pos * stride;
+        stride *= in->shape[e];
+    }
+    return idx;
 }
 
 static int64_t elem_i64(const kb__pe_buf *b, const kb__tile_desc *d, int64_t idx)

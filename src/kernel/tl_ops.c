@@ -278,8 +278,8 @@ static void shape_desc(tl_ctx *k, kb__tile_desc *d, int ndim, const int64_t *sha
                        const char *name)
 {
     kb__err e;
-    if (ndim < 0 || ndim > 2 || (ndim > 0 && !shape))
-        kb__pe_raise(&k->prog, KB_EINVAL, "%s: ndim %d (tiles have 0, 1 or 2 dims)", name, ndim);
+    if (ndim < 0 || ndim > 3 || (ndim > 0 && !shape))
+        kb__pe_raise(&k->prog, KB_EINVAL, "%s: ndim %d (tiles have 0 to 3 dims)", name, ndim);
     *d = (kb__tile_desc){.dtype = (kb__dtype)dtype, .ndim = ndim};
     for (int i = 0; i < ndim; i++)
         d->shape[i] = shape[i];
