@@ -23,6 +23,7 @@
  * 4.9e-4 relative; inputs in [-1, 1)).
  */
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "internal.h"
@@ -32,7 +33,19 @@
 typedef struct mm_blocks {
     int64_t bm, bn, bk, group_m;
     int64_t block_ptrs; /* 1: loads through block pointers */
+    int64_t epilogue;   /* 1: the last K step's dot casts to f16 in its epilogue */
 } mm_blocks;
+
+/* acc + ta @ tb; on the last K step with the epilogue option, cast to f16 by
+ * the GEMM unit (tl_dot_epilogue) instead of a tl_cast on MATH afterwards. */
+static tl_tile mm_dot(tl_ctx *k, tl_tile ta, tl_tile tb, tl_tile acc, bool last,
+                      const mm_blocks *bl)
+{
+    if (!last || !bl->epilogue) return tl_dot(k, ta, tb, acc);
+    tl_epilogue ep = TL_EPILOGUE_NONE;
+    ep.out_dtype = TL_F16;
+    return tl_dot_epilogue(k, ta, tb, acc, &ep);
+}
 
 /* The power of two that covers the smaller of v and cap. */
 static int64_t pow2_at_least(int64_t v, int64_t cap)
@@ -66,7 +79,7 @@ static tl_tile acc_block_ptrs(tl_ctx *k, tl_tensor *a, tl_tensor *b, int64_t pid
         uint64_t s = tl_scope_begin(k);
         tl_tile ta = tl_load_block(k, pa, chk, TL_PAD_ZERO);
         tl_tile tb = tl_load_block(k, pb, chk, TL_PAD_ZERO);
-        tl_tile next = tl_dot(k, ta, tb, acc);
+        tl_tile next = mm_dot(k, ta, tb, acc, kk + 1 == tl_cdiv(K, bl->bk), bl);
         tl_free(k, acc);
         acc = next;
         tl_scope_end(k, s, 1, &acc);
@@ -92,7 +105,7 @@ static tl_tile acc_offsets(tl_ctx *k, tl_tensor *a, tl_tensor *b, tl_tile rm, tl
         tl_tile left = KB__S(k, K - kk * bl->bk, TL_I32);
         tl_tile ta = tl_load(k, a, a_offs, tl_lt(k, tl_expand_dims(k, offs_k, 0), left), TL_NONE);
         tl_tile tb = tl_load(k, b, b_offs, tl_lt(k, tl_expand_dims(k, offs_k, 1), left), TL_NONE);
-        tl_tile keep[3] = {tl_dot(k, ta, tb, acc),
+        tl_tile keep[3] = {mm_dot(k, ta, tb, acc, kk + 1 == tl_cdiv(K, bl->bk), bl),
                            tl_add(k, a_offs, KB__S(k, bl->bk * sa1, TL_I32)),
                            tl_add(k, b_offs, KB__S(k, bl->bk * sb0, TL_I32))};
         tl_free(k, acc);
@@ -113,7 +126,7 @@ static void mm_tile(tl_ctx *k, tl_tensor *a, tl_tensor *b, tl_tensor *c, int64_t
     tl_tile rn = tl_add(k, tl_arange(k, 0, bl->bn), KB__S(k, pid_n * bl->bn, TL_I32));
     tl_tile acc = bl->block_ptrs ? acc_block_ptrs(k, a, b, pid_m, pid_n, bl)
                                  : acc_offsets(k, a, b, rm, rn, bl);
-    tl_tile out = tl_cast(k, acc, TL_F16);
+    tl_tile out = tl_dtype_of(k, acc) == TL_F16 ? acc : tl_cast(k, acc, TL_F16);
     int64_t sc0 = tl_tensor_stride(c, 0), sc1 = tl_tensor_stride(c, 1);
     tl_tile mask = tl_and(k, tl_lt(k, tl_expand_dims(k, rm, 1), KB__S(k, M, TL_I32)),
                           tl_lt(k, tl_expand_dims(k, rn, 0), KB__S(k, N, TL_I32)));
@@ -124,8 +137,12 @@ static void matmul_kernel(tl_ctx *k)
 {
     tl_tensor *a = tl_arg_tensor(k, 0), *b = tl_arg_tensor(k, 1), *c = tl_arg_tensor(k, 2);
     int64_t M = tl_tensor_dim(a, 0), K = tl_tensor_dim(a, 1), N = tl_tensor_dim(b, 1);
-    mm_blocks bl = {pow2_at_least(M, tl_arg_i64(k, 3)), pow2_at_least(N, tl_arg_i64(k, 4)),
-                    pow2_at_least(K, tl_arg_i64(k, 5)), tl_arg_i64(k, 6), tl_arg_i64(k, 7)};
+    mm_blocks bl = {pow2_at_least(M, tl_arg_i64(k, 3)),
+                    pow2_at_least(N, tl_arg_i64(k, 4)),
+                    pow2_at_least(K, tl_arg_i64(k, 5)),
+                    tl_arg_i64(k, 6),
+                    tl_arg_i64(k, 7) & 1,
+                    tl_arg_i64(k, 7) >> 1};
     int64_t num_pid_m = tl_cdiv(M, bl.bm), num_pid_n = tl_cdiv(N, bl.bn);
     int64_t in_group = bl.group_m * num_pid_n;
     for (int64_t pid = 0; pid < num_pid_m * num_pid_n; pid++) {
@@ -157,6 +174,9 @@ static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, mm_cfg 
     int bp = 0;
     if (!rc) rc = kb_bench_opt_bool(o, "block_ptrs", 0, &bp);
     c->bl.block_ptrs = bp;
+    int ep = 0;
+    if (!rc) rc = kb_bench_opt_bool(o, "epilogue", 0, &ep);
+    c->bl.epilogue = ep;
     if (rc) return rc;
     const char *dist = kb_bench_opt_str(o, "dist", "pe");
     if (strcmp(dist, "pe") && strcmp(dist, "all"))
@@ -215,10 +235,11 @@ static int run_mm(kb_machine *m, const mm_cfg *c, kb_bench_result *r, float *a, 
     if (!rc) rc = kb__bench_tensor(m, "b", 2, (int64_t[]){c->k, c->n}, KB_F16, &p[1], b, &t[1]);
     if (!rc) rc = kb__bench_tensor(m, "c", 2, (int64_t[]){c->m, c->n}, KB_F16, &p[2], NULL, &t[2]);
     if (!rc) {
-        kb_arg args[8] = {kb_arg_tensor(t[0]),       kb_arg_tensor(t[1]),
-                          kb_arg_tensor(t[2]),       kb_arg_i64(c->bl.bm),
-                          kb_arg_i64(c->bl.bn),      kb_arg_i64(c->bl.bk),
-                          kb_arg_i64(c->bl.group_m), kb_arg_i64(c->bl.block_ptrs)};
+        kb_arg args[8] = {
+            kb_arg_tensor(t[0]),       kb_arg_tensor(t[1]),
+            kb_arg_tensor(t[2]),       kb_arg_i64(c->bl.bm),
+            kb_arg_i64(c->bl.bn),      kb_arg_i64(c->bl.bk),
+            kb_arg_i64(c->bl.group_m), kb_arg_i64(c->bl.block_ptrs | c->bl.epilogue << 1)};
         kb_bench_measure_begin(r);
         rc = kb__bench_launch(m, "matmul", matmul_kernel, args, 8);
         kb_bench_measure_end(r);
@@ -260,6 +281,7 @@ static const kb_bench_opt_doc opts[] = {
     {"bk", "64", "BLOCK_SIZE_K (power of 2)"},
     {"group_m", "4", "GROUP_SIZE_M of the grouped ordering"},
     {"block_ptrs", "false", "load A and B tiles through block pointers instead of offsets"},
+    {"epilogue", "false", "cast C to f16 in the last dot's GEMM epilogue instead of a MATH cast"},
     {"dist", "pe", "'pe': one PE; 'all': every PE of the machine (or of the bound SIP)"},
 };
 
