@@ -3,30 +3,54 @@
 # tables of docs/fidelity.md: probe cases (alone and with --contend 4), the
 # collective benches over ranks x sizes x algorithm x buffer kind (timing
 # only: --no-data, which gives the same times), the kernel benches and
-# tp_mlp (with data: the checks must come out the same).
-# usage: scripts/fidelity.sh [KERNBENCH] > docs/fidelity-tables.md
+# tp_mlp (with data: the checks must come out the same), and a summary
+# against the bounds of docs/fidelity.md.
+# usage: scripts/fidelity.sh [--full] [--timeout SECONDS] [KERNBENCH] > tables.md
 #   KERNBENCH: the kernbench binary (default build/kernbench)
-#   FIDELITY_QUICK=1: ranks 2, 8, 64 and 64 KiB / 1 MiB only (a few minutes)
+#   (default)  ranks 2, 8, 64; 64 KiB and 1 MiB per rank
+#   --full     ranks 2, 8, 16, 64, 128, 256; 64 KiB, 1 MiB and 4 MiB per rank
+#              (many hours on one core: the packet model's 256-rank rows at
+#              4 MiB take minutes each, the all-gather's far longer)
+#   --timeout SECONDS  give up a row after SECONDS of wall time (both models
+#              together; it is printed as "timeout"); default: no limit
+# Rows are printed as they finish, so a run cut short still gives a valid
+# table of what it measured. FIDELITY_QUICK=1 (older spelling) is the default.
 set -u
-kb=${1:-build/kernbench}
+full=0
+limit=0
+kb=build/kernbench
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --full) full=1 ;;
+    --timeout)
+        shift
+        limit=${1:-}
+        case "$limit" in '' | *[!0-9]*) echo "fidelity.sh: --timeout needs whole seconds, got '$limit'" >&2; exit 2 ;; esac ;;
+    --help | -h) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+    -*) echo "fidelity.sh: unknown option '$1' (expected --full, --timeout SECONDS or a kernbench path)" >&2; exit 2 ;;
+    *) kb=$1 ;;
+    esac
+    shift
+done
 [ -x "$kb" ] || { echo "fidelity.sh: no kernbench at '$kb' (build first)" >&2; exit 2; }
-quick=${FIDELITY_QUICK:-0}
+rows=$(mktemp)
+trap 'rm -f "$rows"' EXIT
 
-# run ARGS...: "flow_us packet_us error_% flow_wall_s packet_wall_s"
+# run ARGS...: "flow_us packet_us error_% flow_wall_s packet_wall_s", or
+# "timeout", or nothing when the run failed
 cmp_run() {
-    "$kb" run "$@" --fabric flow --compare packet 2>/dev/null | awk '
+    local out rc
+    if [ "$limit" -gt 0 ]; then
+        out=$(timeout "$limit" "$kb" run "$@" --fabric flow --compare packet 2>/dev/null)
+        rc=$?
+        [ $rc -eq 124 ] && { echo timeout; return; }
+    else
+        out=$("$kb" run "$@" --fabric flow --compare packet 2>/dev/null)
+    fi
+    printf '%s\n' "$out" | awk '
         /^  simulated/ { f = $2; p = $4; e = $6 }
         /^  wall/      { fw = $2; pw = $4 }
         END { if (f == "") exit 1; printf "%s %s %s %s %s\n", f, p, e, fw, pw }'
-}
-
-row() { # label result
-    if [ -n "$2" ]; then
-        set -- "$1" $2
-        printf "| %s | %s | %s | %s %% | %s | %s |\n" "$1" "$3" "$2" "$4" "$6" "$5"
-    else
-        printf "| %s | failed | | | | |\n" "$1"
-    fi
 }
 
 echo "## Probe cases (64 KiB)"
@@ -53,28 +77,35 @@ echo "## Collectives (timing only, --no-data)"
 echo
 echo "| bench | algorithm | buffer | ranks | bytes/rank | packet us | flow us | error | packet wall s | flow wall s |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
-if [ "$quick" = 1 ]; then ranks="2 8 64"; sizes="65536 1048576"; else ranks="2 8 16 64 128 256"; sizes="65536 1048576 4194304"; fi
-coll() { # bench algorithm buffer
-    for w in $ranks; do
+if [ "$full" = 1 ]; then ranks="2 8 16 64 128 256"; sizes="65536 1048576 4194304"; else ranks="2 8 64"; sizes="65536 1048576"; fi
+coll() { # bench algorithm buffer [ranks]
+    local w s r
+    for w in ${4:-$ranks}; do
         for s in $sizes; do
             r=$(cmp_run --no-data --bench "$1" --opt algorithm="$2" --opt buffer="$3" --opt world=$w --opt bytes=$s)
-            if [ -n "$r" ]; then
-                set -- "$1" "$2" "$3" $r
-                printf "| %s | %s | %s | %s | %s | %s | %s | %s %% | %s | %s |\n" "$1" "$2" "$3" "$w" "$s" "$5" "$4" "$6" "$8" "$7"
-                set -- "$1" "$2" "$3"
-            else
-                printf "| %s | %s | %s | %s | %s | failed | | | | |\n" "$1" "$2" "$3" "$w" "$s"
-            fi
+            case "$r" in
+            '') printf "| %s | %s | %s | %s | %s | failed | | | | |\n" "$1" "$2" "$3" "$w" "$s" ;;
+            timeout) printf "| %s | %s | %s | %s | %s | timeout | | | | |\n" "$1" "$2" "$3" "$w" "$s" ;;
+            *)
+                printf "| %s | %s | %s | %s | %s | %s | %s | %s %% | %s | %s |\n" "$1" "$2" "$3" "$w" "$s" \
+                    $(echo $r | awk '{ print $2, $1, $3, $5, $4 }') | tee -a "$rows" ;;
+            esac
         done
     done
 }
-for alg in ring_allreduce mesh_allreduce tree_allreduce; do
-    for buf in tcm sram hbm; do coll ccl_allreduce $alg $buf; done
-done
-for b in "ccl_reduce_scatter ring_reduce_scatter" "ccl_all_gather ring_all_gather" \
+# The hierarchical algorithms are one group (the ring) up to one SIP's
+# ranks: the quick run adds the 256 ranks of both SIPs for them.
+hier_ranks=$ranks
+[ "$full" = 1 ] || hier_ranks="$ranks 256"
+for b in "ccl_allreduce ring_allreduce" "ccl_allreduce mesh_allreduce" \
+         "ccl_allreduce tree_allreduce" "ccl_allreduce hier_allreduce" \
+         "ccl_reduce_scatter ring_reduce_scatter" "ccl_reduce_scatter hier_reduce_scatter" \
+         "ccl_all_gather ring_all_gather" "ccl_all_gather hier_all_gather" \
          "ccl_broadcast ring_broadcast" "ccl_reduce ring_reduce" "ccl_all_to_all ring_all_to_all"; do
     set -- $b
-    for buf in tcm sram hbm; do coll "$1" "$2" "$buf"; done
+    w=$ranks
+    case "$2" in hier_*) w=$hier_ranks ;; esac
+    for buf in tcm sram hbm; do coll "$1" "$2" "$buf" "$w"; done
 done
 
 echo
@@ -83,5 +114,23 @@ echo
 echo "| bench | packet us | flow us | error | packet wall s | flow wall s |"
 echo "|---|---|---|---|---|---|"
 for b in qkv_gemm qkv_gemm_multi_pe va_offset vector_add softmax matmul layernorm tp_mlp; do
-    row "$b" "$(cmp_run --bench $b)"
+    r=$(cmp_run --bench $b)
+    case "$r" in
+    '') printf "| %s | failed | | | | |\n" "$b" ;;
+    timeout) printf "| %s | timeout | | | | |\n" "$b" ;;
+    *) set -- "$b" $r; printf "| %s | %s | %s | %s %% | %s | %s |\n" "$1" "$3" "$2" "$4" "$6" "$5" | tee -a "$rows" ;;
+    esac
 done
+
+echo
+echo "## Summary"
+echo
+awk -F'|' '
+    NF == 12 { e = $9; gsub(/[ %+]/, "", e); e += 0; n++
+               if ($5 + 0 >= 8 && $6 + 0 >= 1048576) { bb++; if (e < 5 && e > -5) bb5++; if (e < 10 && e > -10) bb10++ }
+               else { if (e < 5 && e > -5) o5++ } }
+    NF == 8  { e = $5; gsub(/[ %+]/, "", e); e += 0; k++; if (e < 10 && e > -10) k10++ }
+    END {
+        printf "- collective rows measured: %d; bandwidth-bound (>= 1 MiB per rank, >= 8 ranks): %d, of them %d within 5 %% and %d within 10 %%; the other %d rows: %d within 5 %%\n", n, bb, bb5, bb10, n - bb, o5
+        printf "- kernel benches and tp_mlp: %d, of them %d within 10 %%\n", k, k10
+    }' "$rows"
