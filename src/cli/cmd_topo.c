@@ -91,7 +91,13 @@ static void print_table(const kb__topo *t, const kb__topo_figures *f,
                         const kb__topo_reach_figures *rf, const char *machine)
 {
     char b[64];
-    printf("machine: %s\n\ncounts\n", machine);
+    printf("machine: %s\n", machine);
+    if (kb__topo_faults_any(&t->params)) {
+        char words[1024];
+        kb__topo_faults_describe(&t->params, words, sizeof words);
+        printf("faults: %s (docs/faults.md; the figures below are the healthy machine's)\n", words);
+    }
+    printf("\ncounts\n");
     row("SIPs", 0, t->sips, "");
     snprintf(b, sizeof b, "%u (%ux%u)", t->cubes_per_sip, t->mesh_rows, t->mesh_cols);
     row_text("cubes per SIP (mesh RxC)", b);

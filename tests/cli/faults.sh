@@ -1,6 +1,6 @@
 #!/bin/bash
-# faults (docs/faults.md) on the command line: the run header and the record
-# list them, `config` writes them back as lists that load to the same hash,
+# faults (docs/faults.md) on the command line: the run header, the record and
+# topo list them, `config` writes them back as lists that load to the same hash,
 # a bad entry exits 2 naming the key, a cut machine fails the collective
 # (exit 1) naming the pair, never hanging.
 # usage: faults.sh KERNBENCH_BINARY SOURCE_DIR
@@ -29,6 +29,10 @@ check "the record carries machine.faults" $?
 "$KB" run --bench vector_add --no-data --json 2> /dev/null |
     python3 -c 'import json,sys; assert json.load(sys.stdin)["machine"]["faults"] == "none"'
 check "machine.faults is none without faults" $?
+
+"$KB" topo --set "$slow" | grep -q "^faults: slow PE sip0.cube0.pe1 x0.5 "
+check "topo lists the faults" $?
+! "$KB" topo | grep -q "^faults"; check "topo without faults has no faults line" $?
 
 "$KB" config --set "$slow" --set "$down" > "$tmp/m.yaml"
 check "config with faults exits 0" $?
