@@ -39,8 +39,12 @@
  * Invariants: a flow is in its resources' arrays exactly while it drains;
  * every flow on a resource was last advanced (t_last) when the resource's
  * utilization was last accounted (t_acc), because a solve advances whole
- * components. Cost: a solve is O(iterations × shared resources + flows ×
- * path) over the component; nothing for flows outside it.
+ * components. Cost: a solve is O(flows × path) over the component to
+ * collect, advance and reschedule it, plus the filling: O(levels ×
+ * (shared resources + flows)) by scans for a small component, O((flows ×
+ * path) · log(shared resources) + flows · log(flows)) with a heap for a
+ * large one (thousands of flows on a 64-SIP machine); nothing for flows
+ * outside it. A message of one packet costs one event and no resources.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -308,17 +312,53 @@ static int by_solo_cmp(const void *a, const void *b)
     return (x->i > y->i) - (x->i < y->i);
 }
 
-/* Progressive filling: the tightest constraint freezes its flows at its
- * fair share, until every flow of the component is frozen. A resource
- * only one flow uses limits nothing but that flow, as its solo rate (the
- * smallest capacity on its path) does: so the constraints are the shared
- * resources (st->sh) and each flow's solo rate. Ties: the first shared
- * resource in the component's order, then the first flow. The shared
- * resources wait in a heap by share and the flows in order of solo rate,
- * so a step costs O(log) per resource whose share it changes, not a scan
- * of the component: the same choices, the same arithmetic in the same
- * order, hence the same rates to the bit as a scan. */
-static int fill(flow_state *st)
+/* Freezes the unfrozen flows of best (or alone) at share. */
+static void freeze(flow_state *st, res *best, flow *alone, double share, size_t *open, int heap)
+{
+    for (uint32_t j = 0, n = best ? best->n : 1; j < n; j++) {
+        flow *f = best ? best->flows[j] : alone;
+        if (f->frozen) continue;
+        f->frozen = 1;
+        f->next_rate = share;
+        (*open)--;
+        for (uint32_t k = 0; k < f->n_res; k++) {
+            res *r = &st->res[f->res[k]];
+            r->left -= share;
+            r->unf--;
+            if (heap && r->n >= 2) sh_changed(st, r->shi);
+        }
+    }
+}
+
+/* Progressive filling by scans: each level looks at every shared
+ * resource and every flow of the component (small components). */
+static void fill_scan(flow_state *st)
+{
+    size_t open = st->n_cf;
+    while (open) {
+        res *best = NULL;
+        flow *alone = NULL;
+        double share = 0;
+        for (size_t i = 0; i < st->n_sh; i++) {
+            res *r = &st->res[st->sh[i]];
+            if (!r->unf) continue;
+            double s = r->left / r->unf;
+            if (!best || s < share) best = r, share = s;
+        }
+        for (size_t i = 0; i < st->n_cf; i++) {
+            flow *f = st->cf[i];
+            if (!f->frozen && ((!best && !alone) || f->solo < share)) alone = f, share = f->solo;
+        }
+        if (alone) best = NULL;
+        if (share < 1e-9) share = 1e-9;
+        freeze(st, best, alone, share, &open, 0);
+    }
+}
+
+/* Progressive filling with the shared resources in a heap by share and
+ * the flows in order of solo rate: a level costs O(log) per resource whose
+ * share it changes (large components). The same choices as fill_scan. */
+static int fill_heap(flow_state *st)
 {
     if (grow((void **)&st->heap, &st->cap_heap, st->n_sh, sizeof *st->heap) ||
         grow((void **)&st->hpos, &st->cap_hpos, st->n_sh, sizeof *st->hpos) ||
@@ -349,21 +389,29 @@ static int fill(flow_state *st)
         if (!best || first->solo < share) alone = first, share = first->solo;
         if (alone) best = NULL;
         if (share < 1e-9) share = 1e-9;
-        for (uint32_t j = 0, n = best ? best->n : 1; j < n; j++) {
-            flow *f = best ? best->flows[j] : alone;
-            if (f->frozen) continue;
-            f->frozen = 1;
-            f->next_rate = share;
-            open--;
-            for (uint32_t k = 0; k < f->n_res; k++) {
-                res *r = &st->res[f->res[k]];
-                r->left -= share;
-                r->unf--;
-                if (r->n >= 2) sh_changed(st, r->shi);
-            }
-        }
+        freeze(st, best, alone, share, &open, 1);
     }
     return 0;
+}
+
+/* Progressive filling: the tightest constraint freezes its flows at its
+ * fair share, until every flow of the component is frozen. A resource
+ * only one flow uses limits nothing but that flow, as its solo rate (the
+ * smallest capacity on its path) does: so the constraints are the shared
+ * resources (st->sh) and each flow's solo rate. Ties: the first shared
+ * resource in the component's order, then the first flow. Both ways of
+ * finding the tightest make the same choices and the same arithmetic in
+ * the same order, hence the same rates to the bit; scans are cheaper up
+ * to FILL_SCAN_MAX flows and shared resources. */
+#define FILL_SCAN_MAX 64
+
+static int fill(flow_state *st)
+{
+    if (st->n_cf + st->n_sh <= FILL_SCAN_MAX) {
+        fill_scan(st);
+        return 0;
+    }
+    return fill_heap(st);
 }
 
 static void end_due(kb__sim *sim, void *arg, uint64_t data);
@@ -561,8 +609,8 @@ static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
     kb__fabric *fab = msg->fab;
     flow_state *st = state(fab);
     const kb__route *r = msg->route;
-    uint32_t mf = st->mem_res[r->nodes[0]], mt = st->mem_res[r->nodes[r->n]];
-    flow *f = flow_get(st, r->n + 2);
+    int shares = msg->npkts > 1; /* a message of one packet shares nothing */
+    flow *f = flow_get(st, shares ? r->n + 2 : 0);
     if (!f) {
         kb__sim_fail(sim, KB_ENOMEM, "fabric (flow): out of host memory for a flow");
         return;
@@ -570,13 +618,16 @@ static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
     f->msg = msg;
     msg->flow = f;
     f->n_res = 0;
-    f->solo = fab->links[r->links[0]].bw_gbs; /* the first link caps it, unshared */
-    for (uint32_t h = 1; h < r->n; h++)       /* link 0: FIFO at the source, below */
-        f->res[f->n_res++] = r->links[h];
-    if (mf != KB__NO_NODE) f->res[f->n_res++] = mf;
-    if (mt != KB__NO_NODE && mt != mf) f->res[f->n_res++] = mt;
-    for (uint32_t k = 0; k < f->n_res; k++)
-        if (st->res[f->res[k]].cap < f->solo) f->solo = st->res[f->res[k]].cap;
+    if (shares) {
+        uint32_t mf = st->mem_res[r->nodes[0]], mt = st->mem_res[r->nodes[r->n]];
+        f->solo = fab->links[r->links[0]].bw_gbs; /* the first link caps it, unshared */
+        for (uint32_t h = 1; h < r->n; h++)       /* link 0: FIFO at the source, below */
+            f->res[f->n_res++] = r->links[h];
+        if (mf != KB__NO_NODE) f->res[f->n_res++] = mf;
+        if (mt != KB__NO_NODE && mt != mf) f->res[f->n_res++] = mt;
+        for (uint32_t k = 0; k < f->n_res; k++)
+            if (st->res[f->res[k]].cap < f->solo) f->solo = st->res[f->res[k]].cap;
+    }
     kb__route *rw = (kb__route *)r; /* the memo is not part of the route's value */
     if (r->solo.bytes != msg->bytes || r->solo.pkt_bytes != msg->pkt_bytes) {
         kb__time total, prev;
@@ -607,8 +658,7 @@ static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
     f->gap = total - prev;
     f->rate = 0;
     count(fab, msg);
-    if (msg->npkts == 1 || !f->n_res) { /* nothing to share (see the top) */
-        f->n_res = 0;
+    if (!f->n_res) { /* nothing to share (see the top) */
         kb__sim_post_at(sim, t + total, end_due, f, ++f->gen);
         return;
     }

@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "fabric/fabric.h"
@@ -28,10 +29,13 @@ typedef struct net {
 
 static void net_make(net *n, const kb__fab_link_desc *links, uint32_t n_links, uint32_t n_nodes)
 {
-    kb__fab_node_desc nodes[16];
-    static const char *names[] = {"n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7"};
-    for (uint32_t i = 0; i < n_nodes; i++)
+    kb__fab_node_desc nodes[80];
+    char names[80][8];
+    cr_assert_leq(n_nodes, 80);
+    for (uint32_t i = 0; i < n_nodes; i++) {
+        snprintf(names[i], sizeof names[i], "n%u", i);
         nodes[i] = (kb__fab_node_desc){.name = names[i], .role = KB__FR_OTHER};
+    }
     kb__err err;
     n->sim = kb__sim_create(1, &err);
     cr_assert_not_null(n->sim);
@@ -305,6 +309,48 @@ Test(flow, progressive_filling_freezes_one_level_at_a_time)
         kb__fabric_closed_form(n.fab, r[i], m[i].bytes, P, &c);
         kb__time d = 100 * svc(P, 128.0);
         kb__time want = src_bw[i] < 128.0 ? c.total : c.total - d + d * 128 / 40;
+        cr_assert_eq(s[i].at, want, "flow from a %g GB/s source: %llu ps, expected %llu", src_bw[i],
+                     (unsigned long long)s[i].at, (unsigned long long)want);
+    }
+    net_free(&n);
+}
+
+/* The same shape at the size where the solver keeps its constraints in a
+ * heap: 62 slow sources of 1, 2, ..., 62 GB/s and two fast ones (4096)
+ * into one link of 4096 GB/s. Sixty-two levels freeze the slow flows at
+ * their own rates (the link's share left stays above each: (4096 - j(j+1)/2)
+ * / (64 - j) > j + 1), then the link gives the fast two (4096 - 1953) / 2 =
+ * 1071.5 each, 2143 / 8192 of their solo rate: they end at alpha +
+ * ceil(D · 8192 / 2143). */
+Test(flow, progressive_filling_of_a_large_component_freezes_one_level_at_a_time)
+{
+    enum { SLOW = 62, SRC = SLOW + 2 };
+    net n;
+    double src_bw[SRC];
+    kb__fab_link_desc links[SRC + 1];
+    for (uint32_t i = 0, j = 0; i < SRC; i++) {
+        /* shuffled, so the component's order is not the order of rates */
+        src_bw[i] = i == 7 || i == 30 ? 4096.0 : (double)(1 + (j++ * 17) % SLOW);
+        links[i] =
+            (kb__fab_link_desc){.from = i, .to = SRC, .cls = KB__LINK_NOC, .bw_gbs = src_bw[i]};
+    }
+    links[SRC] =
+        (kb__fab_link_desc){.from = SRC, .to = SRC + 1, .cls = KB__LINK_NOC, .bw_gbs = 4096.0};
+    net_make(&n, links, SRC + 1, SRC + 2);
+    kb__fab_msg m[SRC];
+    seen s[SRC];
+    const kb__route *r[SRC];
+    for (uint32_t i = 0; i < SRC; i++) {
+        s[i] = (seen){0};
+        r[i] = route(&n, i, SRC + 1);
+        send(&n, &m[i], r[i], 100 * (uint64_t)P, &s[i]);
+    }
+    kb__sim_run(n.sim);
+    kb__time d = 100 * svc(P, 4096.0);
+    for (uint32_t i = 0; i < SRC; i++) {
+        kb__fab_closed c;
+        kb__fabric_closed_form(n.fab, r[i], m[i].bytes, P, &c);
+        kb__time want = src_bw[i] < 4096.0 ? c.total : c.total - d + (d * 8192 + 2142) / 2143;
         cr_assert_eq(s[i].at, want, "flow from a %g GB/s source: %llu ps, expected %llu", src_bw[i],
                      (unsigned long long)s[i].at, (unsigned long long)want);
     }
