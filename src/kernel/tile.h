@@ -314,6 +314,7 @@ typedef struct kb__tile_cost {
         int64_t elements; /* elements processed in this pass */
     } part[KB__TILE_COST_MAX_PARTS];
     int64_t m, n, k; /* dot only; 0 otherwise */
+    int64_t batch;   /* dot: products in a batched dot (1 for 2-D); 0 otherwise */
 } kb__tile_cost;
 
 /* Counts the work of op producing out from in[0..n_in) (the operands in the

@@ -124,11 +124,13 @@ int kb__tile_op_cost(kb__tile_op op, const kb__tile_desc *out, const kb__tile_de
         kb__tile_desc want;
         if ((rc = kb__tile_dot_infer(&in[0], &in[1], n_in == 3 ? &in[2] : NULL, &want, err)))
             return rc;
+        int o0 = in[0].ndim - 2;
         c.unit = KB__UNIT_GEMM;
-        c.m = in[0].shape[0];
-        c.k = in[0].shape[1];
-        c.n = in[1].shape[1];
-        add_part(&c, KB__CLS_DOT, c.m * c.n * c.k);
+        c.batch = o0 ? in[0].shape[0] : 1;
+        c.m = in[0].shape[o0];
+        c.k = in[0].shape[o0 + 1];
+        c.n = in[1].shape[o0 + 1];
+        add_part(&c, KB__CLS_DOT, c.batch * c.m * c.n * c.k);
         break;
     }
     case KB__OP_SIGMOID:

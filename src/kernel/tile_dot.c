@@ -1,5 +1,6 @@
 /*
- * tile_dot.c — tl.dot: out = acc + a @ b on 2-D tiles.
+ * tile_dot.c — tl.dot: out = acc + a @ b on 2-D tiles, or batched on 3-D
+ * tiles ([B, M, K] x [B, K, N]: B independent products).
  *
  * Rules (tile_infer.c): a [M, K] and b [K, N] of one dtype; f16, bf16 and
  * f32 inputs accumulate into f32, i8 into i32; acc, if given, has the
@@ -70,14 +71,20 @@ int kb__tile_dot(const kb__tile_desc *out, void *out_data, const kb__tile_desc *
         (acc && (rc = kb__tile_check_ptr(KB__OP_DOT, "acc", acc_data, err))) ||
         (rc = kb__tile_check_ptr(KB__OP_DOT, "out", out_data, err)))
         return rc;
-    int64_t m = a->shape[0], k = a->shape[1], n = b->shape[1];
-    const void *accp = acc ? acc_data : NULL;
+    int o0 = a->ndim - 2; /* batched: [B, M, K] x [B, K, N], one product per batch */
+    int64_t batch = o0 ? a->shape[0] : 1;
+    int64_t m = a->shape[o0], k = a->shape[o0 + 1], n = b->shape[o0 + 1];
+    size_t as = (size_t)(m * k), bs = (size_t)(k * n), os = (size_t)(m * n);
     if (a->dtype == KB__I8) {
-        dot_i8(m, n, k, a_data, b_data, accp, out_data);
+        for (int64_t i = 0; i < batch; i++)
+            dot_i8(m, n, k, (const int8_t *)a_data + i * as, (const int8_t *)b_data + i * bs,
+                   acc ? (const int32_t *)acc_data + i * os : NULL, (int32_t *)out_data + i * os);
         return 0;
     }
     if (a->dtype == KB__F32) {
-        dot_f32(m, n, k, a_data, b_data, accp, out_data);
+        for (int64_t i = 0; i < batch; i++)
+            dot_f32(m, n, k, (const float *)a_data + i * as, (const float *)b_data + i * bs,
+                    acc ? (const float *)acc_data + i * os : NULL, (float *)out_data + i * os);
         return 0;
     }
     size_t need = kb__tile_dot_workspace_bytes(a, b);
@@ -88,10 +95,12 @@ int kb__tile_dot(const kb__tile_desc *out, void *out_data, const kb__tile_desc *
                            "dot: cannot allocate %zu bytes of f32 workspace for "
                            "a [%lld, %lld] x b [%lld, %lld]",
                            need, (long long)m, (long long)k, (long long)k, (long long)n);
-    float *wa = ws, *wb = ws + m * k;
-    kb__dtype_convert(KB__F32, wa, a->dtype, a_data, (size_t)(m * k));
-    kb__dtype_convert(KB__F32, wb, b->dtype, b_data, (size_t)(k * n));
-    dot_f32(m, n, k, wa, wb, accp, out_data);
+    float *wa = ws, *wb = ws + batch * m * k;
+    kb__dtype_convert(KB__F32, wa, a->dtype, a_data, (size_t)batch * as);
+    kb__dtype_convert(KB__F32, wb, b->dtype, b_data, (size_t)batch * bs);
+    for (int64_t i = 0; i < batch; i++)
+        dot_f32(m, n, k, wa + i * as, wb + i * bs, acc ? (const float *)acc_data + i * os : NULL,
+                (float *)out_data + i * os);
     if (owned) free(ws);
     return 0;
 }

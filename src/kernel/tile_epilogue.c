@@ -31,6 +31,10 @@ const char *kb__tile_act_name(kb__tile_act a)
 int kb__tile_epilogue_infer(const kb__tile_desc *dot, const kb__tile_epilogue *ep,
                             kb__tile_desc *out, kb__err *err)
 {
+    if (dot->ndim != 2)
+        return kb__err_set(err, KB_EINVAL,
+                           "dot epilogue: a batched (3-D) dot has no epilogue yet; apply the "
+                           "steps as tl_ ops");
     if (dot->dtype != KB__F32)
         return kb__err_set(err, KB_EINVAL,
                            "dot epilogue: the product is %s; epilogues take float dots (f16, "

@@ -347,16 +347,21 @@ int kb__tile_dot_infer(const kb__tile_desc *a, const kb__tile_desc *b, const kb_
         return rc;
     kb__tile_shape_str(a, s1, sizeof s1);
     kb__tile_shape_str(b, s2, sizeof s2);
-    if (a->ndim != 2 || b->ndim != 2)
+    if (a->ndim != b->ndim || a->ndim < 2)
         return kb__err_set(err, KB_EINVAL,
-                           "dot: both operands must be 2-D, got a %s and b %s (a batched 3-D "
-                           "dot is not supported yet)",
+                           "dot: both operands must be 2-D, or both 3-D (batched), got a %s and "
+                           "b %s",
                            s1, s2);
-    if (a->shape[1] != b->shape[0])
+    int o0 = a->ndim - 2; /* 1 for a batch [B, M, K] x [B, K, N] */
+    if (o0 && a->shape[0] != b->shape[0])
+        return kb__err_set(err, KB_EINVAL,
+                           "dot: batched a %s and b %s have different batch sizes (%lld, %lld)", s1,
+                           s2, (long long)a->shape[0], (long long)b->shape[0]);
+    if (a->shape[o0 + 1] != b->shape[o0])
         return kb__err_set(err, KB_EINVAL,
                            "dot: a %s and b %s are not compatible for matmul: a has K = %lld "
                            "columns, b has %lld rows",
-                           s1, s2, (long long)a->shape[1], (long long)b->shape[0]);
+                           s1, s2, (long long)a->shape[o0 + 1], (long long)b->shape[o0]);
     if (a->dtype != b->dtype)
         return kb__err_set(err, KB_EINVAL,
                            "dot: both operands must have the same dtype, got %s "
@@ -367,7 +372,9 @@ int kb__tile_dot_infer(const kb__tile_desc *a, const kb__tile_desc *b, const kb_
                            "dot: operand dtype %s is not supported (f16, bf16, "
                            "f32 or i8)",
                            kb__dtype_name(a->dtype));
-    kb__tile_desc o = kb__tile_2d(a->dtype == KB__I8 ? KB__I32 : KB__F32, a->shape[0], b->shape[1]);
+    kb__dtype odt = a->dtype == KB__I8 ? KB__I32 : KB__F32;
+    kb__tile_desc o = o0 ? kb__tile_3d(odt, a->shape[0], a->shape[1], b->shape[2])
+                         : kb__tile_2d(odt, a->shape[0], b->shape[1]);
     if ((rc = kb__tile_desc_check(&o, err))) return kb__err_prefix(err, "dot: result: ");
     if (acc && !kb__tile_desc_eq(acc, &o)) {
         char s3[48], s4[48];

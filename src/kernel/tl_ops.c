@@ -185,7 +185,12 @@ static kb__time service_of(tl_ctx *k, kb__tl_op *op, const kb__tile_cost *c)
 {
     const kb__pe_params *p = &k->prog.pe->p;
     if (c->unit == KB__UNIT_GEMM) {
-        op->base.work = 2 * (uint64_t)c->m * (uint64_t)c->n * (uint64_t)c->k;
+        op->base.work = 2 * (uint64_t)c->batch * (uint64_t)c->m * (uint64_t)c->n * (uint64_t)c->k;
+        if (c->batch > 1) /* B products one after the other */
+            return kb__ps_from_cycles((uint64_t)c->batch * kb__pe_gemm_cycles(p, (uint64_t)c->m,
+                                                                              (uint64_t)c->n,
+                                                                              (uint64_t)c->k),
+                                      p->gemm.clock_ghz);
         if (op->epilogue)
             return kb__ps_from_cycles(
                 kb__pe_gemm_cycles(p, (uint64_t)c->m, (uint64_t)c->n, (uint64_t)c->k) +
