@@ -436,6 +436,7 @@ static int train_step(stage_t *s)
     uint64_t t = kb_now_ps(s->m);
     for (int64_t l = 0; l < s->nl && !rc; l++)
         rc = kb_xf_grads_reduce_dp(s->m, &s->blocks[l], &s->grads[l]);
+    if (!rc && s->c->dp > 1) rc = kb_trace_span_add(s->m, "dp_reduce", t, kb_now_ps(s->m));
     if (s->record && s->rank == 0) s->u->dp_ps += kb_now_ps(s->m) - t;
     return rc;
 }

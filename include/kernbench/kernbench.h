@@ -401,6 +401,23 @@ KB_API int kb_trace_stop(kb_machine *m);
  * kb_trace_start. */
 KB_API int kb_trace_cut(const kb_machine *m, uint64_t *at_ps, uint64_t *records);
 
+/* Spans of the program's own on the calling host rank's track of the
+ * trace (process "ranks", one thread per rank, "rank R"; the driver's go
+ * on rank 0's). kb_trace_span_begin opens a span named name (copied, up
+ * to 63 bytes) at the current simulated time; kb_trace_span_end closes
+ * the rank's innermost open span and writes it. Spans nest, up to
+ * KB_TRACE_SPAN_DEPTH open per rank. kb_trace_span_add writes a finished
+ * span [start_ps, end_ps] at once (a phase timed already). Spans are
+ * written only while a trace is on (kb_trace_start); the begin / end
+ * pairing is kept either way. KB_EINVAL: name NULL or empty, end_ps <
+ * start_ps; KB_ESTATE: an end with no span open, a begin with
+ * KB_TRACE_SPAN_DEPTH open. Cost: a copy of the name; with a trace on, one
+ * line of the file per span. */
+#define KB_TRACE_SPAN_DEPTH 32
+KB_API int kb_trace_span_begin(kb_machine *m, const char *name);
+KB_API int kb_trace_span_end(kb_machine *m);
+KB_API int kb_trace_span_add(kb_machine *m, const char *name, uint64_t start_ps, uint64_t end_ps);
+
 /* "dma", "gemm", "math"; "?" for others. */
 KB_API const char *kb_unit_name(kb_unit u);
 

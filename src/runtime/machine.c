@@ -19,6 +19,7 @@
 #include "runtime/machine.h"
 #include "runtime/memory.h"
 #include "runtime/tensor.h"
+#include "runtime/trace.h"
 #include "topo/topo.h"
 
 #include <stdatomic.h>
@@ -182,6 +183,7 @@ void kb_close(kb_machine *m)
         if (m->slots[i].t) kb_free(m, kb__rt_handle(m, m->slots[i].t));
     }
     kb_trace_stop(m);
+    kb__rt_trace_spans_fini(m);
     free(m->slots);
     free(m->free_slots);
     kb__rt_scratch_fini(&m->scratch);

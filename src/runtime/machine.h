@@ -119,8 +119,10 @@ struct kb_machine {
     uint32_t *pe_mark;           /* [n_pes] scratch of try_start (launch.c) */
     uint32_t pe_stamp;           /* its current mark */
     uint64_t next_launch_id;     /* serial of the next launch, from 1 (kb__rt_launch_id) */
-    kb__rt_group_ext layers[KB__RT_EXT_MAX];  /* layers' machine state (ranks.h): ccl's */
-    struct kb__rt_trace *trace;               /* kb_trace_start's file, or NULL (trace.c) */
+    kb__rt_group_ext layers[KB__RT_EXT_MAX]; /* layers' machine state (ranks.h): ccl's */
+    struct kb__rt_trace *trace;              /* kb_trace_start's file, or NULL (trace.c) */
+    struct kb__rt_rank_spans *rank_spans;    /* [n_rank_spans] open spans per rank (trace.c) */
+    uint32_t n_rank_spans;
     int trace_cut;                            /* the last trace stopped at its size limit */
     uint64_t trace_cut_ps, trace_cut_records; /* when, and how many records it kept */
     void (*measure_fn)(void *user, kb_machine *m, int end); /* observe.c, or NULL */

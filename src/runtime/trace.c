@@ -22,6 +22,9 @@
  * with the limit (kb_trace_opts.max_bytes): past it, recording stops (the
  * simulator's sink is detached and the counters write nothing more) and an
  * instant event says so; the file stays valid JSON.
+ * The program's own spans (kb_trace_span_*) go to process n_pes + 3,
+ * "ranks", thread = host rank, named when first used; each rank keeps a
+ * stack of its open spans on the machine (rank_spans).
  * Cost: one fprintf per record; nothing when no trace is on (the emitters
  * test kb__trace_on first).
  */
@@ -34,19 +37,22 @@
 
 #include "host/device.h"
 #include "runtime/machine.h"
+#include "runtime/ranks.h"
 #include "runtime/trace.h"
 
 struct kb__rt_trace {
     FILE *f;
     char *path;
     uint64_t records;
-    uint32_t host_pid;  /* n_pes */
-    kb__device *dev;    /* link and memory counters come from it (NULL: none) */
-    kb__time bucket_ps; /* of the counters */
-    int err;            /* errno of the first write error, 0 none */
-    kb_machine *m;      /* the machine traced (the cut is noted on it) */
-    uint64_t max_bytes; /* stop recording past this file size */
-    bool cut;           /* stopped at the size limit */
+    uint32_t host_pid;   /* n_pes */
+    kb__device *dev;     /* link and memory counters come from it (NULL: none) */
+    kb__time bucket_ps;  /* of the counters */
+    int err;             /* errno of the first write error, 0 none */
+    kb_machine *m;       /* the machine traced (the cut is noted on it) */
+    uint64_t max_bytes;  /* stop recording past this file size */
+    bool cut;            /* stopped at the size limit */
+    uint8_t *rank_named; /* [n_rank_named] the rank's thread is named */
+    uint32_t n_rank_named;
     /* per thread (pid x KB__RT_TRACK_COUNT + tid) the end of each of its
      * lanes' last span, lazily */
     struct lanes {
@@ -156,10 +162,29 @@ static void check_size(struct kb__rt_trace *tr, kb__time t)
     kb__sim_set_trace(tr->m->dev->sim, NULL, NULL); /* the counters skip their writes */
 }
 
+/* The ranks' process: names rank's thread when first used (out of host
+ * memory it stays unnamed). */
+static void name_rank(struct kb__rt_trace *tr, uint64_t rank)
+{
+    if (rank < tr->n_rank_named && tr->rank_named[rank]) return;
+    if (rank >= tr->n_rank_named) {
+        uint32_t n = (uint32_t)rank + 1;
+        uint8_t *v = realloc(tr->rank_named, n);
+        if (!v) return;
+        memset(v + tr->n_rank_named, 0, n - tr->n_rank_named);
+        tr->rank_named = v, tr->n_rank_named = n;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "rank %" PRIu64, rank);
+    name_meta(tr->f, "thread_name", tr->host_pid + 3, (int)rank, name);
+    tr->rank_named[rank] = 1;
+}
+
 static void sink(void *user, const kb__trace_rec *r)
 {
     struct kb__rt_trace *tr = user;
     FILE *f = tr->f;
+    if (r->comp == tr->host_pid + 3) name_rank(tr, r->args[0]);
     uint64_t tid = lane_of(tr, r);
     char ts[32], dur[32];
     fmt_us(ts, sizeof ts, r->t);
@@ -173,6 +198,8 @@ static void sink(void *user, const kb__trace_rec *r)
     if (r->ph == 'X') fprintf(f, ",\"dur\":%s", dur);
     if (r->comp == tr->host_pid)
         fprintf(f, ",\"args\":{\"bytes\":%" PRIu64 "}}", r->args[1]);
+    else if (r->comp == tr->host_pid + 3)
+        fprintf(f, ",\"args\":{\"depth\":%" PRIu64 "}}", r->args[1]);
     else
         fprintf(f, ",\"args\":{\"program\":%" PRIu64 ",\"work\":%" PRIu64 "}}", r->args[1],
                 r->args[2]);
@@ -258,6 +285,7 @@ static void write_header(kb_machine *m, struct kb__rt_trace *tr)
         name_meta(f, "process_name", tr->host_pid + 1, -1, "links (busy fraction)");
         name_meta(f, "process_name", tr->host_pid + 2, -1, "memories (busy fraction)");
     }
+    name_meta(f, "process_name", tr->host_pid + 3, -1, "ranks");
     for (uint32_t i = 0; i < m->n_pes; i++) {
         char name[48];
         snprintf(name, sizeof name, "sip%u/cube%u/pe%u", i / (m->cubes * m->pes),
@@ -280,6 +308,7 @@ static int trace_free(struct kb__rt_trace *tr, int code)
     for (uint32_t i = 0; tr->lanes && i < (tr->host_pid + 1) * KB__RT_TRACK_COUNT; i++)
         free(tr->lanes[i].end);
     free(tr->lanes);
+    free(tr->rank_named);
     free(tr->path);
     free(tr);
     return code;
@@ -356,4 +385,95 @@ void kb__rt_trace_span(kb_machine *m, kb__rt_host_track track, const char *cat, 
 {
     kb__sim *sim = m->dev->sim;
     if (kb__trace_on(sim)) kb__trace_span(sim, t0, m->n_pes, cat, name, (uint64_t)track, bytes, 0);
+}
+
+/* ---- the program's spans ------------------------------------------------------------- */
+
+struct kb__rt_rank_spans {
+    int depth;
+    kb__time t0[KB_TRACE_SPAN_DEPTH];
+    char name[KB_TRACE_SPAN_DEPTH][64];
+};
+
+/* The calling rank's stack (grown on first use); NULL out of host memory. */
+static struct kb__rt_rank_spans *rank_stack(kb_machine *m, int *rank)
+{
+    int r = kb__rt_caller(m);
+    *rank = r < 0 ? 0 : r;
+    if ((uint32_t)*rank >= m->n_rank_spans) {
+        uint32_t n = (uint32_t)*rank + 1;
+        struct kb__rt_rank_spans *v = realloc(m->rank_spans, n * sizeof *v);
+        if (!v) return NULL;
+        memset(v + m->n_rank_spans, 0, (n - m->n_rank_spans) * sizeof *v);
+        m->rank_spans = v, m->n_rank_spans = n;
+    }
+    return &m->rank_spans[*rank];
+}
+
+static void emit(kb_machine *m, int rank, int depth, const char *name, kb__time t0, kb__time t1)
+{
+    kb__sim *sim = m->dev->sim;
+    if (!kb__trace_on(sim)) return;
+    kb__trace_rec r = {.t = t0,
+                       .ph = 'X',
+                       .comp = m->n_pes + 3,
+                       .cat = "span",
+                       .name = name,
+                       .dur = t1 - t0,
+                       .args = {(uint64_t)rank, (uint64_t)depth, 0, 0}};
+    kb__trace_emit(sim, &r);
+}
+
+int kb_trace_span_begin(kb_machine *m, const char *name)
+{
+    if (!m) return KB_EINVAL;
+    if (!name || !name[0]) return fail(m, KB_EINVAL, "kb_trace_span_begin: no span name");
+    int rank;
+    struct kb__rt_rank_spans *s = rank_stack(m, &rank);
+    if (!s) return fail(m, KB_ENOMEM, "kb_trace_span_begin: out of host memory");
+    if (s->depth == KB_TRACE_SPAN_DEPTH)
+        return fail(m, KB_ESTATE,
+                    "kb_trace_span_begin '%s': rank %d has %d spans open already (the most; "
+                    "the innermost is '%s')",
+                    name, rank, KB_TRACE_SPAN_DEPTH, s->name[s->depth - 1]);
+    snprintf(s->name[s->depth], sizeof s->name[0], "%s", name);
+    s->t0[s->depth++] = kb__sim_now(m->dev->sim);
+    return 0;
+}
+
+int kb_trace_span_end(kb_machine *m)
+{
+    if (!m) return KB_EINVAL;
+    int rank;
+    struct kb__rt_rank_spans *s = rank_stack(m, &rank);
+    if (!s) return fail(m, KB_ENOMEM, "kb_trace_span_end: out of host memory");
+    if (!s->depth) return fail(m, KB_ESTATE, "kb_trace_span_end: rank %d has no open span", rank);
+    s->depth--;
+    emit(m, rank, s->depth, s->name[s->depth], s->t0[s->depth], kb__sim_now(m->dev->sim));
+    return 0;
+}
+
+int kb_trace_span_add(kb_machine *m, const char *name, uint64_t start_ps, uint64_t end_ps)
+{
+    if (!m) return KB_EINVAL;
+    if (!name || !name[0]) return fail(m, KB_EINVAL, "kb_trace_span_add: no span name");
+    if (end_ps < start_ps)
+        return fail(m, KB_EINVAL,
+                    "kb_trace_span_add '%s': ends at %" PRIu64 " ps, before its start %" PRIu64
+                    " ps",
+                    name, end_ps, start_ps);
+    int rank;
+    struct kb__rt_rank_spans *s = rank_stack(m, &rank);
+    if (!s) return fail(m, KB_ENOMEM, "kb_trace_span_add: out of host memory");
+    char copy[64];
+    snprintf(copy, sizeof copy, "%s", name);
+    emit(m, rank, s->depth, copy, start_ps, end_ps);
+    return 0;
+}
+
+void kb__rt_trace_spans_fini(kb_machine *m)
+{
+    free(m->rank_spans);
+    m->rank_spans = NULL;
+    m->n_rank_spans = 0;
 }

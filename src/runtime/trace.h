@@ -25,4 +25,7 @@ typedef enum kb__rt_host_track {
 void kb__rt_trace_span(kb_machine *m, kb__rt_host_track track, const char *cat, const char *name,
                        kb__time t0, uint64_t bytes);
 
+/* Frees the ranks' span stacks (kb_close). */
+void kb__rt_trace_spans_fini(kb_machine *m);
+
 #endif

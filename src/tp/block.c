@@ -365,6 +365,15 @@ static int make(fwd *f, const char *what, int64_t rows, int64_t cols, kb_split s
     return make_dt(f, what, rows, cols, split, f->b->cfg.dtype, t);
 }
 
+/* Records phase ph's time from t (b->last) and its span on the rank's
+ * track. */
+static void phase_done(fwd *f, int ph, uint64_t t)
+{
+    uint64_t now = kb_now_ps(f->m);
+    f->b->last[ph] = now - t;
+    kb_trace_span_add(f->m, kb_xf_phase_name((kb_xf_phase)ph), t, now);
+}
+
 /* Frees t now (it was made by make) so the device memory is reused. */
 static void drop(fwd *f, kb_tensor t)
 {
@@ -407,13 +416,13 @@ static int norm_phase(fwd *f, kb_tensor x, kb_tensor gamma, kb_tensor beta, kb_x
     if (!rc)
         rc = kb__tp_norm(f->m, ph == KB_XF_NORM1 ? "norm1" : "norm2", b->sip, x, n, gamma, beta,
                          kind, b->cfg.eps);
-    b->last[ph] = kb_now_ps(f->m) - t;
+    phase_done(f, ph, t);
     *out = n;
     if (rc || !sp || b->tp_size * b->pes == 1) return rc;
     t = kb_now_ps(f->m);
     rc = make(f, ph == KB_XF_NORM1 ? "sp_gather1" : "sp_gather2", b->tokens, H, KB_REPLICATE, out);
     if (!rc) rc = kb_all_gather_group(f->m, kb__tp_group(f->m), *out, n);
-    b->last[ph + 1] = kb_now_ps(f->m) - t;
+    phase_done(f, ph + 1, t);
     drop(f, n);
     return rc;
 }
@@ -439,12 +448,12 @@ static int reduce_phase(fwd *f, kb_tensor x, kb_tensor part, kb_xf_phase ph, con
             rc = kb_all_reduce_group(f->m, kb__tp_group(f->m), part, KB_SUM);
         }
     }
-    b->last[ph] = kb_now_ps(f->m) - t;
+    phase_done(f, ph, t);
     if (rc) return rc;
     t = kb_now_ps(f->m);
     rc = make(f, yname, rows, H, sp ? KB_ROW_WISE : KB_REPLICATE, y);
     if (!rc) rc = kb__tp_add(f->m, yname, b->sip, x, sum, *y);
-    b->last[ph + 1] = kb_now_ps(f->m) - t;
+    phase_done(f, ph + 1, t);
     if (sum.id != part.id) drop(f, sum);
     drop(f, part);
     return rc;
@@ -462,7 +471,7 @@ static int attention_half(fwd *f, kb_tensor x, kb_tensor *x1)
     uint64_t t = kb_now_ps(f->m);
     if (!rc) rc = make(f, "qkv.y", T, cols, KB_COLUMN_WISE, &qkv);
     if (!rc) rc = kb__tp_gemm(f->m, "qkv.gemm", b->sip, n1, b->qkv.weight, qkv, (kb_tensor){0}, 0);
-    b->last[KB_XF_QKV] = kb_now_ps(f->m) - t;
+    phase_done(f, KB_XF_QKV, t);
     if (rc) return rc;
     keep(f, n1, f->acts ? &f->acts->n1 : NULL);
     t = kb_now_ps(f->m);
@@ -471,7 +480,7 @@ static int attention_half(fwd *f, kb_tensor x, kb_tensor *x1)
         rc = make(f, "qkv.gather", pes * T, cols / pes, KB_REPLICATE, &all);
         if (!rc) rc = kb_all_gather_group(f->m, b->pe_group, all, qkv);
     }
-    b->last[KB_XF_QKV_GATHER] = kb_now_ps(f->m) - t;
+    phase_done(f, KB_XF_QKV_GATHER, t);
     if (rc) return rc;
     if (all.id != qkv.id) drop(f, qkv);
     t = kb_now_ps(f->m);
@@ -481,7 +490,7 @@ static int attention_half(fwd *f, kb_tensor x, kb_tensor *x1)
     kb__tp_attn_args a = {
         o, all, b->cos, b->sin, T, c->seq, h, g, d, cols / pes, 1 / sqrt((double)d), lse};
     if (!rc) rc = kb__tp_attention(f->m, "attention", b->sip, &a);
-    b->last[KB_XF_ATTENTION] = kb_now_ps(f->m) - t;
+    phase_done(f, KB_XF_ATTENTION, t);
     if (rc) return rc;
     keep(f, all, f->acts ? &f->acts->qkv : NULL);
     t = kb_now_ps(f->m);
@@ -492,7 +501,7 @@ static int attention_half(fwd *f, kb_tensor x, kb_tensor *x1)
         if (!rc && f->acts) rc = make_dt(f, "attn.lse_gather", T, h, KB_REPLICATE, KB_F32, &lall);
         if (!rc && f->acts) rc = kb_all_gather_group(f->m, b->pe_group, lall, lse);
     }
-    b->last[KB_XF_O_GATHER] = kb_now_ps(f->m) - t;
+    phase_done(f, KB_XF_O_GATHER, t);
     if (rc) return rc;
     if (oall.id != o.id) drop(f, o);
     if (f->acts) keep(f, lall, &f->acts->lse);
@@ -502,7 +511,7 @@ static int attention_half(fwd *f, kb_tensor x, kb_tensor *x1)
     if (!rc)
         rc = kb__tp_gemm_cols(f->m, "o.gemm", b->sip, oall, h * d / pes, b->o.weight, part,
                               (kb_tensor){0}, 0);
-    b->last[KB_XF_O_PROJ] = kb_now_ps(f->m) - t;
+    phase_done(f, KB_XF_O_PROJ, t);
     if (rc) return rc;
     keep(f, oall, f->acts ? &f->acts->o : NULL);
     return reduce_phase(f, x, part, KB_XF_O_REDUCE, "x1", x1);
@@ -535,13 +544,13 @@ static int mlp_half(fwd *f, kb_tensor x1, kb_tensor *y)
         rc = kb__tp_gemm(f->m, "mlp.up", b->sip, n2, b->up.weight, a, (kb_tensor){0},
                          KB_TP_ACT_GELU);
     }
-    b->last[KB_XF_MLP_UP] = kb_now_ps(f->m) - t;
+    phase_done(f, KB_XF_MLP_UP, t);
     if (rc) return rc;
     keep(f, n2, f->acts ? &f->acts->n2 : NULL);
     t = kb_now_ps(f->m);
     rc = make(f, "mlp.partial", T, b->cfg.hidden, KB_REPLICATE, &part);
     if (!rc) rc = kb__tp_gemm(f->m, "mlp.down", b->sip, a, b->down.weight, part, (kb_tensor){0}, 0);
-    b->last[KB_XF_MLP_DOWN] = kb_now_ps(f->m) - t;
+    phase_done(f, KB_XF_MLP_DOWN, t);
     if (rc) return rc;
     keep(f, a, f->acts ? &f->acts->a : NULL);
     return reduce_phase(f, x1, part, KB_XF_MLP_REDUCE, "y", y);
@@ -631,8 +640,12 @@ static int forward(kb_machine *m, kb_xf_block *b, kb_tensor x, kb_tensor *y, kb_
     memset(b->last, 0, sizeof b->last);
     fwd f = {m, b, {{0}}, 0, acts};
     kb_tensor x1 = {0};
+    char span[64];
+    snprintf(span, sizeof span, "%.40s.forward", b->name);
+    uint64_t t0 = kb_now_ps(m);
     rc = attention_half(&f, x, &x1);
     if (!rc) rc = mlp_half(&f, x1, y);
+    kb_trace_span_add(m, span, t0, kb_now_ps(m));
     if (!rc) {
         for (int i = 0; i < f.n; i++) /* x1 and the rest, but y */
             if (f.made[i].id != y->id) kb_free(m, f.made[i]);

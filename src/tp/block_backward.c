@@ -163,7 +163,11 @@ static void phase_begin(bwd *w)
 
 static void phase_end(bwd *w, kb_xf_bwd_phase ph)
 {
-    w->b->last_bwd[ph] += kb_now_ps(w->m) - w->t0;
+    uint64_t now = kb_now_ps(w->m);
+    char name[48];
+    w->b->last_bwd[ph] += now - w->t0;
+    snprintf(name, sizeof name, "bwd.%s", kb_xf_bwd_phase_name(ph));
+    kb_trace_span_add(w->m, name, w->t0, now);
 }
 
 static int gemm(bwd *w, const char *name, kb_tensor y, kb_tensor a, int ta, int64_t a_cols,
@@ -424,8 +428,12 @@ int kb_xf_block_backward(kb_machine *m, kb_xf_block *b, kb_xf_acts *acts, kb_ten
     memset(b->last_bwd, 0, sizeof b->last_bwd);
     bwd w = {m, b, acts, g, {{0}}, 0, 0};
     kb_tensor dx1 = {0};
+    char span[64];
+    snprintf(span, sizeof span, "%.40s.backward", b->name);
+    uint64_t t0 = kb_now_ps(m);
     rc = mlp_back(&w, dy, &dx1);
     if (!rc) rc = attention_back(&w, dx1, dx);
+    kb_trace_span_add(m, span, t0, kb_now_ps(m));
     if (rc) kb__err_set(&e, rc, BACKWARD " '%s': %s", b->name, kb_last_error(m));
     for (int i = 0; i < w.n; i++)
         if (rc || w.made[i].id != dx->id) kb_free(m, w.made[i]);

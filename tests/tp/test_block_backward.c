@@ -452,18 +452,17 @@ static void against_host(int layer_gelu)
     cr_assert_gt(mag, 1e-3, "non-trivial gradients");
 }
 
-Test(tp_block_backward, rmsnorm_swiglu_rope_gqa_matches_the_host, .timeout = 120)
+Test(tp_block_backward, rmsnorm_swiglu_rope_gqa_matches_the_host)
 {
     against_host(0);
 }
 
-Test(tp_block_backward, layernorm_gelu_matches_the_host, .timeout = 120)
+Test(tp_block_backward, layernorm_gelu_matches_the_host)
 {
     against_host(1);
 }
 
-Test(tp_block_backward, one_two_and_four_ranks_with_and_without_sequence_parallelism_agree,
-     .timeout = 240)
+Test(tp_block_backward, one_two_and_four_ranks_with_and_without_sequence_parallelism_agree)
 {
     static run one, cfg;
     go(&one, 1, 1, 0, 0, 1, NULL, NULL);
@@ -495,7 +494,7 @@ static double loss(const float *x, const float *const *w)
 /* Central differences (h = 1/64) of the device forward's L against the
  * device backward: truncation O(h² |L'''|), the f32 loss's rounding
  * ~1e-6 |L| / h; within 2e-3 of the largest gradient of the kind. */
-Test(tp_block_backward, gradients_are_finite_differences_of_the_forward, .timeout = 240)
+Test(tp_block_backward, gradients_are_finite_differences_of_the_forward)
 {
     static run u;
     go(&u, 2, 2, 1, 0, 1, NULL, NULL);
@@ -536,7 +535,7 @@ Test(tp_block_backward, gradients_are_finite_differences_of_the_forward, .timeou
 /* Two replicas of 2 ranks of 2 PEs, replica 1 on another input: after
  * kb_xf_grads_reduce_dp every gradient is the mean of the two replicas'
  * (each run alone), within f32 rounding. */
-Test(tp_block_backward, data_parallel_gradients_are_the_replicas_mean, .timeout = 240)
+Test(tp_block_backward, data_parallel_gradients_are_the_replicas_mean)
 {
     static run a, b, both;
     static grads mean;
