@@ -23,7 +23,7 @@
  * simulator's sink is detached and the counters write nothing more) and an
  * instant event says so; the file stays valid JSON.
  * The program's own spans (kb_trace_span_*) go to process n_pes + 3,
- * "ranks", thread = host rank, named when first used; each rank keeps a
+ * "ranks" (named at its first span), thread = host rank, named when first used; each rank keeps a
  * stack of its open spans on the machine (rank_spans).
  * Cost: one fprintf per record; nothing when no trace is on (the emitters
  * test kb__trace_on first).
@@ -167,6 +167,8 @@ static void check_size(struct kb__rt_trace *tr, kb__time t)
 static void name_rank(struct kb__rt_trace *tr, uint64_t rank)
 {
     if (rank < tr->n_rank_named && tr->rank_named[rank]) return;
+    if (!tr->n_rank_named) /* the process, at its first span (other traces stay as they were) */
+        name_meta(tr->f, "process_name", tr->host_pid + 3, -1, "ranks");
     if (rank >= tr->n_rank_named) {
         uint32_t n = (uint32_t)rank + 1;
         uint8_t *v = realloc(tr->rank_named, n);
@@ -285,7 +287,6 @@ static void write_header(kb_machine *m, struct kb__rt_trace *tr)
         name_meta(f, "process_name", tr->host_pid + 1, -1, "links (busy fraction)");
         name_meta(f, "process_name", tr->host_pid + 2, -1, "memories (busy fraction)");
     }
-    name_meta(f, "process_name", tr->host_pid + 3, -1, "ranks");
     for (uint32_t i = 0; i < m->n_pes; i++) {
         char name[48];
         snprintf(name, sizeof name, "sip%u/cube%u/pe%u", i / (m->cubes * m->pes),
