@@ -196,7 +196,7 @@ static kb_machine *small_machine(void)
                                        "cube.pe_layout.corners=1", "cube.pe_layout.pe_per_corner=1",
                                        "cube.hbm.slices=1", "cube.hbm.capacity=16MiB"};
     if (!m) {
-        kb_open_options o = {NULL, sets, sizeof sets / sizeof *sets, 0, NULL};
+        kb_open_options o = {NULL, sets, sizeof sets / sizeof *sets, 0, NULL, 0};
         char eb[512];
         if (kb_open(&m, &o, eb, sizeof eb)) abort();
     }

@@ -74,7 +74,7 @@ static kb_machine *tiny_machine(void)
                                        "cube.pe_layout.corners=1", "cube.pe_layout.pe_per_corner=1",
                                        "cube.hbm.slices=1"};
     if (!m) {
-        kb_open_options o = {NULL, sets, sizeof sets / sizeof *sets, 1, NULL};
+        kb_open_options o = {NULL, sets, sizeof sets / sizeof *sets, 1, NULL, 0};
         char eb[512];
         if (kb_open(&m, &o, eb, sizeof eb)) abort();
     }

@@ -28,7 +28,7 @@ int kb__perf_allreduce(const kb__perf_workload *w, kb__perf_result *r)
 int kb__perf_allreduce_8192_flow(const kb__perf_workload *w, kb__perf_result *r)
 {
     const char *sets[] = {"system.sips=64", "fabric.model=flow"};
-    kb_open_options o = {NULL, sets, 2, 1, NULL};
+    kb_open_options o = {NULL, sets, 2, 1, NULL, 0};
     kb_machine *m = NULL;
     int rc = kb_open(&m, &o, r->error, sizeof r->error);
     if (rc) return rc;

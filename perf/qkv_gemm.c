@@ -24,7 +24,7 @@ int kb__perf_bench_sets(const char *name, const char *const *kv, const char *con
                         kb__perf_result *r)
 {
     kb_machine *m = NULL;
-    kb_open_options oo = {NULL, sets, n, 0, NULL};
+    kb_open_options oo = {NULL, sets, n, 0, NULL, 0};
     int rc = kb_open(&m, n ? &oo : NULL, r->error, sizeof r->error);
     if (rc) return rc;
     kb_bench_opts o;

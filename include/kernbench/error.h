@@ -35,7 +35,8 @@ extern "C" {
     X(KB_EIO, -12, "file error")                                             \
     X(KB_ESTACK, -13, "coroutine stack overflow")                            \
     X(KB_ESTATE, -14, "object in the wrong state for this call")             \
-    X(KB_ECOLLECTIVE, -15, "collective error")
+    X(KB_ECOLLECTIVE, -15, "collective error")                               \
+    X(KB_EBUDGET, -16, "host memory budget exceeded")
 
 enum kb_status {
     KB_OK = 0,

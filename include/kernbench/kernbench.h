@@ -41,12 +41,26 @@ typedef struct kb_open_options {
     int no_data;                  /* 1: timing only (--no-data), no bytes move */
     const char *ccl_path;         /* ccl.yaml (collectives); NULL = built in. Overrides that
                                      start with "ccl." go to it instead of the topology */
+    uint64_t max_memory;          /* host memory budget in bytes (tensor data, event queue,
+                                     messages in flight); 0: the default, 3/4 of the host's
+                                     available memory at open; KB_MAX_MEMORY_NONE: no limit */
 } kb_open_options;
+
+/* kb_open_options.max_memory: no budget. A call that would make the
+ * simulation hold more than its budget fails with KB_EBUDGET and a message
+ * naming what grew, by how much, the total held and the budget. */
+#define KB_MAX_MEMORY_NONE UINT64_MAX
 
 /* Opens a machine. opts may be NULL (built-in default). On failure *out is
  * NULL and, when errbuf is non-NULL, errbuf (errbuf_size bytes, always
  * NUL-terminated) holds the message: "topology.yaml:23:5: ...". */
 KB_API int kb_open(kb_machine **out, const kb_open_options *opts, char *errbuf, size_t errbuf_size);
+
+/* The host memory m's simulation holds now (tensor data, event queue,
+ * messages in flight), the most it has held and its budget
+ * (KB_MAX_MEMORY_NONE: none); any pointer may be NULL. 0, or KB_EINVAL
+ * for a NULL m. */
+KB_API int kb_memory_use(const kb_machine *m, uint64_t *used, uint64_t *peak, uint64_t *limit);
 
 /* Frees every tensor still alive and the machine itself. NULL is a no-op.
  * Refused from inside a host rank (kb_spawn) or a kernel: the call would

@@ -49,6 +49,7 @@ static const kb__opt_spec probe_table[] = {
     {"route", KB__ARG_NONE, 0, NULL, NULL, "per-hop trace of one transfer per case", NULL},
     {"contend", KB__ARG_REQ, KB__OPTF_AXIS, "K", NULL,
      "K identical transfers started together, per case", NULL},
+    KB__OPTSPEC_MAX_MEMORY,
     KB__OPTSPEC_JSON,
     {"report", KB__ARG_REQ, 0, "FILE", NULL,
      "a self-contained HTML report (docs/web.md): the cases, the\nsweep's curves, the machine "
@@ -115,6 +116,7 @@ static int parse_args(probe_opts *o, kb__opt_vals *a, int argc, char **argv)
     int rc = kb__opt_parse(a, &kb__cli_probe_spec, argc, argv);
     if (rc) return rc;
     kb__cli_opts_get(&o->common, a);
+    if ((rc = kb__cli_parse_max_memory(&o->common, &kb__cli_probe_spec))) return rc;
     if (!o->common.help && (rc = own_options(o, a))) return rc;
     if (!o->n_cases)
         for (int i = 0; i < KB__PROBE_CASE_COUNT; i++)
@@ -318,6 +320,13 @@ static void record(kb__report *r, kb__device *d, const probe_opts *o, const case
 }
 
 /* Builds the device from the machine p; 0 or the exit status (message printed). */
+/* Sets d's host memory budget from --max-memory (default: the library's). */
+static void set_budget(const probe_opts *o, kb__device *d)
+{
+    kb__sim_budget(d->sim)->limit =
+        o->common.max_memory ? o->common.max_memory : kb__budget_default();
+}
+
 static int open_device(const probe_opts *o, kb__topo_params *p, kb__device **d)
 {
     kb__topo *t;
@@ -326,6 +335,7 @@ static int open_device(const probe_opts *o, kb__topo_params *p, kb__device **d)
     if (status) return status;
     int rc = kb__topo_build(&t, p, &err);
     if (!rc) rc = kb__device_create(d, t, (uint32_t)p->fabric.header_bytes, o->no_data, &err);
+    if (!rc) set_budget(o, *d);
     if (rc) {
         fprintf(stderr, "kernbench probe: %s\n", err.msg);
         return KB_CLI_FAIL;
@@ -502,6 +512,7 @@ static int run_other(const probe_opts *o, const kb__topo_params *p, probe_cmp *k
     kb__err err = {0};
     int rc = kb__topo_build(&t, &q, &err);
     if (!rc) rc = kb__device_create(&d, t, (uint32_t)q.fabric.header_bytes, o->no_data, &err);
+    if (!rc) set_budget(o, d);
     if (rc) {
         fprintf(stderr, "kernbench probe: --compare %s: %s\n", k->other, err.msg);
         return KB_CLI_FAIL;

@@ -70,6 +70,7 @@ static const kb__opt_spec run_table[] = {
      "bench option (repeatable); 'kernbench run --bench NAME --help'\nshows the options", NULL},
     {"device", KB__ARG_REQ, KB__OPTF_AXIS, "D", "all",
      "all or sip:N: tensors are placed on SIP N only", NULL},
+    KB__OPTSPEC_MAX_MEMORY,
     KB__OPTSPEC_JSON,
     {"trace", KB__ARG_REQ, 0, "FILE", NULL,
      "Chrome / Perfetto trace of the run to FILE: every PE op and\nprogram, every launch and "
@@ -110,6 +111,7 @@ static int parse_args(run_opts *o, kb__opt_vals *a, int argc, char **argv)
     int rc = kb__opt_parse(a, &kb__cli_run_spec, argc, argv);
     if (rc) return rc;
     kb__cli_opts_get(&o->common, a);
+    if ((rc = kb__cli_parse_max_memory(&o->common, &kb__cli_run_spec))) return rc;
     o->bench = kb__opt_get(a, "bench");
     o->trace = kb__opt_get(a, "trace");
     const char *tmax = kb__opt_get(a, "trace-max");
@@ -205,7 +207,8 @@ static int open_machine(const run_opts *o, kb_machine **m, run_out *out, const c
     for (size_t i = 0; i < o->common.n_sets; i++)
         sets[i] = o->common.sets[i];
     if (o->common.fabric || model) sets[n - 1] = fabric[0];
-    kb_open_options oo = {o->common.topology, sets, n, o->no_data, o->common.ccl};
+    kb_open_options oo = {o->common.topology, sets,          n,
+                          o->no_data,         o->common.ccl, o->common.max_memory};
     char err[KB_BENCH_MSG_MAX];
     int rc = kb_open(m, &oo, err, sizeof err);
     free(sets);

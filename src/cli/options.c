@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "config/config.h"
 #include "fabric/fabric.h"
 #include "topo/kinds.h"
 
@@ -31,6 +32,21 @@ void kb__cli_opts_get(kb__cli_opts *o, const kb__opt_vals *a)
     o->compare = kb__opt_find(a->spec, "compare") && kb__opt_given(a, "compare")
                      ? kb__opt_get(a, "compare")
                      : NULL;
+    o->max_memory_text = kb__opt_find(a->spec, "max-memory") ? kb__opt_get(a, "max-memory") : NULL;
+}
+
+int kb__cli_parse_max_memory(kb__cli_opts *o, const kb__cmd_spec *spec)
+{
+    const char *v = o->max_memory_text;
+    o->max_memory = 0;
+    if (!v) return 0;
+    if (!strcmp(v, "none")) return o->max_memory = UINT64_MAX, 0;
+    if (!kb__cfg_text_size(v, &o->max_memory) || !o->max_memory)
+        return kb__opt_usage(spec,
+                             "--max-memory: expected a size above 0 (512MiB, 8GiB, 2GB) or 'none', "
+                             "got '%s'",
+                             v);
+    return 0;
 }
 
 const char *kb__cli_model_name(const kb__topo_params *p)

@@ -7,6 +7,7 @@
  *   --set k=v        parameter override, repeatable, applied in order
  *   --fabric M       fabric model (packet, flow): fabric.model=M after every --set
  *   --compare M      the command also runs under model M and compares (run, probe)
+ *   --max-memory S   host memory budget of the simulation (run, probe; sweep's points)
  *   --json [F]       the JSON record to F, or stdout when F is absent or "-"
  *   --help, -h       the command's help
  *
@@ -61,6 +62,14 @@
             "error and the wall time of each",                                                     \
             NULL                                                                                   \
     }
+#define KB__OPTSPEC_MAX_MEMORY                                                                     \
+    {                                                                                              \
+        "max-memory", KB__ARG_REQ, 0, "SIZE", NULL,                                                \
+            "host memory the simulation may hold (tensor data, event\nqueue, messages in "         \
+            "flight): past it the run stops with an\nerror; 'none': no limit (default: 3/4 of "    \
+            "the host's\navailable memory, docs/reliability.md)",                                  \
+            "memory"                                                                               \
+    }
 #define KB__OPTSPEC_HELP                                                                           \
     {                                                                                              \
         "help", KB__ARG_NONE, 0, NULL, NULL, "this text", NULL                                     \
@@ -72,17 +81,24 @@ typedef struct kb__cli_opts {
     const char *ccl;         /* --ccl file, NULL for the built-in configs/ccl.yaml */
     const char *const *sets; /* --set assignments in command-line order (borrowed) */
     size_t n_sets;
-    int json;              /* --json given */
-    const char *json_file; /* its file, NULL or "-" for stdout */
-    int help;              /* --help given */
-    int takes_ccl;         /* the command's table has --ccl */
-    const char *fabric;    /* --fabric model, or NULL */
-    const char *compare;   /* --compare model, or NULL */
-    char fabric_set[64];   /* "fabric.model=MODEL" for --fabric, "" without */
+    int json;                    /* --json given */
+    const char *json_file;       /* its file, NULL or "-" for stdout */
+    int help;                    /* --help given */
+    int takes_ccl;               /* the command's table has --ccl */
+    const char *fabric;          /* --fabric model, or NULL */
+    const char *compare;         /* --compare model, or NULL */
+    char fabric_set[64];         /* "fabric.model=MODEL" for --fabric, "" without */
+    const char *max_memory_text; /* --max-memory as given, or NULL */
+    uint64_t max_memory;         /* its bytes; 0: the default; UINT64_MAX: none */
 } kb__cli_opts;
 
 /* Fills o from the parsed options a of command cmd. */
 void kb__cli_opts_get(kb__cli_opts *o, const kb__opt_vals *a);
+
+/* Reads --max-memory of o (when the command's table has it) into
+ * o->max_memory: 0, or KB_CLI_USAGE after the message (spec's usage line)
+ * for a value that is not a size above 0 nor 'none'. */
+int kb__cli_parse_max_memory(kb__cli_opts *o, const kb__cmd_spec *spec);
 
 /* The machine settings of o: every --set but "ccl." ones, then --fabric's
  * (a malloc'd array of borrowed strings, *n of them; NULL when *n is 0

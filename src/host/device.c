@@ -172,6 +172,12 @@ int kb__device_create(kb__device **out, kb__topo *t, uint32_t header_bytes, int 
     geometry(t, &d->geom);
     d->sim = kb__sim_create(1, err);
     int rc = d->sim ? 0 : KB_ENOMEM;
+    if (!rc) {
+        d->store.budget = kb__sim_budget(d->sim);
+        kb__pool_account(&d->pex_pool, kb__sim_budget(d->sim), KB__MEM_MESSAGES);
+        kb__pool_account(&d->ipcq_copies, kb__sim_budget(d->sim), KB__MEM_MESSAGES);
+        kb__pool_account(&d->ipcq_credits, kb__sim_budget(d->sim), KB__MEM_MESSAGES);
+    }
     if (!rc) rc = kb__addr_geom_check(&d->geom, NULL, err);
     if (!rc) rc = kb__fabric_create_topo(&d->fab, d->sim, t, header_bytes, err);
     if (!rc) kb__fabric_route_graph(d->fab, t);

@@ -74,6 +74,8 @@ int kb__device_ipcq_copy(kb__device *d, kb__route_memo *memo, uint32_t dma, kb__
     if (!rc) rc = kb__fabric_route_memo(d->fab, memo, dma, KB__NO_NODE, ms->node, &rq, err);
     if (rc) return rc;
     ipcq_copy *c = kb__pool_get(&d->ipcq_copies);
+    if (!c && d->ipcq_copies.budget->refused)
+        return kb__err_set(err, KB_EBUDGET, "ipcq: %s", d->ipcq_copies.budget->msg);
     if (!c) return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for a transfer");
     c->d = d;
     kb__err_clear(&c->err);
@@ -114,6 +116,8 @@ int kb__device_ipcq_credit(kb__device *d, kb__route_memo *memo, uint32_t from, u
     int rc = kb__fabric_route_memo(d->fab, memo, from, KB__NO_NODE, to, &r, err);
     if (rc) return rc;
     ipcq_credit *c = kb__pool_get(&d->ipcq_credits);
+    if (!c && d->ipcq_credits.budget->refused)
+        return kb__err_set(err, KB_EBUDGET, "ipcq: %s", d->ipcq_credits.budget->msg);
     if (!c) return kb__err_set(err, KB_ENOMEM, "ipcq: out of memory for a credit");
     c->d = d;
     kb__fab_msg_init(&c->msg, d->fab, r, bytes, kb__fabric_packet_bytes(d->fab));

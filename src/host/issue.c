@@ -329,6 +329,10 @@ int kb__xfer_wait(kb__device *d, kb__xfer *x, kb__err *err)
         rc = kb__event_wait(d->sim, &x->done);
     }
     if (rc == KB_ECANCELED && x->status != KB_ECANCELED) canceled = 1;
+    const kb__err *why = kb__sim_error(d->sim);
+    if (!x->finished && rc && why->code == rc) /* the failure that stopped it */
+        return kb__err_set(err, rc, "%s: the simulation stopped before it completed: %s",
+                           kind_names[x->kind], why->msg);
     if (!x->finished)
         return kb__err_set(err, rc ? rc : KB_EDEADLOCK,
                            "%s: the simulation stopped before it completed", kind_names[x->kind]);

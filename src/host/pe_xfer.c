@@ -172,7 +172,10 @@ static int pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, int 
     int ng = group && mems ? pex_group(d, runs, n, group, mems, err)
                            : kb__err_set(err, KB_ENOMEM, "PeXfer: out of memory for %u runs", n);
     kb__xfer *x = ng > 0 ? pex_alloc(d, (uint32_t)ng, n) : NULL;
-    if (ng > 0 && !x) ng = kb__err_set(err, KB_ENOMEM, "PeXfer: out of memory for %u runs", n);
+    if (ng > 0 && !x && d->pex_pool.budget->refused)
+        ng = kb__err_set(err, KB_EBUDGET, "PeXfer: %s", d->pex_pool.budget->msg);
+    else if (ng > 0 && !x)
+        ng = kb__err_set(err, KB_ENOMEM, "PeXfer: out of memory for %u runs", n);
     if (x) {
         x->dma = kb__device_dma(d, sip, cube, pe);
         rc = pex_build(x, runs, n, group, mems, (uint32_t)ng, tcm, write, err);

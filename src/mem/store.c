@@ -21,6 +21,7 @@
 
 void kb__store_init(kb__store *st)
 {
+    st->budget = NULL;
     kb__u64map_init(&st->pages);
     st->slabs = NULL;
     st->n_slabs = st->cap_slabs = 0;
@@ -37,10 +38,13 @@ void kb__store_destroy(kb__store *st)
 {
     for (size_t i = 0; i < st->n_slabs; i++)
         munmap(st->slabs[i], KB__STORE_SLAB);
+    kb__budget_give(st->budget, KB__MEM_DATA, (uint64_t)st->n_slabs * KB__STORE_SLAB);
     free(st->slabs);
     kb__u64map_fini(&st->pages);
     free(st->ext);
+    kb__budget *budget = st->budget;
     kb__store_init(st);
+    st->budget = budget;
 }
 
 static int check_range(uint64_t pa, uint64_t n, const char *op, kb__err *err)
@@ -157,8 +161,12 @@ static uint8_t *page_alloc(kb__store *st, bool *zeroed)
             st->slabs = v;
             st->cap_slabs = cap;
         }
+        if (kb__budget_take(st->budget, KB__MEM_DATA, KB__STORE_SLAB)) return NULL;
         uint8_t *slab = slab_map();
-        if (!slab) return NULL;
+        if (!slab) {
+            kb__budget_give(st->budget, KB__MEM_DATA, KB__STORE_SLAB);
+            return NULL;
+        }
         st->slabs[st->n_slabs++] = slab;
         st->slab_next = slab;
         st->slab_left = KB__STORE_SLAB / PAGE;
@@ -183,6 +191,8 @@ static int page_make(kb__store *st, uint64_t pn, uint8_t **out, kb__err *err)
     if (!p) {
         bool zeroed;
         p = page_alloc(st, &zeroed);
+        if (!p && st->budget && st->budget->refused)
+            return kb__err_set(err, KB_EBUDGET, "%s", st->budget->msg);
         if (!p) return kb__err_set(err, KB_ENOMEM, "store: out of host memory for a page");
         extents_over(st->ext, st->n_ext, pn << KB__STORE_PAGE_SHIFT, p, PAGE, zeroed);
         if (kb__u64map_put(&st->pages, pn, (uint64_t)(uintptr_t)p)) {

@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/budget.h"
 #include "base/error.h"
 #include "mem/u64map.h"
 
@@ -73,9 +74,12 @@ typedef struct kb__store {
         uint64_t pn;
         uint8_t *page;
     } hot[KB__STORE_HOT];
+    kb__budget *budget; /* slabs are taken from it as tensor data (NULL: not counted) */
 } kb__store;
 
-/* An empty store: every byte reads as zero. Never allocates. */
+/* An empty store: every byte reads as zero. Never allocates. Its budget
+ * is NULL (not counted) until the owner sets st->budget; a slab the budget
+ * refuses fails the write with KB_EBUDGET and the budget's message. */
 void kb__store_init(kb__store *st);
 /* Frees every page and extent; the store is empty and reusable. */
 void kb__store_destroy(kb__store *st);

@@ -126,6 +126,8 @@ int kb__ipcq_create(kb__ipcq_set **out, kb__sim *sim, uint32_t world, const kb__
     kb__pool_init(&s->copies, sizeof(ipcq_copy));
     kb__pool_init(&s->rxs, sizeof(kb__ipcq_rx));
     s->sim = sim;
+    kb__pool_account(&s->staging, kb__sim_budget(sim), KB__MEM_MESSAGES);
+    kb__pool_account(&s->pieces, kb__sim_budget(sim), KB__MEM_MESSAGES);
     s->cfg = *cfg;
     s->tp = *tp;
     s->world = world;
@@ -596,6 +598,8 @@ void kb__ipcq_send(kb__pe_prog *g, kb__ipcq_ep *ep, uint32_t p, const kb__ipcq_d
         if (pc) pc->staging = data ? kb__pool_get(&s->staging) : NULL;
         if (!pc || (data && !pc->staging)) {
             kb__pool_put(&s->pieces, pc);
+            const kb__budget *b = kb__sim_budget(s->sim);
+            if (b->refused) kb__pe_raise(g, KB_EBUDGET, "tl_send: %s", b->msg);
             kb__pe_raise(g, KB_ENOMEM, "tl_send: out of host memory for a piece");
         }
         pc->rp = rp;

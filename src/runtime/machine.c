@@ -22,6 +22,7 @@
 #include "runtime/trace.h"
 #include "topo/topo.h"
 
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +132,16 @@ static int build(kb_machine *m, const kb_open_options *o, const kb__rt_opener *u
     rc = kb__device_create(&m->dev, topo, (uint32_t)m->params.fabric.header_bytes,
                            o ? o->no_data : 0, err);
     if (rc) return rc;
+    kb__budget *b = kb__sim_budget(m->dev->sim);
+    b->limit = o && o->max_memory ? o->max_memory : kb__budget_default();
+    if (b->used > b->limit) {
+        char lim[32], used[32];
+        return kb__err_set(err, KB_EBUDGET,
+                           "kb_open: a host memory budget (max_memory, --max-memory) of %s is "
+                           "below the %s an empty machine holds",
+                           kb__budget_bytes(lim, sizeof lim, b->limit),
+                           kb__budget_bytes(used, sizeof used, b->used));
+    }
     m->device_sip = -1;
     m->next_serial = 1;
     m->next_launch_id = 1; /* id 0 means "no launch" */
@@ -195,6 +206,16 @@ void kb_close(kb_machine *m)
     kb__rt_memory_fini(m);
     kb__rt_tag_release(m->tag);
     free(m);
+}
+
+int kb_memory_use(const kb_machine *m, uint64_t *used, uint64_t *peak, uint64_t *limit)
+{
+    if (!m) return KB_EINVAL;
+    const kb__budget *b = kb__sim_budget(m->dev->sim);
+    if (used) *used = b->used;
+    if (peak) *peak = b->peak;
+    if (limit) *limit = b->limit;
+    return 0;
 }
 
 const char *kb_last_error(const kb_machine *m)

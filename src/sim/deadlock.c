@@ -91,9 +91,18 @@ int kb__sim_report_waiting(kb__sim *sim, char *buf, size_t n)
 }
 
 /* Writes "deadlock at NOW in WHERE: CAUSE and N processes wait" and the
- * waiters' lines into sim->err as KB_EDEADLOCK. */
+ * waiters' lines into sim->err as KB_EDEADLOCK; after a refusal of the
+ * memory budget (KB_EBUDGET pending), that refusal instead. */
 static int report(kb__sim *sim, const char *where, const char *cause)
 {
+    if (sim->fail_pending && sim->fail.code == KB_EBUDGET) {
+        /* an allocation the memory budget refused left the processes waiting:
+         * that is the error, not a deadlock of the simulated machine */
+        sim->fail_pending = false;
+        kb__err_copy(&sim->err, &sim->fail);
+        kb__err_clear(&sim->fail);
+        return KB_EBUDGET;
+    }
     char *m = sim->err.msg;
     const size_t cap = sizeof sim->err.msg;
     const size_t reserve = 80; /* room for the "... and N more" line */

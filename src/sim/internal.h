@@ -239,8 +239,9 @@ struct kb__sim {
     kb__ctx main_ctx; /* the scheduler's context while a process runs */
     kb__stack_pool stacks;
     kb__rng rng;
-    kb__err err;  /* last failure */
-    kb__err fail; /* pending failure (detached process, OOM) */
+    kb__budget budget; /* host memory held (base/budget.h); the machine sets its limit */
+    kb__err err;       /* last failure */
+    kb__err fail;      /* pending failure (detached process, OOM) */
     /* under an ASan runtime (kb__asan_present) */
     const void *main_stack_bottom;
     size_t main_stack_size;

@@ -126,6 +126,12 @@ static void sift_down(kb__heap *h, uint32_t n, uint32_t i, kb__time t, uint64_t 
     place(key, nodes, i, t, seq, node);
 }
 
+/* Host bytes of a heap of cap entries (keys and nodes), for the budget. */
+static uint64_t heap_bytes(uint64_t cap)
+{
+    return (cap + 4) * sizeof(kb__heap_key) + cap * sizeof(kb__timer *);
+}
+
 /* Makes room for `more` entries in h. */
 static int heap_reserve(kb__sim *sim, kb__heap *h, uint32_t more)
 {
@@ -137,15 +143,21 @@ static int heap_reserve(kb__sim *sim, kb__heap *h, uint32_t more)
         kb__sim_fail(sim, KB_ENOMEM, "event queue: more than 2^32 pending events");
         return KB_ENOMEM;
     }
+    if (kb__budget_take(&sim->budget, KB__MEM_EVENTS, heap_bytes(cap))) {
+        kb__sim_fail(sim, KB_EBUDGET, sim->budget.msg);
+        return KB_EBUDGET;
+    }
     /* keys[1] on a 64-byte line: offset the array by 3 slots of 16 bytes. */
     char *mem = aligned_alloc(64, ((size_t)cap + 4) * sizeof(kb__heap_key));
     kb__timer **node = malloc((size_t)cap * sizeof *node);
     if (!mem || !node) {
         free(mem);
         free(node);
+        kb__budget_give(&sim->budget, KB__MEM_EVENTS, heap_bytes(cap));
         kb__sim_fail(sim, KB_ENOMEM, "event queue: cannot grow beyond its current size");
         return KB_ENOMEM;
     }
+    if (h->cap) kb__budget_give(&sim->budget, KB__MEM_EVENTS, heap_bytes(h->cap));
     kb__heap_key *key = (kb__heap_key *)mem + 3;
     if (h->len) {
         memcpy(key, h->key, h->len * sizeof *key);
@@ -390,8 +402,13 @@ static kb__timer *node_alloc(kb__sim *sim)
         sim->free_nodes = n->arg;
         return n;
     }
+    if (kb__budget_take(&sim->budget, KB__MEM_EVENTS, sizeof(kb__node_chunk))) {
+        kb__sim_fail(sim, KB_EBUDGET, sim->budget.msg);
+        return NULL;
+    }
     kb__node_chunk *c = malloc(sizeof *c);
     if (!c) {
+        kb__budget_give(&sim->budget, KB__MEM_EVENTS, sizeof(kb__node_chunk));
         kb__sim_fail(sim, KB_ENOMEM, "event pool: cannot allocate more event nodes");
         return NULL;
     }
@@ -584,6 +601,8 @@ int kb__sim_loop(kb__sim *sim, const bool *until, kb__time limit, bool honor_sto
 
 void kb__sim_fail(kb__sim *sim, int code, const char *what)
 {
+    if (code == KB_ENOMEM && sim->budget.refused) /* an allocator refused by the budget */
+        code = KB_EBUDGET, what = sim->budget.msg;
     if (!sim->fail_pending) kb__err_set(&sim->fail, code, "%s", what);
     sim->fail_pending = true;
 }
@@ -658,6 +677,7 @@ kb__sim *kb__sim_create(uint64_t seed, kb__err *err)
 {
     if (kb__overflow_guard_install(err)) return NULL;
     kb__sim *sim = calloc(1, sizeof *sim);
+    if (sim) kb__budget_init(&sim->budget);
     if (!sim || heap_reserve(sim, &sim->heap, 1024)) {
         free(sim);
         kb__err_set(err, KB_ENOMEM, "simulator: out of memory creating the event queue");
@@ -689,6 +709,11 @@ void kb__sim_destroy(kb__sim *sim)
     }
     heap_free(&sim->heap);
     free(sim);
+}
+
+kb__budget *kb__sim_budget(kb__sim *sim)
+{
+    return &sim->budget;
 }
 
 kb__err *kb__sim_error(kb__sim *sim)

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/budget.h"
 #include "base/error.h"
 
 /* ---- time ---------------------------------------------------------------- */
@@ -150,6 +151,11 @@ static inline uint64_t kb__sim_switches(const kb__sim *sim)
 {
     return ((const kb__sim_hot *)sim)->switches;
 }
+
+/* The host memory budget of sim (base/budget.h): the event queue takes
+ * from it, the device's store and pools too; no limit until the owner sets
+ * one. */
+kb__budget *kb__sim_budget(kb__sim *sim);
 
 /* The last failure recorded on sim (deadlock, refused call, failed detached
  * process, out of memory); code 0 when none. */

@@ -7,7 +7,7 @@ Test(error, every_code_has_its_own_description)
 {
     int codes[] = {KB_EINVAL, KB_ENOMEM, KB_ECONFIG, KB_ENOTFOUND, KB_ERANGE, KB_ENOSPC,
                    KB_EFAULT, KB_EDEADLOCK, KB_EKERNEL, KB_ECANCELED, KB_EUNSUPPORTED,
-                   KB_EIO, KB_ESTACK, KB_ESTATE, KB_ECOLLECTIVE};
+                   KB_EIO, KB_ESTACK, KB_ESTATE, KB_ECOLLECTIVE, KB_EBUDGET};
     size_t n = sizeof codes / sizeof codes[0];
     for (size_t i = 0; i < n; i++) {
         cr_assert_str_neq(kb_strerror(codes[i]), "unknown error");

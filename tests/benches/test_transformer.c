@@ -15,7 +15,7 @@ static int run(kb_bench_result *r, int no_data, const char *const *kv)
 {
     char err[512];
     kb_machine *m = NULL;
-    kb_open_options oo = {NULL, NULL, 0, no_data, NULL};
+    kb_open_options oo = {NULL, NULL, 0, no_data, NULL, 0};
     cr_assert_eq(kb_open(&m, &oo, err, sizeof err), 0, "kb_open: %s", err);
     kb_bench_opts o;
     kb_bench_opts_init(&o);

@@ -29,7 +29,7 @@ typedef enum cf_place {
 
 static inline kb_machine *cf_open(const char *const *sets, size_t n)
 {
-    kb_open_options o = {NULL, sets, n, 0, NULL};
+    kb_open_options o = {NULL, sets, n, 0, NULL, 0};
     kb_machine *m = NULL;
     char eb[1024];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);

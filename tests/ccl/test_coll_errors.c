@@ -225,7 +225,7 @@ static kb_machine *open_with_ccl(const char *name, char path[256], const char *t
     FILE *f = fopen(path, "w");
     cr_assert_not_null(f, "%s", path);
     cr_assert_eq(fputs(text, f) >= 0 && fclose(f) == 0, 1, "%s", path);
-    kb_open_options o = {NULL, sets, n, 0, path};
+    kb_open_options o = {NULL, sets, n, 0, path, 0};
     kb_machine *m;
     char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
@@ -257,7 +257,7 @@ Test(coll_config, kb_open_takes_ccl_path_and_ccl_overrides)
     still_usable(m);
     kb_close(m);
     unlink(path);
-    kb_open_options o = {NULL, bad, 1, 0, NULL};
+    kb_open_options o = {NULL, bad, 1, 0, NULL, 0};
     char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), KB_ECONFIG);
     cr_assert(strstr(eb, "ccl.defaults.n_slots"), "%s", eb);

@@ -262,7 +262,7 @@ static void within(const char *algo, kb__ccl_collective kind, cf_place where, in
                    double tol)
 {
     const char *sets[] = {"ccl.defaults.n_slots=16"};
-    kb_open_options o = {NULL, sets, 1, 1, NULL}; /* timing only: --no-data */
+    kb_open_options o = {NULL, sets, 1, 1, NULL, 0}; /* timing only: --no-data */
     kb_machine *m = NULL;
     cr_assert_eq(kb_open(&m, &o, NULL, 0), 0);
     int64_t n = bytes / 4;

@@ -15,7 +15,7 @@
 static void run_timed(const char *algo, cf_place where, int w, int64_t bytes, uint64_t *span,
                       uint64_t *sip_bytes, uint64_t *piece)
 {
-    kb_open_options o = {NULL, NULL, 0, 1, NULL};
+    kb_open_options o = {NULL, NULL, 0, 1, NULL, 0};
     kb_machine *m = NULL;
     cr_assert_eq(kb_open(&m, &o, NULL, 0), 0);
     kb_tensor t = cf_tensor(m, "x", where, w, bytes / 4, KB_F32, 0);

@@ -48,7 +48,7 @@ static void working(tl_ctx *k)
 
 int main(void)
 {
-    kb_open_options o = {NULL, NULL, 0, 1, NULL};
+    kb_open_options o = {NULL, NULL, 0, 1, NULL, 0};
     kb_machine *m = NULL;
     char eb[512];
     if (kb_open(&m, &o, eb, sizeof eb)) {

@@ -99,6 +99,26 @@ for bad in 0 -1 12QB 1.5GiB; do
     grep -q -- "--trace-max: expected a size above 0 (4096, 512MiB, 2GB) or 'none', got '$bad'" \
         "$tmp/err" || fail "--trace-max $bad: $(cat "$tmp/err")"
 done
+# --max-memory: a budget too small for the bench's tensors stops the run
+# (exit 1) with the budget's message; a bad size is a usage error; none runs.
+"$kb" run --bench vector_add --max-memory 1MiB >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] || fail "a run past --max-memory should exit 1"
+grep -q "host memory budget exceeded: tensor data needs 2.00 MiB more .* of a budget of 1.00 MiB; raise it with --max-memory SIZE" \
+    "$tmp/err" || fail "--max-memory message: $(cat "$tmp/err")"
+"$kb" run --bench vector_add --max-memory 1 >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] || fail "--max-memory below an empty machine should exit 1"
+grep -q "a host memory budget (max_memory, --max-memory) of 1 bytes is below the" "$tmp/err" ||
+    fail "--max-memory 1: $(cat "$tmp/err")"
+for bad in 0 lots -5MiB; do
+    "$kb" run --bench vector_add --max-memory "$bad" >/dev/null 2>"$tmp/err"
+    [ $? -eq 2 ] || fail "--max-memory $bad should exit 2"
+    grep -q -- "--max-memory: expected a size above 0 (512MiB, 8GiB, 2GB) or 'none', got '$bad'" \
+        "$tmp/err" || fail "--max-memory $bad: $(cat "$tmp/err")"
+done
+"$kb" run --bench vector_add --max-memory none >/dev/null || fail "--max-memory none"
+"$kb" probe --case pe-local-hbm --max-memory 64KiB >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] || fail "a probe past --max-memory should exit 1"
+grep -q "host memory budget exceeded" "$tmp/err" || fail "probe --max-memory: $(cat "$tmp/err")"
 "$kb" run --bench vector_add --opt block=3 --trace "$tmp/no/such/t.json" >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "an unwritable --trace FILE should exit 2"
 grep -q "no/such/t.json: cannot write the trace" "$tmp/err" || fail "unwritable --trace: $(cat "$tmp/err")"

@@ -85,7 +85,7 @@ static void run_on(const char *name, const char *model, int no_data, int small,
     char err[512], set[64];
     snprintf(set, sizeof set, "fabric.model=%s", model ? model : "packet");
     const char *sets[] = {set, "system.sips=1", "sip.cube_mesh=2x2"};
-    kb_open_options oo = {NULL, sets, small ? 3 : 1, no_data, NULL};
+    kb_open_options oo = {NULL, sets, small ? 3 : 1, no_data, NULL, 0};
     kb_machine *m = NULL;
     cr_assert_eq(kb_open(&m, &oo, err, sizeof err), 0, "kb_open: %s", err);
     kb_bench_opts o;

@@ -31,7 +31,7 @@ static void run_bench(run *x, const char *name, const char *const *opts, int n_o
                       const char *const *sets, size_t n_sets)
 {
     char err[512];
-    kb_open_options o = {NULL, sets, n_sets, 0, NULL};
+    kb_open_options o = {NULL, sets, n_sets, 0, NULL, 0};
     cr_assert_eq(kb_open(&x->m, &o, err, sizeof err), 0, "%s", err);
     x->tl = kb__tl_create(x->m);
     cr_assert_not_null(x->tl);

@@ -242,13 +242,13 @@ Test(api, statistics_count_bytes_per_message_kind_and_reset)
 Test(api, open_failure_fills_the_error_buffer)
 {
     const char *bad[] = {"pe.mmu.page_size=3000"};
-    kb_open_options o = {NULL, bad, 1, 0, NULL};
+    kb_open_options o = {NULL, bad, 1, 0, NULL, 0};
     kb_machine *m = (kb_machine *)1;
     char eb[512];
     cr_assert_lt(kb_open(&m, &o, eb, sizeof eb), 0);
     cr_assert_null(m);
     cr_assert(strstr(eb, "page_size"), "%s", eb);
-    o = (kb_open_options){"/nonexistent/topology.yaml", NULL, 0, 0, NULL};
+    o = (kb_open_options){"/nonexistent/topology.yaml", NULL, 0, 0, NULL, 0};
     cr_assert_lt(kb_open(&m, &o, eb, sizeof eb), 0);
     cr_assert_null(m);
     cr_assert(strstr(eb, "/nonexistent/topology.yaml"), "%s", eb);
@@ -434,7 +434,7 @@ Test(api, statistics_calls_with_bad_outputs_set_their_own_message)
 Test(api, a_null_override_entry_is_refused_naming_its_index)
 {
     const char *sets[] = {"sips=1", NULL};
-    kb_open_options o = {NULL, sets, 2, 0, NULL};
+    kb_open_options o = {NULL, sets, 2, 0, NULL, 0};
     kb_machine *m = (kb_machine *)1;
     char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), KB_EINVAL);

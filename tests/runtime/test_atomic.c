@@ -30,7 +30,7 @@ static void bump(tl_ctx *k)
 
 Test(atomic, adds_from_every_pe_of_a_sip_lose_no_update)
 {
-    kb_open_options o = {NULL, NULL, 0, 0, NULL};
+    kb_open_options o = {NULL, NULL, 0, 0, NULL, 0};
     kb_machine *m = NULL;
     char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);

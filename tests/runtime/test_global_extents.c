@@ -33,7 +33,7 @@ static void record(tl_ctx *k)
 
 Test(global_extents, each_program_sees_the_whole_shape_and_its_shard_offset)
 {
-    kb_open_options o = {NULL, NULL, 0, 0, NULL};
+    kb_open_options o = {NULL, NULL, 0, 0, NULL, 0};
     kb_machine *m = NULL;
     char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);

@@ -17,7 +17,7 @@
 
 static kb_machine *open_m(int no_data)
 {
-    kb_open_options o = {NULL, NULL, 0, no_data, NULL};
+    kb_open_options o = {NULL, NULL, 0, no_data, NULL, 0};
     kb_machine *m = NULL;
     char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);

@@ -27,7 +27,7 @@ static void add_row(tl_ctx *k)
 
 Test(uneven_shards, rows_that_do_not_divide_are_placed_copied_and_computed)
 {
-    kb_open_options o = {NULL, NULL, 0, 0, NULL};
+    kb_open_options o = {NULL, NULL, 0, 0, NULL, 0};
     kb_machine *m = NULL;
     char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);

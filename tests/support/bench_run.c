@@ -14,7 +14,7 @@ int kb_test_bench_run(const char *name, const char *const *sets, int no_data, kb
         n_sets++;
     char err[512];
     kb_machine *m = NULL;
-    kb_open_options oo = {NULL, sets, n_sets, no_data, NULL};
+    kb_open_options oo = {NULL, sets, n_sets, no_data, NULL, 0};
     cr_assert_eq(kb_open(&m, &oo, err, sizeof err), 0, "kb_open: %s", err);
     const kb_bench *b = kb_bench_find(name);
     cr_assert_not_null(b, "bench %s is not registered", name);

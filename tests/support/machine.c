@@ -23,7 +23,7 @@ kb_machine *kb_test_small_machine(int no_data)
 {
     static const char *const small[] = {"sip.cube_mesh=1x2", "cube.pe_layout.corners=2",
                                         "cube.pe_layout.pe_per_corner=1", "cube.hbm.slices=2"};
-    kb_open_options o = {NULL, small, 4, no_data, NULL};
+    kb_open_options o = {NULL, small, 4, no_data, NULL, 0};
     kb_machine *m = NULL;
     char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);

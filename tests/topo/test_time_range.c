@@ -16,7 +16,7 @@
 
 static void refused(const char *set, const char *key, const char *value)
 {
-    kb_open_options o = {NULL, &set, 1, 1, NULL};
+    kb_open_options o = {NULL, &set, 1, 1, NULL, 0};
     kb_machine *m = NULL;
     char eb[1024];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), KB_ECONFIG, "%s accepted", set);
