@@ -27,6 +27,22 @@ int kb__cli_sweep(int argc, char **argv);
 int kb__cli_web(int argc, char **argv);
 int kb__cli_config(int argc, char **argv);
 
+/* Parses and checks the command line of the command (argv[0] its name)
+ * as the command itself does, but opens no file, loads no plug-in and
+ * runs nothing: KB_CLI_OK, or KB_CLI_USAGE (KB_CLI_FAIL when out of
+ * memory) after the command's one-line message on stderr. What the
+ * command reads later (a topology or ccl.yaml, --set values against the
+ * machine, a plug-in, an output path) is not checked here. In process and
+ * free of side effects: the web server validates requests with it, and
+ * fuzz/fuzz_cli.c fuzzes it. */
+int kb__cli_run_check(int argc, char **argv);
+int kb__cli_probe_check(int argc, char **argv);
+int kb__cli_sweep_check(int argc, char **argv);
+int kb__cli_topo_check(int argc, char **argv);
+int kb__cli_list_check(int argc, char **argv);
+int kb__cli_config_check(int argc, char **argv);
+int kb__cli_web_check(int argc, char **argv);
+
 /* One point of a sweep: the command with argv, its record built into rec
  * (zeroed by the caller; rec->root stays NULL when the command failed
  * before its record began), no text printed and no file written; error

@@ -198,31 +198,54 @@ static int texts(const kb__cli_opts *o, int ccl, char **now, char **builtin)
     return KB_CLI_FAIL;
 }
 
+/* o and *ccl (--ccl given) from the parsed options a, checked: ccl.*
+ * settings with --ccl only, one configuration at a time (not for --help).
+ * 0 or KB_CLI_USAGE after the message. */
+static int check_options(const kb__opt_vals *a, kb__cli_opts *o, int *ccl)
+{
+    kb__cli_opts_get(o, a);
+    *ccl = kb__opt_given(a, "ccl") > 0;
+    if (*ccl && !strcmp(o->ccl, "-")) o->ccl = NULL;
+    if (!*ccl) o->takes_ccl = 0; /* ccl.* settings need --ccl here */
+    if (o->help) return 0;
+    for (size_t i = 0; i < o->n_sets; i++)
+        if ((strncmp(o->sets[i], "ccl.", 4) == 0) != *ccl)
+            return kb__opt_usage(&kb__cli_config_spec,
+                                 *ccl ? "--set %s: with --ccl, only ccl.KEY=VALUE settings"
+                                      : "--set %s: a ccl setting; add --ccl to print that "
+                                        "configuration",
+                                 o->sets[i]);
+    if (*ccl && o->topology)
+        return kb__opt_usage(&kb__cli_config_spec,
+                             "--topology and --ccl: one configuration at a time");
+    return 0;
+}
+
+int kb__cli_config_check(int argc, char **argv)
+{
+    kb__opt_vals a;
+    int rc = kb__opt_parse(&a, &kb__cli_config_spec, argc, argv);
+    if (rc) return rc;
+    kb__cli_opts o;
+    int ccl;
+    rc = check_options(&a, &o, &ccl);
+    kb__opt_fini(&a);
+    return rc;
+}
+
 int kb__cli_config(int argc, char **argv)
 {
     kb__opt_vals a;
     int rc = kb__opt_parse(&a, &kb__cli_config_spec, argc, argv);
     if (rc) return rc;
     kb__cli_opts o;
-    kb__cli_opts_get(&o, &a);
-    int ccl = kb__opt_given(&a, "ccl") > 0;
-    if (ccl && !strcmp(o.ccl, "-")) o.ccl = NULL;
-    if (!ccl) o.takes_ccl = 0; /* ccl.* settings need --ccl here */
+    int ccl;
     char *now = NULL, *builtin = NULL;
-    for (size_t i = 0; !o.help && !rc && i < o.n_sets; i++)
-        if ((strncmp(o.sets[i], "ccl.", 4) == 0) != ccl)
-            rc = kb__opt_usage(&kb__cli_config_spec,
-                               ccl ? "--set %s: with --ccl, only ccl.KEY=VALUE settings"
-                                   : "--set %s: a ccl setting; add --ccl to print that "
-                                     "configuration",
-                               o.sets[i]);
+    rc = check_options(&a, &o, &ccl);
     if (rc)
         ;
     else if (o.help)
         kb__opt_help(stdout, &kb__cli_config_spec);
-    else if (ccl && o.topology)
-        rc = kb__opt_usage(&kb__cli_config_spec,
-                           "--topology and --ccl: one configuration at a time");
     else if (!(rc = texts(&o, ccl, &now, &builtin))) {
         if (kb__opt_given(&a, "diff"))
             print_diff(builtin, now);

@@ -130,6 +130,14 @@ static int load_ccl(const kb__cli_opts *o, kb__ccl_config **out)
     return kb__cli_load_ccl(o, out);
 }
 
+int kb__cli_list_check(int argc, char **argv)
+{
+    kb__opt_vals a;
+    int rc = kb__opt_parse(&a, &kb__cli_list_spec, argc, argv);
+    if (!rc) kb__opt_fini(&a);
+    return rc;
+}
+
 int kb__cli_list(int argc, char **argv)
 {
     kb__opt_vals a;

@@ -572,6 +572,15 @@ static int probe_main(int argc, char **argv, kb__report *point)
     return rc;
 }
 
+int kb__cli_probe_check(int argc, char **argv)
+{
+    probe_opts o;
+    kb__opt_vals a = {0};
+    int rc = parse_args(&o, &a, argc, argv);
+    kb__opt_fini(&a);
+    return rc;
+}
+
 int kb__cli_probe(int argc, char **argv)
 {
     return probe_main(argc, argv, NULL);

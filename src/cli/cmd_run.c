@@ -207,8 +207,12 @@ static int open_machine(const run_opts *o, kb_machine **m, run_out *out, const c
     for (size_t i = 0; i < o->common.n_sets; i++)
         sets[i] = o->common.sets[i];
     if (o->common.fabric || model) sets[n - 1] = fabric[0];
-    kb_open_options oo = {o->common.topology, sets,          n,
-                          o->no_data,         o->common.ccl, o->common.max_memory};
+    kb_open_options oo = {.topology_path = o->common.topology,
+                          .overrides = sets,
+                          .n_overrides = n,
+                          .no_data = o->no_data,
+                          .ccl_path = o->common.ccl,
+                          .max_memory = o->common.max_memory};
     char err[KB_BENCH_MSG_MAX];
     int rc = kb_open(m, &oo, err, sizeof err);
     free(sets);
@@ -661,6 +665,17 @@ static int run_main(int argc, char **argv, kb__report *point)
     kb_close(m);
     if (dl) dlclose(dl);
     free(o);
+    kb__opt_fini(&a);
+    return rc;
+}
+
+int kb__cli_run_check(int argc, char **argv)
+{
+    run_opts ro;
+    kb__opt_vals a = {0};
+    int rc = parse_args(&ro, &a, argc, argv);
+    if (!rc && ro.bench && !strchr(ro.bench, '/') && !kb_bench_find(ro.bench))
+        rc = unknown_bench(ro.bench);
     kb__opt_fini(&a);
     return rc;
 }

@@ -779,26 +779,61 @@ static int other_rank(const kb__sweep_mpi *mpi, const kb__sweep *s, int jobs)
     return rc ? KB_CLI_FAIL : KB_CLI_OK;
 }
 
+/* The command line of a sweep (argv[1] the command swept, argc >= 2)
+ * into sw, inner, s and *jobs: swv and base (argc + 1 entries each) get
+ * the sweep's and the command's arguments. 0, or the exit status after a
+ * message; *help is set for --help (nothing else is parsed then). Opens
+ * no file and runs nothing. */
+static int parse_sweep(const kb__sweep_mpi *mpi, kb__sweep *s, int argc, char **argv,
+                       kb__opt_vals *sw, kb__opt_vals *inner, char **swv, char **base, int *jobs,
+                       int *help)
+{
+    int n_sw = 0, n_base = 0, rc;
+    const kb__cmd_spec *ispec = NULL;
+    *help = 0;
+    split(argc, argv, swv, &n_sw, base, &n_base);
+    s->base = base;
+    s->n_base = n_base;
+    if ((rc = kb__opt_parse(sw, &kb__cli_sweep_spec, n_sw, swv))) return rc;
+    if (kb__opt_given(sw, "help")) return *help = 1, 0;
+    if ((rc = pick_command(s, argv[1], &ispec))) return rc;
+    if ((rc = kb__opt_parse(inner, ispec, n_base, base))) return rc;
+    if ((rc = parse_jobs(sw, mpi, jobs))) return rc;
+    return parse_axes(s, sw, inner);
+}
+
+int kb__cli_sweep_check(int argc, char **argv)
+{
+    if (argc < 2)
+        return kb__opt_usage(&kb__cli_sweep_spec, "expected the command to sweep: run or probe");
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return KB_CLI_OK;
+    kb__sweep s = {0};
+    kb__opt_vals sw = {0}, inner = {0};
+    kb__sweep_mpi mpi = {0};
+    char **swv = calloc((size_t)argc + 1, sizeof *swv),
+         **base = calloc((size_t)argc + 1, sizeof *base);
+    int jobs = 1, help, rc = swv && base ? 0 : KB_CLI_FAIL;
+    if (!rc) rc = parse_sweep(&mpi, &s, argc, argv, &sw, &inner, swv, base, &jobs, &help);
+    kb__opt_fini(&sw);
+    kb__opt_fini(&inner);
+    sweep_fini(&s);
+    free(swv);
+    free(base);
+    return rc;
+}
+
 static int sweep_main(const kb__sweep_mpi *mpi, kb__sweep *s, int argc, char **argv,
                       kb__opt_vals *sw, kb__opt_vals *inner)
 {
     char **swv = calloc((size_t)argc + 1, sizeof *swv),
          **base = calloc((size_t)argc + 1, sizeof *base);
-    int n_sw = 0, n_base = 0, jobs = 1, rc = swv && base ? 0 : KB_CLI_FAIL;
-    const kb__cmd_spec *ispec = NULL;
-    if (!rc) split(argc, argv, swv, &n_sw, base, &n_base);
-    if (!rc) rc = kb__opt_parse(sw, &kb__cli_sweep_spec, n_sw, swv);
-    if (!rc && kb__opt_given(sw, "help")) {
+    int jobs = 1, help = 0, rc = swv && base ? 0 : KB_CLI_FAIL;
+    if (!rc) rc = parse_sweep(mpi, s, argc, argv, sw, inner, swv, base, &jobs, &help);
+    if (!rc && help) {
         kb__opt_help(stdout, &kb__cli_sweep_spec);
         goto out;
     }
-    if (!rc) rc = pick_command(s, argv[1], &ispec);
-    if (!rc) rc = kb__opt_parse(inner, ispec, n_base, base);
-    s->base = base;
-    s->n_base = n_base;
-    if (!rc) rc = parse_jobs(sw, mpi, &jobs);
     if (!rc && mpi->rank == 0) rc = check_outputs(sw, inner);
-    if (!rc) rc = parse_axes(s, sw, inner);
     if (mpi->rank > 0) { /* every rank agrees on going on before any point runs */
         rc = kb__sweep_mpi_agree(mpi, rc);
         if (!rc) rc = other_rank(mpi, s, jobs);

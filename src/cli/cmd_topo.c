@@ -270,6 +270,14 @@ static int show(const kb__cli_opts *o, const kb__opt_vals *a, int argc, char **a
     return rc;
 }
 
+int kb__cli_topo_check(int argc, char **argv)
+{
+    kb__opt_vals a;
+    int rc = kb__opt_parse(&a, &kb__cli_topo_spec, argc, argv);
+    if (!rc) kb__opt_fini(&a);
+    return rc;
+}
+
 int kb__cli_topo(int argc, char **argv)
 {
     kb__opt_vals a;

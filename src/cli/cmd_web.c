@@ -43,29 +43,69 @@ const kb__cmd_spec kb__cli_web_spec = {
     "web", "Serves the machine, runs, reports and their history in a browser (docs/web.md).",
     web_table, sizeof web_table / sizeof web_table[0], footer};
 
-/* A run's argv (argv[0] its command) through the command's option table.
- * The parser prints its one-line message on stderr; it is taken from there
- * into msg (the server's thread is the only one printing then). */
+/* A run's argv (argv[0] its command) through the command's own checks
+ * (kb__cli_NAME_check: its option table and values, as the command would
+ * check them). The checks print their one-line message on stderr; it is
+ * taken from there into msg (the server's thread is the only one printing
+ * then). */
 static int validate(int argc, char **argv, char *msg, size_t n)
 {
-    const kb__cmd_spec *spec = !strcmp(argv[0], "run")     ? &kb__cli_run_spec
-                               : !strcmp(argv[0], "probe") ? &kb__cli_probe_spec
-                               : !strcmp(argv[0], "topo")  ? &kb__cli_topo_spec
-                                                           : NULL;
-    if (!spec) return snprintf(msg, n, "unknown command '%s'", argv[0]), 1;
+    int (*check)(int, char **) = !strcmp(argv[0], "run")     ? kb__cli_run_check
+                                 : !strcmp(argv[0], "probe") ? kb__cli_probe_check
+                                 : !strcmp(argv[0], "topo")  ? kb__cli_topo_check
+                                                             : NULL;
+    if (!check) return snprintf(msg, n, "unknown command '%s'", argv[0]), 1;
     char *text = NULL;
     size_t len = 0;
     FILE *cap = open_memstream(&text, &len), *saved = stderr;
     if (cap) stderr = cap;
-    kb__opt_vals a;
-    int rc = kb__opt_parse(&a, spec, argc, argv);
+    int rc = check(argc, argv);
     if (cap) {
         stderr = saved;
         fclose(cap);
     }
-    if (!rc) kb__opt_fini(&a);
     if (rc) snprintf(msg, n, "%.*s", (int)strcspn(text ? text : "", "\n"), text ? text : "");
     free(text);
+    return rc;
+}
+
+/* The server's settings from the parsed options a, checked: 0 or
+ * KB_CLI_USAGE after the message. */
+static int web_config(const kb__opt_vals *a, kb__web_config *c)
+{
+    *c = (kb__web_config){.listen = kb__opt_get(a, "listen"),
+                          .port_tries = 100,
+                          .results = kb__opt_get(a, "results"),
+                          .exe = kb__opt_get(a, "run-with"),
+                          .max_body = 256 * 1024,
+                          .validate = validate};
+    uint64_t port, runs, secs, mem;
+    const char *v;
+    if (!kb__cfg_text_u64(v = kb__opt_get(a, "port"), &port) || port < 1 || port > 65535)
+        return kb__opt_usage(&kb__cli_web_spec, "--port: expected a port from 1 to 65535, got '%s'",
+                             v);
+    if (!kb__cfg_text_u64(v = kb__opt_get(a, "max-runs"), &runs) || runs < 1 || runs > 64)
+        return kb__opt_usage(&kb__cli_web_spec,
+                             "--max-runs: expected a count from 1 to 64, got '%s'", v);
+    if (!kb__cfg_text_u64(v = kb__opt_get(a, "run-timeout"), &secs) || secs < 1 || secs > 7 * 86400)
+        return kb__opt_usage(&kb__cli_web_spec,
+                             "--run-timeout: expected seconds from 1 to 604800, got '%s'", v);
+    if (!kb__cfg_text_size(v = kb__opt_get(a, "run-memory"), &mem) || mem < (64u << 20))
+        return kb__opt_usage(&kb__cli_web_spec,
+                             "--run-memory: expected a size of at least 64MiB, got '%s'", v);
+    c->port = (int)port, c->max_runs = (int)runs, c->run_wall_s = (double)secs;
+    c->run_mem_bytes = mem;
+    return 0;
+}
+
+int kb__cli_web_check(int argc, char **argv)
+{
+    kb__opt_vals a;
+    int rc = kb__opt_parse(&a, &kb__cli_web_spec, argc, argv);
+    if (rc) return rc;
+    kb__web_config c;
+    if (!kb__opt_given(&a, "help")) rc = web_config(&a, &c);
+    kb__opt_fini(&a);
     return rc;
 }
 
@@ -79,30 +119,9 @@ int kb__cli_web(int argc, char **argv)
         kb__opt_fini(&a);
         return KB_CLI_OK;
     }
-    kb__web_config c = {.listen = kb__opt_get(&a, "listen"),
-                        .port_tries = 100,
-                        .results = kb__opt_get(&a, "results"),
-                        .exe = kb__opt_get(&a, "run-with"),
-                        .max_body = 256 * 1024,
-                        .validate = validate};
-    uint64_t port, runs, secs, mem;
-    const char *v;
-    if (!kb__cfg_text_u64(v = kb__opt_get(&a, "port"), &port) || port < 1 || port > 65535)
-        rc = kb__opt_usage(&kb__cli_web_spec, "--port: expected a port from 1 to 65535, got '%s'",
-                           v);
-    else if (!kb__cfg_text_u64(v = kb__opt_get(&a, "max-runs"), &runs) || runs < 1 || runs > 64)
-        rc = kb__opt_usage(&kb__cli_web_spec, "--max-runs: expected a count from 1 to 64, got '%s'",
-                           v);
-    else if (!kb__cfg_text_u64(v = kb__opt_get(&a, "run-timeout"), &secs) || secs < 1 ||
-             secs > 7 * 86400)
-        rc = kb__opt_usage(&kb__cli_web_spec,
-                           "--run-timeout: expected seconds from 1 to 604800, got '%s'", v);
-    else if (!kb__cfg_text_size(v = kb__opt_get(&a, "run-memory"), &mem) || mem < (64u << 20))
-        rc = kb__opt_usage(&kb__cli_web_spec,
-                           "--run-memory: expected a size of at least 64MiB, got '%s'", v);
+    kb__web_config c;
+    rc = web_config(&a, &c);
     if (!rc) {
-        c.port = (int)port, c.max_runs = (int)runs, c.run_wall_s = (double)secs;
-        c.run_mem_bytes = mem;
         if (strcmp(c.listen, "127.0.0.1"))
             fprintf(stderr,
                     "kernbench web: warning: serving on %s, not 127.0.0.1: anyone who can "
