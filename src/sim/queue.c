@@ -395,13 +395,12 @@ static inline kb__time time_after(const kb__sim *sim, kb__time delay)
 
 /* ---- pooled events and timers -------------------------------------------- */
 
-static kb__timer *node_alloc(kb__sim *sim)
+/* A new chunk of event nodes (the free list is empty): its first node, the
+ * others on the free list; NULL after a failure. Out of line, so that the
+ * hot path of node_alloc (a pop of the free list) stays as small as it was
+ * before the budget check came in. */
+__attribute__((noinline, cold)) static kb__timer *node_refill(kb__sim *sim)
 {
-    kb__timer *n = sim->free_nodes;
-    if (n) {
-        sim->free_nodes = n->arg;
-        return n;
-    }
     if (kb__budget_take(&sim->budget, KB__MEM_EVENTS, sizeof(kb__node_chunk))) {
         kb__sim_fail(sim, KB_EBUDGET, sim->budget.msg);
         return NULL;
@@ -424,6 +423,14 @@ static kb__timer *node_alloc(kb__sim *sim)
     c->nodes[0].pooled = 1;
     c->nodes[0].idx = KB__TIMER_IDLE;
     return &c->nodes[0];
+}
+
+static inline kb__timer *node_alloc(kb__sim *sim)
+{
+    kb__timer *n = sim->free_nodes;
+    if (!n) return node_refill(sim);
+    sim->free_nodes = n->arg;
+    return n;
 }
 
 void kb__sim_post_at(kb__sim *sim, kb__time at, kb__event_fn fn, void *arg, uint64_t data)

@@ -16,7 +16,7 @@
 
 static kb_machine *open_with(const char *const *sets, size_t n)
 {
-    kb_open_options o = {NULL, sets, n, 0, NULL};
+    kb_open_options o = {NULL, sets, n, 0, NULL, 0};
     kb_machine *m = NULL;
     char eb[512];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
