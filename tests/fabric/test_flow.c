@@ -30,7 +30,7 @@ typedef struct net {
 static void net_make(net *n, const kb__fab_link_desc *links, uint32_t n_links, uint32_t n_nodes)
 {
     kb__fab_node_desc nodes[80];
-    char names[80][8];
+    char names[80][16];
     cr_assert_leq(n_nodes, 80);
     for (uint32_t i = 0; i < n_nodes; i++) {
         snprintf(names[i], sizeof names[i], "n%u", i);
