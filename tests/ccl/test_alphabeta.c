@@ -372,5 +372,5 @@ Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
                  KB_EINVAL);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    kb__topo_destroy(t);
+    unmachine(t);
 }
