@@ -157,8 +157,10 @@ char *kb__sweep_point_text(const kb__sweep *s, size_t i, kb__report *rec, int st
 static int add_value(kb__sweep_axis *x, const char *v, size_t len)
 {
     if (x->n >= MAX_POINTS) return KB_EINVAL;
-    if (x->n % 64 == 0) {
-        char **a = realloc(x->values, (x->n + 64) * sizeof *a);
+    /* capacity doubles from 64 (full at 0, 64, 128, 256, ...): a range of a
+     * million values costs linear time, not a copy per 64 values */
+    if (x->n == 0 || (x->n >= 64 && (x->n & (x->n - 1)) == 0)) {
+        char **a = realloc(x->values, (x->n ? 2 * x->n : 64) * sizeof *a);
         if (!a) return KB_ENOMEM;
         x->values = a;
     }
