@@ -14,6 +14,7 @@
 
 #include "kernbench/transformer.h"
 #include "support/machine.h"
+#include "support/values.h"
 
 #define H     64
 #define HEADS 4
@@ -21,23 +22,6 @@
 #define SEQ   16
 #define BATCH 2
 #define T     (SEQ * BATCH)
-
-static float val(uint64_t seed, int64_t i, double scale)
-{
-    uint64_t s = (seed + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(i + 1) * 0xBF58476D1CE4E5B9ull;
-    s ^= s >> 31;
-    s *= 0x94D049BB133111EBull;
-    s ^= s >> 29;
-    return (float)(((double)(s % 2001) / 1000.0 - 1.0) * scale);
-}
-
-static float *arr(uint64_t seed, int64_t n, double scale, double offset)
-{
-    float *a = malloc((size_t)n * sizeof *a);
-    for (int64_t i = 0; i < n; i++)
-        a[i] = val(seed, i, scale) + (float)offset;
-    return a;
-}
 
 typedef struct run {
     int tp, pes, sp;
@@ -81,11 +65,14 @@ static void go(run *u, int tp, int pes, int sp)
     static float *w[11], *x;
     if (!x) { /* one set of inputs for every run */
         double s = 1 / sqrt((double)H), sf = 1 / sqrt((double)FFN);
-        x = arr(1, T * H, 1, 0);
-        w[0] = arr(2, H, 0.5, 1), w[1] = arr(3, H, 0.1, 0), w[2] = arr(4, H * H, s, 0);
-        w[3] = arr(5, H * H, s, 0), w[4] = arr(6, H * H, s, 0), w[5] = arr(7, H * H, s, 0);
-        w[6] = arr(8, H, 0.5, 1), w[7] = arr(9, H, 0.1, 0), w[8] = arr(10, H * FFN, s, 0);
-        w[9] = arr(11, H * FFN, s, 0), w[10] = arr(12, FFN * H, sf, 0);
+        x = kb_test_array(1, T * H, 1, 0);
+        w[0] = kb_test_array(2, H, 0.5, 1), w[1] = kb_test_array(3, H, 0.1, 0),
+        w[2] = kb_test_array(4, H * H, s, 0);
+        w[3] = kb_test_array(5, H * H, s, 0), w[4] = kb_test_array(6, H * H, s, 0),
+        w[5] = kb_test_array(7, H * H, s, 0);
+        w[6] = kb_test_array(8, H, 0.5, 1), w[7] = kb_test_array(9, H, 0.1, 0),
+        w[8] = kb_test_array(10, H * FFN, s, 0);
+        w[9] = kb_test_array(11, H * FFN, s, 0), w[10] = kb_test_array(12, FFN * H, sf, 0);
     }
     memset(u, 0, sizeof *u);
     u->tp = tp, u->pes = pes, u->sp = sp, u->x = x;

@@ -17,6 +17,7 @@
 
 #include "kernbench/transformer.h"
 #include "support/machine.h"
+#include "support/values.h"
 
 #define H     64
 #define HEADS 8
@@ -28,23 +29,6 @@
 #define T     (SEQ * BATCH)
 #define NQ    (HEADS * D)
 #define NK    (KVH * D)
-
-static float val(uint64_t seed, int64_t i, double scale)
-{
-    uint64_t s = (seed + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(i + 1) * 0xBF58476D1CE4E5B9ull;
-    s ^= s >> 31;
-    s *= 0x94D049BB133111EBull;
-    s ^= s >> 29;
-    return (float)(((double)(s % 2001) / 1000.0 - 1.0) * scale);
-}
-
-static float *arr(uint64_t seed, int64_t n, double scale, double offset)
-{
-    float *a = malloc((size_t)n * sizeof *a);
-    for (int64_t i = 0; i < n; i++)
-        a[i] = val(seed, i, scale) + (float)offset;
-    return a;
-}
 
 /* The gradients in the layout of the full host weights. */
 typedef struct grads {
@@ -180,12 +164,14 @@ static const inputs *ins(void)
     static inputs in;
     if (!in.x) {
         double s = 1 / sqrt((double)H), sf = 1 / sqrt((double)FFN);
-        in.x = arr(1, T * H, 1, 0), in.dy = arr(13, T * H, 1, 0);
-        in.w[0] = arr(2, H, 0.5, 1), in.w[1] = arr(3, H, 0.1, 0), in.w[2] = arr(4, H * NQ, s, 0);
-        in.w[3] = arr(5, H * NK, s, 0), in.w[4] = arr(6, H * NK, s, 0);
-        in.w[5] = arr(7, NQ * H, s, 0), in.w[6] = arr(8, H, 0.5, 1), in.w[7] = arr(9, H, 0.1, 0);
-        in.w[8] = arr(10, H * FFN, s, 0), in.w[9] = arr(11, H * FFN, s, 0);
-        in.w[10] = arr(12, FFN * H, sf, 0);
+        in.x = kb_test_array(1, T * H, 1, 0), in.dy = kb_test_array(13, T * H, 1, 0);
+        in.w[0] = kb_test_array(2, H, 0.5, 1), in.w[1] = kb_test_array(3, H, 0.1, 0),
+        in.w[2] = kb_test_array(4, H * NQ, s, 0);
+        in.w[3] = kb_test_array(5, H * NK, s, 0), in.w[4] = kb_test_array(6, H * NK, s, 0);
+        in.w[5] = kb_test_array(7, NQ * H, s, 0), in.w[6] = kb_test_array(8, H, 0.5, 1),
+        in.w[7] = kb_test_array(9, H, 0.1, 0);
+        in.w[8] = kb_test_array(10, H * FFN, s, 0), in.w[9] = kb_test_array(11, H * FFN, s, 0);
+        in.w[10] = kb_test_array(12, FFN * H, sf, 0);
     }
     return &in;
 }
@@ -539,7 +525,7 @@ Test(tp_block_backward, data_parallel_gradients_are_the_replicas_mean)
 {
     static run a, b, both;
     static grads mean;
-    float *x2 = arr(14, T * H, 1, 0);
+    float *x2 = kb_test_array(14, T * H, 1, 0);
     go(&a, 2, 2, 0, 0, 1, NULL, NULL);
     go(&b, 2, 2, 0, 0, 1, x2, NULL);
     cr_assert_eq(a.rc | b.rc, 0, "%s %s", a.msg, b.msg);

@@ -15,25 +15,14 @@
 
 #include "kernbench/kernbench.h"
 #include "support/machine.h"
+#include "support/values.h"
 #include "tp/internal.h"
 
 #define PES 4
 
-static float val(uint64_t seed, int64_t i)
-{
-    uint64_t s = (seed + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(i + 1) * 0xBF58476D1CE4E5B9ull;
-    s ^= s >> 31;
-    s *= 0x94D049BB133111EBull;
-    s ^= s >> 29;
-    return (float)((double)(s % 2001) / 1000.0 - 1.0); /* [-1, 1] */
-}
-
 static float *host(uint64_t seed, int64_t n)
 {
-    float *a = malloc((size_t)n * sizeof *a);
-    for (int64_t i = 0; i < n; i++)
-        a[i] = val(seed, i);
-    return a;
+    return kb_test_array(seed, n, 1.0, 0.0); /* [-1, 1] */
 }
 
 /* A tensor over SIP 0's 4 PEs (cube and pe levels `split`) from host. */

@@ -19,17 +19,14 @@
 
 #include "kernbench/tp.h"
 #include "support/machine.h"
+#include "support/values.h"
 
 #define MAX_RANKS 4
 
 /* Element i of stream `seed`: an integer in [lo, hi] times scale. */
 static float val(uint64_t seed, int64_t i, int lo, int hi, float scale)
 {
-    uint64_t s = (seed + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(i + 1) * 0xBF58476D1CE4E5B9ull;
-    s ^= s >> 31;
-    s *= 0x94D049BB133111EBull;
-    s ^= s >> 29;
-    return (float)((int64_t)(s % (uint64_t)(hi - lo + 1)) + lo) * scale;
+    return (float)((int64_t)(kb_test_mix(seed, i) % (uint64_t)(hi - lo + 1)) + lo) * scale;
 }
 
 static float *host_array(uint64_t seed, int64_t n, int lo, int hi, float scale)
