@@ -339,10 +339,47 @@ int kb_xf_input_policy(kb_machine *m, const kb_xf_block *b, kb_policy *out, int6
 typedef struct fwd {
     kb_machine *m;
     kb_xf_block *b;
-    kb_tensor made[24];
-    int n;
+    kb__tp_made made;
     kb_xf_acts *acts;
 } fwd;
+
+int kb__tp_made_empty(kb__tp_made *s, const char *name, int64_t rows, int64_t cols, kb_dtype dt,
+                      const kb_policy *p, kb_tensor *t)
+{
+    *t = (kb_tensor){0};
+    if (s->n == KB__TP_MADE) {
+        kb__err e;
+        kb__err_set(&e, KB_ENOMEM, "%s: a block step holds at most %d tensors of its own", name,
+                    KB__TP_MADE);
+        return kb__tp_fail(s->m, &e);
+    }
+    int64_t shape[2] = {rows, cols};
+    int rc = kb_empty(s->m, name, 2, shape, dt, p, t);
+    if (!rc) s->t[s->n++] = *t;
+    return rc;
+}
+
+int kb__tp_made_take(kb__tp_made *s, kb_tensor t)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->t[i].id == t.id) {
+            s->t[i] = s->t[--s->n];
+            return 1;
+        }
+    return 0;
+}
+
+void kb__tp_made_drop(kb__tp_made *s, kb_tensor t)
+{
+    if (kb__tp_made_take(s, t)) kb_free(s->m, t);
+}
+
+void kb__tp_made_free(kb__tp_made *s, uint64_t keep)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->t[i].id != keep) kb_free(s->m, s->t[i]);
+    s->n = 0;
+}
 
 /* A new [rows, cols] tensor of dtype dt over the rank's PEs, cube and pe
  * levels `split`, named "BLOCK.what". */
@@ -353,10 +390,7 @@ static int make_dt(fwd *f, const char *what, int64_t rows, int64_t cols, kb_spli
     snprintf(name, sizeof name, "%.40s.%s", f->b->name, what);
     kb_policy p = f->b->qkv.placement;
     p.cube = p.pe = split;
-    int64_t shape[2] = {rows, cols};
-    int rc = kb_empty(f->m, name, 2, shape, dt, &p, t);
-    if (!rc) f->made[f->n++] = *t;
-    return rc;
+    return kb__tp_made_empty(&f->made, name, rows, cols, dt, &p, t);
 }
 
 /* make_dt in the block's dtype. */
@@ -377,27 +411,16 @@ static void phase_done(fwd *f, int ph, uint64_t t)
 /* Frees t now (it was made by make) so the device memory is reused. */
 static void drop(fwd *f, kb_tensor t)
 {
-    for (int i = 0; i < f->n; i++)
-        if (f->made[i].id == t.id) {
-            kb_free(f->m, t);
-            f->made[i] = f->made[--f->n];
-            return;
-        }
+    kb__tp_made_drop(&f->made, t);
 }
 
 /* A training forward keeps t (made by make) in *slot; else drops it. */
 static void keep(fwd *f, kb_tensor t, kb_tensor *slot)
 {
-    if (!f->acts) {
+    if (!f->acts)
         drop(f, t);
-        return;
-    }
-    for (int i = 0; i < f->n; i++)
-        if (f->made[i].id == t.id) {
-            f->made[i] = f->made[--f->n];
-            *slot = t;
-            return;
-        }
+    else if (kb__tp_made_take(&f->made, t))
+        *slot = t;
 }
 
 /* norm(x) into a new tensor, then with sequence parallelism the all-gather
@@ -638,7 +661,7 @@ static int forward(kb_machine *m, kb_xf_block *b, kb_tensor x, kb_tensor *y, kb_
                             FORWARD, "x", &e))
         return kb__tp_fail(m, &e);
     memset(b->last, 0, sizeof b->last);
-    fwd f = {m, b, {{0}}, 0, acts};
+    fwd f = {m, b, {.m = m}, acts};
     kb_tensor x1 = {0};
     char span[64];
     snprintf(span, sizeof span, "%.40s.forward", b->name);
@@ -647,13 +670,11 @@ static int forward(kb_machine *m, kb_xf_block *b, kb_tensor x, kb_tensor *y, kb_
     if (!rc) rc = mlp_half(&f, x1, y);
     kb_trace_span_add(m, span, t0, kb_now_ps(m));
     if (!rc) {
-        for (int i = 0; i < f.n; i++) /* x1 and the rest, but y */
-            if (f.made[i].id != y->id) kb_free(m, f.made[i]);
+        kb__tp_made_free(&f.made, y->id); /* x1 and the rest, but y */
         return 0;
     }
     kb__err_set(&e, rc, FORWARD " '%s': %s", b->name, kb_last_error(m));
-    for (int i = 0; i < f.n; i++)
-        kb_free(m, f.made[i]);
+    kb__tp_made_free(&f.made, 0);
     *y = (kb_tensor){0};
     return kb__tp_fail(m, &e);
 }

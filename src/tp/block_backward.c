@@ -128,8 +128,7 @@ typedef struct bwd {
     kb_xf_block *b;
     kb_xf_acts *acts;
     kb_xf_grads *g;
-    kb_tensor made[24];
-    int n;
+    kb__tp_made made;
     uint64_t t0;
 } bwd;
 
@@ -137,22 +136,15 @@ static int make(bwd *w, const char *what, int64_t rows, int64_t cols, kb_split s
                 kb_tensor *t)
 {
     char name[64];
-    snprintf(name, sizeof name, "%.40s.%s", w->b->name, what);
+    snprintf(name, sizeof name, "%.40s.%.22s", w->b->name, what);
     kb_policy p = w->b->qkv.placement;
     p.cube = p.pe = split;
-    int rc = kb_empty(w->m, name, 2, (int64_t[]){rows, cols}, dt, &p, t);
-    if (!rc) w->made[w->n++] = *t;
-    return rc;
+    return kb__tp_made_empty(&w->made, name, rows, cols, dt, &p, t);
 }
 
 static void drop(bwd *w, kb_tensor t)
 {
-    for (int i = 0; i < w->n; i++)
-        if (w->made[i].id == t.id) {
-            kb_free(w->m, t);
-            w->made[i] = w->made[--w->n];
-            return;
-        }
+    kb__tp_made_drop(&w->made, t);
 }
 
 /* Starts timing a phase; phase_end records it in b->last_bwd. */
@@ -426,7 +418,7 @@ int kb_xf_block_backward(kb_machine *m, kb_xf_block *b, kb_xf_acts *acts, kb_ten
         return kb__tp_fail(m, &e);
     }
     memset(b->last_bwd, 0, sizeof b->last_bwd);
-    bwd w = {m, b, acts, g, {{0}}, 0, 0};
+    bwd w = {m, b, acts, g, {.m = m}, 0};
     kb_tensor dx1 = {0};
     char span[64];
     snprintf(span, sizeof span, "%.40s.backward", b->name);
@@ -435,8 +427,7 @@ int kb_xf_block_backward(kb_machine *m, kb_xf_block *b, kb_xf_acts *acts, kb_ten
     if (!rc) rc = attention_back(&w, dx1, dx);
     kb_trace_span_add(m, span, t0, kb_now_ps(m));
     if (rc) kb__err_set(&e, rc, BACKWARD " '%s': %s", b->name, kb_last_error(m));
-    for (int i = 0; i < w.n; i++)
-        if (rc || w.made[i].id != dx->id) kb_free(m, w.made[i]);
+    kb__tp_made_free(&w.made, rc ? 0 : dx->id);
     kb_xf_acts_free(m, acts);
     if (rc) {
         *dx = (kb_tensor){0};

@@ -196,4 +196,24 @@ int kb__tp_chunk_mean(kb_machine *m, const char *name, int sip, kb_tensor src, k
 /* Launches y += bias (bias [N] broadcast over y's rows) and waits. */
 int kb__tp_bias_add(kb_machine *m, const char *name, int sip, kb_tensor y, kb_tensor bias);
 
+/* The tensors one forward or backward of a block made on its rank, freed
+ * when it ends (but what it hands back or keeps). At most KB__TP_MADE. */
+#define KB__TP_MADE 32
+typedef struct kb__tp_made {
+    kb_machine *m;
+    kb_tensor t[KB__TP_MADE];
+    int n;
+} kb__tp_made;
+
+/* A new tensor made by kb_empty (its arguments) and recorded in s;
+ * KB_ENOMEM naming it when s is full (the tensor is not made). */
+int kb__tp_made_empty(kb__tp_made *s, const char *name, int64_t rows, int64_t cols, kb_dtype dt,
+                      const kb_policy *p, kb_tensor *t);
+/* Takes t out of s (1 when s made it): the caller owns it now. */
+int kb__tp_made_take(kb__tp_made *s, kb_tensor t);
+/* Frees t now when s made it, so its device memory is reused. */
+void kb__tp_made_drop(kb__tp_made *s, kb_tensor t);
+/* Frees every tensor of s but keep (an id; 0: none). */
+void kb__tp_made_free(kb__tp_made *s, uint64_t keep);
+
 #endif
