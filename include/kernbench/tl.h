@@ -126,8 +126,14 @@ KB_API tl_tile tl_literal_int(tl_ctx *k, int64_t value);
 /* Views (no unit time): a new handle on the same bytes. */
 KB_API tl_tile tl_expand_dims(tl_ctx *k, tl_tile x, int axis);
 KB_API tl_tile tl_reshape(tl_ctx *k, tl_tile x, int ndim, const int64_t *shape);
-/* Data movement on the MATH unit. */
+/* Data movement on the MATH unit (a move per output element, as
+ * tl_broadcast_to). tl_trans: the 2-D transpose (0-D and 1-D tiles come back
+ * unchanged); a 3-D tile is a kernel error naming tl_permute. tl_permute
+ * (Triton's tl.permute, tl.trans(x, *dims)): result axis d is x's axis
+ * dims[d]; dims holds ndim entries, each axis once, else a kernel error
+ * naming the permutation and the shape. */
 KB_API tl_tile tl_trans(tl_ctx *k, tl_tile x);
+KB_API tl_tile tl_permute(tl_ctx *k, tl_tile x, const int *dims);
 KB_API tl_tile tl_broadcast_to(tl_ctx *k, tl_tile x, int ndim, const int64_t *shape);
 KB_API tl_tile tl_cast(tl_ctx *k, tl_tile x, tl_dtype dtype);
 

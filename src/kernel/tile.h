@@ -191,7 +191,14 @@ int kb__tile_expand_dims_infer(const kb__tile_desc *x, int axis, kb__tile_desc *
 /* ndim 0 gives a scalar view (x must hold one element). */
 int kb__tile_reshape_infer(const kb__tile_desc *x, int ndim, const int64_t *shape,
                            kb__tile_desc *out, kb__err *err);
+/* 2-D transpose; 0-D and 1-D tiles unchanged; a 3-D tile is an error that
+ * names kb__tile_permute. */
 int kb__tile_trans_infer(const kb__tile_desc *x, kb__tile_desc *out, kb__err *err);
+/* Triton's permute: out axis d is x's axis perm[d]; perm holds x->ndim
+ * entries, each of 0..ndim-1 once (anything else: KB_EINVAL naming the
+ * permutation and the shape). */
+int kb__tile_permute_infer(const kb__tile_desc *x, const int *perm, kb__tile_desc *out,
+                           kb__err *err);
 /* Triton's broadcast_to: a scalar splats to any shape; a tile needs the same
  * rank (use expand_dims first) with size-1 dims stretching. */
 int kb__tile_broadcast_to_infer(const kb__tile_desc *x, int ndim, const int64_t *shape,
@@ -278,6 +285,8 @@ int kb__tile_full(const kb__tile_desc *out, void *out_data, double value, kb__er
 int kb__tile_zeros(const kb__tile_desc *out, void *out_data, kb__err *err);
 int kb__tile_trans(const kb__tile_desc *out, void *out_data, const kb__tile_desc *x,
                    const void *x_data, kb__err *err);
+int kb__tile_permute(const kb__tile_desc *out, void *out_data, const kb__tile_desc *x,
+                     const void *x_data, const int *perm, kb__err *err);
 int kb__tile_broadcast_to(const kb__tile_desc *out, void *out_data, const kb__tile_desc *x,
                           const void *x_data, kb__err *err);
 /* expand_dims and reshape change only the descriptor: the row-major bytes are

@@ -412,19 +412,95 @@ int kb__tile_reshape_infer(const kb__tile_desc *x, int ndim, const int64_t *shap
     return 0;
 }
 
+int kb__tile_permute_infer(const kb__tile_desc *x, const int *perm, kb__tile_desc *out,
+                           kb__err *err)
+{
+    int rc = kb__tile_check_desc(KB__OP_TRANS, "x", x, err);
+    if (rc) return rc;
+    if (!perm)
+        return kb__err_set(err, KB_EINVAL, "permute: the permutation is NULL (expected %d axes)",
+                           x->ndim);
+    bool seen[3] = {false, false, false};
+    char s1[48];
+    for (int d = 0; d < x->ndim; d++) {
+        if (perm[d] < 0 || perm[d] >= x->ndim || seen[perm[d]]) {
+            char p[48];
+            size_t n = (size_t)snprintf(p, sizeof p, "(");
+            for (int e = 0; e < x->ndim; e++)
+                n += (size_t)snprintf(p + n, sizeof p - n, "%s%d", e ? ", " : "", perm[e]);
+            snprintf(p + n, sizeof p - n, ")");
+            return kb__err_set(err, KB_EINVAL,
+                               "permute: %s is not a permutation of the %d axes of a %s tile "
+                               "(expected each of 0..%d once)",
+                               p, x->ndim, kb__tile_shape_str(x, s1, sizeof s1), x->ndim - 1);
+        }
+        seen[perm[d]] = true;
+    }
+    *out = *x;
+    for (int d = 0; d < x->ndim; d++)
+        out->shape[d] = x->shape[perm[d]];
+    return 0;
+}
+
 int kb__tile_trans_infer(const kb__tile_desc *x, kb__tile_desc *out, kb__err *err)
 {
     int rc = kb__tile_check_desc(KB__OP_TRANS, "x", x, err);
     if (rc) return rc;
-    if (x->ndim == 3)
+    if (x->ndim == 3) {
+        char s1[48];
         return kb__err_set(err, KB_EINVAL,
-                           "trans: 3-D tiles are not supported yet (reshape, or transpose 2-D "
-                           "slices)");
-    *out = *x; /* 0-D and 1-D tiles transpose to themselves, as permute does */
-    if (x->ndim == 2) {
-        out->shape[0] = x->shape[1];
-        out->shape[1] = x->shape[0];
+                           "trans: a 3-D tile %s needs a permutation of its axes: "
+                           "tl_permute(k, x, (int[]){0, 2, 1}) swaps the last two (Triton's "
+                           "tl.trans(x, 0, 2, 1))",
+                           kb__tile_shape_str(x, s1, sizeof s1));
     }
+    /* 0-D and 1-D tiles transpose to themselves, as permute does */
+    return kb__tile_permute_infer(x, (const int[]){x->ndim == 2, 0, 0}, out, err);
+}
+
+int kb__tile_permute(const kb__tile_desc *out, void *out_data, const kb__tile_desc *x,
+                     const void *x_data, const int *perm, kb__err *err)
+{
+    kb__tile_desc want;
+    int rc;
+    if ((rc = kb__tile_permute_infer(x, perm, &want, err)) ||
+        (rc = kb__tile_check_out(KB__OP_TRANS, out, &want, err)) ||
+        (rc = kb__tile_check_ptr(KB__OP_TRANS, "x", x_data, err)) ||
+        (rc = kb__tile_check_ptr(KB__OP_TRANS, "out", out_data, err)))
+        return rc;
+    size_t es = kb__dtype_size(x->dtype);
+    int64_t n = kb__tile_numel(x);
+    if (x->ndim < 2 || (perm[0] == 0 && (x->ndim == 2 || perm[1] == 1))) {
+        memmove(out_data, x_data, kb__tile_bytes(x)); /* the identity */
+        return 0;
+    }
+    /* in_stride[d]: the input's stride along the axis out's axis d reads */
+    int64_t xs[3] = {1, 1, 1}, in_stride[3] = {0, 0, 0}, os[3] = {1, 1, 1};
+    for (int d = x->ndim - 2; d >= 0; d--)
+        xs[d] = xs[d + 1] * x->shape[d + 1];
+    for (int d = 0; d < x->ndim; d++) {
+        in_stride[d] = xs[perm[d]];
+        os[d] = out->shape[d];
+    }
+    if (x->ndim == 2) {
+        os[2] = os[1];
+        os[1] = os[0];
+        os[0] = 1;
+        in_stride[2] = in_stride[1];
+        in_stride[1] = in_stride[0];
+        in_stride[0] = 0;
+    }
+    const char *src = x_data;
+    char *dst = out_data;
+    int64_t o = 0;
+    for (int64_t i = 0; i < os[0]; i++)
+        for (int64_t j = 0; j < os[1]; j++)
+            for (int64_t l = 0; l < os[2]; l++, o++)
+                memcpy(dst + (size_t)o * es,
+                       src + (size_t)(i * in_stride[0] + j * in_stride[1] + l * in_stride[2]) * es,
+                       es);
+    assert(o == n);
+    (void)n;
     return 0;
 }
 
@@ -432,24 +508,9 @@ int kb__tile_trans(const kb__tile_desc *out, void *out_data, const kb__tile_desc
                    const void *x_data, kb__err *err)
 {
     kb__tile_desc want;
-    int rc;
-    if ((rc = kb__tile_trans_infer(x, &want, err)) ||
-        (rc = kb__tile_check_out(KB__OP_TRANS, out, &want, err)) ||
-        (rc = kb__tile_check_ptr(KB__OP_TRANS, "x", x_data, err)) ||
-        (rc = kb__tile_check_ptr(KB__OP_TRANS, "out", out_data, err)))
-        return rc;
-    size_t es = kb__dtype_size(x->dtype);
-    if (x->ndim < 2) {
-        memmove(out_data, x_data, kb__tile_bytes(x));
-        return 0;
-    }
-    int64_t m = x->shape[0], n = x->shape[1];
-    const char *src = x_data;
-    char *dst = out_data;
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++)
-            memcpy(dst + (size_t)(j * m + i) * es, src + (size_t)(i * n + j) * es, es);
-    return 0;
+    int rc = kb__tile_trans_infer(x, &want, err);
+    if (rc) return rc;
+    return kb__tile_permute(out, out_data, x, x_data, (const int[]){x->ndim == 2, 0, 0}, err);
 }
 
 int kb__tile_broadcast_to_infer(const kb__tile_desc *x, int ndim, const int64_t *shape,

@@ -175,6 +175,7 @@ typedef struct kb__tl_op {
     int64_t start;  /* arange; the seed of rand, randn, randint */
     bool reverse;   /* scans */
     bool keep_dims; /* reductions */
+    int perm[3];    /* trans / permute: out axis d is the input's axis perm[d] */
     /* memory ops */
     const tl_tensor *t;
     bool write;

@@ -58,7 +58,7 @@ static int compute(kb__pe_op *base, kb__err *err)
     case KB__OP_CAST:
         return kb__tile_cast(&op->out_d, o, &d[0], a, err);
     case KB__OP_TRANS:
-        return kb__tile_trans(&op->out_d, o, &d[0], a, err);
+        return kb__tile_permute(&op->out_d, o, &d[0], a, op->perm, err);
     case KB__OP_BROADCAST_TO:
         return kb__tile_broadcast_to(&op->out_d, o, &d[0], a, err);
     case KB__OP_SUM:
@@ -358,7 +358,19 @@ tl_tile tl_trans(tl_ctx *k, tl_tile x)
     kb__err e;
     operands(k, &op, &x, 1, "trans");
     check(k, kb__tile_trans_infer(&op.in_d[0], &op.out_d, &e), &e);
+    op.perm[0] = op.in_d[0].ndim == 2;
     return issue(k, &op, &x, "trans");
+}
+
+tl_tile tl_permute(tl_ctx *k, tl_tile x, const int *dims)
+{
+    kb__tl_op op = {.kind = KB__OP_TRANS};
+    kb__err e;
+    operands(k, &op, &x, 1, "permute");
+    check(k, kb__tile_permute_infer(&op.in_d[0], dims, &op.out_d, &e), &e);
+    for (int d = 0; d < op.in_d[0].ndim; d++)
+        op.perm[d] = dims[d];
+    return issue(k, &op, &x, "permute");
 }
 
 tl_tile tl_broadcast_to(tl_ctx *k, tl_tile x, int ndim, const int64_t *shape)
