@@ -172,6 +172,93 @@ static int check_options(const spec *s, const char *algorithm, const char *buffe
     return 0;
 }
 
+/* --opt placement: rows[r] := the row (buffer) whose PE runs rank r.
+ * "default" (0 returned, rows untouched): the placement order; "reverse";
+ * "stride:K" (rank r on row r·K mod world, K coprime to world); or a comma
+ * list of the world's rows, each once. 1 when rows is set, or a negative
+ * status (message in r). */
+static int parse_placement(const spec *s, const char *v, int64_t world, int64_t *rows,
+                           kb_bench_result *r)
+{
+    if (!v || !strcmp(v, "default")) return 0;
+    if (!strcmp(v, "reverse")) {
+        for (int64_t i = 0; i < world; i++)
+            rows[i] = world - 1 - i;
+        return 1;
+    }
+    char *end;
+    if (!strncmp(v, "stride:", 7)) {
+        long long k = strtoll(v + 7, &end, 10);
+        int64_t a = k, b = world;
+        while (b) { /* gcd(k, world) */
+            int64_t rem = a % b;
+            a = b;
+            b = rem;
+        }
+        if (end == v + 7 || *end || k < 1 || k >= world || a != 1)
+            return kb_bench_bad_option(r,
+                                       "%s: --opt placement=%s: expected stride:K with K from 1 "
+                                       "to %lld sharing no factor with the world %lld",
+                                       s->bench, v, (long long)(world - 1), (long long)world);
+        for (int64_t i = 0; i < world; i++)
+            rows[i] = i * k % world;
+        return 1;
+    }
+    int64_t n = 0;
+    const char *p = v;
+    while (*p) {
+        long long x = strtoll(p, &end, 10);
+        if (end == p || (*end && *end != ',') || x < 0 || x >= world || n == world)
+            return kb_bench_bad_option(r,
+                                       "%s: --opt placement=%s: expected default, reverse, "
+                                       "stride:K or a comma list of the %lld rows 0..%lld, each "
+                                       "once (entry %lld)",
+                                       s->bench, v, (long long)world, (long long)(world - 1),
+                                       (long long)n);
+        for (int64_t j = 0; j < n; j++)
+            if (rows[j] == x)
+                return kb_bench_bad_option(r,
+                                           "%s: --opt placement=%s: row %lld is given twice "
+                                           "(entries %lld and %lld)",
+                                           s->bench, v, x, (long long)j, (long long)n);
+        rows[n++] = x;
+        p = *end ? end + 1 : end;
+    }
+    if (n != world)
+        return kb_bench_bad_option(r,
+                                   "%s: --opt placement=%s: %lld entries for a world of %lld "
+                                   "(one row per rank)",
+                                   s->bench, v, (long long)n, (long long)world);
+    return 1;
+}
+
+/* Installs the queues of the algorithm that will run (named or the
+ * collective's default) with rank r on the PE of row rows[r] of t. */
+static int place_ranks(kb_machine *m, const spec *s, const char *algorithm, kb_tensor t,
+                       int64_t world, const int64_t *rows, kb_bench_result *r)
+{
+    char def[KB_BENCH_VALUE_MAX];
+    if (!algorithm && kb_ccl_default_algorithm(m, s->collective, def, sizeof def))
+        return kb_bench_fail(r, KB_ENOTFOUND, "%s: --opt placement: %s", s->bench,
+                             kb_last_error(m));
+    kb_pe_loc *row_pe = malloc((size_t)world * sizeof *row_pe),
+              *map = malloc((size_t)world * sizeof *map);
+    int rc = row_pe && map ? 0 : KB_ENOMEM;
+    for (int i = 0; !rc && i < world; i++) {
+        kb_shard_info si;
+        rc = kb_tensor_get_shard(m, t, i, &si);
+        if (!rc && si.offset[0] >= 0 && si.offset[0] < world)
+            row_pe[si.offset[0]] = (kb_pe_loc){si.sip, si.cube, si.pe};
+    }
+    for (int64_t i = 0; !rc && i < world; i++)
+        map[i] = row_pe[rows[i]];
+    if (!rc) rc = kb_ccl_install(m, algorithm ? algorithm : def, map, (int)world);
+    free(row_pe);
+    free(map);
+    if (rc) return kb_bench_fail(r, rc, "%s: --opt placement: %s", s->bench, kb_last_error(m));
+    return 0;
+}
+
 /* Copies each rank's row in through one row-sized host buffer: the host
  * never holds the whole tensor. */
 static int fill_and_copy(kb_machine *m, kb_tensor t, float *row, int64_t world, int64_t n)
@@ -382,13 +469,28 @@ static int run_spec(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, const s
     const char *algorithm = kb_bench_opt_str(o, "algorithm", NULL);
     const char *buffer = kb_bench_opt_str(o, "buffer", NULL);
     if ((rc = check_options(s, algorithm, buffer, bytes, world, r))) return rc;
+    const char *placed = kb_bench_opt_str(o, "placement", NULL);
+    int64_t *rows = malloc((size_t)world * sizeof *rows);
+    if (!rows) return kb_bench_fail(r, KB_ENOMEM, "%s: cannot allocate the placement", s->bench);
+    int custom = parse_placement(s, placed, world, rows, r);
+    if (custom < 0) {
+        free(rows);
+        return custom;
+    }
     kb_policy p;
-    if ((rc = placement(m, s, world, &p, r))) return rc;
+    if ((rc = placement(m, s, world, &p, r))) {
+        free(rows);
+        return rc;
+    }
     char sets[2][SET_MAX];
     const char *setv[2] = {sets[0], sets[1]};
     int n_sets = overrides(m, s, algorithm, buffer, sets, r);
-    if (n_sets < 0) return n_sets;
+    if (n_sets < 0) {
+        free(rows);
+        return n_sets;
+    }
     if (n_sets && (rc = kb_ccl_override(m, setv, (size_t)n_sets))) {
+        free(rows);
         /* a name or kind the configuration does not know: a bad option value */
         r->usage_error = rc == KB_ECONFIG || rc == KB_ENOTFOUND;
         char typed[2][KB_BENCH_VALUE_MAX + 32] = {"", ""};
@@ -398,7 +500,10 @@ static int run_spec(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, const s
     }
     int64_t n = bytes / 4, shape[2] = {world, n}, oshape[2] = {world, out_elems(s, n, world)};
     float *row = malloc((size_t)n * sizeof *row);
-    if (!row) return kb_bench_fail(r, KB_ENOMEM, "%s: cannot allocate a host row", s->bench);
+    if (!row) {
+        free(rows);
+        return kb_bench_fail(r, KB_ENOMEM, "%s: cannot allocate a host row", s->bench);
+    }
     kb_tensor t = {0}, out = {0};
     rc = kb_empty(m, "buf", 2, shape, KB_F32, &p, &t);
     if (!rc && oshape[1]) rc = kb_empty(m, "out", 2, oshape, KB_F32, &p, &out);
@@ -411,6 +516,8 @@ static int run_spec(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, const s
                             s->bench, kb_last_error(m));
     if (!rc) rc = init_rc;
     if (!rc && !r->no_data) rc = fill_and_copy(m, t, row, world, n);
+    if (!rc && custom) rc = place_ranks(m, s, algorithm, t, world, rows, r);
+    if (!rc && custom) kb_bench_note(r, "placement", "%s (installed before the measure)", placed);
     kb_ccl_report rep;
     if (!rc) {
         kb_bench_measure_begin(r);
@@ -428,6 +535,7 @@ static int run_spec(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, const s
     if (out.id) kb_free(m, out);
     if (t.id) kb_free(m, t);
     free(row);
+    free(rows);
     return rc;
 }
 
@@ -479,11 +587,16 @@ static int hello_send(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     {                                                                                              \
         "world", def, "collective ranks: 2..PEs per cube, whole cubes of SIP 0, or whole SIPs"     \
     }
+#define PLACEMENT_DOC                                                                              \
+    {                                                                                              \
+        "placement", "default",                                                                    \
+            "rank -> buffer row: default, reverse, stride:K or a comma list (kb_ccl_install)"      \
+    }
 /* The options of a collective's bench: alg is its built-in default algorithm. */
 #define OPTS(coll, alg, world, bytes, bytes_doc)                                                   \
     {                                                                                              \
         {"algorithm", alg, "ccl.yaml " coll " algorithm (default: the configuration's)"},          \
-            BUFFER_DOC, WORLD_DOC(world), {"bytes", bytes, bytes_doc},                             \
+            BUFFER_DOC, WORLD_DOC(world), {"bytes", bytes, bytes_doc}, PLACEMENT_DOC,              \
     }
 
 static const kb_bench_opt_doc ar_opts[] = {
@@ -493,6 +606,7 @@ static const kb_bench_opt_doc ar_opts[] = {
     BUFFER_DOC,
     WORLD_DOC("all PEs"),
     {"bytes", "1048576", "bytes per rank (f32, a multiple of 4)"},
+    PLACEMENT_DOC,
 };
 static const kb_bench_opt_doc rs_opts[] =
     OPTS("reduce_scatter", "ring_reduce_scatter", "all PEs", "1048576",

@@ -225,6 +225,32 @@ KB_API int kb_ccl_override(kb_machine *m, const char *const *sets, size_t n_sets
  * longer than size - 1. */
 KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char *name, size_t size);
 
+/* A PE of the machine: SIP, cube in the SIP (row-major in its mesh), PE in
+ * the cube. */
+typedef struct kb_pe_loc {
+    int sip, cube, pe;
+} kb_pe_loc;
+
+/* Places collective ranks on PEs (the original install_ipcq's rank_to_pe):
+ * installs the inter-PE queues of algorithm (a ccl.yaml name; NULL: the
+ * default all_reduce algorithm) with rank i on rank_to_pe[i], i < n, at the
+ * install's simulated cost, and remembers the numbering. A later
+ * collective of that algorithm whose buffers (its tensors' shards) are on
+ * exactly these PEs, in any order, numbers its ranks this way instead of
+ * the placement order of docs/ccl.md, and reuses these queues while they
+ * are cached. Any permutation of any subset of PEs; buffer indexes
+ * (which chunk a reduce_scatter leaves where) stay in call order. One
+ * numbering is kept per (algorithm, PE set), the last one given; it
+ * outlives kb_ccl_configure and kb_ccl_override (the installed queues do
+ * not). rank_to_pe NULL with n 0: installs the default world in placement
+ * order and forgets the algorithm's numberings. Errors, naming the entry
+ * and what was expected: KB_EINVAL (n negative or larger than the PE count,
+ * n not the algorithm's world_size when ccl.yaml sets one, a PE outside
+ * the machine, a PE given twice), KB_ECONFIG (a world the topology or the
+ * queues do not fit), KB_ENOTFOUND (algorithm), KB_ENOSPC (64 numberings
+ * kept), KB_ENOMEM. */
+KB_API int kb_ccl_install(kb_machine *m, const char *algorithm, const kb_pe_loc *rank_to_pe, int n);
+
 /* ---- collective algorithms of your own (docs/ccl-author-guide.md) ------------ */
 
 /* The constants of one collective call, the same for every rank: what a

@@ -121,6 +121,20 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
  * them (init_process_group). */
 int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *info, kb__err *err);
 
+/* Installs the queues of algorithm (NULL: the all_reduce default) with rank
+ * i on rank_to_pe[i] (kb_ccl_install, the original install_ipcq's
+ * rank_to_pe) and remembers the numbering: a later collective of that
+ * algorithm whose buffers are on exactly these PEs (in any order) numbers
+ * its ranks this way instead of the placement order. rank_to_pe NULL: the
+ * default world in placement order (kb__ccl_prepare), and the algorithm's
+ * placements are forgotten. Errors: KB_EINVAL (n is not the algorithm's
+ * configured world_size, a PE outside the machine or given twice, each
+ * naming the entry), KB_ECONFIG (the world does not fit the topology or
+ * the queues), KB_ENOTFOUND (algorithm), KB_ENOSPC (64 placements kept),
+ * and those of kb__ccl_prepare. */
+int kb__ccl_install_ranked(kb_machine *m, const char *algorithm, const kb__ccl_loc *rank_to_pe,
+                           uint32_t n, kb__ccl_install_info *info, kb__err *err);
+
 /* ---- the machine's collective state (run.c) ------------------------------- */
 
 typedef struct kb__ccl_state kb__ccl_state;

@@ -283,6 +283,56 @@ int kb__ccl_plan_build_on(kb__ccl_plan **out, const kb__topo_params *p, const kb
     return 0;
 }
 
+int kb__ccl_plan_build_ranked(kb__ccl_plan **out, const kb__topo_params *p,
+                              const kb__ccl_resolved *r, const kb__ccl_loc *rank_to_pe, uint32_t n,
+                              kb__err *err)
+{
+    *out = NULL;
+    uint32_t cubes = kb__topo_cubes_per_sip(p), per_cube = kb__topo_pes_per_cube(p);
+    uint64_t pes = kb__topo_pe_total(p);
+    if (!r->algo || n < 1 || r->s.world_size != n)
+        return kb__err_set(err, KB_EINVAL,
+                           "ccl plan: rank_to_pe has %u entries for a world size of %u", n,
+                           r->s.world_size);
+    int32_t *seen = malloc(pes * sizeof *seen); /* global PE -> rank placed there, or -1 */
+    kb__ccl_plan *pl = plan_new(p, r, n);
+    int rc = 0;
+    if (!seen || !pl) rc = kb__err_set(err, KB_ENOMEM, "ccl plan: out of memory");
+    for (uint64_t i = 0; !rc && i < pes; i++)
+        seen[i] = -1;
+    for (uint32_t i = 0; !rc && i < n; i++) {
+        kb__ccl_loc l = rank_to_pe[i];
+        if (l.sip >= p->system.sips || l.cube >= cubes || l.pe >= per_cube) {
+            rc = kb__err_set(err, KB_EINVAL,
+                             "ccl plan: rank_to_pe[%u] = sip%u/cube%u/pe%u is not a PE of the "
+                             "machine (%u SIPs x %u cubes x %u PEs: sip 0..%u, cube 0..%u, pe "
+                             "0..%u)",
+                             i, l.sip, l.cube, l.pe, p->system.sips, cubes, per_cube,
+                             p->system.sips - 1, cubes - 1, per_cube - 1);
+            break;
+        }
+        uint64_t g = ((uint64_t)l.sip * cubes + l.cube) * per_cube + l.pe;
+        if (seen[g] >= 0) {
+            rc = kb__err_set(err, KB_EINVAL,
+                             "ccl plan: rank_to_pe[%d] and rank_to_pe[%u] are both "
+                             "sip%u/cube%u/pe%u (one rank per PE)",
+                             seen[g], i, l.sip, l.cube, l.pe);
+            break;
+        }
+        seen[g] = (int32_t)i;
+        pl->loc[i] = l;
+    }
+    free(seen);
+    if (!rc && r->algo->topology == KB__CCL_HIER) rc = group_size(pl, err);
+    if (rc) {
+        kb__ccl_plan_destroy(pl);
+        return rc;
+    }
+    fill_ports(pl);
+    *out = pl;
+    return 0;
+}
+
 int kb__ccl_plan_build(kb__ccl_plan **out, const kb__topo_params *p, const kb__ccl_resolved *r,
                        kb__err *err)
 {

@@ -93,6 +93,16 @@ int kb__ccl_plan_build(kb__ccl_plan **out, const kb__topo_params *p, const kb__c
  * of the set's PEs, KB_ENOMEM. */
 int kb__ccl_plan_build_on(kb__ccl_plan **out, const kb__topo_params *p, const kb__ccl_resolved *r,
                           const kb__ccl_loc *set, uint32_t n, kb__err *err);
+/* The plan of r with rank i on rank_to_pe[i] exactly (no reordering), n ==
+ * r->s.world_size; ports follow the same rules over that numbering
+ * (hierarchical: groups are runs of equal length of consecutive ranks on
+ * one SIP, as group_size checks). KB_EINVAL naming the entry for a count
+ * that is not the world size, a PE outside p or a PE given twice;
+ * KB_ECONFIG for a hierarchical numbering whose SIP runs differ in length;
+ * KB_ENOMEM. */
+int kb__ccl_plan_build_ranked(kb__ccl_plan **out, const kb__topo_params *p,
+                              const kb__ccl_resolved *r, const kb__ccl_loc *rank_to_pe, uint32_t n,
+                              kb__err *err);
 void kb__ccl_plan_destroy(kb__ccl_plan *plan);
 
 /* The cube visiting order of one SIP (a Hamiltonian cycle of the mesh when

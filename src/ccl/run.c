@@ -64,6 +64,18 @@ typedef struct ccl_source {
     size_t n_sets;
 } ccl_source;
 
+/* A rank -> PE map kb_ccl_install gave for an algorithm (by name: it
+ * outlives reloads of the configuration): a collective of that algorithm
+ * whose buffers are on exactly these PEs numbers its ranks this way. */
+typedef struct ccl_placement {
+    char algo[KB__CCL_NAME_MAX + 1];
+    uint32_t n;
+    kb__ccl_loc *loc; /* [n] rank -> PE */
+} ccl_placement;
+
+/* Placements kept at most (kb_ccl_install refuses more with KB_ENOSPC). */
+#define MAX_PLACEMENTS 64
+
 struct kb__ccl_state {
     kb_machine *m;
     kb__ccl_config *cfg;
@@ -78,6 +90,8 @@ struct kb__ccl_state {
     uint8_t *pe_running;       /* [n_pes]: 1 while a running collective has a buffer there */
     kb__event turn_ended;      /* fired when a turn ends */
     kb__event run_ended;       /* fired when a running collective ends */
+    ccl_placement *place;      /* kb_ccl_install's rank -> PE maps, [n_place] */
+    size_t n_place, cap_place;
 };
 
 /* The key of the machine slot (runtime/ranks.h) that holds the state. */
@@ -250,6 +264,9 @@ static void state_free(void *p)
     kb__event_fini(&st->turn_ended);
     kb__event_fini(&st->run_ended);
     free(st->pe_running);
+    for (size_t i = 0; i < st->n_place; i++)
+        free(st->place[i].loc);
+    free(st->place);
     kb__ccl_config_destroy(st->cfg);
     source_free(&st->src);
     for (size_t i = 0; i < st->n_user; i++) {
@@ -707,6 +724,35 @@ static int pick(coll_call *c, const kb__ccl_state *st, const char *name, kb__err
     return 0;
 }
 
+static uint32_t loc_index(const kb_machine *m, kb__ccl_loc l)
+{
+    return (l.sip * m->cubes + l.cube) * m->pes + l.pe;
+}
+
+/* The placement kb_ccl_install gave for algorithm algo over exactly the PE
+ * set set[0..n) (any order), or NULL. O(placements x n). */
+static const ccl_placement *placement_for(const kb__ccl_state *st, const char *algo,
+                                          const kb__ccl_loc *set, uint32_t n)
+{
+    const kb_machine *m = st->m;
+    uint8_t *mark = NULL;
+    const ccl_placement *found = NULL;
+    for (size_t i = 0; i < st->n_place && !found; i++) {
+        const ccl_placement *pl = &st->place[i];
+        if (pl->n != n || strcmp(pl->algo, algo)) continue;
+        if (!mark && !(mark = calloc(m->n_pes, 1))) return NULL; /* out of memory: default order */
+        memset(mark, 0, m->n_pes);
+        for (uint32_t r = 0; r < n; r++)
+            mark[loc_index(m, pl->loc[r])] = 1;
+        uint32_t r = 0;
+        while (r < n && mark[loc_index(m, set[r])])
+            r++;
+        if (r == n) found = pl;
+    }
+    free(mark);
+    return found;
+}
+
 /* Builds the plan of the PE set of buffers b[0..n) and installs it (or
  * reuses the cache). */
 static int plan_and_install(kb__ccl_state *st, const coll_call *c, const coll_buf *b, uint32_t n,
@@ -723,7 +769,9 @@ static int plan_and_install(kb__ccl_state *st, const coll_call *c, const coll_bu
         set[i] = (kb__ccl_loc){gi / (m->cubes * m->pes), gi / m->pes % m->cubes, gi % m->pes};
     }
     kb__ccl_plan *plan;
-    rc = kb__ccl_plan_build_on(&plan, &m->params, &res, set, n, err);
+    const ccl_placement *pl = placement_for(st, c->algo->name, set, n);
+    rc = pl ? kb__ccl_plan_build_ranked(&plan, &m->params, &res, pl->loc, n, err)
+            : kb__ccl_plan_build_on(&plan, &m->params, &res, set, n, err);
     free(set);
     int installed = 0;
     if (!rc)
@@ -1109,4 +1157,137 @@ int kb__ccl_prepare(kb_machine *m, const char *algorithm, kb__ccl_install_info *
     if (!rc) rc = kb__ccl_installs_get(&st->installs, a, plan, &in, &installed, info, err);
     release(st);
     return rc;
+}
+
+/* Remembers rank_to_pe[0..n) for algorithm name a (replacing its placement
+ * over the same PE set). */
+static int remember(kb__ccl_state *st, const char *a, const kb__ccl_loc *rank_to_pe, uint32_t n,
+                    kb__err *err)
+{
+    ccl_placement *slot = (ccl_placement *)placement_for(st, a, rank_to_pe, n);
+    kb__ccl_loc *copy = malloc(n * sizeof *copy);
+    if (!copy) return kb__err_set(err, KB_ENOMEM, "kb_ccl_install: out of host memory");
+    memcpy(copy, rank_to_pe, n * sizeof *copy);
+    if (!slot) {
+        if (st->n_place == MAX_PLACEMENTS) {
+            free(copy);
+            return kb__err_set(err, KB_ENOSPC,
+                               "kb_ccl_install: %d placements are kept already (call "
+                               "kb_ccl_install(m, algorithm, NULL, 0) to forget an algorithm's)",
+                               MAX_PLACEMENTS);
+        }
+        if (st->n_place == st->cap_place) {
+            size_t cap = st->cap_place ? 2 * st->cap_place : 4;
+            ccl_placement *v = realloc(st->place, cap * sizeof *v);
+            if (!v) {
+                free(copy);
+                return kb__err_set(err, KB_ENOMEM, "kb_ccl_install: out of host memory");
+            }
+            st->place = v, st->cap_place = cap;
+        }
+        slot = &st->place[st->n_place++];
+        snprintf(slot->algo, sizeof slot->algo, "%s", a);
+        slot->n = n;
+        slot->loc = NULL;
+    }
+    free(slot->loc);
+    slot->loc = copy;
+    return 0;
+}
+
+/* Forgets every placement of algorithm name a. */
+static void forget(kb__ccl_state *st, const char *a)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < st->n_place; i++) {
+        if (!strcmp(st->place[i].algo, a))
+            free(st->place[i].loc);
+        else
+            st->place[k++] = st->place[i];
+    }
+    st->n_place = k;
+}
+
+int kb__ccl_install_ranked(kb_machine *m, const char *algorithm, const kb__ccl_loc *rank_to_pe,
+                           uint32_t n, kb__ccl_install_info *info, kb__err *err)
+{
+    if (!rank_to_pe) {
+        int rc = kb__ccl_prepare(m, algorithm, info, err);
+        if (!rc) {
+            const kb__ccl_algo *a;
+            kb__ccl_state *st = state_of(m);
+            if (!(algorithm ? kb__ccl_config_find(st->cfg, algorithm, &a, err)
+                            : kb__ccl_config_default(st->cfg, KB__CCL_ALL_REDUCE, &a, err)))
+                forget(st, a->name);
+        }
+        return rc;
+    }
+    kb__ccl_install_info local;
+    if (!info) info = &local;
+    memset(info, 0, sizeof *info);
+    if (!m || !state_of(m)) return kb__err_set(err, KB_EINVAL, "kb_ccl_install: no machine");
+    kb__ccl_state *st = state_of(m);
+    int rc = acquire_quiet(st, "kb_ccl_install", err);
+    if (rc) return rc;
+    st->installs.last = NULL;
+    const kb__ccl_algo *a = NULL;
+    rc = algorithm ? kb__ccl_config_find(st->cfg, algorithm, &a, err)
+                   : kb__ccl_config_default(st->cfg, KB__CCL_ALL_REDUCE, &a, err);
+    if (rc) kb__err_prefix(err, "kb_ccl_install: ");
+    if (!rc && a->s.world_size && a->s.world_size != n)
+        rc = kb__err_set(err, KB_EINVAL,
+                         "kb_ccl_install: algorithm '%s' has world_size %u in the collective "
+                         "configuration, but rank_to_pe has %u entries (one per rank)",
+                         a->name, a->s.world_size, n);
+    kb__ccl_resolved res;
+    kb__ccl_plan *plan = NULL;
+    if (!rc && (rc = kb__ccl_resolve(a, &m->params, n, &res, err)))
+        kb__err_prefix(err, "kb_ccl_install: ");
+    if (!rc && (rc = kb__ccl_plan_build_ranked(&plan, &m->params, &res, rank_to_pe, n, err)))
+        kb__err_prefix(err, "kb_ccl_install: algorithm '%s': ", a->name);
+    if (!rc) rc = remember(st, a->name, rank_to_pe, n, err);
+    int installed;
+    kb__ccl_installed *in;
+    if (!rc) {
+        rc = kb__ccl_installs_get(&st->installs, a, plan, &in, &installed, info, err);
+        plan = NULL; /* taken over */
+    }
+    kb__ccl_plan_destroy(plan);
+    release(st);
+    return rc;
+}
+
+KB_API int kb_ccl_install(kb_machine *m, const char *algorithm, const kb_pe_loc *rank_to_pe, int n)
+{
+    if (!m) return KB_EINVAL;
+    kb__err e;
+    kb__err_clear(&e);
+    int rc = 0;
+    if (n < 0 || (!rank_to_pe && n) || (rank_to_pe && !n))
+        rc = kb__err_set(&e, KB_EINVAL,
+                         "kb_ccl_install: rank_to_pe %s with n %d: give both (one PE per rank) "
+                         "or NULL and 0 (the default placement)",
+                         rank_to_pe ? "set" : "NULL", n);
+    if (!rc && (uint64_t)n > m->n_pes)
+        rc = kb__err_set(&e, KB_EINVAL,
+                         "kb_ccl_install: rank_to_pe has %d entries, the machine %u PEs (one rank "
+                         "per PE)",
+                         n, m->n_pes);
+    kb__ccl_loc *loc = NULL;
+    if (!rc && n && !(loc = malloc((size_t)n * sizeof *loc)))
+        rc = kb__err_set(&e, KB_ENOMEM, "kb_ccl_install: out of host memory");
+    for (int i = 0; !rc && i < n; i++) {
+        kb_pe_loc l = rank_to_pe[i];
+        if (l.sip < 0 || l.cube < 0 || l.pe < 0 || (uint32_t)l.sip >= m->sips ||
+            (uint32_t)l.cube >= m->cubes || (uint32_t)l.pe >= m->pes)
+            rc = kb__err_set(&e, KB_EINVAL,
+                             "kb_ccl_install: rank_to_pe[%d] = sip%d/cube%d/pe%d is not a PE of "
+                             "the machine (sip 0..%u, cube 0..%u, pe 0..%u)",
+                             i, l.sip, l.cube, l.pe, m->sips - 1, m->cubes - 1, m->pes - 1);
+        else
+            loc[i] = (kb__ccl_loc){(uint32_t)l.sip, (uint32_t)l.cube, (uint32_t)l.pe};
+    }
+    if (!rc) rc = kb__ccl_install_ranked(m, algorithm, loc, (uint32_t)n, NULL, &e);
+    free(loc);
+    return rc ? kb__rt_fail(m, &e) : 0;
 }

@@ -342,6 +342,37 @@ Test(benches, hello_send_runs_and_follows_its_definitions)
     assert_pass("hello_send", (const char *const[]){"world=32", "bytes=4096", "buffer=hbm", NULL});
 }
 
+/* --opt placement (kb_ccl_install): inside one cube every numbering takes
+ * the default's time (all PE pairs of a cube share one path) and the data
+ * stays the host reference's; across cubes too; bad lists are usage
+ * errors naming the value. */
+Test(benches, placement_numbers_the_ranks_and_keeps_the_results)
+{
+    static const char *const pl[] = {"placement=default", "placement=reverse", "placement=stride:3",
+                                     "placement=2,0,3,1"};
+    double span0 = 0;
+    for (int i = 0; i < 4; i++) {
+        const char *kv[] = {"world=4", "bytes=65536", pl[i], NULL};
+        kb_bench_result r;
+        cr_assert_eq(run("hello_send", 0, &r, kv), 0, "%s: %s", pl[i], r.error);
+        cr_assert(kb_bench_passed(&r), "%s: a buffer changed", pl[i]);
+        if (!i) span0 = figure(&r, "kernel_span");
+        cr_expect_eq(figure(&r, "kernel_span"), span0, "%s", pl[i]);
+        if (i) cr_expect_eq(figure(&r, "install"), 0, "%s: installed in the measure", pl[i]);
+    }
+    assert_pass("ccl_allreduce",
+                (const char *const[]){"world=16", "bytes=8192", "placement=stride:5", NULL});
+    static const char *const bad[] = {"placement=1,1,2,3", "placement=0,1,2", "placement=0,1,2,4",
+                                      "placement=stride:2", "placement=x"};
+    for (int i = 0; i < 5; i++) {
+        const char *kv[] = {"world=4", bad[i], NULL};
+        kb_bench_result r;
+        cr_assert_neq(run("hello_send", 1, &r, kv), 0, "%s", bad[i]);
+        cr_expect(r.usage_error, "%s", bad[i]);
+        cr_expect(strstr(r.error, bad[i]), "%s: %s", bad[i], r.error);
+    }
+}
+
 /* The chain models against the simulated span, bandwidth-bound sizes in one
  * cube (docs/ccl.md states the bound: within 10 % at 4 and 8 ranks; hello_send
  * within 15 %). */
