@@ -322,18 +322,24 @@ KB_API tl_tile tl_atomic_xchg(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile 
                               tl_tile mask);
 KB_API tl_tile tl_atomic_cas(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile cmp, tl_tile value);
 
-/* Block pointers (tl.make_block_ptr). order is accepted for Triton source
- * compatibility; the layout always comes from strides. */
+/* Block pointers (tl.make_block_ptr) of 1 to 3 dimensions (ndim outside
+ * that: a kernel error naming the tensor). order (NULL: ndim-1 .. 0) must
+ * list each dimension once, as Triton's; it is checked, then kept for
+ * source compatibility: the layout always comes from strides. A 3-D block
+ * loads as a [B, R, C] tile, one DMA span per (b, r) row, the spans that
+ * continue each other in memory merged (docs/kernels.md, "Block pointers").
+ * Layout changed in 0.3 (arrays of 3; docs/api.md, "Versions and
+ * compatibility"). */
 typedef struct tl_block_ptr {
     tl_tensor *t;
     int ndim;
-    int64_t shape[2], strides[2], offsets[2], block[2];
-    int order[2];
+    int64_t shape[3], strides[3], offsets[3], block[3];
+    int order[3];
 } tl_block_ptr;
 
 typedef enum tl_padding { TL_PAD_ZERO = 0, TL_PAD_NAN } tl_padding;
-/* boundary_check bits: TL_CHECK(0) | TL_CHECK(1); a bit for a dimension the
- * block pointer does not have is a kernel error. */
+/* boundary_check bits: TL_CHECK(0) | TL_CHECK(1) | TL_CHECK(2); a bit for a
+ * dimension the block pointer does not have is a kernel error. */
 #define TL_CHECK(d) (1u << (d))
 
 KB_API tl_block_ptr tl_make_block_ptr(tl_ctx *k, tl_tensor *t, int ndim, const int64_t *shape,

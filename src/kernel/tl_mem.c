@@ -67,10 +67,10 @@ static void lane_target(const kb__tl_op *op, int64_t lane, int *active, int64_t 
 {
     const kb__pe_op *b = &op->base;
     if (op->bp.t) {
-        int64_t pos[2] = {lane, 0};
-        if (op->bp.ndim == 2) {
-            pos[0] = lane / op->bp.block[1];
-            pos[1] = lane % op->bp.block[1];
+        int64_t pos[3] = {0, 0, 0}, rest = lane;
+        for (int d = op->bp.ndim - 1; d >= 0; d--) {
+            pos[d] = rest % op->bp.block[d];
+            rest /= op->bp.block[d];
         }
         *active = 1;
         *elem = 0;
@@ -195,16 +195,45 @@ static int lane_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
     return 0;
 }
 
-/* Row by row: a block pointer whose last dimension has unit stride. The
- * spans, lanes and staged bytes are exactly the lane-by-lane ones. Returns
- * false (nothing decided) when that does not apply or a lane is out of
- * range, so lane_spans reports it. */
+/* Element offset of the first element of row (outer coordinates r[0..cd))
+ * of block pointer bp, plus c; false when a coordinate is outside a checked
+ * boundary (*skip set) or a sum or product passes int64 (the lane walk then
+ * decides). */
+static bool row_start(const kb__tl_op *op, const int64_t *r, int64_t c, int64_t *e0, bool *skip)
+{
+    const tl_block_ptr *bp = &op->bp;
+    int cd = bp->ndim - 1;
+    int64_t e = c;
+    *skip = false;
+    for (int d = 0; d < cd; d++) {
+        int64_t coord, step;
+        if (__builtin_add_overflow(bp->offsets[d], r[d], &coord)) return false;
+        if ((op->check & TL_CHECK(d)) && (coord < 0 || coord >= bp->shape[d])) {
+            *skip = true;
+            return true;
+        }
+        if (__builtin_mul_overflow(coord, bp->strides[d], &step) ||
+            __builtin_add_overflow(e, step, &e))
+            return false;
+    }
+    *e0 = e;
+    return true;
+}
+
+/* Row by row: a block pointer whose last dimension has unit stride, one
+ * span per row (a row: the block's last dimension at fixed outer
+ * coordinates, row-major over the outer ones). The spans, lanes and staged
+ * bytes are exactly the lane-by-lane ones. Returns false (nothing decided)
+ * when that does not apply or a lane is out of range, so lane_spans
+ * reports it. */
 static bool block_spans(kb__tl_op *op, uint64_t es, uint32_t *ns)
 {
     const tl_block_ptr *bp = &op->bp;
     int cd = bp->ndim - 1;
-    if (!bp->t || bp->ndim < 1 || bp->ndim > 2 || bp->strides[cd] != 1) return false;
-    int64_t rows = bp->ndim == 2 ? bp->block[0] : 1, cols = bp->block[cd], c0 = bp->offsets[cd];
+    if (!bp->t || bp->ndim < 1 || bp->ndim > 3 || bp->strides[cd] != 1) return false;
+    int64_t rows = 1, cols = bp->block[cd], c0 = bp->offsets[cd];
+    for (int d = 0; d < cd; d++)
+        rows *= bp->block[d];
     int64_t j0 = 0, j1 = cols, room;
     /* Any sum or product past int64 below: the lane walk decides (and
      * reports the lane out of range). */
@@ -216,13 +245,17 @@ static bool block_spans(kb__tl_op *op, uint64_t es, uint32_t *ns)
         if (j1 < j0) j1 = j0;
     }
     for (int64_t r = 0; r < rows && j0 < j1; r++) {
-        int64_t row = 0, e0 = 0, e1;
-        if (bp->ndim == 2 && __builtin_add_overflow(bp->offsets[0], r, &row)) return false;
-        if (bp->ndim == 2 && (op->check & TL_CHECK(0)) && (row < 0 || row >= bp->shape[0]))
-            continue;
-        if ((bp->ndim == 2 && __builtin_mul_overflow(row, bp->strides[0], &e0)) ||
-            __builtin_add_overflow(e0, c0 + j0, &e0) || __builtin_add_overflow(e0, j1 - j0, &e1))
-            return false;
+        int64_t rc[2] = {0, 0}, e0, e1; /* the row's outer coordinates in the block */
+        if (cd == 2) {
+            rc[0] = r / bp->block[1];
+            rc[1] = r % bp->block[1];
+        } else if (cd == 1) {
+            rc[0] = r;
+        }
+        bool skip;
+        if (!row_start(op, rc, c0 + j0, &e0, &skip)) return false;
+        if (skip) continue;
+        if (__builtin_add_overflow(e0, j1 - j0, &e1)) return false;
         if (e0 < 0 || (uint64_t)e1 > op->t->bytes / es ||
             in_padding(op->t, (uint64_t)e0 * es, (uint64_t)(e1 - e0) * es))
             return false;
@@ -536,18 +569,52 @@ tl_tile tl_atomic_cas(tl_ctx *k, tl_tensor *t, tl_tile offsets, tl_tile cmp, tl_
 
 /* ---- block pointers ------------------------------------------------------------ */
 
+/* "(a, b, c)" of n values into buf. */
+static const char *tuple_str(const int64_t *v, int n, char *buf, size_t size)
+{
+    size_t k = (size_t)snprintf(buf, size, "(");
+    for (int d = 0; d < n && k < size; d++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%lld", d ? ", " : "", (long long)v[d]);
+    if (k < size) snprintf(buf + k, size - k, ")");
+    return buf;
+}
+
+/* order must list each of the ndim dimensions once (Triton's order). */
+static void check_order(tl_ctx *k, const tl_tensor *t, int ndim, const int *order)
+{
+    bool seen[3] = {false, false, false};
+    for (int d = 0; d < ndim; d++) {
+        if (order[d] < 0 || order[d] >= ndim || seen[order[d]]) {
+            int64_t v[3] = {0, 0, 0};
+            char buf[64];
+            for (int e = 0; e < ndim; e++)
+                v[e] = order[e];
+            kb__pe_raise(&k->prog, KB_EINVAL,
+                         "make_block_ptr of tensor %s: order %s is not a permutation of the %d "
+                         "dimensions (expected each of 0..%d once)",
+                         t->name ? t->name : "?", tuple_str(v, ndim, buf, sizeof buf), ndim,
+                         ndim - 1);
+        }
+        seen[order[d]] = true;
+    }
+}
+
 tl_block_ptr tl_make_block_ptr(tl_ctx *k, tl_tensor *t, int ndim, const int64_t *shape,
                                const int64_t *strides, const int64_t *offsets,
                                const int64_t *block_shape, const int *order)
 {
-    if (ndim < 1 || ndim > 2)
-        kb__pe_raise(&k->prog, KB_EINVAL, "make_block_ptr: ndim %d (1 or 2 supported)", ndim);
     kb__tl_need_tensor(k, t, "make_block_ptr");
+    if (ndim < 1 || ndim > 3)
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "make_block_ptr of tensor %s: ndim %d (block pointers have 1 to 3 "
+                     "dimensions)",
+                     t->name ? t->name : "?", ndim);
     if (!shape || !strides || !offsets || !block_shape)
         kb__pe_raise(&k->prog, KB_EINVAL,
                      "make_block_ptr: shape, strides, offsets and block_shape must each have %d "
                      "element(s), got a NULL array",
                      ndim);
+    if (order) check_order(k, t, ndim, order);
     tl_block_ptr p = {.t = t, .ndim = ndim};
     for (int d = 0; d < ndim; d++) {
         p.shape[d] = shape[d];
@@ -555,19 +622,24 @@ tl_block_ptr tl_make_block_ptr(tl_ctx *k, tl_tensor *t, int ndim, const int64_t 
         p.offsets[d] = offsets[d];
         p.block[d] = block_shape[d];
         p.order[d] = order ? order[d] : ndim - 1 - d;
-        if (block_shape[d] < 1)
-            kb__pe_raise(&k->prog, KB_EINVAL, "make_block_ptr: block_shape[%d] = %lld", d,
+        if (block_shape[d] < 1) {
+            char buf[96];
+            kb__pe_raise(&k->prog, KB_EINVAL,
+                         "make_block_ptr of tensor %s: block_shape %s has dimension %d = %lld "
+                         "(each must be at least 1)",
+                         t->name ? t->name : "?", tuple_str(block_shape, ndim, buf, sizeof buf), d,
                          (long long)block_shape[d]);
+        }
     }
     return p;
 }
 
 /* A block pointer as the block ops need it: made by tl_make_block_ptr or
- * filled by hand, it must name a tensor and have 1 or 2 dimensions. */
+ * filled by hand, it must name a tensor and have 1 to 3 dimensions. */
 static void check_block_ptr(tl_ctx *k, const tl_block_ptr *p, const char *name)
 {
-    if (p->ndim < 1 || p->ndim > 2)
-        kb__pe_raise(&k->prog, KB_EINVAL, "%s: block pointer has ndim %d (1 or 2 supported)", name,
+    if (p->ndim < 1 || p->ndim > 3)
+        kb__pe_raise(&k->prog, KB_EINVAL, "%s: block pointer has ndim %d (1 to 3 supported)", name,
                      p->ndim);
     kb__tl_need_tensor(k, p->t, name);
 }
@@ -591,14 +663,16 @@ static kb__tile_desc block_desc(tl_ctx *k, const tl_block_ptr *p, unsigned check
     check_block_ptr(k, p, name);
     if (check & ~((1u << p->ndim) - 1))
         kb__pe_raise(&k->prog, KB_EINVAL,
-                     "%s: boundary_check 0x%x names a dimension the %d-D block pointer does not "
-                     "have",
-                     name, check, p->ndim);
+                     "%s of tensor %s: boundary_check 0x%x names a dimension the %d-D block "
+                     "pointer does not have (TL_CHECK(0) .. TL_CHECK(%d))",
+                     name, p->t->name ? p->t->name : "?", check, p->ndim, p->ndim - 1);
     kb__tile_desc d = {.dtype = (kb__dtype)p->t->dtype, .ndim = p->ndim};
-    d.shape[0] = p->block[0];
-    d.shape[1] = p->ndim == 2 ? p->block[1] : 0;
+    for (int i = 0; i < p->ndim; i++)
+        d.shape[i] = p->block[i];
     kb__err e;
-    if (kb__tile_desc_check(&d, &e) < 0) kb__tl_raise_err(k, &e);
+    if (kb__tile_desc_check(&d, &e) < 0)
+        kb__pe_raise(&k->prog, e.code, "%s of tensor %s: block: %s", name,
+                     p->t->name ? p->t->name : "?", e.msg);
     return d;
 }
 
@@ -628,8 +702,11 @@ void tl_store_block(tl_ctx *k, tl_block_ptr p, tl_tile value, unsigned boundary_
     vd.dtype = d.dtype;
     if (!kb__tile_desc_eq(&vd, &d)) {
         char a[48], b[48];
-        kb__pe_raise(&k->prog, KB_EINVAL, "store: value of shape %s into a block of shape %s",
-                     kb__tile_shape_str(&v->d, a, sizeof a), kb__tile_shape_str(&d, b, sizeof b));
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "store of tensor %s: value of shape %s into a block of shape %s (the value "
+                     "must have the block's shape)",
+                     p.t->name ? p.t->name : "?", kb__tile_shape_str(&v->d, a, sizeof a),
+                     kb__tile_shape_str(&d, b, sizeof b));
     }
     kb__tl_op *op = mem_op(k, "store", p.t, true);
     op->bp = p;

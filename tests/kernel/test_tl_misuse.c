@@ -81,7 +81,7 @@ static void misuse_kernel(tl_ctx *k)
         tl_load_block(k, p, 0, TL_PAD_ZERO);
         break;
     case M_BLOCK_BAD_NDIM:
-        p = (tl_block_ptr){.t = x, .ndim = 3, .block = {4, 4}};
+        p = (tl_block_ptr){.t = x, .ndim = 4, .block = {4, 4, 1}};
         tl_store_block(k, p, tl_zeros(k, 2, (int64_t[]){4, 4}, TL_F32), 0);
         break;
     case M_BLOCK_CHECK_BIT_PAST_NDIM:
@@ -236,9 +236,9 @@ Test(tl_misuse, block_pointer_without_tensor_is_a_kernel_error)
     expect(M_BLOCK_NULL_TENSOR, KB_EINVAL, "load: the tensor is NULL");
 }
 
-Test(tl_misuse, hand_built_block_pointer_with_three_dims_is_a_kernel_error)
+Test(tl_misuse, hand_built_block_pointer_with_four_dims_is_a_kernel_error)
 {
-    expect(M_BLOCK_BAD_NDIM, KB_EINVAL, "store: block pointer has ndim 3");
+    expect(M_BLOCK_BAD_NDIM, KB_EINVAL, "store: block pointer has ndim 4 (1 to 3 supported)");
 }
 
 Test(tl_misuse, boundary_check_of_a_missing_dimension_is_a_kernel_error)
