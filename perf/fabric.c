@@ -22,7 +22,7 @@ static int open_device(kb__device **d, kb__err *err)
     kb__topo *t;
     int rc = kb__topo_params_load(&p, NULL, NULL, 0, err);
     if (!rc) rc = kb__topo_build(&t, &p, err);
-    if (!rc) rc = kb__device_create(d, t, (uint32_t)p.fabric.header_bytes, 1, err);
+    if (!rc) rc = kb__device_create(d, t, kb__topo_header_bytes(&p), 1, err);
     return rc;
 }
 

@@ -334,7 +334,7 @@ static int open_device(const probe_opts *o, kb__topo_params *p, kb__device **d)
     int status = kb__cli_load_params(&o->common, p);
     if (status) return status;
     int rc = kb__topo_build(&t, p, &err);
-    if (!rc) rc = kb__device_create(d, t, (uint32_t)p->fabric.header_bytes, o->no_data, &err);
+    if (!rc) rc = kb__device_create(d, t, kb__topo_header_bytes(p), o->no_data, &err);
     if (!rc) set_budget(o, *d);
     if (rc) {
         fprintf(stderr, "kernbench probe: %s\n", err.msg);
@@ -511,7 +511,7 @@ static int run_other(const probe_opts *o, const kb__topo_params *p, probe_cmp *k
     kb__device *d = NULL;
     kb__err err = {0};
     int rc = kb__topo_build(&t, &q, &err);
-    if (!rc) rc = kb__device_create(&d, t, (uint32_t)q.fabric.header_bytes, o->no_data, &err);
+    if (!rc) rc = kb__device_create(&d, t, kb__topo_header_bytes(&q), o->no_data, &err);
     if (!rc) set_budget(o, d);
     if (rc) {
         fprintf(stderr, "kernbench probe: --compare %s: %s\n", k->other, err.msg);

@@ -129,7 +129,7 @@ static int build(kb_machine *m, const kb_open_options *o, const kb__rt_opener *u
     if ((rc = kb__pe_params_from_topo(&m->params, &m->pe_params, err))) return rc;
     kb__topo *topo = NULL;
     if ((rc = kb__topo_build(&topo, &m->params, err))) return rc;
-    rc = kb__device_create(&m->dev, topo, (uint32_t)m->params.fabric.header_bytes,
+    rc = kb__device_create(&m->dev, topo, kb__topo_header_bytes(&m->params),
                            o ? o->no_data : 0, err);
     if (rc) return rc;
     kb__budget *b = kb__sim_budget(m->dev->sim);

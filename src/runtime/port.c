@@ -89,7 +89,7 @@ static uint64_t mmu_msg_bytes(const kb_machine *m, const kb__rt_mmu_msg *msg)
     uint64_t segs = 0;
     for (uint32_t g = 0; g < msg->n_groups; g++)
         segs += msg->groups[g].set ? msg->groups[g].set->n : 1;
-    return m->params.fabric.header_bytes + MMU_SEG_BYTES * segs;
+    return kb__topo_header_bytes(&m->params) + MMU_SEG_BYTES * segs;
 }
 
 static void detach_all(kb_machine *m, const kb__rt_mmu_msg *msg, uint32_t upto_g, uint32_t upto_p)

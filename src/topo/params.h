@@ -185,6 +185,10 @@ int kb__topo_params_text(const kb__topo_params *p, char **out, kb__err *err);
  * field: every layer asks here (or the fabric, kb__fabric_packet_bytes,
  * which is given this value when it is built from the machine graph). */
 uint32_t kb__topo_packet_bytes(const kb__topo_params *p);
+/* fabric.header_bytes: the size of a one-packet message (command, request,
+ * ack). The one reader of the field, like kb__topo_packet_bytes (the fabric
+ * and the device are given this value when they are built). */
+uint32_t kb__topo_header_bytes(const kb__topo_params *p);
 
 /* ---- faults (faults.c) ---------------------------------------------------- */
 

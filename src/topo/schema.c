@@ -277,6 +277,11 @@ uint32_t kb__topo_packet_bytes(const kb__topo_params *p)
     return (uint32_t)p->fabric.packet_bytes; /* the schema caps it at 1 MiB */
 }
 
+uint32_t kb__topo_header_bytes(const kb__topo_params *p)
+{
+    return (uint32_t)p->fabric.header_bytes; /* the schema caps it at 1 MiB */
+}
+
 uint32_t kb__topo_pes_per_cube(const kb__topo_params *p)
 {
     return p->cube.corners * p->cube.pe_per_corner;

@@ -44,7 +44,7 @@ static void routed(kb__topo *t)
     kb__fabric *fab;
     kb__err err;
     cr_assert_eq(
-        kb__fabric_create_topo(&fab, NULL, t, (uint32_t)t->params.fabric.header_bytes, &err), 0,
+        kb__fabric_create_topo(&fab, NULL, t, kb__topo_header_bytes(&t->params), &err), 0,
         "%s", err.msg);
     kb__fabric_route_graph(fab, t);
 }

@@ -114,7 +114,7 @@ static void ref_init(ref *r, kb__device *d, uint64_t bytes)
     r->p = &d->topo->params;
     r->bytes = bytes;
     r->pk = (uint32_t)r->p->fabric.packet_bytes;
-    r->hdr = (uint32_t)r->p->fabric.header_bytes;
+    r->hdr = kb__topo_header_bytes(r->p);
     r->n = (uint32_t)((bytes + r->pk - 1) / r->pk);
     r->size = calloc(r->n, sizeof *r->size);
     r->order = calloc(r->n, sizeof *r->order);
@@ -270,7 +270,7 @@ static kb__time expect_closed(kb__device *d, int id, uint64_t bytes)
     kb__err err;
     cr_assert_eq(kb__probe_plan_make(d, id, &pl, &err), 0, "%s", err.msg);
     const kb__topo_params *p = &d->topo->params;
-    uint32_t pk = (uint32_t)p->fabric.packet_bytes, h = (uint32_t)p->fabric.header_bytes;
+    uint32_t pk = kb__topo_packet_bytes(p), h = kb__topo_header_bytes(p);
     uint32_t io = node(d, KB__ROLE_IO_CPU, 0, -1, -1);
     if (id == KB__PROBE_H2D || id == KB__PROBE_D2H) {
         kb__memctl *mc = mc_of(d, id == KB__PROBE_H2D ? pl.dst : pl.src);
@@ -393,7 +393,7 @@ static kb__time gather_run(kb__device *d, int write, uint8_t *tile, uint64_t *pa
 static kb__time gather_closed(kb__device *d, kb__memctl *from, kb__memctl *to, uint64_t bytes)
 {
     const kb__topo_params *p = &d->topo->params;
-    uint32_t pk = (uint32_t)p->fabric.packet_bytes, h = (uint32_t)p->fabric.header_bytes;
+    uint32_t pk = kb__topo_packet_bytes(p), h = kb__topo_header_bytes(p);
     uint32_t dma = node(d, KB__ROLE_PE_DMA, 0, 0, 0);
     mem_ref ms = mem_of(p, from->space), md = mem_of(p, to->space);
     return ps(p->pe.dma_setup_ns) + closed(d, route(d, dma, KB__NO_NODE, from->node), h, h) +

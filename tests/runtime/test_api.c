@@ -223,7 +223,7 @@ Test(api, statistics_count_bytes_per_message_kind_and_reset)
     cr_assert_eq(st.bytes[KB_MSG_MMU], 0);
     /* The HBM links carry the data once per segment (8 written, 4 read)
      * plus one header per segment: a write's ack, a read's request. */
-    uint64_t h = m->params.fabric.header_bytes;
+    uint64_t h = kb__topo_header_bytes(&m->params);
     cr_assert_eq(st.link_bytes[KB_LINK_HBM], 3 * 512 + (8 + 4) * h);
     /* Every byte crossed PCIe: data both ways, plus command and ack headers. */
     cr_assert_geq(st.link_bytes[KB_LINK_PCIE], 3 * 512);

@@ -14,7 +14,7 @@ kb__device *kb_test_device(const char *const *sets, size_t n, int no_data)
     kb__device *d;
     cr_assert_eq(kb__topo_params_load(&p, NULL, sets, n, &err), 0, "%s", err.msg);
     cr_assert_eq(kb__topo_build(&t, &p, &err), 0, "%s", err.msg);
-    cr_assert_eq(kb__device_create(&d, t, (uint32_t)p.fabric.header_bytes, no_data, &err), 0, "%s",
+    cr_assert_eq(kb__device_create(&d, t, kb__topo_header_bytes(&p), no_data, &err), 0, "%s",
                  err.msg);
     return d;
 }
