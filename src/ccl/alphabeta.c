@@ -6,8 +6,10 @@
  * Routes between ranks are the fabric's (kb__topo_route asks the fabric
  * built over the graph: fabric/route.c, XY inside a SIP as in DESIGN.md
  * §1), so every link, o, w and B is the one the simulation will charge;
- * the short fixed paths around one PE (its TCM, DMA, NOC, xbar and HBM
- * slice) are named link by link.
+ * the short paths around one PE (its TCM, DMA, NOC, xbar and HBM slice)
+ * are asked of the fabric the same way, from one memory through the DMA
+ * to another as the device sends them (host/pe_xfer.c, host/ipcq_msgs.c),
+ * so a change of the machine graph is seen here as in the simulation.
  */
 #include "ccl/alphabeta.h"
 
@@ -36,13 +38,17 @@ static int push_link(const kb__topo *t, kb__ccl_route *r, uint32_t l, kb__err *e
     return 0;
 }
 
-/* Appends the link from -> to (neighbours) to r. */
-static int push(const kb__topo *t, kb__ccl_route *r, int32_t from, int32_t to, kb__err *err)
+/* Appends the fabric's route from -> to to r. */
+static int push_route(const kb__topo *t, kb__ccl_route *r, int32_t from, int32_t to, kb__err *err)
 {
-    int32_t l = (from < 0 || to < 0) ? -1 : kb__topo_link_id(t, (uint32_t)from, (uint32_t)to);
-    if (l < 0)
-        return kb__err_set(err, KB_EINVAL, "ccl route: no link from node %d to node %d", from, to);
-    return push_link(t, r, (uint32_t)l, err) ? KB_EINVAL : 0;
+    if (from < 0 || to < 0)
+        return kb__err_set(err, KB_EINVAL, "ccl route: no node at one end (%d -> %d)", from, to);
+    const uint32_t *links;
+    uint32_t n;
+    int rc = kb__topo_route(t, (uint32_t)from, (uint32_t)to, &links, &n, err);
+    for (uint32_t i = 0; !rc && i < n; i++)
+        rc = push_link(t, r, links[i], err);
+    return rc;
 }
 
 #define NODE(role, s, c, u) kb__topo_node_id(t, KB__ROLE_##role, (int)(s), (int)(c), (int)(u))
@@ -202,14 +208,17 @@ uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, const kb__ccl_rin
 
 /* ---- the bandwidth term of a ring all-reduce --------------------------------- */
 
-/* r := the route through nodes[0..n) (consecutive nodes must be linked). */
-static int path(const kb__topo *t, kb__ccl_route *r, const int32_t *nodes, int n, kb__err *err)
+/* r := the fabric's route from -> to, or with via >= 0 from -> via and
+ * then via -> to (a copy through a DMA, as the device routes it:
+ * kb__fabric_route_memo). */
+static int path(const kb__topo *t, kb__ccl_route *r, int32_t from, int32_t via, int32_t to,
+                kb__err *err)
 {
     r->n = 0;
     r->routers = 0;
-    for (int i = 0; i + 1 < n; i++)
-        if (push(t, r, nodes[i], nodes[i + 1], err)) return KB_EINVAL;
-    return 0;
+    if (via < 0) return push_route(t, r, from, to, err);
+    int rc = push_route(t, r, from, via, err);
+    return rc ? rc : push_route(t, r, via, to, err);
 }
 
 /* The graph nodes around PE q: its DMA and TCM, its cube's NOC and xbar,
@@ -230,9 +239,7 @@ static pe_nodes nodes_of(const kb__topo *t, kb__ccl_loc q)
 static int data_path(const kb__topo *t, kb__ccl_loc q, bool store, kb__ccl_route *r, kb__err *err)
 {
     pe_nodes n = nodes_of(t, q);
-    int32_t load[] = {n.hbm, n.xbar, n.noc, n.dma, n.tcm},
-            st[] = {n.tcm, n.dma, n.noc, n.xbar, n.hbm};
-    return path(t, r, store ? st : load, 5, err);
+    return store ? path(t, r, n.tcm, n.dma, n.hbm, err) : path(t, r, n.hbm, n.dma, n.tcm, err);
 }
 
 /* The closed-form time of one tile load (or store) of `bytes` between PE q's
@@ -244,15 +251,14 @@ static int xfer_ps(const kb__topo *t, kb__ccl_loc q, bool store, const kb__ccl_r
 {
     const kb__topo_params *p = &t->params;
     pe_nodes n = nodes_of(t, q);
-    int32_t to_hbm[] = {n.dma, n.noc, n.xbar, n.hbm}, from_hbm[] = {n.hbm, n.xbar, n.noc, n.dma};
-    int32_t to_tcm[] = {n.dma, n.tcm}, from_tcm[] = {n.tcm, n.dma};
-    uint64_t hdr = p->fabric.header_bytes, pk = kb__topo_packet_bytes(p);
+    int32_t src = store ? n.tcm : n.hbm, dst = store ? n.hbm : n.tcm;
+    uint64_t hdr = kb__topo_header_bytes(p), pk = kb__topo_packet_bytes(p);
     uint64_t first = bytes < pk ? bytes : pk, page = p->pe.mmu_page_size;
     kb__ccl_route r = {0};
     kb__ccl_msg_cost req = {0}, dat = {0}, ack = {0};
-    int rc = path(t, &r, store ? to_tcm : to_hbm, store ? 2 : 4, err);
+    int rc = path(t, &r, n.dma, -1, src, err); /* the read request */
     if (!rc) route_cost(t, &r, hdr, &req);
-    if (!rc && !(rc = path(t, &r, store ? from_hbm : from_tcm, store ? 4 : 2, err)))
+    if (!rc && !(rc = path(t, &r, dst, -1, n.dma, err))) /* the write's ack */
         route_cost(t, &r, hdr, &ack);
     kb__ccl_route_fini(&r);
     if (rc) return rc;
@@ -304,9 +310,7 @@ static int copy_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__c
                      kb__err *err)
 {
     pe_nodes n = nodes_of(t, d);
-    int32_t tcm_ring[] = {n.tcm, n.dma, n.tcm},
-            far_ring[] = {ring_node(t, d, buf), n.xbar, n.noc, n.dma, n.tcm};
-    return buf == KB__CCL_BUF_TCM ? path(t, r, tcm_ring, 3, err) : path(t, r, far_ring, 5, err);
+    return path(t, r, ring_node(t, d, buf), n.dma, n.tcm, err);
 }
 
 /* The read request of a copy from PE d's DMA to the memory it reads (its
@@ -314,9 +318,7 @@ static int copy_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__c
 static int request_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__ccl_route *r,
                         kb__err *err)
 {
-    pe_nodes n = nodes_of(t, d);
-    int32_t near[] = {n.dma, n.tcm}, far[] = {n.dma, n.noc, n.xbar, ring_node(t, d, buf)};
-    return buf == KB__CCL_BUF_TCM ? path(t, r, near, 2, err) : path(t, r, far, 4, err);
+    return path(t, r, nodes_of(t, d).dma, -1, ring_node(t, d, buf), err);
 }
 
 /* The credit round trip of rank k's port to NEXT (its route `ring`), ps:
@@ -333,19 +335,16 @@ static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k
     uint64_t first = slot < pk ? slot : pk;
     uint64_t credit = q->credit_size ? q->credit_size : tp->pe.ipcq_credit_bytes;
     pe_nodes n = nodes_of(t, at);
-    int32_t first_hop[] = {n.tcm, n.dma}; /* the slot leaves the sender's TCM through its DMA */
     kb__ccl_route r = {0};
     kb__ccl_msg_cost trip = {0}, copy = {0}, back = {0}, req_tx = {0}, req_rx = {0};
-    uint64_t hdr = tp->fabric.header_bytes;
+    uint64_t hdr = kb__topo_header_bytes(tp);
     int rc = request_path(t, at, KB__CCL_BUF_TCM, &r, err);
     if (!rc) route_cost(t, &r, hdr, &req_tx);
     if (!rc && !(rc = request_path(t, nx, q->buffer_kind, &r, err)))
         route_cost(t, &r, hdr, &req_rx);
-    if (!rc) rc = path(t, &r, first_hop, 2, err);
-    for (uint32_t i = 0; !rc && i < ring->n; i++) {
-        const kb__topo_link *l = &t->links[ring->links[i]];
-        rc = push(t, &r, (int32_t)l->from, (int32_t)l->to, err);
-    }
+    if (!rc) rc = path(t, &r, n.tcm, -1, n.dma, err); /* the slot leaves the TCM through the DMA */
+    for (uint32_t i = 0; !rc && i < ring->n; i++)
+        rc = push_link(t, &r, ring->links[i], err);
     if (!rc) route_cost(t, &r, slot, &trip);
     if (!rc && !(rc = copy_path(t, nx, q->buffer_kind, &r, err)))
         route_cost(t, &r, slot - KB__IPCQ_META_BYTES, &copy);
