@@ -216,4 +216,26 @@ void kb__tp_made_drop(kb__tp_made *s, kb_tensor t);
 /* Frees every tensor of s but keep (an id; 0: none). */
 void kb__tp_made_free(kb__tp_made *s, uint64_t keep);
 
+/* ---- xent.c: the vocab-parallel cross-entropy -------------------------------------------- */
+
+/* The fused cross-entropy of xent.c's header over the p · c PEs of group
+ * (parts = p · c: no collective when 1). logits [T, n_r] (the caller's
+ * vocab shard, global columns [col0, col0 + n_r)) split by columns over
+ * the rank's PEs; targets [T, 1] i32 (each in [0, vocab)) and loss [T, 1]
+ * f32 placed with place (replicated on the logits' PEs); columns at or past
+ * vocab are padding. loss := log-sum-exp − the target's logit per token;
+ * scale != 0: the logits are overwritten by (softmax − onehot) · scale.
+ * phase_ps (NULL: none) [4] += the stats kernel, the max all-reduce, the
+ * rescale and sum all-reduce, the loss and gradient kernel. Waits. */
+typedef struct kb__tp_xent_args {
+    kb_tensor logits, targets, loss;
+    kb_policy place;
+    int64_t vocab, col0;
+    double scale;
+    kb_group group;
+    int parts;
+    uint64_t *phase_ps;
+} kb__tp_xent_args;
+int kb__tp_xent(kb_machine *m, const char *name, int sip, const kb__tp_xent_args *a);
+
 #endif
