@@ -126,11 +126,11 @@ typedef struct kb__route {
     int ends_in_order;      /* `to` takes arrivals at its in-link's service */
     int starts_at_leaf;     /* `from` has no neighbour but the next node: its
                                first link carries only what `from` injects */
-    struct {                /* the flow model's last solo schedule on this route */
+    struct kb__route_solo { /* the flow model's last two solo schedules on this route */
         uint64_t bytes;     /* 0: none yet */
         uint32_t pkt_bytes;
         kb__time total, prev, drain;
-    } solo;
+    } solo[2];        /* [0] the most recent (a queue's route alternates full and tail pieces) */
     uint32_t links[]; /* n link ids, in the route's own allocation */
 } kb__route;
 

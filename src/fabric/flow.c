@@ -603,6 +603,30 @@ static void count(kb__fabric *fab, const kb__fab_msg *msg)
     fab->packet_hops += (uint64_t)msg->npkts * r->n;
 }
 
+/* The solo schedule of msg on its route r, from the route's memo of its
+ * last two (bytes, packet size) pairs, computed on a miss. */
+static const struct kb__route_solo *solo_of(const kb__fabric *fab, const kb__route *r,
+                                            const kb__fab_msg *msg)
+{
+    struct kb__route_solo *m =
+        ((kb__route *)r)->solo; /* the memo is not part of the route's value */
+    if (m[0].bytes == msg->bytes && m[0].pkt_bytes == msg->pkt_bytes) return &m[0];
+    struct kb__route_solo s = m[1];
+    if (s.bytes != msg->bytes || s.pkt_bytes != msg->pkt_bytes) {
+        kb__time total, prev;
+        kb__fab_solo(fab, r, msg->bytes, msg->pkt_bytes, &total, &prev);
+        const kb__link *b = &fab->links[r->bottleneck];
+        kb__time drain = (kb__time)(msg->npkts - 1) * kb__link_svc(fab, b, msg->pkt_bytes) +
+                         kb__link_svc(fab, b, kb__fab_msg_pkt_size(msg, msg->npkts - 1));
+        if (drain > total) drain = total;
+        if (drain == 0) drain = 1, total = total ? total : 1;
+        s = (struct kb__route_solo){msg->bytes, msg->pkt_bytes, total, prev, drain};
+    }
+    m[1] = m[0];
+    m[0] = s;
+    return &m[0];
+}
+
 /* Starts msg's flow, offered at t >= now. */
 static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
 {
@@ -628,22 +652,8 @@ static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
         for (uint32_t k = 0; k < f->n_res; k++)
             if (st->res[f->res[k]].cap < f->solo) f->solo = st->res[f->res[k]].cap;
     }
-    kb__route *rw = (kb__route *)r; /* the memo is not part of the route's value */
-    if (r->solo.bytes != msg->bytes || r->solo.pkt_bytes != msg->pkt_bytes) {
-        kb__time total, prev;
-        kb__fab_solo(fab, r, msg->bytes, msg->pkt_bytes, &total, &prev);
-        const kb__link *b = &fab->links[r->bottleneck];
-        kb__time drain = (kb__time)(msg->npkts - 1) * kb__link_svc(fab, b, msg->pkt_bytes) +
-                         kb__link_svc(fab, b, kb__fab_msg_pkt_size(msg, msg->npkts - 1));
-        if (drain > total) drain = total;
-        if (drain == 0) drain = 1, total = total ? total : 1;
-        rw->solo.bytes = msg->bytes;
-        rw->solo.pkt_bytes = msg->pkt_bytes;
-        rw->solo.total = total;
-        rw->solo.prev = prev;
-        rw->solo.drain = drain;
-    }
-    kb__time total = r->solo.total, drain = r->solo.drain, prev = r->solo.prev;
+    const struct kb__route_solo *so = solo_of(fab, r, msg);
+    kb__time total = so->total, drain = so->drain, prev = so->prev;
     /* The first link serves whole messages in the order they are offered
      * (the packet model offers all of a message's packets at once there):
      * the flow starts when the link has served the earlier ones. */
