@@ -118,7 +118,8 @@ typedef enum kb_dtype {
 typedef enum kb_split {
     KB_REPLICATE = 0,  /* every unit at this level holds the whole part */
     KB_ROW_WISE = 1,   /* contiguous blocks of rows (dimension 0), balanced */
-    KB_COLUMN_WISE = 2 /* contiguous blocks of columns (dimension 1), balanced */
+    KB_COLUMN_WISE = 2 /* contiguous blocks of columns (the last dimension: 1 of a 2-D
+                          tensor, 2 of a 3-D one), balanced */
 } kb_split;
 
 /* Placement over {sip, cube, pe}: each level splits or replicates what the
@@ -150,8 +151,10 @@ typedef struct kb_tensor {
 } kb_tensor;
 
 /* Creates a tensor in device HBM without initialising it (like torch.empty).
- * name: NULL gives "t<N>"; copied. ndim 1 or 2 (3 and more: KB_EUNSUPPORTED,
- * "not supported yet"), every dim >= 1. policy NULL = KB_POLICY_DEFAULT.
+ * name: NULL gives "t<N>"; copied. ndim 1, 2 or 3 (4 and more:
+ * KB_EUNSUPPORTED), every dim >= 1. A 3-D tensor [B, R, C] is split row_wise
+ * along B and column_wise along C; R is never split (docs/sharding.md).
+ * policy NULL = KB_POLICY_DEFAULT.
  * Allocates physical memory per shard, one VA range, installs MMU mappings
  * through the fabric (costs simulated time). On failure *out is {0}. */
 KB_API int kb_empty(kb_machine *m, const char *name, int ndim, const int64_t *shape, kb_dtype dtype,
@@ -181,7 +184,8 @@ KB_API int kb_copy_to_host(kb_machine *m, kb_tensor t, void *dst, size_t nbytes,
 /* The same for rows [row0, row0 + nrows) only: src / dst is a row-major host
  * array of nrows full rows (nbytes = nrows × columns × element size), and
  * only the shards holding those rows are written (every replica) or read.
- * A 1-D tensor is one row (row0 0, nrows 1). KB_ERANGE when nrows < 1 or the
+ * A 1-D tensor is one row (row0 0, nrows 1); a row of a 3-D tensor [B, R, C]
+ * is one index of B (R × C elements). KB_ERANGE when nrows < 1 or the
  * rows are not inside the tensor, KB_EINVAL for a wrong nbytes. */
 KB_API int kb_copy_rows_from_host(kb_machine *m, kb_tensor t, int64_t row0, int64_t nrows,
                                   const void *src, size_t nbytes, kb_dtype src_dtype);
@@ -195,8 +199,8 @@ KB_API int kb_free(kb_machine *m, kb_tensor t);
 /* What a tensor is. */
 typedef struct kb_tensor_info {
     char name[64];    /* possibly truncated */
-    int ndim;         /* 1 or 2 */
-    int64_t shape[2]; /* shape[1] = 0 for 1-D */
+    int ndim;         /* 1, 2 or 3 */
+    int64_t shape[3]; /* entries past ndim are 0 (3 entries since 0.3) */
     kb_dtype dtype;
     kb_policy policy;  /* as given, counts resolved (never 0) */
     int sip_scope;     /* SIP the tensor was scoped to by kb_set_device, or -1 */
@@ -212,8 +216,9 @@ KB_API int kb_tensor_get_info(kb_machine *m, kb_tensor t, kb_tensor_info *out);
 typedef struct kb_shard_info {
     int sip, cube, pe; /* owner PE (global SIP, cube in SIP, PE in cube) */
     int replica;       /* 0 for the first copy of this part */
-    int64_t offset[2]; /* global row, column of the shard's first element */
-    int64_t shape[2];  /* local shape (shape[1] = 0 for 1-D) */
+    int64_t offset[3]; /* global index of the shard's first element along each dimension */
+    int64_t shape[3];  /* local shape, entries past ndim 0 (3 entries of each since 0.3; a
+                          3-D shard holds all of dimension 1: offset[1] 0) */
     uint64_t nbytes;   /* local elements × element size */
     uint64_t pa;       /* physical address of the shard (HBM slice of the PE) */
     uint64_t va;       /* virtual address of the shard's region */

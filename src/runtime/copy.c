@@ -8,7 +8,9 @@
  * replica is read with one memory-read message and unpacked, converting to
  * the host dtype. A copy of some rows moves only the rows of each region
  * inside them (a shard stores its rows one after another, so they are one
- * contiguous range). Host memory: one staging buffer of one shard's bytes.
+ * contiguous range). A row of a 3-D tensor [B, R, C] is one index of
+ * dimension 0: R pieces of the shard's columns, host row i's R pieces at
+ * (i·R + r)·C + col0. Host memory: one staging buffer of one shard's bytes.
  */
 #include "host/device.h"
 #include "runtime/machine.h"
@@ -57,15 +59,41 @@ void kb__rt_scratch_fini(kb__rt_scratch *s)
 
 static uint64_t elements(const kb__rt_tensor *t)
 {
-    return (uint64_t)t->shape[0] * (uint64_t)(t->ndim == 2 ? t->shape[1] : 1);
+    return (uint64_t)t->plan.rows * (uint64_t)t->plan.mid * (uint64_t)t->plan.cols;
 }
 
 static void shape_text(const kb__rt_tensor *t, char *buf, size_t n)
 {
-    if (t->ndim == 2)
+    if (t->ndim == 3)
+        snprintf(buf, n, "%" PRId64 "×%" PRId64 "×%" PRId64, t->shape[0], t->shape[1], t->shape[2]);
+    else if (t->ndim == 2)
         snprintf(buf, n, "%" PRId64 "×%" PRId64, t->shape[0], t->shape[1]);
     else
         snprintf(buf, n, "%" PRId64, t->shape[0]);
+}
+
+/* Converts host rows [a, b) of region shard sh (rows counted from row0 in
+ * the host array) to or from the staging buffer: in (host -> stage) when
+ * `in`, else out. */
+static void pack_rows(const kb__rt_tensor *t, const kb__shard *sh, int64_t row0, int64_t a,
+                      int64_t b, uint8_t *host, kb_dtype host_dtype, uint8_t *stage, bool in)
+{
+    const kb__shard_plan *p = &t->plan;
+    size_t hs = kb__dtype_size((kb__dtype)host_dtype), ds = kb__dtype_size(t->dtype);
+    for (int64_t i = a; i < b; i++)
+        for (int64_t r = 0; r < p->mid; r++) {
+            uint64_t off =
+                ((uint64_t)(i - row0) * (uint64_t)p->mid + (uint64_t)r) * (uint64_t)p->cols +
+                (uint64_t)sh->col0;
+            uint8_t *st = stage + ((uint64_t)(i - a) * (uint64_t)p->mid + (uint64_t)r) *
+                                      (uint64_t)sh->cols * ds;
+            if (in)
+                kb__dtype_convert(t->dtype, st, (kb__dtype)host_dtype, host + off * hs,
+                                  (size_t)sh->cols);
+            else
+                kb__dtype_convert((kb__dtype)host_dtype, host + off * hs, t->dtype, st,
+                                  (size_t)sh->cols);
+        }
 }
 
 /* Looks the tensor up and checks rows [row0, row0 + nrows) (every row when
@@ -94,10 +122,14 @@ static kb__rt_tensor *copy_check(kb_machine *m, kb_tensor h, bool all, int64_t r
                     "tensor '%s' (%s): %" PRId64 " row%s from row %" PRId64
                     " are not inside its %" PRId64 " row%s%s",
                     t->name, shp, *nrows, *nrows == 1 ? "" : "s", row0, p->rows,
-                    p->rows == 1 ? "" : "s", t->ndim == 1 ? " (a 1-D tensor is one row)" : "");
+                    p->rows == 1 ? "" : "s",
+                    t->ndim == 1   ? " (a 1-D tensor is one row)"
+                    : t->ndim == 3 ? " (a row of a 3-D tensor is one index of dimension 0)"
+                                   : "");
         return NULL;
     }
-    uint64_t want = (uint64_t)*nrows * (uint64_t)p->cols * kb__dtype_size((kb__dtype)host_dtype);
+    uint64_t want = (uint64_t)*nrows * (uint64_t)p->mid * (uint64_t)p->cols *
+                    kb__dtype_size((kb__dtype)host_dtype);
     if (!buf || nbytes != want) {
         char shp[64], part[64] = "";
         shape_text(t, shp, sizeof shp);
@@ -134,19 +166,14 @@ static int copy_in(kb_machine *m, kb_tensor h, bool all, int64_t row0, int64_t n
         kb__rt_segs(m, (size_t)t->plan.copies, &segs, &err))
         return kb__rt_fail(m, &err);
     const kb__shard_plan *p = &t->plan;
-    size_t hs = kb__dtype_size((kb__dtype)src_dtype), ds = kb__dtype_size(t->dtype);
-    const uint8_t *s8 = src;
+    size_t ds = kb__dtype_size(t->dtype);
     for (int r = 0; r < p->n_regions; r++) {
         const kb__shard *sh = &p->shards[kb__shard_find(p, r, 0)];
         int64_t a, b;
         if (!rows_in(sh, row0, nrows, &a, &b)) continue;
-        for (int64_t i = a; i < b; i++) {
-            uint64_t off = (uint64_t)(i - row0) * (uint64_t)p->cols + (uint64_t)sh->col0;
-            kb__dtype_convert(t->dtype, stage + (uint64_t)(i - a) * sh->cols * ds,
-                              (kb__dtype)src_dtype, s8 + off * hs, (size_t)sh->cols);
-        }
-        uint64_t skip = (uint64_t)(a - sh->row0) * sh->cols * ds,
-                 len = (uint64_t)(b - a) * sh->cols * ds;
+        pack_rows(t, sh, row0, a, b, (uint8_t *)(uintptr_t)src, src_dtype, stage, true);
+        uint64_t row_bytes = (uint64_t)p->mid * (uint64_t)sh->cols * ds;
+        uint64_t skip = (uint64_t)(a - sh->row0) * row_bytes, len = (uint64_t)(b - a) * row_bytes;
         for (int k = 0; k < p->copies; k++)
             segs[k] = (kb__rt_seg){t->pa[kb__shard_find(p, r, k)] + skip, len, stage};
         if (kb__rt_port_write(m, segs, (uint32_t)p->copies, NULL, 0, &err))
@@ -177,24 +204,19 @@ static int copy_out(kb_machine *m, kb_tensor h, bool all, int64_t row0, int64_t 
     uint8_t *stage = NULL;
     if (!t || kb__rt_stage(m, t->plan.max_bytes, &stage, &err)) return kb__rt_fail(m, &err);
     const kb__shard_plan *p = &t->plan;
-    size_t hs = kb__dtype_size((kb__dtype)dst_dtype), ds = kb__dtype_size(t->dtype);
-    uint8_t *d8 = dst;
+    size_t ds = kb__dtype_size(t->dtype);
     for (int r = 0; r < p->n_regions; r++) {
         int idx = kb__shard_find(p, r, 0);
         const kb__shard *sh = &p->shards[idx];
         int64_t a, b;
         if (!rows_in(sh, row0, nrows, &a, &b)) continue;
-        uint64_t skip = (uint64_t)(a - sh->row0) * sh->cols * ds,
-                 len = (uint64_t)(b - a) * sh->cols * ds;
+        uint64_t row_bytes = (uint64_t)p->mid * (uint64_t)sh->cols * ds;
+        uint64_t skip = (uint64_t)(a - sh->row0) * row_bytes, len = (uint64_t)(b - a) * row_bytes;
         kb__rt_seg seg = {t->pa[idx] + skip, len, stage};
         if (m->dev->no_data) memset(stage, 0, len); /* no bytes move: the host reads zeros */
         int rc = kb__rt_port_read(m, &seg, 1, &err);
         if (rc) return kb__rt_fail(m, &err);
-        for (int64_t i = a; i < b; i++) {
-            uint64_t off = (uint64_t)(i - row0) * (uint64_t)p->cols + (uint64_t)sh->col0;
-            kb__dtype_convert((kb__dtype)dst_dtype, d8 + off * hs, t->dtype,
-                              stage + (uint64_t)(i - a) * sh->cols * ds, (size_t)sh->cols);
-        }
+        pack_rows(t, sh, row0, a, b, dst, dst_dtype, stage, false);
     }
     return 0;
 }
@@ -228,8 +250,8 @@ int kb_tensor_get_info(kb_machine *m, kb_tensor h, kb_tensor_info *out)
     if (!t) return kb__rt_fail(m, &err);
     snprintf(out->name, sizeof out->name, "%s", t->name);
     out->ndim = t->ndim;
-    out->shape[0] = t->shape[0];
-    out->shape[1] = t->shape[1];
+    for (int d = 0; d < 3; d++)
+        out->shape[d] = t->shape[d];
     out->dtype = (kb_dtype)t->dtype;
     out->policy = t->policy;
     out->sip_scope = t->sip_scope;
@@ -247,8 +269,8 @@ static void shard_info(const kb__rt_tensor *t, int i, kb_shard_info *o)
                          s->cube,
                          s->pe,
                          s->replica,
-                         {s->row0, s->col0},
-                         {s->rows, s->cols},
+                         {s->row0, s->col0, 0},
+                         {s->rows, s->cols, 0},
                          s->bytes,
                          t->pa[i],
                          kb__rt_region_va(t, s->region)};
@@ -257,6 +279,12 @@ static void shard_info(const kb__rt_tensor *t, int i, kb_shard_info *o)
         o->offset[1] = 0;
         o->shape[0] = s->cols;
         o->shape[1] = 0;
+    }
+    if (t->ndim == 3) { /* [rows, mid, cols]: dimension 1 is whole */
+        o->offset[1] = 0;
+        o->offset[2] = s->col0;
+        o->shape[1] = t->plan.mid;
+        o->shape[2] = s->cols;
     }
 }
 
@@ -317,7 +345,13 @@ int kb_tensor_describe(kb_machine *m, kb_tensor h, char *buf, size_t size, size_
         char pa[64];
         shard_info(t, i, &s);
         kb__addr_format(&m->ageom, s.pa, pa, sizeof pa);
-        if (t->ndim == 2)
+        if (t->ndim == 3)
+            put(&x,
+                "  [%d] sip%d/cube%d/pe%d replica %d: offset (%" PRId64 ", %" PRId64 ", %" PRId64
+                ") shape %" PRId64 "×%" PRId64 "×%" PRId64,
+                i, s.sip, s.cube, s.pe, s.replica, s.offset[0], s.offset[1], s.offset[2],
+                s.shape[0], s.shape[1], s.shape[2]);
+        else if (t->ndim == 2)
             put(&x,
                 "  [%d] sip%d/cube%d/pe%d replica %d: offset (%" PRId64 ", %" PRId64
                 ") shape %" PRId64 "×%" PRId64,

@@ -281,15 +281,21 @@ void kb__rt_shard_view(const kb__rt_tensor *t, int shard, const char *name, tl_t
         out->strides[0] = 1;
         out->global_shape[0] = t->plan.cols;
         out->global_offset[0] = s->col0;
-    } else {
+    } else { /* 2-D [rows, cols]; 3-D [rows, mid, cols], mid never split */
+        int c = t->ndim - 1;
         out->shape[0] = s->rows;
-        out->shape[1] = s->cols;
-        out->strides[0] = s->cols;
-        out->strides[1] = 1;
+        out->shape[c] = s->cols;
+        out->strides[c] = 1;
         out->global_shape[0] = t->plan.rows;
-        out->global_shape[1] = t->plan.cols;
+        out->global_shape[c] = t->plan.cols;
         out->global_offset[0] = s->row0;
-        out->global_offset[1] = s->col0;
+        out->global_offset[c] = s->col0;
+        if (t->ndim == 3) {
+            out->shape[1] = out->global_shape[1] = t->plan.mid;
+            out->strides[1] = s->cols;
+            out->global_offset[1] = 0;
+        }
+        out->strides[0] = t->plan.mid * s->cols;
     }
     /* The reach ends with the last region's last element, not its page
      * padding; with uneven shards each region has its own size. */

@@ -55,7 +55,7 @@ typedef struct kb__rt_stats {
     uint64_t link_base[KB__LINK_CLASS_COUNT]; /* fabric bytes per class at reset (every
                                                  class, also those kb_stats has no
                                                  field for) */
-    uint64_t launches;                       /* completed since reset */
+    uint64_t launches;                        /* completed since reset */
 } kb__rt_stats;
 
 /* Counters of one PE at the last kb_stats_reset (stats.c). */

@@ -54,10 +54,10 @@ static int check_shape(const kb__shard_req *r, const char *name, kb__err *err)
         return kb__err_set(err, KB_EINVAL, "tensor %s: a tensor needs at least 1 dimension, got %d",
                            name, r->ndim);
     fmt_shape(r->shape, nd, shp, sizeof shp);
-    if (r->ndim >= 3)
+    if (r->ndim > 3)
         return kb__err_set(err, KB_EUNSUPPORTED,
-                           "tensor %s: %d-D tensors are not supported yet (shape %s%s; only 1-D "
-                           "and 2-D tensors can be sharded)",
+                           "tensor %s: %d-D tensors are not supported (shape %s%s; tensors have "
+                           "1 to 3 dimensions)",
                            name, r->ndim, shp, r->ndim > 4 ? "..." : "");
     for (int d = 0; d < r->ndim; d++)
         if (r->shape[d] <= 0)
@@ -142,7 +142,7 @@ static int check_splits(kb__shard_plan *p, const kb__shard_req *r, const char *n
                                "tensor is one row [1, %" PRId64 "]; split it column_wise)",
                                name, shp, n, level_owner[l], p->cols);
         if (least[d] < n) {
-            int gd = r->ndim == 1 ? 0 : d; /* dimension as the user numbers it */
+            int gd = r->ndim == 1 ? 0 : d ? r->ndim - 1 : 0; /* as the user numbers it */
             if (l == 0 || least[d] == (d ? p->cols : p->rows))
                 return kb__err_set(err, KB_EINVAL,
                                    "tensor %s: shape %s cannot be split %s over %d %s (dimension "
@@ -211,11 +211,12 @@ static int fill_shards(kb__shard_plan *p, const char *name, kb__err *err)
                 }
                 uint64_t elems;
                 if (__builtin_mul_overflow((uint64_t)s->rows, (uint64_t)s->cols, &elems) ||
+                    __builtin_mul_overflow(elems, (uint64_t)p->mid, &elems) ||
                     __builtin_mul_overflow(elems, (uint64_t)p->elem_size, &s->bytes))
                     return kb__err_set(err, KB_EINVAL,
-                                       "tensor %s: a shard of %" PRId64 " x %" PRId64
+                                       "tensor %s: a shard of %" PRId64 " x %" PRId64 " x %" PRId64
                                        " elements of %zu bytes overflows 64 bits",
-                                       name, s->rows, s->cols, p->elem_size);
+                                       name, s->rows, p->mid, s->cols, p->elem_size);
                 if (s->bytes > p->max_bytes) p->max_bytes = s->bytes;
                 s->region = rb * p->col_blocks + cb;
                 s->replica = rep;
@@ -235,8 +236,9 @@ int kb__shard_plan_make(kb__shard_plan *plan, const kb__shard_req *req, kb__err 
     if (rc == 0) rc = resolve_levels(&p, req, name, err);
     if (rc) return rc;
     p.ndim = req->ndim;
-    p.rows = req->ndim == 2 ? req->shape[0] : 1;
-    p.cols = req->ndim == 2 ? req->shape[1] : req->shape[0];
+    p.rows = req->ndim >= 2 ? req->shape[0] : 1;
+    p.cols = req->shape[req->ndim - 1];
+    p.mid = req->ndim == 3 ? req->shape[1] : 1;
     p.elem_size = req->elem_size;
     rc = check_splits(&p, req, name, err);
     if (rc) return rc;

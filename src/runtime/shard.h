@@ -12,6 +12,10 @@
  * each cube's part over that cube's PEs (docs/sharding.md has pictures).
  * A 1-D tensor [n] is one row, [1, n], as in the original tool: column_wise
  * splits its n elements, row_wise over more than one owner is an error.
+ * A 3-D tensor [B, R, C] is B rows of R x C elements: row_wise splits
+ * dimension 0 (B), column_wise the last dimension (C); dimension 1 is never
+ * split (every shard holds all R), so a shard is the box [b, R, c], stored
+ * row-major.
  *
  * Output: one shard per owning PE, ordered by (sip, cube, pe). Shards that
  * hold the same data share a region index; regions are numbered row-major
@@ -48,7 +52,7 @@ typedef struct kb__shard_geom {
 /* What to place. */
 typedef struct kb__shard_req {
     const char *name;     /* tensor name, for messages */
-    int ndim;             /* 1 or 2 (3+ is not supported yet) */
+    int ndim;             /* 1, 2 or 3 (4 and more: KB_EUNSUPPORTED) */
     const int64_t *shape; /* ndim positive extents */
     size_t elem_size;     /* bytes per element, >= 1 */
     kb__shard_policy policy;
@@ -58,16 +62,17 @@ typedef struct kb__shard_req {
 
 typedef struct kb__shard {
     int sip, cube, pe;  /* owner (global SIP index) */
-    int64_t row0, col0; /* global offset of the local block */
-    int64_t rows, cols; /* local shape (rows == 1 for a 1-D tensor) */
-    uint64_t bytes;     /* rows * cols * elem_size */
+    int64_t row0, col0; /* global offset of the local block (dimension 0, last dimension) */
+    int64_t rows, cols; /* local extents along them (rows == 1 for a 1-D tensor) */
+    uint64_t bytes;     /* rows * plan.mid * cols * elem_size */
     int region;         /* which distinct block of data this shard holds */
     int replica;        /* which copy of that block, 0..copies-1 */
 } kb__shard;
 
 typedef struct kb__shard_plan {
     int ndim;
-    int64_t rows, cols; /* global shape as 2-D ([1, n] for 1-D) */
+    int64_t rows, cols; /* global extents of dimension 0 and the last ([1, n] for 1-D) */
+    int64_t mid;        /* a 3-D tensor's dimension 1, whole in every shard; 1 otherwise */
     size_t elem_size;
     kb_split mode[3];   /* sip, cube, pe */
     int count[3];       /* effective owners per level */
@@ -84,7 +89,7 @@ typedef struct kb__shard_plan {
 } kb__shard_plan;
 
 /* Places req. On success *plan owns its shard array (kb__shard_plan_fini).
- * Errors: KB_EUNSUPPORTED for 3-D and more; KB_EINVAL for a bad shape,
+ * Errors: KB_EUNSUPPORTED for 4-D and more; KB_EINVAL for a bad shape,
  * element size, mode, count (naming the level and the maximum), device_sip,
  * a split over more owners than its part has rows or columns (naming level,
  * dimension and value) or a byte size that overflows; KB_ENOMEM. *plan is zeroed on failure. */

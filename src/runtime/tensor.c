@@ -147,12 +147,14 @@ static int allocate(kb_machine *m, kb__rt_tensor *t, kb__err *err)
 static int check_create(kb_machine *m, int ndim, const int64_t *shape, kb_dtype dtype,
                         const char *name, kb__err *err)
 {
-    if (ndim > 2)
+    if (ndim > 3)
         return kb__err_set(err, KB_EUNSUPPORTED,
-                           "tensor '%s': %d-D shapes are not supported yet (1-D and 2-D are)", name,
-                           ndim);
+                           "tensor '%s': %d-D shapes are not supported (tensors have 1 to 3 "
+                           "dimensions)",
+                           name, ndim);
     if (ndim < 1)
-        return kb__err_set(err, KB_EINVAL, "tensor '%s': ndim is %d; expected 1 or 2", name, ndim);
+        return kb__err_set(err, KB_EINVAL, "tensor '%s': ndim is %d; expected 1, 2 or 3", name,
+                           ndim);
     if (!shape) return kb__err_set(err, KB_EINVAL, "tensor '%s': shape is NULL", name);
     if (!kb__dtype_valid((int)dtype))
         return kb__err_set(err, KB_EINVAL,
@@ -182,8 +184,8 @@ static int create(kb_machine *m, const char *name, int ndim, const int64_t *shap
     if (!t) return kb__err_set(err, KB_ENOMEM, "tensor '%s': out of memory", nm);
     memcpy(t->name, nm, sizeof nm);
     t->ndim = ndim;
-    t->shape[0] = shape[0];
-    t->shape[1] = ndim == 2 ? shape[1] : 0;
+    for (int d = 0; d < ndim; d++)
+        t->shape[d] = shape[d];
     t->dtype = (kb__dtype)dtype;
     kb_policy def = KB_POLICY_DEFAULT;
     uint32_t slot = 0;

@@ -31,7 +31,7 @@ typedef struct kb__rt_tensor {
     uint32_t slot;   /* index in the machine's tensor table */
     char name[KB__RT_NAME_MAX];
     int ndim;
-    int64_t shape[2]; /* shape[1] = 0 for 1-D */
+    int64_t shape[3]; /* entries past ndim are 0 */
     kb__dtype dtype;
     kb_policy policy;       /* counts resolved */
     int sip_scope;          /* set_device SIP it was scoped to, or -1 */
@@ -72,10 +72,11 @@ static inline kb_tensor kb__rt_handle(const kb_machine *m, const kb__rt_tensor *
 /* Writes "inside tensor 'x' (id N) VA [a, b)" for a VA in a live tensor's
  * range, "" otherwise (the pe_mmu fault namer). */
 void kb__rt_name_va(void *machine, uint64_t va, char *buf, size_t size);
-/* Elements of shard s of t (rows × cols; rows is 1 for a 1-D tensor). */
+/* Elements of shard s of t (rows × mid × cols; rows and mid are 1 for a
+ * 1-D tensor, mid for a 2-D one). */
 static inline int64_t kb__rt_shard_elems(const kb__rt_tensor *t, int s)
 {
-    return t->plan.shards[s].rows * t->plan.shards[s].cols;
+    return t->plan.shards[s].rows * t->plan.mid * t->plan.shards[s].cols;
 }
 /* VA of region r of t. */
 static inline uint64_t kb__rt_region_va(const kb__rt_tensor *t, int region)

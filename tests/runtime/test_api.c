@@ -38,17 +38,17 @@ Test(api, zero_and_negative_dims_are_refused)
     expect_fail(m, kb_empty(m, "n", 2, n, KB_F32, NULL, &t), KB_EINVAL, t,
                 "dimension 1 of shape [8, -2] is -2");
     expect_fail(m, kb_empty(m, "d", 0, n, KB_F32, NULL, &t), KB_EINVAL, t,
-                "tensor 'd': ndim is 0; expected 1 or 2");
+                "tensor 'd': ndim is 0; expected 1, 2 or 3");
     kb_close(m);
 }
 
-Test(api, three_d_shapes_are_not_supported_yet)
+Test(api, four_d_shapes_are_not_supported)
 {
     kb_machine *m = kb_test_small_machine(0);
     kb_tensor t = {99};
-    int64_t s[3] = {2, 2, 2};
-    expect_fail(m, kb_empty(m, "cube3", 3, s, KB_F32, NULL, &t), KB_EUNSUPPORTED, t,
-                "tensor 'cube3': 3-D shapes are not supported yet");
+    int64_t s[4] = {2, 2, 2, 2};
+    expect_fail(m, kb_empty(m, "cube4", 4, s, KB_F32, NULL, &t), KB_EUNSUPPORTED, t,
+                "tensor 'cube4': 4-D shapes are not supported (tensors have 1 to 3 dimensions)");
     kb_close(m);
 }
 

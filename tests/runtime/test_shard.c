@@ -355,14 +355,76 @@ Test(shard, a_first_unit_outside_the_level_or_a_count_running_past_it_is_refused
                  "num_pes = 4 from first_pe = 6 runs past the 8 PEs per cube (units 6..9)");
 }
 
-Test(shard, three_or_more_dimensions_are_not_supported_yet)
+Test(shard, four_or_more_dimensions_are_not_supported)
 {
-    const int64_t shape[4] = {2, 4, 8, 16};
+    const int64_t shape[5] = {2, 4, 8, 16, 2};
     kb__shard_geom g = {2, 16, 8};
-    kb__shard_req r = req2("act", shape, 3, g, (kb__shard_policy){0, 0, 0, 0, 0, 0, 0, 0});
-    expect_error(&r, KB_EUNSUPPORTED, "tensor act: 3-D tensors are not supported yet");
-    r.ndim = 4;
-    expect_error(&r, KB_EUNSUPPORTED, "4-D tensors are not supported yet");
+    kb__shard_req r = req2("act", shape, 4, g, (kb__shard_policy){0, 0, 0, 0, 0, 0, 0, 0});
+    expect_error(&r, KB_EUNSUPPORTED,
+                 "tensor act: 4-D tensors are not supported (shape [2, 4, 8, 16]; tensors have 1 "
+                 "to 3 dimensions)");
+    r.ndim = 5;
+    expect_error(&r, KB_EUNSUPPORTED, "5-D tensors are not supported (shape [2, 4, 8, 16]...;");
+}
+
+/* A 3-D tensor [B, R, C]: row_wise splits B, column_wise C, R stays whole;
+ * every (b, r, c) lies in exactly one region, checked against the plan's
+ * boxes by a host loop. */
+Test(shard, a_3d_tensor_splits_dimension_0_row_wise_and_the_last_column_wise)
+{
+    const int64_t shape[3] = {5, 3, 7};
+    kb__shard_geom g = {2, 2, 4};
+    /* sip row_wise over 2 (B: 3 + 2), cube replicate, pe column_wise over 3 (C: 3 + 2 + 2) */
+    kb__shard_req r =
+        req2("x3", shape, 3, g,
+             (kb__shard_policy){KB_ROW_WISE, KB_REPLICATE, KB_COLUMN_WISE, 0, 0, 3, 0, 0});
+    kb__shard_plan pl;
+    kb__err e;
+    cr_assert_eq(kb__shard_plan_make(&pl, &r, &e), 0, "%s", e.msg);
+    cr_assert_eq(pl.rows, 5);
+    cr_assert_eq(pl.mid, 3);
+    cr_assert_eq(pl.cols, 7);
+    cr_assert_eq(pl.n_shards, 2 * 2 * 3);
+    cr_assert_eq(pl.n_regions, 2 * 3);
+    cr_assert_eq(pl.copies, 2);
+    cr_assert_not(pl.even);
+    const int64_t b0[2] = {0, 3}, nb[2] = {3, 2}, c0[3] = {0, 3, 5}, nc[3] = {3, 2, 2};
+    for (int i = 0; i < pl.n_shards; i++) {
+        const kb__shard *s = &pl.shards[i];
+        cr_assert_eq(s->row0, b0[s->sip]);
+        cr_assert_eq(s->rows, nb[s->sip]);
+        cr_assert_eq(s->col0, c0[s->pe]);
+        cr_assert_eq(s->cols, nc[s->pe]);
+        cr_assert_eq(s->bytes, (uint64_t)(nb[s->sip] * 3 * nc[s->pe] * 2));
+        cr_assert_eq(s->replica, s->cube);
+    }
+    int hits[5][7] = {{0}};
+    for (int i = 0; i < pl.n_shards; i++) {
+        const kb__shard *s = &pl.shards[i];
+        if (s->replica) continue;
+        for (int64_t b = s->row0; b < s->row0 + s->rows; b++)
+            for (int64_t c = s->col0; c < s->col0 + s->cols; c++)
+                hits[b][c]++;
+    }
+    for (int b = 0; b < 5; b++)
+        for (int c = 0; c < 7; c++)
+            cr_assert_eq(hits[b][c], 1, "(%d, :, %d)", b, c);
+    kb__shard_plan_fini(&pl);
+}
+
+Test(shard, a_3d_split_too_fine_names_the_user_dimension)
+{
+    const int64_t shape[3] = {4, 16, 2};
+    kb__shard_geom g = {1, 1, 8};
+    kb__shard_req r =
+        req2("x3", shape, 3, g,
+             (kb__shard_policy){KB_REPLICATE, KB_REPLICATE, KB_COLUMN_WISE, 0, 0, 4, 0, 0});
+    expect_error(&r, KB_EINVAL,
+                 "tensor x3: shape [4, 16, 2] cannot be split column_wise over 4 PEs (dimension "
+                 "2 = 2 is smaller than 4: some would hold nothing)");
+    r.policy.pe = KB_ROW_WISE;
+    r.policy.num_pes = 8;
+    expect_error(&r, KB_EINVAL, "(dimension 0 = 4 is smaller than 8");
 }
 
 Test(shard, zero_or_negative_dimensions_and_bad_arguments_are_invalid)
