@@ -403,6 +403,25 @@ KB_API tl_tile tl_recv(tl_ctx *k, int dir, int ndim, const int64_t *shape, tl_dt
 KB_API tl_recv_handle tl_recv_async(tl_ctx *k, int dir, int ndim, const int64_t *shape,
                                     tl_dtype dtype);
 KB_API tl_tile tl_wait(tl_ctx *k, tl_recv_handle h);
+/* copy_to_dst: receives the next message from dir (declared as for
+ * tl_recv: ndim, shape, dtype) and has the queue copy it straight into
+ * dst, a tensor argument, at element `offset` of its local shard (the
+ * message's elements at offset, offset + 1, ... in memory order), instead
+ * of into a new tile: no TCM tile and no tl_store. Each piece is copied
+ * ring -> the receiver's DMA node -> dst's memory as it lands, on no DMA
+ * channel, and its slot's credit goes back once that write landed
+ * (docs/ipcq.md, "copy_to_dst"). tl_wait on the handle returns a 0-d i32
+ * tile, the number of elements written (0 with --no-data), once every
+ * byte is in dst. The copies are not ordered with the program's own loads
+ * and stores of those bytes: do not touch them while the receive is
+ * pending. Kernel errors naming the rank, PE, direction, tensor and
+ * address: dst NULL or not a tensor argument, dst's dtype not the
+ * declared one, offset + elements outside the local shard. */
+KB_API tl_recv_handle tl_recv_into_async(tl_ctx *k, int dir, tl_tensor *dst, int64_t offset,
+                                         int ndim, const int64_t *shape, tl_dtype dtype);
+/* tl_recv_into_async, then waits for it (its token freed). */
+KB_API void tl_recv_into(tl_ctx *k, int dir, tl_tensor *dst, int64_t offset, int ndim,
+                         const int64_t *shape, tl_dtype dtype);
 
 #ifdef __cplusplus
 }

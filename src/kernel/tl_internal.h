@@ -89,6 +89,12 @@ typedef struct kb__tl_mem_port {
                    uint32_t n_spans, void *bytes,
                    void (*rmw)(void *ctx, const uint8_t *host, uint8_t *out, uint64_t n),
                    void *ctx);
+    /* Optional (NULL: a copy_to_dst receive, tl_recv_into, is a kernel
+     * error on this port): *pa := the physical address of [va, va + bytes)
+     * as pe's MMU maps it, when that range is one contiguous physical run;
+     * otherwise a negative code with a message naming the VA. No simulated
+     * time. */
+    int (*resolve)(void *self, kb__pe *pe, uint64_t va, uint64_t bytes, uint64_t *pa, kb__err *err);
 } kb__tl_mem_port;
 
 typedef struct kb__tl_slot {

@@ -8,6 +8,9 @@
  * a DMA-unit op whose output is a new tile: it starts when the unit has a
  * free channel, consumes the direction's next message as its pieces land,
  * and finishes when the last piece is in TCM. tl_wait blocks on that tile.
+ * tl_recv_into (copy_to_dst) is the same op with the pieces copied to a
+ * tensor's memory instead (the destination checked and translated at issue,
+ * through the launch's memory port); its tile is a 0-d i32 token.
  * Cost: one scalar op per call plus pe_ipcq's costs.
  */
 #include <stdio.h>
@@ -189,6 +192,119 @@ tl_recv_handle tl_recv_async(tl_ctx *k, int dir, int ndim, const int64_t *shape,
     kb__ipcq_recv_issue(rx);
     kb__pe_issue(&k->prog, &op->base);
     return (tl_recv_handle){t};
+}
+
+/* ---- copy_to_dst: the queue copies the message into device memory --------- */
+
+static void rx_start_pa(kb__pe_op *op)
+{
+    kb__ipcq_recv_start(((kb__tl_op *)op)->staging);
+}
+
+/* The token tile: the number of elements written, in data mode. */
+static int rx_count(kb__pe_op *op, kb__err *err)
+{
+    (void)err;
+    const kb__ipcq_rx *rx = ((kb__tl_op *)op)->staging;
+    if (!op->out->data || rx->ep->set->tp.timing_only) return 0;
+    int32_t n = (int32_t)(rx->bytes / kb__dtype_size((kb__dtype)rx->dtype));
+    memcpy(op->out->data, &n, sizeof n);
+    return 0;
+}
+
+tl_recv_handle tl_recv_into_async(tl_ctx *k, int dir, tl_tensor *dst, int64_t offset, int ndim,
+                                  const int64_t *shape, tl_dtype dtype)
+{
+    kb__ipcq_ep *ep = ep_of(k, "tl_recv_into_async");
+    port_of(k, ep, dir, "recv from");
+    if (ndim < 0 || ndim > KB__IPCQ_MAX_DIMS || (ndim && !shape) || (int)dtype < 0 ||
+        (int)dtype > (int)TL_U32)
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "rank %u (%s): tl_recv_into from %s: ndim %d / dtype %d not supported",
+                     ep->rank, ep->name, dir_names[dir], ndim, (int)dtype);
+    kb__tile_desc d;
+    memset(&d, 0, sizeof d);
+    d.dtype = (kb__dtype)dtype;
+    d.ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 1)
+            kb__pe_raise(&k->prog, KB_EINVAL,
+                         "rank %u (%s): tl_recv_into from %s: extent %lld of dimension %d",
+                         ep->rank, ep->name, dir_names[dir], (long long)shape[i], i);
+        d.shape[i] = shape[i];
+    }
+    if (!dst)
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "rank %u (%s): tl_recv_into from %s: no destination tensor (NULL)", ep->rank,
+                     ep->name, dir_names[dir]);
+    kb__tl_need_tensor(k, dst, "tl_recv_into");
+    if (dst->dtype != dtype)
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "rank %u (%s): tl_recv_into from %s into tensor '%s': the tensor is %s, the "
+                     "message is declared %s (the queue copies bytes: the dtypes must match)",
+                     ep->rank, ep->name, dir_names[dir], dst->name,
+                     kb__dtype_name((kb__dtype)dst->dtype), kb__dtype_name((kb__dtype)dtype));
+    uint64_t es = kb__dtype_size((kb__dtype)dtype), bytes = kb__tile_bytes(&d);
+    uint64_t shard_elems = dst->shard_bytes / es;
+    if (offset < 0 || (uint64_t)offset > shard_elems || bytes / es > shard_elems - (uint64_t)offset)
+        kb__pe_raise(&k->prog, KB_ERANGE,
+                     "rank %u (%s): tl_recv_into from %s: %llu elements (%llu B) at element "
+                     "offset %lld of tensor '%s' do not fit its local shard: expected offset + "
+                     "elements <= %llu (VA 0x%llx to 0x%llx)",
+                     ep->rank, ep->name, dir_names[dir], (unsigned long long)(bytes / es),
+                     (unsigned long long)bytes, (long long)offset, dst->name,
+                     (unsigned long long)shard_elems, (unsigned long long)dst->va,
+                     (unsigned long long)(dst->va + dst->shard_bytes));
+    const kb__tl_mem_port *mp = &k->launch->mem;
+    if (!mp->resolve)
+        kb__pe_raise(&k->prog, KB_EUNSUPPORTED,
+                     "rank %u (%s): tl_recv_into from %s: this launch's memory port does not "
+                     "resolve device addresses (copy_to_dst needs the machine's MMU)",
+                     ep->rank, ep->name, dir_names[dir]);
+    uint64_t va = dst->va + (uint64_t)offset * es, pa = 0;
+    kb__err e;
+    kb__err_clear(&e);
+    int rc = mp->resolve(mp->self, k->prog.pe, va, bytes, &pa, &e);
+    if (rc)
+        kb__pe_raise(&k->prog, rc,
+                     "rank %u (%s): tl_recv_into from %s into tensor '%s' at VA 0x%llx: %s",
+                     ep->rank, ep->name, dir_names[dir], dst->name, (unsigned long long)va, e.msg);
+    kb__tile_desc td;
+    memset(&td, 0, sizeof td);
+    td.dtype = KB__I32; /* the token: elements written */
+    kb__pe_buf *out;
+    tl_tile t = kb__tl_new(k, &td, &out, true);
+    kb__ipcq_rx *rx = kb__pool_get(&ep->set->rxs);
+    if (!rx) kb__pe_raise(&k->prog, KB_ENOMEM, "tl_recv_into: out of host memory");
+    memset(rx, 0, sizeof *rx);
+    rx->ep = ep;
+    rx->port = (uint32_t)dir;
+    rx->dtype = (int)dtype;
+    rx->ndim = ndim;
+    for (int i = 0; i < ndim; i++)
+        rx->shape[i] = shape[i];
+    rx->bytes = bytes;
+    rx->done = rx_done;
+    rx->tile = out;
+    rx->to_pa = true;
+    rx->dst_pa = pa;
+    kb__tl_op *op = (kb__tl_op *)kb__pe_op_new(&k->prog, KB__PE_DMA, "recv_into");
+    rx->user = op;
+    op->staging = rx;
+    op->base.start = rx_start_pa;
+    op->base.compute = rx_count;
+    op->base.no_server = true; /* the queue's copies move the data, not a DMA channel */
+    op->base.release = rx_release;
+    op->base.out = out;
+    kb__ipcq_recv_issue(rx);
+    kb__pe_issue(&k->prog, &op->base);
+    return (tl_recv_handle){t};
+}
+
+void tl_recv_into(tl_ctx *k, int dir, tl_tensor *dst, int64_t offset, int ndim,
+                  const int64_t *shape, tl_dtype dtype)
+{
+    tl_free(k, tl_wait(k, tl_recv_into_async(k, dir, dst, offset, ndim, shape, dtype)));
 }
 
 tl_tile tl_wait(tl_ctx *k, tl_recv_handle h)

@@ -49,12 +49,14 @@ typedef struct kb__ipcq_chunk {
     const uint8_t *data;
 } ipcq_chunk;
 
-/* One slot's copy ring -> TCM. */
+/* One slot's copy ring -> TCM (or ring -> the destination of a
+ * copy_to_dst receive). */
 typedef struct ipcq_copy {
     kb__ipcq_port *rp;
     kb__ipcq_rx *rx;
     uint32_t idx;
     uint64_t off; /* offset of the piece in rx's message */
+    uint8_t *img; /* copy_to_dst in data mode: the payload, written as the copy lands */
 } ipcq_copy;
 
 static const char *const port_names[KB__IPCQ_PORTS] = {"N", "E", "S", "W"};
@@ -691,6 +693,7 @@ static void piece_copied(kb__sim *sim, void *arg)
     kb__ipcq_set *s = rp->ep->set;
     uint32_t idx = c->idx;
     uint64_t off = c->off;
+    if (c->img) kb__pool_put(&s->staging, c->img);
     kb__pool_put(&s->copies, c);
     rp->copies--;
     if (!s->failed) copy_landed(sim, rp, rx, idx, off);
@@ -783,6 +786,16 @@ static void rx_progress(kb__sim *sim, kb__ipcq_port *rp)
         ipcq_copy *c = kb__pool_get(&s->copies);
         if (!c) abort(); /* host out of memory: nothing sensible to simulate */
         *c = (ipcq_copy){.rp = rp, .rx = rx, .idx = idx, .off = rx->off};
+        uint64_t src = rp->ring_pa + (uint64_t)idx * s->cfg.slot_size + KB__IPCQ_META_BYTES;
+        kb__err e;
+        int rc = 0;
+        if (rx->to_pa && !s->tp.timing_only) {
+            /* the slot's payload, read now (it landed), written at the
+             * destination when the copy's write lands */
+            c->img = kb__pool_get(&s->staging);
+            if (!c->img) abort(); /* host out of memory, as above */
+            rc = s->tp.peek(s->tp.self, src, c->img, sl->d.bytes, &e);
+        }
         sl->state = KB__SLOT_CONSUMING;
         rp->head++;
         if (++rp->copies > rp->copies_max) rp->copies_max = rp->copies;
@@ -792,12 +805,13 @@ static void rx_progress(kb__sim *sim, kb__ipcq_port *rp)
             rp->rx_issue = rx->next;
             rp->rx_msgs++;
         }
-        uint64_t src = rp->ring_pa + (uint64_t)idx * s->cfg.slot_size + KB__IPCQ_META_BYTES;
-        uint64_t dst = s->tp.tcm_pa(s->tp.self, rx->ep, rx->tcm_off + rx->off);
+        uint64_t dst = rx->to_pa ? rx->dst_pa + rx->off
+                                 : s->tp.tcm_pa(s->tp.self, rx->ep, rx->tcm_off + rx->off);
         rx->off += sl->d.bytes;
-        kb__err e;
-        int rc = s->tp.copy(s->tp.self, rx->ep, src, dst, sl->d.bytes, NULL, piece_copied, c, &e);
+        if (!rc)
+            rc = s->tp.copy(s->tp.self, rx->ep, src, dst, sl->d.bytes, c->img, piece_copied, c, &e);
         if (rc) {
+            if (c->img) kb__pool_put(&s->staging, c->img);
             kb__pool_put(&s->copies, c);
             rp->copies--;
             fail_port(sim, rp, rc, &e);

@@ -27,7 +27,10 @@
  *     a (credit_size bytes on the reverse path, the fast path: it never
  *     waits for a vc channel), once its copy and the copies of every earlier
  *     slot completed; a receive completes once all its pieces are in TCM and
- *     every earlier receive of the port completed.
+ *     every earlier receive of the port completed. A copy_to_dst receive
+ *     (kb__ipcq_rx.to_pa) is the same with each piece copied ring -> b's DMA
+ *     node -> its place in device memory: the slot is freed once that write
+ *     landed.
  *   - A sender without credit waits. poll: it re-checks every
  *     P = pe.ipcq.poll_interval_ns + pe.cpu.scalar_op_ns and resumes at the
  *     first check at or after the credit's arrival t_c, i.e. after
@@ -295,8 +298,14 @@ struct kb__ipcq_rx {
     int dtype, ndim; /* what the receiver expects */
     int64_t shape[KB__IPCQ_MAX_DIMS];
     uint64_t bytes;
-    void *dst;        /* bytes of the destination tile (data mode) */
+    void *dst;        /* bytes of the destination tile (data mode); NULL with to_pa */
     uint64_t tcm_off; /* its offset in the usable TCM */
+    /* copy_to_dst (tl_recv_into): the pieces are copied ring -> dst_pa +
+     * their offset in the message (device memory, contiguous), through the
+     * receiver's DMA node, instead of into a tile; the bytes land with the
+     * copy's write. */
+    bool to_pa;
+    uint64_t dst_pa;
     kb__ipcq_rx_fn done;
     void *user;
     /* internal */

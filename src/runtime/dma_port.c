@@ -172,3 +172,19 @@ void kb__rt_dma_atomic(void *self, kb__pe *pe, kb__pe_op *op, const kb__tl_span 
 {
     dma_start(self, pe, op, false, spans, n, bytes, rmw, ctx);
 }
+
+int kb__rt_dma_resolve(void *self, kb__pe *pe, uint64_t va, uint64_t bytes, uint64_t *pa,
+                       kb__err *err)
+{
+    kb_machine *m = self;
+    uint64_t contig = 0;
+    int rc = kb__mmu_translate(&m->mmu, pe->index, va, pa, &contig, err);
+    if (rc) return rc;
+    if (contig < bytes)
+        return kb__err_set(err, KB_EFAULT,
+                           "VA 0x%llx + %llu B is not one physical run (the mapping at VA 0x%llx "
+                           "is contiguous for %llu B)",
+                           (unsigned long long)va, (unsigned long long)bytes,
+                           (unsigned long long)va, (unsigned long long)contig);
+    return 0;
+}

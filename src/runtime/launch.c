@@ -452,7 +452,8 @@ static kb__rt_launch *launch_new(kb_machine *m, const char *name, tl_kernel_fn f
     snprintf(l->name, sizeof l->name, "%s", name);
     l->desc.name = l->name;
     l->desc.fn = fn;
-    l->desc.mem = (kb__tl_mem_port){kb__rt_dma_transfer, m, !m->dev->no_data, kb__rt_dma_atomic};
+    l->desc.mem = (kb__tl_mem_port){kb__rt_dma_transfer, m, !m->dev->no_data, kb__rt_dma_atomic,
+                                    kb__rt_dma_resolve};
     l->desc.pe_done = pe_done;
     l->desc.pe_done_arg = l;
     l->streams = &l->owner; /* its own stream: it follows the owner (kb__rt_launch_adopt) */

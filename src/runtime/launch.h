@@ -27,6 +27,11 @@ void kb__rt_dma_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool write,
  * spans (kb__device_pe_atomic), translated as kb__rt_dma_transfer does. */
 void kb__rt_dma_atomic(void *self, kb__pe *pe, kb__pe_op *op, const struct kb__tl_span *spans,
                        uint32_t n, void *bytes, kb__mem_rmw_fn rmw, void *ctx);
+/* kb__tl_mem_port.resolve on the machine: the PA of [va, va + bytes)
+ * through pe's MMU, KB_EFAULT when it is not one contiguous physical run
+ * (or the MMU's fault naming the VA). */
+int kb__rt_dma_resolve(void *self, kb__pe *pe, uint64_t va, uint64_t bytes, uint64_t *pa,
+                       kb__err *err);
 /* Gives every outstanding launch to the driver (the ranks that made them
  * ended). */
 void kb__rt_launch_adopt(kb_machine *m);
