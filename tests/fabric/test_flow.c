@@ -357,6 +357,90 @@ Test(flow, progressive_filling_of_a_large_component_freezes_one_level_at_a_time)
     net_free(&n);
 }
 
+/* Components that share nothing, solved at the same picosecond: three
+ * copies of the vee (two sources, one shared link) with different sizes,
+ * and a star of 64 sources into one shared link (large enough for the
+ * heap). All links run at B with the vee's overheads, so every flow has
+ * the same latency and they all join together: one solve, four
+ * components, each with its own closed form (a vee: the shorter flow at
+ * alpha + 2 min(n_a, n_b) p, the longer at alpha + (n_a + n_b) p; the
+ * star: every flow at B / 64, alpha + 64 n p). */
+Test(flow, components_solved_together_each_get_their_closed_form)
+{
+    enum { VEES = 3, STAR = 64 };
+    static const uint64_t na[VEES] = {16, 8, 40}, nb[VEES] = {48, 8, 24};
+    const uint64_t ns = 3;
+    const double b = 32.0;
+    net n;
+    kb__fab_link_desc links[3 * VEES + STAR + 1];
+    uint32_t nl = 0;
+    for (uint32_t v = 0; v < VEES; v++) {
+        uint32_t o = 4 * v;
+        links[nl++] = (kb__fab_link_desc){.from = o,
+                                          .to = o + 2,
+                                          .cls = KB__LINK_NOC,
+                                          .bw_gbs = b,
+                                          .overhead_ps = 1000,
+                                          .wire_ps = 10};
+        links[nl++] = (kb__fab_link_desc){.from = o + 1,
+                                          .to = o + 2,
+                                          .cls = KB__LINK_NOC,
+                                          .bw_gbs = b,
+                                          .overhead_ps = 1000,
+                                          .wire_ps = 10};
+        links[nl++] = (kb__fab_link_desc){.from = o + 2,
+                                          .to = o + 3,
+                                          .cls = KB__LINK_NOC,
+                                          .bw_gbs = b,
+                                          .overhead_ps = 3000,
+                                          .wire_ps = 20};
+    }
+    uint32_t hub = 4 * VEES + STAR;
+    for (uint32_t i = 0; i < STAR; i++)
+        links[nl++] = (kb__fab_link_desc){.from = 4 * VEES + i,
+                                          .to = hub,
+                                          .cls = KB__LINK_NOC,
+                                          .bw_gbs = b,
+                                          .overhead_ps = 1000,
+                                          .wire_ps = 10};
+    links[nl++] = (kb__fab_link_desc){.from = hub,
+                                      .to = hub + 1,
+                                      .cls = KB__LINK_NOC,
+                                      .bw_gbs = b,
+                                      .overhead_ps = 3000,
+                                      .wire_ps = 20};
+    net_make(&n, links, nl, hub + 2);
+    kb__fab_msg m[2 * VEES + STAR];
+    seen s[2 * VEES + STAR];
+    const kb__route *r[2 * VEES + STAR];
+    for (uint32_t v = 0; v < VEES; v++) {
+        r[2 * v] = route(&n, 4 * v, 4 * v + 3);
+        r[2 * v + 1] = route(&n, 4 * v + 1, 4 * v + 3);
+    }
+    for (uint32_t i = 0; i < STAR; i++)
+        r[2 * VEES + i] = route(&n, 4 * VEES + i, hub + 1);
+    for (uint32_t i = 0; i < 2 * VEES + STAR; i++) {
+        s[i] = (seen){0};
+        uint64_t np = i >= 2 * VEES ? ns : i % 2 ? nb[i / 2] : na[i / 2];
+        send(&n, &m[i], r[i], np * P, &s[i]);
+    }
+    kb__sim_run(n.sim);
+    kb__time p = svc(P, b);
+    kb__fab_closed c;
+    kb__fabric_closed_form(n.fab, r[0], na[0] * P, P, &c);
+    kb__time alpha = c.total - na[0] * p;
+    for (uint32_t v = 0; v < VEES; v++) {
+        uint64_t lo = na[v] < nb[v] ? na[v] : nb[v];
+        cr_assert_eq(s[2 * v].at, alpha + (na[v] == lo ? 2 * lo : na[v] + nb[v]) * p,
+                     "vee %u, flow a", v);
+        cr_assert_eq(s[2 * v + 1].at, alpha + (nb[v] == lo ? 2 * lo : na[v] + nb[v]) * p,
+                     "vee %u, flow b", v);
+    }
+    for (uint32_t i = 0; i < STAR; i++)
+        cr_assert_eq(s[2 * VEES + i].at, alpha + STAR * ns * p, "star flow %u", i);
+    net_free(&n);
+}
+
 Test(flow, link_statistics_count_every_packet_as_the_packet_model)
 {
     net n;
