@@ -18,8 +18,11 @@
  *
  * Training (mode=train): each micro-batch's forward keeps the blocks'
  * activations (kb_xf_block_forward_train); the last stage starts the
- * backward from a fixed dy (the loss is L = sum dy · y over the tokens,
- * standing in for a head and its cross-entropy, which are not modelled),
+ * backward from a fixed dy (loss=dot: L = sum dy · y over the tokens, a
+ * stand-in) or, with loss=xent, from the LM head's (kb_xf_head_loss: the
+ * final norm, the logits over `vocab` tokens, the fused vocab-parallel
+ * cross-entropy against seeded targets, its backward; L the mean over the
+ * tokens and micro-batches),
  * gradients go back stage to stage with kb_send / kb_recv in 1F1B order
  * (train_step), every block's gradients accumulate over the micro-batches
  * and are then averaged over the dp replicas (kb_xf_grads_reduce_dp); no
@@ -28,7 +31,9 @@
  * last stage's first replica); the model FLOPs are kb_xf_train_flops; the
  * bubble is the step minus micro-batches × rank 0's stage time (forward and
  * backward) minus dp_reduce. The check adds the loss against the host's:
- * |L - Lref| / (sum |dy| · S), within the same tolerance as y.
+ * |L - Lref| / (sum |dy| · S), within the same tolerance as y; with
+ * loss=xent, |L - Lref| / (2 B) <= 1, B a bound on the logits' error
+ * (xent_bound).
  *
  * Every rank builds its stage's blocks from the same deterministic host
  * weights (one set, shared by the layers) and gets the same input; with
@@ -71,12 +76,15 @@
 typedef struct xf_cfg {
     kb_xf_config c;
     int64_t tp, dp, pp, layers, pes, micro; /* micro: micro-batches through the pipeline */
-    int warmup, train;
+    int warmup, train, xent;                /* xent: loss=xent, the LM head's cross-entropy */
+    int64_t vocab;
 } xf_cfg;
 
 typedef struct xf_host {
     float *x, *wq, *wk, *wv, *wo, *g1, *b1, *g2, *b2, *wg, *wu, *wd;
-    float *dy; /* training: the gradient of the loss at the last block's output */
+    float *dy;           /* training: the gradient of the loss at the last block's output */
+    float *wvoc, *gf, *bf; /* loss=xent: the head's weight [hidden, vocab], final norm */
+    int32_t *tgt;        /* loss=xent: the targets [tokens] */
 } xf_host;
 
 typedef struct xf_run {
@@ -89,6 +97,9 @@ typedef struct xf_run {
     uint64_t busy_ps;                  /* rank 0: its blocks' forwards, measured pass */
     uint64_t bwd_phase[KB_XF_BWD_PHASE_COUNT], bwd_busy_ps, dp_ps; /* rank 0, training */
     double *loss; /* training: [world] each rank's sum over its rows and micro-batches */
+    uint64_t head_phase[KB_XF_HEAD_PHASE_COUNT], head_ps; /* loss=xent: the last stage's first
+                                                              rank, summed over micro-batches */
+    double xent_loss; /* loss=xent: the same rank's sum of each micro-batch's mean loss */
 } xf_run;
 
 typedef struct preset {
@@ -98,13 +109,14 @@ typedef struct preset {
     kb_xf_mlp_kind mlp;
     int rope;
     double theta;
+    int64_t vocab; /* the published vocabulary (loss=xent) */
 } preset;
 
 static const preset presets[] = {
-    {"none", 256, 4, 2, 512, 64, KB_XF_RMSNORM, KB_XF_SWIGLU, 1, 10000},
-    {"llama2-7b", 4096, 32, 32, 11008, 2048, KB_XF_RMSNORM, KB_XF_SWIGLU, 1, 10000},
-    {"llama3-8b", 4096, 32, 8, 14336, 2048, KB_XF_RMSNORM, KB_XF_SWIGLU, 1, 500000},
-    {"gpt3-175b", 12288, 96, 96, 49152, 1024, KB_XF_LAYERNORM, KB_XF_GELU, 0, 0},
+    {"none", 256, 4, 2, 512, 64, KB_XF_RMSNORM, KB_XF_SWIGLU, 1, 10000, 1000},
+    {"llama2-7b", 4096, 32, 32, 11008, 2048, KB_XF_RMSNORM, KB_XF_SWIGLU, 1, 10000, 32000},
+    {"llama3-8b", 4096, 32, 8, 14336, 2048, KB_XF_RMSNORM, KB_XF_SWIGLU, 1, 500000, 128256},
+    {"gpt3-175b", 12288, 96, 96, 49152, 1024, KB_XF_LAYERNORM, KB_XF_GELU, 0, 0, 50257},
 };
 
 static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, xf_cfg *x)
@@ -138,6 +150,7 @@ static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, xf_cfg 
     if (!rc) rc = kb_bench_opt_bool(o, "rope", p->rope, &c->rope);
     if (!rc) rc = kb_bench_opt_bool(o, "warmup", 1, &x->warmup);
     if (!rc) rc = kb_bench_opt_f64(o, "rope_theta", p->theta, &c->rope_theta);
+    if (!rc) rc = kb_bench_opt_i64(o, "vocab", p->vocab, 2, (int64_t)1 << 24, &x->vocab);
     if (rc) return rc;
     const char *dt = kb_bench_opt_str(o, "dtype", "f16"), *nm = kb_bench_opt_str(o, "norm", NULL);
     const char *mlp = kb_bench_opt_str(o, "mlp", NULL),
@@ -159,6 +172,23 @@ static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, xf_cfg 
                                    "gradient mean)",
                                    mode);
     x->train = !strcmp(mode, "train");
+    const char *loss = kb_bench_opt_str(o, "loss", "dot");
+    if (strcmp(loss, "dot") && strcmp(loss, "xent"))
+        return kb_bench_bad_option(r,
+                                   "transformer: --opt loss=%s: expected dot (sum dy . y, a "
+                                   "stand-in) or xent (the LM head and its cross-entropy)",
+                                   loss);
+    x->xent = !strcmp(loss, "xent");
+    if (x->xent && !x->train)
+        return kb_bench_bad_option(r, "transformer: --opt loss=xent needs mode=train (the forward "
+                                      "mode runs the blocks only)");
+    if (x->xent && x->dp > 1 && x->pp > 1)
+        return kb_bench_bad_option(r,
+                                   "transformer: --opt loss=xent with dp=%lld and pp=%lld: the "
+                                   "data-parallel group spans the stages and only the last holds "
+                                   "the head, so its gradient mean is not supported yet (dp or pp "
+                                   "1)",
+                                   (long long)x->dp, (long long)x->pp);
     if (x->layers % x->pp)
         return kb_bench_bad_option(r,
                                    "transformer: --opt layers=%lld does not divide into pp=%lld "
@@ -210,12 +240,32 @@ static int host_init(const kb_xf_config *c, xf_host *h)
     return 0;
 }
 
+/* loss=xent: the head's weights (data only) and the targets, token t's
+ * from a hash of (88, t) modulo the vocabulary. */
+static int head_init(const xf_cfg *x, int no_data, xf_host *h)
+{
+    size_t H = (size_t)x->c.hidden, V = (size_t)x->vocab, T = (size_t)(x->c.seq * x->c.micro_batch);
+    double sh = 1 / sqrt((double)H);
+    h->tgt = malloc(T * sizeof *h->tgt);
+    if (!h->tgt) return KB_ENOMEM;
+    for (size_t t = 0; t < T; t++) {
+        uint64_t z = 88 * 0x9e3779b97f4a7c15ull + (t + 1) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull, z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        h->tgt[t] = (int32_t)((z ^ (z >> 31)) % V);
+    }
+    if (no_data) return 0;
+    h->wvoc = filled(H * V, 84, -sh, sh, x->c.dtype), h->gf = filled(H, 85, 0.5, 1.5, x->c.dtype);
+    h->bf = filled(H, 86, -0.1, 0.1, x->c.dtype);
+    return h->wvoc && h->gf && h->bf ? 0 : KB_ENOMEM;
+}
+
 static void host_free(xf_host *h)
 {
     float *all[] = {h->x,  h->wq, h->wk, h->wv, h->wo, h->g1, h->g2,
                     h->b1, h->b2, h->wg, h->wu, h->wd, h->dy};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         free(all[i]);
+    free(h->wvoc), free(h->gf), free(h->bf), free(h->tgt);
 }
 
 /* ---- the ranks -------------------------------------------------------------------------- */
@@ -285,6 +335,7 @@ static int pipeline(kb_machine *m, const xf_cfg *c, int rank, kb_xf_block *block
  * and activations. */
 typedef struct flight {
     kb_tensor in;
+    kb_tensor dhead; /* loss=xent, the last stage: the head's gradient at the last block */
     kb_tensor *outs;
     kb_xf_acts *acts;
 } flight;
@@ -297,6 +348,9 @@ typedef struct stage_t {
     int64_t nl, rows, row0;
     kb_xf_block *blocks;
     kb_xf_grads *grads;
+    kb_xf_head *head; /* loss=xent, the last stage; else NULL */
+    kb_xf_head_grads *head_grads;
+    kb_tensor targets;
     kb_tensor x, dy;
     kb_policy p;
     flight *fl;
@@ -313,6 +367,35 @@ static int recv_input(stage_t *s, int64_t i)
     if (s->stage == 0) return 0;
     int rc = act_tensor(s, "x.recv", &s->fl[i].in);
     return rc ? rc : kb_recv(s->m, s->fl[i].in, s->rank - s->stride);
+}
+
+/* loss=xent: the head's loss and backward on the last block's output y
+ * (the mean over the tokens and micro-batches: scale 1 / (T · M)); the
+ * gradient at y waits in f->dhead for the backward. The last stage's
+ * first rank records the head's phases and the loss. */
+static int head_mb(stage_t *s, flight *f, kb_tensor y)
+{
+    xf_run *u = s->u;
+    int64_t T = s->c->c.seq * s->c->c.micro_batch;
+    int first = s->rank == s->stage * s->stride;
+    kb_tensor loss = {0};
+    uint64_t t = kb_now_ps(s->m);
+    int rc = kb_xf_head_loss(s->m, s->head, y, s->targets, 1.0 / (double)(T * s->c->micro), &loss,
+                             &f->dhead, s->head_grads);
+    if (!rc && s->record && first) {
+        u->head_ps += kb_now_ps(s->m) - t;
+        for (int p = 0; p < KB_XF_HEAD_PHASE_COUNT; p++)
+            u->head_phase[p] += s->head->last[p];
+    }
+    float *l = !rc && s->record && first && !u->r->no_data ? malloc((size_t)T * sizeof *l) : NULL;
+    if (l) rc = kb_copy_to_host(s->m, loss, l, (size_t)T * sizeof *l, KB_F32);
+    double sum = 0;
+    for (int64_t k = 0; l && !rc && k < T; k++)
+        sum += l[k];
+    if (l) u->xent_loss += sum / (double)T;
+    free(l);
+    if (loss.id) kb_free(s->m, loss);
+    return rc;
 }
 
 /* Micro-batch i through the stage's blocks, keeping what the backward
@@ -338,14 +421,17 @@ static int forward_mb(stage_t *s, int64_t i)
     kb_tensor y = f->outs[s->nl - 1];
     if (!s->last) {
         rc = kb_send(s->m, y, s->rank + s->stride);
-    } else if (s->record && !s->u->r->no_data) {
+    } else if (s->head) {
+        rc = head_mb(s, f, y);
+    }
+    if (!rc && s->last && s->record && !s->u->r->no_data) {
         int64_t H = s->c->c.hidden, n = s->rows * H, T = s->c->c.seq * s->c->c.micro_batch;
         int place = s->rank - s->stage * s->stride, tp_rank = s->rank % (int)s->c->tp;
         int slot = s->c->c.sequence_parallel ? place - tp_rank : place;
         float *yo = s->u->y + (size_t)slot * (size_t)(T * H) + s->row0 * H;
         rc = kb_copy_to_host(s->m, y, yo, (size_t)n * sizeof(float), KB_F32);
         const float *dy = s->u->h->dy + s->row0 * H;
-        for (int64_t k = 0; !rc && k < n; k++)
+        for (int64_t k = 0; !rc && !s->head && k < n; k++)
             s->u->loss[s->rank] += (double)dy[k] * yo[k];
     }
     kb_free(s->m, y); /* no block's activations hold the last output */
@@ -353,11 +439,13 @@ static int forward_mb(stage_t *s, int64_t i)
     return rc;
 }
 
-/* Micro-batch i's gradient from the next stage (the last stage: dy). */
-static int recv_grad(stage_t *s, kb_tensor *g)
+/* Micro-batch i's gradient from the next stage (the last stage: dy, or
+ * the head's). */
+static int recv_grad(stage_t *s, int64_t i, kb_tensor *g)
 {
     if (s->last) {
-        *g = s->dy;
+        *g = s->head ? s->fl[i].dhead : s->dy;
+        s->fl[i].dhead = (kb_tensor){0};
         return 0;
     }
     int rc = act_tensor(s, "dy.recv", g);
@@ -416,7 +504,7 @@ static int train_step(stage_t *s)
     for (int64_t i = 0; i < rem && !rc; i++) {
         kb_tensor g = {0}, dx = {0};
         rc = forward_mb(s, w + i);
-        if (!rc) rc = recv_grad(s, &g);
+        if (!rc) rc = recv_grad(s, i, &g);
         if (!rc) rc = backward_mb(s, i, g, &dx);
         if (!rc && i < rem - 1) rc = recv_input(s, w + i + 1);
         if (!rc)
@@ -426,7 +514,7 @@ static int train_step(stage_t *s)
     }
     for (int64_t i = rem; i < M && !rc; i++) {
         kb_tensor g = {0}, dx = {0};
-        rc = recv_grad(s, &g);
+        rc = recv_grad(s, i, &g);
         if (!rc) rc = backward_mb(s, i, g, &dx);
         if (!rc)
             rc = send_grad(s, dx);
@@ -436,8 +524,27 @@ static int train_step(stage_t *s)
     uint64_t t = kb_now_ps(s->m);
     for (int64_t l = 0; l < s->nl && !rc; l++)
         rc = kb_xf_grads_reduce_dp(s->m, &s->blocks[l], &s->grads[l]);
+    /* the data-parallel group (world / tp ranks) spans the stages: with one stage it is the
+       replicas, with more than one loss=xent has dp 1 (read_cfg) and nothing to average */
+    if (!rc && s->head && s->c->pp == 1)
+        rc = kb_xf_head_grads_reduce_dp(s->m, s->head, s->head_grads);
     if (!rc && s->c->dp > 1) rc = kb_trace_span_add(s->m, "dp_reduce", t, kb_now_ps(s->m));
     if (s->record && s->rank == 0) s->u->dp_ps += kb_now_ps(s->m) - t;
+    return rc;
+}
+
+/* loss=xent, the last stage: its head (the blocks' shape, the host's
+ * weights), the head's gradients and the targets. */
+static int head_setup(stage_t *s)
+{
+    const xf_host *h = s->u->h;
+    kb_xf_head_weights w = {h->wvoc, h->gf, s->c->c.norm == KB_XF_LAYERNORM ? h->bf : NULL};
+    s->head = calloc(1, sizeof *s->head), s->head_grads = calloc(1, sizeof *s->head_grads);
+    if (!s->head || !s->head_grads) return KB_ENOMEM;
+    int rc = kb_xf_head_create(s->m, s->head, "head", &s->c->c, s->c->vocab,
+                               s->u->r->no_data ? NULL : &w);
+    if (!rc) rc = kb_xf_head_grads_create(s->m, s->head, s->head_grads);
+    if (!rc) rc = kb_xf_head_targets(s->m, s->head, h->tgt, &s->targets);
     return rc;
 }
 
@@ -458,6 +565,7 @@ static int train(stage_t *s)
     if (!s->grads || !s->fl) rc = KB_ENOMEM;
     for (int64_t l = 0; l < s->nl && !rc; l++)
         rc = kb_xf_grads_create(m, &s->blocks[l], &s->grads[l]);
+    if (!rc && s->last && c->xent) rc = head_setup(s);
     if (!rc && s->last) rc = act_tensor(s, "dy", &s->dy);
     if (!rc && s->last && !s->u->r->no_data)
         rc = kb_copy_from_host(m, s->dy, s->u->h->dy + s->row0 * c->c.hidden,
@@ -474,8 +582,13 @@ static int train(stage_t *s)
         for (int64_t l = 0; f->outs && l < s->nl; l++)
             if (f->outs[l].id) kb_free(m, f->outs[l]);
         if (f->in.id) kb_free(m, f->in);
+        if (f->dhead.id) kb_free(m, f->dhead);
         free(f->outs), free(f->acts);
     }
+    if (s->head_grads && s->head_grads->w.id) kb_xf_head_grads_free(m, s->head_grads);
+    if (s->head && s->head->w.weight.id) kb_xf_head_free(m, s->head);
+    if (s->targets.id) kb_free(m, s->targets);
+    free(s->head), free(s->head_grads);
     for (int64_t l = 0; s->grads && l < s->nl; l++)
         if (s->grads[l].qkv.id) kb_xf_grads_free(m, &s->grads[l]);
     if (s->dy.id) kb_free(m, s->dy);
@@ -514,9 +627,10 @@ static int rank_fn(kb_machine *m, int rank, int nprocs, void *arg)
     if (!rc && !no_data)
         rc = kb_copy_from_host(m, x, h->x + row0 * H, (size_t)(rows * H) * sizeof(float), KB_F32);
     if (c->train) {
-        stage_t s = {m,      c, u,   rank, stage, stage == (int)c->pp - 1,
-                     stride, 0, nl,  rows, row0,  blocks,
-                     NULL,   x, {0}, p,    NULL};
+        stage_t s = {m,      c,    u,    rank, stage, stage == (int)c->pp - 1,
+                     stride, 0,    nl,   rows, row0,  blocks,
+                     NULL,   NULL, NULL, {0},  x,     {0},
+                     p,      NULL};
         if (!rc) rc = train(&s);
     }
     if (!rc && !c->train && c->warmup) { /* one micro-batch through every stage */
@@ -695,6 +809,68 @@ static double train_loss(const xf_cfg *x, const xf_run *u)
     return l / (double)x->micro;
 }
 
+/* loss=xent: the host's mean cross-entropy of the head on y [T, hidden]
+ * (double, the final norm rounded to the dtype); *bound := B, a bound on
+ * any logit's error on the device: y off by up to ey (the norm's gain
+ * rstd · gamma · (2 + max |x̂|) carries it), the norm's output and the
+ * logits rounded (u), the logits' f32 sums (hidden · 2^-24 of the sum of
+ * magnitudes). A token's loss moves by at most twice its largest logit
+ * error (its gradient's entries sum to 2 in absolute value). NAN on no
+ * memory. */
+static double xent_ref(const xf_cfg *x, const xf_host *h, const double *y, double ey, double u,
+                       double *bound)
+{
+    const kb_xf_config *c = &x->c;
+    int64_t H = c->hidden, T = c->seq * c->micro_batch, V = x->vocab;
+    double *n = malloc((size_t)H * sizeof *n), *lg = malloc((size_t)V * sizeof *lg), wcol = 0;
+    double *mag = malloc((size_t)V * sizeof *mag), gmax = 0, loss = 0,
+           eps = c->eps > 0 ? c->eps : 1e-5;
+    if (!n || !lg || !mag) {
+        free(n), free(lg), free(mag);
+        return NAN;
+    }
+    for (int64_t j = 0; j < H; j++)
+        gmax = fmax(gmax, fabs(h->gf[j]));
+    for (int64_t v = 0; v < V; v++) {
+        double sw = 0;
+        for (int64_t j = 0; j < H; j++)
+            sw += fabs(h->wvoc[j * V + v]);
+        wcol = fmax(wcol, sw);
+    }
+    *bound = 0;
+    for (int64_t t = 0; t < T; t++) {
+        const double *yt = y + t * H;
+        double mean = 0, var = 0, xmax = 0, nmax = 0, lmax = 0, mmax = 0, mx = -INFINITY, se = 0;
+        for (int64_t j = 0; c->norm == KB_XF_LAYERNORM && j < H; j++)
+            mean += yt[j] / (double)H;
+        for (int64_t j = 0; j < H; j++)
+            var += (yt[j] - mean) * (yt[j] - mean);
+        double rstd = 1 / sqrt(var / (double)H + eps);
+        for (int64_t j = 0; j < H; j++) {
+            xmax = fmax(xmax, fabs(yt[j] - mean) * rstd);
+            n[j] = (yt[j] - mean) * rstd * h->gf[j] + (c->norm == KB_XF_LAYERNORM ? h->bf[j] : 0);
+            nmax = fmax(nmax, fabs(n[j]));
+        }
+        rnd(n, (size_t)H, c->dtype);
+        for (int64_t v = 0; v < V; v++)
+            lg[v] = 0, mag[v] = 0;
+        for (int64_t j = 0; j < H; j++)
+            for (int64_t v = 0; v < V; v++)
+                lg[v] += n[j] * h->wvoc[j * V + v], mag[v] += fabs(n[j] * h->wvoc[j * V + v]);
+        rnd(lg, (size_t)V, c->dtype);
+        for (int64_t v = 0; v < V; v++)
+            mx = fmax(mx, lg[v]), lmax = fmax(lmax, fabs(lg[v])), mmax = fmax(mmax, mag[v]);
+        for (int64_t v = 0; v < V; v++)
+            se += exp(lg[v] - mx);
+        loss += (mx + log(se) - lg[h->tgt[t]]) / (double)T;
+        double b = (rstd * gmax * ey * (2 + xmax) + u * nmax) * wcol + u * lmax +
+                   (double)H * ldexp(1, -24) * mmax;
+        *bound = fmax(*bound, b);
+    }
+    free(n), free(lg), free(mag);
+    return loss;
+}
+
 static void check(kb_bench_result *r, const xf_cfg *x, const xf_host *h, const xf_run *u)
 {
     const kb_xf_config *c = &x->c;
@@ -731,7 +907,12 @@ static void check(kb_bench_result *r, const xf_cfg *x, const xf_host *h, const x
                                       : ldexp(1, -24);
     double tol = (double)(x->tp * u->pes + 16) * ur * (double)x->layers;
     kb_bench_check(r, "y (normalized)", e, tol);
-    if (x->train) { /* |L - Lref| <= sum |dy| |y - ref| <= sum |dy| · tol · S per micro-batch */
+    if (x->xent) {
+        double bound = 0, lref = xent_ref(x, h, ref, tol * (S > 0 ? S : 1), ur, &bound);
+        double l = u->xent_loss / (double)x->micro;
+        kb_bench_check(r, "loss (in bounds)", fabs(l - lref) / (2 * (bound > 0 ? bound : 1)), 1);
+    } else if (x->train) { /* |L - Lref| <= sum |dy| |y - ref| <= sum |dy| · tol · S per micro-batch
+                            */
         double lref = 0, ady = 0;
         for (size_t i = 0; i < n; i++)
             lref += (double)h->dy[i] * ref[i], ady += fabs(h->dy[i]);
@@ -742,6 +923,24 @@ static void check(kb_bench_result *r, const xf_cfg *x, const xf_host *h, const x
 }
 
 /* ---- figures ------------------------------------------------------------------------------- */
+
+/* loss=xent: the head's parts per micro-batch on the last stage's first
+ * rank (its forward to the logits, the cross-entropy's kernels and
+ * collectives, its backward) and its model FLOPs per step and replica
+ * set. */
+static void head_figures(kb_bench_result *r, const xf_cfg *x, const xf_run *u, double flops)
+{
+    double part[3] = {0, 0, 0};
+    for (int p = 0; p < KB_XF_HEAD_PHASE_COUNT; p++)
+        part[p < KB_XF_H_XENT_STATS   ? 0
+             : p <= KB_XF_H_XENT_GRAD ? 1
+                                      : 2] += (double)u->head_phase[p] / 1e6 / (double)x->micro;
+    kb_bench_figure(r, "head forward", part[0], "us");
+    kb_bench_figure(r, "cross_entropy", part[1], "us");
+    kb_bench_figure(r, "head backward", part[2], "us");
+    kb_bench_figure(r, "head model FLOP", flops, "");
+    kb_bench_figure(r, "vocab", (double)x->vocab, "");
+}
 
 static void figures(kb_machine *m, kb_bench_result *r, const xf_cfg *x, const xf_run *u)
 {
@@ -771,17 +970,23 @@ static void figures(kb_machine *m, kb_bench_result *r, const xf_cfg *x, const xf
        (and, training, the data-parallel gradient mean) */
     double stage = t_layer * (double)(x->layers / x->pp), dp = (double)u->dp_ps / 1e12;
     if (x->train) kb_bench_figure(r, "dp_reduce", dp * 1e6, "us");
-    kb_bench_figure(r, "bubble", (total - (double)x->micro * stage - dp) * 1e6, "us");
+    /* with one stage rank 0 runs the head too: not waiting */
+    double head = x->pp == 1 ? (double)u->head_ps / 1e12 : 0;
+    kb_bench_figure(r, "bubble", (total - (double)x->micro * stage - dp - head) * 1e6, "us");
     kb_bench_figure(r, "pp", (double)x->pp, "");
     kb_bench_figure(r, "micro_batches", (double)x->micro, "");
-    if (x->train && !r->no_data) kb_bench_figure(r, "loss", train_loss(x, u), "");
+    if (x->train && !r->no_data)
+        kb_bench_figure(r, "loss", x->xent ? u->xent_loss / (double)x->micro : train_loss(x, u),
+                        "");
+    double head_flops = x->xent ? kb_xf_head_flops(&x->c, x->vocab, 1) * (double)x->dp : 0;
+    if (x->xent) head_figures(r, x, u, head_flops);
     /* every replica's, every layer and micro-batch of the step */
     double flops =
         (x->train ? kb_xf_train_flops(&x->c) : kb_xf_forward_flops(&x->c)) * (double)x->dp;
     double pe_peak =
         2.0 * m->params.pe.gemm_rows * m->params.pe.gemm_cols * m->params.pe.gemm_clock_ghz * 1e9;
     double used = (double)(x->tp * x->dp * x->pp * u->pes);
-    double achieved = flops * (double)(x->layers * x->micro) / total;
+    double achieved = (flops * (double)x->layers + head_flops) * (double)x->micro / total;
     kb_bench_figure(r, "model FLOP per layer", flops, "");
     kb_bench_figure(r, "TFLOP/s", achieved / 1e12, "");
     kb_bench_figure(r, "MFU (PEs used)", 100 * achieved / (used * pe_peak), "%");
@@ -807,7 +1012,7 @@ static int transformer(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     int rc = read_cfg(m, o, r, &x);
     if (rc) return rc;
     xf_host h = {0};
-    xf_run u = {&x, &h, r, 0, NULL, {0}, 0, {0}, 0, 0, NULL};
+    xf_run u = {&x, &h, r, 0, NULL, {0}, 0, {0}, 0, 0, NULL, {0}, 0, 0};
     size_t n = (size_t)(x.c.seq * x.c.micro_batch * x.c.hidden);
     u.loss = calloc((size_t)(x.tp * x.dp * x.pp), sizeof *u.loss);
     if (!u.loss) return kb_bench_fail(r, KB_ENOMEM, "transformer: cannot allocate host buffers");
@@ -817,6 +1022,10 @@ static int transformer(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
             host_free(&h), free(u.y), free(u.loss);
             return kb_bench_fail(r, KB_ENOMEM, "transformer: cannot allocate host buffers");
         }
+    }
+    if (x.xent && head_init(&x, r->no_data, &h)) {
+        host_free(&h), free(u.y), free(u.loss);
+        return kb_bench_fail(r, KB_ENOMEM, "transformer: cannot allocate the head's host buffers");
     }
     if ((rc = kb_spawn(m, rank_fn, (int)(x.tp * x.dp * x.pp), &u))) {
         kb_bench_fail(r, rc, "transformer: %s", kb_last_error(m));
@@ -853,6 +1062,11 @@ static const kb_bench_opt_doc opts[] = {
      "forward (inference prefill) or train (1F1B over the stages, backward, data-parallel "
      "gradient mean)"},
     {"warmup", "true", "a first pass installs the collectives' queues before the measured one"},
+    {"loss", "dot",
+     "training loss: dot (sum dy . y, a stand-in) or xent (the LM head: final norm, logits, "
+     "vocab-parallel cross-entropy, and their backward)"},
+    {"vocab", "preset",
+     "loss=xent: the vocabulary (1000; llama2-7b 32000, llama3-8b 128256, gpt3-175b 50257)"},
 };
 
 const kb_bench kb__bench_transformer = {

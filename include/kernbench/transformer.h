@@ -239,6 +239,106 @@ KB_API double kb_xf_forward_flops(const kb_xf_config *cfg);
  * not model, FLOPs). */
 KB_API double kb_xf_train_flops(const kb_xf_config *cfg);
 
+/* ---- the LM head and its cross-entropy (src/tp/head.c, src/tp/xent.c) ----------------- */
+
+/* The head on the last block's output x [T, hidden]: the final norm, the
+ * logits over the vocabulary (a column layer: each rank its vocab shard,
+ * split again over its PEs; the vocabulary padded with zero columns to a
+ * multiple of the p · c PEs, the padding ignored by the loss), and the
+ * vocab-parallel cross-entropy of Megatron (each PE's row max and sum of
+ * exp over its columns in one online pass, all-reduced over the p · c PEs,
+ * the target's logit from the PE holding it), fused with its backward: the
+ * gradient (softmax − onehot) · scale overwrites the logits, never stored
+ * as a softmax of its own. Then the head's backward: dx for the last
+ * block, the weight's and the norm's gradients. */
+
+/* Full host weights, f32; any pointer may be NULL (zeros; ones for the
+ * norm's gamma): w_vocab [hidden, vocab] (logits = norm(x) @ w_vocab),
+ * norm and norm_beta (LayerNorm) [hidden]. */
+typedef struct kb_xf_head_weights {
+    const float *w_vocab, *norm, *norm_beta;
+} kb_xf_head_weights;
+
+/* The head's parts, in order, timed on the caller's clock
+ * (kb_xf_head.last). */
+typedef enum kb_xf_head_phase {
+    KB_XF_H_NORM = 0,   /* the final norm */
+    KB_XF_H_GATHER,     /* sequence parallel: all-gather of its output */
+    KB_XF_H_LOGITS,     /* logits = n · W_vocab, [T, V'/p] split by columns */
+    KB_XF_H_XENT_STATS, /* each PE's row max, sum of exp and target logit */
+    KB_XF_H_XENT_MAX,   /* all-reduce (max) of the row maxima over the p · c PEs */
+    KB_XF_H_XENT_SUM,   /* the sums rescaled to the global max, all-reduce (sum) */
+    KB_XF_H_XENT_GRAD,  /* each token's loss; the logits := (softmax − onehot) · scale */
+    KB_XF_H_DX,         /* dn = dlogits · W_vocabᵀ, a partial [T, hidden] per PE */
+    KB_XF_H_DW,         /* dW_vocab += nᵀ · dlogits */
+    KB_XF_H_REDUCE,     /* all-reduce of dn (reduce-scatter with sequence parallelism) */
+    KB_XF_H_NORM_BWD,   /* the final norm's backward, its gradients added */
+    KB_XF_HEAD_PHASE_COUNT
+} kb_xf_head_phase;
+
+/* "head_norm", "head_gather", "head_logits", "xent_stats", ...; "?" for others. */
+KB_API const char *kb_xf_head_phase_name(kb_xf_head_phase p);
+
+/* One rank's part of the head. Plain data; the head owns the tensors. */
+typedef struct kb_xf_head {
+    char name[48];
+    kb_xf_config cfg; /* hidden, seq, micro_batch, dtype, norm, eps, sequence_parallel used */
+    int64_t vocab, vocab_padded; /* padded: the next multiple of tp_size × pes */
+    int tp_rank, tp_size, pes, sip;
+    int64_t tokens;
+    kb_tp_linear w;            /* [hidden, vocab_padded], column parallel */
+    kb_tensor norm, norm_beta; /* [hidden] replicated over the rank's PEs */
+    uint64_t last[KB_XF_HEAD_PHASE_COUNT];
+} kb_xf_head;
+
+/* The head's gradients on one rank, f32: w placed as the head's weight;
+ * the norm's [c, hidden] split by rows, every row the whole gradient. */
+typedef struct kb_xf_head_grads {
+    kb_tensor w, norm, norm_beta;
+} kb_xf_head_grads;
+
+/* Collective. Builds the caller's part of the head for blocks of shape
+ * cfg (hidden, tokens, dtype, norm, eps, sequence parallelism) over a
+ * vocabulary of `vocab` tokens; w may be NULL (zeros). KB_ESTATE before
+ * kb_tp_initialize_model_parallel; KB_EINVAL naming the values for sizes
+ * < 1, another dtype, tokens (tokens / p with sequence parallelism) not
+ * dividing by the rank's PEs, hidden over 65536. On failure *h is zeroed
+ * and nothing is left on the device. */
+KB_API int kb_xf_head_create(kb_machine *m, kb_xf_head *h, const char *name,
+                             const kb_xf_config *cfg, int64_t vocab, const kb_xf_head_weights *w);
+
+/* *out := the targets (host, [tokens] token ids) as the [tokens, 1] i32
+ * tensor kb_xf_head_loss takes, replicated over the rank's PEs. KB_EINVAL
+ * naming the index and value of a target outside [0, vocab). */
+KB_API int kb_xf_head_targets(kb_machine *m, const kb_xf_head *h, const int32_t *targets,
+                              kb_tensor *out);
+
+/* Collective. The loss of x [rows, hidden] (placed as the blocks' input,
+ * kb_xf_input_policy) against targets (kb_xf_head_targets): creates *loss
+ * ([tokens, 1] f32 replicated, each token's log Σ exp(logits) − its
+ * target's logit). With dx (not NULL) also the backward of scale · Σ
+ * loss: creates *dx (placed as x) and adds the weight's and the norm's
+ * gradients into *g. The logits are freed before returning. Phases' times
+ * in h->last. On failure *loss and *dx are {0}. */
+KB_API int kb_xf_head_loss(kb_machine *m, kb_xf_head *h, kb_tensor x, kb_tensor targets,
+                           double scale, kb_tensor *loss, kb_tensor *dx, kb_xf_head_grads *g);
+
+/* *g := zeroed gradients for the head (kb_xf_head_grads). */
+KB_API int kb_xf_head_grads_create(kb_machine *m, const kb_xf_head *h, kb_xf_head_grads *g);
+/* Frees the gradients and zeroes *g. */
+KB_API int kb_xf_head_grads_free(kb_machine *m, kb_xf_head_grads *g);
+/* Collective over the data-parallel group, as kb_xf_grads_reduce_dp: every
+ * gradient of g := its mean over the replicas. */
+KB_API int kb_xf_head_grads_reduce_dp(kb_machine *m, const kb_xf_head *h, kb_xf_head_grads *g);
+/* Frees the head's tensors and zeroes *h. */
+KB_API int kb_xf_head_free(kb_machine *m, kb_xf_head *h);
+
+/* Model FLOPs of the head's logits over the whole group: 2 · tokens ·
+ * hidden · vocab (the real vocabulary, not the padding) for a forward, 3
+ * times that with train (the backward's dx and dW products). The norm and
+ * the cross-entropy's element-wise work are not counted. */
+KB_API double kb_xf_head_flops(const kb_xf_config *cfg, int64_t vocab, int train);
+
 #ifdef __cplusplus
 }
 #endif

@@ -446,8 +446,8 @@ int kb_xf_block_backward(kb_machine *m, kb_xf_block *b, kb_xf_acts *acts, kb_ten
  * reduce-scatter per piece), a kernel averages the R chunks there and
  * writes R copies of the mean, a second all-to-all-v sends them back to
  * every replica's shard s (the all-gather). */
-static int mean_pieces(kb_machine *m, const kb_xf_block *b, kb_group dp, int R, kb_tensor grad,
-                       kb_split split, int64_t *counts)
+int kb__tp_dp_mean(kb_machine *m, const kb__tp_dp_where *b, kb_group dp, int R, kb_tensor grad,
+                   kb_split split, int64_t *counts)
 {
     kb_tensor_info i;
     int rc = kb_tensor_get_info(m, grad, &i);
@@ -467,7 +467,7 @@ static int mean_pieces(kb_machine *m, const kb_xf_block *b, kb_group dp, int R, 
         for (int64_t j = 0; j < p; j++)
             counts[s * p + j] = j % c == s ? per / R : 0;
     kb_tensor chunks, means;
-    kb_policy pol = b->qkv.placement;
+    kb_policy pol = b->place;
     pol.cube = pol.pe = split;
     char n[80];
     snprintf(n, sizeof n, "%.60s.dp_chunks", i.name);
@@ -509,8 +509,9 @@ int kb_xf_grads_reduce_dp(kb_machine *m, const kb_xf_block *b, kb_xf_grads *g)
     }
     kb_tensor w[4] = {g->qkv, g->o, g->up, g->down};
     kb_split sp[4] = {KB_COLUMN_WISE, KB_ROW_WISE, KB_COLUMN_WISE, KB_ROW_WISE};
+    kb__tp_dp_where where = {b->name, b->pes, b->sip, b->qkv.placement};
     for (int i = 0; i < 4 && !rc; i++)
-        rc = mean_pieces(m, b, dp, R, w[i], sp[i], counts);
+        rc = kb__tp_dp_mean(m, &where, dp, R, w[i], sp[i], counts);
     free(counts);
     /* the norms' rows are the same on every PE of a replica: the mean over all of them is
        the mean over the replicas */

@@ -216,6 +216,21 @@ void kb__tp_made_drop(kb__tp_made *s, kb_tensor t);
 /* Frees every tensor of s but keep (an id; 0: none). */
 void kb__tp_made_free(kb__tp_made *s, uint64_t keep);
 
+/* Where a layer's gradient pieces live, for kb__tp_dp_mean: the layer's
+ * name (for messages), its rank's PEs, SIP and replicated placement. */
+typedef struct kb__tp_dp_where {
+    const char *name;
+    int pes, sip;
+    kb_policy place;
+} kb__tp_dp_where;
+/* One weight's gradient averaged over the R data-parallel replicas of
+ * group dp, piece by piece (its c = w->pes shards, split `split` over the
+ * rank's PEs): an all-to-all-v, a mean kernel, an all-to-all-v back
+ * (block_backward.c). counts: scratch of c · c · R entries. KB_EINVAL
+ * naming the layer when a piece does not split into R chunks (R <= 64). */
+int kb__tp_dp_mean(kb_machine *m, const kb__tp_dp_where *w, kb_group dp, int R, kb_tensor grad,
+                   kb_split split, int64_t *counts);
+
 /* ---- xent.c: the vocab-parallel cross-entropy -------------------------------------------- */
 
 /* The fused cross-entropy of xent.c's header over the p · c PEs of group
