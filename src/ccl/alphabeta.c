@@ -280,9 +280,56 @@ static void cut(uint64_t bytes, uint64_t piece, uint64_t payload, uint64_t *msgs
 
 typedef struct phase_acc {
     double *link_ps; /* [n_links] */
+    double *mem_ps;  /* [n_nodes]: a memory's reads and writes, which share its bandwidth */
     double worst_ps;
     char what[160];
 } phase_acc;
+
+static int acc_init(const kb__topo *t, phase_acc *a, kb__err *err)
+{
+    memset(a, 0, sizeof *a);
+    a->link_ps = calloc(t->n_links, sizeof(double));
+    a->mem_ps = calloc(t->n_nodes, sizeof(double));
+    return a->link_ps && a->mem_ps ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
+}
+
+static void acc_fini(phase_acc *a)
+{
+    free(a->link_ps);
+    free(a->mem_ps);
+}
+
+/* Memory node n (a TCM, SRAM or HBM slice) reads or writes `bytes`: one
+ * channel's time at the memory's bandwidth (the HBM slice's channels
+ * together serve B_mem; reads and writes share it). */
+static void add_mem(const kb__topo *t, phase_acc *a, int32_t n, double bytes)
+{
+    const kb__topo_params *p = &t->params;
+    if (n < 0) return;
+    kb__role r = t->nodes[n].role;
+    double bw = r == KB__ROLE_PE_TCM     ? p->pe.tcm_bw_gbs
+                : r == KB__ROLE_SRAM     ? p->cube.sram_bw_gbs
+                : r == KB__ROLE_HBM_CTRL ? p->cube.hbm_xbar_bw_gbs * p->cube.hbm_efficiency
+                                         : 0;
+    if (bw > 0) a->mem_ps[n] += kb__ps_real_from_bytes_gbs(bytes, bw);
+}
+
+/* The busiest link and memory of a into its worst term. */
+static void acc_links(const kb__topo *t, phase_acc *a)
+{
+    for (uint32_t l = 0; l < t->n_links; l++) {
+        if (a->link_ps[l] <= a->worst_ps) continue;
+        a->worst_ps = a->link_ps[l];
+        const kb__topo_link *tl = &t->links[l];
+        snprintf(a->what, sizeof a->what, "the link %s -> %s", t->nodes[tl->from].name,
+                 t->nodes[tl->to].name);
+    }
+    for (uint32_t n = 0; n < t->n_nodes; n++) {
+        if (a->mem_ps[n] <= a->worst_ps) continue;
+        a->worst_ps = a->mem_ps[n];
+        snprintf(a->what, sizeof a->what, "the memory %s", t->nodes[n].name);
+    }
+}
 
 static void worst(phase_acc *a, double ps, const char *unit, uint32_t rank)
 {
@@ -295,6 +342,135 @@ static void add_route(const kb__topo *t, phase_acc *a, const kb__ccl_route *r, d
 {
     for (uint32_t i = 0; i < r->n; i++)
         a->link_ps[r->links[i]] += kb__ps_real_from_bytes_gbs(bytes, t->links[r->links[i]].bw_gbs);
+}
+
+/* ---- transfers that share their links and memories ---------------------------
+ *
+ * A load or store holds its DMA channel (and a chain's or tree's program
+ * waits for a load) for its closed-form PeXfer time only when it has its
+ * route to itself. In a phase of length T the other flows keep each link and
+ * memory it crosses busy for other_ps of T, so its data gets what they
+ * leave, B·(1 − other_ps/T) (the packets of concurrent flows interleave on
+ * every link and memory: processor sharing), and its drain stretches to
+ * bytes / min(B·(1 − other_ps/T)). The terms that hold a transfer's
+ * resource (a rank's DMA channels, its program) are then functions of T
+ * that shrink as T grows, and the phase lasts the fixed point T = max(T0,
+ * f(T)), T0 the terms that do not stretch (links, memories, vc channels):
+ * the per-step critical path of the LogGP view rather than a sum of
+ * resources, each taken alone. */
+
+#define SHARE_MAX 12
+
+typedef struct xfer_share {
+    double alone_ps; /* the closed-form time alone */
+    double bytes;    /* its data */
+    double min_bw;   /* the slowest of its resources, alone */
+    uint32_t n;
+    double bw[SHARE_MAX], other_ps[SHARE_MAX];
+} xfer_share;
+
+/* Its time in a phase of length T. */
+static double share_ps(const xfer_share *x, double T)
+{
+    if (x->bytes <= 0 || x->min_bw <= 0) return x->alone_ps;
+    double avail = x->min_bw;
+    for (uint32_t i = 0; i < x->n; i++) {
+        double f = T > 0 ? 1 - x->other_ps[i] / T : 0, a = x->bw[i] * (f > 1e-3 ? f : 1e-3);
+        if (a < avail) avail = a;
+    }
+    return x->alone_ps + kb__ps_real_from_bytes_gbs(x->bytes, avail) -
+           kb__ps_real_from_bytes_gbs(x->bytes, x->min_bw);
+}
+
+static void share_add(xfer_share *x, double bw, double total_ps, double own_ps)
+{
+    if (x->n == SHARE_MAX || bw <= 0) return;
+    if (!x->min_bw || bw < x->min_bw) x->min_bw = bw;
+    x->bw[x->n] = bw;
+    x->other_ps[x->n++] = total_ps > own_ps ? total_ps - own_ps : 0;
+}
+
+/* One rank's transfers in a phase: `lds` loads and `sts` stores of each
+ * piece (ld, st: one of them), on `channels` DMA channels; and, when
+ * prog_loads > 0, its program, which waits for prog_loads loads a piece
+ * besides prog_fixed_ps of work that does not stretch. */
+typedef struct rank_xfers {
+    xfer_share ld, st;
+    double lds, sts, prog_loads, prog_fixed_ps;
+} rank_xfers;
+
+/* The bandwidth of memory node n (0 if it is none). */
+static double mem_bw(const kb__topo *t, int32_t n)
+{
+    const kb__topo_params *p = &t->params;
+    if (n < 0) return 0;
+    kb__role r = t->nodes[n].role;
+    return r == KB__ROLE_PE_TCM     ? p->pe.tcm_bw_gbs
+           : r == KB__ROLE_SRAM     ? p->cube.sram_bw_gbs
+           : r == KB__ROLE_HBM_CTRL ? p->cube.hbm_xbar_bw_gbs * p->cube.hbm_efficiency
+                                    : 0;
+}
+
+/* x := a transfer of `bytes` (alone: alone_ps) over route r from memory
+ * `from` to memory `to`, in the phase a; `own` of it are this rank's own
+ * transfers of the same kind (they take turns on its channels). */
+static void share_fill(const kb__topo *t, const phase_acc *a, const kb__ccl_route *r, int32_t from,
+                       int32_t to, double bytes, double own, double alone_ps, xfer_share *x)
+{
+    memset(x, 0, sizeof *x);
+    x->alone_ps = alone_ps;
+    x->bytes = bytes;
+    for (uint32_t i = 0; i < r->n; i++) {
+        double bw = t->links[r->links[i]].bw_gbs;
+        share_add(x, bw, a->link_ps[r->links[i]], kb__ps_real_from_bytes_gbs(own, bw));
+    }
+    int32_t mem[2] = {from, to};
+    for (int i = 0; i < 2; i++) {
+        double bw = mem_bw(t, mem[i]);
+        if (bw > 0) share_add(x, bw, a->mem_ps[mem[i]], kb__ps_real_from_bytes_gbs(own, bw));
+    }
+}
+
+/* Rank k's stretching terms at phase length T: its DMA channels and its
+ * program; *which names the larger. */
+static double rank_terms(const rank_xfers *x, double msgs, uint32_t channels, double T,
+                         const char **which)
+{
+    double l = share_ps(&x->ld, T), s = share_ps(&x->st, T);
+    double dma = msgs * (x->lds * l + x->sts * s) / (channels ? channels : 1);
+    double prog = x->prog_loads > 0 ? msgs * x->prog_loads * l + x->prog_fixed_ps : 0;
+    *which = prog > dma ? "program" : "DMA channels";
+    return prog > dma ? prog : dma;
+}
+
+/* The phase's length T = max(T0, max_k f_k(T)) with T0 = a->worst_ps, by
+ * bisection (f_k shrinks as T grows); the term that sets it becomes a's
+ * worst. */
+static void share_solve(phase_acc *a, const rank_xfers *rx, uint32_t p, double msgs,
+                        uint32_t channels)
+{
+    const char *which;
+    double lo = a->worst_ps > 1 ? a->worst_ps : 1, f = 0;
+    for (uint32_t k = 0; k < p; k++) {
+        double v = rank_terms(&rx[k], msgs, channels, lo, &which);
+        if (v > f) f = v;
+    }
+    double hi = f > lo ? f : lo;
+    for (int it = 0; it < 64 && hi - lo > 0.5; it++) {
+        double mid = 0.5 * (lo + hi), m = 0;
+        for (uint32_t k = 0; k < p; k++) {
+            double v = rank_terms(&rx[k], msgs, channels, mid, &which);
+            if (v > m) m = v;
+        }
+        if (m > mid)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    for (uint32_t k = 0; k < p; k++) {
+        double v = rank_terms(&rx[k], msgs, channels, hi, &which);
+        worst(a, v, which, k);
+    }
 }
 
 /* The node of PE d's ring memory of kind buf. */
@@ -426,10 +602,11 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
     double slot_ps = (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
                          (double)kb__ps_from_ns(tp->pe.dma_setup_ns) +
                      kb__ps_real_from_bytes_gbs((double)q->slot_size, tp->pe.dma_bw_gbs);
-    phase_acc acc[2] = {{0}, {0}};
-    acc[0].link_ps = calloc(t->n_links, sizeof(double));
-    acc[1].link_ps = calloc(t->n_links, sizeof(double));
-    int rc = acc[0].link_ps && acc[1].link_ps ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
+    phase_acc acc[2];
+    int rc = acc_init(t, &acc[0], err);
+    if (!rc) rc = acc_init(t, &acc[1], err);
+    rank_xfers *rx = calloc(2 * (size_t)p, sizeof *rx);
+    if (!rc && !rx) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
     kb__ccl_route ring = {0}, copy = {0}, ld = {0}, st = {0};
     uint64_t rtt_max = 0;
     uint32_t rtt_rank = 0;
@@ -455,26 +632,40 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
             add_route(t, a, &copy, recvs * (double)chunk);
             add_route(t, a, &ld, lds * (double)chunk);
             add_route(t, a, &st, sts * (double)chunk);
+            pe_nodes nd = nodes_of(t, at);
+            add_mem(t, a, nd.tcm,
+                    sends * wire + recvs * (double)chunk + (lds + sts) * (double)chunk);
+            add_mem(t, a, ring_node(t, plan->ports[k][dir].loc, q->buffer_kind), sends * wire);
+            add_mem(t, a, ring_node(t, at, q->buffer_kind), recvs * (double)chunk);
+            add_mem(t, a, nd.hbm, (lds + sts) * (double)chunk);
             worst(a, sends * (double)slots * slot_ps, "vc channel", k);
+            rank_xfers *x = &rx[ph * p + k];
+            x->lds = lds, x->sts = sts;
+            x->ld.alone_ps = (double)t_load, x->st.alone_ps = (double)t_store;
             /* a chain's program loads a piece, then sends it: one after the other */
             if (wk && sends > 0)
-                worst(a, (double)msgs * lds * (double)t_load + sends * (double)slots * slot_ps,
-                      "program", k);
-            worst(a,
-                  (double)msgs * (lds * (double)t_load + sts * (double)t_store) /
-                      tp->pe.dma_channels,
-                  "DMA channels", k);
+                x->prog_loads = lds, x->prog_fixed_ps = sends * (double)slots * slot_ps;
+        }
+    }
+    /* the loads and stores share what the phase's flows leave of their routes */
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        kb__ccl_loc at = plan->loc[k];
+        pe_nodes nd = nodes_of(t, at);
+        double xfer = (double)(piece < chunk ? piece : chunk);
+        if ((rc = data_path(t, at, false, &ld, err)) || (rc = data_path(t, at, true, &st, err)))
+            break;
+        for (int ph = 0; ph < 2; ph++) {
+            if (!want[ph]) continue;
+            rank_xfers *x = &rx[ph * p + k];
+            double tl = x->ld.alone_ps, ts = x->st.alone_ps;
+            share_fill(t, &acc[ph], &ld, nd.hbm, nd.tcm, xfer, x->lds * (double)chunk, tl, &x->ld);
+            share_fill(t, &acc[ph], &st, nd.tcm, nd.hbm, xfer, x->sts * (double)chunk, ts, &x->st);
         }
     }
     for (int ph = 0; !rc && ph < 2; ph++) {
         if (!want[ph]) continue;
-        for (uint32_t l = 0; l < t->n_links; l++) {
-            if (acc[ph].link_ps[l] <= acc[ph].worst_ps) continue;
-            acc[ph].worst_ps = acc[ph].link_ps[l];
-            const kb__topo_link *tl = &t->links[l];
-            snprintf(acc[ph].what, sizeof acc[ph].what, "the link %s -> %s",
-                     t->nodes[tl->from].name, t->nodes[tl->to].name);
-        }
+        acc_links(t, &acc[ph]);
+        share_solve(&acc[ph], rx + ph * p, p, (double)msgs, tp->pe.dma_channels);
         credit_limit(tp, q, ring_chunks, slots, slot_ps, rtt_max, rtt_rank, &acc[ph]);
         out->phase_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
         snprintf(out->bottleneck[ph], sizeof out->bottleneck[ph], "%s", acc[ph].what);
@@ -483,8 +674,9 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
     kb__ccl_route_fini(&copy);
     kb__ccl_route_fini(&ld);
     kb__ccl_route_fini(&st);
-    free(acc[0].link_ps);
-    free(acc[1].link_ps);
+    acc_fini(&acc[0]);
+    acc_fini(&acc[1]);
+    free(rx);
     return rc;
 }
 
@@ -752,6 +944,172 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
     if (rc) return rc;
     out->bw_ps = bw.phase_ps[0];
     snprintf(out->bottleneck, sizeof out->bottleneck, "%s", bw.bottleneck[0]);
+    out->predicted_ps = out->path_ps + out->bw_ps;
+    return 0;
+}
+
+/* ---- the pipelined trees: mesh_allreduce and tree_allreduce ------------------- */
+
+/* Rank k's place in the algorithm's tree (algorithms/mesh_tree.c): the
+ * port to its parent (-1 at the root) and to its children, in combine
+ * order. mesh_2d: parent W, else N in column 0; children E, and S in column
+ * 0. tree: parent N, children W (left) and E (right). */
+typedef struct tree_place {
+    int parent, child[2], n;
+} tree_place;
+
+static tree_place tree_place_of(const kb__ccl_plan *plan, uint32_t k)
+{
+    const kb__ccl_port *pt = plan->ports[k];
+    tree_place t = {-1, {-1, -1}, 0};
+    if (plan->r.algo->topology == KB__CCL_MESH_2D) {
+        t.parent = pt[KB__CCL_W].peer >= 0 ? KB__CCL_W : pt[KB__CCL_N].peer >= 0 ? KB__CCL_N : -1;
+        if (pt[KB__CCL_E].peer >= 0) t.child[t.n++] = KB__CCL_E;
+        if (pt[KB__CCL_W].peer < 0 && pt[KB__CCL_S].peer >= 0) t.child[t.n++] = KB__CCL_S;
+    } else {
+        t.parent = pt[KB__CCL_N].peer >= 0 ? KB__CCL_N : -1;
+        if (pt[KB__CCL_W].peer >= 0) t.child[t.n++] = KB__CCL_W;
+        if (pt[KB__CCL_E].peer >= 0) t.child[t.n++] = KB__CCL_E;
+    }
+    return t;
+}
+
+/* The time of one MATH combine (tl_add) of a piece of `bytes` bytes of
+ * esize-byte elements, ps. */
+static uint64_t combine_ps(const kb__topo_params *tp, uint64_t bytes, uint64_t esize)
+{
+    uint64_t elems = (bytes + esize - 1) / esize, lanes = tp->pe.math_lanes ? tp->pe.math_lanes : 1;
+    return kb__ps_from_cycles(((elems + lanes - 1) / lanes) * tp->pe.math_cycles.add,
+                              tp->pe.math_clock_ghz);
+}
+
+/* Latency of the first piece from rank k up to the root (up) or from the
+ * root down to k, msg bytes a hop; *hops += the hops. */
+static int tree_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, uint64_t msg,
+                     uint64_t *ps, uint32_t *hops, double *bw, kb__err *err)
+{
+    for (uint32_t guard = 0; guard < plan->world_size; guard++) {
+        tree_place pl = tree_place_of(plan, k);
+        if (pl.parent < 0) return 0;
+        uint32_t up = (uint32_t)plan->ports[k][pl.parent].peer;
+        for (int dir = 0; dir < 2; dir++) {
+            kb__ccl_loc a = dir ? plan->loc[up] : plan->loc[k],
+                        b = dir ? plan->loc[k] : plan->loc[up];
+            kb__ccl_msg_cost c;
+            int rc = kb__ccl_msg_cost_get(t, a, b, plan->r.s.buffer_kind, msg, &c, err);
+            if (rc) return rc;
+            *ps += c.total_ps;
+            if (!*bw || c.min_bw_gbs < *bw) *bw = c.min_bw_gbs;
+        }
+        *hops += 2;
+        k = up;
+    }
+    return kb__err_set(err, KB_EINVAL, "tree model: rank %u's parents make a cycle", k);
+}
+
+int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
+                           uint64_t esize, uint64_t piece, kb__ccl_tree_model *out, kb__err *err)
+{
+    memset(out, 0, sizeof *out);
+    kb__ccl_topology topo = plan->r.algo->topology;
+    if (topo != KB__CCL_MESH_2D && topo != KB__CCL_TREE)
+        return kb__err_set(err, KB_EINVAL, "tree model: algorithm '%s' is %s, not mesh_2d or tree",
+                           plan->r.algo->name, kb__ccl_topology_name(topo));
+    uint32_t p = plan->world_size;
+    if (p < 2 || !bytes || !piece || !esize) return 0;
+    const kb__topo_params *tp = &t->params;
+    const kb__ccl_settings *q = &plan->r.s;
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
+    uint64_t vc_chunk = q->vc_chunk_size ? q->vc_chunk_size : tp->pe.ipcq_vc_chunk_bytes;
+    uint64_t msgs, slots, xfer = piece < bytes ? piece : bytes;
+    cut(bytes, piece, payload, &msgs, &slots);
+    uint64_t spp = (xfer + payload - 1) / payload; /* slots of a whole piece */
+    double wire = (double)(bytes + slots * KB__IPCQ_META_BYTES);
+    double slot_ps = (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
+                         (double)kb__ps_from_ns(tp->pe.dma_setup_ns) +
+                     kb__ps_real_from_bytes_gbs((double)q->slot_size, tp->pe.dma_bw_gbs);
+    double scalar = (double)kb__ps_from_ns(tp->pe.cpu_scalar_op_ns);
+    uint64_t t_add = combine_ps(tp, xfer, esize);
+    phase_acc a;
+    int rc = acc_init(t, &a, err);
+    rank_xfers *rx = calloc(p, sizeof *rx);
+    if (!rc && !rx) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
+    kb__ccl_route send = {0}, copy = {0}, ld = {0}, st = {0};
+    uint64_t rtt_max = 0, deepest = 0;
+    uint32_t rtt_rank = 0, leaf = 0;
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        kb__ccl_loc at = plan->loc[k];
+        tree_place pl = tree_place_of(plan, k);
+        int ports[3], sends = 0;
+        if (pl.parent >= 0) ports[sends++] = pl.parent;
+        for (int c = 0; c < pl.n; c++)
+            ports[sends++] = pl.child[c];
+        uint64_t t_load, t_store;
+        if ((rc = copy_path(t, at, q->buffer_kind, &copy, err)) ||
+            (rc = data_path(t, at, false, &ld, err)) || (rc = data_path(t, at, true, &st, err)) ||
+            (rc = xfer_ps(t, at, false, &ld, xfer, &t_load, err)) ||
+            (rc = xfer_ps(t, at, true, &st, xfer, &t_store, err)))
+            break;
+        for (int s = 0; !rc && s < sends; s++) {
+            uint64_t rtt;
+            if ((rc = kb__ccl_route_build(t, at, plan->ports[k][ports[s]].loc, q->buffer_kind,
+                                          &send, err)) ||
+                (rc = credit_rtt_ps(t, plan, k, (kb__ccl_dir)ports[s], &send, &rtt, err)))
+                break;
+            add_route(t, &a, &send, wire);
+            add_mem(t, &a, ring_node(t, plan->ports[k][ports[s]].loc, q->buffer_kind), wire);
+            if (rtt > rtt_max) rtt_max = rtt, rtt_rank = k;
+        }
+        if (rc) break;
+        add_route(t, &a, &copy, (double)sends * (double)bytes); /* one receive per neighbour */
+        add_route(t, &a, &ld, (double)bytes);
+        add_route(t, &a, &st, (double)bytes);
+        pe_nodes nd = nodes_of(t, at);
+        add_mem(t, &a, nd.tcm, sends * (wire + (double)bytes) + 2.0 * (double)bytes);
+        add_mem(t, &a, ring_node(t, at, q->buffer_kind), (double)sends * (double)bytes);
+        add_mem(t, &a, nd.hbm, 2.0 * (double)bytes);
+        worst(&a, (double)sends * (double)slots * slot_ps, "vc channel", k);
+        /* its DMA channels (a load and a store a piece) and its program,
+         * piece by piece: the load it combines, the combines, a scalar op
+         * per slot sent */
+        rank_xfers *x = &rx[k];
+        x->lds = x->sts = x->prog_loads = 1;
+        x->ld.alone_ps = (double)t_load, x->st.alone_ps = (double)t_store;
+        x->prog_fixed_ps =
+            (double)msgs * pl.n * (double)t_add + (double)sends * (double)slots * scalar;
+        uint64_t depth = 0;
+        for (uint32_t r = k, g = 0; g < p; g++) {
+            tree_place up = tree_place_of(plan, r);
+            if (up.parent < 0) break;
+            r = (uint32_t)plan->ports[r][up.parent].peer, depth++;
+        }
+        if (depth > deepest) deepest = depth, leaf = k;
+    }
+    if (!rc) acc_links(t, &a);
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        kb__ccl_loc at = plan->loc[k];
+        pe_nodes nd = nodes_of(t, at);
+        if ((rc = data_path(t, at, false, &ld, err)) || (rc = data_path(t, at, true, &st, err)))
+            break;
+        rank_xfers *x = &rx[k];
+        share_fill(t, &a, &ld, nd.hbm, nd.tcm, (double)xfer, (double)bytes, x->ld.alone_ps, &x->ld);
+        share_fill(t, &a, &st, nd.tcm, nd.hbm, (double)xfer, (double)bytes, x->st.alone_ps, &x->st);
+    }
+    if (!rc) share_solve(&a, rx, p, (double)msgs, tp->pe.dma_channels);
+    if (!rc) credit_limit(tp, q, (double)msgs, spp, slot_ps, rtt_max, rtt_rank, &a);
+    kb__ccl_route_fini(&send);
+    kb__ccl_route_fini(&copy);
+    kb__ccl_route_fini(&ld);
+    kb__ccl_route_fini(&st);
+    acc_fini(&a);
+    free(rx);
+    if (rc) return rc;
+    uint64_t msg = xfer + KB__IPCQ_META_BYTES;
+    if ((rc = tree_path(t, plan, leaf, msg, &out->path_ps, &out->hops, &out->bw_gbs, err)))
+        return rc;
+    out->bw_ps = (uint64_t)ceil(a.worst_ps - 1e-6);
+    snprintf(out->bottleneck, sizeof out->bottleneck, "%s", a.what);
+    out->pieces = msgs;
     out->predicted_ps = out->path_ps + out->bw_ps;
     return 0;
 }

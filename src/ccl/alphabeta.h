@@ -206,6 +206,36 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
                             uint32_t root, uint64_t bytes, uint64_t piece, kb__ccl_chain_model *out,
                             kb__err *err);
 
+/* The pipelined mesh and tree all-reduces (algorithms/mesh_tree.c): pieces
+ * climb a reduction tree and come down the same tree, every tree edge
+ * carrying each piece once each way, all pieces in flight at once. Per
+ * rank with c children and a parent (or none, the root), for N bytes:
+ * c + 1 (c) streams sent, as many received (each a ring -> TCM copy), one
+ * load and one store of N, c combines per piece. The bandwidth term is the
+ * busiest resource over all ranks, as in the ring model: every link (all
+ * ranks' sends with their descriptors, receive copies, loads, stores), a
+ * rank's vc channel, its DMA channels, its program (per piece the load it
+ * waits for, its combines on MATH, a scalar op per slot sent) and the
+ * slowest credit loop when a sender runs dry. The path: the first piece
+ * from the deepest rank up to the root and back down (2 × depth hops).
+ * predicted = path + bandwidth term. */
+typedef struct kb__ccl_tree_model {
+    uint64_t predicted_ps; /* path_ps + bw_ps */
+    uint64_t path_ps;      /* the first piece's hops up and down */
+    uint32_t hops;         /* hops along path_ps (α = path_ps / hops) */
+    uint64_t bw_ps;        /* the bandwidth term */
+    uint64_t pieces;       /* messages per stream */
+    char bottleneck[160];  /* its busiest resource */
+    double bw_gbs;         /* textbook B: the slowest link of the path's hops */
+} kb__ccl_tree_model;
+
+/* The model of a mesh_allreduce or tree_allreduce (plan topology mesh_2d or
+ * tree; KB_EINVAL otherwise) of `bytes` per rank, esize-byte elements, in
+ * messages of at most `piece` bytes. A world of one rank, or no bytes: all
+ * zero. */
+int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
+                           uint64_t esize, uint64_t piece, kb__ccl_tree_model *out, kb__err *err);
+
 /* Predicted ring all-reduce time, ps: path_ps (= 2(p−1)α up to α's
  * rounding) + the two phases' bandwidth terms (0 for p = 1). With B :=
  * 2(p−1)/p · N / (phase_ps[0] + phase_ps[1]) this is the textbook

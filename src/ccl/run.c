@@ -892,6 +892,27 @@ static void fill_chain(const kb__ccl_state *st, const coll_call *c, uint64_t pie
     snprintf(info->bottleneck[0], sizeof info->bottleneck[0], "%s", cm.bottleneck);
 }
 
+/* The mesh and tree all-reduces' prediction (kb__ccl_tree_model_get) into
+ * info; its bandwidth term in phase_ps[0]. */
+static void fill_tree(const kb__ccl_state *st, const coll_call *c, uint64_t piece,
+                      kb__coll_info *info)
+{
+    if (c->p < 2 || c->n_inst != 1 || c->r->kind != KB__CCL_ALL_REDUCE) return;
+    kb__ccl_tree_model tm;
+    kb__err e;
+    if (kb__ccl_tree_model_get(st->m->dev->topo, c->inst[0]->plan, info->bytes_per_rank,
+                               kb__dtype_size(c->dtype), piece, &tm, &e))
+        return;
+    info->predicted_ps = tm.predicted_ps;
+    info->alpha_ps = tm.hops ? (double)((tm.path_ps + tm.hops - 1) / tm.hops) : 0;
+    info->link_bw_gbs = tm.bw_gbs;
+    /* the bytes the busiest rank's links carry: N each way per tree edge */
+    info->beta_ps_per_byte =
+        info->bytes_per_rank ? (double)tm.bw_ps / (double)info->bytes_per_rank : 0;
+    info->phase_ps[0] = tm.bw_ps;
+    snprintf(info->bottleneck[0], sizeof info->bottleneck[0], "%s", tm.bottleneck);
+}
+
 static void fill_info(const kb__ccl_state *st, const coll_call *c, const kb__rt_launch_times *t,
                       uint64_t piece, kb__coll_info *info)
 {
@@ -909,6 +930,10 @@ static void fill_info(const kb__ccl_state *st, const coll_call *c, const kb__rt_
     int half = kind == KB__CCL_REDUCE_SCATTER ? 0 : kind == KB__CCL_ALL_GATHER ? 1 : -1;
     if (c->mod->topology == KB__CCL_HIER) {
         fill_hier(st, c, piece, info);
+        return;
+    }
+    if (c->mod->topology == KB__CCL_MESH_2D || c->mod->topology == KB__CCL_TREE) {
+        fill_tree(st, c, piece, info);
         return;
     }
     if (c->mod->topology == KB__CCL_RING_1D &&

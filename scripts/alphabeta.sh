@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# alphabeta.sh — every collective algorithm's α-β prediction against its
+# simulated span (kernel_span / alpha_beta, the benches' `ratio`), as the
+# tables of docs/ccl.md: algorithms x ranks x bytes per rank x slots, timing
+# only (--no-data, which gives the same times).
+# usage: scripts/alphabeta.sh [--full] [KERNBENCH] > table.md
+#   KERNBENCH: the kernbench binary (default build/kernbench)
+#   (default)  ranks 2, 4, 8, 16; 1 MiB and 4 MiB per rank; 4 and 16 slots
+#   --full     also 32 and 256 ranks and 64 KiB (the 256-rank rows take
+#              minutes each)
+# Rows are printed as they finish; a row whose bench reports no prediction
+# (ring_all_to_all) shows "-".
+set -u
+full=0
+kb=build/kernbench
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --full) full=1 ;;
+    --help | -h) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+    -*) echo "alphabeta.sh: unknown option '$1' (expected --full or a kernbench path)" >&2; exit 2 ;;
+    *) kb=$1 ;;
+    esac
+    shift
+done
+[ -x "$kb" ] || { echo "alphabeta.sh: no kernbench binary at '$kb' (build first, or pass its path)" >&2; exit 2; }
+worlds="2 4 8 16"
+sizes="1048576 4194304"
+if [ "$full" = 1 ]; then worlds="2 4 8 16 32 256"; sizes="65536 1048576 4194304"; fi
+# bench:algorithm
+rows="ccl_allreduce:ring_allreduce ccl_allreduce:ring_allreduce_sram ccl_allreduce:ring_allreduce_hbm
+ccl_allreduce:mesh_allreduce ccl_allreduce:tree_allreduce ccl_allreduce:hier_allreduce
+ccl_reduce_scatter:ring_reduce_scatter ccl_reduce_scatter:hier_reduce_scatter
+ccl_all_gather:ring_all_gather ccl_all_gather:hier_all_gather ccl_broadcast:ring_broadcast
+ccl_reduce:ring_reduce ccl_all_to_all:ring_all_to_all hello_send:hello_send"
+fig() { awk -v k="$1" '$1 == k { print $2; exit }'; }
+echo "| algorithm | ranks | bytes per rank | slots | simulated (µs) | predicted (µs) | ratio | bound |"
+echo "|---|---|---|---|---|---|---|---|"
+for row in $rows; do
+    bench=${row%%:*} algo=${row#*:}
+    for w in $worlds; do
+        for b in $sizes; do
+            for s in 4 16; do
+                opts="--opt world=$w --opt bytes=$b"
+                [ "$bench" != hello_send ] && opts="$opts --opt algorithm=$algo"
+                out=$("$kb" run --bench "$bench" $opts --set ccl.defaults.n_slots=$s --no-data 2>&1) || {
+                    echo "| $algo | $w | $b | $s | - | - | - | $(echo "$out" | tail -1 | cut -c1-80) |"
+                    continue
+                }
+                span=$(echo "$out" | fig kernel_span)
+                pred=$(echo "$out" | fig alpha_beta)
+                ratio=$(echo "$out" | fig ratio)
+                bound=$(echo "$out" | awk '$1 == "bound" || $1 == "rs_bound" { $1 = ""; sub(/^ /, ""); print; exit }')
+                echo "| $algo | $w | $b | $s | ${span:--} | ${pred:--} | ${ratio:--} | ${bound:--} |"
+            done
+        done
+    done
+done
