@@ -537,26 +537,58 @@ static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k
     return 0;
 }
 
-/* Whether the slowest credit loop (rtt, of rank) paces the phase, and then
- * its time: a sender that runs out of credit waits a round trip plus its
- * resume (pe.ipcq.wake_ns asleep, one poll period polling) per n_slots
- * slots. It runs out when a chunk streams through more slots than it has
- * credits and n_slots slots leave the vc channel faster than a round trip;
- * or, with chunks of at most n_slots slots, when keeping every slot of the
- * phase a round trip in flight needs more than n_slots at the pace the
- * other resources allow. */
-static void credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, double chunks,
-                         uint64_t chunk_slots, double slot_ps, uint64_t rtt, uint32_t rank,
-                         phase_acc *a)
+/* The stretch of rank k's credit round trip (its port dir, route `ring`
+ * from its DMA to the peer's ring) in phase a of length T: the slot's trip
+ * (its TCM read, the route, the peer's ring write) and the peer's copy
+ * ring -> TCM get what the phase's other flows leave of their links and
+ * memories (the stream's own sends and the peer's own receive copies are
+ * not others), as the loads and stores do. */
+static int rtt_stretch_ps(const kb__topo *t, const kb__ccl_plan *plan, const phase_acc *a,
+                          uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, double own_sent,
+                          double own_copied, double T, double *out, kb__err *err)
 {
-    double n = q->n_slots, slots = chunks * (double)chunk_slots;
-    bool dry = chunk_slots > q->n_slots ? n * slot_ps < (double)rtt
-                                        : slots * (double)rtt / n > a->worst_ps;
+    const kb__ccl_settings *q = &plan->r.s;
+    kb__ccl_loc at = plan->loc[k], nx = plan->ports[k][dir].loc;
+    pe_nodes n = nodes_of(t, at);
+    int32_t first_hop[] = {n.tcm, n.dma};
+    kb__ccl_route r = {0};
+    xfer_share trip, copy;
+    int rc = path(t, &r, first_hop, 2, err);
+    for (uint32_t i = 0; !rc && i < ring->n; i++) {
+        const kb__topo_link *l = &t->links[ring->links[i]];
+        rc = push(t, &r, (int32_t)l->from, (int32_t)l->to, err);
+    }
+    if (!rc)
+        share_fill(t, a, &r, n.tcm, ring_node(t, nx, q->buffer_kind), (double)q->slot_size,
+                   own_sent, 0, &trip);
+    if (!rc && !(rc = copy_path(t, nx, q->buffer_kind, &r, err)))
+        share_fill(t, a, &r, ring_node(t, nx, q->buffer_kind), nodes_of(t, nx).tcm,
+                   (double)(q->slot_size - KB__IPCQ_META_BYTES), own_copied, 0, &copy);
+    kb__ccl_route_fini(&r);
+    if (!rc) *out = share_ps(&trip, T) + share_ps(&copy, T);
+    return rc;
+}
+
+/* Whether the slowest credit loop (rtt, of rank: its round trip under the
+ * phase's traffic) paces the phase, and then its time: a sender that runs
+ * out of credit waits a round trip plus its resume (pe.ipcq.wake_ns
+ * asleep, one poll period polling) per n_slots slots. A message of at
+ * least n_slots slots takes every credit: the program queues its slots on
+ * the vc channel at once and goes on, so the next message's first slot
+ * finds its credit still on its round trip, every time. With smaller
+ * messages it runs out when keeping every slot of the phase a round trip
+ * in flight needs more than n_slots at the pace the other resources
+ * allow. */
+static void credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, double slots,
+                         uint64_t msg_slots, double rtt, uint32_t rank, phase_acc *a)
+{
+    double n = q->n_slots;
+    bool dry = msg_slots >= q->n_slots || slots * rtt / n > a->worst_ps;
     if (!dry) return;
     double resume = q->backpressure == KB__CCL_BP_POLL
                         ? tp->pe.ipcq_poll_interval_ns + tp->pe.cpu_scalar_op_ns
                         : tp->pe.ipcq_wake_ns;
-    worst(a, slots * ((double)rtt + (double)kb__ps_from_ns(resume)) / n, "credits", rank);
+    worst(a, slots * (rtt + (double)kb__ps_from_ns(resume)) / n, "credits", rank);
 }
 
 /* The bandwidth term of the rings' phases: in phase ph (those with
@@ -666,7 +698,25 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
         if (!want[ph]) continue;
         acc_links(t, &acc[ph]);
         share_solve(&acc[ph], rx + ph * p, p, (double)msgs, tp->pe.dma_channels);
-        credit_limit(tp, q, ring_chunks, slots, slot_ps, rtt_max, rtt_rank, &acc[ph]);
+        /* the credit loops under the phase's traffic */
+        double loaded = 0;
+        for (uint32_t k = 0; !rc && k < p; k++) {
+            const double *wk = w ? w + W_N * k : NULL;
+            double sends = wk ? wk[W_SEND] : ring_chunks;
+            double extra, R;
+            if (sends <= 0) continue;
+            if ((rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][dir].loc, q->buffer_kind,
+                                          &ring, err)) ||
+                (rc = credit_rtt_ps(t, plan, k, dir, &ring, &rtt_max, err)) ||
+                (rc = rtt_stretch_ps(t, plan, &acc[ph], k, dir, &ring, sends * wire,
+                                     sends * (double)chunk, acc[ph].worst_ps, &extra, err)))
+                break;
+            R = (double)rtt_max + extra;
+            if (R > loaded) loaded = R, rtt_rank = k;
+        }
+        if (rc) break;
+        uint64_t xfer = piece < chunk ? piece : chunk, msg_slots = (xfer + payload - 1) / payload;
+        credit_limit(tp, q, ring_chunks * (double)slots, msg_slots, loaded, rtt_rank, &acc[ph]);
         out->phase_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
         snprintf(out->bottleneck[ph], sizeof out->bottleneck[ph], "%s", acc[ph].what);
     }
@@ -1035,7 +1085,7 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
     rank_xfers *rx = calloc(p, sizeof *rx);
     if (!rc && !rx) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
     kb__ccl_route send = {0}, copy = {0}, ld = {0}, st = {0};
-    uint64_t rtt_max = 0, deepest = 0;
+    uint64_t deepest = 0;
     uint32_t rtt_rank = 0, leaf = 0;
     for (uint32_t k = 0; !rc && k < p; k++) {
         kb__ccl_loc at = plan->loc[k];
@@ -1051,14 +1101,11 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
             (rc = xfer_ps(t, at, true, &st, xfer, &t_store, err)))
             break;
         for (int s = 0; !rc && s < sends; s++) {
-            uint64_t rtt;
             if ((rc = kb__ccl_route_build(t, at, plan->ports[k][ports[s]].loc, q->buffer_kind,
-                                          &send, err)) ||
-                (rc = credit_rtt_ps(t, plan, k, (kb__ccl_dir)ports[s], &send, &rtt, err)))
+                                          &send, err)))
                 break;
             add_route(t, &a, &send, wire);
             add_mem(t, &a, ring_node(t, plan->ports[k][ports[s]].loc, q->buffer_kind), wire);
-            if (rtt > rtt_max) rtt_max = rtt, rtt_rank = k;
         }
         if (rc) break;
         add_route(t, &a, &copy, (double)sends * (double)bytes); /* one receive per neighbour */
@@ -1096,7 +1143,28 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
         share_fill(t, &a, &st, nd.tcm, nd.hbm, (double)xfer, (double)bytes, x->st.alone_ps, &x->st);
     }
     if (!rc) share_solve(&a, rx, p, (double)msgs, tp->pe.dma_channels);
-    if (!rc) credit_limit(tp, q, (double)msgs, spp, slot_ps, rtt_max, rtt_rank, &a);
+    /* the credit loops of every stream under the tree's traffic */
+    double loaded = 0;
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        tree_place pl = tree_place_of(plan, k);
+        int ports[3], sends = 0;
+        if (pl.parent >= 0) ports[sends++] = pl.parent;
+        for (int c = 0; c < pl.n; c++)
+            ports[sends++] = pl.child[c];
+        for (int s = 0; !rc && s < sends; s++) {
+            uint64_t rtt;
+            double extra;
+            kb__ccl_dir d = (kb__ccl_dir)ports[s];
+            if ((rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][d].loc, q->buffer_kind,
+                                          &send, err)) ||
+                (rc = credit_rtt_ps(t, plan, k, d, &send, &rtt, err)) ||
+                (rc = rtt_stretch_ps(t, plan, &a, k, d, &send, wire, (double)bytes, a.worst_ps,
+                                     &extra, err)))
+                break;
+            if ((double)rtt + extra > loaded) loaded = (double)rtt + extra, rtt_rank = k;
+        }
+    }
+    if (!rc) credit_limit(tp, q, (double)slots, spp, loaded, rtt_rank, &a);
     kb__ccl_route_fini(&send);
     kb__ccl_route_fini(&copy);
     kb__ccl_route_fini(&ld);

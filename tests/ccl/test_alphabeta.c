@@ -149,10 +149,19 @@ Test(ccl_alphabeta, cross_sip_route_goes_through_the_io_chiplets)
     unmachine(t);
 }
 
+/* The plan of algorithm `text` (one ccl.yaml algorithms entry) over ws ranks. */
+static kb__ccl_plan *plan_of(const kb__topo_params *p, const char *text, uint32_t ws,
+                             kb__ccl_config **c);
+
 static kb__ccl_plan *ring_plan(const kb__topo_params *p, uint32_t ws, kb__ccl_config **c)
 {
+    return plan_of(p, "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d}\n", ws, c);
+}
+
+static kb__ccl_plan *plan_of(const kb__topo_params *p, const char *text, uint32_t ws,
+                             kb__ccl_config **c)
+{
     kb__err err;
-    const char *text = "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d}\n";
     cr_assert_eq(kb__ccl_config_load_string(c, "t.yaml", text, strlen(text), NULL, 0, &err), 0);
     kb__ccl_resolved r;
     kb__ccl_plan *pl;
@@ -210,7 +219,10 @@ Test(ccl_alphabeta, cube_ring_bandwidth_term_is_the_shared_xbar_link)
     kb__topo_params p;
     kb__topo *t = machine(&p);
     kb__ccl_config *c;
-    kb__ccl_plan *pl = ring_plan(&p, 8, &c);
+    /* 16 slots: a 4-slot message leaves credits for three more in flight */
+    kb__ccl_plan *pl = plan_of(
+        &p, "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d, n_slots: 16}\n", 8,
+        &c);
     kb__ccl_ring_bw bw;
     kb__err err;
     uint64_t N = 2u << 20, chunk = N / 8;
@@ -372,5 +384,60 @@ Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
                  KB_EINVAL);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
+    unmachine(t);
+}
+
+/* The pipelined trees: a 2 x 2 mesh (root 0 with children 1 (E) and 2 (S),
+ * 2 with child 3 (E)) is the tree of four ranks (root 0, left 1, right 2,
+ * whose right is 3) on the same PEs, so both get the same prediction. Its
+ * path is the first piece's from the deepest rank (3) up to the root and
+ * back, hop by hop; its bandwidth term at least the root's TCM busy time:
+ * two streams sent (with their descriptors) and received (each a ring
+ * write and a copy out), a load written and a store read, all at
+ * pe.tcm.bw_gbs. */
+Test(ccl_alphabeta, mesh_and_tree_models_follow_the_tree_and_the_parameters)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__ccl_config *cm, *ct;
+    kb__ccl_plan *mesh = plan_of(
+        &p, "algorithms:\n  m: {module: mesh_allreduce, topology: mesh_2d, n_slots: 16}\n", 4, &cm);
+    kb__ccl_plan *tree = plan_of(
+        &p, "algorithms:\n  t: {module: tree_allreduce, topology: tree, n_slots: 16}\n", 4, &ct);
+    kb__err err;
+    uint64_t N = 4u << 20, piece = 16128, msg = piece + 64;
+    kb__ccl_tree_model a, b;
+    cr_assert_eq(kb__ccl_tree_model_get(t, mesh, N, 4, piece, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_tree_model_get(t, tree, N, 4, piece, &b, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.predicted_ps, b.predicted_ps);
+    cr_assert_eq(a.hops, 4);
+    uint64_t path = 0;
+    const uint32_t up[2][2] = {{3, 2}, {2, 0}};
+    for (int h = 0; h < 2; h++)
+        for (int dir = 0; dir < 2; dir++) {
+            kb__ccl_msg_cost c;
+            uint32_t from = up[h][dir], to = up[h][!dir];
+            cr_assert_eq(kb__ccl_msg_cost_get(t, tree->loc[from], tree->loc[to], KB__CCL_BUF_TCM,
+                                              msg, &c, &err),
+                         0, "%s", err.msg);
+            path += c.total_ps;
+        }
+    cr_assert_eq(b.path_ps, path);
+    cr_assert_eq(b.predicted_ps, b.path_ps + b.bw_ps);
+    uint64_t slots = (N / piece) * 4 + (N % piece + 4031) / 4032;
+    double wire = (double)N + 64.0 * (double)slots;
+    double tcm = 2 * (wire + (double)N) + 2.0 * (double)N;
+    cr_assert_geq(b.bw_ps, ps(tcm / p.pe.tcm_bw_gbs) - 1, "%llu", (unsigned long long)b.bw_ps);
+    cr_assert_eq(b.pieces, (N + piece - 1) / piece);
+    /* not a tree */
+    kb__ccl_config *cr;
+    kb__ccl_plan *ring = ring_plan(&p, 4, &cr);
+    cr_assert_eq(kb__ccl_tree_model_get(t, ring, N, 4, piece, &b, &err), KB_EINVAL);
+    kb__ccl_plan_destroy(ring);
+    kb__ccl_config_destroy(cr);
+    kb__ccl_plan_destroy(mesh);
+    kb__ccl_plan_destroy(tree);
+    kb__ccl_config_destroy(cm);
+    kb__ccl_config_destroy(ct);
     unmachine(t);
 }
