@@ -49,7 +49,7 @@ for row in $rows; do
                 span=$(echo "$out" | fig kernel_span)
                 pred=$(echo "$out" | fig alpha_beta)
                 ratio=$(echo "$out" | fig ratio)
-                bound=$(echo "$out" | awk '$1 == "bound" || $1 == "rs_bound" { $1 = ""; sub(/^ /, ""); print; exit }')
+                bound=$(echo "$out" | awk '$1 == "bound" || $1 == "rs_bound" || $1 == "ag_bound" { $1 = ""; sub(/^ /, ""); print; exit }')
                 echo "| $algo | $w | $b | $s | ${span:--} | ${pred:--} | ${ratio:--} | ${bound:--} |"
             done
         done

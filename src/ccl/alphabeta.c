@@ -597,8 +597,8 @@ static void credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, d
  * rings at once), loads loads[ph] chunks of its buffer and stores
  * stores[ph]. */
 /* Per rank k of a chain (kb__ccl_chain_model_get): chunks it sends and
- * receives, loads and stores, at w[4k .. 4k + 3]. */
-enum { W_SEND, W_RECV, W_LOAD, W_STORE, W_N };
+ * receives, loads and stores, and its MATH time a piece, at w[W_N k ..]. */
+enum { W_SEND, W_RECV, W_LOAD, W_STORE, W_MATH, W_N }; /* W_MATH: its combine a piece, ps */
 
 static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
@@ -631,6 +631,7 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
     cut(chunk, piece, payload, &msgs, &slots);
     const double ring_chunks = w ? 1 : rp - 1; /* a chain sends each chunk once */
     double wire = (double)(chunk + slots * KB__IPCQ_META_BYTES);
+    double scalar = (double)kb__ps_from_ns(tp->pe.cpu_scalar_op_ns);
     double slot_ps = (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
                          (double)kb__ps_from_ns(tp->pe.dma_setup_ns) +
                      kb__ps_real_from_bytes_gbs((double)q->slot_size, tp->pe.dma_bw_gbs);
@@ -674,9 +675,11 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
             rank_xfers *x = &rx[ph * p + k];
             x->lds = lds, x->sts = sts;
             x->ld.alone_ps = (double)t_load, x->st.alone_ps = (double)t_store;
-            /* a chain's program loads a piece, then sends it: one after the other */
+            /* a chain's program waits for a piece's load, combines it (a
+             * reduce), then queues its slots on the vc channel */
             if (wk && sends > 0)
-                x->prog_loads = lds, x->prog_fixed_ps = sends * (double)slots * slot_ps;
+                x->prog_loads = lds,
+                x->prog_fixed_ps = (double)msgs * wk[W_MATH] + sends * (double)slots * scalar;
         }
     }
     /* the loads and stores share what the phase's flows leave of their routes */
@@ -953,9 +956,11 @@ static int chain_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t from
     return 0;
 }
 
+static uint64_t combine_ps(const kb__topo_params *tp, uint64_t bytes, uint64_t esize);
+
 int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_chain kind,
-                            uint32_t root, uint64_t bytes, uint64_t piece, kb__ccl_chain_model *out,
-                            kb__err *err)
+                            uint32_t root, uint64_t bytes, uint64_t esize, uint64_t piece,
+                            kb__ccl_chain_model *out, kb__err *err)
 {
     memset(out, 0, sizeof *out);
     uint32_t p = plan->world_size;
@@ -975,6 +980,8 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
         } else if (kind == KB__CCL_CHAIN_REDUCE) { /* all load; the root stores the result */
             wk[W_SEND] = k != root, wk[W_RECV] = k != first;
             wk[W_LOAD] = 1, wk[W_STORE] = k == root;
+            if (k != first && esize)
+                wk[W_MATH] = (double)combine_ps(&t->params, bytes < piece ? bytes : piece, esize);
         } else { /* every rank sends its buffer to NEXT and receives PREV's */
             wk[W_SEND] = wk[W_RECV] = wk[W_LOAD] = 1;
         }

@@ -203,8 +203,8 @@ typedef struct kb__ccl_chain_model {
  * root outside the world) for `bytes` per rank in messages of at most
  * `piece` bytes. A world of one rank, or no bytes: all zero. */
 int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_chain kind,
-                            uint32_t root, uint64_t bytes, uint64_t piece, kb__ccl_chain_model *out,
-                            kb__err *err);
+                            uint32_t root, uint64_t bytes, uint64_t esize, uint64_t piece,
+                            kb__ccl_chain_model *out, kb__err *err);
 
 /* The pipelined mesh and tree all-reduces (algorithms/mesh_tree.c): pieces
  * climb a reduction tree and come down the same tree, every tree edge

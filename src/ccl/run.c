@@ -880,7 +880,7 @@ static void fill_chain(const kb__ccl_state *st, const coll_call *c, uint64_t pie
     kb__ccl_chain_model cm;
     kb__err e;
     if (kb__ccl_chain_model_get(st->m->dev->topo, c->inst[0]->plan, ch, c->sched.root,
-                                info->bytes_per_rank, piece, &cm, &e))
+                                info->bytes_per_rank, kb__dtype_size(c->dtype), piece, &cm, &e))
         return;
     info->predicted_ps = cm.predicted_ps;
     info->alpha_ps = cm.hops ? (double)((cm.path_ps + cm.hops - 1) / cm.hops) : 0;

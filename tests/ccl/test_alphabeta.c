@@ -356,11 +356,11 @@ Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
         hops_ps[k] = mc.total_ps;
     }
     kb__ccl_chain_model b, r, snd;
-    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_BROADCAST, 2, N, piece, &b, &err), 0,
+    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_BROADCAST, 2, N, 4, piece, &b, &err), 0,
                  "%s", err.msg);
-    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_REDUCE, 2, N, piece, &r, &err), 0,
+    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_REDUCE, 2, N, 4, piece, &r, &err), 0,
                  "%s", err.msg);
-    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_SEND, 0, N, piece, &snd, &err), 0,
+    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_SEND, 0, N, 4, piece, &snd, &err), 0,
                  "%s", err.msg);
     uint64_t bpath = 0, rpath = 0, hmax = 0;
     for (uint32_t h = 0; h < 7; h++) {
@@ -380,7 +380,7 @@ Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
     cr_assert_geq(r.bw_ps, ps(8.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
     cr_assert_float_eq(b.bw_gbs, p.cube.noc.bw_gbs, 1e-9);
     /* a root outside the world, and a plan of another topology */
-    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_REDUCE, 8, N, piece, &r, &err),
+    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_REDUCE, 8, N, 4, piece, &r, &err),
                  KB_EINVAL);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
