@@ -1,7 +1,9 @@
 /*
  * alphabeta.c — routes between ranks, their closed-form message cost, and
- * the ring's α and B (the model is described in alphabeta.h and
- * docs/ccl.md).
+ * the collectives' α and bandwidth terms: rings, chains, the hierarchical
+ * collectives and the pipelined mesh and tree (the models are described in
+ * alphabeta.h and docs/ccl.md). A prediction only: nothing here changes
+ * what the simulation does.
  *
  * Routes between ranks are the fabric's (kb__topo_route asks the fabric
  * built over the graph: fabric/route.c, XY inside a SIP as in DESIGN.md

@@ -1,6 +1,7 @@
 /*
- * ccl/alphabeta.h — the α-β cost model of a ring collective, from the plan
- * and the machine graph.
+ * ccl/alphabeta.h — the α-β cost models of the collectives (rings, chains,
+ * the hierarchical ones, the pipelined mesh and tree), from the plan and
+ * the machine graph.
  *
  * A hop's latency is that of the first slot of a step's message (its
  * first piece, at most a slot's payload, plus the descriptor) between ring
@@ -28,7 +29,9 @@
  * kb__ccl_ring_allreduce_bw below. Ring all-reduce of N bytes over p
  * ranks: path_ps + T_rs + T_ag.
  *
- * Cost: O(world size × route length); no allocation beyond one route.
+ * Cost: O(world size × route length) for α; the bandwidth terms
+ * O(links + nodes + world size × route length × 64) (the fixed point's
+ * bisection), with per-link, per-node and per-rank arrays.
  */
 #ifndef KB_CCL_ALPHABETA_H
 #define KB_CCL_ALPHABETA_H
@@ -101,14 +104,25 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
  *   each link:            the bytes of every flow crossing it / B
  *                         (ring messages with their slot descriptors, the
  *                         receiver's ring -> TCM copies, loads, stores)
+ *   each memory:          the bytes read and written there / B_mem (a
+ *                         PE's TCM, its HBM slice, the cube's SRAM: reads
+ *                         and writes share one bandwidth)
  *   each rank's vc channel: slots sent × (set-up per vc chunk + slot / pe.dma.bw)
- *   each rank's DMA unit: loads and stores × their closed-form PeXfer
- *                         time (the channel is held from set-up to ack)
- *                         / pe.dma.channels
+ *   each rank's DMA unit: loads and stores × their PeXfer time (the
+ *                         channel is held from set-up to ack) /
+ *                         pe.dma.channels, each transfer's data getting
+ *                         what the phase's other flows leave of its links
+ *                         and memories, B·(1 − other/T): T is then the
+ *                         fixed point T = max(other terms, DMA(T))
  *   the slowest credit loop, when a sender runs dry: slots × (round trip +
- *                         wake or poll period) / n_slots
+ *                         wake or poll period) / n_slots, the round trip's
+ *                         slot and receive copy stretched the same way; a
+ *                         message of n_slots slots or more runs its sender
+ *                         dry every time (it takes every credit), a smaller
+ *                         one when n_slots slots cannot cover a round trip
+ *                         at the phase's pace
  *
- * Queueing on shared links is not modelled (docs/ccl.md). */
+ * docs/ccl.md ("α-β model") gives the measured ratios and where they hold. */
 typedef struct kb__ccl_ring_bw {
     uint64_t phase_ps[2];    /* reduce-scatter, all-gather */
     char bottleneck[2][160]; /* the busiest resource of each phase */
@@ -183,7 +197,11 @@ int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_
  * piece (with its descriptor) over the chain's hops (send: the slowest
  * hop); the bandwidth term is that of the ring model above with every
  * rank's own sends, receive copies, loads and stores of the N bytes: the
- * busiest link, vc channel, DMA unit or credit loop. */
+ * busiest link, memory, vc channel, DMA unit or credit loop, or a sending
+ * rank's program: per piece the load it waits for (stretched as the DMA
+ * unit's are), its combine (a reduce: one MATH add of a piece of esize-byte
+ * elements) and a scalar op per slot queued (tl_send returns once its
+ * slots are on the vc channel). */
 typedef enum kb__ccl_chain {
     KB__CCL_CHAIN_BROADCAST,
     KB__CCL_CHAIN_REDUCE,
@@ -200,8 +218,9 @@ typedef struct kb__ccl_chain_model {
 } kb__ccl_chain_model;
 
 /* The chain model of kind over a ring_1d plan (KB_EINVAL otherwise, or a
- * root outside the world) for `bytes` per rank in messages of at most
- * `piece` bytes. A world of one rank, or no bytes: all zero. */
+ * root outside the world) for `bytes` per rank of esize-byte elements in
+ * messages of at most `piece` bytes. A world of one rank, or no bytes: all
+ * zero. */
 int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_chain kind,
                             uint32_t root, uint64_t bytes, uint64_t esize, uint64_t piece,
                             kb__ccl_chain_model *out, kb__err *err);

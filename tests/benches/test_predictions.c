@@ -58,7 +58,8 @@ static double ratio_of(const held *h, int world, long bytes)
     kb_bench_result r;
     cr_assert_eq(kb_test_bench_run(h->bench, h->algorithm ? sets : NULL, 1, &r, kv), 0, "%s %s: %s",
                  h->bench, w, r.error);
-    double span = kb_test_bench_figure(&r, "kernel_span"), pred = kb_test_bench_figure(&r, "alpha_beta");
+    double span = kb_test_bench_figure(&r, "kernel_span"),
+           pred = kb_test_bench_figure(&r, "alpha_beta");
     cr_assert_gt(pred, 0, "%s %s: no prediction", h->bench, w);
     return span / pred;
 }
@@ -97,8 +98,8 @@ Test(predictions, mesh_and_tree_report_their_model)
         double alpha = kb_test_bench_figure(&r, "alpha"), bw = kb_test_bench_figure(&r, "bw_term");
         double pred = kb_test_bench_figure(&r, "alpha_beta");
         /* a 4-rank tree is 2 deep: the path is 4 hops (α is their mean, rounded up to the ps) */
-        cr_expect(fabs(pred - (4 * alpha / 1e3 + bw)) < 4e-6 + 1e-9, "%s: %g vs %g", mt[i].algorithm,
-                  pred, 4 * alpha / 1e3 + bw);
+        cr_expect(fabs(pred - (4 * alpha / 1e3 + bw)) < 4e-6 + 1e-9, "%s: %g vs %g",
+                  mt[i].algorithm, pred, 4 * alpha / 1e3 + bw);
         cr_expect_float_eq(kb_test_bench_figure(&r, "ratio"),
                            kb_test_bench_figure(&r, "kernel_span") / pred, 1e-9);
     }
