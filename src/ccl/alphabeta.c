@@ -552,14 +552,11 @@ static int rtt_stretch_ps(const kb__topo *t, const kb__ccl_plan *plan, const pha
     const kb__ccl_settings *q = &plan->r.s;
     kb__ccl_loc at = plan->loc[k], nx = plan->ports[k][dir].loc;
     pe_nodes n = nodes_of(t, at);
-    int32_t first_hop[] = {n.tcm, n.dma};
     kb__ccl_route r = {0};
     xfer_share trip, copy;
-    int rc = path(t, &r, first_hop, 2, err);
-    for (uint32_t i = 0; !rc && i < ring->n; i++) {
-        const kb__topo_link *l = &t->links[ring->links[i]];
-        rc = push(t, &r, (int32_t)l->from, (int32_t)l->to, err);
-    }
+    int rc = path(t, &r, n.tcm, -1, n.dma, err); /* the slot leaves the TCM through the DMA */
+    for (uint32_t i = 0; !rc && i < ring->n; i++)
+        rc = push_link(t, &r, ring->links[i], err);
     if (!rc)
         share_fill(t, a, &r, n.tcm, ring_node(t, nx, q->buffer_kind), (double)q->slot_size,
                    own_sent, 0, &trip);
