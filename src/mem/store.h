@@ -20,9 +20,11 @@
  * holds the current value of all its 4096 bytes (extents under it are
  * ignored). Addresses: every range [pa, pa + n) must end at or below
  * UINT64_MAX (the very last byte of the 64-bit space is not addressable).
- * Pages are carved from 2 MiB slabs, advised as huge pages: a first touch
- * of host memory costs a page fault per 4 KiB otherwise, which on some
- * virtual machines is the largest cost of a large copy.
+ * Pages are carved from 2 MiB slabs, advised as huge pages and populated
+ * when mapped: a first touch of host memory costs a page fault per 4 KiB
+ * otherwise, which on some virtual machines is the largest cost of a large
+ * copy. So a store that holds any written byte keeps up to 2 MiB more
+ * resident than its pages (the rest of its newest slab).
  * Cost: read/write O(n / 4096) page lookups (a small direct-mapped cache
  * of recent pages in front of the hash map: a stream of packet-sized
  * accesses finds its page there), plus O(log E) per page not resident;
