@@ -4,7 +4,8 @@
  * recursion, any size), the first link serves whole messages in order,
  * flows that share a link get the max-min closed form, and progressive
  * filling gives an unshared-bottlenecked flow its own rate and the rest to
- * the others.
+ * the others. A route's memo of solo schedules keeps every size exact
+ * when sizes alternate on it.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -139,6 +140,30 @@ Test(flow, a_message_alone_takes_the_packet_closed_form_for_any_size)
         kb__fab_closed c;
         kb__fabric_closed_form(n.fab, r, sizes[i], P, &c);
         cr_assert_eq(s.at - t0, c.total);
+    }
+    net_free(&n);
+}
+
+/* A route remembers its last two solo schedules: sizes that alternate (a
+ * queue's full piece and descriptor tail), come back after a third, or
+ * repeat must each keep the closed form of their own size. */
+Test(flow, sizes_that_alternate_on_one_route_each_take_their_own_closed_form)
+{
+    net n;
+    line_make(&n);
+    const kb__route *r = route(&n, 0, NL);
+    uint64_t sizes[] = {4096, 128, 4096, 128, 128, 4096, 1000, 128, 4096, 1000, 1000, 1, 4096};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        kb__fab_msg m;
+        seen s = {0};
+        kb__time t0 = kb__sim_now(n.sim);
+        send(&n, &m, r, sizes[i], &s);
+        kb__sim_run(n.sim);
+        cr_assert_eq(s.calls, 1);
+        cr_assert_eq(s.at - t0, reference(sizes[i]),
+                     "message %zu, %llu bytes: %llu ps, packet %llu ps", i,
+                     (unsigned long long)sizes[i], (unsigned long long)(s.at - t0),
+                     (unsigned long long)reference(sizes[i]));
     }
     net_free(&n);
 }
