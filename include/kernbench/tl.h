@@ -8,8 +8,8 @@
  * (tl_item, tl_read), when a unit's queue is full, or at its end. See
  * docs/kernels.md for a walk-through, tile lifetime and what blocks.
  *
- * Tiles are small value handles to dense row-major arrays of 0 (scalar), 1 or
- * 2 dimensions held in the PE's TCM. Element types: f16, bf16, f32, i32,
+ * Tiles are small value handles to dense row-major arrays of 0 (scalar) to 3
+ * dimensions held in the PE's TCM. Element types: f16, bf16, f32, i32,
  * i16, i8 (tl_dot input), u32, u16, u8 and bool. Broadcasting and type promotion follow Triton
  * (docs/tile-semantics.md). Every op returns a new tile; inputs are never
  * modified.
