@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/dtype.h"
+
 /* Interrupted waits kb__ipcq_drain retries before it gives up. */
 #define DRAIN_ROUNDS 64
 
@@ -728,8 +730,7 @@ static void copy_landed(kb__sim *sim, kb__ipcq_port *rp, kb__ipcq_rx *rx, uint32
 
 static void shape_str(char *buf, size_t n, int dtype, int ndim, const int64_t *shape)
 {
-    static const char *const dt[] = {"f16", "bf16", "f32", "i32", "i8", "bool"};
-    int o = snprintf(buf, n, "%s [", dtype >= 0 && dtype < 6 ? dt[dtype] : "?");
+    int o = snprintf(buf, n, "%s [", kb__dtype_name((kb__dtype)dtype));
     for (int i = 0; i < ndim && o > 0 && (size_t)o < n; i++)
         o += snprintf(buf + o, n - (size_t)o, "%s%lld", i ? ", " : "", (long long)shape[i]);
     if (o > 0 && (size_t)o < n) snprintf(buf + o, n - (size_t)o, "]");

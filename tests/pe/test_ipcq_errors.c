@@ -209,6 +209,26 @@ Test(ipcq_errors, receive_mismatch_names_both_sides)
     qm_fini(&m);
 }
 
+static void mismatch_narrow(tl_ctx *k)
+{
+    int64_t n8 = 8, n16 = 16;
+    if (tl_rank(k) == 0)
+        tl_send(k, TL_DIR_NEXT, tl_full(k, 1, &n8, 1, TL_U16));
+    else
+        tl_recv(k, TL_DIR_PREV, 1, &n16, TL_U8);
+}
+
+Test(ipcq_errors, receive_mismatch_names_every_dtype)
+{
+    qm m;
+    qm_init(&m, 2, NULL, 0, NULL, 0);
+    kb__err e;
+    cr_assert_eq(qm_run(&m, "mismatch_narrow", mismatch_narrow, NULL, &e, NULL), KB_EINVAL);
+    cr_assert(strstr(e.msg, "tl_recv from direction W expects u8 [16]"), "%s", e.msg);
+    cr_assert(strstr(e.msg, "sent u16 [8]"), "%s", e.msg);
+    qm_fini(&m);
+}
+
 static void bad_dir(tl_ctx *k)
 {
     int64_t n = 4;
