@@ -95,14 +95,16 @@ typedef struct kb__coll_info {
     uint64_t t_start, t_end;         /* simulated ps: the collective kernel's launch */
     uint64_t t_run_start, t_run_end; /* its programs: start on every PE, last one ends */
     uint64_t predicted_ps;           /* α-β prediction for a ring all-reduce, reduce-scatter,
-                                        all-gather, broadcast, reduce or send_recv, and the
-                                        hierarchical ones (compare with t_run_end -
-                                        t_run_start), 0 for others */
+                                        all-gather, broadcast, reduce or send_recv, the mesh
+                                        and tree all-reduces and the hierarchical ones
+                                        (compare with t_run_end - t_run_start), 0 for the
+                                        all-to-alls and pairwise sends */
     double alpha_ps;                 /* α: the mean hop along the slowest chunk's path */
     double beta_ps_per_byte;         /* β: the bandwidth term over the bytes a rank's links
                                         carry (2(p−1)/p · N for the all-reduce) */
     double link_bw_gbs;              /* the slowest ring link: the textbook α-β's B */
-    uint64_t phase_ps[2];            /* bandwidth term of reduce-scatter, all-gather */
+    uint64_t phase_ps[2];            /* bandwidth term of reduce-scatter, all-gather (a
+                                        chain's, mesh's or tree's one term in [0]) */
     char bottleneck[2][160];         /* the busiest resource of each phase */
     kb__ccl_settings queues;         /* the installed queues' settings */
     uint64_t piece_bytes;            /* the largest message a kernel may send */
