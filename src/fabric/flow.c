@@ -31,10 +31,17 @@
  * solve), or leaves resources only it used, changes nobody's rate: it
  * takes its solo rate, or just leaves, with no solve.
  *
- * Per message: one event for α, at most one solve (shared), one end event
- * (plus a stale one each time its rate changes). The packets of a message are not
+ * Per message: one event for α, at most one solve (shared), and its end:
+ * a flow that shares keeps one timer for it, moved (a heap re-key, with a
+ * new sequence number exactly as a new event would take) each time its
+ * rate changes, so no stale end events wait in the queue; a message of
+ * one packet posts its end once. The packets of a message are not
  * seen one by one: the end is handed over once (KB__GRAIN_MESSAGE), with
  * the last two arrivals of the solo schedule shifted to the flow's end.
+ *
+ * Layout: a resource is one 64-byte line (its flow array and slots one
+ * allocation), and what a solve reads of a flow is its first line: a solve
+ * over a 64-SIP machine's lockstep components is bound by cache misses.
  *
  * Invariants: a flow is in its resources' arrays exactly while it drains;
  * every flow on a resource was last advanced (t_last) when the resource's
@@ -57,6 +64,7 @@
  * packet costs one event and no resources.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,39 +72,68 @@
 
 typedef struct flow flow;
 
+/* Resources a flow holds in its own second cache line (a longer route's
+ * are allocated). */
+#define FLOW_INLINE 14
+
+/* A flow's first 64 bytes are what a solve and a stale end event read
+ * (flows are 64-byte aligned: one cache line each for the solver). */
 struct flow {
-    kb__fab_msg *msg;
-    uint64_t gen;     /* end events carry it: one of an older rate is stale */
-    kb__time t0;      /* offered */
-    kb__time t_last;  /* progress counted up to here */
-    kb__time gap;     /* solo: last arrival minus the one before */
-    kb__time alpha;   /* latency before the bytes move */
     double left;      /* solo picoseconds of drain still to go */
     double rate;      /* bytes/ns since t_last (0: not solved yet) */
     double next_rate; /* solver: the rate being set */
     double solo;      /* bytes/ns alone: the smallest capacity on its path */
-    uint32_t n_res, cap_res;
-    uint32_t *res;  /* resource ids: links, then memories */
-    uint32_t *slot; /* index in each resource's flow array */
-    uint32_t mark;  /* solver: visited */
-    int frozen;     /* solver: rate set */
+    kb__time t_last;  /* progress counted up to here */
+    uint32_t *res;    /* resource ids: links, then memories; then (slot) the
+                         index in each resource's flow array */
+    uint64_t gen;     /* the join and a posted end carry it: one of a past life is stale */
+    uint32_t mark;    /* solver: visited */
+    uint16_t n_res;
+    uint8_t frozen;                /* solver: rate set */
+    uint32_t inl[2 * FLOW_INLINE]; /* res and slot of a route that fits */
+    kb__fab_msg *msg;
+    uint32_t *slot; /* res + cap_res */
+    uint32_t cap_res;
+    kb__time t0;    /* offered */
+    kb__time gap;   /* solo: last arrival minus the one before */
+    kb__time alpha; /* latency before the bytes move */
     flow *next;     /* free list */
     flow *all_next; /* every flow allocated */
+    kb__timer end;  /* its end at its present rate, while it drains shared */
 };
 
+/* A resource is one cache line (the array is 64-byte aligned). */
 typedef struct res {
     double cap;     /* bytes/ns */
     double load;    /* sum of its flows' rates since t_acc */
     kb__time t_acc; /* utilization accounted up to here */
-    flow **flows;
-    uint32_t *fslot; /* flows[i]->res[fslot[i]] is this resource */
+    double left;    /* solver: capacity not yet given */
+    flow **flows;   /* then (fslot, at flows + cap_n): flows[i]->res[fslot[i]]
+                       is this resource */
     uint32_t n, cap_n;
     uint32_t mark, unf; /* solver: visited, unfrozen flows */
-    uint32_t shi;       /* solver: index in its component's shared resources */
-    uint32_t ci;        /* solver: index in st->cr */
-    double left;        /* solver: capacity not yet given */
-    int dirty;
+    uint32_t ci;        /* solver: index in st->cr while collecting and
+                           splitting; then (fill_heap) in its component's
+                           shared resources */
+    uint32_t dirty;
 } res;
+
+_Static_assert(sizeof(res) == 64, "a resource is one cache line");
+_Static_assert(offsetof(flow, inl) == 64, "what a solve reads is one cache line, then its ids");
+
+#define RES_FSLOT(r) ((uint32_t *)((r)->flows + (r)->cap_n))
+
+/* An array of n resources, 64-byte aligned, zeroed from index from; the
+ * first from copied from old (freed). NULL when out of memory. */
+static res *res_array(res *old, uint32_t from, uint32_t n)
+{
+    res *r = aligned_alloc(64, (size_t)(n ? n : 1) * sizeof *r);
+    if (!r) return NULL;
+    if (from) memcpy(r, old, from * sizeof *r);
+    memset(r + from, 0, (size_t)(n - from) * sizeof *r);
+    free(old);
+    return r;
+}
 
 typedef struct flow_state {
     kb__fabric *fab;
@@ -159,16 +196,19 @@ static int res_add(res *r, flow *f, uint32_t k)
 {
     if (r->n == r->cap_n) {
         uint32_t c = r->cap_n ? 2 * r->cap_n : 4;
-        flow **fl = realloc(r->flows, c * sizeof *fl);
-        if (fl) r->flows = fl;
-        uint32_t *fs = fl ? realloc(r->fslot, c * sizeof *fs) : NULL;
-        if (!fs) return KB_ENOMEM;
-        r->fslot = fs;
+        flow **fl = malloc(c * (sizeof *fl + sizeof(uint32_t)));
+        if (!fl) return KB_ENOMEM;
+        if (r->n) {
+            memcpy(fl, r->flows, r->n * sizeof *fl);
+            memcpy(fl + c, RES_FSLOT(r), r->n * sizeof(uint32_t));
+        }
+        free(r->flows);
+        r->flows = fl;
         r->cap_n = c;
     }
     f->slot[k] = r->n;
     r->flows[r->n] = f;
-    r->fslot[r->n++] = k;
+    RES_FSLOT(r)[r->n++] = k;
     return 0;
 }
 
@@ -177,9 +217,10 @@ static void res_remove(res *r, flow *f, uint32_t k)
     uint32_t s = f->slot[k], last = --r->n;
     if (s != last) {
         flow *g = r->flows[last];
+        uint32_t *fslot = RES_FSLOT(r);
         r->flows[s] = g;
-        r->fslot[s] = r->fslot[last];
-        g->slot[r->fslot[s]] = s;
+        fslot[s] = fslot[last];
+        g->slot[fslot[s]] = s;
     }
 }
 
@@ -222,6 +263,10 @@ static int collect(flow_state *st)
 {
     uint32_t m = ++st->mark;
     st->n_cf = st->n_cr = 0;
+    /* The walk's loads are cache misses on a large machine: each level's
+     * are prefetched together, so they overlap. */
+    for (size_t i = 0; i < st->n_dirty; i++)
+        __builtin_prefetch(&st->res[st->dirty[i]], 1);
     for (size_t i = 0; i < st->n_dirty; i++) {
         res *r = &st->res[st->dirty[i]];
         r->dirty = 0;
@@ -231,9 +276,15 @@ static int collect(flow_state *st)
     for (size_t i = 0; i < st->n_cr; i++) {
         res *r = &st->res[st->cr[i]];
         for (uint32_t j = 0; j < r->n; j++) {
+            __builtin_prefetch(r->flows[j], 1);
+            __builtin_prefetch((char *)r->flows[j] + 64);
+        }
+        for (uint32_t j = 0; j < r->n; j++) {
             flow *f = r->flows[j];
             if (f->mark == m) continue;
             f->mark = m;
+            for (uint32_t k = 0; k < f->n_res; k++)
+                __builtin_prefetch(&st->res[f->res[k]], 1);
             if (grow((void **)&st->cf, &st->cap_cf, st->n_cf + 1, sizeof *st->cf)) return KB_ENOMEM;
             st->cf[st->n_cf++] = f;
             uint32_t root = uf_find(st->uf, (uint32_t)i);
@@ -441,7 +492,7 @@ static void freeze(flow_state *st, const comp *c, res *best, flow *alone, double
             res *r = &st->res[f->res[k]];
             r->left -= share;
             r->unf--;
-            if (heap && r->n >= 2) sh_changed(st, c->sh, r->shi);
+            if (heap && r->n >= 2) sh_changed(st, c->sh, r->ci);
         }
     }
 }
@@ -484,7 +535,7 @@ static int fill_heap(flow_state *st, const comp *c)
     st->n_heap = (uint32_t)c->n_sh;
     for (uint32_t i = 0; i < c->n_sh; i++) {
         res *r = &st->res[c->sh[i]];
-        r->shi = i;
+        r->ci = i;
         st->hkey[i] = r->left / r->unf;
         heap_put(st, i, i);
     }
@@ -531,6 +582,8 @@ static int fill(flow_state *st, const comp *c)
 }
 
 static void end_due(kb__sim *sim, void *arg, uint64_t data);
+/* end_due's data when it comes from the flow's timer (always current). */
+#define END_TIMER UINT64_MAX
 static int alone(const struct flow_state *st, const flow *f, uint32_t n_flows);
 
 /* Sets the new rates: a flow whose rate changed gets a new end event. */
@@ -543,8 +596,7 @@ static void reschedule(kb__sim *sim, flow_state *st, kb__time now)
         if (f->next_rate == f->rate) continue;
         f->rate = f->next_rate;
         double dt = f->left / (f->rate / f->solo);
-        kb__time end = now + (kb__time)ceil(dt - 1e-6 > 0 ? dt - 1e-6 : 0);
-        kb__sim_post_at(sim, end, end_due, f, ++f->gen);
+        kb__timer_start(sim, &f->end, (kb__time)ceil(dt - 1e-6 > 0 ? dt - 1e-6 : 0));
     }
 }
 
@@ -598,20 +650,25 @@ static flow *flow_get(flow_state *st, uint32_t n_res)
     if (f) {
         st->free = f->next;
     } else {
-        f = calloc(1, sizeof *f);
+        f = aligned_alloc(64, (sizeof *f + 63) / 64 * 64);
         if (!f) return NULL;
+        memset(f, 0, sizeof *f);
+        kb__timer_init(&f->end, end_due, f, END_TIMER);
+        f->res = f->inl;
+        f->slot = f->inl + FLOW_INLINE;
+        f->cap_res = FLOW_INLINE;
         f->all_next = st->all;
         st->all = f;
     }
     if (f->cap_res < n_res) {
-        uint32_t *r = realloc(f->res, n_res * sizeof *r);
-        if (r) f->res = r;
-        uint32_t *s = r ? realloc(f->slot, n_res * sizeof *s) : NULL;
-        if (!s) {
+        uint32_t *r = malloc(2 * (size_t)n_res * sizeof *r);
+        if (!r) {
             f->next = st->free, st->free = f;
             return NULL;
         }
-        f->slot = s;
+        if (f->res != f->inl) free(f->res);
+        f->res = r;
+        f->slot = r + n_res;
         f->cap_res = n_res;
     }
     return f;
@@ -642,7 +699,7 @@ static void trace(const kb__fabric *fab, const flow *f, kb__time end)
 static void end_due(kb__sim *sim, void *arg, uint64_t data)
 {
     flow *f = arg;
-    if (data != f->gen) return; /* a rate changed since: a later event ends it */
+    if (data != END_TIMER && data != f->gen) return; /* a join's or a stale end */
     flow_state *st = state(f->msg->fab);
     kb__time now = kb__sim_now(sim);
     int solo = alone(st, f, 1);
@@ -698,7 +755,7 @@ static void join_due(kb__sim *sim, void *arg, uint64_t data)
             r->load = f->solo;
         }
         f->rate = f->solo;
-        kb__sim_post_at(sim, now + (kb__time)ceil(f->left), end_due, f, ++f->gen);
+        kb__timer_start(sim, &f->end, (kb__time)ceil(f->left));
         return;
     }
     for (uint32_t k = 0; k < f->n_res; k++) {
@@ -836,7 +893,7 @@ static int flow_init(kb__fabric *fab, kb__err *err)
 {
     flow_state *st = calloc(1, sizeof *st);
     if (st) st->mem_res = malloc((fab->n_nodes ? fab->n_nodes : 1) * sizeof *st->mem_res);
-    if (st && st->mem_res) st->res = calloc(fab->n_links ? fab->n_links : 1, sizeof *st->res);
+    if (st && st->mem_res) st->res = res_array(NULL, 0, fab->n_links);
     if (st && st->res) st->l0_free = calloc(fab->n_links ? fab->n_links : 1, sizeof *st->l0_free);
     if (!st || !st->mem_res || !st->res || !st->l0_free) {
         if (st) free(st->mem_res), free(st->res);
@@ -860,13 +917,11 @@ static void flow_fini(kb__fabric *fab)
     if (!st) return;
     for (flow *f = st->all, *n; f; f = n) {
         n = f->all_next;
-        free(f->res);
-        free(f->slot);
+        if (f->res != f->inl) free(f->res);
         free(f);
     }
     for (uint32_t i = 0; i < st->n_res; i++) {
         free(st->res[i].flows);
-        free(st->res[i].fslot);
     }
     free(st->res);
     free(st->mem_res);
@@ -907,7 +962,7 @@ static int flow_attach_memory(kb__fabric *fab, uint32_t node, double bw_gbs, kb_
     }
     if (st->n_res == st->cap_res_arr) {
         uint32_t c = 2 * st->cap_res_arr + 16;
-        res *r = realloc(st->res, c * sizeof *r);
+        res *r = res_array(st->res, st->n_res, c);
         if (!r) return kb__err_set(err, KB_ENOMEM, "fabric (flow): out of memory");
         st->res = r;
         st->cap_res_arr = c;
