@@ -17,6 +17,7 @@
  * Cost: a few allocations per transfer, O(runs × memories) grouping,
  * O(memories) routes (cached).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +31,13 @@ static kb__xfer *pex_alloc(kb__device *d, uint32_t n_groups, uint32_t n_runs)
     if (n_groups == 1 && n_runs <= KB__PEX_BLOCK_RUNS) {
         kb__pex_block *b = kb__pool_get(&d->pex_pool);
         if (!b) return NULL;
-        memset(b, 0, sizeof *b);
+        /* Zero all of it but the error's message (a quarter of the block, read
+         * only once the error's code is set): the blocks of transfers in flight
+         * are out of cache by the time they come back from the pool. */
+        size_t msg = offsetof(kb__pex_block, x.err.msg), rest = msg + sizeof b->x.err.msg;
+        memset(b, 0, msg);
+        b->x.err.msg[0] = '\0';
+        memset((char *)b + rest, 0, sizeof *b - rest);
         x = &b->x;
         x->pooled = 1;
         x->segs = &b->seg;
