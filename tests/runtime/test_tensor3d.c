@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernbench/dist.h"
 #include "kernel/tl_internal.h"
 #include "runtime/tensor.h"
 #include "support/machine.h"
@@ -345,4 +346,25 @@ Test(tensor3d, a_triton_batched_matmul_with_block_pointers_matches_the_host)
     run_bmm(1, a, b, c, &dt_nodata);
     cr_assert_eq(dt_nodata, dt, "--no-data %llu ps, with data %llu ps",
                  (unsigned long long)dt_nodata, (unsigned long long)dt);
+}
+
+/* ---- a collective over a 3-D tensor ------------------------------------------ */
+
+Test(tensor3d, an_all_reduce_sums_the_shards_of_a_3d_tensor_as_flat_buffers)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    /* a full copy on each of the 8 PEs: 8 collective ranks of the same [5, 3, 7] */
+    kb_policy every = {KB_REPLICATE, KB_REPLICATE, KB_REPLICATE, 0, 0, 0, 0, 0};
+    int64_t shape[3] = {NB, NR, NC};
+    kb_tensor x = make3(m, "x", shape, &every);
+    float in[NB * NR * NC], out[NB * NR * NC];
+    for (int i = 0; i < NB * NR * NC; i++)
+        in[i] = val(i);
+    cr_assert_eq(kb_copy_from_host(m, x, in, sizeof in, KB_F32), 0);
+    cr_assert_eq(kb_all_reduce(m, x, KB_SUM), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_copy_to_host(m, x, out, sizeof out, KB_F32), 0);
+    for (int i = 0; i < NB * NR * NC; i++)
+        cr_assert_eq(out[i], 8.0f * in[i], "element %d", i); /* multiples of 1/8: exact */
+    kb_close(m);
 }
