@@ -4,6 +4,7 @@
  *
  * Cost: construction is linear in nodes + links; statistics walk the links.
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,33 @@ static int copy_nodes(kb__fabric *fab, const kb__fab_node_desc *nodes, kb__err *
         fab->nodes[i].name = strdup(nodes[i].name ? nodes[i].name : "?");
         if (!fab->nodes[i].name)
             return kb__err_set(err, KB_ENOMEM, "fabric: out of memory for node names");
+    }
+    return 0;
+}
+
+/* The nodes' serial workers (fab->workers stays NULL when none has one). */
+static int copy_workers(kb__fabric *fab, kb__err *err)
+{
+    uint32_t any = 0;
+    for (uint32_t i = 0; i < fab->n_nodes; i++) {
+        const kb__kind_worker *w = &fab->nodes[i].worker;
+        if (w->bw_gbs < 0 || isnan(w->bw_gbs))
+            return kb__err_set(err, KB_EINVAL, "fabric: node %s: worker bandwidth %g GB/s",
+                               fab->nodes[i].name, w->bw_gbs);
+        any += w->bw_gbs > 0;
+    }
+    if (!any) return 0;
+    fab->workers = calloc(fab->n_nodes, sizeof *fab->workers);
+    if (!fab->workers)
+        return kb__err_set(err, KB_ENOMEM, "fabric: out of memory for %u workers", any);
+    for (uint32_t i = 0; i < fab->n_nodes; i++) {
+        const kb__kind_worker *w = &fab->nodes[i].worker;
+        if (!(w->bw_gbs > 0)) continue;
+        kb__fab_worker *k = &fab->workers[i];
+        k->bw_gbs = w->bw_gbs;
+        k->o_ps = w->overhead_ps;
+        k->pkt_ps = kb__time_add(k->o_ps, kb__topo_serial_ps(fab->packet_bytes, w->bw_gbs));
+        k->hdr_ps = kb__time_add(k->o_ps, kb__topo_serial_ps(fab->header_bytes, w->bw_gbs));
     }
     return 0;
 }
@@ -98,6 +126,7 @@ int kb__fabric_create(kb__fabric **out, kb__sim *sim, const kb__fab_node_desc *n
     fab->n_links = n_links;
     fab->model = &kb__fab_packet_model;
     int rc = copy_nodes(fab, nodes, err);
+    if (!rc) rc = copy_workers(fab, err);
     if (!rc) rc = copy_links(fab, links, err);
     if (!rc) rc = kb__fabric_index_gateways(fab, err);
     if (rc) {
@@ -128,6 +157,7 @@ void kb__fabric_destroy(kb__fabric *fab)
     for (uint32_t i = 0; fab->links && i < fab->n_links; i++)
         free(fab->links[i].pq);
     free(fab->links);
+    free(fab->workers);
     free(fab->out_first);
     free(fab->out_next);
     free(fab->routers);
@@ -241,7 +271,8 @@ int kb__fabric_create_topo(kb__fabric **out, kb__sim *sim, const kb__topo *t, ui
                                        .sip = n->sip < 0 ? 0 : (uint32_t)n->sip,
                                        .cube = n->cube < 0 ? 0 : (uint32_t)n->cube,
                                        .x = n->x < 0 ? 0 : (uint32_t)n->x,
-                                       .y = n->y < 0 ? 0 : (uint32_t)n->y};
+                                       .y = n->y < 0 ? 0 : (uint32_t)n->y,
+                                       .worker = n->worker};
     }
     /* What a node's kind adds to the messages leaving it (a router's
      * traversal, topo/kinds.h) is paid with the link's o. */
@@ -279,13 +310,18 @@ static kb__time recursion_alone(const kb__fabric *fab, const kb__route *r, uint6
                                 uint32_t p)
 {
     uint64_t n = (bytes + p - 1) / p;
-    kb__time *free_at = calloc(r->n, sizeof *free_at);
+    kb__time *free_at = calloc(2 * (size_t)r->n, sizeof *free_at); /* links, then workers */
     kb__time last = 0;
     if (!free_at) return 0;
     for (uint64_t i = 0; i < n; i++) {
         uint32_t size = (i + 1 < n) ? p : (uint32_t)(bytes - (n - 1) * (uint64_t)p);
         kb__time t = 0;
         for (uint32_t h = 0; h < r->n; h++) {
+            const kb__fab_worker *wk = kb__fab_worker_at(fab, r, h);
+            if (wk) { /* the node's serial worker, between the two links */
+                kb__time ws = t > free_at[r->n + h] ? t : free_at[r->n + h];
+                t = free_at[r->n + h] = ws + kb__fab_worker_svc(fab, wk, size);
+            }
             const kb__link *l = &fab->links[r->links[h]];
             kb__time start = t > free_at[h] ? t : free_at[h];
             free_at[h] = start + kb__link_service_ps(fab, l, size);
@@ -304,19 +340,24 @@ void kb__fabric_closed_form(const kb__fabric *fab, const kb__route *r, uint64_t 
     uint64_t n = (bytes + p - 1) / p;
     for (uint32_t h = 0; h < r->n; h++) {
         const kb__link *l = &fab->links[r->links[h]];
-        kb__time s = kb__link_service_ps(fab, l, p);
+        const kb__fab_worker *wk = kb__fab_worker_at(fab, r, h);
+        kb__time s = kb__link_service_ps(fab, l, p), sw = wk ? kb__fab_worker_svc(fab, wk, p) : 0;
         o += l->o_ps;
         w += l->w_ps;
-        first += s;
+        first += s + sw;
         if (s > worst) worst = s;
+        if (sw > worst) worst = sw;
     }
     out->overhead = o;
     out->wire = w;
     if (bytes % p == 0 || n == 1) {
         if (n == 1 && bytes % p) {
             first = 0;
-            for (uint32_t h = 0; h < r->n; h++)
-                first += kb__link_service_ps(fab, &fab->links[r->links[h]], (uint32_t)bytes);
+            for (uint32_t h = 0; h < r->n; h++) {
+                const kb__fab_worker *wk = kb__fab_worker_at(fab, r, h);
+                first += kb__link_service_ps(fab, &fab->links[r->links[h]], (uint32_t)bytes) +
+                         (wk ? kb__fab_worker_svc(fab, wk, (uint32_t)bytes) : 0);
+            }
         }
         out->drain = first + (n - 1) * worst;
         out->total = o + w + out->drain;
@@ -347,6 +388,11 @@ void kb__fabric_reset(kb__fabric *fab)
         l->pq_head = l->pq_n = 0;
         l->bytes = l->packets = 0;
         l->busy_ps = 0;
+    }
+    for (uint32_t i = 0; fab->workers && i < fab->n_nodes; i++) {
+        kb__fab_worker *w = &fab->workers[i];
+        w->free_at = w->busy_ps = 0;
+        w->packets = 0;
     }
     fab->packet_hops = 0;
     fab->model->reset(fab);

@@ -65,7 +65,32 @@ typedef struct kb__fab_node_desc {
     uint32_t sip;  /* SIP index (host: 0) */
     uint32_t cube; /* cube index inside the SIP (IO chiplet / host: unused) */
     uint32_t x, y; /* mesh position of the node's cube */
+    /* Its serial worker (a transit node's, topo/kinds.h): every packet
+     * crossing the node is forwarded by it, one at a time in arrival order,
+     * for overhead_ps + size / bw_gbs. bw_gbs 0: none. A node with a worker
+     * sends no message of its own (every packet leaving it crosses it). */
+    kb__kind_worker worker;
 } kb__fab_node_desc;
+
+/* The service time of the last packet size served that is neither a full
+ * packet nor a header (a short last packet tends to recur: the same
+ * messages repeat); kb__svc_memo_get. Zero: none yet. */
+typedef struct kb__svc_memo {
+    uint32_t bytes;
+    kb__time ps;
+} kb__svc_memo;
+
+/* A node's serial worker in the packet model: a FIFO server between the
+ * link a packet comes in on and the one it leaves on. */
+typedef struct kb__fab_worker {
+    kb__time free_at;        /* end of the last packet forwarded */
+    kb__time pkt_ps, hdr_ps; /* overhead + size / B for a full and a header packet */
+    kb__time o_ps;           /* overhead per packet */
+    double bw_gbs;           /* 0: the node has no worker */
+    kb__svc_memo odd;        /* packets of other sizes (size / B only) */
+    uint64_t packets;
+    kb__time busy_ps;
+} kb__fab_worker;
 
 /* A directed link as the fabric sees it (copied in). */
 typedef struct kb__fab_link_desc {
@@ -76,14 +101,6 @@ typedef struct kb__fab_link_desc {
     kb__time wire_ps;     /* w */
     int down;             /* a link that is down: kept (ids stay), never routed over */
 } kb__fab_link_desc;
-
-/* The service time of the last packet size served that is neither a full
- * packet nor a header (a short last packet tends to recur: the same
- * messages repeat); kb__svc_memo_get. Zero: none yet. */
-typedef struct kb__svc_memo {
-    uint32_t bytes;
-    kb__time ps;
-} kb__svc_memo;
 
 /* Per-direction link state and statistics. What every reservation reads
  * and writes fills the first 64-byte line, the queue of waiting packets and
@@ -123,6 +140,8 @@ typedef struct kb__route {
     uint32_t n;             /* number of links, >= 1 */
     uint32_t *nodes;        /* n + 1 node ids: from, ..., to */
     uint32_t bottleneck;    /* link id with the largest pkt_ps (first one) */
+    uint32_t workers;       /* nodes[1 .. n - 1] with a serial worker */
+    int worker_last;        /* nodes[n - 1] has one: no packet waits on the last link */
     int ends_in_order;      /* `to` takes arrivals at its in-link's service */
     int starts_at_leaf;     /* `from` has no neighbour but the next node: its
                                first link carries only what `from` injects */

@@ -11,8 +11,9 @@
  * capacity among its resources) it drains r / r0 of them per picosecond,
  * so a flow that keeps r = r0 ends at exactly t0 + T_solo, to the ps.
  *
- * Its resources are the links of its route after the first, and the
- * memories it starts or ends at. The first link serves whole messages in
+ * Its resources are the links of its route after the first, the serial
+ * workers of the nodes it crosses (a transit node's: capacity one packet
+ * per worker service) and the memories it starts or ends at. The first link serves whole messages in
  * the order they are offered, as the packet model's does (it takes all of
  * a message's packets at once): a flow starts when that link has served
  * the earlier ones at its own rate (l0_free), and does not share it again.
@@ -140,6 +141,7 @@ typedef struct flow_state {
     res *res;
     uint32_t n_res, cap_res_arr;
     uint32_t *mem_res; /* per node: its memory's resource id or KB__NO_NODE */
+    uint32_t *wk_res;  /* per node: its serial worker's resource id or KB__NO_NODE */
     kb__time *l0_free; /* per link: when it has served the messages offered on it as
                           their first link (FIFO at the source, see start) */
     flow *free, *all;  /* recycled flows; every flow allocated (for fini) */
@@ -796,9 +798,7 @@ static const struct kb__route_solo *solo_of(const kb__fabric *fab, const kb__rou
     if (s.bytes != msg->bytes || s.pkt_bytes != msg->pkt_bytes) {
         kb__time total, prev;
         kb__fab_solo(fab, r, msg->bytes, msg->pkt_bytes, &total, &prev);
-        const kb__link *b = &fab->links[r->bottleneck];
-        kb__time drain = (kb__time)(msg->npkts - 1) * kb__link_svc(fab, b, msg->pkt_bytes) +
-                         kb__link_svc(fab, b, kb__fab_msg_pkt_size(msg, msg->npkts - 1));
+        kb__time drain = kb__fab_drain(fab, r, msg->bytes, msg->pkt_bytes);
         if (drain > total) drain = total;
         if (drain == 0) drain = 1, total = total ? total : 1;
         s = (struct kb__route_solo){msg->bytes, msg->pkt_bytes, total, prev, drain};
@@ -815,7 +815,7 @@ static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
     flow_state *st = state(fab);
     const kb__route *r = msg->route;
     int shares = msg->npkts > 1; /* a message of one packet shares nothing */
-    flow *f = flow_get(st, shares ? r->n + 2 : 0);
+    flow *f = flow_get(st, shares ? r->n + 2 + r->workers : 0);
     if (!f) {
         kb__sim_fail(sim, KB_ENOMEM, "fabric (flow): out of host memory for a flow");
         return;
@@ -828,6 +828,8 @@ static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
         f->solo = fab->links[r->links[0]].bw_gbs; /* the first link caps it, unshared */
         for (uint32_t h = 1; h < r->n; h++)       /* link 0: FIFO at the source, below */
             f->res[f->n_res++] = r->links[h];
+        for (uint32_t h = 1; r->workers && h < r->n; h++) /* the nodes' serial workers */
+            if (st->wk_res[r->nodes[h]] != KB__NO_NODE) f->res[f->n_res++] = st->wk_res[r->nodes[h]];
         if (mf != KB__NO_NODE) f->res[f->n_res++] = mf;
         if (mt != KB__NO_NODE && mt != mf) f->res[f->n_res++] = mt;
         for (uint32_t k = 0; k < f->n_res; k++)
@@ -889,6 +891,31 @@ static int flow_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int in_orde
     return 0;
 }
 
+static void flow_fini(kb__fabric *fab);
+
+/* A node's serial worker is a resource of the node: its capacity is a
+ * full packet per worker service (overhead + p / B), in bytes/ns. */
+static int add_workers(kb__fabric *fab, flow_state *st, kb__err *err)
+{
+    st->wk_res = malloc((fab->n_nodes ? fab->n_nodes : 1) * sizeof *st->wk_res);
+    if (!st->wk_res) return kb__err_set(err, KB_ENOMEM, "fabric (flow): out of memory");
+    for (uint32_t i = 0; i < fab->n_nodes; i++) {
+        st->wk_res[i] = KB__NO_NODE;
+        const kb__fab_worker *w = fab->workers ? &fab->workers[i] : NULL;
+        if (!w || !(w->bw_gbs > 0)) continue;
+        if (st->n_res == st->cap_res_arr) {
+            uint32_t c = 2 * st->cap_res_arr + 16;
+            res *r = realloc(st->res, c * sizeof *r);
+            if (!r) return kb__err_set(err, KB_ENOMEM, "fabric (flow): out of memory");
+            st->res = r;
+            st->cap_res_arr = c;
+        }
+        st->res[st->n_res] = (res){.cap = (double)fab->packet_bytes * 1000.0 / (double)w->pkt_ps};
+        st->wk_res[i] = st->n_res++;
+    }
+    return 0;
+}
+
 static int flow_init(kb__fabric *fab, kb__err *err)
 {
     flow_state *st = calloc(1, sizeof *st);
@@ -908,7 +935,9 @@ static int flow_init(kb__fabric *fab, kb__err *err)
     for (uint32_t i = 0; i < fab->n_links; i++)
         st->res[i].cap = fab->links[i].bw_gbs;
     fab->model_state = st;
-    return 0;
+    int rc = add_workers(fab, st, err);
+    if (rc) flow_fini(fab);
+    return rc;
 }
 
 static void flow_fini(kb__fabric *fab)
@@ -925,6 +954,7 @@ static void flow_fini(kb__fabric *fab)
     }
     free(st->res);
     free(st->mem_res);
+    free(st->wk_res);
     free(st->l0_free);
     free(st->dirty);
     free(st->cf);

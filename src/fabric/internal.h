@@ -45,6 +45,7 @@ struct kb__fabric {
     uint32_t *in_deg;          /* per node: incoming links */
     uint32_t *in_from;         /* per node: the source of one incoming link (the only one when
                                   in_deg is 1) */
+    kb__fab_worker *workers;   /* per node (bw_gbs 0: none), or NULL when no node has one */
 };
 
 /* Service time of a packet of `bytes` on l (kb__link_service_ps, inline):
@@ -55,6 +56,26 @@ static inline kb__time kb__link_svc(const kb__fabric *fab, const kb__link *l, ui
     if (bytes == fab->packet_bytes) return l->pkt_ps;
     if (bytes == fab->header_bytes) return l->hdr_ps;
     return kb__svc_memo_get(&l->odd, bytes, 1, l->bw_gbs);
+}
+
+/* The serial worker of the node a packet crosses before hop h of route r
+ * (nodes[h], h >= 1), or NULL: the node has none, or it is r's source. */
+static inline kb__fab_worker *kb__fab_worker_at(const kb__fabric *fab, const kb__route *r,
+                                                uint32_t h)
+{
+    if (!h || !r->workers) return NULL;
+    kb__fab_worker *w = &fab->workers[r->nodes[h]];
+    return w->bw_gbs > 0 ? w : NULL;
+}
+
+/* Service time of a packet of `bytes` at worker w: its overhead plus
+ * bytes / B, precomputed for full and header packets. */
+static inline kb__time kb__fab_worker_svc(const kb__fabric *fab, const kb__fab_worker *w,
+                                          uint32_t bytes)
+{
+    if (bytes == fab->packet_bytes) return w->pkt_ps;
+    if (bytes == fab->header_bytes) return w->hdr_ps;
+    return w->o_ps + kb__svc_memo_get(&w->odd, bytes, 1, w->bw_gbs);
 }
 
 /* Adds the reservation [start, end) of l to its utilization (util.c; call
@@ -70,6 +91,10 @@ extern const kb__fabric_model kb__fab_flow_model;
  * to the ps for any size) and when the packet before it does. */
 void kb__fab_solo(const kb__fabric *fab, const kb__route *r, uint64_t bytes, uint32_t p,
                   kb__time *last, kb__time *prev);
+/* The drain of a message alone on route r: its packets' service at the
+ * route's slowest server (a link or a node's serial worker), the one with
+ * the largest full-packet time (model.c). */
+kb__time kb__fab_drain(const kb__fabric *fab, const kb__route *r, uint64_t bytes, uint32_t p);
 
 /* Builds the gateway tables (route.c). */
 int kb__fabric_index_gateways(kb__fabric *fab, kb__err *err);

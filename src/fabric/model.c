@@ -81,28 +81,56 @@ int kb__fab_inject(kb__sim *sim, kb__fab_msg *msg, kb__time *at, int in_order)
     return msg->fab->model->inject(sim, msg, at, in_order);
 }
 
-/* A tandem of FIFO links fed n packets at once: packet i (all full) ends
- * on link h at E_i(h) = Σ_{m<=h} P_m + Σ_{m<h} ow_m + i · max_{m<=h} P_m
- * (P: a full packet's service, ow: o + w); a shorter last packet ends at
- * max(its arrival, E_{n-2}(h)) + S_h. So the last two arrivals cost O(k),
- * where the per-packet recursion costs O(n·k). */
+/* A tandem of FIFO servers (the links, and the serial workers of the
+ * nodes crossed between them, whose delay after service is 0) fed n
+ * packets at once: packet i (all full) ends on server h at E_i(h) =
+ * Σ_{m<=h} P_m + Σ_{m<h} ow_m + i · max_{m<=h} P_m (P: a full packet's
+ * service, ow: o + w); a shorter last packet ends at max(its arrival,
+ * E_{n-2}(h)) + S_h. So the last two arrivals cost O(k), where the
+ * per-packet recursion costs O(n·k). */
+typedef struct solo_acc {
+    uint64_t n;
+    kb__time sum_p, sum_ow, max_p, e_last, e_prev, ow;
+    int first;
+} solo_acc;
+
+static void solo_server(solo_acc *a, kb__time ph, kb__time sh, kb__time ow)
+{
+    kb__time arrive = a->first ? 0 : a->e_last + a->ow;
+    a->first = 0;
+    a->sum_p += ph;
+    if (ph > a->max_p) a->max_p = ph;
+    a->e_prev = a->n >= 2 ? a->sum_p + a->sum_ow + (kb__time)(a->n - 2) * a->max_p : 0;
+    a->e_last = (arrive > a->e_prev ? arrive : a->e_prev) + sh;
+    a->ow = ow;
+    a->sum_ow += ow;
+}
+
 void kb__fab_solo(const kb__fabric *fab, const kb__route *r, uint64_t bytes, uint32_t p,
                   kb__time *last, kb__time *prev)
 {
+    solo_acc a = {.n = (bytes + p - 1) / p, .first = 1};
+    uint32_t s = (uint32_t)(bytes - (a.n - 1) * p);
+    for (uint32_t h = 0; h < r->n; h++) {
+        const kb__fab_worker *wk = kb__fab_worker_at(fab, r, h);
+        if (wk) solo_server(&a, kb__fab_worker_svc(fab, wk, p), kb__fab_worker_svc(fab, wk, s), 0);
+        const kb__link *l = &fab->links[r->links[h]];
+        solo_server(&a, kb__link_svc(fab, l, p), kb__link_svc(fab, l, s), l->ow_ps);
+    }
+    *last = a.e_last + a.ow;
+    *prev = a.n >= 2 ? a.e_prev + a.ow : *last;
+}
+
+kb__time kb__fab_drain(const kb__fabric *fab, const kb__route *r, uint64_t bytes, uint32_t p)
+{
     uint64_t n = (bytes + p - 1) / p;
     uint32_t s = (uint32_t)(bytes - (n - 1) * p);
-    kb__time sum_p = 0, sum_ow = 0, max_p = 0, e_last = 0, e_prev = 0, ow = 0;
-    for (uint32_t h = 0; h < r->n; h++) {
-        const kb__link *l = &fab->links[r->links[h]];
-        kb__time ph = kb__link_svc(fab, l, p), sh = kb__link_svc(fab, l, s);
-        kb__time arrive = h ? e_last + ow : 0;
-        sum_p += ph;
-        if (ph > max_p) max_p = ph;
-        e_prev = n >= 2 ? sum_p + sum_ow + (kb__time)(n - 2) * max_p : 0;
-        e_last = (arrive > e_prev ? arrive : e_prev) + sh;
-        ow = l->ow_ps;
-        sum_ow += ow;
+    const kb__link *b = &fab->links[r->bottleneck];
+    kb__time full = kb__link_svc(fab, b, p), last = kb__link_svc(fab, b, s);
+    for (uint32_t h = 1; r->workers && h < r->n; h++) {
+        const kb__fab_worker *wk = kb__fab_worker_at(fab, r, h);
+        if (wk && kb__fab_worker_svc(fab, wk, p) > full)
+            full = kb__fab_worker_svc(fab, wk, p), last = kb__fab_worker_svc(fab, wk, s);
     }
-    *last = e_last + ow;
-    *prev = n >= 2 ? e_prev + ow : *last;
+    return (kb__time)(n - 1) * full + last;
 }

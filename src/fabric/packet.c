@@ -25,6 +25,14 @@
  * After link 0 reserved at once, one pending event per message walks its
  * packets onto link 1 (chain_next).
  *
+ * A node with a serial worker (a transit node) forwards the packets that
+ * cross it one at a time: a packet arriving at the node (its hop event)
+ * reserves the worker, in arrival order like a link, and then the link out
+ * for the worker's end. That link carries only what the worker forwards
+ * (the node sends nothing of its own), so it is still reserved in arrival
+ * order; no packet waits on it (route->worker_last), since its arrival
+ * there is known only once the worker has taken it.
+ *
  * Cost: O(1) per packet per hop (a waiting packet: its insertion from the
  * back of a queue sorted by arrival, mostly at the back); no allocation
  * once each queue has grown to the packets in flight toward its link.
@@ -89,6 +97,13 @@ static void chain_next(kb__sim *sim, kb__fab_msg *msg, uint64_t data);
 static inline int early(const kb__fab_msg *msg)
 {
     return msg->route->ends_in_order || !msg->on_packet;
+}
+
+/* Whether msg's packets wait on the last link of its route (see wait_last)
+ * once served on the link before: early, and no serial worker between. */
+static inline int waits_last(const kb__fab_msg *msg)
+{
+    return early(msg) && !msg->route->worker_last;
 }
 
 static void done_due(kb__sim *sim, void *arg, uint64_t data)
@@ -238,8 +253,9 @@ static void wait_last(kb__sim *sim, kb__fab_msg *msg, uint32_t pkt, kb__time at)
 }
 
 /* Reserves link `hop` for packet pkt arriving at `at` (now; later only in a
- * train out of a leaf, whose link no packet waits for), after the packets
- * waiting there that arrived by now; returns its service end. */
+ * train out of a leaf, or after a node's serial worker: links no packet
+ * waits for), after the packets waiting there that arrived by now; returns
+ * its service end. */
 static kb__time serve(kb__sim *sim, kb__fab_msg *msg, uint32_t hop, uint32_t pkt, kb__time at)
 {
     kb__link *l = &msg->fab->links[msg->route->links[hop]];
@@ -290,6 +306,19 @@ static kb__time l0_end_of(const kb__fab_msg *msg, uint32_t i)
 
 static void hop_arrive(kb__sim *sim, void *arg, uint64_t data);
 
+/* Packet pkt of msg reaches the node of worker w at now: the worker
+ * forwards it after the packets that reached the node before (FIFO, one
+ * at a time). Returns when it is handed to the link out. */
+static kb__time forward(kb__fab_msg *msg, kb__fab_worker *w, uint32_t pkt, kb__time now)
+{
+    kb__time start = now > w->free_at ? now : w->free_at;
+    kb__time svc = kb__fab_worker_svc(msg->fab, w, kb__fab_msg_pkt_size(msg, pkt));
+    w->free_at = kb__time_add(start, svc);
+    w->packets++;
+    w->busy_ps += svc;
+    return w->free_at;
+}
+
 /* A message whose link 0 was reserved for every packet at once has packet
  * pkt + 1 reach hop 1 at a known time: it is posted when packet pkt gets
  * there, keeping one pending event per message on that hop instead of n. */
@@ -311,7 +340,7 @@ static void after_link0(kb__sim *sim, kb__fab_msg *msg)
 {
     const kb__route *r = msg->route;
     kb__time ow = msg->fab->links[r->links[0]].ow_ps;
-    if (r->n <= 2 && early(msg)) {
+    if (r->n <= 2 && waits_last(msg)) {
         for (uint32_t i = 0, n = msg->npkts; i < n; i++) {
             if (r->n == 1)
                 arrive(sim, msg, i, l0_end_of(msg, i) + ow);
@@ -336,9 +365,12 @@ static void hop_arrive(kb__sim *sim, void *arg, uint64_t data)
             kb__sim_post_at(sim, msg->inject[next], hop_arrive, msg, (uint64_t)next << HOP_BITS);
     }
     uint32_t pkt = (uint32_t)(data >> HOP_BITS);
-    kb__time end = serve(sim, msg, hop, pkt, kb__sim_now(sim));
+    kb__time now = kb__sim_now(sim), out = now;
+    kb__fab_worker *wk = kb__fab_worker_at(msg->fab, r, hop);
+    if (wk) out = forward(msg, wk, pkt, now);
+    kb__time end = serve(sim, msg, hop, pkt, out);
     kb__time at = end + msg->fab->links[r->links[hop]].ow_ps;
-    if (hop + 2 == r->n && early(msg))
+    if (hop + 2 == r->n && waits_last(msg))
         wait_last(sim, msg, pkt, at);
     else if (hop + 1 < r->n)
         kb__sim_post_at(sim, at, hop_arrive, msg, data + 1);
@@ -350,6 +382,7 @@ static void hop_arrive(kb__sim *sim, void *arg, uint64_t data)
 
 static void packet_send(kb__sim *sim, kb__fab_msg *msg)
 {
+    assert(!msg->fab->workers || !(msg->fab->workers[msg->route->from].bw_gbs > 0));
     msg->t_start = kb__sim_now(sim);
     msg->l0_end = NULL;
     msg->first_end = serve_all(sim, msg, msg->t_start);

@@ -360,6 +360,10 @@ static int finish_route(kb__fabric *fab, path *p, uint32_t from, uint32_t via, u
         const kb__link *l = &fab->links[p->links[i]];
         nodes[i + 1] = l->to;
         if (l->pkt_ps > fab->links[r->bottleneck].pkt_ps) r->bottleneck = l->id;
+        if (i + 1 < p->n && fab->workers && fab->workers[l->to].bw_gbs > 0) {
+            r->workers++;
+            r->worker_last = i + 2 == p->n;
+        }
     }
     *out = r;
     return 0;

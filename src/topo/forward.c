@@ -9,8 +9,11 @@
  * The cost is paid once per message per node (the first flit; the other
  * packets pipeline behind it), on every link out of the node. Messages
  * follow their whole route as computed at the source (path-based: the
- * fabric's route, fabric/route.c); a node does not serialise the messages
- * crossing it beyond what its links do (docs/topology.md).
+ * fabric's route, fabric/route.c). A transit node also has a serial
+ * worker: every packet crossing it, whatever links it comes in and goes
+ * out on, is forwarded one at a time (the fabric models serve it:
+ * docs/topology.md, "Component kinds"); a router serialises nothing
+ * beyond its links.
  */
 #include "sim/sim.h"
 #include "topo/kinds.h"
@@ -26,5 +29,12 @@ static uint64_t transit_leave(const kb__topo_params *p)
     return kb__ps_from_ns(p->transit.first_flit_ns);
 }
 
-const kb__kind_ops kb__router_ops = {KB__KIND_OPS_VERSION, router_leave};
-const kb__kind_ops kb__transit_ops = {KB__KIND_OPS_VERSION, transit_leave};
+/* The transit node's serial worker: one packet at a time, across all its
+ * links, for transit.worker_ns + size / transit.worker_bw_gbs. */
+static kb__kind_worker transit_worker(const kb__topo_params *p)
+{
+    return (kb__kind_worker){p->transit.worker_bw_gbs, kb__ps_from_ns(p->transit.worker_ns)};
+}
+
+const kb__kind_ops kb__router_ops = {KB__KIND_OPS_VERSION, router_leave, NULL};
+const kb__kind_ops kb__transit_ops = {KB__KIND_OPS_VERSION, transit_leave, transit_worker};

@@ -38,7 +38,9 @@ static const kb__kind kinds[] = {
     {"pe_math", R(PE_MATH), "PE vector math unit", NULL},
     {"pe_ipcq", R(PE_IPCQ), "PE inter-PE queues", NULL},
     {"transit", R(ROUTER) | R(XBAR) | R(NOC) | R(IO_NOC) | R(PCIE_EP),
-     "forwarding component: each message pays transit.first_flit_ns leaving it", &kb__transit_ops},
+     "forwarding component: transit.first_flit_ns per message leaving it, one packet at a time "
+     "through its serial worker",
+     &kb__transit_ops},
     {"packet", R(FABRIC), "fabric model: every packet through FIFO links (exact, the reference)",
      NULL},
     {"flow", R(FABRIC), "fabric model: one max-min fair flow per message (fast, approximate)",

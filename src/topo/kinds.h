@@ -48,7 +48,15 @@ struct kb__topo_params;
 /* The table's version of kb__kind_ops: a row's ops with another version is
  * refused when the machine graph is built (it would read slots the row
  * does not have). The table grows by appending slots and raising it. */
-#define KB__KIND_OPS_VERSION 1
+#define KB__KIND_OPS_VERSION 2
+
+/* A node's serial worker (kb__kind_ops.worker): every packet crossing the
+ * node (in on one link, out on another) is forwarded by it, one packet at a
+ * time in arrival order, for overhead_ps + size / bw_gbs. bw_gbs 0: none. */
+typedef struct kb__kind_worker {
+    double bw_gbs;
+    uint64_t overhead_ps;
+} kb__kind_worker;
 
 /* What a kind does to the machine graph, bound to every node of the kind
  * when the graph is built (topo.c walks the nodes). A slot left NULL adds
@@ -60,6 +68,10 @@ typedef struct kb__kind_ops {
      * behind (the link's o; docs/timing-model.md). A forwarding
      * component's traversal cost. */
     uint64_t (*leave_ps)(const struct kb__topo_params *p);
+    /* Version 2. The node's serial worker (kb__kind_worker): a forwarding
+     * component that handles one packet at a time, across all its links.
+     * NULL: the node serialises nothing beyond its links. */
+    kb__kind_worker (*worker)(const struct kb__topo_params *p);
 } kb__kind_ops;
 
 typedef struct kb__kind {

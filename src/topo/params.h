@@ -69,6 +69,8 @@ typedef struct kb__topo_params {
     } fabric;
     struct {
         double first_flit_ns; /* what a message pays leaving a `transit` node */
+        double worker_bw_gbs; /* its serial worker's rate */
+        double worker_ns;     /* and its overhead per packet */
     } transit;
     struct {
         uint32_t racks, sips; /* sips: in the whole system */

@@ -73,6 +73,11 @@ static const kb__param schema[] = {
      "fabric model: packet (exact, the reference) or flow (docs/timing-model.md)"},
     TIME("transit.first_flit_ns", transit.first_flit_ns, "4",
          "first-flit overhead of a node of kind transit, paid by each message leaving it"),
+    {"transit.worker_bw_gbs", KB__PT_BW, F(transit.worker_bw_gbs), "512", 0, BW_MAX, 1, -1, "GB/s",
+     "rate of a transit node's serial worker, which forwards the packets crossing the node one "
+     "at a time"},
+    TIME("transit.worker_ns", transit.worker_ns, "0",
+         "overhead of a transit node's serial worker per packet forwarded"),
     {"system.racks", KB__PT_U32, F(system.racks), "1", 1, 1024, 0, -1, "",
      "racks; system.sips must be a multiple of it"},
     {"system.sips", KB__PT_U32, F(system.sips), "2", 1, 4096, 0, -1, "",

@@ -337,6 +337,7 @@ static int bind_kinds(kb__topo *t, kb__err *err)
                                "reads version %d",
                                k->name, t->nodes[v].name, ops->version, KB__KIND_OPS_VERSION);
         uint64_t ps = ops->leave_ps ? ops->leave_ps(&t->params) : 0;
+        if (ops->worker) t->nodes[v].worker = ops->worker(&t->params);
         for (uint32_t i = t->out_first[v]; i < t->out_first[v + 1]; i++)
             t->links[t->out_links[i]].node_ps = ps;
     }

@@ -65,6 +65,7 @@ typedef struct kb__topo_node {
     int32_t cube;                 /* -1 when not inside a cube */
     int32_t unit;                 /* PE index in the cube, or HBM slice; -1 otherwise */
     int32_t x, y;                 /* cube mesh column and row; -1 outside cubes */
+    kb__kind_worker worker;       /* its kind's serial worker (kb__kind_ops.worker); bw 0: none */
     char name[KB__TOPO_NAME_MAX]; /* "sip0.cube3.pe1.dma" */
 } kb__topo_node;
 
