@@ -288,7 +288,7 @@ int kb__fabric_create_topo(kb__fabric **out, kb__sim *sim, const kb__topo *t, ui
     }
     rc = kb__fabric_create(out, sim, nodes, t->n_nodes, links, t->n_links,
                            kb__topo_packet_bytes(&t->params), header_bytes, err);
-    const kb__kind *k = kb__kind_get(t->params.fabric.model);
+    const kb__kind *k = kb__kinds_get(t->params.kinds, t->params.fabric.model);
     const kb__fabric_model *model = kb__fabric_model_find(k ? k->name : NULL);
     if (!rc && !model)
         rc = kb__err_set(err, KB_ECONFIG, "fabric.model: unknown model '%s'; models: %s",
@@ -372,6 +372,8 @@ void kb__fabric_class_stats(const kb__fabric *fab, kb__link_class_stats out[KB__
     memset(out, 0, KB__LINK_CLASS_COUNT * sizeof *out);
     for (uint32_t i = 0; i < fab->n_links; i++) {
         const kb__link *l = &fab->links[i];
+        if (l->cls >= KB__LINK_CLASS_COUNT)
+            continue; /* a link kind's class (kb__topo_class_count) */
         kb__link_class_stats *s = &out[l->cls];
         s->bytes += l->bytes;
         s->packets += l->packets;

@@ -13,11 +13,12 @@
  *
  * Its resources are the links of its route after the first, the serial
  * workers of the nodes it crosses (a transit node's: capacity one packet
- * per worker service) and the memories it starts or ends at. The first link serves whole messages in
- * the order they are offered, as the packet model's does (it takes all of
- * a message's packets at once): a flow starts when that link has served
- * the earlier ones at its own rate (l0_free), and does not share it again.
- * A message of one packet (a command, request, acknowledgement or credit)
+ * per worker service) and the memories it starts or ends at. The first
+ * link serves whole messages in the order they are offered, as the packet
+ * model's does (it takes all of a message's packets at once): a flow
+ * starts when that link has served the earlier ones at its own rate
+ * (l0_free), and does not share it again. A message of one packet (a
+ * command, request, acknowledgement or credit)
  * has nothing to share: it takes its solo time from its start.
  *
  * Rates are set by progressive filling (SimGrid's LMM without weights):
@@ -829,7 +830,8 @@ static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
         for (uint32_t h = 1; h < r->n; h++)       /* link 0: FIFO at the source, below */
             f->res[f->n_res++] = r->links[h];
         for (uint32_t h = 1; r->workers && h < r->n; h++) /* the nodes' serial workers */
-            if (st->wk_res[r->nodes[h]] != KB__NO_NODE) f->res[f->n_res++] = st->wk_res[r->nodes[h]];
+            if (st->wk_res[r->nodes[h]] != KB__NO_NODE)
+                f->res[f->n_res++] = st->wk_res[r->nodes[h]];
         if (mf != KB__NO_NODE) f->res[f->n_res++] = mf;
         if (mt != KB__NO_NODE && mt != mf) f->res[f->n_res++] = mt;
         for (uint32_t k = 0; k < f->n_res; k++)

@@ -52,9 +52,8 @@ static int init_mem(kb__device *d, uint32_t idx, kb__mem_space sp, uint32_t s, u
                     uint32_t u, kb__err *err)
 {
     const kb__topo_params *p = &d->topo->params;
-    kb__memctl_params mp = {.space = sp,
-                            .packet_bytes = kb__topo_packet_bytes(p),
-                            .grain = kb__fabric_grain(d->fab)};
+    kb__memctl_params mp = {
+        .space = sp, .packet_bytes = kb__topo_packet_bytes(p), .grain = kb__fabric_grain(d->fab)};
     kb__role role = sp == KB__SPACE_HBM    ? KB__ROLE_HBM_CTRL
                     : sp == KB__SPACE_SRAM ? KB__ROLE_SRAM
                                            : KB__ROLE_PE_TCM;
@@ -77,6 +76,14 @@ static int init_mem(kb__device *d, uint32_t idx, kb__mem_space sp, uint32_t s, u
         mp.interleave_bytes = kb__topo_packet_bytes(p);
         mp.bw_gbs = sp == KB__SPACE_SRAM ? p->cube.sram_bw_gbs : p->pe.tcm_bw_gbs;
         mp.latency_ns = sp == KB__SPACE_SRAM ? p->cube.sram_latency_ns : p->pe.tcm_latency_ns;
+    }
+    const kb__kind *k = kb__kinds_get(p->kinds, d->topo->nodes[node].kind);
+    if (k && k->ops && k->ops->memory) { /* a memory kind: its own controller timing */
+        kb__kind_memory km = k->ops->memory(k, p);
+        mp.channels = km.channels;
+        mp.interleave_bytes = kb__topo_packet_bytes(p);
+        mp.bw_gbs = km.bw_gbs;
+        mp.latency_ns = km.latency_ns;
     }
     int rc = kb__device_pa(d, sp, s, c, sp == KB__SPACE_SRAM ? 0 : u, 0, &mp.base_pa, err);
     if (!rc) rc = kb__memctl_init(&d->mems[idx], &mp, err);

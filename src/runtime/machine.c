@@ -99,7 +99,9 @@ static int load_configs(kb_machine *m, const kb_open_options *o, const kb__rt_op
         else
             topo[nt++] = o->overrides[i];
     }
-    if (!rc) rc = kb__topo_params_load(&m->params, o ? o->topology_path : NULL, topo, nt, err);
+    if (!rc)
+        rc = kb__topo_params_load_kinds(&m->params, m->kinds, o ? o->topology_path : NULL, topo, nt,
+                                        err);
     if (!rc && up) rc = up->open(m, o, sets, nc, err);
     free(topo);
     free(sets);
@@ -129,8 +131,8 @@ static int build(kb_machine *m, const kb_open_options *o, const kb__rt_opener *u
     if ((rc = kb__pe_params_from_topo(&m->params, &m->pe_params, err))) return rc;
     kb__topo *topo = NULL;
     if ((rc = kb__topo_build(&topo, &m->params, err))) return rc;
-    rc = kb__device_create(&m->dev, topo, kb__topo_header_bytes(&m->params),
-                           o ? o->no_data : 0, err);
+    rc = kb__device_create(&m->dev, topo, kb__topo_header_bytes(&m->params), o ? o->no_data : 0,
+                           err);
     if (rc) return rc;
     kb__budget *b = kb__sim_budget(m->dev->sim);
     b->limit = o && o->max_memory ? o->max_memory : kb__budget_default();
@@ -151,6 +153,12 @@ static int build(kb_machine *m, const kb_open_options *o, const kb__rt_opener *u
 int kb__rt_open(kb_machine **out, const kb_open_options *opts, const kb__rt_opener *up,
                 char *errbuf, size_t errbuf_size)
 {
+    return kb__rt_open_kinds(out, opts, up, NULL, errbuf, errbuf_size);
+}
+
+int kb__rt_open_kinds(kb_machine **out, const kb_open_options *opts, const kb__rt_opener *up,
+                      const kb__kind_registry *kinds, char *errbuf, size_t errbuf_size)
+{
     kb__err err;
     kb__err_clear(&err);
     if (errbuf && errbuf_size) errbuf[0] = '\0';
@@ -162,6 +170,7 @@ int kb__rt_open(kb_machine **out, const kb_open_options *opts, const kb__rt_open
     kb_machine *m = calloc(1, sizeof *m);
     int rc = m ? kb__rt_tag_take(&m->tag, &err)
                : kb__err_set(&err, KB_ENOMEM, "kb_open: cannot allocate the machine");
+    if (m) m->kinds = kinds;
     if (!rc) rc = build(m, opts, up, &err);
     if (rc) {
         if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", err.msg);
@@ -247,7 +256,19 @@ static void link_bytes(const kb_machine *m, uint64_t out[KB__LINK_CLASS_COUNT])
 
 int kb_link_class_count(const kb_machine *m)
 {
-    return m ? KB__LINK_CLASS_COUNT : KB_EINVAL;
+    return m ? kb__topo_class_count(m->dev->topo) : KB_EINVAL;
+}
+
+/* Bytes over the links of a link kind's class (cls >= KB__LINK_CLASS_COUNT)
+ * since the last reset: summed per link against the per-link bases. */
+static uint64_t kind_class_bytes(const kb_machine *m, int cls)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < kb__fabric_link_count(m->dev->fab); i++) {
+        const kb__link *l = kb__fabric_link(m->dev->fab, i);
+        if ((int)l->cls == cls) sum += l->bytes - (m->link_base ? m->link_base[i].bytes : 0);
+    }
+    return sum;
 }
 
 int kb_stats_link_bytes(const kb_machine *m, int cls, uint64_t *bytes)
@@ -255,10 +276,15 @@ int kb_stats_link_bytes(const kb_machine *m, int cls, uint64_t *bytes)
     if (!m) return KB_EINVAL;
     kb__err *e = (kb__err *)&m->err; /* the message buffer: the one mutable part */
     if (!bytes) return kb__err_set(e, KB_EINVAL, "kb_stats_link_bytes: bytes is NULL");
-    if (cls < 0 || cls >= KB__LINK_CLASS_COUNT)
+    int n = kb__topo_class_count(m->dev->topo);
+    if (cls < 0 || cls >= n)
         return kb__err_set(e, KB_ERANGE,
                            "kb_stats_link_bytes: link class %d does not exist (expected 0 .. %d)",
-                           cls, KB__LINK_CLASS_COUNT - 1);
+                           cls, n - 1);
+    if (cls >= KB__LINK_CLASS_COUNT) {
+        *bytes = kind_class_bytes(m, cls);
+        return 0;
+    }
     uint64_t all[KB__LINK_CLASS_COUNT];
     link_bytes(m, all);
     *bytes = all[cls] - m->stats.link_base[cls];

@@ -111,14 +111,15 @@ struct kb_machine {
     kb__rt_scratch scratch; /* host buffers of the driver (ranks have their own) */
     kb__rt_ranks *ranks;    /* host ranks and their groups' slots (ranks.c), or NULL */
     /* PEs and launches (launch.c); PEs are created at the first launch */
-    kb__pe_params pe_params;     /* from the topology, checked at kb_open */
-    kb__pe **pe_units;           /* [n_pes], NULL until the first launch */
-    kb__rt_pe_base *pe_base;     /* [n_pes] statistics at the last reset */
-    kb__rt_link_base *link_base; /* [links] statistics at the last reset */
-    kb__rt_launch *launches;     /* outstanding or not yet waited, in launch order */
-    uint32_t *pe_mark;           /* [n_pes] scratch of try_start (launch.c) */
-    uint32_t pe_stamp;           /* its current mark */
-    uint64_t next_launch_id;     /* serial of the next launch, from 1 (kb__rt_launch_id) */
+    kb__pe_params pe_params;        /* from the topology, checked at kb_open */
+    kb__pe **pe_units;              /* [n_pes], NULL until the first launch */
+    kb__rt_pe_base *pe_base;        /* [n_pes] statistics at the last reset */
+    kb__rt_link_base *link_base;    /* [links] statistics at the last reset */
+    const kb__kind_registry *kinds; /* kb__rt_open_kinds: the caller's, or NULL */
+    kb__rt_launch *launches;        /* outstanding or not yet waited, in launch order */
+    uint32_t *pe_mark;              /* [n_pes] scratch of try_start (launch.c) */
+    uint32_t pe_stamp;              /* its current mark */
+    uint64_t next_launch_id;        /* serial of the next launch, from 1 (kb__rt_launch_id) */
     kb__rt_group_ext layers[KB__RT_EXT_MAX]; /* layers' machine state (ranks.h): ccl's */
     struct kb__rt_trace *trace;              /* kb_trace_start's file, or NULL (trace.c) */
     struct kb__rt_rank_spans *rank_spans;    /* [n_rank_spans] open spans per rank (trace.c) */
@@ -144,6 +145,11 @@ typedef struct kb__rt_opener {
 /* kb_open with up's layer (NULL: none); the same contract. */
 int kb__rt_open(kb_machine **out, const kb_open_options *opts, const kb__rt_opener *up,
                 char *errbuf, size_t errbuf_size);
+/* kb__rt_open with the kinds of registry kinds (NULL: the built-in table),
+ * which the machine's description may name (kb__topo_params_load_kinds);
+ * the caller keeps kinds alive until kb_close. */
+int kb__rt_open_kinds(kb_machine **out, const kb_open_options *opts, const kb__rt_opener *up,
+                      const kb__kind_registry *kinds, char *errbuf, size_t errbuf_size);
 
 /* Takes a tag no open machine holds, in 1..KB__RT_MAX_TAGS - 1, going round
  * them in order (a closed machine's tag comes back only after the others

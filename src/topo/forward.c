@@ -36,5 +36,6 @@ static kb__kind_worker transit_worker(const kb__topo_params *p)
     return (kb__kind_worker){p->transit.worker_bw_gbs, kb__ps_from_ns(p->transit.worker_ns)};
 }
 
-const kb__kind_ops kb__router_ops = {KB__KIND_OPS_VERSION, router_leave, NULL};
-const kb__kind_ops kb__transit_ops = {KB__KIND_OPS_VERSION, transit_leave, transit_worker};
+const kb__kind_ops kb__router_ops = {.version = KB__KIND_OPS_VERSION, .leave_ps = router_leave};
+const kb__kind_ops kb__transit_ops = {
+    .version = KB__KIND_OPS_VERSION, .leave_ps = transit_leave, .worker = transit_worker};

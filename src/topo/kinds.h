@@ -38,6 +38,7 @@ typedef enum kb__role {
     KB__ROLE_PE_MATH,
     KB__ROLE_PE_IPCQ,
     KB__ROLE_FABRIC, /* no node: the machine-wide fabric model (fabric.model) */
+    KB__ROLE_LINK,   /* no node: the timing of a section's links (cube.sram.link) */
     KB__ROLE_COUNT
 } kb__role;
 
@@ -48,7 +49,7 @@ struct kb__topo_params;
 /* The table's version of kb__kind_ops: a row's ops with another version is
  * refused when the machine graph is built (it would read slots the row
  * does not have). The table grows by appending slots and raising it. */
-#define KB__KIND_OPS_VERSION 2
+#define KB__KIND_OPS_VERSION 3
 
 /* A node's serial worker (kb__kind_ops.worker): every packet crossing the
  * node (in on one link, out on another) is forwarded by it, one packet at a
@@ -57,6 +58,23 @@ typedef struct kb__kind_worker {
     double bw_gbs;
     uint64_t overhead_ps;
 } kb__kind_worker;
+
+/* A memory kind's controller (kb__kind_ops.memory): c channels sharing
+ * bw_gbs, access latency L (docs/timing-model.md, "Memories"). */
+typedef struct kb__kind_memory {
+    uint32_t channels;
+    double bw_gbs;
+    double latency_ns;
+} kb__kind_memory;
+
+/* A link kind's timing (kb__kind_ops.link): B, o and the wire length. */
+typedef struct kb__kind_link {
+    double bw_gbs;
+    double overhead_ns;
+    double length_mm;
+} kb__kind_link;
+
+struct kb__kind;
 
 /* What a kind does to the machine graph, bound to every node of the kind
  * when the graph is built (topo.c walks the nodes). A slot left NULL adds
@@ -72,6 +90,14 @@ typedef struct kb__kind_ops {
      * component that handles one packet at a time, across all its links.
      * NULL: the node serialises nothing beyond its links. */
     kb__kind_worker (*worker)(const struct kb__topo_params *p);
+    /* Version 3. A memory kind: its controller's timing, in place of the
+     * parameters of the role it serves (host/device.c). The memory keeps
+     * its role's address space, size and node. */
+    kb__kind_memory (*memory)(const struct kb__kind *k, const struct kb__topo_params *p);
+    /* Version 3. A link kind (role link): the timing of the links a section
+     * builds with it (topo.c), which are counted as a link class of its
+     * own (kb__topo_class_count). */
+    kb__kind_link (*link)(const struct kb__kind *k, const struct kb__topo_params *p);
 } kb__kind_ops;
 
 typedef struct kb__kind {
@@ -79,7 +105,25 @@ typedef struct kb__kind {
     uint32_t roles;          /* KB__ROLE_BIT()s of the roles it can serve */
     const char *doc;         /* one line for docs and error hints */
     const kb__kind_ops *ops; /* NULL: nothing beyond the links' own costs */
+    const void *data;        /* the row's own parameters, read by its ops (NULL: none) */
 } kb__kind;
+
+/* A registry of kinds: the built-in table, then `rows` (kinds a caller adds,
+ * such as a test's), indexed on from kb__kind_count(). It is a value the
+ * caller owns and passes in (kb__topo_params_load_kinds; the parameters
+ * keep a pointer to it, so it must outlive them and every machine built
+ * from them); NULL stands for the built-in table alone. Nothing here is a
+ * mutable global: two machines may be opened with different registries. */
+typedef struct kb__kind_registry {
+    const kb__kind *rows;
+    size_t n;
+} kb__kind_registry;
+
+/* The lookups below through a registry (NULL: the built-in table). */
+size_t kb__kinds_count(const kb__kind_registry *reg);
+const kb__kind *kb__kinds_get(const kb__kind_registry *reg, size_t i);
+int kb__kinds_find(const kb__kind_registry *reg, const char *name);
+int kb__kinds_serves(const kb__kind_registry *reg, int k, kb__role role);
 
 /* Ops of the forwarding kinds (forward.c). */
 extern const kb__kind_ops kb__router_ops, kb__transit_ops;

@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "config/config.h"
+#include "topo/kinds.h"
 
 typedef struct kb__link_params {
     double bw_gbs;      /* bandwidth of one direction */
@@ -94,6 +95,7 @@ typedef struct kb__topo_params {
     } sip;
     struct {
         uint16_t router_kind, xbar_kind, hbm_kind, sram_kind, noc_kind, m_cpu_kind, m_dma_kind;
+        uint16_t sram_link_kind; /* the link kind of xbar <-> SRAM (role link) */
         double router_overhead_ns;
         double xbar_overhead_ns, xbar_bw_gbs;
         uint64_t hbm_capacity; /* bytes per cube, split evenly over slices */
@@ -126,6 +128,10 @@ typedef struct kb__topo_params {
         double ipcq_poll_interval_ns, ipcq_wake_ns;
     } pe;
     kb__topo_faults faults; /* not in the schema table: lists (faults.c) */
+    /* The kinds the kind indices above refer to (kb__topo_params_load_kinds):
+     * the built-in table (NULL) or a registry the caller owns, which must
+     * outlive these parameters and every graph and machine built from them. */
+    const kb__kind_registry *kinds;
 } kb__topo_params;
 
 typedef enum kb__param_type {
@@ -168,6 +174,12 @@ int kb__topo_params_from_cfg(kb__topo_params *p, const kb__cfg_node *root, kb__e
  * order, validates, and fills p. Errors: KB_EIO, KB_ECONFIG, KB_ENOMEM. */
 int kb__topo_params_load(kb__topo_params *p, const char *file, const char *const *sets,
                          size_t n_sets, kb__err *err);
+
+/* kb__topo_params_load with the kinds of registry kinds (NULL: the built-in
+ * table) for the `kind:` keys: a kind the registry adds may be named like a
+ * built-in one. p->kinds is kinds afterwards. */
+int kb__topo_params_load_kinds(kb__topo_params *p, const kb__kind_registry *kinds, const char *file,
+                               const char *const *sets, size_t n_sets, kb__err *err);
 
 /* Same from a YAML buffer named name (used by tests and the fuzz target). */
 int kb__topo_params_load_string(kb__topo_params *p, const char *name, const char *text, size_t len,

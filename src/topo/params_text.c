@@ -39,7 +39,7 @@ int kb__topo_param_format(const kb__topo_params *p, const kb__param *e, char *bu
                      ((const uint32_t *)(const void *)base)[1]);
         break;
     case KB__PT_KIND: {
-        const kb__kind *k = kb__kind_get(*(const uint16_t *)(const void *)base);
+        const kb__kind *k = kb__kinds_get(p->kinds, *(const uint16_t *)(const void *)base);
         n = k ? snprintf(buf, size, "%s", k->name) : -1;
         break;
     }

@@ -126,6 +126,9 @@ static const kb__param schema[] = {
     {"cube.sram.bw_gbs", KB__PT_BW, F(cube.sram_bw_gbs), "512", 0, BW_MAX, 1, -1, "GB/s",
      "SRAM bandwidth"},
     TIME("cube.sram.latency_ns", cube.sram_latency_ns, "10", "SRAM access latency"),
+    {"cube.sram.link", KB__PT_KIND, F(cube.sram_link_kind), "link", 0, 0, 0, KB__ROLE_LINK, "",
+     "link kind of the xbar <-> SRAM link: link (the xbar's bw_gbs and overhead_ns, class XBAR) "
+     "or a kind a registry adds"},
     KIND("cube.noc.kind", cube.noc_kind, "noc", NOC),
     LINK("cube.noc", cube.noc, "256", "5", "2", "the cube NOC link to a PE"),
     KIND("cube.m_cpu.kind", cube.m_cpu_kind, "m_cpu", M_CPU),

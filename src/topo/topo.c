@@ -157,6 +157,7 @@ static uint16_t kind_of(const kb__topo_params *p, kb__role r)
         return p->pe.ipcq_kind;
     case KB__ROLE_FABRIC:
         return p->fabric.model;
+    case KB__ROLE_LINK: /* no node: cube.sram.link is read where that link is built */
     case KB__ROLE_COUNT:
         break;
     }
@@ -228,7 +229,7 @@ static void link2(link_builder *lb, uint32_t a, uint32_t b, kb__link_class cls, 
         l->bw_gbs = bw;
         l->overhead_ps = kb__ps_from_ns(overhead_ns);
         l->wire_ps = kb__ps_from_ns(length_mm * p->fabric.ns_per_mm);
-        lb->t->links_by_class[cls]++;
+        if (cls < KB__LINK_CLASS_COUNT) lb->t->links_by_class[cls]++; /* else a link kind's */
     }
     lb->next += 2;
 }
@@ -243,7 +244,15 @@ static void cube_links(link_builder *lb, int s, int c)
     double xo = p->cube.xbar_overhead_ns, xb = p->cube.xbar_bw_gbs;
     link2(lb, NODE(ROUTER, s, c, -1), xbar, KB__LINK_XBAR, xb, xo, 0);
     link2(lb, xbar, NODE(NOC, s, c, -1), KB__LINK_XBAR, xb, xo, 0);
-    link2(lb, xbar, NODE(SRAM, s, c, -1), KB__LINK_XBAR, xb, xo, 0);
+    const kb__kind *lk = kb__kinds_get(p->kinds, p->cube.sram_link_kind);
+    if (lk && lk->ops && lk->ops->link) { /* a link kind of its own: its timing, its class */
+        kb__kind_link kl = lk->ops->link(lk, p);
+        link2(lb, xbar, NODE(SRAM, s, c, -1),
+              (kb__link_class)kb__topo_kind_class(t, p->cube.sram_link_kind), kl.bw_gbs,
+              kl.overhead_ns, kl.length_mm);
+    } else {
+        link2(lb, xbar, NODE(SRAM, s, c, -1), KB__LINK_XBAR, xb, xo, 0);
+    }
     link2(lb, xbar, NODE(M_CPU, s, c, -1), KB__LINK_XBAR, xb, xo, 0);
     link2(lb, xbar, NODE(M_DMA, s, c, -1), KB__LINK_XBAR, xb, xo, 0);
     for (int k = 0; k < (int)t->slices_per_cube; k++)
@@ -325,17 +334,58 @@ static void make_adjacency(kb__topo *t)
 /* Walks the nodes and binds each to its kind's ops: what the kind adds to
  * the messages leaving the node goes on each of its out-links. A row whose
  * ops are of another table version is refused (KB_ECONFIG). */
+/* A kind's ops must be of this build's table version (checked before any
+ * slot is read). */
+static int check_ops(const kb__kind *k, const char *where, kb__err *err)
+{
+    if (!k || !k->ops || k->ops->version == KB__KIND_OPS_VERSION) return 0;
+    return kb__err_set(err, KB_ECONFIG,
+                       "kind '%s' (%s): its ops table is version %d, this build reads version %d",
+                       k->name, where, k->ops->version, KB__KIND_OPS_VERSION);
+}
+
+int kb__topo_kind_class(const kb__topo *t, int kind)
+{
+    const kb__kind_registry *reg = t->params.kinds;
+    if (kind < (int)kb__kind_count() || !reg) return -1;
+    int cls = KB__LINK_CLASS_COUNT;
+    for (size_t i = 0; i < reg->n; i++) {
+        const kb__kind *k = &reg->rows[i];
+        if (!(k->roles & KB__ROLE_BIT(KB__ROLE_LINK)) || !k->ops || !k->ops->link) continue;
+        if ((int)(kb__kind_count() + i) == kind) return cls;
+        cls++;
+    }
+    return -1;
+}
+
+int kb__topo_class_count(const kb__topo *t)
+{
+    const kb__kind_registry *reg = t->params.kinds;
+    int n = KB__LINK_CLASS_COUNT;
+    for (size_t i = 0; reg && i < reg->n; i++) {
+        const kb__kind *k = &reg->rows[i];
+        n += (k->roles & KB__ROLE_BIT(KB__ROLE_LINK)) && k->ops && k->ops->link;
+    }
+    return n;
+}
+
+const char *kb__topo_class_name(const kb__topo *t, int cls)
+{
+    if (cls < KB__LINK_CLASS_COUNT) return kb__link_class_name((kb__link_class)cls);
+    const kb__kind_registry *reg = t->params.kinds;
+    for (size_t i = 0; reg && i < reg->n; i++)
+        if (kb__topo_kind_class(t, (int)(kb__kind_count() + i)) == cls) return reg->rows[i].name;
+    return "?";
+}
+
 static int bind_kinds(kb__topo *t, kb__err *err)
 {
+    int rc = 0;
     for (uint32_t v = 0; v < t->n_nodes; v++) {
-        const kb__kind *k = kb__kind_get(t->nodes[v].kind);
+        const kb__kind *k = kb__kinds_get(t->params.kinds, t->nodes[v].kind);
         const kb__kind_ops *ops = k ? k->ops : NULL;
         if (!ops) continue;
-        if (ops->version != KB__KIND_OPS_VERSION)
-            return kb__err_set(err, KB_ECONFIG,
-                               "kind '%s' (node %s): its ops table is version %d, this build "
-                               "reads version %d",
-                               k->name, t->nodes[v].name, ops->version, KB__KIND_OPS_VERSION);
+        if ((rc = check_ops(k, t->nodes[v].name, err))) return rc;
         uint64_t ps = ops->leave_ps ? ops->leave_ps(&t->params) : 0;
         if (ops->worker) t->nodes[v].worker = ops->worker(&t->params);
         for (uint32_t i = t->out_first[v]; i < t->out_first[v + 1]; i++)
@@ -407,6 +457,12 @@ int kb__topo_build(kb__topo **out, const kb__topo_params *p, kb__err *err)
         return kb__err_set(err, KB_ENOMEM, "machine graph: out of memory (%u nodes)", n);
     }
     make_nodes(t);
+    /* the link kinds' ops are read while the links are built */
+    int rc = check_ops(kb__kinds_get(p->kinds, p->cube.sram_link_kind), "cube.sram.link", err);
+    if (rc) {
+        kb__topo_destroy(t);
+        return rc;
+    }
     link_builder lb = {.t = t};
     for (int s = 0; s < (int)t->sips; s++)
         sip_links(&lb, s);
@@ -415,7 +471,7 @@ int kb__topo_build(kb__topo **out, const kb__topo_params *p, kb__err *err)
         link2(&lb, NODE(IO_NOC, (int)s, -1, -1), NODE(IO_NOC, (int)((s + 1) % t->sips), -1, -1),
               KB__LINK_SIP_LINK, sl->bw_gbs, sl->overhead_ns, sl->length_mm);
     make_adjacency(t);
-    int rc = bind_kinds(t, err);
+    rc = bind_kinds(t, err);
     if (!rc) rc = apply_faults(t, err);
     if (rc) {
         kb__topo_destroy(t);

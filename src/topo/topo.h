@@ -135,6 +135,15 @@ int32_t kb__topo_find(const kb__topo *t, const char *name);
  * packet (fabric.c), the alpha-beta model charges it per link of a route. */
 uint64_t kb__topo_serial_ps(uint64_t bytes, double bw_gbs);
 
+/* Link classes of graph t: the built-in ones (KB__LINK_CLASSES), then one
+ * per link kind of its registry (kb__kind_ops.link), in the registry's
+ * order: how many, the class of link kind `kind` (-1 for a built-in kind:
+ * its links keep their section's class) and a class's name (a link kind's
+ * name; "?" out of range). */
+int kb__topo_class_count(const kb__topo *t);
+int kb__topo_kind_class(const kb__topo *t, int kind);
+const char *kb__topo_class_name(const kb__topo *t, int cls);
+
 /* Short upper-case name of a link class ("UCIE"), "?" out of range; what
  * it joins. */
 const char *kb__link_class_name(kb__link_class c);

@@ -73,17 +73,18 @@ static int unknown_key(const kb__cfg_node *n, const names *known, kb__err *err)
     return kb__cfg_fail(n, 1, err, "unknown key '%s'; known keys here: %s", n->key, list);
 }
 
-static int check_kind(const kb__cfg_node *n, const kb__param *e, kb__param_value *v, kb__err *err)
+static int check_kind(const kb__cfg_node *n, const kb__param *e, const kb__kind_registry *reg,
+                      kb__param_value *v, kb__err *err)
 {
     const char *s;
     if (kb__cfg_str(n, &s, err)) return KB_ECONFIG;
-    v->kind = kb__kind_find(s);
+    v->kind = kb__kinds_find(reg, s);
     char list[512] = "";
     const char *names_all[64];
-    size_t count = kb__kind_count();
+    size_t count = kb__kinds_count(reg);
     for (size_t i = 0; i < count && i < 64; i++) {
-        names_all[i] = kb__kind_get(i)->name;
-        if (kb__kind_serves((int)i, (kb__role)e->role))
+        names_all[i] = kb__kinds_get(reg, i)->name;
+        if (kb__kinds_serves(reg, (int)i, (kb__role)e->role))
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
                      names_all[i]);
     }
@@ -93,7 +94,7 @@ static int check_kind(const kb__cfg_node *n, const kb__param *e, kb__param_value
         return kb__cfg_fail(n, 0, err, "unknown kind '%s'; kinds for %s: %s", s,
                             kb__role_name((kb__role)e->role), list);
     }
-    if (!kb__kind_serves(v->kind, (kb__role)e->role))
+    if (!kb__kinds_serves(reg, v->kind, (kb__role)e->role))
         return kb__cfg_fail(n, 0, err, "kind '%s' cannot serve as %s; kinds that can: %s", s,
                             kb__role_name((kb__role)e->role), list);
     return 0;
@@ -108,7 +109,8 @@ static int check_range(const kb__cfg_node *n, const kb__param *e, double x, kb__
     return 0;
 }
 
-static int parse_leaf(const kb__cfg_node *n, const kb__param *e, kb__param_value *v, kb__err *err)
+static int parse_leaf(const kb__cfg_node *n, const kb__param *e, const kb__kind_registry *reg,
+                      kb__param_value *v, kb__err *err)
 {
     int rc = 0;
     memset(v, 0, sizeof *v);
@@ -136,7 +138,7 @@ static int parse_leaf(const kb__cfg_node *n, const kb__param *e, kb__param_value
                                 n->text);
         return rc;
     case KB__PT_KIND:
-        return check_kind(n, e, v, err);
+        return check_kind(n, e, reg, v, err);
     case KB__PT_SWITCH:
         if (n->type != KB__CFG_SCALAR)
             return kb__cfg_fail(n, 0, err, "expected on or off, got %s",
@@ -161,7 +163,7 @@ static int walk(const kb__cfg_node *map, kb__topo_params *p, kb__err *err)
         const kb__param *e = find_entry(kid->path);
         if (e) {
             kb__param_value v;
-            int rc = parse_leaf(kid, e, &v, err);
+            int rc = parse_leaf(kid, e, p->kinds, &v, err);
             if (rc) return rc;
             kb__topo_param_store(p, e, &v);
             continue;
@@ -340,10 +342,13 @@ static int check_fault_times(const kb__topo_params *p, const kb__cfg_node *root,
     return rc ? kb__err_prefix(err, "faults: a factor of %g slows a rate too far: ", least) : 0;
 }
 
-int kb__topo_params_from_cfg(kb__topo_params *p, const kb__cfg_node *root, kb__err *err)
+/* kb__topo_params_from_cfg with the kinds of reg. */
+static int from_cfg(kb__topo_params *p, const kb__kind_registry *reg, const kb__cfg_node *root,
+                    kb__err *err)
 {
     kb__topo_params tmp;
     kb__topo_params_default(&tmp);
+    tmp.kinds = reg;
     int rc = walk(root, &tmp, err);
     if (!rc) rc = check_rules(&tmp, root, err);
     if (!rc) rc = kb__topo_faults_from_cfg(&tmp, kb__cfg_child(root, "faults"), err);
@@ -352,24 +357,35 @@ int kb__topo_params_from_cfg(kb__topo_params *p, const kb__cfg_node *root, kb__e
     return rc;
 }
 
-static int finish(kb__cfg *cfg, kb__topo_params *p, const char *const *sets, size_t n_sets,
-                  kb__err *err)
+int kb__topo_params_from_cfg(kb__topo_params *p, const kb__cfg_node *root, kb__err *err)
+{
+    return from_cfg(p, NULL, root, err);
+}
+
+static int finish(kb__cfg *cfg, kb__topo_params *p, const kb__kind_registry *reg,
+                  const char *const *sets, size_t n_sets, kb__err *err)
 {
     int rc = 0;
     for (size_t i = 0; i < n_sets && !rc; i++)
         rc = kb__cfg_apply_set(cfg, sets[i], err);
-    if (!rc) rc = kb__topo_params_from_cfg(p, kb__cfg_root(cfg), err);
+    if (!rc) rc = from_cfg(p, reg, kb__cfg_root(cfg), err);
     kb__cfg_destroy(cfg);
     return rc;
+}
+
+int kb__topo_params_load_kinds(kb__topo_params *p, const kb__kind_registry *kinds, const char *file,
+                               const char *const *sets, size_t n_sets, kb__err *err)
+{
+    kb__cfg *cfg;
+    int rc = file ? kb__cfg_parse_file(&cfg, file, err)
+                  : kb__cfg_create_empty(&cfg, "built-in machine", err);
+    return rc ? rc : finish(cfg, p, kinds, sets, n_sets, err);
 }
 
 int kb__topo_params_load(kb__topo_params *p, const char *file, const char *const *sets,
                          size_t n_sets, kb__err *err)
 {
-    kb__cfg *cfg;
-    int rc = file ? kb__cfg_parse_file(&cfg, file, err)
-                  : kb__cfg_create_empty(&cfg, "built-in machine", err);
-    return rc ? rc : finish(cfg, p, sets, n_sets, err);
+    return kb__topo_params_load_kinds(p, NULL, file, sets, n_sets, err);
 }
 
 int kb__topo_params_load_string(kb__topo_params *p, const char *name, const char *text, size_t len,
@@ -377,5 +393,5 @@ int kb__topo_params_load_string(kb__topo_params *p, const char *name, const char
 {
     kb__cfg *cfg;
     int rc = kb__cfg_parse_string(&cfg, name, text, len, err);
-    return rc ? rc : finish(cfg, p, sets, n_sets, err);
+    return rc ? rc : finish(cfg, p, NULL, sets, n_sets, err);
 }

@@ -175,10 +175,10 @@ static void crossing(const char *model, kb__time ends[4])
         kb__fab_msg m[2];
         for (int i = 0; i < 2; i++) {
             const int *e = ends_xy[i];
-            uint32_t from = (uint32_t)kb__topo_node_id(t, KB__ROLE_PE_DMA, 0,
-                                                       (int)cube_at(t, e[0], e[1]), 0);
-            uint32_t to = (uint32_t)kb__topo_node_id(t, KB__ROLE_HBM_CTRL, 0,
-                                                     (int)cube_at(t, e[2], e[3]), 0);
+            uint32_t from =
+                (uint32_t)kb__topo_node_id(t, KB__ROLE_PE_DMA, 0, (int)cube_at(t, e[0], e[1]), 0);
+            uint32_t to =
+                (uint32_t)kb__topo_node_id(t, KB__ROLE_HBM_CTRL, 0, (int)cube_at(t, e[2], e[3]), 0);
             const kb__route *r;
             kb__err err;
             cr_assert_eq(kb__fabric_route(d->fab, from, KB__NO_NODE, to, &r, &err), 0, "%s",
