@@ -193,14 +193,16 @@ static void fill(float *a, size_t n, uint64_t seed, double bound, kb_dtype dt)
     kb__bench_round(a, n, dt);
 }
 
-static int host_init(const tp_cfg *c, tp_host *h)
+/* The host inputs; with no_data (no bytes move, nothing is checked) zeros,
+ * which the copies never read. */
+static int host_init(const tp_cfg *c, tp_host *h, int no_data)
 {
     size_t nx = (size_t)(c->tokens * c->hidden), nw = (size_t)(c->hidden * c->ffn);
-    h->x = malloc(nx * sizeof(float));
-    h->w1 = malloc(nw * sizeof(float)), h->w2 = malloc(nw * sizeof(float));
-    h->b1 = malloc((size_t)c->ffn * sizeof(float)),
-    h->b2 = malloc((size_t)c->hidden * sizeof(float));
+    h->x = calloc(nx, sizeof(float));
+    h->w1 = calloc(nw, sizeof(float)), h->w2 = calloc(nw, sizeof(float));
+    h->b1 = calloc((size_t)c->ffn, sizeof(float)), h->b2 = calloc((size_t)c->hidden, sizeof(float));
     if (!h->x || !h->w1 || !h->w2 || !h->b1 || !h->b2) return KB_ENOMEM;
+    if (no_data) return 0;
     fill(h->x, nx, 61, 1.0, c->dtype);
     fill(h->w1, nw, 62, 1.0 / sqrt((double)c->hidden), c->dtype);
     fill(h->b1, (size_t)c->ffn, 63, 0.1, c->dtype);
@@ -319,7 +321,7 @@ static int tp_mlp(kb_machine *m, kb_bench_opts *o, kb_bench_result *r)
     tp_run u = {&c, &h, r, 0, NULL, NULL, 0};
     u.y = malloc((size_t)(c.ranks * c.dp * c.tokens * c.hidden) * sizeof *u.y);
     u.times = calloc((size_t)(c.ranks * c.dp), sizeof *u.times);
-    if (!u.y || !u.times || host_init(&c, &h)) {
+    if (!u.y || !u.times || host_init(&c, &h, r->no_data)) {
         rc = kb_bench_fail(r, KB_ENOMEM, "tp_mlp: cannot allocate host buffers");
     } else if ((rc = kb_spawn(m, rank_fn, (int)(c.ranks * c.dp), &u))) {
         kb_bench_fail(r, rc, "tp_mlp: %s", kb_last_error(m));

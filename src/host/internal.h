@@ -78,8 +78,9 @@ struct kb__xfer {
 };
 
 /* A PeXfer of one memory and at most KB__PEX_BLOCK_RUNS runs (nearly every
- * tile load and store) in one block, recycled through the device's pool. */
-#define KB__PEX_BLOCK_RUNS 16
+ * tile load and store: a 64-row tile of a row-major matrix is 64 runs) in
+ * one block, recycled through the device's pool. */
+#define KB__PEX_BLOCK_RUNS 64
 typedef struct kb__pex_block {
     kb__xfer x; /* first: the block is freed through x */
     kb__seg_op seg;

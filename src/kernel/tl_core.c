@@ -304,11 +304,11 @@ double tl_item(tl_ctx *k, tl_tile x)
     }
     if (kb__dtype_is_float(sl->d.dtype)) {
         float f;
-        kb__dtype_load_f32(sl->d.dtype, sl->buf->data, &f, 1);
+        kb__dtype_load_f32(sl->d.dtype, kb__pe_buf_bytes(sl->buf), &f, 1);
         return f;
     }
     int64_t v;
-    kb__dtype_load_i64(sl->d.dtype, sl->buf->data, &v, 1);
+    kb__dtype_load_i64(sl->d.dtype, kb__pe_buf_bytes(sl->buf), &v, 1);
     return (double)v;
 }
 
@@ -320,7 +320,7 @@ void tl_read(tl_ctx *k, tl_tile x, void *dst, size_t bytes)
         kb__pe_raise(&k->prog, KB_EINVAL, "tl_read: destination has %zu B, the tile %zu B", bytes,
                      have);
     if (!dst) kb__pe_raise(&k->prog, KB_EINVAL, "tl_read: destination is NULL");
-    memcpy(dst, sl->buf->data, have);
+    memcpy(dst, kb__pe_buf_bytes(sl->buf), have);
 }
 
 int64_t tl_numel(tl_ctx *k, tl_tile x)

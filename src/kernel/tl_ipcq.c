@@ -117,7 +117,9 @@ void tl_send(tl_ctx *k, int dir, tl_tile t)
     d.ndim = sl->d.ndim;
     for (int i = 0; i < sl->d.ndim && i < KB__IPCQ_MAX_DIMS; i++)
         d.shape[i] = sl->d.shape[i];
-    kb__ipcq_send(&k->prog, ep, (uint32_t)dir, &d, b->data, kb__tile_bytes(&sl->d), b->tcm_off);
+    /* timing only: no bytes are read, a constant tile stays unwritten */
+    void *bytes = ep->set->tp.timing_only ? b->data : kb__pe_buf_bytes(b);
+    kb__ipcq_send(&k->prog, ep, (uint32_t)dir, &d, bytes, kb__tile_bytes(&sl->d), b->tcm_off);
     kb__proc_set_note_fn(kb__proc_self(k->prog.sim), NULL, NULL);
     k->prog.held = NULL;
     kb__pe_buf_drop(b);
@@ -135,7 +137,8 @@ static void rx_start(kb__pe_op *op)
 {
     kb__tl_op *o = (kb__tl_op *)op;
     kb__ipcq_rx *rx = o->staging;
-    rx->dst = op->out->data;
+    /* timing only: nothing lands, the tile stays the constant 0 */
+    rx->dst = rx->ep->set->tp.timing_only ? op->out->data : kb__pe_buf_bytes(op->out);
     rx->tcm_off = op->out->tcm_off;
     kb__ipcq_recv_start(rx);
 }

@@ -30,6 +30,13 @@
 
 #include "kernel/tl_internal.h"
 
+/* Whether the launch's memory port moves bytes (not --no-data): a store's
+ * values are staged, a load's tile is written, only then. */
+static bool moves_bytes(const kb__tl_op *op)
+{
+    return ((const kb__tl_mem_port *)op->base.prog->pe->dma_port)->moves_bytes;
+}
+
 /* Index in `in` of output lane `lane` under broadcasting (right-aligned). */
 static int64_t bidx(const kb__tile_desc *in, const kb__tile_desc *out, int64_t lane)
 {
@@ -189,7 +196,7 @@ static int lane_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
         op->active[lane] = 1;
         op->n_active++;
         uint64_t off = (uint64_t)lane * es;
-        if (op->write) stage_value(op, lane, (char *)op->staging + off);
+        if (op->write && moves_bytes(op)) stage_value(op, lane, (char *)op->staging + off);
         span_add(op, ns, va, off, es);
     }
     return 0;
@@ -263,7 +270,7 @@ static bool block_spans(kb__tl_op *op, uint64_t es, uint32_t *ns)
         uint64_t off = (uint64_t)lane * es;
         memset(op->active + lane, 1, (size_t)(j1 - j0));
         op->n_active += j1 - j0;
-        if (op->write)
+        if (op->write && moves_bytes(op))
             kb__dtype_convert((kb__dtype)op->t->dtype, (char *)op->staging + off, op->in_d[2].dtype,
                               (const char *)op->base.in[op->other_in]->data +
                                   lane * (int64_t)kb__dtype_size(op->in_d[2].dtype),
@@ -343,7 +350,8 @@ static void atomic_start(kb__tl_op *op, const kb__tl_mem_port *port, int64_t n, 
         kb__pe_op_done(base, KB_EUNSUPPORTED, &e);
         return;
     }
-    port->atomic(port->self, base->prog->pe, base, op->spans, ns, base->out->data, atomic_rmw, op);
+    port->atomic(port->self, base->prog->pe, base, op->spans, ns, kb__pe_buf_bytes(base->out),
+                 atomic_rmw, op);
     op->spans = NULL;
 }
 
@@ -367,6 +375,10 @@ static void mem_start(kb__pe_op *base)
         kb__pe_op_done(base, kb__err_set(&e, KB_ENOMEM, "out of host memory for a DMA"), &e);
         return;
     }
+    /* The tiles whose values the walk reads: offsets and mask (addresses,
+     * lanes), a store's values when they move, an atomic's operands. */
+    for (uint32_t i = 0; i < base->n_in; i++)
+        if ((int)i != op->other_in || op->atomic || moves_bytes(op)) kb__pe_buf_bytes(base->in[i]);
     uint32_t ns = 0;
     if (!block_spans(op, es, &ns)) {
         ns = 0;
@@ -379,8 +391,11 @@ static void mem_start(kb__pe_op *base)
         atomic_start(op, port, n, es, ns);
         return;
     }
+    /* --no-data: the port writes nothing, so a load's tile stays as made */
     port->transfer(port->self, base->prog->pe, base, op->write, op->spans, ns,
-                   op->write ? op->staging : base->out->data);
+                   op->write           ? op->staging
+                   : port->moves_bytes ? kb__pe_buf_bytes(base->out)
+                                       : base->out->data);
     op->spans = NULL;
 }
 
@@ -393,6 +408,8 @@ static int load_fill(kb__pe_op *base, kb__err *err)
     size_t es = kb__dtype_size(dt);
     int64_t n = kb__tile_numel(&op->out_d);
     if (op->n_active == n) return 0;
+    kb__pe_buf_bytes(base->out);
+    if (op->other_in >= 0) kb__pe_buf_bytes(base->in[op->other_in]);
     double pad = op->pad == TL_PAD_NAN && kb__dtype_is_float(dt) ? NAN : 0.0;
     for (int64_t lane = 0; lane < n; lane++) {
         if (op->active[lane]) continue;

@@ -42,7 +42,8 @@ static int compute_epilogue(kb__tl_op *op, kb__err *err)
     return rc;
 }
 
-static int compute(kb__pe_op *base, kb__err *err)
+/* The full computation: every operand's bytes written out (compute). */
+static int compute_values(kb__pe_op *base, kb__err *err)
 {
     kb__tl_op *op = (kb__tl_op *)base;
     void *o = base->out->data;
@@ -91,6 +92,126 @@ static int compute(kb__pe_op *base, kb__err *err)
             return kb__tile_binary(op->kind, &op->out_d, o, &d[0], a, &d[1], b, err);
         return kb__tile_unary(op->kind, &op->out_d, o, &d[0], a, err);
     }
+}
+
+/* ---- constant tiles ----------------------------------------------------------
+ * A tile every element of which is one value (tl_zeros, tl_full, a literal,
+ * a load under --no-data, and what element-wise ops make of such tiles) is
+ * kept as that value (kb__pe_buf_const): nothing is written until a reader
+ * asks for the bytes. An op whose tile operands are all constant computes
+ * its result once, with the same tile function, on one-element tiles: an
+ * element-wise op gives every element the same value, so the result is
+ * bit for bit the full computation's. Likewise a reduction or scan of zeros
+ * gives zeros, and a dot of zero tiles gives acc + 0 (acc's value, with a
+ * -0 made +0 as the summation does). Any other op writes its operands' bytes
+ * out (kb__pe_buf_bytes) and computes them in full. The simulated time never
+ * depends on this: service times come from the shapes (service_of). */
+
+/* d with every extent 1: the one-element tile of the same rank and dtype
+ * (ranks, dtypes and literal weakness decide the result's descriptor). */
+static kb__tile_desc one_like(const kb__tile_desc *d)
+{
+    kb__tile_desc o = *d;
+    for (int i = 0; i < o.ndim; i++)
+        o.shape[i] = 1;
+    return o;
+}
+
+static bool all_zero(const uint8_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i]) return false;
+    return true;
+}
+
+/* Computes op's result as a constant when its operands allow (see above):
+ * returns true with *rc the tile function's status, the result marked
+ * constant; false when the op must compute in full. */
+static bool compute_const(kb__tl_op *op, int *rc, kb__err *err)
+{
+    kb__pe_op *base = &op->base;
+    uint8_t v[4][KB__PE_BUF_CONST_MAX] = {{0}}, o[KB__PE_BUF_CONST_MAX] = {0};
+    bool zero = true; /* every operand's bytes are 0 */
+    kb__tile_desc d[4];
+    for (int i = 0; i < op->n_tiles; i++) {
+        size_t es = kb__dtype_size(op->in_d[i].dtype);
+        if (!kb__pe_buf_const_elem(base->in[i], es, v[i])) return false;
+        zero = zero && all_zero(v[i], es);
+        d[i] = one_like(&op->in_d[i]);
+    }
+    kb__tile_desc od = one_like(&op->out_d);
+    switch (op->kind) {
+    case KB__OP_ARANGE:
+    case KB__OP_RAND:
+    case KB__OP_RANDN:
+    case KB__OP_RANDINT:
+    case KB__OP_ARGMAX:
+    case KB__OP_ARGMIN:
+    case KB__OP_SOFTMAX:
+        return false;
+    case KB__OP_FULL:
+        *rc = kb__tile_full(&od, o, op->value, err);
+        break;
+    case KB__OP_CAST:
+        *rc = kb__tile_cast(&od, o, &d[0], v[0], err);
+        break;
+    case KB__OP_TRANS:
+    case KB__OP_BROADCAST_TO:
+        memcpy(o, v[0], sizeof o);
+        *rc = 0;
+        break;
+    case KB__OP_SUM:
+    case KB__OP_MAX:
+    case KB__OP_MIN:
+    case KB__OP_XOR_SUM:
+    case KB__OP_CUMSUM:
+    case KB__OP_CUMPROD:
+        if (!zero) return false;
+        *rc = 0; /* o is zero */
+        break;
+    case KB__OP_DOT: {
+        int n_dot = op->n_tiles - (op->epilogue && op->ep.has_bias ? 1 : 0);
+        size_t ab = kb__dtype_size(op->in_d[0].dtype);
+        if (!all_zero(v[0], ab) || !all_zero(v[1], ab)) return false;
+        kb__tile_desc pd = one_like(op->epilogue ? &op->dot_d : &op->out_d);
+        float x[2] = {0}; /* the epilogue's f32 product (the dot result's size) */
+        *rc = kb__tile_dot(&pd, op->epilogue ? (void *)x : (void *)o, &d[0], v[0], &d[1], v[1],
+                           n_dot > 2 ? &d[2] : NULL, n_dot > 2 ? v[2] : NULL, NULL, 0, err);
+        if (!*rc && op->epilogue) {
+            kb__tile_epilogue ep = op->ep;
+            if (ep.has_bias) ep.bias = d[op->n_tiles - 1];
+            *rc = kb__tile_epilogue_apply(&ep, &pd, x, ep.has_bias ? v[op->n_tiles - 1] : NULL, &od,
+                                          od.dtype == KB__F32 ? (void *)x : (void *)o, err);
+            if (od.dtype == KB__F32) memcpy(o, x, sizeof x[0]);
+        }
+        break;
+    }
+    case KB__OP_FMA:
+    case KB__OP_WHERE:
+    case KB__OP_CLAMP:
+        *rc = kb__tile_ternary(op->kind, &od, o, &d[0], v[0], &d[1], v[1], &d[2], v[2], err);
+        break;
+    default:
+        if (op->n_tiles == 2)
+            *rc = kb__tile_binary(op->kind, &od, o, &d[0], v[0], &d[1], v[1], err);
+        else if (op->n_tiles == 1)
+            *rc = kb__tile_unary(op->kind, &od, o, &d[0], v[0], err);
+        else
+            return false;
+        break;
+    }
+    if (!*rc) kb__pe_buf_const(base->out, o, kb__dtype_size(op->out_d.dtype));
+    return true;
+}
+
+static int compute(kb__pe_op *base, kb__err *err)
+{
+    kb__tl_op *op = (kb__tl_op *)base;
+    int rc;
+    if (compute_const(op, &rc, err)) return rc;
+    for (int i = 0; i < op->n_tiles; i++)
+        kb__pe_buf_bytes(base->in[i]);
+    return compute_values(base, err);
 }
 
 static kb__math_class math_class(kb__tile_op_class c)

@@ -72,6 +72,9 @@ typedef struct kb__pe kb__pe;
 typedef struct kb__pe_prog kb__pe_prog;
 typedef struct kb__pe_op kb__pe_op;
 
+/* Largest element a constant buffer records (kb__pe_buf.cval). */
+#define KB__PE_BUF_CONST_MAX 8
+
 /* A TCM range holding one tile's bytes. */
 typedef struct kb__pe_buf {
     kb__pe_prog *prog;
@@ -81,6 +84,11 @@ typedef struct kb__pe_buf {
     uint32_t handles; /* tile handles referring to it */
     uint32_t uses;    /* issued, unfinished ops reading or writing it */
     bool ready;       /* its producer finished (or it had none) */
+    /* Constant contents not written out (kb__pe_buf_const): every element is
+     * the csize bytes of cval, and `data` holds stale bytes until
+     * kb__pe_buf_bytes writes them. 0: `data` holds the contents. */
+    uint8_t csize;
+    uint8_t cval[KB__PE_BUF_CONST_MAX];
 } kb__pe_buf;
 
 /* Tile sizes whose freed buffers a program recycles (a kernel uses few). */
@@ -212,6 +220,17 @@ void kb__pe_check(kb__pe_prog *g);
  * for their readers, blocks until they are reclaimed; raises "TCM
  * exhausted: asked N B, F B free (largest block L B)" otherwise. */
 kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes, bool zero);
+/* The buffer's bytes, written out first if it is constant (kb__pe_buf.csize):
+ * every reader of the contents goes through it. O(bytes) the first time
+ * after a kb__pe_buf_const, O(1) otherwise. */
+void *kb__pe_buf_bytes(kb__pe_buf *b);
+/* Marks b constant: every element is the `size` bytes at elem (1 <= size <=
+ * KB__PE_BUF_CONST_MAX, dividing b->bytes); nothing is written. A zeroed
+ * buffer (kb__pe_buf_new with zero) starts as the constant 0 of size 1. */
+void kb__pe_buf_const(kb__pe_buf *b, const void *elem, size_t size);
+/* Whether b is constant and its elements of `size` bytes equal a known
+ * value: copies one element to elem and returns true; false otherwise. */
+bool kb__pe_buf_const_elem(const kb__pe_buf *b, size_t size, void *elem);
 /* Adds one handle (a second tile viewing the same bytes). */
 void kb__pe_buf_hold(kb__pe_buf *b);
 /* Drops one handle; memory is reclaimed once no op uses it either. */

@@ -80,18 +80,60 @@ static void buf_reclaim(kb__pe_buf *b)
 }
 
 /* Host memory for a buffer of bytes, recycled or new: the header zeroed,
- * the data too when `zero`. */
-static kb__pe_buf *buf_host(kb__pe_prog *g, uint64_t bytes, bool zero)
+ * the data left as it is (a zeroed buffer is the constant 0 until read:
+ * kb__pe_buf_bytes). */
+static kb__pe_buf *buf_host(kb__pe_prog *g, uint64_t bytes)
 {
     size_t n = buf_host_bytes(bytes);
     for (int i = 0; i < KB__PE_BUF_CLASSES; i++) {
         kb__pool *p = &g->buf_free[i].pool;
         if (!p->free || g->buf_free[i].bytes != bytes) continue;
         kb__pe_buf *b = kb__pool_get(p);
-        memset(b, 0, zero ? n : BUF_HEAD);
+        memset(b, 0, BUF_HEAD);
         return b;
     }
-    return calloc(1, n);
+    kb__pe_buf *b = malloc(n);
+    if (b) memset(b, 0, BUF_HEAD);
+    return b;
+}
+
+void *kb__pe_buf_bytes(kb__pe_buf *b)
+{
+    if (!b->csize) return b->data;
+    uint8_t *d = b->data;
+    size_t n = (size_t)b->bytes, s = b->csize;
+    bool same = true;
+    for (size_t i = 1; i < s; i++)
+        same = same && b->cval[i] == b->cval[0];
+    if (same) {
+        memset(d, b->cval[0], n);
+    } else {
+        /* one element, then doubling copies */
+        size_t have = s < n ? s : n;
+        memcpy(d, b->cval, have);
+        while (have < n) {
+            size_t c = have < n - have ? have : n - have;
+            memcpy(d + have, d, c);
+            have += c;
+        }
+    }
+    b->csize = 0;
+    return d;
+}
+
+void kb__pe_buf_const(kb__pe_buf *b, const void *elem, size_t size)
+{
+    assert(size >= 1 && size <= KB__PE_BUF_CONST_MAX && b->bytes % size == 0);
+    memcpy(b->cval, elem, size);
+    b->csize = (uint8_t)size;
+}
+
+bool kb__pe_buf_const_elem(const kb__pe_buf *b, size_t size, void *elem)
+{
+    if (!b->csize || size > KB__PE_BUF_CONST_MAX || size % b->csize) return false;
+    for (size_t i = 0; i < size; i++)
+        ((uint8_t *)elem)[i] = b->cval[i % b->csize];
+    return true;
 }
 
 static void buf_unuse(kb__pe_buf *b)
@@ -388,7 +430,7 @@ kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes, bool zero)
         uint64_t before = g->pe->reclaims;
         block_until(g, cond_reclaimed, &before);
     }
-    kb__pe_buf *b = buf_host(g, bytes, zero);
+    kb__pe_buf *b = buf_host(g, bytes);
     if (!b) {
         kb__tcm_free(t, off, bytes);
         kb__pe_raise(g, KB_ENOMEM, "out of host memory for a %llu B tile",
@@ -400,6 +442,7 @@ kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes, bool zero)
     b->data = (char *)b + BUF_HEAD;
     b->handles = 1;
     b->ready = true;
+    if (zero) b->csize = 1; /* the constant 0: cval is zeroed with the header */
     return b;
 }
 

@@ -1,0 +1,346 @@
+/*
+ * Constant tiles (tl_ops.c, "constant tiles"): a tile whose elements are all
+ * one value (tl_full, tl_zeros, literals, a load under --no-data) is kept as
+ * that value, and an op on such tiles computes its result once on
+ * one-element tiles. Each case here runs an op twice in one kernel: first
+ * on constant operands (the one-element path), then on the same operands
+ * after tl_read wrote their bytes out (the full computation); the two
+ * results must be the same bytes, and equal the host reference where one is
+ * given. The last test checks that the DMA of a load under --no-data (the
+ * port moves no bytes) leaves a constant zero tile and takes the time it
+ * takes with data.
+ */
+#include <math.h>
+
+#include "pe/harness.h"
+
+#define R 4
+#define C 8
+
+typedef enum {
+    K_ADD_LITERAL, /* f16 tile + weak f32 literal: stays f16 */
+    K_SUB_BCAST,   /* [R, C] f32 - [C] f32 */
+    K_DIV,
+    K_MAXIMUM,
+    K_EXP,
+    K_SIGMOID,
+    K_SQRT,
+    K_NEG,
+    K_CAST_F16,
+    K_CAST_BF16_I32,
+    K_LT,
+    K_WHERE,
+    K_FMA,
+    K_CLAMP,
+    K_TRANS,
+    K_BROADCAST,
+    K_SUM_ZEROS,
+    K_MAX_ZEROS,
+    K_CUMSUM_ZEROS,
+    K_DOT_ZEROS_ACC,
+    K_DOT_I8_ZEROS,
+    K_DOT_EPILOGUE_GELU,
+    K_COUNT
+} kcase;
+
+typedef struct crec {
+    kcase c;
+    uint8_t first[2 * R * C * 4], second[2 * R * C * 4]; /* the largest: [2, R, C] f32 */
+    size_t bytes, numel;
+    float as_f32[2 * R * C]; /* the first result, widened, for the host checks */
+} crec;
+
+static tl_tile full2(tl_ctx *k, double v, tl_dtype dt)
+{
+    return tl_full(k, 2, (int64_t[]){R, C}, v, dt);
+}
+
+/* The operands of case c (all constant when made). */
+static int operands(tl_ctx *k, kcase c, tl_tile o[4])
+{
+    switch (c) {
+    case K_ADD_LITERAL:
+        o[0] = full2(k, 1.5, TL_F16);
+        o[1] = tl_literal(k, 2.25);
+        return 2;
+    case K_SUB_BCAST:
+        o[0] = full2(k, 0.75, TL_F32);
+        o[1] = tl_full(k, 1, (int64_t[]){C}, 3.0, TL_F32);
+        return 2;
+    case K_DIV:
+    case K_MAXIMUM:
+        o[0] = full2(k, -1.0, TL_F32);
+        o[1] = full2(k, 3.0, TL_F32);
+        return 2;
+    case K_EXP:
+    case K_SIGMOID:
+    case K_SQRT:
+    case K_NEG:
+    case K_CAST_F16:
+    case K_TRANS:
+    case K_BROADCAST:
+        o[0] = full2(k, 0.3, TL_F32);
+        return 1;
+    case K_CAST_BF16_I32:
+        o[0] = full2(k, -7.75, TL_BF16);
+        return 1;
+    case K_LT:
+        o[0] = full2(k, 2.0, TL_F32);
+        o[1] = full2(k, 2.5, TL_F32);
+        return 2;
+    case K_WHERE:
+        o[0] = tl_full(k, 1, (int64_t[]){C}, 1.0, TL_BOOL);
+        o[1] = full2(k, 4.0, TL_F32);
+        o[2] = tl_scalar(k, -2.0, TL_F32);
+        return 3;
+    case K_FMA:
+    case K_CLAMP:
+        o[0] = full2(k, 1.25, TL_F32);
+        o[1] = full2(k, -0.5, TL_F32);
+        o[2] = full2(k, 0.75, TL_F32);
+        return 3;
+    case K_SUM_ZEROS:
+    case K_MAX_ZEROS:
+    case K_CUMSUM_ZEROS:
+        o[0] = tl_zeros(k, 2, (int64_t[]){R, C}, TL_F16);
+        return 1;
+    case K_DOT_ZEROS_ACC:
+        o[0] = tl_zeros(k, 2, (int64_t[]){R, C}, TL_F16);
+        o[1] = tl_zeros(k, 2, (int64_t[]){C, C}, TL_F16);
+        o[2] = tl_full(k, 2, (int64_t[]){R, C}, 1.5, TL_F32);
+        return 3;
+    case K_DOT_I8_ZEROS:
+        o[0] = tl_zeros(k, 2, (int64_t[]){R, C}, TL_I8);
+        o[1] = tl_zeros(k, 2, (int64_t[]){C, C}, TL_I8);
+        o[2] = tl_full(k, 2, (int64_t[]){R, C}, -3.0, TL_I32);
+        return 3;
+    case K_DOT_EPILOGUE_GELU:
+        o[0] = tl_zeros(k, 2, (int64_t[]){R, C}, TL_F16);
+        o[1] = tl_zeros(k, 2, (int64_t[]){C, C}, TL_F16);
+        o[2] = tl_full(k, 2, (int64_t[]){R, C}, 0.5, TL_F32);
+        o[3] = tl_full(k, 1, (int64_t[]){C}, 0.25, TL_F32);
+        return 4;
+    case K_COUNT:
+        break;
+    }
+    return 0;
+}
+
+static tl_tile apply(tl_ctx *k, kcase c, const tl_tile *o)
+{
+    switch (c) {
+    case K_ADD_LITERAL:
+        return tl_add(k, o[0], o[1]);
+    case K_SUB_BCAST:
+        return tl_sub(k, o[0], o[1]);
+    case K_DIV:
+        return tl_div(k, o[0], o[1]);
+    case K_MAXIMUM:
+        return tl_maximum(k, o[0], o[1]);
+    case K_EXP:
+        return tl_exp(k, o[0]);
+    case K_SIGMOID:
+        return tl_sigmoid(k, o[0]);
+    case K_SQRT:
+        return tl_sqrt(k, o[0]);
+    case K_NEG:
+        return tl_neg(k, o[0]);
+    case K_CAST_F16:
+        return tl_cast(k, o[0], TL_F16);
+    case K_CAST_BF16_I32:
+        return tl_cast(k, o[0], TL_I32);
+    case K_LT:
+        return tl_lt(k, o[0], o[1]);
+    case K_WHERE:
+        return tl_where(k, o[0], o[1], o[2]);
+    case K_FMA:
+        return tl_fma(k, o[0], o[1], o[2]);
+    case K_CLAMP:
+        return tl_clamp(k, o[0], o[1], o[2]);
+    case K_TRANS:
+        return tl_trans(k, o[0]);
+    case K_BROADCAST:
+        return tl_broadcast_to(k, tl_reshape(k, o[0], 3, (int64_t[]){1, R, C}), 3,
+                               (int64_t[]){2, R, C});
+    case K_SUM_ZEROS:
+        return tl_sum(k, o[0], 1);
+    case K_MAX_ZEROS:
+        return tl_max(k, o[0], 0);
+    case K_CUMSUM_ZEROS:
+        return tl_cumsum(k, o[0], 1, 0);
+    case K_DOT_ZEROS_ACC:
+    case K_DOT_I8_ZEROS:
+        return tl_dot(k, o[0], o[1], o[2]);
+    case K_DOT_EPILOGUE_GELU: {
+        tl_epilogue ep = {2.0, o[3], TL_ACT_GELU, TL_F16};
+        return tl_dot_epilogue(k, o[0], o[1], o[2], &ep);
+    }
+    case K_COUNT:
+        break;
+    }
+    return TL_NONE;
+}
+
+static void twice(tl_ctx *k)
+{
+    crec *r = TM_ARG(k, crec);
+    tl_tile o[4];
+    int n = operands(k, r->c, o);
+    tl_tile y = apply(k, r->c, o);
+    r->numel = (size_t)tl_numel(k, y);
+    r->bytes = r->numel * kb__dtype_size((kb__dtype)tl_dtype_of(k, y));
+    tl_read(k, y, r->first, r->bytes);
+    tl_read(k, tl_cast(k, y, TL_F32), r->as_f32, r->numel * sizeof(float));
+    uint8_t scratch[R * C * 4 * 2];
+    for (int i = 0; i < n; i++) /* writes every operand's bytes out */
+        tl_read(k, o[i], scratch,
+                (size_t)tl_numel(k, o[i]) * kb__dtype_size((kb__dtype)tl_dtype_of(k, o[i])));
+    tl_read(k, apply(k, r->c, o), r->second, r->bytes);
+}
+
+static void run(tl_kernel_fn fn, void *r)
+{
+    kb__pe_params p;
+    tm_params_simple(&p);
+    tm_machine m;
+    tm_init(&m, 1, &p);
+    kb__tl_launch_desc d = tm_desc("const", fn, 1, r);
+    kb__err e;
+    cr_assert_eq(tm_run(&m, &d, 1, &e, NULL), 0, "%s", e.msg);
+    tm_fini(&m);
+}
+
+static float gelu_erf(float x)
+{
+    return x * (erff(x * (float)M_SQRT1_2) + 1.0f) * 0.5f;
+}
+
+/* The host value of every element of case c's result, or NAN: no check. */
+static float want(kcase c)
+{
+    switch (c) {
+    case K_SUB_BCAST:
+        return 0.75f - 3.0f;
+    case K_DIV:
+        return -1.0f / 3.0f;
+    case K_MAXIMUM:
+        return 3.0f;
+    case K_NEG:
+        return -0.3f;
+    case K_CAST_BF16_I32:
+        return -7.0f;
+    case K_LT:
+        return 1.0f;
+    case K_WHERE:
+        return 4.0f;
+    case K_FMA:
+        return 1.25f * -0.5f + 0.75f;
+    case K_CLAMP:
+        return 0.75f; /* clamp(1.25, -0.5, 0.75) */
+    case K_TRANS:
+    case K_BROADCAST:
+        return 0.3f;
+    case K_SUM_ZEROS:
+    case K_MAX_ZEROS:
+    case K_CUMSUM_ZEROS:
+        return 0.0f;
+    case K_DOT_ZEROS_ACC:
+        return 1.5f;
+    case K_DOT_I8_ZEROS:
+        return -3.0f;
+    case K_DOT_EPILOGUE_GELU: /* (0.5 + 0) * 2 + 0.25, gelu, to f16 (exact within 1e-3) */
+        return gelu_erf(1.25f);
+    default:
+        return NAN;
+    }
+}
+
+Test(tl_const, an_op_on_constant_tiles_gives_the_bytes_of_the_full_computation)
+{
+    for (int c = 0; c < K_COUNT; c++) {
+        crec *r = calloc(1, sizeof *r);
+        r->c = (kcase)c;
+        run(twice, r);
+        cr_assert(r->bytes > 0, "case %d: empty result", c);
+        cr_assert(!memcmp(r->first, r->second, r->bytes),
+                  "case %d: the constant path and the full computation differ", c);
+        float w = want((kcase)c);
+        if (!isnan(w))
+            for (size_t i = 0; i < r->numel; i++)
+                cr_assert(fabsf(r->as_f32[i] - w) <= 1e-3f * fmaxf(1.0f, fabsf(w)),
+                          "case %d element %zu: got %g want %g", c, i, r->as_f32[i], w);
+        free(r);
+    }
+}
+
+/* ---- a load under --no-data ------------------------------------------------ */
+
+typedef struct lrec {
+    float v[R * C];
+    double item;
+} lrec;
+
+static void load_kernel(tl_ctx *k)
+{
+    lrec *r = TM_ARG(k, lrec);
+    tl_tensor *t = tl_arg_tensor(k, 1);
+    tl_tile offs =
+        tl_add(k, tl_mul(k, tl_expand_dims(k, tl_arange(k, 0, R), 1), tl_scalar(k, C, TL_I32)),
+               tl_expand_dims(k, tl_arange(k, 0, C), 0));
+    tl_tile x = tl_load(k, t, offs, TL_NONE, TL_NONE);
+    tl_tile y = tl_add(k, tl_mul(k, x, tl_literal(k, 2.0)), tl_literal(k, 1.0));
+    tl_read(k, y, r->v, sizeof r->v);
+    r->item = tl_item(k, tl_sum(k, y, TL_AXIS_ALL));
+}
+
+/* The flat memory's transfer when no bytes move: the same time, nothing
+ * copied either way. */
+static void no_bytes_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool write,
+                              const kb__tl_span *spans, uint32_t n, void *bytes)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++)
+        total += spans[i].bytes;
+    tm_xfer *x = malloc(sizeof *x);
+    cr_assert_not_null(x);
+    *x = (tm_xfer){self, op, false, spans, 0, bytes};
+    (void)write;
+    kb__sim_post(pe->sim, kb__pe_dma_ps(&pe->p, total), tm_flat_done, x, 0);
+}
+
+static kb__time run_load(bool moves, lrec *r)
+{
+    kb__pe_params p;
+    tm_params_simple(&p);
+    tm_machine m;
+    tm_init(&m, 1, &p);
+    float host[R * C];
+    for (int i = 0; i < R * C; i++)
+        host[i] = (float)i;
+    tm_flat f = {0x10000, sizeof host, (uint8_t *)host};
+    kb__tl_launch_desc d = tm_desc("load", load_kernel, 1, r);
+    tm_add_tensor(&d, &f, "x", TL_F32, 1, (int64_t[]){R * C}, (int64_t[]){1}, f.va, f.bytes);
+    d.mem.moves_bytes = moves;
+    if (!moves) d.mem.transfer = no_bytes_transfer;
+    kb__err e;
+    kb__time t = 0;
+    cr_assert_eq(tm_run(&m, &d, 1, &e, &t), 0, "%s", e.msg);
+    tm_fini(&m);
+    return t;
+}
+
+Test(tl_const, a_load_without_data_reads_zeros_in_the_time_it_takes_with_data)
+{
+    lrec with = {0}, without = {0};
+    kb__time t1 = run_load(true, &with), t0 = run_load(false, &without);
+    cr_assert_eq(t0, t1, "no-data %llu ps, with data %llu ps", (unsigned long long)t0,
+                 (unsigned long long)t1);
+    double sum = 0;
+    for (int i = 0; i < R * C; i++) {
+        cr_assert_eq(with.v[i], 2.0f * (float)i + 1.0f);
+        cr_assert_eq(without.v[i], 1.0f); /* 0 * 2 + 1 */
+        sum += 2.0 * i + 1.0;
+    }
+    cr_assert_eq(with.item, sum);
+    cr_assert_eq(without.item, (double)(R * C));
+}
