@@ -25,7 +25,8 @@
  * tokens and micro-batches),
  * gradients go back stage to stage with kb_send / kb_recv in 1F1B order
  * (train_step), every block's gradients accumulate over the micro-batches
- * and are then averaged over the dp replicas (kb_xf_grads_reduce_dp); no
+ * and are then averaged over the stage's dp replicas (kb_xf_grads_reduce_dp over
+ * the groups of kb_tp_initialize_model_parallel_pp); no
  * optimizer step. Figures add each backward phase ("bwd.*"), "layer
  * forward" / "layer backward", "dp_reduce", "loss" (per micro-batch, the
  * last stage's first replica); the model FLOPs are kb_xf_train_flops; the
@@ -82,9 +83,9 @@ typedef struct xf_cfg {
 
 typedef struct xf_host {
     float *x, *wq, *wk, *wv, *wo, *g1, *b1, *g2, *b2, *wg, *wu, *wd;
-    float *dy;           /* training: the gradient of the loss at the last block's output */
+    float *dy;             /* training: the gradient of the loss at the last block's output */
     float *wvoc, *gf, *bf; /* loss=xent: the head's weight [hidden, vocab], final norm */
-    int32_t *tgt;        /* loss=xent: the targets [tokens] */
+    int32_t *tgt;          /* loss=xent: the targets [tokens] */
 } xf_host;
 
 typedef struct xf_run {
@@ -182,13 +183,6 @@ static int read_cfg(kb_machine *m, kb_bench_opts *o, kb_bench_result *r, xf_cfg 
     if (x->xent && !x->train)
         return kb_bench_bad_option(r, "transformer: --opt loss=xent needs mode=train (the forward "
                                       "mode runs the blocks only)");
-    if (x->xent && x->dp > 1 && x->pp > 1)
-        return kb_bench_bad_option(r,
-                                   "transformer: --opt loss=xent with dp=%lld and pp=%lld: the "
-                                   "data-parallel group spans the stages and only the last holds "
-                                   "the head, so its gradient mean is not supported yet (dp or pp "
-                                   "1)",
-                                   (long long)x->dp, (long long)x->pp);
     if (x->layers % x->pp)
         return kb_bench_bad_option(r,
                                    "transformer: --opt layers=%lld does not divide into pp=%lld "
@@ -524,10 +518,9 @@ static int train_step(stage_t *s)
     uint64_t t = kb_now_ps(s->m);
     for (int64_t l = 0; l < s->nl && !rc; l++)
         rc = kb_xf_grads_reduce_dp(s->m, &s->blocks[l], &s->grads[l]);
-    /* the data-parallel group (world / tp ranks) spans the stages: with one stage it is the
-       replicas, with more than one loss=xent has dp 1 (read_cfg) and nothing to average */
-    if (!rc && s->head && s->c->pp == 1)
-        rc = kb_xf_head_grads_reduce_dp(s->m, s->head, s->head_grads);
+    /* the data-parallel group is the stage's replicas (kb_tp_initialize_model_parallel_pp):
+       only the last stage holds the head */
+    if (!rc && s->head) rc = kb_xf_head_grads_reduce_dp(s->m, s->head, s->head_grads);
     if (!rc && s->c->dp > 1) rc = kb_trace_span_add(s->m, "dp_reduce", t, kb_now_ps(s->m));
     if (s->record && s->rank == 0) s->u->dp_ps += kb_now_ps(s->m) - t;
     return rc;
@@ -609,7 +602,7 @@ static int rank_fn(kb_machine *m, int rank, int nprocs, void *arg)
     kb_tensor x = {0}, in = {0}, y = {0};
     if (!blocks) return KB_ENOMEM;
     int rc = kb_init_process_group(m, "ahbm");
-    if (!rc) rc = kb_tp_initialize_model_parallel(m, (int)c->tp);
+    if (!rc) rc = kb_tp_initialize_model_parallel_pp(m, (int)c->tp, (int)c->pp);
     if (!rc) rc = kb_tp_set_pes_per_rank(m, (int)c->pes);
     if (!rc && rank == 0) rc = kb_tp_get_pes_per_rank(m, &u->pes);
     for (int64_t l = 0; l < nl && !rc; l++) {

@@ -59,24 +59,44 @@ extern "C" {
  * size 1 works. No simulated time. */
 KB_API int kb_tp_initialize_model_parallel(kb_machine *m, int tensor_model_parallel_size);
 
+/* Collective. As kb_tp_initialize_model_parallel with pipeline stages too
+ * (Megatron's initialize_model_parallel(tp, pp)): with n = world /
+ * pipeline_model_parallel_size, ranks [s·n, (s+1)·n) are stage s; inside a
+ * stage, tensor-parallel groups are consecutive ranks and data-parallel
+ * groups the stage's ranks equal mod tensor_model_parallel_size, so a
+ * gradient mean over the data-parallel group never mixes stages; the
+ * pipeline-parallel group is the ranks equal mod n (one per stage). KB_EINVAL
+ * when a size is < 1, when tp × pp does not divide the world size, or when
+ * the ranks' sizes differ (listing them). kb_tp_initialize_model_parallel(m,
+ * tp) is this with pp 1. No simulated time. */
+KB_API int kb_tp_initialize_model_parallel_pp(kb_machine *m, int tensor_model_parallel_size,
+                                              int pipeline_model_parallel_size);
+
 /* *out := 1 when the caller's model-parallel state is set, else 0. */
 KB_API int kb_tp_model_parallel_is_initialized(kb_machine *m, int *out);
 
 /* The caller's rank in its tensor-parallel group (rank mod size) and the
- * group's size; its rank among the data-parallel replicas (rank / size)
- * and their number (world / size). KB_ESTATE before
- * kb_tp_initialize_model_parallel; *out is -1 on failure. */
+ * group's size; its rank among the data-parallel replicas ((rank mod n) /
+ * size, n = world / stages) and their number (n / size); its stage (rank /
+ * n) and the number of stages (1 unless set with
+ * kb_tp_initialize_model_parallel_pp). KB_ESTATE before the state is set;
+ * *out is -1 on failure. */
 KB_API int kb_tp_get_tensor_model_parallel_rank(kb_machine *m, int *out);
 KB_API int kb_tp_get_tensor_model_parallel_world_size(kb_machine *m, int *out);
 KB_API int kb_tp_get_data_parallel_rank(kb_machine *m, int *out);
 KB_API int kb_tp_get_data_parallel_world_size(kb_machine *m, int *out);
+KB_API int kb_tp_get_pipeline_model_parallel_rank(kb_machine *m, int *out);
+KB_API int kb_tp_get_pipeline_model_parallel_world_size(kb_machine *m, int *out);
 
 /* *out := the caller's tensor-parallel group (the size consecutive ranks
- * it is one of) or data-parallel group (the ranks equal to it mod size),
+ * it is one of) or data-parallel group (the ranks of its stage equal to it mod size),
  * for the _group collectives of kernbench/dist.h; id -1 on failure
  * (KB_ESTATE before kb_tp_initialize_model_parallel). */
 KB_API int kb_tp_get_tensor_model_parallel_group(kb_machine *m, kb_group *out);
 KB_API int kb_tp_get_data_parallel_group(kb_machine *m, kb_group *out);
+/* *out := the caller's pipeline-parallel group (one rank per stage, at its
+ * place in the stage), as above. */
+KB_API int kb_tp_get_pipeline_model_parallel_group(kb_machine *m, kb_group *out);
 
 /* Clears the caller's model-parallel state (its own only, as Megatron's
  * destroy_model_parallel clears one process's). 0 when it was not set. */

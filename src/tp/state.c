@@ -6,12 +6,14 @@
  * State: one tp_group per group of host ranks (a kb_spawn group, or the
  * driver alone), kept in the runtime's per-group slot, so every kb_spawn
  * starts uninitialised and nothing is global. Each rank has its own
- * tensor-parallel size (0: not initialised) and its tensor- and
- * data-parallel groups (kb_new_group handles), as each Megatron process has
- * its own parallel_state; kb_tp_initialize_model_parallel sets every
- * rank's at once (every rank makes every group, in the same order: the
- * world / size groups of consecutive ranks, then the size groups of ranks
- * equal mod size), kb_tp_destroy_model_parallel clears the caller's.
+ * tensor-parallel size (0: not initialised), its pipeline-parallel size
+ * (stages) and its tensor-, data- and pipeline-parallel groups (kb_new_group
+ * handles), as each Megatron process has its own parallel_state;
+ * kb_tp_initialize_model_parallel[_pp] sets every rank's at once (every
+ * rank makes every group, in the same order: the world / size groups of
+ * consecutive ranks; per stage of n = world / stages consecutive ranks, the
+ * size groups of its ranks equal mod size; the n groups of ranks equal mod
+ * n), kb_tp_destroy_model_parallel clears the caller's.
  *
  * Handshake (kb__tp_agree): claims are written into the group's table,
  * read by every rank of the caller's tensor-parallel group (the world
@@ -28,11 +30,12 @@
 
 typedef struct tp_group {
     int world;
-    int *size;         /* [world]: the rank's tensor-parallel size, 0 = not initialised */
-    int *pes;          /* [world]: PEs per rank asked with kb_tp_set_pes_per_rank, 0 = default */
-    kb_group *tp, *dp; /* [world]: the rank's tensor- and data-parallel groups, when size is set */
-    int64_t *claims;   /* [world × KB__TP_CLAIM_MAX]: the last handshake's values */
-    const char **call; /* [world]: the public call each rank's last handshake is part of */
+    int *size;   /* [world]: the rank's tensor-parallel size, 0 = not initialised */
+    int *stages; /* [world]: the rank's pipeline-parallel size (stages), when size is set */
+    int *pes;    /* [world]: PEs per rank asked with kb_tp_set_pes_per_rank, 0 = default */
+    kb_group *tp, *dp, *pp; /* [world]: the rank's tensor-, data- and pipeline-parallel groups */
+    int64_t *claims;        /* [world × KB__TP_CLAIM_MAX]: the last handshake's values */
+    const char **call;      /* [world]: the public call each rank's last handshake is part of */
 } tp_group;
 
 static void group_free(void *p)
@@ -40,9 +43,11 @@ static void group_free(void *p)
     tp_group *g = p;
     if (!g) return;
     free(g->size);
+    free(g->stages);
     free(g->pes);
     free(g->tp);
     free(g->dp);
+    free(g->pp);
     free(g->claims);
     free(g->call);
     free(g);
@@ -60,13 +65,16 @@ static tp_group *group_of(kb_machine *m, kb__err *err)
     if (g) {
         g->world = world;
         g->size = calloc((size_t)world, sizeof *g->size);
+        g->stages = calloc((size_t)world, sizeof *g->stages);
         g->pes = calloc((size_t)world, sizeof *g->pes);
         g->tp = calloc((size_t)world, sizeof *g->tp);
         g->dp = calloc((size_t)world, sizeof *g->dp);
+        g->pp = calloc((size_t)world, sizeof *g->pp);
         g->claims = calloc((size_t)world * KB__TP_CLAIM_MAX, sizeof *g->claims);
         g->call = calloc((size_t)world, sizeof *g->call);
     }
-    if (!g || !g->size || !g->pes || !g->tp || !g->dp || !g->claims || !g->call) {
+    if (!g || !g->size || !g->stages || !g->pes || !g->tp || !g->dp || !g->pp || !g->claims ||
+        !g->call) {
         group_free(g);
         kb__err_set(err, KB_ENOMEM, "out of host memory for the parallel state of %d ranks", world);
         return NULL;
@@ -232,78 +240,100 @@ kb_group kb__tp_group(kb_machine *m)
 
 /* ---- kb_tp_initialize_model_parallel ------------------------------------------ */
 
-#define INIT "kb_tp_initialize_model_parallel"
-
-/* Every rank passed the same size; else lists them (the first 16). */
+/* Every rank passed the same sizes (claim 0: tensor, 1: pipeline); else
+ * lists the first that differs, rank by rank (the first 16). */
 static int same_sizes(const int64_t *all, int base, int world, void *ctx, kb__err *err)
 {
-    (void)ctx, (void)base; /* the world: base 0 */
-    int r = 1;
-    while (r < world && all[(size_t)r * KB__TP_CLAIM_MAX] == all[0])
-        r++;
-    if (r == world) return 0;
-    kb__err_set(err, KB_EINVAL,
-                INIT ": the ranks passed different tensor_model_parallel_size values (every "
-                     "rank must pass the same):");
-    size_t len = strlen(err->msg);
-    for (int k = 0; k < world && len < sizeof err->msg - 1; k++) {
-        int w = k < 16 ? snprintf(err->msg + len, sizeof err->msg - len, " rank %d: %lld;", k,
-                                  (long long)all[(size_t)k * KB__TP_CLAIM_MAX])
-                       : snprintf(err->msg + len, sizeof err->msg - len, " ...");
-        if (w > 0) len += (size_t)w;
-        if (k >= 16) break;
+    (void)base; /* the world: base 0; ctx: the public call's name */
+    static const char *const what[2] = {"tensor_model_parallel_size",
+                                        "pipeline_model_parallel_size"};
+    for (int j = 0; j < 2; j++) {
+        int r = 1;
+        while (r < world && all[(size_t)r * KB__TP_CLAIM_MAX + j] == all[j])
+            r++;
+        if (r == world) continue;
+        kb__err_set(err, KB_EINVAL,
+                    "%s: the ranks passed different %s values (every rank must pass the same):",
+                    (const char *)ctx, what[j]);
+        size_t len = strlen(err->msg);
+        for (int k = 0; k < world && len < sizeof err->msg - 1; k++) {
+            int w = k < 16 ? snprintf(err->msg + len, sizeof err->msg - len, " rank %d: %lld;", k,
+                                      (long long)all[(size_t)k * KB__TP_CLAIM_MAX + j])
+                           : snprintf(err->msg + len, sizeof err->msg - len, " ...");
+            if (w > 0) len += (size_t)w;
+            if (k >= 16) break;
+        }
+        return KB_EINVAL;
     }
-    return KB_EINVAL;
-}
-
-/* The size itself, once every rank agreed on it. */
-static int check_size(int size, int world, kb__err *err)
-{
-    if (size < 1)
-        return kb__err_set(err, KB_EINVAL, INIT ": tensor_model_parallel_size %d: must be >= 1",
-                           size);
-    if (world % size)
-        return kb__err_set(err, KB_EINVAL,
-                           INIT ": tensor_model_parallel_size %d does not divide the world size "
-                                "%d (host ranks)",
-                           size, world);
     return 0;
 }
 
-/* Makes the groups (header comment) and keeps the caller's two. */
-static int make_groups(kb_machine *m, tp_group *g, int size, kb__err *err)
+/* The sizes themselves, once every rank agreed on them. */
+static int check_sizes(const char *who, int size, int stages, int world, kb__err *err)
 {
-    int world = g->world, rank = kb_rank(m), dp_n = world / size;
+    if (size < 1)
+        return kb__err_set(err, KB_EINVAL, "%s: tensor_model_parallel_size %d: must be >= 1", who,
+                           size);
+    if (stages < 1)
+        return kb__err_set(err, KB_EINVAL, "%s: pipeline_model_parallel_size %d: must be >= 1", who,
+                           stages);
+    if (world % ((int64_t)size * stages)) {
+        char pp[64] = "";
+        if (stages > 1) snprintf(pp, sizeof pp, " x pipeline_model_parallel_size %d", stages);
+        return kb__err_set(err, KB_EINVAL,
+                           "%s: tensor_model_parallel_size %d%s does not divide the world size "
+                           "%d (host ranks)",
+                           who, size, pp, world);
+    }
+    return 0;
+}
+
+/* Makes the groups (header comment) and keeps the caller's three. With
+ * n = world / stages ranks per stage: rank r is stage r / n, tensor-parallel
+ * rank r mod size, data-parallel rank (r mod n) / size. */
+static int make_groups(kb_machine *m, tp_group *g, int size, int stages, const char *who,
+                       kb__err *err)
+{
+    int world = g->world, rank = kb_rank(m), n = world / stages, dp_n = n / size;
     int *list = malloc((size_t)world * sizeof *list);
-    if (!list) return kb__err_set(err, KB_ENOMEM, INIT ": out of host memory");
+    if (!list) return kb__err_set(err, KB_ENOMEM, "%s: out of host memory", who);
     int rc = 0;
-    for (int i = 0; i < dp_n && !rc; i++) { /* tensor-parallel: consecutive ranks */
+    for (int i = 0; i < world / size && !rc; i++) { /* tensor-parallel: consecutive ranks */
         kb_group h;
         for (int k = 0; k < size; k++)
             list[k] = i * size + k;
         rc = kb_new_group(m, list, size, &h);
         if (!rc && i == rank / size) g->tp[rank] = h;
     }
-    for (int j = 0; j < size && !rc; j++) { /* data-parallel: ranks equal mod size */
+    /* data-parallel: the ranks of one stage equal mod size */
+    for (int s = 0; s < stages && !rc; s++)
+        for (int j = 0; j < size && !rc; j++) {
+            kb_group h;
+            for (int k = 0; k < dp_n; k++)
+                list[k] = s * n + j + k * size;
+            rc = kb_new_group(m, list, dp_n, &h);
+            if (!rc && s == rank / n && j == rank % size) g->dp[rank] = h;
+        }
+    for (int j = 0; j < n && !rc; j++) { /* pipeline: the ranks equal mod n, one per stage */
         kb_group h;
-        for (int k = 0; k < dp_n; k++)
-            list[k] = j + k * size;
-        rc = kb_new_group(m, list, dp_n, &h);
-        if (!rc && j == rank % size) g->dp[rank] = h;
+        for (int k = 0; k < stages; k++)
+            list[k] = j + k * n;
+        rc = kb_new_group(m, list, stages, &h);
+        if (!rc && j == rank % n) g->pp[rank] = h;
     }
     free(list);
-    if (rc) return kb__err_set(err, rc, INIT ": making the groups: %s", kb_last_error(m));
+    if (rc) return kb__err_set(err, rc, "%s: making the groups: %s", who, kb_last_error(m));
     return 0;
 }
 
-int kb_tp_initialize_model_parallel(kb_machine *m, int tensor_model_parallel_size)
+static int init_parallel(kb_machine *m, const char *who, int size, int stages)
 {
     if (!m) return KB_EINVAL;
     kb__err e;
     kb__err_clear(&e);
     if (!kb_is_initialized(m)) {
         kb__err_set(&e, KB_ESTATE,
-                    INIT ": no process group (call kb_init_process_group(m, \"ahbm\") first)");
+                    "%s: no process group (call kb_init_process_group(m, \"ahbm\") first)", who);
         return kb__tp_fail(m, &e);
     }
     tp_group *g = group_of(m, &e);
@@ -311,18 +341,31 @@ int kb_tp_initialize_model_parallel(kb_machine *m, int tensor_model_parallel_siz
     int rank = kb_rank(m);
     if (g->size[rank]) {
         kb__err_set(&e, KB_ESTATE,
-                    INIT ": model parallel is already initialized on rank %d (size %d); call "
-                         "kb_tp_destroy_model_parallel first",
-                    rank, g->size[rank]);
+                    "%s: model parallel is already initialized on rank %d (size %d); call "
+                    "kb_tp_destroy_model_parallel first",
+                    who, rank, g->size[rank]);
         return kb__tp_fail(m, &e);
     }
-    int64_t mine = tensor_model_parallel_size;
-    int rc = kb__tp_agree(m, INIT, &mine, 1, same_sizes, NULL, &e);
-    if (!rc) rc = check_size(tensor_model_parallel_size, g->world, &e);
-    if (!rc) rc = make_groups(m, g, tensor_model_parallel_size, &e);
+    int64_t mine[2] = {size, stages};
+    int rc = kb__tp_agree(m, who, mine, 2, same_sizes, (void *)who, &e);
+    if (!rc) rc = check_sizes(who, size, stages, g->world, &e);
+    if (!rc) rc = make_groups(m, g, size, stages, who, &e);
     if (rc) return kb__tp_fail(m, &e);
-    g->size[rank] = tensor_model_parallel_size;
+    g->size[rank] = size;
+    g->stages[rank] = stages;
     return 0;
+}
+
+int kb_tp_initialize_model_parallel(kb_machine *m, int tensor_model_parallel_size)
+{
+    return init_parallel(m, "kb_tp_initialize_model_parallel", tensor_model_parallel_size, 1);
+}
+
+int kb_tp_initialize_model_parallel_pp(kb_machine *m, int tensor_model_parallel_size,
+                                       int pipeline_model_parallel_size)
+{
+    return init_parallel(m, "kb_tp_initialize_model_parallel_pp", tensor_model_parallel_size,
+                         pipeline_model_parallel_size);
 }
 
 /* ---- getters ------------------------------------------------------------------------ */
@@ -343,7 +386,17 @@ int kb_tp_model_parallel_is_initialized(kb_machine *m, int *out)
     return 0;
 }
 
-typedef enum which { TP_RANK, TP_WORLD, DP_RANK, DP_WORLD, TP_GROUP, DP_GROUP } which;
+typedef enum which {
+    TP_RANK,
+    TP_WORLD,
+    DP_RANK,
+    DP_WORLD,
+    PP_RANK,
+    PP_WORLD,
+    TP_GROUP,
+    DP_GROUP,
+    PP_GROUP
+} which;
 
 /* *out := what w names (a group: its handle's id), -1 on failure. */
 static int get(kb_machine *m, int *out, which w, const char *who)
@@ -355,6 +408,7 @@ static int get(kb_machine *m, int *out, which w, const char *who)
     int size = 0, tp_rank = 0;
     if (!out) kb__err_set(&e, KB_EINVAL, "%s: out is NULL", who);
     if (e.code || kb__tp_state(m, who, &size, &tp_rank, &e)) return kb__tp_fail(m, &e);
+    int stages = group_of(m, &e)->stages[kb_rank(m)];
     switch (w) {
     case TP_RANK:
         *out = tp_rank;
@@ -363,16 +417,25 @@ static int get(kb_machine *m, int *out, which w, const char *who)
         *out = size;
         break;
     case DP_RANK:
-        *out = kb_rank(m) / size;
+        *out = kb_rank(m) % (kb_world_size(m) / stages) / size;
         break;
     case DP_WORLD:
-        *out = kb_world_size(m) / size;
+        *out = kb_world_size(m) / stages / size;
+        break;
+    case PP_RANK:
+        *out = kb_rank(m) / (kb_world_size(m) / stages);
+        break;
+    case PP_WORLD:
+        *out = stages;
         break;
     case TP_GROUP:
         *out = kb__tp_group(m).id;
         break;
     case DP_GROUP:
         *out = group_of(m, &e)->dp[kb_rank(m)].id;
+        break;
+    case PP_GROUP:
+        *out = group_of(m, &e)->pp[kb_rank(m)].id;
         break;
     }
     return 0;
@@ -396,6 +459,21 @@ int kb_tp_get_data_parallel_rank(kb_machine *m, int *out)
 int kb_tp_get_data_parallel_world_size(kb_machine *m, int *out)
 {
     return get(m, out, DP_WORLD, "kb_tp_get_data_parallel_world_size");
+}
+
+int kb_tp_get_pipeline_model_parallel_rank(kb_machine *m, int *out)
+{
+    return get(m, out, PP_RANK, "kb_tp_get_pipeline_model_parallel_rank");
+}
+
+int kb_tp_get_pipeline_model_parallel_world_size(kb_machine *m, int *out)
+{
+    return get(m, out, PP_WORLD, "kb_tp_get_pipeline_model_parallel_world_size");
+}
+
+int kb_tp_get_pipeline_model_parallel_group(kb_machine *m, kb_group *out)
+{
+    return get(m, out ? &out->id : NULL, PP_GROUP, "kb_tp_get_pipeline_model_parallel_group");
 }
 
 int kb_tp_get_tensor_model_parallel_group(kb_machine *m, kb_group *out)

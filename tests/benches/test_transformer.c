@@ -116,6 +116,35 @@ Test(transformer, training_pipelines_of_two_and_four_stages_give_the_same_loss)
                       loss[i], loss[0]);
 }
 
+/* The data-parallel group is the replicas of one stage: with pp 2 and dp 1
+ * no gradient is averaged (before, the group spanned the stages and mixed
+ * their layers' gradients); with dp 2 and the LM head on the last stage
+ * only, the step runs and its loss matches pp 1's. */
+Test(transformer, data_parallel_groups_stay_inside_a_pipeline_stage)
+{
+    kb_bench_result r;
+    cr_assert_eq(
+        run(&r, 1, (const char *const[]){"mode=train", "pes=2", "pp=2", "layers=2", "dp=1", NULL}),
+        0, "%s", r.error);
+    cr_expect_eq(figure(&r, "dp_reduce"), 0, "one replica per stage: nothing to average");
+    double loss[2];
+    const char *pp[2] = {"pp=1", "pp=2"};
+    for (int i = 0; i < 2; i++) {
+        const char *const kv[] = {"mode=train", "loss=xent",    pp[i],        "dp=2",
+                                  "layers=2",   "pes=2",        "hidden=64",  "ffn=128",
+                                  "seq=16",     "heads=2",      "kv_heads=2", "dtype=f32",
+                                  "vocab=100",  "warmup=false", NULL};
+        cr_assert_eq(run(&r, 0, kv), 0, "%s: %s", pp[i], r.error);
+        for (int k = 0; k < r.n_checks; k++)
+            cr_expect(r.checks[k].pass, "%s: %s %g > %g", pp[i], r.checks[k].name,
+                      r.checks[k].max_err, r.checks[k].tol);
+        cr_expect_gt(figure(&r, "dp_reduce"), 0, "%s: two replicas average", pp[i]);
+        loss[i] = figure(&r, "loss");
+    }
+    cr_expect_leq(fabs(loss[1] - loss[0]), 1e-6 * fabs(loss[0]), "%.9g against %.9g", loss[1],
+                  loss[0]);
+}
+
 Test(transformer, the_training_flop_figure_and_phases)
 {
     kb_bench_result r;

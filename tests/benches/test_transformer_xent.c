@@ -119,11 +119,6 @@ Test(transformer_xent, refuses_what_it_cannot_run)
     cr_expect(strstr(r.error, "--opt loss=xent needs mode=train"), "%s", r.error);
     cr_expect_eq(run(&r, 1, (const char *const[]){"mode=train", "loss=ce", NULL}), KB_EINVAL);
     cr_expect(strstr(r.error, "--opt loss=ce: expected dot"), "%s", r.error);
-    cr_expect_eq(run(&r, 1,
-                     (const char *const[]){"mode=train", "loss=xent", "dp=2", "pp=2", "layers=2",
-                                           "pes=2", NULL}),
-                 KB_EINVAL);
-    cr_expect(strstr(r.error, "dp=2 and pp=2"), "%s", r.error);
     cr_expect_eq(run(&r, 1, (const char *const[]){"mode=train", "loss=xent", "vocab=1", NULL}),
                  KB_EINVAL);
     cr_expect(strstr(r.error, "vocab"), "%s", r.error);

@@ -294,3 +294,112 @@ Test(tp_state, pe_counts_that_do_not_fit_are_refused)
               "%s", s.msg[2]);
     kb_close(m);
 }
+
+/* ---- pipeline stages (kb_tp_initialize_model_parallel_pp) ------------------------------ */
+
+#define PP_RANKS 8
+
+typedef struct staged {
+    int tp, pp[PP_RANKS]; /* sizes each rank passes */
+    int rc[PP_RANKS];
+    int tp_rank[PP_RANKS], dp_rank[PP_RANKS], dp_world[PP_RANKS], pp_rank[PP_RANKS],
+        pp_world[PP_RANKS];
+    int tp_id[PP_RANKS], dp_id[PP_RANKS], pp_id[PP_RANKS]; /* group handles: equal = same group */
+    int dp_grank[PP_RANKS], pp_grank[PP_RANKS];
+    char msg[PP_RANKS][1024];
+} staged;
+
+static int staged_lookups(kb_machine *m, int rank, int nprocs, void *arg)
+{
+    (void)nprocs;
+    staged *s = arg;
+    int rc = kb_init_process_group(m, "ahbm");
+    if (!rc) rc = kb_tp_initialize_model_parallel_pp(m, s->tp, s->pp[rank]);
+    s->rc[rank] = rc;
+    snprintf(s->msg[rank], sizeof s->msg[rank], "%s", rc ? kb_last_error(m) : "");
+    if (rc) return rc;
+    kb_group tp = {-1}, dp = {-1}, pp = {-1};
+    rc = kb_tp_get_tensor_model_parallel_rank(m, &s->tp_rank[rank]);
+    if (!rc) rc = kb_tp_get_data_parallel_rank(m, &s->dp_rank[rank]);
+    if (!rc) rc = kb_tp_get_data_parallel_world_size(m, &s->dp_world[rank]);
+    if (!rc) rc = kb_tp_get_pipeline_model_parallel_rank(m, &s->pp_rank[rank]);
+    if (!rc) rc = kb_tp_get_pipeline_model_parallel_world_size(m, &s->pp_world[rank]);
+    if (!rc) rc = kb_tp_get_tensor_model_parallel_group(m, &tp);
+    if (!rc) rc = kb_tp_get_data_parallel_group(m, &dp);
+    if (!rc) rc = kb_tp_get_pipeline_model_parallel_group(m, &pp);
+    s->tp_id[rank] = tp.id, s->dp_id[rank] = dp.id, s->pp_id[rank] = pp.id;
+    s->dp_grank[rank] = kb_group_rank(m, dp), s->pp_grank[rank] = kb_group_rank(m, pp);
+    s->rc[rank] = rc;
+    return rc;
+}
+
+static int spawn_staged(staged *s, int nprocs)
+{
+    kb_machine *m = kb_test_small_machine(0);
+    int rc = kb_spawn(m, staged_lookups, nprocs, s);
+    kb_close(m);
+    return rc;
+}
+
+/* Megatron's layout with n = world / pp ranks per stage: stage r / n,
+ * tensor-parallel rank r mod tp, data-parallel rank (r mod n) / tp; two ranks
+ * share a data-parallel group exactly when they share a stage and r mod tp,
+ * a pipeline group exactly when r mod n is the same. */
+static void expect_stages(int world, int tp, int pp)
+{
+    staged s;
+    memset(&s, 0, sizeof s);
+    s.tp = tp;
+    for (int r = 0; r < world; r++)
+        s.pp[r] = pp;
+    cr_assert_eq(spawn_staged(&s, world), 0, "%s", s.msg[0]);
+    int n = world / pp;
+    for (int r = 0; r < world; r++) {
+        cr_expect_eq(s.tp_rank[r], r % tp, "rank %d", r);
+        cr_expect_eq(s.dp_rank[r], r % n / tp, "rank %d", r);
+        cr_expect_eq(s.dp_world[r], n / tp, "rank %d", r);
+        cr_expect_eq(s.pp_rank[r], r / n, "rank %d", r);
+        cr_expect_eq(s.pp_world[r], pp, "rank %d", r);
+        cr_expect_eq(s.dp_grank[r], r % n / tp, "rank %d in its data-parallel group", r);
+        cr_expect_eq(s.pp_grank[r], r / n, "rank %d in its pipeline group", r);
+        for (int q = 0; q < world; q++) {
+            int same_dp = r / n == q / n && r % tp == q % tp, same_pp = r % n == q % n;
+            cr_expect_eq(s.dp_id[r] == s.dp_id[q], same_dp, "ranks %d and %d: data-parallel", r, q);
+            cr_expect_eq(s.pp_id[r] == s.pp_id[q], same_pp, "ranks %d and %d: pipeline", r, q);
+            cr_expect_eq(s.tp_id[r] == s.tp_id[q], r / tp == q / tp, "ranks %d and %d: tensor", r,
+                         q);
+        }
+    }
+}
+
+Test(tp_state, pipeline_stages_keep_data_parallel_groups_inside_a_stage)
+{
+    expect_stages(8, 2, 2);
+    expect_stages(8, 1, 4);
+    expect_stages(8, 2, 1);
+    expect_stages(4, 1, 4);
+}
+
+Test(tp_state, pipeline_sizes_that_do_not_fit_are_refused)
+{
+    staged s;
+    memset(&s, 0, sizeof s);
+    s.tp = 2;
+    for (int r = 0; r < 8; r++)
+        s.pp[r] = 3;
+    cr_expect_eq(spawn_staged(&s, 8), KB_EINVAL);
+    cr_expect(strstr(s.msg[0], "tensor_model_parallel_size 2 x pipeline_model_parallel_size 3 "
+                               "does not divide the world size 8"),
+              "%s", s.msg[0]);
+    for (int r = 0; r < 2; r++)
+        s.pp[r] = 0;
+    cr_expect_eq(spawn_staged(&s, 2), KB_EINVAL);
+    cr_expect(strstr(s.msg[0], "pipeline_model_parallel_size 0: must be >= 1"), "%s", s.msg[0]);
+    s.pp[0] = 1, s.pp[1] = 2;
+    cr_expect_eq(spawn_staged(&s, 2), KB_EINVAL);
+    for (int r = 0; r < 2; r++) {
+        cr_expect(strstr(s.msg[r], "different pipeline_model_parallel_size values"), "%s",
+                  s.msg[r]);
+        cr_expect(strstr(s.msg[r], "rank 0: 1; rank 1: 2;"), "%s", s.msg[r]);
+    }
+}
