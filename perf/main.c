@@ -25,35 +25,38 @@
 
 static const kb__perf_workload workloads[] = {
     {"hold", "events", "classic HOLD: 1000 processes sleeping exponential times", kb__perf_hold,
-     1000, 4000000},
+     1000, 4000000, 0},
     {"mm1", "customers", "M/M/1 queue, lambda 0.9, mu 1.0: arrivals -> store -> server",
-     kb__perf_mm1, 1, 1000000},
+     kb__perf_mm1, 1, 1000000, 0},
     {"phold", "messages", "PHOLD: 1000 LPs, exponential delays, plain event callbacks",
-     kb__perf_phold, 1000, 5000000},
-    {"switch", "switches", "two processes yielding to each other", kb__perf_switch, 2, 8000000},
-    {"hold_10000", "events", "HOLD with 10000 processes", kb__perf_hold, 10000, 1000000},
-    {"phold_10000", "messages", "PHOLD with 10000 LPs", kb__perf_phold, 10000, 5000000},
+     kb__perf_phold, 1000, 5000000, 0},
+    {"switch", "switches", "two processes yielding to each other", kb__perf_switch, 2, 8000000, 0},
+    {"hold_10000", "events", "HOLD with 10000 processes", kb__perf_hold, 10000, 1000000, 0},
+    {"phold_10000", "messages", "PHOLD with 10000 LPs", kb__perf_phold, 10000, 5000000, 0},
     {"switch_10000", "switches", "10000 processes yielding round-robin", kb__perf_switch, 10000,
-     2000000},
+     2000000, 0},
     {"tensor_4096", "bytes", "4096x4096 f16 over 256 PEs: create, copy in, copy out, free",
-     kb__perf_tensor, 4096, 0},
+     kb__perf_tensor, 4096, 0, 0},
     {"fabric", "pkt-hops", "1 MiB remote-cube PE DMAs through the packet engine, 8 in flight",
-     kb__perf_fabric, 8, 64},
+     kb__perf_fabric, 8, 64, 0},
     {"qkv_gemm", "flop", "bench qkv_gemm: 128x256x128 f16 Q/K/V on one PE, checked",
-     kb__perf_qkv_gemm, 1, 0},
+     kb__perf_qkv_gemm, 1, 0, 0},
     {"matmul_1024", "flop", "bench matmul: 1024x1024x1024 f16 over 256 PEs, checked",
-     kb__perf_matmul, 256, 0},
+     kb__perf_matmul, 256, 0, 0},
     {"allreduce_256", "bytes", "bench ccl_allreduce: ring all-reduce, 1 MiB per rank, 256 PEs",
-     kb__perf_allreduce, 256, 0},
+     kb__perf_allreduce, 256, 0, 0},
     {"allreduce_8192_flow", "bytes",
      "bench ccl_allreduce: hier_allreduce, 1 MiB per rank, 64 SIPs (8192 PEs), flow, no data",
-     kb__perf_allreduce_8192_flow, 8192, 0},
+     kb__perf_allreduce_8192_flow, 8192, 0, 0},
     {"allreduce_256_flow", "bytes", "allreduce_256 under the flow fabric model (fabric.model=flow)",
-     kb__perf_allreduce_flow, 256, 0},
+     kb__perf_allreduce_flow, 256, 0, 0},
     {"tp_mlp", "flop", "bench tp_mlp: tensor-parallel MLP over one rank per SIP, checked",
-     kb__perf_tp_mlp, 2, 0},
+     kb__perf_tp_mlp, 2, 0, 0},
     {"transformer", "flop", "bench transformer: one block, 2 ranks of 128 PEs, checked",
-     kb__perf_transformer, 256, 0},
+     kb__perf_transformer, 256, 0, 0},
+    {"transformer_llama2_7b_flow", "flop",
+     "a Llama-2-7B layer forward, seq 2048, tp 2, flow, no data (only with --only)",
+     kb__perf_transformer_llama_flow, 256, 0, 1},
 };
 
 #define NWORKLOADS (sizeof workloads / sizeof workloads[0])
@@ -210,7 +213,7 @@ int main(int argc, char **argv)
     if (json) record_start(&rec, &a, argc, argv);
     json_t *all = json ? kb__report_object(&rec, NULL, "workloads") : NULL;
     for (size_t i = 0; i < NWORKLOADS; i++) {
-        if (any && !selected[i]) continue;
+        if (any ? !selected[i] : workloads[i].named_only) continue;
         kb__perf_result runs[KB__PERF_REPEAT_MAX], r;
         if (run_workload(&workloads[i], repeat, runs, &r) != 0) {
             fprintf(stderr, "kernbench-perf: %s failed: %s\n", workloads[i].name, r.error);

@@ -39,8 +39,9 @@ struct kb__perf_workload {
     const char *unit;    /* what n counts, plural: "events", "customers" */
     const char *summary; /* one line for --help */
     int (*run)(const kb__perf_workload *w, kb__perf_result *r);
-    uint64_t size; /* workload size parameter (processes, LPs, ...) */
-    uint64_t work; /* amount of work (events, customers, ...) */
+    uint64_t size;  /* workload size parameter (processes, LPs, ...) */
+    uint64_t work;  /* amount of work (events, customers, ...) */
+    int named_only; /* 1: a long run, only when named by --only (not in the default run) */
 };
 
 /* Monotonic wall clock in seconds. */
@@ -75,6 +76,7 @@ int kb__perf_qkv_gemm(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_matmul(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_tp_mlp(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_transformer(const kb__perf_workload *w, kb__perf_result *r);
+int kb__perf_transformer_llama_flow(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_allreduce(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_allreduce_8192_flow(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_allreduce_flow(const kb__perf_workload *w, kb__perf_result *r);

@@ -40,6 +40,9 @@ check "tp_mlp exits 0" $?
 [ "$(json pass "$tmp/tp.json")" = 1.0 ]
 check "tp_mlp's checks pass" $?
 
+"$PERF" --help | grep -q "transformer_llama2_7b_flow .*(only with --only)"
+check "--help lists the long workload as run only with --only" $?
+
 "$PERF" --only nosuch > /dev/null 2> "$tmp/err.txt"
 [ $? -eq 2 ]
 check "an unknown workload exits 2" $?
