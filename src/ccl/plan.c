@@ -228,6 +228,21 @@ static kb__ccl_plan *plan_new(const kb__topo_params *p, const kb__ccl_resolved *
     return pl;
 }
 
+/* A plan whose PEs are placed (rc 0): its groups (hierarchical) and ports,
+ * into *out; on failure (rc, or the groups) destroyed. */
+static int plan_finish(kb__ccl_plan **out, kb__ccl_plan *pl, const kb__ccl_resolved *r, int rc,
+                       kb__err *err)
+{
+    if (!rc && r->algo->topology == KB__CCL_HIER) rc = group_size(pl, err);
+    if (rc) {
+        kb__ccl_plan_destroy(pl);
+        return rc;
+    }
+    fill_ports(pl);
+    *out = pl;
+    return 0;
+}
+
 typedef struct keyed_loc {
     uint64_t key; /* position in the full placement order */
     kb__ccl_loc loc;
@@ -273,14 +288,7 @@ int kb__ccl_plan_build_on(kb__ccl_plan **out, const kb__topo_params *p, const kb
     free(order);
     free(pos);
     free(k);
-    if (!rc && r->algo->topology == KB__CCL_HIER) rc = group_size(pl, err);
-    if (rc) {
-        kb__ccl_plan_destroy(pl);
-        return rc;
-    }
-    fill_ports(pl);
-    *out = pl;
-    return 0;
+    return plan_finish(out, pl, r, rc, err);
 }
 
 int kb__ccl_plan_build_ranked(kb__ccl_plan **out, const kb__topo_params *p,
@@ -323,14 +331,7 @@ int kb__ccl_plan_build_ranked(kb__ccl_plan **out, const kb__topo_params *p,
         pl->loc[i] = l;
     }
     free(seen);
-    if (!rc && r->algo->topology == KB__CCL_HIER) rc = group_size(pl, err);
-    if (rc) {
-        kb__ccl_plan_destroy(pl);
-        return rc;
-    }
-    fill_ports(pl);
-    *out = pl;
-    return 0;
+    return plan_finish(out, pl, r, rc, err);
 }
 
 int kb__ccl_plan_build(kb__ccl_plan **out, const kb__topo_params *p, const kb__ccl_resolved *r,

@@ -867,6 +867,21 @@ static void fill_hier(const kb__ccl_state *st, const coll_call *c, uint64_t piec
     }
 }
 
+/* A one-phase model's figures into info: α the path's mean hop, β its
+ * bandwidth term per byte of the rank's buffer, phase 0 that term and its
+ * bottleneck. */
+static void fill_one_phase(kb__coll_info *info, uint64_t predicted_ps, uint64_t path_ps,
+                           uint32_t hops, double bw_gbs, uint64_t bw_ps, const char *bottleneck)
+{
+    info->predicted_ps = predicted_ps;
+    info->alpha_ps = hops ? (double)((path_ps + hops - 1) / hops) : 0;
+    info->link_bw_gbs = bw_gbs;
+    info->beta_ps_per_byte =
+        info->bytes_per_rank ? (double)bw_ps / (double)info->bytes_per_rank : 0;
+    info->phase_ps[0] = bw_ps;
+    snprintf(info->bottleneck[0], sizeof info->bottleneck[0], "%s", bottleneck);
+}
+
 /* The ring chains' prediction (kb__ccl_chain_model_get: broadcast, reduce,
  * send_recv) into info; its bandwidth term in phase_ps[0]. */
 static void fill_chain(const kb__ccl_state *st, const coll_call *c, uint64_t piece,
@@ -882,14 +897,8 @@ static void fill_chain(const kb__ccl_state *st, const coll_call *c, uint64_t pie
     if (kb__ccl_chain_model_get(st->m->dev->topo, c->inst[0]->plan, ch, c->sched.root,
                                 info->bytes_per_rank, kb__dtype_size(c->dtype), piece, &cm, &e))
         return;
-    info->predicted_ps = cm.predicted_ps;
-    info->alpha_ps = cm.hops ? (double)((cm.path_ps + cm.hops - 1) / cm.hops) : 0;
-    info->link_bw_gbs = cm.bw_gbs;
     /* the bytes the busiest rank's links carry: N */
-    info->beta_ps_per_byte =
-        info->bytes_per_rank ? (double)cm.bw_ps / (double)info->bytes_per_rank : 0;
-    info->phase_ps[0] = cm.bw_ps;
-    snprintf(info->bottleneck[0], sizeof info->bottleneck[0], "%s", cm.bottleneck);
+    fill_one_phase(info, cm.predicted_ps, cm.path_ps, cm.hops, cm.bw_gbs, cm.bw_ps, cm.bottleneck);
 }
 
 /* The mesh and tree all-reduces' prediction (kb__ccl_tree_model_get) into
@@ -903,14 +912,8 @@ static void fill_tree(const kb__ccl_state *st, const coll_call *c, uint64_t piec
     if (kb__ccl_tree_model_get(st->m->dev->topo, c->inst[0]->plan, info->bytes_per_rank,
                                kb__dtype_size(c->dtype), piece, &tm, &e))
         return;
-    info->predicted_ps = tm.predicted_ps;
-    info->alpha_ps = tm.hops ? (double)((tm.path_ps + tm.hops - 1) / tm.hops) : 0;
-    info->link_bw_gbs = tm.bw_gbs;
     /* the bytes the busiest rank's links carry: N each way per tree edge */
-    info->beta_ps_per_byte =
-        info->bytes_per_rank ? (double)tm.bw_ps / (double)info->bytes_per_rank : 0;
-    info->phase_ps[0] = tm.bw_ps;
-    snprintf(info->bottleneck[0], sizeof info->bottleneck[0], "%s", tm.bottleneck);
+    fill_one_phase(info, tm.predicted_ps, tm.path_ps, tm.hops, tm.bw_gbs, tm.bw_ps, tm.bottleneck);
 }
 
 static void fill_info(const kb__ccl_state *st, const coll_call *c, const kb__rt_launch_times *t,

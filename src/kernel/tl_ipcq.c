@@ -152,48 +152,71 @@ static void rx_release(kb__pe_op *op)
     o->staging = NULL;
 }
 
-tl_recv_handle tl_recv_async(tl_ctx *k, int dir, int ndim, const int64_t *shape, tl_dtype dtype)
+/* A receive's port and declared message checked (raising, naming the rank,
+ * `call` and the direction) and described as a tile. */
+static kb__tile_desc recv_desc(tl_ctx *k, kb__ipcq_ep *ep, int dir, int ndim, const int64_t *shape,
+                               tl_dtype dtype, const char *call)
 {
-    kb__ipcq_ep *ep = ep_of(k, "tl_recv_async");
     port_of(k, ep, dir, "recv from");
     if (ndim < 0 || ndim > KB__IPCQ_MAX_DIMS || (ndim && !shape) || (int)dtype < 0 ||
         (int)dtype > (int)TL_U32)
-        kb__pe_raise(&k->prog, KB_EINVAL, "tl_recv from %s: ndim %d / dtype %d not supported",
-                     dir_names[dir], ndim, (int)dtype);
+        kb__pe_raise(&k->prog, KB_EINVAL,
+                     "rank %u (%s): %s from %s: ndim %d / dtype %d not supported", ep->rank,
+                     ep->name, call, dir_names[dir], ndim, (int)dtype);
     kb__tile_desc d;
     memset(&d, 0, sizeof d);
     d.dtype = (kb__dtype)dtype;
     d.ndim = ndim;
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 1)
-            kb__pe_raise(&k->prog, KB_EINVAL, "tl_recv from %s: extent %lld of dimension %d",
-                         dir_names[dir], (long long)shape[i], i);
+            kb__pe_raise(&k->prog, KB_EINVAL,
+                         "rank %u (%s): %s from %s: extent %lld of dimension %d", ep->rank,
+                         ep->name, call, dir_names[dir], (long long)shape[i], i);
         d.shape[i] = shape[i];
     }
-    kb__pe_buf *out;
-    /* the pieces' bytes fill it, unless none move (--no-data: zeros) */
-    tl_tile t = kb__tl_new(k, &d, &out, ep->set->tp.timing_only);
+    return d;
+}
+
+/* Queues the receive of message d from port dir and issues its op (output
+ * `out`, started by `start`): into the tile, or with dst_pa into device
+ * memory at *dst_pa (copy_to_dst). Returns the op. */
+static kb__tl_op *recv_issue(tl_ctx *k, kb__ipcq_ep *ep, int dir, const kb__tile_desc *d,
+                             kb__pe_buf *out, const uint64_t *dst_pa, void (*start)(kb__pe_op *))
+{
     kb__ipcq_rx *rx = kb__pool_get(&ep->set->rxs);
     if (!rx) kb__pe_raise(&k->prog, KB_ENOMEM, "tl_recv: out of host memory");
     memset(rx, 0, sizeof *rx);
     rx->ep = ep;
     rx->port = (uint32_t)dir;
-    rx->dtype = (int)dtype;
-    rx->ndim = ndim;
-    for (int i = 0; i < ndim; i++)
-        rx->shape[i] = shape[i];
-    rx->bytes = kb__tile_bytes(&d);
+    rx->dtype = (int)d->dtype;
+    rx->ndim = d->ndim;
+    for (int i = 0; i < d->ndim; i++)
+        rx->shape[i] = d->shape[i];
+    rx->bytes = kb__tile_bytes(d);
     rx->done = rx_done;
     rx->tile = out;
-    kb__tl_op *op = (kb__tl_op *)kb__pe_op_new(&k->prog, KB__PE_DMA, "recv");
+    rx->to_pa = dst_pa != NULL;
+    rx->dst_pa = dst_pa ? *dst_pa : 0;
+    kb__tl_op *op = (kb__tl_op *)kb__pe_op_new(&k->prog, KB__PE_DMA, dst_pa ? "recv_into" : "recv");
     rx->user = op;
     op->staging = rx;
-    op->base.start = rx_start;
+    op->base.start = start;
     op->base.no_server = true; /* the queue's copies move the data, not a DMA channel */
     op->base.release = rx_release;
     op->base.out = out;
     kb__ipcq_recv_issue(rx);
     kb__pe_issue(&k->prog, &op->base);
+    return op;
+}
+
+tl_recv_handle tl_recv_async(tl_ctx *k, int dir, int ndim, const int64_t *shape, tl_dtype dtype)
+{
+    kb__ipcq_ep *ep = ep_of(k, "tl_recv_async");
+    kb__tile_desc d = recv_desc(k, ep, dir, ndim, shape, dtype, "tl_recv");
+    kb__pe_buf *out;
+    /* the pieces' bytes fill it, unless none move (--no-data: zeros) */
+    tl_tile t = kb__tl_new(k, &d, &out, ep->set->tp.timing_only);
+    recv_issue(k, ep, dir, &d, out, NULL, rx_start);
     return (tl_recv_handle){t};
 }
 
@@ -219,23 +242,7 @@ tl_recv_handle tl_recv_into_async(tl_ctx *k, int dir, tl_tensor *dst, int64_t of
                                   const int64_t *shape, tl_dtype dtype)
 {
     kb__ipcq_ep *ep = ep_of(k, "tl_recv_into_async");
-    port_of(k, ep, dir, "recv from");
-    if (ndim < 0 || ndim > KB__IPCQ_MAX_DIMS || (ndim && !shape) || (int)dtype < 0 ||
-        (int)dtype > (int)TL_U32)
-        kb__pe_raise(&k->prog, KB_EINVAL,
-                     "rank %u (%s): tl_recv_into from %s: ndim %d / dtype %d not supported",
-                     ep->rank, ep->name, dir_names[dir], ndim, (int)dtype);
-    kb__tile_desc d;
-    memset(&d, 0, sizeof d);
-    d.dtype = (kb__dtype)dtype;
-    d.ndim = ndim;
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 1)
-            kb__pe_raise(&k->prog, KB_EINVAL,
-                         "rank %u (%s): tl_recv_into from %s: extent %lld of dimension %d",
-                         ep->rank, ep->name, dir_names[dir], (long long)shape[i], i);
-        d.shape[i] = shape[i];
-    }
+    kb__tile_desc d = recv_desc(k, ep, dir, ndim, shape, dtype, "tl_recv_into");
     if (!dst)
         kb__pe_raise(&k->prog, KB_EINVAL,
                      "rank %u (%s): tl_recv_into from %s: no destination tensor (NULL)", ep->rank,
@@ -277,30 +284,7 @@ tl_recv_handle tl_recv_into_async(tl_ctx *k, int dir, tl_tensor *dst, int64_t of
     td.dtype = KB__I32; /* the token: elements written */
     kb__pe_buf *out;
     tl_tile t = kb__tl_new(k, &td, &out, true);
-    kb__ipcq_rx *rx = kb__pool_get(&ep->set->rxs);
-    if (!rx) kb__pe_raise(&k->prog, KB_ENOMEM, "tl_recv_into: out of host memory");
-    memset(rx, 0, sizeof *rx);
-    rx->ep = ep;
-    rx->port = (uint32_t)dir;
-    rx->dtype = (int)dtype;
-    rx->ndim = ndim;
-    for (int i = 0; i < ndim; i++)
-        rx->shape[i] = shape[i];
-    rx->bytes = bytes;
-    rx->done = rx_done;
-    rx->tile = out;
-    rx->to_pa = true;
-    rx->dst_pa = pa;
-    kb__tl_op *op = (kb__tl_op *)kb__pe_op_new(&k->prog, KB__PE_DMA, "recv_into");
-    rx->user = op;
-    op->staging = rx;
-    op->base.start = rx_start_pa;
-    op->base.compute = rx_count;
-    op->base.no_server = true; /* the queue's copies move the data, not a DMA channel */
-    op->base.release = rx_release;
-    op->base.out = out;
-    kb__ipcq_recv_issue(rx);
-    kb__pe_issue(&k->prog, &op->base);
+    recv_issue(k, ep, dir, &d, out, &pa, rx_start_pa)->base.compute = rx_count;
     return (tl_recv_handle){t};
 }
 
