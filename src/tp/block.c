@@ -359,6 +359,16 @@ int kb__tp_made_empty(kb__tp_made *s, const char *name, int64_t rows, int64_t co
     return rc;
 }
 
+int kb__tp_made_shard(kb__tp_made *s, const char *owner, const char *what, const kb_policy *rank,
+                      int64_t rows, int64_t cols, kb_split split, kb_dtype dt, kb_tensor *t)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%.40s.%.22s", owner, what);
+    kb_policy p = *rank;
+    p.cube = p.pe = split;
+    return kb__tp_made_empty(s, name, rows, cols, dt, &p, t);
+}
+
 int kb__tp_made_take(kb__tp_made *s, kb_tensor t)
 {
     for (int i = 0; i < s->n; i++)
@@ -386,11 +396,8 @@ void kb__tp_made_free(kb__tp_made *s, uint64_t keep)
 static int make_dt(fwd *f, const char *what, int64_t rows, int64_t cols, kb_split split,
                    kb_dtype dt, kb_tensor *t)
 {
-    char name[64];
-    snprintf(name, sizeof name, "%.40s.%s", f->b->name, what);
-    kb_policy p = f->b->qkv.placement;
-    p.cube = p.pe = split;
-    return kb__tp_made_empty(&f->made, name, rows, cols, dt, &p, t);
+    return kb__tp_made_shard(&f->made, f->b->name, what, &f->b->qkv.placement, rows, cols, split,
+                             dt, t);
 }
 
 /* make_dt in the block's dtype. */

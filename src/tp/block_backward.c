@@ -135,11 +135,8 @@ typedef struct bwd {
 static int make(bwd *w, const char *what, int64_t rows, int64_t cols, kb_split split, kb_dtype dt,
                 kb_tensor *t)
 {
-    char name[64];
-    snprintf(name, sizeof name, "%.40s.%.22s", w->b->name, what);
-    kb_policy p = w->b->qkv.placement;
-    p.cube = p.pe = split;
-    return kb__tp_made_empty(&w->made, name, rows, cols, dt, &p, t);
+    return kb__tp_made_shard(&w->made, w->b->name, what, &w->b->qkv.placement, rows, cols, split,
+                             dt, t);
 }
 
 static void drop(bwd *w, kb_tensor t)

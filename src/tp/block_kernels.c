@@ -56,20 +56,6 @@
 
 #include "tp/internal.h"
 
-#define CHECK_2D (TL_CHECK(0) | TL_CHECK(1))
-
-static int64_t pow2_below(int64_t v, int64_t cap)
-{
-    return tl_next_power_of_2(v < cap ? v : cap);
-}
-
-static tl_block_ptr block2(tl_ctx *k, tl_tensor *t, int64_t r0, int64_t c0, int64_t br, int64_t bc)
-{
-    return tl_make_block_ptr(k, t, 2, (int64_t[]){tl_tensor_dim(t, 0), tl_tensor_dim(t, 1)},
-                             (int64_t[]){tl_tensor_stride(t, 0), tl_tensor_stride(t, 1)},
-                             (int64_t[]){r0, c0}, (int64_t[]){br, bc}, (int[]){1, 0});
-}
-
 /* v[c0 : c0 + bc] of a 1-D tensor as a [1, bc] f32 row (zero past the end). */
 static tl_tile row_of(tl_ctx *k, tl_tensor *v, int64_t c0, int64_t bc)
 {
@@ -89,7 +75,7 @@ static void norm_kernel(tl_ctx *k)
     double eps = tl_arg_f64(k, 4);
     tl_tensor *beta = tl_arg_i64(k, 5) ? tl_arg_tensor(k, 6) : NULL;
     int64_t R = tl_tensor_dim(x, 0), H = tl_tensor_dim(x, 1);
-    int64_t br = pow2_below(R, 16), bh = pow2_below(H, 1024);
+    int64_t br = kb__tp_pow2_below(R, 16), bh = kb__tp_pow2_below(H, 1024);
     tl_tile inv_h = tl_scalar(k, 1.0 / (double)H, TL_F32);
     for (int64_t r0 = 0; r0 < R; r0 += br) {
         uint64_t s = tl_scope_begin(k);
@@ -97,9 +83,10 @@ static void norm_kernel(tl_ctx *k)
         if (layer) { /* pass 1: the mean */
             tl_tile acc = tl_zeros(k, 1, &br, TL_F32);
             for (int64_t h0 = 0; h0 < H; h0 += bh) {
-                tl_tile v = tl_cast(
-                    k, tl_load_block(k, block2(k, x, r0, h0, br, bh), CHECK_2D, TL_PAD_ZERO),
-                    TL_F32);
+                tl_tile v = tl_cast(k,
+                                    tl_load_block(k, kb__tp_block2(k, x, r0, h0, br, bh),
+                                                  KB__TP_CHECK_2D, TL_PAD_ZERO),
+                                    TL_F32);
                 acc = tl_add(k, acc, tl_sum(k, v, 1));
             }
             mean = tl_expand_dims(k, tl_mul(k, acc, inv_h), 1);
@@ -108,7 +95,9 @@ static void norm_kernel(tl_ctx *k)
         tl_tile acc = tl_zeros(k, 1, &br, TL_F32);
         for (int64_t h0 = 0; h0 < H; h0 += bh) {
             tl_tile v = tl_cast(
-                k, tl_load_block(k, block2(k, x, r0, h0, br, bh), CHECK_2D, TL_PAD_ZERO), TL_F32);
+                k,
+                tl_load_block(k, kb__tp_block2(k, x, r0, h0, br, bh), KB__TP_CHECK_2D, TL_PAD_ZERO),
+                TL_F32);
             tl_tile cols = tl_add(k, tl_arange(k, 0, bh), tl_scalar(k, (double)h0, TL_I32));
             tl_tile inside = tl_lt(k, cols, tl_scalar(k, (double)H, TL_I32));
             tl_tile d = tl_where(k, inside, tl_sub(k, v, mean), tl_scalar(k, 0.0, TL_F32));
@@ -117,12 +106,12 @@ static void norm_kernel(tl_ctx *k)
         tl_tile rstd = tl_expand_dims(
             k, tl_rsqrt(k, tl_add(k, tl_mul(k, acc, inv_h), tl_scalar(k, eps, TL_F32))), 1);
         for (int64_t h0 = 0; h0 < H; h0 += bh) { /* pass 3: normalise, scale, shift */
-            tl_block_ptr px = block2(k, x, r0, h0, br, bh);
-            tl_tile v = tl_cast(k, tl_load_block(k, px, CHECK_2D, TL_PAD_ZERO), TL_F32);
+            tl_block_ptr px = kb__tp_block2(k, x, r0, h0, br, bh);
+            tl_tile v = tl_cast(k, tl_load_block(k, px, KB__TP_CHECK_2D, TL_PAD_ZERO), TL_F32);
             tl_tile out = tl_mul(k, tl_mul(k, tl_sub(k, v, mean), rstd), row_of(k, gamma, h0, bh));
             if (beta) out = tl_add(k, out, row_of(k, beta, h0, bh));
-            tl_store_block(k, block2(k, y, r0, h0, br, bh), tl_cast(k, out, tl_tensor_dtype(y)),
-                           CHECK_2D);
+            tl_store_block(k, kb__tp_block2(k, y, r0, h0, br, bh),
+                           tl_cast(k, out, tl_tensor_dtype(y)), KB__TP_CHECK_2D);
         }
         tl_scope_end(k, s, 0, NULL);
     }
@@ -133,15 +122,17 @@ static void add_kernel(tl_ctx *k)
 {
     tl_tensor *a = tl_arg_tensor(k, 0), *b = tl_arg_tensor(k, 1), *y = tl_arg_tensor(k, 2);
     int64_t R = tl_tensor_dim(a, 0), C = tl_tensor_dim(a, 1);
-    int64_t br = pow2_below(R, 64), bc = pow2_below(C, 1024);
+    int64_t br = kb__tp_pow2_below(R, 64), bc = kb__tp_pow2_below(C, 1024);
     for (int64_t r0 = 0; r0 < R; r0 += br)
         for (int64_t c0 = 0; c0 < C; c0 += bc) {
             uint64_t s = tl_scope_begin(k);
-            tl_tile v =
-                tl_add(k, tl_load_block(k, block2(k, a, r0, c0, br, bc), CHECK_2D, TL_PAD_ZERO),
-                       tl_load_block(k, block2(k, b, r0, c0, br, bc), CHECK_2D, TL_PAD_ZERO));
-            tl_store_block(k, block2(k, y, r0, c0, br, bc), tl_cast(k, v, tl_tensor_dtype(y)),
-                           CHECK_2D);
+            tl_tile v = tl_add(
+                k,
+                tl_load_block(k, kb__tp_block2(k, a, r0, c0, br, bc), KB__TP_CHECK_2D, TL_PAD_ZERO),
+                tl_load_block(k, kb__tp_block2(k, b, r0, c0, br, bc), KB__TP_CHECK_2D,
+                              TL_PAD_ZERO));
+            tl_store_block(k, kb__tp_block2(k, y, r0, c0, br, bc),
+                           tl_cast(k, v, tl_tensor_dtype(y)), KB__TP_CHECK_2D);
             tl_scope_end(k, s, 0, NULL);
         }
 }
@@ -154,8 +145,9 @@ static void add_kernel(tl_ctx *k)
 static tl_tile xhat(tl_ctx *k, tl_tensor *x, int64_t r0, int64_t h0, int64_t br, int64_t bh,
                     tl_tile mean, tl_tile rstd)
 {
-    tl_tile v =
-        tl_cast(k, tl_load_block(k, block2(k, x, r0, h0, br, bh), CHECK_2D, TL_PAD_ZERO), TL_F32);
+    tl_tile v = tl_cast(
+        k, tl_load_block(k, kb__tp_block2(k, x, r0, h0, br, bh), KB__TP_CHECK_2D, TL_PAD_ZERO),
+        TL_F32);
     tl_tile cols = tl_add(k, tl_arange(k, 0, bh), tl_scalar(k, (double)h0, TL_I32));
     tl_tile inside = tl_lt(k, cols, tl_scalar(k, (double)tl_tensor_dim(x, 1), TL_I32));
     return tl_where(k, inside, tl_mul(k, tl_sub(k, v, mean), rstd), tl_scalar(k, 0.0, TL_F32));
@@ -175,7 +167,7 @@ static void norm_bwd_kernel(tl_ctx *k)
     double eps = tl_arg_f64(k, 6);
     tl_tensor *dbeta = tl_arg_i64(k, 7) ? tl_arg_tensor(k, 8) : NULL;
     int64_t R = tl_tensor_dim(x, 0), H = tl_tensor_dim(x, 1);
-    int64_t br = pow2_below(R, 16), bh = pow2_below(H, 1024), nc = tl_cdiv(H, bh);
+    int64_t br = kb__tp_pow2_below(R, 16), bh = kb__tp_pow2_below(H, 1024), nc = tl_cdiv(H, bh);
     tl_tile inv_h = tl_scalar(k, 1.0 / (double)H, TL_F32), acc[2 * NORM_BWD_CHUNKS];
     for (int64_t i = 0; i < 2 * nc; i++)
         acc[i] = tl_zeros(k, 1, &bh, TL_F32); /* dgamma chunks, then dbeta chunks */
@@ -184,13 +176,13 @@ static void norm_bwd_kernel(tl_ctx *k)
         tl_tile mean = tl_zeros(k, 2, (int64_t[]){br, 1}, TL_F32);
         tl_tile sum = tl_zeros(k, 1, &br, TL_F32);
         for (int64_t h0 = 0; layer && h0 < H; h0 += bh)
-            sum = tl_add(
-                k, sum,
-                tl_sum(k,
-                       tl_cast(
-                           k, tl_load_block(k, block2(k, x, r0, h0, br, bh), CHECK_2D, TL_PAD_ZERO),
-                           TL_F32),
-                       1));
+            sum = tl_add(k, sum,
+                         tl_sum(k,
+                                tl_cast(k,
+                                        tl_load_block(k, kb__tp_block2(k, x, r0, h0, br, bh),
+                                                      KB__TP_CHECK_2D, TL_PAD_ZERO),
+                                        TL_F32),
+                                1));
         if (layer) mean = tl_expand_dims(k, tl_mul(k, sum, inv_h), 1);
         tl_tile one = tl_scalar(k, 1.0, TL_F32), ss = tl_zeros(k, 1, &br, TL_F32);
         for (int64_t h0 = 0; h0 < H; h0 += bh) {
@@ -201,11 +193,12 @@ static void norm_bwd_kernel(tl_ctx *k)
             k, tl_rsqrt(k, tl_add(k, tl_mul(k, ss, inv_h), tl_scalar(k, eps, TL_F32))), 1);
         tl_tile s1 = tl_zeros(k, 1, &br, TL_F32), s2 = tl_zeros(k, 1, &br, TL_F32);
         for (int64_t h0 = 0; h0 < H; h0 += bh) { /* mean(gdy), mean(gdy · x̂) */
-            tl_tile g = tl_mul(
-                k,
-                tl_cast(k, tl_load_block(k, block2(k, dy, r0, h0, br, bh), CHECK_2D, TL_PAD_ZERO),
-                        TL_F32),
-                row_of(k, gamma, h0, bh));
+            tl_tile g = tl_mul(k,
+                               tl_cast(k,
+                                       tl_load_block(k, kb__tp_block2(k, dy, r0, h0, br, bh),
+                                                     KB__TP_CHECK_2D, TL_PAD_ZERO),
+                                       TL_F32),
+                               row_of(k, gamma, h0, bh));
             s1 = tl_add(k, s1, tl_sum(k, g, 1));
             s2 = tl_add(k, s2, tl_sum(k, tl_mul(k, g, xhat(k, x, r0, h0, br, bh, mean, rstd)), 1));
         }
@@ -213,14 +206,17 @@ static void norm_bwd_kernel(tl_ctx *k)
                 m2 = tl_expand_dims(k, tl_mul(k, s2, inv_h), 1);
         for (int64_t c = 0; c < nc; c++) {
             int64_t h0 = c * bh;
-            tl_tile dyv = tl_cast(
-                k, tl_load_block(k, block2(k, dy, r0, h0, br, bh), CHECK_2D, TL_PAD_ZERO), TL_F32);
+            tl_tile dyv = tl_cast(k,
+                                  tl_load_block(k, kb__tp_block2(k, dy, r0, h0, br, bh),
+                                                KB__TP_CHECK_2D, TL_PAD_ZERO),
+                                  TL_F32);
             tl_tile xh = xhat(k, x, r0, h0, br, bh, mean, rstd);
             tl_tile g = tl_mul(k, dyv, row_of(k, gamma, h0, bh));
             tl_tile inner = tl_sub(k, g, tl_mul(k, xh, m2));
             if (layer) inner = tl_sub(k, inner, m1);
-            tl_store_block(k, block2(k, dx, r0, h0, br, bh),
-                           tl_cast(k, tl_mul(k, inner, rstd), tl_tensor_dtype(dx)), CHECK_2D);
+            tl_store_block(k, kb__tp_block2(k, dx, r0, h0, br, bh),
+                           tl_cast(k, tl_mul(k, inner, rstd), tl_tensor_dtype(dx)),
+                           KB__TP_CHECK_2D);
             tl_tile a = tl_add(k, acc[c], tl_sum(k, tl_mul(k, dyv, xh), 0));
             tl_free(k, acc[c]);
             acc[c] = a;
@@ -235,12 +231,12 @@ static void norm_bwd_kernel(tl_ctx *k)
     for (int64_t c = 0; c < nc; c++) {
         int64_t h0 = c * bh;
         tl_tile row = tl_expand_dims(k, acc[c], 0);
-        tl_store_block(k, block2(k, dgamma, 0, h0, 1, bh), tl_cast(k, row, tl_tensor_dtype(dgamma)),
-                       CHECK_2D);
+        tl_store_block(k, kb__tp_block2(k, dgamma, 0, h0, 1, bh),
+                       tl_cast(k, row, tl_tensor_dtype(dgamma)), KB__TP_CHECK_2D);
         if (dbeta)
-            tl_store_block(k, block2(k, dbeta, 0, h0, 1, bh),
+            tl_store_block(k, kb__tp_block2(k, dbeta, 0, h0, 1, bh),
                            tl_cast(k, tl_expand_dims(k, acc[nc + c], 0), tl_tensor_dtype(dbeta)),
-                           CHECK_2D);
+                           KB__TP_CHECK_2D);
     }
 }
 
@@ -252,23 +248,24 @@ static void swiglu_bwd_kernel(tl_ctx *k)
     for (int i = 0; i < 5; i++)
         t[i] = tl_arg_tensor(k, i);
     int64_t M = tl_tensor_dim(t[0], 0), N = tl_tensor_dim(t[0], 1);
-    int64_t bm = pow2_below(M, 64), bn = pow2_below(N, 256);
+    int64_t bm = kb__tp_pow2_below(M, 64), bn = kb__tp_pow2_below(N, 256);
     for (int64_t m0 = 0; m0 < M; m0 += bm)
         for (int64_t n0 = 0; n0 < N; n0 += bn) {
             uint64_t s = tl_scope_begin(k);
             tl_tile v[3];
             for (int i = 0; i < 3; i++)
-                v[i] = tl_cast(
-                    k, tl_load_block(k, block2(k, t[i], m0, n0, bm, bn), CHECK_2D, TL_PAD_ZERO),
-                    TL_F32);
+                v[i] = tl_cast(k,
+                               tl_load_block(k, kb__tp_block2(k, t[i], m0, n0, bm, bn),
+                                             KB__TP_CHECK_2D, TL_PAD_ZERO),
+                               TL_F32);
             tl_tile sg = tl_sigmoid(k, v[0]), one = tl_scalar(k, 1.0, TL_F32);
             tl_tile du = tl_mul(k, v[2], tl_mul(k, v[0], sg));
             tl_tile d = tl_add(k, one, tl_mul(k, v[0], tl_sub(k, one, sg)));
             tl_tile dg = tl_mul(k, tl_mul(k, v[2], v[1]), tl_mul(k, sg, d));
-            tl_store_block(k, block2(k, t[3], m0, n0, bm, bn),
-                           tl_cast(k, dg, tl_tensor_dtype(t[3])), CHECK_2D);
-            tl_store_block(k, block2(k, t[4], m0, n0, bm, bn),
-                           tl_cast(k, du, tl_tensor_dtype(t[4])), CHECK_2D);
+            tl_store_block(k, kb__tp_block2(k, t[3], m0, n0, bm, bn),
+                           tl_cast(k, dg, tl_tensor_dtype(t[3])), KB__TP_CHECK_2D);
+            tl_store_block(k, kb__tp_block2(k, t[4], m0, n0, bm, bn),
+                           tl_cast(k, du, tl_tensor_dtype(t[4])), KB__TP_CHECK_2D);
             tl_scope_end(k, s, 0, NULL);
         }
 }
@@ -373,11 +370,11 @@ static void attend(tl_ctx *k, const attn *a, int64_t q0, int64_t nq, int64_t lr0
         tl_scope_end(k, s, 3, keep3);
     }
     tl_tile out = tl_div(k, acc, tl_expand_dims(k, l, 1));
-    tl_store_block(k, block2(k, a->o, lr0, qcol, a->bm, a->d),
-                   tl_cast(k, out, tl_tensor_dtype(a->o)), CHECK_2D);
+    tl_store_block(k, kb__tp_block2(k, a->o, lr0, qcol, a->bm, a->d),
+                   tl_cast(k, out, tl_tensor_dtype(a->o)), KB__TP_CHECK_2D);
     if (a->lse) /* m + log(l), the softmax's normaliser, for the backward */
-        tl_store_block(k, block2(k, a->lse, lr0, h, a->bm, 1),
-                       tl_expand_dims(k, tl_add(k, m, tl_log(k, l)), 1), CHECK_2D);
+        tl_store_block(k, kb__tp_block2(k, a->lse, lr0, h, a->bm, 1),
+                       tl_expand_dims(k, tl_add(k, m, tl_log(k, l)), 1), KB__TP_CHECK_2D);
 }
 
 /* Arguments: 0 o [R, heads · d] (the program's rows of the output), 1 qkv
@@ -395,7 +392,7 @@ static void attention_kernel(tl_ctx *k)
     if (a.rope) a.cos = tl_arg_tensor(k, next), a.sin = tl_arg_tensor(k, next + 1), next += 2;
     if (tl_arg_i64(k, 10)) a.lse = tl_arg_tensor(k, next);
     int64_t R = tl_tensor_dim(a.o, 0), r0 = tl_program_id(k, 0) * R;
-    a.bm = pow2_below(R, 64), a.bn = 64;
+    a.bm = kb__tp_pow2_below(R, 64), a.bn = 64;
     for (int64_t h = 0; h < a.heads; h++)
         for (int64_t lr = 0; lr < R; lr += a.bm) {
             uint64_t s = tl_scope_begin(k);
@@ -509,8 +506,8 @@ static void bwd_dq(tl_ctx *k, const attn_bwd *b, int64_t q0, int64_t nq, int64_t
     }
     dq = tl_mul(k, dq, tl_scalar(k, a->scale, TL_F32));
     if (a->rope) dq = unrotate(k, a, dq, qrows, qvalid);
-    tl_store_block(k, block2(k, b->dqkv, lr0, qcol, a->bm, a->d),
-                   tl_cast(k, dq, tl_tensor_dtype(b->dqkv)), CHECK_2D);
+    tl_store_block(k, kb__tp_block2(k, b->dqkv, lr0, qcol, a->bm, a->d),
+                   tl_cast(k, dq, tl_tensor_dtype(b->dqkv)), KB__TP_CHECK_2D);
 }
 
 /* dK and dV of one block of bn keys from token k0 (local row lr0), key /
@@ -556,8 +553,10 @@ static void bwd_dkv(tl_ctx *k, const attn_bwd *b, int64_t k0, int64_t nk, int64_
     dk = tl_mul(k, dk, tl_scalar(k, a->scale, TL_F32));
     if (a->rope) dk = unrotate(k, a, dk, krows, kvalid);
     tl_dtype dt = tl_tensor_dtype(b->dqkv);
-    tl_store_block(k, block2(k, b->dqkv, lr0, kcol, a->bn, a->d), tl_cast(k, dk, dt), CHECK_2D);
-    tl_store_block(k, block2(k, b->dqkv, lr0, vcol, a->bn, a->d), tl_cast(k, dv, dt), CHECK_2D);
+    tl_store_block(k, kb__tp_block2(k, b->dqkv, lr0, kcol, a->bn, a->d), tl_cast(k, dk, dt),
+                   KB__TP_CHECK_2D);
+    tl_store_block(k, kb__tp_block2(k, b->dqkv, lr0, vcol, a->bn, a->d), tl_cast(k, dv, dt),
+                   KB__TP_CHECK_2D);
 }
 
 /* Arguments: 0 dqkv [R, (heads + 2 kv_heads) · d] (the program's rows:
@@ -578,7 +577,7 @@ static void attention_bwd_kernel(tl_ctx *k)
     if (a->rope) a->cos = tl_arg_tensor(k, 14), a->sin = tl_arg_tensor(k, 15);
     a->T = tl_tensor_dim(b.dqkv, 0) * tl_num_programs(k, 0);
     int64_t R = tl_tensor_dim(b.dqkv, 0), r0 = tl_program_id(k, 0) * R;
-    a->bm = pow2_below(R, 64), a->bn = a->bm;
+    a->bm = kb__tp_pow2_below(R, 64), a->bn = a->bm;
     for (int64_t h = 0; h < a->heads; h++)
         for (int64_t lr = 0; lr < R; lr += a->bm) {
             uint64_t s = tl_scope_begin(k);
@@ -602,7 +601,7 @@ static void chunk_mean_kernel(tl_ctx *k)
 {
     tl_tensor *src = tl_arg_tensor(k, 0), *dst = tl_arg_tensor(k, 1);
     int64_t R = tl_arg_i64(k, 2), n = tl_tensor_dim(src, 1);
-    int64_t C = tl_tensor_dim(src, 0) * n / R, B = pow2_below(C, 1024);
+    int64_t C = tl_tensor_dim(src, 0) * n / R, B = kb__tp_pow2_below(C, 1024);
     tl_tile ncols = tl_scalar(k, (double)n, TL_I32);
     tl_tile s0 = tl_scalar(k, (double)tl_tensor_stride(src, 0), TL_I32);
     tl_tile s1 = tl_scalar(k, (double)tl_tensor_stride(src, 1), TL_I32);

@@ -28,7 +28,6 @@
 #include "tp/internal.h"
 
 #define TILE_MAX 64
-#define CHECK_2D (TL_CHECK(0) | TL_CHECK(1))
 
 typedef struct tiles {
     int64_t m, n, k;
@@ -41,12 +40,16 @@ static int64_t tile_of(int64_t v)
     return tl_next_power_of_2(v < TILE_MAX ? v : TILE_MAX);
 }
 
-/* A block pointer on 2-D t at (r0, c0), blocks of br × bc. */
-static tl_block_ptr block2(tl_ctx *k, tl_tensor *t, int64_t r0, int64_t c0, int64_t br, int64_t bc)
+tl_block_ptr kb__tp_block2(tl_ctx *k, tl_tensor *t, int64_t r0, int64_t c0, int64_t br, int64_t bc)
 {
     return tl_make_block_ptr(k, t, 2, (int64_t[]){tl_tensor_dim(t, 0), tl_tensor_dim(t, 1)},
                              (int64_t[]){tl_tensor_stride(t, 0), tl_tensor_stride(t, 1)},
                              (int64_t[]){r0, c0}, (int64_t[]){br, bc}, (int[]){1, 0});
+}
+
+int64_t kb__tp_pow2_below(int64_t v, int64_t cap)
+{
+    return tl_next_power_of_2(v < cap ? v : cap);
 }
 
 /* bias[n0 : n0 + bn] as a [1, bn] row (zero past the end). */
@@ -69,12 +72,12 @@ static tl_tile accumulate(tl_ctx *k, tl_tensor *x, tl_tensor *w, int64_t m0, int
         tl_make_block_ptr(k, x, 2, (int64_t[]){tl_tensor_dim(x, 0), c0 + K},
                           (int64_t[]){tl_tensor_stride(x, 0), tl_tensor_stride(x, 1)},
                           (int64_t[]){m0, c0}, (int64_t[]){b->m, b->k}, (int[]){1, 0});
-    tl_block_ptr pw = block2(k, w, 0, n0, b->k, b->n);
+    tl_block_ptr pw = kb__tp_block2(k, w, 0, n0, b->k, b->n);
     tl_tile acc = tl_zeros(k, 2, (int64_t[]){b->m, b->n}, TL_F32);
     for (int64_t k0 = 0; k0 < K; k0 += b->k) {
         uint64_t s = tl_scope_begin(k);
-        tl_tile next = tl_dot(k, tl_load_block(k, px, CHECK_2D, TL_PAD_ZERO),
-                              tl_load_block(k, pw, CHECK_2D, TL_PAD_ZERO), acc);
+        tl_tile next = tl_dot(k, tl_load_block(k, px, KB__TP_CHECK_2D, TL_PAD_ZERO),
+                              tl_load_block(k, pw, KB__TP_CHECK_2D, TL_PAD_ZERO), acc);
         tl_free(k, acc);
         acc = next;
         tl_scope_end(k, s, 1, &acc);
@@ -123,7 +126,7 @@ static void gemm_kernel(tl_ctx *k)
             tl_tile v = accumulate(k, x, w, m0, c0, n0, &b);
             if (bias) v = tl_add(k, v, bias_row(k, bias, n0, b.n));
             v = tl_cast(k, activate(k, v, act), tl_tensor_dtype(y));
-            tl_store_block(k, block2(k, y, m0, n0, b.m, b.n), v, CHECK_2D);
+            tl_store_block(k, kb__tp_block2(k, y, m0, n0, b.m, b.n), v, KB__TP_CHECK_2D);
             tl_scope_end(k, s, 0, NULL);
         }
     }
@@ -142,8 +145,8 @@ static void swiglu_kernel(tl_ctx *k)
             tl_tile g = accumulate(k, x, w, m0, 0, n0, &b);
             tl_tile u = accumulate(k, x, w, m0, 0, N + n0, &b);
             tl_tile v = tl_mul(k, tl_mul(k, g, tl_sigmoid(k, g)), u);
-            tl_store_block(k, block2(k, y, m0, n0, b.m, b.n), tl_cast(k, v, tl_tensor_dtype(y)),
-                           CHECK_2D);
+            tl_store_block(k, kb__tp_block2(k, y, m0, n0, b.m, b.n),
+                           tl_cast(k, v, tl_tensor_dtype(y)), KB__TP_CHECK_2D);
             tl_scope_end(k, s, 0, NULL);
         }
     }
@@ -179,24 +182,24 @@ static void gemm_t_kernel(tl_ctx *k)
                 uint64_t s2 = tl_scope_begin(k);
                 tl_tile va =
                     ta ? tl_trans(k, tl_load_block(k, window(k, a, k0, a0 + m0, a_end, t.k, t.m),
-                                                   CHECK_2D, TL_PAD_ZERO))
-                       : tl_load_block(k, window(k, a, m0, a0 + k0, a_end, t.m, t.k), CHECK_2D,
-                                       TL_PAD_ZERO);
+                                                   KB__TP_CHECK_2D, TL_PAD_ZERO))
+                       : tl_load_block(k, window(k, a, m0, a0 + k0, a_end, t.m, t.k),
+                                       KB__TP_CHECK_2D, TL_PAD_ZERO);
                 tl_tile vb =
                     tb ? tl_trans(k, tl_load_block(k, window(k, b, n0, b0 + k0, b_end, t.n, t.k),
-                                                   CHECK_2D, TL_PAD_ZERO))
-                       : tl_load_block(k, window(k, b, k0, b0 + n0, b_end, t.k, t.n), CHECK_2D,
-                                       TL_PAD_ZERO);
+                                                   KB__TP_CHECK_2D, TL_PAD_ZERO))
+                       : tl_load_block(k, window(k, b, k0, b0 + n0, b_end, t.k, t.n),
+                                       KB__TP_CHECK_2D, TL_PAD_ZERO);
                 tl_tile next = tl_dot(k, va, vb, acc);
                 tl_free(k, acc);
                 acc = next;
                 tl_scope_end(k, s2, 1, &acc);
             }
-            tl_block_ptr py = block2(k, y, m0, n0, t.m, t.n);
+            tl_block_ptr py = kb__tp_block2(k, y, m0, n0, t.m, t.n);
             if (accumulate)
-                acc =
-                    tl_add(k, acc, tl_cast(k, tl_load_block(k, py, CHECK_2D, TL_PAD_ZERO), TL_F32));
-            tl_store_block(k, py, tl_cast(k, acc, tl_tensor_dtype(y)), CHECK_2D);
+                acc = tl_add(
+                    k, acc, tl_cast(k, tl_load_block(k, py, KB__TP_CHECK_2D, TL_PAD_ZERO), TL_F32));
+            tl_store_block(k, py, tl_cast(k, acc, tl_tensor_dtype(y)), KB__TP_CHECK_2D);
             tl_scope_end(k, s, 0, NULL);
         }
 }
@@ -231,23 +234,24 @@ static void mlp_act_kernel(tl_ctx *k)
         for (int64_t n0 = 0; n0 < n; n0 += bn) {
             uint64_t s = tl_scope_begin(k);
             /* the gate (or GELU's input) ends at column n: padding never reads the up part */
-            tl_tile g =
-                tl_cast(k, tl_load_block(k, window(k, h, m0, n0, n, bm, bn), CHECK_2D, TL_PAD_ZERO),
-                        TL_F32);
+            tl_tile g = tl_cast(
+                k, tl_load_block(k, window(k, h, m0, n0, n, bm, bn), KB__TP_CHECK_2D, TL_PAD_ZERO),
+                TL_F32);
             tl_tile u = swiglu ? tl_cast(k,
                                          tl_load_block(k, window(k, h, m0, n + n0, 2 * n, bm, bn),
-                                                       CHECK_2D, TL_PAD_ZERO),
+                                                       KB__TP_CHECK_2D, TL_PAD_ZERO),
                                          TL_F32)
                                : TL_NONE;
             tl_tile sg = swiglu ? tl_sigmoid(k, g) : TL_NONE;
             if (!bwd) {
                 tl_tile v = swiglu ? tl_mul(k, tl_mul(k, g, sg), u) : gelu(k, g);
-                tl_store_block(k, block2(k, a, m0, n0, bm, bn), tl_cast(k, v, tl_tensor_dtype(a)),
-                               CHECK_2D);
+                tl_store_block(k, kb__tp_block2(k, a, m0, n0, bm, bn),
+                               tl_cast(k, v, tl_tensor_dtype(a)), KB__TP_CHECK_2D);
             } else {
-                tl_tile d = tl_cast(
-                    k, tl_load_block(k, block2(k, a, m0, n0, bm, bn), CHECK_2D, TL_PAD_ZERO),
-                    TL_F32);
+                tl_tile d = tl_cast(k,
+                                    tl_load_block(k, kb__tp_block2(k, a, m0, n0, bm, bn),
+                                                  KB__TP_CHECK_2D, TL_PAD_ZERO),
+                                    TL_F32);
                 tl_dtype dt = tl_tensor_dtype(dh);
                 if (swiglu) { /* du = d · silu(g), dg = d · u · s (1 + g (1 - s)) */
                     tl_tile one = tl_scalar(k, 1.0, TL_F32);
@@ -256,12 +260,12 @@ static void mlp_act_kernel(tl_ctx *k)
                         tl_mul(k, tl_mul(k, d, u),
                                tl_mul(k, sg, tl_add(k, one, tl_mul(k, g, tl_sub(k, one, sg)))));
                     tl_store_block(k, window(k, dh, m0, n0, n, bm, bn), tl_cast(k, dg, dt),
-                                   CHECK_2D);
+                                   KB__TP_CHECK_2D);
                     tl_store_block(k, window(k, dh, m0, n + n0, 2 * n, bm, bn), tl_cast(k, du, dt),
-                                   CHECK_2D);
+                                   KB__TP_CHECK_2D);
                 } else {
-                    tl_store_block(k, block2(k, dh, m0, n0, bm, bn),
-                                   tl_cast(k, tl_mul(k, d, gelu_grad(k, g)), dt), CHECK_2D);
+                    tl_store_block(k, kb__tp_block2(k, dh, m0, n0, bm, bn),
+                                   tl_cast(k, tl_mul(k, d, gelu_grad(k, g)), dt), KB__TP_CHECK_2D);
                 }
             }
             tl_scope_end(k, s, 0, NULL);
@@ -278,10 +282,10 @@ static void bias_kernel(tl_ctx *k)
     for (int64_t m0 = 0; m0 < M; m0 += bm) {
         for (int64_t n0 = 0; n0 < N; n0 += bn) {
             uint64_t s = tl_scope_begin(k);
-            tl_block_ptr p = block2(k, y, m0, n0, bm, bn);
-            tl_tile v =
-                tl_add(k, tl_load_block(k, p, CHECK_2D, TL_PAD_ZERO), bias_row(k, bias, n0, bn));
-            tl_store_block(k, p, v, CHECK_2D);
+            tl_block_ptr p = kb__tp_block2(k, y, m0, n0, bm, bn);
+            tl_tile v = tl_add(k, tl_load_block(k, p, KB__TP_CHECK_2D, TL_PAD_ZERO),
+                               bias_row(k, bias, n0, bn));
+            tl_store_block(k, p, v, KB__TP_CHECK_2D);
             tl_scope_end(k, s, 0, NULL);
         }
     }
@@ -303,9 +307,9 @@ static void copy_kernel(tl_ctx *k)
                 uint64_t s = tl_scope_begin(k);
                 /* the rectangle's own edge bounds each tile, not the tensors' */
                 int64_t br = rows - m0 < bm ? rows - m0 : bm, bc = cols - n0 < bn ? cols - n0 : bn;
-                tl_tile v = tl_load_block(k, block2(k, src, q * srs + m0, sc0 + n0, br, bc), 0,
-                                          TL_PAD_ZERO);
-                tl_store_block(k, block2(k, dst, m0, q * dcs + n0, br, bc), v, 0);
+                tl_tile v = tl_load_block(k, kb__tp_block2(k, src, q * srs + m0, sc0 + n0, br, bc),
+                                          0, TL_PAD_ZERO);
+                tl_store_block(k, kb__tp_block2(k, dst, m0, q * dcs + n0, br, bc), v, 0);
                 tl_scope_end(k, s, 0, NULL);
             }
 }

@@ -283,11 +283,8 @@ typedef struct hrun {
 static int hmake(hrun *r, const char *what, int64_t rows, int64_t cols, kb_split split, kb_dtype dt,
                  kb_tensor *t)
 {
-    char name[64];
-    snprintf(name, sizeof name, "%.40s.%.20s", r->h->name, what);
-    kb_policy p = r->h->w.placement;
-    p.cube = p.pe = split;
-    return kb__tp_made_empty(&r->made, name, rows, cols, dt, &p, t);
+    return kb__tp_made_shard(&r->made, r->h->name, what, &r->h->w.placement, rows, cols, split, dt,
+                             t);
 }
 
 static void begin(hrun *r)

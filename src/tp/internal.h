@@ -13,7 +13,17 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "kernbench/tl.h"
 #include "kernbench/tp.h"
+
+/* ---- what the layer's kernels share (gemm.c) ---- */
+
+/* Both bounds of a 2-D block checked (loads pad with zeros). */
+#define KB__TP_CHECK_2D (TL_CHECK(0) | TL_CHECK(1))
+/* A block pointer on 2-D t at (r0, c0), blocks of br × bc, row-major. */
+tl_block_ptr kb__tp_block2(tl_ctx *k, tl_tensor *t, int64_t r0, int64_t c0, int64_t br, int64_t bc);
+/* The power of two that covers v, at most cap (a power of two). */
+int64_t kb__tp_pow2_below(int64_t v, int64_t cap);
 
 /* Values one rank publishes in a handshake. */
 #define KB__TP_CLAIM_MAX 12
@@ -209,6 +219,11 @@ typedef struct kb__tp_made {
  * KB_ENOMEM naming it when s is full (the tensor is not made). */
 int kb__tp_made_empty(kb__tp_made *s, const char *name, int64_t rows, int64_t cols, kb_dtype dt,
                       const kb_policy *p, kb_tensor *t);
+/* As kb__tp_made_empty for a [rows, cols] tensor named "OWNER.what" over
+ * the PEs of policy `rank` (the layer's placement), cube and pe levels
+ * `split`. */
+int kb__tp_made_shard(kb__tp_made *s, const char *owner, const char *what, const kb_policy *rank,
+                      int64_t rows, int64_t cols, kb_split split, kb_dtype dt, kb_tensor *t);
 /* Takes t out of s (1 when s made it): the caller owns it now. */
 int kb__tp_made_take(kb__tp_made *s, kb_tensor t);
 /* Frees t now when s made it, so its device memory is reused. */

@@ -41,32 +41,19 @@
 
 #include "tp/internal.h"
 
-#define CHECK_2D (TL_CHECK(0) | TL_CHECK(1))
-#define ROWS     16    /* rows per band */
-#define COLS     1024  /* columns per block at most */
-#define M_INIT   -1e30 /* a running max before any column: finite, so exp(m − m) is 1 */
-
-static int64_t pow2_below(int64_t v, int64_t cap)
-{
-    return tl_next_power_of_2(v < cap ? v : cap);
-}
-
-static tl_block_ptr block2(tl_ctx *k, tl_tensor *t, int64_t r0, int64_t c0, int64_t br, int64_t bc)
-{
-    return tl_make_block_ptr(k, t, 2, (int64_t[]){tl_tensor_dim(t, 0), tl_tensor_dim(t, 1)},
-                             (int64_t[]){tl_tensor_stride(t, 0), tl_tensor_stride(t, 1)},
-                             (int64_t[]){r0, c0}, (int64_t[]){br, bc}, (int[]){1, 0});
-}
+#define ROWS   16    /* rows per band */
+#define COLS   1024  /* columns per block at most */
+#define M_INIT -1e30 /* a running max before any column: finite, so exp(m − m) is 1 */
 
 /* Column c of rows [r0, r0 + br) of a 2-D f32 tensor as a [br, 1] tile. */
 static tl_tile col_load(tl_ctx *k, tl_tensor *t, int64_t r0, int64_t c, int64_t br)
 {
-    return tl_load_block(k, block2(k, t, r0, c, br, 1), CHECK_2D, TL_PAD_ZERO);
+    return tl_load_block(k, kb__tp_block2(k, t, r0, c, br, 1), KB__TP_CHECK_2D, TL_PAD_ZERO);
 }
 
 static void col_store(tl_ctx *k, tl_tensor *t, int64_t r0, int64_t c, int64_t br, tl_tile v)
 {
-    tl_store_block(k, block2(k, t, r0, c, br, 1), v, CHECK_2D);
+    tl_store_block(k, kb__tp_block2(k, t, r0, c, br, 1), v, KB__TP_CHECK_2D);
 }
 
 /* What the three kernels share: the program's logits and where its
@@ -86,7 +73,7 @@ static xent xent_args(tl_ctx *k)
     x.base = tl_arg_i64(k, 3) + tl_tensor_global_offset(x.logits, 1);
     int64_t vocab = tl_arg_i64(k, 2);
     x.valid = vocab - x.base < 0 ? 0 : vocab - x.base < x.n ? vocab - x.base : x.n;
-    x.br = pow2_below(x.R, ROWS), x.bv = pow2_below(x.n, COLS);
+    x.br = kb__tp_pow2_below(x.R, ROWS), x.bv = kb__tp_pow2_below(x.n, COLS);
     return x;
 }
 
@@ -95,9 +82,10 @@ static xent xent_args(tl_ctx *k)
 static tl_tile logits_block(tl_ctx *k, const xent *x, int64_t r0, int64_t v0, tl_tile tgt,
                             tl_tile *onehot)
 {
-    tl_tile v = tl_cast(
-        k, tl_load_block(k, block2(k, x->logits, r0, v0, x->br, x->bv), CHECK_2D, TL_PAD_ZERO),
-        TL_F32);
+    tl_tile v = tl_cast(k,
+                        tl_load_block(k, kb__tp_block2(k, x->logits, r0, v0, x->br, x->bv),
+                                      KB__TP_CHECK_2D, TL_PAD_ZERO),
+                        TL_F32);
     tl_tile cols = tl_add(k, tl_arange(k, 0, x->bv), tl_scalar(k, (double)v0, TL_I32));
     tl_tile inside = tl_expand_dims(k, tl_lt(k, cols, tl_scalar(k, (double)x->valid, TL_I32)), 0);
     /* the target's column among the program's (a block may run past them: a target of the
@@ -110,7 +98,8 @@ static tl_tile logits_block(tl_ctx *k, const xent *x, int64_t r0, int64_t v0, tl
  * (target − base: outside [0, n) when another PE holds it). */
 static tl_tile targets_local(tl_ctx *k, const xent *x, int64_t r0)
 {
-    tl_tile t = tl_load_block(k, block2(k, x->targets, r0, 0, x->br, 1), CHECK_2D, TL_PAD_ZERO);
+    tl_tile t = tl_load_block(k, kb__tp_block2(k, x->targets, r0, 0, x->br, 1), KB__TP_CHECK_2D,
+                              TL_PAD_ZERO);
     return tl_sub(k, t, tl_scalar(k, (double)x->base, TL_I32));
 }
 
@@ -152,7 +141,7 @@ static void stats_kernel(tl_ctx *k)
 static void rescale_kernel(tl_ctx *k)
 {
     tl_tensor *loc = tl_arg_tensor(k, 0), *mx = tl_arg_tensor(k, 1), *sum = tl_arg_tensor(k, 2);
-    int64_t R = tl_tensor_dim(loc, 0), br = pow2_below(R, 256);
+    int64_t R = tl_tensor_dim(loc, 0), br = kb__tp_pow2_below(R, 256);
     for (int64_t r0 = 0; r0 < R; r0 += br) {
         uint64_t s0 = tl_scope_begin(k);
         tl_tile m = col_load(k, loc, r0, 0, br), s = col_load(k, loc, r0, 1, br);
@@ -184,7 +173,8 @@ static void grad_kernel(tl_ctx *k)
             tl_tile p = tl_exp(k, tl_sub(k, v, lse)); /* 0 past the vocabulary */
             tl_tile g =
                 tl_mul(k, tl_sub(k, p, tl_where(k, hot, tl_scalar(k, 1.0, TL_F32), zero)), sc);
-            tl_store_block(k, block2(k, x.logits, r0, v0, x.br, x.bv), tl_cast(k, g, dt), CHECK_2D);
+            tl_store_block(k, kb__tp_block2(k, x.logits, r0, v0, x.br, x.bv), tl_cast(k, g, dt),
+                           KB__TP_CHECK_2D);
             tl_scope_end(k, s1, 0, NULL);
         }
         tl_scope_end(k, s0, 0, NULL);
