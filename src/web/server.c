@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -162,9 +163,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!allowed(w, c))
             return send_error(c, 403, "Host or Origin is not this server's address");
         const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (len && strtoull(len, NULL, 10) > w->cfg.max_body)
-            return send_error(c, 413, "request body too large");
-        if (post) return MHD_YES;
+        if (len && strtoull(len, NULL, 10) > w->cfg.max_body) {
+            /* a client that waits for "100 Continue" sends no body: answer now; one that
+               sends it anyway gets the answer once it is read (discarded, chunk by chunk),
+               since closing a socket with unread bytes resets it and loses the answer */
+            const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+            if (expect && !strcasecmp(expect, "100-continue"))
+                return send_error(c, 413, "request body too large");
+            b->too_big = 1;
+        }
+        if (post || b->too_big) return MHD_YES;
     }
     body *b = *state;
     if (*upload_size) {

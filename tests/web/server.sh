@@ -75,8 +75,13 @@ grep -q secret "$OUT/body" && fail "a file outside the results directory was ser
 
 # request size and bad requests
 head -c 1048576 /dev/zero | tr '\0' 'x' > "$OUT/big.json"
-expect "an oversize body" 413 -H 'Content-Type: application/json' --data-binary @"$OUT/big.json" \
-    "$URL/api/runs"
+# the client that waits for "100 Continue" is answered at once, the one that sends its
+# body anyway once the body is read
+expect "an oversize body, Expect: 100-continue" 413 -H 'Content-Type: application/json' \
+    -H 'Expect: 100-continue' --data-binary @"$OUT/big.json" "$URL/api/runs"
+expect "an oversize body sent whole" 413 -H 'Content-Type: application/json' -H 'Expect:' \
+    --data-binary @"$OUT/big.json" "$URL/api/runs"
+alive "oversize bodies"
 [ "$(post '{"command":"run","bench":"no_such_bench"}' /api/runs)" = 400 ] || fail "unknown bench"
 alive "unknown bench"
 [ "$(post '{"command":"run","bench":"../x.so"}' /api/runs)" = 400 ] || fail "a plug-in path"
