@@ -10,28 +10,16 @@
 
 #include "kernbench/bench.h"
 #include "kernbench/transformer.h"
+#include "support/bench_run.h"
 
 static int run(kb_bench_result *r, int no_data, const char *const *kv)
 {
-    char err[512];
-    kb_machine *m = NULL;
-    kb_open_options oo = {NULL, NULL, 0, no_data, NULL, 0};
-    cr_assert_eq(kb_open(&m, &oo, err, sizeof err), 0, "kb_open: %s", err);
-    kb_bench_opts o;
-    kb_bench_opts_init(&o);
-    for (int i = 0; kv && kv[i]; i++)
-        cr_assert_eq(kb_bench_opts_add(&o, kv[i]), 0, "%s", o.error);
-    int rc = kb_bench_run(m, kb_bench_find("transformer"), &o, no_data, r);
-    kb_close(m);
-    return rc;
+    return kb_test_bench_run("transformer", NULL, no_data, r, kv);
 }
 
 static double figure(const kb_bench_result *r, const char *name)
 {
-    for (int i = 0; i < r->n_figures; i++)
-        if (!strcmp(r->figures[i].name, name)) return r->figures[i].value;
-    cr_assert_fail("no figure %s", name);
-    return NAN;
+    return kb_test_bench_figure(r, name);
 }
 
 static void assert_pass(const char *const *kv)
