@@ -618,7 +618,9 @@ static void solve_due(kb__sim *sim, void *arg, uint64_t data)
     size_t n = split(st);
     for (size_t c = 0; n && c < n; c++) {
         const uint32_t *fo = st->cstart, *so = st->cstart + n + 1;
-        comp k = {st->pcf + fo[c], fo[c + 1] - fo[c], st->psh + so[c], so[c + 1] - so[c]};
+        uint32_t nf = fo[c + 1] - fo[c], ns = so[c + 1] - so[c];
+        /* a component may share no resource: psh is then NULL, not offset */
+        comp k = {nf ? st->pcf + fo[c] : NULL, nf, ns ? st->psh + so[c] : NULL, ns};
         if (fill(st, &k)) n = 0;
     }
     if (!n && st->n_cf) {
