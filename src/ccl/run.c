@@ -16,11 +16,13 @@
  * install's queue endpoints (a PE may be in several installs), then one
  * internal launch (kb__rt_launch_on: the launch path and costs of
  * kb_launch; it joins the streams of the call's host ranks) with one
- * program per buffer. A failed kernel leaves its queues in an unknown state,
- * so its install is dropped (the others stay) and the next call on that
- * set reinstalls. kb__ccl_reconfigure and kb__ccl_override drop every
- * install, kb_close frees them. Calls on different PEs run side by side;
- * setting one up, installs and reloads take turns ("turns" below).
+ * program per buffer (its message sizes and the α-β report of the
+ * finished call: predict.c, on the call's struct in ccl/call.h). A failed
+ * kernel leaves its queues in an unknown state, so its install is dropped
+ * (the others stay) and the next call on that set reinstalls.
+ * kb__ccl_reconfigure and kb__ccl_override drop every install, kb_close
+ * frees them. Calls on different PEs run side by side; setting one up,
+ * installs and reloads take turns ("turns" below).
  *
  * Cost: O(buffers + installs x world size) host work per call besides the
  * simulation (the lookup compares PE sets); a new install is O(world
@@ -33,7 +35,7 @@
 #include <string.h>
 
 #include "ccl/algorithms/algorithms.h"
-#include "ccl/alphabeta.h"
+#include "ccl/call.h"
 #include "ccl/installs.h"
 #include "kernel/tl_internal.h"
 #include "host/device.h"
@@ -41,19 +43,6 @@
 #include "runtime/machine.h"
 #include "runtime/tensor.h"
 #include "runtime/trace.h"
-
-/* Bytes of one message the kernels aim for: four slots of the built-in
- * ring (measured: 8-32 KiB pieces give the same ring all-reduce time within
- * 3%; smaller pieces cost per-message overheads, larger ones pipelining). */
-#define PIECE_TARGET_BYTES (16u * 1024u)
-
-/* One buffer of a call: a shard of an input tensor. */
-typedef struct coll_buf {
-    uint32_t gi; /* PE */
-    const kb__rt_tensor *in, *out;
-    int in_shard, out_shard;
-    uint32_t tensor; /* index of in in the request */
-} coll_buf;
 
 /* Where a configuration comes from: a file's path and the text read from
  * it (path NULL: the built-in ccl.yaml), then overrides, in order. */
@@ -411,26 +400,6 @@ KB_API int kb_ccl_default_algorithm(kb_machine *m, const char *collective, char 
 
 /* ---- one call ------------------------------------------------------------------ */
 
-typedef struct coll_call {
-    kb_machine *m;
-    const kb__coll_req *r;
-    const char *what; /* "all_reduce" */
-    coll_buf *buf;    /* [p] in call order */
-    uint32_t p;
-    int64_t elems;   /* of one input buffer */
-    kb__dtype dtype; /* of every buffer */
-    const kb__ccl_algo *algo;
-    const kb__ccl_module *mod;
-    /* its installs: one, or (pairwise) one per pair of buffers */
-    kb__ccl_installed **inst;
-    uint32_t n_inst;
-    /* the launch's arguments, read by its programs until it ends */
-    uint32_t *pes; /* [p] program -> PE: each install's PEs in its rank order */
-    kb_ccl_sched sched;
-    uint32_t *index; /* sched.index: program -> buffer */
-    tl_tensor *views;
-} coll_call;
-
 #define shard_elems kb__rt_shard_elems
 
 static const char *pe_name(const kb_machine *m, uint32_t gi, char *buf, size_t size)
@@ -442,7 +411,7 @@ static const char *pe_name(const kb_machine *m, uint32_t gi, char *buf, size_t s
 
 /* The public call that starts the messages naming host ranks (a call with
  * ranks comes from src/group), NULL without ranks. */
-static const char *label(const coll_call *c)
+static const char *label(const kb__ccl_call *c)
 {
     if (!c->r->ranks) return NULL;
     if (c->r->pairwise) return "kb_send / kb_recv";
@@ -452,7 +421,7 @@ static const char *label(const coll_call *c)
 
 /* Two host ranks' buffers on one PE: o's, and shard s of t, input i of
  * the request; the message names the ranks and the remedy. */
-static int ranks_on_one_pe(const coll_call *c, const coll_buf *o, uint32_t i,
+static int ranks_on_one_pe(const kb__ccl_call *c, const kb__ccl_call_buf *o, uint32_t i,
                            const kb__rt_tensor *t, int s, kb__err *err)
 {
     const kb_machine *m = c->m;
@@ -470,7 +439,7 @@ static int ranks_on_one_pe(const coll_call *c, const coll_buf *o, uint32_t i,
 }
 
 /* Adds every shard of in tensor i; checks dtype, size and one buffer per PE. */
-static int add_tensor(coll_call *c, uint32_t i, int32_t *owner, kb__err *err)
+static int add_tensor(kb__ccl_call *c, uint32_t i, int32_t *owner, kb__err *err)
 {
     kb_machine *m = c->m;
     const kb__rt_tensor *t = kb__rt_tensor_get(m, c->r->in[i].id, err);
@@ -490,7 +459,7 @@ static int add_tensor(coll_call *c, uint32_t i, int32_t *owner, kb__err *err)
                                kb__dtype_name(t->dtype), (long long)shard_elems(t, s),
                                kb__dtype_name(c->dtype), (long long)c->elems);
         if (owner[gi] >= 0) {
-            const coll_buf *o = &c->buf[owner[gi]];
+            const kb__ccl_call_buf *o = &c->buf[owner[gi]];
             if (c->r->ranks && c->r->ranks[o->tensor] != c->r->ranks[i])
                 return ranks_on_one_pe(c, o, i, t, s, err);
             return kb__err_set(err, KB_EINVAL,
@@ -500,7 +469,7 @@ static int add_tensor(coll_call *c, uint32_t i, int32_t *owner, kb__err *err)
                                pe_name(m, gi, pn, sizeof pn));
         }
         owner[gi] = (int32_t)c->p;
-        c->buf[c->p++] = (coll_buf){gi, t, NULL, s, -1, i};
+        c->buf[c->p++] = (kb__ccl_call_buf){gi, t, NULL, s, -1, i};
     }
     return 0;
 }
@@ -508,8 +477,8 @@ static int add_tensor(coll_call *c, uint32_t i, int32_t *owner, kb__err *err)
 /* Shard s (on PE gi) of t, output i of the request, is not of the input's
  * dtype or of the size the table's rule gives (want elements). From host
  * ranks the message names the rank, else the PE. */
-static int wrong_output(const coll_call *c, uint32_t i, const kb__rt_tensor *t, int s, uint32_t gi,
-                        int64_t want, kb__err *err)
+static int wrong_output(const kb__ccl_call *c, uint32_t i, const kb__rt_tensor *t, int s,
+                        uint32_t gi, int64_t want, kb__err *err)
 {
     char why[96], who[48] = "", where[64] = "", pn[48];
     kb__ccl_out_rule_text(c->r->kind, c->elems, c->p, why, sizeof why);
@@ -528,7 +497,7 @@ static int wrong_output(const coll_call *c, uint32_t i, const kb__rt_tensor *t, 
 
 /* Pairs each output shard with the input buffer on its PE (sizes by the
  * table's rule, ccl/colls.h). */
-static int add_outputs(coll_call *c, const int32_t *owner, kb__err *err)
+static int add_outputs(kb__ccl_call *c, const int32_t *owner, kb__err *err)
 {
     kb_machine *m = c->m;
     kb__ccl_collective kind = c->r->kind;
@@ -547,7 +516,7 @@ static int add_outputs(coll_call *c, const int32_t *owner, kb__err *err)
             const kb__shard *sh = &t->plan.shards[s];
             uint32_t gi = kb__rt_pe_index(m, sh->sip, sh->cube, sh->pe);
             char pn[48];
-            coll_buf *b = owner[gi] >= 0 ? &c->buf[owner[gi]] : NULL;
+            kb__ccl_call_buf *b = owner[gi] >= 0 ? &c->buf[owner[gi]] : NULL;
             if (!b || b->out)
                 return kb__err_set(err, KB_EINVAL, "collective %s: output '%s' shard %d on %s: %s",
                                    c->what, t->name, s, pe_name(m, gi, pn, sizeof pn),
@@ -567,7 +536,7 @@ static int add_outputs(coll_call *c, const int32_t *owner, kb__err *err)
     return 0;
 }
 
-static int check_values(const coll_call *c, kb__err *err)
+static int check_values(const kb__ccl_call *c, kb__err *err)
 {
     const kb__coll_req *r = c->r;
     if (c->dtype != KB__F16 && c->dtype != KB__BF16 && c->dtype != KB__F32 && c->dtype != KB__I32)
@@ -597,7 +566,7 @@ static int check_values(const coll_call *c, kb__err *err)
 /* all_to_all_v: every count is >= 0, each in buffer holds the chunks it
  * sends (its row's sum) and each out buffer the chunks it gets (its
  * column's). */
-static int check_counts(const coll_call *c, kb__err *err)
+static int check_counts(const kb__ccl_call *c, kb__err *err)
 {
     const int64_t *n = c->r->counts;
     uint32_t p = c->p;
@@ -615,7 +584,7 @@ static int check_counts(const coll_call *c, kb__err *err)
             row += v;
             col += n[(uint64_t)j * p + i];
         }
-        const coll_buf *b = &c->buf[i];
+        const kb__ccl_call_buf *b = &c->buf[i];
         if (row > shard_elems(b->in, b->in_shard))
             return kb__err_set(err, KB_EINVAL,
                                "collective %s: buffer %u (tensor '%s' shard %d on %s) sends %lld "
@@ -636,7 +605,7 @@ static int check_counts(const coll_call *c, kb__err *err)
 
 /* Pairwise: the buffers (the shards of in[0], then of in[1]) become pairs
  * (sender, receiver), shard by shard. */
-static int pair_up(coll_call *c, kb__err *err)
+static int pair_up(kb__ccl_call *c, kb__err *err)
 {
     const kb__coll_req *r = c->r;
     uint32_t k = c->p / 2;
@@ -648,7 +617,7 @@ static int pair_up(coll_call *c, kb__err *err)
                            "i of the one goes to shard i of the other, so they need as many",
                            a->name, a->plan.n_shards, b->name, b->plan.n_shards);
     }
-    coll_buf *pairs = malloc(c->p * sizeof *pairs);
+    kb__ccl_call_buf *pairs = malloc(c->p * sizeof *pairs);
     if (!pairs) return kb__err_set(err, KB_ENOMEM, "point-to-point: out of host memory");
     uint32_t from = r->root ? k : 0, to = r->root ? 0 : k;
     for (uint32_t i = 0; i < k; i++) {
@@ -660,7 +629,7 @@ static int pair_up(coll_call *c, kb__err *err)
     return 0;
 }
 
-static int gather(coll_call *c, kb__err *err)
+static int gather(kb__ccl_call *c, kb__err *err)
 {
     kb_machine *m = c->m;
     const kb__coll_req *r = c->r;
@@ -687,7 +656,7 @@ static int gather(coll_call *c, kb__err *err)
 }
 
 /* The algorithm (named or the default) and its kernel. */
-static int pick(coll_call *c, const kb__ccl_state *st, const char *name, kb__err *err)
+static int pick(kb__ccl_call *c, const kb__ccl_state *st, const char *name, kb__err *err)
 {
     const kb__ccl_config *cfg = st->cfg;
     kb__ccl_collective kind = c->r->kind;
@@ -755,8 +724,8 @@ static const ccl_placement *placement_for(const kb__ccl_state *st, const char *a
 
 /* Builds the plan of the PE set of buffers b[0..n) and installs it (or
  * reuses the cache). */
-static int plan_and_install(kb__ccl_state *st, const coll_call *c, const coll_buf *b, uint32_t n,
-                            kb__ccl_installed **in, kb__coll_info *info, kb__err *err)
+static int plan_and_install(kb__ccl_state *st, const kb__ccl_call *c, const kb__ccl_call_buf *b,
+                            uint32_t n, kb__ccl_installed **in, kb__coll_info *info, kb__err *err)
 {
     kb_machine *m = c->m;
     kb__ccl_resolved res;
@@ -782,7 +751,7 @@ static int plan_and_install(kb__ccl_state *st, const coll_call *c, const coll_bu
 }
 
 /* Marks c's installs in use (not evicted) or not. */
-static void set_in_use(coll_call *c, int on)
+static void set_in_use(kb__ccl_call *c, int on)
 {
     for (uint32_t j = 0; j < c->n_inst; j++)
         if (c->inst[j]) c->inst[j]->running = on;
@@ -792,7 +761,7 @@ static void set_in_use(coll_call *c, int on)
  * each kept from eviction by the next; the new ones of a pairwise call are
  * pushed together, as one command. On failure those made stay in the
  * cache, idle (pushed: their cost is paid). */
-static int install_all(kb__ccl_state *st, coll_call *c, kb__coll_info *info, kb__err *err)
+static int install_all(kb__ccl_state *st, kb__ccl_call *c, kb__coll_info *info, kb__err *err)
 {
     uint32_t per = c->r->pairwise ? 2 : c->p, n = c->p / per;
     c->inst = calloc(n, sizeof *c->inst);
@@ -812,170 +781,6 @@ static int install_all(kb__ccl_state *st, coll_call *c, kb__coll_info *info, kb_
     return rc;
 }
 
-/* Message size (elements) and ring window for the kernels: a piece fits the
- * tile scratch (the ring keeps up to 2 windows of pieces, ring.c), and for mesh and tree one
- * message fits one ring (their deadlock-freedom rests on it). */
-static void sizes(const kb__ccl_state *st, const coll_call *c, kb_ccl_sched *s)
-{
-    kb_machine *m = st->m;
-    uint64_t esize = kb__dtype_size(c->dtype), scratch = UINT64_MAX;
-    for (uint32_t r = 0; r < c->p; r++) {
-        const kb__tcm *t = &m->pe_units[c->pes[r]]->tcm;
-        if (t->size - t->base < scratch) scratch = t->size - t->base;
-    }
-    uint64_t piece = PIECE_TARGET_BYTES;
-    if (piece > scratch / 16) piece = scratch / 16;
-    const kb__ccl_settings *q = &c->inst[0]->plan->r.s; /* the same in every install */
-    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
-    if (c->mod->topology != KB__CCL_RING_1D && c->mod->topology != KB__CCL_HIER) {
-        uint64_t ring = (uint64_t)q->n_slots * payload;
-        if (piece > ring) piece = ring;
-    }
-    if (piece > payload) piece -= piece % payload;
-    s->piece = (int64_t)(piece / esize ? piece / esize : 1);
-    uint64_t window = scratch / 2 / ((uint64_t)s->piece * esize);
-    s->window = window > KB__CCL_WINDOW_MAX ? KB__CCL_WINDOW_MAX : window ? (int64_t)window : 1;
-}
-
-/* The hierarchical all-reduce's, reduce-scatter's and all-gather's prediction
- * (kb__ccl_hier_model_get) into info. */
-static void fill_hier(const kb__ccl_state *st, const coll_call *c, uint64_t piece,
-                      kb__coll_info *info)
-{
-    kb__ccl_collective kind = c->r->kind;
-    if ((kind != KB__CCL_ALL_REDUCE && kind != KB__CCL_ALL_GATHER &&
-         kind != KB__CCL_REDUCE_SCATTER) ||
-        c->p < 2)
-        return;
-    kb__ccl_hier_model hm;
-    kb__err e;
-    uint64_t esize = kb__dtype_size(c->dtype), n = info->bytes_per_rank, p = c->p;
-    if (kb__ccl_hier_model_get(st->m->dev->topo, c->inst[0]->plan, kind, (uint64_t)c->elems, esize,
-                               piece, &hm, &e))
-        return;
-    info->predicted_ps = hm.predicted_ps;
-    info->alpha_ps = hm.hops ? (double)((hm.path_ps + hm.hops - 1) / hm.hops) : 0;
-    info->link_bw_gbs = hm.bw_gbs;
-    double moved = kind == KB__CCL_ALL_REDUCE       ? 2.0 * (double)(p - 1) / (double)p * (double)n
-                   : kind == KB__CCL_REDUCE_SCATTER ? (double)(p - 1) / (double)p * (double)n
-                                                    : (double)(p - 1) * (double)n;
-    uint64_t t_bw = hm.phase_ps[0] + hm.phase_ps[1];
-    info->beta_ps_per_byte = t_bw && moved > 0 ? (double)t_bw / moved : 0;
-    for (int ph = 0; ph < 2; ph++) {
-        info->phase_ps[ph] = hm.phase_ps[ph];
-        snprintf(info->bottleneck[ph], sizeof info->bottleneck[ph], "%s", hm.bottleneck[ph]);
-    }
-}
-
-/* A one-phase model's figures into info: α the path's mean hop, β its
- * bandwidth term per byte of the rank's buffer, phase 0 that term and its
- * bottleneck. */
-static void fill_one_phase(kb__coll_info *info, uint64_t predicted_ps, uint64_t path_ps,
-                           uint32_t hops, double bw_gbs, uint64_t bw_ps, const char *bottleneck)
-{
-    info->predicted_ps = predicted_ps;
-    info->alpha_ps = hops ? (double)((path_ps + hops - 1) / hops) : 0;
-    info->link_bw_gbs = bw_gbs;
-    info->beta_ps_per_byte =
-        info->bytes_per_rank ? (double)bw_ps / (double)info->bytes_per_rank : 0;
-    info->phase_ps[0] = bw_ps;
-    snprintf(info->bottleneck[0], sizeof info->bottleneck[0], "%s", bottleneck);
-}
-
-/* The ring chains' prediction (kb__ccl_chain_model_get: broadcast, reduce,
- * send_recv) into info; its bandwidth term in phase_ps[0]. */
-static void fill_chain(const kb__ccl_state *st, const coll_call *c, uint64_t piece,
-                       kb__coll_info *info)
-{
-    kb__ccl_collective kind = c->r->kind;
-    if (c->p < 2 || c->r->pairwise || c->n_inst != 1) return;
-    kb__ccl_chain ch = kind == KB__CCL_BROADCAST ? KB__CCL_CHAIN_BROADCAST
-                       : kind == KB__CCL_REDUCE  ? KB__CCL_CHAIN_REDUCE
-                                                 : KB__CCL_CHAIN_SEND;
-    kb__ccl_chain_model cm;
-    kb__err e;
-    if (kb__ccl_chain_model_get(st->m->dev->topo, c->inst[0]->plan, ch, c->sched.root,
-                                info->bytes_per_rank, kb__dtype_size(c->dtype), piece, &cm, &e))
-        return;
-    /* the bytes the busiest rank's links carry: N */
-    fill_one_phase(info, cm.predicted_ps, cm.path_ps, cm.hops, cm.bw_gbs, cm.bw_ps, cm.bottleneck);
-}
-
-/* The mesh and tree all-reduces' prediction (kb__ccl_tree_model_get) into
- * info; its bandwidth term in phase_ps[0]. */
-static void fill_tree(const kb__ccl_state *st, const coll_call *c, uint64_t piece,
-                      kb__coll_info *info)
-{
-    if (c->p < 2 || c->n_inst != 1 || c->r->kind != KB__CCL_ALL_REDUCE) return;
-    kb__ccl_tree_model tm;
-    kb__err e;
-    if (kb__ccl_tree_model_get(st->m->dev->topo, c->inst[0]->plan, info->bytes_per_rank,
-                               kb__dtype_size(c->dtype), piece, &tm, &e))
-        return;
-    /* the bytes the busiest rank's links carry: N each way per tree edge */
-    fill_one_phase(info, tm.predicted_ps, tm.path_ps, tm.hops, tm.bw_gbs, tm.bw_ps, tm.bottleneck);
-}
-
-static void fill_info(const kb__ccl_state *st, const coll_call *c, const kb__rt_launch_times *t,
-                      uint64_t piece, kb__coll_info *info)
-{
-    const kb__ccl_installed *in = c->inst[0];
-    snprintf(info->algorithm, sizeof info->algorithm, "%s", c->algo->name);
-    info->queues = in->plan->r.s;
-    info->piece_bytes = piece;
-    info->world = c->p;
-    info->bytes_per_rank = (uint64_t)c->elems * kb__dtype_size(c->dtype);
-    info->t_start = t->issue;
-    info->t_end = t->end;
-    info->t_run_start = t->start;
-    info->t_run_end = t->pes_end;
-    kb__ccl_collective kind = c->r->kind;
-    int half = kind == KB__CCL_REDUCE_SCATTER ? 0 : kind == KB__CCL_ALL_GATHER ? 1 : -1;
-    if (c->mod->topology == KB__CCL_HIER) {
-        fill_hier(st, c, piece, info);
-        return;
-    }
-    if (c->mod->topology == KB__CCL_MESH_2D || c->mod->topology == KB__CCL_TREE) {
-        fill_tree(st, c, piece, info);
-        return;
-    }
-    if (c->mod->topology == KB__CCL_RING_1D &&
-        (kind == KB__CCL_BROADCAST || kind == KB__CCL_REDUCE || kind == KB__CCL_SEND_RECV)) {
-        fill_chain(st, c, piece, info);
-        return;
-    }
-    if ((kind != KB__CCL_ALL_REDUCE && half < 0) || c->mod->topology != KB__CCL_RING_1D) return;
-    kb__ccl_alphabeta ab;
-    kb__ccl_ring_bw bw;
-    kb__err e;
-    /* a step's first slot: the chunk's first piece, up to one payload; an
-     * all-gather's chunk is a whole input buffer */
-    uint64_t p = c->p, n = info->bytes_per_rank;
-    uint64_t chunk = half == 1 ? n : ((uint64_t)c->elems + p - 1) / p * kb__dtype_size(c->dtype);
-    uint64_t first = (chunk < piece ? chunk : piece) + KB__IPCQ_META_BYTES;
-    const kb__topo *topo = st->m->dev->topo;
-    if (kb__ccl_alphabeta_ring(topo, in->plan, first, &ab, &e) ||
-        (half < 0 ? kb__ccl_ring_allreduce_bw(topo, in->plan, n, piece, &bw, &e)
-                  : kb__ccl_ring_half_bw(topo, in->plan, chunk, piece, half, &bw, &e)))
-        return;
-    uint64_t t_bw = bw.phase_ps[0] + bw.phase_ps[1], hops = half < 0 ? 2 * (p - 1) : p - 1;
-    uint64_t path = half < 0 ? ab.path_ps : ab.half_path_ps;
-    info->predicted_ps = p < 2 ? 0 : path + t_bw;
-    info->alpha_ps = p < 2 ? 0 : (double)((path + hops - 1) / hops);
-    info->link_bw_gbs = ab.bw_gbs;
-    /* the textbook bytes each rank's links carry: 2(p-1)/p N for the
-     * all-reduce, (p-1)/p N for the reduce-scatter, (p-1) N for the
-     * all-gather of N-byte inputs */
-    double moved = half < 0    ? 2.0 * (double)(p - 1) / (double)p * (double)n
-                   : half == 0 ? (double)(p - 1) / (double)p * (double)n
-                               : (double)(p - 1) * (double)n;
-    info->beta_ps_per_byte = t_bw && moved > 0 ? (double)t_bw / moved : 0;
-    for (int ph = 0; ph < 2; ph++) {
-        info->phase_ps[ph] = bw.phase_ps[ph];
-        snprintf(info->bottleneck[ph], sizeof info->bottleneck[ph], "%s", bw.bottleneck[ph]);
-    }
-}
-
 /* Interrupted waits for the launch unwind retries before leaving it. */
 #define UNWIND_ROUNDS 64
 
@@ -986,7 +791,7 @@ static void fill_info(const kb__ccl_state *st, const coll_call *c, const kb__rt_
  * (KB_ENOTFOUND) and ends the loop at once. 0 once the launch ended, -1
  * when its programs could not be made to end (the installs must then not
  * be freed under them). */
-static int unwind(kb__ccl_state *st, const coll_call *c, kb_launch_id id, int code)
+static int unwind(kb__ccl_state *st, const kb__ccl_call *c, kb_launch_id id, int code)
 {
     char msg[96];
     snprintf(msg, sizeof msg, "the collective was stopped (%s): its queue waits were canceled",
@@ -1004,7 +809,8 @@ static int unwind(kb__ccl_state *st, const coll_call *c, kb_launch_id id, int co
 /* Issues the kernel (pair_send for pairwise calls, else the module's), one
  * program per buffer, on the endpoints of c's installs; *piece gets its
  * message size in bytes. The launch's arguments are c's until it ends. */
-static int issue(kb__ccl_state *st, coll_call *c, kb_launch_id *id, uint64_t *piece, kb__err *err)
+static int issue(kb__ccl_state *st, kb__ccl_call *c, kb_launch_id *id, uint64_t *piece,
+                 kb__err *err)
 {
     kb_machine *m = st->m;
     uint32_t p = c->p;
@@ -1031,14 +837,14 @@ static int issue(kb__ccl_state *st, coll_call *c, kb_launch_id *id, uint64_t *pi
             b++;
         c->index[r] = b;
         if (b == c->r->root && !c->r->pairwise) s->root = r;
-        const coll_buf *x = &c->buf[b];
+        const kb__ccl_call_buf *x = &c->buf[b];
         kb__rt_shard_view(x->in, x->in_shard, x->in->name, &c->views[r * 2]);
         if (x->out)
             kb__rt_shard_view(x->out, x->out_shard, x->out->name, &c->views[r * 2 + 1]);
         else
             c->views[r * 2 + 1] = c->views[r * 2];
     }
-    sizes(st, c, s);
+    kb__ccl_call_sizes(st->m, c, s);
     *piece = (uint64_t)s->piece * kb__dtype_size(c->dtype);
     kb__tl_arg args[2] = {{.kind = KB__TL_ARG_TENSOR}, {.kind = KB__TL_ARG_TENSOR}};
     int caller = kb__rt_caller(m);
@@ -1058,7 +864,7 @@ static int issue(kb__ccl_state *st, coll_call *c, kb_launch_id *id, uint64_t *pi
 }
 
 /* Waits for launch id on c's queues and checks they were left empty. */
-static int finish(kb__ccl_state *st, coll_call *c, kb_launch_id id, kb__rt_launch_times *times,
+static int finish(kb__ccl_state *st, kb__ccl_call *c, kb_launch_id id, kb__rt_launch_times *times,
                   kb__err *err)
 {
     int rc = kb__rt_launch_wait(st->m, id, times, err);
@@ -1071,7 +877,7 @@ static int finish(kb__ccl_state *st, coll_call *c, kb_launch_id id, kb__rt_launc
 }
 
 /* Whether a running collective has a buffer on one of c's PEs. */
-static int shares_pe(const kb__ccl_state *st, const coll_call *c)
+static int shares_pe(const kb__ccl_state *st, const kb__ccl_call *c)
 {
     for (uint32_t i = 0; st->running && i < c->p; i++)
         if (st->pe_running[c->buf[i].gi]) return 1;
@@ -1080,7 +886,7 @@ static int shares_pe(const kb__ccl_state *st, const coll_call *c)
 
 /* Marks c's PEs running, or (on 0) free again, waking the calls waiting
  * for them. */
-static void set_running(kb__ccl_state *st, const coll_call *c, int on)
+static void set_running(kb__ccl_state *st, const kb__ccl_call *c, int on)
 {
     for (uint32_t i = 0; i < c->p; i++)
         st->pe_running[c->buf[i].gi] = (uint8_t)on;
@@ -1096,7 +902,7 @@ static void set_running(kb__ccl_state *st, const coll_call *c, int on)
  * running collective shares its PEs (a reload meanwhile may change the
  * algorithm: both are redone after each wait). On failure no turn is
  * held. */
-static int prepare_call(kb__ccl_state *st, coll_call *c, kb__err *err)
+static int prepare_call(kb__ccl_state *st, kb__ccl_call *c, kb__err *err)
 {
     kb_machine *m = st->m;
     if (!st->pe_running && !(st->pe_running = calloc(m->n_pes, 1)))
@@ -1125,7 +931,7 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
         (r->pairwise && r->kind != KB__CCL_BROADCAST))
         return kb__err_set(err, KB_EINVAL, "collective: no machine, request or kind");
     kb__ccl_state *st = state_of(m);
-    coll_call c = {
+    kb__ccl_call c = {
         .m = m, .r = r, .what = r->pairwise ? "point_to_point" : kb__ccl_collective_name(r->kind)};
     int rc = prepare_call(st, &c, err);
     if (rc) return rc;
@@ -1140,7 +946,7 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     kb__rt_launch_times t = {0};
     if (launched) rc = finish(st, &c, id, &t, err);
     if (launched && !rc) {
-        fill_info(st, &c, &t, piece, info);
+        kb__ccl_call_info(m, &c, &t, piece, info);
         char name[96];
         snprintf(name, sizeof name, "%s %s", c.what, c.algo->name);
         kb__rt_trace_span(m, KB__RT_HOST_COLLECTIVES, "collective", name, t.issue,

@@ -1,0 +1,186 @@
+/*
+ * predict.c — a collective call's message sizes and its report: the
+ * figures kb__coll_info carries and the α-β prediction of the algorithm
+ * (ccl/alphabeta.h, docs/ccl.md "α-β model"), beside the simulated time.
+ * Nothing here changes what the simulation does.
+ *
+ * Cost: O(buffers) for the sizes; a prediction costs its model's
+ * (alphabeta.h), host work only.
+ */
+#include "ccl/call.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ccl/alphabeta.h"
+#include "host/device.h"
+#include "pe/ipcq.h"
+#include "runtime/machine.h"
+
+/* Bytes of one message the kernels aim for: four slots of the built-in
+ * ring (measured: 8-32 KiB pieces give the same ring all-reduce time within
+ * 3%; smaller pieces cost per-message overheads, larger ones pipelining). */
+#define PIECE_TARGET_BYTES (16u * 1024u)
+
+/* Message size (elements) and ring window for the kernels: a piece fits the
+ * tile scratch (the ring keeps up to 2 windows of pieces, ring.c), and for mesh and tree one
+ * message fits one ring (their deadlock-freedom rests on it). */
+void kb__ccl_call_sizes(const kb_machine *m, const kb__ccl_call *c, kb_ccl_sched *s)
+{
+    uint64_t esize = kb__dtype_size(c->dtype), scratch = UINT64_MAX;
+    for (uint32_t r = 0; r < c->p; r++) {
+        const kb__tcm *t = &m->pe_units[c->pes[r]]->tcm;
+        if (t->size - t->base < scratch) scratch = t->size - t->base;
+    }
+    uint64_t piece = PIECE_TARGET_BYTES;
+    if (piece > scratch / 16) piece = scratch / 16;
+    const kb__ccl_settings *q = &c->inst[0]->plan->r.s; /* the same in every install */
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
+    if (c->mod->topology != KB__CCL_RING_1D && c->mod->topology != KB__CCL_HIER) {
+        uint64_t ring = (uint64_t)q->n_slots * payload;
+        if (piece > ring) piece = ring;
+    }
+    if (piece > payload) piece -= piece % payload;
+    s->piece = (int64_t)(piece / esize ? piece / esize : 1);
+    uint64_t window = scratch / 2 / ((uint64_t)s->piece * esize);
+    s->window = window > KB__CCL_WINDOW_MAX ? KB__CCL_WINDOW_MAX : window ? (int64_t)window : 1;
+}
+
+/* The hierarchical all-reduce's, reduce-scatter's and all-gather's prediction
+ * (kb__ccl_hier_model_get) into info. */
+static void fill_hier(const kb_machine *m, const kb__ccl_call *c, uint64_t piece,
+                      kb__coll_info *info)
+{
+    kb__ccl_collective kind = c->r->kind;
+    if ((kind != KB__CCL_ALL_REDUCE && kind != KB__CCL_ALL_GATHER &&
+         kind != KB__CCL_REDUCE_SCATTER) ||
+        c->p < 2)
+        return;
+    kb__ccl_hier_model hm;
+    kb__err e;
+    uint64_t esize = kb__dtype_size(c->dtype), n = info->bytes_per_rank, p = c->p;
+    if (kb__ccl_hier_model_get(m->dev->topo, c->inst[0]->plan, kind, (uint64_t)c->elems, esize,
+                               piece, &hm, &e))
+        return;
+    info->predicted_ps = hm.predicted_ps;
+    info->alpha_ps = hm.hops ? (double)((hm.path_ps + hm.hops - 1) / hm.hops) : 0;
+    info->link_bw_gbs = hm.bw_gbs;
+    double moved = kind == KB__CCL_ALL_REDUCE       ? 2.0 * (double)(p - 1) / (double)p * (double)n
+                   : kind == KB__CCL_REDUCE_SCATTER ? (double)(p - 1) / (double)p * (double)n
+                                                    : (double)(p - 1) * (double)n;
+    uint64_t t_bw = hm.phase_ps[0] + hm.phase_ps[1];
+    info->beta_ps_per_byte = t_bw && moved > 0 ? (double)t_bw / moved : 0;
+    for (int ph = 0; ph < 2; ph++) {
+        info->phase_ps[ph] = hm.phase_ps[ph];
+        snprintf(info->bottleneck[ph], sizeof info->bottleneck[ph], "%s", hm.bottleneck[ph]);
+    }
+}
+
+/* A one-phase model's figures into info: α the path's mean hop, β its
+ * bandwidth term per byte of the rank's buffer, phase 0 that term and its
+ * bottleneck. */
+static void fill_one_phase(kb__coll_info *info, uint64_t predicted_ps, uint64_t path_ps,
+                           uint32_t hops, double bw_gbs, uint64_t bw_ps, const char *bottleneck)
+{
+    info->predicted_ps = predicted_ps;
+    info->alpha_ps = hops ? (double)((path_ps + hops - 1) / hops) : 0;
+    info->link_bw_gbs = bw_gbs;
+    info->beta_ps_per_byte =
+        info->bytes_per_rank ? (double)bw_ps / (double)info->bytes_per_rank : 0;
+    info->phase_ps[0] = bw_ps;
+    snprintf(info->bottleneck[0], sizeof info->bottleneck[0], "%s", bottleneck);
+}
+
+/* The ring chains' prediction (kb__ccl_chain_model_get: broadcast, reduce,
+ * send_recv) into info; its bandwidth term in phase_ps[0]. */
+static void fill_chain(const kb_machine *m, const kb__ccl_call *c, uint64_t piece,
+                       kb__coll_info *info)
+{
+    kb__ccl_collective kind = c->r->kind;
+    if (c->p < 2 || c->r->pairwise || c->n_inst != 1) return;
+    kb__ccl_chain ch = kind == KB__CCL_BROADCAST ? KB__CCL_CHAIN_BROADCAST
+                       : kind == KB__CCL_REDUCE  ? KB__CCL_CHAIN_REDUCE
+                                                 : KB__CCL_CHAIN_SEND;
+    kb__ccl_chain_model cm;
+    kb__err e;
+    if (kb__ccl_chain_model_get(m->dev->topo, c->inst[0]->plan, ch, c->sched.root,
+                                info->bytes_per_rank, kb__dtype_size(c->dtype), piece, &cm, &e))
+        return;
+    /* the bytes the busiest rank's links carry: N */
+    fill_one_phase(info, cm.predicted_ps, cm.path_ps, cm.hops, cm.bw_gbs, cm.bw_ps, cm.bottleneck);
+}
+
+/* The mesh and tree all-reduces' prediction (kb__ccl_tree_model_get) into
+ * info; its bandwidth term in phase_ps[0]. */
+static void fill_tree(const kb_machine *m, const kb__ccl_call *c, uint64_t piece,
+                      kb__coll_info *info)
+{
+    if (c->p < 2 || c->n_inst != 1 || c->r->kind != KB__CCL_ALL_REDUCE) return;
+    kb__ccl_tree_model tm;
+    kb__err e;
+    if (kb__ccl_tree_model_get(m->dev->topo, c->inst[0]->plan, info->bytes_per_rank,
+                               kb__dtype_size(c->dtype), piece, &tm, &e))
+        return;
+    /* the bytes the busiest rank's links carry: N each way per tree edge */
+    fill_one_phase(info, tm.predicted_ps, tm.path_ps, tm.hops, tm.bw_gbs, tm.bw_ps, tm.bottleneck);
+}
+
+void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_launch_times *t,
+                       uint64_t piece, kb__coll_info *info)
+{
+    const kb__ccl_installed *in = c->inst[0];
+    snprintf(info->algorithm, sizeof info->algorithm, "%s", c->algo->name);
+    info->queues = in->plan->r.s;
+    info->piece_bytes = piece;
+    info->world = c->p;
+    info->bytes_per_rank = (uint64_t)c->elems * kb__dtype_size(c->dtype);
+    info->t_start = t->issue;
+    info->t_end = t->end;
+    info->t_run_start = t->start;
+    info->t_run_end = t->pes_end;
+    kb__ccl_collective kind = c->r->kind;
+    int half = kind == KB__CCL_REDUCE_SCATTER ? 0 : kind == KB__CCL_ALL_GATHER ? 1 : -1;
+    if (c->mod->topology == KB__CCL_HIER) {
+        fill_hier(m, c, piece, info);
+        return;
+    }
+    if (c->mod->topology == KB__CCL_MESH_2D || c->mod->topology == KB__CCL_TREE) {
+        fill_tree(m, c, piece, info);
+        return;
+    }
+    if (c->mod->topology == KB__CCL_RING_1D &&
+        (kind == KB__CCL_BROADCAST || kind == KB__CCL_REDUCE || kind == KB__CCL_SEND_RECV)) {
+        fill_chain(m, c, piece, info);
+        return;
+    }
+    if ((kind != KB__CCL_ALL_REDUCE && half < 0) || c->mod->topology != KB__CCL_RING_1D) return;
+    kb__ccl_alphabeta ab;
+    kb__ccl_ring_bw bw;
+    kb__err e;
+    /* a step's first slot: the chunk's first piece, up to one payload; an
+     * all-gather's chunk is a whole input buffer */
+    uint64_t p = c->p, n = info->bytes_per_rank;
+    uint64_t chunk = half == 1 ? n : ((uint64_t)c->elems + p - 1) / p * kb__dtype_size(c->dtype);
+    uint64_t first = (chunk < piece ? chunk : piece) + KB__IPCQ_META_BYTES;
+    const kb__topo *topo = m->dev->topo;
+    if (kb__ccl_alphabeta_ring(topo, in->plan, first, &ab, &e) ||
+        (half < 0 ? kb__ccl_ring_allreduce_bw(topo, in->plan, n, piece, &bw, &e)
+                  : kb__ccl_ring_half_bw(topo, in->plan, chunk, piece, half, &bw, &e)))
+        return;
+    uint64_t t_bw = bw.phase_ps[0] + bw.phase_ps[1], hops = half < 0 ? 2 * (p - 1) : p - 1;
+    uint64_t path = half < 0 ? ab.path_ps : ab.half_path_ps;
+    info->predicted_ps = p < 2 ? 0 : path + t_bw;
+    info->alpha_ps = p < 2 ? 0 : (double)((path + hops - 1) / hops);
+    info->link_bw_gbs = ab.bw_gbs;
+    /* the textbook bytes each rank's links carry: 2(p-1)/p N for the
+     * all-reduce, (p-1)/p N for the reduce-scatter, (p-1) N for the
+     * all-gather of N-byte inputs */
+    double moved = half < 0    ? 2.0 * (double)(p - 1) / (double)p * (double)n
+                   : half == 0 ? (double)(p - 1) / (double)p * (double)n
+                               : (double)(p - 1) * (double)n;
+    info->beta_ps_per_byte = t_bw && moved > 0 ? (double)t_bw / moved : 0;
+    for (int ph = 0; ph < 2; ph++) {
+        info->phase_ps[ph] = bw.phase_ps[ph];
+        snprintf(info->bottleneck[ph], sizeof info->bottleneck[ph], "%s", bw.bottleneck[ph]);
+    }
+}
