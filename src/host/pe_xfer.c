@@ -88,11 +88,19 @@ static int pex_group(kb__device *d, const kb__seg *runs, uint32_t n, uint32_t *g
         if (!r->bytes)
             return kb__err_set(err, KB_EINVAL, "PeXfer run %u: zero size at 0x%llx", i,
                                (unsigned long long)r->pa);
-        kb__memctl *mem = kb__device_memctl(d, r->pa, err);
-        if (!mem) return kb__err_prefix(err, "PeXfer run %u: ", i);
-        if (kb__addr_check_span(&d->geom, r->pa, r->bytes, err))
-            return kb__err_prefix(err, "PeXfer run %u (%s, %llu bytes): ", i, mem->name,
-                                  (unsigned long long)r->bytes);
+        /* A run inside the memory of the one before (a tile's rows: the
+         * common case) needs no decode: [base_pa, base_pa + size) is exactly
+         * the addresses that decode to that memory, so the checks below
+         * would pass and name it. */
+        kb__memctl *mem = i ? mems[group[i - 1]] : NULL;
+        uint64_t off = mem ? r->pa - mem->base_pa : 0;
+        if (!mem || off >= mem->size || r->bytes > mem->size - off) {
+            mem = kb__device_memctl(d, r->pa, err);
+            if (!mem) return kb__err_prefix(err, "PeXfer run %u: ", i);
+            if (kb__addr_check_span(&d->geom, r->pa, r->bytes, err))
+                return kb__err_prefix(err, "PeXfer run %u (%s, %llu bytes): ", i, mem->name,
+                                      (unsigned long long)r->bytes);
+        }
         uint32_t g = ng && mems[ng - 1] == mem ? ng - 1 : 0;
         while (g < ng && mems[g] != mem)
             g++;

@@ -340,28 +340,31 @@ int kb__tile_dot_infer(const kb__tile_desc *a, const kb__tile_desc *b, const kb_
                        kb__tile_desc *out, kb__err *err)
 {
     int rc;
-    char s1[48], s2[48];
+    char s1[48], s2[48]; /* the operands' shapes, formatted only for an error */
     if ((rc = kb__tile_check_desc(KB__OP_DOT, "a", a, err)) ||
         (rc = kb__tile_check_desc(KB__OP_DOT, "b", b, err)) ||
         (acc && (rc = kb__tile_check_desc(KB__OP_DOT, "acc", acc, err))))
         return rc;
-    kb__tile_shape_str(a, s1, sizeof s1);
-    kb__tile_shape_str(b, s2, sizeof s2);
     if (a->ndim != b->ndim || a->ndim < 2)
         return kb__err_set(err, KB_EINVAL,
                            "dot: both operands must be 2-D, or both 3-D (batched), got a %s and "
                            "b %s",
-                           s1, s2);
+                           kb__tile_shape_str(a, s1, sizeof s1),
+                           kb__tile_shape_str(b, s2, sizeof s2));
     int o0 = a->ndim - 2; /* 1 for a batch [B, M, K] x [B, K, N] */
     if (o0 && a->shape[0] != b->shape[0])
         return kb__err_set(err, KB_EINVAL,
-                           "dot: batched a %s and b %s have different batch sizes (%lld, %lld)", s1,
-                           s2, (long long)a->shape[0], (long long)b->shape[0]);
+                           "dot: batched a %s and b %s have different batch sizes (%lld, %lld)",
+                           kb__tile_shape_str(a, s1, sizeof s1),
+                           kb__tile_shape_str(b, s2, sizeof s2), (long long)a->shape[0],
+                           (long long)b->shape[0]);
     if (a->shape[o0 + 1] != b->shape[o0])
         return kb__err_set(err, KB_EINVAL,
                            "dot: a %s and b %s are not compatible for matmul: a has K = %lld "
                            "columns, b has %lld rows",
-                           s1, s2, (long long)a->shape[o0 + 1], (long long)b->shape[o0]);
+                           kb__tile_shape_str(a, s1, sizeof s1),
+                           kb__tile_shape_str(b, s2, sizeof s2), (long long)a->shape[o0 + 1],
+                           (long long)b->shape[o0]);
     if (a->dtype != b->dtype)
         return kb__err_set(err, KB_EINVAL,
                            "dot: both operands must have the same dtype, got %s "
@@ -379,8 +382,10 @@ int kb__tile_dot_infer(const kb__tile_desc *a, const kb__tile_desc *b, const kb_
     if (acc && !kb__tile_desc_eq(acc, &o)) {
         char s3[48], s4[48];
         return kb__err_set(err, KB_EINVAL, "dot: acc must be %s %s for a %s x b %s, got %s %s",
-                           kb__dtype_name(o.dtype), kb__tile_shape_str(&o, s3, sizeof s3), s1, s2,
-                           kb__dtype_name(acc->dtype), kb__tile_shape_str(acc, s4, sizeof s4));
+                           kb__dtype_name(o.dtype), kb__tile_shape_str(&o, s3, sizeof s3),
+                           kb__tile_shape_str(a, s1, sizeof s1),
+                           kb__tile_shape_str(b, s2, sizeof s2), kb__dtype_name(acc->dtype),
+                           kb__tile_shape_str(acc, s4, sizeof s4));
     }
     *out = o;
     return 0;
