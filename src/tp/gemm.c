@@ -6,15 +6,29 @@
  * rank over its PEs, docs/tp.md), each on its own shards of x, w and y
  * (the shards are whole matrices: a column layer's w and y split by
  * columns, a row layer's x by columns and w by rows, the rest replicated).
- * A program walks its y tiles row band by
- * row band; per tile the K loop loads BM × BK blocks of x and BK × BN
- * blocks of w through block pointers with boundary checks (zero padding
- * past the edges, so any size works) and accumulates them with tl_dot in
- * f32. The epilogue works on the f32 accumulator: + the bias block
- * (broadcast over the rows), the activation, then one cast to y's dtype
- * and a boundary-checked store. Tiles are at most 64 × 64 × 64, the GEMM
- * unit's shape in the built-in machine; smaller matrices get the next
- * power of two that covers them.
+ * A program walks its y blocks row band by row band; per block the K loop
+ * loads BM × BK blocks of x and BK × BN blocks of w through block pointers
+ * with boundary checks (zero padding past the edges, so any size works)
+ * and accumulates them with tl_dot in f32. The last K step's tl_dot
+ * carries the epilogue (tl_dot_epilogue): + the bias block (broadcast over
+ * the rows), ReLU, and the cast to y's dtype; GELU (Megatron's tanh form,
+ * not the unit's erf form) stays MATH ops on the f32 result. Then one
+ * boundary-checked store.
+ *
+ * Block shapes (blocks_of, the one rule for every kernel here; docs/tp.md,
+ * "GEMM blocks"): as a Triton GEMM tiles, BN = N up to 256, BM = M up to
+ * the power of two that keeps the output block within 256 × 256 elements
+ * (a 256 KiB f32 accumulator in TCM), BK = K up to 64. Narrow extents are
+ * taken whole (48 columns are a 48-wide block, not 64 with 16 of padding).
+ * A block larger than the 64 × 64 GEMM unit is timed as that many passes
+ * of the unit, each K deep (docs/pe-timing.md), so with BK 64 the unit's
+ * time per output is the 64 × 64 × 64 tiling's; what the larger blocks
+ * save is operand reloads (w is read once per BM rows of x, x once per BN
+ * columns of w) and tile ops. TCM: an output block's f32 accumulator is at
+ * most 256 KiB, an operand block at most BM × BK or BK × BN elements (256
+ * KiB in f32), and the PE's queues hold at most 8 issued loads, far below
+ * the 12 MiB a PE gives tiles.
+ * Cost: tile ops per program ≈ 3 · ceil(M / BM) · ceil(N / BN) · ceil(K / BK).
  *
  * Launch arguments: 0 x [M, K], 1 w [K, N], 2 y [M, N], 3 activation, 4
  * has bias, 5 bias [N] (only when 4 is 1).
@@ -27,17 +41,40 @@
 
 #include "tp/internal.h"
 
-#define TILE_MAX 64
+/* The block rule's bounds (header comment): elements of one output block
+ * (its f32 accumulator: 256 KiB), its columns, the K step. */
+#define BLOCK_ELEMS (256 * 256)
+#define BN_MAX      256
+#define BK_MAX      64
 
 typedef struct tiles {
     int64_t m, n, k;
 } tiles;
 
-/* The tile extent for v elements: the power of two that covers v, at most
- * TILE_MAX. */
-static int64_t tile_of(int64_t v)
+static int64_t min64(int64_t a, int64_t b)
 {
-    return tl_next_power_of_2(v < TILE_MAX ? v : TILE_MAX);
+    return a < b ? a : b;
+}
+
+/* The largest power of two at most v (v >= 1). */
+static int64_t pow2_floor(int64_t v)
+{
+    int64_t p = 1;
+    while (p <= v / 2)
+        p *= 2;
+    return p;
+}
+
+/* The blocks of an [M, N] output over K (header comment): BN = min(N,
+ * 256), BM = min(M, the power of two at most 65536 / BN), BK = min(K, 64);
+ * K 0 for the element-wise kernels (no K step). */
+static tiles blocks_of(int64_t M, int64_t N, int64_t K)
+{
+    tiles b;
+    b.n = min64(N, BN_MAX);
+    b.m = min64(M, pow2_floor(BLOCK_ELEMS / b.n));
+    b.k = min64(K, BK_MAX);
+    return b;
 }
 
 tl_block_ptr kb__tp_block2(tl_ctx *k, tl_tensor *t, int64_t r0, int64_t c0, int64_t br, int64_t bc)
@@ -60,12 +97,13 @@ static tl_tile bias_row(tl_ctx *k, tl_tensor *bias, int64_t n0, int64_t bn)
     return tl_expand_dims(k, tl_load_block(k, p, TL_CHECK(0), TL_PAD_ZERO), 0);
 }
 
-/* x[m0:, c0 : c0 + K] @ w[:, n0:] for one bm × bn tile, accumulated in
- * f32; K = w's rows. c0 is 0 but for a row layer reading its columns of a
- * replicated input (kb__tp_gemm_cols); x's block pointer ends at c0 + K, so
- * the zero padding never reads another PE's columns. */
+/* x[m0:, c0 : c0 + K] @ w[:, n0:] for one bm × bn block, accumulated in
+ * f32; K = w's rows; ep (NULL: none) the last K step's epilogue. c0 is 0
+ * but for a row layer reading its columns of a replicated input
+ * (kb__tp_gemm_cols); x's block pointer ends at c0 + K, so the zero
+ * padding never reads another PE's columns. */
 static tl_tile accumulate(tl_ctx *k, tl_tensor *x, tl_tensor *w, int64_t m0, int64_t c0, int64_t n0,
-                          const tiles *b)
+                          const tiles *b, const tl_epilogue *ep)
 {
     int64_t K = tl_tensor_dim(w, 0);
     tl_block_ptr px =
@@ -76,8 +114,10 @@ static tl_tile accumulate(tl_ctx *k, tl_tensor *x, tl_tensor *w, int64_t m0, int
     tl_tile acc = tl_zeros(k, 2, (int64_t[]){b->m, b->n}, TL_F32);
     for (int64_t k0 = 0; k0 < K; k0 += b->k) {
         uint64_t s = tl_scope_begin(k);
-        tl_tile next = tl_dot(k, tl_load_block(k, px, KB__TP_CHECK_2D, TL_PAD_ZERO),
-                              tl_load_block(k, pw, KB__TP_CHECK_2D, TL_PAD_ZERO), acc);
+        tl_tile va = tl_load_block(k, px, KB__TP_CHECK_2D, TL_PAD_ZERO),
+                vw = tl_load_block(k, pw, KB__TP_CHECK_2D, TL_PAD_ZERO);
+        tl_tile next =
+            ep && k0 + b->k >= K ? tl_dot_epilogue(k, va, vw, acc, ep) : tl_dot(k, va, vw, acc);
         tl_free(k, acc);
         acc = next;
         tl_scope_end(k, s, 1, &acc);
@@ -98,18 +138,6 @@ static tl_tile gelu(tl_ctx *k, tl_tile x)
     return tl_mul(k, x, s);
 }
 
-static tl_tile activate(tl_ctx *k, tl_tile v, kb_tp_activation act)
-{
-    switch (act) {
-    case KB_TP_ACT_RELU:
-        return tl_maximum(k, v, tl_scalar(k, 0.0, TL_F32));
-    case KB_TP_ACT_GELU:
-        return gelu(k, v);
-    default:
-        return v;
-    }
-}
-
 /* Arguments: 0 x, 1 w, 2 y, 3 activation, 4 has bias, 5 x column offset
  * per program (0: x's own columns), 6 bias (when 4 is 1). */
 static void gemm_kernel(tl_ctx *k)
@@ -119,34 +147,19 @@ static void gemm_kernel(tl_ctx *k)
     tl_tensor *bias = tl_arg_i64(k, 4) ? tl_arg_tensor(k, 6) : NULL;
     int64_t c0 = tl_program_id(k, 0) * tl_arg_i64(k, 5);
     int64_t M = tl_tensor_dim(x, 0), N = tl_tensor_dim(w, 1);
-    tiles b = {tile_of(M), tile_of(N), tile_of(tl_tensor_dim(w, 0))};
+    tiles b = blocks_of(M, N, tl_tensor_dim(w, 0));
+    int gelu_after = act == KB_TP_ACT_GELU;
     for (int64_t m0 = 0; m0 < M; m0 += b.m) {
         for (int64_t n0 = 0; n0 < N; n0 += b.n) {
             uint64_t s = tl_scope_begin(k);
-            tl_tile v = accumulate(k, x, w, m0, c0, n0, &b);
-            if (bias) v = tl_add(k, v, bias_row(k, bias, n0, b.n));
-            v = tl_cast(k, activate(k, v, act), tl_tensor_dtype(y));
+            /* the unit's epilogue: bias, ReLU and the cast; GELU (the tanh form) after it */
+            tl_epilogue ep = TL_EPILOGUE_NONE;
+            if (bias) ep.bias = bias_row(k, bias, n0, b.n);
+            if (act == KB_TP_ACT_RELU) ep.act = TL_ACT_RELU;
+            if (!gelu_after) ep.out_dtype = tl_tensor_dtype(y);
+            tl_tile v = accumulate(k, x, w, m0, c0, n0, &b, &ep);
+            if (gelu_after) v = tl_cast(k, gelu(k, v), tl_tensor_dtype(y));
             tl_store_block(k, kb__tp_block2(k, y, m0, n0, b.m, b.n), v, KB__TP_CHECK_2D);
-            tl_scope_end(k, s, 0, NULL);
-        }
-    }
-}
-
-/* y = silu(x @ w[:, :n]) * (x @ w[:, n:]), w [K, 2n] (the PE's gate
- * columns, then its up columns), y [M, n]. Arguments: 0 x, 1 w, 2 y. */
-static void swiglu_kernel(tl_ctx *k)
-{
-    tl_tensor *x = tl_arg_tensor(k, 0), *w = tl_arg_tensor(k, 1), *y = tl_arg_tensor(k, 2);
-    int64_t M = tl_tensor_dim(x, 0), N = tl_tensor_dim(y, 1);
-    tiles b = {tile_of(M), tile_of(N), tile_of(tl_tensor_dim(w, 0))};
-    for (int64_t m0 = 0; m0 < M; m0 += b.m) {
-        for (int64_t n0 = 0; n0 < N; n0 += b.n) {
-            uint64_t s = tl_scope_begin(k);
-            tl_tile g = accumulate(k, x, w, m0, 0, n0, &b);
-            tl_tile u = accumulate(k, x, w, m0, 0, N + n0, &b);
-            tl_tile v = tl_mul(k, tl_mul(k, g, tl_sigmoid(k, g)), u);
-            tl_store_block(k, kb__tp_block2(k, y, m0, n0, b.m, b.n),
-                           tl_cast(k, v, tl_tensor_dtype(y)), KB__TP_CHECK_2D);
             tl_scope_end(k, s, 0, NULL);
         }
     }
@@ -162,6 +175,45 @@ static tl_block_ptr window(tl_ctx *k, tl_tensor *t, int64_t r0, int64_t c0, int6
                              (int64_t[]){r0, c0}, (int64_t[]){br, bc}, (int[]){1, 0});
 }
 
+/* y = silu(x @ w[:, :n]) * (x @ w[:, n:]), w [K, 2n] (the PE's gate
+ * columns, then its up columns), y [M, n]. Arguments: 0 x, 1 w, 2 y. */
+static void swiglu_kernel(tl_ctx *k)
+{
+    tl_tensor *x = tl_arg_tensor(k, 0), *w = tl_arg_tensor(k, 1), *y = tl_arg_tensor(k, 2);
+    int64_t M = tl_tensor_dim(x, 0), N = tl_tensor_dim(y, 1), K = tl_tensor_dim(w, 0);
+    tiles b = blocks_of(M, N, K);
+    for (int64_t m0 = 0; m0 < M; m0 += b.m) {
+        for (int64_t n0 = 0; n0 < N; n0 += b.n) {
+            uint64_t s = tl_scope_begin(k);
+            /* one K loop for both products, each x block loaded once; the gate's
+               block pointer ends at column N, so its padding never reads the up part */
+            tl_block_ptr px = kb__tp_block2(k, x, m0, 0, b.m, b.k);
+            tl_block_ptr pg = window(k, w, 0, n0, N, b.k, b.n),
+                         pu = window(k, w, 0, N + n0, 2 * N, b.k, b.n);
+            tl_tile g = tl_zeros(k, 2, (int64_t[]){b.m, b.n}, TL_F32),
+                    u = tl_zeros(k, 2, (int64_t[]){b.m, b.n}, TL_F32);
+            for (int64_t k0 = 0; k0 < K; k0 += b.k) {
+                uint64_t s2 = tl_scope_begin(k);
+                tl_tile vx = tl_load_block(k, px, KB__TP_CHECK_2D, TL_PAD_ZERO);
+                tl_tile ng = tl_dot(k, vx, tl_load_block(k, pg, KB__TP_CHECK_2D, TL_PAD_ZERO), g);
+                tl_tile nu = tl_dot(k, vx, tl_load_block(k, pu, KB__TP_CHECK_2D, TL_PAD_ZERO), u);
+                tl_free(k, g);
+                tl_free(k, u);
+                g = ng;
+                u = nu;
+                tl_scope_end(k, s2, 2, (tl_tile[]){g, u});
+                px = tl_advance(k, px, (int64_t[]){0, b.k});
+                pg = tl_advance(k, pg, (int64_t[]){b.k, 0});
+                pu = tl_advance(k, pu, (int64_t[]){b.k, 0});
+            }
+            tl_tile v = tl_mul(k, tl_mul(k, g, tl_sigmoid(k, g)), u);
+            tl_store_block(k, kb__tp_block2(k, y, m0, n0, b.m, b.n),
+                           tl_cast(k, v, tl_tensor_dtype(y)), KB__TP_CHECK_2D);
+            tl_scope_end(k, s, 0, NULL);
+        }
+    }
+}
+
 /* y (+)= op(a) @ op(b) (header comment of kb__tp_gemm_t). Arguments: 0 y
  * [M, N], 1 a, 2 b, 3 ta, 4 tb, 5 a's column offset per program, 6 b's, 7
  * K, 8 accumulate. */
@@ -172,7 +224,7 @@ static void gemm_t_kernel(tl_ctx *k)
     int64_t a0 = tl_program_id(k, 0) * tl_arg_i64(k, 5),
             b0 = tl_program_id(k, 0) * tl_arg_i64(k, 6);
     int64_t M = tl_tensor_dim(y, 0), N = tl_tensor_dim(y, 1), K = tl_arg_i64(k, 7);
-    tiles t = {tile_of(M), tile_of(N), tile_of(K)};
+    tiles t = blocks_of(M, N, K);
     int64_t a_end = a0 + (ta ? M : K), b_end = b0 + (tb ? K : N);
     for (int64_t m0 = 0; m0 < M; m0 += t.m)
         for (int64_t n0 = 0; n0 < N; n0 += t.n) {
@@ -190,16 +242,24 @@ static void gemm_t_kernel(tl_ctx *k)
                                                    KB__TP_CHECK_2D, TL_PAD_ZERO))
                        : tl_load_block(k, window(k, b, k0, b0 + n0, b_end, t.k, t.n),
                                        KB__TP_CHECK_2D, TL_PAD_ZERO);
-                tl_tile next = tl_dot(k, va, vb, acc);
+                /* the last step rounds to y's dtype on its way out, unless y's
+                   values are added first */
+                tl_epilogue ep = TL_EPILOGUE_NONE;
+                ep.out_dtype = tl_tensor_dtype(y);
+                tl_tile next = !accumulate && k0 + t.k >= K ? tl_dot_epilogue(k, va, vb, acc, &ep)
+                                                            : tl_dot(k, va, vb, acc);
                 tl_free(k, acc);
                 acc = next;
                 tl_scope_end(k, s2, 1, &acc);
             }
             tl_block_ptr py = kb__tp_block2(k, y, m0, n0, t.m, t.n);
             if (accumulate)
-                acc = tl_add(
-                    k, acc, tl_cast(k, tl_load_block(k, py, KB__TP_CHECK_2D, TL_PAD_ZERO), TL_F32));
-            tl_store_block(k, py, tl_cast(k, acc, tl_tensor_dtype(y)), KB__TP_CHECK_2D);
+                acc = tl_cast(
+                    k,
+                    tl_add(k, acc,
+                           tl_cast(k, tl_load_block(k, py, KB__TP_CHECK_2D, TL_PAD_ZERO), TL_F32)),
+                    tl_tensor_dtype(y));
+            tl_store_block(k, py, acc, KB__TP_CHECK_2D);
             tl_scope_end(k, s, 0, NULL);
         }
 }
@@ -229,7 +289,8 @@ static void mlp_act_kernel(tl_ctx *k)
     int swiglu = tl_arg_i64(k, 2) == KB__TP_MLP_SWIGLU, bwd = (int)tl_arg_i64(k, 3);
     tl_tensor *dh = bwd ? tl_arg_tensor(k, 4) : NULL;
     int64_t M = tl_tensor_dim(a, 0), n = tl_tensor_dim(a, 1);
-    int64_t bm = tile_of(M), bn = tile_of(n);
+    tiles t = blocks_of(M, n, 0);
+    int64_t bm = t.m, bn = t.n;
     for (int64_t m0 = 0; m0 < M; m0 += bm)
         for (int64_t n0 = 0; n0 < n; n0 += bn) {
             uint64_t s = tl_scope_begin(k);
@@ -278,7 +339,8 @@ static void bias_kernel(tl_ctx *k)
 {
     tl_tensor *y = tl_arg_tensor(k, 0), *bias = tl_arg_tensor(k, 1);
     int64_t M = tl_tensor_dim(y, 0), N = tl_tensor_dim(y, 1);
-    int64_t bm = tile_of(M), bn = tile_of(N);
+    tiles t = blocks_of(M, N, 0);
+    int64_t bm = t.m, bn = t.n;
     for (int64_t m0 = 0; m0 < M; m0 += bm) {
         for (int64_t n0 = 0; n0 < N; n0 += bn) {
             uint64_t s = tl_scope_begin(k);
@@ -300,7 +362,8 @@ static void copy_kernel(tl_ctx *k)
     int64_t count = tl_arg_i64(k, 2), rows = tl_arg_i64(k, 3), cols = tl_arg_i64(k, 4);
     int64_t srs = tl_arg_i64(k, 5), dcs = tl_arg_i64(k, 7);
     int64_t sc0 = tl_arg_i64(k, 6) + tl_program_id(k, 0) * tl_arg_i64(k, 8);
-    int64_t bm = tile_of(rows), bn = tile_of(cols);
+    tiles t = blocks_of(rows, cols, 0);
+    int64_t bm = t.m, bn = t.n;
     for (int64_t q = 0; q < count; q++)
         for (int64_t m0 = 0; m0 < rows; m0 += bm)
             for (int64_t n0 = 0; n0 < cols; n0 += bn) {
