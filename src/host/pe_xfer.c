@@ -31,13 +31,19 @@ static kb__xfer *pex_alloc(kb__device *d, uint32_t n_groups, uint32_t n_runs)
     if (n_groups == 1 && n_runs <= KB__PEX_BLOCK_RUNS) {
         kb__pex_block *b = kb__pool_get(&d->pex_pool);
         if (!b) return NULL;
-        /* Zero all of it but the error's message (a quarter of the block, read
-         * only once the error's code is set): the blocks of transfers in flight
-         * are out of cache by the time they come back from the pool. */
+        /* Zero all of it but the error's message (read only once the
+         * error's code is set) and the runs (pex_build writes the first
+         * n_runs, nothing reads past them): together three quarters of the
+         * block, and the blocks of transfers in flight are out of cache by
+         * the time they come back from the pool. */
         size_t msg = offsetof(kb__pex_block, x.err.msg), rest = msg + sizeof b->x.err.msg;
+        size_t runs = offsetof(kb__pex_block, runs), tail = offsetof(kb__pex_block, sipg);
+        _Static_assert(offsetof(kb__pex_block, x.err.msg) < offsetof(kb__pex_block, runs),
+                       "the error's message lies before the runs");
         memset(b, 0, msg);
         b->x.err.msg[0] = '\0';
-        memset((char *)b + rest, 0, sizeof *b - rest);
+        memset((char *)b + rest, 0, runs - rest);
+        memset((char *)b + tail, 0, sizeof *b - tail);
         x = &b->x;
         x->pooled = 1;
         x->segs = &b->seg;

@@ -280,6 +280,7 @@ void kb__tl_release_all(tl_ctx *k)
     free(k->span_buf);
     k->span_buf = NULL;
     k->span_cap = 0;
+    kb__tl_mem_fini(k);
 }
 
 /* ---- scalar-side reads ----------------------------------------------------- */

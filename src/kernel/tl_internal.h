@@ -115,6 +115,7 @@ struct tl_ctx {
     uint64_t next_seq;
     kb__tl_span *span_buf; /* scratch of a starting load/store (tl_mem.c) */
     size_t span_cap;
+    void *lane_free; /* recycled lane buffers of finished loads/stores (tl_mem.c) */
 };
 
 /* Internal launch: what runs, where and with which arguments. */
@@ -206,5 +207,8 @@ void kb__tl_need_tensor(tl_ctx *k, const tl_tensor *t, const char *op);
 _Noreturn void kb__tl_raise_err(tl_ctx *k, const kb__err *err);
 /* Releases every live handle (program end). */
 void kb__tl_release_all(tl_ctx *k);
+/* Frees the program's recycled lane buffers (tl_mem.c; program end, once
+ * every memory op has retired). */
+void kb__tl_mem_fini(tl_ctx *k);
 
 #endif

@@ -58,11 +58,53 @@ static int64_t elem_i64(const kb__pe_buf *b, const kb__tile_desc *d, int64_t idx
     return v;
 }
 
+/* A memory op's lane buffer: its active flags (one byte a lane), then a
+ * store's or an atomic's staged bytes. Finished ops give theirs back to
+ * the program (tl_ctx.lane_free), so a program's thousands of tile loads
+ * and stores allocate a few between them instead of one or two each. The
+ * list holds at most as many as the program had ops in flight at once. */
+typedef struct lane_buf {
+    struct lane_buf *next;
+    size_t cap; /* bytes after the header (which keeps them 16-byte aligned) */
+} lane_buf;
+
+_Static_assert(sizeof(lane_buf) % 16 == 0, "the lanes after the header stay aligned");
+
+/* A buffer of at least `bytes` (contents undefined), or NULL. */
+static uint8_t *lanes_get(tl_ctx *k, size_t bytes)
+{
+    lane_buf *b = k->lane_free;
+    if (b) {
+        k->lane_free = b->next;
+        if (b->cap >= bytes) return (uint8_t *)(b + 1);
+        free(b); /* too small for this op: replaced by one that fits */
+    }
+    b = malloc(sizeof *b + bytes);
+    if (!b) return NULL;
+    b->cap = bytes;
+    return (uint8_t *)(b + 1);
+}
+
+static void lanes_put(tl_ctx *k, uint8_t *lanes)
+{
+    lane_buf *b = (lane_buf *)lanes - 1;
+    b->next = k->lane_free;
+    k->lane_free = b;
+}
+
+void kb__tl_mem_fini(tl_ctx *k)
+{
+    while (k->lane_free) {
+        lane_buf *b = k->lane_free;
+        k->lane_free = b->next;
+        free(b);
+    }
+}
+
 static void mem_release(kb__pe_op *base)
 {
     kb__tl_op *op = (kb__tl_op *)base;
-    free(op->active);
-    free(op->staging);
+    if (op->active) lanes_put((tl_ctx *)base->prog, op->active);
     op->spans = NULL;
     op->active = NULL;
     op->staging = NULL;
@@ -368,13 +410,16 @@ static void mem_start(kb__pe_op *base)
         k->span_cap = k->span_buf ? (size_t)n : 0;
     }
     op->spans = k->span_buf; /* used up before this returns */
-    op->active = calloc((size_t)n, 1);
-    op->staging = op->write || op->atomic ? malloc((size_t)n * es * 2) : NULL;
-    if (!op->spans || !op->active || ((op->write || op->atomic) && !op->staging)) {
+    bool staged = op->write || op->atomic;
+    size_t flags = ((size_t)n + 15) & ~(size_t)15; /* the staged bytes stay 16-byte aligned */
+    op->active = lanes_get(k, flags + (staged ? (size_t)n * es * 2 : 0));
+    if (!op->spans || !op->active) {
         kb__err e;
         kb__pe_op_done(base, kb__err_set(&e, KB_ENOMEM, "out of host memory for a DMA"), &e);
         return;
     }
+    memset(op->active, 0, (size_t)n);
+    op->staging = staged ? op->active + flags : NULL;
     /* The tiles whose values the walk reads: offsets and mask (addresses,
      * lanes), a store's values when they move, an atomic's operands. */
     for (uint32_t i = 0; i < base->n_in; i++)

@@ -98,17 +98,28 @@ static void xfer_finished(kb__sim *sim, kb__xfer *x)
 static int translate(kb_machine *m, kb__pe *pe, kb__pe_op *op, bool write, const kb__tl_span *spans,
                      uint32_t n, uint8_t *bytes, run_buf *r, kb__time *cost)
 {
+    /* The mapping segment the last translation landed in, from seg_va on:
+     * [seg_va, seg_va + seg_len) maps linearly to seg_pa. A tile's next row
+     * is usually further inside it, and kb__mmu_translate would find the
+     * same segment: the same PA and contiguity, without the two searches. */
+    uint64_t seg_va = 0, seg_pa = 0, seg_len = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t va = spans[i].va, left = spans[i].bytes;
         uint8_t *host = bytes + spans[i].tile_off;
         *cost += kb__mmu_translate_cost(&m->mmu, va, left);
         while (left) {
             uint64_t pa, contig;
-            kb__err me;
-            int rc = kb__mmu_translate(&m->mmu, pe->index, va, &pa, &contig, &me);
-            if (rc) {
-                fault(pe, op, write, &me);
-                return rc;
+            if (va >= seg_va && va - seg_va < seg_len) {
+                pa = seg_pa + (va - seg_va);
+                contig = seg_len - (va - seg_va);
+            } else {
+                kb__err me;
+                int rc = kb__mmu_translate(&m->mmu, pe->index, va, &pa, &contig, &me);
+                if (rc) {
+                    fault(pe, op, write, &me);
+                    return rc;
+                }
+                seg_va = va, seg_pa = pa, seg_len = contig;
             }
             uint64_t take = contig < left ? contig : left;
             if (run_add(r, pa, take, host)) {
