@@ -373,10 +373,11 @@ static void report(kb_bench_result *r, const spec *s, int64_t world, int64_t byt
                    const kb_ccl_report *cp)
 {
     const kb_ccl_report c = *cp;
-    /* the ring chains and the mesh and tree all-reduces have one bandwidth
-     * term (alphabeta.h: kb__ccl_chain_model_get, kb__ccl_tree_model_get) */
+    /* the ring chains, the all-to-alls and the mesh and tree all-reduces
+     * have one bandwidth term (alphabeta.h: kb__ccl_chain_model_get,
+     * kb__ccl_a2a_model_get, kb__ccl_tree_model_get) */
     int chain = s->kind == KB__CCL_BROADCAST || s->kind == KB__CCL_REDUCE ||
-                s->kind == KB__CCL_SEND_RECV ||
+                s->kind == KB__CCL_SEND_RECV || s->kind == KB__CCL_ALL_TO_ALL ||
                 (s->kind == KB__CCL_ALL_REDUCE && !c.phase_ps[1]); /* mesh, tree */
     double t_ps = (double)(c.end_ps - c.start_ps), run_ps = (double)(c.run_end_ps - c.run_start_ps);
     double p = (double)world,

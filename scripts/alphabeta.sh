@@ -9,7 +9,7 @@
 #   --full     also 32 and 256 ranks and 64 KiB (the 256-rank rows take
 #              minutes each)
 # Rows are printed as they finish; a row whose bench reports no prediction
-# (ring_all_to_all) shows "-".
+# shows "-".
 set -u
 full=0
 kb=build/kernbench

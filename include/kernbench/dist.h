@@ -184,14 +184,17 @@ typedef struct kb_ccl_report {
     uint64_t run_start_ps, run_end_ps; /* its programs: start on every PE, last one ends */
     uint64_t predicted_ps;             /* alpha-beta prediction of the programs' span (ring
                                           all-reduce, reduce-scatter, all-gather, broadcast,
-                                          reduce; hierarchical all-reduce, all-gather), else 0 */
+                                          reduce, all-to-all, all_to_all_v; mesh and tree
+                                          all-reduces; hierarchical all-reduce,
+                                          reduce-scatter, all-gather), else 0 */
     double alpha_ps;         /* alpha: the mean hop latency along the slowest chunk's path */
     double beta_ps_per_byte; /* beta: the bandwidth term over the bytes a rank's links carry:
                                 2(p-1)/p N (all-reduce), (p-1)/p N (reduce-scatter), (p-1) N
                                 (all-gather), N = bytes_per_rank */
     double link_bw_gbs;      /* the slowest link along the ring (the textbook model's B) */
     uint64_t phase_ps[2];    /* bandwidth term of the reduce-scatter and the all-gather
-                                (broadcast, reduce: the chain's in [0]) */
+                                (broadcast, reduce, the all-to-alls, mesh, tree: their one
+                                term in [0]) */
     char bottleneck[2][160]; /* the busiest resource of each phase */
     char buffer_kind[8];     /* where the receive queues were: "tcm", "sram" or "hbm" */
     int n_slots;             /* slots per receive queue */

@@ -1,7 +1,7 @@
 /*
  * ccl/alphabeta.h — the α-β cost models of the collectives (rings, chains,
- * the hierarchical ones, the pipelined mesh and tree), from the plan and
- * the machine graph.
+ * the ring all-to-alls, the hierarchical ones, the pipelined mesh and
+ * tree), from the plan and the machine graph.
  *
  * A hop's latency is that of the first slot of a step's message (its
  * first piece, at most a slot's payload, plus the descriptor) between ring
@@ -224,6 +224,47 @@ typedef struct kb__ccl_chain_model {
 int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_chain kind,
                             uint32_t root, uint64_t bytes, uint64_t esize, uint64_t piece,
                             kb__ccl_chain_model *out, kb__err *err);
+
+/* The ring all-to-all and all_to_all_v (algorithms/ring.c): a chunk goes
+ * the short way round, d places on through NEXT (d <= p/2) or back through
+ * PREV (d <= (p - 1)/2), forwarded by the ranks between; phase d moves the
+ * chunks bound d places on and d places back, the two ways' streams at
+ * once, phase after phase. Per rank and phase: the chunks it sends and
+ * forwards each way (with their slots), the chunks it receives (a ring ->
+ * TCM copy each), one load of every chunk it sends off and one store of
+ * every chunk it gets (the chunk it keeps: both, in phase 1). A phase
+ * lasts as long as its busiest resource, by the ring model's rules: each
+ * link and memory, a rank's one vc channel (both ways' slots), its DMA
+ * channels (its loads and stores, at the fixed point of the shared
+ * routes) and the credit loop of the stream with the most slots per round
+ * trip (the program sends both ways' messages in turns, so that way's
+ * waits pace it); the bandwidth term is the phases' sum: a phase's loads
+ * and stores cannot move into another phase's forwarding. The chunks
+ * stream in rounds of at most `window` pieces (half of it each way beyond
+ * 2 ranks), each a stream that fills and drains: the latency term is, per
+ * round, a piece's load, its hops over the farthest chunk's way (p/2, or
+ * (p - 1)/2 back, whichever is slower) and its store. predicted = path +
+ * bandwidth term. */
+typedef struct kb__ccl_a2a_model {
+    uint64_t predicted_ps; /* path_ps + bw_ps */
+    uint64_t path_ps;      /* the rounds' fill and drain */
+    uint32_t hops;         /* rounds × p/2: hops along path_ps (α = path_ps / hops) */
+    uint64_t rounds;       /* rounds of the kernel */
+    uint64_t bw_ps;        /* the bandwidth term: the phases' sum */
+    char bottleneck[160];  /* the busiest resource of the longest phase */
+    double bw_gbs;         /* textbook B: the slowest link of the ring, either way */
+} kb__ccl_a2a_model;
+
+/* The model of a ring all-to-all over a ring_1d plan (KB_EINVAL
+ * otherwise) of elems elements of esize bytes per rank (chunks of elems /
+ * p), or with counts (all_to_all_v) counts[index[a]·p + index[b]] elements
+ * from ring rank a to ring rank b (index: rank -> buffer, as
+ * kb_ccl_sched.index), in messages of at most `piece` bytes and rounds of
+ * `window` pieces (kb_ccl_sched.window). A world of one rank, or no bytes:
+ * all zero. */
+int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int64_t *counts,
+                          const uint32_t *index, uint64_t elems, uint64_t esize, uint64_t piece,
+                          uint64_t window, kb__ccl_a2a_model *out, kb__err *err);
 
 /* The pipelined mesh and tree all-reduces (algorithms/mesh_tree.c): pieces
  * climb a reduction tree and come down the same tree, every tree edge

@@ -95,10 +95,10 @@ typedef struct kb__coll_info {
     uint64_t t_start, t_end;         /* simulated ps: the collective kernel's launch */
     uint64_t t_run_start, t_run_end; /* its programs: start on every PE, last one ends */
     uint64_t predicted_ps;           /* α-β prediction for a ring all-reduce, reduce-scatter,
-                                        all-gather, broadcast, reduce or send_recv, the mesh
-                                        and tree all-reduces and the hierarchical ones
-                                        (compare with t_run_end - t_run_start), 0 for the
-                                        all-to-alls and pairwise sends */
+                                        all-gather, broadcast, reduce, send_recv, all-to-all
+                                        or all_to_all_v, the mesh and tree all-reduces and
+                                        the hierarchical ones (compare with t_run_end -
+                                        t_run_start), 0 for pairwise sends */
     double alpha_ps;                 /* α: the mean hop along the slowest chunk's path */
     double beta_ps_per_byte;         /* β: the bandwidth term over the bytes a rank's links
                                         carry (2(p−1)/p · N for the all-reduce) */

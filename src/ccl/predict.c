@@ -110,6 +110,22 @@ static void fill_chain(const kb_machine *m, const kb__ccl_call *c, uint64_t piec
     fill_one_phase(info, cm.predicted_ps, cm.path_ps, cm.hops, cm.bw_gbs, cm.bw_ps, cm.bottleneck);
 }
 
+/* The ring all-to-alls' prediction (kb__ccl_a2a_model_get: all_to_all,
+ * and all_to_all_v with the call's counts) into info; its bandwidth term
+ * in phase_ps[0]. */
+static void fill_a2a(const kb_machine *m, const kb__ccl_call *c, uint64_t piece,
+                     kb__coll_info *info)
+{
+    if (c->p < 2 || c->n_inst != 1) return;
+    kb__ccl_a2a_model am;
+    kb__err e;
+    const int64_t *counts = c->r->kind == KB__CCL_ALL_TO_ALL_V ? c->r->counts : NULL;
+    if (kb__ccl_a2a_model_get(m->dev->topo, c->inst[0]->plan, counts, c->index, (uint64_t)c->elems,
+                              kb__dtype_size(c->dtype), piece, (uint64_t)c->sched.window, &am, &e))
+        return;
+    fill_one_phase(info, am.predicted_ps, am.path_ps, am.hops, am.bw_gbs, am.bw_ps, am.bottleneck);
+}
+
 /* The mesh and tree all-reduces' prediction (kb__ccl_tree_model_get) into
  * info; its bandwidth term in phase_ps[0]. */
 static void fill_tree(const kb_machine *m, const kb__ccl_call *c, uint64_t piece,
@@ -151,6 +167,11 @@ void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_
     if (c->mod->topology == KB__CCL_RING_1D &&
         (kind == KB__CCL_BROADCAST || kind == KB__CCL_REDUCE || kind == KB__CCL_SEND_RECV)) {
         fill_chain(m, c, piece, info);
+        return;
+    }
+    if (c->mod->topology == KB__CCL_RING_1D &&
+        (kind == KB__CCL_ALL_TO_ALL || kind == KB__CCL_ALL_TO_ALL_V)) {
+        fill_a2a(m, c, piece, info);
         return;
     }
     if ((kind != KB__CCL_ALL_REDUCE && half < 0) || c->mod->topology != KB__CCL_RING_1D) return;

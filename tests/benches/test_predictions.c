@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "kernbench/bench.h"
+#include "kernbench/dist.h"
+#include "kernbench/kernbench.h"
 #include "support/bench_run.h"
 
 /* One algorithm and the ranks and slot counts its prediction holds for;
@@ -112,8 +114,68 @@ Test(predictions, chains_hold_their_range)
     HOLD(rows);
 }
 
-/* Every algorithm of the built-in ccl.yaml but the all-to-alls has a
- * prediction its bench reports; mesh and tree among them. */
+/* The ring all-to-all, whose two forwarding streams run at once (docs/ccl.md,
+ * "All-to-all on a ring"): 2 ranks, and 4 with the built-in 4 slots. */
+Test(predictions, all_to_all_holds_its_range)
+{
+    static const held rows[] = {
+        {"ccl_all_to_all", "ring_all_to_all", {2, 4}, 4, 1},
+        {"ccl_all_to_all", "ring_all_to_all", {2}, 16, 1},
+    };
+    HOLD(rows);
+}
+
+/* kernel span / prediction of one kb_all_to_all_v over `world` PEs of cube
+ * 0 (timing only) with `slots` slots, per-rank buffers of n f32 elements,
+ * and chunk i -> j of n / world elements when i + j is even, half that when
+ * it is odd. */
+static double a2a_v_ratio(int world, int64_t n, int slots)
+{
+    char set[64];
+    snprintf(set, sizeof set, "ccl.defaults.n_slots=%d", slots);
+    const char *sets[] = {set};
+    kb_open_options o = {NULL, sets, 1, 1, NULL, 0};
+    kb_machine *m = NULL;
+    char eb[512];
+    cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    int64_t shape[2] = {world, n}, counts[16 * 16];
+    kb_policy pol = {KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, 1, 1, world, 0, 0};
+    kb_tensor in, out;
+    cr_assert_eq(kb_empty(m, "in", 2, shape, KB_F32, &pol, &in), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_empty(m, "out", 2, shape, KB_F32, &pol, &out), 0, "%s", kb_last_error(m));
+    for (int i = 0; i < world; i++)
+        for (int j = 0; j < world; j++)
+            counts[i * world + j] = (i + j) % 2 ? n / world / 2 : n / world;
+    cr_assert_eq(kb_all_to_all_v(m, out, in, counts, (size_t)world * world), 0, "%s",
+                 kb_last_error(m));
+    kb_ccl_report r;
+    cr_assert_eq(kb_ccl_last(m, &r), 0);
+    cr_assert_str_eq(r.algorithm, "ring_all_to_all_v");
+    cr_assert_gt(r.predicted_ps, 0, "all_to_all_v over %d ranks: no prediction", world);
+    double q = (double)(r.run_end_ps - r.run_start_ps) / (double)r.predicted_ps;
+    kb_close(m);
+    return q;
+}
+
+/* all_to_all_v with uneven chunks (half of them half as long): 2 ranks
+ * with 4 and 16 slots, 1 and 4 MiB per rank; 4 ranks with 4 MiB. */
+Test(predictions, all_to_all_v_holds_its_range)
+{
+    static const struct {
+        int world, slots;
+        int64_t n;
+    } rows[] = {{2, 4, 1 << 18},  {2, 4, 1 << 20}, {2, 16, 1 << 18},
+                {2, 16, 1 << 20}, {4, 4, 1 << 20}, {4, 16, 1 << 20}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        double q = a2a_v_ratio(rows[i].world, rows[i].n, rows[i].slots);
+        cr_expect(fabs(q - 1) <= 0.10, "all_to_all_v, %d ranks, %lld B, %d slots: ratio %.3f",
+                  rows[i].world, (long long)(4 * rows[i].n), rows[i].slots, q);
+    }
+}
+
+/* Every algorithm of the built-in ccl.yaml has a prediction its bench
+ * reports; mesh and tree among them. */
 Test(predictions, mesh_and_tree_report_their_model)
 {
     static const held mt[] = {{"ccl_allreduce", "mesh_allreduce", {4}, 4, 0},

@@ -43,9 +43,8 @@ static void routed(kb__topo *t)
 {
     kb__fabric *fab;
     kb__err err;
-    cr_assert_eq(
-        kb__fabric_create_topo(&fab, NULL, t, kb__topo_header_bytes(&t->params), &err), 0,
-        "%s", err.msg);
+    cr_assert_eq(kb__fabric_create_topo(&fab, NULL, t, kb__topo_header_bytes(&t->params), &err), 0,
+                 "%s", err.msg);
     kb__fabric_route_graph(fab, t);
 }
 
@@ -356,8 +355,8 @@ Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
         hops_ps[k] = mc.total_ps;
     }
     kb__ccl_chain_model b, r, snd;
-    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_BROADCAST, 2, N, 4, piece, &b, &err), 0,
-                 "%s", err.msg);
+    cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_BROADCAST, 2, N, 4, piece, &b, &err),
+                 0, "%s", err.msg);
     cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_REDUCE, 2, N, 4, piece, &r, &err), 0,
                  "%s", err.msg);
     cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_SEND, 0, N, 4, piece, &snd, &err), 0,
@@ -382,6 +381,68 @@ Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
     /* a root outside the world, and a plan of another topology */
     cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_REDUCE, 8, N, 4, piece, &r, &err),
                  KB_EINVAL);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    unmachine(t);
+}
+
+/* The ring all-to-all over 8 ranks of one cube: a chunk goes up to 4
+ * hops through NEXT or 3 back through PREV. Its latency term is, per
+ * round, the slowest 4 consecutive NEXT hops of a piece plus a load and a
+ * store, so 5 rounds (9 pieces a chunk, 2 a round each way with a window
+ * of 4) pay 5 times one round's; its bandwidth term, the phases' sum, is
+ * at least the time the cube's xbar -> NOC link takes for every rank's
+ * loads (each loads all its 8 chunks); equal counts give the same model
+ * as the even split. */
+Test(ccl_alphabeta, all_to_all_model_follows_the_ways_the_phases_and_the_rounds)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__ccl_config *c;
+    kb__ccl_plan *pl = ring_plan(&p, 8, &c);
+    kb__err err;
+    uint64_t N = 1u << 20, piece = 16128;
+    uint64_t lat[8], four = 0;
+    for (uint32_t k = 0; k < 8; k++) {
+        kb__ccl_msg_cost mc;
+        cr_assert_eq(kb__ccl_msg_cost_get(t, pl->loc[k], pl->loc[(k + 1) % 8], KB__CCL_BUF_TCM,
+                                          piece + 64, &mc, &err),
+                     0, "%s", err.msg);
+        lat[k] = mc.total_ps;
+    }
+    for (uint32_t k = 0; k < 8; k++) {
+        uint64_t sum = 0;
+        for (uint32_t h = 0; h < 4; h++)
+            sum += lat[(k + h) % 8];
+        if (sum > four) four = sum;
+    }
+    kb__ccl_a2a_model one, five, v;
+    cr_assert_eq(kb__ccl_a2a_model_get(t, pl, NULL, NULL, N / 4, 4, piece, 64, &one, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(kb__ccl_a2a_model_get(t, pl, NULL, NULL, N / 4, 4, piece, 4, &five, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(one.rounds, 1);
+    cr_assert_eq(one.hops, 4);
+    cr_assert_gt(one.path_ps, four); /* the hops, and a load and a store */
+    cr_assert_eq(five.rounds, 5);
+    cr_assert_eq(five.hops, 20);
+    cr_assert_eq(five.path_ps, 5 * one.path_ps);
+    cr_assert_eq(five.bw_ps, one.bw_ps);
+    cr_assert_eq(one.predicted_ps, one.path_ps + one.bw_ps);
+    cr_assert_geq(one.bw_ps, ps(8.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
+    cr_assert_float_eq(one.bw_gbs, p.cube.noc.bw_gbs, 1e-9);
+    int64_t counts[64];
+    uint32_t index[8];
+    for (int i = 0; i < 64; i++)
+        counts[i] = (int64_t)(N / 4 / 8);
+    for (uint32_t k = 0; k < 8; k++)
+        index[k] = k;
+    cr_assert_eq(kb__ccl_a2a_model_get(t, pl, counts, index, 0, 4, piece, 64, &v, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(v.predicted_ps, one.predicted_ps);
+    cr_assert_str_eq(v.bottleneck, one.bottleneck);
+    /* counts need the rank order */
+    cr_assert_eq(kb__ccl_a2a_model_get(t, pl, counts, NULL, 0, 4, piece, 64, &v, &err), KB_EINVAL);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     unmachine(t);
