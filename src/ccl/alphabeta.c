@@ -1260,6 +1260,29 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
 
 /* ---- the pipelined trees: mesh_allreduce and tree_allreduce ------------------- */
 
+/* The credit term of one stream of a tree (0 when its sender never runs
+ * dry): its program sends a message of msg_slots slots a tick and waits
+ * for its load and its neighbours' pieces in between, so it does not run
+ * ahead of the tree's pace (the phase's other terms, worst_ps over the
+ * stream's slots). It runs dry when the credit of the last slot it needs
+ * is not back by then: the slot n_slots before the message's last one,
+ * whose round trip is `first` (the first slot's, with the vc time of the
+ * slots queued ahead of it) plus the slots between on the vc channel
+ * (slot_ps each). Then it waits a first slot's round trip and resumes
+ * (asleep the later credits come back during the wake; polling it waits
+ * for each, the last one's round trip), per n_slots slots. */
+static double tree_dry_ps(const kb__topo_params *tp, const kb__ccl_settings *q, double slots,
+                          uint64_t msg_slots, double first, double slot_ps, double worst_ps)
+{
+    double n = q->n_slots, m = (double)msg_slots;
+    double last = first + (m < n ? m - 1 : n - 1) * slot_ps;
+    if (slots * last / n <= worst_ps) return 0;
+    bool poll = q->backpressure == KB__CCL_BP_POLL;
+    double resume = (double)kb__ps_from_ns(
+        poll ? tp->pe.ipcq_poll_interval_ns + tp->pe.cpu_scalar_op_ns : tp->pe.ipcq_wake_ns);
+    return slots * ((poll ? last : first) + resume) / n;
+}
+
 /* Rank k's place in the algorithm's tree (algorithms/mesh_tree.c): the
  * port to its parent (-1 at the root) and to its children, in combine
  * order. mesh_2d: parent W, else N in column 0; children E, and S in column
@@ -1293,24 +1316,61 @@ static uint64_t combine_ps(const kb__topo_params *tp, uint64_t bytes, uint64_t e
                               tp->pe.math_clock_ghz);
 }
 
-/* Latency of the first piece from rank k up to the root (up) or from the
- * root down to k, msg bytes a hop; *hops += the hops. */
-static int tree_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, uint64_t msg,
-                     uint64_t *ps, uint32_t *hops, double *bw, kb__err *err)
+/* The receive copy of `bytes` from PE d's ring of kind buf into its TCM,
+ * alone: the read request to the ring memory, its read, the data through
+ * d's DMA into the TCM and the TCM write (host/ipcq_msgs.c). */
+static int recv_copy_ps(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, uint64_t bytes,
+                        uint64_t *out, kb__err *err)
+{
+    const kb__topo_params *tp = &t->params;
+    uint64_t pk = kb__topo_packet_bytes(tp), first = bytes < pk ? bytes : pk;
+    kb__ccl_route r = {0};
+    kb__ccl_msg_cost req = {0}, data = {0};
+    int rc = request_path(t, d, buf, &r, err);
+    if (!rc) route_cost(t, &r, kb__topo_header_bytes(tp), &req);
+    if (!rc && !(rc = copy_path(t, d, buf, &r, err))) route_cost(t, &r, bytes, &data);
+    kb__ccl_route_fini(&r);
+    if (!rc)
+        *out = req.total_ps + memory_ps(tp, buf, first) + data.total_ps +
+               memory_ps(tp, KB__CCL_BUF_TCM, first);
+    return rc;
+}
+
+/* One hop of a whole piece of `xfer` bytes (spp slots) from rank a to rank
+ * b, store and forward as the kernel takes it (it waits for the whole
+ * piece before it combines or stores it): the sender's vc channel sends
+ * the slots one after the other (slot_ps each), the last one flies to b's
+ * ring (its message cost: set-up, route, ring write) and b copies it into
+ * its TCM; going up, b then combines it (t_add). */
+static int piece_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t a, uint32_t b,
+                        uint64_t xfer, uint64_t spp, double slot_ps, uint64_t t_add, uint64_t *ps,
+                        double *bw, kb__err *err)
+{
+    uint64_t payload = plan->r.s.slot_size - KB__IPCQ_META_BYTES;
+    uint64_t last = xfer - (spp - 1) * payload, copy;
+    kb__ccl_msg_cost c;
+    int rc = kb__ccl_msg_cost_get(t, plan->loc[a], plan->loc[b], plan->r.s.buffer_kind,
+                                  last + KB__IPCQ_META_BYTES, &c, err);
+    if (!rc) rc = recv_copy_ps(t, plan->loc[b], plan->r.s.buffer_kind, last, &copy, err);
+    if (rc) return rc;
+    *ps += (uint64_t)llround((double)(spp - 1) * slot_ps) + c.total_ps + copy + t_add;
+    if (!*bw || c.min_bw_gbs < *bw) *bw = c.min_bw_gbs;
+    return 0;
+}
+
+/* The first piece's trip from rank k up to the root and the last one's
+ * from the root down to k, piece hop by piece hop; *hops += the hops. */
+static int tree_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, uint64_t xfer,
+                     uint64_t spp, double slot_ps, uint64_t t_add, uint64_t *ps, uint32_t *hops,
+                     double *bw, kb__err *err)
 {
     for (uint32_t guard = 0; guard < plan->world_size; guard++) {
         tree_place pl = tree_place_of(plan, k);
         if (pl.parent < 0) return 0;
         uint32_t up = (uint32_t)plan->ports[k][pl.parent].peer;
-        for (int dir = 0; dir < 2; dir++) {
-            kb__ccl_loc a = dir ? plan->loc[up] : plan->loc[k],
-                        b = dir ? plan->loc[k] : plan->loc[up];
-            kb__ccl_msg_cost c;
-            int rc = kb__ccl_msg_cost_get(t, a, b, plan->r.s.buffer_kind, msg, &c, err);
-            if (rc) return rc;
-            *ps += c.total_ps;
-            if (!*bw || c.min_bw_gbs < *bw) *bw = c.min_bw_gbs;
-        }
+        int rc = piece_hop_ps(t, plan, k, up, xfer, spp, slot_ps, t_add, ps, bw, err);
+        if (!rc) rc = piece_hop_ps(t, plan, up, k, xfer, spp, slot_ps, 0, ps, bw, err);
+        if (rc) return rc;
         *hops += 2;
         k = up;
     }
@@ -1421,10 +1481,16 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
                 (rc = rtt_stretch_ps(t, plan, &a, k, d, &send, wire, (double)bytes, a.worst_ps,
                                      &extra, err)))
                 break;
-            if ((double)rtt + extra > loaded) loaded = (double)rtt + extra, rtt_rank = k;
+            /* a piece goes down to the children one after the other on the
+             * rank's one vc channel: a later child's first slot waits behind
+             * the earlier children's slots, and so does its credit */
+            int before = s - (pl.parent >= 0);
+            double first = (double)rtt + extra + (before > 0 ? before * (double)spp * slot_ps : 0);
+            double cost = tree_dry_ps(tp, q, (double)slots, spp, first, slot_ps, a.worst_ps);
+            if (cost > loaded) loaded = cost, rtt_rank = k;
         }
     }
-    if (!rc) credit_limit(tp, q, (double)slots, spp, loaded, rtt_rank, &a);
+    if (!rc && loaded > 0) worst(&a, loaded, "credits", rtt_rank);
     kb__ccl_route_fini(&send);
     kb__ccl_route_fini(&copy);
     kb__ccl_route_fini(&ld);
@@ -1432,8 +1498,8 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
     acc_fini(&a);
     free(rx);
     if (rc) return rc;
-    uint64_t msg = xfer + KB__IPCQ_META_BYTES;
-    if ((rc = tree_path(t, plan, leaf, msg, &out->path_ps, &out->hops, &out->bw_gbs, err)))
+    if ((rc = tree_path(t, plan, leaf, xfer, spp, slot_ps, t_add, &out->path_ps, &out->hops,
+                        &out->bw_gbs, err)))
         return rc;
     out->bw_ps = (uint64_t)ceil(a.worst_ps - 1e-6);
     snprintf(out->bottleneck, sizeof out->bottleneck, "%s", a.what);

@@ -276,9 +276,17 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
  * ranks' sends with their descriptors, receive copies, loads, stores), a
  * rank's vc channel, its DMA channels, its program (per piece the load it
  * waits for, its combines on MATH, a scalar op per slot sent) and the
- * slowest credit loop when a sender runs dry. The path: the first piece
- * from the deepest rank up to the root and back down (2 × depth hops).
- * predicted = path + bandwidth term. */
+ * slowest credit loop of a sender that runs dry: a rank sends at the
+ * tree's pace (its program waits for its load and its neighbours'
+ * pieces in between), so it runs dry only when the credit of the last
+ * slot it needs, n_slots slots back, has not returned by its next send
+ * (that slot's round trip under load, plus the slots queued ahead of it on
+ * the rank's vc channel: the message's own and, for a later child, the
+ * earlier children's). The path: the first piece from the deepest rank
+ * up to the root and the last one back down, whole piece by whole piece
+ * (2 × depth hops: per hop the piece's slots on the sender's vc channel,
+ * the last slot's message and its receive copy, going up the parent's
+ * add). predicted = path + bandwidth term. */
 typedef struct kb__ccl_tree_model {
     uint64_t predicted_ps; /* path_ps + bw_ps */
     uint64_t path_ps;      /* the first piece's hops up and down */

@@ -87,6 +87,9 @@ Test(predictions, mesh_and_tree_hold_their_range)
         {"ccl_allreduce", "mesh_allreduce", {4, 8, 16}, 16, 0},
         {"ccl_allreduce", "tree_allreduce", {2, 4, 8, 16}, 4, 1},
         {"ccl_allreduce", "tree_allreduce", {2, 4, 8, 16}, 16, 0},
+        /* four cubes: the path is 10 (mesh) and 8 (tree) piece hops */
+        {"ccl_allreduce", "mesh_allreduce", {32}, 16, 0},
+        {"ccl_allreduce", "tree_allreduce", {32}, 16, 0},
     };
     HOLD(rows);
 }

@@ -448,14 +448,34 @@ Test(ccl_alphabeta, all_to_all_model_follows_the_ways_the_phases_and_the_rounds)
     unmachine(t);
 }
 
+/* The receive copy of `bytes` from a PE's TCM ring into its TCM, by the
+ * closed form: the read request (one header over the DMA -> TCM link), the
+ * TCM read, the data TCM -> DMA -> TCM (both links at pe.tcm.bw_gbs, no
+ * overhead or wire on the built-in machine), the TCM write. */
+static uint64_t tcm_copy_ps(const kb__topo_params *p, uint64_t bytes)
+{
+    uint64_t pk = p->fabric.packet_bytes, first = bytes < pk ? bytes : pk;
+    uint64_t full = (bytes - first) / pk, rest = (bytes - first) % pk;
+    double bw = p->pe.tcm_bw_gbs;
+    uint64_t mem = ps(p->pe.tcm_latency_ns) + ps((double)first / bw);
+    uint64_t req = ps((double)kb__topo_header_bytes(p) / bw);
+    uint64_t data = 2 * ps((double)first / bw) + full * ps((double)pk / bw) +
+                    (rest ? ps((double)rest / bw) : 0);
+    return req + mem + data + mem;
+}
+
 /* The pipelined trees: a 2 x 2 mesh (root 0 with children 1 (E) and 2 (S),
  * 2 with child 3 (E)) is the tree of four ranks (root 0, left 1, right 2,
  * whose right is 3) on the same PEs, so both get the same prediction. Its
  * path is the first piece's from the deepest rank (3) up to the root and
- * back, hop by hop; its bandwidth term at least the root's TCM busy time:
- * two streams sent (with their descriptors) and received (each a ring
- * write and a copy out), a load written and a store read, all at
- * pe.tcm.bw_gbs. */
+ * the last one's back, whole piece by whole piece (the kernel waits for a
+ * piece before it combines or forwards it): per hop the sender's vc
+ * channel sends the piece's slots one after the other, the last slot
+ * crosses as a message and is copied ring -> TCM, and going up the parent
+ * adds it (one MATH add of the piece). Its bandwidth term at least the
+ * root's TCM busy time: two streams sent (with their descriptors) and
+ * received (each a ring write and a copy out), a load written and a store
+ * read, all at pe.tcm.bw_gbs. */
 Test(ccl_alphabeta, mesh_and_tree_models_follow_the_tree_and_the_parameters)
 {
     kb__topo_params p;
@@ -466,13 +486,17 @@ Test(ccl_alphabeta, mesh_and_tree_models_follow_the_tree_and_the_parameters)
     kb__ccl_plan *tree = plan_of(
         &p, "algorithms:\n  t: {module: tree_allreduce, topology: tree, n_slots: 16}\n", 4, &ct);
     kb__err err;
-    uint64_t N = 4u << 20, piece = 16128, msg = piece + 64;
+    uint64_t N = 4u << 20, piece = 16128, msg = 4032 + 64; /* the last slot */
     kb__ccl_tree_model a, b;
     cr_assert_eq(kb__ccl_tree_model_get(t, mesh, N, 4, piece, &a, &err), 0, "%s", err.msg);
     cr_assert_eq(kb__ccl_tree_model_get(t, tree, N, 4, piece, &b, &err), 0, "%s", err.msg);
     cr_assert_eq(a.predicted_ps, b.predicted_ps);
     cr_assert_eq(a.hops, 4);
-    uint64_t path = 0;
+    /* pieces of 4 slots of 4032 B payload; a slot holds the vc channel for
+     * pe.dma.setup_ns + 4096 B / pe.dma.bw_gbs */
+    uint64_t path = 0, slot_ps = ps(p.pe.dma_setup_ns) + ps(4096.0 / p.pe.dma_bw_gbs);
+    uint64_t add = ps((double)(piece / 4 / p.pe.math_lanes) * p.pe.math_cycles.add /
+                      p.pe.math_clock_ghz);
     const uint32_t up[2][2] = {{3, 2}, {2, 0}};
     for (int h = 0; h < 2; h++)
         for (int dir = 0; dir < 2; dir++) {
@@ -481,7 +505,7 @@ Test(ccl_alphabeta, mesh_and_tree_models_follow_the_tree_and_the_parameters)
             cr_assert_eq(kb__ccl_msg_cost_get(t, tree->loc[from], tree->loc[to], KB__CCL_BUF_TCM,
                                               msg, &c, &err),
                          0, "%s", err.msg);
-            path += c.total_ps;
+            path += 3 * slot_ps + c.total_ps + tcm_copy_ps(&p, 4032) + (dir == 0 ? add : 0);
         }
     cr_assert_eq(b.path_ps, path);
     cr_assert_eq(b.predicted_ps, b.path_ps + b.bw_ps);
