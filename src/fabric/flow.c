@@ -246,7 +246,7 @@ static uint32_t uf_find(uint32_t *uf, uint32_t i)
 }
 
 /* Adds resource id to the collected ones, in the set of index root. */
-static int collect_res(flow_state *st, uint32_t id, uint32_t root)
+static inline int collect_res(flow_state *st, uint32_t id, uint32_t root)
 {
     if (grow((void **)&st->cr, &st->cap_cr, st->n_cr + 1, sizeof *st->cr) ||
         grow((void **)&st->uf, &st->cap_uf, st->n_cr + 1, sizeof *st->uf))
@@ -357,17 +357,24 @@ static size_t split(flow_state *st)
     return n;
 }
 
-/* Accounts resource id's utilization up to now at its present load. */
-static void account(flow_state *st, uint32_t id, kb__time now)
+/* Adds link id's busy time over [r->t_acc, now) at its load to the link
+ * utilization record. */
+static void account_busy(kb__fabric *fab, const res *r, uint32_t id, kb__time now)
+{
+    double busy = r->load / r->cap * (double)(now - r->t_acc);
+    kb__time b = (kb__time)llround(busy);
+    if (b > now - r->t_acc) b = now - r->t_acc;
+    if (b) kb__fab_util_add(fab, &fab->links[id], r->t_acc, r->t_acc + b);
+}
+
+/* Accounts resource id's utilization up to now at its present load
+ * (inline: a solve calls it for every resource it collects). */
+static inline void account(flow_state *st, uint32_t id, kb__time now)
 {
     res *r = &st->res[id];
     kb__fabric *fab = st->fab;
-    if (fab->util && r->load > 0 && id < fab->n_links && now > r->t_acc) {
-        double busy = r->load / r->cap * (double)(now - r->t_acc);
-        kb__time b = (kb__time)llround(busy);
-        if (b > now - r->t_acc) b = now - r->t_acc;
-        if (b) kb__fab_util_add(fab, &fab->links[id], r->t_acc, r->t_acc + b);
-    }
+    if (fab->util && r->load > 0 && id < fab->n_links && now > r->t_acc)
+        account_busy(fab, r, id, now);
     r->t_acc = now;
 }
 

@@ -43,6 +43,12 @@ int kb__device_pa(const kb__device *d, kb__mem_space space, uint32_t sip, uint32
     return kb__addr_encode(&d->geom, &f, pa, err);
 }
 
+kb__memctl *kb__device_tcm(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe)
+{
+    const kb__topo *t = d->topo;
+    return &d->mems[(sip * t->cubes_per_sip + cube) * per_cube(t) + t->slices_per_cube + 1 + pe];
+}
+
 int32_t kb__device_node(const kb__device *d, kb__role role, int sip, int cube, int unit)
 {
     return kb__topo_node_id(d->topo, role, sip, cube, unit);

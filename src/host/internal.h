@@ -98,5 +98,9 @@ void kb__xfer_start(kb__sim *sim, kb__xfer *x);
 void kb__xfer_free_orphans(kb__device *d);
 /* The DMA engine of PE pe (pe == pes_per_cube: the cube's m_dma). */
 kb__pe_dma *kb__device_dma(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe);
+/* The TCM controller of PE pe of sip.cube (each below the machine's
+ * count): the one kb__device_memctl gives for its address, without the
+ * encode and decode. */
+kb__memctl *kb__device_tcm(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe);
 
 #endif

@@ -181,10 +181,19 @@ static int pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, int 
         return kb__err_set(err, KB_ERANGE, "PeXfer: no PE sip%u.cube%u.pe%u in this machine", sip,
                            cube, pe);
     if (!n || !runs) return kb__err_set(err, KB_EINVAL, "PeXfer: no runs");
-    uint64_t tcm_pa;
-    int rc = kb__device_pa(d, KB__SPACE_TCM, sip, cube, pe, 0, &tcm_pa, err);
-    kb__memctl *tcm = rc ? NULL : kb__device_memctl(d, tcm_pa, err);
-    if (!tcm) return err->code;
+    /* Every PE of the machine has an address (the geometry's SIPs are
+     * racks x SIPs per rack); a machine whose SIPs do not fill its racks
+     * goes through the address and its error. */
+    kb__memctl *tcm = NULL;
+    int rc = 0;
+    if (sip < d->geom.racks * d->geom.sips_per_rack) {
+        tcm = kb__device_tcm(d, sip, cube, pe);
+    } else {
+        uint64_t tcm_pa;
+        rc = kb__device_pa(d, KB__SPACE_TCM, sip, cube, pe, 0, &tcm_pa, err);
+        tcm = rc ? NULL : kb__device_memctl(d, tcm_pa, err);
+        if (!tcm) return err->code;
+    }
     uint32_t group_s[KB__PEX_BLOCK_RUNS];
     kb__memctl *mems_s[KB__PEX_BLOCK_RUNS];
     int small = n <= KB__PEX_BLOCK_RUNS;

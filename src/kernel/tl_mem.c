@@ -272,10 +272,12 @@ static bool row_start(const kb__tl_op *op, const int64_t *r, int64_t c, int64_t 
 /* Row by row: a block pointer whose last dimension has unit stride, one
  * span per row (a row: the block's last dimension at fixed outer
  * coordinates, row-major over the outer ones). The spans, lanes and staged
- * bytes are exactly the lane-by-lane ones. Returns false (nothing decided)
- * when that does not apply or a lane is out of range, so lane_spans
- * reports it. */
-static bool block_spans(kb__tl_op *op, uint64_t es, uint32_t *ns)
+ * bytes are exactly the lane-by-lane ones. Writes every one of the n lane
+ * flags of op->active (0 for a lane outside a checked boundary), so they
+ * need no clearing before. Returns false (nothing decided, the flags
+ * undefined) when that does not apply or a lane is out of range, so
+ * lane_spans reports it. */
+static bool block_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
 {
     const tl_block_ptr *bp = &op->bp;
     int cd = bp->ndim - 1;
@@ -293,7 +295,15 @@ static bool block_spans(kb__tl_op *op, uint64_t es, uint32_t *ns)
         j1 = room < cols ? room : cols;
         if (j1 < j0) j1 = j0;
     }
-    for (int64_t r = 0; r < rows && j0 < j1; r++) {
+    if (rows > n / (cols ? cols : 1)) return false; /* more lanes than the tile: the walk decides */
+    uint64_t covered = (uint64_t)(rows * cols);
+    if (j0 >= j1) {
+        memset(op->active, 0, (size_t)n);
+        return true;
+    }
+    if ((uint64_t)n > covered) memset(op->active + covered, 0, (size_t)((uint64_t)n - covered));
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *flags = op->active + r * cols;
         int64_t rc[2] = {0, 0}, e0, e1; /* the row's outer coordinates in the block */
         if (cd == 2) {
             rc[0] = r / bp->block[1];
@@ -303,14 +313,19 @@ static bool block_spans(kb__tl_op *op, uint64_t es, uint32_t *ns)
         }
         bool skip;
         if (!row_start(op, rc, c0 + j0, &e0, &skip)) return false;
-        if (skip) continue;
+        if (skip) {
+            memset(flags, 0, (size_t)cols);
+            continue;
+        }
         if (__builtin_add_overflow(e0, j1 - j0, &e1)) return false;
         if (e0 < 0 || (uint64_t)e1 > op->t->bytes / es ||
             in_padding(op->t, (uint64_t)e0 * es, (uint64_t)(e1 - e0) * es))
             return false;
         int64_t lane = r * cols + j0;
         uint64_t off = (uint64_t)lane * es;
-        memset(op->active + lane, 1, (size_t)(j1 - j0));
+        if (j0) memset(flags, 0, (size_t)j0);
+        memset(flags + j0, 1, (size_t)(j1 - j0));
+        if (j1 < cols) memset(flags + j1, 0, (size_t)(cols - j1));
         op->n_active += j1 - j0;
         if (op->write && moves_bytes(op))
             kb__dtype_convert((kb__dtype)op->t->dtype, (char *)op->staging + off, op->in_d[2].dtype,
@@ -418,14 +433,13 @@ static void mem_start(kb__pe_op *base)
         kb__pe_op_done(base, kb__err_set(&e, KB_ENOMEM, "out of host memory for a DMA"), &e);
         return;
     }
-    memset(op->active, 0, (size_t)n);
     op->staging = staged ? op->active + flags : NULL;
     /* The tiles whose values the walk reads: offsets and mask (addresses,
      * lanes), a store's values when they move, an atomic's operands. */
     for (uint32_t i = 0; i < base->n_in; i++)
         if ((int)i != op->other_in || op->atomic || moves_bytes(op)) kb__pe_buf_bytes(base->in[i]);
     uint32_t ns = 0;
-    if (!block_spans(op, es, &ns)) {
+    if (!block_spans(op, n, es, &ns)) {
         ns = 0;
         op->n_active = 0;
         memset(op->active, 0, (size_t)n);
