@@ -590,6 +590,32 @@ static void credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, d
     worst(a, slots * (rtt + (double)kb__ps_from_ns(resume)) / n, "credits", rank);
 }
 
+/* The time a chain rank's program spends on one message outside tl_send
+ * (its loads, stretched at phase length T, its combines and scalar ops):
+ * the gap between queuing a message and needing the next one's credit. */
+static double prog_per_msg_ps(const rank_xfers *x, uint64_t msgs, double T)
+{
+    if (x->prog_loads <= 0 || !msgs) return 0;
+    return x->prog_loads * share_ps(&x->ld, T) + x->prog_fixed_ps / (double)msgs;
+}
+
+/* One message's cycle on a chain sender whose messages take every credit
+ * (msg_slots >= n_slots), with round trip R and gap g (prog_per_msg_ps):
+ * inside the message it waits a round trip and its resume per further
+ * window of n_slots slots; between messages it works g, and waits (R plus
+ * the resume) only when the first slot's credit is not back by then. With
+ * g = 0 this is the ring rule, msg_slots / n_slots × (R + resume) for a
+ * whole number of windows. */
+static double chain_credit_cycle_ps(const kb__topo_params *tp, const kb__ccl_settings *q,
+                                    uint64_t msg_slots, double R, double g)
+{
+    double resume = (double)kb__ps_from_ns(
+        q->backpressure == KB__CCL_BP_POLL ? tp->pe.ipcq_poll_interval_ns + tp->pe.cpu_scalar_op_ns
+                                           : tp->pe.ipcq_wake_ns);
+    double windows = (double)((msg_slots + q->n_slots - 1) / q->n_slots);
+    return (windows - 1) * (R + resume) + (R > g ? R + resume : g);
+}
+
 /* The bandwidth term of the rings' phases: in phase ph (those with
  * want[ph]) every rank of the plan sends rp - 1 chunks of `chunk` bytes
  * through its port dir (to NEXT of its ring of rp ranks; all the plan's
@@ -675,8 +701,11 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
             x->lds = lds, x->sts = sts;
             x->ld.alone_ps = (double)t_load, x->st.alone_ps = (double)t_store;
             /* a chain's program waits for a piece's load, combines it (a
-             * reduce), then queues its slots on the vc channel */
-            if (wk && sends > 0)
+             * reduce), then queues its slots on the vc channel; a reduce's
+             * root too waits for its load and combines before its store
+             * starts, and the store holds its next load on the DMA unit
+             * (per-program order, pe-timing.md) */
+            if (wk && (sends > 0 || wk[W_MATH] > 0))
                 x->prog_loads = lds,
                 x->prog_fixed_ps = (double)msgs * wk[W_MATH] + sends * (double)slots * scalar;
         }
@@ -702,6 +731,11 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
         share_solve(&acc[ph], rx + ph * p, p, (double)msgs, tp->pe.dma_channels);
         /* the credit loops under the phase's traffic */
         double loaded = 0;
+        uint64_t xfer = piece < chunk ? piece : chunk, msg_slots = (xfer + payload - 1) / payload;
+        /* a chain's sender that receives nothing (the root of a broadcast, the
+         * first rank of a reduce) keeps its own pace: its credits come back
+         * during its own work unless the round trip is longer */
+        bool paced = w && msg_slots >= q->n_slots;
         for (uint32_t k = 0; !rc && k < p; k++) {
             const double *wk = w ? w + W_N * k : NULL;
             double sends = wk ? wk[W_SEND] : ring_chunks;
@@ -714,11 +748,18 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                                      sends * (double)chunk, acc[ph].worst_ps, &extra, err)))
                 break;
             R = (double)rtt_max + extra;
-            if (R > loaded) loaded = R, rtt_rank = k;
+            if (paced && wk[W_RECV] <= 0)
+                worst(&acc[ph],
+                      (double)msgs * chain_credit_cycle_ps(
+                                         tp, q, msg_slots, R,
+                                         prog_per_msg_ps(&rx[ph * p + k], msgs, acc[ph].worst_ps)),
+                      "credits", k);
+            else if (R > loaded)
+                loaded = R, rtt_rank = k;
         }
         if (rc) break;
-        uint64_t xfer = piece < chunk ? piece : chunk, msg_slots = (xfer + payload - 1) / payload;
-        credit_limit(tp, q, ring_chunks * (double)slots, msg_slots, loaded, rtt_rank, &acc[ph]);
+        if (loaded > 0)
+            credit_limit(tp, q, ring_chunks * (double)slots, msg_slots, loaded, rtt_rank, &acc[ph]);
         out->phase_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
         snprintf(out->bottleneck[ph], sizeof out->bottleneck[ph], "%s", acc[ph].what);
     }

@@ -198,10 +198,18 @@ int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_
  * hop); the bandwidth term is that of the ring model above with every
  * rank's own sends, receive copies, loads and stores of the N bytes: the
  * busiest link, memory, vc channel, DMA unit or credit loop, or a sending
- * rank's program: per piece the load it waits for (stretched as the DMA
- * unit's are), its combine (a reduce: one MATH add of a piece of esize-byte
- * elements) and a scalar op per slot queued (tl_send returns once its
- * slots are on the vc channel). */
+ * (or combining) rank's program: per piece the load it waits for
+ * (stretched as the DMA unit's are), its combine (a reduce: one MATH add
+ * of a piece of esize-byte elements) and a scalar op per slot queued
+ * (tl_send returns once its slots are on the vc channel); a reduce's root
+ * sends nothing but waits for its load and combine before its store, which
+ * holds its next load on the DMA unit. A sender that receives nothing (the
+ * root of a broadcast, the first rank of a reduce) keeps its own pace when
+ * its messages take every credit: per message a round trip and resume for
+ * every window of n_slots slots but the first, and then its own work
+ * (program per message), or a round trip and resume when that is longer
+ * (its credits come back during its load of the next piece). A sender that
+ * also receives follows the ring rule. */
 typedef enum kb__ccl_chain {
     KB__CCL_CHAIN_BROADCAST,
     KB__CCL_CHAIN_REDUCE,
