@@ -52,6 +52,10 @@ typedef struct kb__pe_dma {
     /* m_dma only: a fill's cube groups waiting for a channel (FIFO) */
     struct kb__cube_group *cwait_head, *cwait_tail;
     kb__route_memo routes; /* of its PeXfers (pe_xfer.c) */
+    /* The memories its last PeXfers' first runs lay in, most recent first
+     * (pe_xfer.c; NULL: none yet): a GEMM program alternates two operands.
+     * A lookaside only, no part of the engine's state. */
+    kb__memctl *recent[2];
 } kb__pe_dma;
 
 struct kb__device {

@@ -17,6 +17,7 @@
  * Cost: a few allocations per transfer, O(runs × memories) grouping,
  * O(memories) routes (cached).
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,11 +83,18 @@ static int route(kb__xfer *x, kb__fab_msg *m, uint32_t from, uint32_t via, uint3
     return 0;
 }
 
+/* Whether the run [pa, pa + bytes) lies inside memory mem (NULL: no). */
+static bool run_inside(const kb__memctl *mem, uint64_t pa, uint64_t bytes)
+{
+    uint64_t off = mem ? pa - mem->base_pa : 0;
+    return mem && off < mem->size && bytes <= mem->size - off;
+}
+
 /* The memory of each run, checked; group[i] numbers the distinct memories
  * in order of first appearance, mems[g] is memory g. Returns the count of
  * memories, or a negative status. */
-static int pex_group(kb__device *d, const kb__seg *runs, uint32_t n, uint32_t *group,
-                     kb__memctl **mems, kb__err *err)
+static int pex_group(kb__device *d, kb__pe_dma *dma, const kb__seg *runs, uint32_t n,
+                     uint32_t *group, kb__memctl **mems, kb__err *err)
 {
     uint32_t ng = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -95,17 +103,26 @@ static int pex_group(kb__device *d, const kb__seg *runs, uint32_t n, uint32_t *g
             return kb__err_set(err, KB_EINVAL, "PeXfer run %u: zero size at 0x%llx", i,
                                (unsigned long long)r->pa);
         /* A run inside the memory of the one before (a tile's rows: the
-         * common case) needs no decode: [base_pa, base_pa + size) is exactly
-         * the addresses that decode to that memory, so the checks below
-         * would pass and name it. */
-        kb__memctl *mem = i ? mems[group[i - 1]] : NULL;
-        uint64_t off = mem ? r->pa - mem->base_pa : 0;
-        if (!mem || off >= mem->size || r->bytes > mem->size - off) {
+         * common case), or for the first run one of the engine's last two,
+         * needs no decode: [base_pa, base_pa + size) is exactly the
+         * addresses that decode to that memory, so the checks below would
+         * pass and name it. */
+        kb__memctl *mem = NULL;
+        if (i && run_inside(mems[group[i - 1]], r->pa, r->bytes)) {
+            mem = mems[group[i - 1]];
+        } else if (!i && run_inside(dma->recent[0], r->pa, r->bytes)) {
+            mem = dma->recent[0];
+        } else if (!i && run_inside(dma->recent[1], r->pa, r->bytes)) {
+            mem = dma->recent[1];
+            dma->recent[1] = dma->recent[0];
+            dma->recent[0] = mem;
+        } else {
             mem = kb__device_memctl(d, r->pa, err);
             if (!mem) return kb__err_prefix(err, "PeXfer run %u: ", i);
             if (kb__addr_check_span(&d->geom, r->pa, r->bytes, err))
                 return kb__err_prefix(err, "PeXfer run %u (%s, %llu bytes): ", i, mem->name,
                                       (unsigned long long)r->bytes);
+            if (!i) dma->recent[1] = dma->recent[0], dma->recent[0] = mem;
         }
         uint32_t g = ng && mems[ng - 1] == mem ? ng - 1 : 0;
         while (g < ng && mems[g] != mem)
@@ -199,7 +216,8 @@ static int pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, int 
     int small = n <= KB__PEX_BLOCK_RUNS;
     uint32_t *group = small ? group_s : malloc(n * sizeof *group);
     kb__memctl **mems = small ? mems_s : malloc(n * sizeof *mems);
-    int ng = group && mems ? pex_group(d, runs, n, group, mems, err)
+    kb__pe_dma *dma = kb__device_dma(d, sip, cube, pe);
+    int ng = group && mems ? pex_group(d, dma, runs, n, group, mems, err)
                            : kb__err_set(err, KB_ENOMEM, "PeXfer: out of memory for %u runs", n);
     kb__xfer *x = ng > 0 ? pex_alloc(d, (uint32_t)ng, n) : NULL;
     if (ng > 0 && !x && d->pex_pool.budget->refused)
@@ -207,7 +225,7 @@ static int pe_xfer(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe, int 
     else if (ng > 0 && !x)
         ng = kb__err_set(err, KB_ENOMEM, "PeXfer: out of memory for %u runs", n);
     if (x) {
-        x->dma = kb__device_dma(d, sip, cube, pe);
+        x->dma = dma;
         rc = pex_build(x, runs, n, group, mems, (uint32_t)ng, tcm, write, err);
     }
     if (!small) {
