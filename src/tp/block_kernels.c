@@ -9,8 +9,9 @@
  *
  *   norm       y = (x - mean) · rstd · gamma + beta per row (LayerNorm), or
  *              x · rstd · gamma (RMSNorm, rstd = 1 / sqrt(mean(x²) + eps)),
- *              in f32, rounded once to y's dtype; rows in bands of up to 16,
- *              columns in chunks of up to 1024 (two or three passes over x).
+ *              in f32, rounded once to y's dtype; columns in chunks of up
+ *              to 1024 (two or three passes over x), rows in bands of up
+ *              to 65536 / chunk (64 rows of 1024 columns).
  *   add        y = a + b element-wise in the dtype (the residual).
  *   attention  flash attention forward: program i computes the queries of
  *              its shard of o (rows r0 .. r0 + R of the tokens, R = o's
@@ -66,8 +67,16 @@ static tl_tile row_of(tl_ctx *k, tl_tensor *v, int64_t c0, int64_t bc)
 
 /* ---- norms -------------------------------------------------------------------------- */
 
+/* Gamma (beta) chunks a norm program loads once, not per row band: up to
+ * NORM_ROWS_HOISTED chunks of 1024 columns. */
+#define NORM_ROWS_HOISTED 16
+
 /* Arguments: 0 x [R, H], 1 y [R, H], 2 gamma [H], 3 kind (KB__TP_NORM_*),
- * 4 eps, 5 has beta, 6 beta [H] (when 5 is 1). */
+ * 4 eps, 5 has beta, 6 beta [H] (when 5 is 1). Row bands of up to 65536 /
+ * bh rows (a band's chunk is at most 64 Ki elements); each row's sums run
+ * over the same chunks in the same order whatever the band, so the band
+ * height changes no bit. Padding is masked only in a chunk that has some;
+ * RMSNorm (mean 0) subtracts no mean. */
 static void norm_kernel(tl_ctx *k)
 {
     tl_tensor *x = tl_arg_tensor(k, 0), *y = tl_arg_tensor(k, 1), *gamma = tl_arg_tensor(k, 2);
@@ -75,11 +84,18 @@ static void norm_kernel(tl_ctx *k)
     double eps = tl_arg_f64(k, 4);
     tl_tensor *beta = tl_arg_i64(k, 5) ? tl_arg_tensor(k, 6) : NULL;
     int64_t R = tl_tensor_dim(x, 0), H = tl_tensor_dim(x, 1);
-    int64_t br = kb__tp_pow2_below(R, 16), bh = kb__tp_pow2_below(H, 1024);
-    tl_tile inv_h = tl_scalar(k, 1.0 / (double)H, TL_F32);
+    int64_t bh = kb__tp_pow2_below(H, 1024), br = kb__tp_pow2_below(R, 65536 / bh);
+    int64_t nc = tl_cdiv(H, bh);
+    tl_tile inv_h = tl_scalar(k, 1.0 / (double)H, TL_F32), eps_t = tl_scalar(k, eps, TL_F32);
+    tl_tile g_row[NORM_ROWS_HOISTED], b_row[NORM_ROWS_HOISTED];
+    int hoist = nc <= NORM_ROWS_HOISTED;
+    for (int64_t c = 0; hoist && c < nc; c++) {
+        g_row[c] = row_of(k, gamma, c * bh, bh);
+        if (beta) b_row[c] = row_of(k, beta, c * bh, bh);
+    }
     for (int64_t r0 = 0; r0 < R; r0 += br) {
         uint64_t s = tl_scope_begin(k);
-        tl_tile mean = tl_zeros(k, 2, (int64_t[]){br, 1}, TL_F32);
+        tl_tile mean = TL_NONE;
         if (layer) { /* pass 1: the mean */
             tl_tile acc = tl_zeros(k, 1, &br, TL_F32);
             for (int64_t h0 = 0; h0 < H; h0 += bh) {
@@ -98,18 +114,23 @@ static void norm_kernel(tl_ctx *k)
                 k,
                 tl_load_block(k, kb__tp_block2(k, x, r0, h0, br, bh), KB__TP_CHECK_2D, TL_PAD_ZERO),
                 TL_F32);
-            tl_tile cols = tl_add(k, tl_arange(k, 0, bh), tl_scalar(k, (double)h0, TL_I32));
-            tl_tile inside = tl_lt(k, cols, tl_scalar(k, (double)H, TL_I32));
-            tl_tile d = tl_where(k, inside, tl_sub(k, v, mean), tl_scalar(k, 0.0, TL_F32));
+            tl_tile d = layer ? tl_sub(k, v, mean) : v;
+            if (layer && h0 + bh > H) { /* x - mean is not 0 in the padding */
+                tl_tile cols = tl_add(k, tl_arange(k, 0, bh), tl_scalar(k, (double)h0, TL_I32));
+                tl_tile inside = tl_lt(k, cols, tl_scalar(k, (double)H, TL_I32));
+                d = tl_where(k, inside, d, tl_scalar(k, 0.0, TL_F32));
+            }
             acc = tl_add(k, acc, tl_sum(k, tl_mul(k, d, d), 1));
         }
-        tl_tile rstd = tl_expand_dims(
-            k, tl_rsqrt(k, tl_add(k, tl_mul(k, acc, inv_h), tl_scalar(k, eps, TL_F32))), 1);
-        for (int64_t h0 = 0; h0 < H; h0 += bh) { /* pass 3: normalise, scale, shift */
+        tl_tile rstd = tl_expand_dims(k, tl_rsqrt(k, tl_add(k, tl_mul(k, acc, inv_h), eps_t)), 1);
+        for (int64_t c = 0; c < nc; c++) { /* pass 3: normalise, scale, shift */
+            int64_t h0 = c * bh;
             tl_block_ptr px = kb__tp_block2(k, x, r0, h0, br, bh);
             tl_tile v = tl_cast(k, tl_load_block(k, px, KB__TP_CHECK_2D, TL_PAD_ZERO), TL_F32);
-            tl_tile out = tl_mul(k, tl_mul(k, tl_sub(k, v, mean), rstd), row_of(k, gamma, h0, bh));
-            if (beta) out = tl_add(k, out, row_of(k, beta, h0, bh));
+            if (layer) v = tl_sub(k, v, mean);
+            tl_tile out =
+                tl_mul(k, tl_mul(k, v, rstd), hoist ? g_row[c] : row_of(k, gamma, h0, bh));
+            if (beta) out = tl_add(k, out, hoist ? b_row[c] : row_of(k, beta, h0, bh));
             tl_store_block(k, kb__tp_block2(k, y, r0, h0, br, bh),
                            tl_cast(k, out, tl_tensor_dtype(y)), KB__TP_CHECK_2D);
         }
@@ -248,7 +269,7 @@ static void swiglu_bwd_kernel(tl_ctx *k)
     for (int i = 0; i < 5; i++)
         t[i] = tl_arg_tensor(k, i);
     int64_t M = tl_tensor_dim(t[0], 0), N = tl_tensor_dim(t[0], 1);
-    int64_t bm = kb__tp_pow2_below(M, 64), bn = kb__tp_pow2_below(N, 256);
+    int64_t bn = kb__tp_pow2_below(N, 256), bm = kb__tp_pow2_below(M, 65536 / bn);
     for (int64_t m0 = 0; m0 < M; m0 += bm)
         for (int64_t n0 = 0; n0 < N; n0 += bn) {
             uint64_t s = tl_scope_begin(k);
@@ -284,9 +305,9 @@ typedef struct attn {
  * w stacked by rows ([c · T, w]: block b holds columns [b · w, (b + 1) ·
  * w); w = the full width is the plain [T, cols] matrix), of rows `rows` (a
  * [rows, 1] i32 tile part) and of columns c_j = col0 + (j + shift) mod d
- * (a [1, d] part): ((c / w) · T + row) · w + c mod w. */
-static tl_tile blocked_offsets(tl_ctx *k, int64_t T, int64_t w_, int64_t d, tl_tile rows,
-                               int64_t col0, int64_t shift)
+ * (a [1, d] part): ((c / w) · T + row) · w + c mod w. col_part is the
+ * column part, (c / w) · T · w + c mod w, as a [d] tile. */
+static tl_tile col_part(tl_ctx *k, int64_t T, int64_t w_, int64_t d, int64_t col0, int64_t shift)
 {
     tl_tile j = tl_arange(k, 0, d);
     if (shift)
@@ -294,9 +315,15 @@ static tl_tile blocked_offsets(tl_ctx *k, int64_t T, int64_t w_, int64_t d, tl_t
                    tl_scalar(k, (double)d, TL_I32));
     tl_tile c = tl_add(k, j, tl_scalar(k, (double)col0, TL_I32));
     tl_tile w = tl_scalar(k, (double)w_, TL_I32);
-    tl_tile colpart =
-        tl_add(k, tl_mul(k, tl_floordiv(k, c, w), tl_scalar(k, (double)(T * w_), TL_I32)),
-               tl_mod(k, c, w));
+    return tl_add(k, tl_mul(k, tl_floordiv(k, c, w), tl_scalar(k, (double)(T * w_), TL_I32)),
+                  tl_mod(k, c, w));
+}
+
+static tl_tile blocked_offsets(tl_ctx *k, int64_t T, int64_t w_, int64_t d, tl_tile rows,
+                               int64_t col0, int64_t shift)
+{
+    tl_tile colpart = col_part(k, T, w_, d, col0, shift);
+    tl_tile w = tl_scalar(k, (double)w_, TL_I32);
     return tl_add(k, tl_expand_dims(k, tl_mul(k, rows, w), 1), tl_expand_dims(k, colpart, 0));
 }
 
@@ -332,32 +359,85 @@ static tl_tile load_heads(tl_ctx *k, const attn *a, tl_tile rows, tl_tile valid,
     return tl_cast(k, out, tl_dtype_of(k, v));
 }
 
-/* One block of bm queries from token q0 (local row lr0 of o) of query head h. */
-static void attend(tl_ctx *k, const attn *a, int64_t q0, int64_t nq, int64_t lr0, int64_t h)
+/* What a forward attention program computes once, not per key block:
+ * the [1, d] column parts of the offsets of the current head's Q, K and V
+ * (and of their rotated halves), the rotate-half sign, aranges. */
+typedef struct attn_fwd {
+    tl_tile qpart, qrot, kpart, krot, vpart; /* [1, d] i32 (col_part expanded) */
+    tl_tile sign;                            /* [d] f32: -1 below d / 2, else 1 */
+    tl_tile jrow;                            /* [1, d] i32: 0 .. d - 1 */
+    tl_tile wq, qar, kar;                    /* scalar w; aranges of bm and bn */
+} attn_fwd;
+
+/* The [1, d] column part for columns col0 + (j + shift) mod d. */
+static tl_tile head_part(tl_ctx *k, const attn *a, int64_t col0, int64_t shift)
 {
-    int64_t group = a->heads / a->kv_heads, kvh = h / group;
-    int64_t qcol = h * a->d, kcol = (a->heads + kvh) * a->d,
-            vcol = (a->heads + a->kv_heads + kvh) * a->d;
-    tl_tile qrows = tl_add(k, tl_arange(k, 0, a->bm), tl_scalar(k, (double)q0, TL_I32));
-    tl_tile qvalid = tl_lt(k, qrows, tl_scalar(k, (double)(q0 + nq), TL_I32));
-    tl_tile q = load_heads(k, a, qrows, qvalid, qcol, 1);
+    return tl_expand_dims(k, col_part(k, a->T, a->w, a->d, col0, shift), 0);
+}
+
+/* load_heads for rows r0 .. r0 + n (rows, i32 [n], and their valid lanes,
+ * the first nvalid) with the hoisted column parts `part` and `rot` (rot
+ * TL_NONE: no rotary embedding). The same values as load_heads: offsets
+ * row · w + the column part; when every row is valid no mask (every lane
+ * active), and the cos / sin rows, then contiguous from r0 mod seq when
+ * they do not wrap, are block loads. */
+static tl_tile load_heads_at(tl_ctx *k, const attn *a, const attn_fwd *f, tl_tile rows,
+                             tl_tile valid, int64_t r0, int64_t n, int64_t nvalid, tl_tile part,
+                             tl_tile rot_part)
+{
+    int full = nvalid == n;
+    tl_tile mask =
+        full ? TL_NONE : tl_broadcast_to(k, tl_expand_dims(k, valid, 1), 2, (int64_t[]){n, a->d});
+    tl_tile rowpart = tl_expand_dims(k, tl_mul(k, rows, f->wq), 1);
+    tl_tile v = tl_load(k, a->qkv, tl_add(k, rowpart, part), mask, TL_NONE);
+    if (rot_part.slot == 0 && rot_part.gen == 0) return v;
+    tl_tile rot = tl_load(k, a->qkv, tl_add(k, rowpart, rot_part), mask, TL_NONE);
+    tl_tile c, s;
+    int64_t pos0 = r0 % a->seq;
+    if (full && pos0 + n <= a->seq) {
+        c = tl_load_block(k, kb__tp_block2(k, a->cos, pos0, 0, n, a->d), 0, TL_PAD_ZERO);
+        s = tl_load_block(k, kb__tp_block2(k, a->sin, pos0, 0, n, a->d), 0, TL_PAD_ZERO);
+    } else {
+        tl_tile pos = tl_mod(k, rows, tl_scalar(k, (double)a->seq, TL_I32));
+        tl_tile toff = tl_add(
+            k, tl_expand_dims(k, tl_mul(k, pos, tl_scalar(k, (double)a->d, TL_I32)), 1), f->jrow);
+        c = tl_load(k, a->cos, toff, mask, TL_NONE);
+        s = tl_load(k, a->sin, toff, mask, TL_NONE);
+    }
+    tl_tile out = tl_add(k, tl_mul(k, tl_cast(k, v, TL_F32), c),
+                         tl_mul(k, tl_mul(k, tl_cast(k, rot, TL_F32), f->sign), s));
+    return tl_cast(k, out, tl_dtype_of(k, v));
+}
+
+/* One block of bm queries from token q0 (local row lr0 of o) of query head
+ * h, with f's column parts set for h. */
+static void attend(tl_ctx *k, const attn *a, const attn_fwd *f, int64_t q0, int64_t nq, int64_t lr0,
+                   int64_t h)
+{
+    int64_t qcol = h * a->d;
+    tl_tile qrows = tl_add(k, f->qar, tl_scalar(k, (double)q0, TL_I32));
+    tl_tile qvalid =
+        nq == a->bm ? TL_NONE : tl_lt(k, qrows, tl_scalar(k, (double)(q0 + nq), TL_I32));
+    tl_tile q = load_heads_at(k, a, f, qrows, qvalid, q0, a->bm, nq, f->qpart, f->qrot);
     tl_tile seq = tl_scalar(k, (double)a->seq, TL_I32);
     tl_tile qstart = tl_expand_dims(k, tl_mul(k, tl_floordiv(k, qrows, seq), seq), 1); /* [bm, 1] */
     tl_tile qcolv = tl_expand_dims(k, qrows, 1);
     tl_tile m = tl_full(k, 1, &a->bm, -1e30, TL_F32), l = tl_zeros(k, 1, &a->bm, TL_F32);
     tl_tile acc = tl_zeros(k, 2, (int64_t[]){a->bm, a->d}, TL_F32);
+    tl_tile scale = tl_scalar(k, a->scale, TL_F32), ninf = tl_scalar(k, -INFINITY, TL_F32);
     int64_t k_from = q0 / a->seq * a->seq, k_to = q0 + nq; /* keys [k_from, k_to) */
     for (int64_t k0 = k_from; k0 < k_to; k0 += a->bn) {
         uint64_t s = tl_scope_begin(k);
-        tl_tile krows = tl_add(k, tl_arange(k, 0, a->bn), tl_scalar(k, (double)k0, TL_I32));
-        tl_tile kvalid = tl_lt(k, krows, tl_scalar(k, (double)k_to, TL_I32));
-        tl_tile kb = load_heads(k, a, krows, kvalid, kcol, 1);
-        tl_tile vb = load_heads(k, a, krows, kvalid, vcol, 0);
-        tl_tile sc =
-            tl_mul(k, tl_dot(k, q, tl_trans(k, kb), TL_NONE), tl_scalar(k, a->scale, TL_F32));
+        int64_t nk = k_to - k0 < a->bn ? k_to - k0 : a->bn;
+        tl_tile krows = tl_add(k, f->kar, tl_scalar(k, (double)k0, TL_I32));
+        tl_tile kvalid =
+            nk == a->bn ? TL_NONE : tl_lt(k, krows, tl_scalar(k, (double)k_to, TL_I32));
+        tl_tile kb = load_heads_at(k, a, f, krows, kvalid, k0, a->bn, nk, f->kpart, f->krot);
+        tl_tile vb = load_heads_at(k, a, f, krows, kvalid, k0, a->bn, nk, f->vpart, TL_NONE);
+        tl_tile sc = tl_mul(k, tl_dot(k, q, tl_trans(k, kb), TL_NONE), scale);
         tl_tile kr = tl_expand_dims(k, krows, 0); /* [1, bn] */
         tl_tile keep = tl_and(k, tl_le(k, kr, qcolv), tl_ge(k, kr, qstart));
-        sc = tl_where(k, keep, sc, tl_scalar(k, -INFINITY, TL_F32));
+        sc = tl_where(k, keep, sc, ninf);
         tl_tile m_new = tl_maximum(k, m, tl_max(k, sc, 1));
         tl_tile alpha = tl_exp(k, tl_sub(k, m, m_new));
         tl_tile p = tl_exp(k, tl_sub(k, sc, tl_expand_dims(k, m_new, 1)));
@@ -393,12 +473,30 @@ static void attention_kernel(tl_ctx *k)
     if (tl_arg_i64(k, 10)) a.lse = tl_arg_tensor(k, next);
     int64_t R = tl_tensor_dim(a.o, 0), r0 = tl_program_id(k, 0) * R;
     a.bm = kb__tp_pow2_below(R, 64), a.bn = 64;
-    for (int64_t h = 0; h < a.heads; h++)
+    attn_fwd f = {.wq = tl_scalar(k, (double)a.w, TL_I32),
+                  .qar = tl_arange(k, 0, a.bm),
+                  .kar = tl_arange(k, 0, a.bn)};
+    int64_t half = a.d / 2;
+    tl_tile j = tl_arange(k, 0, a.d);
+    f.jrow = tl_expand_dims(k, j, 0);
+    f.sign = tl_where(k, tl_lt(k, j, tl_scalar(k, (double)half, TL_I32)),
+                      tl_scalar(k, -1.0, TL_F32), tl_scalar(k, 1.0, TL_F32));
+    int64_t group = a.heads / a.kv_heads;
+    for (int64_t h = 0; h < a.heads; h++) {
+        uint64_t sh = tl_scope_begin(k);
+        int64_t kvh = h / group, qcol = h * a.d, kcol = (a.heads + kvh) * a.d,
+                vcol = (a.heads + a.kv_heads + kvh) * a.d;
+        f.qpart = head_part(k, &a, qcol, 0), f.kpart = head_part(k, &a, kcol, 0);
+        f.vpart = head_part(k, &a, vcol, 0);
+        f.qrot = a.rope ? head_part(k, &a, qcol, half) : TL_NONE;
+        f.krot = a.rope ? head_part(k, &a, kcol, half) : TL_NONE;
         for (int64_t lr = 0; lr < R; lr += a.bm) {
             uint64_t s = tl_scope_begin(k);
-            attend(k, &a, r0 + lr, R - lr < a.bm ? R - lr : a.bm, lr, h);
+            attend(k, &a, &f, r0 + lr, R - lr < a.bm ? R - lr : a.bm, lr, h);
             tl_scope_end(k, s, 0, NULL);
         }
+        tl_scope_end(k, sh, 0, NULL);
+    }
 }
 
 /* ---- attention backward ------------------------------------------------------------------- */
