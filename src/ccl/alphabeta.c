@@ -539,33 +539,68 @@ static int credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k
     return 0;
 }
 
-/* The stretch of rank k's credit round trip (its port dir, route `ring`
- * from its DMA to the peer's ring) in phase a of length T: the slot's trip
- * (its TCM read, the route, the peer's ring write) and the peer's copy
- * ring -> TCM get what the phase's other flows leave of their links and
- * memories (the stream's own sends and the peer's own receive copies are
- * not others), as the loads and stores do. */
-static int rtt_stretch_ps(const kb__topo *t, const kb__ccl_plan *plan, const phase_acc *a,
-                          uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, double own_sent,
-                          double own_copied, double T, double *out, kb__err *err)
+/* One stream's credit loop: its round trip alone (credit_rtt_ps), and the
+ * parts that stretch under the phase's traffic: the slot's trip (its TCM
+ * read, the route, the peer's ring write) and the peer's copy ring -> TCM,
+ * which get what the phase's other flows leave of their links and memories
+ * (the stream's own sends and the peer's own receive copies given as
+ * own_sent and own_copied are not others), as the loads and stores do. */
+typedef struct credit_loop {
+    double rtt0_ps; /* alone */
+    xfer_share trip, copy;
+    uint32_t rank;
+} credit_loop;
+
+/* The loop's round trip in a phase of length T. */
+static double loop_ps(const credit_loop *c, double T)
+{
+    return c->rtt0_ps + share_ps(&c->trip, T) + share_ps(&c->copy, T);
+}
+
+/* c := rank k's credit loop through port dir (route `ring` from its DMA to
+ * the peer's ring) in phase a, alone rtt0_ps. */
+static int loop_fill(const kb__topo *t, const kb__ccl_plan *plan, const phase_acc *a, uint32_t k,
+                     kb__ccl_dir dir, const kb__ccl_route *ring, double own_sent, double own_copied,
+                     double rtt0_ps, credit_loop *c, kb__err *err)
 {
     const kb__ccl_settings *q = &plan->r.s;
     kb__ccl_loc at = plan->loc[k], nx = plan->ports[k][dir].loc;
     pe_nodes n = nodes_of(t, at);
     kb__ccl_route r = {0};
-    xfer_share trip, copy;
+    c->rtt0_ps = rtt0_ps;
+    c->rank = k;
     int rc = path(t, &r, n.tcm, -1, n.dma, err); /* the slot leaves the TCM through the DMA */
     for (uint32_t i = 0; !rc && i < ring->n; i++)
         rc = push_link(t, &r, ring->links[i], err);
     if (!rc)
         share_fill(t, a, &r, n.tcm, ring_node(t, nx, q->buffer_kind), (double)q->slot_size,
-                   own_sent, 0, &trip);
+                   own_sent, 0, &c->trip);
     if (!rc && !(rc = copy_path(t, nx, q->buffer_kind, &r, err)))
         share_fill(t, a, &r, ring_node(t, nx, q->buffer_kind), nodes_of(t, nx).tcm,
-                   (double)(q->slot_size - KB__IPCQ_META_BYTES), own_copied, 0, &copy);
+                   (double)(q->slot_size - KB__IPCQ_META_BYTES), own_copied, 0, &c->copy);
     kb__ccl_route_fini(&r);
-    if (!rc) *out = share_ps(&trip, T) + share_ps(&copy, T);
     return rc;
+}
+
+/* The stretch of rank k's credit round trip in phase a of length T (the
+ * loop of loop_fill, without its time alone). */
+static int rtt_stretch_ps(const kb__topo *t, const kb__ccl_plan *plan, const phase_acc *a,
+                          uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, double own_sent,
+                          double own_copied, double T, double *out, kb__err *err)
+{
+    credit_loop c;
+    int rc = loop_fill(t, plan, a, k, dir, ring, own_sent, own_copied, 0, &c, err);
+    if (!rc) *out = loop_ps(&c, T);
+    return rc;
+}
+
+/* A sender's resume after it ran out of credit: pe.ipcq.wake_ns asleep,
+ * one poll period polling, ps. */
+static double resume_ps(const kb__topo_params *tp, const kb__ccl_settings *q)
+{
+    return (double)kb__ps_from_ns(q->backpressure == KB__CCL_BP_POLL
+                                      ? tp->pe.ipcq_poll_interval_ns + tp->pe.cpu_scalar_op_ns
+                                      : tp->pe.ipcq_wake_ns);
 }
 
 /* Whether the slowest credit loop (rtt, of rank: its round trip under the
@@ -616,6 +651,63 @@ static double chain_credit_cycle_ps(const kb__topo_params *tp, const kb__ccl_set
     return (windows - 1) * (R + resume) + (R > g ? R + resume : g);
 }
 
+/* The slowest of loops[0..n) at phase length T; *rank its rank. */
+static double loops_max_ps(const credit_loop *loops, uint32_t n, double T, uint32_t *rank)
+{
+    double m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        double v = loop_ps(&loops[i], T);
+        if (v > m) m = v, *rank = loops[i].rank;
+    }
+    return m;
+}
+
+/* The graded credit rule of the ring all-reduce's streams (credit_limit's
+ * rule is all or nothing: a wait for a whole loaded round trip on every
+ * window). Measured on its senders, each slot's round trip is stretched by
+ * what is in flight at the same time, and that depends on how the sender
+ * waits:
+ *
+ *   - the other flows of the phase are spread over the phase as long as it
+ *     then lasts: when the credits pace it, it is longer than the other
+ *     terms (a->worst_ps), the others fill less of it and the loop
+ *     stretches less, so the phase lasts the fixed point
+ *     T = slots × (R(T) + resume) / n_slots, R(T) the slowest loop at T
+ *     (by bisection: R shrinks as T grows);
+ *   - the stream's own sends and its peer's copies of them are in flight
+ *     beside a slot for the fraction of the loop the stream is moving,
+ *     R / (R + resume) (R alone): a sleeping sender's window goes out
+ *     into an empty pipe after its wake (200 ns against a 55 ns loop: a
+ *     fifth), a polling one keeps its slots flowing (three quarters), so
+ *     loop_fill takes that fraction of them as others (the caller's
+ *     own_* arguments are the rest).
+ *
+ * Whether the sender runs dry is judged at the pace of the other terms, as
+ * credit_limit does. */
+static void credit_solve(const kb__topo_params *tp, const kb__ccl_settings *q, double slots,
+                         uint64_t msg_slots, const credit_loop *loops, uint32_t n_loops,
+                         phase_acc *a)
+{
+    if (!n_loops) return;
+    double n = q->n_slots, T0 = a->worst_ps > 1 ? a->worst_ps : 1;
+    uint32_t rank = 0;
+    double r0 = loops_max_ps(loops, n_loops, T0, &rank);
+    bool dry = msg_slots >= q->n_slots || slots * r0 / n > a->worst_ps;
+    if (!dry) return;
+    double resume = resume_ps(tp, q);
+    double lo = T0, hi = slots * (r0 + resume) / n;
+    if (hi <= lo) return; /* the credits do not pace it */
+    for (int it = 0; it < 64 && hi - lo > 0.5; it++) {
+        double mid = 0.5 * (lo + hi);
+        if (slots * (loops_max_ps(loops, n_loops, mid, &rank) + resume) / n > mid)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    loops_max_ps(loops, n_loops, hi, &rank);
+    worst(a, hi, "credits", rank);
+}
+
 /* The bandwidth term of the rings' phases: in phase ph (those with
  * want[ph]) every rank of the plan sends rp - 1 chunks of `chunk` bytes
  * through its port dir (to NEXT of its ring of rp ranks; all the plan's
@@ -625,9 +717,19 @@ static double chain_credit_cycle_ps(const kb__topo_params *tp, const kb__ccl_set
  * receives, loads and stores, and its MATH time a piece, at w[W_N k ..]. */
 enum { W_SEND, W_RECV, W_LOAD, W_STORE, W_MATH, W_N }; /* W_MATH: its combine a piece, ps */
 
+static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+                     uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
+                     const double stores[2], const double *w, bool graded, kb__ccl_ring_bw *out,
+                     kb__err *err);
+
+/* ring_bw, or with w (per-rank weights, phase 0 only) a chain's; the all
+ * or nothing credit rule (credit_limit). */
 static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
-                     const double stores[2], const double *w, kb__ccl_ring_bw *out, kb__err *err);
+                     const double stores[2], const double *w, kb__ccl_ring_bw *out, kb__err *err)
+{
+    return ring_bw_x(t, plan, dir, rp, chunk, piece, want, loads, stores, w, false, out, err);
+}
 
 static int ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                    uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
@@ -636,10 +738,11 @@ static int ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
     return ring_bw_w(t, plan, dir, rp, chunk, piece, want, loads, stores, NULL, out, err);
 }
 
-/* ring_bw, or with w (per-rank weights, phase 0 only) a chain's. */
-static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+/* ring_bw_w with the graded credit rule of credit_solve when graded. */
+static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
-                     const double stores[2], const double *w, kb__ccl_ring_bw *out, kb__err *err)
+                     const double stores[2], const double *w, bool graded, kb__ccl_ring_bw *out,
+                     kb__err *err)
 {
     memset(out, 0, sizeof *out);
     uint32_t p = plan->world_size;
@@ -664,22 +767,20 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
     int rc = acc_init(t, &acc[0], err);
     if (!rc) rc = acc_init(t, &acc[1], err);
     rank_xfers *rx = calloc(2 * (size_t)p, sizeof *rx);
-    if (!rc && !rx) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
+    credit_loop *loops = calloc(p, sizeof *loops);
+    if (!rc && (!rx || !loops)) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
     kb__ccl_route ring = {0}, copy = {0}, ld = {0}, st = {0};
     uint64_t rtt_max = 0;
-    uint32_t rtt_rank = 0;
     for (uint32_t k = 0; !rc && k < p; k++) {
         kb__ccl_loc at = plan->loc[k];
-        uint64_t t_load, t_store, rtt, xfer = piece < chunk ? piece : chunk;
+        uint64_t t_load, t_store, xfer = piece < chunk ? piece : chunk;
         if ((rc =
                  kb__ccl_route_build(t, at, plan->ports[k][dir].loc, q->buffer_kind, &ring, err)) ||
             (rc = copy_path(t, at, q->buffer_kind, &copy, err)) ||
             (rc = data_path(t, at, false, &ld, err)) || (rc = data_path(t, at, true, &st, err)) ||
             (rc = xfer_ps(t, at, false, &ld, xfer, &t_load, err)) ||
-            (rc = xfer_ps(t, at, true, &st, xfer, &t_store, err)) ||
-            (rc = credit_rtt_ps(t, plan, k, dir, &ring, &rtt, err)))
+            (rc = xfer_ps(t, at, true, &st, xfer, &t_store, err)))
             break;
-        if (rtt > rtt_max) rtt_max = rtt, rtt_rank = k;
         for (int ph = 0; ph < 2; ph++) {
             if (!want[ph]) continue;
             phase_acc *a = &acc[ph];
@@ -730,36 +831,50 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
         acc_links(t, &acc[ph]);
         share_solve(&acc[ph], rx + ph * p, p, (double)msgs, tp->pe.dma_channels);
         /* the credit loops under the phase's traffic */
-        double loaded = 0;
         uint64_t xfer = piece < chunk ? piece : chunk, msg_slots = (xfer + payload - 1) / payload;
         /* a chain's sender that receives nothing (the root of a broadcast, the
          * first rank of a reduce) keeps its own pace: its credits come back
          * during its own work unless the round trip is longer */
         bool paced = w && msg_slots >= q->n_slots;
+        uint32_t n_loops = 0;
         for (uint32_t k = 0; !rc && k < p; k++) {
             const double *wk = w ? w + W_N * k : NULL;
             double sends = wk ? wk[W_SEND] : ring_chunks;
-            double extra, R;
             if (sends <= 0) continue;
             if ((rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][dir].loc, q->buffer_kind,
                                           &ring, err)) ||
-                (rc = credit_rtt_ps(t, plan, k, dir, &ring, &rtt_max, err)) ||
-                (rc = rtt_stretch_ps(t, plan, &acc[ph], k, dir, &ring, sends * wire,
-                                     sends * (double)chunk, acc[ph].worst_ps, &extra, err)))
+                (rc = credit_rtt_ps(t, plan, k, dir, &ring, &rtt_max, err)))
                 break;
-            R = (double)rtt_max + extra;
+            /* graded: the stream's own flows beside a slot for the
+             * fraction of its loop it moves (credit_solve) */
+            double alone = (double)rtt_max,
+                   own = graded ? 1 - alone / (alone + resume_ps(tp, q)) : 1;
+            credit_loop *lp = &loops[n_loops];
+            if ((rc = loop_fill(t, plan, &acc[ph], k, dir, &ring, own * sends * wire,
+                                own * sends * (double)chunk, alone, lp, err)))
+                break;
             if (paced && wk[W_RECV] <= 0)
                 worst(&acc[ph],
                       (double)msgs * chain_credit_cycle_ps(
-                                         tp, q, msg_slots, R,
+                                         tp, q, msg_slots, loop_ps(lp, acc[ph].worst_ps),
                                          prog_per_msg_ps(&rx[ph * p + k], msgs, acc[ph].worst_ps)),
                       "credits", k);
-            else if (R > loaded)
-                loaded = R, rtt_rank = k;
+            else
+                n_loops++;
         }
         if (rc) break;
-        if (loaded > 0)
-            credit_limit(tp, q, ring_chunks * (double)slots, msg_slots, loaded, rtt_rank, &acc[ph]);
+        if (graded) {
+            credit_solve(tp, q, ring_chunks * (double)slots, msg_slots, loops, n_loops, &acc[ph]);
+        } else {
+            double loaded = 0;
+            uint32_t slow = 0;
+            for (uint32_t i = 0; i < n_loops; i++) {
+                double v = loop_ps(&loops[i], acc[ph].worst_ps);
+                if (v > loaded) loaded = v, slow = loops[i].rank;
+            }
+            if (loaded > 0)
+                credit_limit(tp, q, ring_chunks * (double)slots, msg_slots, loaded, slow, &acc[ph]);
+        }
         out->phase_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
         snprintf(out->bottleneck[ph], sizeof out->bottleneck[ph], "%s", acc[ph].what);
     }
@@ -770,6 +885,7 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
     acc_fini(&acc[0]);
     acc_fini(&acc[1]);
     free(rx);
+    free(loops);
     return rc;
 }
 
@@ -781,8 +897,10 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
     const bool both[2] = {true, true};
     const double loads[2] = {p, 0}, stores[2] = {1, p - 1};
     uint64_t chunk = plan->world_size ? (bytes + plan->world_size - 1) / plan->world_size : 0;
-    return ring_bw(t, plan, KB__CCL_E, plan->world_size, bytes ? chunk : 0, piece, both, loads,
-                   stores, out, err);
+    /* the graded credit rule (credit_solve): measured on this collective's
+     * streams; the others keep the all or nothing one (docs/ccl.md) */
+    return ring_bw_x(t, plan, KB__CCL_E, plan->world_size, bytes ? chunk : 0, piece, both, loads,
+                     stores, NULL, true, out, err);
 }
 
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,

@@ -120,7 +120,13 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
  *                         message of n_slots slots or more runs its sender
  *                         dry every time (it takes every credit), a smaller
  *                         one when n_slots slots cannot cover a round trip
- *                         at the phase's pace
+ *                         at the phase's pace. Graded: the other flows
+ *                         stretch the loop over the phase as long as the
+ *                         credits make it (a fixed point), and the stream's
+ *                         own flows count for the fraction R / (R + wake or
+ *                         poll period) of its loop that it moves (measured:
+ *                         a sleeping window goes out into an empty pipe, a
+ *                         polling stream keeps its slots flowing)
  *
  * docs/ccl.md ("α-β model") gives the measured ratios and where they hold. */
 typedef struct kb__ccl_ring_bw {
@@ -135,7 +141,9 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
  * `chunk` bytes: phase 0 a ring reduce-scatter (per rank p loads, 1
  * store), 1 a ring all-gather (1 load and p stores: its own chunk goes to
  * its output too); out->phase_ps[phase] and bottleneck[phase], the other
- * zero. Its prediction is half_path_ps + phase_ps[phase]. */
+ * zero. Its prediction is half_path_ps + phase_ps[phase]. Its credit loop
+ * is the all-or-nothing one (stretched by the phase's other flows over the
+ * other terms' length), not the all-reduce's graded one (docs/ccl.md). */
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
                          uint64_t piece, int phase, kb__ccl_ring_bw *out, kb__err *err);
 

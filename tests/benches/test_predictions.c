@@ -27,8 +27,9 @@ typedef struct held {
     int slots, big;
 } held;
 
-/* ratio of one run; fails the test when the bench reports no prediction. */
-static double ratio_of(const held *h, int world, long bytes)
+/* ratio of one run, with one more --set when set is not NULL; fails the
+ * test when the bench reports no prediction. */
+static double ratio_set(const held *h, int world, long bytes, const char *set)
 {
     char w[32], b[32], a[96], s[64];
     snprintf(w, sizeof w, "world=%d", world);
@@ -36,7 +37,7 @@ static double ratio_of(const held *h, int world, long bytes)
     snprintf(a, sizeof a, "algorithm=%s", h->algorithm ? h->algorithm : "");
     snprintf(s, sizeof s, "ccl.defaults.n_slots=%d", h->slots);
     const char *kv[] = {w, b, h->algorithm ? a : NULL, NULL};
-    const char *sets[] = {s, NULL};
+    const char *sets[] = {s, set, NULL};
     kb_bench_result r;
     cr_assert_eq(kb_test_bench_run(h->bench, h->algorithm ? sets : NULL, 1, &r, kv), 0, "%s %s: %s",
                  h->bench, w, r.error);
@@ -44,6 +45,11 @@ static double ratio_of(const held *h, int world, long bytes)
            pred = kb_test_bench_figure(&r, "alpha_beta");
     cr_assert_gt(pred, 0, "%s %s: no prediction", h->bench, w);
     return span / pred;
+}
+
+static double ratio_of(const held *h, int world, long bytes)
+{
+    return ratio_set(h, world, bytes, NULL);
 }
 
 /* Every row of rows[0..n) within 10 %: 1 MiB per rank, and 4 MiB at 2 and
@@ -70,14 +76,34 @@ static void hold(const held *rows, size_t n)
 Test(predictions, ring_allreduce_holds_its_range)
 {
     static const held rows[] = {
-        {"ccl_allreduce", "ring_allreduce", {4, 8, 16}, 4, 1},
+        {"ccl_allreduce", "ring_allreduce", {2, 4, 8, 16}, 4, 1},
         {"ccl_allreduce", "ring_allreduce", {2, 4, 8, 16}, 16, 1},
-        {"ccl_allreduce", "ring_allreduce_sram", {2, 8, 16}, 4, 0},
+        {"ccl_allreduce", "ring_allreduce_sram", {2, 4, 8, 16}, 4, 1},
         {"ccl_allreduce", "ring_allreduce_sram", {2, 4, 8, 16}, 16, 0},
         {"ccl_allreduce", "ring_allreduce_hbm", {2, 4, 8, 16}, 4, 0},
         {"ccl_allreduce", "ring_allreduce_hbm", {2, 4, 8, 16}, 16, 0},
     };
     HOLD(rows);
+}
+
+/* The ring all-reduce with 4 slots and senders that poll, or sleep with a
+ * free wake (pe.ipcq.wake_ns 0), where the credit rule was all or nothing
+ * (1.11-1.15 at 4 ranks): 1 MiB and 4 MiB per rank, but the 4-rank, 1 MiB
+ * poll run (1.10, outside; docs/ccl.md). */
+Test(predictions, ring_allreduce_holds_with_polling_and_free_wakes)
+{
+    static const held ring = {"ccl_allreduce", "ring_allreduce", {0}, 4, 1};
+    static const char *const sets[2] = {"ccl.defaults.backpressure=poll", "pe.ipcq.wake_ns=0"};
+    const int worlds[4] = {2, 4, 8, 16};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++)
+            for (long bytes = 1L << 20; bytes <= 4L << 20; bytes *= 4) {
+                if (i == 0 && worlds[j] == 4 && bytes == 1L << 20) continue;
+                double q = ratio_set(&ring, worlds[j], bytes, sets[i]);
+                cr_expect(fabs(q - 1) <= 0.10,
+                          "ring_allreduce, %d ranks, %ld B, 4 slots, %s: ratio %.3f", worlds[j],
+                          bytes, sets[i], q);
+            }
 }
 
 Test(predictions, mesh_and_tree_hold_their_range)
