@@ -1343,8 +1343,12 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
 
 /* ---- chains: broadcast, reduce, one step to NEXT ------------------------------ */
 
+static int recv_copy_ps(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, uint64_t bytes,
+                        uint64_t *out, kb__err *err);
+
 /* Latency of the hops from rank `from` along NEXT, `hops` of them, for a
- * msg-byte message; the slowest one's with `slowest`. */
+ * msg-byte message, each with the receiver's copy of its payload into its
+ * TCM; the slowest one's with `slowest`. */
 static int chain_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t from, uint32_t hops,
                       uint64_t msg, int slowest, kb__ccl_chain_model *m, kb__err *err)
 {
@@ -1357,6 +1361,11 @@ static int chain_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t from
         int rc =
             kb__ccl_msg_cost_get(t, plan->loc[k], next->loc, plan->r.s.buffer_kind, msg, &c, err);
         if (rc) return rc;
+        uint64_t cp; /* a rank sends on the piece once it is in its TCM */
+        if ((rc = recv_copy_ps(t, next->loc, plan->r.s.buffer_kind, msg - KB__IPCQ_META_BYTES, &cp,
+                               err)))
+            return rc;
+        c.total_ps += cp;
         if (slowest) {
             if (c.total_ps > m->path_ps) m->path_ps = c.total_ps;
         } else {

@@ -203,7 +203,8 @@ int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_
  *
  * predicted = path + bandwidth term. The path is the latency of the first
  * piece (with its descriptor) over the chain's hops (send: the slowest
- * hop); the bandwidth term is that of the ring model above with every
+ * hop), each with the receiver's copy of the piece into its TCM; the
+ * bandwidth term is that of the ring model above with every
  * rank's own sends, receive copies, loads and stores of the N bytes: the
  * busiest link, memory, vc channel, DMA unit or credit loop, or a sending
  * (or combining) rank's program: per piece the load it waits for

@@ -135,7 +135,7 @@ Test(predictions, chains_hold_their_range)
 {
     static const held rows[] = {
         {"ccl_broadcast", "ring_broadcast", {2, 4, 8, 16}, 4, 0},
-        {"ccl_broadcast", "ring_broadcast", {2, 8}, 16, 0},
+        {"ccl_broadcast", "ring_broadcast", {2, 8, 16}, 16, 0},
         {"ccl_reduce", "ring_reduce", {2, 4, 8, 16}, 4, 0},
         {"ccl_reduce", "ring_reduce", {2, 4, 8, 16}, 16, 0},
         {"hello_send", NULL, {2, 4, 8}, 2, 0},

