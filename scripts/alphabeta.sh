@@ -8,6 +8,8 @@
 #   (default)  ranks 2, 4, 8, 16; 1 MiB and 4 MiB per rank; 4 and 16 slots
 #   --full     also 32 and 256 ranks and 64 KiB (the 256-rank rows take
 #              minutes each)
+# Last, the ring all-reduce with 4 slots and senders that poll, or sleep
+# with pe.ipcq.wake_ns 0 (slots column "4, poll", "4, wake 0").
 # Rows are printed as they finish; a row whose bench reports no prediction
 # shows "-".
 set -u
@@ -35,23 +37,36 @@ ccl_reduce:ring_reduce ccl_all_to_all:ring_all_to_all hello_send:hello_send"
 fig() { awk -v k="$1" '$1 == k { print $2; exit }'; }
 echo "| algorithm | ranks | bytes per rank | slots | simulated (µs) | predicted (µs) | ratio | bound |"
 echo "|---|---|---|---|---|---|---|---|"
+# one BENCH ALGO WORLD BYTES SLOTS LABEL [--set K=V]: one row, LABEL in the slots column
+one() {
+    local bench=$1 algo=$2 w=$3 b=$4 s=$5 label=$6
+    shift 6
+    local opts="--opt world=$w --opt bytes=$b" out span pred ratio bound
+    [ "$bench" != hello_send ] && opts="$opts --opt algorithm=$algo"
+    out=$("$kb" run --bench "$bench" $opts --set ccl.defaults.n_slots=$s "$@" --no-data 2>&1) || {
+        echo "| $algo | $w | $b | $label | - | - | - | $(echo "$out" | tail -1 | cut -c1-80) |"
+        return
+    }
+    span=$(echo "$out" | fig kernel_span)
+    pred=$(echo "$out" | fig alpha_beta)
+    ratio=$(echo "$out" | fig ratio)
+    bound=$(echo "$out" | awk '$1 == "bound" || $1 == "rs_bound" || $1 == "ag_bound" { $1 = ""; sub(/^ /, ""); print; exit }')
+    echo "| $algo | $w | $b | $label | ${span:--} | ${pred:--} | ${ratio:--} | ${bound:--} |"
+}
 for row in $rows; do
     bench=${row%%:*} algo=${row#*:}
     for w in $worlds; do
         for b in $sizes; do
             for s in 4 16; do
-                opts="--opt world=$w --opt bytes=$b"
-                [ "$bench" != hello_send ] && opts="$opts --opt algorithm=$algo"
-                out=$("$kb" run --bench "$bench" $opts --set ccl.defaults.n_slots=$s --no-data 2>&1) || {
-                    echo "| $algo | $w | $b | $s | - | - | - | $(echo "$out" | tail -1 | cut -c1-80) |"
-                    continue
-                }
-                span=$(echo "$out" | fig kernel_span)
-                pred=$(echo "$out" | fig alpha_beta)
-                ratio=$(echo "$out" | fig ratio)
-                bound=$(echo "$out" | awk '$1 == "bound" || $1 == "rs_bound" || $1 == "ag_bound" { $1 = ""; sub(/^ /, ""); print; exit }')
-                echo "| $algo | $w | $b | $s | ${span:--} | ${pred:--} | ${ratio:--} | ${bound:--} |"
+                one "$bench" "$algo" "$w" "$b" "$s" "$s"
             done
         done
+    done
+done
+# the ring all-reduce's credit rule with senders that poll or wake at once
+for w in $worlds; do
+    for b in $sizes; do
+        one ccl_allreduce ring_allreduce "$w" "$b" 4 "4, poll" --set ccl.defaults.backpressure=poll
+        one ccl_allreduce ring_allreduce "$w" "$b" 4 "4, wake 0" --set pe.ipcq.wake_ns=0
     done
 done
