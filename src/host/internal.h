@@ -78,9 +78,10 @@ struct kb__xfer {
 };
 
 /* A PeXfer of one memory and at most KB__PEX_BLOCK_RUNS runs (nearly every
- * tile load and store: a 64-row tile of a row-major matrix is 64 runs) in
- * one block, recycled through the device's pool. */
-#define KB__PEX_BLOCK_RUNS 64
+ * tile load and store: a 256-row tile of a row-major matrix, the tallest
+ * the tensor-parallel GEMMs use, is 256 runs) in one block, recycled
+ * through the device's pool (the runs are not cleared when it is reused). */
+#define KB__PEX_BLOCK_RUNS 256
 typedef struct kb__pex_block {
     kb__xfer x; /* first: the block is freed through x */
     kb__seg_op seg;
