@@ -1143,11 +1143,15 @@ static void a2a_traffic(const kb__ccl_plan *plan, const int64_t *counts, const u
         }
 }
 
+static int recv_copy_ps(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, uint64_t bytes,
+                        uint64_t *out, kb__err *err);
+
 /* The latency term of `rounds` rounds of pieces of xfer bytes: each round
  * is a stream of its own that fills and drains, so it pays the first
- * piece's load, its hops (with its descriptor) over the farthest chunk's
- * way (P+ = p/2 hops through NEXT, P- = (p - 1)/2 through PREV, from the
- * rank where they are slowest: the slower way) and its store at the end.
+ * piece's load, its hops (with its descriptor, and the receive copy into
+ * TCM it is forwarded from) over the farthest chunk's way (P+ = p/2 hops
+ * through NEXT, P- = (p - 1)/2 through PREV, from the rank where they are
+ * slowest: the slower way) and its store at the end.
  * m->bw_gbs: the slowest link of the ring, either way. */
 static int a2a_path(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer, uint64_t rounds,
                     kb__ccl_a2a_model *m, kb__err *err)
@@ -1167,9 +1171,11 @@ static int a2a_path(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer, 
                                  way ? "PREV" : "NEXT");
                 break;
             }
+            uint64_t cp = 0; /* forwarded from the receiver's TCM once copied there */
             rc = kb__ccl_msg_cost_get(t, plan->loc[k], pt->loc, plan->r.s.buffer_kind,
                                       xfer + KB__IPCQ_META_BYTES, &c, err);
-            hop[k] = c.total_ps;
+            if (!rc) rc = recv_copy_ps(t, pt->loc, plan->r.s.buffer_kind, xfer, &cp, err);
+            hop[k] = c.total_ps + cp;
             if (!m->bw_gbs || c.min_bw_gbs < m->bw_gbs) m->bw_gbs = c.min_bw_gbs;
         }
         for (uint32_t k = 0; !rc && far && k < p; k++) {
@@ -1342,9 +1348,6 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
 }
 
 /* ---- chains: broadcast, reduce, one step to NEXT ------------------------------ */
-
-static int recv_copy_ps(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, uint64_t bytes,
-                        uint64_t *out, kb__err *err);
 
 /* Latency of the hops from rank `from` along NEXT, `hops` of them, for a
  * msg-byte message, each with the receiver's copy of its payload into its

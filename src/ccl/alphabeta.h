@@ -260,7 +260,8 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
  * stream in rounds of at most `window` pieces (half of it each way beyond
  * 2 ranks), each a stream that fills and drains: the latency term is, per
  * round, a piece's load, its hops over the farthest chunk's way (p/2, or
- * (p - 1)/2 back, whichever is slower) and its store. predicted = path +
+ * (p - 1)/2 back, whichever is slower; each hop with the receive copy into
+ * TCM the piece is forwarded from) and its store. predicted = path +
  * bandwidth term. */
 typedef struct kb__ccl_a2a_model {
     uint64_t predicted_ps; /* path_ps + bw_ps */
