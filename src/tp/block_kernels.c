@@ -375,20 +375,38 @@ static tl_tile head_part(tl_ctx *k, const attn *a, int64_t col0, int64_t shift)
     return tl_expand_dims(k, col_part(k, a->T, a->w, a->d, col0, shift), 0);
 }
 
-/* load_heads for rows r0 .. r0 + n (rows, i32 [n], and their valid lanes,
- * the first nvalid) with the hoisted column parts `part` and `rot` (rot
- * TL_NONE: no rotary embedding). The same values as load_heads: offsets
- * row · w + the column part; when every row is valid no mask (every lane
- * active), and the cos / sin rows, then contiguous from r0 mod seq when
- * they do not wrap, are block loads. */
-static tl_tile load_heads_at(tl_ctx *k, const attn *a, const attn_fwd *f, tl_tile rows,
-                             tl_tile valid, int64_t r0, int64_t n, int64_t nvalid, tl_tile part,
-                             tl_tile rot_part)
+/* The rows of a block load_heads_at reads: token rows r0 .. r0 + n (rows,
+ * i32 [n]), the first nvalid valid (valid: their [n] flags, TL_NONE when
+ * all are), and the offsets' row part rows · w ([n, 1]). */
+typedef struct attn_rows {
+    tl_tile rows, valid, rowpart;
+    int64_t r0, n, nvalid;
+} attn_rows;
+
+static attn_rows rows_at(tl_ctx *k, const attn_fwd *f, tl_tile ar, int64_t r0, int64_t n,
+                         int64_t nvalid)
 {
-    int full = nvalid == n;
+    attn_rows r = {.r0 = r0, .n = n, .nvalid = nvalid};
+    r.rows = tl_add(k, ar, tl_scalar(k, (double)r0, TL_I32));
+    r.valid = nvalid == n ? TL_NONE : tl_lt(k, r.rows, tl_scalar(k, (double)(r0 + nvalid), TL_I32));
+    r.rowpart = tl_expand_dims(k, tl_mul(k, r.rows, f->wq), 1);
+    return r;
+}
+
+/* load_heads for the rows of rw with the hoisted column parts `part` and
+ * `rot` (rot TL_NONE: no rotary embedding). The same values as
+ * load_heads: offsets row · w + the column part; when every row is valid
+ * no mask (every lane active), and the cos / sin rows, then contiguous
+ * from r0 mod seq when they do not wrap, are block loads. */
+static tl_tile load_heads_at(tl_ctx *k, const attn *a, const attn_fwd *f, const attn_rows *rw,
+                             tl_tile part, tl_tile rot_part)
+{
+    int64_t n = rw->n, r0 = rw->r0;
+    tl_tile rows = rw->rows, rowpart = rw->rowpart;
+    int full = rw->nvalid == n;
     tl_tile mask =
-        full ? TL_NONE : tl_broadcast_to(k, tl_expand_dims(k, valid, 1), 2, (int64_t[]){n, a->d});
-    tl_tile rowpart = tl_expand_dims(k, tl_mul(k, rows, f->wq), 1);
+        full ? TL_NONE
+             : tl_broadcast_to(k, tl_expand_dims(k, rw->valid, 1), 2, (int64_t[]){n, a->d});
     tl_tile v = tl_load(k, a->qkv, tl_add(k, rowpart, part), mask, TL_NONE);
     if (rot_part.slot == 0 && rot_part.gen == 0) return v;
     tl_tile rot = tl_load(k, a->qkv, tl_add(k, rowpart, rot_part), mask, TL_NONE);
@@ -415,10 +433,9 @@ static void attend(tl_ctx *k, const attn *a, const attn_fwd *f, int64_t q0, int6
                    int64_t h)
 {
     int64_t qcol = h * a->d;
-    tl_tile qrows = tl_add(k, f->qar, tl_scalar(k, (double)q0, TL_I32));
-    tl_tile qvalid =
-        nq == a->bm ? TL_NONE : tl_lt(k, qrows, tl_scalar(k, (double)(q0 + nq), TL_I32));
-    tl_tile q = load_heads_at(k, a, f, qrows, qvalid, q0, a->bm, nq, f->qpart, f->qrot);
+    attn_rows qr = rows_at(k, f, f->qar, q0, a->bm, nq);
+    tl_tile qrows = qr.rows;
+    tl_tile q = load_heads_at(k, a, f, &qr, f->qpart, f->qrot);
     tl_tile seq = tl_scalar(k, (double)a->seq, TL_I32);
     tl_tile qstart = tl_expand_dims(k, tl_mul(k, tl_floordiv(k, qrows, seq), seq), 1); /* [bm, 1] */
     tl_tile qcolv = tl_expand_dims(k, qrows, 1);
@@ -426,18 +443,23 @@ static void attend(tl_ctx *k, const attn *a, const attn_fwd *f, int64_t q0, int6
     tl_tile acc = tl_zeros(k, 2, (int64_t[]){a->bm, a->d}, TL_F32);
     tl_tile scale = tl_scalar(k, a->scale, TL_F32), ninf = tl_scalar(k, -INFINITY, TL_F32);
     int64_t k_from = q0 / a->seq * a->seq, k_to = q0 + nq; /* keys [k_from, k_to) */
+    /* the block's queries (all bm rows, the padding's too) start their sequences at most here */
+    int64_t last_start = (q0 + a->bm - 1) / a->seq * a->seq;
     for (int64_t k0 = k_from; k0 < k_to; k0 += a->bn) {
         uint64_t s = tl_scope_begin(k);
         int64_t nk = k_to - k0 < a->bn ? k_to - k0 : a->bn;
-        tl_tile krows = tl_add(k, f->kar, tl_scalar(k, (double)k0, TL_I32));
-        tl_tile kvalid =
-            nk == a->bn ? TL_NONE : tl_lt(k, krows, tl_scalar(k, (double)k_to, TL_I32));
-        tl_tile kb = load_heads_at(k, a, f, krows, kvalid, k0, a->bn, nk, f->kpart, f->krot);
-        tl_tile vb = load_heads_at(k, a, f, krows, kvalid, k0, a->bn, nk, f->vpart, TL_NONE);
+        attn_rows kr_ = rows_at(k, f, f->kar, k0, a->bn, nk);
+        tl_tile krows = kr_.rows;
+        tl_tile kb = load_heads_at(k, a, f, &kr_, f->kpart, f->krot);
+        tl_tile vb = load_heads_at(k, a, f, &kr_, f->vpart, TL_NONE);
         tl_tile sc = tl_mul(k, tl_dot(k, q, tl_trans(k, kb), TL_NONE), scale);
-        tl_tile kr = tl_expand_dims(k, krows, 0); /* [1, bn] */
-        tl_tile keep = tl_and(k, tl_le(k, kr, qcolv), tl_ge(k, kr, qstart));
-        sc = tl_where(k, keep, sc, ninf);
+        /* the causal and sequence mask; a block wholly before every query of the
+           block and inside all of their sequences keeps every score (no op) */
+        if (k0 + a->bn - 1 > q0 || k0 < last_start) {
+            tl_tile kr = tl_expand_dims(k, krows, 0); /* [1, bn] */
+            tl_tile keep = tl_and(k, tl_le(k, kr, qcolv), tl_ge(k, kr, qstart));
+            sc = tl_where(k, keep, sc, ninf);
+        }
         tl_tile m_new = tl_maximum(k, m, tl_max(k, sc, 1));
         tl_tile alpha = tl_exp(k, tl_sub(k, m, m_new));
         tl_tile p = tl_exp(k, tl_sub(k, sc, tl_expand_dims(k, m_new, 1)));
