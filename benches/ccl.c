@@ -402,6 +402,7 @@ static void report(kb_bench_result *r, const spec *s, int64_t world, int64_t byt
         if (c.phase_ps[0])
             kb_bench_figure(r, chain ? "bw_term" : "rs_bw_term", (double)c.phase_ps[0] / 1e6, "us");
         if (c.phase_ps[1]) kb_bench_figure(r, "ag_bw_term", (double)c.phase_ps[1] / 1e6, "us");
+        if (c.ends_ps) kb_bench_figure(r, "fill_drain", (double)c.ends_ps / 1e6, "us");
         kb_bench_figure(r, "alpha_beta", (double)c.predicted_ps / 1e6, "us");
         kb_bench_figure(r, "ratio", run_ps / (double)c.predicted_ps, "");
         if (c.phase_ps[0]) kb_bench_note(r, chain ? "bound" : "rs_bound", "%s", c.bottleneck[0]);
@@ -438,6 +439,7 @@ static int send_recv(kb_machine *m, kb_tensor t, kb_ccl_report *rep, kb_bench_re
     rep->n_slots = (int)info.queues.n_slots;
     rep->slot_size = info.queues.slot_size;
     rep->piece_bytes = info.piece_bytes;
+    rep->ends_ps = info.ends_ps;
     return 0;
 }
 

@@ -200,6 +200,10 @@ typedef struct kb_ccl_report {
     int n_slots;             /* slots per receive queue */
     uint64_t slot_size;      /* bytes per slot, the 64-byte descriptor included */
     uint64_t piece_bytes;    /* the largest message a kernel may send (kb_ccl_sched.piece) */
+    uint64_t ends_ps;        /* the prediction's fill and drain (ring all-reduce,
+                                reduce-scatter, all-gather, broadcast, reduce, send_recv):
+                                the first pieces' loads before the first send, the last
+                                ones' stores after the last arrival; else 0 */
 } kb_ccl_report;
 KB_API int kb_ccl_last(const kb_machine *m, kb_ccl_report *out);
 

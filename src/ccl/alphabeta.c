@@ -205,7 +205,7 @@ uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, const kb__ccl_rin
 {
     uint64_t p = m->world_size;
     if (p < 2) return 0;
-    return m->path_ps + bw->phase_ps[0] + bw->phase_ps[1];
+    return m->path_ps + bw->ends_ps + bw->phase_ps[0] + bw->phase_ps[1];
 }
 
 /* ---- the bandwidth term of a ring all-reduce --------------------------------- */
@@ -889,6 +889,84 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
     return rc;
 }
 
+/* ---- fill and drain ------------------------------------------------------------
+ *
+ * What a kernel does before its first send and after its last one is not
+ * in the bandwidth term (the pace between them) nor in the path (the
+ * first piece's hops): the first piece's load, and the store of what
+ * arrives last. Those transfers start together on every rank that has
+ * them, so they share their routes: each gets the busiest link or memory
+ * of its route with all of them on it (processor sharing: transfers that
+ * start together end together). */
+
+/* The time of one load (a store when store) of xfer bytes between a PE's
+ * TCM and its HBM slice when rank k has conc[k] of them in flight at once
+ * (all of them starting together): rank crit's, or with crit < 0 the
+ * slowest rank's. Its time alone (xfer_ps) and its data's drain stretched
+ * to its busiest link or memory under all of them. */
+static int burst_ps(const kb__topo *t, const kb__ccl_plan *plan, bool store, uint64_t xfer,
+                    const double *conc, int64_t crit, uint64_t *out, kb__err *err)
+{
+    uint32_t p = plan->world_size;
+    phase_acc a;
+    kb__ccl_route r = {0};
+    int rc = acc_init(t, &a, err);
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        if (conc[k] <= 0 || (rc = data_path(t, plan->loc[k], store, &r, err))) continue;
+        pe_nodes nd = nodes_of(t, plan->loc[k]);
+        add_route(t, &a, &r, conc[k] * (double)xfer);
+        add_mem(t, &a, nd.tcm, conc[k] * (double)xfer);
+        add_mem(t, &a, nd.hbm, conc[k] * (double)xfer);
+    }
+    *out = 0;
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        if (conc[k] <= 0 || (crit >= 0 && k != (uint64_t)crit)) continue;
+        pe_nodes nd = nodes_of(t, plan->loc[k]);
+        uint64_t alone;
+        if ((rc = data_path(t, plan->loc[k], store, &r, err)) ||
+            (rc = xfer_ps(t, plan->loc[k], store, &r, xfer, &alone, err)))
+            break;
+        double busiest = a.mem_ps[nd.tcm] > a.mem_ps[nd.hbm] ? a.mem_ps[nd.tcm] : a.mem_ps[nd.hbm];
+        double bw = fmin(mem_bw(t, nd.tcm), mem_bw(t, nd.hbm));
+        for (uint32_t i = 0; i < r.n; i++) {
+            if (a.link_ps[r.links[i]] > busiest) busiest = a.link_ps[r.links[i]];
+            bw = fmin(bw, t->links[r.links[i]].bw_gbs);
+        }
+        double own = kb__ps_real_from_bytes_gbs((double)xfer, bw);
+        uint64_t v = alone + (uint64_t)llround(busiest > own ? busiest - own : 0);
+        if (v > *out) *out = v;
+    }
+    kb__ccl_route_fini(&r);
+    acc_fini(&a);
+    return rc;
+}
+
+/* A ring stream's fill and drain (algorithms/ring.c, round_run): before
+ * its first send every rank issues the loads of its first pieces at once
+ * (its first lag + 1 own pieces; its DMA channels take pe.dma.channels of
+ * them together) and sends when the first is in; after its last send it
+ * stores what arrives last (the reduce-scatter's finished pieces, the
+ * all-gather's copies), the stores of the last pieces queued on its
+ * channels together, every rank at once: the last piece of a chunk (the
+ * stores before it are in the bandwidth term). */
+static int ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
+                        uint64_t *out, kb__err *err)
+{
+    uint64_t pieces = (chunk + piece - 1) / piece, xfer = chunk < piece ? chunk : piece;
+    uint64_t tail = chunk - (pieces - 1) * piece; /* the last piece */
+    uint32_t p = plan->world_size, ch = t->params.pe.dma_channels ? t->params.pe.dma_channels : 1;
+    double *conc = malloc(p * sizeof *conc);
+    if (!conc) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    for (uint32_t k = 0; k < p; k++)
+        conc[k] = (double)(pieces < ch ? pieces : ch);
+    uint64_t fill = 0, drain = 0;
+    int rc = burst_ps(t, plan, false, xfer, conc, -1, &fill, err);
+    if (!rc) rc = burst_ps(t, plan, true, tail, conc, -1, &drain, err);
+    free(conc);
+    *out = fill + drain;
+    return rc;
+}
+
 int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
                               uint64_t piece, kb__ccl_ring_bw *out, kb__err *err)
 {
@@ -899,8 +977,10 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
     uint64_t chunk = plan->world_size ? (bytes + plan->world_size - 1) / plan->world_size : 0;
     /* the graded credit rule (credit_solve): measured on this collective's
      * streams; the others keep the all or nothing one (docs/ccl.md) */
-    return ring_bw_x(t, plan, KB__CCL_E, plan->world_size, bytes ? chunk : 0, piece, both, loads,
-                     stores, NULL, true, out, err);
+    int rc = ring_bw_x(t, plan, KB__CCL_E, plan->world_size, bytes ? chunk : 0, piece, both, loads,
+                       stores, NULL, true, out, err);
+    if (rc || plan->world_size < 2 || !chunk || !piece) return rc;
+    return ring_ends_ps(t, plan, chunk, piece, &out->ends_ps, err);
 }
 
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
@@ -911,8 +991,10 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
      * store; all-gather: its own chunk loaded and stored, then p - 1 stores */
     const bool want[2] = {phase == 0, phase == 1};
     const double loads[2] = {p, 1}, stores[2] = {1, p};
-    return ring_bw(t, plan, KB__CCL_E, plan->world_size, chunk, piece, want, loads, stores, out,
-                   err);
+    int rc =
+        ring_bw(t, plan, KB__CCL_E, plan->world_size, chunk, piece, want, loads, stores, out, err);
+    if (rc || plan->world_size < 2 || !chunk || !piece) return rc;
+    return ring_ends_ps(t, plan, chunk, piece, &out->ends_ps, err);
 }
 
 /* ---- the hierarchical collectives -------------------------------------------- */
@@ -1423,9 +1505,35 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
                         kind == KB__CCL_CHAIN_SEND, out, err);
     }
     if (rc) return rc;
+    /* the fill and drain (algorithms/ring.c and common.c): a broadcast's
+     * root loads its first piece alone, a reduce's every rank at once (its
+     * first rank's is on the path), hello_send's every rank; the last
+     * piece is then stored by a broadcast's last rank, combined and stored
+     * by a reduce's root; hello_send stores nothing */
+    double *conc = calloc(p, sizeof *conc);
+    if (!conc) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    uint64_t xfer = bytes < piece ? bytes : piece, fill = 0, drain = 0;
+    uint64_t tail = bytes - (bytes - 1) / piece * piece; /* the last piece */
+    for (uint32_t k = 0; k < p; k++)
+        conc[k] = kind != KB__CCL_CHAIN_BROADCAST || k == root;
+    rc = burst_ps(t, plan, false, xfer, conc,
+                  kind == KB__CCL_CHAIN_SEND     ? (int64_t)-1
+                  : kind == KB__CCL_CHAIN_REDUCE ? (int64_t)first
+                                                 : (int64_t)root,
+                  &fill, err);
+    if (!rc && kind != KB__CCL_CHAIN_SEND) {
+        uint32_t end = kind == KB__CCL_CHAIN_BROADCAST ? last : root;
+        for (uint32_t k = 0; k < p; k++)
+            conc[k] = k == end;
+        rc = burst_ps(t, plan, true, tail, conc, end, &drain, err);
+        if (kind == KB__CCL_CHAIN_REDUCE && esize) drain += combine_ps(&t->params, tail, esize);
+    }
+    free(conc);
+    if (rc) return rc;
+    out->ends_ps = fill + drain;
     out->bw_ps = bw.phase_ps[0];
     snprintf(out->bottleneck, sizeof out->bottleneck, "%s", bw.bottleneck[0]);
-    out->predicted_ps = out->path_ps + out->bw_ps;
+    out->predicted_ps = out->path_ps + out->ends_ps + out->bw_ps;
     return 0;
 }
 

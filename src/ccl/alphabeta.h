@@ -132,6 +132,9 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
 typedef struct kb__ccl_ring_bw {
     uint64_t phase_ps[2];    /* reduce-scatter, all-gather */
     char bottleneck[2][160]; /* the busiest resource of each phase */
+    uint64_t ends_ps;        /* fill and drain: the first pieces' loads before the
+                              * first send, the last ones' stores after the last
+                              * (every rank at once, sharing their routes) */
 } kb__ccl_ring_bw;
 
 int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
@@ -141,7 +144,8 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
  * `chunk` bytes: phase 0 a ring reduce-scatter (per rank p loads, 1
  * store), 1 a ring all-gather (1 load and p stores: its own chunk goes to
  * its output too); out->phase_ps[phase] and bottleneck[phase], the other
- * zero. Its prediction is half_path_ps + phase_ps[phase]. Its credit loop
+ * zero; out->ends_ps its fill and drain (as the all-reduce's, with these
+ * chunks). Its prediction is half_path_ps + ends_ps + phase_ps[phase]. Its credit loop
  * is the all-or-nothing one (stretched by the phase's other flows over the
  * other terms' length), not the all-reduce's graded one (docs/ccl.md). */
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
@@ -226,8 +230,12 @@ typedef enum kb__ccl_chain {
 } kb__ccl_chain;
 
 typedef struct kb__ccl_chain_model {
-    uint64_t predicted_ps; /* path_ps + bw_ps */
+    uint64_t predicted_ps; /* path_ps + ends_ps + bw_ps */
     uint64_t path_ps;      /* the first piece's hops */
+    uint64_t ends_ps;      /* fill and drain: the first piece's load before the
+                            * first send (every rank's at once where each has
+                            * one), the last piece's store after the last
+                            * arrival (a reduce's root combines it first) */
     uint32_t hops;         /* hops along path_ps (α = path_ps / hops) */
     uint64_t bw_ps;        /* the bandwidth term */
     char bottleneck[160];  /* its busiest resource */
@@ -323,7 +331,8 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
                            uint64_t esize, uint64_t piece, kb__ccl_tree_model *out, kb__err *err);
 
 /* Predicted ring all-reduce time, ps: path_ps (= 2(p−1)α up to α's
- * rounding) + the two phases' bandwidth terms (0 for p = 1). With B :=
+ * rounding) + the fill and drain (bw->ends_ps) + the two phases' bandwidth
+ * terms (0 for p = 1). With B :=
  * 2(p−1)/p · N / (phase_ps[0] + phase_ps[1]) this is the textbook
  * 2(p−1)α + 2(p−1)/p · N/B. */
 uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, const kb__ccl_ring_bw *bw);

@@ -106,6 +106,9 @@ typedef struct kb__coll_info {
     uint64_t phase_ps[2];            /* bandwidth term of reduce-scatter, all-gather (a
                                         chain's, mesh's or tree's one term in [0]) */
     char bottleneck[2][160];         /* the busiest resource of each phase */
+    uint64_t ends_ps;                /* fill and drain in the prediction (ring streams and
+                                        chains): loads before the first send, stores after
+                                        the last arrival */
     kb__ccl_settings queues;         /* the installed queues' settings */
     uint64_t piece_bytes;            /* the largest message a kernel may send */
 } kb__coll_info;

@@ -108,6 +108,7 @@ static void fill_chain(const kb_machine *m, const kb__ccl_call *c, uint64_t piec
         return;
     /* the bytes the busiest rank's links carry: N */
     fill_one_phase(info, cm.predicted_ps, cm.path_ps, cm.hops, cm.bw_gbs, cm.bw_ps, cm.bottleneck);
+    info->ends_ps = cm.ends_ps;
 }
 
 /* The ring all-to-alls' prediction (kb__ccl_a2a_model_get: all_to_all,
@@ -190,7 +191,8 @@ void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_
         return;
     uint64_t t_bw = bw.phase_ps[0] + bw.phase_ps[1], hops = half < 0 ? 2 * (p - 1) : p - 1;
     uint64_t path = half < 0 ? ab.path_ps : ab.half_path_ps;
-    info->predicted_ps = p < 2 ? 0 : path + t_bw;
+    info->predicted_ps = p < 2 ? 0 : path + bw.ends_ps + t_bw;
+    info->ends_ps = p < 2 ? 0 : bw.ends_ps;
     info->alpha_ps = p < 2 ? 0 : (double)((path + hops - 1) / hops);
     info->link_bw_gbs = ab.bw_gbs;
     /* the textbook bytes each rank's links carry: 2(p-1)/p N for the

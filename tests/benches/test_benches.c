@@ -195,11 +195,13 @@ Test(benches, ccl_allreduce_figures_follow_their_definitions)
                        1e-9);
     cr_expect_gt(figure(&r, "install"), 0, "world 8 is not the default plan: it installs");
     cr_expect_leq(figure(&r, "kernel_span"), t_us);
-    /* alpha_beta = 2(p-1) alpha + both phases' bandwidth terms, within rounding */
-    cr_expect(
-        fabs(figure(&r, "alpha_beta") - (14 * figure(&r, "alpha") / 1e3 + figure(&r, "rs_bw_term") +
-                                         figure(&r, "ag_bw_term"))) < 1e-3,
-        "alpha_beta %g", figure(&r, "alpha_beta"));
+    /* alpha_beta = 2(p-1) alpha + the fill and drain + both phases'
+     * bandwidth terms, within rounding */
+    cr_expect_gt(figure(&r, "fill_drain"), 0);
+    cr_expect(fabs(figure(&r, "alpha_beta") -
+                   (14 * figure(&r, "alpha") / 1e3 + figure(&r, "fill_drain") +
+                    figure(&r, "rs_bw_term") + figure(&r, "ag_bw_term"))) < 1e-3,
+              "alpha_beta %g", figure(&r, "alpha_beta"));
     /* one cube of ranks loading their buffers: the cube's xbar link bounds both phases */
     cr_assert_eq(r.n_notes, 4);
     cr_expect_str_eq(r.notes[0].name, "algorithm");
@@ -288,12 +290,14 @@ Test(benches, collective_benches_figures_follow_their_definitions)
         cr_expect_gt(figure(&r, "install"), 0, "%s: its own queues are installed", OTHER_CCL[b]);
         if (b > 1) continue;
         /* reduce_scatter and all_gather on a ring: the phase alone's alpha-beta
-         * model, alpha_beta = (p-1) alpha + the phase's term, within rounding */
+         * model, alpha_beta = (p-1) alpha + the fill and drain + the phase's
+         * term, within rounding */
         const char *term = b ? "ag_bw_term" : "rs_bw_term";
         cr_expect_float_eq(figure(&r, "ratio"),
                            figure(&r, "kernel_span") / figure(&r, "alpha_beta"), 1e-9);
-        cr_expect(fabs(figure(&r, "alpha_beta") -
-                       (7 * figure(&r, "alpha") / 1e3 + figure(&r, term))) < 1e-3,
+        cr_expect(fabs(figure(&r, "alpha_beta") - (7 * figure(&r, "alpha") / 1e3 +
+                                                   figure(&r, "fill_drain") + figure(&r, term))) <
+                      1e-3,
                   "%s: alpha_beta %g", OTHER_CCL[b], figure(&r, "alpha_beta"));
     }
 }
@@ -324,8 +328,8 @@ Test(benches, chunked_collectives_refuse_bytes_that_do_not_split)
 }
 
 /* hello_send: each rank's buffer goes to NEXT and comes back unchanged;
- * busBW = algBW (one step); alpha_beta = alpha (one hop) + the bandwidth
- * term, within rounding. */
+ * busBW = algBW (one step); alpha_beta = alpha (one hop) + the fill (the
+ * first loads) + the bandwidth term, within rounding. */
 Test(benches, hello_send_runs_and_follows_its_definitions)
 {
     const char *kv[] = {"world=8", "bytes=65536", NULL};
@@ -334,7 +338,9 @@ Test(benches, hello_send_runs_and_follows_its_definitions)
     cr_assert(kb_bench_passed(&r), "hello_send: a buffer changed");
     double alg = figure(&r, "alg_bw");
     cr_expect_float_eq(figure(&r, "bus_bw"), alg, alg * 1e-9);
-    cr_expect(fabs(figure(&r, "alpha_beta") - (figure(&r, "alpha") / 1e3 + figure(&r, "bw_term"))) <
+    cr_expect_gt(figure(&r, "fill_drain"), 0);
+    cr_expect(fabs(figure(&r, "alpha_beta") -
+                   (figure(&r, "alpha") / 1e3 + figure(&r, "fill_drain") + figure(&r, "bw_term"))) <
                   1e-3,
               "alpha_beta %g", figure(&r, "alpha_beta"));
     cr_expect_float_eq(figure(&r, "ratio"), figure(&r, "kernel_span") / figure(&r, "alpha_beta"),

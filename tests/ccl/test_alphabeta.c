@@ -202,8 +202,8 @@ Test(ccl_alphabeta, ring_alpha_is_the_slowest_chunks_path_and_prediction_follows
     double B =
         fmin(fmin(p.cube.noc.bw_gbs, p.cube.xbar_bw_gbs), fmin(p.sip.ucie.bw_gbs, p.pe.tcm_bw_gbs));
     cr_assert_float_eq(m.bw_gbs, B, 1e-9);
-    kb__ccl_ring_bw bw = {{1000000, 2500000}, {"", ""}};
-    cr_assert_eq(kb__ccl_ring_allreduce_ps(&m, &bw), 2 * 15 * m.alpha_ps + 3500000);
+    kb__ccl_ring_bw bw = {{1000000, 2500000}, {"", ""}, 700000};
+    cr_assert_eq(kb__ccl_ring_allreduce_ps(&m, &bw), 2 * 15 * m.alpha_ps + 700000 + 3500000);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     unmachine(t);
@@ -238,6 +238,15 @@ Test(ccl_alphabeta, cube_ring_bandwidth_term_is_the_shared_xbar_link)
     cr_assert_eq(kb__ccl_ring_allreduce_bw(t, two, N, 16128, &b2, &err), 0, "%s", err.msg);
     cr_assert_str_eq(b2.bottleneck[0], "the DMA channels of rank 0");
     cr_assert_gt(b2.phase_ps[0], ps(2.0 * (double)N / p.cube.xbar_bw_gbs));
+    /* fill and drain: each of the 8 ranks loads its first two pieces at
+     * once (one per DMA channel) and stores the last two (chunks of 17
+     * pieces, the last one 4 KiB), all through the xbar link: at least
+     * that link's time for them; 2 ranks share it with nobody, so less */
+    double fill = 8.0 * 2 * 16128, drain = 8.0 * 2 * (double)(chunk - 16 * 16128);
+    cr_assert_eq(p.pe.dma_channels, 2);
+    cr_assert_geq(bw.ends_ps, ps(fill / p.cube.xbar_bw_gbs) + ps(drain / p.cube.xbar_bw_gbs));
+    cr_assert_gt(bw.ends_ps, b2.ends_ps);
+    cr_assert_gt(b2.ends_ps, 2 * ps(p.pe.dma_setup_ns));
     kb__ccl_plan_destroy(two);
     kb__ccl_config_destroy(c2);
     kb__ccl_plan_destroy(pl);
@@ -393,8 +402,16 @@ Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
     cr_assert_eq(r.path_ps, rpath + 7 * copy);
     cr_assert_eq(snd.hops, 1);
     cr_assert_eq(snd.path_ps, hmax + copy);
-    cr_assert_eq(b.predicted_ps, b.path_ps + b.bw_ps);
-    cr_assert_eq(r.predicted_ps, r.path_ps + r.bw_ps);
+    cr_assert_eq(b.predicted_ps, b.path_ps + b.ends_ps + b.bw_ps);
+    cr_assert_eq(r.predicted_ps, r.path_ps + r.ends_ps + r.bw_ps);
+    /* fill and drain: the broadcast's root loads a piece alone and its
+     * last rank stores the last one (1 MiB is 65 pieces and 256 bytes);
+     * hello_send's 8 ranks load a piece each at once through the xbar
+     * link, and store nothing; the reduce's 8 ranks load theirs at once
+     * and its root combines and stores the last piece */
+    cr_assert_gt(b.ends_ps, 2 * ps(p.pe.dma_setup_ns) + ps(16128.0 / p.pe.dma_bw_gbs));
+    cr_assert_geq(snd.ends_ps, ps(8.0 * 16128 / p.cube.xbar_bw_gbs));
+    cr_assert_gt(r.ends_ps, b.ends_ps);
     cr_assert_geq(b.bw_ps, ps(7.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
     cr_assert_geq(r.bw_ps, ps(8.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
     cr_assert_float_eq(b.bw_gbs, p.cube.noc.bw_gbs, 1e-9);
