@@ -220,14 +220,32 @@ static void span_add(kb__tl_op *op, uint32_t *ns, uint64_t va, uint64_t off, uin
         op->spans[(*ns)++] = (kb__tl_span){va, off, bytes};
 }
 
+/* The offsets of an unmasked Triton-style access whose offsets tile is i32
+ * of the lanes' own shape (no broadcast), read in place: lane_target's
+ * general path gives the same element offsets through a broadcast index
+ * and a dtype conversion per lane. NULL for any other access. */
+static const int32_t *direct_offsets(const kb__tl_op *op)
+{
+    if (op->bp.t || op->mask_in >= 0 || op->off_in < 0) return NULL;
+    kb__tile_desc d = op->in_d[0];
+    if (d.dtype != KB__I32) return NULL;
+    d.dtype = op->out_d.dtype;
+    if (!kb__tile_desc_eq(&d, &op->out_d)) return NULL;
+    return (const int32_t *)op->base.in[op->off_in]->data;
+}
+
 /* Lane by lane: any access. Returns 0, or the status of the op it failed. */
 static int lane_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
 {
     const tl_tensor *t = op->t;
+    const int32_t *direct = direct_offsets(op);
     for (int64_t lane = 0; lane < n; lane++) {
-        int active;
+        int active = 1;
         int64_t elem;
-        lane_target(op, lane, &active, &elem);
+        if (direct)
+            elem = direct[lane];
+        else
+            lane_target(op, lane, &active, &elem);
         if (!active) continue;
         uint64_t va = t->va + (uint64_t)elem * es; /* wraps for messages only */
         bool outside = elem < 0 || (uint64_t)elem >= t->bytes / es;
