@@ -278,6 +278,9 @@ typedef struct kb_ccl_sched {
                               sends buffer index j at i·world + j; NULL for the others */
     uint32_t group;        /* topology hierarchical: ranks per group (one group per SIP,
                               ranks g·group .. (g+1)·group - 1); world for the others */
+    int64_t tcm_pieces;    /* pieces of `piece` elements the smallest tile scratch (TCM
+                              past the receive rings) of the call's PEs holds, at least
+                              1; `window` is at most half of it, or 1 */
 } kb_ccl_sched;
 
 /* In a kernel the collective runner launched (kb_all_reduce & co.): the

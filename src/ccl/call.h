@@ -48,10 +48,9 @@ typedef struct kb__ccl_call {
     tl_tensor *views;
 } kb__ccl_call;
 
-/* The message size (sched.piece, elements) and ring window (sched.window)
- * of c's kernels: a piece fits every buffer PE's tile scratch, and for the
- * mesh and tree one message fits one ring. c's installs, pes and module
- * are set. */
+/* The message size (sched.piece, elements), ring window (sched.window) and
+ * TCM room (sched.tcm_pieces) of c's kernels: a piece fits every buffer PE's tile scratch, and for
+ * the mesh and tree one message fits one ring. c's installs, pes and module are set. */
 void kb__ccl_call_sizes(const kb_machine *m, const kb__ccl_call *c, kb_ccl_sched *s);
 
 /* Fills info after c ran (times t, messages of at most piece bytes): the

@@ -22,9 +22,11 @@
  * 3%; smaller pieces cost per-message overheads, larger ones pipelining). */
 #define PIECE_TARGET_BYTES (16u * 1024u)
 
-/* Message size (elements) and ring window for the kernels: a piece fits the
- * tile scratch (the ring keeps up to 2 windows of pieces, ring.c), and for mesh and tree one
- * message fits one ring (their deadlock-freedom rests on it). */
+/* Message size (elements), ring window and TCM room for the kernels: a
+ * piece fits the tile scratch (the ring keeps up to 2 windows of pieces,
+ * ring.c; mesh and tree size their in-flight receives from tcm_pieces,
+ * mesh_tree.c), and for mesh and tree one message fits one ring (their
+ * deadlock-freedom rests on it). */
 void kb__ccl_call_sizes(const kb_machine *m, const kb__ccl_call *c, kb_ccl_sched *s)
 {
     uint64_t esize = kb__dtype_size(c->dtype), scratch = UINT64_MAX;
@@ -42,8 +44,9 @@ void kb__ccl_call_sizes(const kb_machine *m, const kb__ccl_call *c, kb_ccl_sched
     }
     if (piece > payload) piece -= piece % payload;
     s->piece = (int64_t)(piece / esize ? piece / esize : 1);
-    uint64_t window = scratch / 2 / ((uint64_t)s->piece * esize);
+    uint64_t fit = scratch / ((uint64_t)s->piece * esize), window = fit / 2;
     s->window = window > KB__CCL_WINDOW_MAX ? KB__CCL_WINDOW_MAX : window ? (int64_t)window : 1;
+    s->tcm_pieces = fit ? (int64_t)fit : 1;
 }
 
 /* The hierarchical all-reduce's, reduce-scatter's and all-gather's prediction

@@ -74,3 +74,51 @@ Test(coll_tree, one_tree_edge_crosses_the_sip_link)
               "%llu bytes crossed the SIP link for %lld per rank", (unsigned long long)sip,
               (long long)bytes);
 }
+
+Test(coll_tree, a_deep_mesh_streams_at_the_pace_of_its_model)
+{
+    /* 128 ranks are an 8 x 16 grid whose tree is 22 hops deep: a rank of
+     * depth k gets piece u down 4 k ticks after sending it up, so it keeps
+     * 4 k + 1 down receives in flight (89 at the deepest, 1.4 MiB of TCM).
+     * Capped at the ring window (64 pieces less the children's receives),
+     * the ranks past depth 14 waited on every down piece and the call took
+     * 3.3x the alpha-beta prediction; streamed, the span stays near it. */
+    kb_machine *m = cf_open(NULL, 0);
+    int w = 128;
+    int64_t bytes = 2 << 20;
+    kb_tensor t = cf_tensor(m, "x", CF_CUBES, w, bytes / 4, KB_F32, 0);
+    kb__coll_info info;
+    kb__err e;
+    cr_assert_eq(cf_run(m, &t, "mesh_allreduce", &info, &e), 0, "%s", e.msg);
+    uint64_t span = info.t_run_end - info.t_run_start;
+    uint64_t pieces = ((uint64_t)bytes + info.piece_bytes - 1) / info.piece_bytes;
+    cr_assert_gt(pieces, 64, "%llu pieces: the case needs more than the old window",
+                 (unsigned long long)pieces);
+    cr_assert_gt(info.predicted_ps, 0);
+    cr_expect_lt(span, info.predicted_ps * 7 / 5, "%.3f us against %.3f us predicted",
+                 (double)span / 1e6, (double)info.predicted_ps / 1e6);
+    kb_close(m);
+}
+
+Test(coll_tree, a_small_tcm_bounds_the_down_receives_and_the_result_stays_exact)
+{
+    /* 256 KiB of usable TCM hold fewer pieces than the deepest rank of the
+     * 4 x 4 mesh (depth 6) would keep in flight, 4 x 6 + 1: past the
+     * scratch it waits on its parent, and every buffer is still the host
+     * reference bit for bit (both kernels, many pieces) */
+    const char *sets[] = {"pe.tcm.size=4352KiB"};
+    for (int a = 0; a < 2; a++) {
+        const char *algo = a ? "mesh_allreduce" : "tree_allreduce";
+        kb_machine *m = cf_open(sets, 1);
+        int w = 16;
+        int64_t n = 200000;
+        kb_tensor t = cf_tensor(m, "x", CF_CUBES, w, n, KB_F32, 1);
+        kb__coll_info info;
+        cf_check_all_reduce(m, t, algo, KB_SUM, w, n, KB_F32, &info);
+        uint64_t usable = m->params.pe.tcm_size - m->params.pe.tcm_reserved;
+        cr_expect_lt(usable / info.piece_bytes, 4 * 6 + 1, "%s: %llu B pieces", algo,
+                     (unsigned long long)info.piece_bytes);
+        cr_expect_gt((uint64_t)n * 4 / info.piece_bytes, 4 * 6 + 1);
+        kb_close(m);
+    }
+}

@@ -27,9 +27,14 @@
  * down only after receiving it, so a down send always finds a receive
  * pending and drains; up sends wait only on the parent's up step, and the
  * root never waits on a down piece, so by induction from the root every
- * wait ends. A rank keeps at most lag + 1 posted receives per neighbour
- * (TCM tiles); receives posted ahead let a child stream its pieces up
- * without waiting for its parent to reach each one.
+ * wait ends. A rank keeps TREE_SLACK + 2 posted receives per child and
+ * 2 TREE_SLACK depth + 1 from its parent (TCM tiles, the round trip of a
+ * piece to the root and back), or as many as the tile scratch holds
+ * (kb_ccl_sched.tcm_pieces) if fewer; receives posted ahead let a child
+ * stream its pieces up without waiting for its parent to reach each one,
+ * and a rank's up steps without waiting for the down pieces.
+ *
+ * Cost: per rank O(pieces) loop steps; host memory O(depth) handles.
  */
 #include "ccl/algorithms/algorithms.h"
 
@@ -117,9 +122,11 @@ static void tree_stream(tl_ctx *k, const tree_shape *t)
     /* ticks: piece u goes up at tick u + up_off, comes down at d + down_off */
     int64_t up_off = (int64_t)TREE_SLACK * (t->max - t->depth);
     int64_t down_off = (int64_t)TREE_SLACK * (t->max + t->depth);
-    /* down receives in flight (TCM tiles), within the window beside the
-     * children's receives and the two pieces being worked on */
-    int64_t room = s->window - t->n * qu - 2, qd = down_off - up_off + 1;
+    /* down receives in flight (TCM tiles): the round trip to the root,
+     * 2 TREE_SLACK depth + 1, so depth does not stall the stream, as far as
+     * the tile scratch holds them beside the children's receives and the
+     * two pieces being worked on (past it the rank waits on its parent) */
+    int64_t room = s->tcm_pieces - t->n * qu - 2, qd = down_off - up_off + 1;
     if (qd > room) qd = room > 1 ? room : 1;
     down_off = up_off + qd - 1;
     tl_recv_handle *down = malloc((size_t)qd * sizeof *down),
