@@ -119,20 +119,6 @@ Test(predictions, mesh_and_tree_hold_their_range)
     HOLD(rows);
 }
 
-/* The 256-rank mesh (16 x 16, 30 deep) at 4 MiB per rank, now that its
- * down receives cover the round trip to the root (mesh_tree.c): 0.99 and
- * 1.01 measured, 6.7 and 8.9 when the ring's window bounded them. 1 MiB
- * is not held (1.16, 1.18; docs/ccl.md). */
-Test(predictions, mesh_holds_at_256_ranks_and_4_mib)
-{
-    for (int slots = 4; slots <= 16; slots *= 4) {
-        const held mesh = {"ccl_allreduce", "mesh_allreduce", {0}, slots, 0};
-        double q = ratio_of(&mesh, 256, 4L << 20);
-        cr_expect(fabs(q - 1) <= 0.10, "mesh_allreduce, 256 ranks, 4 MiB, %d slots: ratio %.3f",
-                  slots, q);
-    }
-}
-
 Test(predictions, reduce_scatter_and_all_gather_hold_their_range)
 {
     static const held rows[] = {
