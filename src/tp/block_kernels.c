@@ -359,6 +359,10 @@ static tl_tile load_heads(tl_ctx *k, const attn *a, tl_tile rows, tl_tile valid,
     return tl_cast(k, out, tl_dtype_of(k, v));
 }
 
+/* Key blocks whose rotary rows a forward program keeps (2 × 32 KiB each
+ * at d 128: 2 MiB of TCM for 32; at most 4 MiB at any d). */
+#define ATTN_CS_BLOCKS 32
+
 /* What a forward attention program computes once, not per key block:
  * the [1, d] column parts of the offsets of the current head's Q, K and V
  * (and of their rotated halves), the rotate-half sign, aranges. */
@@ -367,6 +371,12 @@ typedef struct attn_fwd {
     tl_tile sign;                            /* [d] f32: -1 below d / 2, else 1 */
     tl_tile jrow;                            /* [1, d] i32: 0 .. d - 1 */
     tl_tile wq, qar, kar;                    /* scalar w; aranges of bm and bn */
+    /* the rotary rows of key blocks 0 .. ncs - 1 from a sequence's start
+       (rows [j · bn, (j + 1) · bn) of cos and sin), and of the program's one
+       query block (qcs 1), loaded once for every head */
+    tl_tile kcos[ATTN_CS_BLOCKS], ksin[ATTN_CS_BLOCKS], qcos, qsin;
+    int64_t ncs;
+    int qcs;
 } attn_fwd;
 
 /* The [1, d] column part for columns col0 + (j + shift) mod d. */
@@ -399,7 +409,7 @@ static attn_rows rows_at(tl_ctx *k, const attn_fwd *f, tl_tile ar, int64_t r0, i
  * no mask (every lane active), and the cos / sin rows, then contiguous
  * from r0 mod seq when they do not wrap, are block loads. */
 static tl_tile load_heads_at(tl_ctx *k, const attn *a, const attn_fwd *f, const attn_rows *rw,
-                             tl_tile part, tl_tile rot_part)
+                             tl_tile part, tl_tile rot_part, tl_tile c_kept, tl_tile s_kept)
 {
     int64_t n = rw->n, r0 = rw->r0;
     tl_tile rows = rw->rows, rowpart = rw->rowpart;
@@ -412,7 +422,10 @@ static tl_tile load_heads_at(tl_ctx *k, const attn *a, const attn_fwd *f, const 
     tl_tile rot = tl_load(k, a->qkv, tl_add(k, rowpart, rot_part), mask, TL_NONE);
     tl_tile c, s;
     int64_t pos0 = r0 % a->seq;
-    if (full && pos0 + n <= a->seq) {
+    if (c_kept.slot || c_kept.gen) { /* the same rows, loaded once for every head */
+        c = c_kept;
+        s = s_kept;
+    } else if (full && pos0 + n <= a->seq) {
         c = tl_load_block(k, kb__tp_block2(k, a->cos, pos0, 0, n, a->d), 0, TL_PAD_ZERO);
         s = tl_load_block(k, kb__tp_block2(k, a->sin, pos0, 0, n, a->d), 0, TL_PAD_ZERO);
     } else {
@@ -435,7 +448,8 @@ static void attend(tl_ctx *k, const attn *a, const attn_fwd *f, int64_t q0, int6
     int64_t qcol = h * a->d;
     attn_rows qr = rows_at(k, f, f->qar, q0, a->bm, nq);
     tl_tile qrows = qr.rows;
-    tl_tile q = load_heads_at(k, a, f, &qr, f->qpart, f->qrot);
+    tl_tile q = load_heads_at(k, a, f, &qr, f->qpart, f->qrot, f->qcs ? f->qcos : TL_NONE,
+                              f->qcs ? f->qsin : TL_NONE);
     tl_tile seq = tl_scalar(k, (double)a->seq, TL_I32);
     tl_tile qstart = tl_expand_dims(k, tl_mul(k, tl_floordiv(k, qrows, seq), seq), 1); /* [bm, 1] */
     tl_tile qcolv = tl_expand_dims(k, qrows, 1);
@@ -450,8 +464,11 @@ static void attend(tl_ctx *k, const attn *a, const attn_fwd *f, int64_t q0, int6
         int64_t nk = k_to - k0 < a->bn ? k_to - k0 : a->bn;
         attn_rows kr_ = rows_at(k, f, f->kar, k0, a->bn, nk);
         tl_tile krows = kr_.rows;
-        tl_tile kb = load_heads_at(k, a, f, &kr_, f->kpart, f->krot);
-        tl_tile vb = load_heads_at(k, a, f, &kr_, f->vpart, TL_NONE);
+        int64_t jb = (k0 - k_from) / a->bn;
+        int kept = nk == a->bn && jb < f->ncs;
+        tl_tile kb = load_heads_at(k, a, f, &kr_, f->kpart, f->krot, kept ? f->kcos[jb] : TL_NONE,
+                                   kept ? f->ksin[jb] : TL_NONE);
+        tl_tile vb = load_heads_at(k, a, f, &kr_, f->vpart, TL_NONE, TL_NONE, TL_NONE);
         tl_tile sc = tl_mul(k, tl_dot(k, q, tl_trans(k, kb), TL_NONE), scale);
         /* the causal and sequence mask; a block wholly before every query of the
            block and inside all of their sequences keeps every score (no op) */
@@ -503,6 +520,29 @@ static void attention_kernel(tl_ctx *k)
     f.jrow = tl_expand_dims(k, j, 0);
     f.sign = tl_where(k, tl_lt(k, j, tl_scalar(k, (double)half, TL_I32)),
                       tl_scalar(k, -1.0, TL_F32), tl_scalar(k, 1.0, TL_F32));
+    if (a.rope) {
+        /* key blocks from a sequence's start that a full block of this program
+           reads without wrapping: rows below the last query's position + 1, or
+           the whole sequence when the program's rows cross a sequence start */
+        int64_t last = r0 + R - 1, lim = r0 / a.seq != last / a.seq ? a.seq : last % a.seq + 1;
+        f.ncs = lim / a.bn;
+        /* too many to keep (or above 4 MiB of TCM): each head loads its own */
+        if (f.ncs > ATTN_CS_BLOCKS || f.ncs * 2 * a.bn * a.d * 4 > ((int64_t)4 << 20)) f.ncs = 0;
+        for (int64_t jb = 0; jb < f.ncs; jb++) {
+            f.kcos[jb] =
+                tl_load_block(k, kb__tp_block2(k, a.cos, jb * a.bn, 0, a.bn, a.d), 0, TL_PAD_ZERO);
+            f.ksin[jb] =
+                tl_load_block(k, kb__tp_block2(k, a.sin, jb * a.bn, 0, a.bn, a.d), 0, TL_PAD_ZERO);
+        }
+        /* one query block of bm full rows that do not wrap: its rows once */
+        f.qcs = R == a.bm && r0 % a.seq + a.bm <= a.seq;
+        if (f.qcs) {
+            f.qcos =
+                tl_load_block(k, kb__tp_block2(k, a.cos, r0 % a.seq, 0, a.bm, a.d), 0, TL_PAD_ZERO);
+            f.qsin =
+                tl_load_block(k, kb__tp_block2(k, a.sin, r0 % a.seq, 0, a.bm, a.d), 0, TL_PAD_ZERO);
+        }
+    }
     int64_t group = a.heads / a.kv_heads;
     for (int64_t h = 0; h < a.heads; h++) {
         uint64_t sh = tl_scope_begin(k);
