@@ -433,6 +433,23 @@ static void share_fill(const kb__topo *t, const phase_acc *a, const kb__ccl_rout
     }
 }
 
+/* A rank's tile loads (its HBM slice -> TCM, ld_bytes) and stores (TCM ->
+ * HBM, st_bytes), in transfers of xfer bytes, share what the phase's flows
+ * leave of their routes (share_fill into x->ld and x->st, whose alone_ps
+ * are set). ld and st are the caller's route buffers. */
+static int rank_share(const kb__topo *t, const phase_acc *a, kb__ccl_loc at, double xfer,
+                      double ld_bytes, double st_bytes, rank_xfers *x, kb__ccl_route *ld,
+                      kb__ccl_route *st, kb__err *err)
+{
+    pe_nodes nd = nodes_of(t, at);
+    int rc = data_path(t, at, false, ld, err);
+    if (!rc) rc = data_path(t, at, true, st, err);
+    if (rc) return rc;
+    share_fill(t, a, ld, nd.hbm, nd.tcm, xfer, ld_bytes, x->ld.alone_ps, &x->ld);
+    share_fill(t, a, st, nd.tcm, nd.hbm, xfer, st_bytes, x->st.alone_ps, &x->st);
+    return 0;
+}
+
 /* Rank k's stretching terms at phase length T: its DMA channels and its
  * program; *which names the larger. */
 static double rank_terms(const rank_xfers *x, double msgs, uint32_t channels, double T,
@@ -812,20 +829,14 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
         }
     }
     /* the loads and stores share what the phase's flows leave of their routes */
-    for (uint32_t k = 0; !rc && k < p; k++) {
-        kb__ccl_loc at = plan->loc[k];
-        pe_nodes nd = nodes_of(t, at);
-        double xfer = (double)(piece < chunk ? piece : chunk);
-        if ((rc = data_path(t, at, false, &ld, err)) || (rc = data_path(t, at, true, &st, err)))
-            break;
-        for (int ph = 0; ph < 2; ph++) {
+    double moved = (double)(piece < chunk ? piece : chunk); /* bytes per transfer */
+    for (uint32_t k = 0; !rc && k < p; k++)
+        for (int ph = 0; !rc && ph < 2; ph++) {
             if (!want[ph]) continue;
             rank_xfers *x = &rx[ph * p + k];
-            double tl = x->ld.alone_ps, ts = x->st.alone_ps;
-            share_fill(t, &acc[ph], &ld, nd.hbm, nd.tcm, xfer, x->lds * (double)chunk, tl, &x->ld);
-            share_fill(t, &acc[ph], &st, nd.tcm, nd.hbm, xfer, x->sts * (double)chunk, ts, &x->st);
+            rc = rank_share(t, &acc[ph], plan->loc[k], moved, x->lds * (double)chunk,
+                            x->sts * (double)chunk, x, &ld, &st, err);
         }
-    }
     for (int ph = 0; !rc && ph < 2; ph++) {
         if (!want[ph]) continue;
         acc_links(t, &acc[ph]);
@@ -1337,17 +1348,9 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
         rx[k].ld.alone_ps = (double)t_load, rx[k].st.alone_ps = (double)t_store;
     }
     if (!rc) acc_links(t, &a);
-    for (uint32_t k = 0; !rc && k < p; k++) {
-        kb__ccl_loc at = plan->loc[k];
-        pe_nodes nd = nodes_of(t, at);
-        if ((rc = data_path(t, at, false, &lr, err)) || (rc = data_path(t, at, true, &sr, err)))
-            break;
-        rank_xfers *x = &rx[k];
-        share_fill(t, &a, &lr, nd.hbm, nd.tcm, (double)xfer, ld[k].ld_bytes, x->ld.alone_ps,
-                   &x->ld);
-        share_fill(t, &a, &sr, nd.tcm, nd.hbm, (double)xfer, ld[k].st_bytes, x->st.alone_ps,
-                   &x->st);
-    }
+    for (uint32_t k = 0; !rc && k < p; k++)
+        rc = rank_share(t, &a, plan->loc[k], (double)xfer, ld[k].ld_bytes, ld[k].st_bytes, &rx[k],
+                        &lr, &sr, err);
     /* the pieces are counted per rank (lds, sts): one "message" each */
     if (!rc) share_solve(&a, rx, p, 1, tp->pe.dma_channels);
     /* the credit loop of the stream with the most slots per round trip: the
@@ -1732,15 +1735,9 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
         if (depth > deepest) deepest = depth, leaf = k;
     }
     if (!rc) acc_links(t, &a);
-    for (uint32_t k = 0; !rc && k < p; k++) {
-        kb__ccl_loc at = plan->loc[k];
-        pe_nodes nd = nodes_of(t, at);
-        if ((rc = data_path(t, at, false, &ld, err)) || (rc = data_path(t, at, true, &st, err)))
-            break;
-        rank_xfers *x = &rx[k];
-        share_fill(t, &a, &ld, nd.hbm, nd.tcm, (double)xfer, (double)bytes, x->ld.alone_ps, &x->ld);
-        share_fill(t, &a, &st, nd.tcm, nd.hbm, (double)xfer, (double)bytes, x->st.alone_ps, &x->st);
-    }
+    for (uint32_t k = 0; !rc && k < p; k++)
+        rc = rank_share(t, &a, plan->loc[k], (double)xfer, (double)bytes, (double)bytes, &rx[k],
+                        &ld, &st, err);
     if (!rc) share_solve(&a, rx, p, (double)msgs, tp->pe.dma_channels);
     /* the credit loops of every stream under the tree's traffic */
     double loaded = 0;
