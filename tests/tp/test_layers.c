@@ -9,8 +9,9 @@
  * of 1/16 below 2^10 in magnitude: exact in f32 and in f16 (11 significant
  * bits cover n/16 for |n| < 2^11 once |sum| < 128, asserted per test), so
  * the device must match the host loop bit for bit whatever the summation
- * order. Sizes above the kernel's 64-wide tiles (and not multiples of them)
- * exercise the boundary checks. */
+ * order. Sizes that are not multiples of the kernel's blocks (docs/tp.md,
+ * "GEMM blocks": K = 80 in K steps of 64) exercise the boundary checks;
+ * test_gemm_blocks.c covers rows and columns past the 256-wide blocks. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
