@@ -28,3 +28,12 @@ float *kb_test_array(uint64_t seed, int64_t n, double scale, double offset)
         a[i] = kb_test_val(seed, i, scale) + (float)offset;
     return a;
 }
+
+float *kb_test_int_array(uint64_t seed, int64_t n, int lo, int hi, float scale)
+{
+    float *a = malloc((size_t)(n > 0 ? n : 1) * sizeof *a);
+    cr_assert_not_null(a);
+    for (int64_t i = 0; i < n; i++)
+        a[i] = (float)((int64_t)(kb_test_mix(seed, i) % (uint64_t)(hi - lo + 1)) + lo) * scale;
+    return a;
+}

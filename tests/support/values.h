@@ -17,4 +17,9 @@ float kb_test_val(uint64_t seed, int64_t i, double scale);
 /* n such values, each plus offset (malloc'd; the caller frees). */
 float *kb_test_array(uint64_t seed, int64_t n, double scale, double offset);
 
+/* n values of stream seed, each an integer in [lo, hi] times scale (a power
+ * of two keeps sums of products exact in f32 and f16; malloc'd, the caller
+ * frees). */
+float *kb_test_int_array(uint64_t seed, int64_t n, int lo, int hi, float scale);
+
 #endif

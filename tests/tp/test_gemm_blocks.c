@@ -65,25 +65,13 @@ static void traffic(int64_t M, int64_t N, int64_t K, int64_t es, blocks b, uint6
     *bytes = (uint64_t)(es * (M * K * nn + K * N * nm + M * N + N * nm));
 }
 
-static float val(uint64_t seed, int64_t i, int lo, int hi, float scale)
-{
-    return (float)((int64_t)(kb_test_mix(seed, i) % (uint64_t)(hi - lo + 1)) + lo) * scale;
-}
-
-static float *host_array(uint64_t seed, int64_t n, int lo, int hi, float scale)
-{
-    float *a = malloc((size_t)n * sizeof *a);
-    for (int64_t i = 0; i < n; i++)
-        a[i] = val(seed, i, lo, hi, scale);
-    return a;
-}
-
 /* One layer (row: 1, column: 0) of in = K, out = N over M tokens on one
  * PE: its forward's DMA traffic and its result against the host loop. */
 static void check_layer(int row, int64_t M, int64_t N, int64_t K, blocks want_b)
 {
-    float *x = host_array(21, M * K, -2, 2, 1.0f), *w = host_array(22, K * N, -4, 4, 0.25f),
-          *b = host_array(23, N, -4, 4, 0.25f);
+    float *x = kb_test_int_array(21, M * K, -2, 2, 1.0f),
+          *w = kb_test_int_array(22, K * N, -4, 4, 0.25f),
+          *b = kb_test_int_array(23, N, -4, 4, 0.25f);
     kb_machine *m = kb_test_small_machine(0);
     cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
     cr_assert_eq(kb_tp_initialize_model_parallel(m, 1), 0, "%s", kb_last_error(m));

@@ -24,20 +24,6 @@
 
 #define MAX_RANKS 4
 
-/* Element i of stream `seed`: an integer in [lo, hi] times scale. */
-static float val(uint64_t seed, int64_t i, int lo, int hi, float scale)
-{
-    return (float)((int64_t)(kb_test_mix(seed, i) % (uint64_t)(hi - lo + 1)) + lo) * scale;
-}
-
-static float *host_array(uint64_t seed, int64_t n, int lo, int hi, float scale)
-{
-    float *a = malloc((size_t)n * sizeof *a);
-    for (int64_t i = 0; i < n; i++)
-        a[i] = val(seed, i, lo, hi, scale);
-    return a;
-}
-
 /* One run's inputs and what each rank saw. */
 typedef struct job {
     kb_dtype dtype;
@@ -170,9 +156,9 @@ static int column_rank(kb_machine *m, int rank, int nprocs, void *arg)
 static void column_case(kb_dtype dtype, kb_tp_activation act)
 {
     job j = {.dtype = dtype, .tokens = 67, .in = 80, .out = 2 * 70, .bias = 1, .act = act};
-    j.x = host_array(1, j.tokens * j.in, -2, 2, 1.0f);
-    j.w = host_array(2, j.in * j.out, -4, 4, 0.25f);
-    j.b = host_array(3, j.out, -4, 4, 0.25f);
+    j.x = kb_test_int_array(1, j.tokens * j.in, -2, 2, 1.0f);
+    j.w = kb_test_int_array(2, j.in * j.out, -4, 4, 0.25f);
+    j.b = kb_test_int_array(3, j.out, -4, 4, 0.25f);
     kb_machine *m = kb_test_small_machine(0);
     cr_assert_eq(kb_spawn(m, column_rank, 2, &j), 0, "%s", kb_last_error(m));
     int64_t n = j.out / 2;
@@ -208,8 +194,8 @@ Test(tp_layers, column_parallel_f32_with_relu_in_the_epilogue)
 Test(tp_layers, column_parallel_gelu_is_megatrons_tanh_formula)
 {
     job j = {.dtype = KB_F32, .tokens = 9, .in = 24, .out = 2 * 16, .act = KB_TP_ACT_GELU};
-    j.x = host_array(4, j.tokens * j.in, -2, 2, 0.5f);
-    j.w = host_array(5, j.in * j.out, -4, 4, 0.125f);
+    j.x = kb_test_int_array(4, j.tokens * j.in, -2, 2, 0.5f);
+    j.w = kb_test_int_array(5, j.in * j.out, -4, 4, 0.125f);
     kb_machine *m = kb_test_small_machine(0);
     cr_assert_eq(kb_spawn(m, column_rank, 2, &j), 0, "%s", kb_last_error(m));
     for (int r = 0; r < 2; r++) {
@@ -247,9 +233,9 @@ static int row_rank(kb_machine *m, int rank, int nprocs, void *arg)
 static void row_case(kb_dtype dtype, int bias, int nprocs)
 {
     job j = {.dtype = dtype, .tokens = 67, .in = 2 * 40, .out = 72, .bias = bias};
-    j.x = host_array(6, j.tokens * j.in, -2, 2, 1.0f);
-    j.w = host_array(7, j.in * j.out, -4, 4, 0.25f);
-    j.b = bias ? host_array(8, j.out, -4, 4, 0.25f) : NULL;
+    j.x = kb_test_int_array(6, j.tokens * j.in, -2, 2, 1.0f);
+    j.w = kb_test_int_array(7, j.in * j.out, -4, 4, 0.25f);
+    j.b = bias ? kb_test_int_array(8, j.out, -4, 4, 0.25f) : NULL;
     kb_machine *m = kb_test_small_machine(0);
     cr_assert_eq(kb_spawn(m, row_rank, nprocs, &j), 0, "%s", kb_last_error(m));
     double *want = ref_linear(j.x, j.w, j.b, j.tokens, j.in, j.out, 0, j.out, KB_TP_ACT_NONE);
@@ -292,9 +278,9 @@ Test(tp_layers, row_parallel_f32_without_bias)
 Test(tp_layers, one_rank_from_the_driver_runs_both_layers_on_one_pe_and_on_four)
 {
     job j = {.dtype = KB_F16, .tokens = 5, .in = 40, .out = 24, .bias = 1};
-    j.x = host_array(9, j.tokens * j.in, -2, 2, 1.0f);
-    j.w = host_array(10, j.in * j.out, -4, 4, 0.25f);
-    j.b = host_array(11, j.out, -4, 4, 0.25f);
+    j.x = kb_test_int_array(9, j.tokens * j.in, -2, 2, 1.0f);
+    j.w = kb_test_int_array(10, j.in * j.out, -4, 4, 0.25f);
+    j.b = kb_test_int_array(11, j.out, -4, 4, 0.25f);
     kb_machine *m = kb_test_small_machine(0);
     cr_assert_eq(start(m, 1), 0, "%s", kb_last_error(m));
     double *want = ref_linear(j.x, j.w, j.b, j.tokens, j.in, j.out, 0, j.out, KB_TP_ACT_NONE);
@@ -358,11 +344,11 @@ static void mlp_job(job *j, kb_dtype dtype, kb_tp_activation act)
 {
     *j = (job){
         .dtype = dtype, .tokens = 9, .in = 48, .out = 48, .ffn = 2 * 64, .bias = 1, .act = act};
-    j->x = host_array(12, j->tokens * j->in, -2, 2, 1.0f);
-    j->w = host_array(13, j->in * j->ffn, -4, 4, 0.25f);
-    j->b = host_array(14, j->ffn, -4, 4, 0.25f);
-    j->w2 = host_array(15, j->ffn * j->out, -4, 4, 0.25f);
-    j->b2 = host_array(16, j->out, -4, 4, 0.25f);
+    j->x = kb_test_int_array(12, j->tokens * j->in, -2, 2, 1.0f);
+    j->w = kb_test_int_array(13, j->in * j->ffn, -4, 4, 0.25f);
+    j->b = kb_test_int_array(14, j->ffn, -4, 4, 0.25f);
+    j->w2 = kb_test_int_array(15, j->ffn * j->out, -4, 4, 0.25f);
+    j->b2 = kb_test_int_array(16, j->out, -4, 4, 0.25f);
 }
 
 /* The host MLP in double. With relu and these inputs h is a multiple of
@@ -617,7 +603,7 @@ static int tp_dp_rank(kb_machine *m, int rank, int nprocs, void *arg)
     if (!rc) rc = kb_tp_get_data_parallel_group(m, &dp);
     if (!rc) rc = kb_tp_mlp_create(m, &mlp, "mlp", j->in, j->ffn, j->dtype, &o1, &o2);
     job mine = *j;
-    mine.x = host_array(12 + (uint64_t)d, j->tokens * j->in, -2, 2, 1.0f);
+    mine.x = kb_test_int_array(12 + (uint64_t)d, j->tokens * j->in, -2, 2, 1.0f);
     if (!rc) rc = input(m, &mine, 0, j->in, &x);
     free(mine.x);
     if (!rc) rc = kb_tp_mlp_forward(m, &mlp, x, &y);
@@ -638,7 +624,7 @@ Test(tp_layers, two_replicas_of_a_two_way_mlp_each_compute_their_own_input)
     double *want[2], *scale;
     float *x0 = j.x;
     for (int d = 0; d < 2; d++) {
-        j.x = host_array(12 + (uint64_t)d, j.tokens * j.in, -2, 2, 1.0f);
+        j.x = kb_test_int_array(12 + (uint64_t)d, j.tokens * j.in, -2, 2, 1.0f);
         want[d] = ref_mlp(&j, &scale);
         free(scale);
         free(j.x);
