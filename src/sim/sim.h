@@ -67,7 +67,7 @@ kb__time kb__ps_from_bytes_gbs(uint64_t bytes, double gbs);
  * gives 0; ghz <= 0 or NaN gives KB__TIME_NEVER. */
 kb__time kb__ps_from_cycles(uint64_t cycles, double ghz);
 /* bytes x 1000 / gbs as a real number of ps, unrounded: for analytical
- * models that sum fractions before rounding (ccl/alphabeta.c). */
+ * models that sum fractions before rounding (the α-β model, ccl/ab_phase.c). */
 double kb__ps_real_from_bytes_gbs(double bytes, double gbs);
 
 /* a + b, saturating at KB__TIME_NEVER instead of wrapping. */

@@ -1,0 +1,197 @@
+/*
+ * ab_hier.c — the α-β model of the hierarchical collectives (topology
+ * hierarchical, alphabeta.h and docs/ccl.md): all-reduce, all-gather and
+ * reduce-scatter as rings inside each group (the SIP's PEs, port E) and
+ * rings across the groups between peer PEs (port S), each ring's path
+ * from its hops and each phase's bandwidth term from the ring machinery
+ * of alphabeta.c, phase by phase as the kernel runs them one after the
+ * other.
+ *
+ * Invariants: a side's bottleneck names its largest term; the prediction
+ * is path + reduce side + gather side. A prediction only.
+ * Cost: a few ring bandwidth terms (O(links + nodes + world size × route
+ * length × 64) each) and the peers' rings' hops, O(group × S × route
+ * length).
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccl/ab_internal.h"
+#include "ccl/colls.h"
+#include "pe/ipcq.h"
+
+/* ---- the hierarchical collectives -------------------------------------------- */
+
+/* One ring stream of a hierarchical collective run alone: every rank sends
+ * rp - 1 chunks through dir, loads `loads` chunks and stores `stores`. */
+static int one_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+                     uint64_t chunk, uint64_t piece, double loads, double stores, uint64_t *ps,
+                     char *what, size_t what_size, kb__err *err)
+{
+    const bool want[2] = {true, false};
+    const double ld[2] = {loads, 0}, st[2] = {stores, 0};
+    kb__ccl_ring_bw bw;
+    int rc = kb__ab_ring_bw(t, plan, dir, rp, chunk, piece, want, ld, st, &bw, err);
+    if (rc) return rc;
+    *ps = bw.phase_ps[0];
+    snprintf(what, what_size, "%s", bw.bottleneck[0]);
+    return 0;
+}
+
+/* The slowest of the peers' rings (one per place l in a group): its whole
+ * path (half 0) or one phase's (half 1), and its textbook B. */
+static int peers_path(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg, int half,
+                      uint64_t *path, double *bw, kb__err *err)
+{
+    *path = 0;
+    for (uint32_t l = 0; l < plan->group; l++) {
+        kb__ccl_alphabeta ab;
+        int rc = kb__ab_ring_hops(t, plan, KB__CCL_S, l, msg, &ab, err);
+        if (rc) return rc;
+        uint64_t x = half ? ab.half_path_ps : ab.path_ps;
+        if (x > *path) *path = x;
+        if (!l || ab.bw_gbs < *bw) *bw = ab.bw_gbs;
+    }
+    return 0;
+}
+
+/* side (0 reduce, 1 gather) += ps, naming what bounds it when it is the
+ * largest term of that side so far. */
+static void hier_add(kb__ccl_hier_model *m, uint64_t best[2], int side, uint64_t ps,
+                     const char *what)
+{
+    m->phase_ps[side] += ps;
+    if (ps <= best[side]) return;
+    best[side] = ps;
+    snprintf(m->bottleneck[side], sizeof m->bottleneck[side], "%s", what);
+}
+
+static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
+                                uint64_t esize, uint64_t piece, kb__ccl_hier_model *m, kb__err *err)
+{
+    uint32_t L = plan->group, S = plan->world_size / L;
+    uint64_t region = (elems + L - 1) / L, c1 = region * esize, best[2] = {0, 0}, ps;
+    char what[160];
+    int rc = 0;
+    if (L > 1) {
+        kb__ccl_alphabeta in;
+        rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0,
+                              (c1 < piece ? c1 : piece) + KB__IPCQ_META_BYTES, &in, err);
+        m->path_ps += 2 * in.half_path_ps, m->hops += 2 * (L - 1), m->bw_gbs = in.bw_gbs;
+        if (!rc &&
+            !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, L, 1, &ps, what, sizeof what, err)))
+            hier_add(m, best, 0, ps, what);
+        if (!rc && !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, 1, L - 1, &ps, what,
+                                    sizeof what, err)))
+            hier_add(m, best, 1, ps, what);
+    }
+    if (!rc && S > 1) {
+        uint64_t c2 = (region + S - 1) / S * esize, path;
+        rc = peers_path(t, plan, (c2 < piece ? c2 : piece) + KB__IPCQ_META_BYTES, 0, &path,
+                        &m->bw_gbs, err);
+        m->path_ps += path, m->hops += 2 * (S - 1);
+        const bool both[2] = {true, true};
+        const double loads[2] = {S, 0}, stores[2] = {1, S - 1};
+        kb__ccl_ring_bw bw;
+        if (!rc &&
+            !(rc = kb__ab_ring_bw(t, plan, KB__CCL_S, S, c2, piece, both, loads, stores, &bw, err)))
+            for (int side = 0; side < 2; side++)
+                hier_add(m, best, side, bw.phase_ps[side], bw.bottleneck[side]);
+    }
+    return rc;
+}
+
+static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
+                                 uint64_t esize, uint64_t piece, kb__ccl_hier_model *m,
+                                 kb__err *err)
+{
+    uint32_t L = plan->group, S = plan->world_size / L;
+    uint64_t c = elems * esize, msg = (c < piece ? c : piece) + KB__IPCQ_META_BYTES, best[2] = {0},
+             ps, path;
+    char what[160];
+    int rc = 0;
+    if (S > 1) {
+        rc = peers_path(t, plan, msg, 1, &path, &m->bw_gbs, err);
+        m->path_ps += path, m->hops += S - 1;
+        if (!rc &&
+            !(rc = one_phase(t, plan, KB__CCL_S, S, c, piece, 1, S, &ps, what, sizeof what, err)))
+            hier_add(m, best, 0, ps, what);
+    }
+    if (!rc && L > 1) {
+        kb__ccl_alphabeta in;
+        rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
+        m->path_ps += (uint64_t)S * in.half_path_ps, m->hops += S * (L - 1);
+        if (S == 1) m->bw_gbs = in.bw_gbs;
+        /* one all-gather per group's blocks, each rank's own block loaded
+         * (from its input when S = 1, then stored too) */
+        if (!rc && !(rc = one_phase(t, plan, KB__CCL_E, L, c, piece, 1, S > 1 ? L - 1 : L, &ps,
+                                    what, sizeof what, err)))
+            hier_add(m, best, 1, (uint64_t)S * ps, what);
+    }
+    return rc;
+}
+
+/* S steps, each a reduce-scatter in the group over one region of L blocks
+ * (chunks of N/p: L loads, 1 store) then one message of N/p to the next
+ * peer (1 load; the last step stores instead); one group: the group's
+ * ring reduce-scatter of N. */
+static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
+                                     uint64_t esize, uint64_t piece, kb__ccl_hier_model *m,
+                                     kb__err *err)
+{
+    uint32_t L = plan->group, S = plan->world_size / L;
+    uint64_t block = (elems + plan->world_size - 1) / plan->world_size * esize;
+    uint64_t c = S > 1 ? block : (elems + L - 1) / L * esize;
+    uint64_t msg = (c < piece ? c : piece) + KB__IPCQ_META_BYTES, best[2] = {0}, ps, path;
+    char what[160];
+    int rc = 0;
+    if (L > 1) {
+        kb__ccl_alphabeta in;
+        rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
+        m->path_ps += (uint64_t)S * in.half_path_ps, m->hops += S * (L - 1);
+        m->bw_gbs = in.bw_gbs;
+        if (!rc &&
+            !(rc = one_phase(t, plan, KB__CCL_E, L, c, piece, L, 1, &ps, what, sizeof what, err)))
+            hier_add(m, best, 0, (uint64_t)S * ps, what);
+    }
+    if (!rc && S > 1) {
+        rc = peers_path(t, plan, msg, 1, &path, &m->bw_gbs, err);
+        m->path_ps += path, m->hops += S - 1;
+        if (!rc && !(rc = one_phase(t, plan, KB__CCL_S, 2, block, piece, 1, 0, &ps, what,
+                                    sizeof what, err)))
+            hier_add(m, best, 0, (uint64_t)(S - 1) * ps, what);
+    }
+    return rc;
+}
+
+int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_collective kind,
+                           uint64_t elems, uint64_t esize, uint64_t piece, kb__ccl_hier_model *out,
+                           kb__err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (plan->r.algo->topology != KB__CCL_HIER)
+        return kb__err_set(err, KB_EINVAL,
+                           "hierarchical model: algorithm '%s' is %s, not hierarchical",
+                           plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
+    if (plan->world_size < 2 || !elems || !piece) return 0;
+    int rc;
+    switch (kind) {
+    case KB__CCL_ALL_REDUCE:
+        rc = hier_allreduce_model(t, plan, elems, esize, piece, out, err);
+        break;
+    case KB__CCL_ALL_GATHER:
+        rc = hier_all_gather_model(t, plan, elems, esize, piece, out, err);
+        break;
+    case KB__CCL_REDUCE_SCATTER:
+        rc = hier_reduce_scatter_model(t, plan, elems, esize, piece, out, err);
+        break;
+    default:
+        return kb__err_set(err, KB_EINVAL, "hierarchical model: no model of a %s",
+                           kb__ccl_coll(kind)->name);
+    }
+    if (!rc) out->predicted_ps = out->path_ps + out->phase_ps[0] + out->phase_ps[1];
+    return rc;
+}

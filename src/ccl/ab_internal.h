@@ -1,0 +1,265 @@
+/*
+ * ccl/ab_internal.h — the phase machinery of the α-β model (ab_phase.c),
+ * shared by its families: rings and chains (alphabeta.c), the ring
+ * all-to-alls (ab_a2a.c), the hierarchical collectives (ab_hier.c) and the
+ * pipelined mesh and tree (ab_tree.c); and the two ring pieces the
+ * hierarchical model reuses (kb__ab_ring_hops, kb__ab_ring_bw, in
+ * alphabeta.c). Private to src/ccl's α-β files: the rest of the library
+ * asks alphabeta.h.
+ *
+ * A phase is a stretch of a collective in which every rank moves its share
+ * at once. Its accumulator (kb__ab_phase_acc) adds up, per link and per
+ * memory, the time its traffic keeps that resource busy; the terms that
+ * hold a transfer's resource (a rank's DMA channels, its program, a
+ * stream's credit loop) stretch with the others' traffic (processor
+ * sharing: kb__ab_xfer_share) and are solved as a fixed point; the phase
+ * lasts its worst term, named in `what`.
+ *
+ * Ownership: routes (kb__ccl_route) are the caller's, reused between calls
+ * and freed with kb__ccl_route_fini; an accumulator's arrays are freed by
+ * kb__ab_acc_fini. Errors are negative KB_E* with the message on err.
+ * Cost: see ab_phase.c.
+ */
+#ifndef KB_CCL_AB_INTERNAL_H
+#define KB_CCL_AB_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ccl/alphabeta.h"
+
+/* The graph nodes around PE q: its DMA and TCM, its cube's NOC and xbar,
+ * and its own HBM slice. */
+typedef struct kb__ab_pe_nodes {
+    int32_t dma, tcm, noc, xbar, hbm;
+} kb__ab_pe_nodes;
+
+/* One phase's accumulator: the time its traffic keeps each link and
+ * memory busy, and its worst term so far (worst_ps, named in what). */
+typedef struct kb__ab_phase_acc {
+    double *link_ps; /* [n_links] */
+    double *mem_ps;  /* [n_nodes]: a memory's reads and writes, which share its bandwidth */
+    double worst_ps;
+    char what[160];
+} kb__ab_phase_acc;
+
+#define KB__AB_SHARE_MAX 12 /* resources a shared transfer tracks (links and memories) */
+
+/* A transfer that shares its resources (links, memories) with the phase's
+ * other flows: its time alone, its data, and per resource its bandwidth
+ * and the time the others keep it busy. */
+typedef struct kb__ab_xfer_share {
+    double alone_ps; /* the closed-form time alone */
+    double bytes;    /* its data */
+    double min_bw;   /* the slowest of its resources, alone */
+    uint32_t n;
+    double bw[KB__AB_SHARE_MAX], other_ps[KB__AB_SHARE_MAX];
+} kb__ab_xfer_share;
+
+/* One rank's transfers in a phase: `lds` loads and `sts` stores of each
+ * piece (ld, st: one of them), on `channels` DMA channels; and, when
+ * prog_loads > 0, its program, which waits for prog_loads loads a piece
+ * besides prog_fixed_ps of work that does not stretch. */
+typedef struct kb__ab_rank_xfers {
+    kb__ab_xfer_share ld, st;
+    double lds, sts, prog_loads, prog_fixed_ps;
+} kb__ab_rank_xfers;
+
+/* One stream's credit loop: its round trip alone (kb__ab_credit_rtt_ps), and the
+ * parts that stretch under the phase's traffic: the slot's trip (its TCM
+ * read, the route, the peer's ring write) and the peer's copy ring -> TCM,
+ * which get what the phase's other flows leave of their links and memories
+ * (the stream's own sends and the peer's own receive copies given as
+ * own_sent and own_copied are not others), as the loads and stores do. */
+typedef struct kb__ab_credit_loop {
+    double rtt0_ps; /* alone */
+    kb__ab_xfer_share trip, copy;
+    uint32_t rank;
+} kb__ab_credit_loop;
+
+/* ---- routes, costs and phases (ab_phase.c) ---------------------------------- */
+
+/* Appends link l to r. */
+int kb__ab_push_link(const kb__topo *t, kb__ccl_route *r, uint32_t l, kb__err *err);
+
+/* L + c·p/B_mem of the destination memory, ps. */
+uint64_t kb__ab_memory_ps(const kb__topo_params *p, kb__ccl_buffer buf, uint64_t first);
+
+/* T of docs/timing-model.md for a bytes-long message alone on r: the
+ * overhead (links and routers), wire and drain terms, no fixed costs. */
+const kb__topo_link *kb__ab_route_cost(const kb__topo *t, const kb__ccl_route *r, uint64_t bytes,
+                                       kb__ccl_msg_cost *out);
+
+/* The graph nodes around PE q (kb__ab_pe_nodes). */
+kb__ab_pe_nodes kb__ab_nodes_of(const kb__topo *t, kb__ccl_loc q);
+
+/* The data route of a tile load (HBM slice -> xbar -> noc -> dma -> TCM)
+ * or store (the way back) of PE q, with its own HBM slice. */
+int kb__ab_data_path(const kb__topo *t, kb__ccl_loc q, bool store, kb__ccl_route *r, kb__err *err);
+
+/* The closed-form time of one tile load (or store) of `bytes` between PE q's
+ * TCM and its own HBM slice over the data route `data`: the PeXfer chain of
+ * timing-model.md (set-up and translations, request, memory read, data,
+ * memory write, ack). The DMA channel is held for all of it. */
+int kb__ab_xfer_ps(const kb__topo *t, kb__ccl_loc q, bool store, const kb__ccl_route *data,
+                   uint64_t bytes, uint64_t *out, kb__err *err);
+
+/* Messages of at most piece bytes, and the slots they fill, in `bytes`. */
+void kb__ab_cut(uint64_t bytes, uint64_t piece, uint64_t payload, uint64_t *msgs, uint64_t *slots);
+
+/* a := an empty phase: no link or memory time, no worst term (per-link and
+ * per-node arrays of t; KB_ENOMEM). Free with kb__ab_acc_fini, also after
+ * a failed init. */
+int kb__ab_acc_init(const kb__topo *t, kb__ab_phase_acc *a, kb__err *err);
+void kb__ab_acc_fini(kb__ab_phase_acc *a);
+
+/* Memory node n (a TCM, SRAM or HBM slice) reads or writes `bytes`: one
+ * channel's time at the memory's bandwidth (the HBM slice's channels
+ * together serve B_mem; reads and writes share it). */
+void kb__ab_add_mem(const kb__topo *t, kb__ab_phase_acc *a, int32_t n, double bytes);
+
+/* The busiest link and memory of a into its worst term. */
+void kb__ab_acc_links(const kb__topo *t, kb__ab_phase_acc *a);
+
+/* ps of `unit` of rank `rank` into a's worst term when it is the largest
+ * so far (then named "the UNIT of rank RANK"). */
+void kb__ab_worst(kb__ab_phase_acc *a, double ps, const char *unit, uint32_t rank);
+
+/* Every link of route r carries `bytes` more in phase a (their time at
+ * each link's bandwidth). */
+void kb__ab_add_route(const kb__topo *t, kb__ab_phase_acc *a, const kb__ccl_route *r, double bytes);
+
+/* The bandwidth of memory node n (0 if it is none). */
+double kb__ab_mem_bw(const kb__topo *t, int32_t n);
+
+/* A rank's tile loads (its HBM slice -> TCM, ld_bytes) and stores (TCM ->
+ * HBM, st_bytes), in transfers of xfer bytes, share what the phase's flows
+ * leave of their routes (share_fill into x->ld and x->st, whose alone_ps
+ * are set). ld and st are the caller's route buffers. */
+int kb__ab_rank_share(const kb__topo *t, const kb__ab_phase_acc *a, kb__ccl_loc at, double xfer,
+                      double ld_bytes, double st_bytes, kb__ab_rank_xfers *x, kb__ccl_route *ld,
+                      kb__ccl_route *st, kb__err *err);
+
+/* The phase's length T = max(T0, max_k f_k(T)) with T0 = a->worst_ps, by
+ * bisection (f_k shrinks as T grows); the term that sets it becomes a's
+ * worst. */
+void kb__ab_share_solve(kb__ab_phase_acc *a, const kb__ab_rank_xfers *rx, uint32_t p, double msgs,
+                        uint32_t channels);
+
+/* The node of PE d's ring memory of kind buf. */
+int32_t kb__ab_ring_node(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf);
+
+/* The receiver's copy of its ring's slots into its TCM. */
+int kb__ab_copy_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__ccl_route *r,
+                     kb__err *err);
+
+/* The credit round trip of rank k's port to NEXT (its route `ring`), ps:
+ * a slot's trip (vc set-up, read request to the TCM, TCM read, route, ring
+ * write), the receiver's copy ring -> TCM (read request to the ring, ring
+ * read, route, TCM write), and the credit back. */
+int kb__ab_credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
+                         const kb__ccl_route *ring, uint64_t *out, kb__err *err);
+
+/* The loop's round trip in a phase of length T. */
+double kb__ab_loop_ps(const kb__ab_credit_loop *c, double T);
+
+/* c := rank k's credit loop through port dir (route `ring` from its DMA to
+ * the peer's ring) in phase a, alone rtt0_ps. */
+int kb__ab_loop_fill(const kb__topo *t, const kb__ccl_plan *plan, const kb__ab_phase_acc *a,
+                     uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, double own_sent,
+                     double own_copied, double rtt0_ps, kb__ab_credit_loop *c, kb__err *err);
+
+/* The stretch of rank k's credit round trip in phase a of length T (the
+ * loop of kb__ab_loop_fill, without its time alone). */
+int kb__ab_rtt_stretch_ps(const kb__topo *t, const kb__ccl_plan *plan, const kb__ab_phase_acc *a,
+                          uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, double own_sent,
+                          double own_copied, double T, double *out, kb__err *err);
+
+/* A sender's resume after it ran out of credit: pe.ipcq.wake_ns asleep,
+ * one poll period polling, ps. */
+double kb__ab_resume_ps(const kb__topo_params *tp, const kb__ccl_settings *q);
+
+/* Whether the slowest credit loop (rtt, of rank: its round trip under the
+ * phase's traffic) paces the phase, and then its time: a sender that runs
+ * out of credit waits a round trip plus its resume (pe.ipcq.wake_ns
+ * asleep, one poll period polling) per n_slots slots. A message of at
+ * least n_slots slots takes every credit: the program queues its slots on
+ * the vc channel at once and goes on, so the next message's first slot
+ * finds its credit still on its round trip, every time. With smaller
+ * messages it runs out when keeping every slot of the phase a round trip
+ * in flight needs more than n_slots at the pace the other resources
+ * allow. */
+void kb__ab_credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, double slots,
+                         uint64_t msg_slots, double rtt, uint32_t rank, kb__ab_phase_acc *a);
+
+/* The time a chain rank's program spends on one message outside tl_send
+ * (its loads, stretched at phase length T, its combines and scalar ops):
+ * the gap between queuing a message and needing the next one's credit. */
+double kb__ab_prog_per_msg_ps(const kb__ab_rank_xfers *x, uint64_t msgs, double T);
+
+/* One message's cycle on a chain sender whose messages take every credit
+ * (msg_slots >= n_slots), with round trip R and gap g (kb__ab_prog_per_msg_ps):
+ * inside the message it waits a round trip and its resume per further
+ * window of n_slots slots; between messages it works g, and waits (R plus
+ * the resume) only when the first slot's credit is not back by then. With
+ * g = 0 this is the ring rule, msg_slots / n_slots × (R + resume) for a
+ * whole number of windows. */
+double kb__ab_chain_credit_cycle_ps(const kb__topo_params *tp, const kb__ccl_settings *q,
+                                    uint64_t msg_slots, double R, double g);
+
+/* The graded credit rule of the ring all-reduce's streams (kb__ab_credit_limit's
+ * rule is all or nothing: a wait for a whole loaded round trip on every
+ * window). Measured on its senders, each slot's round trip is stretched by
+ * what is in flight at the same time, and that depends on how the sender
+ * waits:
+ *
+ *   - the other flows of the phase are spread over the phase as long as it
+ *     then lasts: when the credits pace it, it is longer than the other
+ *     terms (a->worst_ps), the others fill less of it and the loop
+ *     stretches less, so the phase lasts the fixed point
+ *     T = slots × (R(T) + resume) / n_slots, R(T) the slowest loop at T
+ *     (by bisection: R shrinks as T grows);
+ *   - the stream's own sends and its peer's copies of them are in flight
+ *     beside a slot for the fraction of the loop the stream is moving,
+ *     R / (R + resume) (R alone): a sleeping sender's window goes out
+ *     into an empty pipe after its wake (200 ns against a 55 ns loop: a
+ *     fifth), a polling one keeps its slots flowing (three quarters), so
+ *     kb__ab_loop_fill takes that fraction of them as others (the caller's
+ *     own_* arguments are the rest).
+ *
+ * Whether the sender runs dry is judged at the pace of the other terms, as
+ * kb__ab_credit_limit does. */
+void kb__ab_credit_solve(const kb__topo_params *tp, const kb__ccl_settings *q, double slots,
+                         uint64_t msg_slots, const kb__ab_credit_loop *loops, uint32_t n_loops,
+                         kb__ab_phase_acc *a);
+
+/* The time of one MATH combine (tl_add) of a piece of `bytes` bytes of
+ * esize-byte elements, ps. */
+uint64_t kb__ab_combine_ps(const kb__topo_params *tp, uint64_t bytes, uint64_t esize);
+
+/* The receive copy of `bytes` from PE d's ring of kind buf into its TCM,
+ * alone: the read request to the ring memory, its read, the data through
+ * d's DMA into the TCM and the TCM write (host/ipcq_msgs.c). */
+int kb__ab_recv_copy_ps(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, uint64_t bytes,
+                        uint64_t *out, kb__err *err);
+
+/* ---- the ring pieces the hierarchical model reuses (alphabeta.c) ---------- */
+
+/* The hops of the ring through port dir that starts at rank start (each
+ * rank's dir port leads to the next one, back to start): out gets their
+ * latencies as kb__ccl_alphabeta_ring describes, world_size their count. */
+int kb__ab_ring_hops(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t start,
+                     uint64_t msg_bytes, kb__ccl_alphabeta *out, kb__err *err);
+
+/* The bandwidth term of the rings' phases: in phase ph (those with
+ * want[ph]) every rank of the plan sends rp - 1 chunks of `chunk` bytes
+ * through its port dir (to NEXT of its ring of rp ranks; all the plan's
+ * rings at once), loads loads[ph] chunks of its buffer and stores
+ * stores[ph]; the all or nothing credit rule (kb__ab_credit_limit). out's
+ * phase_ps and bottleneck of the phases not wanted stay 0 and empty.
+ * KB_EINVAL for a plan that is not ring_1d or hierarchical. */
+int kb__ab_ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+                   uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
+                   const double stores[2], kb__ccl_ring_bw *out, kb__err *err);
+
+#endif

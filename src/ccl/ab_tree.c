@@ -1,0 +1,243 @@
+/*
+ * ab_tree.c — the α-β model of the pipelined mesh and tree all-reduces
+ * (algorithms/mesh_tree.c; alphabeta.h and docs/ccl.md): pieces go up
+ * to the root, combined at every rank, and back down. The latency term
+ * is the deepest leaf's first piece up and last piece down, hop by hop
+ * (store and forward, piece by piece); the bandwidth term is the busiest
+ * resource of the whole tree's traffic under the phase machinery
+ * (ab_phase.c), with every stream's credit loop.
+ *
+ * Invariants: a rank's place in the tree (parent, children) is read from
+ * the plan's ports as the kernel reads it; a cycle of parents is an
+ * error, not a hang. A prediction only.
+ * Cost: O(links + nodes + p × route length × 64) for the bandwidth term,
+ * O(p × depth) for the depth search, p the world size.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccl/ab_internal.h"
+#include "pe/ipcq.h"
+#include "sim/sim.h"
+
+/* ---- the pipelined trees: mesh_allreduce and tree_allreduce ------------------- */
+
+/* The credit term of one stream of a tree (0 when its sender never runs
+ * dry): its program sends a message of msg_slots slots a tick and waits
+ * for its load and its neighbours' pieces in between, so it does not run
+ * ahead of the tree's pace (the phase's other terms, worst_ps over the
+ * stream's slots). It runs dry when the credit of the last slot it needs
+ * is not back by then: the slot n_slots before the message's last one,
+ * whose round trip is `first` (the first slot's, with the vc time of the
+ * slots queued ahead of it) plus the slots between on the vc channel
+ * (slot_ps each). Then it waits a first slot's round trip and resumes
+ * (asleep the later credits come back during the wake; polling it waits
+ * for each, the last one's round trip), per n_slots slots. */
+static double tree_dry_ps(const kb__topo_params *tp, const kb__ccl_settings *q, double slots,
+                          uint64_t msg_slots, double first, double slot_ps, double worst_ps)
+{
+    double n = q->n_slots, m = (double)msg_slots;
+    double last = first + (m < n ? m - 1 : n - 1) * slot_ps;
+    if (slots * last / n <= worst_ps) return 0;
+    bool poll = q->backpressure == KB__CCL_BP_POLL;
+    double resume = (double)kb__ps_from_ns(
+        poll ? tp->pe.ipcq_poll_interval_ns + tp->pe.cpu_scalar_op_ns : tp->pe.ipcq_wake_ns);
+    return slots * ((poll ? last : first) + resume) / n;
+}
+
+/* Rank k's place in the algorithm's tree (algorithms/mesh_tree.c): the
+ * port to its parent (-1 at the root) and to its children, in combine
+ * order. mesh_2d: parent W, else N in column 0; children E, and S in column
+ * 0. tree: parent N, children W (left) and E (right). */
+typedef struct tree_place {
+    int parent, child[2], n;
+} tree_place;
+
+static tree_place tree_place_of(const kb__ccl_plan *plan, uint32_t k)
+{
+    const kb__ccl_port *pt = plan->ports[k];
+    tree_place t = {-1, {-1, -1}, 0};
+    if (plan->r.algo->topology == KB__CCL_MESH_2D) {
+        t.parent = pt[KB__CCL_W].peer >= 0 ? KB__CCL_W : pt[KB__CCL_N].peer >= 0 ? KB__CCL_N : -1;
+        if (pt[KB__CCL_E].peer >= 0) t.child[t.n++] = KB__CCL_E;
+        if (pt[KB__CCL_W].peer < 0 && pt[KB__CCL_S].peer >= 0) t.child[t.n++] = KB__CCL_S;
+    } else {
+        t.parent = pt[KB__CCL_N].peer >= 0 ? KB__CCL_N : -1;
+        if (pt[KB__CCL_W].peer >= 0) t.child[t.n++] = KB__CCL_W;
+        if (pt[KB__CCL_E].peer >= 0) t.child[t.n++] = KB__CCL_E;
+    }
+    return t;
+}
+
+/* One hop of a whole piece of `xfer` bytes (spp slots) from rank a to rank
+ * b, store and forward as the kernel takes it (it waits for the whole
+ * piece before it combines or stores it): the sender's vc channel sends
+ * the slots one after the other (slot_ps each), the last one flies to b's
+ * ring (its message cost: set-up, route, ring write) and b copies it into
+ * its TCM; going up, b then combines it (t_add). */
+static int piece_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t a, uint32_t b,
+                        uint64_t xfer, uint64_t spp, double slot_ps, uint64_t t_add, uint64_t *ps,
+                        double *bw, kb__err *err)
+{
+    uint64_t payload = plan->r.s.slot_size - KB__IPCQ_META_BYTES;
+    uint64_t last = xfer - (spp - 1) * payload, copy;
+    kb__ccl_msg_cost c;
+    int rc = kb__ccl_msg_cost_get(t, plan->loc[a], plan->loc[b], plan->r.s.buffer_kind,
+                                  last + KB__IPCQ_META_BYTES, &c, err);
+    if (!rc) rc = kb__ab_recv_copy_ps(t, plan->loc[b], plan->r.s.buffer_kind, last, &copy, err);
+    if (rc) return rc;
+    *ps += (uint64_t)llround((double)(spp - 1) * slot_ps) + c.total_ps + copy + t_add;
+    if (!*bw || c.min_bw_gbs < *bw) *bw = c.min_bw_gbs;
+    return 0;
+}
+
+/* The first piece's trip from rank k up to the root and the last one's
+ * from the root down to k, piece hop by piece hop; *hops += the hops. */
+static int tree_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, uint64_t xfer,
+                     uint64_t spp, double slot_ps, uint64_t t_add, uint64_t *ps, uint32_t *hops,
+                     double *bw, kb__err *err)
+{
+    for (uint32_t guard = 0; guard < plan->world_size; guard++) {
+        tree_place pl = tree_place_of(plan, k);
+        if (pl.parent < 0) return 0;
+        uint32_t up = (uint32_t)plan->ports[k][pl.parent].peer;
+        int rc = piece_hop_ps(t, plan, k, up, xfer, spp, slot_ps, t_add, ps, bw, err);
+        if (!rc) rc = piece_hop_ps(t, plan, up, k, xfer, spp, slot_ps, 0, ps, bw, err);
+        if (rc) return rc;
+        *hops += 2;
+        k = up;
+    }
+    return kb__err_set(err, KB_EINVAL, "tree model: rank %u's parents make a cycle", k);
+}
+
+int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
+                           uint64_t esize, uint64_t piece, kb__ccl_tree_model *out, kb__err *err)
+{
+    memset(out, 0, sizeof *out);
+    kb__ccl_topology topo = plan->r.algo->topology;
+    if (topo != KB__CCL_MESH_2D && topo != KB__CCL_TREE)
+        return kb__err_set(err, KB_EINVAL, "tree model: algorithm '%s' is %s, not mesh_2d or tree",
+                           plan->r.algo->name, kb__ccl_topology_name(topo));
+    uint32_t p = plan->world_size;
+    if (p < 2 || !bytes || !piece || !esize) return 0;
+    const kb__topo_params *tp = &t->params;
+    const kb__ccl_settings *q = &plan->r.s;
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
+    uint64_t vc_chunk = q->vc_chunk_size ? q->vc_chunk_size : tp->pe.ipcq_vc_chunk_bytes;
+    uint64_t msgs, slots, xfer = piece < bytes ? piece : bytes;
+    kb__ab_cut(bytes, piece, payload, &msgs, &slots);
+    uint64_t spp = (xfer + payload - 1) / payload; /* slots of a whole piece */
+    double wire = (double)(bytes + slots * KB__IPCQ_META_BYTES);
+    double slot_ps = (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
+                         (double)kb__ps_from_ns(tp->pe.dma_setup_ns) +
+                     kb__ps_real_from_bytes_gbs((double)q->slot_size, tp->pe.dma_bw_gbs);
+    double scalar = (double)kb__ps_from_ns(tp->pe.cpu_scalar_op_ns);
+    uint64_t t_add = kb__ab_combine_ps(tp, xfer, esize);
+    kb__ab_phase_acc a;
+    int rc = kb__ab_acc_init(t, &a, err);
+    kb__ab_rank_xfers *rx = calloc(p, sizeof *rx);
+    if (!rc && !rx) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
+    kb__ccl_route send = {0}, copy = {0}, ld = {0}, st = {0};
+    uint64_t deepest = 0;
+    uint32_t rtt_rank = 0, leaf = 0;
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        kb__ccl_loc at = plan->loc[k];
+        tree_place pl = tree_place_of(plan, k);
+        int ports[3], sends = 0;
+        if (pl.parent >= 0) ports[sends++] = pl.parent;
+        for (int c = 0; c < pl.n; c++)
+            ports[sends++] = pl.child[c];
+        uint64_t t_load, t_store;
+        if ((rc = kb__ab_copy_path(t, at, q->buffer_kind, &copy, err)) ||
+            (rc = kb__ab_data_path(t, at, false, &ld, err)) ||
+            (rc = kb__ab_data_path(t, at, true, &st, err)) ||
+            (rc = kb__ab_xfer_ps(t, at, false, &ld, xfer, &t_load, err)) ||
+            (rc = kb__ab_xfer_ps(t, at, true, &st, xfer, &t_store, err)))
+            break;
+        for (int s = 0; !rc && s < sends; s++) {
+            if ((rc = kb__ccl_route_build(t, at, plan->ports[k][ports[s]].loc, q->buffer_kind,
+                                          &send, err)))
+                break;
+            kb__ab_add_route(t, &a, &send, wire);
+            kb__ab_add_mem(t, &a, kb__ab_ring_node(t, plan->ports[k][ports[s]].loc, q->buffer_kind),
+                           wire);
+        }
+        if (rc) break;
+        kb__ab_add_route(t, &a, &copy,
+                         (double)sends * (double)bytes); /* one receive per neighbour */
+        kb__ab_add_route(t, &a, &ld, (double)bytes);
+        kb__ab_add_route(t, &a, &st, (double)bytes);
+        kb__ab_pe_nodes nd = kb__ab_nodes_of(t, at);
+        kb__ab_add_mem(t, &a, nd.tcm, sends * (wire + (double)bytes) + 2.0 * (double)bytes);
+        kb__ab_add_mem(t, &a, kb__ab_ring_node(t, at, q->buffer_kind),
+                       (double)sends * (double)bytes);
+        kb__ab_add_mem(t, &a, nd.hbm, 2.0 * (double)bytes);
+        kb__ab_worst(&a, (double)sends * (double)slots * slot_ps, "vc channel", k);
+        /* its DMA channels (a load and a store a piece) and its program,
+         * piece by piece: the load it combines, the combines, a scalar op
+         * per slot sent */
+        kb__ab_rank_xfers *x = &rx[k];
+        x->lds = x->sts = x->prog_loads = 1;
+        x->ld.alone_ps = (double)t_load, x->st.alone_ps = (double)t_store;
+        x->prog_fixed_ps =
+            (double)msgs * pl.n * (double)t_add + (double)sends * (double)slots * scalar;
+        uint64_t depth = 0;
+        for (uint32_t r = k, g = 0; g < p; g++) {
+            tree_place up = tree_place_of(plan, r);
+            if (up.parent < 0) break;
+            r = (uint32_t)plan->ports[r][up.parent].peer, depth++;
+        }
+        if (depth > deepest) deepest = depth, leaf = k;
+    }
+    if (!rc) kb__ab_acc_links(t, &a);
+    for (uint32_t k = 0; !rc && k < p; k++)
+        rc = kb__ab_rank_share(t, &a, plan->loc[k], (double)xfer, (double)bytes, (double)bytes,
+                               &rx[k], &ld, &st, err);
+    if (!rc) kb__ab_share_solve(&a, rx, p, (double)msgs, tp->pe.dma_channels);
+    /* the credit loops of every stream under the tree's traffic */
+    double loaded = 0;
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        tree_place pl = tree_place_of(plan, k);
+        int ports[3], sends = 0;
+        if (pl.parent >= 0) ports[sends++] = pl.parent;
+        for (int c = 0; c < pl.n; c++)
+            ports[sends++] = pl.child[c];
+        for (int s = 0; !rc && s < sends; s++) {
+            uint64_t rtt;
+            double extra;
+            kb__ccl_dir d = (kb__ccl_dir)ports[s];
+            if ((rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][d].loc, q->buffer_kind,
+                                          &send, err)) ||
+                (rc = kb__ab_credit_rtt_ps(t, plan, k, d, &send, &rtt, err)) ||
+                (rc = kb__ab_rtt_stretch_ps(t, plan, &a, k, d, &send, wire, (double)bytes,
+                                            a.worst_ps, &extra, err)))
+                break;
+            /* a piece goes down to the children one after the other on the
+             * rank's one vc channel: a later child's first slot waits behind
+             * the earlier children's slots, and so does its credit */
+            int before = s - (pl.parent >= 0);
+            double first = (double)rtt + extra + (before > 0 ? before * (double)spp * slot_ps : 0);
+            double cost = tree_dry_ps(tp, q, (double)slots, spp, first, slot_ps, a.worst_ps);
+            if (cost > loaded) loaded = cost, rtt_rank = k;
+        }
+    }
+    if (!rc && loaded > 0) kb__ab_worst(&a, loaded, "credits", rtt_rank);
+    kb__ccl_route_fini(&send);
+    kb__ccl_route_fini(&copy);
+    kb__ccl_route_fini(&ld);
+    kb__ccl_route_fini(&st);
+    kb__ab_acc_fini(&a);
+    free(rx);
+    if (rc) return rc;
+    if ((rc = tree_path(t, plan, leaf, xfer, spp, slot_ps, t_add, &out->path_ps, &out->hops,
+                        &out->bw_gbs, err)))
+        return rc;
+    out->bw_ps = (uint64_t)ceil(a.worst_ps - 1e-6);
+    snprintf(out->bottleneck, sizeof out->bottleneck, "%s", a.what);
+    out->pieces = msgs;
+    out->predicted_ps = out->path_ps + out->bw_ps;
+    return 0;
+}
