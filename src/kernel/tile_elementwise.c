@@ -11,7 +11,8 @@
  * Integer semantics are C's on two's-complement machines: wrap on overflow,
  * division truncates toward zero. Division by zero, which Triton leaves
  * undefined, gives x // 0 = 0 and x % 0 = x (so x == (x // y) * y + x % y).
- * Cost: O(numel) with a switch per chunk, not per element.
+ * Cost: O(numel) with a switch per chunk, not per element; i32 + - * of
+ * i32 operands (offset arithmetic) in place, without the widening.
  */
 #include <math.h>
 #include <string.h>
@@ -156,6 +157,49 @@ static int64_t int_binary1(kb__tile_op op, int64_t x, int64_t y)
     }
 }
 
+/* z[c] = x[c · sx] op y[c · sy] for c < n, in i32 (sx, sy: 1, or 0 for
+ * a value stretched along the row), wrapped as uint32: the low 32 bits of
+ * the int64 result the general path computes and stores. */
+static inline __attribute__((always_inline)) void i32_row(kb__tile_op op, int32_t *z,
+                                                          const int32_t *x, int64_t sx,
+                                                          const int32_t *y, int64_t sy, int64_t n)
+{
+    if (op == KB__OP_ADD)
+        for (int64_t c = 0; c < n; c++)
+            z[c] = (int32_t)((uint32_t)x[c * sx] + (uint32_t)y[c * sy]);
+    else if (op == KB__OP_SUB)
+        for (int64_t c = 0; c < n; c++)
+            z[c] = (int32_t)((uint32_t)x[c * sx] - (uint32_t)y[c * sy]);
+    else
+        for (int64_t c = 0; c < n; c++)
+            z[c] = (int32_t)((uint32_t)x[c * sx] * (uint32_t)y[c * sy]);
+}
+
+/* The i32 + - * of two i32 operands into an i32 result, read in place
+ * (no conversion to int64 and back): the same bits as the general path.
+ * False (nothing written) for any other op or dtype. */
+static bool i32_binary(kb__tile_op op, const kb__tile_view *va, const kb__tile_view *vb,
+                       kb__dtype cdt, kb__dtype odt, int64_t rows, int64_t cols, void *out_data)
+{
+    if (cdt != KB__I32 || odt != KB__I32 || va->dtype != KB__I32 || vb->dtype != KB__I32 ||
+        (op != KB__OP_ADD && op != KB__OP_SUB && op != KB__OP_MUL))
+        return false;
+    for (int64_t r = 0; r < rows; r++) {
+        int32_t *z = (int32_t *)out_data + r * cols;
+        const int32_t *x = (const int32_t *)va->base + kb__tile_view_off(va, r, 0),
+                      *y = (const int32_t *)vb->base + kb__tile_view_off(vb, r, 0);
+        if (va->cs && vb->cs)
+            i32_row(op, z, x, 1, y, 1, cols);
+        else if (va->cs)
+            i32_row(op, z, x, 1, y, 0, cols);
+        else if (vb->cs)
+            i32_row(op, z, x, 0, y, 1, cols);
+        else
+            i32_row(op, z, x, 0, y, 0, cols);
+    }
+    return true;
+}
+
 int kb__tile_binary(kb__tile_op op, const kb__tile_desc *out, void *out_data,
                     const kb__tile_desc *a, const void *a_data, const kb__tile_desc *b,
                     const void *b_data, kb__err *err)
@@ -173,6 +217,7 @@ int kb__tile_binary(kb__tile_op op, const kb__tile_desc *out, void *out_data,
     kb__tile_view va = kb__tile_view_of(a, a_data, out), vb = kb__tile_view_of(b, b_data, out);
     int64_t rows, cols;
     kb__tile_rc(out, &rows, &cols);
+    if (i32_binary(op, &va, &vb, cdt, odt, rows, cols, out_data)) return 0;
     size_t osize = kb__dtype_size(odt);
     bool cmp = op >= KB__OP_EQ && op <= KB__OP_GE;
     for (int64_t r = 0; r < rows; r++) {

@@ -115,6 +115,8 @@ struct tl_ctx {
     uint64_t next_seq;
     kb__tl_span *span_buf; /* scratch of a starting load/store (tl_mem.c) */
     size_t span_cap;
+    int64_t *elem_buf; /* scratch: a starting gather's element offsets per lane (tl_mem.c) */
+    size_t elem_cap;
     void *lane_free; /* recycled lane buffers of finished loads/stores (tl_mem.c) */
 };
 

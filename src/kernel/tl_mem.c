@@ -5,7 +5,9 @@
  * The addresses of a Triton-style access depend on data (the offset and
  * mask tiles), so they are computed when the DMA op starts, when those tiles
  * are ready, not at issue. Lanes are turned into contiguous spans (adjacent
- * lanes at adjacent addresses merge) and handed to the launch's memory port
+ * lanes at adjacent addresses merge; found run by run, one range check per
+ * run, the lane-by-lane walk kept for what that does not cover and for
+ * naming a lane out of range) and handed to the launch's memory port
  * (kb__tl_mem_port), which moves them and finishes the op. Masked lanes and
  * lanes outside a checked boundary are never touched; a load fills them with
  * `other` or the padding when the op finishes. An unmasked lane outside the
@@ -19,9 +21,11 @@
  * port's atomic: the memory applies the read-modify-write of each span at
  * the instant it samples it, lanes at one address in lane order; the op is
  * a fence on the DMA unit (acq_rel), docs/kernels.md "Atomics".
- * Cost: O(lanes) host work per op at start (O(rows) plus a memset and, for
- * a store, one conversion per row on the block path); the simulated time is
- * the port's.
+ * Cost: per op at start, a scan of the offsets (and mask) tiles plus
+ * O(runs) checks and spans on the Triton-style path (a conversion per lane
+ * for offsets narrower than i32 or broadcast, and a staged value per lane
+ * for a store that moves bytes); O(rows) plus a memset and, for a store, one
+ * conversion per row on the block path; the simulated time is the port's.
  */
 #include <math.h>
 #include <stdio.h>
@@ -94,6 +98,9 @@ static void lanes_put(tl_ctx *k, uint8_t *lanes)
 
 void kb__tl_mem_fini(tl_ctx *k)
 {
+    free(k->elem_buf);
+    k->elem_buf = NULL;
+    k->elem_cap = 0;
     while (k->lane_free) {
         lane_buf *b = k->lane_free;
         k->lane_free = b->next;
@@ -220,32 +227,126 @@ static void span_add(kb__tl_op *op, uint32_t *ns, uint64_t va, uint64_t off, uin
         op->spans[(*ns)++] = (kb__tl_span){va, off, bytes};
 }
 
-/* The offsets of an unmasked Triton-style access whose offsets tile is i32
- * of the lanes' own shape (no broadcast), read in place: lane_target's
- * general path gives the same element offsets through a broadcast index
- * and a dtype conversion per lane. NULL for any other access. */
-static const int32_t *direct_offsets(const kb__tl_op *op)
+/* The element offsets of a Triton-style access's lanes, and their active
+ * flags (NULL when every lane is active): the values lane_target gives,
+ * read in bulk when the offsets (and the mask) have the lanes' own shape,
+ * through the broadcast index otherwise. *elems points into the program's
+ * scratch or, for i32 offsets of the lanes' shape, at the tile itself
+ * (*e32 then, *elems NULL). False when out of host memory. */
+static bool lane_elems(kb__tl_op *op, int64_t n, const int32_t **e32, const int64_t **elems,
+                       const uint8_t **act)
 {
-    if (op->bp.t || op->mask_in >= 0 || op->off_in < 0) return NULL;
+    tl_ctx *k = (tl_ctx *)op->base.prog;
+    const kb__tile_desc *od = &op->out_d;
+    *e32 = NULL;
+    *elems = NULL;
+    *act = NULL;
+    if (op->mask_in >= 0) {
+        kb__tile_desc md = op->in_d[1];
+        md.dtype = od->dtype;
+        if (!kb__tile_desc_eq(&md, od)) return true; /* a broadcast mask: the lane walk */
+        *act = (const uint8_t *)op->base.in[op->mask_in]->data; /* bool: one byte, 0 or 1 */
+    }
     kb__tile_desc d = op->in_d[0];
-    if (d.dtype != KB__I32) return NULL;
-    d.dtype = op->out_d.dtype;
-    if (!kb__tile_desc_eq(&d, &op->out_d)) return NULL;
-    return (const int32_t *)op->base.in[op->off_in]->data;
+    kb__dtype dt = d.dtype;
+    d.dtype = od->dtype;
+    const void *src = op->base.in[op->off_in]->data;
+    if (kb__tile_desc_eq(&d, od) && dt == KB__I32) {
+        *e32 = (const int32_t *)src;
+        return true;
+    }
+    if (k->elem_cap < (size_t)n) {
+        free(k->elem_buf);
+        k->elem_buf = malloc((size_t)n * sizeof *k->elem_buf);
+        k->elem_cap = k->elem_buf ? (size_t)n : 0;
+        if (!k->elem_buf) return false;
+    }
+    if (kb__tile_desc_eq(&d, od))
+        kb__dtype_load_i64(dt, src, k->elem_buf, (size_t)n);
+    else
+        for (int64_t lane = 0; lane < n; lane++)
+            k->elem_buf[lane] =
+                elem_i64(op->base.in[op->off_in], &op->in_d[0], bidx(&op->in_d[0], od, lane));
+    *elems = k->elem_buf;
+    return true;
 }
 
-/* Lane by lane: any access. Returns 0, or the status of the op it failed. */
+/* Whether lane i's element offset is lane i - 1's plus one (e32: i32
+ * offsets read in place, else e64). */
+static inline bool follows(const int32_t *e32, const int64_t *e64, int64_t i)
+{
+    return e32 ? (int64_t)e32[i] - e32[i - 1] == 1 : (uint64_t)e64[i] - (uint64_t)e64[i - 1] == 1;
+}
+
+/* Run by run: a Triton-style access (offsets and mask tiles), one check
+ * and one span per run of active lanes at consecutive elements, not per
+ * lane. The spans, lane flags, n_active and staged bytes are exactly the
+ * lane walk's: the walk merges a lane into the span before it exactly
+ * when the lane before is active and at the element before (the tile
+ * offset continues only for the next lane; the VA only for the next
+ * element, no run wrapping since every run is checked inside the
+ * tensor); a run inside one region is inside the reach and off the
+ * padding exactly when each of its elements is (its last element is the
+ * furthest into the region), and a run across regions goes to the walk.
+ * Expects op->active cleared, ns and n_active 0. Returns 0 when done, 1
+ * when the lane walk must decide (a block pointer, a broadcast mask, a
+ * lane out of range: the walk reports it; the state is then undefined and
+ * must be reset), or the status of the op it failed (out of host memory). */
+static int run_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
+{
+    if (op->bp.t || op->off_in < 0) return 1;
+    const int32_t *e32;
+    const int64_t *e64;
+    const uint8_t *act;
+    if (!lane_elems(op, n, &e32, &e64, &act)) {
+        kb__err e;
+        kb__pe_op_done(&op->base, kb__err_set(&e, KB_ENOMEM, "out of host memory for a DMA"), &e);
+        return KB_ENOMEM;
+    }
+    if (!e32 && !e64) return 1;
+    const tl_tensor *t = op->t;
+    uint64_t lim = t->bytes / es; /* elements in the reach */
+    bool stage = op->write && moves_bytes(op);
+    for (int64_t lane = 0; lane < n;) {
+        if (act && !act[lane]) {
+            lane++;
+            continue;
+        }
+        int64_t l = lane, end = lane + 1;
+        while (end < n && (!act || act[end]) && follows(e32, e64, end))
+            end++;
+        int64_t e0 = e32 ? e32[l] : e64[l];
+        uint64_t len = (uint64_t)(end - l);
+        uint64_t pos = (uint64_t)e0 * es, bytes = len * es;
+        if (e0 < 0 || (uint64_t)e0 > lim || lim - (uint64_t)e0 < len) return 1;
+        /* one region (a run across regions: the lane walk, which checks each
+           element against its own region's size), then its padding */
+        if (pos + bytes > t->shard_bytes && t->region_stride &&
+            (pos / t->region_stride != (pos + bytes - 1) / t->region_stride ||
+             in_padding(t, pos, bytes)))
+            return 1;
+        memset(op->active + l, 1, (size_t)len);
+        op->n_active += (int64_t)len;
+        uint64_t off = (uint64_t)l * es;
+        if (stage)
+            for (int64_t i = l; i < end; i++)
+                stage_value(op, i, (char *)op->staging + (uint64_t)i * es);
+        span_add(op, ns, t->va + pos, off, bytes);
+        lane = end;
+    }
+    return 0;
+}
+
+/* Lane by lane: any access (run_spans covers the Triton-style ones that
+ * pass; this walk also names the first lane out of range). Returns 0, or
+ * the status of the op it failed. */
 static int lane_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
 {
     const tl_tensor *t = op->t;
-    const int32_t *direct = direct_offsets(op);
     for (int64_t lane = 0; lane < n; lane++) {
         int active = 1;
         int64_t elem;
-        if (direct)
-            elem = direct[lane];
-        else
-            lane_target(op, lane, &active, &elem);
+        lane_target(op, lane, &active, &elem);
         if (!active) continue;
         uint64_t va = t->va + (uint64_t)elem * es; /* wraps for messages only */
         bool outside = elem < 0 || (uint64_t)elem >= t->bytes / es;
@@ -457,11 +558,16 @@ static void mem_start(kb__pe_op *base)
     for (uint32_t i = 0; i < base->n_in; i++)
         if ((int)i != op->other_in || op->atomic || moves_bytes(op)) kb__pe_buf_bytes(base->in[i]);
     uint32_t ns = 0;
-    if (!block_spans(op, n, es, &ns)) {
+    /* the first way that applies: rows, runs, lanes (each from cleared state) */
+    for (int way = 0; way < 3; way++) {
+        int r = way == 0   ? !block_spans(op, n, es, &ns)
+                : way == 1 ? run_spans(op, n, es, &ns)
+                           : lane_spans(op, n, es, &ns);
+        if (r < 0 || (r && way == 2)) return; /* the op failed */
+        if (!r) break;
         ns = 0;
         op->n_active = 0;
         memset(op->active, 0, (size_t)n);
-        if (lane_spans(op, n, es, &ns)) return;
     }
     const kb__tl_mem_port *port = base->prog->pe->dma_port;
     if (op->atomic) {
