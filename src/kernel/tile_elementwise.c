@@ -12,7 +12,8 @@
  * division truncates toward zero. Division by zero, which Triton leaves
  * undefined, gives x // 0 = 0 and x % 0 = x (so x == (x // y) * y + x % y).
  * Cost: O(numel) with a switch per chunk, not per element; i32 + - * of
- * i32 operands (offset arithmetic) in place, without the widening.
+ * i32 operands (offset arithmetic) and f32 + - * / of f32 ones in place,
+ * without the widening or the copies.
  */
 #include <math.h>
 #include <string.h>
@@ -200,6 +201,50 @@ static bool i32_binary(kb__tile_op op, const kb__tile_view *va, const kb__tile_v
     return true;
 }
 
+/* z[c] = x[c · sx] op y[c · sy] in f32 for + - * /: float_binary's
+ * operation on the same operands, so the same bits. */
+static inline __attribute__((always_inline)) void
+f32_row(kb__tile_op op, float *z, const float *x, int64_t sx, const float *y, int64_t sy, int64_t n)
+{
+    if (op == KB__OP_ADD)
+        for (int64_t c = 0; c < n; c++)
+            z[c] = x[c * sx] + y[c * sy];
+    else if (op == KB__OP_SUB)
+        for (int64_t c = 0; c < n; c++)
+            z[c] = x[c * sx] - y[c * sy];
+    else if (op == KB__OP_MUL)
+        for (int64_t c = 0; c < n; c++)
+            z[c] = x[c * sx] * y[c * sy];
+    else
+        for (int64_t c = 0; c < n; c++)
+            z[c] = x[c * sx] / y[c * sy];
+}
+
+/* The f32 + - * / of two f32 operands into an f32 result, read in place
+ * (float_binary's loads and stores of f32 are copies). False (nothing
+ * written) for any other op or dtype. */
+static bool f32_binary(kb__tile_op op, const kb__tile_view *va, const kb__tile_view *vb,
+                       kb__dtype cdt, kb__dtype odt, int64_t rows, int64_t cols, void *out_data)
+{
+    if (cdt != KB__F32 || odt != KB__F32 || va->dtype != KB__F32 || vb->dtype != KB__F32 ||
+        (op != KB__OP_ADD && op != KB__OP_SUB && op != KB__OP_MUL && op != KB__OP_DIV))
+        return false;
+    for (int64_t r = 0; r < rows; r++) {
+        float *z = (float *)out_data + r * cols;
+        const float *x = (const float *)va->base + kb__tile_view_off(va, r, 0),
+                    *y = (const float *)vb->base + kb__tile_view_off(vb, r, 0);
+        if (va->cs && vb->cs)
+            f32_row(op, z, x, 1, y, 1, cols);
+        else if (va->cs)
+            f32_row(op, z, x, 1, y, 0, cols);
+        else if (vb->cs)
+            f32_row(op, z, x, 0, y, 1, cols);
+        else
+            f32_row(op, z, x, 0, y, 0, cols);
+    }
+    return true;
+}
+
 int kb__tile_binary(kb__tile_op op, const kb__tile_desc *out, void *out_data,
                     const kb__tile_desc *a, const void *a_data, const kb__tile_desc *b,
                     const void *b_data, kb__err *err)
@@ -217,7 +262,9 @@ int kb__tile_binary(kb__tile_op op, const kb__tile_desc *out, void *out_data,
     kb__tile_view va = kb__tile_view_of(a, a_data, out), vb = kb__tile_view_of(b, b_data, out);
     int64_t rows, cols;
     kb__tile_rc(out, &rows, &cols);
-    if (i32_binary(op, &va, &vb, cdt, odt, rows, cols, out_data)) return 0;
+    if (i32_binary(op, &va, &vb, cdt, odt, rows, cols, out_data) ||
+        f32_binary(op, &va, &vb, cdt, odt, rows, cols, out_data))
+        return 0;
     size_t osize = kb__dtype_size(odt);
     bool cmp = op >= KB__OP_EQ && op <= KB__OP_GE;
     for (int64_t r = 0; r < rows; r++) {

@@ -195,7 +195,7 @@ typedef struct kb__tl_op {
     unsigned check;
     tl_padding pad;
     kb__tl_span *spans; /* built when the op starts, in its program's span_buf */
-    uint8_t *active;    /* per lane: touched (1) or not (0) */
+    uint8_t *active;    /* per lane: touched (1) or not (0); defined only when n_active < n */
     int64_t n_active;   /* lanes touched */
     void *staging;      /* store: bytes in the tensor's dtype */
 } kb__tl_op;

@@ -288,7 +288,9 @@ static inline bool follows(const int32_t *e32, const int64_t *e64, int64_t i)
  * tensor); a run inside one region is inside the reach and off the
  * padding exactly when each of its elements is (its last element is the
  * furthest into the region), and a run across regions goes to the walk.
- * Expects op->active cleared, ns and n_active 0. Returns 0 when done, 1
+ * Writes the lane flags when a mask is given (every lane is active
+ * otherwise: load_fill then reads none). Expects ns and n_active 0.
+ * Returns 0 when done, 1
  * when the lane walk must decide (a block pointer, a broadcast mask, a
  * lane out of range: the walk reports it; the state is then undefined and
  * must be reset), or the status of the op it failed (out of host memory). */
@@ -307,6 +309,7 @@ static int run_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
     const tl_tensor *t = op->t;
     uint64_t lim = t->bytes / es; /* elements in the reach */
     bool stage = op->write && moves_bytes(op);
+    if (act) memset(op->active, 0, (size_t)n);
     for (int64_t lane = 0; lane < n;) {
         if (act && !act[lane]) {
             lane++;
@@ -325,7 +328,7 @@ static int run_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
             (pos / t->region_stride != (pos + bytes - 1) / t->region_stride ||
              in_padding(t, pos, bytes)))
             return 1;
-        memset(op->active + l, 1, (size_t)len);
+        if (act) memset(op->active + l, 1, (size_t)len);
         op->n_active += (int64_t)len;
         uint64_t off = (uint64_t)l * es;
         if (stage)
@@ -391,9 +394,11 @@ static bool row_start(const kb__tl_op *op, const int64_t *r, int64_t c, int64_t 
 /* Row by row: a block pointer whose last dimension has unit stride, one
  * span per row (a row: the block's last dimension at fixed outer
  * coordinates, row-major over the outer ones). The spans, lanes and staged
- * bytes are exactly the lane-by-lane ones. Writes every one of the n lane
- * flags of op->active (0 for a lane outside a checked boundary), so they
- * need no clearing before. Returns false (nothing decided, the flags
+ * bytes are exactly the lane-by-lane ones. When a lane is left out (a
+ * checked boundary, lanes past the block), writes every one of the n lane
+ * flags of op->active (0 for such a lane), so they need no clearing
+ * before; when every lane is active, none (load_fill reads the flags only
+ * when n_active < n). Returns false (nothing decided, the flags
  * undefined) when that does not apply or a lane is out of range, so
  * lane_spans reports it. */
 static bool block_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
@@ -420,6 +425,8 @@ static bool block_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
         memset(op->active, 0, (size_t)n);
         return true;
     }
+    /* every lane active so far: the flags of rows before r are unwritten */
+    bool all = j0 == 0 && j1 == cols && (uint64_t)n == covered;
     if ((uint64_t)n > covered) memset(op->active + covered, 0, (size_t)((uint64_t)n - covered));
     for (int64_t r = 0; r < rows; r++) {
         uint8_t *flags = op->active + r * cols;
@@ -433,6 +440,8 @@ static bool block_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
         bool skip;
         if (!row_start(op, rc, c0 + j0, &e0, &skip)) return false;
         if (skip) {
+            if (all) memset(op->active, 1, (size_t)(r * cols)); /* the rows before */
+            all = false;
             memset(flags, 0, (size_t)cols);
             continue;
         }
@@ -442,9 +451,11 @@ static bool block_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
             return false;
         int64_t lane = r * cols + j0;
         uint64_t off = (uint64_t)lane * es;
-        if (j0) memset(flags, 0, (size_t)j0);
-        memset(flags + j0, 1, (size_t)(j1 - j0));
-        if (j1 < cols) memset(flags + j1, 0, (size_t)(cols - j1));
+        if (!all) {
+            if (j0) memset(flags, 0, (size_t)j0);
+            memset(flags + j0, 1, (size_t)(j1 - j0));
+            if (j1 < cols) memset(flags + j1, 0, (size_t)(cols - j1));
+        }
         op->n_active += j1 - j0;
         if (op->write && moves_bytes(op))
             kb__dtype_convert((kb__dtype)op->t->dtype, (char *)op->staging + off, op->in_d[2].dtype,
@@ -560,6 +571,7 @@ static void mem_start(kb__pe_op *base)
     uint32_t ns = 0;
     /* the first way that applies: rows, runs, lanes (each from cleared state) */
     for (int way = 0; way < 3; way++) {
+        if (way == 2) memset(op->active, 0, (size_t)n); /* the walk sets the active lanes' */
         int r = way == 0   ? !block_spans(op, n, es, &ns)
                 : way == 1 ? run_spans(op, n, es, &ns)
                            : lane_spans(op, n, es, &ns);
@@ -567,7 +579,6 @@ static void mem_start(kb__pe_op *base)
         if (!r) break;
         ns = 0;
         op->n_active = 0;
-        memset(op->active, 0, (size_t)n);
     }
     const kb__tl_mem_port *port = base->prog->pe->dma_port;
     if (op->atomic) {

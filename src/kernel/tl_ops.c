@@ -96,7 +96,8 @@ static int compute_values(kb__pe_op *base, kb__err *err)
 
 /* ---- constant tiles ----------------------------------------------------------
  * A tile every element of which is one value (tl_zeros, tl_full, a literal,
- * a load under --no-data, and what element-wise ops make of such tiles) is
+ * a load under --no-data, what element-wise ops make of such tiles, and a
+ * result computed in full whose elements all came out equal) is
  * kept as that value (kb__pe_buf_const): nothing is written until a reader
  * asks for the bytes. An op whose tile operands are all constant computes
  * its result once, with the same tile function, on one-element tiles: an
@@ -204,6 +205,20 @@ static bool compute_const(kb__tl_op *op, int *rc, kb__err *err)
     return true;
 }
 
+/* Marks a result computed in full constant when every element came out
+ * the same (the bytes repeat with the element's period): the ops reading it
+ * then compute once (above), with the bits the full computation gives. A
+ * result of varied values stops the comparison at the first element that
+ * differs, usually the second. */
+static void mark_uniform(kb__tl_op *op)
+{
+    kb__pe_buf *b = op->base.out;
+    size_t es = kb__dtype_size(op->out_d.dtype), n = (size_t)kb__tile_numel(&op->out_d) * es;
+    if (!b || b->csize || es > KB__PE_BUF_CONST_MAX || n < es || b->bytes != n) return;
+    const uint8_t *d = b->data;
+    if (n == es || !memcmp(d, d + es, n - es)) kb__pe_buf_const(b, d, es);
+}
+
 static int compute(kb__pe_op *base, kb__err *err)
 {
     kb__tl_op *op = (kb__tl_op *)base;
@@ -211,7 +226,9 @@ static int compute(kb__pe_op *base, kb__err *err)
     if (compute_const(op, &rc, err)) return rc;
     for (int i = 0; i < op->n_tiles; i++)
         kb__pe_buf_bytes(base->in[i]);
-    return compute_values(base, err);
+    rc = compute_values(base, err);
+    if (!rc) mark_uniform(op);
+    return rc;
 }
 
 static kb__math_class math_class(kb__tile_op_class c)

@@ -6,9 +6,10 @@
  * on constant operands (the one-element path), then on the same operands
  * after tl_read wrote their bytes out (the full computation); the two
  * results must be the same bytes, and equal the host reference where one is
- * given. The last test checks that the DMA of a load under --no-data (the
+ * given. Another test checks that the DMA of a load under --no-data (the
  * port moves no bytes) leaves a constant zero tile and takes the time it
- * takes with data.
+ * takes with data; the last, that a result computed in full whose elements
+ * all came out equal is kept as that constant.
  */
 #include <math.h>
 
@@ -343,4 +344,46 @@ Test(tl_const, a_load_without_data_reads_zeros_in_the_time_it_takes_with_data)
     }
     cr_assert_eq(with.item, sum);
     cr_assert_eq(without.item, (double)(R * C));
+}
+
+/* ---- a result that comes out uniform ---------------------------------------- */
+
+typedef struct urec {
+    uint8_t y_const, z_const, v_const; /* the buffers' csize, 0: not constant */
+    float y[R * C], z, v[R * C];
+} urec;
+
+/* y = (arange as f32) · 0 is computed in full (arange is not constant) and
+ * every element comes out +0; z = y · 2 then reads it as the constant 0
+ * (its maximum of zeros takes the constant path too, so z's bytes are never
+ * written out). v = arange + 0.5 varies and stays written out. */
+static void uniform_kernel(tl_ctx *k)
+{
+    urec *r = TM_ARG(k, urec);
+    tl_tile a = tl_cast(k, tl_arange(k, 0, R * C), TL_F32);
+    tl_tile y = tl_mul(k, a, tl_scalar(k, 0.0, TL_F32));
+    tl_tile z = tl_mul(k, y, tl_scalar(k, 2.0, TL_F32));
+    tl_tile v = tl_add(k, a, tl_scalar(k, 0.5, TL_F32));
+    r->z = (float)tl_item(k, tl_max(k, z, TL_AXIS_ALL)); /* waits for z, so for y and v */
+    tl_item(k, tl_max(k, v, TL_AXIS_ALL));
+    r->y_const = kb__tl_slot_of(k, y, "test")->buf->csize;
+    r->z_const = kb__tl_slot_of(k, z, "test")->buf->csize;
+    r->v_const = kb__tl_slot_of(k, v, "test")->buf->csize;
+    tl_read(k, y, r->y, sizeof r->y);
+    tl_read(k, v, r->v, sizeof r->v);
+}
+
+Test(tl_const, a_result_computed_in_full_whose_elements_are_equal_becomes_constant)
+{
+    urec r = {0};
+    run(uniform_kernel, &r);
+    cr_assert_eq(r.y_const, 4, "y = arange · 0: every element +0, kept as the f32 constant");
+    cr_assert_eq(r.z_const, 4, "z = y · 2 computed once on the constant");
+    cr_assert_eq(r.v_const, 0, "v = arange + 0.5 varies");
+    cr_assert_eq(r.z, 0.0f);
+    for (int i = 0; i < R * C; i++) {
+        cr_assert_eq(r.y[i], 0.0f, "y[%d]", i);
+        cr_assert(!signbit(r.y[i]), "y[%d] is +0", i);
+        cr_assert_eq(r.v[i], (float)i + 0.5f, "v[%d]", i);
+    }
 }
