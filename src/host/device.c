@@ -208,7 +208,7 @@ int kb__device_create(kb__device **out, kb__topo *t, uint32_t header_bytes, int 
 void kb__device_destroy(kb__device *d)
 {
     if (!d) return;
-    kb__xfer_free_orphans(d);
+    kb__xfer_free_in_flight(d);
     for (uint32_t i = 0; d->mems && i < d->n_mems; i++)
         kb__memctl_fini(&d->mems[i]);
     free(d->mems);

@@ -74,7 +74,7 @@ struct kb__device {
     uint64_t xfers_done;
     kb__pool pex_pool;                  /* recycled one-memory PeXfers (host/internal.h) */
     kb__pool ipcq_copies, ipcq_credits; /* recycled inter-PE queue messages (ipcq_msgs.c) */
-    kb__xfer *orphans; /* freed by their owner while in flight; freed with the device */
+    kb__xfer *live; /* every transfer not released yet (issue.c); freed with the device */
 };
 
 /* Builds the device for topology t (taken over: destroyed with the device,

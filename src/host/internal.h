@@ -54,8 +54,8 @@ struct kb__xfer {
     int status;
     kb__err err;
     int want_trace, finished;
-    int started;           /* kb__xfer_start ran: events may refer to x until it finishes */
-    kb__xfer *orphan_next; /* on d->orphans: freed while in flight (kb__xfer_free) */
+    int started; /* kb__xfer_start ran: events may refer to x until it finishes */
+    kb__xfer *live_next, *live_prev; /* on d->live from its allocation until released */
     kb__time t_issue, t_done;
     uint32_t n_segs, n_sipg, n_cubeg;
     kb__seg_op *segs;
@@ -94,9 +94,14 @@ typedef struct kb__pex_block {
 void kb__xfer_wire(kb__xfer *x);
 /* Starts an issued operation now: host dispatch, or the DMA channel queue. */
 void kb__xfer_start(kb__sim *sim, kb__xfer *x);
-/* Frees the transfers kb__xfer_free handed to the device while they were
- * in flight (device.c calls it first when destroying the device). */
-void kb__xfer_free_orphans(kb__device *d);
+/* Puts x (its device set) on the device's list of transfers, where it stays
+ * until released (pe_xfer.c and issue.c call it when they make one). */
+void kb__xfer_track(kb__xfer *x);
+/* Frees every transfer of d not released yet: those kb__xfer_free handed to
+ * the device while in flight, and those still in flight when the
+ * simulation stopped for good (their completions never come). device.c
+ * calls it first when destroying the device. */
+void kb__xfer_free_in_flight(kb__device *d);
 /* The DMA engine of PE pe (pe == pes_per_cube: the cube's m_dma). */
 kb__pe_dma *kb__device_dma(kb__device *d, uint32_t sip, uint32_t cube, uint32_t pe);
 /* The TCM controller of PE pe of sip.cube (each below the machine's

@@ -58,6 +58,7 @@ static kb__xfer *xfer_alloc(kb__device *d, xfer_kind kind, const kb__seg *segs, 
     }
     x->d = d;
     x->kind = kind;
+    kb__xfer_track(x);
     x->n_segs = n;
     kb__event_init(&x->done, kind_names[kind]);
     for (uint32_t i = 0; i < n; i++) {
@@ -378,6 +379,14 @@ kb__time kb__xfer_data_start(const kb__xfer *x, uint32_t seg)
 
 static void xfer_release(kb__xfer *x)
 {
+    kb__device *d = x->d;
+    if (d && (x->live_prev || d->live == x)) { /* off the device's list */
+        if (x->live_prev)
+            x->live_prev->live_next = x->live_next;
+        else
+            d->live = x->live_next;
+        if (x->live_next) x->live_next->live_prev = x->live_prev;
+    }
     for (uint32_t i = 0; x->segs && i < x->n_segs; i++) {
         free(x->segs[i].trace);
         free(x->segs[i].staging);
@@ -396,8 +405,18 @@ static void xfer_release(kb__xfer *x)
     free(x);
 }
 
+void kb__xfer_track(kb__xfer *x)
+{
+    kb__device *d = x->d;
+    x->live_prev = NULL;
+    x->live_next = d->live;
+    if (d->live) d->live->live_prev = x;
+    d->live = x;
+}
+
 /* x is in flight and its owner lets go: events still refer to it, so the
- * device keeps it; the owner's host buffers are no longer touched. */
+ * device keeps it (on d->live until it is released with the device); the
+ * owner's host buffers are no longer touched. */
 static void orphan(kb__xfer *x)
 {
     for (uint32_t i = 0; x->segs && i < x->n_segs; i++) {
@@ -406,8 +425,6 @@ static void orphan(kb__xfer *x)
         s->mx.src = NULL;
         s->mx.dst = NULL;
     }
-    x->orphan_next = x->d->orphans;
-    x->d->orphans = x;
 }
 
 void kb__xfer_free(kb__xfer *x)
@@ -420,11 +437,8 @@ void kb__xfer_free(kb__xfer *x)
     xfer_release(x);
 }
 
-void kb__xfer_free_orphans(kb__device *d)
+void kb__xfer_free_in_flight(kb__device *d)
 {
-    while (d->orphans) {
-        kb__xfer *x = d->orphans;
-        d->orphans = x->orphan_next;
-        xfer_release(x);
-    }
+    while (d->live)
+        xfer_release(d->live);
 }

@@ -65,6 +65,7 @@ static kb__xfer *pex_alloc(kb__device *d, uint32_t n_groups, uint32_t n_runs)
     }
     x->d = d;
     x->kind = XK_DMA;
+    kb__xfer_track(x);
     x->n_segs = n_groups;
     kb__event_init(&x->done, "PeXfer");
     for (uint32_t i = 0; i < n_groups; i++)

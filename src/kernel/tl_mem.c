@@ -537,9 +537,10 @@ static void atomic_start(kb__tl_op *op, const kb__tl_mem_port *port, int64_t n, 
         kb__pe_op_done(base, KB_EUNSUPPORTED, &e);
         return;
     }
-    port->atomic(port->self, base->prog->pe, base, op->spans, ns, kb__pe_buf_bytes(base->out),
+    kb__tl_span *spans = op->spans;
+    op->spans = NULL; /* the port may finish op (and free it) before it returns */
+    port->atomic(port->self, base->prog->pe, base, spans, ns, kb__pe_buf_bytes(base->out),
                  atomic_rmw, op);
-    op->spans = NULL;
 }
 
 static void mem_start(kb__pe_op *base)
@@ -586,11 +587,12 @@ static void mem_start(kb__pe_op *base)
         return;
     }
     /* --no-data: the port writes nothing, so a load's tile stays as made */
-    port->transfer(port->self, base->prog->pe, base, op->write, op->spans, ns,
+    kb__tl_span *spans = op->spans;
+    op->spans = NULL; /* the port may finish op (and free it) before it returns */
+    port->transfer(port->self, base->prog->pe, base, op->write, spans, ns,
                    op->write           ? op->staging
                    : port->moves_bytes ? kb__pe_buf_bytes(base->out)
                                        : base->out->data);
-    op->spans = NULL;
 }
 
 /* Load finished: fill the lanes that were not read. */

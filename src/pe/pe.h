@@ -89,6 +89,7 @@ typedef struct kb__pe_buf {
      * kb__pe_buf_bytes writes them. 0: `data` holds the contents. */
     uint8_t csize;
     uint8_t cval[KB__PE_BUF_CONST_MAX];
+    int8_t cls; /* the program's buffer class whose pool made it; -1: malloc'd alone */
 } kb__pe_buf;
 
 /* Tile sizes whose freed buffers a program recycles (a kernel uses few). */
@@ -177,13 +178,13 @@ struct kb__pe_prog {
     kb__err err;           /* first asynchronous error */
     bool failed;
     size_t op_size;
-    kb__pe_op *op_free; /* recycled ops */
-    kb__pe_op *op_new;  /* made by kb__pe_op_new and not issued yet: a kernel error raised
-                           while the op is built leaves it here for kb__pe_prog_release */
+    kb__pool ops;      /* its ops (op_size blocks), recycled; freed with the program */
+    kb__pe_op *op_new; /* made by kb__pe_op_new and not issued yet: a kernel error raised
+                          while the op is built leaves it here for kb__pe_prog_release */
     struct {
         uint64_t bytes;
-        kb__pool pool;                       /* empty: the class is free for another size */
-    } buf_free[KB__PE_BUF_CLASSES];          /* recycled tile buffers, by size */
+        kb__pool pool;              /* no block made (held 0): the class may take another size */
+    } buf_free[KB__PE_BUF_CLASSES]; /* tile buffers of a few sizes, recycled */
     const struct kb__pe_kernel *launch_kern; /* body and argument */
     kb__pe_buf *held;     /* a buffer a blocking call holds (tl_send) while it runs; dropped
                              when the program ends if the call was abandoned by an error */
@@ -294,7 +295,16 @@ kb__event *kb__pe_launch_done(kb__pe_launch *l);
 int kb__pe_launch_status(const kb__pe_launch *l, kb__err *err);
 /* Simulated time at which the last program finished. */
 kb__time kb__pe_launch_end(const kb__pe_launch *l);
-/* Destroys a launch that is done. */
+/* The simulation stopped for good before l was done (a refusal or failure
+ * ended the run, and the machine is closing): frees every program of l still
+ * in flight on its PEs, with the ops they issued and have not retired (their
+ * release hooks run), their tile buffers and their kernel's per-program
+ * state, without running an event; nothing that was waiting is woken. Call
+ * it before the structures those ops refer to (queues, transfers) go; the
+ * programs' coroutines are freed with the simulator. Then
+ * kb__pe_launch_destroy. */
+void kb__pe_launch_abandon(kb__pe_launch *l);
+/* Destroys a launch that is done (or abandoned). */
 void kb__pe_launch_destroy(kb__pe_launch *l);
 
 #endif

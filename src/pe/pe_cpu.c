@@ -16,6 +16,7 @@
  * Cost: one coroutine per PE per launch plus one per program (two with
  * pe.cpu.pipeline).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,7 @@ static kb__pe_prog *program_new(kb__pe_launch *l, kb__pe *pe, uint32_t i)
     memcpy(g->grid, l->grid, sizeof g->grid);
     g->t_scalar = kb__sim_now(l->sim);
     g->op_size = l->kern.op_size;
+    kb__pool_init(&g->ops, l->kern.op_size);
     g->launch_kern = &l->kern;
     return g;
 }
@@ -234,19 +236,15 @@ static bool start_program(kb__pe_launch *l, kb__pe *pe, uint32_t i, kb__pe_prog 
     return false;
 }
 
-typedef struct runner_ctx {
-    cpu_ctx *c;
-    kb__pe_prog *g;
-} runner_ctx;
-
-/* pe.cpu.pipeline: one program's own coroutine runs it to its end. */
+/* pe.cpu.pipeline: one program's own coroutine runs it to its end (arg: the
+ * program; its dispatcher is the launch's cpu_ctx of its PE). */
 static int runner_main(kb__sim *sim, void *arg)
 {
-    runner_ctx r = *(runner_ctx *)arg;
-    free(arg);
-    kb__pe_launch *l = r.c->l;
-    run_program(l, l->pes[r.c->pe_idx], r.g);
-    if (--r.c->runners == 0 && r.c->drain) kb__event_fire(sim, r.c->drain, 0);
+    kb__pe_prog *g = arg;
+    kb__pe_launch *l = (kb__pe_launch *)((char *)g->launch_kern - offsetof(kb__pe_launch, kern));
+    cpu_ctx *c = &l->cpu[g->index % l->n_pes];
+    run_program(l, l->pes[c->pe_idx], g);
+    if (--c->runners == 0 && c->drain) kb__event_fire(sim, c->drain, 0);
     return 0;
 }
 
@@ -255,20 +253,18 @@ static int runner_main(kb__sim *sim, void *arg)
 static void overlap_program(cpu_ctx *c, kb__pe_prog *g)
 {
     kb__pe_launch *l = c->l;
-    runner_ctx *r = malloc(sizeof *r);
     char name[64];
     snprintf(name, sizeof name, "%s/run#%u", l->pes[c->pe_idx]->name, g->index);
-    kb__proc *p = r ? kb__proc_spawn(l->sim, name, runner_main, r, 0) : NULL;
+    kb__proc *p = kb__proc_spawn(l->sim, name, runner_main, g, 0);
     if (!p) {
         kb__err e;
         kb__err_set(&e, KB_ENOMEM, "kernel %s, program %u on %s: cannot create its runner",
                     l->kern.name, g->index, l->pes[c->pe_idx]->name);
-        free(r);
+        kb__pool_fini(&g->ops);
         free(g);
         launch_fail(l, &e);
         return;
     }
-    *r = (runner_ctx){c, g};
     kb__event issued;
     kb__event_init(&issued, "program issued");
     g->issued = &issued;
@@ -376,6 +372,26 @@ int kb__pe_launch_status(const kb__pe_launch *l, kb__err *err)
 kb__time kb__pe_launch_end(const kb__pe_launch *l)
 {
     return l->t_end;
+}
+
+void kb__pe_launch_abandon(kb__pe_launch *l)
+{
+    for (uint32_t i = 0; i < l->n_pes; i++) {
+        kb__pe *pe = l->pes[i];
+        kb__pe_prog **at = &pe->progs;
+        while (*at) {
+            kb__pe_prog *g = *at;
+            if (g->launch_kern != &l->kern) {
+                at = &g->pe_next;
+                continue;
+            }
+            *at = g->pe_next; /* off the PE, waking no one */
+            kb__pe_prog_abandon(g);
+            if (l->kern.prog_fini) l->kern.prog_fini(g, l->kern.arg);
+            kb__pe_prog_release(g);
+            free(g);
+        }
+    }
 }
 
 void kb__pe_launch_destroy(kb__pe_launch *l)

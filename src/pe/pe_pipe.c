@@ -59,41 +59,39 @@ static size_t buf_host_bytes(uint64_t bytes)
     return BUF_HEAD + (bytes ? bytes : 1);
 }
 
-/* Returns b's TCM and keeps its host memory for the next tile of its size
- * (in the first class that holds that size or nothing), or frees it. */
+/* Returns b's TCM and keeps its host memory in its class's pool for the
+ * next tile of its size, or frees it (a buffer made alone). */
 static void buf_reclaim(kb__pe_buf *b)
 {
     kb__pe_prog *g = b->prog;
     kb__tcm_free(&g->pe->tcm, b->tcm_off, b->bytes);
     g->pe->reclaims++;
-    for (int i = 0; i < KB__PE_BUF_CLASSES; i++) {
-        kb__pool *p = &g->buf_free[i].pool;
-        if (p->free && g->buf_free[i].bytes != b->bytes) continue;
-        if (!p->free) {
-            g->buf_free[i].bytes = b->bytes;
-            kb__pool_init(p, buf_host_bytes(b->bytes));
-        }
-        kb__pool_put(p, b);
-        return;
-    }
-    free(b);
+    if (b->cls >= 0)
+        kb__pool_put(&g->buf_free[b->cls].pool, b);
+    else
+        free(b);
 }
 
 /* Host memory for a buffer of bytes, recycled or new: the header zeroed,
  * the data left as it is (a zeroed buffer is the constant 0 until read:
- * kb__pe_buf_bytes). */
+ * kb__pe_buf_bytes). From the pool of the class of that size, or of a
+ * class that has made no block yet (it takes that size); else malloc'd
+ * alone. */
 static kb__pe_buf *buf_host(kb__pe_prog *g, uint64_t bytes)
 {
-    size_t n = buf_host_bytes(bytes);
-    for (int i = 0; i < KB__PE_BUF_CLASSES; i++) {
-        kb__pool *p = &g->buf_free[i].pool;
-        if (!p->free || g->buf_free[i].bytes != bytes) continue;
-        kb__pe_buf *b = kb__pool_get(p);
-        memset(b, 0, BUF_HEAD);
-        return b;
-    }
-    kb__pe_buf *b = malloc(n);
-    if (b) memset(b, 0, BUF_HEAD);
+    int cls = -1;
+    for (int i = 0; i < KB__PE_BUF_CLASSES && cls < 0; i++)
+        if (g->buf_free[i].pool.held && g->buf_free[i].bytes == bytes) cls = i;
+    for (int i = 0; i < KB__PE_BUF_CLASSES && cls < 0; i++)
+        if (!g->buf_free[i].pool.held) {
+            g->buf_free[i].bytes = bytes;
+            kb__pool_init(&g->buf_free[i].pool, buf_host_bytes(bytes));
+            cls = i;
+        }
+    kb__pe_buf *b = cls >= 0 ? kb__pool_get(&g->buf_free[cls].pool) : malloc(buf_host_bytes(bytes));
+    if (!b) return NULL;
+    memset(b, 0, BUF_HEAD);
+    b->cls = (int8_t)cls;
     return b;
 }
 
@@ -165,8 +163,7 @@ void kb__pe_buf_drop(kb__pe_buf *b)
 
 static void op_recycle(kb__pe_prog *g, kb__pe_op *op)
 {
-    op->next = g->op_free;
-    g->op_free = op;
+    kb__pool_put(&g->ops, op);
 }
 
 /* Bookkeeping common to a finished op and a dropped one. */
@@ -448,11 +445,8 @@ kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes, bool zero)
 
 kb__pe_op *kb__pe_op_new(kb__pe_prog *g, kb__pe_unit_id unit, const char *name)
 {
-    kb__pe_op *op = g->op_free;
-    if (op)
-        g->op_free = op->next;
-    else if (!(op = malloc(g->op_size)))
-        kb__pe_raise(g, KB_ENOMEM, "out of host memory for an operation");
+    kb__pe_op *op = kb__pool_get(&g->ops);
+    if (!op) kb__pe_raise(g, KB_ENOMEM, "out of host memory for an operation");
     memset(op, 0, g->op_size);
     op->prog = g;
     op->unit = unit;
@@ -539,13 +533,42 @@ void kb__pe_prog_drain(kb__pe_prog *g)
 
 void kb__pe_prog_release(kb__pe_prog *g)
 {
-    free(g->op_new); /* built, never issued: it owns nothing yet */
-    g->op_new = NULL;
-    while (g->op_free) {
-        kb__pe_op *op = g->op_free;
-        g->op_free = op->next;
-        free(op);
-    }
+    g->op_new = NULL; /* built, never issued: it owns nothing yet; freed with the pool */
+    kb__pool_fini(&g->ops);
     for (int i = 0; i < KB__PE_BUF_CLASSES; i++)
         kb__pool_fini(&g->buf_free[i].pool);
+}
+
+/* kb__pe_prog_abandon: op, issued and not retired, is dropped where it is
+ * (its unit's FIFO or in service), without the events it waits for. */
+static void op_abandon(void *block, void *arg)
+{
+    kb__pe_op *op = block;
+    if (op == arg) return; /* g->op_new: never issued, it holds no buffer */
+    for (uint32_t i = 0; i < op->n_in; i++)
+        buf_unuse(op->in[i]);
+    if (op->out) buf_unuse(op->out);
+    if (op->release) op->release(op);
+    op->release = NULL;
+}
+
+void kb__pe_prog_abandon(kb__pe_prog *g)
+{
+    kb__pe *pe = g->pe;
+    for (int i = 0; i < KB__PE_UNIT_COUNT; i++) { /* its ops leave the units' FIFOs */
+        kb__pe_unit *u = &pe->unit[i];
+        kb__pe_op *prev = NULL, *op = u->head;
+        while (op) {
+            kb__pe_op *next = op->next;
+            if (op->prog == g)
+                unit_unlink(u, prev, op);
+            else
+                prev = op;
+            op = next;
+        }
+    }
+    kb__pool_each_out(&g->ops, op_abandon, g->op_new);
+    g->inflight = 0;
+    if (g->held) kb__pe_buf_drop(g->held);
+    g->held = NULL;
 }

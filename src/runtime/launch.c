@@ -116,6 +116,12 @@ static void launch_free(kb__rt_launch *l)
     free(l);
 }
 
+void kb__rt_launch_abandon(kb_machine *m)
+{
+    for (kb__rt_launch *l = m->launches; l; l = l->next)
+        if (l->pl && !l->finished) kb__pe_launch_abandon(l->pl);
+}
+
 void kb__rt_launch_fini(kb_machine *m)
 {
     while (m->launches) {

@@ -16,6 +16,12 @@ struct kb__tl_arg;
 
 /* Creates every PE (once); KB_ENOMEM. */
 int kb__rt_pes_init(kb_machine *m, kb__err *err);
+/* kb_close, first: the programs of every outstanding launch that did not
+ * finish (a refusal or failure stopped the simulation under it) are freed
+ * with what they hold in flight (kb__pe_launch_abandon), while the queues
+ * and transfers their ops refer to still exist. The simulation must not run
+ * again. */
+void kb__rt_launch_abandon(kb_machine *m);
 /* Destroys outstanding launches and the PEs (kb_close; the device's
  * simulator must already be gone or idle). */
 void kb__rt_launch_fini(kb_machine *m);

@@ -199,6 +199,7 @@ void kb_close(kb_machine *m)
         kb__rt_fail(m, &e);
         return;
     }
+    kb__rt_launch_abandon(m); /* programs a stopped simulation left in flight */
     for (uint32_t i = 0; i < m->n_slots; i++) {
         if (m->slots[i].t) kb_free(m, kb__rt_handle(m, m->slots[i].t));
     }

@@ -225,6 +225,11 @@ struct kb__sim {
     bool in_loop;      /* an event loop runs (refuse nested blocking) */
     bool stop;         /* kb__sim_stop was called */
     bool fail_pending; /* a detached process failed / OOM; loop stops */
+    /* kb__sim_fail ran: an event or a model's allocation was lost, so the
+     * simulation cannot go on; every later run or main-stack wait is
+     * refused with KB_ESTATE naming `halt`, the first such failure */
+    bool halted;
+    kb__err halt;
     uint64_t seed;
     uint64_t nspawned;
     uint64_t nlive;    /* processes started and not finished */

@@ -612,6 +612,18 @@ void kb__sim_fail(kb__sim *sim, int code, const char *what)
         code = KB_EBUDGET, what = sim->budget.msg;
     if (!sim->fail_pending) kb__err_set(&sim->fail, code, "%s", what);
     sim->fail_pending = true;
+    if (!sim->halted) kb__err_set(&sim->halt, code, "%s", what);
+    sim->halted = true;
+}
+
+int kb__sim_halted(kb__sim *sim, const char *op)
+{
+    if (!sim->halted || sim->fail_pending) return 0; /* the failure itself is reported first */
+    return kb__err_set(
+        &sim->err, KB_ESTATE,
+        "%s: the simulation stopped at an earlier failure and cannot go on (%.600s); "
+        "close this machine (kb_close) and open another",
+        op, sim->halt.msg);
 }
 
 static int refuse_nested(kb__sim *sim, const char *op)
@@ -643,6 +655,7 @@ static int run_to(kb__sim *sim, kb__time limit, const char *op)
     int rc = refuse_nested(sim, op);
     if (rc) return rc;
     if (sim->fail_pending) return take_failure(sim);
+    if ((rc = kb__sim_halted(sim, op))) return rc;
     sim->stop = false;
     sim->in_loop = true;
     kb__sim *prev = kb__overflow_guard_enter(sim);

@@ -202,9 +202,17 @@ static inline int kb__timer_pending(const kb__timer *t)
     return t->idx != KB__TIMER_IDLE;
 }
 
-/* Records a failure on sim (out of host memory deep inside a model) and
- * stops the running loop, whose kb__sim_run* call returns code. */
+/* Records a failure on sim (out of host memory deep inside a model, a
+ * refusal of the memory budget, a clock overflow) and stops the running
+ * loop, whose kb__sim_run* call returns code. Something the simulation
+ * needed was lost (an event, a packet), so it cannot go on: sim is halted,
+ * and once that failure has been reported every later kb__sim_run* and
+ * main-stack wait fails with KB_ESTATE naming it (kb__sim_halted). */
 void kb__sim_fail(kb__sim *sim, int code, const char *what);
+/* 0 while sim may run; once a failure halted it (kb__sim_fail) and was
+ * reported, KB_ESTATE with "OP: the simulation stopped at an earlier
+ * failure and cannot go on (...)" in kb__sim_error. */
+int kb__sim_halted(kb__sim *sim, const char *op);
 
 /* ---- running ------------------------------------------------------------- */
 

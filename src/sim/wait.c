@@ -87,6 +87,10 @@ kb__proc *kb__wait_caller(kb__sim *sim, const char *op, int *rc)
 /* The main stack runs the loop until its wake timer fires. */
 static int main_block(kb__sim *sim, kb__proc *m, const char *kind)
 {
+    char what[64];
+    snprintf(what, sizeof what, "a main-stack wait on %s", kind);
+    int halted = kb__sim_halted(sim, what);
+    if (halted) return halted;
     m->resumed = false;
     sim->in_loop = true;
     kb__sim *prev = kb__overflow_guard_enter(sim);
@@ -97,8 +101,6 @@ static int main_block(kb__sim *sim, kb__proc *m, const char *kind)
         m->resumed = false;
         return m->wake_status;
     }
-    char what[64];
-    snprintf(what, sizeof what, "a main-stack wait on %s", kind);
     return kb__deadlock_report(sim, what);
 }
 

@@ -352,3 +352,32 @@ Test(queue, trace_is_off_until_a_sink_is_set)
     cr_assert_eq(r.v[0], 42);
     kb__sim_destroy(sim);
 }
+
+static void lose_an_event(kb__sim *sim, void *arg, uint64_t data)
+{
+    (void)arg;
+    (void)data;
+    kb__sim_fail(sim, KB_ENOMEM, "a model lost an event");
+}
+
+Test(queue, a_failure_that_lost_an_event_is_reported_once_then_every_run_is_refused)
+{
+    kb__sim *sim = make();
+    rec r = {.n = 0};
+    kb__sim_post(sim, 10, lose_an_event, NULL, 0);
+    kb__sim_post(sim, 20, note, &r, 1);
+    cr_assert_eq(kb__sim_halted(sim, "check"), 0, "nothing failed yet");
+    cr_assert_eq(kb__sim_run(sim), KB_ENOMEM);
+    cr_assert_str_eq(kb__sim_error(sim)->msg, "a model lost an event");
+    cr_assert_eq(r.n, 0, "the loop stopped at the failure");
+    /* the event at 20 ns is still queued, but what the model lost is gone:
+     * running on would simulate a machine that lost a step */
+    cr_assert_eq(kb__sim_run(sim), KB_ESTATE);
+    cr_assert(strstr(kb__sim_error(sim)->msg,
+                     "kb__sim_run: the simulation stopped at an earlier failure and cannot go on "
+                     "(a model lost an event); close this machine (kb_close) and open another"),
+              "%s", kb__sim_error(sim)->msg);
+    cr_assert_eq(kb__sim_run_until_time(sim, 100), KB_ESTATE);
+    cr_assert_eq(r.n, 0, "nothing ran after the failure");
+    kb__sim_destroy(sim);
+}

@@ -6,6 +6,17 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define KB_TEST_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KB_TEST_LSAN 1
+#endif
+#endif
+#ifdef KB_TEST_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
+
 kb__device *kb_test_device(const char *const *sets, size_t n, int no_data)
 {
     kb__err err = {0};
@@ -48,4 +59,13 @@ uint64_t kb_test_spawn_end(kb_rank_fn fn, int nprocs, size_t arg_size)
     free(arg);
     kb_close(m);
     return end;
+}
+
+int kb_test_leaks(void)
+{
+#ifdef KB_TEST_LSAN
+    return __lsan_do_recoverable_leak_check() ? 1 : 0;
+#else
+    return 0;
+#endif
 }

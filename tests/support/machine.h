@@ -20,5 +20,9 @@ uint64_t kb_test_spawn_end(kb_rank_fn fn, int nprocs, size_t arg_size);
 /* A small machine for runtime tests: 2 SIPs x 2 cubes x 2 PEs, one HBM
  * slice per PE; no_data 1 for timing only; aborts the test on error. */
 kb_machine *kb_test_small_machine(int no_data);
+/* Under the ASan build, runs LeakSanitizer now: 1 when it finds heap blocks
+ * nothing points to (it prints them), else 0; 0 in other builds. A test of
+ * "nothing leaks" asserts it is 0 after closing its machines. */
+int kb_test_leaks(void);
 
 #endif
