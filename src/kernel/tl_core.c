@@ -6,6 +6,7 @@
  * Reading a value (tl_item, tl_read) blocks until its producer finished and
  * costs pe.tcm.latency_ns of scalar time.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -270,8 +271,42 @@ void tl_scope_end(tl_ctx *k, uint64_t scope, int n_keep, const tl_tile *keep)
     }
 }
 
+/* The header of a block of host scratch: on the program's doubly linked
+ * list (16 bytes, so the block keeps malloc's alignment). */
+typedef struct kb__tl_scratch {
+    struct kb__tl_scratch *next, *prev;
+} kb__tl_scratch;
+
+void *kb__tl_scratch_get(tl_ctx *k, size_t bytes)
+{
+    kb__tl_scratch *h =
+        bytes <= SIZE_MAX - sizeof *h ? malloc(sizeof *h + (bytes ? bytes : 1)) : NULL;
+    if (!h)
+        kb__pe_raise(&k->prog, KB_ENOMEM, "out of host memory for %zu bytes of kernel scratch",
+                     bytes);
+    h->prev = NULL;
+    h->next = k->scratch;
+    if (k->scratch) k->scratch->prev = h;
+    k->scratch = h;
+    return h + 1;
+}
+
+void kb__tl_scratch_put(tl_ctx *k, void *p)
+{
+    if (!p) return;
+    kb__tl_scratch *h = (kb__tl_scratch *)p - 1;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        k->scratch = h->next;
+    if (h->next) h->next->prev = h->prev;
+    free(h);
+}
+
 void kb__tl_release_all(tl_ctx *k)
 {
+    while (k->scratch)
+        kb__tl_scratch_put(k, k->scratch + 1);
     for (uint32_t s = 1; s < k->n_slots; s++)
         if (k->slots[s].buf) slot_release(k, s);
     free(k->slots);

@@ -117,7 +117,8 @@ struct tl_ctx {
     size_t span_cap;
     int64_t *elem_buf; /* scratch: a starting gather's element offsets per lane (tl_mem.c) */
     size_t elem_cap;
-    void *lane_free; /* recycled lane buffers of finished loads/stores (tl_mem.c) */
+    void *lane_free;                /* recycled lane buffers of finished loads/stores (tl_mem.c) */
+    struct kb__tl_scratch *scratch; /* host scratch of the program (kb__tl_scratch_get) */
 };
 
 /* Internal launch: what runs, where and with which arguments. */
@@ -207,8 +208,16 @@ size_t kb__tl_op_size(void);
 void kb__tl_need_tensor(tl_ctx *k, const tl_tensor *t, const char *op);
 /* Raises with err's message as a kernel error. */
 _Noreturn void kb__tl_raise_err(tl_ctx *k, const kb__err *err);
-/* Releases every live handle (program end). */
+/* Releases every live handle and frees the program's host scratch (program
+ * end, also after a kernel error). */
 void kb__tl_release_all(tl_ctx *k);
+/* bytes of host memory owned by k's program, for a kernel's own arrays:
+ * freed by kb__tl_scratch_put, else at the program's end, also when a
+ * kernel error unwinds the program past the code that would free it.
+ * Raises KB_ENOMEM naming the size when the host has no memory. */
+void *kb__tl_scratch_get(tl_ctx *k, size_t bytes);
+/* Frees p (from kb__tl_scratch_get on k; NULL: nothing). */
+void kb__tl_scratch_put(tl_ctx *k, void *p);
 /* Frees the program's recycled lane buffers (tl_mem.c; program end, once
  * every memory op has retired). */
 void kb__tl_mem_fini(tl_ctx *k);

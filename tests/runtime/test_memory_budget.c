@@ -101,6 +101,27 @@ Test(memory_budget, a_run_past_the_budget_stops_with_a_message_and_the_machine_s
     kb_close(m);
 }
 
+/* A timing-only machine of the built-in topology under a 100 KiB budget,
+ * with the ccl.yaml override `ccl_set` (NULL: none), and in *t a buffer
+ * of 1 MiB per rank on the first 8 PEs of each of `cubes` cubes of SIP 0,
+ * the process group initialised. */
+#define TIGHT (100u << 10)
+static kb_machine *open_tight(const char *ccl_set, int cubes, kb_tensor *t)
+{
+    const char *sets[] = {ccl_set};
+    kb_open_options o = {
+        .overrides = sets, .n_overrides = ccl_set ? 1 : 0, .no_data = 1, .max_memory = TIGHT};
+    kb_machine *m = NULL;
+    char eb[512];
+    cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
+    kb_policy p = {
+        KB_REPLICATE, cubes > 1 ? KB_ROW_WISE : KB_REPLICATE, KB_ROW_WISE, 1, cubes, 8, 0, 0};
+    int64_t shape[2] = {8 * cubes, (1 << 20) / 4};
+    cr_assert_eq(kb_empty(m, "buf", 2, shape, KB_F32, &p, t), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    return m;
+}
+
 /* A refusal in the middle of a collective: 8 ranks of one cube all-reduce
  * 1 MiB each (timing only) under a budget that holds the machine and a few
  * messages but not the ring's transfers in flight. The call names what was
@@ -110,16 +131,8 @@ Test(memory_budget, a_run_past_the_budget_stops_with_a_message_and_the_machine_s
  * the ASan build's leak checker fails this test otherwise. */
 Test(memory_budget, a_collective_refused_mid_run_names_the_refusal_and_leaks_nothing)
 {
-    const uint64_t budget = 100 << 10;
-    kb_open_options o = {.no_data = 1, .max_memory = budget};
-    kb_machine *m = NULL;
-    char eb[512];
-    cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
-    kb_policy p = {KB_REPLICATE, KB_REPLICATE, KB_ROW_WISE, 1, 1, 8, 0, 0};
-    int64_t shape[2] = {8, (1 << 20) / 4};
     kb_tensor t;
-    cr_assert_eq(kb_empty(m, "buf", 2, shape, KB_F32, &p, &t), 0, "%s", kb_last_error(m));
-    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    kb_machine *m = open_tight(NULL, 1, &t);
     int rc = kb_all_reduce(m, t, KB_SUM);
     cr_assert_eq(rc, KB_EBUDGET, "%d: %s", rc, kb_last_error(m));
     const char *msg = kb_last_error(m);
@@ -127,7 +140,7 @@ Test(memory_budget, a_collective_refused_mid_run_names_the_refusal_and_leaks_not
     cr_assert(strstr(msg, "of a budget of 100 KiB; raise it with --max-memory SIZE"), "%s", msg);
     uint64_t used;
     cr_assert_eq(kb_memory_use(m, &used, NULL, NULL), 0);
-    cr_assert_leq(used, budget);
+    cr_assert_leq(used, TIGHT);
     /* the simulation lost what was refused: the machine refuses further
      * simulated work, naming that refusal, instead of running into it */
     rc = kb_all_reduce(m, t, KB_SUM);
@@ -139,6 +152,32 @@ Test(memory_budget, a_collective_refused_mid_run_names_the_refusal_and_leaks_not
     cr_assert(strstr(msg, "close this machine (kb_close) and open another"), "%s", msg);
     kb_close(m);
     cr_assert_eq(kb_test_leaks(), 0, "the refused collective left blocks allocated");
+}
+
+/* A refusal a kernel takes as its error: 16 ranks over two cubes run the
+ * pipelined tree all-reduce, and a program's tile load (a PeXfer block)
+ * is refused. The programs unwind through the kernel's own host arrays
+ * (kernel scratch, freed at the program's end) and the simulation is not
+ * halted: the machine still runs the next call. Nothing leaks. */
+Test(memory_budget, a_kernel_that_meets_a_refusal_unwinds_without_a_leak)
+{
+    kb_tensor t;
+    kb_machine *m = open_tight("ccl.defaults.algorithm.all_reduce=tree_allreduce", 2, &t);
+    int rc = kb_all_reduce(m, t, KB_SUM);
+    cr_assert_eq(rc, KB_EBUDGET, "%d: %s", rc, kb_last_error(m));
+    const char *msg = kb_last_error(m);
+    cr_assert(strstr(msg, "kernel tree_allreduce, program "), "%s", msg);
+    cr_assert(strstr(msg, "PeXfer: host memory budget exceeded: messages in flight needs "), "%s",
+              msg);
+    cr_assert(strstr(msg, "of a budget of 100 KiB"), "%s", msg);
+    char first[1024];
+    snprintf(first, sizeof first, "%s", msg);
+    /* not halted: the same call runs again, to the same refusal */
+    rc = kb_all_reduce(m, t, KB_SUM);
+    cr_assert_eq(rc, KB_EBUDGET, "%d: %s", rc, kb_last_error(m));
+    cr_assert_str_eq(kb_last_error(m), first);
+    kb_close(m);
+    cr_assert_eq(kb_test_leaks(), 0, "the refused kernels left blocks allocated");
 }
 
 Test(memory_budget, a_budget_below_an_empty_machine_is_refused_at_open)

@@ -50,6 +50,11 @@ size_t kb__ccl_module_list(char *buf, size_t size);
 /* Elements [*lo, *hi) of chunk c when n elements are cut into p chunks
  * (n·c/p rounded down, so sizes differ by at most one). */
 void kb__ccl_chunk(int64_t n, int p, int c, int64_t *lo, int64_t *hi);
+/* A kernel's own host array of `bytes`, owned by its program: freed by
+ * kb__ccl_scratch_put, or at the program's end when a kernel error unwinds
+ * past that call. Raises KB_ENOMEM when the host has no memory. */
+void *kb__ccl_scratch(tl_ctx *k, size_t bytes);
+void kb__ccl_scratch_put(tl_ctx *k, void *p);
 /* Loads elements [off, off + len) of buffer t (read as a flat array). */
 tl_tile kb__ccl_load(tl_ctx *k, tl_tensor *t, int64_t off, int64_t len);
 /* Stores tile v (len elements) at elements [off, off + len) of t. */

@@ -29,6 +29,16 @@ static const kb__ccl_module modules[] = {
     {"hello_send", KB__CCL_SEND_RECV, KB__CCL_RING_1D, kb__ccl_hello_send},
 };
 
+void *kb__ccl_scratch(tl_ctx *k, size_t bytes)
+{
+    return kb__tl_scratch_get(k, bytes);
+}
+
+void kb__ccl_scratch_put(tl_ctx *k, void *p)
+{
+    kb__tl_scratch_put(k, p);
+}
+
 const kb__ccl_module *kb__ccl_module_find(const char *name)
 {
     for (size_t i = 0; name && i < sizeof modules / sizeof modules[0]; i++)

@@ -129,8 +129,8 @@ static void tree_stream(tl_ctx *k, const tree_shape *t)
     int64_t room = s->tcm_pieces - t->n * qu - 2, qd = down_off - up_off + 1;
     if (qd > room) qd = room > 1 ? room : 1;
     down_off = up_off + qd - 1;
-    tl_recv_handle *down = malloc((size_t)qd * sizeof *down),
-                   (*up)[2] = malloc((size_t)qu * sizeof *up);
+    tl_recv_handle *down = kb__ccl_scratch(k, (size_t)qd * sizeof *down),
+                   (*up)[2] = kb__ccl_scratch(k, (size_t)qu * sizeof *up);
     for (int64_t j = 0; j < ahead && j < pieces; j++)
         post_up(k, s, t, j, qu, up);
     int64_t end = pieces + (t->parent < 0 ? up_off : down_off);
@@ -158,8 +158,8 @@ static void tree_stream(tl_ctx *k, const tree_shape *t)
         if (t->parent >= 0 && d >= 0 && d < pieces)
             descend(k, s, t, buf, d, tl_wait(k, down[d % qd]));
     }
-    free(down);
-    free(up);
+    kb__ccl_scratch_put(k, down);
+    kb__ccl_scratch_put(k, up);
 }
 
 void kb__ccl_mesh_allreduce(tl_ctx *k)

@@ -679,7 +679,7 @@ void kb__ccl_ring_all_to_all(tl_ctx *k)
     for (int64_t e = 0; s->counts && e < (int64_t)g.p * g.p; e++)
         if (s->counts[e] > longest) longest = s->counts[e];
     int64_t pieces = tl_cdiv(longest, s->piece);
-    int64_t *at = s->counts ? malloc(2 * (size_t)g.p * sizeof *at) : NULL;
+    int64_t *at = s->counts ? kb__ccl_scratch(k, 2 * (size_t)g.p * sizeof *at) : NULL;
     for (int d = 0; at && d < g.p; d++)
         at[d] = a2a_at(&g, d, 1), at[g.p + d] = a2a_at(&g, d, 0);
     g.sent_at = at, g.got_at = at ? at + g.p : NULL;
@@ -693,5 +693,5 @@ void kb__ccl_ring_all_to_all(tl_ctx *k)
             for (int64_t j = 0; j < g.m; j++)
                 a2a_keep(&g, j);
     }
-    free(at);
+    kb__ccl_scratch_put(k, at);
 }
