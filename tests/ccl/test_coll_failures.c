@@ -9,6 +9,7 @@
 #include "host/device.h"
 #include "runtime/machine.h"
 #include "sim/sim.h"
+#include "support/machine.h"
 
 /* ---- traffic in flight when the queues are dropped -------------------------- */
 
@@ -117,6 +118,7 @@ Test(coll_failures, a_kernel_error_is_reported_before_the_waits_it_caused)
               "%s", e.msg);
     cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 4, 8, KB_F32, NULL);
     kb_close(m);
+    cr_assert_eq(kb_test_leaks(), 0, "abandoned sends or receives left blocks allocated");
 }
 
 /* Rank 1 fails before receiving; rank 0 sends two messages into a 1-slot

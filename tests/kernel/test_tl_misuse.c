@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pe/harness.h"
+#include "support/machine.h"
 
 #define VA0  0x10000000ull
 #define ROWS 4
@@ -291,6 +292,7 @@ Test(tl_misuse, scope_end_keeping_tiles_from_null_is_a_kernel_error)
 Test(tl_misuse, store_with_no_offsets_tile_is_a_kernel_error_and_leaks_nothing)
 {
     expect(M_STORE_NO_OFFSETS, KB_EINVAL, "store: invalid tile handle");
+    cr_assert_eq(kb_test_leaks(), 0, "the op being built was not freed");
 }
 
 Test(tl_misuse, scope_end_with_a_token_never_issued_is_a_kernel_error)
