@@ -568,7 +568,7 @@ static void mem_start(kb__pe_op *base)
     /* The tiles whose values the walk reads: offsets and mask (addresses,
      * lanes), a store's values when they move, an atomic's operands. */
     for (uint32_t i = 0; i < base->n_in; i++)
-        if ((int)i != op->other_in || op->atomic || moves_bytes(op)) kb__pe_buf_bytes(base->in[i]);
+        if ((int)i != op->other_in || op->atomic || moves_bytes(op)) kb__pe_buf_read(base->in[i]);
     uint32_t ns = 0;
     /* the first way that applies: rows, runs, lanes (each from cleared state) */
     for (int way = 0; way < 3; way++) {
@@ -605,7 +605,7 @@ static int load_fill(kb__pe_op *base, kb__err *err)
     int64_t n = kb__tile_numel(&op->out_d);
     if (op->n_active == n) return 0;
     kb__pe_buf_bytes(base->out);
-    if (op->other_in >= 0) kb__pe_buf_bytes(base->in[op->other_in]);
+    if (op->other_in >= 0) kb__pe_buf_read(base->in[op->other_in]);
     double pad = op->pad == TL_PAD_NAN && kb__dtype_is_float(dt) ? NAN : 0.0;
     for (int64_t lane = 0; lane < n; lane++) {
         if (op->active[lane]) continue;

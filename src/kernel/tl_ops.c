@@ -11,6 +11,7 @@
  * every descriptor an op reads comes from the slots, so the promotion rule
  * sees it, and every result descriptor an op infers is strong.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,16 +98,19 @@ static int compute_values(kb__pe_op *base, kb__err *err)
 /* ---- constant tiles ----------------------------------------------------------
  * A tile every element of which is one value (tl_zeros, tl_full, a literal,
  * a load under --no-data, what element-wise ops make of such tiles, and a
- * result computed in full whose elements all came out equal) is
- * kept as that value (kb__pe_buf_const): nothing is written until a reader
- * asks for the bytes. An op whose tile operands are all constant computes
- * its result once, with the same tile function, on one-element tiles: an
- * element-wise op gives every element the same value, so the result is
- * bit for bit the full computation's. Likewise a reduction or scan of zeros
- * gives zeros, and a dot of zero tiles gives acc + 0 (acc's value, with a
- * -0 made +0 as the summation does). Any other op writes its operands' bytes
- * out (kb__pe_buf_bytes) and computes them in full. The simulated time never
- * depends on this: service times come from the shapes (service_of). */
+ * result computed in full whose elements all came out equal) is kept as
+ * that value (kb__pe_buf_const): nothing is written until a reader asks for
+ * the bytes, and a reader that only reads them (an op's operand) leaves the
+ * tile constant for the readers after it. An op whose tile operands are all
+ * constant computes its result once, with the same tile function, on
+ * one-element tiles: an element-wise op gives every element the same value,
+ * so the result is bit for bit the full computation's. Likewise a reduction
+ * or scan of zeros gives zeros, and a dot of zero tiles (or of a zero tile
+ * and a finite non-negative one: zero_products) gives acc + 0 (acc's value,
+ * with a -0 made +0 as the summation does). Any other op
+ * writes its operands' bytes out (kb__pe_buf_read) and computes them in
+ * full. The simulated time never depends on this: service times come from
+ * the shapes (service_of). */
 
 /* d with every extent 1: the one-element tile of the same rank and dtype
  * (ranks, dtypes and literal weakness decide the result's descriptor). */
@@ -123,6 +127,24 @@ static bool all_zero(const uint8_t *v, size_t n)
     for (size_t i = 0; i < n; i++)
         if (v[i]) return false;
     return true;
+}
+
+/* Whether every product of a dot of constant tiles a and b (elements of
+ * dtype t) is +0, as when both are zero: one is zero (+0) and the other
+ * zero, an integer, or a finite float with its sign bit clear (0 · c is
+ * then +0 exactly; f16 and bf16 widen to f32 exactly). The dot of such
+ * tiles sums the same +0 products as the dot of zero tiles, in whatever
+ * order, so it gives acc + 0 too. */
+static bool zero_products(kb__dtype t, const uint8_t *a, const uint8_t *b)
+{
+    size_t es = kb__dtype_size(t);
+    bool za = all_zero(a, es), zb = all_zero(b, es);
+    if (za && zb) return true;
+    if (!za && !zb) return false;
+    if (!kb__dtype_is_float(t)) return true;
+    float c;
+    kb__dtype_load_f32(t, za ? b : a, &c, 1);
+    return isfinite(c) && !signbit(c);
 }
 
 /* Computes op's result as a constant when its operands allow (see above):
@@ -172,8 +194,9 @@ static bool compute_const(kb__tl_op *op, int *rc, kb__err *err)
         break;
     case KB__OP_DOT: {
         int n_dot = op->n_tiles - (op->epilogue && op->ep.has_bias ? 1 : 0);
-        size_t ab = kb__dtype_size(op->in_d[0].dtype);
-        if (!all_zero(v[0], ab) || !all_zero(v[1], ab)) return false;
+        if (!zero_products(op->in_d[0].dtype, v[0], v[1])) return false;
+        memset(v[0], 0, sizeof v[0]); /* the same products as zero tiles */
+        memset(v[1], 0, sizeof v[1]);
         kb__tile_desc pd = one_like(op->epilogue ? &op->dot_d : &op->out_d);
         float x[2] = {0}; /* the epilogue's f32 product (the dot result's size) */
         *rc = kb__tile_dot(&pd, op->epilogue ? (void *)x : (void *)o, &d[0], v[0], &d[1], v[1],
@@ -206,17 +229,15 @@ static bool compute_const(kb__tl_op *op, int *rc, kb__err *err)
 }
 
 /* Marks a result computed in full constant when every element came out
- * the same (the bytes repeat with the element's period): the ops reading it
- * then compute once (above), with the bits the full computation gives. A
- * result of varied values stops the comparison at the first element that
- * differs, usually the second. */
+ * the same (kb__pe_buf_mark_uniform): the ops reading it then compute once
+ * (above), with the bits the full computation gives. */
 static void mark_uniform(kb__tl_op *op)
 {
     kb__pe_buf *b = op->base.out;
-    size_t es = kb__dtype_size(op->out_d.dtype), n = (size_t)kb__tile_numel(&op->out_d) * es;
-    if (!b || b->csize || es > KB__PE_BUF_CONST_MAX || n < es || b->bytes != n) return;
-    const uint8_t *d = b->data;
-    if (n == es || !memcmp(d, d + es, n - es)) kb__pe_buf_const(b, d, es);
+    size_t es = kb__dtype_size(op->out_d.dtype);
+    if (b && !b->csize && es <= KB__PE_BUF_CONST_MAX &&
+        b->bytes == (uint64_t)kb__tile_numel(&op->out_d) * es)
+        kb__pe_buf_mark_uniform(b, es);
 }
 
 static int compute(kb__pe_op *base, kb__err *err)
@@ -224,8 +245,11 @@ static int compute(kb__pe_op *base, kb__err *err)
     kb__tl_op *op = (kb__tl_op *)base;
     int rc;
     if (compute_const(op, &rc, err)) return rc;
-    for (int i = 0; i < op->n_tiles; i++)
-        kb__pe_buf_bytes(base->in[i]);
+    for (int i = 0; i < op->n_tiles; i++) /* read only: a constant operand stays one */
+        if (base->in[i] == base->out)
+            kb__pe_buf_bytes(base->in[i]);
+        else
+            kb__pe_buf_read(base->in[i]);
     rc = compute_values(base, err);
     if (!rc) mark_uniform(op);
     return rc;

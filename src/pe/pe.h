@@ -89,7 +89,8 @@ typedef struct kb__pe_buf {
      * kb__pe_buf_bytes writes them. 0: `data` holds the contents. */
     uint8_t csize;
     uint8_t cval[KB__PE_BUF_CONST_MAX];
-    int8_t cls; /* the program's buffer class whose pool made it; -1: malloc'd alone */
+    int8_t cls;    /* the program's buffer class whose pool made it; -1: malloc'd alone */
+    bool cwritten; /* constant, and `data` already holds its bytes (kb__pe_buf_read) */
 } kb__pe_buf;
 
 /* Tile sizes whose freed buffers a program recycles (a kernel uses few). */
@@ -225,6 +226,11 @@ kb__pe_buf *kb__pe_buf_new(kb__pe_prog *g, uint64_t bytes, bool zero);
  * every reader of the contents goes through it. O(bytes) the first time
  * after a kb__pe_buf_const, O(1) otherwise. */
 void *kb__pe_buf_bytes(kb__pe_buf *b);
+/* The buffer's bytes for a reader that does not write them: written out
+ * first if it is constant and they were not yet, and the buffer stays
+ * constant (the readers after it keep the one-element path). O(bytes) the
+ * first time after a kb__pe_buf_const, O(1) otherwise. */
+const void *kb__pe_buf_read(kb__pe_buf *b);
 /* Marks b constant: every element is the `size` bytes at elem (1 <= size <=
  * KB__PE_BUF_CONST_MAX, dividing b->bytes); nothing is written. A zeroed
  * buffer (kb__pe_buf_new with zero) starts as the constant 0 of size 1. */
@@ -232,6 +238,11 @@ void kb__pe_buf_const(kb__pe_buf *b, const void *elem, size_t size);
 /* Whether b is constant and its elements of `size` bytes equal a known
  * value: copies one element to elem and returns true; false otherwise. */
 bool kb__pe_buf_const_elem(const kb__pe_buf *b, size_t size, void *elem);
+/* Marks b constant when its bytes (all written) repeat with period `size`
+ * (1 <= size <= KB__PE_BUF_CONST_MAX, dividing b->bytes): every element is
+ * then the first; nothing is rewritten. Returns whether it did. O(bytes)
+ * at worst; a buffer of varied elements stops at the first that differs. */
+bool kb__pe_buf_mark_uniform(kb__pe_buf *b, size_t size);
 /* Adds one handle (a second tile viewing the same bytes). */
 void kb__pe_buf_hold(kb__pe_buf *b);
 /* Drops one handle; memory is reclaimed once no op uses it either. */

@@ -95,9 +95,9 @@ static kb__pe_buf *buf_host(kb__pe_prog *g, uint64_t bytes)
     return b;
 }
 
-void *kb__pe_buf_bytes(kb__pe_buf *b)
+/* Writes a constant buffer's value into every element of its bytes. */
+static void buf_write_const(kb__pe_buf *b)
 {
-    if (!b->csize) return b->data;
     uint8_t *d = b->data;
     size_t n = (size_t)b->bytes, s = b->csize;
     bool same = true;
@@ -115,8 +115,36 @@ void *kb__pe_buf_bytes(kb__pe_buf *b)
             have += c;
         }
     }
+}
+
+void *kb__pe_buf_bytes(kb__pe_buf *b)
+{
+    if (!b->csize) return b->data;
+    if (!b->cwritten) buf_write_const(b);
     b->csize = 0;
-    return d;
+    b->cwritten = false;
+    return b->data;
+}
+
+const void *kb__pe_buf_read(kb__pe_buf *b)
+{
+    if (b->csize && !b->cwritten) {
+        buf_write_const(b);
+        b->cwritten = true;
+    }
+    return b->data;
+}
+
+bool kb__pe_buf_mark_uniform(kb__pe_buf *b, size_t size)
+{
+    assert(size >= 1 && size <= KB__PE_BUF_CONST_MAX && b->bytes % size == 0);
+    const uint8_t *d = b->data;
+    size_t n = (size_t)b->bytes;
+    if (n > size && memcmp(d, d + size, n - size)) return false;
+    memcpy(b->cval, d, size);
+    b->csize = (uint8_t)size;
+    b->cwritten = true;
+    return true;
 }
 
 void kb__pe_buf_const(kb__pe_buf *b, const void *elem, size_t size)
@@ -124,6 +152,7 @@ void kb__pe_buf_const(kb__pe_buf *b, const void *elem, size_t size)
     assert(size >= 1 && size <= KB__PE_BUF_CONST_MAX && b->bytes % size == 0);
     memcpy(b->cval, elem, size);
     b->csize = (uint8_t)size;
+    b->cwritten = false;
 }
 
 bool kb__pe_buf_const_elem(const kb__pe_buf *b, size_t size, void *elem)

@@ -40,6 +40,9 @@ typedef enum {
     K_CUMSUM_ZEROS,
     K_DOT_ZEROS_ACC,
     K_DOT_I8_ZEROS,
+    K_DOT_ONES_ZEROS,    /* a finite non-negative constant times zeros: +0 products */
+    K_DOT_ZEROS_NEG_ACC, /* zeros times 2 onto an accumulator of -0: +0 */
+    K_DOT_ZEROS_NEG,     /* zeros times -2: -0 products (computed in full) */
     K_DOT_EPILOGUE_GELU,
     K_COUNT
 } kcase;
@@ -115,6 +118,19 @@ static int operands(tl_ctx *k, kcase c, tl_tile o[4])
         o[1] = tl_zeros(k, 2, (int64_t[]){C, C}, TL_I8);
         o[2] = tl_full(k, 2, (int64_t[]){R, C}, -3.0, TL_I32);
         return 3;
+    case K_DOT_ONES_ZEROS:
+        o[0] = tl_full(k, 2, (int64_t[]){R, C}, 1.0, TL_F16);
+        o[1] = tl_zeros(k, 2, (int64_t[]){C, C}, TL_F16);
+        return 2;
+    case K_DOT_ZEROS_NEG_ACC:
+        o[0] = tl_zeros(k, 2, (int64_t[]){R, C}, TL_F16);
+        o[1] = tl_full(k, 2, (int64_t[]){C, C}, 2.0, TL_F16);
+        o[2] = tl_full(k, 2, (int64_t[]){R, C}, -0.0, TL_F32);
+        return 3;
+    case K_DOT_ZEROS_NEG:
+        o[0] = tl_zeros(k, 2, (int64_t[]){R, C}, TL_F32);
+        o[1] = tl_full(k, 2, (int64_t[]){C, C}, -2.0, TL_F32);
+        return 2;
     case K_DOT_EPILOGUE_GELU:
         o[0] = tl_zeros(k, 2, (int64_t[]){R, C}, TL_F16);
         o[1] = tl_zeros(k, 2, (int64_t[]){C, C}, TL_F16);
@@ -171,7 +187,11 @@ static tl_tile apply(tl_ctx *k, kcase c, const tl_tile *o)
         return tl_cumsum(k, o[0], 1, 0);
     case K_DOT_ZEROS_ACC:
     case K_DOT_I8_ZEROS:
+    case K_DOT_ZEROS_NEG_ACC:
         return tl_dot(k, o[0], o[1], o[2]);
+    case K_DOT_ONES_ZEROS:
+    case K_DOT_ZEROS_NEG:
+        return tl_dot(k, o[0], o[1], TL_NONE);
     case K_DOT_EPILOGUE_GELU: {
         tl_epilogue ep = {2.0, o[3], TL_ACT_GELU, TL_F16};
         return tl_dot_epilogue(k, o[0], o[1], o[2], &ep);
@@ -249,6 +269,10 @@ static float want(kcase c)
         return 1.5f;
     case K_DOT_I8_ZEROS:
         return -3.0f;
+    case K_DOT_ONES_ZEROS:
+    case K_DOT_ZEROS_NEG_ACC:
+    case K_DOT_ZEROS_NEG:
+        return 0.0f;
     case K_DOT_EPILOGUE_GELU: /* (0.5 + 0) * 2 + 0.25, gelu, to f16 (exact within 1e-3) */
         return gelu_erf(1.25f);
     default:
@@ -349,14 +373,16 @@ Test(tl_const, a_load_without_data_reads_zeros_in_the_time_it_takes_with_data)
 /* ---- a result that comes out uniform ---------------------------------------- */
 
 typedef struct urec {
-    uint8_t y_const, z_const, v_const; /* the buffers' csize, 0: not constant */
+    uint8_t y_const, z_const, v_const, c_const; /* the buffers' csize, 0: not constant */
     float y[R * C], z, v[R * C];
 } urec;
 
 /* y = (arange as f32) · 0 is computed in full (arange is not constant) and
  * every element comes out +0; z = y · 2 then reads it as the constant 0
  * (its maximum of zeros takes the constant path too, so z's bytes are never
- * written out). v = arange + 0.5 varies and stays written out. */
+ * written out). v = arange + 0.5 varies and stays written out. c = 3 is
+ * the operand of a full computation (c + arange), which writes its bytes out
+ * but leaves it constant. */
 static void uniform_kernel(tl_ctx *k)
 {
     urec *r = TM_ARG(k, urec);
@@ -366,6 +392,9 @@ static void uniform_kernel(tl_ctx *k)
     tl_tile v = tl_add(k, a, tl_scalar(k, 0.5, TL_F32));
     r->z = (float)tl_item(k, tl_max(k, z, TL_AXIS_ALL)); /* waits for z, so for y and v */
     tl_item(k, tl_max(k, v, TL_AXIS_ALL));
+    tl_tile c = tl_full(k, 1, (int64_t[]){R * C}, 3.0, TL_F32);
+    tl_item(k, tl_max(k, tl_add(k, c, a), TL_AXIS_ALL));
+    r->c_const = kb__tl_slot_of(k, c, "test")->buf->csize;
     r->y_const = kb__tl_slot_of(k, y, "test")->buf->csize;
     r->z_const = kb__tl_slot_of(k, z, "test")->buf->csize;
     r->v_const = kb__tl_slot_of(k, v, "test")->buf->csize;
@@ -380,6 +409,7 @@ Test(tl_const, a_result_computed_in_full_whose_elements_are_equal_becomes_consta
     cr_assert_eq(r.y_const, 4, "y = arange · 0: every element +0, kept as the f32 constant");
     cr_assert_eq(r.z_const, 4, "z = y · 2 computed once on the constant");
     cr_assert_eq(r.v_const, 0, "v = arange + 0.5 varies");
+    cr_assert_eq(r.c_const, 4, "c read by a full computation stays constant");
     cr_assert_eq(r.z, 0.0f);
     for (int i = 0; i < R * C; i++) {
         cr_assert_eq(r.y[i], 0.0f, "y[%d]", i);
