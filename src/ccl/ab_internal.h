@@ -56,13 +56,29 @@ typedef struct kb__ab_xfer_share {
     double bw[KB__AB_SHARE_MAX], other_ps[KB__AB_SHARE_MAX];
 } kb__ab_xfer_share;
 
+/* A ring all-gather's own pieces (algorithms/ring.c, own_piece): each
+ * one's load is followed on the DMA unit by the store of what it loaded,
+ * which waits for the load and holds the ops behind it (in-order units,
+ * docs/pe-timing.md), so a pair takes its load and its store one after the
+ * other. The first `lead` pairs (pieces over the phase, every round's) run
+ * with no received piece's store queued among them and the next load
+ * starts beside the store; every later pair has one received store beside
+ * it; `tail` received stores are left after the last pair and run on all
+ * the channels. */
+typedef struct kb__ab_own_pairs {
+    double lead, tail;
+} kb__ab_own_pairs;
+
 /* One rank's transfers in a phase: `lds` loads and `sts` stores of each
  * piece (ld, st: one of them), on `channels` DMA channels; and, when
  * prog_loads > 0, its program, which waits for prog_loads loads a piece
- * besides prog_fixed_ps of work that does not stretch. */
+ * besides prog_fixed_ps of work that does not stretch; with pairs, the
+ * DMA unit's order of an all-gather's own pieces (at least as long as the
+ * channels' sum). */
 typedef struct kb__ab_rank_xfers {
     kb__ab_xfer_share ld, st;
     double lds, sts, prog_loads, prog_fixed_ps;
+    const kb__ab_own_pairs *pairs;
 } kb__ab_rank_xfers;
 
 /* One stream's credit loop: its round trip alone (kb__ab_credit_rtt_ps), and the

@@ -296,7 +296,17 @@ static double rank_terms(const kb__ab_rank_xfers *x, double msgs, uint32_t chann
                          const char **which)
 {
     double l = share_ps(&x->ld, T), s = share_ps(&x->st, T);
-    double dma = msgs * (x->lds * l + x->sts * s) / (channels ? channels : 1);
+    double ch = channels ? channels : 1, dma = msgs * (x->lds * l + x->sts * s) / ch;
+    if (x->pairs) {
+        /* a pair alone: the next load starts beside its store (ch >= 2);
+         * with a received store beside it, the next load waits until one
+         * of the two stores ends (ch == 2) */
+        double both = l > s ? l : s, alone = ch >= 2 ? both : l + s;
+        double beside = ch >= 3 ? both : ch >= 2 ? l + s : l + 2 * s;
+        double lead = x->pairs->lead < msgs ? x->pairs->lead : msgs;
+        double chain = lead * alone + (msgs - lead) * beside + x->pairs->tail * s / ch;
+        if (chain > dma) dma = chain;
+    }
     double prog = x->prog_loads > 0 ? msgs * x->prog_loads * l + x->prog_fixed_ps : 0;
     *which = prog > dma ? "program" : "DMA channels";
     return prog > dma ? prog : dma;

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "ccl/ab_internal.h"
+#include "ccl/algorithms/algorithms.h"
 #include "ccl/colls.h"
 #include "pe/ipcq.h"
 #include "sim/sim.h"
@@ -155,8 +156,8 @@ enum { W_SEND, W_RECV, W_LOAD, W_STORE, W_MATH, W_N }; /* W_MATH: its combine a 
 
 static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
-                     const double stores[2], const double *w, bool graded, kb__ccl_ring_bw *out,
-                     kb__err *err);
+                     const double stores[2], const double *w, bool graded,
+                     const kb__ab_own_pairs *pairs, kb__ccl_ring_bw *out, kb__err *err);
 
 /* kb__ab_ring_bw, or with w (per-rank weights, phase 0 only) a chain's; the all
  * or nothing credit rule (kb__ab_credit_limit). */
@@ -164,7 +165,7 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
                      const double stores[2], const double *w, kb__ccl_ring_bw *out, kb__err *err)
 {
-    return ring_bw_x(t, plan, dir, rp, chunk, piece, want, loads, stores, w, false, out, err);
+    return ring_bw_x(t, plan, dir, rp, chunk, piece, want, loads, stores, w, false, NULL, out, err);
 }
 
 int kb__ab_ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
@@ -174,11 +175,12 @@ int kb__ab_ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
     return ring_bw_w(t, plan, dir, rp, chunk, piece, want, loads, stores, NULL, out, err);
 }
 
-/* ring_bw_w with the graded credit rule of kb__ab_credit_solve when graded. */
+/* ring_bw_w with the graded credit rule of kb__ab_credit_solve when graded,
+ * and with pairs (phase 1 only) the DMA order of an all-gather's own pieces. */
 static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
-                     const double stores[2], const double *w, bool graded, kb__ccl_ring_bw *out,
-                     kb__err *err)
+                     const double stores[2], const double *w, bool graded,
+                     const kb__ab_own_pairs *pairs, kb__ccl_ring_bw *out, kb__err *err)
 {
     memset(out, 0, sizeof *out);
     uint32_t p = plan->world_size;
@@ -237,7 +239,7 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
             kb__ab_add_mem(t, a, nd.hbm, (lds + sts) * (double)chunk);
             kb__ab_worst(a, sends * (double)slots * slot_ps, "vc channel", k);
             kb__ab_rank_xfers *x = &rx[ph * p + k];
-            x->lds = lds, x->sts = sts;
+            x->lds = lds, x->sts = sts, x->pairs = ph == 1 ? pairs : NULL;
             x->ld.alone_ps = (double)t_load, x->st.alone_ps = (double)t_store;
             /* a chain's program waits for a piece's load, combines it (a
              * reduce), then queues its slots on the vc channel; a reduce's
@@ -414,21 +416,74 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
     /* the graded credit rule (kb__ab_credit_solve): measured on this collective's
      * streams; the others keep the all or nothing one (docs/ccl.md) */
     int rc = ring_bw_x(t, plan, KB__CCL_E, plan->world_size, bytes ? chunk : 0, piece, both, loads,
-                       stores, NULL, true, out, err);
+                       stores, NULL, true, NULL, out, err);
     if (rc || plan->world_size < 2 || !chunk || !piece) return rc;
     return ring_ends_ps(t, plan, chunk, piece, &out->ends_ps, err);
 }
 
+/* The all-gather's own pieces in every round of at most `window` pieces
+ * of a chunk of `pieces` (algorithms/ring.c, round_run): at message i a
+ * rank queues the load and store of own piece i + lag + 1 and then the
+ * store of received piece i - lag, so received piece j's store is queued
+ * behind own pair j + 2 lag + 1: a round of m pieces runs its first
+ * min(2 lag + 1, m) pairs with no received store beside them and leaves
+ * as many received stores after its last pair. */
+static double own_pairs_lead(uint64_t pieces, uint64_t window)
+{
+    double lead = 0;
+    uint64_t win = window ? window : 1;
+    for (uint64_t first = 0; first < pieces; first += win) {
+        int64_t m = (int64_t)(pieces - first < win ? pieces - first : win);
+        int64_t d = 2 * kb__ccl_ring_lag(m, (int64_t)win) + 1;
+        lead += (double)(d < m ? d : m);
+    }
+    return lead;
+}
+
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
-                         uint64_t piece, int phase, kb__ccl_ring_bw *out, kb__err *err)
+                         uint64_t piece, uint64_t window, int phase, kb__ccl_ring_bw *out,
+                         kb__err *err)
 {
     double p = plan->world_size;
-    /* reduce-scatter: p loads (its own chunk, then one per combine), one
-     * store; all-gather: its own chunk loaded and stored, then p - 1 stores */
     const bool want[2] = {phase == 0, phase == 1};
-    const double loads[2] = {p, 1}, stores[2] = {1, p};
-    int rc = kb__ab_ring_bw(t, plan, KB__CCL_E, plan->world_size, chunk, piece, want, loads, stores,
+    int rc;
+    if (phase == 0 || plan->world_size < 2 || !chunk || !piece) {
+        /* reduce-scatter: p loads (its own chunk, then one per combine),
+         * one store */
+        const double loads[2] = {p, 1}, stores[2] = {1, p};
+        rc = kb__ab_ring_bw(t, plan, KB__CCL_E, plan->world_size, chunk, piece, want, loads, stores,
                             out, err);
+    } else {
+        /* all-gather, in two stretches one after the other: the step of
+         * its own chunk (each piece loaded, stored to its output and sent,
+         * a received piece stored beside: own_pairs), then p - 2 steps of
+         * received pieces stored. The received stores left after a
+         * round's last pair end the stream with 2 ranks, and join the
+         * later steps' stores beyond. */
+        uint64_t pieces = (chunk + piece - 1) / piece;
+        kb__ab_own_pairs pr = {own_pairs_lead(pieces, window), 0};
+        double left = pr.lead / (double)pieces; /* those stores, in chunks */
+        if (plan->world_size == 2) pr.tail = pr.lead;
+        const double l1[2] = {0, 1}, s1[2] = {0, 2 - left}, l2[2] = {0, 0},
+                     s2[2] = {0, p - 2 + left};
+        rc = ring_bw_x(t, plan, KB__CCL_E, 2, chunk, piece, want, l1, s1, NULL, false, &pr, out,
+                       err);
+        kb__ccl_ring_bw later;
+        if (!rc && plan->world_size > 2 &&
+            !(rc = kb__ab_ring_bw(t, plan, KB__CCL_E, plan->world_size - 1, chunk, piece, want, l2,
+                                  s2, &later, err))) {
+            out->phase_ps[1] += later.phase_ps[1];
+            if (later.phase_ps[1] > out->phase_ps[1] - later.phase_ps[1])
+                snprintf(out->bottleneck[1], sizeof out->bottleneck[1], "%.130s (the later steps)",
+                         later.bottleneck[1]);
+            else {
+                char own[sizeof out->bottleneck[1]];
+                snprintf(own, sizeof own, "%s", out->bottleneck[1]);
+                snprintf(out->bottleneck[1], sizeof out->bottleneck[1], "%.130s (its own step)",
+                         own);
+            }
+        }
+    }
     if (rc || plan->world_size < 2 || !chunk || !piece) return rc;
     return ring_ends_ps(t, plan, chunk, piece, &out->ends_ps, err);
 }

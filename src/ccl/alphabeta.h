@@ -143,13 +143,18 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
 /* The same for one phase run alone as its own collective, with chunks of
  * `chunk` bytes: phase 0 a ring reduce-scatter (per rank p loads, 1
  * store), 1 a ring all-gather (1 load and p stores: its own chunk goes to
- * its output too); out->phase_ps[phase] and bottleneck[phase], the other
+ * its output too), whose term is two stretches added: its own chunk's
+ * step, where each own piece's load and store hold the in-order DMA unit
+ * one after the other (with the kernel's lag in rounds of `window` pieces,
+ * kb_ccl_sched.window), then its p - 2 later steps (docs/ccl.md, "The
+ * all-gather's own pieces"); out->phase_ps[phase] and bottleneck[phase], the other
  * zero; out->ends_ps its fill and drain (as the all-reduce's, with these
  * chunks). Its prediction is half_path_ps + ends_ps + phase_ps[phase]. Its credit loop
  * is the all-or-nothing one (stretched by the phase's other flows over the
  * other terms' length), not the all-reduce's graded one (docs/ccl.md). */
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
-                         uint64_t piece, int phase, kb__ccl_ring_bw *out, kb__err *err);
+                         uint64_t piece, uint64_t window, int phase, kb__ccl_ring_bw *out,
+                         kb__err *err);
 
 /* The hierarchical all-reduce, reduce-scatter and all-gather (topology hierarchical: S
  * groups of L ranks, one per SIP; algorithms/ring.c): each phase a ring

@@ -190,7 +190,8 @@ void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_
     const kb__topo *topo = m->dev->topo;
     if (kb__ccl_alphabeta_ring(topo, in->plan, first, &ab, &e) ||
         (half < 0 ? kb__ccl_ring_allreduce_bw(topo, in->plan, n, piece, &bw, &e)
-                  : kb__ccl_ring_half_bw(topo, in->plan, chunk, piece, half, &bw, &e)))
+                  : kb__ccl_ring_half_bw(topo, in->plan, chunk, piece, (uint64_t)c->sched.window,
+                                         half, &bw, &e)))
         return;
     uint64_t t_bw = bw.phase_ps[0] + bw.phase_ps[1], hops = half < 0 ? 2 * (p - 1) : p - 1;
     uint64_t path = half < 0 ? ab.path_ps : ab.half_path_ps;

@@ -7,7 +7,8 @@
  * per rank everywhere, and 4 MiB at 2 and 4 ranks for the ring, mesh and
  * tree all-reduces, where the ring's model was 1.5–2× off before it
  * counted the memories, the transfers' shared links and the credit loop
- * under load. One test per family, so they can run side by side.
+ * under load (and for the rows marked big: the 2-rank all-gather). One
+ * test per family, so they can run side by side.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -124,6 +125,9 @@ Test(predictions, reduce_scatter_and_all_gather_hold_their_range)
     static const held rows[] = {
         {"ccl_reduce_scatter", "ring_reduce_scatter", {2, 4, 16}, 4, 0},
         {"ccl_reduce_scatter", "ring_reduce_scatter", {2, 8, 16}, 16, 0},
+        /* 2 ranks: 1 and 4 MiB, with the DMA order of the own pieces */
+        {"ccl_all_gather", "ring_all_gather", {2}, 4, 1},
+        {"ccl_all_gather", "ring_all_gather", {2}, 16, 1},
         {"ccl_all_gather", "ring_all_gather", {16}, 4, 0},
         {"ccl_all_gather", "ring_all_gather", {8, 16}, 16, 0},
     };

@@ -31,6 +31,22 @@
 /* Largest kb_ccl_sched.window. */
 #define KB__CCL_WINDOW_MAX 64
 
+/* Receives a ring stream's rank may still wait for while it sends
+ * (algorithms/ring.c, round_run), in a round of m pieces with the ring
+ * window `window` (kb_ccl_sched.window): the scratch (2 windows of pieces,
+ * ccl/predict.c) holds the held pieces, lag + 1 receives with their
+ * own-data loads, lag + 1 own pieces and one result. The α-β model of the
+ * all-gather (ccl/alphabeta.c) follows the same lag. */
+#define KB__CCL_RING_LAG_MAX 8
+
+static inline int64_t kb__ccl_ring_lag(int64_t m, int64_t window)
+{
+    int64_t d = m - 1, room = (window - 4) / 3;
+    if (d > room) d = room;
+    if (d > KB__CCL_RING_LAG_MAX) d = KB__CCL_RING_LAG_MAX;
+    return d > 0 ? d : 0;
+}
+
 /* One registry entry: a module name, the collective it implements and the
  * queue topology it needs. */
 typedef struct kb__ccl_module {

@@ -162,17 +162,11 @@ static tl_tile arrive(ring *g, piece *x)
     return v;
 }
 
-/* Receives a rank may still wait for while it sends (see the top). The
- * scratch (2 windows of pieces, run.c) holds the held pieces, lag + 1
- * receives with their own-data loads, lag + 1 own pieces and one result. */
-#define RING_LAG_MAX 8
+#define RING_LAG_MAX KB__CCL_RING_LAG_MAX
 
 static int64_t lag_of(int64_t m, const kb_ccl_sched *s)
 {
-    int64_t d = m - 1, room = (s->window - 4) / 3;
-    if (d > room) d = room;
-    if (d > RING_LAG_MAX) d = RING_LAG_MAX;
-    return d > 0 ? d : 0;
+    return kb__ccl_ring_lag(m, s->window);
 }
 
 /* One round: the receives I[i - lag .. i] and the own pieces O[i .. i +
