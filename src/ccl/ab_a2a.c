@@ -147,10 +147,7 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
     const kb__topo_params *tp = &t->params;
     const kb__ccl_settings *q = &plan->r.s;
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
-    uint64_t vc_chunk = q->vc_chunk_size ? q->vc_chunk_size : tp->pe.ipcq_vc_chunk_bytes;
-    double slot_ps = (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
-                         (double)kb__ps_from_ns(tp->pe.dma_setup_ns) +
-                     kb__ps_real_from_bytes_gbs((double)q->slot_size, tp->pe.dma_bw_gbs);
+    double slot_ps = kb__ab_slot_ps(tp, q);
     kb__ab_rank_xfers *rx = calloc(p, sizeof *rx);
     kb__ab_phase_acc a;
     int rc = kb__ab_acc_init(t, &a, err);

@@ -191,6 +191,11 @@ int kb__ab_rtt_stretch_ps(const kb__topo *t, const kb__ccl_plan *plan, const kb_
                           uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, double own_sent,
                           double own_copied, double T, double *out, kb__err *err);
 
+/* The vc channel's time for one slot, ps: a DMA set-up per vc chunk of the
+ * slot (pe.ipcq.vc_chunk_bytes unless the queue sets its own) and the slot
+ * at pe.dma.bw_gbs. */
+double kb__ab_slot_ps(const kb__topo_params *tp, const kb__ccl_settings *q);
+
 /* A sender's resume after it ran out of credit: pe.ipcq.wake_ns asleep,
  * one poll period polling, ps. */
 double kb__ab_resume_ps(const kb__topo_params *tp, const kb__ccl_settings *q);

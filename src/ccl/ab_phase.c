@@ -435,6 +435,14 @@ int kb__ab_rtt_stretch_ps(const kb__topo *t, const kb__ccl_plan *plan, const kb_
     return rc;
 }
 
+double kb__ab_slot_ps(const kb__topo_params *tp, const kb__ccl_settings *q)
+{
+    uint64_t vc_chunk = q->vc_chunk_size ? q->vc_chunk_size : tp->pe.ipcq_vc_chunk_bytes;
+    return (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
+               (double)kb__ps_from_ns(tp->pe.dma_setup_ns) +
+           kb__ps_real_from_bytes_gbs((double)q->slot_size, tp->pe.dma_bw_gbs);
+}
+
 double kb__ab_resume_ps(const kb__topo_params *tp, const kb__ccl_settings *q)
 {
     return (double)kb__ps_from_ns(q->backpressure == KB__CCL_BP_POLL
@@ -448,10 +456,7 @@ void kb__ab_credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, d
     double n = q->n_slots;
     bool dry = msg_slots >= q->n_slots || slots * rtt / n > a->worst_ps;
     if (!dry) return;
-    double resume = q->backpressure == KB__CCL_BP_POLL
-                        ? tp->pe.ipcq_poll_interval_ns + tp->pe.cpu_scalar_op_ns
-                        : tp->pe.ipcq_wake_ns;
-    kb__ab_worst(a, slots * (rtt + (double)kb__ps_from_ns(resume)) / n, "credits", rank);
+    kb__ab_worst(a, slots * (rtt + kb__ab_resume_ps(tp, q)) / n, "credits", rank);
 }
 
 double kb__ab_prog_per_msg_ps(const kb__ab_rank_xfers *x, uint64_t msgs, double T)
@@ -463,9 +468,7 @@ double kb__ab_prog_per_msg_ps(const kb__ab_rank_xfers *x, uint64_t msgs, double 
 double kb__ab_chain_credit_cycle_ps(const kb__topo_params *tp, const kb__ccl_settings *q,
                                     uint64_t msg_slots, double R, double g)
 {
-    double resume = (double)kb__ps_from_ns(
-        q->backpressure == KB__CCL_BP_POLL ? tp->pe.ipcq_poll_interval_ns + tp->pe.cpu_scalar_op_ns
-                                           : tp->pe.ipcq_wake_ns);
+    double resume = kb__ab_resume_ps(tp, q);
     double windows = (double)((msg_slots + q->n_slots - 1) / q->n_slots);
     return (windows - 1) * (R + resume) + (R > g ? R + resume : g);
 }

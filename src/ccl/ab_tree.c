@@ -43,8 +43,7 @@ static double tree_dry_ps(const kb__topo_params *tp, const kb__ccl_settings *q, 
     double last = first + (m < n ? m - 1 : n - 1) * slot_ps;
     if (slots * last / n <= worst_ps) return 0;
     bool poll = q->backpressure == KB__CCL_BP_POLL;
-    double resume = (double)kb__ps_from_ns(
-        poll ? tp->pe.ipcq_poll_interval_ns + tp->pe.cpu_scalar_op_ns : tp->pe.ipcq_wake_ns);
+    double resume = kb__ab_resume_ps(tp, q);
     return slots * ((poll ? last : first) + resume) / n;
 }
 
@@ -126,14 +125,11 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
     const kb__topo_params *tp = &t->params;
     const kb__ccl_settings *q = &plan->r.s;
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
-    uint64_t vc_chunk = q->vc_chunk_size ? q->vc_chunk_size : tp->pe.ipcq_vc_chunk_bytes;
     uint64_t msgs, slots, xfer = piece < bytes ? piece : bytes;
     kb__ab_cut(bytes, piece, payload, &msgs, &slots);
     uint64_t spp = (xfer + payload - 1) / payload; /* slots of a whole piece */
     double wire = (double)(bytes + slots * KB__IPCQ_META_BYTES);
-    double slot_ps = (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
-                         (double)kb__ps_from_ns(tp->pe.dma_setup_ns) +
-                     kb__ps_real_from_bytes_gbs((double)q->slot_size, tp->pe.dma_bw_gbs);
+    double slot_ps = kb__ab_slot_ps(tp, q);
     double scalar = (double)kb__ps_from_ns(tp->pe.cpu_scalar_op_ns);
     uint64_t t_add = kb__ab_combine_ps(tp, xfer, esize);
     kb__ab_phase_acc a;

@@ -192,15 +192,12 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
     const kb__topo_params *tp = &t->params;
     const kb__ccl_settings *q = &plan->r.s;
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
-    uint64_t vc_chunk = q->vc_chunk_size ? q->vc_chunk_size : tp->pe.ipcq_vc_chunk_bytes;
     uint64_t msgs, slots;
     kb__ab_cut(chunk, piece, payload, &msgs, &slots);
     const double ring_chunks = w ? 1 : rp - 1; /* a chain sends each chunk once */
     double wire = (double)(chunk + slots * KB__IPCQ_META_BYTES);
     double scalar = (double)kb__ps_from_ns(tp->pe.cpu_scalar_op_ns);
-    double slot_ps = (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
-                         (double)kb__ps_from_ns(tp->pe.dma_setup_ns) +
-                     kb__ps_real_from_bytes_gbs((double)q->slot_size, tp->pe.dma_bw_gbs);
+    double slot_ps = kb__ab_slot_ps(tp, q);
     kb__ab_phase_acc acc[2];
     int rc = kb__ab_acc_init(t, &acc[0], err);
     if (!rc) rc = kb__ab_acc_init(t, &acc[1], err);
