@@ -162,6 +162,7 @@ void kb__fabric_destroy(kb__fabric *fab)
     free(fab->out_next);
     free(fab->routers);
     free(fab->io_nocs);
+    free(fab->attach);
     free(fab->bfs_prev_link);
     free(fab->bfs_queue);
     free(fab->bfs_seen);

@@ -32,6 +32,7 @@ struct kb__fabric {
     uint32_t n_sips, mesh_w, mesh_h;
     uint32_t *routers;
     uint32_t *io_nocs;
+    uint32_t *attach; /* per SIP: its attach cube's router (attach_router in route.c) */
     /* Route cache: open addressing, power-of-two capacity. */
     kb__route_slot *slots;
     size_t n_slots, n_routes;

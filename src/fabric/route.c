@@ -22,7 +22,8 @@
  * The attach cube of SIP s is the cube that has a link into its IO chiplet.
  *
  * Cost: computing a route is linear in the graph size; the cache makes every
- * later lookup O(1).
+ * later lookup O(1). The gateways (routers, io_noc and attach cube of each
+ * SIP) are indexed once, in one pass over the nodes and one over the links.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -70,12 +71,13 @@ int kb__fabric_index_gateways(kb__fabric *fab, kb__err *err)
     size_t nr = (size_t)sips * w * h;
     fab->routers = malloc((nr ? nr : 1) * sizeof *fab->routers);
     fab->io_nocs = malloc((sips ? sips : 1) * sizeof *fab->io_nocs);
+    fab->attach = malloc((sips ? sips : 1) * sizeof *fab->attach);
     fab->bfs_prev_link = malloc((fab->n_nodes ? fab->n_nodes : 1) * sizeof(uint32_t));
     fab->bfs_queue = malloc((fab->n_nodes ? fab->n_nodes : 1) * sizeof(uint32_t));
     fab->bfs_seen = calloc(fab->n_nodes ? fab->n_nodes : 1, sizeof(uint32_t));
     fab->n_slots = 64;
     fab->slots = calloc(fab->n_slots, sizeof *fab->slots);
-    if (!fab->routers || !fab->io_nocs || !fab->bfs_prev_link || !fab->bfs_queue ||
+    if (!fab->routers || !fab->io_nocs || !fab->attach || !fab->bfs_prev_link || !fab->bfs_queue ||
         !fab->bfs_seen || !fab->slots)
         return kb__err_set(err, KB_ENOMEM, "fabric: out of memory for the route tables");
     for (size_t i = 0; i < nr; i++)
@@ -89,6 +91,23 @@ int kb__fabric_index_gateways(kb__fabric *fab, kb__err *err)
         else if (n->role == KB__FR_IO_NOC && fab->io_nocs[n->sip] == KB__NO_NODE)
             fab->io_nocs[n->sip] = i;
     }
+    /* The attach cube of SIP s: the first link, in id order, from a cube of
+     * SIP s into its IO chiplet (one pass over the links, not one a route). */
+    uint8_t *found = calloc(sips ? sips : 1, 1);
+    if (!found) return kb__err_set(err, KB_ENOMEM, "fabric: out of memory for the route tables");
+    for (uint32_t s = 0; s < sips; s++)
+        fab->attach[s] = KB__NO_NODE;
+    for (uint32_t i = 0; i < fab->n_links; i++) {
+        const kb__link *l = &fab->links[i];
+        const kb__fab_node_desc *a = &fab->nodes[l->from], *b = &fab->nodes[l->to];
+        uint64_t rb = region(b);
+        if (!is_io(rb) || (region(a) >> 60) != REG_CUBE || a->sip != b->sip || b->sip >= sips ||
+            found[b->sip])
+            continue;
+        found[b->sip] = 1;
+        fab->attach[b->sip] = fab->routers[((size_t)a->sip * h + a->y) * w + a->x];
+    }
+    free(found);
     return 0;
 }
 
@@ -96,14 +115,7 @@ int kb__fabric_index_gateways(kb__fabric *fab, kb__err *err)
  * the IO chiplet, or KB__NO_NODE. */
 static uint32_t attach_router(const kb__fabric *fab, uint32_t s)
 {
-    uint64_t io = (uint64_t)REG_IO << 60 | s;
-    for (uint32_t i = 0; i < fab->n_links; i++) {
-        const kb__link *l = &fab->links[i];
-        const kb__fab_node_desc *a = &fab->nodes[l->from];
-        if (region(&fab->nodes[l->to]) == io && (region(a) >> 60) == REG_CUBE && a->sip == s)
-            return fab->routers[((size_t)s * fab->mesh_h + a->y) * fab->mesh_w + a->x];
-    }
-    return KB__NO_NODE;
+    return s < fab->n_sips ? fab->attach[s] : KB__NO_NODE;
 }
 
 /* ---- path building ---------------------------------------------------- */

@@ -143,3 +143,39 @@ Test(route, an_unknown_node_is_an_error_not_a_crash)
     cr_assert_eq(kb__fabric_route(d->fab, 0, KB__NO_NODE, 0, &r, &err), KB_ENOTFOUND);
     kb__device_destroy(d);
 }
+
+/* The cube (in its SIP) of the router just before and just after each of
+ * the route's runs of IO chiplet nodes: where it leaves and enters a SIP. */
+static void io_gates(kb__device *d, const kb__route *r, int *out_cube, int *in_cube)
+{
+    *out_cube = *in_cube = -1;
+    for (uint32_t h = 0; h + 1 <= r->n; h++) {
+        const kb__topo_node *a = &d->topo->nodes[r->nodes[h]];
+        const kb__topo_node *b = &d->topo->nodes[r->nodes[h + 1]];
+        if (a->role == KB__ROLE_ROUTER && b->role != KB__ROLE_ROUTER && *out_cube < 0 &&
+            b->role == KB__ROLE_IO_NOC)
+            *out_cube = a->cube;
+        if (b->role == KB__ROLE_ROUTER && a->role == KB__ROLE_IO_NOC) *in_cube = b->cube;
+    }
+}
+
+Test(route, between_sips_a_route_leaves_and_enters_through_each_attach_cube)
+{
+    /* A non-default attach cube, on every SIP of a ring of 6. */
+    const char *sets[] = {"system.sips=6", "io_chiplet.attach_cube=6"};
+    kb__device *d = kb_test_device(sets, 2, 1);
+    cr_assert_eq(d->topo->params.io.attach_cube, 6u);
+    for (int s = 0; s < 6; s++)
+        for (int t = 0; t < 6; t++) {
+            if (s == t) continue;
+            const kb__route *r =
+                route(d, node(d, KB__ROLE_PE_DMA, s, 13, 1), node(d, KB__ROLE_HBM_CTRL, t, 2, 3));
+            int out_cube, in_cube;
+            io_gates(d, r, &out_cube, &in_cube);
+            cr_assert_eq(out_cube, 6, "%d -> %d leaves through cube %d", s, t, out_cube);
+            cr_assert_eq(in_cube, 6, "%d -> %d enters through cube %d", s, t, in_cube);
+            cr_assert_eq(d->topo->nodes[r->nodes[0]].sip, s);
+            cr_assert_eq(d->topo->nodes[r->nodes[r->n]].sip, t);
+        }
+    kb__device_destroy(d);
+}
