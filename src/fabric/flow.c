@@ -168,6 +168,10 @@ typedef struct flow_state {
     uint32_t *heap, *hpos; /* solver: heap of st->sh indices, position of each */
     uint32_t n_heap;
     size_t cap_heap, cap_hpos;
+    uint32_t *touched; /* solver: the shared resources a level of fill_heap changed */
+    uint32_t n_touched, level;
+    uint32_t *tlevel; /* solver: the last level that touched each (0: none) */
+    size_t cap_touched, cap_tlevel;
     double *hkey; /* solver: each shared resource's share */
     size_t cap_hkey;
     struct by_solo *order; /* solver: the component's flows by solo rate */
@@ -488,10 +492,16 @@ static int by_solo_cmp(const void *a, const void *b)
     return (x->i > y->i) - (x->i < y->i);
 }
 
-/* Freezes the unfrozen flows of best (or alone) at share. */
+/* Freezes the unfrozen flows of best (or alone) at share. With the heap,
+ * the shared resources the level changes are re-keyed once each when the
+ * level is done, in the order it first touched them: the heap is read
+ * only between levels, and each re-key changes one key of a valid heap
+ * to its final left / unf, so the next level's top (a strict order on
+ * (share, index)) is the one a re-key per change would leave. */
 static void freeze(flow_state *st, const comp *c, res *best, flow *alone, double share,
                    size_t *open, int heap)
 {
+    uint32_t level = heap ? ++st->level : 0;
     for (uint32_t j = 0, n = best ? best->n : 1; j < n; j++) {
         flow *f = best ? best->flows[j] : alone;
         if (f->frozen) continue;
@@ -502,9 +512,16 @@ static void freeze(flow_state *st, const comp *c, res *best, flow *alone, double
             res *r = &st->res[f->res[k]];
             r->left -= share;
             r->unf--;
-            if (heap && r->n >= 2) sh_changed(st, c->sh, r->ci);
+            if (heap && r->n >= 2 && st->tlevel[r->ci] != level) {
+                st->tlevel[r->ci] = level;
+                st->touched[st->n_touched++] = r->ci;
+            }
         }
     }
+    if (!heap) return;
+    for (uint32_t i = 0; i < st->n_touched; i++)
+        sh_changed(st, c->sh, st->touched[i]);
+    st->n_touched = 0;
 }
 
 /* Progressive filling by scans: each level looks at every shared
@@ -540,12 +557,17 @@ static int fill_heap(flow_state *st, const comp *c)
     if (grow((void **)&st->heap, &st->cap_heap, c->n_sh, sizeof *st->heap) ||
         grow((void **)&st->hpos, &st->cap_hpos, c->n_sh, sizeof *st->hpos) ||
         grow((void **)&st->hkey, &st->cap_hkey, c->n_sh, sizeof *st->hkey) ||
-        grow((void **)&st->order, &st->cap_order, c->n_cf, sizeof *st->order))
+        grow((void **)&st->order, &st->cap_order, c->n_cf, sizeof *st->order) ||
+        grow((void **)&st->touched, &st->cap_touched, c->n_sh, sizeof *st->touched) ||
+        grow((void **)&st->tlevel, &st->cap_tlevel, c->n_sh, sizeof *st->tlevel))
         return KB_ENOMEM;
     st->n_heap = (uint32_t)c->n_sh;
+    st->level = 0;
+    st->n_touched = 0;
     for (uint32_t i = 0; i < c->n_sh; i++) {
         res *r = &st->res[c->sh[i]];
         r->ci = i;
+        st->tlevel[i] = 0;
         st->hkey[i] = r->left / r->unf;
         heap_put(st, i, i);
     }
@@ -978,6 +1000,8 @@ static void flow_fini(kb__fabric *fab)
     free(st->heap);
     free(st->hpos);
     free(st->hkey);
+    free(st->touched);
+    free(st->tlevel);
     free(st->order);
     free(st);
     fab->model_state = NULL;
