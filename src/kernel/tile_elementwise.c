@@ -176,31 +176,6 @@ static inline __attribute__((always_inline)) void i32_row(kb__tile_op op, int32_
             z[c] = (int32_t)((uint32_t)x[c * sx] * (uint32_t)y[c * sy]);
 }
 
-/* The i32 + - * of two i32 operands into an i32 result, read in place
- * (no conversion to int64 and back): the same bits as the general path.
- * False (nothing written) for any other op or dtype. */
-static bool i32_binary(kb__tile_op op, const kb__tile_view *va, const kb__tile_view *vb,
-                       kb__dtype cdt, kb__dtype odt, int64_t rows, int64_t cols, void *out_data)
-{
-    if (cdt != KB__I32 || odt != KB__I32 || va->dtype != KB__I32 || vb->dtype != KB__I32 ||
-        (op != KB__OP_ADD && op != KB__OP_SUB && op != KB__OP_MUL))
-        return false;
-    for (int64_t r = 0; r < rows; r++) {
-        int32_t *z = (int32_t *)out_data + r * cols;
-        const int32_t *x = (const int32_t *)va->base + kb__tile_view_off(va, r, 0),
-                      *y = (const int32_t *)vb->base + kb__tile_view_off(vb, r, 0);
-        if (va->cs && vb->cs)
-            i32_row(op, z, x, 1, y, 1, cols);
-        else if (va->cs)
-            i32_row(op, z, x, 1, y, 0, cols);
-        else if (vb->cs)
-            i32_row(op, z, x, 0, y, 1, cols);
-        else
-            i32_row(op, z, x, 0, y, 0, cols);
-    }
-    return true;
-}
-
 /* z[c] = x[c · sx] op y[c · sy] in f32 for + - * /: float_binary's
  * operation on the same operands, so the same bits. */
 static inline __attribute__((always_inline)) void
@@ -220,30 +195,44 @@ f32_row(kb__tile_op op, float *z, const float *x, int64_t sx, const float *y, in
             z[c] = x[c * sx] / y[c * sy];
 }
 
-/* The f32 + - * / of two f32 operands into an f32 result, read in place
- * (float_binary's loads and stores of f32 are copies). False (nothing
- * written) for any other op or dtype. */
-static bool f32_binary(kb__tile_op op, const kb__tile_view *va, const kb__tile_view *vb,
-                       kb__dtype cdt, kb__dtype odt, int64_t rows, int64_t cols, void *out_data)
-{
-    if (cdt != KB__F32 || odt != KB__F32 || va->dtype != KB__F32 || vb->dtype != KB__F32 ||
-        (op != KB__OP_ADD && op != KB__OP_SUB && op != KB__OP_MUL && op != KB__OP_DIV))
-        return false;
-    for (int64_t r = 0; r < rows; r++) {
-        float *z = (float *)out_data + r * cols;
-        const float *x = (const float *)va->base + kb__tile_view_off(va, r, 0),
-                    *y = (const float *)vb->base + kb__tile_view_off(vb, r, 0);
-        if (va->cs && vb->cs)
-            f32_row(op, z, x, 1, y, 1, cols);
-        else if (va->cs)
-            f32_row(op, z, x, 1, y, 0, cols);
-        else if (vb->cs)
-            f32_row(op, z, x, 0, y, 1, cols);
-        else
-            f32_row(op, z, x, 0, y, 0, cols);
+/* One row loop per row of the result: row(op, z, x, sx, y, sy, cols), each
+ * operand's stride along the row 1, or 0 for a value stretched along it,
+ * passed as a constant so each case is its own loop. */
+#define IN_PLACE_ROWS(T, row)                                                                      \
+    for (int64_t r = 0; r < rows; r++) {                                                           \
+        T *z = (T *)out_data + r * cols;                                                           \
+        const T *x = (const T *)va->base + kb__tile_view_off(va, r, 0),                            \
+                *y = (const T *)vb->base + kb__tile_view_off(vb, r, 0);                            \
+        if (va->cs && vb->cs)                                                                      \
+            row(op, z, x, 1, y, 1, cols);                                                          \
+        else if (va->cs)                                                                           \
+            row(op, z, x, 1, y, 0, cols);                                                          \
+        else if (vb->cs)                                                                           \
+            row(op, z, x, 0, y, 1, cols);                                                          \
+        else                                                                                       \
+            row(op, z, x, 0, y, 0, cols);                                                          \
     }
-    return true;
+
+/* The i32 + - * and the f32 + - * / of two operands of the result's dtype,
+ * read in place: no conversion to int64 or a copy and back, the same bits
+ * as the general path. False (nothing written) for any other op or dtype. */
+static bool in_place_binary(kb__tile_op op, const kb__tile_view *va, const kb__tile_view *vb,
+                            kb__dtype cdt, kb__dtype odt, int64_t rows, int64_t cols,
+                            void *out_data)
+{
+    if (cdt != odt || va->dtype != cdt || vb->dtype != cdt) return false;
+    bool arith = op == KB__OP_ADD || op == KB__OP_SUB || op == KB__OP_MUL;
+    if (cdt == KB__I32 && arith) {
+        IN_PLACE_ROWS(int32_t, i32_row)
+        return true;
+    }
+    if (cdt == KB__F32 && (arith || op == KB__OP_DIV)) {
+        IN_PLACE_ROWS(float, f32_row)
+        return true;
+    }
+    return false;
 }
+#undef IN_PLACE_ROWS
 
 int kb__tile_binary(kb__tile_op op, const kb__tile_desc *out, void *out_data,
                     const kb__tile_desc *a, const void *a_data, const kb__tile_desc *b,
@@ -262,9 +251,7 @@ int kb__tile_binary(kb__tile_op op, const kb__tile_desc *out, void *out_data,
     kb__tile_view va = kb__tile_view_of(a, a_data, out), vb = kb__tile_view_of(b, b_data, out);
     int64_t rows, cols;
     kb__tile_rc(out, &rows, &cols);
-    if (i32_binary(op, &va, &vb, cdt, odt, rows, cols, out_data) ||
-        f32_binary(op, &va, &vb, cdt, odt, rows, cols, out_data))
-        return 0;
+    if (in_place_binary(op, &va, &vb, cdt, odt, rows, cols, out_data)) return 0;
     size_t osize = kb__dtype_size(odt);
     bool cmp = op >= KB__OP_EQ && op <= KB__OP_GE;
     for (int64_t r = 0; r < rows; r++) {
