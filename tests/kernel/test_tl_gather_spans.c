@@ -192,22 +192,5 @@ static void run_past_end(tl_ctx *k)
 
 Test(tl_gather_spans, a_run_crossing_the_end_names_its_first_lane_outside)
 {
-    kb__pe_params p;
-    tm_params_simple(&p);
-    tm_machine m;
-    tm_init(&m, 1, &p);
-    float mem[256] = {0};
-    tm_flat f = {VA0, sizeof mem, (uint8_t *)mem};
-    kb__tl_launch_desc d = tm_desc("past", run_past_end, 1, NULL);
-    tm_add_tensor(&d, &f, "x", TL_F32, 1, (int64_t[]){100}, (int64_t[]){1}, VA0, 400);
-    kb__err e;
-    cr_assert_eq(tm_run(&m, &d, 1, &e, NULL), KB_ERANGE);
-    char want[256];
-    snprintf(want, sizeof want,
-             "kernel past, program 0 on sip0/cube1/pe0: load of tensor x: lane 10 (element "
-             "offset 100) at VA 0x%llx is outside the reach [0x%llx, 0x%llx) (from the local "
-             "shard [0x%llx, 0x%llx) to the end of the tensor)",
-             VA0 + 400, VA0, VA0 + 400, VA0, VA0 + 400);
-    cr_assert_str_eq(e.msg, want);
-    tm_fini(&m);
+    tm_assert_load_outside_x("past", run_past_end, 10, VA0);
 }

@@ -61,24 +61,7 @@ static void unmasked_oob(tl_ctx *k)
 
 Test(tl_mem, unmasked_lane_outside_the_shard_is_a_kernel_error_naming_the_va)
 {
-    kb__pe_params p;
-    tm_params_simple(&p);
-    tm_machine m;
-    tm_init(&m, 1, &p);
-    float mem[256] = {0};
-    tm_flat f = {VA0, sizeof mem, (uint8_t *)mem};
-    kb__tl_launch_desc d = tm_desc("ld", unmasked_oob, 1, NULL);
-    tm_add_tensor(&d, &f, "x", TL_F32, 1, (int64_t[]){100}, (int64_t[]){1}, VA0, 400);
-    kb__err e;
-    cr_assert_eq(tm_run(&m, &d, 1, &e, NULL), KB_ERANGE);
-    char want[256];
-    snprintf(want, sizeof want,
-             "kernel ld, program 0 on sip0/cube1/pe0: load of tensor x: lane 100 (element "
-             "offset 100) at VA 0x%llx is outside the reach [0x%llx, 0x%llx) (from the local "
-             "shard [0x%llx, 0x%llx) to the end of the tensor)",
-             VA0 + 400, VA0, VA0 + 400, VA0, VA0 + 400);
-    cr_assert_str_eq(e.msg, want);
-    tm_fini(&m);
+    tm_assert_load_outside_x("ld", unmasked_oob, 100, VA0);
 }
 
 /* ---- reach over regions ------------------------------------------------------------ */

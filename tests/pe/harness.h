@@ -192,6 +192,35 @@ static inline void tm_add_tensor(kb__tl_launch_desc *d, tm_flat *f, const char *
     d->mem.self = f;
 }
 
+/* Runs kernel `name` (fn) as one program on one PE of tm_params_simple
+ * with one argument, tensor x: 100 f32 at va over a flat memory of 256
+ * f32, and checks it fails with KB_ERANGE naming lane `lane` (at element
+ * offset 100, the first one past the tensor) as outside x's reach. */
+static inline void tm_assert_load_outside_x(const char *name, tl_kernel_fn fn, int lane,
+                                            uint64_t va)
+{
+    kb__pe_params p;
+    tm_params_simple(&p);
+    tm_machine m;
+    tm_init(&m, 1, &p);
+    float mem[256] = {0};
+    tm_flat f = {va, sizeof mem, (uint8_t *)mem};
+    kb__tl_launch_desc d = tm_desc(name, fn, 1, NULL);
+    tm_add_tensor(&d, &f, "x", TL_F32, 1, (int64_t[]){100}, (int64_t[]){1}, va, 400);
+    kb__err e;
+    cr_assert_eq(tm_run(&m, &d, 1, &e, NULL), KB_ERANGE);
+    char want[320];
+    snprintf(want, sizeof want,
+             "kernel %s, program 0 on sip0/cube1/pe0: load of tensor x: lane %d (element "
+             "offset 100) at VA 0x%llx is outside the reach [0x%llx, 0x%llx) (from the local "
+             "shard [0x%llx, 0x%llx) to the end of the tensor)",
+             name, lane, (unsigned long long)(va + 400), (unsigned long long)va,
+             (unsigned long long)(va + 400), (unsigned long long)va,
+             (unsigned long long)(va + 400));
+    cr_assert_str_eq(e.msg, want);
+    tm_fini(&m);
+}
+
 /* The result record of a test kernel (arg 0). */
 #define TM_ARG(k, type) ((type *)(intptr_t)tl_arg_i64((k), 0))
 
