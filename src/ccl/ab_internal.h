@@ -176,6 +176,11 @@ int kb__ab_copy_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__c
 int kb__ab_credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
                          const kb__ccl_route *ring, uint64_t *out, kb__err *err);
 
+/* The credit's way back alone, the last part of kb__ab_credit_rtt_ps: from
+ * the peer's DMA to rank k's (port dir), ps. */
+int kb__ab_credit_back_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
+                          uint64_t *out, kb__err *err);
+
 /* The loop's round trip in a phase of length T. */
 double kb__ab_loop_ps(const kb__ab_credit_loop *c, double T);
 

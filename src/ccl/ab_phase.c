@@ -369,11 +369,10 @@ int kb__ab_credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k
     kb__ccl_loc at = plan->loc[k], nx = plan->ports[k][dir].loc;
     uint64_t pk = kb__topo_packet_bytes(tp), slot = q->slot_size;
     uint64_t first = slot < pk ? slot : pk;
-    uint64_t credit = q->credit_size ? q->credit_size : tp->pe.ipcq_credit_bytes;
     kb__ab_pe_nodes n = kb__ab_nodes_of(t, at);
     kb__ccl_route r = {0};
-    kb__ccl_msg_cost trip = {0}, copy = {0}, back = {0}, req_tx = {0}, req_rx = {0};
-    uint64_t hdr = kb__topo_header_bytes(tp);
+    kb__ccl_msg_cost trip = {0}, copy = {0}, req_tx = {0}, req_rx = {0};
+    uint64_t hdr = kb__topo_header_bytes(tp), back = 0;
     int rc = request_path(t, at, KB__CCL_BUF_TCM, &r, err);
     if (!rc) kb__ab_route_cost(t, &r, hdr, &req_tx);
     if (!rc && !(rc = request_path(t, nx, q->buffer_kind, &r, err)))
@@ -384,17 +383,33 @@ int kb__ab_credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k
     if (!rc) kb__ab_route_cost(t, &r, slot, &trip);
     if (!rc && !(rc = kb__ab_copy_path(t, nx, q->buffer_kind, &r, err)))
         kb__ab_route_cost(t, &r, slot - KB__IPCQ_META_BYTES, &copy);
-    if (!rc && !(rc = kb__ccl_route_build(t, nx, at, KB__CCL_BUF_TCM, &r, err))) {
-        r.n--; /* DMA to DMA: without the last dma -> tcm link */
-        kb__ab_route_cost(t, &r, credit, &back);
-    }
     kb__ccl_route_fini(&r);
+    if (!rc) rc = kb__ab_credit_back_ps(t, plan, k, dir, &back, err);
     if (rc) return rc;
     uint64_t ring_mem = kb__ab_memory_ps(tp, q->buffer_kind, first),
              tcm = kb__ab_memory_ps(tp, KB__CCL_BUF_TCM, first);
     *out = kb__ps_from_ns(tp->pe.dma_setup_ns) + req_tx.total_ps + tcm + trip.total_ps + ring_mem +
-           req_rx.total_ps + ring_mem + copy.total_ps + tcm + back.total_ps;
+           req_rx.total_ps + ring_mem + copy.total_ps + tcm + back;
     return 0;
+}
+
+int kb__ab_credit_back_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
+                          uint64_t *out, kb__err *err)
+{
+    const kb__topo_params *tp = &t->params;
+    const kb__ccl_settings *q = &plan->r.s;
+    uint64_t credit = q->credit_size ? q->credit_size : tp->pe.ipcq_credit_bytes;
+    kb__ccl_route r = {0};
+    kb__ccl_msg_cost back = {0};
+    int rc =
+        kb__ccl_route_build(t, plan->ports[k][dir].loc, plan->loc[k], KB__CCL_BUF_TCM, &r, err);
+    if (!rc) {
+        r.n--; /* DMA to DMA: without the last dma -> tcm link */
+        kb__ab_route_cost(t, &r, credit, &back);
+        *out = back.total_ps;
+    }
+    kb__ccl_route_fini(&r);
+    return rc;
 }
 
 double kb__ab_loop_ps(const kb__ab_credit_loop *c, double T)

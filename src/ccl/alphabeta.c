@@ -152,7 +152,7 @@ uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, const kb__ccl_rin
 
 /* Per rank k of a chain (kb__ccl_chain_model_get): chunks it sends and
  * receives, loads and stores, and its MATH time a piece, at w[W_N k ..]. */
-enum { W_SEND, W_RECV, W_LOAD, W_STORE, W_MATH, W_N }; /* W_MATH: its combine a piece, ps */
+enum { W_SEND, W_RECV, W_LOAD, W_STORE, W_MATH, W_STEP, W_N }; /* W_MATH: its combine a piece, ps */
 
 static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
@@ -173,6 +173,114 @@ int kb__ab_ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
                    const double stores[2], kb__ccl_ring_bw *out, kb__err *err)
 {
     return ring_bw_w(t, plan, dir, rp, chunk, piece, want, loads, stores, NULL, out, err);
+}
+
+/* What hello_send's pacing (step_period_ps) needs: per rank its credit
+ * loop under the phase's traffic over the other terms' length (rT0), its
+ * credit's way back alone and its transfers (rx); msgs messages. */
+typedef struct step_ctx {
+    const kb__topo_params *tp;
+    const kb__ccl_settings *q;
+    const double *rT0, *back;
+    const kb__ab_rank_xfers *rx;
+    uint32_t p;
+    uint64_t msgs;
+    double slot_ps;
+} step_ctx;
+
+/* hello_send's period per message of msg_slots slots (common.c: every rank
+ * loads a piece, sends it to NEXT and waits for PREV's before its next
+ * load), its messages taking every credit (msg_slots >= n_slots). Inside a
+ * message a rank waits a round trip R and its resume per window of n_slots
+ * slots but the first. The next message's first slot needs the credit of
+ * the last window's first slot, which is back unless R is longer than what
+ * the program does in between (g, kb__ab_prog_per_msg_ps: its load and
+ * scalar ops; kb__ab_chain_credit_cycle_ps), and the program loads that
+ * message only once PREV's message is in: tc after PREV queued its last
+ * window (the last slot's trip and copy — R less the credit's way back —
+ * behind the slots of its window ahead of it on PREV's vc channel). That is
+ * a max-plus ring: the period is the slowest rank's own cycle or the ring's
+ * mean cycle (windows - 1)(R + resume) + tc + g, the longer. R (and tc) are
+ * the loops under the phase's traffic spread over the other terms' length,
+ * as for every all-or-nothing credit rule; g is the load at phase length T.
+ * *rank gets the slowest rank, *self and *ring the two cycles. */
+static double step_period_ps(const step_ctx *c, uint64_t msg_slots, double T, uint32_t *rank,
+                             double *self, double *ring)
+{
+    const kb__ccl_settings *q = c->q;
+    double resume = kb__ab_resume_ps(c->tp, q);
+    double windows = (double)((msg_slots + q->n_slots - 1) / q->n_slots);
+    double ahead = (double)((msg_slots - 1) % q->n_slots); /* slots before the last in its window */
+    *self = *ring = 0;
+    for (uint32_t k = 0; k < c->p; k++) {
+        double R = c->rT0[k], g = kb__ab_prog_per_msg_ps(&c->rx[k], c->msgs, T);
+        double cyc = kb__ab_chain_credit_cycle_ps(c->tp, q, msg_slots, R, g);
+        if (cyc > *self) *self = cyc, *rank = k;
+        *ring += (windows - 1) * (R + resume) + (R - c->back[k] + ahead * c->slot_ps) + g;
+    }
+    *ring /= c->p;
+    return *self > *ring ? *self : *ring;
+}
+
+/* The phase at length T, a period per message as every credit rule
+ * counts them: its messages of msg_slots slots, the last one of
+ * tail_slots (0: a whole one) at its own count; the whole messages'
+ * period's *rank, *self and *ring as step_period_ps gives them (the last
+ * one's when it is the only one). */
+static double step_total_ps(const step_ctx *c, uint64_t msg_slots, uint64_t tail_slots, double T,
+                            uint32_t *rank, double *self, double *ring)
+{
+    double whole = (double)(tail_slots ? c->msgs - 1 : c->msgs), v = 0, s2, r2;
+    uint32_t k2;
+    if (whole > 0) v = whole * step_period_ps(c, msg_slots, T, rank, self, ring);
+    if (tail_slots)
+        v += whole > 0 ? step_period_ps(c, tail_slots, T, &k2, &s2, &r2)
+                       : step_period_ps(c, tail_slots, T, rank, self, ring);
+    return v;
+}
+
+/* hello_send's phase into a: T = step_total_ps(T), by bisection (only the
+ * loads stretch, so the total shrinks as T grows; T at least the other
+ * terms' length). The ranks' loops are
+ * loops[0..p), rank k's at k. */
+static int step_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
+                      uint64_t msg_slots, uint64_t tail_slots, uint64_t msgs,
+                      const kb__ab_credit_loop *loops, const kb__ab_rank_xfers *rx, double slot_ps,
+                      kb__ab_phase_acc *a, kb__err *err)
+{
+    uint32_t p = plan->world_size, rank = 0;
+    double *back = calloc(2 * (size_t)p, sizeof *back), *rT0 = back ? back + p : NULL;
+    if (!back) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    double T0 = a->worst_ps > 1 ? a->worst_ps : 1, self = 0, ring = 0;
+    int rc = 0;
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        uint64_t b = 0;
+        rc = kb__ab_credit_back_ps(t, plan, k, dir, &b, err);
+        back[k] = (double)b;
+        rT0[k] = kb__ab_loop_ps(&loops[k], T0);
+    }
+    step_ctx c = {&t->params, &plan->r.s, rT0, back, rx, p, msgs, slot_ps};
+    if (!rc) {
+        double lo = T0, hi = step_total_ps(&c, msg_slots, tail_slots, T0, &rank, &self, &ring);
+        if (hi < lo) hi = lo;
+        for (int it = 0; it < 64 && hi - lo > 0.5; it++) {
+            double mid = 0.5 * (lo + hi);
+            if (step_total_ps(&c, msg_slots, tail_slots, mid, &rank, &self, &ring) > mid)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        double total = step_total_ps(&c, msg_slots, tail_slots, hi, &rank, &self, &ring);
+        if (self >= ring) {
+            kb__ab_worst(a, total, "credits", rank);
+        } else if (total > a->worst_ps) {
+            a->worst_ps = total;
+            snprintf(a->what, sizeof a->what,
+                     "the ring of credit waits, receives and loads (hello_send's steps)");
+        }
+    }
+    free(back);
+    return rc;
 }
 
 /* ring_bw_w with the graded credit rule of kb__ab_credit_solve when graded,
@@ -296,6 +404,13 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                 n_loops++;
         }
         if (rc) break;
+        if (paced && w[W_STEP]) { /* hello_send: its own pacing (step_phase) */
+            uint64_t rest = chunk % piece, tail = (rest + payload - 1) / payload;
+            if ((rc = step_phase(t, plan, dir, msg_slots, tail, msgs, loops, rx + ph * p, slot_ps,
+                                 &acc[ph], err)))
+                break;
+            n_loops = 0;
+        }
         if (graded) {
             kb__ab_credit_solve(tp, q, ring_chunks * (double)slots, msg_slots, loops, n_loops,
                                 &acc[ph]);
@@ -544,7 +659,7 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
                 wk[W_MATH] =
                     (double)kb__ab_combine_ps(&t->params, bytes < piece ? bytes : piece, esize);
         } else { /* every rank sends its buffer to NEXT and receives PREV's */
-            wk[W_SEND] = wk[W_RECV] = wk[W_LOAD] = 1;
+            wk[W_SEND] = wk[W_RECV] = wk[W_LOAD] = wk[W_STEP] = 1;
         }
     }
     const bool want[2] = {true, false};

@@ -226,8 +226,15 @@ int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_
  * its messages take every credit: per message a round trip and resume for
  * every window of n_slots slots but the first, and then its own work
  * (program per message), or a round trip and resume when that is longer
- * (its credits come back during its load of the next piece). A sender that
- * also receives follows the ring rule. */
+ * (its credits come back during its load of the next piece). A broadcast's
+ * or reduce's sender that also receives follows the ring rule. hello_send,
+ * whose every rank waits for PREV's message before it loads its next one,
+ * has its own pacing when its messages take every credit: per message a
+ * round trip and resume for every window but the first, the first window's
+ * credit back during the load of the next piece unless the round trip is
+ * longer, and the next load only once PREV's message is in (its last slot's
+ * trip and copy after PREV queued its last window) — the slowest rank's
+ * own cycle or the ring's mean cycle, the longer (docs/ccl.md). */
 typedef enum kb__ccl_chain {
     KB__CCL_CHAIN_BROADCAST,
     KB__CCL_CHAIN_REDUCE,
