@@ -46,6 +46,8 @@ typedef struct kb__ccl_call {
     kb_ccl_sched sched;
     uint32_t *index; /* sched.index: program -> buffer */
     tl_tensor *views;
+    kb__ccl_board *boards; /* [n_boards] when calibrated (algorithms.h), else NULL */
+    uint32_t n_boards;
 } kb__ccl_call;
 
 /* The message size (sched.piece, elements), ring window (sched.window) and

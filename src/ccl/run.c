@@ -30,6 +30,7 @@
  */
 #include "ccl/collective.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -809,6 +810,44 @@ static int unwind(kb__ccl_state *st, const kb__ccl_call *c, kb_launch_id id, int
 /* Issues the kernel (pair_send for pairwise calls, else the module's), one
  * program per buffer, on the endpoints of c's installs; *piece gets its
  * message size in bytes. The launch's arguments are c's until it ends. */
+/* Calibrated rings (docs/timing-model.md, "Calibrated rings"): under a
+ * fabric model with a ring warm-up, for one install of a built-in flat ring
+ * all-reduce, reduce-scatter or all-gather, timing only (--no-data), a
+ * board per ring stream (algorithms.h). The kernel decides whether its
+ * stream is long enough. Returns 0 or KB_ENOMEM. */
+static int boards_make(kb__ccl_call *c, kb__err *err)
+{
+    tl_kernel_fn fn = c->r->pairwise ? NULL : c->mod->fn;
+    int warmup = kb__fabric_ring_warmup(c->m->dev->fab);
+    if (getenv("KB_WARMUP")) warmup = atoi(getenv("KB_WARMUP")); /* XXX experiment */
+    if (!warmup || c->n_inst != 1 || !c->m->dev->no_data) return 0;
+    if (fn != kb__ccl_ring_allreduce && fn != kb__ccl_ring_reduce_scatter &&
+        fn != kb__ccl_ring_all_gather)
+        return 0;
+    c->n_boards = fn == kb__ccl_ring_allreduce ? 2 : 1;
+    if (!(c->boards = calloc(c->n_boards, sizeof *c->boards)))
+        return kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
+    for (uint32_t i = 0; i < c->n_boards; i++) {
+        c->boards[i] = (kb__ccl_board){.warmup = warmup, .want = c->p};
+        kb__event_init(&c->boards[i].posted, "calibrated ring");
+    }
+    return 0;
+}
+
+static void boards_free(kb__ccl_call *c)
+{
+    for (uint32_t i = 0; i < c->n_boards; i++)
+        kb__event_fini(&c->boards[i].posted);
+    free(c->boards);
+}
+
+kb__ccl_board *kb__ccl_board_of(tl_ctx *k, uint32_t i)
+{
+    kb__ccl_call *c =
+        (kb__ccl_call *)(void *)((char *)k->launch->coll - offsetof(kb__ccl_call, sched));
+    return i < c->n_boards ? &c->boards[i] : NULL;
+}
+
 static int issue(kb__ccl_state *st, kb__ccl_call *c, kb_launch_id *id, uint64_t *piece,
                  kb__err *err)
 {
@@ -845,6 +884,8 @@ static int issue(kb__ccl_state *st, kb__ccl_call *c, kb_launch_id *id, uint64_t 
             c->views[r * 2 + 1] = c->views[r * 2];
     }
     kb__ccl_call_sizes(st->m, c, s);
+    int rc = boards_make(c, err);
+    if (rc) return rc;
     *piece = (uint64_t)s->piece * kb__dtype_size(c->dtype);
     kb__tl_arg args[2] = {{.kind = KB__TL_ARG_TENSOR}, {.kind = KB__TL_ARG_TENSOR}};
     int caller = kb__rt_caller(m);
@@ -965,6 +1006,7 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     free(c.pes);
     free(c.index);
     free(c.views);
+    boards_free(&c);
     return rc;
 }
 

@@ -215,6 +215,10 @@ typedef struct kb__fabric_model {
     const char *name; /* as `fabric.model` names it */
     const char *doc;
     kb__fab_grain grain;
+    /* Ring collectives run their first ring_warmup steps message by message
+     * and the rest as calibrated steps (docs/timing-model.md, "Calibrated
+     * rings"); 0: every step message by message. */
+    int ring_warmup;
     int (*init)(kb__fabric *fab, kb__err *err);
     void (*fini)(kb__fabric *fab);
     /* Forgets link state (statistics are the fabric's: kb__fabric_reset). */
@@ -254,6 +258,8 @@ void kb__fabric_route_graph(kb__fabric *fab, kb__topo *t);
 int kb__fabric_set_model(kb__fabric *fab, const kb__fabric_model *model, kb__err *err);
 const kb__fabric_model *kb__fabric_model_of(const kb__fabric *fab);
 kb__fab_grain kb__fabric_grain(const kb__fabric *fab);
+/* The model's ring_warmup (above). */
+int kb__fabric_ring_warmup(const kb__fabric *fab);
 /* Declares node a memory of bandwidth bw_gbs whose accesses all arrive
  * through its one incoming link: the packet model takes its arrivals in
  * order (kb__fabric_set_in_order), the flow model shares the memory as a

@@ -1042,6 +1042,7 @@ const kb__fabric_model kb__fab_flow_model = {
     .name = "flow",
     .doc = "one max-min fair flow per message (fast, approximate)",
     .grain = KB__GRAIN_MESSAGE,
+    .ring_warmup = 16,
     .init = flow_init,
     .fini = flow_fini,
     .reset = flow_reset,

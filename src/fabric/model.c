@@ -61,6 +61,11 @@ kb__fab_grain kb__fabric_grain(const kb__fabric *fab)
     return fab->model->grain;
 }
 
+int kb__fabric_ring_warmup(const kb__fabric *fab)
+{
+    return fab->model->ring_warmup;
+}
+
 int kb__fabric_attach_memory(kb__fabric *fab, uint32_t node, double bw_gbs, kb__err *err)
 {
     return fab->model->attach_memory(fab, node, bw_gbs, err);

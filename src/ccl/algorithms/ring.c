@@ -45,6 +45,8 @@
 
 #include <stdlib.h>
 
+#include "kernel/tl_internal.h"
+
 /* The modes of a ring stream. AR, RS and AG are the collectives over the
  * whole ring; RS_IN_PLACE and AG_IN_PLACE are the halves of AR run apart
  * (data chunk q of the region, in the input buffer), for the hierarchical
@@ -64,7 +66,10 @@ typedef struct ring {
     int64_t goff, gstep; /* ring rank q is rank goff + q·gstep of the call (for s->index) */
     int nchunks;         /* RS/AR: the region is cut in nchunks data chunks (0: p) */
     int rs_steps, steps; /* reduce-scatter steps, all steps */
+    int run_steps;       /* steps run message by message (steps, or a calibrated ring's warm-up) */
     int64_t first, m;    /* this round: first piece of each chunk, pieces */
+    kb__ccl_board *board; /* the call's calibrated-ring board, or NULL */
+    kb__time at_half, at_end; /* calibrated: when warm-up steps run_steps/2 and run_steps arrived */
 } ring;
 
 /* A piece: ring chunk q's piece j of this round. clo is the chunk's first
@@ -169,12 +174,83 @@ static int64_t lag_of(int64_t m, const kb_ccl_sched *s)
     return kb__ccl_ring_lag(m, s->window);
 }
 
+/* ---- calibrated rings (docs/timing-model.md, "Calibrated rings") ----------
+ *
+ * A long ring's steps settle at once to the pace of its slowest hop: in the
+ * 256-rank ring all-reduce the ranks after the SIP links run every step at
+ * the ring's pace from the first, and the step-k arrival of the latest rank
+ * plus (steps - k) times that pace is the ring's last arrival (within a few
+ * ns under the flow model). So the ranks of a calibrated ring run its
+ * first `warmup` steps message by message, post the time the last of them
+ * arrived and their pace over the second half, and once every rank has
+ * posted, each one's last step arrives at the latest warm-up end plus the
+ * remaining steps at the slowest pace. Its last step's stores run as ops. */
+
+/* The program's clock: the simulator's, or the scalar side's when ahead. */
+static kb__time prog_now(tl_ctx *k)
+{
+    kb__time now = kb__sim_now(k->prog.sim);
+    return k->prog.t_scalar > now ? k->prog.t_scalar : now;
+}
+
+/* Records when warm-up step n (1-based) arrived. */
+static void step_arrived(ring *g, int n)
+{
+    if (n == g->run_steps / 2) g->at_half = prog_now(g->k);
+    if (n == g->run_steps) g->at_end = prog_now(g->k);
+}
+
+/* Whether a stream of `steps` steps whose chunk has `pieces` pieces runs
+ * calibrated on board b: one round, and at least four warm-ups long. */
+static int calibrates(const kb__ccl_board *b, const kb_ccl_sched *s, int steps, int64_t pieces)
+{
+    return b && pieces <= s->window && steps >= 4 * b->warmup;
+}
+
+/* After the warm-up: post, wait for the ring's other ranks, wait out the
+ * remaining steps and store what the last step brings. */
+static void ring_rest(ring *g)
+{
+    tl_ctx *k = g->k;
+    kb__pe_prog *pg = &k->prog;
+    kb__ccl_board *b = g->board;
+    int w = g->run_steps, h = w / 2;
+    kb__time pace = (g->at_end - g->at_half) / (kb__time)(w - h);
+    if (g->at_end > b->end_max) b->end_max = g->at_end;
+    if (pace > b->pace_max) b->pace_max = pace;
+    if (++b->n_posted == b->want) {
+        kb__event_fire(pg->sim, &b->posted, 0);
+    } else {
+        int rc = kb__event_wait(pg->sim, &b->posted);
+        if (rc) kb__pe_raise(pg, rc, "calibrated ring: stopped while waiting for its other ranks");
+    }
+    kb__time end = b->end_max + (kb__time)(g->steps - w) * b->pace_max, now = prog_now(k);
+    if (end > now) kb__pe_scalar_time(pg, end - now);
+    kb__pe_sync(pg);
+    /* the last step's pieces, as they arrive: stored (all-reduce, all-gather)
+     * or finished and stored (reduce-scatter) */
+    int t = g->steps - 1, q = t < g->rs_steps ? g->r - t - 1 : g->r - (t - g->rs_steps);
+    for (int64_t j = 0; j < g->m; j++) {
+        piece x;
+        piece_at(g, q, j, &x);
+        if (!x.len) continue;
+        kb__tile_desc d = {.dtype = (kb__dtype)g->s->dtype, .ndim = 1, .shape = {x.len}};
+        tl_tile v = kb__tl_new(k, &d, NULL, true);
+        if (!gathers(g) && g->finish) v = kb__ccl_finish(k, g->s, v);
+        if (g->md == RING_RS)
+            kb__ccl_store(k, g->out, x.a, x.len, v);
+        else
+            kb__ccl_store(k, in_place(g) ? g->in : g->out, x.clo + x.a, x.len, v);
+        tl_free(k, v);
+    }
+}
+
 /* One round: the receives I[i - lag .. i] and the own pieces O[i .. i +
  * lag] are in flight together. */
 static void round_run(ring *g)
 {
     tl_ctx *k = g->k;
-    int64_t m = g->m, total = (int64_t)g->steps * m, d = lag_of(m, g->s), q = d + 1;
+    int64_t m = g->m, total = (int64_t)g->run_steps * m, d = lag_of(m, g->s), q = d + 1;
     tl_tile held[KB__CCL_WINDOW_MAX], own[RING_LAG_MAX + 1];
     piece pend[RING_LAG_MAX + 1];
     for (int64_t j = 0; j < q && j < m; j++)
@@ -193,12 +269,14 @@ static void round_run(ring *g)
         if (j < 0) continue;
         piece *x = &pend[j % q];
         held[j % m] = TL_NONE;
-        if (!x->len) continue;
-        tl_tile v = arrive(g, x);
-        if (x->t + 1 < g->steps)
-            held[j % m] = v;
-        else
-            tl_free(k, v);
+        if (x->len) {
+            tl_tile v = arrive(g, x);
+            if (x->t + 1 < g->run_steps)
+                held[j % m] = v;
+            else
+                tl_free(k, v);
+        }
+        if (g->board && (j + 1) % m == 0) step_arrived(g, (int)((j + 1) / m));
     }
 }
 
@@ -221,6 +299,14 @@ static void ring_go(ring *g)
     g->steps = g->md == RING_AR ? 2 * (g->p - 1) : g->p - 1;
     int64_t chunk = g->md == RING_AG ? g->n : tl_cdiv(g->n, g->p);
     int64_t pieces = tl_cdiv(chunk, g->s->piece);
+    g->run_steps = g->steps;
+    if (g->md != RING_AR && calibrates(g->board, g->s, g->steps, pieces)) {
+        g->first = 0, g->m = pieces, g->run_steps = g->board->warmup;
+        round_run(g);
+        ring_rest(g);
+        return;
+    }
+    g->board = NULL;
     for (g->first = 0; g->first < pieces; g->first += g->m) {
         g->m = pieces - g->first < g->s->window ? pieces - g->first : g->s->window;
         round_run(g);
@@ -249,9 +335,19 @@ static ring ring_whole(tl_ctx *k, ring_mode md)
 static void ring_run(tl_ctx *k, ring_mode md)
 {
     ring g = ring_whole(k, md);
+    g.board = kb__ccl_board_of(k, 0);
     if (g.p == 1) {
         if (md != RING_AR) copy_all(k, g.s, g.in, g.out);
         return;
+    }
+    int64_t pieces = tl_cdiv(tl_cdiv(g.n, g.p), g.s->piece);
+    if (md == RING_AR && calibrates(g.board, g.s, g.p - 1, pieces)) {
+        /* calibrated: its two halves apart, each with its own warm-up, since
+         * the all-gather's steps (a store each) may run at another pace */
+        g.md = RING_RS_IN_PLACE;
+        ring_go(&g);
+        kb__ccl_fence(k); /* the all-gather loads what the last step stored */
+        g.md = RING_AG_IN_PLACE, g.finish = 0, g.board = kb__ccl_board_of(k, 1);
     }
     ring_go(&g);
 }
@@ -373,7 +469,7 @@ void kb__ccl_hier_reduce_scatter(tl_ctx *k)
     int64_t B = s->elems / P, pieces = tl_cdiv(B, s->piece);
     int64_t half = s->window / 2 > 0 ? s->window / 2 : 1;
     g.r = l, g.p = L, g.finish = 0, g.nchunks = P;
-    g.rs_steps = g.steps = L - 1;
+    g.rs_steps = g.steps = g.run_steps = L - 1;
     tl_recv_handle h[KB__CCL_WINDOW_MAX];
     tl_tile held[KB__CCL_WINDOW_MAX];
     for (int64_t first = 0; first < pieces; first += half) {
