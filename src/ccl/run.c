@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "ccl/algorithms/algorithms.h"
+#include "ccl/board.h"
 #include "ccl/call.h"
 #include "ccl/installs.h"
 #include "kernel/tl_internal.h"
@@ -810,35 +811,25 @@ static int unwind(kb__ccl_state *st, const kb__ccl_call *c, kb_launch_id id, int
 /* Issues the kernel (pair_send for pairwise calls, else the module's), one
  * program per buffer, on the endpoints of c's installs; *piece gets its
  * message size in bytes. The launch's arguments are c's until it ends. */
-/* Calibrated rings (docs/timing-model.md, "Calibrated rings"): under a
- * fabric model with a ring warm-up, for one install of a built-in flat ring
- * all-reduce, reduce-scatter or all-gather, timing only (--no-data), a
- * board per ring stream (algorithms.h). The kernel decides whether its
- * stream is long enough. Returns 0 or KB_ENOMEM. */
+/* Calibrated rings (ccl/board.h): under a fabric model with a ring warm-up,
+ * for one install of a built-in flat ring all-reduce, reduce-scatter or
+ * all-gather, a board per ring stream (and in data mode the call's data).
+ * The kernel decides whether its stream is long enough. */
 static int boards_make(kb__ccl_call *c, kb__err *err)
 {
     tl_kernel_fn fn = c->r->pairwise ? NULL : c->mod->fn;
     int warmup = kb__fabric_ring_warmup(c->m->dev->fab);
-    if (getenv("KB_WARMUP")) warmup = atoi(getenv("KB_WARMUP")); /* XXX experiment */
-    if (!warmup || c->n_inst != 1 || !c->m->dev->no_data) return 0;
+    if (!warmup || c->n_inst != 1) return 0;
     if (fn != kb__ccl_ring_allreduce && fn != kb__ccl_ring_reduce_scatter &&
         fn != kb__ccl_ring_all_gather)
         return 0;
+    c->data = (kb__ccl_ring_data){.s = &c->sched, .views = c->views, .pes = c->pes};
     c->n_boards = fn == kb__ccl_ring_allreduce ? 2 : 1;
-    if (!(c->boards = calloc(c->n_boards, sizeof *c->boards)))
-        return kb__err_set(err, KB_ENOMEM, "collective: out of host memory");
-    for (uint32_t i = 0; i < c->n_boards; i++) {
-        c->boards[i] = (kb__ccl_board){.warmup = warmup, .want = c->p};
-        kb__event_init(&c->boards[i].posted, "calibrated ring");
-    }
+    c->boards = kb__ccl_boards_make(c->m, c->n_boards, warmup, c->p,
+                                    c->m->dev->no_data ? NULL : &c->data, err);
+    if (!c->boards) return KB_ENOMEM;
+    c->boards[c->n_boards - 1].gathers = fn != kb__ccl_ring_reduce_scatter;
     return 0;
-}
-
-static void boards_free(kb__ccl_call *c)
-{
-    for (uint32_t i = 0; i < c->n_boards; i++)
-        kb__event_fini(&c->boards[i].posted);
-    free(c->boards);
 }
 
 kb__ccl_board *kb__ccl_board_of(tl_ctx *k, uint32_t i)
@@ -1006,7 +997,8 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     free(c.pes);
     free(c.index);
     free(c.views);
-    boards_free(&c);
+    kb__ccl_boards_free(c.boards, c.n_boards);
+    free(c.data.v);
     return rc;
 }
 

@@ -199,3 +199,20 @@ int kb__rt_dma_resolve(void *self, kb__pe *pe, uint64_t va, uint64_t bytes, uint
                            (unsigned long long)va, (unsigned long long)contig);
     return 0;
 }
+
+int kb__rt_va_copy(kb_machine *m, uint32_t pe, uint64_t va, void *host, uint64_t n, bool write,
+                   kb__err *err)
+{
+    uint8_t *h = host;
+    while (n) {
+        uint64_t pa, contig;
+        int rc = kb__mmu_translate(&m->mmu, pe, va, &pa, &contig, err);
+        if (rc) return rc;
+        uint64_t take = contig < n ? contig : n;
+        rc = write ? kb__store_write(&m->dev->store, pa, h, take, err)
+                   : kb__store_read(&m->dev->store, pa, h, take, err);
+        if (rc) return rc;
+        va += take, h += take, n -= take;
+    }
+    return 0;
+}

@@ -688,6 +688,14 @@ static int find_launch(kb_machine *m, kb_launch_id id, const char *who, kb__rt_l
     return 0;
 }
 
+uint32_t kb__rt_launches_running(const kb_machine *m)
+{
+    uint32_t n = 0;
+    for (const kb__rt_launch *l = m->launches; l; l = l->next)
+        n += l->started && !l->finished;
+    return n;
+}
+
 int kb__rt_launch_wait(kb_machine *m, kb_launch_id id, kb__rt_launch_times *times, kb__err *err)
 {
     kb__rt_launch *l;

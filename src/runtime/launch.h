@@ -38,6 +38,12 @@ void kb__rt_dma_atomic(void *self, kb__pe *pe, kb__pe_op *op, const struct kb__t
  * (or the MMU's fault naming the VA). */
 int kb__rt_dma_resolve(void *self, kb__pe *pe, uint64_t va, uint64_t bytes, uint64_t *pa,
                        kb__err *err);
+/* Reads (write false) or writes n bytes at [va, va + n) of PE pe's address
+ * space (global index) directly in the backing store, as pe's MMU maps
+ * them, in no simulated time: a calibrated ring's data (ccl/board.c).
+ * Errors as kb__mmu_translate and the store give them. */
+int kb__rt_va_copy(kb_machine *m, uint32_t pe, uint64_t va, void *host, uint64_t n, bool write,
+                   kb__err *err);
 /* Gives every outstanding launch to the driver (the ranks that made them
  * ended). */
 void kb__rt_launch_adopt(kb_machine *m);
@@ -85,5 +91,7 @@ int kb__rt_launch_on(kb_machine *m, const kb__rt_launch_spec *s, kb_launch_id *o
  * the simulation stopped first (deadlock), the launch stays outstanding.
  * Another machine's id is KB_EINVAL, one not outstanding KB_ENOTFOUND. */
 int kb__rt_launch_wait(kb_machine *m, kb_launch_id id, kb__rt_launch_times *times, kb__err *err);
+/* Launches of m that started and have not finished. O(outstanding launches). */
+uint32_t kb__rt_launches_running(const kb_machine *m);
 
 #endif

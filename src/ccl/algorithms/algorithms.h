@@ -27,7 +27,6 @@
 #include "ccl/ccl_config.h"
 #include "kernbench/dist.h"
 #include "kernbench/tl.h"
-#include "sim/sim.h"
 
 /* Largest kb_ccl_sched.window. */
 #define KB__CCL_WINDOW_MAX 64
@@ -61,28 +60,6 @@ typedef struct kb__ccl_module {
 const kb__ccl_module *kb__ccl_module_find(const char *name);
 /* "a, b, c": the known module names, snprintf-style (returns the length). */
 size_t kb__ccl_module_list(char *buf, size_t size);
-
-/* ---- calibrated rings (docs/timing-model.md, "Calibrated rings") ---------- */
-
-/* Where the ranks of one calibrated ring stream meet (ccl/run.c keeps one
- * per call). Each rank runs the stream's first `warmup` steps message by
- * message, then posts when its warm-up's last step arrived and its pace
- * over the warm-up's second half; the last of `want` ranks to post fires
- * `posted`. Only the call's own programs touch it, one at a time (they
- * are coroutines of one simulator). */
-typedef struct kb__ccl_board {
-    int warmup;        /* steps run message by message; 0: the call is not calibrated */
-    uint32_t want;     /* ranks that post */
-    uint32_t n_posted;
-    kb__time end_max;  /* the latest warm-up end posted */
-    kb__time pace_max; /* the slowest pace posted, ps per step */
-    kb__event posted;
-} kb__ccl_board;
-
-/* Board i of k's collective call when the call is calibrated, else NULL
- * (ccl/run.c: a flat ring's all-reduce has boards 0 and 1 for its halves,
- * its reduce-scatter and all-gather board 0). */
-kb__ccl_board *kb__ccl_board_of(tl_ctx *k, uint32_t i);
 
 /* ---- shared by the kernels (algorithms/common.c) -------------------------- */
 

@@ -45,6 +45,7 @@
 
 #include <stdlib.h>
 
+#include "ccl/board.h"
 #include "kernel/tl_internal.h"
 
 /* The modes of a ring stream. AR, RS and AG are the collectives over the
@@ -66,10 +67,10 @@ typedef struct ring {
     int64_t goff, gstep; /* ring rank q is rank goff + q·gstep of the call (for s->index) */
     int nchunks;         /* RS/AR: the region is cut in nchunks data chunks (0: p) */
     int rs_steps, steps; /* reduce-scatter steps, all steps */
-    int run_steps;       /* steps run message by message (steps, or a calibrated ring's warm-up) */
     int64_t first, m;    /* this round: first piece of each chunk, pieces */
-    kb__ccl_board *board; /* the call's calibrated-ring board, or NULL */
-    kb__time at_half, at_end; /* calibrated: when warm-up steps run_steps/2 and run_steps arrived */
+    kb__ccl_board *board; /* calibrated: its board (ccl/board.h), else NULL */
+    kb__time at_half, at_end;       /* calibrated: when warm-up steps w/2 and w arrived */
+    kb__ccl_pe_snaps pe;             /* and the PE's counters then, and at the start */
 } ring;
 
 /* A piece: ring chunk q's piece j of this round. clo is the chunk's first
@@ -174,17 +175,22 @@ static int64_t lag_of(int64_t m, const kb_ccl_sched *s)
     return kb__ccl_ring_lag(m, s->window);
 }
 
-/* ---- calibrated rings (docs/timing-model.md, "Calibrated rings") ----------
+/* The messages of a round in flight: the receives I[i - lag .. i] with
+ * their own-data loads, the own pieces O[i .. i + lag], the held R. */
+typedef struct ring_io {
+    tl_tile held[KB__CCL_WINDOW_MAX], own[RING_LAG_MAX + 1];
+    piece pend[RING_LAG_MAX + 1];
+} ring_io;
+
+/* ---- calibrated rings (ccl/board.h; docs/timing-model.md) -----------------
  *
  * A long ring's steps settle at once to the pace of its slowest hop: in the
  * 256-rank ring all-reduce the ranks after the SIP links run every step at
  * the ring's pace from the first, and the step-k arrival of the latest rank
  * plus (steps - k) times that pace is the ring's last arrival (within a few
- * ns under the flow model). So the ranks of a calibrated ring run its
- * first `warmup` steps message by message, post the time the last of them
- * arrived and their pace over the second half, and once every rank has
- * posted, each one's last step arrives at the latest warm-up end plus the
- * remaining steps at the slowest pace. Its last step's stores run as ops. */
+ * ns under the flow model). So a calibrated stream runs its first `warmup`
+ * steps message by message and posts to its board; once calibrated, each
+ * rank waits out the remaining steps and stores what its last step brings. */
 
 /* The program's clock: the simulator's, or the scalar side's when ahead. */
 static kb__time prog_now(tl_ctx *k)
@@ -193,11 +199,17 @@ static kb__time prog_now(tl_ctx *k)
     return k->prog.t_scalar > now ? k->prog.t_scalar : now;
 }
 
-/* Records when warm-up step n (1-based) arrived. */
+/* Records when warm-up step n (1-based) arrived, and the PE's counters. */
 static void step_arrived(ring *g, int n)
 {
-    if (n == g->run_steps / 2) g->at_half = prog_now(g->k);
-    if (n == g->run_steps) g->at_end = prog_now(g->k);
+    int w = g->board->warmup;
+    if (n == w / 2) {
+        g->at_half = prog_now(g->k);
+        kb__ccl_pe_snap_take(g->k->prog.pe, &g->pe.mid);
+    } else if (n == w) {
+        g->at_end = prog_now(g->k);
+        kb__ccl_pe_snap_take(g->k->prog.pe, &g->pe.end);
+    }
 }
 
 /* Whether a stream of `steps` steps whose chunk has `pieces` pieces runs
@@ -207,77 +219,106 @@ static int calibrates(const kb__ccl_board *b, const kb_ccl_sched *s, int steps, 
     return b && pieces <= s->window && steps >= 4 * b->warmup;
 }
 
-/* After the warm-up: post, wait for the ring's other ranks, wait out the
- * remaining steps and store what the last step brings. */
-static void ring_rest(ring *g)
+/* Data mode: the buffer this stream writes gets its final value, now that
+ * its last step arrived: the chunk it finished (reduce-scatter), or every
+ * chunk (all-gather). */
+static void rest_data(ring *g)
+{
+    kb__ccl_board *b = g->board;
+    int64_t lo, hi;
+    kb__ccl_chunk(g->n, g->p, data_chunk(g, g->r + 1), &lo, &hi);
+    lo += g->base, hi += g->base;
+    switch (g->md) {
+    case RING_RS_IN_PLACE:
+        kb__ccl_board_write(b, g->k, g->in, lo, lo, hi - lo);
+        break;
+    case RING_RS:
+        kb__ccl_board_write(b, g->k, g->out, 0, lo, hi - lo);
+        break;
+    case RING_AG_IN_PLACE:
+        kb__ccl_board_write(b, g->k, g->in, g->base, g->base, g->n);
+        break;
+    default: /* RING_AG */
+        kb__ccl_board_write(b, g->k, g->out, 0, 0, g->n * g->p);
+        break;
+    }
+}
+
+/* After the warm-up: posts; when calibrated, drops the held pieces, waits
+ * out the remaining steps and stores what the last step brings (finished
+ * first in a reduce-scatter) and returns 1; else 0. */
+static int ring_rest(ring *g, ring_io *io)
 {
     tl_ctx *k = g->k;
     kb__pe_prog *pg = &k->prog;
     kb__ccl_board *b = g->board;
-    int w = g->run_steps, h = w / 2;
-    kb__time pace = (g->at_end - g->at_half) / (kb__time)(w - h);
-    if (g->at_end > b->end_max) b->end_max = g->at_end;
-    if (pace > b->pace_max) b->pace_max = pace;
-    if (++b->n_posted == b->want) {
-        kb__event_fire(pg->sim, &b->posted, 0);
-    } else {
-        int rc = kb__event_wait(pg->sim, &b->posted);
-        if (rc) kb__pe_raise(pg, rc, "calibrated ring: stopped while waiting for its other ranks");
-    }
+    int w = b->warmup;
+    kb__time pace = (g->at_end - g->at_half) / (kb__time)(w - w / 2);
+    if (!kb__ccl_board_post(b, k, g->steps, g->md == RING_RS, g->at_end, pace, &g->pe)) return 0;
+    for (int64_t j = 0; j < g->m; j++)
+        if (io->held[j].slot) tl_free(k, io->held[j]);
     kb__time end = b->end_max + (kb__time)(g->steps - w) * b->pace_max, now = prog_now(k);
     if (end > now) kb__pe_scalar_time(pg, end - now);
     kb__pe_sync(pg);
-    /* the last step's pieces, as they arrive: stored (all-reduce, all-gather)
-     * or finished and stored (reduce-scatter) */
+    if (b->data) rest_data(g);
+    /* the last step's pieces, stored as they arrive (finished before in a
+     * reduce-scatter: the finish's MATH op is not charged here) */
     int t = g->steps - 1, q = t < g->rs_steps ? g->r - t - 1 : g->r - (t - g->rs_steps);
     for (int64_t j = 0; j < g->m; j++) {
         piece x;
         piece_at(g, q, j, &x);
         if (!x.len) continue;
         kb__tile_desc d = {.dtype = (kb__dtype)g->s->dtype, .ndim = 1, .shape = {x.len}};
-        tl_tile v = kb__tl_new(k, &d, NULL, true);
-        if (!gathers(g) && g->finish) v = kb__ccl_finish(k, g->s, v);
+        kb__pe_buf *buf;
+        tl_tile v = kb__tl_new(k, &d, &buf, !b->data);
+        if (b->data) kb__ccl_board_read(b, kb__pe_buf_bytes(buf), x.clo + x.a, x.len);
         if (g->md == RING_RS)
             kb__ccl_store(k, g->out, x.a, x.len, v);
         else
             kb__ccl_store(k, in_place(g) ? g->in : g->out, x.clo + x.a, x.len, v);
         tl_free(k, v);
     }
+    return 1;
 }
 
-/* One round: the receives I[i - lag .. i] and the own pieces O[i .. i +
- * lag] are in flight together. */
-static void round_run(ring *g)
+/* Messages [from, to) of one round: from is 0, or a step at which every
+ * earlier message arrived and io holds the last m results. */
+static void round_part(ring *g, ring_io *io, int64_t from, int64_t to)
 {
     tl_ctx *k = g->k;
-    int64_t m = g->m, total = (int64_t)g->run_steps * m, d = lag_of(m, g->s), q = d + 1;
-    tl_tile held[KB__CCL_WINDOW_MAX], own[RING_LAG_MAX + 1];
-    piece pend[RING_LAG_MAX + 1];
-    for (int64_t j = 0; j < q && j < m; j++)
-        own[j] = own_piece(g, j);
-    for (int64_t i = 0; i < total + d; i++) {
-        if (i < total) {
-            post(g, i, &pend[i % q]);
-            tl_tile o = i < m ? own[i % q] : held[(i - m) % m];
-            if (i + q < m) own[i % q] = own_piece(g, i + q);
+    int64_t m = g->m, d = lag_of(m, g->s), q = d + 1;
+    for (int64_t j = 0; from == 0 && j < q && j < m; j++)
+        io->own[j] = own_piece(g, j);
+    for (int64_t i = from; i < to + d; i++) {
+        if (i < to) {
+            post(g, i, &io->pend[i % q]);
+            tl_tile o = i < m ? io->own[i % q] : io->held[(i - m) % m];
+            if (i + q < m) io->own[i % q] = own_piece(g, i + q);
             if (o.slot) {
                 tl_send(k, g->to, o);
                 tl_free(k, o);
             }
         }
         int64_t j = i - d;
-        if (j < 0) continue;
-        piece *x = &pend[j % q];
-        held[j % m] = TL_NONE;
+        if (j < from) continue;
+        piece *x = &io->pend[j % q];
+        io->held[j % m] = TL_NONE;
         if (x->len) {
             tl_tile v = arrive(g, x);
-            if (x->t + 1 < g->run_steps)
-                held[j % m] = v;
+            if (x->t + 1 < g->steps)
+                io->held[j % m] = v;
             else
                 tl_free(k, v);
         }
         if (g->board && (j + 1) % m == 0) step_arrived(g, (int)((j + 1) / m));
     }
+}
+
+/* One round, every message. */
+static void round_run(ring *g)
+{
+    ring_io io;
+    round_part(g, &io, 0, (int64_t)g->steps * g->m);
 }
 
 /* p == 1: reduce-scatter and all-gather copy the buffer. */
@@ -299,11 +340,14 @@ static void ring_go(ring *g)
     g->steps = g->md == RING_AR ? 2 * (g->p - 1) : g->p - 1;
     int64_t chunk = g->md == RING_AG ? g->n : tl_cdiv(g->n, g->p);
     int64_t pieces = tl_cdiv(chunk, g->s->piece);
-    g->run_steps = g->steps;
     if (g->md != RING_AR && calibrates(g->board, g->s, g->steps, pieces)) {
-        g->first = 0, g->m = pieces, g->run_steps = g->board->warmup;
-        round_run(g);
-        ring_rest(g);
+        ring_io io;
+        int64_t w = (int64_t)g->board->warmup * pieces;
+        g->first = 0, g->m = pieces;
+        kb__ccl_board_start(g->board, g->k);
+        kb__ccl_pe_snap_take(g->k->prog.pe, &g->pe.start);
+        round_part(g, &io, 0, w);
+        if (!ring_rest(g, &io)) round_part(g, &io, w, (int64_t)g->steps * pieces);
         return;
     }
     g->board = NULL;
@@ -469,7 +513,7 @@ void kb__ccl_hier_reduce_scatter(tl_ctx *k)
     int64_t B = s->elems / P, pieces = tl_cdiv(B, s->piece);
     int64_t half = s->window / 2 > 0 ? s->window / 2 : 1;
     g.r = l, g.p = L, g.finish = 0, g.nchunks = P;
-    g.rs_steps = g.steps = g.run_steps = L - 1;
+    g.rs_steps = g.steps = L - 1;
     tl_recv_handle h[KB__CCL_WINDOW_MAX];
     tl_tile held[KB__CCL_WINDOW_MAX];
     for (int64_t first = 0; first < pieces; first += half) {
