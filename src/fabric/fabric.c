@@ -304,7 +304,12 @@ int kb__fabric_create_topo(kb__fabric **out, kb__sim *sim, const kb__topo *t, ui
     if (!rc && !model)
         rc = kb__err_set(err, KB_ECONFIG, "fabric.model: unknown model '%s'; models: %s",
                          k ? k->name : "?", kb__fabric_model_list());
+    if (!rc && t->params.fabric.ring_warmup == 1)
+        rc = kb__err_set(err, KB_ECONFIG,
+                         "fabric.ring_warmup: 1 step cannot measure a pace; expected 0 (every "
+                         "step message by message) or at least 2");
     if (!rc) rc = kb__fabric_set_model(*out, model, err);
+    if (!rc) (*out)->ring_warmup = t->params.fabric.ring_warmup;
     if (rc) {
         kb__fabric_destroy(*out);
         *out = NULL;

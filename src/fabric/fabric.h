@@ -34,6 +34,7 @@
 #ifndef KB_FABRIC_FABRIC_H
 #define KB_FABRIC_FABRIC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -215,10 +216,10 @@ typedef struct kb__fabric_model {
     const char *name; /* as `fabric.model` names it */
     const char *doc;
     kb__fab_grain grain;
-    /* Ring collectives run their first ring_warmup steps message by message
-     * and the rest as calibrated steps (docs/timing-model.md, "Calibrated
-     * rings"); 0: every step message by message. */
-    int ring_warmup;
+    /* Long ring collectives run their first fabric.ring_warmup steps message
+     * by message and the rest calibrated from them (ccl/board.h); false:
+     * every step message by message. */
+    bool calibrates_rings;
     int (*init)(kb__fabric *fab, kb__err *err);
     void (*fini)(kb__fabric *fab);
     /* Forgets link state (statistics are the fabric's: kb__fabric_reset). */
@@ -258,7 +259,9 @@ void kb__fabric_route_graph(kb__fabric *fab, kb__topo *t);
 int kb__fabric_set_model(kb__fabric *fab, const kb__fabric_model *model, kb__err *err);
 const kb__fabric_model *kb__fabric_model_of(const kb__fabric *fab);
 kb__fab_grain kb__fabric_grain(const kb__fabric *fab);
-/* The model's ring_warmup (above). */
+/* Steps a long ring collective runs message by message before the rest is
+ * calibrated (fabric.ring_warmup), or 0 when the model does not calibrate
+ * rings (packet) or the warm-up is 0. */
 int kb__fabric_ring_warmup(const kb__fabric *fab);
 /* Declares node a memory of bandwidth bw_gbs whose accesses all arrive
  * through its one incoming link: the packet model takes its arrivals in

@@ -22,6 +22,7 @@ struct kb__fabric {
     const kb__fabric_model *model; /* never NULL */
     void *model_state;             /* the model's (init / fini) */
     uint32_t packet_bytes, header_bytes;
+    uint32_t ring_warmup; /* fabric.ring_warmup */
     uint32_t n_nodes, n_links;
     uint32_t n_down;          /* links that are down (faults): out of out_first/out_next */
     kb__fab_node_desc *nodes; /* names owned */

@@ -63,7 +63,7 @@ kb__fab_grain kb__fabric_grain(const kb__fabric *fab)
 
 int kb__fabric_ring_warmup(const kb__fabric *fab)
 {
-    return fab->model->ring_warmup;
+    return fab->model->calibrates_rings ? (int)fab->ring_warmup : 0;
 }
 
 int kb__fabric_attach_memory(kb__fabric *fab, uint32_t node, double bw_gbs, kb__err *err)

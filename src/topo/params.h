@@ -67,6 +67,7 @@ typedef struct kb__topo_params {
         uint64_t header_bytes; /* commands, requests and acks: one packet */
         double ns_per_mm;
         uint16_t model; /* kind index of the fabric model (packet, flow) */
+        uint32_t ring_warmup; /* steps a calibrated ring runs message by message (0: all) */
     } fabric;
     struct {
         double first_flit_ns; /* what a message pays leaving a `transit` node */

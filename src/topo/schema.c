@@ -71,6 +71,9 @@ static const kb__param schema[] = {
      "wire propagation delay per mm of link length"},
     {"fabric.model", KB__PT_KIND, F(fabric.model), "packet", 0, 0, 0, KB__ROLE_FABRIC, "",
      "fabric model: packet (exact, the reference) or flow (docs/timing-model.md)"},
+    {"fabric.ring_warmup", KB__PT_U32, F(fabric.ring_warmup), "16", 0, 4096, 0, -1, "steps",
+     "under flow: steps a long ring collective runs message by message before the rest is "
+     "calibrated from them (docs/timing-model.md, \"Calibrated rings\"); 0: every step"},
     TIME("transit.first_flit_ns", transit.first_flit_ns, "4",
          "first-flit overhead of a node of kind transit, paid by each message leaving it"),
     {"transit.worker_bw_gbs", KB__PT_BW, F(transit.worker_bw_gbs), "512", 0, BW_MAX, 1, -1, "GB/s",
