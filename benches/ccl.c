@@ -392,6 +392,8 @@ static void report(kb_bench_result *r, const spec *s, int64_t world, int64_t byt
     kb_bench_figure(r, "install", (double)c.install_ps / 1e6, "us");
     kb_bench_figure(r, "collective", t_ps / 1e6, "us");
     kb_bench_figure(r, "kernel_span", run_ps / 1e6, "us");
+    if (c.calibrated)
+        kb_bench_note(r, "calibrated", "%d ring streams (docs/timing-model.md)", c.calibrated);
     kb_bench_figure(r, "alg_bw", alg, "GB/s");
     kb_bench_figure(r, "bus_bw", alg * bus_factor(s, p), "GB/s");
     if (c.predicted_ps) {

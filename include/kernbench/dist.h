@@ -204,6 +204,10 @@ typedef struct kb_ccl_report {
                                 reduce-scatter, all-gather, broadcast, reduce, send_recv):
                                 the first pieces' loads before the first send, the last
                                 ones' stores after the last arrival; else 0 */
+    int calibrated;          /* ring streams of the call that ran calibrated under the flow
+                                model (docs/timing-model.md, "Calibrated rings"): their
+                                first fabric.ring_warmup steps message by message, the rest
+                                from them; 0: every step message by message */
 } kb_ccl_report;
 KB_API int kb_ccl_last(const kb_machine *m, kb_ccl_report *out);
 

@@ -74,8 +74,8 @@ static uint64_t scaled(uint64_t x, unsigned __int128 num, unsigned __int128 den)
 /* ---- data ------------------------------------------------------------------ */
 
 /* Reads elements [off, off + len) of rank r's buffer t (0 input, 1 output). */
-static int rank_read(const kb__ccl_board *b, uint32_t r, int t, int64_t off, int64_t len,
-                     void *dst, kb__err *err)
+static int rank_read(const kb__ccl_board *b, uint32_t r, int t, int64_t off, int64_t len, void *dst,
+                     kb__err *err)
 {
     const kb__ccl_ring_data *d = b->data;
     size_t es = kb__dtype_size((kb__dtype)d->s->dtype);
@@ -101,7 +101,9 @@ static int make_reduced(kb__ccl_board *b, int by_index, kb__err *err)
     uint8_t *x = malloc((size_t)most * es), *f = malloc((size_t)most * 4);
     if (!d->v) d->v = malloc((size_t)s->elems * es);
     int rc = !x || !f || !d->v ? kb__err_set(err, KB_ENOMEM, "collective: out of host memory") : 0;
-    kb__tile_op op = s->op == KB_MAX ? KB__OP_MAXIMUM : s->op == KB_MIN ? KB__OP_MINIMUM : KB__OP_ADD;
+    kb__tile_op op = s->op == KB_MAX   ? KB__OP_MAXIMUM
+                     : s->op == KB_MIN ? KB__OP_MINIMUM
+                                       : KB__OP_ADD;
     for (int q = 0; !rc && q < p; q++) {
         int c = by_index ? (int)s->index[(q + p - 1) % p] : q;
         int64_t lo, hi;
@@ -120,8 +122,10 @@ static int make_reduced(kb__ccl_board *b, int by_index, kb__err *err)
         rc = kb__dtype_from_f64(dt, (double)p, n);
         if (!rc) rc = kb__tile_binary_infer(KB__OP_DIV, &t, &sd, &qd, err);
         if (!rc) rc = kb__tile_binary(KB__OP_DIV, &qd, f, &t, acc, &sd, n, err);
-        if (!rc && qd.dtype == dt) memcpy(acc, f, (size_t)(hi - lo) * es);
-        else if (!rc) rc = kb__tile_cast(&t, acc, &qd, f, err);
+        if (!rc && qd.dtype == dt)
+            memcpy(acc, f, (size_t)(hi - lo) * es);
+        else if (!rc)
+            rc = kb__tile_cast(&t, acc, &qd, f, err);
     }
     free(x);
     free(f);
@@ -169,8 +173,8 @@ static int decide(kb__ccl_board *b, int steps, int by_index, kb__err *err)
 {
     kb_machine *m = b->m;
     kb__fabric *fab = m->dev->fab;
-    b->calibrated = !b->others && kb__rt_launches_running(m) == 1 &&
-                    m->next_launch_id == b->next_launch;
+    b->calibrated =
+        !b->others && kb__rt_launches_running(m) == 1 && m->next_launch_id == b->next_launch;
     if (!b->calibrated) return 0;
     if (b->data && !b->data->v) {
         int rc = b->gathers ? make_gathered(b, err) : make_reduced(b, by_index, err);

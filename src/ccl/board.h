@@ -64,16 +64,16 @@ typedef struct kb__ccl_board {
     kb_machine *m;
     kb__ccl_ring_data *data; /* NULL under --no-data */
     int gathers;             /* the stream is an all-gather (else a reduce-scatter) */
-    int warmup;    /* steps run message by message */
-    uint32_t want; /* ranks of the ring */
+    int warmup;              /* steps run message by message */
+    uint32_t want;           /* ranks of the ring */
     uint32_t n_started, n_posted;
-    int others;            /* another launch was running at the first start */
-    uint64_t next_launch;  /* the machine's next launch serial at the first start */
+    int others;                  /* another launch was running at the first start */
+    uint64_t next_launch;        /* the machine's next launch serial at the first start */
     kb__ccl_link_snap *at_start; /* [links], taken at the first start */
-    uint64_t dma_all, dma_half; /* DMA busy ps of the posted warm-ups: all, second halves */
-    kb__time end_max;      /* the latest warm-up end posted */
-    kb__time pace_max;     /* the slowest pace posted, ps per step */
-    int calibrated;        /* the decision (valid once `posted` fired) */
+    uint64_t dma_all, dma_half;  /* DMA busy ps of the posted warm-ups: all, second halves */
+    kb__time end_max;            /* the latest warm-up end posted */
+    kb__time pace_max;           /* the slowest pace posted, ps per step */
+    int calibrated;              /* the decision (valid once `posted` fired) */
     kb__event posted;
 } kb__ccl_board;
 

@@ -111,6 +111,8 @@ typedef struct kb__coll_info {
                                         the last arrival */
     kb__ccl_settings queues;         /* the installed queues' settings */
     uint64_t piece_bytes;            /* the largest message a kernel may send */
+    uint32_t calibrated;             /* ring streams run calibrated (ccl/board.h), 0: every
+                                        step ran message by message */
 } kb__coll_info;
 
 /* Runs r on m; info (may be NULL) describes it. Errors (message in err,

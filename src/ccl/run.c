@@ -979,6 +979,8 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     if (launched) rc = finish(st, &c, id, &t, err);
     if (launched && !rc) {
         kb__ccl_call_info(m, &c, &t, piece, info);
+        for (uint32_t i = 0; i < c.n_boards; i++)
+            info->calibrated += c.boards[i].calibrated;
         char name[96];
         snprintf(name, sizeof name, "%s %s", c.what, c.algo->name);
         kb__rt_trace_span(m, KB__RT_HOST_COLLECTIVES, "collective", name, t.issue,

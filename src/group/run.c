@@ -34,6 +34,7 @@ static void keep_report(grp_machine *x, const kb__coll_info *info)
     o->link_bw_gbs = info->link_bw_gbs;
     memcpy(o->phase_ps, info->phase_ps, sizeof o->phase_ps);
     o->ends_ps = info->ends_ps;
+    o->calibrated = (int)info->calibrated;
     memcpy(o->bottleneck, info->bottleneck, sizeof o->bottleneck);
     snprintf(o->buffer_kind, sizeof o->buffer_kind, "%s",
              kb__ccl_buffer_name(info->queues.buffer_kind));

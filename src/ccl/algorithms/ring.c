@@ -59,18 +59,18 @@ typedef struct ring {
     const kb_ccl_sched *s;
     tl_tensor *in, *out;
     ring_mode md;
-    int r, p;            /* this rank's place in the ring, ring size */
-    int to, from;        /* the ports to NEXT and from PREV */
-    int finish;          /* the last reduce-scatter step finishes the value (avg) */
-    int own_from_out;    /* AG: its own block is in the output already (load it there) */
-    int64_t base, n;     /* the region worked on: elements [base, base + n) (AG: n per block) */
-    int64_t goff, gstep; /* ring rank q is rank goff + q·gstep of the call (for s->index) */
-    int nchunks;         /* RS/AR: the region is cut in nchunks data chunks (0: p) */
-    int rs_steps, steps; /* reduce-scatter steps, all steps */
-    int64_t first, m;    /* this round: first piece of each chunk, pieces */
+    int r, p;             /* this rank's place in the ring, ring size */
+    int to, from;         /* the ports to NEXT and from PREV */
+    int finish;           /* the last reduce-scatter step finishes the value (avg) */
+    int own_from_out;     /* AG: its own block is in the output already (load it there) */
+    int64_t base, n;      /* the region worked on: elements [base, base + n) (AG: n per block) */
+    int64_t goff, gstep;  /* ring rank q is rank goff + q·gstep of the call (for s->index) */
+    int nchunks;          /* RS/AR: the region is cut in nchunks data chunks (0: p) */
+    int rs_steps, steps;  /* reduce-scatter steps, all steps */
+    int64_t first, m;     /* this round: first piece of each chunk, pieces */
     kb__ccl_board *board; /* calibrated: its board (ccl/board.h), else NULL */
-    kb__time at_half, at_end;       /* calibrated: when warm-up steps w/2 and w arrived */
-    kb__ccl_pe_snaps pe;             /* and the PE's counters then, and at the start */
+    kb__time at_half, at_end; /* calibrated: when warm-up steps w/2 and w arrived */
+    kb__ccl_pe_snaps pe;      /* and the PE's counters then, and at the start */
 } ring;
 
 /* A piece: ring chunk q's piece j of this round. clo is the chunk's first
