@@ -205,7 +205,7 @@ Test(schema_errors, unknown_key_without_a_close_name_lists_the_keys)
 {
     fails("fabric:\n  zzzzzzzzzz: 1\n",
           "m.yaml:2:3: fabric.zzzzzzzzzz: unknown key 'zzzzzzzzzz'; known keys here: "
-          "packet_bytes, header_bytes, ns_per_mm, model");
+          "packet_bytes, header_bytes, ns_per_mm, model, ring_warmup");
 }
 
 Test(schema_errors, section_with_the_wrong_type)
