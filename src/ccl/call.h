@@ -47,9 +47,8 @@ typedef struct kb__ccl_call {
     kb_ccl_sched sched;
     uint32_t *index; /* sched.index: program -> buffer */
     tl_tensor *views;
-    kb__ccl_board *boards; /* [n_boards] when it may be calibrated (ccl/board.h) */
-    uint32_t n_boards;
-    kb__ccl_ring_data data; /* data mode: the calibrated call's value (ccl/board.h) */
+    kb__ccl_phase *phases; /* [n_phases] when it may be calibrated (ccl/board.h) */
+    uint32_t n_phases;
 } kb__ccl_call;
 
 /* The message size (sched.piece, elements), ring window (sched.window) and

@@ -812,31 +812,35 @@ static int unwind(kb__ccl_state *st, const kb__ccl_call *c, kb_launch_id id, int
  * program per buffer, on the endpoints of c's installs; *piece gets its
  * message size in bytes. The launch's arguments are c's until it ends. */
 /* Calibrated rings (ccl/board.h): under a fabric model with a ring warm-up,
- * for one install of a built-in flat ring all-reduce, reduce-scatter or
- * all-gather, a board per ring stream (and in data mode the call's data).
- * The kernel decides whether its stream is long enough. */
+ * for one install of the built-in flat ring all-reduce (two phases of one
+ * ring: its halves), reduce-scatter and all-gather (one phase), the phases'
+ * boards. The kernel decides whether its streams are long enough. Not the
+ * hierarchical all-reduce: its phases would end in lock step on every SIP,
+ * where message by message they end spread out, and the all-reduce between
+ * SIPs that follows runs slower for it (docs/timing-model.md). */
 static int boards_make(kb__ccl_call *c, kb__err *err)
 {
     tl_kernel_fn fn = c->r->pairwise ? NULL : c->mod->fn;
     int warmup = kb__fabric_ring_warmup(c->m->dev->fab);
+    uint32_t rings[2] = {1, 1};
     if (!warmup || c->n_inst != 1) return 0;
-    if (fn != kb__ccl_ring_allreduce && fn != kb__ccl_ring_reduce_scatter &&
-        fn != kb__ccl_ring_all_gather)
+    if (fn == kb__ccl_ring_allreduce)
+        c->n_phases = 2;
+    else if (fn == kb__ccl_ring_reduce_scatter || fn == kb__ccl_ring_all_gather)
+        c->n_phases = 1;
+    else
         return 0;
-    c->data = (kb__ccl_ring_data){.s = &c->sched, .views = c->views, .pes = c->pes};
-    c->n_boards = fn == kb__ccl_ring_allreduce ? 2 : 1;
-    c->boards = kb__ccl_boards_make(c->m, c->n_boards, warmup, c->p,
-                                    c->m->dev->no_data ? NULL : &c->data, err);
-    if (!c->boards) return KB_ENOMEM;
-    c->boards[c->n_boards - 1].gathers = fn != kb__ccl_ring_reduce_scatter;
-    return 0;
+    c->phases = kb__ccl_phases_make(c->m, c->n_phases, rings, warmup, c->p, &c->sched,
+                                    c->m->dev->no_data ? NULL : c->views, c->pes, err);
+    return c->phases ? 0 : KB_ENOMEM;
 }
 
-kb__ccl_board *kb__ccl_board_of(tl_ctx *k, uint32_t i)
+kb__ccl_board *kb__ccl_board_of(tl_ctx *k, uint32_t phase, uint32_t ring)
 {
     kb__ccl_call *c =
         (kb__ccl_call *)(void *)((char *)k->launch->coll - offsetof(kb__ccl_call, sched));
-    return i < c->n_boards ? &c->boards[i] : NULL;
+    if (phase >= c->n_phases || ring >= c->phases[phase].n_rings) return NULL;
+    return &c->phases[phase].rings[ring];
 }
 
 static int issue(kb__ccl_state *st, kb__ccl_call *c, kb_launch_id *id, uint64_t *piece,
@@ -979,8 +983,8 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     if (launched) rc = finish(st, &c, id, &t, err);
     if (launched && !rc) {
         kb__ccl_call_info(m, &c, &t, piece, info);
-        for (uint32_t i = 0; i < c.n_boards; i++)
-            info->calibrated += c.boards[i].calibrated;
+        for (uint32_t i = 0; i < c.n_phases; i++)
+            info->calibrated += c.phases[i].calibrated ? c.phases[i].n_rings : 0;
         char name[96];
         snprintf(name, sizeof name, "%s %s", c.what, c.algo->name);
         kb__rt_trace_span(m, KB__RT_HOST_COLLECTIVES, "collective", name, t.issue,
@@ -999,8 +1003,7 @@ int kb__ccl_run(kb_machine *m, const kb__coll_req *r, kb__coll_info *info, kb__e
     free(c.pes);
     free(c.index);
     free(c.views);
-    kb__ccl_boards_free(c.boards, c.n_boards);
-    free(c.data.v);
+    kb__ccl_phases_free(c.phases, c.n_phases);
     return rc;
 }
 

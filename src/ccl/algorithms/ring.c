@@ -202,7 +202,7 @@ static kb__time prog_now(tl_ctx *k)
 /* Records when warm-up step n (1-based) arrived, and the PE's counters. */
 static void step_arrived(ring *g, int n)
 {
-    int w = g->board->warmup;
+    int w = g->board->ph->warmup;
     if (n == w / 2) {
         g->at_half = prog_now(g->k);
         kb__ccl_pe_snap_take(g->k->prog.pe, &g->pe.mid);
@@ -216,7 +216,7 @@ static void step_arrived(ring *g, int n)
  * calibrated on board b: one round, and at least four warm-ups long. */
 static int calibrates(const kb__ccl_board *b, const kb_ccl_sched *s, int steps, int64_t pieces)
 {
-    return b && pieces <= s->window && steps >= 4 * b->warmup;
+    return b && pieces <= s->window && steps >= 4 * b->ph->warmup;
 }
 
 /* Data mode: the buffer this stream writes gets its final value, now that
@@ -225,18 +225,17 @@ static int calibrates(const kb__ccl_board *b, const kb_ccl_sched *s, int steps, 
 static void rest_data(ring *g)
 {
     kb__ccl_board *b = g->board;
-    int64_t lo, hi;
+    int64_t lo, hi; /* in the region */
     kb__ccl_chunk(g->n, g->p, data_chunk(g, g->r + 1), &lo, &hi);
-    lo += g->base, hi += g->base;
     switch (g->md) {
     case RING_RS_IN_PLACE:
-        kb__ccl_board_write(b, g->k, g->in, lo, lo, hi - lo);
+        kb__ccl_board_write(b, g->k, g->in, g->base + lo, lo, hi - lo);
         break;
     case RING_RS:
         kb__ccl_board_write(b, g->k, g->out, 0, lo, hi - lo);
         break;
     case RING_AG_IN_PLACE:
-        kb__ccl_board_write(b, g->k, g->in, g->base, g->base, g->n);
+        kb__ccl_board_write(b, g->k, g->in, g->base, 0, g->n);
         break;
     default: /* RING_AG */
         kb__ccl_board_write(b, g->k, g->out, 0, 0, g->n * g->p);
@@ -252,15 +251,30 @@ static int ring_rest(ring *g, ring_io *io)
     tl_ctx *k = g->k;
     kb__pe_prog *pg = &k->prog;
     kb__ccl_board *b = g->board;
-    int w = b->warmup;
-    kb__time pace = (g->at_end - g->at_half) / (kb__time)(w - w / 2);
-    if (!kb__ccl_board_post(b, k, g->steps, g->md == RING_RS, g->at_end, pace, &g->pe)) return 0;
+    int w = b->ph->warmup;
+    static const kb__ccl_value value[] = {[RING_RS] = KB__CCL_VALUE_INDEXED,
+                                          [RING_AG] = KB__CCL_VALUE_BLOCKS,
+                                          [RING_RS_IN_PLACE] = KB__CCL_VALUE_REDUCED,
+                                          [RING_AG_IN_PLACE] = KB__CCL_VALUE_GATHERED};
+    kb__ccl_post mine = {.r = (uint32_t)g->r,
+                         .p = (uint32_t)g->p,
+                         .program = (uint32_t)tl_rank(k),
+                         .steps = g->steps,
+                         .end = g->at_end,
+                         .pace = (g->at_end - g->at_half) / (kb__time)(w - w / 2),
+                         .pe = &g->pe,
+                         .kind = value[g->md],
+                         .base = g->base,
+                         .n = g->n,
+                         .finish = g->finish};
+    if (!kb__ccl_board_post(b, k, &mine)) return 0;
     for (int64_t j = 0; j < g->m; j++)
         if (io->held[j].slot) tl_free(k, io->held[j]);
-    kb__time end = b->end_max + (kb__time)(g->steps - w) * b->pace_max, now = prog_now(k);
+    kb__time end = kb__ccl_board_end(b), now = prog_now(k);
     if (end > now) kb__pe_scalar_time(pg, end - now);
     kb__pe_sync(pg);
-    if (b->data) rest_data(g);
+    int data = b->views != NULL;
+    if (data) rest_data(g);
     /* the last step's pieces, stored as they arrive (finished before in a
      * reduce-scatter: the finish's MATH op is not charged here) */
     int t = g->steps - 1, q = t < g->rs_steps ? g->r - t - 1 : g->r - (t - g->rs_steps);
@@ -270,8 +284,8 @@ static int ring_rest(ring *g, ring_io *io)
         if (!x.len) continue;
         kb__tile_desc d = {.dtype = (kb__dtype)g->s->dtype, .ndim = 1, .shape = {x.len}};
         kb__pe_buf *buf;
-        tl_tile v = kb__tl_new(k, &d, &buf, !b->data);
-        if (b->data) kb__ccl_board_read(b, kb__pe_buf_bytes(buf), x.clo + x.a, x.len);
+        tl_tile v = kb__tl_new(k, &d, &buf, !data);
+        if (data) kb__ccl_board_read(b, kb__pe_buf_bytes(buf), x.clo + x.a - g->base, x.len);
         if (g->md == RING_RS)
             kb__ccl_store(k, g->out, x.a, x.len, v);
         else
@@ -342,7 +356,7 @@ static void ring_go(ring *g)
     int64_t pieces = tl_cdiv(chunk, g->s->piece);
     if (g->md != RING_AR && calibrates(g->board, g->s, g->steps, pieces)) {
         ring_io io;
-        int64_t w = (int64_t)g->board->warmup * pieces;
+        int64_t w = (int64_t)g->board->ph->warmup * pieces;
         g->first = 0, g->m = pieces;
         kb__ccl_board_start(g->board, g->k);
         kb__ccl_pe_snap_take(g->k->prog.pe, &g->pe.start);
@@ -376,24 +390,39 @@ static ring ring_whole(tl_ctx *k, ring_mode md)
                   .gstep = 1};
 }
 
+/* An all-reduce stream g over its region: calibrated as its two halves, a
+ * reduce-scatter on board rs and an all-gather on board ag, each with its
+ * own warm-up (the all-gather's steps store what arrives and may run at
+ * another pace), when `calibrate` (the same for every ring of the phase);
+ * else one stream. */
+static void allreduce_go(ring *g, kb__ccl_board *rs, kb__ccl_board *ag, int calibrate)
+{
+    if (!calibrate) {
+        g->board = NULL;
+        ring_go(g);
+        return;
+    }
+    g->md = RING_RS_IN_PLACE, g->board = rs;
+    ring_go(g);
+    kb__ccl_fence(g->k); /* the all-gather loads what the last step stored */
+    g->md = RING_AG_IN_PLACE, g->finish = 0, g->board = ag;
+    ring_go(g);
+}
+
 static void ring_run(tl_ctx *k, ring_mode md)
 {
     ring g = ring_whole(k, md);
-    g.board = kb__ccl_board_of(k, 0);
+    g.board = kb__ccl_board_of(k, 0, 0);
     if (g.p == 1) {
         if (md != RING_AR) copy_all(k, g.s, g.in, g.out);
         return;
     }
-    int64_t pieces = tl_cdiv(tl_cdiv(g.n, g.p), g.s->piece);
-    if (md == RING_AR && calibrates(g.board, g.s, g.p - 1, pieces)) {
-        /* calibrated: its two halves apart, each with its own warm-up, since
-         * the all-gather's steps (a store each) may run at another pace */
-        g.md = RING_RS_IN_PLACE;
+    if (md != RING_AR) {
         ring_go(&g);
-        kb__ccl_fence(k); /* the all-gather loads what the last step stored */
-        g.md = RING_AG_IN_PLACE, g.finish = 0, g.board = kb__ccl_board_of(k, 1);
+        return;
     }
-    ring_go(&g);
+    int64_t pieces = tl_cdiv(tl_cdiv(g.n, g.p), g.s->piece);
+    allreduce_go(&g, g.board, kb__ccl_board_of(k, 1, 0), calibrates(g.board, g.s, g.p - 1, pieces));
 }
 
 void kb__ccl_ring_allreduce(tl_ctx *k)
