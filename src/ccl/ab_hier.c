@@ -104,15 +104,38 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
     return rc;
 }
 
+/* One group (S = 1): the kernel runs the ring all-gather on the group's
+ * ring (algorithms/ring.c, kb__ccl_hier_all_gather: its own pieces come
+ * from the input and are stored to the output, load and store pairs on
+ * the in-order DMA unit), so the model is the ring all-gather's: one
+ * phase's path, its fill and drain, and the two stretches of
+ * kb__ccl_ring_half_bw. */
+static int one_group_all_gather(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c,
+                                uint64_t msg, uint64_t piece, uint64_t window,
+                                kb__ccl_hier_model *m, kb__err *err)
+{
+    kb__ccl_alphabeta in;
+    kb__ccl_ring_bw bw;
+    int rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
+    if (!rc) rc = kb__ccl_ring_half_bw(t, plan, c, piece, window, 1, &bw, err);
+    if (rc) return rc;
+    m->path_ps = in.half_path_ps, m->hops = plan->world_size - 1, m->bw_gbs = in.bw_gbs;
+    m->ends_ps = bw.ends_ps;
+    m->phase_ps[1] = bw.phase_ps[1];
+    snprintf(m->bottleneck[1], sizeof m->bottleneck[1], "%s", bw.bottleneck[1]);
+    return 0;
+}
+
 static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
-                                 uint64_t esize, uint64_t piece, kb__ccl_hier_model *m,
-                                 kb__err *err)
+                                 uint64_t esize, uint64_t piece, uint64_t window,
+                                 kb__ccl_hier_model *m, kb__err *err)
 {
     uint32_t L = plan->group, S = plan->world_size / L;
     uint64_t c = elems * esize, msg = (c < piece ? c : piece) + KB__IPCQ_META_BYTES, best[2] = {0},
              ps, path;
     char what[160];
     int rc = 0;
+    if (S == 1) return one_group_all_gather(t, plan, c, msg, piece, window, m, err);
     if (S > 1) {
         rc = peers_path(t, plan, msg, 1, &path, &m->bw_gbs, err);
         m->path_ps += path, m->hops += S - 1;
@@ -124,11 +147,10 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
         kb__ccl_alphabeta in;
         rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
         m->path_ps += (uint64_t)S * in.half_path_ps, m->hops += S * (L - 1);
-        if (S == 1) m->bw_gbs = in.bw_gbs;
         /* one all-gather per group's blocks, each rank's own block loaded
-         * (from its input when S = 1, then stored too) */
-        if (!rc && !(rc = one_phase(t, plan, KB__CCL_E, L, c, piece, 1, S > 1 ? L - 1 : L, &ps,
-                                    what, sizeof what, err)))
+         * from its output, where the peers' phase stored it */
+        if (!rc && !(rc = one_phase(t, plan, KB__CCL_E, L, c, piece, 1, L - 1, &ps, what,
+                                    sizeof what, err)))
             hier_add(m, best, 1, (uint64_t)S * ps, what);
     }
     return rc;
@@ -168,8 +190,8 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
 }
 
 int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_collective kind,
-                           uint64_t elems, uint64_t esize, uint64_t piece, kb__ccl_hier_model *out,
-                           kb__err *err)
+                           uint64_t elems, uint64_t esize, uint64_t piece, uint64_t window,
+                           kb__ccl_hier_model *out, kb__err *err)
 {
     memset(out, 0, sizeof *out);
     if (plan->r.algo->topology != KB__CCL_HIER)
@@ -183,7 +205,7 @@ int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_
         rc = hier_allreduce_model(t, plan, elems, esize, piece, out, err);
         break;
     case KB__CCL_ALL_GATHER:
-        rc = hier_all_gather_model(t, plan, elems, esize, piece, out, err);
+        rc = hier_all_gather_model(t, plan, elems, esize, piece, window, out, err);
         break;
     case KB__CCL_REDUCE_SCATTER:
         rc = hier_reduce_scatter_model(t, plan, elems, esize, piece, out, err);
@@ -192,6 +214,6 @@ int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_
         return kb__err_set(err, KB_EINVAL, "hierarchical model: no model of a %s",
                            kb__ccl_coll(kind)->name);
     }
-    if (!rc) out->predicted_ps = out->path_ps + out->phase_ps[0] + out->phase_ps[1];
+    if (!rc) out->predicted_ps = out->path_ps + out->ends_ps + out->phase_ps[0] + out->phase_ps[1];
     return rc;
 }

@@ -169,7 +169,11 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
  *   all-gather   all-gather over the peers (blocks of N: 1 load, S stores),
  *                then S all-gathers in the group, one per group's blocks
  *                (1 load, L - 1 stores each); latency: the slowest peers'
- *                ring's one-phase path + S · the group ring's
+ *                ring's one-phase path + S · the group ring's (one group:
+ *                the kernel is the ring all-gather, each own piece loaded
+ *                from the input and stored to the output, and so is the
+ *                model: kb__ccl_ring_half_bw's phase 1 with its fill and
+ *                drain, in rounds of `window` pieces)
  *   reduce-scatter  S steps of a reduce-scatter in the group over L blocks
  *                of N/p (L loads, 1 store) and, between them, S - 1
  *                messages of N/p to the next peer (1 load); latency: S ·
@@ -181,8 +185,9 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
  * reduce-scatter; an all-gather's peers' phase), phase_ps[1] the gather
  * side's; bottleneck names the largest term of each. */
 typedef struct kb__ccl_hier_model {
-    uint64_t predicted_ps;   /* path_ps + phase_ps[0] + phase_ps[1] */
+    uint64_t predicted_ps;   /* path_ps + ends_ps + phase_ps[0] + phase_ps[1] */
     uint64_t path_ps;        /* latency: the slowest chunk's hops, phase after phase */
+    uint64_t ends_ps;        /* fill and drain: the one-group all-gather's (else 0) */
     uint32_t hops;           /* hops along path_ps (α = path_ps / hops) */
     uint64_t phase_ps[2];    /* bandwidth terms, reduce side and gather side */
     char bottleneck[2][160]; /* the largest term's busiest resource, per side */
@@ -192,11 +197,12 @@ typedef struct kb__ccl_hier_model {
 
 /* The model of a hierarchical all-reduce, reduce-scatter or all-gather
  * (kind) of `elems` elements of esize bytes per rank in messages of at most
- * `piece` bytes. KB_EINVAL for a plan of another topology or another
- * collective. */
+ * `piece` bytes, the kernels' rounds of at most `window` pieces
+ * (kb_ccl_sched.window). KB_EINVAL for a plan of another topology or
+ * another collective. */
 int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_collective kind,
-                           uint64_t elems, uint64_t esize, uint64_t piece, kb__ccl_hier_model *out,
-                           kb__err *err);
+                           uint64_t elems, uint64_t esize, uint64_t piece, uint64_t window,
+                           kb__ccl_hier_model *out, kb__err *err);
 
 /* The ring_1d chains (algorithms/ring.c, common.c), pipelined piece by
  * piece:

@@ -63,9 +63,10 @@ static void fill_hier(const kb_machine *m, const kb__ccl_call *c, uint64_t piece
     kb__err e;
     uint64_t esize = kb__dtype_size(c->dtype), n = info->bytes_per_rank, p = c->p;
     if (kb__ccl_hier_model_get(m->dev->topo, c->inst[0]->plan, kind, (uint64_t)c->elems, esize,
-                               piece, &hm, &e))
+                               piece, (uint64_t)c->sched.window, &hm, &e))
         return;
     info->predicted_ps = hm.predicted_ps;
+    info->ends_ps = hm.ends_ps;
     info->alpha_ps = hm.hops ? (double)((hm.path_ps + hm.hops - 1) / hm.hops) : 0;
     info->link_bw_gbs = hm.bw_gbs;
     double moved = kind == KB__CCL_ALL_REDUCE       ? 2.0 * (double)(p - 1) / (double)p * (double)n

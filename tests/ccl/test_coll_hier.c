@@ -244,7 +244,7 @@ Test(coll_hier, prediction_is_the_model_of_the_installed_plan)
     kb__ccl_hier_model hm;
     kb__err e;
     cr_assert_eq(kb__ccl_hier_model_get(m->dev->topo, pl, KB__CCL_ALL_REDUCE, (uint64_t)n, 4,
-                                        info.piece_bytes, &hm, &e),
+                                        info.piece_bytes, 64, &hm, &e),
                  0, "%s", e.msg);
     cr_assert_gt(hm.predicted_ps, 0u);
     cr_assert_eq(info.predicted_ps, hm.predicted_ps);
