@@ -32,6 +32,7 @@
  * (bytes and pieces). */
 typedef struct a2a_load {
     double sent[2], slots[2], recv;
+    double fwd_slots; /* of them, the slots it forwards (either way) */
     double ld_bytes, st_bytes, lds, sts;
 } a2a_load;
 
@@ -73,6 +74,7 @@ static void a2a_traffic(const kb__ccl_plan *plan, const int64_t *counts, const u
             for (uint32_t h = 0, r = o; h < hops; h++) {
                 uint32_t next = way ? (r + p - 1) % p : (r + 1) % p;
                 ld[r].sent[way] += (double)bytes, ld[r].slots[way] += (double)slots;
+                if (h) ld[r].fwd_slots += (double)slots;
                 ld[next].recv += (double)bytes;
                 r = next;
             }
@@ -191,6 +193,7 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
                                &rx[k], &lr, &sr, err);
     /* the pieces are counted per rank (lds, sts): one "message" each */
     if (!rc) kb__ab_share_solve(&a, rx, p, 1, tp->pe.dma_channels);
+    double dma_T = a.worst_ps;
     /* the credit loop of the stream with the most slots per round trip: the
      * program sends both ways' messages in turns, so the busier way's
      * waits pace it */
@@ -215,6 +218,37 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
     if (!rc && loaded_slots > 0)
         kb__ab_credit_limit(tp, q, loaded_slots, (xfer + payload - 1) / payload, loaded, rtt_rank,
                             &a);
+    /* a rank's DMA work and its forwarding follow one another: a phase's
+     * part of each way's stream is its own pieces (loaded, sent) and then
+     * the pieces it forwards (ring -> TCM -> sent on, no load or store),
+     * the next phase's loads queued only q pieces ahead; so the rank is
+     * busy its DMA term and then the forwarded slots' vc channel time, the
+     * phase's other flows spread over that length: T = max_k (dma_k(T) +
+     * fwd_k) by bisection (dma_k shrinks as T grows) */
+    double lo = dma_T, hi = dma_T;
+    uint32_t slow = 0;
+    for (uint32_t k = 0; !rc && k < p; k++)
+        hi = fmax(hi, kb__ab_rank_dma_ps(&rx[k], 1, tp->pe.dma_channels, dma_T) +
+                          ld[k].fwd_slots * slot_ps);
+    for (int it = 0; !rc && it < 64 && hi - lo > 0.5; it++) {
+        double mid = 0.5 * (lo + hi), g = 0;
+        for (uint32_t k = 0; k < p; k++)
+            if (ld[k].fwd_slots > 0)
+                g = fmax(g, kb__ab_rank_dma_ps(&rx[k], 1, tp->pe.dma_channels, mid) +
+                                ld[k].fwd_slots * slot_ps);
+        if (g > mid)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    double fwd_T = 0;
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        double v = ld[k].fwd_slots > 0 ? kb__ab_rank_dma_ps(&rx[k], 1, tp->pe.dma_channels, hi) +
+                                             ld[k].fwd_slots * slot_ps
+                                       : 0;
+        if (v > fwd_T) fwd_T = v, slow = k;
+    }
+    if (!rc && fwd_T > 0) kb__ab_worst(&a, fwd_T, "DMA channels, then the forwarded slots,", slow);
     kb__ccl_route_fini(&ring);
     kb__ccl_route_fini(&copy);
     kb__ccl_route_fini(&lr);

@@ -162,6 +162,10 @@ int kb__ab_rank_share(const kb__topo *t, const kb__ab_phase_acc *a, kb__ccl_loc 
 void kb__ab_share_solve(kb__ab_phase_acc *a, const kb__ab_rank_xfers *rx, uint32_t p, double msgs,
                         uint32_t channels);
 
+/* Rank x's stretching term (its DMA channels, or its program when that
+ * is longer) in a phase of length T, as kb__ab_share_solve weighs it. */
+double kb__ab_rank_dma_ps(const kb__ab_rank_xfers *x, double msgs, uint32_t channels, double T);
+
 /* The node of PE d's ring memory of kind buf. */
 int32_t kb__ab_ring_node(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf);
 

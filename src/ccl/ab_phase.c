@@ -312,6 +312,12 @@ static double rank_terms(const kb__ab_rank_xfers *x, double msgs, uint32_t chann
     return prog > dma ? prog : dma;
 }
 
+double kb__ab_rank_dma_ps(const kb__ab_rank_xfers *x, double msgs, uint32_t channels, double T)
+{
+    const char *which;
+    return rank_terms(x, msgs, channels, T, &which);
+}
+
 void kb__ab_share_solve(kb__ab_phase_acc *a, const kb__ab_rank_xfers *rx, uint32_t p, double msgs,
                         uint32_t channels)
 {

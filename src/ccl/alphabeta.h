@@ -279,9 +279,11 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
  * lasts as long as its busiest resource, by the ring model's rules: each
  * link and memory, a rank's one vc channel (both ways' slots), its DMA
  * channels (its loads and stores, at the fixed point of the shared
- * routes) and the credit loop of the stream with the most slots per round
- * trip (the program sends both ways' messages in turns, so that way's
- * waits pace it); the bandwidth term is the phases' sum: a phase's loads
+ * routes), its DMA term and then its forwarded slots' vc channel time
+ * (a phase's own pieces come first in each way's stream, the forwarded
+ * ones after), and the credit loop of the stream with the most slots per
+ * round trip (the program sends both ways' messages in turns, so that
+ * way's waits pace it); the bandwidth term is the phases' sum: a phase's loads
  * and stores cannot move into another phase's forwarding. The chunks
  * stream in rounds of at most `window` pieces (half of it each way beyond
  * 2 ranks), each a stream that fills and drains: the latency term is, per
