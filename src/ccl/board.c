@@ -191,7 +191,7 @@ void kb__ccl_board_read(const kb__ccl_board *b, void *dst, int64_t v_off, int64_
 
 kb__time kb__ccl_board_end(const kb__ccl_board *b)
 {
-    return b->end_max + (kb__time)(b->steps - b->ph->warmup) * b->pace_max;
+    return b->end_max + (kb__time)(b->steps - b->ph->warmup) * b->pace;
 }
 
 /* The last rank of the phase decides: calibrated unless another launch ran
@@ -235,12 +235,14 @@ int kb__ccl_board_post(kb__ccl_board *b, tl_ctx *k, const kb__ccl_post *x)
     if (b->views && !b->members && !(b->members = calloc(x->p, sizeof *b->members)))
         kb__pe_raise(g, KB_ENOMEM, "calibrated ring: out of host memory");
     if (b->members) b->members[x->r] = x->program;
-    if (x->end > b->end_max) b->end_max = x->end;
+    if (x->end > b->end_max || (x->end == b->end_max && x->pace > b->pace)) {
+        b->end_max = x->end;
+        b->pace = x->pace;
+    }
     b->p = x->p, b->steps = x->steps, b->kind = x->kind;
     b->base = x->base, b->n = x->n, b->finish = x->finish;
     ph->dma_all += x->pe->end.ops[KB__PE_DMA] - x->pe->start.ops[KB__PE_DMA];
     ph->dma_half += x->pe->end.ops[KB__PE_DMA] - x->pe->mid.ops[KB__PE_DMA];
-    if (x->pace > b->pace_max) b->pace_max = x->pace;
     if (++ph->n_posted == ph->want) {
         kb__err e;
         int rc = decide(ph, x->steps, &e);

@@ -13,8 +13,10 @@
  * last rank of the phase to post decides for the whole phase:
  *
  *   - calibrated: the last step of each ring arrives at every rank of it at
- *     end_max + (steps - warmup) · pace_max (that ring's latest warm-up end
- *     plus the remaining steps at its slowest pace). The traffic of the
+ *     end_max + (steps - warmup) · pace (that ring's latest warm-up end plus
+ *     the remaining steps at the pace of the rank that posted it: the rank
+ *     after the ring's slowest hop, which runs at the ring's pace from the
+ *     first steps). The traffic of the
  *     steps not run is counted as the warm-up's: each rank's PE units grow
  *     by what its own warm-up's second half added, scaled to the remaining
  *     steps; every link by what the phase's warm-ups added to it, scaled by
@@ -97,10 +99,10 @@ typedef enum kb__ccl_value {
 /* One ring of a phase. */
 typedef struct kb__ccl_board {
     kb__ccl_phase *ph;
-    uint32_t p;        /* its ranks */
-    kb__time end_max;  /* the latest warm-up end posted */
-    kb__time pace_max; /* the slowest pace posted, ps per step */
-    int steps;         /* the stream's steps */
+    uint32_t p;       /* its ranks */
+    kb__time end_max; /* the latest warm-up end posted */
+    kb__time pace;    /* that rank's pace (the slower one on a tie), ps per step */
+    int steps;        /* the stream's steps */
     /* data mode (NULL views: --no-data) */
     const kb_ccl_sched *s;
     const tl_tensor *views; /* [2 · call ranks]: each program's input and output buffer */

@@ -813,21 +813,23 @@ static int unwind(kb__ccl_state *st, const kb__ccl_call *c, kb_launch_id id, int
  * message size in bytes. The launch's arguments are c's until it ends. */
 /* Calibrated rings (ccl/board.h): under a fabric model with a ring warm-up,
  * for one install of the built-in flat ring all-reduce (two phases of one
- * ring: its halves), reduce-scatter and all-gather (one phase), the phases'
- * boards. The kernel decides whether its streams are long enough. Not the
- * hierarchical all-reduce: its phases would end in lock step on every SIP,
- * where message by message they end spread out, and the all-reduce between
- * SIPs that follows runs slower for it (docs/timing-model.md). */
+ * ring: its halves), reduce-scatter and all-gather (one phase), and the
+ * hierarchical all-reduce (four phases: the reduce-scatter in each of the S
+ * groups, the two halves of the all-reduce between the L peers, the
+ * all-gather in each group), the phases' boards. The kernel decides whether
+ * its streams are long enough. */
 static int boards_make(kb__ccl_call *c, kb__err *err)
 {
     tl_kernel_fn fn = c->r->pairwise ? NULL : c->mod->fn;
     int warmup = kb__fabric_ring_warmup(c->m->dev->fab);
-    uint32_t rings[2] = {1, 1};
+    uint32_t L = c->sched.group ? c->sched.group : 1, S = c->p / L, rings[4] = {1, 1, 1, 1};
     if (!warmup || c->n_inst != 1) return 0;
     if (fn == kb__ccl_ring_allreduce)
         c->n_phases = 2;
     else if (fn == kb__ccl_ring_reduce_scatter || fn == kb__ccl_ring_all_gather)
         c->n_phases = 1;
+    else if (fn == kb__ccl_hier_allreduce)
+        c->n_phases = 4, rings[0] = rings[3] = S, rings[1] = rings[2] = L;
     else
         return 0;
     c->phases = kb__ccl_phases_make(c->m, c->n_phases, rings, warmup, c->p, &c->sched,

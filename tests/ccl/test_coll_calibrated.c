@@ -140,9 +140,9 @@ Test(coll_calibrated, f32_sum_is_the_ring_order)
     kb_close(m);
 }
 
-/* Span of one timing-only all-reduce of 128 ranks x 512 KiB (4 KiB chunks,
- * 127 steps per half) on a machine opened with sets; its link bytes of
- * every class in bytes[]. */
+/* Span of one timing-only all-reduce of 128 ranks x 1 MiB (8 KiB chunks,
+ * 127 steps per half: bandwidth-bound, the class docs/fidelity.md bounds)
+ * on a machine opened with sets; its link bytes of every class in bytes[]. */
 static double span_128(const char *const *sets, size_t n_sets, uint64_t *bytes,
                        uint32_t *calibrated)
 {
@@ -150,7 +150,7 @@ static double span_128(const char *const *sets, size_t n_sets, uint64_t *bytes,
     kb_machine *m = NULL;
     char eb[1024];
     cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
-    kb_tensor t = cf_tensor(m, "x", CF_CUBES, 128, 131072, KB_F32, 0);
+    kb_tensor t = cf_tensor(m, "x", CF_CUBES, 128, 262144, KB_F32, 0);
     cr_assert_eq(kb_stats_reset(m), 0);
     kb__coll_info info;
     kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 1, &t, NULL, 0, NULL, 0, 0, NULL};
@@ -189,6 +189,76 @@ Test(coll_calibrated, span_and_link_bytes_stay_within_the_bounds, .timeout = 120
                   kb_link_class_name((kb_link_class)c), (unsigned long long)bc[c],
                   (unsigned long long)bm[c]);
     }
+}
+
+/* The hierarchical all-reduce over both SIPs: groups of 16 ranks, whose
+ * reduce-scatter and all-gather (15 steps) calibrate with a warm-up of 2;
+ * the all-reduce between the two SIPs (1 step) runs message by message. */
+Test(coll_calibrated, hierarchical_all_reduce_numbers_are_the_message_by_message_ones)
+{
+    static const struct {
+        kb_reduce_op op;
+        kb_dtype dt;
+    } cases[] = {{KB_SUM, KB_F32}, {KB_AVG, KB_F16}, {KB_MAX, KB_BF16}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        uint8_t *h[2];
+        uint32_t cal[2];
+        size_t bytes = (size_t)W * N * kb__dtype_size((kb__dtype)cases[c].dt);
+        for (int i = 0; i < 2; i++) {
+            kb_machine *m = flow_machine(i ? 0 : 2, 0);
+            kb_tensor t = varied_tensor(m, "x", CF_TWO_SIPS, W, N, cases[c].dt);
+            kb__coll_req r = {KB__CCL_ALL_REDUCE,
+                              cases[c].op,
+                              "hier_allreduce",
+                              1,
+                              &t,
+                              NULL,
+                              0,
+                              NULL,
+                              0,
+                              0,
+                              NULL};
+            kb__coll_info info;
+            kb__err e;
+            kb__err_clear(&e);
+            cr_assert_eq(kb__ccl_run(m, &r, &info, &e), 0, "%s", e.msg);
+            h[i] = malloc(bytes);
+            cr_assert_eq(kb_copy_to_host(m, t, h[i], bytes, cases[c].dt), 0, "%s",
+                         kb_last_error(m));
+            cal[i] = info.calibrated;
+            kb_close(m);
+        }
+        cr_assert_eq(cal[0], 4u, "2 groups' reduce-scatters and all-gathers: %u calibrated",
+                     cal[0]);
+        cr_assert_eq(cal[1], 0u);
+        cr_assert(!memcmp(h[0], h[1], bytes), "op %d dtype %d: the numbers differ",
+                  (int)cases[c].op, (int)cases[c].dt);
+        free(h[0]);
+        free(h[1]);
+    }
+}
+
+/* The built-in hierarchical all-reduce (256 ranks, 1 MiB each): the span
+ * within 5 % of the message-by-message run. */
+Test(coll_calibrated, hierarchical_span_stays_within_the_bound, .timeout = 120)
+{
+    double span[2];
+    for (int i = 0; i < 2; i++) {
+        kb_machine *m = flow_machine(i ? 0 : 16, 1);
+        kb_tensor t = cf_tensor(m, "x", CF_TWO_SIPS, 256, 262144, KB_F32, 0);
+        kb__coll_req r = {
+            KB__CCL_ALL_REDUCE, KB_SUM, "hier_allreduce", 1, &t, NULL, 0, NULL, 0, 0, NULL};
+        kb__coll_info info;
+        kb__err e;
+        kb__err_clear(&e);
+        cr_assert_eq(kb__ccl_run(m, &r, &info, &e), 0, "%s", e.msg);
+        cr_assert_eq(info.calibrated, i ? 0u : 4u);
+        span[i] = (double)(info.t_run_end - info.t_run_start);
+        kb_close(m);
+    }
+    cr_expect(fabs(span[0] / span[1] - 1) < 0.05,
+              "calibrated %.3f us against message by message %.3f us", span[0] / 1e6,
+              span[1] / 1e6);
 }
 
 /* A kernel that keeps its PE busy: many loads of its shard. */

@@ -492,6 +492,7 @@ void kb__ccl_hier_allreduce(tl_ctx *k)
     if (g.p == 1) return;
     if (L > 1) {
         g.r = r % L, g.p = L, g.finish = S == 1;
+        g.board = kb__ccl_board_of(k, 0, (uint32_t)(r / L));
         ring_go(&g);
         kb__ccl_fence(k); /* phase 2 loads what its last step stored */
     }
@@ -500,11 +501,16 @@ void kb__ccl_hier_allreduce(tl_ctx *k)
         kb__ccl_chunk(g.s->elems, L, (r % L + 1) % L, &h.base, &h.n);
         h.n -= h.base;
         h.r = r / L, h.p = S, h.to = TL_DIR_S, h.from = TL_DIR_N;
-        ring_go(&h);
+        /* every peer ring calibrates or none: judged on the largest region */
+        int64_t most = tl_cdiv(g.s->elems, L), pieces = tl_cdiv(tl_cdiv(most, S), g.s->piece);
+        kb__ccl_board *rs = kb__ccl_board_of(k, 1, (uint32_t)(r % L));
+        allreduce_go(&h, rs, kb__ccl_board_of(k, 2, (uint32_t)(r % L)),
+                     calibrates(rs, g.s, S - 1, pieces));
         kb__ccl_fence(k); /* and phase 3 the value stored now */
     }
     if (L > 1) {
         g.md = RING_AG_IN_PLACE, g.finish = 0;
+        g.board = kb__ccl_board_of(k, 3, (uint32_t)(r / L));
         ring_go(&g);
     }
 }
