@@ -181,8 +181,9 @@ cal_run() {
 if want calibrated; then
 echo "## Calibrated rings (flow model, timing only, --no-data)"
 echo
-echo "Long flat rings under the flow model run a warm-up message by message and extrapolate"
-echo "the rest (fabric.ring_warmup, default 16); message by message: --set fabric.ring_warmup=0."
+echo "Long rings under the flow model (flat, and the hierarchical all-reduce's in each SIP) run a"
+echo "warm-up message by message and extrapolate the rest (fabric.ring_warmup, default 16);"
+echo "message by message: --set fabric.ring_warmup=0."
 echo
 echo "| bench | algorithm | buffer | ranks | bytes/rank | packet us | flow msg-by-msg us | error | flow calibrated us | error | vs msg-by-msg | packet wall s | msg-by-msg wall s | calibrated wall s |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
@@ -191,7 +192,8 @@ for c in "ccl_allreduce ring_allreduce tcm 128 1048576" "ccl_allreduce ring_allr
          "ccl_allreduce ring_allreduce hbm 256 1048576" "ccl_allreduce ring_allreduce tcm 256 4194304" \
          "ccl_allreduce ring_allreduce hbm 256 4194304" \
          "ccl_reduce_scatter ring_reduce_scatter tcm 256 1048576" "ccl_reduce_scatter ring_reduce_scatter tcm 256 4194304" \
-         "ccl_all_gather ring_all_gather tcm 256 4096" "ccl_all_gather ring_all_gather tcm 256 16384"; do
+         "ccl_all_gather ring_all_gather tcm 256 4096" "ccl_all_gather ring_all_gather tcm 256 16384" \
+         "ccl_allreduce hier_allreduce tcm 256 1048576"; do
     set -- $c
     r=$(cal_run --no-data --bench "$1" --opt algorithm="$2" --opt buffer="$3" --opt world="$4" --opt bytes="$5")
     case "$r" in
