@@ -6,18 +6,20 @@
  * Under a fabric model with a ring warm-up (kb__fabric_ring_warmup > 0), a
  * long ring stream runs its first `warmup` steps message by message. A
  * call's streams come in phases, one after the other; the streams of a
- * phase would run at the same time over disjoint rings, one board each (a
- * flat all-reduce has two phases of one ring, its halves; a flat
- * reduce-scatter or all-gather one). Each rank posts to its ring's board when the last warm-up step
- * arrived and its pace (ps per step) over the warm-up's second half; the
- * last rank of the phase to post decides for the whole phase:
+ * phase run at the same time over disjoint rings, one board each (a flat
+ * all-reduce has two phases of one ring, its halves; a flat reduce-scatter
+ * or all-gather one; the hierarchical all-reduce four: the reduce-scatter
+ * in every SIP, the two halves of the all-reduce between peers, the
+ * all-gather in every SIP). Each rank posts to its ring's board when the
+ * last warm-up step arrived and its pace (ps per step) over the warm-up's
+ * second half; the last rank of the phase to post decides for the phase:
  *
  *   - calibrated: the last step of each ring arrives at every rank of it at
  *     end_max + (steps - warmup) · pace (that ring's latest warm-up end plus
  *     the remaining steps at the pace of the rank that posted it: the rank
  *     after the ring's slowest hop, which runs at the ring's pace from the
- *     first steps). The traffic of the
- *     steps not run is counted as the warm-up's: each rank's PE units grow
+ *     first steps). The traffic of the steps not run is counted as the
+ *     warm-up's: each rank's PE units grow
  *     by what its own warm-up's second half added, scaled to the remaining
  *     steps; every link by what the phase's warm-ups added to it, scaled by
  *     the ranks' DMA operations of the second halves per step, times the

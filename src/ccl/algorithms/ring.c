@@ -134,13 +134,29 @@ static tl_tile own_piece(ring *g, int64_t k)
     return v;
 }
 
+/* The ring chunk that arrives at step t: r - t - 1 in the reduce-scatter,
+ * r - (t - rs_steps) in the all-gather. */
+static int chunk_at_step(const ring *g, int t)
+{
+    return t < g->rs_steps ? g->r - t - 1 : g->r - (t - g->rs_steps);
+}
+
+/* Stores piece x, whose final value v is in TCM: the reduce-scatter's last
+ * step (finished) or an all-gather step, to the place the stream leaves it. */
+static void store_piece(ring *g, const piece *x, tl_tile v)
+{
+    if (!in_place(g) && !gathers(g))
+        kb__ccl_store(g->k, g->out, x->a, x->len, v);
+    else
+        kb__ccl_store(g->k, in_place(g) ? g->in : g->out, x->clo + x->a, x->len, v);
+}
+
 /* Posts the receive of inbound message k and, in the reduce-scatter, the
  * load of the own data it will be combined with. */
 static void post(ring *g, int64_t k, piece *x)
 {
     x->t = (int)(k / g->m);
-    int q = x->t < g->rs_steps ? g->r - x->t - 1 : g->r - (x->t - g->rs_steps);
-    piece_at(g, q, k % g->m, x);
+    piece_at(g, chunk_at_step(g, x->t), k % g->m, x);
     if (!x->len) return;
     x->h = tl_recv_async(g->k, g->from, 1, &x->len, g->s->dtype);
     x->own = x->t < g->rs_steps ? kb__ccl_load(g->k, g->in, x->clo + x->a, x->len) : TL_NONE;
@@ -153,7 +169,7 @@ static tl_tile arrive(ring *g, piece *x)
     tl_ctx *k = g->k;
     tl_tile got = tl_wait(k, x->h);
     if (x->t >= g->rs_steps) {
-        kb__ccl_store(k, in_place(g) ? g->in : g->out, x->clo + x->a, x->len, got);
+        store_piece(g, x, got);
         return got;
     }
     tl_tile v = kb__ccl_combine(k, g->s->op, got, x->own);
@@ -161,10 +177,7 @@ static tl_tile arrive(ring *g, piece *x)
     tl_free(k, x->own);
     if (x->t + 1 < g->rs_steps) return v;
     if (g->finish) v = kb__ccl_finish(k, g->s, v);
-    if (in_place(g))
-        kb__ccl_store(k, g->in, x->clo + x->a, x->len, v);
-    else
-        kb__ccl_store(k, g->out, x->a, x->len, v);
+    store_piece(g, x, v);
     return v;
 }
 
@@ -277,7 +290,7 @@ static int ring_rest(ring *g, ring_io *io)
     if (data) rest_data(g);
     /* the last step's pieces, stored as they arrive (finished before in a
      * reduce-scatter: the finish's MATH op is not charged here) */
-    int t = g->steps - 1, q = t < g->rs_steps ? g->r - t - 1 : g->r - (t - g->rs_steps);
+    int q = chunk_at_step(g, g->steps - 1);
     for (int64_t j = 0; j < g->m; j++) {
         piece x;
         piece_at(g, q, j, &x);
@@ -286,10 +299,7 @@ static int ring_rest(ring *g, ring_io *io)
         kb__pe_buf *buf;
         tl_tile v = kb__tl_new(k, &d, &buf, !data);
         if (data) kb__ccl_board_read(b, kb__pe_buf_bytes(buf), x.clo + x.a - g->base, x.len);
-        if (g->md == RING_RS)
-            kb__ccl_store(k, g->out, x.a, x.len, v);
-        else
-            kb__ccl_store(k, in_place(g) ? g->in : g->out, x.clo + x.a, x.len, v);
+        store_piece(g, &x, v);
         tl_free(k, v);
     }
     return 1;
