@@ -339,3 +339,64 @@ Test(coll_calibrated, a_warmup_of_one_step_is_refused_and_packet_never_calibrate
     cr_assert_eq(info.calibrated, 0u, "the packet model calibrated %u streams", info.calibrated);
     kb_close(m);
 }
+
+/* The trace of a calibrated all-reduce (W ranks, warm-up 4, 31 steps per
+ * half): every rank has one span per half for steps 5-31, on its DMA track,
+ * ending when its last step arrives, which is the same picosecond for every
+ * rank of a half; the spans' work is the bytes those steps bring. Each data
+ * chunk skips 27 of its 32 ranks' receptions in each half (ranks r-1 ... r-4
+ * and r receive chunk r in the warm-up's steps of the reduce-scatter, r+1
+ * and r ... r-3 in the all-gather's), so both halves together bring
+ * 2 x 27 x N elements. */
+Test(coll_calibrated, the_steps_not_run_are_one_span_per_rank_and_half)
+{
+    kb_machine *m = flow_machine(4, 1);
+    kb_tensor t = cf_tensor(m, "x", CF_CUBES, W, N, KB_F32, 0);
+    const char *path = "coll_calibrated_trace.json";
+    cr_assert_eq(kb_trace_start(m, path), 0, "%s", kb_last_error(m));
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 1, &t, NULL, 0, NULL, 0, 0, NULL};
+    kb__coll_info info;
+    kb__err e;
+    kb__err_clear(&e);
+    cr_assert_eq(kb__ccl_run(m, &r, &info, &e), 0, "%s", e.msg);
+    cr_assert_eq(info.calibrated, 2u);
+    cr_assert_eq(kb_trace_stop(m), 0, "%s", kb_last_error(m));
+    kb_close(m);
+
+    FILE *f = fopen(path, "r");
+    cr_assert(f);
+    char line[512];
+    int spans = 0, n_ends = 0, at_end[2] = {0, 0};
+    long long ends[2] = {-1, -1};
+    uint64_t work = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strstr(line, "\"cat\":\"calibrated\"")) continue;
+        spans++;
+        cr_assert(strstr(line, "{\"name\":\"ring steps 5-31 calibrated\""), "%s", line);
+        const char *tid = strstr(line, "\"tid\":");
+        cr_assert(tid, "%s", line);
+        /* a DMA lane: KB__PE_DMA + (units + programs) x lane */
+        cr_assert_eq(strtoul(tid + 6, NULL, 10) % (KB__PE_UNIT_COUNT + 1), KB__PE_DMA,
+                     "not on the DMA track: %s", line);
+        const char *ts = strstr(line, "\"ts\":"), *dur = strstr(line, "\"dur\":"),
+                   *wk = strstr(line, "\"work\":");
+        cr_assert(ts && dur && wk, "%s", line);
+        double t0 = strtod(ts + 5, NULL), d = strtod(dur + 6, NULL);
+        cr_assert_gt(d, 0.0, "%s", line);
+        long long end = llround((t0 + d) * 1e6); /* ps */
+        cr_assert_leq(end, (long long)info.t_run_end, "%s", line);
+        int i = 0;
+        while (i < n_ends && ends[i] != end)
+            i++;
+        cr_assert_lt(i, 2, "a third end time: %s", line);
+        if (i == n_ends) ends[n_ends++] = end;
+        at_end[i]++;
+        work += strtoull(wk + 7, NULL, 10);
+    }
+    fclose(f);
+    remove(path);
+    cr_assert_eq(spans, 2 * W);
+    cr_assert_eq(at_end[0], W, "%d ranks end the first half together", at_end[0]);
+    cr_assert_eq(at_end[1], W, "%d ranks end the second half together", at_end[1]);
+    cr_assert_eq(work, (uint64_t)2 * 27 * N * sizeof(float));
+}

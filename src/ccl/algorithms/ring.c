@@ -43,6 +43,7 @@
  */
 #include "ccl/algorithms/algorithms.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ccl/board.h"
@@ -256,6 +257,26 @@ static void rest_data(ring *g)
     }
 }
 
+/* The trace span of the steps a calibrated stream did not run (it is
+ * called once they are over): on the rank's DMA track, from its warm-up's
+ * last arrival to now, named by the steps (1-based) and with the bytes
+ * they would have brought this rank as its work. */
+static void trace_rest(const ring *g, int w)
+{
+    int64_t elems = 0;
+    for (int t = w; t < g->steps; t++)
+        for (int64_t j = 0; j < g->m; j++) {
+            piece x;
+            piece_at(g, chunk_at_step(g, t), j, &x);
+            elems += x.len;
+        }
+    const kb__pe_prog *pg = &g->k->prog;
+    char name[64];
+    snprintf(name, sizeof name, "ring steps %d-%d calibrated", w + 1, g->steps);
+    kb__trace_span(pg->sim, g->at_end, pg->pe->index, "calibrated", name, KB__PE_DMA, pg->index,
+                   (uint64_t)elems * kb__dtype_size((kb__dtype)g->s->dtype));
+}
+
 /* After the warm-up: posts; when calibrated, drops the held pieces, waits
  * out the remaining steps and stores what the last step brings (finished
  * first in a reduce-scatter) and returns 1; else 0. */
@@ -286,6 +307,7 @@ static int ring_rest(ring *g, ring_io *io)
     kb__time end = kb__ccl_board_end(b), now = prog_now(k);
     if (end > now) kb__pe_scalar_time(pg, end - now);
     kb__pe_sync(pg);
+    if (kb__trace_on(pg->sim)) trace_rest(g, w);
     int data = b->views != NULL;
     if (data) rest_data(g);
     /* the last step's pieces, stored as they arrive (finished before in a
