@@ -156,13 +156,33 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
     return rc;
 }
 
+/* One group (S = 1): the kernel is the ring reduce-scatter on the group's
+ * ring (algorithms/ring.c, a stream of chunks of N/L), so the model is
+ * kb__ccl_ring_half_bw's phase 0 with its path, fill and drain (the
+ * finished stores left behind the last loads). */
+static int one_group_reduce_scatter(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c,
+                                    uint64_t msg, uint64_t piece, uint64_t window,
+                                    kb__ccl_hier_model *m, kb__err *err)
+{
+    kb__ccl_alphabeta in;
+    kb__ccl_ring_bw bw;
+    int rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
+    if (!rc) rc = kb__ccl_ring_half_bw(t, plan, c, piece, window, 0, &bw, err);
+    if (rc) return rc;
+    m->path_ps = in.half_path_ps, m->hops = plan->world_size - 1, m->bw_gbs = in.bw_gbs;
+    m->ends_ps = bw.ends_ps;
+    m->phase_ps[0] = bw.phase_ps[0];
+    snprintf(m->bottleneck[0], sizeof m->bottleneck[0], "%s", bw.bottleneck[0]);
+    return 0;
+}
+
 /* S steps, each a reduce-scatter in the group over one region of L blocks
  * (chunks of N/p: L loads, 1 store) then one message of N/p to the next
  * peer (1 load; the last step stores instead); one group: the group's
  * ring reduce-scatter of N. */
 static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
-                                     uint64_t esize, uint64_t piece, kb__ccl_hier_model *m,
-                                     kb__err *err)
+                                     uint64_t esize, uint64_t piece, uint64_t window,
+                                     kb__ccl_hier_model *m, kb__err *err)
 {
     uint32_t L = plan->group, S = plan->world_size / L;
     uint64_t block = (elems + plan->world_size - 1) / plan->world_size * esize;
@@ -170,6 +190,7 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
     uint64_t msg = (c < piece ? c : piece) + KB__IPCQ_META_BYTES, best[2] = {0}, ps, path;
     char what[160];
     int rc = 0;
+    if (S == 1) return one_group_reduce_scatter(t, plan, c, msg, piece, window, m, err);
     if (L > 1) {
         kb__ccl_alphabeta in;
         rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
@@ -208,7 +229,7 @@ int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_
         rc = hier_all_gather_model(t, plan, elems, esize, piece, window, out, err);
         break;
     case KB__CCL_REDUCE_SCATTER:
-        rc = hier_reduce_scatter_model(t, plan, elems, esize, piece, out, err);
+        rc = hier_reduce_scatter_model(t, plan, elems, esize, piece, window, out, err);
         break;
     default:
         return kb__err_set(err, KB_EINVAL, "hierarchical model: no model of a %s",

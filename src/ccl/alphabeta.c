@@ -369,6 +369,7 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
         if (!want[ph]) continue;
         kb__ab_acc_links(t, &acc[ph]);
         kb__ab_share_solve(&acc[ph], rx + ph * p, p, (double)msgs, tp->pe.dma_channels);
+        out->unpaced_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
         /* the credit loops under the phase's traffic */
         uint64_t xfer = piece < chunk ? piece : chunk, msg_slots = (xfer + payload - 1) / payload;
         /* a chain's sender that receives nothing (the root of a broadcast, the
@@ -517,6 +518,55 @@ static int ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t ch
     return rc;
 }
 
+/* The reduce-scatter's finished pieces (algorithms/ring.c, round_part):
+ * the load of own piece i + lag is queued before the store of finished
+ * piece i, so on the in-order DMA unit the last min(lag + 1, m) stores of
+ * a round of m pieces wait behind the round's last load. Per round they
+ * are left after every other transfer of the phase, every rank's at once:
+ * *left gets their count over all rounds (pieces), *out the time to store
+ * one round's of them (the longest round's), each rank's on its DMA
+ * channels and all of them sharing their routes: the longer of the data of
+ * all of them at the busiest link or memory (burst_ps with every one in
+ * flight) and the rank's channels taking them `channels` at a time. */
+static int rs_left_stores(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
+                          uint64_t piece, uint64_t window, double *left, uint64_t *out,
+                          kb__err *err)
+{
+    uint64_t pieces = (chunk + piece - 1) / piece, win = window ? window : 1;
+    uint64_t xfer = chunk < piece ? chunk : piece;
+    uint32_t p = plan->world_size, ch = t->params.pe.dma_channels ? t->params.pe.dma_channels : 1;
+    *left = 0, *out = 0;
+    /* the slowest rank's store alone */
+    uint64_t alone = 0;
+    kb__ccl_route r = {0};
+    int rc = 0;
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        uint64_t v = 0;
+        if (!(rc = kb__ab_data_path(t, plan->loc[k], true, &r, err)) &&
+            !(rc = kb__ab_xfer_ps(t, plan->loc[k], true, &r, xfer, &v, err)) && v > alone)
+            alone = v;
+    }
+    kb__ccl_route_fini(&r);
+    double *conc = rc ? NULL : malloc(p * sizeof *conc);
+    if (rc) return rc;
+    if (!conc) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    for (uint64_t first = 0; !rc && first < pieces; first += win) {
+        int64_t m = (int64_t)(pieces - first < win ? pieces - first : win);
+        int64_t d = kb__ccl_ring_lag(m, (int64_t)win) + 1;
+        if (d > m) d = m;
+        *left += (double)d;
+        /* the round's last d pieces: whole ones, but the chunk's last */
+        uint64_t bytes = (uint64_t)d * xfer, all = 0, turns = ((uint64_t)d + ch - 1) / ch;
+        if (first + (uint64_t)m == pieces) bytes = bytes - xfer + (chunk - (pieces - 1) * piece);
+        for (uint32_t k = 0; k < p; k++)
+            conc[k] = (double)d;
+        rc = burst_ps(t, plan, true, (bytes + (uint64_t)d - 1) / (uint64_t)d, conc, -1, &all, err);
+        *out += all > turns * alone ? all : turns * alone;
+    }
+    free(conc);
+    return rc;
+}
+
 int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
                               uint64_t piece, kb__ccl_ring_bw *out, kb__err *err)
 {
@@ -552,6 +602,47 @@ static double own_pairs_lead(uint64_t pieces, uint64_t window)
     return lead;
 }
 
+/* A ring reduce-scatter's fill and drain, out->phase_ps[0] its phase
+ * term: the ring stream's (ring_ends_ps), or, when it ends later, the
+ * phase without the stores left behind each round's last load
+ * (rs_left_stores) followed by those stores, round after round: the
+ * drain is then what that adds to the phase term. */
+static int rs_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
+                      uint64_t window, kb__ccl_ring_bw *out, kb__err *err)
+{
+    double p = plan->world_size, left = 0;
+    uint64_t pieces = (chunk + piece - 1) / piece, tail_ps = 0, ends = 0;
+    int rc = rs_left_stores(t, plan, chunk, piece, window, &left, &tail_ps, err);
+    if (!rc) rc = ring_ends_ps(t, plan, chunk, piece, &ends, err);
+    if (rc) return rc;
+    const bool want[2] = {true, false};
+    const double loads[2] = {p, 1}, stores[2] = {1 - left / (double)pieces, p};
+    kb__ccl_ring_bw rest;
+    if ((rc = kb__ab_ring_bw(t, plan, KB__CCL_E, plan->world_size, chunk, piece, want, loads,
+                             stores, &rest, err)))
+        return rc;
+    /* the fill of ring_ends_ps, and the stores left in every round */
+    uint64_t fill = 0;
+    double *conc = malloc(plan->world_size * sizeof *conc);
+    if (!conc) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    uint32_t ch = t->params.pe.dma_channels ? t->params.pe.dma_channels : 1;
+    for (uint32_t k = 0; k < plan->world_size; k++)
+        conc[k] = (double)(pieces < ch ? pieces : ch);
+    rc = burst_ps(t, plan, false, chunk < piece ? chunk : piece, conc, -1, &fill, err);
+    free(conc);
+    if (rc) return rc;
+    /* paced by its credits, a rank issues its loads at their pace and its
+     * last pieces arrive at it too: the stores follow the arrivals */
+    uint64_t late = rest.phase_ps[0] + tail_ps;
+    out->ends_ps = ends;
+    if (rest.phase_ps[0] <= rest.unpaced_ps[0] && late + fill > out->phase_ps[0] + ends) {
+        out->ends_ps = fill + (late - out->phase_ps[0]);
+        snprintf(out->bottleneck[0], sizeof out->bottleneck[0], "%.100s, then the finished stores",
+                 rest.bottleneck[0]);
+    }
+    return 0;
+}
+
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
                          uint64_t piece, uint64_t window, int phase, kb__ccl_ring_bw *out,
                          kb__err *err)
@@ -565,6 +656,8 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
         const double loads[2] = {p, 1}, stores[2] = {1, p};
         rc = kb__ab_ring_bw(t, plan, KB__CCL_E, plan->world_size, chunk, piece, want, loads, stores,
                             out, err);
+        if (!rc && phase == 0 && plan->world_size >= 2 && chunk && piece)
+            return rs_ends_ps(t, plan, chunk, piece, window, out, err);
     } else {
         /* all-gather, in two stretches one after the other: the step of
          * its own chunk (each piece loaded, stored to its output and sent,

@@ -132,6 +132,8 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
 typedef struct kb__ccl_ring_bw {
     uint64_t phase_ps[2];    /* reduce-scatter, all-gather */
     char bottleneck[2][160]; /* the busiest resource of each phase */
+    uint64_t unpaced_ps[2];  /* each phase's term without its credit loops (the
+                              * credits pace the phase when phase_ps is longer) */
     uint64_t ends_ps;        /* fill and drain: the first pieces' loads before the
                               * first send, the last ones' stores after the last
                               * (every rank at once, sharing their routes) */
@@ -149,7 +151,11 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
  * kb_ccl_sched.window), then its p - 2 later steps (docs/ccl.md, "The
  * all-gather's own pieces"); out->phase_ps[phase] and bottleneck[phase], the other
  * zero; out->ends_ps its fill and drain (as the all-reduce's, with these
- * chunks). Its prediction is half_path_ps + ends_ps + phase_ps[phase]. Its credit loop
+ * chunks; a reduce-scatter paced by its transfers, not its credits, ends
+ * with the finished stores left behind each round's last load on the
+ * in-order DMA unit, min(lag + 1, m) pieces of every rank at once, after
+ * the phase without them: docs/ccl.md, "A reduce-scatter's finished
+ * stores"). Its prediction is half_path_ps + ends_ps + phase_ps[phase]. Its credit loop
  * is the all-or-nothing one (stretched by the phase's other flows over the
  * other terms' length), not the all-reduce's graded one (docs/ccl.md). */
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,

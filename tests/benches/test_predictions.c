@@ -123,8 +123,12 @@ Test(predictions, mesh_and_tree_hold_their_range)
 Test(predictions, reduce_scatter_and_all_gather_hold_their_range)
 {
     static const held rows[] = {
-        {"ccl_reduce_scatter", "ring_reduce_scatter", {2, 4, 16}, 4, 0},
-        {"ccl_reduce_scatter", "ring_reduce_scatter", {2, 8, 16}, 16, 0},
+        /* the finished stores left behind the last loads counted */
+        {"ccl_reduce_scatter", "ring_reduce_scatter", {2, 4, 8, 16}, 4, 1},
+        {"ccl_reduce_scatter", "ring_reduce_scatter", {2, 4, 8, 16}, 16, 1},
+        /* one group: the ring reduce-scatter's kernel and model */
+        {"ccl_reduce_scatter", "hier_reduce_scatter", {4, 8}, 4, 0},
+        {"ccl_reduce_scatter", "hier_reduce_scatter", {4, 8}, 16, 0},
         /* 2 ranks: 1 and 4 MiB, with the DMA order of the own pieces */
         {"ccl_all_gather", "ring_all_gather", {2}, 4, 1},
         {"ccl_all_gather", "ring_all_gather", {2}, 16, 1},

@@ -202,7 +202,7 @@ Test(ccl_alphabeta, ring_alpha_is_the_slowest_chunks_path_and_prediction_follows
     double B =
         fmin(fmin(p.cube.noc.bw_gbs, p.cube.xbar_bw_gbs), fmin(p.sip.ucie.bw_gbs, p.pe.tcm_bw_gbs));
     cr_assert_float_eq(m.bw_gbs, B, 1e-9);
-    kb__ccl_ring_bw bw = {{1000000, 2500000}, {"", ""}, 700000};
+    kb__ccl_ring_bw bw = {.phase_ps = {1000000, 2500000}, .ends_ps = 700000};
     cr_assert_eq(kb__ccl_ring_allreduce_ps(&m, &bw), 2 * 15 * m.alpha_ps + 700000 + 3500000);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
@@ -251,6 +251,50 @@ Test(ccl_alphabeta, cube_ring_bandwidth_term_is_the_shared_xbar_link)
     kb__ccl_config_destroy(c2);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
+    unmachine(t);
+}
+
+/* A reduce-scatter alone: the load of own piece i + lag is queued before
+ * the store of finished piece i, so on the in-order DMA unit a round's last
+ * min(lag + 1, m) stores wait behind its last load. Eight ranks of one
+ * cube, 1 MiB each, 16 slots: chunks of 128 KiB, 9 pieces (the last 2
+ * KiB), lag 8, so every finished store is left after the loads, which the
+ * xbar -> NOC link paces; then the eight ranks' 128 KiB go through the NOC
+ * -> xbar link together. With 4 slots over two cubes the credits pace the
+ * stream: the stores follow the arrivals, and the drain is the last
+ * piece's, as the all-reduce's. */
+Test(ccl_alphabeta, reduce_scatter_finished_stores_wait_behind_the_last_loads)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__ccl_config *c;
+    kb__ccl_plan *pl = plan_of(
+        &p, "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d, n_slots: 16}\n", 8,
+        &c);
+    kb__ccl_ring_bw rs, ar;
+    kb__err err;
+    uint64_t N = 1u << 20, chunk = N / 8;
+    cr_assert_eq(kb__ccl_ring_half_bw(t, pl, chunk, 16128, 64, 0, &rs, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, 16128, &ar, &err), 0, "%s", err.msg);
+    /* the phase: every rank loads its whole buffer through the xbar link */
+    cr_assert_eq(rs.phase_ps[0], ps(8.0 * 8 * (double)chunk / p.cube.xbar_bw_gbs));
+    cr_assert_str_eq(rs.bottleneck[0],
+                     "the link sip0.cube0.xbar -> sip0.cube0.noc, then the finished stores");
+    /* the drain: at least every rank's finished chunk through the NOC ->
+     * xbar link, on top of the fill the all-reduce counts too */
+    cr_assert_geq(rs.ends_ps, ps(8.0 * (double)chunk / p.cube.xbar_bw_gbs));
+    cr_assert_gt(rs.ends_ps, ar.ends_ps + ps(7.0 * (double)chunk / p.cube.xbar_bw_gbs));
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb__ccl_config *c2;
+    kb__ccl_plan *two = ring_plan(&p, 16, &c2); /* the built-in 4 slots */
+    cr_assert_eq(kb__ccl_ring_half_bw(t, two, N / 16, 16128, 64, 0, &rs, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, two, N, 16128, &ar, &err), 0, "%s", err.msg);
+    cr_assert(strncmp(rs.bottleneck[0], "the credits of rank", 19) == 0, "%s", rs.bottleneck[0]);
+    cr_assert_gt(rs.phase_ps[0], rs.unpaced_ps[0]);
+    cr_assert_eq(rs.ends_ps, ar.ends_ps);
+    kb__ccl_plan_destroy(two);
+    kb__ccl_config_destroy(c2);
     unmachine(t);
 }
 
