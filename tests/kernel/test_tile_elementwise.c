@@ -224,6 +224,8 @@ Test(tile_binary, every_op_and_dtype_pair_matches_reference_with_broadcasting)
         {kb__tile_scalar(0), kb__tile_2d(0, 3, 5), kb__tile_2d(0, 3, 5)},
         {kb__tile_1d(0, 300), kb__tile_scalar(0), kb__tile_1d(0, 300)},
         {kb__tile_2d(0, 3, 300), kb__tile_1d(0, 300), kb__tile_2d(0, 3, 300)},
+        {kb__tile_2d(0, 3, 7), kb__tile_2d(0, 3, 1), kb__tile_2d(0, 3, 7)},
+        {kb__tile_2d(0, 1, 11), kb__tile_2d(0, 2, 11), kb__tile_2d(0, 2, 11)},
         {kb__tile_scalar(0), kb__tile_scalar(0), kb__tile_scalar(0)},
     };
     char msg[256];
