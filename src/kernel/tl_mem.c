@@ -278,6 +278,29 @@ static inline bool follows(const int32_t *e32, const int64_t *e64, int64_t i)
     return e32 ? (int64_t)e32[i] - e32[i - 1] == 1 : (uint64_t)e64[i] - (uint64_t)e64[i - 1] == 1;
 }
 
+typedef uint32_t v4u32 __attribute__((vector_size(16)));
+typedef int32_t v4i32 __attribute__((vector_size(16)));
+
+/* The lane after the first of lanes l + 1 .. that does not follow (as
+ * follows(e, NULL, i) decides) in whole groups of four: the lane walk
+ * below goes on from there one by one. Lane i follows when e[i] is
+ * e[i - 1] + 1 without wrapping: the u32 difference is 1 and e[i] is the
+ * greater as i32. */
+static inline int64_t run_end32(const int32_t *e, int64_t l, int64_t n)
+{
+    int64_t end = l + 1;
+    for (; end + 4 <= n; end += 4) {
+        v4i32 cur, prev;
+        memcpy(&cur, e + end, sizeof cur);
+        memcpy(&prev, e + end - 1, sizeof prev);
+        v4i32 ok = ((v4u32)cur - (v4u32)prev == 1) & (cur > prev);
+        uint64_t w[2];
+        memcpy(w, &ok, sizeof w);
+        if (~(w[0] & w[1])) break;
+    }
+    return end;
+}
+
 /* Run by run: a Triton-style access (offsets and mask tiles), one check
  * and one span per run of active lanes at consecutive elements, not per
  * lane. The spans, lane flags, n_active and staged bytes are exactly the
@@ -315,7 +338,7 @@ static int run_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
             lane++;
             continue;
         }
-        int64_t l = lane, end = lane + 1;
+        int64_t l = lane, end = e32 && !act ? run_end32(e32, lane, n) : lane + 1;
         while (end < n && (!act || act[end]) && follows(e32, e64, end))
             end++;
         int64_t e0 = e32 ? e32[l] : e64[l];
@@ -604,21 +627,39 @@ static int load_fill(kb__pe_op *base, kb__err *err)
     size_t es = kb__dtype_size(dt);
     int64_t n = kb__tile_numel(&op->out_d);
     if (op->n_active == n) return 0;
+    /* The value every left-out lane takes when it is one value (padding,
+     * or a constant other): fill[0 .. es) */
+    uint8_t fill[KB__PE_BUF_CONST_MAX], cur[KB__PE_BUF_CONST_MAX];
+    bool one_fill = es <= KB__PE_BUF_CONST_MAX;
+    if (one_fill && op->other_in >= 0) {
+        const kb__tile_desc *od = &op->in_d[2];
+        size_t os = kb__dtype_size(od->dtype);
+        uint8_t o[KB__PE_BUF_CONST_MAX];
+        one_fill =
+            os <= KB__PE_BUF_CONST_MAX && kb__pe_buf_const_elem(base->in[op->other_in], os, o);
+        if (one_fill) kb__dtype_convert(dt, fill, od->dtype, o, 1);
+    } else if (one_fill) {
+        double pad = op->pad == TL_PAD_NAN && kb__dtype_is_float(dt) ? NAN : 0.0;
+        kb__tile_desc one = kb__tile_scalar(dt);
+        kb__tile_full(&one, fill, pad, NULL);
+    }
+    /* A constant tile (a load under --no-data reads as zeros) whose value
+     * is the fill stays that constant: nothing to write. */
+    if (one_fill && kb__pe_buf_const_elem(base->out, es, cur) && !memcmp(cur, fill, es)) return 0;
     kb__pe_buf_bytes(base->out);
-    if (op->other_in >= 0) kb__pe_buf_read(base->in[op->other_in]);
-    double pad = op->pad == TL_PAD_NAN && kb__dtype_is_float(dt) ? NAN : 0.0;
+    if (one_fill) {
+        for (int64_t lane = 0; lane < n; lane++)
+            if (!op->active[lane]) memcpy((char *)base->out->data + lane * (int64_t)es, fill, es);
+        return 0;
+    }
+    kb__pe_buf_read(base->in[op->other_in]);
+    const kb__tile_desc *od = &op->in_d[2];
     for (int64_t lane = 0; lane < n; lane++) {
         if (op->active[lane]) continue;
         char *dst = (char *)base->out->data + lane * (int64_t)es;
-        if (op->other_in >= 0) {
-            const kb__tile_desc *od = &op->in_d[2];
-            const char *src = (const char *)base->in[op->other_in]->data +
-                              bidx(od, &op->out_d, lane) * (int64_t)kb__dtype_size(od->dtype);
-            kb__dtype_convert(dt, dst, od->dtype, src, 1);
-        } else {
-            kb__tile_desc one = kb__tile_scalar(dt);
-            kb__tile_full(&one, dst, pad, NULL);
-        }
+        const char *src = (const char *)base->in[op->other_in]->data +
+                          bidx(od, &op->out_d, lane) * (int64_t)kb__dtype_size(od->dtype);
+        kb__dtype_convert(dt, dst, od->dtype, src, 1);
     }
     return 0;
 }

@@ -370,6 +370,70 @@ Test(tl_const, a_load_without_data_reads_zeros_in_the_time_it_takes_with_data)
     cr_assert_eq(without.item, (double)(R * C));
 }
 
+/* ---- a masked load under --no-data ----------------------------------------- */
+
+/* Lanes at an even element are read; the others take other (a constant:
+ * 0 or 5) or, without other, the padding 0. */
+typedef struct mrec {
+    int other;       /* 0: none, 1: the constant 0, 2: the constant 5 */
+    uint8_t x_const; /* the loaded tile's csize, 0: not constant */
+    float v[R * C];
+} mrec;
+
+static void masked_load_kernel(tl_ctx *k)
+{
+    mrec *r = TM_ARG(k, mrec);
+    tl_tensor *t = tl_arg_tensor(k, 1);
+    tl_tile offs = tl_arange(k, 0, R * C);
+    tl_tile mask = tl_eq(k, tl_mod(k, offs, tl_scalar(k, 2, TL_I32)), tl_scalar(k, 0, TL_I32));
+    tl_tile other =
+        r->other ? tl_full(k, 1, (int64_t[]){R * C}, r->other == 1 ? 0.0 : 5.0, TL_F32) : TL_NONE;
+    tl_tile x = tl_load(k, t, offs, mask, other);
+    tl_item(k, tl_sum(k, x, TL_AXIS_ALL)); /* waits for the load */
+    r->x_const = kb__tl_slot_of(k, x, "test")->buf->csize;
+    tl_read(k, x, r->v, sizeof r->v);
+}
+
+static void run_masked_load(bool moves, mrec *r)
+{
+    kb__pe_params p;
+    tm_params_simple(&p);
+    tm_machine m;
+    tm_init(&m, 1, &p);
+    float host[R * C];
+    for (int i = 0; i < R * C; i++)
+        host[i] = (float)i + 1.0f;
+    tm_flat f = {0x10000, sizeof host, (uint8_t *)host};
+    kb__tl_launch_desc d = tm_desc("masked_load", masked_load_kernel, 1, r);
+    tm_add_tensor(&d, &f, "x", TL_F32, 1, (int64_t[]){R * C}, (int64_t[]){1}, f.va, f.bytes);
+    d.mem.moves_bytes = moves;
+    if (!moves) d.mem.transfer = no_bytes_transfer;
+    kb__err e;
+    cr_assert_eq(tm_run(&m, &d, 1, &e, NULL), 0, "%s", e.msg);
+    tm_fini(&m);
+}
+
+Test(tl_const, a_masked_load_fills_the_lanes_it_does_not_read_and_stays_constant_without_data)
+{
+    for (int o = 0; o < 3; o++) {
+        float fillv = o == 2 ? 5.0f : 0.0f;
+        mrec with = {.other = o}, without = {.other = o};
+        run_masked_load(true, &with);
+        run_masked_load(false, &without);
+        for (int i = 0; i < R * C; i++) {
+            cr_assert_eq(with.v[i], i % 2 ? fillv : (float)i + 1.0f, "other %d lane %d", o, i);
+            cr_assert_eq(without.v[i], i % 2 ? fillv : 0.0f, "other %d lane %d", o, i);
+        }
+        cr_assert_eq(with.x_const, 0, "other %d: read lanes with data", o);
+        /* without data the read lanes are zeros: a fill of 0 keeps the
+           constant, a fill of 5 writes the tile out */
+        if (o == 2)
+            cr_assert_eq(without.x_const, 0, "other 5: written out");
+        else
+            cr_assert_neq(without.x_const, 0, "other %d: still constant", o);
+    }
+}
+
 /* ---- a result that comes out uniform ---------------------------------------- */
 
 typedef struct urec {
