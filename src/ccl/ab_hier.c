@@ -70,7 +70,8 @@ static void hier_add(kb__ccl_hier_model *m, uint64_t best[2], int side, uint64_t
 }
 
 static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
-                                uint64_t esize, uint64_t piece, kb__ccl_hier_model *m, kb__err *err)
+                                uint64_t esize, uint64_t piece, uint64_t window,
+                                kb__ccl_hier_model *m, kb__err *err)
 {
     uint32_t L = plan->group, S = plan->world_size / L;
     uint64_t region = (elems + L - 1) / L, c1 = region * esize, best[2] = {0, 0}, ps;
@@ -81,12 +82,21 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0,
                               (c1 < piece ? c1 : piece) + KB__IPCQ_META_BYTES, &in, err);
         m->path_ps += 2 * in.half_path_ps, m->hops += 2 * (L - 1), m->bw_gbs = in.bw_gbs;
+        /* each stream with its fill and drain: the reduce-scatter's
+         * finished stores wait behind its last loads */
+        kb__ccl_ring_bw rs;
+        uint64_t ends = 0;
+        if (!rc && !(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c1, piece, window, &rs, err))) {
+            hier_add(m, best, 0, rs.phase_ps[0], rs.bottleneck[0]);
+            m->ends_ps += rs.ends_ps;
+        }
         if (!rc &&
-            !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, L, 1, &ps, what, sizeof what, err)))
-            hier_add(m, best, 0, ps, what);
-        if (!rc && !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, 1, L - 1, &ps, what,
-                                    sizeof what, err)))
+            !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, 1, L - 1, &ps, what, sizeof what,
+                             err)) &&
+            !(rc = kb__ab_ring_ends_ps(t, plan, c1, piece, &ends, err))) {
             hier_add(m, best, 1, ps, what);
+            m->ends_ps += ends;
+        }
     }
     if (!rc && S > 1) {
         uint64_t c2 = (region + S - 1) / S * esize, path;
@@ -96,10 +106,15 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         const bool both[2] = {true, true};
         const double loads[2] = {S, 0}, stores[2] = {1, S - 1};
         kb__ccl_ring_bw bw;
+        uint64_t ends = 0;
         if (!rc &&
-            !(rc = kb__ab_ring_bw(t, plan, KB__CCL_S, S, c2, piece, both, loads, stores, &bw, err)))
+            !(rc = kb__ab_ring_bw(t, plan, KB__CCL_S, S, c2, piece, both, loads, stores, &bw,
+                                  err)) &&
+            !(rc = kb__ab_ring_ends_ps(t, plan, c2, piece, &ends, err))) {
             for (int side = 0; side < 2; side++)
                 hier_add(m, best, side, bw.phase_ps[side], bw.bottleneck[side]);
+            m->ends_ps += ends;
+        }
     }
     return rc;
 }
@@ -223,7 +238,7 @@ int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_
     int rc;
     switch (kind) {
     case KB__CCL_ALL_REDUCE:
-        rc = hier_allreduce_model(t, plan, elems, esize, piece, out, err);
+        rc = hier_allreduce_model(t, plan, elems, esize, piece, window, out, err);
         break;
     case KB__CCL_ALL_GATHER:
         rc = hier_all_gather_model(t, plan, elems, esize, piece, window, out, err);

@@ -292,4 +292,19 @@ int kb__ab_ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
                    uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
                    const double stores[2], kb__ccl_ring_bw *out, kb__err *err);
 
+/* A ring reduce-scatter stream run alone (kb__ab_ring_bw's phase 0 for
+ * rings of rp ranks through port dir, all the plan's rings at once: rp
+ * loads and 1 store of `chunk` per rank), with out->ends_ps its fill and
+ * drain: the finished stores left behind each round's last load when its
+ * transfers pace it (kb__ccl_ring_half_bw, docs/ccl.md). */
+int kb__ab_rs_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+                    uint64_t chunk, uint64_t piece, uint64_t window, kb__ccl_ring_bw *out,
+                    kb__err *err);
+
+/* A ring stream's fill and drain (every rank of the plan at once): the
+ * first pieces' loads before the first send, the last piece's store after
+ * the last arrival; 0 for a world of one rank or no data. */
+int kb__ab_ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
+                        uint64_t *out, kb__err *err);
+
 #endif

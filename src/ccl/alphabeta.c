@@ -607,10 +607,11 @@ static double own_pairs_lead(uint64_t pieces, uint64_t window)
  * phase without the stores left behind each round's last load
  * (rs_left_stores) followed by those stores, round after round: the
  * drain is then what that adds to the phase term. */
-static int rs_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
-                      uint64_t window, kb__ccl_ring_bw *out, kb__err *err)
+static int rs_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+                      uint64_t chunk, uint64_t piece, uint64_t window, kb__ccl_ring_bw *out,
+                      kb__err *err)
 {
-    double p = plan->world_size, left = 0;
+    double p = rp, left = 0;
     uint64_t pieces = (chunk + piece - 1) / piece, tail_ps = 0, ends = 0;
     int rc = rs_left_stores(t, plan, chunk, piece, window, &left, &tail_ps, err);
     if (!rc) rc = ring_ends_ps(t, plan, chunk, piece, &ends, err);
@@ -618,8 +619,7 @@ static int rs_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chun
     const bool want[2] = {true, false};
     const double loads[2] = {p, 1}, stores[2] = {1 - left / (double)pieces, p};
     kb__ccl_ring_bw rest;
-    if ((rc = kb__ab_ring_bw(t, plan, KB__CCL_E, plan->world_size, chunk, piece, want, loads,
-                             stores, &rest, err)))
+    if ((rc = kb__ab_ring_bw(t, plan, dir, rp, chunk, piece, want, loads, stores, &rest, err)))
         return rc;
     /* the fill of ring_ends_ps, and the stores left in every round */
     uint64_t fill = 0;
@@ -643,6 +643,25 @@ static int rs_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chun
     return 0;
 }
 
+int kb__ab_rs_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+                    uint64_t chunk, uint64_t piece, uint64_t window, kb__ccl_ring_bw *out,
+                    kb__err *err)
+{
+    const bool want[2] = {true, false};
+    const double loads[2] = {rp, 0}, stores[2] = {1, 0};
+    int rc = kb__ab_ring_bw(t, plan, dir, rp, chunk, piece, want, loads, stores, out, err);
+    if (rc || rp < 2 || !chunk || !piece) return rc;
+    return rs_ends_ps(t, plan, dir, rp, chunk, piece, window, out, err);
+}
+
+int kb__ab_ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
+                        uint64_t *out, kb__err *err)
+{
+    *out = 0;
+    if (plan->world_size < 2 || !chunk || !piece) return 0;
+    return ring_ends_ps(t, plan, chunk, piece, out, err);
+}
+
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
                          uint64_t piece, uint64_t window, int phase, kb__ccl_ring_bw *out,
                          kb__err *err)
@@ -657,7 +676,7 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
         rc = kb__ab_ring_bw(t, plan, KB__CCL_E, plan->world_size, chunk, piece, want, loads, stores,
                             out, err);
         if (!rc && phase == 0 && plan->world_size >= 2 && chunk && piece)
-            return rs_ends_ps(t, plan, chunk, piece, window, out, err);
+            return rs_ends_ps(t, plan, KB__CCL_E, plan->world_size, chunk, piece, window, out, err);
     } else {
         /* all-gather, in two stretches one after the other: the step of
          * its own chunk (each piece loaded, stored to its output and sent,

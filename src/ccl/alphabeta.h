@@ -170,8 +170,9 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
  *   all-reduce   reduce-scatter in the group (chunks of N/L: L loads, 1
  *                store), ring all-reduce over the peers of N/L (chunks of
  *                N/(L·S)), all-gather in the group in place (1 load, L - 1
- *                stores); latency: 2 · the group ring's one-phase path +
- *                the slowest peers' ring's whole path
+ *                stores), each stream with its fill and drain (ends_ps);
+ *                latency: 2 · the group ring's one-phase path + the slowest
+ *                peers' ring's whole path
  *   all-gather   all-gather over the peers (blocks of N: 1 load, S stores),
  *                then S all-gathers in the group, one per group's blocks
  *                (1 load, L - 1 stores each); latency: the slowest peers'
@@ -193,7 +194,10 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
 typedef struct kb__ccl_hier_model {
     uint64_t predicted_ps;   /* path_ps + ends_ps + phase_ps[0] + phase_ps[1] */
     uint64_t path_ps;        /* latency: the slowest chunk's hops, phase after phase */
-    uint64_t ends_ps;        /* fill and drain: the one-group all-gather's (else 0) */
+    uint64_t ends_ps;        /* fill and drain: the all-reduce's streams' (the group's
+                                reduce-scatter's with its finished stores, the peers'
+                                all-reduce's, the group's all-gather's), the one-group
+                                all-gather's and reduce-scatter's (else 0) */
     uint32_t hops;           /* hops along path_ps (α = path_ps / hops) */
     uint64_t phase_ps[2];    /* bandwidth terms, reduce side and gather side */
     char bottleneck[2][160]; /* the largest term's busiest resource, per side */

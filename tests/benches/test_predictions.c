@@ -126,14 +126,28 @@ Test(predictions, reduce_scatter_and_all_gather_hold_their_range)
         /* the finished stores left behind the last loads counted */
         {"ccl_reduce_scatter", "ring_reduce_scatter", {2, 4, 8, 16}, 4, 1},
         {"ccl_reduce_scatter", "ring_reduce_scatter", {2, 4, 8, 16}, 16, 1},
-        /* one group: the ring reduce-scatter's kernel and model */
-        {"ccl_reduce_scatter", "hier_reduce_scatter", {4, 8}, 4, 0},
-        {"ccl_reduce_scatter", "hier_reduce_scatter", {4, 8}, 16, 0},
+
         /* 2 ranks: 1 and 4 MiB, with the DMA order of the own pieces */
         {"ccl_all_gather", "ring_all_gather", {2}, 4, 1},
         {"ccl_all_gather", "ring_all_gather", {2}, 16, 1},
         {"ccl_all_gather", "ring_all_gather", {16}, 4, 0},
         {"ccl_all_gather", "ring_all_gather", {8, 16}, 16, 0},
+    };
+    HOLD(rows);
+}
+
+/* The hierarchical collectives over one group (a world inside one SIP):
+ * the reduce-scatter is the ring's kernel and model; the all-reduce runs a
+ * reduce-scatter stream, then an all-gather stream, each with its fill
+ * and drain (the reduce-scatter's finished stores after its last loads).
+ * The 8-rank all-reduce with 4 slots, 1.10 at 1 MiB, is left out. */
+Test(predictions, hierarchical_one_group_holds_its_range)
+{
+    static const held rows[] = {
+        {"ccl_reduce_scatter", "hier_reduce_scatter", {2, 4, 8, 16}, 4, 0},
+        {"ccl_reduce_scatter", "hier_reduce_scatter", {2, 4, 8, 16}, 16, 0},
+        {"ccl_allreduce", "hier_allreduce", {2, 4, 16}, 4, 1},
+        {"ccl_allreduce", "hier_allreduce", {2, 4, 8, 16}, 16, 1},
     };
     HOLD(rows);
 }

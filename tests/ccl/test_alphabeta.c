@@ -298,6 +298,45 @@ Test(ccl_alphabeta, reduce_scatter_finished_stores_wait_behind_the_last_loads)
     unmachine(t);
 }
 
+/* The hierarchical all-reduce over one group (eight ranks of one cube, 1
+ * MiB, 16 slots) runs a reduce-scatter stream and then an all-gather
+ * stream on the group's ring: its fill and drain are the reduce-scatter's
+ * (its finished stores after its last loads) and the all-gather's (its
+ * first loads, its last piece's stores), so at least the ring
+ * reduce-scatter's, and its reduce side is that reduce-scatter's term. */
+Test(ccl_alphabeta, hierarchical_all_reduce_counts_each_streams_fill_and_drain)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__ccl_config *c, *c2;
+    kb__ccl_plan *h = plan_of(&p,
+                              "algorithms:\n  h: {module: hier_allreduce, topology: hierarchical, "
+                              "n_slots: 16}\n",
+                              8, &c);
+    kb__ccl_plan *r = plan_of(
+        &p, "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d, n_slots: 16}\n", 8,
+        &c2);
+    uint64_t N = 1u << 20;
+    kb__ccl_hier_model m;
+    kb__ccl_ring_bw rs, ar;
+    kb__err err;
+    cr_assert_eq(kb__ccl_hier_model_get(t, h, KB__CCL_ALL_REDUCE, N / 4, 4, 16128, 64, &m, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_half_bw(t, r, N / 8, 16128, 64, 0, &rs, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, r, N, 16128, &ar, &err), 0, "%s", err.msg);
+    cr_assert_eq(m.phase_ps[0], rs.phase_ps[0]);
+    cr_assert_str_eq(m.bottleneck[0], rs.bottleneck[0]);
+    /* the reduce-scatter's ends and the all-gather's (the ring stream's, as
+     * the all-reduce's with the same chunk) */
+    cr_assert_eq(m.ends_ps, rs.ends_ps + ar.ends_ps);
+    cr_assert_eq(m.predicted_ps, m.path_ps + m.ends_ps + m.phase_ps[0] + m.phase_ps[1]);
+    kb__ccl_plan_destroy(h);
+    kb__ccl_plan_destroy(r);
+    kb__ccl_config_destroy(c);
+    kb__ccl_config_destroy(c2);
+    unmachine(t);
+}
+
 /* Sixteen ranks over two cubes with the built-in 4 slots of 4 KiB: a chunk
  * streams through more slots than credits and 4 slots leave the vc
  * channel faster than the cross-cube credit round trip, so the credits of
