@@ -46,9 +46,8 @@
  * over a 64-SIP machine's lockstep components is bound by cache misses.
  *
  * Invariants: a flow is in its resources' arrays exactly while it drains;
- * every flow on a resource was last advanced (t_last) when the resource's
- * utilization was last accounted (t_acc), because a solve advances whole
- * components.
+ * a solve advances whole components, so every flow of a component was last
+ * advanced (t_last) at the same time.
  *
  * A solve covers every flow connected to a resource that changed at its
  * picosecond: on a machine whose SIPs move in lockstep, many components
@@ -107,8 +106,6 @@ struct flow {
 /* A resource is one cache line (the array is 64-byte aligned). */
 typedef struct res {
     double cap;     /* bytes/ns */
-    double load;    /* sum of its flows' rates since t_acc */
-    kb__time t_acc; /* utilization accounted up to here */
     double left;    /* solver: capacity not yet given */
     flow **flows;   /* then (fslot, at flows + cap_n): flows[i]->res[fslot[i]]
                        is this resource */
@@ -118,6 +115,7 @@ typedef struct res {
                            splitting; then (fill_heap) in its component's
                            shared resources */
     uint32_t dirty;
+    uint8_t pad[16]; /* to the line */
 } res;
 
 _Static_assert(sizeof(res) == 64, "a resource is one cache line");
@@ -361,37 +359,14 @@ static size_t split(flow_state *st)
     return n;
 }
 
-/* Adds link id's busy time over [r->t_acc, now) at its load to the link
- * utilization record. */
-static void account_busy(kb__fabric *fab, const res *r, uint32_t id, kb__time now)
-{
-    double busy = r->load / r->cap * (double)(now - r->t_acc);
-    kb__time b = (kb__time)llround(busy);
-    if (b > now - r->t_acc) b = now - r->t_acc;
-    if (b) kb__fab_util_add(fab, &fab->links[id], r->t_acc, r->t_acc + b);
-}
-
-/* Accounts resource id's utilization up to now at its present load
- * (inline: a solve calls it for every resource it collects). */
-static inline void account(flow_state *st, uint32_t id, kb__time now)
-{
-    res *r = &st->res[id];
-    kb__fabric *fab = st->fab;
-    if (fab->util && r->load > 0 && id < fab->n_links && now > r->t_acc)
-        account_busy(fab, r, id, now);
-    r->t_acc = now;
-}
-
-/* Brings the component's flows and resources to now: drained progress,
- * link utilization of the interval at the old rates. */
+/* Brings the component's flows to now (their drained progress) and makes
+ * its resources ready for a filling. */
 static int advance(flow_state *st, kb__time now)
 {
     st->n_sh = 0;
     if (grow((void **)&st->sh, &st->cap_sh, st->n_cr, sizeof *st->sh)) return KB_ENOMEM;
     for (size_t i = 0; i < st->n_cr; i++) {
         res *r = &st->res[st->cr[i]];
-        account(st, st->cr[i], now);
-        r->load = 0;
         r->left = r->cap;
         r->unf = r->n;
         if (r->n >= 2) st->sh[st->n_sh++] = st->cr[i];
@@ -623,8 +598,6 @@ static void reschedule(kb__sim *sim, flow_state *st, kb__time now)
 {
     for (size_t i = 0; i < st->n_cf; i++) {
         flow *f = st->cf[i];
-        for (uint32_t k = 0; k < f->n_res; k++)
-            st->res[f->res[k]].load += f->next_rate;
         if (f->next_rate == f->rate) continue;
         f->rate = f->next_rate;
         double dt = f->left / (f->rate / f->solo);
@@ -708,26 +681,53 @@ static flow *flow_get(flow_state *st, uint32_t n_res)
     return f;
 }
 
-/* Per-hop trace of a flow alone-shaped: the first packet's service start
- * and the last packet's service end on each link, relative to t_start. */
-static void trace(const kb__fabric *fab, const flow *f, kb__time end)
+/* The hops of flow f that ended at `end`, alone-shaped: on each link h,
+ * when its first packet starts service (from f->t0 on, forward) and its
+ * last packet ends it (from `end`, back); fn(arg, h, link, head, tail). */
+static void hops(const kb__fabric *fab, const flow *f, kb__time end,
+                 void (*fn)(void *arg, uint32_t h, const kb__link *l, kb__time head,
+                            kb__time tail),
+                 void *arg)
 {
-    kb__fab_msg *msg = f->msg;
+    const kb__fab_msg *msg = f->msg;
     const kb__route *r = msg->route;
     uint32_t last = kb__fab_msg_pkt_size(msg, msg->npkts - 1);
     uint32_t first = kb__fab_msg_pkt_size(msg, 0);
-    kb__time head = f->t0 - msg->t_start, tail = end - msg->t_start;
+    kb__time back = 0; /* after hop h: the hops after it, their wire and last packet */
     for (uint32_t h = 0; h < r->n; h++) {
         const kb__link *l = &fab->links[r->links[h]];
-        msg->trace[h].head = head;
+        back += l->ow_ps + kb__link_svc(fab, l, last);
+    }
+    kb__time head = f->t0;
+    for (uint32_t h = 0; h < r->n; h++) {
+        const kb__link *l = &fab->links[r->links[h]];
+        back -= l->ow_ps + kb__link_svc(fab, l, last);
+        fn(arg, h, l, head, end - back - l->ow_ps);
         head += kb__link_svc(fab, l, first) + l->ow_ps;
     }
-    for (uint32_t h = r->n; h-- > 0;) {
-        const kb__link *l = &fab->links[r->links[h]];
-        tail -= l->ow_ps;
-        msg->trace[h].tail = tail;
-        tail -= kb__link_svc(fab, l, last);
-    }
+}
+
+static void trace_hop(void *arg, uint32_t h, const kb__link *l, kb__time head, kb__time tail)
+{
+    (void)l;
+    kb__fab_msg *msg = arg;
+    msg->trace[h].head = head - msg->t_start;
+    msg->trace[h].tail = tail - msg->t_start;
+}
+
+/* A message's busy time on each link (what count() counted) in the link
+ * utilization: on the first link, which serves it whole at its own rate
+ * (l0_free), from the flow's start; on the others spread over its time
+ * there, from its first packet's start to its last packet's end. */
+static void util_hop(void *arg, uint32_t h, const kb__link *l, kb__time head, kb__time tail)
+{
+    const flow *f = arg;
+    const kb__fab_msg *msg = f->msg;
+    kb__fabric *fab = msg->fab;
+    kb__time busy = (kb__time)(msg->npkts - 1) * kb__link_svc(fab, l, msg->pkt_bytes) +
+                    kb__link_svc(fab, l, kb__fab_msg_pkt_size(msg, msg->npkts - 1));
+    if (!h || tail < head + busy) tail = head + busy;
+    kb__fab_util_spread(fab, l, head, tail, busy);
 }
 
 static void end_due(kb__sim *sim, void *arg, uint64_t data)
@@ -738,15 +738,12 @@ static void end_due(kb__sim *sim, void *arg, uint64_t data)
     kb__time now = kb__sim_now(sim);
     int solo = alone(st, f, 1);
     for (uint32_t k = 0; k < f->n_res; k++) {
-        if (solo) { /* nobody else's rate changes */
-            account(st, f->res[k], now);
-            st->res[f->res[k]].load = 0;
-        }
         res_remove(&st->res[f->res[k]], f, k);
-        if (!solo) mark_dirty(sim, st, f->res[k]);
+        if (!solo) mark_dirty(sim, st, f->res[k]); /* else nobody else's rate changes */
     }
     kb__fab_msg *msg = f->msg;
-    if (msg->trace) trace(st->fab, f, now);
+    if (msg->trace) hops(st->fab, f, now, trace_hop, msg);
+    if (st->fab->util) hops(st->fab, f, now, util_hop, f);
     msg->flow = NULL;
     msg->delivered = msg->npkts;
     msg->t_end = msg->t_arrive = now;
@@ -785,8 +782,6 @@ static void join_due(kb__sim *sim, void *arg, uint64_t data)
                 kb__sim_fail(sim, KB_ENOMEM, "fabric (flow): out of host memory");
                 return;
             }
-            account(st, f->res[k], now);
-            r->load = f->solo;
         }
         f->rate = f->solo;
         kb__timer_start(sim, &f->end, (kb__time)ceil(f->left));
@@ -1010,8 +1005,6 @@ static void flow_fini(kb__fabric *fab)
 static void flow_reset(kb__fabric *fab)
 {
     flow_state *st = state(fab);
-    for (uint32_t i = 0; i < st->n_res; i++)
-        st->res[i].load = 0;
     memset(st->l0_free, 0, fab->n_links * sizeof *st->l0_free);
 }
 

@@ -83,6 +83,12 @@ static inline kb__time kb__fab_worker_svc(const kb__fabric *fab, const kb__fab_w
 /* Adds the reservation [start, end) of l to its utilization (util.c; call
  * only when fab->util is set). */
 void kb__fab_util_add(kb__fabric *fab, const kb__link *l, kb__time start, kb__time end);
+/* Adds busy ps of l spread evenly over [start, end) (all at start when the
+ * interval is empty); the parts given to its buckets add up to busy. */
+void kb__fab_util_spread(kb__fabric *fab, const kb__link *l, kb__time start, kb__time end,
+                         kb__time busy);
+/* Buckets a link's utilization stays open for under the flow model (util.c). */
+#define KB__FAB_UTIL_WINDOW_FLOW 64
 
 /* The two models (packet.c, flow.c). */
 extern const kb__fabric_model kb__fab_packet_model;

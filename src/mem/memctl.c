@@ -248,8 +248,9 @@ static void message_count(kb__mem_xfer *x, kb__time at)
     kb__time busy = message_busy(x);
     mc->packets += x->npkts;
     mc->busy_ps += busy;
-    if (__builtin_expect(mc->util != NULL, 0))
-        kb__memctl_util_add(mc, at, at, at + (busy + mc->channels - 1) / mc->channels);
+    if (__builtin_expect(mc->util != NULL, 0)) /* every channel a share of it, from `at` */
+        for (uint32_t k = 0; k < mc->channels; k++)
+            kb__memctl_util_add(mc, at, at, at + busy / mc->channels + (k < busy % mc->channels));
 }
 
 static void write_message(kb__sim *sim, kb__mem_xfer *x, kb__time at, kb__time prev)

@@ -483,6 +483,65 @@ Test(flow, link_statistics_count_every_packet_as_the_packet_model)
     net_free(&n);
 }
 
+/* The samples of the link utilization (kb__fabric_util_start). */
+typedef struct samples {
+    uint32_t n;
+    struct {
+        uint32_t link;
+        kb__time t, busy;
+    } v[4096];
+} samples;
+
+static void on_sample(void *user, uint32_t link, kb__time t, kb__time busy)
+{
+    samples *s = user;
+    cr_assert_lt(s->n, 4096u);
+    s->v[s->n].link = link, s->v[s->n].t = t, s->v[s->n].busy = busy;
+    s->n++;
+}
+
+/* A long message a over the whole line and a short one b over its second
+ * link only, sent while a drains: b ends first, so a's busy time on that
+ * link is handed over after b's, beginning in buckets before b's and more
+ * than the 64 buckets a link keeps open before a's end (1 ns buckets).
+ * Each link's samples still add up to its busy time, come in time order,
+ * one per bucket, and end with a 0. */
+Test(flow, link_utilization_adds_up_when_messages_end_out_of_order)
+{
+    net n;
+    line_make(&n);
+    static samples got;
+    got.n = 0;
+    cr_assert_eq(kb__fabric_util_start(n.fab, 1000, on_sample, &got), 0);
+    const kb__route *ra = route(&n, 0, NL), *rb = route(&n, 1, 2);
+    kb__fab_msg m[2];
+    seen s[2] = {{0}};
+    send(&n, &m[0], ra, 64 * P, &s[0]);
+    kb__sim_run_until_time(n.sim, 20000);
+    send(&n, &m[1], rb, 2 * P, &s[1]);
+    kb__sim_run(n.sim);
+    cr_assert_lt(s[1].at, s[0].at, "b ends first");
+    cr_assert_gt(s[0].at - s[1].at, 64000, "a ends more than 64 buckets after b");
+    kb__fabric_util_stop(n.fab);
+    for (uint32_t id = 0; id < kb__fabric_link_count(n.fab); id++) {
+        const kb__link *l = kb__fabric_link(n.fab, id);
+        kb__time sum = 0, last_t = 0;
+        int any = 0, last_zero = 0;
+        for (uint32_t i = 0; i < got.n; i++) {
+            if (got.v[i].link != id) continue;
+            cr_assert(!any || got.v[i].t > last_t, "link %u: sample at %llu ps after %llu", id,
+                      (unsigned long long)got.v[i].t, (unsigned long long)last_t);
+            cr_assert_eq(got.v[i].t % 1000, 0u);
+            any = 1, last_t = got.v[i].t, last_zero = !got.v[i].busy;
+            sum += got.v[i].busy;
+        }
+        cr_assert_eq(sum, l->busy_ps, "link %u: samples add up to %llu ps, busy %llu", id,
+                     (unsigned long long)sum, (unsigned long long)l->busy_ps);
+        cr_assert(!any || last_zero, "link %u: no 0 after its last busy bucket", id);
+    }
+    net_free(&n);
+}
+
 Test(flow, models_are_found_by_name)
 {
     cr_assert_str_eq(kb__fabric_model_find("packet")->name, "packet");
