@@ -47,7 +47,9 @@
  *
  * Invariants: a flow is in its resources' arrays exactly while it drains;
  * a solve advances whole components, so every flow of a component was last
- * advanced (t_last) at the same time.
+ * advanced (t_last) at the same time. A resource only one flow uses (and
+ * no change awaits) takes no part in a solve: it limits nothing but that
+ * flow's solo rate and connects it to nobody.
  *
  * A solve covers every flow connected to a resource that changed at its
  * picosecond: on a machine whose SIPs move in lockstep, many components
@@ -105,10 +107,10 @@ struct flow {
 
 /* A resource is one cache line (the array is 64-byte aligned). */
 typedef struct res {
-    double cap;     /* bytes/ns */
-    double left;    /* solver: capacity not yet given */
-    flow **flows;   /* then (fslot, at flows + cap_n): flows[i]->res[fslot[i]]
-                       is this resource */
+    double cap;   /* bytes/ns */
+    double left;  /* solver: capacity not yet given */
+    flow **flows; /* then (fslot, at flows + cap_n): flows[i]->res[fslot[i]]
+                     is this resource */
     uint32_t n, cap_n;
     uint32_t mark, unf; /* solver: visited, unfrozen flows */
     uint32_t ci;        /* solver: index in st->cr while collecting and
@@ -150,6 +152,9 @@ typedef struct flow_state {
     uint32_t mark;
     flow **cf; /* solver scratch: the component's flows and resources */
     size_t n_cf, cap_cf;
+    uint32_t *cfi; /* solver: per flow of st->cf, the index in st->cr of the resource
+                      the walk reached it from */
+    size_t cap_cfi;
     uint32_t *cr;
     size_t n_cr, cap_cr;
     uint32_t *sh; /* solver scratch: the component's resources used by >= 2 flows */
@@ -290,12 +295,18 @@ static int collect(flow_state *st)
             f->mark = m;
             for (uint32_t k = 0; k < f->n_res; k++)
                 __builtin_prefetch(&st->res[f->res[k]], 1);
-            if (grow((void **)&st->cf, &st->cap_cf, st->n_cf + 1, sizeof *st->cf)) return KB_ENOMEM;
+            if (grow((void **)&st->cf, &st->cap_cf, st->n_cf + 1, sizeof *st->cf) ||
+                grow((void **)&st->cfi, &st->cap_cfi, st->n_cf + 1, sizeof *st->cfi))
+                return KB_ENOMEM;
+            st->cfi[st->n_cf] = (uint32_t)i;
             st->cf[st->n_cf++] = f;
             uint32_t root = uf_find(st->uf, (uint32_t)i);
             for (uint32_t k = 0; k < f->n_res; k++) {
                 res *q = &st->res[f->res[k]];
                 if (q->mark != m) {
+                    /* only f's (and not dirty: those are collected first):
+                       it limits nothing but f's solo rate, connects nothing */
+                    if (q->n < 2) continue;
                     if (collect_res(st, f->res[k], root)) return KB_ENOMEM;
                     continue;
                 }
@@ -332,7 +343,7 @@ static size_t split(flow_state *st)
      * indices are below 2^31: uf_find never returns one with it). */
     size_t n = 0;
     for (size_t i = 0; i < st->n_cf; i++) {
-        uint32_t r = st->res[st->cf[i]->res[0]].ci;
+        uint32_t r = st->cfi[i];
         if (!(uf[r] & COMP_BIT)) r = uf[r];
         if (!(uf[r] & COMP_BIT)) uf[r] = COMP_BIT | (uint32_t)n++;
     }
@@ -343,14 +354,14 @@ static size_t split(flow_state *st)
     uint32_t *fo = st->cstart, *so = st->cstart + n + 1;
     memset(fo, 0, (2 * n + 2) * sizeof *fo);
     for (size_t i = 0; i < st->n_cf; i++)
-        fo[comp_of(uf, st->res[st->cf[i]->res[0]].ci) + 1]++;
+        fo[comp_of(uf, st->cfi[i]) + 1]++;
     for (size_t i = 0; i < st->n_sh; i++)
         so[comp_of(uf, st->res[st->sh[i]].ci) + 1]++;
     for (size_t c = 0; c < n; c++)
         fo[c + 1] += fo[c], so[c + 1] += so[c];
     /* Place, then shift the offsets back (each placement moved one up). */
     for (size_t i = 0; i < st->n_cf; i++)
-        st->pcf[fo[comp_of(uf, st->res[st->cf[i]->res[0]].ci)]++] = st->cf[i];
+        st->pcf[fo[comp_of(uf, st->cfi[i])]++] = st->cf[i];
     for (size_t i = 0; i < st->n_sh; i++)
         st->psh[so[comp_of(uf, st->res[st->sh[i]].ci)]++] = st->sh[i];
     for (size_t c = n; c > 0; c--)
@@ -485,9 +496,10 @@ static void freeze(flow_state *st, const comp *c, res *best, flow *alone, double
         (*open)--;
         for (uint32_t k = 0; k < f->n_res; k++) {
             res *r = &st->res[f->res[k]];
+            if (r->n < 2) continue; /* limits only f: its solo rate */
             r->left -= share;
             r->unf--;
-            if (heap && r->n >= 2 && st->tlevel[r->ci] != level) {
+            if (heap && st->tlevel[r->ci] != level) {
                 st->tlevel[r->ci] = level;
                 st->touched[st->n_touched++] = r->ci;
             }
@@ -685,8 +697,7 @@ static flow *flow_get(flow_state *st, uint32_t n_res)
  * when its first packet starts service (from f->t0 on, forward) and its
  * last packet ends it (from `end`, back); fn(arg, h, link, head, tail). */
 static void hops(const kb__fabric *fab, const flow *f, kb__time end,
-                 void (*fn)(void *arg, uint32_t h, const kb__link *l, kb__time head,
-                            kb__time tail),
+                 void (*fn)(void *arg, uint32_t h, const kb__link *l, kb__time head, kb__time tail),
                  void *arg)
 {
     const kb__fab_msg *msg = f->msg;
@@ -986,6 +997,7 @@ static void flow_fini(kb__fabric *fab)
     free(st->l0_free);
     free(st->dirty);
     free(st->cf);
+    free(st->cfi);
     free(st->cr);
     free(st->sh);
     free(st->uf);
