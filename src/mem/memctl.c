@@ -256,10 +256,16 @@ static void message_count(kb__mem_xfer *x, kb__time at)
 static void write_message(kb__sim *sim, kb__mem_xfer *x, kb__time at, kb__time prev)
 {
     kb__memctl *mc = x->mc;
-    kb__time end = at + kb__memctl_service_ps(mc, pkt_size(x, x->npkts - 1));
+    /* the last packet lands at `at`, the one before at `prev`: on one channel
+     * the last waits for the one before, on two they are served side by side */
+    kb__time last = kb__memctl_service_ps(mc, pkt_size(x, x->npkts - 1)), end = at + last;
     if (x->npkts >= 2) {
         kb__time e = prev + kb__memctl_service_ps(mc, x->pkt_bytes);
-        end = e > end ? e : end;
+        uint64_t off = x->offset + (uint64_t)(x->npkts - 2) * x->pkt_bytes;
+        if (!x->runs && kb__memctl_channel(mc, off) == kb__memctl_channel(mc, off + x->pkt_bytes))
+            end = (e > at ? e : at) + last;
+        else
+            end = e > end ? e : end;
     }
     if (x->store) {
         kb__err e;
