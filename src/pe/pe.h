@@ -93,8 +93,9 @@ typedef struct kb__pe_buf {
     bool cwritten; /* constant, and `data` already holds its bytes (kb__pe_buf_read) */
 } kb__pe_buf;
 
-/* Tile sizes whose freed buffers a program recycles (a kernel uses few). */
-#define KB__PE_BUF_CLASSES 4
+/* Tile sizes whose freed buffers a program recycles (an attention kernel
+ * uses about ten: offsets, rows, blocks and partial results). */
+#define KB__PE_BUF_CLASSES 12
 
 #define KB__PE_OP_MAX_IN 6
 

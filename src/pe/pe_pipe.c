@@ -79,15 +79,20 @@ static void buf_reclaim(kb__pe_buf *b)
  * alone. */
 static kb__pe_buf *buf_host(kb__pe_prog *g, uint64_t bytes)
 {
-    int cls = -1;
-    for (int i = 0; i < KB__PE_BUF_CLASSES && cls < 0; i++)
-        if (g->buf_free[i].pool.held && g->buf_free[i].bytes == bytes) cls = i;
-    for (int i = 0; i < KB__PE_BUF_CLASSES && cls < 0; i++)
+    int cls = -1, empty = -1;
+    for (int i = 0; i < KB__PE_BUF_CLASSES; i++) {
         if (!g->buf_free[i].pool.held) {
-            g->buf_free[i].bytes = bytes;
-            kb__pool_init(&g->buf_free[i].pool, buf_host_bytes(bytes));
+            if (empty < 0) empty = i;
+        } else if (g->buf_free[i].bytes == bytes) {
             cls = i;
+            break;
         }
+    }
+    if (cls < 0 && empty >= 0) {
+        g->buf_free[empty].bytes = bytes;
+        kb__pool_init(&g->buf_free[empty].pool, buf_host_bytes(bytes));
+        cls = empty;
+    }
     kb__pe_buf *b = cls >= 0 ? kb__pool_get(&g->buf_free[cls].pool) : malloc(buf_host_bytes(bytes));
     if (!b) return NULL;
     memset(b, 0, BUF_HEAD);
