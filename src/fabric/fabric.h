@@ -149,6 +149,8 @@ typedef struct kb__route {
     struct kb__route_solo { /* the flow model's last two solo schedules on this route */
         uint64_t bytes;     /* 0: none yet */
         uint32_t pkt_bytes;
+        uint32_t short_at; /* and the message's short_at, short_lead */
+        kb__time short_lead;
         kb__time total, prev, drain;
     } solo[2];        /* [0] the most recent (a queue's route alternates full and tail pieces) */
     uint32_t links[]; /* n link ids, in the route's own allocation */
@@ -196,6 +198,12 @@ struct kb__fab_msg {
     kb__time t_prev;  /* message grain (kb__fabric_grain): when the packet before the
                          last one arrived (the last's t_arrive when there is one packet) */
     void *flow;       /* the flow model's state of this message while in flight */
+    /* Message grain, a read with a short last packet (memctl): that packet is
+     * offered to the first link after short_at full ones (npkts - 1: in
+     * order), short_lead ps before them when short_at is 0; it then arrives
+     * in that place. */
+    uint32_t short_at;
+    kb__time short_lead;
 };
 
 /* How a fabric model hands a message's packets to its end (on_packet). */

@@ -824,22 +824,35 @@ static void count(kb__fabric *fab, const kb__fab_msg *msg)
     fab->packet_hops += (uint64_t)msg->npkts * r->n;
 }
 
+/* Whether memo entry x is msg's solo schedule. */
+static int solo_is(const struct kb__route_solo *x, const kb__fab_msg *msg)
+{
+    return x->bytes == msg->bytes && x->pkt_bytes == msg->pkt_bytes &&
+           x->short_at == msg->short_at && x->short_lead == msg->short_lead;
+}
+
 /* The solo schedule of msg on its route r, from the route's memo of its
- * last two (bytes, packet size) pairs, computed on a miss. */
+ * last two (bytes, packet size, short packet's place) keys, computed on a
+ * miss; NULL when out of host memory. */
 static const struct kb__route_solo *solo_of(const kb__fabric *fab, const kb__route *r,
                                             const kb__fab_msg *msg)
 {
     struct kb__route_solo *m =
         ((kb__route *)r)->solo; /* the memo is not part of the route's value */
-    if (m[0].bytes == msg->bytes && m[0].pkt_bytes == msg->pkt_bytes) return &m[0];
+    if (solo_is(&m[0], msg)) return &m[0];
     struct kb__route_solo s = m[1];
-    if (s.bytes != msg->bytes || s.pkt_bytes != msg->pkt_bytes) {
+    if (!solo_is(&s, msg)) {
         kb__time total, prev;
-        kb__fab_solo(fab, r, msg->bytes, msg->pkt_bytes, &total, &prev);
+        if (msg->short_at + 1 >= msg->npkts)
+            kb__fab_solo(fab, r, msg->bytes, msg->pkt_bytes, &total, &prev);
+        else if (kb__fab_solo_short(fab, r, msg->bytes, msg->pkt_bytes, msg->short_at,
+                                    msg->short_lead, &total, &prev))
+            return NULL;
         kb__time drain = kb__fab_drain(fab, r, msg->bytes, msg->pkt_bytes);
         if (drain > total) drain = total;
         if (drain == 0) drain = 1, total = total ? total : 1;
-        s = (struct kb__route_solo){msg->bytes, msg->pkt_bytes, total, prev, drain};
+        s = (struct kb__route_solo){msg->bytes, msg->pkt_bytes, msg->short_at, msg->short_lead,
+                                    total,      prev,           drain};
     }
     m[1] = m[0];
     m[0] = s;
@@ -875,6 +888,10 @@ static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
             if (st->res[f->res[k]].cap < f->solo) f->solo = st->res[f->res[k]].cap;
     }
     const struct kb__route_solo *so = solo_of(fab, r, msg);
+    if (!so) {
+        kb__sim_fail(sim, KB_ENOMEM, "fabric (flow): out of host memory for a solo schedule");
+        return;
+    }
     kb__time total = so->total, drain = so->drain, prev = so->prev;
     /* The first link serves whole messages in the order they are offered
      * (the packet model offers all of a message's packets at once there):
@@ -882,8 +899,10 @@ static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
     const kb__link *l0 = &fab->links[r->links[0]];
     kb__time *free0 = &st->l0_free[r->links[0]];
     if (*free0 > t) t = *free0;
-    *free0 = t + (kb__time)(msg->npkts - 1) * kb__link_svc(fab, l0, msg->pkt_bytes) +
-             kb__link_svc(fab, l0, kb__fab_msg_pkt_size(msg, msg->npkts - 1));
+    kb__time s0 = kb__link_svc(fab, l0, kb__fab_msg_pkt_size(msg, msg->npkts - 1));
+    if (!msg->short_at && msg->short_lead > s0) /* a read's short packet first, then a wait */
+        s0 = msg->short_lead;
+    *free0 = t + (kb__time)(msg->npkts - 1) * kb__link_svc(fab, l0, msg->pkt_bytes) + s0;
     f->t0 = t;
     f->alpha = total - drain;
     f->left = (double)drain;

@@ -99,6 +99,12 @@ extern const kb__fabric_model kb__fab_flow_model;
  * to the ps for any size) and when the packet before it does. */
 void kb__fab_solo(const kb__fabric *fab, const kb__route *r, uint64_t bytes, uint32_t p,
                   kb__time *last, kb__time *prev);
+/* The same for a message whose short last packet is offered at 0 after
+ * `at` full packets (a read: it leaves the memory before them,
+ * docs/timing-model.md "Memories"), the full ones at `lead` (0 unless `at`
+ * is 0): the packets after it one by one, O(k) per packet; KB_ENOMEM. */
+int kb__fab_solo_short(const kb__fabric *fab, const kb__route *r, uint64_t bytes, uint32_t p,
+                       uint32_t at, kb__time lead, kb__time *last, kb__time *prev);
 /* The drain of a message alone on route r: its packets' service at the
  * route's slowest server (a link or a node's serial worker), the one with
  * the largest full-packet time (model.c). */

@@ -6,6 +6,7 @@
  * Adding a model: one file with its kb__fabric_model and one row below.
  * Cost: one indirect call per message.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "fabric/internal.h"
@@ -124,6 +125,70 @@ void kb__fab_solo(const kb__fabric *fab, const kb__route *r, uint64_t bytes, uin
     }
     *last = a.e_last + a.ow;
     *prev = a.n >= 2 ? a.e_prev + a.ow : *last;
+}
+
+/* One server of a route's tandem: a full and the short packet's service,
+ * and the delay after it. */
+typedef struct solo_srv {
+    kb__time p, s, ow;
+} solo_srv;
+
+/* The servers of route r (a node's worker before its out-link), into v
+ * (room for 2 · r->n); returns how many. */
+static uint32_t servers(const kb__fabric *fab, const kb__route *r, uint32_t p, uint32_t s,
+                        solo_srv *v)
+{
+    uint32_t k = 0;
+    for (uint32_t h = 0; h < r->n; h++) {
+        const kb__fab_worker *wk = kb__fab_worker_at(fab, r, h);
+        if (wk)
+            v[k++] = (solo_srv){kb__fab_worker_svc(fab, wk, p), kb__fab_worker_svc(fab, wk, s), 0};
+        const kb__link *l = &fab->links[r->links[h]];
+        v[k++] = (solo_srv){kb__link_svc(fab, l, p), kb__link_svc(fab, l, s), l->ow_ps};
+    }
+    return k;
+}
+
+int kb__fab_solo_short(const kb__fabric *fab, const kb__route *r, uint64_t bytes, uint32_t p,
+                       uint32_t at, kb__time lead, kb__time *last, kb__time *prev)
+{
+    uint64_t n = (bytes + p - 1) / p;
+    uint32_t s = (uint32_t)(bytes - (n - 1) * p);
+    solo_srv inl[16], *v = 2 * r->n <= 16 ? inl : malloc(2 * r->n * sizeof *v);
+    kb__time einl[16], *e = 2 * r->n <= 16 ? einl : malloc(2 * r->n * sizeof *e);
+    if (!v || !e) {
+        if (v != inl) free(v);
+        if (e != einl) free(e);
+        return KB_ENOMEM;
+    }
+    uint32_t k = servers(fab, r, p, s, v);
+    /* the `at` full packets before it, offered at `lead` (0 when at > 0):
+     * the closed form of the one before it on every server */
+    kb__time sum_p = 0, sum_ow = 0, max_p = 0;
+    for (uint32_t q = 0; q < k; q++) {
+        sum_p += v[q].p;
+        max_p = v[q].p > max_p ? v[q].p : max_p;
+        e[q] = at ? lead + sum_p + sum_ow + (kb__time)(at - 1) * max_p : 0;
+        sum_ow += v[q].ow;
+    }
+    /* the short packet, offered at 0, then the full ones after it, offered
+     * at `lead`, one after the other through the tandem */
+    kb__time before = 0;
+    for (uint64_t i = at; i < n; i++) {
+        int short_one = i == at;
+        kb__time t = short_one ? 0 : lead;
+        before = e[k - 1] + v[k - 1].ow;
+        for (uint32_t q = 0; q < k; q++) {
+            kb__time start = t > e[q] ? t : e[q];
+            e[q] = start + (short_one ? v[q].s : v[q].p);
+            t = e[q] + v[q].ow;
+        }
+    }
+    *last = e[k - 1] + v[k - 1].ow;
+    *prev = n >= 2 ? before : *last;
+    if (v != inl) free(v);
+    if (e != einl) free(e);
+    return 0;
 }
 
 kb__time kb__fab_drain(const kb__fabric *fab, const kb__route *r, uint64_t bytes, uint32_t p)

@@ -73,6 +73,8 @@ void kb__fab_msg_init(kb__fab_msg *msg, kb__fabric *fab, const kb__route *route,
     msg->wait_last_at = 0;
     msg->t_prev = 0;
     msg->flow = NULL;
+    msg->short_at = msg->npkts - 1;
+    msg->short_lead = 0;
 }
 
 void kb__fab_msg_set_trace(kb__fab_msg *msg, kb__fab_hop *trace)

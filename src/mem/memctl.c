@@ -253,16 +253,24 @@ static void message_count(kb__mem_xfer *x, kb__time at)
             kb__memctl_util_add(mc, at, at, at + busy / mc->channels + (k < busy % mc->channels));
 }
 
-static void write_message(kb__sim *sim, kb__mem_xfer *x, kb__time at, kb__time prev)
+/* Lands message m's bytes (message grain). The packet that arrives last
+ * lands at m->t_arrive, the one before at m->t_prev: on one channel the last
+ * waits for the one before, on two they are served side by side. They are
+ * the last two packets, or for a read whose short last packet arrived
+ * earlier (m->short_at), the last full packet and the one before it in
+ * arrival order. */
+static void write_message(kb__sim *sim, kb__mem_xfer *x, const kb__fab_msg *m)
 {
     kb__memctl *mc = x->mc;
-    /* the last packet lands at `at`, the one before at `prev`: on one channel
-     * the last waits for the one before, on two they are served side by side */
-    kb__time last = kb__memctl_service_ps(mc, pkt_size(x, x->npkts - 1)), end = at + last;
-    if (x->npkts >= 2) {
-        kb__time e = prev + kb__memctl_service_ps(mc, x->pkt_bytes);
-        uint64_t off = x->offset + (uint64_t)(x->npkts - 2) * x->pkt_bytes;
-        if (!x->runs && kb__memctl_channel(mc, off) == kb__memctl_channel(mc, off + x->pkt_bytes))
+    uint32_t n = x->npkts, il = n - 1, ip = n - 2;
+    if (n >= 2 && m->short_at + 1 < n)
+        il = n - 2, ip = m->short_at + 2 == n ? n - 1 : n - 3;
+    kb__time at = m->t_arrive, last = kb__memctl_service_ps(mc, pkt_size(x, il)), end = at + last;
+    if (n >= 2) {
+        kb__time e = m->t_prev + kb__memctl_service_ps(mc, pkt_size(x, ip));
+        uint64_t ol = x->offset + (uint64_t)il * x->pkt_bytes,
+                 op = x->offset + (uint64_t)ip * x->pkt_bytes;
+        if (!x->runs && kb__memctl_channel(mc, ol) == kb__memctl_channel(mc, op))
             end = (e > at ? e : at) + last;
         else
             end = e > end ? e : end;
@@ -290,7 +298,7 @@ static void write_message(kb__sim *sim, kb__mem_xfer *x, kb__time at, kb__time p
 void kb__mem_write_arrived(kb__sim *sim, kb__mem_xfer *x, const kb__fab_msg *m, uint32_t pkt)
 {
     if (x->mc->grain == KB__GRAIN_MESSAGE)
-        write_message(sim, x, m->t_arrive, m->t_prev);
+        write_message(sim, x, m);
     else
         kb__mem_write_packet(sim, x, pkt, m->t_arrive);
 }
@@ -352,6 +360,37 @@ static int read_is_first(const kb__memctl *mc, const kb__time *leave, uint32_t n
     return leave[n - 1] < earliest + mc->min_ps + mc->lat_ps;
 }
 
+/* Where read x's short last packet reaches the memory's out-link among
+ * the full ones, as the packet model serves them (docs/timing-model.md,
+ * "Memories"): every packet's channel is reserved at once, so a packet
+ * leaves after the earlier packets of its channel, and the short one
+ * (served faster) before the full ones of as many earlier ones (with them
+ * when its service rounds to theirs, after them: they come first). *at
+ * gets how many full packets are offered before it (npkts - 1: in order),
+ * *lead how long before the full ones it is offered when it is first.
+ * Gathers keep the order. KB_ENOMEM. */
+static int short_place(const kb__mem_xfer *x, uint32_t *at, kb__time *lead)
+{
+    const kb__memctl *mc = x->mc;
+    uint32_t n = x->npkts, s = pkt_size(x, n - 1);
+    *at = n - 1, *lead = 0;
+    if (n < 2 || s == x->pkt_bytes || x->runs) return 0;
+    uint32_t inl[64], *cnt = mc->channels <= 64 ? inl : calloc(mc->channels, sizeof *cnt);
+    if (!cnt) return KB_ENOMEM;
+    memset(cnt, 0, (mc->channels <= 64 ? mc->channels : 0) * sizeof *cnt);
+    for (uint32_t i = 0; i + 1 < n; i++)
+        cnt[kb__memctl_channel(mc, x->offset + (uint64_t)i * x->pkt_bytes)]++;
+    kb__time sp = kb__memctl_service_ps(mc, x->pkt_bytes), ss = kb__memctl_service_ps(mc, s);
+    uint32_t ks = cnt[kb__memctl_channel(mc, x->offset + (uint64_t)(n - 1) * x->pkt_bytes)];
+    uint32_t before = ks + (ss == sp), j = 0;
+    for (uint32_t c = 0; c < mc->channels; c++)
+        j += cnt[c] < before ? cnt[c] : before;
+    if (cnt != inl) free(cnt);
+    *at = j;
+    *lead = j ? 0 : sp - ss;
+    return 0;
+}
+
 void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x, kb__time at)
 {
     x->out->t_start = at;
@@ -359,8 +398,12 @@ void kb__mem_read_start(kb__sim *sim, kb__mem_xfer *x, kb__time at)
     x->mc->bytes_read += x->bytes;
     if (x->mc->grain == KB__GRAIN_MESSAGE) {
         message_count(x, at);
+        if (short_place(x, &x->out->short_at, &x->out->short_lead)) {
+            kb__sim_fail(sim, KB_ENOMEM, "memory read: out of host memory for its packets");
+            return;
+        }
         kb__time leave = at + kb__memctl_service_ps(x->mc, pkt_size(x, 0)) + x->mc->lat_ps;
-        kb__fab_send_at(sim, x->out, leave);
+        kb__fab_send_at(sim, x->out, leave - x->out->short_lead);
         x->out->t_start = at; /* the request's arrival, as at packet grain */
         return;
     }

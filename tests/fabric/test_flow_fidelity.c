@@ -64,6 +64,26 @@ Test(flow_fidelity, a_write_of_any_size_takes_the_packet_models_time)
     kb__device_destroy(fl);
 }
 
+/* Reads of sizes whose last packet is short: that packet leaves the
+ * memory before the full ones of its round (it is served faster), so it
+ * reaches the first link first (up to 16 packets: one round of the 16
+ * channels) or among them; then the transfer into the TCM lands its last
+ * full packet last. */
+Test(flow_fidelity, a_read_of_any_size_takes_the_packet_models_time)
+{
+    kb__device *pk = kb_test_device(NULL, 0, 0), *fl = kb_test_device(flow_set, 1, 0);
+    static const int cases[] = {KB__PROBE_D2H, KB__PROBE_PE_LOCAL_HBM,
+                                KB__PROBE_PE_REMOTE_CUBE_HBM, KB__PROBE_PE_REMOTE_SIP_HBM};
+    uint64_t sizes[] = {1, 100, 300, 700, 1000, 2000, 4097, 5000, 65535, 1000001};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+            cr_assert_eq(probe_alone(fl, cases[c], sizes[i]), probe_alone(pk, cases[c], sizes[i]),
+                         "%s, %llu bytes", kb__probe_case_name(cases[c]),
+                         (unsigned long long)sizes[i]);
+    kb__device_destroy(pk);
+    kb__device_destroy(fl);
+}
+
 Test(flow_fidelity, transfers_from_one_source_queue_as_in_the_packet_model)
 {
     kb__device *pk = kb_test_device(NULL, 0, 0), *fl = kb_test_device(flow_set, 1, 0);
