@@ -209,6 +209,13 @@ int kb__tile_broadcast_to_infer(const kb__tile_desc *x, int ndim, const int64_t 
 int kb__tile_binary(kb__tile_op op, const kb__tile_desc *out, void *out_data,
                     const kb__tile_desc *a, const void *a_data, const kb__tile_desc *b,
                     const void *b_data, kb__err *err);
+/* kb__tile_binary where an operand marked splat holds one element that every
+ * element of the tile its descriptor describes equals (a constant tile):
+ * it is read at stride 0, so the result is kb__tile_binary's on the tile
+ * written out, bit for bit. */
+int kb__tile_binary_splat(kb__tile_op op, const kb__tile_desc *out, void *out_data,
+                          const kb__tile_desc *a, const void *a_data, bool a_splat,
+                          const kb__tile_desc *b, const void *b_data, bool b_splat, kb__err *err);
 int kb__tile_unary(kb__tile_op op, const kb__tile_desc *out, void *out_data, const kb__tile_desc *x,
                    const void *x_data, kb__err *err);
 int kb__tile_ternary(kb__tile_op op, const kb__tile_desc *out, void *out_data,

@@ -284,6 +284,19 @@ int kb__tile_binary(kb__tile_op op, const kb__tile_desc *out, void *out_data,
                     const kb__tile_desc *a, const void *a_data, const kb__tile_desc *b,
                     const void *b_data, kb__err *err)
 {
+    return kb__tile_binary_splat(op, out, out_data, a, a_data, false, b, b_data, false, err);
+}
+
+/* A view of one element: every position reads it. */
+static void view_splat(kb__tile_view *v)
+{
+    v->bs = v->rs = v->cs = 0;
+}
+
+int kb__tile_binary_splat(kb__tile_op op, const kb__tile_desc *out, void *out_data,
+                          const kb__tile_desc *a, const void *a_data, bool a_splat,
+                          const kb__tile_desc *b, const void *b_data, bool b_splat, kb__err *err)
+{
     kb__tile_desc want;
     kb__dtype cdt, odt;
     int rc;
@@ -295,6 +308,8 @@ int kb__tile_binary(kb__tile_op op, const kb__tile_desc *out, void *out_data,
         (rc = kb__tile_binary_types_d(op, a, b, &cdt, &odt, err)))
         return rc;
     kb__tile_view va = kb__tile_view_of(a, a_data, out), vb = kb__tile_view_of(b, b_data, out);
+    if (a_splat) view_splat(&va);
+    if (b_splat) view_splat(&vb);
     int64_t rows, cols;
     kb__tile_rc(out, &rows, &cols);
     if (in_place_binary(op, &va, &vb, cdt, odt, rows, cols, out_data)) return 0;

@@ -240,17 +240,76 @@ static void mark_uniform(kb__tl_op *op)
         kb__pe_buf_mark_uniform(b, es);
 }
 
+/* Whether compute_values computes op with kb__tile_binary (its default
+ * case with two tiles). */
+static bool plain_binary(const kb__tl_op *op)
+{
+    switch (op->kind) {
+    case KB__OP_ARANGE:
+    case KB__OP_FULL:
+    case KB__OP_CAST:
+    case KB__OP_TRANS:
+    case KB__OP_BROADCAST_TO:
+    case KB__OP_SUM:
+    case KB__OP_MAX:
+    case KB__OP_MIN:
+    case KB__OP_ARGMAX:
+    case KB__OP_ARGMIN:
+    case KB__OP_XOR_SUM:
+    case KB__OP_SOFTMAX:
+    case KB__OP_CUMSUM:
+    case KB__OP_CUMPROD:
+    case KB__OP_RAND:
+    case KB__OP_RANDN:
+    case KB__OP_RANDINT:
+    case KB__OP_DOT:
+    case KB__OP_FMA:
+    case KB__OP_WHERE:
+    case KB__OP_CLAMP:
+        return false;
+    default:
+        return op->n_tiles == 2;
+    }
+}
+
+/* A binary op with one constant operand (and one written out): the
+ * constant is read as its one element at stride 0 (kb__tile_binary_splat),
+ * not written out first; the same bits. False when it does not apply. */
+static bool compute_splat(kb__tl_op *op, int *rc, kb__err *err)
+{
+    kb__pe_op *base = &op->base;
+    if (!plain_binary(op)) return false;
+    uint8_t v[2][KB__PE_BUF_CONST_MAX];
+    bool splat[2];
+    for (int i = 0; i < 2; i++)
+        splat[i] = base->in[i] != base->out &&
+                   kb__pe_buf_const_elem(base->in[i], kb__dtype_size(op->in_d[i].dtype), v[i]);
+    if (splat[0] == splat[1]) return false; /* both: compute_const declined */
+    int w = splat[0] ? 1 : 0;               /* the operand written out */
+    if (base->in[w] == base->out)
+        kb__pe_buf_bytes(base->in[w]);
+    else
+        kb__pe_buf_read(base->in[w]);
+    const kb__tile_desc *d = op->in_d;
+    *rc = kb__tile_binary_splat(op->kind, &op->out_d, base->out->data, &d[0],
+                                splat[0] ? (const void *)v[0] : base->in[0]->data, splat[0], &d[1],
+                                splat[1] ? (const void *)v[1] : base->in[1]->data, splat[1], err);
+    return true;
+}
+
 static int compute(kb__pe_op *base, kb__err *err)
 {
     kb__tl_op *op = (kb__tl_op *)base;
     int rc;
     if (compute_const(op, &rc, err)) return rc;
-    for (int i = 0; i < op->n_tiles; i++) /* read only: a constant operand stays one */
-        if (base->in[i] == base->out)
-            kb__pe_buf_bytes(base->in[i]);
-        else
-            kb__pe_buf_read(base->in[i]);
-    rc = compute_values(base, err);
+    if (!compute_splat(op, &rc, err)) {
+        for (int i = 0; i < op->n_tiles; i++) /* read only: a constant operand stays one */
+            if (base->in[i] == base->out)
+                kb__pe_buf_bytes(base->in[i]);
+            else
+                kb__pe_buf_read(base->in[i]);
+        rc = compute_values(base, err);
+    }
     if (!rc) mark_uniform(op);
     return rc;
 }

@@ -370,6 +370,63 @@ Test(tl_const, a_load_without_data_reads_zeros_in_the_time_it_takes_with_data)
     cr_assert_eq(without.item, (double)(R * C));
 }
 
+/* ---- one constant operand ---------------------------------------------------- */
+
+/* A binary op of a constant tile and one that varies reads the constant as
+ * its one element (it is never written out): the results are the host's. */
+typedef struct srec {
+    float f[5][R * C];
+    int32_t i[3][R * C];
+    bool f_written, i_written; /* the constants' bytes written out */
+} srec;
+
+static void splat_kernel(tl_ctx *k)
+{
+    srec *r = TM_ARG(k, srec);
+    int64_t n = R * C;
+    tl_tile x = tl_cast(k, tl_arange(k, 0, (int)n), TL_F32);
+    tl_tile cf = tl_full(k, 1, &n, 2.5, TL_F32);
+    tl_tile f[5] = {tl_add(k, cf, x), tl_sub(k, x, cf), tl_mul(k, cf, x), tl_div(k, x, cf),
+                    tl_sub(k, full2(k, 0.5, TL_F32),
+                           tl_cast(k, tl_arange(k, 0, C), TL_F32))}; /* [R, C] - [C] */
+    tl_tile xi = tl_arange(k, 0, (int)n);
+    tl_tile ci = tl_full(k, 1, &n, 7.0, TL_I32);
+    tl_tile i[3] = {tl_add(k, ci, xi), tl_sub(k, xi, ci), tl_mul(k, ci, xi)};
+    for (int j = 0; j < 5; j++)
+        tl_read(k, f[j], r->f[j], sizeof r->f[j]);
+    for (int j = 0; j < 3; j++)
+        tl_read(k, i[j], r->i[j], sizeof r->i[j]);
+    r->f_written = kb__tl_slot_of(k, cf, "test")->buf->cwritten;
+    r->i_written = kb__tl_slot_of(k, ci, "test")->buf->cwritten;
+}
+
+Test(tl_const, a_binary_op_reads_its_one_constant_operand_without_writing_it_out)
+{
+    kb__pe_params p;
+    tm_params_simple(&p);
+    tm_machine m;
+    tm_init(&m, 1, &p);
+    srec *r = calloc(1, sizeof *r);
+    cr_assert_not_null(r);
+    kb__tl_launch_desc d = tm_desc("splat", splat_kernel, 1, r);
+    kb__err e;
+    cr_assert_eq(tm_run(&m, &d, 1, &e, NULL), 0, "%s", e.msg);
+    tm_fini(&m);
+    for (int j = 0; j < R * C; j++) {
+        float x = (float)j;
+        cr_assert_eq(r->f[0][j], 2.5f + x, "add %d", j);
+        cr_assert_eq(r->f[1][j], x - 2.5f, "sub %d", j);
+        cr_assert_eq(r->f[2][j], 2.5f * x, "mul %d", j);
+        cr_assert_eq(r->f[3][j], x / 2.5f, "div %d", j);
+        cr_assert_eq(r->f[4][j], 0.5f - (float)(j % C), "broadcast sub %d", j);
+        cr_assert_eq(r->i[0][j], 7 + j, "i32 add %d", j);
+        cr_assert_eq(r->i[1][j], j - 7, "i32 sub %d", j);
+        cr_assert_eq(r->i[2][j], 7 * j, "i32 mul %d", j);
+    }
+    cr_assert(!r->f_written && !r->i_written, "the constants stay unwritten");
+    free(r);
+}
+
 /* ---- a masked load under --no-data ----------------------------------------- */
 
 /* Lanes at an even element are read; the others take other (a constant:
