@@ -38,6 +38,7 @@ void kb__ccl_phases_free(kb__ccl_phase *ph, uint32_t n_phases)
     for (uint32_t i = 0; ph && i < n_phases; i++) {
         kb__event_fini(&ph[i].posted);
         free(ph[i].at_start);
+        free(ph[i].mem_at_start);
         for (uint32_t r = 0; ph[i].rings && r < ph[i].n_rings; r++) {
             free(ph[i].rings[r].members);
             free(ph[i].rings[r].v);
@@ -56,12 +57,22 @@ void kb__ccl_board_start(kb__ccl_board *b, tl_ctx *k)
     uint32_t n = kb__fabric_link_count(fab);
     ph->others = kb__rt_launches_running(m) > 1;
     ph->next_launch = m->next_launch_id;
+    const kb__device *d = m->dev;
     ph->at_start = malloc((n ? n : 1) * sizeof *ph->at_start);
-    if (!ph->at_start) kb__pe_raise(&k->prog, KB_ENOMEM, "calibrated ring: out of host memory");
+    ph->mem_at_start = malloc((d->n_mems ? d->n_mems : 1) * sizeof *ph->mem_at_start);
+    if (!ph->at_start || !ph->mem_at_start)
+        kb__pe_raise(&k->prog, KB_ENOMEM, "calibrated ring: out of host memory");
     for (uint32_t i = 0; i < n; i++) {
         const kb__link *l = kb__fabric_link(fab, i);
         ph->at_start[i] = (kb__ccl_link_snap){l->bytes, l->packets, l->busy_ps};
     }
+    for (uint32_t i = 0; i < d->n_mems; i++) {
+        const kb__memctl *mc = &d->mems[i];
+        ph->mem_at_start[i] = (kb__ccl_mem_snap){mc->bytes_read, mc->bytes_written, mc->packets,
+                                                 mc->busy_ps, mc->wait_ps};
+    }
+    memcpy(ph->msgs_at_start, m->stats.messages, sizeof ph->msgs_at_start);
+    memcpy(ph->bytes_at_start, m->stats.bytes, sizeof ph->bytes_at_start);
 }
 
 void kb__ccl_pe_snap_take(const kb__pe *pe, kb__ccl_pe_snap *s)
@@ -224,6 +235,19 @@ static int decide(kb__ccl_phase *ph, int steps, kb__err *err)
         kb__fabric_link_count_more(fab, i, scaled(l->bytes - s->bytes, num, den),
                                    scaled(l->packets - s->packets, num, den),
                                    scaled(l->busy_ps - s->busy_ps, num, den));
+    }
+    for (uint32_t i = 0; i < m->dev->n_mems; i++) {
+        kb__memctl *mc = &m->dev->mems[i];
+        const kb__ccl_mem_snap *s = &ph->mem_at_start[i];
+        mc->bytes_read += scaled(mc->bytes_read - s->bytes_read, num, den);
+        mc->bytes_written += scaled(mc->bytes_written - s->bytes_written, num, den);
+        mc->packets += scaled(mc->packets - s->packets, num, den);
+        mc->busy_ps += scaled(mc->busy_ps - s->busy_ps, num, den);
+        mc->wait_ps += scaled(mc->wait_ps - s->wait_ps, num, den);
+    }
+    for (int k = 0; k < KB_MSG_KIND_COUNT; k++) {
+        m->stats.messages[k] += scaled(m->stats.messages[k] - ph->msgs_at_start[k], num, den);
+        m->stats.bytes[k] += scaled(m->stats.bytes[k] - ph->bytes_at_start[k], num, den);
     }
     return 0;
 }

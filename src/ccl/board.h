@@ -24,8 +24,9 @@
  *     steps; every link by what the phase's warm-ups added to it, scaled by
  *     the ranks' DMA operations of the second halves per step, times the
  *     remaining steps, over those of the whole warm-ups (which also hold
- *     the stream's start: the first own pieces' loads). In data mode each
- *     ring's value is made then (below);
+ *     the stream's start: the first own pieces' loads); every memory's
+ *     counters and the machine's message counts (kb_stats) the same way.
+ *     In data mode each ring's value is made then (below);
  *   - message by message after all: when another launch ran on the machine
  *     during the warm-up (its traffic cannot be told from the ring's), the
  *     streams go on from where their warm-ups stopped.
@@ -63,6 +64,12 @@ typedef struct kb__ccl_link_snap {
     kb__time busy_ps;
 } kb__ccl_link_snap;
 
+/* A memory's counters at a phase's start. */
+typedef struct kb__ccl_mem_snap {
+    uint64_t bytes_read, bytes_written, packets;
+    kb__time busy_ps, wait_ps;
+} kb__ccl_mem_snap;
+
 /* A PE's unit counters (one rank's, at a warm-up step). */
 typedef struct kb__ccl_pe_snap {
     kb__time busy_ps[KB__PE_UNIT_COUNT];
@@ -80,11 +87,13 @@ typedef struct kb__ccl_phase {
     int warmup;    /* steps run message by message */
     uint32_t want; /* ranks that post (every rank of the call) */
     uint32_t n_started, n_posted;
-    int others;                  /* another launch was running at the first start */
-    uint64_t next_launch;        /* the machine's next launch serial at the first start */
-    kb__ccl_link_snap *at_start; /* [links], taken at the first start */
-    uint64_t dma_all, dma_half;  /* DMA ops of the posted warm-ups: all, second halves */
-    int calibrated;              /* the decision (valid once `posted` fired) */
+    int others;                     /* another launch was running at the first start */
+    uint64_t next_launch;           /* the machine's next launch serial at the first start */
+    kb__ccl_link_snap *at_start;    /* [links], taken at the first start */
+    kb__ccl_mem_snap *mem_at_start; /* [memories], then */
+    uint64_t msgs_at_start[KB_MSG_KIND_COUNT], bytes_at_start[KB_MSG_KIND_COUNT]; /* then */
+    uint64_t dma_all, dma_half; /* DMA ops of the posted warm-ups: all, second halves */
+    int calibrated;             /* the decision (valid once `posted` fired) */
     kb__event posted;
     struct kb__ccl_board *rings; /* [n_rings] */
     uint32_t n_rings;

@@ -17,6 +17,8 @@
  * - fabric.ring_warmup=1 is refused; the packet model never calibrates.
  */
 #include "ccl/coll_fixture.h"
+#include "mem/memctl.h"
+#include "runtime/observe.h"
 
 #define W 32   /* ranks: each half of the all-reduce has 31 steps */
 #define N 1003 /* elements per rank: chunks of 31 and 32 elements */
@@ -140,11 +142,18 @@ Test(coll_calibrated, f32_sum_is_the_ring_order)
     kb_close(m);
 }
 
+/* What a run counted besides links: DMA messages and their bytes
+ * (kb_stats), and the bytes every memory read and wrote. */
+typedef struct counted {
+    uint64_t dma_msgs, dma_bytes, mem_bytes;
+} counted;
+
 /* Span of one timing-only all-reduce of 128 ranks x 1 MiB (8 KiB chunks,
  * 127 steps per half: bandwidth-bound, the class docs/fidelity.md bounds)
- * on a machine opened with sets; its link bytes of every class in bytes[]. */
+ * on a machine opened with sets; its link bytes of every class in bytes[],
+ * the rest in *c. */
 static double span_128(const char *const *sets, size_t n_sets, uint64_t *bytes,
-                       uint32_t *calibrated)
+                       uint32_t *calibrated, counted *c)
 {
     kb_open_options o = {NULL, sets, n_sets, 1, NULL, 0};
     kb_machine *m = NULL;
@@ -157,9 +166,17 @@ static double span_128(const char *const *sets, size_t n_sets, uint64_t *bytes,
     kb__err e;
     kb__err_clear(&e);
     cr_assert_eq(kb__ccl_run(m, &r, &info, &e), 0, "%s", e.msg);
-    for (int c = 0; c < KB_LINK_CLASS_COUNT; c++)
-        cr_assert_eq(kb_stats_link_bytes(m, c, &bytes[c]), 0);
+    for (int k = 0; k < KB_LINK_CLASS_COUNT; k++)
+        cr_assert_eq(kb_stats_link_bytes(m, k, &bytes[k]), 0);
     *calibrated = info.calibrated;
+    kb_stats st;
+    cr_assert_eq(kb_stats_get(m, &st), 0);
+    c->dma_msgs = st.messages[KB_MSG_DMA], c->dma_bytes = st.bytes[KB_MSG_DMA];
+    uint32_t n;
+    const kb__memctl *mc = kb__rt_mems(m, &n);
+    c->mem_bytes = 0;
+    for (uint32_t i = 0; i < n; i++)
+        c->mem_bytes += mc[i].bytes_read + mc[i].bytes_written;
     kb_close(m);
     return (double)(info.t_run_end - info.t_run_start);
 }
@@ -170,8 +187,9 @@ Test(coll_calibrated, span_and_link_bytes_stay_within_the_bounds, .timeout = 120
     const char *msg[] = {"fabric.model=flow", "fabric.ring_warmup=0"};
     uint64_t bc[KB_LINK_CLASS_COUNT], bm[KB_LINK_CLASS_COUNT], bp[KB_LINK_CLASS_COUNT];
     uint32_t nc, nm, np;
-    double tc = span_128(cal, 1, bc, &nc), tm = span_128(msg, 2, bm, &nm),
-           tp = span_128(NULL, 0, bp, &np);
+    counted cc, cm, cp;
+    double tc = span_128(cal, 1, bc, &nc, &cc), tm = span_128(msg, 2, bm, &nm, &cm),
+           tp = span_128(NULL, 0, bp, &np, &cp);
     cr_assert_eq(nc, 2u, "both halves calibrated (got %u)", nc);
     cr_assert_eq(nm + np, 0u);
     cr_expect(fabs(tc / tm - 1) < 0.05, "calibrated %.3f us against message by message %.3f us",
@@ -189,6 +207,16 @@ Test(coll_calibrated, span_and_link_bytes_stay_within_the_bounds, .timeout = 120
                   kb_link_class_name((kb_link_class)c), (unsigned long long)bc[c],
                   (unsigned long long)bm[c]);
     }
+    /* the steps not run are counted in the messages and the memories too
+     * (message by message they are 2 x 127 DMA transfers per rank and 2) */
+    cr_assert_eq(cm.dma_msgs, 128u * (2 * 127 + 2));
+    const uint64_t got[] = {cc.dma_msgs, cc.dma_bytes, cc.mem_bytes},
+                   want[] = {cm.dma_msgs, cm.dma_bytes, cm.mem_bytes};
+    static const char *const what[] = {"DMA messages", "DMA bytes", "memory bytes"};
+    for (int i = 0; i < 3; i++)
+        cr_expect(fabs((double)got[i] / (double)want[i] - 1) < 0.10,
+                  "%s: %llu calibrated against %llu message by message", what[i],
+                  (unsigned long long)got[i], (unsigned long long)want[i]);
 }
 
 /* The hierarchical all-reduce over both SIPs: groups of 16 ranks, whose
