@@ -228,13 +228,17 @@ static int decide(kb__ccl_phase *ph, int steps, kb__err *err)
     unsigned __int128 den =
         (unsigned __int128)ph->dma_all * (uint64_t)(ph->warmup - ph->warmup / 2);
     if (!den) return 0;
+    /* the steps not run take from now to the phase's last arrival */
+    kb__time now = kb__sim_now(m->dev->sim), end = now;
+    for (uint32_t r = 0; r < ph->n_rings; r++)
+        if (kb__ccl_board_end(&ph->rings[r]) > end) end = kb__ccl_board_end(&ph->rings[r]);
     for (uint32_t i = 0; i < kb__fabric_link_count(fab); i++) {
         const kb__link *l = kb__fabric_link(fab, i);
         const kb__ccl_link_snap *s = &ph->at_start[i];
         if (l->bytes == s->bytes && l->packets == s->packets && l->busy_ps == s->busy_ps) continue;
         kb__fabric_link_count_more(fab, i, scaled(l->bytes - s->bytes, num, den),
                                    scaled(l->packets - s->packets, num, den),
-                                   scaled(l->busy_ps - s->busy_ps, num, den));
+                                   scaled(l->busy_ps - s->busy_ps, num, den), now, end);
     }
     for (uint32_t i = 0; i < m->dev->n_mems; i++) {
         kb__memctl *mc = &m->dev->mems[i];
@@ -242,7 +246,9 @@ static int decide(kb__ccl_phase *ph, int steps, kb__err *err)
         mc->bytes_read += scaled(mc->bytes_read - s->bytes_read, num, den);
         mc->bytes_written += scaled(mc->bytes_written - s->bytes_written, num, den);
         mc->packets += scaled(mc->packets - s->packets, num, den);
-        mc->busy_ps += scaled(mc->busy_ps - s->busy_ps, num, den);
+        kb__time busy = scaled(mc->busy_ps - s->busy_ps, num, den);
+        mc->busy_ps += busy;
+        if (mc->util && busy) kb__memctl_util_spread(mc, now, now, end, busy);
         mc->wait_ps += scaled(mc->wait_ps - s->wait_ps, num, den);
     }
     for (int k = 0; k < KB_MSG_KIND_COUNT; k++) {

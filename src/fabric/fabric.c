@@ -216,13 +216,14 @@ const kb__link *kb__fabric_link(const kb__fabric *fab, uint32_t id)
 }
 
 void kb__fabric_link_count_more(kb__fabric *fab, uint32_t id, uint64_t bytes, uint64_t packets,
-                                kb__time busy_ps)
+                                kb__time busy_ps, kb__time from, kb__time to)
 {
     if (id >= fab->n_links) return;
     kb__link *l = &fab->links[id];
     l->bytes += bytes;
     l->packets += packets;
     l->busy_ps = kb__time_add(l->busy_ps, busy_ps);
+    if (fab->util) kb__fab_util_spread(fab, l, from, to, busy_ps);
 }
 
 const kb__fab_node_desc *kb__fabric_node(const kb__fabric *fab, uint32_t id)

@@ -299,9 +299,10 @@ uint32_t kb__fabric_link_count(const kb__fabric *fab);
 uint32_t kb__fabric_down_count(const kb__fabric *fab);
 const kb__link *kb__fabric_link(const kb__fabric *fab, uint32_t id);
 /* Adds traffic to link id's statistics that no message carried: the steps
- * a calibrated ring (ccl/board.c) accounts for without running them. */
+ * a calibrated ring (ccl/board.c) accounts for without running them, over
+ * [from, to) (the link utilization of a trace gets busy_ps spread there). */
 void kb__fabric_link_count_more(kb__fabric *fab, uint32_t id, uint64_t bytes, uint64_t packets,
-                                kb__time busy_ps);
+                                kb__time busy_ps, kb__time from, kb__time to);
 const kb__fab_node_desc *kb__fabric_node(const kb__fabric *fab, uint32_t id);
 /* kb__ps_from_bytes_gbs(scale · bytes, gbs) through memo m (not part of its
  * owner's value: a const owner may update it). */

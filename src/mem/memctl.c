@@ -249,8 +249,7 @@ static void message_count(kb__mem_xfer *x, kb__time at)
     mc->packets += x->npkts;
     mc->busy_ps += busy;
     if (__builtin_expect(mc->util != NULL, 0)) /* every channel a share of it, from `at` */
-        for (uint32_t k = 0; k < mc->channels; k++)
-            kb__memctl_util_add(mc, at, at, at + busy / mc->channels + (k < busy % mc->channels));
+        kb__memctl_util_spread(mc, at, at, at + (busy + mc->channels - 1) / mc->channels, busy);
 }
 
 /* Lands message m's bytes (message grain). The packet that arrives last
@@ -263,8 +262,7 @@ static void write_message(kb__sim *sim, kb__mem_xfer *x, const kb__fab_msg *m)
 {
     kb__memctl *mc = x->mc;
     uint32_t n = x->npkts, il = n - 1, ip = n - 2;
-    if (n >= 2 && m->short_at + 1 < n)
-        il = n - 2, ip = m->short_at + 2 == n ? n - 1 : n - 3;
+    if (n >= 2 && m->short_at + 1 < n) il = n - 2, ip = m->short_at + 2 == n ? n - 1 : n - 3;
     kb__time at = m->t_arrive, last = kb__memctl_service_ps(mc, pkt_size(x, il)), end = at + last;
     if (n >= 2) {
         kb__time e = m->t_prev + kb__memctl_service_ps(mc, pkt_size(x, ip));

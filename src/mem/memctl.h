@@ -95,6 +95,11 @@ void kb__memctl_util_drop(kb__memctl *mc);
 /* Adds a channel service [start, end) for an arrival at `at` (call only
  * when mc->util is set). */
 void kb__memctl_util_add(kb__memctl *mc, kb__time at, kb__time start, kb__time end);
+/* Adds busy ps of channel time spread evenly over [start, end) (all at
+ * start when it is empty) for an arrival at `at`; the parts given to the
+ * buckets add up to busy (call only when mc->util is set). */
+void kb__memctl_util_spread(kb__memctl *mc, kb__time at, kb__time start, kb__time end,
+                            kb__time busy);
 
 /* Sets mc up from p. KB_EINVAL on a zero channel count, interleave or
  * bandwidth; KB_ENOMEM. */

@@ -11,8 +11,11 @@
  * reported in order (fn), buckets with no service only as the 0 after a
  * busy one, so a counter track drops back to zero. A service that started
  * before the oldest open bucket (a memory fed other than through its link)
- * is counted in that bucket. Cost: O(1) amortized per reservation plus the
- * buckets a service spans; nothing when off (reserve tests mc->util).
+ * is counted in that bucket. Busy time may also be spread over a stretch
+ * (kb__memctl_util_spread): a message's service over its channels in the
+ * flow model, the steps a calibrated ring did not run. Cost: O(1)
+ * amortized per reservation plus the buckets a service spans; nothing when
+ * off (reserve tests mc->util).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +57,27 @@ static void report(const kb__memctl *mc, struct kb__mem_util *u, size_t k)
     u->base += k;
 }
 
-void kb__memctl_util_add(kb__memctl *mc, kb__time at, kb__time start, kb__time end)
+/* Adds d ps to the open bucket b (>= base); out of memory the counters
+ * lose it. */
+static void put(struct kb__mem_util *u, uint64_t b, kb__time d)
+{
+    size_t i = (size_t)(b - u->base);
+    if (i >= u->cap) {
+        size_t cap = u->cap ? 2 * u->cap : 16;
+        while (cap <= i)
+            cap *= 2;
+        kb__time *v = realloc(u->busy, cap * sizeof *v);
+        if (!v) return;
+        u->busy = v;
+        u->cap = cap;
+    }
+    while (u->n <= i)
+        u->busy[u->n++] = 0;
+    u->busy[i] += d;
+}
+
+void kb__memctl_util_spread(kb__memctl *mc, kb__time at, kb__time start, kb__time end,
+                            kb__time busy)
 {
     struct kb__mem_util *u = mc->util;
     kb__time B = u->bucket_ps;
@@ -65,23 +88,25 @@ void kb__memctl_util_add(kb__memctl *mc, kb__time at, kb__time start, kb__time e
     report(mc, u, done);
     if (!u->n) u->base = start / B > u->base ? start / B : u->base;
     if (start < u->base * B) start = u->base * B < end ? u->base * B : end;
+    if (start >= end) {
+        if (busy) put(u, start / B, busy);
+        return;
+    }
+    kb__time s0 = start, span = end - start, given = 0;
     while (start < end) {
-        size_t i = (size_t)(start / B - u->base);
-        if (i >= u->cap) {
-            size_t cap = u->cap ? 2 * u->cap : 16;
-            while (cap <= i)
-                cap *= 2;
-            kb__time *v = realloc(u->busy, cap * sizeof *v);
-            if (!v) return; /* out of memory: the counters lose this service */
-            u->busy = v;
-            u->cap = cap;
-        }
-        while (u->n <= i)
-            u->busy[u->n++] = 0;
         kb__time stop = (start / B + 1) * B < end ? (start / B + 1) * B : end;
-        u->busy[i] += stop - start;
+        /* the busy time of [s0, stop), rounded, less what was given */
+        kb__time upto =
+            stop == end ? busy : (kb__time)((unsigned __int128)busy * (stop - s0) / span);
+        if (upto > given) put(u, start / B, upto - given);
+        given = upto > given ? upto : given;
         start = stop;
     }
+}
+
+void kb__memctl_util_add(kb__memctl *mc, kb__time at, kb__time start, kb__time end)
+{
+    kb__memctl_util_spread(mc, at, start, end, end > start ? end - start : 0);
 }
 
 void kb__memctl_util_drop(kb__memctl *mc)

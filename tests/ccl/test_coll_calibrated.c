@@ -428,3 +428,62 @@ Test(coll_calibrated, the_steps_not_run_are_one_span_per_rank_and_half)
     cr_assert_eq(at_end[1], W, "%d ranks end the second half together", at_end[1]);
     cr_assert_eq(work, (uint64_t)2 * 27 * N * sizeof(float));
 }
+
+/* The trace's link and memory counters (100 ns buckets) of the calibrated
+ * all-reduce add up to the links' and memories' busy time, the steps not
+ * run included (spread from the decision to the last arrival). */
+Test(coll_calibrated, the_trace_counters_count_the_steps_not_run)
+{
+    kb_machine *m = flow_machine(4, 1);
+    kb_tensor t = cf_tensor(m, "x", CF_CUBES, W, N, KB_F32, 0);
+    cr_assert_eq(kb_stats_reset(m), 0);
+    uint32_t n_mems;
+    const kb__memctl *mc = kb__rt_mems(m, &n_mems);
+    uint64_t *mem0 = calloc(n_mems, sizeof *mem0);
+    for (uint32_t i = 0; i < n_mems; i++)
+        mem0[i] = mc[i].busy_ps;
+    const char *path = "coll_calibrated_counters.json";
+    const uint64_t bucket = 100000;
+    kb_trace_opts o = {.counter_bucket_ps = bucket};
+    cr_assert_eq(kb_trace_start_opts(m, path, &o), 0, "%s", kb_last_error(m));
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 1, &t, NULL, 0, NULL, 0, 0, NULL};
+    kb__coll_info info;
+    kb__err e;
+    kb__err_clear(&e);
+    cr_assert_eq(kb__ccl_run(m, &r, &info, &e), 0, "%s", e.msg);
+    cr_assert_eq(info.calibrated, 2u);
+    cr_assert_eq(kb_trace_stop(m), 0, "%s", kb_last_error(m));
+    kb_link_info li[8];
+    int nl = kb_busiest_links(m, li, 8);
+    cr_assert_gt(nl, 0);
+    /* names, then the busy time (ps) the counters must add up to */
+    const char *name[8 + 64];
+    double want[8 + 64], got[8 + 64] = {0};
+    int n = 0, samples[8 + 64] = {0};
+    for (int i = 0; i < nl; i++)
+        name[n] = li[i].name, want[n++] = (double)li[i].busy_ps;
+    for (uint32_t i = 0; i < n_mems && n < 8 + 64; i++)
+        if (mc[i].busy_ps > mem0[i]) /* a memory's counters are a fraction of all its channels */
+            name[n] = mc[i].name, want[n++] = (double)(mc[i].busy_ps - mem0[i]) / mc[i].channels;
+    FILE *f = fopen(path, "r");
+    cr_assert(f);
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        if (!strstr(line, "\"ph\":\"C\"")) continue;
+        for (int i = 0; i < n; i++) {
+            char key[300];
+            snprintf(key, sizeof key, "{\"name\":\"%s\",", name[i]);
+            const char *v = strstr(line, "\"busy\":");
+            if (strncmp(line, key, strlen(key)) || !v) continue;
+            got[i] += strtod(v + 7, NULL) * (double)bucket;
+            samples[i]++;
+        }
+    }
+    fclose(f);
+    remove(path);
+    for (int i = 0; i < n; i++)
+        cr_expect(fabs(got[i] - want[i]) <= samples[i] * 0.5e-4 * (double)bucket + 1,
+                  "%s: counters give %.0f ps, busy %.0f", name[i], got[i], want[i]);
+    free(mem0);
+    kb_close(m);
+}
