@@ -212,7 +212,8 @@ int kb__mmu_translate(const kb__mmu *mmu, uint32_t pe, uint64_t va, uint64_t *pa
 uint64_t kb__mmu_translate_cost(const kb__mmu *mmu, uint64_t va, uint64_t len)
 {
     if (len == 0) return 0;
-    uint64_t first = va / mmu->page_size, last = (va + len - 1) / mmu->page_size;
+    int sh = __builtin_ctzll(mmu->page_size); /* a power of two (checked when made) */
+    uint64_t first = va >> sh, last = (va + len - 1) >> sh;
     return (last - first + 1) * mmu->translate_ps;
 }
 
