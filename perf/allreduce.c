@@ -27,31 +27,17 @@ int kb__perf_allreduce(const kb__perf_workload *w, kb__perf_result *r)
 
 int kb__perf_allreduce_8192_flow(const kb__perf_workload *w, kb__perf_result *r)
 {
-    const char *sets[] = {"system.sips=64", "fabric.model=flow"};
-    kb_open_options o = {NULL, sets, 2, 1, NULL, 0};
-    kb_machine *m = NULL;
-    int rc = kb_open(&m, &o, r->error, sizeof r->error);
-    if (rc) return rc;
-    kb_bench_opts opts;
-    kb_bench_opts_init(&opts);
-    rc = kb_bench_opts_add(&opts, "algorithm=hier_allreduce");
-    kb_bench_result res;
-    memset(&res, 0, sizeof res);
-    double t0 = kb__perf_now();
-    if (!rc) rc = kb_bench_run(m, kb_bench_find("ccl_allreduce"), &opts, 1, &res);
-    double t1 = kb__perf_now();
-    if (rc) snprintf(r->error, sizeof r->error, "%s", res.error[0] ? res.error : opts.error);
-    kb__perf_done(r, (uint64_t)w->size * (1u << 20), t0, t1);
-    kb__perf_extra_add(r, "sim_ps", (double)kb_bench_sim_ps(&res), "ps");
-    kb__perf_extra_add(r, "measured_wall_s", res.measured_wall_s, "s");
-    kb_close(m);
+    static const char *const sets[] = {"system.sips=64", "fabric.model=flow"};
+    static const char *const kv[] = {"algorithm=hier_allreduce", NULL};
+    int rc = kb__perf_bench_sets("ccl_allreduce", kv, sets, 2, 1, r);
+    kb__perf_done(r, (uint64_t)w->size * (1u << 20), 0, r->wall_s);
     return rc;
 }
 
 int kb__perf_allreduce_flow(const kb__perf_workload *w, kb__perf_result *r)
 {
     static const char *const flow[] = {"fabric.model=flow"};
-    int rc = kb__perf_bench_sets("ccl_allreduce", NULL, flow, 1, r);
+    int rc = kb__perf_bench_sets("ccl_allreduce", NULL, flow, 1, 0, r);
     kb__perf_done(r, (uint64_t)w->size * (1u << 20), 0, r->wall_s);
     return rc;
 }

@@ -75,6 +75,7 @@ int kb__perf_fabric(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_qkv_gemm(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_matmul(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_tp_mlp(const kb__perf_workload *w, kb__perf_result *r);
+int kb__perf_tp_mlp_large_flow(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_transformer(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_transformer_llama_flow(const kb__perf_workload *w, kb__perf_result *r);
 int kb__perf_allreduce(const kb__perf_workload *w, kb__perf_result *r);
@@ -84,8 +85,9 @@ int kb__perf_allreduce_flow(const kb__perf_workload *w, kb__perf_result *r);
  * on a fresh built-in machine; n = GEMM FLOPs, extras sim_ps and pass. */
 int kb__perf_bench_once(const char *name, const char *const *kv, kb__perf_result *r);
 /* kb__perf_bench_once on the built-in machine with the machine settings
- * sets[0..n) (e.g. "fabric.model=flow"). */
+ * sets[0..n) (e.g. "fabric.model=flow"), timing only when no_data (then
+ * nothing is checked). */
 int kb__perf_bench_sets(const char *name, const char *const *kv, const char *const *sets, size_t n,
-                        kb__perf_result *r);
+                        int no_data, kb__perf_result *r);
 
 #endif

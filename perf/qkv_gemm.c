@@ -17,15 +17,15 @@
 /* Runs bench `name` with "k=v" options (NULL-terminated) once. */
 int kb__perf_bench_once(const char *name, const char *const *kv, kb__perf_result *r)
 {
-    return kb__perf_bench_sets(name, kv, NULL, 0, r);
+    return kb__perf_bench_sets(name, kv, NULL, 0, 0, r);
 }
 
 int kb__perf_bench_sets(const char *name, const char *const *kv, const char *const *sets, size_t n,
-                        kb__perf_result *r)
+                        int no_data, kb__perf_result *r)
 {
     kb_machine *m = NULL;
-    kb_open_options oo = {NULL, sets, n, 0, NULL, 0};
-    int rc = kb_open(&m, n ? &oo : NULL, r->error, sizeof r->error);
+    kb_open_options oo = {NULL, sets, n, no_data, NULL, 0};
+    int rc = kb_open(&m, n || no_data ? &oo : NULL, r->error, sizeof r->error);
     if (rc) return rc;
     kb_bench_opts o;
     kb_bench_opts_init(&o);
@@ -34,7 +34,7 @@ int kb__perf_bench_sets(const char *name, const char *const *kv, const char *con
     kb_bench_result res;
     memset(&res, 0, sizeof res);
     double t0 = kb__perf_now();
-    if (!rc) rc = kb_bench_run(m, kb_bench_find(name), &o, 0, &res);
+    if (!rc) rc = kb_bench_run(m, kb_bench_find(name), &o, no_data, &res);
     double t1 = kb__perf_now();
     if (rc) snprintf(r->error, sizeof r->error, "%s", res.error[0] ? res.error : o.error);
     if (!rc && !kb_bench_passed(&res)) {

@@ -26,24 +26,7 @@ int kb__perf_transformer(const kb__perf_workload *w, kb__perf_result *r)
 int kb__perf_transformer_llama_flow(const kb__perf_workload *w, kb__perf_result *r)
 {
     (void)w;
-    static const char *const sets[] = {"fabric.model=flow"};
-    kb_open_options oo = {NULL, sets, 1, 1, NULL, 0};
-    kb_machine *m = NULL;
-    int rc = kb_open(&m, &oo, r->error, sizeof r->error);
-    if (rc) return rc;
-    kb_bench_opts o;
-    kb_bench_opts_init(&o);
-    rc = kb_bench_opts_add(&o, "preset=llama2-7b");
-    if (!rc) rc = kb_bench_opts_add(&o, "warmup=false");
-    kb_bench_result res;
-    memset(&res, 0, sizeof res);
-    double t0 = kb__perf_now();
-    if (!rc) rc = kb_bench_run(m, kb_bench_find("transformer"), &o, 1, &res);
-    double t1 = kb__perf_now();
-    if (rc) snprintf(r->error, sizeof r->error, "%s", res.error[0] ? res.error : o.error);
-    kb__perf_done(r, res.stats.gemm_flops, t0, t1);
-    kb__perf_extra_add(r, "sim_ps", (double)kb_bench_sim_ps(&res), "ps");
-    kb__perf_extra_add(r, "measured_wall_s", res.measured_wall_s, "s");
-    kb_close(m);
-    return rc;
+    static const char *const flow[] = {"fabric.model=flow"};
+    static const char *const kv[] = {"preset=llama2-7b", "warmup=false", NULL};
+    return kb__perf_bench_sets("transformer", kv, flow, 1, 1, r);
 }
