@@ -368,6 +368,23 @@ Test(coll_calibrated, a_warmup_of_one_step_is_refused_and_packet_never_calibrate
     kb_close(m);
 }
 
+/* Runs the calibrated all-reduce of t on m under a trace to path (counter
+ * buckets of bucket ps, 0: the default); both halves calibrate. */
+static kb__coll_info traced_all_reduce(kb_machine *m, kb_tensor *t, const char *path,
+                                       uint64_t bucket)
+{
+    kb_trace_opts o = {.counter_bucket_ps = bucket};
+    cr_assert_eq(kb_trace_start_opts(m, path, &o), 0, "%s", kb_last_error(m));
+    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 1, t, NULL, 0, NULL, 0, 0, NULL};
+    kb__coll_info info;
+    kb__err e;
+    kb__err_clear(&e);
+    cr_assert_eq(kb__ccl_run(m, &r, &info, &e), 0, "%s", e.msg);
+    cr_assert_eq(info.calibrated, 2u);
+    cr_assert_eq(kb_trace_stop(m), 0, "%s", kb_last_error(m));
+    return info;
+}
+
 /* The trace of a calibrated all-reduce (W ranks, warm-up 4, 31 steps per
  * half): every rank has one span per half for steps 5-31, on its DMA track,
  * ending when its last step arrives, which is the same picosecond for every
@@ -381,14 +398,7 @@ Test(coll_calibrated, the_steps_not_run_are_one_span_per_rank_and_half)
     kb_machine *m = flow_machine(4, 1);
     kb_tensor t = cf_tensor(m, "x", CF_CUBES, W, N, KB_F32, 0);
     const char *path = "coll_calibrated_trace.json";
-    cr_assert_eq(kb_trace_start(m, path), 0, "%s", kb_last_error(m));
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 1, &t, NULL, 0, NULL, 0, 0, NULL};
-    kb__coll_info info;
-    kb__err e;
-    kb__err_clear(&e);
-    cr_assert_eq(kb__ccl_run(m, &r, &info, &e), 0, "%s", e.msg);
-    cr_assert_eq(info.calibrated, 2u);
-    cr_assert_eq(kb_trace_stop(m), 0, "%s", kb_last_error(m));
+    kb__coll_info info = traced_all_reduce(m, &t, path, 0);
     kb_close(m);
 
     FILE *f = fopen(path, "r");
@@ -444,15 +454,7 @@ Test(coll_calibrated, the_trace_counters_count_the_steps_not_run)
         mem0[i] = mc[i].busy_ps;
     const char *path = "coll_calibrated_counters.json";
     const uint64_t bucket = 100000;
-    kb_trace_opts o = {.counter_bucket_ps = bucket};
-    cr_assert_eq(kb_trace_start_opts(m, path, &o), 0, "%s", kb_last_error(m));
-    kb__coll_req r = {KB__CCL_ALL_REDUCE, KB_SUM, NULL, 1, &t, NULL, 0, NULL, 0, 0, NULL};
-    kb__coll_info info;
-    kb__err e;
-    kb__err_clear(&e);
-    cr_assert_eq(kb__ccl_run(m, &r, &info, &e), 0, "%s", e.msg);
-    cr_assert_eq(info.calibrated, 2u);
-    cr_assert_eq(kb_trace_stop(m), 0, "%s", kb_last_error(m));
+    traced_all_reduce(m, &t, path, bucket);
     kb_link_info li[8];
     int nl = kb_busiest_links(m, li, 8);
     cr_assert_gt(nl, 0);

@@ -46,22 +46,29 @@ Test(flow_fidelity, every_probe_case_alone_takes_the_packet_models_time)
     kb__device_destroy(fl);
 }
 
+/* Each of cases[0..nc) alone at each of sizes[0..ns) takes the same ps in
+ * both models. */
+static void alone_in_both(const int *cases, size_t nc, const uint64_t *sizes, size_t ns)
+{
+    kb__device *pk = kb_test_device(NULL, 0, 0), *fl = kb_test_device(flow_set, 1, 0);
+    for (size_t c = 0; c < nc; c++)
+        for (size_t i = 0; i < ns; i++)
+            cr_assert_eq(probe_alone(fl, cases[c], sizes[i]), probe_alone(pk, cases[c], sizes[i]),
+                         "%s, %llu bytes", kb__probe_case_name(cases[c]),
+                         (unsigned long long)sizes[i]);
+    kb__device_destroy(pk);
+    kb__device_destroy(fl);
+}
+
 /* Writes: into HBM, whose packets land on channels side by side (h2d), and
  * into a TCM, one channel, where a short last packet waits for the full
  * one before it when that one lands later than it could start (300 and
  * 5000 bytes). */
 Test(flow_fidelity, a_write_of_any_size_takes_the_packet_models_time)
 {
-    kb__device *pk = kb_test_device(NULL, 0, 0), *fl = kb_test_device(flow_set, 1, 0);
     static const int cases[] = {KB__PROBE_H2D, KB__PROBE_PE_TCM_TO_TCM, KB__PROBE_PE_SRAM};
-    uint64_t sizes[] = {1, 100, 300, 1000, 4097, 5000, 65536 + 40, 1000001};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-            cr_assert_eq(probe_alone(fl, cases[c], sizes[i]), probe_alone(pk, cases[c], sizes[i]),
-                         "%s, %llu bytes", kb__probe_case_name(cases[c]),
-                         (unsigned long long)sizes[i]);
-    kb__device_destroy(pk);
-    kb__device_destroy(fl);
+    static const uint64_t sizes[] = {1, 100, 300, 1000, 4097, 5000, 65536 + 40, 1000001};
+    alone_in_both(cases, 3, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 /* Reads of sizes whose last packet is short: that packet leaves the
@@ -71,17 +78,10 @@ Test(flow_fidelity, a_write_of_any_size_takes_the_packet_models_time)
  * full packet last. */
 Test(flow_fidelity, a_read_of_any_size_takes_the_packet_models_time)
 {
-    kb__device *pk = kb_test_device(NULL, 0, 0), *fl = kb_test_device(flow_set, 1, 0);
-    static const int cases[] = {KB__PROBE_D2H, KB__PROBE_PE_LOCAL_HBM,
-                                KB__PROBE_PE_REMOTE_CUBE_HBM, KB__PROBE_PE_REMOTE_SIP_HBM};
-    uint64_t sizes[] = {1, 100, 300, 700, 1000, 2000, 4097, 5000, 65535, 1000001};
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-            cr_assert_eq(probe_alone(fl, cases[c], sizes[i]), probe_alone(pk, cases[c], sizes[i]),
-                         "%s, %llu bytes", kb__probe_case_name(cases[c]),
-                         (unsigned long long)sizes[i]);
-    kb__device_destroy(pk);
-    kb__device_destroy(fl);
+    static const int cases[] = {KB__PROBE_D2H, KB__PROBE_PE_LOCAL_HBM, KB__PROBE_PE_REMOTE_CUBE_HBM,
+                                KB__PROBE_PE_REMOTE_SIP_HBM};
+    static const uint64_t sizes[] = {1, 100, 300, 700, 1000, 2000, 4097, 5000, 65535, 1000001};
+    alone_in_both(cases, 4, sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 Test(flow_fidelity, transfers_from_one_source_queue_as_in_the_packet_model)
