@@ -137,16 +137,17 @@ struct kb__pe_op {
 };
 
 typedef struct kb__pe_unit {
-    kb__pe_op *head, *tail; /* issued, not started, in program order */
-    uint32_t queued;        /* issued and not finished */
-    uint32_t parked;        /* of those, no_server ops already started (not in the issue queue) */
-    uint32_t busy;          /* in service */
-    uint32_t servers;       /* 1, or pe.dma.channels */
-    bool fenced;            /* a fence op is in service: no other op starts */
-    bool wake_posted;       /* a start retry is scheduled */
-    kb__time busy_ps;       /* statistics: summed service time */
-    uint64_t ops;           /* statistics: ops finished */
-    uint64_t work;          /* statistics: summed kb__pe_op.work of finished ops */
+    kb__pe_op *head, *tail;  /* issued, not started, in program order */
+    uint32_t queued;         /* issued and not finished */
+    uint32_t parked;         /* of those, no_server ops already started (not in the issue queue) */
+    uint32_t busy;           /* in service */
+    uint32_t servers;        /* 1, or pe.dma.channels */
+    uint32_t fifo_no_server; /* no_server ops in the FIFO (head .. tail) */
+    bool fenced;             /* a fence op is in service: no other op starts */
+    bool wake_posted;        /* a start retry is scheduled */
+    kb__time busy_ps;        /* statistics: summed service time */
+    uint64_t ops;            /* statistics: ops finished */
+    uint64_t work;           /* statistics: summed kb__pe_op.work of finished ops */
 } kb__pe_unit;
 
 struct kb__pe {

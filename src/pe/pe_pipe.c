@@ -249,6 +249,7 @@ static void unit_unlink(kb__pe_unit *u, kb__pe_op *prev, kb__pe_op *op)
     else
         u->head = op->next;
     if (u->tail == op) u->tail = prev;
+    if (op->no_server) u->fifo_no_server--;
 }
 
 /* Whether op, with a server free for it, can start now: its inputs ready.
@@ -300,6 +301,9 @@ static void unit_pump(kb__pe *pe, kb__pe_unit_id id)
     kb__pe_unit *u = &pe->unit[id];
     kb__time now = kb__sim_now(pe->sim);
     uint64_t epoch = ++pe->pump_epoch;
+    /* Every server busy: only a no_server op could start (the walk would
+     * only mark programs held) */
+    if (u->busy >= u->servers && !u->fifo_no_server) return;
     kb__pe_op *prev = NULL, *op = u->head;
     while (op && !u->fenced) {
         kb__pe_prog *g = op->prog;
@@ -516,6 +520,7 @@ void kb__pe_issue(kb__pe_prog *g, kb__pe_op *op)
     else
         u->head = op;
     u->tail = op;
+    if (op->no_server) u->fifo_no_server++;
     u->queued++;
     g->inflight++;
     unit_pump(pe, op->unit);
