@@ -180,6 +180,13 @@ int kb__ab_copy_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__c
 int kb__ab_credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
                          const kb__ccl_route *ring, uint64_t *out, kb__err *err);
 
+/* kb__ab_credit_rtt_ps with a slot carrying `slot` bytes (its metadata
+ * included): less than the slot size when every message of the stream is
+ * shorter than one slot's payload. */
+int kb__ab_credit_rtt_slot_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k,
+                              kb__ccl_dir dir, const kb__ccl_route *ring, uint64_t slot,
+                              uint64_t *out, kb__err *err);
+
 /* The credit's way back alone, the last part of kb__ab_credit_rtt_ps: from
  * the peer's DMA to rank k's (port dir), ps. */
 int kb__ab_credit_back_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
@@ -189,10 +196,13 @@ int kb__ab_credit_back_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t 
 double kb__ab_loop_ps(const kb__ab_credit_loop *c, double T);
 
 /* c := rank k's credit loop through port dir (route `ring` from its DMA to
- * the peer's ring) in phase a, alone rtt0_ps. */
+ * the peer's ring) in phase a, alone rtt0_ps, its slot carrying slot_bytes
+ * (the slot size, or less when every message is shorter than one slot's
+ * payload: a slot carries its message's bytes and its metadata only). */
 int kb__ab_loop_fill(const kb__topo *t, const kb__ccl_plan *plan, const kb__ab_phase_acc *a,
-                     uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, double own_sent,
-                     double own_copied, double rtt0_ps, kb__ab_credit_loop *c, kb__err *err);
+                     uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, uint64_t slot_bytes,
+                     double own_sent, double own_copied, double rtt0_ps, kb__ab_credit_loop *c,
+                     kb__err *err);
 
 /* The stretch of rank k's credit round trip in phase a of length T (the
  * loop of kb__ab_loop_fill, without its time alone). */

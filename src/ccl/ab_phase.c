@@ -370,10 +370,17 @@ static int request_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb
 int kb__ab_credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
                          const kb__ccl_route *ring, uint64_t *out, kb__err *err)
 {
+    return kb__ab_credit_rtt_slot_ps(t, plan, k, dir, ring, plan->r.s.slot_size, out, err);
+}
+
+int kb__ab_credit_rtt_slot_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k,
+                              kb__ccl_dir dir, const kb__ccl_route *ring, uint64_t slot,
+                              uint64_t *out, kb__err *err)
+{
     const kb__topo_params *tp = &t->params;
     const kb__ccl_settings *q = &plan->r.s;
     kb__ccl_loc at = plan->loc[k], nx = plan->ports[k][dir].loc;
-    uint64_t pk = kb__topo_packet_bytes(tp), slot = q->slot_size;
+    uint64_t pk = kb__topo_packet_bytes(tp);
     uint64_t first = slot < pk ? slot : pk;
     kb__ab_pe_nodes n = kb__ab_nodes_of(t, at);
     kb__ccl_route r = {0};
@@ -424,8 +431,9 @@ double kb__ab_loop_ps(const kb__ab_credit_loop *c, double T)
 }
 
 int kb__ab_loop_fill(const kb__topo *t, const kb__ccl_plan *plan, const kb__ab_phase_acc *a,
-                     uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, double own_sent,
-                     double own_copied, double rtt0_ps, kb__ab_credit_loop *c, kb__err *err)
+                     uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, uint64_t slot_bytes,
+                     double own_sent, double own_copied, double rtt0_ps, kb__ab_credit_loop *c,
+                     kb__err *err)
 {
     const kb__ccl_settings *q = &plan->r.s;
     kb__ccl_loc at = plan->loc[k], nx = plan->ports[k][dir].loc;
@@ -437,11 +445,11 @@ int kb__ab_loop_fill(const kb__topo *t, const kb__ccl_plan *plan, const kb__ab_p
     for (uint32_t i = 0; !rc && i < ring->n; i++)
         rc = kb__ab_push_link(t, &r, ring->links[i], err);
     if (!rc)
-        share_fill(t, a, &r, n.tcm, kb__ab_ring_node(t, nx, q->buffer_kind), (double)q->slot_size,
+        share_fill(t, a, &r, n.tcm, kb__ab_ring_node(t, nx, q->buffer_kind), (double)slot_bytes,
                    own_sent, 0, &c->trip);
     if (!rc && !(rc = kb__ab_copy_path(t, nx, q->buffer_kind, &r, err)))
         share_fill(t, a, &r, kb__ab_ring_node(t, nx, q->buffer_kind), kb__ab_nodes_of(t, nx).tcm,
-                   (double)(q->slot_size - KB__IPCQ_META_BYTES), own_copied, 0, &c->copy);
+                   (double)(slot_bytes - KB__IPCQ_META_BYTES), own_copied, 0, &c->copy);
     kb__ccl_route_fini(&r);
     return rc;
 }
@@ -451,7 +459,8 @@ int kb__ab_rtt_stretch_ps(const kb__topo *t, const kb__ccl_plan *plan, const kb_
                           double own_copied, double T, double *out, kb__err *err)
 {
     kb__ab_credit_loop c;
-    int rc = kb__ab_loop_fill(t, plan, a, k, dir, ring, own_sent, own_copied, 0, &c, err);
+    int rc = kb__ab_loop_fill(t, plan, a, k, dir, ring, plan->r.s.slot_size, own_sent, own_copied,
+                              0, &c, err);
     if (!rc) *out = kb__ab_loop_ps(&c, T);
     return rc;
 }

@@ -372,6 +372,7 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
         out->unpaced_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
         /* the credit loops under the phase's traffic */
         uint64_t xfer = piece < chunk ? piece : chunk, msg_slots = (xfer + payload - 1) / payload;
+        uint64_t slot_bytes = msg_slots > 1 ? q->slot_size : xfer + KB__IPCQ_META_BYTES;
         /* a chain's sender that receives nothing (the root of a broadcast, the
          * first rank of a reduce) keeps its own pace: its credits come back
          * during its own work unless the round trip is longer */
@@ -383,15 +384,16 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
             if (sends <= 0) continue;
             if ((rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][dir].loc, q->buffer_kind,
                                           &ring, err)) ||
-                (rc = kb__ab_credit_rtt_ps(t, plan, k, dir, &ring, &rtt_max, err)))
+                (rc = kb__ab_credit_rtt_slot_ps(t, plan, k, dir, &ring, slot_bytes, &rtt_max, err)))
                 break;
             /* graded: the stream's own flows beside a slot for the
              * fraction of its loop it moves (kb__ab_credit_solve) */
             double alone = (double)rtt_max,
                    own = graded ? 1 - alone / (alone + kb__ab_resume_ps(tp, q)) : 1;
             kb__ab_credit_loop *lp = &loops[n_loops];
-            if ((rc = kb__ab_loop_fill(t, plan, &acc[ph], k, dir, &ring, own * sends * wire,
-                                       own * sends * (double)chunk, alone, lp, err)))
+            if ((rc = kb__ab_loop_fill(t, plan, &acc[ph], k, dir, &ring, slot_bytes,
+                                       own * sends * wire, own * sends * (double)chunk, alone, lp,
+                                       err)))
                 break;
             if (paced && wk[W_RECV] <= 0)
                 kb__ab_worst(
