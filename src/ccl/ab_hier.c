@@ -119,25 +119,25 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
     return rc;
 }
 
-/* One group (S = 1): the kernel runs the ring all-gather on the group's
- * ring (algorithms/ring.c, kb__ccl_hier_all_gather: its own pieces come
- * from the input and are stored to the output, load and store pairs on
- * the in-order DMA unit), so the model is the ring all-gather's: one
- * phase's path, its fill and drain, and the two stretches of
- * kb__ccl_ring_half_bw. */
-static int one_group_all_gather(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c,
-                                uint64_t msg, uint64_t piece, uint64_t window,
-                                kb__ccl_hier_model *m, kb__err *err)
+/* One group (S = 1): the kernel is the ring reduce-scatter (half 0) or the
+ * ring all-gather (half 1) on the group's ring (algorithms/ring.c; the
+ * reduce-scatter a stream of chunks of N/L, its finished stores left
+ * behind the last loads; the all-gather, kb__ccl_hier_all_gather, with its
+ * own pieces from the input stored to the output, load and store pairs on
+ * the in-order DMA unit), so the model is kb__ccl_ring_half_bw's phase of
+ * that half with the ring's path, its fill and drain. */
+static int one_group(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c, uint64_t msg,
+                     uint64_t piece, uint64_t window, int half, kb__ccl_hier_model *m, kb__err *err)
 {
     kb__ccl_alphabeta in;
     kb__ccl_ring_bw bw;
     int rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
-    if (!rc) rc = kb__ccl_ring_half_bw(t, plan, c, piece, window, 1, &bw, err);
+    if (!rc) rc = kb__ccl_ring_half_bw(t, plan, c, piece, window, half, &bw, err);
     if (rc) return rc;
     m->path_ps = in.half_path_ps, m->hops = plan->world_size - 1, m->bw_gbs = in.bw_gbs;
     m->ends_ps = bw.ends_ps;
-    m->phase_ps[1] = bw.phase_ps[1];
-    snprintf(m->bottleneck[1], sizeof m->bottleneck[1], "%s", bw.bottleneck[1]);
+    m->phase_ps[half] = bw.phase_ps[half];
+    snprintf(m->bottleneck[half], sizeof m->bottleneck[half], "%s", bw.bottleneck[half]);
     return 0;
 }
 
@@ -150,7 +150,7 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
              ps, path;
     char what[160];
     int rc = 0;
-    if (S == 1) return one_group_all_gather(t, plan, c, msg, piece, window, m, err);
+    if (S == 1) return one_group(t, plan, c, msg, piece, window, 1, m, err);
     if (S > 1) {
         rc = peers_path(t, plan, msg, 1, &path, &m->bw_gbs, err);
         m->path_ps += path, m->hops += S - 1;
@@ -171,26 +171,6 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
     return rc;
 }
 
-/* One group (S = 1): the kernel is the ring reduce-scatter on the group's
- * ring (algorithms/ring.c, a stream of chunks of N/L), so the model is
- * kb__ccl_ring_half_bw's phase 0 with its path, fill and drain (the
- * finished stores left behind the last loads). */
-static int one_group_reduce_scatter(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c,
-                                    uint64_t msg, uint64_t piece, uint64_t window,
-                                    kb__ccl_hier_model *m, kb__err *err)
-{
-    kb__ccl_alphabeta in;
-    kb__ccl_ring_bw bw;
-    int rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
-    if (!rc) rc = kb__ccl_ring_half_bw(t, plan, c, piece, window, 0, &bw, err);
-    if (rc) return rc;
-    m->path_ps = in.half_path_ps, m->hops = plan->world_size - 1, m->bw_gbs = in.bw_gbs;
-    m->ends_ps = bw.ends_ps;
-    m->phase_ps[0] = bw.phase_ps[0];
-    snprintf(m->bottleneck[0], sizeof m->bottleneck[0], "%s", bw.bottleneck[0]);
-    return 0;
-}
-
 /* S steps, each a reduce-scatter in the group over one region of L blocks
  * (chunks of N/p: L loads, 1 store) then one message of N/p to the next
  * peer (1 load; the last step stores instead); one group: the group's
@@ -205,7 +185,7 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
     uint64_t msg = (c < piece ? c : piece) + KB__IPCQ_META_BYTES, best[2] = {0}, ps, path;
     char what[160];
     int rc = 0;
-    if (S == 1) return one_group_reduce_scatter(t, plan, c, msg, piece, window, m, err);
+    if (S == 1) return one_group(t, plan, c, msg, piece, window, 0, m, err);
     if (L > 1) {
         kb__ccl_alphabeta in;
         rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
