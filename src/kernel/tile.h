@@ -122,6 +122,12 @@ typedef enum kb__tile_op {
     KB__OP_COUNT
 } kb__tile_op;
 
+/* Whether op is an element-wise binary op (add ... ge: two operands). */
+static inline bool kb__tile_op_is_binary(kb__tile_op op)
+{
+    return op >= KB__OP_ADD && op <= KB__OP_GE;
+}
+
 /* The op's Triton-style name ("add", "argmax", ...); "invalid" otherwise. */
 const char *kb__tile_op_name(kb__tile_op op);
 

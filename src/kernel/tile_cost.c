@@ -77,7 +77,7 @@ static kb__tile_op_class class_of(kb__tile_op op)
 /* Operand count each op takes (dot: 2 or 3). */
 static int arity(kb__tile_op op)
 {
-    if (op <= KB__OP_GE || op == KB__OP_DOT) return 2;
+    if (kb__tile_op_is_binary(op) || op == KB__OP_DOT) return 2;
     if (op >= KB__OP_FMA && op <= KB__OP_CLAMP) return 3;
     if (op == KB__OP_ARANGE || op == KB__OP_FULL) return 0;
     return 1;
@@ -174,7 +174,7 @@ int kb__tile_op_cost(kb__tile_op op, const kb__tile_desc *out, const kb__tile_de
         add_part(&c, KB__CLS_NONE, 0);
         break;
     default:
-        if (op <= KB__OP_GE &&
+        if (kb__tile_op_is_binary(op) &&
             kb__tile_binary_types_d(op, &in[0], &in[1], &c.dtype, &odt, NULL) != 0)
             c.dtype = out->dtype;
         add_part(&c, class_of(op), class_of(op) == KB__CLS_REDUCE ? n_in0 : n_out);

@@ -94,11 +94,6 @@ int kb__tile_binary_types(kb__tile_op op, kb__dtype a, kb__dtype b, kb__dtype *c
     return 0;
 }
 
-static bool is_binary(kb__tile_op op)
-{
-    return op >= KB__OP_ADD && op <= KB__OP_GE;
-}
-
 /* The dtype a weak operand (a literal) takes against the strong dtype
  * `strong` (Triton's computation_type_impl step 0). */
 static int weak_dtype(kb__tile_op op, kb__dtype strong, kb__dtype literal, kb__dtype *out,
@@ -132,7 +127,7 @@ int kb__tile_binary_types_d(kb__tile_op op, const kb__tile_desc *a, const kb__ti
 int kb__tile_binary_infer(kb__tile_op op, const kb__tile_desc *a, const kb__tile_desc *b,
                           kb__tile_desc *out, kb__err *err)
 {
-    if (!is_binary(op))
+    if (!kb__tile_op_is_binary(op))
         return kb__err_set(err, KB_EINVAL, "%s is not a binary element-wise op",
                            kb__tile_op_name(op));
     kb__tile_desc o;
@@ -353,11 +348,10 @@ int kb__tile_dot_infer(const kb__tile_desc *a, const kb__tile_desc *b, const kb_
                            kb__tile_shape_str(b, s2, sizeof s2));
     int o0 = a->ndim - 2; /* 1 for a batch [B, M, K] x [B, K, N] */
     if (o0 && a->shape[0] != b->shape[0])
-        return kb__err_set(err, KB_EINVAL,
-                           "dot: batched a %s and b %s have different batch sizes (%lld, %lld)",
-                           kb__tile_shape_str(a, s1, sizeof s1),
-                           kb__tile_shape_str(b, s2, sizeof s2), (long long)a->shape[0],
-                           (long long)b->shape[0]);
+        return kb__err_set(
+            err, KB_EINVAL, "dot: batched a %s and b %s have different batch sizes (%lld, %lld)",
+            kb__tile_shape_str(a, s1, sizeof s1), kb__tile_shape_str(b, s2, sizeof s2),
+            (long long)a->shape[0], (long long)b->shape[0]);
     if (a->shape[o0 + 1] != b->shape[o0])
         return kb__err_set(err, KB_EINVAL,
                            "dot: a %s and b %s are not compatible for matmul: a has K = %lld "

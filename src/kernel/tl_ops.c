@@ -240,45 +240,13 @@ static void mark_uniform(kb__tl_op *op)
         kb__pe_buf_mark_uniform(b, es);
 }
 
-/* Whether compute_values computes op with kb__tile_binary (its default
- * case with two tiles). */
-static bool plain_binary(const kb__tl_op *op)
-{
-    switch (op->kind) {
-    case KB__OP_ARANGE:
-    case KB__OP_FULL:
-    case KB__OP_CAST:
-    case KB__OP_TRANS:
-    case KB__OP_BROADCAST_TO:
-    case KB__OP_SUM:
-    case KB__OP_MAX:
-    case KB__OP_MIN:
-    case KB__OP_ARGMAX:
-    case KB__OP_ARGMIN:
-    case KB__OP_XOR_SUM:
-    case KB__OP_SOFTMAX:
-    case KB__OP_CUMSUM:
-    case KB__OP_CUMPROD:
-    case KB__OP_RAND:
-    case KB__OP_RANDN:
-    case KB__OP_RANDINT:
-    case KB__OP_DOT:
-    case KB__OP_FMA:
-    case KB__OP_WHERE:
-    case KB__OP_CLAMP:
-        return false;
-    default:
-        return op->n_tiles == 2;
-    }
-}
-
 /* A binary op with one constant operand (and one written out): the
  * constant is read as its one element at stride 0 (kb__tile_binary_splat),
  * not written out first; the same bits. False when it does not apply. */
 static bool compute_splat(kb__tl_op *op, int *rc, kb__err *err)
 {
     kb__pe_op *base = &op->base;
-    if (!plain_binary(op)) return false;
+    if (!kb__tile_op_is_binary(op->kind) || op->n_tiles != 2) return false;
     uint8_t v[2][KB__PE_BUF_CONST_MAX];
     bool splat[2];
     for (int i = 0; i < 2; i++)
