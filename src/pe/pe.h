@@ -91,6 +91,10 @@ typedef struct kb__pe_buf {
     uint8_t cval[KB__PE_BUF_CONST_MAX];
     int8_t cls;    /* the program's buffer class whose pool made it; -1: malloc'd alone */
     bool cwritten; /* constant, and `data` already holds its bytes (kb__pe_buf_read) */
+    /* Units (bit 1 << kb__pe_unit_id) of every op issued reading it since it
+     * was made: the units whose FIFO may hold an op waiting for it to be
+     * ready (never cleared: a superset). */
+    uint8_t reader_units;
 } kb__pe_buf;
 
 /* Tile sizes whose freed buffers a program recycles (an attention kernel
@@ -165,6 +169,7 @@ struct kb__pe {
     kb__pe_prog *progs;
     uint64_t reclaims;   /* TCM ranges returned so far (a blocked allocation retries) */
     uint64_t pump_epoch; /* numbers unit_pump passes (kb__pe_prog.held_epoch) */
+    bool failed;         /* a program of it failed, ever: a finished op pumps every unit */
 };
 
 struct kb__pe_prog {

@@ -343,6 +343,7 @@ static void record_error(kb__pe_prog *g, int code, const char *msg)
 {
     if (g->failed) return;
     g->failed = true;
+    g->pe->failed = true;
     kb__err_set(&g->err, code, "kernel %s, program %u on %s: %s", g->kernel, g->index, g->pe->name,
                 msg);
 }
@@ -377,8 +378,19 @@ void kb__pe_op_done(kb__pe_op *op, int status, const kb__err *err)
     if (kb__trace_on(pe->sim)) trace_op(op);
     u->ops++;
     u->work += op->work;
+    /* The units where an op may start now: op's own (a server, a fence
+     * freed) and those whose FIFO may hold a reader of op's result (now
+     * ready). A unit's pass depends on nothing else that changed here, so
+     * skipping the others skips passes that start nothing, with one
+     * exception kept: a unit awaiting its wake-up (an op issued for a
+     * later time of the scalar clock, maybe now) is pumped as before. After
+     * a program failed, every unit is (its ops are dropped). */
+    unsigned pump = 1u << op->unit;
+    if (op->out) pump |= op->out->reader_units;
     op_retire(op);
-    pump_all(pe);
+    if (pe->failed) pump = ~0u;
+    for (int i = 0; i < KB__PE_UNIT_COUNT; i++)
+        if (pump & (1u << i) || pe->unit[i].wake_posted) unit_pump(pe, (kb__pe_unit_id)i);
 }
 
 /* ---- program side -------------------------------------------------------------- */
@@ -508,8 +520,10 @@ void kb__pe_issue(kb__pe_prog *g, kb__pe_op *op)
     if (g->t_scalar < now) g->t_scalar = now;
     g->t_scalar = kb__time_add(g->t_scalar, kb__ps_from_ns(pe->p.cpu.scalar_op_ns));
     op->issue_at = g->t_scalar;
-    for (uint32_t i = 0; i < op->n_in; i++)
+    for (uint32_t i = 0; i < op->n_in; i++) {
         op->in[i]->uses++;
+        op->in[i]->reader_units |= (uint8_t)(1u << op->unit);
+    }
     if (op->out) {
         op->out->uses++;
         op->out->ready = false;
@@ -555,6 +569,7 @@ void kb__pe_prog_fail(kb__pe_prog *g, const kb__err *err)
 {
     if (g->failed) return;
     g->failed = true;
+    g->pe->failed = true;
     kb__err_copy(&g->err, err);
 }
 
