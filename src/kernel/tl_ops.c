@@ -235,7 +235,7 @@ static void mark_uniform(kb__tl_op *op)
 {
     kb__pe_buf *b = op->base.out;
     size_t es = kb__dtype_size(op->out_d.dtype);
-    if (b && !b->csize && es <= KB__PE_BUF_CONST_MAX &&
+    if (b && !b->csize && !b->period && es <= KB__PE_BUF_CONST_MAX &&
         b->bytes == (uint64_t)kb__tile_numel(&op->out_d) * es)
         kb__pe_buf_mark_uniform(b, es);
 }
@@ -265,11 +265,78 @@ static bool compute_splat(kb__tl_op *op, int *rc, kb__err *err)
     return true;
 }
 
+/* A binary op whose operands are the same in every row of the result
+ * (the result's last dimension: a row): each a constant, a tile whose
+ * extents but the last are 1 (stretched over the rows), or a tile of the
+ * result's shape whose rows all repeat its first (kb__pe_buf_periodic).
+ * Every row of the result is then the first, element for element the same
+ * operation on the same values: the first row is computed alone, with the
+ * same tile function, and the result kept periodic (or constant when that
+ * row's elements are all equal, as mark_uniform would find). The rotary
+ * embedding of a constant (--no-data) tile makes such tiles: the constant
+ * times the rotate-half sign row, times a constant. False when it does
+ * not apply. */
+static bool compute_rows(kb__tl_op *op, int *rc, kb__err *err)
+{
+    kb__pe_op *base = &op->base;
+    const kb__tile_desc *od = &op->out_d;
+    if (!kb__tile_op_is_binary(op->kind) || op->n_tiles != 2 || od->ndim < 2) return false;
+    int64_t cols = od->shape[od->ndim - 1], numel = kb__tile_numel(od);
+    size_t oes = kb__dtype_size(od->dtype);
+    kb__pe_buf *out = base->out;
+    if (numel <= cols || out->bytes != (uint64_t)numel * oes || out->csize || out->period)
+        return false;
+    kb__tile_desc d[2], rd = *od; /* rd: one row of the result */
+    for (int j = 0; j < rd.ndim - 1; j++)
+        rd.shape[j] = 1;
+    uint8_t v[2][KB__PE_BUF_CONST_MAX];
+    const void *p[2] = {NULL, NULL};
+    int n_const = 0;
+    for (int i = 0; i < 2; i++) {
+        kb__pe_buf *b = base->in[i];
+        const kb__tile_desc *id = &op->in_d[i];
+        size_t es = kb__dtype_size(id->dtype);
+        if (b == out) return false;
+        d[i] = *id;
+        if (kb__pe_buf_const_elem(b, es, v[i])) {
+            d[i] = one_like(id);
+            p[i] = v[i];
+            n_const++;
+            continue;
+        }
+        bool lead1 = true; /* stretched over the rows: read below */
+        for (int j = 0; j < id->ndim - 1; j++)
+            lead1 = lead1 && id->shape[j] == 1;
+        if (lead1) continue;
+        bool same = id->ndim == od->ndim;
+        for (int j = 0; same && j < od->ndim; j++)
+            same = id->shape[j] == od->shape[j];
+        if (!same || b->period != (uint64_t)cols * es || b->bytes != (uint64_t)numel * es)
+            return false;
+        for (int j = 0; j < d[i].ndim - 1; j++)
+            d[i].shape[j] = 1;
+        p[i] = b->data; /* its first row: the bytes a periodic buffer holds */
+    }
+    if (n_const == 2) return false; /* compute_const declined */
+    for (int i = 0; i < 2; i++)
+        if (!p[i]) p[i] = kb__pe_buf_read(base->in[i]);
+    uint8_t *o = out->data;
+    *rc = kb__tile_binary(op->kind, &rd, o, &d[0], p[0], &d[1], p[1], err);
+    if (*rc) return true;
+    size_t rb = (size_t)cols * oes;
+    if (oes <= KB__PE_BUF_CONST_MAX && (rb == oes || !memcmp(o, o + oes, rb - oes)))
+        kb__pe_buf_const(out, o, oes);
+    else
+        kb__pe_buf_periodic(out, rb);
+    return true;
+}
+
 static int compute(kb__pe_op *base, kb__err *err)
 {
     kb__tl_op *op = (kb__tl_op *)base;
     int rc;
     if (compute_const(op, &rc, err)) return rc;
+    if (compute_rows(op, &rc, err)) return rc;
     if (!compute_splat(op, &rc, err)) {
         for (int i = 0; i < op->n_tiles; i++) /* read only: a constant operand stays one */
             if (base->in[i] == base->out)

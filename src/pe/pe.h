@@ -91,6 +91,12 @@ typedef struct kb__pe_buf {
     uint8_t cval[KB__PE_BUF_CONST_MAX];
     int8_t cls;    /* the program's buffer class whose pool made it; -1: malloc'd alone */
     bool cwritten; /* constant, and `data` already holds its bytes (kb__pe_buf_read) */
+    bool pwritten; /* periodic, and `data` already holds all its bytes (kb__pe_buf_read) */
+    /* Periodic contents (kb__pe_buf_periodic; never with csize): the first
+     * `period` bytes of `data` repeat through all of them, and only those
+     * are written until kb__pe_buf_bytes or kb__pe_buf_read writes the
+     * rest. 0: not periodic. */
+    uint32_t period;
     /* Units (bit 1 << kb__pe_unit_id) of every op issued reading it since it
      * was made: the units whose FIFO may hold an op waiting for it to be
      * ready (never cleared: a superset). */
@@ -250,6 +256,10 @@ bool kb__pe_buf_const_elem(const kb__pe_buf *b, size_t size, void *elem);
  * then the first; nothing is rewritten. Returns whether it did. O(bytes)
  * at worst; a buffer of varied elements stops at the first that differs. */
 bool kb__pe_buf_mark_uniform(kb__pe_buf *b, size_t size);
+/* Marks b periodic: its first `period` bytes (written; 1 <= period <
+ * b->bytes, dividing it) repeat through all of its bytes; nothing else is
+ * written. */
+void kb__pe_buf_periodic(kb__pe_buf *b, size_t period);
 /* Adds one handle (a second tile viewing the same bytes). */
 void kb__pe_buf_hold(kb__pe_buf *b);
 /* Drops one handle; memory is reclaimed once no op uses it either. */

@@ -122,8 +122,26 @@ static void buf_write_const(kb__pe_buf *b)
     }
 }
 
+/* Writes a periodic buffer's first period bytes through all of them, by
+ * doubling copies. */
+static void buf_write_periodic(kb__pe_buf *b)
+{
+    uint8_t *d = b->data;
+    size_t n = (size_t)b->bytes, have = b->period;
+    while (have < n) {
+        size_t c = have < n - have ? have : n - have;
+        memcpy(d + have, d, c);
+        have += c;
+    }
+}
+
 void *kb__pe_buf_bytes(kb__pe_buf *b)
 {
+    if (b->period) {
+        if (!b->pwritten) buf_write_periodic(b);
+        b->period = 0;
+        b->pwritten = false;
+    }
     if (!b->csize) return b->data;
     if (!b->cwritten) buf_write_const(b);
     b->csize = 0;
@@ -133,11 +151,24 @@ void *kb__pe_buf_bytes(kb__pe_buf *b)
 
 const void *kb__pe_buf_read(kb__pe_buf *b)
 {
+    if (b->period && !b->pwritten) {
+        buf_write_periodic(b);
+        b->pwritten = true;
+    }
     if (b->csize && !b->cwritten) {
         buf_write_const(b);
         b->cwritten = true;
     }
     return b->data;
+}
+
+void kb__pe_buf_periodic(kb__pe_buf *b, size_t period)
+{
+    assert(period >= 1 && period < b->bytes && b->bytes % period == 0 && period <= UINT32_MAX);
+    b->csize = 0;
+    b->cwritten = false;
+    b->period = (uint32_t)period;
+    b->pwritten = false;
 }
 
 bool kb__pe_buf_mark_uniform(kb__pe_buf *b, size_t size)
@@ -149,12 +180,16 @@ bool kb__pe_buf_mark_uniform(kb__pe_buf *b, size_t size)
     memcpy(b->cval, d, size);
     b->csize = (uint8_t)size;
     b->cwritten = true;
+    b->period = 0;
+    b->pwritten = false;
     return true;
 }
 
 void kb__pe_buf_const(kb__pe_buf *b, const void *elem, size_t size)
 {
     assert(size >= 1 && size <= KB__PE_BUF_CONST_MAX && b->bytes % size == 0);
+    b->period = 0;
+    b->pwritten = false;
     memcpy(b->cval, elem, size);
     b->csize = (uint8_t)size;
     b->cwritten = false;

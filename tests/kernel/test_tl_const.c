@@ -538,3 +538,67 @@ Test(tl_const, a_result_computed_in_full_whose_elements_are_equal_becomes_consta
         cr_assert_eq(r.v[i], (float)i + 0.5f, "v[%d]", i);
     }
 }
+
+/* ---- results whose rows repeat ------------------------------------------------ */
+
+typedef struct prec {
+    uint32_t y1_period, y2_period, w1_period, w2_period, w3_period; /* bytes, 0: not periodic */
+    uint8_t y3_const;
+    float y1[R * C], y3[R * C], w2[R * C], w3[R * C];
+} prec;
+
+/* The rotary embedding of a zero tile, and rows that vary: s is the
+ * rotate-half sign row ([C], -1 then 1). y1 = 0 · s has rows of ±0 (the
+ * first row computed, kept periodic), y2 = y1 · 3 reads y1's first row,
+ * y3 = +0 + y2 is +0 everywhere (a constant); w1 = 1.5 · s, w2 = w1 + c
+ * (c the column index as a [C] row) repeat their rows, w3 = w2 + r (the
+ * row index, [R, 1]) varies by row: computed in full from w2's rows
+ * written out. */
+static void periodic_kernel(tl_ctx *k)
+{
+    prec *r = TM_ARG(k, prec);
+    tl_tile cidx = tl_cast(k, tl_arange(k, 0, C), TL_F32);
+    tl_tile s = tl_where(k, tl_lt(k, tl_arange(k, 0, C), tl_scalar(k, C / 2, TL_I32)),
+                         tl_scalar(k, -1.0, TL_F32), tl_scalar(k, 1.0, TL_F32));
+    tl_tile y1 = tl_mul(k, full2(k, 0.0, TL_F32), s);
+    tl_tile y2 = tl_mul(k, y1, full2(k, 3.0, TL_F32));
+    tl_tile y3 = tl_add(k, full2(k, 0.0, TL_F32), y2);
+    tl_tile w1 = tl_mul(k, full2(k, 1.5, TL_F32), s);
+    tl_tile w2 = tl_add(k, w1, cidx);
+    tl_tile ridx = tl_expand_dims(k, tl_cast(k, tl_arange(k, 0, R), TL_F32), 1);
+    tl_tile w3 = tl_add(k, w2, ridx);
+    tl_item(k, tl_max(k, y3, TL_AXIS_ALL)); /* waits for y3, so for y1, y2 */
+    tl_item(k, tl_max(k, w3, TL_AXIS_ALL)); /* and w3, so for w1, w2 */
+    r->y1_period = kb__tl_slot_of(k, y1, "test")->buf->period;
+    r->y2_period = kb__tl_slot_of(k, y2, "test")->buf->period;
+    r->y3_const = kb__tl_slot_of(k, y3, "test")->buf->csize;
+    r->w1_period = kb__tl_slot_of(k, w1, "test")->buf->period;
+    r->w2_period = kb__tl_slot_of(k, w2, "test")->buf->period;
+    r->w3_period = kb__tl_slot_of(k, w3, "test")->buf->period;
+    tl_read(k, y1, r->y1, sizeof r->y1);
+    tl_read(k, y3, r->y3, sizeof r->y3);
+    tl_read(k, w2, r->w2, sizeof r->w2);
+    tl_read(k, w3, r->w3, sizeof r->w3);
+}
+
+Test(tl_const, a_result_whose_operands_repeat_by_row_computes_one_row)
+{
+    prec r = {0};
+    run(periodic_kernel, &r);
+    cr_assert_eq(r.y1_period, C * 4, "0 · sign row: one f32 row");
+    cr_assert_eq(r.y2_period, C * 4, "y1 · 3 read from y1's first row");
+    cr_assert_eq(r.y3_const, 4, "+0 + (±0 rows): the constant +0");
+    cr_assert_eq(r.w1_period, C * 4);
+    cr_assert_eq(r.w2_period, C * 4, "two operands stretched over the rows");
+    cr_assert_eq(r.w3_period, 0, "a column operand varies by row");
+    for (int i = 0; i < R * C; i++) {
+        int row = i / C, col = i % C;
+        float sgn = col < C / 2 ? -1.0f : 1.0f;
+        cr_assert_eq(r.y1[i], 0.0f, "y1[%d]", i);
+        cr_assert_eq(!!signbit(r.y1[i]), col < C / 2, "y1[%d]: 0 · %g", i, sgn);
+        cr_assert_eq(r.y3[i], 0.0f, "y3[%d]", i);
+        cr_assert(!signbit(r.y3[i]), "y3[%d] is +0", i);
+        cr_assert_eq(r.w2[i], 1.5f * sgn + (float)col, "w2[%d]", i);
+        cr_assert_eq(r.w3[i], 1.5f * sgn + (float)col + (float)row, "w3[%d]", i);
+    }
+}
