@@ -88,7 +88,8 @@ typedef struct kb__ab_rank_xfers {
  * (the stream's own sends and the peer's own receive copies given as
  * own_sent and own_copied are not others), as the loads and stores do. */
 typedef struct kb__ab_credit_loop {
-    double rtt0_ps; /* alone */
+    double rtt0_ps;  /* alone */
+    double floor_ps; /* its least length, the ring in step (kb__ab_lockstep_floor_ps); 0: none */
     kb__ab_xfer_share trip, copy;
     uint32_t rank;
 } kb__ab_credit_loop;
@@ -194,6 +195,17 @@ int kb__ab_credit_back_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t 
 
 /* The loop's round trip in a phase of length T. */
 double kb__ab_loop_ps(const kb__ab_credit_loop *c, double T);
+
+/* The least credit loop of rank k's stream toward dir when the ring runs
+ * in step (every rank's message takes every credit, so each runs dry on
+ * every message and all resume together): the first slot's credit leaves
+ * the receiver's DMA behind what the receiver queued with its own window,
+ * `bytes` (the window and the stores queued behind it), on the receiver's
+ * DMA -> NOC link, which the credit takes first. *out = bytes / B of that
+ * link + the credit's way back alone (kb__ab_credit_back_ps), ps. A
+ * prediction only; KB_EINVAL if the receiver's DMA has no NOC link. */
+int kb__ab_lockstep_floor_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k,
+                             kb__ccl_dir dir, double bytes, double *out, kb__err *err);
 
 /* c := rank k's credit loop through port dir (route `ring` from its DMA to
  * the peer's ring) in phase a, alone rtt0_ps, its slot carrying slot_bytes

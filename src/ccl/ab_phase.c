@@ -6,7 +6,8 @@
  * accumulators of link and memory time, transfers that share what the
  * phase's other flows leave of their links and memories (processor
  * sharing, solved as a fixed point), and the credit rules (all or nothing,
- * graded, a chain sender's cycle). Contracts in ccl/ab_internal.h.
+ * graded, a chain sender's cycle, the floor of a loop in a ring that runs in
+ * step). Contracts in ccl/ab_internal.h.
  *
  * Invariants: every route is asked of the fabric (kb__topo_route), so a
  * link, o, w and B here is the one the simulation charges; nothing here
@@ -427,7 +428,24 @@ int kb__ab_credit_back_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t 
 
 double kb__ab_loop_ps(const kb__ab_credit_loop *c, double T)
 {
-    return c->rtt0_ps + share_ps(&c->trip, T) + share_ps(&c->copy, T);
+    double v = c->rtt0_ps + share_ps(&c->trip, T) + share_ps(&c->copy, T);
+    return v > c->floor_ps ? v : c->floor_ps;
+}
+
+int kb__ab_lockstep_floor_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k,
+                             kb__ccl_dir dir, double bytes, double *out, kb__err *err)
+{
+    kb__ab_pe_nodes n = kb__ab_nodes_of(t, plan->ports[k][dir].loc);
+    kb__ccl_route r = {0};
+    uint64_t back = 0;
+    *out = 0;
+    int rc = path(t, &r, n.dma, -1, n.noc, err);
+    if (!rc && r.n < 1)
+        rc = kb__err_set(err, KB_EINVAL, "credit floor: no DMA -> NOC link at rank %u's peer", k);
+    if (!rc) rc = kb__ab_credit_back_ps(t, plan, k, dir, &back, err);
+    if (!rc) *out = kb__ps_real_from_bytes_gbs(bytes, t->links[r.links[0]].bw_gbs) + (double)back;
+    kb__ccl_route_fini(&r);
+    return rc;
 }
 
 int kb__ab_loop_fill(const kb__topo *t, const kb__ccl_plan *plan, const kb__ab_phase_acc *a,
@@ -440,6 +458,7 @@ int kb__ab_loop_fill(const kb__topo *t, const kb__ccl_plan *plan, const kb__ab_p
     kb__ab_pe_nodes n = kb__ab_nodes_of(t, at);
     kb__ccl_route r = {0};
     c->rtt0_ps = rtt0_ps;
+    c->floor_ps = 0;
     c->rank = k;
     int rc = path(t, &r, n.tcm, -1, n.dma, err); /* the slot leaves the TCM through the DMA */
     for (uint32_t i = 0; !rc && i < ring->n; i++)

@@ -154,9 +154,15 @@ uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, const kb__ccl_rin
  * receives, loads and stores, and its MATH time a piece, at w[W_N k ..]. */
 enum { W_SEND, W_RECV, W_LOAD, W_STORE, W_MATH, W_STEP, W_N }; /* W_MATH: its combine a piece, ps */
 
+/* The credit rule of a ring's phase: all or nothing (kb__ab_credit_limit),
+ * graded (kb__ab_credit_solve: the all-reduce), or all or nothing with the
+ * loops of a ring that runs in step (kb__ab_lockstep_floor_ps: the
+ * all-gather alone). */
+typedef enum ring_rule { RULE_ALL_OR_NOTHING, RULE_GRADED, RULE_IN_STEP } ring_rule;
+
 static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
-                     const double stores[2], const double *w, bool graded,
+                     const double stores[2], const double *w, ring_rule rule,
                      const kb__ab_own_pairs *pairs, kb__ccl_ring_bw *out, kb__err *err);
 
 /* kb__ab_ring_bw, or with w (per-rank weights, phase 0 only) a chain's; the all
@@ -165,7 +171,8 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
                      const double stores[2], const double *w, kb__ccl_ring_bw *out, kb__err *err)
 {
-    return ring_bw_x(t, plan, dir, rp, chunk, piece, want, loads, stores, w, false, NULL, out, err);
+    return ring_bw_x(t, plan, dir, rp, chunk, piece, want, loads, stores, w, RULE_ALL_OR_NOTHING,
+                     NULL, out, err);
 }
 
 int kb__ab_ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
@@ -283,13 +290,14 @@ static int step_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir d
     return rc;
 }
 
-/* ring_bw_w with the graded credit rule of kb__ab_credit_solve when graded,
- * and with pairs (phase 1 only) the DMA order of an all-gather's own pieces. */
+/* ring_bw_w with the credit rule `rule` (ring_rule), and with pairs (phase
+ * 1 only) the DMA order of an all-gather's own pieces. */
 static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
-                     const double stores[2], const double *w, bool graded,
+                     const double stores[2], const double *w, ring_rule rule,
                      const kb__ab_own_pairs *pairs, kb__ccl_ring_bw *out, kb__err *err)
 {
+    const bool graded = rule == RULE_GRADED;
     memset(out, 0, sizeof *out);
     uint32_t p = plan->world_size;
     if (plan->r.algo->topology != KB__CCL_RING_1D && plan->r.algo->topology != KB__CCL_HIER)
@@ -394,6 +402,20 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
             if ((rc = kb__ab_loop_fill(t, plan, &acc[ph], k, dir, &ring, slot_bytes,
                                        own * sends * wire, own * sends * (double)chunk, alone, lp,
                                        err)))
+                break;
+            /* an all-gather whose every message takes every credit runs
+             * in step (every rank runs dry on every message and resumes
+             * with the others), each rank queueing a received piece's
+             * store right behind its window: the first slot's credit
+             * leaves the receiver behind both on its DMA -> NOC link
+             * (docs/ccl.md, "The all-gather's credit loop, in step"; a
+             * reduce-scatter's and an all-reduce's ranks were measured out
+             * of step) */
+            if (rule == RULE_IN_STEP && !w && msg_slots >= q->n_slots &&
+                (rc = kb__ab_lockstep_floor_ps(t, plan, k, dir,
+                                               (double)q->n_slots * (double)slot_bytes +
+                                                   stores[ph] / ring_chunks * (double)xfer,
+                                               &lp->floor_ps, err)))
                 break;
             if (paced && wk[W_RECV] <= 0)
                 kb__ab_worst(
@@ -580,7 +602,7 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
     /* the graded credit rule (kb__ab_credit_solve): measured on this collective's
      * streams; the others keep the all or nothing one (docs/ccl.md) */
     int rc = ring_bw_x(t, plan, KB__CCL_E, plan->world_size, bytes ? chunk : 0, piece, both, loads,
-                       stores, NULL, true, NULL, out, err);
+                       stores, NULL, RULE_GRADED, NULL, out, err);
     if (rc || plan->world_size < 2 || !chunk || !piece) return rc;
     return ring_ends_ps(t, plan, chunk, piece, &out->ends_ps, err);
 }
@@ -692,12 +714,12 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
         if (plan->world_size == 2) pr.tail = pr.lead;
         const double l1[2] = {0, 1}, s1[2] = {0, 2 - left}, l2[2] = {0, 0},
                      s2[2] = {0, p - 2 + left};
-        rc = ring_bw_x(t, plan, KB__CCL_E, 2, chunk, piece, want, l1, s1, NULL, false, &pr, out,
-                       err);
+        rc = ring_bw_x(t, plan, KB__CCL_E, 2, chunk, piece, want, l1, s1, NULL, RULE_IN_STEP, &pr,
+                       out, err);
         kb__ccl_ring_bw later;
         if (!rc && plan->world_size > 2 &&
-            !(rc = kb__ab_ring_bw(t, plan, KB__CCL_E, plan->world_size - 1, chunk, piece, want, l2,
-                                  s2, &later, err))) {
+            !(rc = ring_bw_x(t, plan, KB__CCL_E, plan->world_size - 1, chunk, piece, want, l2, s2,
+                             NULL, RULE_IN_STEP, NULL, &later, err))) {
             out->phase_ps[1] += later.phase_ps[1];
             if (later.phase_ps[1] > out->phase_ps[1] - later.phase_ps[1])
                 snprintf(out->bottleneck[1], sizeof out->bottleneck[1], "%.130s (the later steps)",

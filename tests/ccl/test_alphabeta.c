@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ccl/ab_internal.h"
 #include "ccl/alphabeta.h"
 #include "fabric/fabric.h"
 
@@ -382,6 +383,74 @@ Test(ccl_alphabeta, credits_pace_a_streaming_ring_with_few_slots)
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     unmachine(t2);
+    unmachine(t);
+}
+
+/* An all-gather whose every message takes every credit (4 slots, 16 KiB
+ * pieces) runs in step: the first slot's credit leaves the receiver's DMA
+ * behind the receiver's own window of 4 slots and the store it queued with
+ * it, on its DMA -> NOC link; the loop is at least those bytes at that
+ * link's bandwidth plus the credit's way back (DMA -> NOC -> DMA in a cube,
+ * 64 bytes: per link its overhead, wire and one packet). The later steps
+ * of an 8-rank all-gather (6 chunks sent per rank, each piece received
+ * stored) take that floor and the 200 ns wake per window. */
+Test(ccl_alphabeta, lockstep_credit_floor_is_the_receivers_window_and_store_on_its_link)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__ccl_config *c;
+    kb__ccl_plan *pl = ring_plan(&p, 8, &c); /* the built-in 4 slots of 4 KiB */
+    kb__err err;
+    cr_assert_eq(pl->r.s.n_slots, 4);
+    cr_assert_eq(pl->r.s.slot_size, 4096);
+    uint64_t piece = 16128, N = 1u << 20; /* 65 pieces of 4 slots and 256 B: 261 slots */
+    double bytes = 4.0 * 4096 + (double)piece;
+    const kb__link_params *noc = &p.cube.noc;
+    double back = 2.0 * (double)(ps(noc->overhead_ns) + ps(noc->length_mm * p.fabric.ns_per_mm) +
+                                 ps(64.0 / noc->bw_gbs));
+    double want = bytes / noc->bw_gbs * 1000.0 + back; /* 127 ns + 4.6 ns */
+    double floor_ps;
+    cr_assert_eq(kb__ab_lockstep_floor_ps(t, pl, 0, KB__CCL_E, bytes, &floor_ps, &err), 0, "%s",
+                 err.msg);
+    cr_assert_float_eq(floor_ps, want, 1e-6, "%.3f against %.3f ps", floor_ps, want);
+    cr_assert_float_eq(floor_ps, 131600.0, 1e-6);
+    /* the all-gather (kb__ccl_ring_half_bw, phase 1): its later steps
+     * (6 chunks of 261 slots sent per rank) are paced by the credits at
+     * that floor and the 200 ns wake per window of 4 slots, after the own
+     * step, at least its 66 loads and stores on the 2 DMA channels */
+    kb__ccl_ring_bw bw;
+    cr_assert_eq(kb__ccl_ring_half_bw(t, pl, N, piece, 64, 1, &bw, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(bw.bottleneck[1], "the credits of rank 0 (the later steps)");
+    double later = 6.0 * 261 / 4 * (want + p.pe.ipcq_wake_ns * 1000.0);
+    kb__ccl_route ld = {0}, st = {0};
+    uint64_t t_ld, t_st;
+    cr_assert_eq(kb__ab_data_path(t, pl->loc[0], false, &ld, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ab_data_path(t, pl->loc[0], true, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ab_xfer_ps(t, pl->loc[0], false, &ld, piece, &t_ld, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ab_xfer_ps(t, pl->loc[0], true, &st, piece, &t_st, &err), 0, "%s", err.msg);
+    kb__ccl_route_fini(&ld);
+    kb__ccl_route_fini(&st);
+    double own = 66.0 * (double)(t_ld + t_st) / p.pe.dma_channels;
+    cr_assert_geq((double)bw.phase_ps[1], later + own, "%llu ps against %.0f + %.0f",
+                  (unsigned long long)bw.phase_ps[1], later, own);
+    /* no store beside the window: the window alone, 64 ns + 4.6 */
+    cr_assert_eq(kb__ab_lockstep_floor_ps(t, pl, 0, KB__CCL_E, 4.0 * 4096, &floor_ps, &err), 0,
+                 "%s", err.msg);
+    cr_assert_float_eq(floor_ps, 4.0 * 4096 / noc->bw_gbs * 1000.0 + back, 1e-6);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    /* across the cube boundary (rank 7 -> 8 of 16) the credit goes back
+     * over the UCIe link: a longer way back, the same receiver's link */
+    kb__ccl_plan *two = ring_plan(&p, 16, &c);
+    double cross;
+    uint64_t back78;
+    cr_assert_eq(kb__ab_lockstep_floor_ps(t, two, 7, KB__CCL_E, bytes, &cross, &err), 0, "%s",
+                 err.msg);
+    cr_assert_eq(kb__ab_credit_back_ps(t, two, 7, KB__CCL_E, &back78, &err), 0, "%s", err.msg);
+    cr_assert_float_eq(cross, bytes / noc->bw_gbs * 1000.0 + (double)back78, 1e-6);
+    cr_assert_gt((double)back78, back);
+    kb__ccl_plan_destroy(two);
+    kb__ccl_config_destroy(c);
     unmachine(t);
 }
 
