@@ -317,9 +317,115 @@ static inline int64_t run_end32(const int32_t *e, int64_t l, int64_t n)
  * when the lane walk must decide (a block pointer, a broadcast mask, a
  * lane out of range: the walk reports it; the state is then undefined and
  * must be reset), or the status of the op it failed (out of host memory). */
+/* The run of lanes [l, l + len) at elements e0 .. e0 + len - 1, as
+ * run_spans takes one (act: the lane flags to set, NULL without a mask):
+ * 0, or 1 when the lane walk must decide. */
+static int run_add(kb__tl_op *op, const uint8_t *act, int64_t l, int64_t e0, int64_t len,
+                   uint64_t es, uint32_t *ns)
+{
+    const tl_tensor *t = op->t;
+    uint64_t lim = t->bytes / es; /* elements in the reach */
+    uint64_t ulen = (uint64_t)len, pos = (uint64_t)e0 * es, bytes = ulen * es;
+    if (e0 < 0 || (uint64_t)e0 > lim || lim - (uint64_t)e0 < ulen) return 1;
+    if (pos + bytes > t->shard_bytes && t->region_stride &&
+        (pos / t->region_stride != (pos + bytes - 1) / t->region_stride ||
+         in_padding(t, pos, bytes)))
+        return 1;
+    if (act) memset(op->active + l, 1, (size_t)len);
+    op->n_active += len;
+    if (op->write && moves_bytes(op))
+        for (int64_t i = l; i < l + len; i++)
+            stage_value(op, i, (char *)op->staging + (uint64_t)i * es);
+    span_add(op, ns, t->va + pos, (uint64_t)l * es, bytes);
+    return 0;
+}
+
+/* Pieces of consecutive values an outer sum's column part splits into
+ * that osum_spans takes (a rotated head: two). */
+#define OSUM_PIECES 8
+
+/* run_spans for i32 offsets of the lanes' shape [R, C] kept as an outer
+ * sum (kb__pe_buf_outer_sum) of a row part a[R] and a column part b[C].
+ * The column part splits into pieces of consecutive values (b[c] = b[c -
+ * 1] + 1 inside one); when no row's sums wrap inside a piece, row r's
+ * lanes of a piece from column c0 hold the elements a[r] + b[c0] onwards,
+ * each following the one before, and the first lane of a piece follows
+ * the lane before it exactly when its element is that lane's plus one. So
+ * the runs of active lanes (the mask's flags, of the lanes' shape) are
+ * found piece by piece, and then the checks, spans, lane flags, counts and
+ * staged bytes are run_spans' over the written sums. Returns 0, 1 (the
+ * lane walk must decide), or 2, with nothing done, when it does not apply
+ * (then run_spans writes the sums out and walks them). */
+static int osum_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
+{
+    const kb__pe_buf *ob = op->base.in[op->off_in];
+    const kb__tile_desc *od = &op->out_d;
+    kb__tile_desc d = op->in_d[0];
+    d.dtype = od->dtype;
+    int64_t R = ob->osum_rows, C = ob->osum_cols;
+    if (op->in_d[0].dtype != KB__I32 || !kb__tile_desc_eq(&d, od) || R * C != n) return 2;
+    const uint8_t *act = NULL;
+    if (op->mask_in >= 0) {
+        kb__tile_desc md = op->in_d[1];
+        md.dtype = od->dtype;
+        if (!kb__tile_desc_eq(&md, od)) return 2;              /* a broadcast mask: the lane walk */
+        act = (const uint8_t *)op->base.in[op->mask_in]->data; /* bool: one byte, 0 or 1 */
+    }
+    const int32_t *a = ob->data, *b = a + R;
+    int64_t p0[OSUM_PIECES + 1]; /* piece k: columns p0[k] .. p0[k + 1] */
+    int np = 0;
+    p0[0] = 0;
+    for (int64_t c = 1; c <= C; c++) {
+        if (c < C && (int64_t)b[c] - b[c - 1] == 1) continue;
+        if (np == OSUM_PIECES) return 2;
+        p0[++np] = c;
+    }
+    for (int64_t r = 0; r < R; r++) /* no sums wrap inside a piece */
+        for (int k = 0; k < np; k++)
+            if ((int64_t)(int32_t)((uint32_t)a[r] + (uint32_t)b[p0[k]]) + (p0[k + 1] - p0[k] - 1) >
+                INT32_MAX)
+                return 2;
+    if (act) memset(op->active, 0, (size_t)n);
+    int64_t l = 0, e0 = 0, len = 0; /* the run being built: lanes [l, l + len) */
+    for (int64_t r = 0; r < R; r++) {
+        for (int k = 0; k < np; k++) {
+            int64_t lane0 = r * C + p0[k], end = r * C + p0[k + 1];
+            int64_t v0 = (int32_t)((uint32_t)a[r] + (uint32_t)b[p0[k]]);
+            for (int64_t i = lane0; i < end;) {
+                if (act && !act[i]) {
+                    i++;
+                    continue;
+                }
+                int64_t j = i + 1;
+                if (act)
+                    while (j < end && act[j])
+                        j++;
+                else
+                    j = end;
+                int64_t v = v0 + (i - lane0);
+                if (len && i == l + len && v == e0 + len) {
+                    len += j - i;
+                } else {
+                    if (len && run_add(op, act, l, e0, len, es, ns)) return 1;
+                    l = i, e0 = v, len = j - i;
+                }
+                i = j;
+            }
+        }
+    }
+    return len ? run_add(op, act, l, e0, len, es, ns) : 0;
+}
+
 static int run_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
 {
     if (op->bp.t || op->off_in < 0) return 1;
+    kb__pe_buf *ob = op->base.in[op->off_in];
+    if (ob->osum_rows) {
+        int r = osum_spans(op, n, es, ns);
+        if (r == 0) return 0;
+        kb__pe_buf_read(ob); /* the sums, for the walks below */
+        if (r == 1) return 1;
+    }
     const int32_t *e32;
     const int64_t *e64;
     const uint8_t *act;
@@ -591,7 +697,9 @@ static void mem_start(kb__pe_op *base)
     /* The tiles whose values the walk reads: offsets and mask (addresses,
      * lanes), a store's values when they move, an atomic's operands. */
     for (uint32_t i = 0; i < base->n_in; i++)
-        if ((int)i != op->other_in || op->atomic || moves_bytes(op)) kb__pe_buf_read(base->in[i]);
+        if (((int)i != op->other_in || op->atomic || moves_bytes(op)) &&
+            ((int)i != op->off_in || !base->in[i]->osum_rows)) /* run_spans reads those */
+            kb__pe_buf_read(base->in[i]);
     uint32_t ns = 0;
     /* the first way that applies: rows, runs, lanes (each from cleared state) */
     for (int way = 0; way < 3; way++) {

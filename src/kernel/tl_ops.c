@@ -235,7 +235,7 @@ static void mark_uniform(kb__tl_op *op)
 {
     kb__pe_buf *b = op->base.out;
     size_t es = kb__dtype_size(op->out_d.dtype);
-    if (b && !b->csize && !b->period && es <= KB__PE_BUF_CONST_MAX &&
+    if (b && !b->csize && !b->period && !b->osum_rows && es <= KB__PE_BUF_CONST_MAX &&
         b->bytes == (uint64_t)kb__tile_numel(&op->out_d) * es)
         kb__pe_buf_mark_uniform(b, es);
 }
@@ -331,12 +331,58 @@ static bool compute_rows(kb__tl_op *op, int *rc, kb__err *err)
     return true;
 }
 
+/* Whether the n i32 at v are all the same. */
+static bool i32_uniform(const int32_t *v, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++)
+        if (v[i] != v[0]) return false;
+    return true;
+}
+
+/* An i32 add of a column [R, 1] and a row [C] or [1, C] (the element
+ * offsets of a 2-D access: row part + column part): its result is kept as
+ * the outer sum of the two (kb__pe_buf_outer_sum), the R + C values, and
+ * its R · C sums are written only when read; a gather (tl_mem.c) finds its
+ * runs from the two parts. The sums are the wrapping i32 sums the full
+ * computation writes. A result whose elements would all be equal (both
+ * parts uniform) is computed in full, and so marked constant, as before.
+ * False when it does not apply. */
+static bool compute_outer_sum(kb__tl_op *op, int *rc)
+{
+    kb__pe_op *base = &op->base;
+    const kb__tile_desc *od = &op->out_d, *d = op->in_d;
+    if (op->kind != KB__OP_ADD || op->n_tiles != 2 || od->ndim != 2 || od->dtype != KB__I32 ||
+        d[0].dtype != KB__I32 || d[1].dtype != KB__I32)
+        return false;
+    int64_t R = od->shape[0], C = od->shape[1];
+    if (R < 2 || C < 2 || R + C > KB__PE_BUF_OSUM_MAX || base->out->bytes != (uint64_t)(R * C) * 4)
+        return false;
+    int col = -1; /* the [R, 1] operand */
+    for (int i = 0; i < 2; i++)
+        if (d[i].ndim == 2 && d[i].shape[0] == R && d[i].shape[1] == 1) col = i;
+    if (col < 0) return false;
+    const kb__tile_desc *rd = &d[1 - col];
+    if (!(rd->ndim == 1 && rd->shape[0] == C) &&
+        !(rd->ndim == 2 && rd->shape[0] == 1 && rd->shape[1] == C))
+        return false;
+    kb__pe_buf *a = base->in[col], *b = base->in[1 - col], *out = base->out;
+    if (a == out || b == out) return false;
+    const int32_t *av = kb__pe_buf_read(a), *bv = kb__pe_buf_read(b);
+    if (i32_uniform(av, (uint32_t)R) && i32_uniform(bv, (uint32_t)C)) return false;
+    memcpy(out->data, av, (size_t)R * 4);
+    memcpy((int32_t *)out->data + R, bv, (size_t)C * 4);
+    kb__pe_buf_outer_sum(out, (uint32_t)R, (uint32_t)C);
+    *rc = 0;
+    return true;
+}
+
 static int compute(kb__pe_op *base, kb__err *err)
 {
     kb__tl_op *op = (kb__tl_op *)base;
     int rc;
     if (compute_const(op, &rc, err)) return rc;
     if (compute_rows(op, &rc, err)) return rc;
+    if (compute_outer_sum(op, &rc)) return rc;
     if (!compute_splat(op, &rc, err)) {
         for (int i = 0; i < op->n_tiles; i++) /* read only: a constant operand stays one */
             if (base->in[i] == base->out)

@@ -97,11 +97,20 @@ typedef struct kb__pe_buf {
      * are written until kb__pe_buf_bytes or kb__pe_buf_read writes the
      * rest. 0: not periodic. */
     uint32_t period;
+    /* An i32 outer sum (kb__pe_buf_outer_sum; never with csize or period):
+     * element [r][c] of its osum_rows x osum_cols elements is a[r] + b[c]
+     * (wrapping), and `data` holds only a (osum_rows i32) then b (osum_cols
+     * i32) until kb__pe_buf_bytes or kb__pe_buf_read writes the sums.
+     * osum_rows 0: not an outer sum. */
+    uint32_t osum_rows, osum_cols;
     /* Units (bit 1 << kb__pe_unit_id) of every op issued reading it since it
      * was made: the units whose FIFO may hold an op waiting for it to be
      * ready (never cleared: a superset). */
     uint8_t reader_units;
 } kb__pe_buf;
+
+/* The largest osum_rows + osum_cols of an outer-sum buffer. */
+#define KB__PE_BUF_OSUM_MAX 512
 
 /* Tile sizes whose freed buffers a program recycles (an attention kernel
  * uses about ten: offsets, rows, blocks and partial results). */
@@ -260,6 +269,11 @@ bool kb__pe_buf_mark_uniform(kb__pe_buf *b, size_t size);
  * b->bytes, dividing it) repeat through all of its bytes; nothing else is
  * written. */
 void kb__pe_buf_periodic(kb__pe_buf *b, size_t period);
+/* Marks b an i32 outer sum of rows x cols elements (b->bytes = rows · cols
+ * · 4, rows + cols <= KB__PE_BUF_OSUM_MAX): element [r][c] is the wrapping
+ * sum a[r] + b[c] of the rows i32 then cols i32 written at b->data; nothing
+ * else is written. */
+void kb__pe_buf_outer_sum(kb__pe_buf *b, uint32_t rows, uint32_t cols);
 /* Adds one handle (a second tile viewing the same bytes). */
 void kb__pe_buf_hold(kb__pe_buf *b);
 /* Drops one handle; memory is reclaimed once no op uses it either. */

@@ -135,8 +135,34 @@ static void buf_write_periodic(kb__pe_buf *b)
     }
 }
 
+/* Writes an outer-sum buffer's sums over its a and b (copied first: the
+ * sums overwrite them) and leaves it plain. */
+static void buf_write_osum(kb__pe_buf *b)
+{
+    uint32_t n = b->osum_rows, d = b->osum_cols, ab[KB__PE_BUF_OSUM_MAX];
+    uint32_t *o = b->data;
+    memcpy(ab, o, (size_t)(n + d) * sizeof *ab);
+    for (uint32_t r = 0; r < n; r++)
+        for (uint32_t c = 0; c < d; c++)
+            o[(size_t)r * d + c] = ab[r] + ab[n + c];
+    b->osum_rows = b->osum_cols = 0;
+}
+
+void kb__pe_buf_outer_sum(kb__pe_buf *b, uint32_t rows, uint32_t cols)
+{
+    assert(rows >= 1 && cols >= 1 && rows + cols <= KB__PE_BUF_OSUM_MAX &&
+           b->bytes == (uint64_t)rows * cols * 4);
+    b->csize = 0;
+    b->cwritten = false;
+    b->period = 0;
+    b->pwritten = false;
+    b->osum_rows = rows;
+    b->osum_cols = cols;
+}
+
 void *kb__pe_buf_bytes(kb__pe_buf *b)
 {
+    if (b->osum_rows) buf_write_osum(b);
     if (b->period) {
         if (!b->pwritten) buf_write_periodic(b);
         b->period = 0;
@@ -151,6 +177,7 @@ void *kb__pe_buf_bytes(kb__pe_buf *b)
 
 const void *kb__pe_buf_read(kb__pe_buf *b)
 {
+    if (b->osum_rows) buf_write_osum(b);
     if (b->period && !b->pwritten) {
         buf_write_periodic(b);
         b->pwritten = true;
@@ -167,6 +194,7 @@ void kb__pe_buf_periodic(kb__pe_buf *b, size_t period)
     assert(period >= 1 && period < b->bytes && b->bytes % period == 0 && period <= UINT32_MAX);
     b->csize = 0;
     b->cwritten = false;
+    b->osum_rows = b->osum_cols = 0;
     b->period = (uint32_t)period;
     b->pwritten = false;
 }
@@ -182,6 +210,7 @@ bool kb__pe_buf_mark_uniform(kb__pe_buf *b, size_t size)
     b->cwritten = true;
     b->period = 0;
     b->pwritten = false;
+    b->osum_rows = b->osum_cols = 0;
     return true;
 }
 
@@ -190,6 +219,7 @@ void kb__pe_buf_const(kb__pe_buf *b, const void *elem, size_t size)
     assert(size >= 1 && size <= KB__PE_BUF_CONST_MAX && b->bytes % size == 0);
     b->period = 0;
     b->pwritten = false;
+    b->osum_rows = b->osum_cols = 0;
     memcpy(b->cval, elem, size);
     b->csize = (uint8_t)size;
     b->cwritten = false;

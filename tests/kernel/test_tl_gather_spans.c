@@ -5,7 +5,8 @@
  * at adjacent elements merge; masked lanes are never touched), for i32
  * offsets of the lanes' shape, narrower offsets, broadcast offsets, a mask
  * of the lanes' shape and a broadcast one, and a store; the values read or
- * written against the host too.
+ * written against the host too; the same with offsets kept as the outer
+ * sum of a row and a column part.
  */
 #include "pe/harness.h"
 
@@ -25,7 +26,24 @@ static int flag_of(int lane)
     return !(lane % 7 == 3 || lane % 16 == 15 || (lane >= 40 && lane < 44));
 }
 
-enum { M_I32, M_I32_MASK, M_I16_MASK, M_BCAST_OFFS, M_BCAST_MASK, M_STORE, M_MODES };
+/* M_OSUM*: the offsets made in the kernel as a row part [ROWS, 1] plus a
+ * column part [1, COLS] (kept as their outer sum, kb__pe_buf_outer_sum):
+ * the same offsets as M_I32 (col_map: 7 pieces of consecutive columns),
+ * with a mask, as a store's; M_OSUM_REV's column part COLS - 1 - c (16
+ * pieces: more than the outer-sum walk takes, so the sums are written). */
+enum {
+    M_I32,
+    M_I32_MASK,
+    M_I16_MASK,
+    M_BCAST_OFFS,
+    M_BCAST_MASK,
+    M_STORE,
+    M_OSUM,
+    M_OSUM_MASK,
+    M_OSUM_STORE,
+    M_OSUM_REV,
+    M_MODES
+};
 
 /* The recording memory port: tm_flat first, so the harness's transfer
  * takes it as its self. Keeps the last transfer's spans. */
@@ -47,8 +65,19 @@ static void rec_transfer(void *self, kb__pe *pe, kb__pe_op *op, bool write,
 
 typedef struct grec {
     int mode;
+    uint32_t osum_rows; /* the offsets buffer's when its op was done (M_OSUM*) */
     float out[LANES];
 } grec;
+
+static bool is_osum(int m)
+{
+    return m >= M_OSUM;
+}
+
+static bool is_store(int m)
+{
+    return m == M_STORE || m == M_OSUM_STORE;
+}
 
 /* Args: 0 record, 1 x f32 [256], 2 idx i32 [128] (the offsets, row-major),
  * 3 flags i32 [128], 4 y f32 [256] (the store's target). */
@@ -63,7 +92,24 @@ static void gather(tl_ctx *k)
     tl_tile flags = tl_reshape(k, tl_load(k, fl, all, TL_NONE, TL_NONE), 2, shape);
     tl_tile mask = tl_ne(k, flags, tl_scalar(k, 0, TL_I32));
     tl_tile zero = tl_scalar(k, -1.0, TL_F32);
+    if (is_osum(r->mode)) {
+        tl_tile rowp = tl_mul(k, tl_arange(k, 0, ROWS), tl_scalar(k, 20, TL_I32));
+        tl_tile colp = r->mode == M_OSUM_REV
+                           ? tl_sub(k, tl_scalar(k, COLS - 1, TL_I32), tl_arange(k, 0, COLS))
+                           : tl_load(k, idx, tl_arange(k, 0, COLS), TL_NONE, TL_NONE);
+        offs = tl_add(k, tl_expand_dims(k, rowp, 1), tl_expand_dims(k, colp, 0));
+        kb__pe_buf *ob = kb__tl_slot_of(k, offs, "test")->buf;
+        kb__pe_wait_buf(&k->prog, ob);
+        r->osum_rows = ob->osum_rows;
+    }
     switch (r->mode) {
+    case M_OSUM:
+    case M_OSUM_REV:
+        tl_read(k, tl_load(k, x, offs, TL_NONE, TL_NONE), r->out, sizeof r->out);
+        break;
+    case M_OSUM_MASK:
+        tl_read(k, tl_load(k, x, offs, mask, zero), r->out, sizeof r->out);
+        break;
     case M_I32:
         tl_read(k, tl_load(k, x, offs, TL_NONE, TL_NONE), r->out, sizeof r->out);
         break;
@@ -88,7 +134,7 @@ static void gather(tl_ctx *k)
         tl_read(k, tl_load(k, x, offs, m, zero), r->out, sizeof r->out);
         break;
     }
-    default: /* M_STORE: lane l stores l + 1000 */
+    default: /* M_STORE, M_OSUM_STORE: lane l stores l + 1000 */
         tl_store(k, y, offs,
                  tl_add(k, tl_cast(k, tl_reshape(k, all, 2, shape), TL_F32),
                         tl_scalar(k, 1000.0, TL_F32)),
@@ -101,12 +147,13 @@ static void gather(tl_ctx *k)
 static int32_t lane_elem(int m, int lane)
 {
     int r = m == M_BCAST_OFFS ? 0 : lane / COLS;
+    if (m == M_OSUM_REV) return r * 20 + COLS - 1 - lane % COLS;
     return r * 20 + col_map[lane % COLS];
 }
 
 static int lane_active(int m, int lane)
 {
-    if (m == M_I32) return 1;
+    if (m == M_I32 || m == M_OSUM || m == M_OSUM_REV) return 1;
     if (m == M_BCAST_MASK) return flag_of(lane / COLS * COLS);
     return flag_of(lane);
 }
@@ -150,7 +197,7 @@ Test(tl_gather_spans, spans_values_and_lanes_match_a_host_walk_of_the_merge_rule
            before was active and its element is the one before */
         kb__tl_span want[LANES];
         uint32_t nw = 0;
-        uint64_t base = m == M_STORE ? VA0 + 1024 : VA0;
+        uint64_t base = is_store(m) ? VA0 + 1024 : VA0;
         for (int l = 0; l < LANES; l++) {
             if (!lane_active(m, l)) continue;
             uint64_t va = base + 4u * (uint64_t)lane_elem(m, l);
@@ -165,7 +212,9 @@ Test(tl_gather_spans, spans_values_and_lanes_match_a_host_walk_of_the_merge_rule
             cr_assert_eq(rf.spans[i].tile_off, want[i].tile_off, "mode %d span %u tile_off", m, i);
             cr_assert_eq(rf.spans[i].bytes, want[i].bytes, "mode %d span %u bytes", m, i);
         }
-        if (m == M_STORE) {
+        if (is_osum(m))
+            cr_assert_eq(r.osum_rows, ROWS, "mode %d: the offsets kept as an outer sum", m);
+        if (is_store(m)) {
             float yw[256];
             for (int i = 0; i < 256; i++)
                 yw[i] = -7.0f;
