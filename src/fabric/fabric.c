@@ -145,6 +145,7 @@ void kb__fabric_destroy(kb__fabric *fab)
         kb__route *r = fab->slots[i].route;
         if (r) {
             free(r->nodes);
+            free(r->flow.res);
             free(r);
         }
     }

@@ -152,7 +152,14 @@ typedef struct kb__route {
         uint32_t short_at; /* and the message's short_at, short_lead */
         kb__time short_lead;
         kb__time total, prev, drain;
-    } solo[2];        /* [0] the most recent (a queue's route alternates full and tail pieces) */
+    } solo[2]; /* [0] the most recent (a queue's route alternates full and tail pieces) */
+    struct kb__route_flow { /* the flow model's resources of a message on this route */
+        uint32_t *res;      /* NULL: none yet (freed with the route) */
+        uint32_t n_res;
+        uint32_t version; /* the flow model's resources when made (they change only
+                             when a memory is attached) */
+        double min_cap;   /* the smallest capacity among them (+inf: none) */
+    } flow;
     uint32_t links[]; /* n link ids, in the route's own allocation */
 } kb__route;
 

@@ -179,6 +179,7 @@ typedef struct flow_state {
     size_t cap_hkey;
     struct by_solo *order; /* solver: the component's flows by solo rate */
     size_t cap_order;
+    uint32_t version; /* of the resources: a route's memo (route_res) made at another is stale */
 } flow_state;
 
 static flow_state *state(const kb__fabric *fab)
@@ -859,6 +860,42 @@ static const struct kb__route_solo *solo_of(const kb__fabric *fab, const kb__rou
     return &m[0];
 }
 
+/* The resources of a flow on route r (the links after the first, the
+ * nodes' serial workers, the memories at its ends) and their smallest
+ * capacity, kept on the route (a memo, not part of its value) until the
+ * resources change; NULL when out of host memory. */
+static const struct kb__route_flow *route_res(flow_state *st, const kb__route *r)
+{
+    struct kb__route_flow *m = &((kb__route *)r)->flow;
+    if (m->res && m->version == st->version) return m;
+    uint32_t *ids = realloc(m->res, (r->n + 2 + r->workers) * sizeof *ids);
+    if (!ids) return NULL;
+    uint32_t n = 0, mf = st->mem_res[r->nodes[0]], mt = st->mem_res[r->nodes[r->n]];
+    for (uint32_t h = 1; h < r->n; h++) /* link 0: FIFO at the source (start) */
+        ids[n++] = r->links[h];
+    for (uint32_t h = 1; r->workers && h < r->n; h++) /* the nodes' serial workers */
+        if (st->wk_res[r->nodes[h]] != KB__NO_NODE) ids[n++] = st->wk_res[r->nodes[h]];
+    if (mf != KB__NO_NODE) ids[n++] = mf;
+    if (mt != KB__NO_NODE && mt != mf) ids[n++] = mt;
+    double min_cap = INFINITY;
+    for (uint32_t k = 0; k < n; k++)
+        if (st->res[ids[k]].cap < min_cap) min_cap = st->res[ids[k]].cap;
+    *m = (struct kb__route_flow){ids, n, st->version, min_cap};
+    return m;
+}
+
+/* Forgets every route's route_res memo (a new flow state numbers its
+ * resources anew). */
+static void route_res_forget(kb__fabric *fab)
+{
+    for (size_t i = 0; i < fab->n_slots; i++) {
+        kb__route *r = fab->slots[i].route;
+        if (!r) continue;
+        free(r->flow.res);
+        r->flow = (struct kb__route_flow){0};
+    }
+}
+
 /* Starts msg's flow, offered at t >= now. */
 static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
 {
@@ -866,7 +903,8 @@ static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
     flow_state *st = state(fab);
     const kb__route *r = msg->route;
     int shares = msg->npkts > 1; /* a message of one packet shares nothing */
-    flow *f = flow_get(st, shares ? r->n + 2 + r->workers : 0);
+    const struct kb__route_flow *rf = shares ? route_res(st, r) : NULL;
+    flow *f = shares && !rf ? NULL : flow_get(st, rf ? rf->n_res : 0);
     if (!f) {
         kb__sim_fail(sim, KB_ENOMEM, "fabric (flow): out of host memory for a flow");
         return;
@@ -875,17 +913,13 @@ static void start(kb__sim *sim, kb__fab_msg *msg, kb__time t)
     msg->flow = f;
     f->n_res = 0;
     if (shares) {
-        uint32_t mf = st->mem_res[r->nodes[0]], mt = st->mem_res[r->nodes[r->n]];
-        f->solo = fab->links[r->links[0]].bw_gbs; /* the first link caps it, unshared */
-        for (uint32_t h = 1; h < r->n; h++)       /* link 0: FIFO at the source, below */
-            f->res[f->n_res++] = r->links[h];
-        for (uint32_t h = 1; r->workers && h < r->n; h++) /* the nodes' serial workers */
-            if (st->wk_res[r->nodes[h]] != KB__NO_NODE)
-                f->res[f->n_res++] = st->wk_res[r->nodes[h]];
-        if (mf != KB__NO_NODE) f->res[f->n_res++] = mf;
-        if (mt != KB__NO_NODE && mt != mf) f->res[f->n_res++] = mt;
-        for (uint32_t k = 0; k < f->n_res; k++)
-            if (st->res[f->res[k]].cap < f->solo) f->solo = st->res[f->res[k]].cap;
+        /* the first link caps it, unshared; then the smallest capacity of
+           its resources, if smaller (the same comparisons, so the same
+           value, as taking them one by one) */
+        f->solo = fab->links[r->links[0]].bw_gbs;
+        if (rf->min_cap < f->solo) f->solo = rf->min_cap;
+        memcpy(f->res, rf->res, rf->n_res * sizeof *f->res);
+        f->n_res = (uint16_t)rf->n_res;
     }
     const struct kb__route_solo *so = solo_of(fab, r, msg);
     if (!so) {
@@ -987,6 +1021,8 @@ static int flow_init(kb__fabric *fab, kb__err *err)
                            fab->n_links);
     }
     st->fab = fab;
+    st->version = 1;
+    route_res_forget(fab);
     st->n_res = st->cap_res_arr = fab->n_links;
     for (uint32_t i = 0; i < fab->n_nodes; i++)
         st->mem_res[i] = KB__NO_NODE;
@@ -1002,6 +1038,7 @@ static void flow_fini(kb__fabric *fab)
 {
     flow_state *st = state(fab);
     if (!st) return;
+    route_res_forget(fab);
     for (flow *f = st->all, *n; f; f = n) {
         n = f->all_next;
         if (f->res != f->inl) free(f->res);
@@ -1042,6 +1079,7 @@ static void flow_reset(kb__fabric *fab)
 static int flow_attach_memory(kb__fabric *fab, uint32_t node, double bw_gbs, kb__err *err)
 {
     flow_state *st = state(fab);
+    st->version++; /* the routes' resources and capacities may change */
     if (node >= fab->n_nodes || !(bw_gbs > 0))
         return kb__err_set(err, KB_EINVAL, "fabric (flow): memory node %u of %u, %g GB/s", node,
                            fab->n_nodes, bw_gbs);

@@ -418,6 +418,7 @@ int kb__fabric_route(kb__fabric *fab, uint32_t from, uint32_t via, uint32_t to,
                                : "");
     if (2 * (fab->n_routes + 1) > fab->n_slots && cache_grow(fab)) {
         free(r->nodes);
+        free(r->flow.res);
         free(r);
         return kb__err_set(err, KB_ENOMEM, "fabric: out of memory for the route cache");
     }
