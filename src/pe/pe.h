@@ -75,7 +75,8 @@ typedef struct kb__pe_op kb__pe_op;
 /* Largest element a constant buffer records (kb__pe_buf.cval). */
 #define KB__PE_BUF_CONST_MAX 8
 
-/* A TCM range holding one tile's bytes. */
+/* A TCM range holding one tile's bytes: one 64-byte line (what issuing and
+ * finishing ops read of their operands; see pe_pipe.c). */
 typedef struct kb__pe_buf {
     kb__pe_prog *prog;
     uint64_t tcm_off; /* offset in the usable TCM */
@@ -92,21 +93,21 @@ typedef struct kb__pe_buf {
     int8_t cls;    /* the program's buffer class whose pool made it; -1: malloc'd alone */
     bool cwritten; /* constant, and `data` already holds its bytes (kb__pe_buf_read) */
     bool pwritten; /* periodic, and `data` already holds all its bytes (kb__pe_buf_read) */
-    /* Periodic contents (kb__pe_buf_periodic; never with csize): the first
-     * `period` bytes of `data` repeat through all of them, and only those
-     * are written until kb__pe_buf_bytes or kb__pe_buf_read writes the
-     * rest. 0: not periodic. */
-    uint32_t period;
+    /* Units (bit 1 << kb__pe_unit_id) of every op issued reading it since it
+     * was made: the units whose FIFO may hold an op waiting for it to be
+     * ready (never cleared: a superset). */
+    uint8_t reader_units;
     /* An i32 outer sum (kb__pe_buf_outer_sum; never with csize or period):
      * element [r][c] of its osum_rows x osum_cols elements is a[r] + b[c]
      * (wrapping), and `data` holds only a (osum_rows i32) then b (osum_cols
      * i32) until kb__pe_buf_bytes or kb__pe_buf_read writes the sums.
      * osum_rows 0: not an outer sum. */
-    uint32_t osum_rows, osum_cols;
-    /* Units (bit 1 << kb__pe_unit_id) of every op issued reading it since it
-     * was made: the units whose FIFO may hold an op waiting for it to be
-     * ready (never cleared: a superset). */
-    uint8_t reader_units;
+    uint16_t osum_rows, osum_cols;
+    /* Periodic contents (kb__pe_buf_periodic; never with csize): the first
+     * `period` bytes of `data` repeat through all of them, and only those
+     * are written until kb__pe_buf_bytes or kb__pe_buf_read writes the
+     * rest. 0: not periodic. */
+    uint32_t period;
 } kb__pe_buf;
 
 /* The largest osum_rows + osum_cols of an outer-sum buffer. */

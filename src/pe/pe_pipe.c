@@ -50,6 +50,8 @@ void kb__pe_prog_issued(kb__pe_prog *g)
 
 /* ---- buffers --------------------------------------------------------------- */
 
+_Static_assert(sizeof(kb__pe_buf) <= 64, "a buffer's header is one cache line");
+
 /* A buffer's host memory: its header, rounded to a cache line, then the
  * data (at least one byte). */
 #define BUF_HEAD ((sizeof(kb__pe_buf) + 63) / 64 * 64)
@@ -156,8 +158,8 @@ void kb__pe_buf_outer_sum(kb__pe_buf *b, uint32_t rows, uint32_t cols)
     b->cwritten = false;
     b->period = 0;
     b->pwritten = false;
-    b->osum_rows = rows;
-    b->osum_cols = cols;
+    b->osum_rows = (uint16_t)rows;
+    b->osum_cols = (uint16_t)cols;
 }
 
 void *kb__pe_buf_bytes(kb__pe_buf *b)
