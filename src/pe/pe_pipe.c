@@ -372,9 +372,10 @@ static void unit_pump(kb__pe *pe, kb__pe_unit_id id)
      * only mark programs held) */
     if (u->busy >= u->servers && !u->fifo_no_server) return;
     kb__pe_op *prev = NULL, *op = u->head;
+    bool held = false; /* this pass held a program (only then is a held_epoch this epoch) */
     while (op && !u->fenced) {
         kb__pe_prog *g = op->prog;
-        if (g->held_epoch == epoch) {
+        if (held && g->held_epoch == epoch) {
             prev = op;
             op = op->next;
             continue;
@@ -385,6 +386,7 @@ static void unit_pump(kb__pe *pe, kb__pe_unit_id id)
         if (!go) {
             if (stop || !pe->p.cpu.pipeline) return;
             g->held_epoch = epoch;
+            held = true;
             prev = op;
             op = op->next;
             continue;
