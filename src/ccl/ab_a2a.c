@@ -5,13 +5,17 @@
  * the ranks between, two streams at once (through NEXT and PREV). Phase d
  * carries the chunks bound d places away; each phase's bandwidth term is
  * its busiest resource under the phase machinery (ab_phase.c), and the
- * latency term is one fill and drain per round of pieces.
+ * latency term is one fill and drain per round of pieces. The bandwidth
+ * term is at least the kernel's issue order taken iteration by iteration
+ * (a2a_issue_ps: loads and stores in bursts that every rank runs at once).
  *
  * Invariants: the traffic of a phase counts every chunk once at its
  * sender, at each forwarding rank and at its receiver; a chunk a rank
  * keeps is loaded and stored in phase 1. A prediction only.
  * Cost: O(p²) per phase for the traffic (p/2 phases: O(p³) in all, p the
- * world size), and O(links + nodes + p × route length × 64) per phase.
+ * world size), and O(links + nodes + p × route length × 64) per phase;
+ * the issue order O(p × route length) per iteration of the kernel's loop
+ * (m·p²/8 iterations per round of m pieces).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -20,6 +24,7 @@
 #include <string.h>
 
 #include "ccl/ab_internal.h"
+#include "ccl/algorithms/algorithms.h"
 #include "pe/ipcq.h"
 #include "sim/sim.h"
 
@@ -141,9 +146,11 @@ static int a2a_path(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer, 
 }
 
 /* The bandwidth term of one phase whose traffic is ld[0..p) (pieces of
- * at most xfer bytes): its busiest resource, named in what. */
+ * at most xfer bytes): its busiest resource, named in what; *rtt_ps the
+ * credit loop (round trip under the phase's traffic) of the stream that
+ * paces the credits (0: none). */
 static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load *ld, uint64_t xfer,
-                     double *ps, char *what, size_t what_size, kb__err *err)
+                     double *ps, double *rtt_ps, char *what, size_t what_size, kb__err *err)
 {
     uint32_t p = plan->world_size;
     const kb__topo_params *tp = &t->params;
@@ -215,6 +222,7 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
             if (x->slots[way] * ((double)rtt + extra) > loaded_slots * loaded)
                 loaded = (double)rtt + extra, loaded_slots = x->slots[way], rtt_rank = k;
         }
+    *rtt_ps = loaded;
     if (!rc && loaded_slots > 0)
         kb__ab_credit_limit(tp, q, loaded_slots, (xfer + payload - 1) / payload, loaded, rtt_rank,
                             &a);
@@ -259,6 +267,272 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
     return rc;
 }
 
+/* ---- the kernel's order: loads and stores in bursts ----------------------------
+ *
+ * The kernel (a2a_round in algorithms/ring.c) issues, in iteration i of a
+ * round of m pieces per chunk, each way's message at place i of its
+ * stream (phase d holds places [m·d(d − 1)/2, m·d(d + 1)/2); its first m
+ * are the rank's own pieces, its last m are kept on arrival), the load of
+ * the own piece at place i + lag + 1 (loaded ahead), the chunk it keeps
+ * (i < m) and the store of the piece that came in at place i − lag. A
+ * program's ops keep their order on its DMA unit, so a rank's loads and
+ * stores run in that order, and as every rank runs the same places at
+ * once, each iteration's loads (and stores) of every rank share their
+ * routes at the same time: the cube's xbar -> NOC link carries the
+ * loads of all its PEs together. Phase d's loads and phase d − 1's stores
+ * fall in different iterations when lag + 1 is m (the 8-rank, 1 MiB case:
+ * m 9, lag 8), so the run is bursts of loads, bursts of stores and
+ * forwarding alone, one after the other, not the phase's average mix. The
+ * rule: each iteration lasts its busiest resource — a link or memory
+ * carrying every rank's transfers of that iteration, a rank's DMA channels
+ * (its transfers, alone, over pe.dma.channels), its vc channel (the slots
+ * it sends, both ways), or the credits of a message that takes every slot
+ * (its windows × the phase's credit loop and resume, kb__ab_credit_limit's
+ * rule) — and the bandwidth term is at least their sum. */
+
+/* The place of stream position pos in a round of m pieces per chunk:
+ * phase *d, message *k of the phase. */
+static void a2a_place(uint64_t pos, uint64_t m, uint32_t *d, uint64_t *k)
+{
+    uint32_t ph = 1;
+    uint64_t start = 0;
+    while (start + ph * m <= pos)
+        start += ph * m, ph++;
+    *d = ph, *k = pos - start;
+}
+
+/* One iteration's places in one way's stream: [0] the own piece loaded
+ * ahead, [1] the message sent, [2] the arrival (ok[j] 0: outside the
+ * stream). */
+typedef struct a2a_at3 {
+    int ok[3];
+    uint32_t d[3];
+    uint64_t k[3];
+} a2a_at3;
+
+/* One rank's work issued in one iteration. */
+typedef struct a2a_issue {
+    double ld_bytes, st_bytes, dma_ps, slots, credit_ps;
+} a2a_issue;
+
+typedef struct a2a_issue_ctx {
+    const kb__topo *t;
+    const kb__ccl_plan *plan;
+    const int64_t *counts;
+    const uint32_t *index;
+    uint64_t elems, esize, piece, first, m;
+    uint32_t p;
+    kb__ccl_route *lr, *sr;      /* per rank: its load and store routes */
+    double *ld_alone, *st_alone; /* per rank: a whole piece alone */
+} a2a_issue_ctx;
+
+/* Bytes of piece j of this round of the chunk o -> d (ring ranks mod p). */
+static uint64_t a2a_piece_bytes(const a2a_issue_ctx *c, int64_t o, int64_t d, uint64_t j)
+{
+    uint32_t p = c->p;
+    uint32_t oo = (uint32_t)(((o % (int64_t)p) + p) % p),
+             dd = (uint32_t)(((d % (int64_t)p) + p) % p);
+    uint64_t chunk = a2a_bytes(c->counts, c->index, p, c->elems, c->esize, oo, dd);
+    uint64_t at = (c->first + j) * c->piece;
+    if (chunk <= at) return 0;
+    return chunk - at < c->piece ? chunk - at : c->piece;
+}
+
+/* A transfer of `bytes` by rank k alone (a whole piece's time, or the
+ * closed form for a shorter one). */
+static int a2a_alone(const a2a_issue_ctx *c, uint32_t k, bool store, uint64_t bytes, double *ps,
+                     kb__err *err)
+{
+    if (bytes == c->piece) {
+        *ps = store ? c->st_alone[k] : c->ld_alone[k];
+        return 0;
+    }
+    uint64_t v;
+    int rc =
+        kb__ab_xfer_ps(c->t, c->plan->loc[k], store, store ? &c->sr[k] : &c->lr[k], bytes, &v, err);
+    *ps = (double)v;
+    return rc;
+}
+
+/* *out := the rule above over every round of the call (pieces of at most
+ * `piece` bytes of chunks up to `longest`, rounds of `window` pieces as
+ * the kernel cuts them), rtt[d] phase d's credit loop (a2a_phase); what
+ * names the resource that set most of the sum. */
+static int a2a_issue_ps(const kb__topo *t, const kb__ccl_plan *plan, const int64_t *counts,
+                        const uint32_t *index, uint64_t elems, uint64_t esize, uint64_t piece,
+                        uint64_t window, uint64_t longest, const double *rtt, double *out,
+                        char *what, size_t what_size, kb__err *err)
+{
+    uint32_t p = plan->world_size;
+    const kb__topo_params *tp = &t->params;
+    const kb__ccl_settings *q = &plan->r.s;
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
+    double slot_ps = kb__ab_slot_ps(tp, q), resume = kb__ab_resume_ps(tp, q);
+    double ch = tp->pe.dma_channels ? tp->pe.dma_channels : 1;
+    a2a_issue_ctx c = {.t = t,
+                       .plan = plan,
+                       .counts = counts,
+                       .index = index,
+                       .elems = elems,
+                       .esize = esize,
+                       .piece = piece,
+                       .p = p};
+    a2a_issue *is = calloc(p, sizeof *is);
+    double *acc = calloc(t->n_links + t->n_nodes, sizeof *acc), *by_link = NULL;
+    double by_kind[4] = {0};
+    c.lr = calloc(p, sizeof *c.lr), c.sr = calloc(p, sizeof *c.sr);
+    c.ld_alone = calloc(2 * (size_t)p, sizeof *c.ld_alone);
+    by_link = calloc(t->n_links + t->n_nodes, sizeof *by_link);
+    int rc = 0;
+    if (!is || !acc || !c.lr || !c.sr || !c.ld_alone || !by_link)
+        rc = kb__err_set(err, KB_ENOMEM, "out of memory");
+    if (!rc) c.st_alone = c.ld_alone + p;
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        uint64_t l, s;
+        if ((rc = kb__ab_data_path(t, plan->loc[k], false, &c.lr[k], err)) ||
+            (rc = kb__ab_data_path(t, plan->loc[k], true, &c.sr[k], err)) ||
+            (rc = kb__ab_xfer_ps(t, plan->loc[k], false, &c.lr[k], piece, &l, err)) ||
+            (rc = kb__ab_xfer_ps(t, plan->loc[k], true, &c.sr[k], piece, &s, err)))
+            break;
+        c.ld_alone[k] = (double)l, c.st_alone[k] = (double)s;
+    }
+    uint64_t per = p > 2 && window > 1 ? window / 2 : window ? window : 1;
+    uint64_t pieces = (longest + piece - 1) / piece;
+    uint32_t phases[2] = {p / 2, (p - 1) / 2};
+    double total = 0;
+    for (c.first = 0; !rc && c.first < pieces; c.first += c.m) {
+        c.m = pieces - c.first < per ? pieces - c.first : per;
+        int64_t m = (int64_t)c.m, lag = kb__ccl_ring_lag(m, (int64_t)window), ahead = lag + 1;
+        int64_t places[2], last = 0;
+        for (int w = 0; w < 2; w++) {
+            places[w] = m * phases[w] * (phases[w] + 1) / 2;
+            if (places[w] + lag > last) last = places[w] + lag;
+        }
+        for (int64_t i = -ahead; !rc && i < last; i++) {
+            /* each way's places of this iteration: the load ahead, the
+             * message, the arrival (ok 0: none) */
+            a2a_at3 at[2];
+            for (int w = 0; w < 2; w++) {
+                int64_t pos[3] = {i + ahead, i, i - lag};
+                for (int j = 0; j < 3; j++) {
+                    at[w].ok[j] = pos[j] >= 0 && pos[j] < places[w];
+                    if (at[w].ok[j]) a2a_place((uint64_t)pos[j], c.m, &at[w].d[j], &at[w].k[j]);
+                }
+            }
+            memset(is, 0, p * sizeof *is);
+            for (uint32_t k = 0; !rc && k < p; k++) {
+                a2a_issue *x = &is[k];
+                int64_t r = k;
+                for (int w = 0; !rc && w < 2; w++) {
+                    int64_t sign = w ? -1 : 1;
+                    const a2a_at3 *a3 = &at[w];
+                    uint64_t b;
+                    double a;
+                    /* the own piece loaded ahead */
+                    if (a3->ok[0] && a3->k[0] < c.m &&
+                        (b = a2a_piece_bytes(&c, r, r + sign * a3->d[0], a3->k[0]))) {
+                        if ((rc = a2a_alone(&c, k, false, b, &a, err))) break;
+                        x->ld_bytes += (double)b, x->dma_ps += a;
+                    }
+                    /* the message, and its credits */
+                    if (a3->ok[1]) {
+                        int64_t from = r - sign * (int64_t)(a3->k[1] / c.m);
+                        b = a2a_piece_bytes(&c, from, from + sign * a3->d[1], a3->k[1] % c.m);
+                        double sl = (double)((b + payload - 1) / payload);
+                        x->slots += sl;
+                        if (b && sl >= (double)q->n_slots) {
+                            double cr = sl * (rtt[a3->d[1]] + resume) / (double)q->n_slots;
+                            if (cr > x->credit_ps) x->credit_ps = cr;
+                        }
+                    }
+                    /* the store of a piece kept on arrival */
+                    uint64_t kept = (a3->d[2] - 1) * c.m;
+                    if (a3->ok[2] && a3->k[2] >= kept &&
+                        (b = a2a_piece_bytes(&c, r - sign * a3->d[2], r, a3->k[2] - kept))) {
+                        if ((rc = a2a_alone(&c, k, true, b, &a, err))) break;
+                        x->st_bytes += (double)b, x->dma_ps += a;
+                    }
+                }
+                /* the chunk it keeps, loaded and stored in the round's first m */
+                uint64_t b;
+                double a;
+                if (!rc && i >= 0 && i < m && (b = a2a_piece_bytes(&c, r, r, (uint64_t)i))) {
+                    if (!(rc = a2a_alone(&c, k, false, b, &a, err))) x->dma_ps += a;
+                    if (!rc && !(rc = a2a_alone(&c, k, true, b, &a, err))) x->dma_ps += a;
+                    x->ld_bytes += (double)b, x->st_bytes += (double)b;
+                }
+            }
+            /* the iteration: its busiest link or memory, DMA unit, vc channel or credits */
+            double it = 0;
+            int kind = -1;
+            int64_t unit = -1;
+            for (uint32_t k = 0; !rc && k < p; k++) {
+                const a2a_issue *x = &is[k];
+                kb__ab_pe_nodes nd = kb__ab_nodes_of(t, plan->loc[k]);
+                for (int s = 0; s < 2; s++) {
+                    const kb__ccl_route *r = s ? &c.sr[k] : &c.lr[k];
+                    double bytes = s ? x->st_bytes : x->ld_bytes;
+                    for (uint32_t l = 0; bytes > 0 && l < r->n; l++)
+                        acc[r->links[l]] += bytes;
+                }
+                if (nd.hbm >= 0) acc[t->n_links + (uint32_t)nd.hbm] += x->ld_bytes + x->st_bytes;
+                double v[3] = {x->dma_ps / ch, x->slots * slot_ps, x->credit_ps};
+                for (int j = 0; j < 3; j++)
+                    if (v[j] > it) it = v[j], kind = j + 1, unit = k;
+            }
+            for (uint32_t k = 0; !rc && k < p; k++) {
+                kb__ab_pe_nodes nd = kb__ab_nodes_of(t, plan->loc[k]);
+                for (int s = 0; s < 2; s++) {
+                    const kb__ccl_route *r = s ? &c.sr[k] : &c.lr[k];
+                    for (uint32_t l = 0; l < r->n; l++) {
+                        uint32_t id = r->links[l];
+                        if (acc[id] <= 0) continue;
+                        double v = kb__ps_real_from_bytes_gbs(acc[id], t->links[id].bw_gbs);
+                        if (v > it) it = v, kind = 0, unit = id;
+                        acc[id] = 0;
+                    }
+                }
+                if (nd.hbm >= 0 && acc[t->n_links + (uint32_t)nd.hbm] > 0) {
+                    double bw = kb__ab_mem_bw(t, nd.hbm),
+                           v = bw > 0 ? kb__ps_real_from_bytes_gbs(
+                                            acc[t->n_links + (uint32_t)nd.hbm], bw)
+                                      : 0;
+                    if (v > it) it = v, kind = 0, unit = t->n_links + (int64_t)nd.hbm;
+                    acc[t->n_links + (uint32_t)nd.hbm] = 0;
+                }
+            }
+            total += it;
+            if (kind == 0) by_link[unit] += it;
+            if (kind >= 0) by_kind[kind] += it;
+        }
+    }
+    if (!rc) {
+        *out = total;
+        int most = 0;
+        for (int j = 1; j < 4; j++)
+            if (by_kind[j] > by_kind[most]) most = j;
+        if (most == 0) {
+            uint32_t best = 0;
+            for (uint32_t u = 1; u < t->n_links + t->n_nodes; u++)
+                if (by_link[u] > by_link[best]) best = u;
+            if (best < t->n_links)
+                snprintf(what, what_size, "the issue order: bursts on the link %.50s -> %.50s",
+                         t->nodes[t->links[best].from].name, t->nodes[t->links[best].to].name);
+            else
+                snprintf(what, what_size, "the issue order: bursts on the memory %.50s",
+                         t->nodes[best - t->n_links].name);
+        } else {
+            static const char *const names[] = {"", "the DMA channels", "the vc channels",
+                                                "the credits"};
+            snprintf(what, what_size, "the issue order: %s", names[most]);
+        }
+    }
+    for (uint32_t k = 0; c.lr && c.sr && k < p; k++)
+        kb__ccl_route_fini(&c.lr[k]), kb__ccl_route_fini(&c.sr[k]);
+    free(c.lr), free(c.sr), free(c.ld_alone), free(is), free(acc), free(by_link);
+    return rc;
+}
+
 int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int64_t *counts,
                           const uint32_t *index, uint64_t elems, uint64_t esize, uint64_t piece,
                           uint64_t window, kb__ccl_a2a_model *out, kb__err *err)
@@ -276,8 +550,8 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
     uint64_t longest;
     a2a_traffic(plan, counts, index, elems, esize, piece, 0, ld, &longest);
     uint64_t xfer = piece < longest ? piece : longest;
-    double total = 0, most = 0;
-    int rc = 0;
+    double total = 0, most = 0, *rtt = calloc(p / 2 + 1, sizeof *rtt);
+    int rc = rtt ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
     /* phase d's chunks go d hops each way; the phases follow one another in
      * each way's stream, both ways' phase d at once */
     for (uint32_t d = 1; !rc && xfer && d <= p / 2; d++) {
@@ -286,7 +560,7 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
         char what[160];
         a2a_traffic(plan, counts, index, elems, esize, piece, d, ld, &in_phase);
         if (!in_phase) continue;
-        if ((rc = a2a_phase(t, plan, ld, xfer, &ps, what, sizeof what, err))) break;
+        if ((rc = a2a_phase(t, plan, ld, xfer, &ps, &rtt[d], what, sizeof what, err))) break;
         total += ps;
         if (ps > most) {
             most = ps;
@@ -294,6 +568,18 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
         }
     }
     free(ld);
+    /* the kernel's order (a2a_issue_ps): the phases' sum is the run's only
+     * when each phase's loads and stores mix as their average over it */
+    double issued = 0;
+    char what[160];
+    if (!rc && xfer)
+        rc = a2a_issue_ps(t, plan, counts, index, elems, esize, piece, window, longest, rtt,
+                          &issued, what, sizeof what, err);
+    free(rtt);
+    if (!rc && issued > total) {
+        total = issued;
+        snprintf(out->bottleneck, sizeof out->bottleneck, "%.159s", what);
+    }
     /* rounds of at most `window` pieces of each chunk (half of it each way
      * beyond 2 ranks: the two streams share the tile scratch) */
     uint64_t per = p > 2 && window > 1 ? window / 2 : window ? window : 1;

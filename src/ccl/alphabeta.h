@@ -306,7 +306,7 @@ typedef struct kb__ccl_a2a_model {
     uint64_t path_ps;      /* the rounds' fill and drain */
     uint32_t hops;         /* rounds × p/2: hops along path_ps (α = path_ps / hops) */
     uint64_t rounds;       /* rounds of the kernel */
-    uint64_t bw_ps;        /* the bandwidth term: the phases' sum */
+    uint64_t bw_ps;        /* the bandwidth term: the phases' sum, or the issue order's */
     char bottleneck[160];  /* the busiest resource of the longest phase */
     double bw_gbs;         /* textbook B: the slowest link of the ring, either way */
 } kb__ccl_a2a_model;
