@@ -179,6 +179,8 @@ typedef struct flow_state {
     size_t cap_hkey;
     struct by_solo *order; /* solver: the component's flows by solo rate */
     size_t cap_order;
+    struct by_solo *order_tmp; /* solver: sort_by_solo's other half */
+    size_t cap_order_tmp;
     uint32_t version; /* of the resources: a route's memo (route_res) made at another is stale */
 } flow_state;
 
@@ -472,11 +474,34 @@ typedef struct by_solo {
     uint32_t i; /* index in the component's flows */
 } by_solo;
 
-static int by_solo_cmp(const void *a, const void *b)
+/* Whether x comes before y: by solo rate, then index (a strict total
+ * order: the index is unique). */
+static inline bool by_solo_before(const by_solo *x, const by_solo *y)
 {
-    const by_solo *x = a, *y = b;
-    if (x->solo != y->solo) return x->solo < y->solo ? -1 : 1;
-    return (x->i > y->i) - (x->i < y->i);
+    return x->solo < y->solo || (x->solo == y->solo && x->i < y->i);
+}
+
+/* Sorts the n entries of a by by_solo_before, by merging runs of doubling
+ * width through tmp (n entries): the one order a strict total order gives.
+ * Returns the sorted array (a or tmp). */
+static by_solo *sort_by_solo(by_solo *a, by_solo *tmp, size_t n)
+{
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = by_solo_before(&a[j], &a[i]) ? a[j++] : a[i++];
+            while (i < mid)
+                tmp[k++] = a[i++];
+            while (j < hi)
+                tmp[k++] = a[j++];
+        }
+        by_solo *t = a;
+        a = tmp;
+        tmp = t;
+    }
+    return a;
 }
 
 /* Freezes the unfrozen flows of best (or alone) at share. With the heap,
@@ -546,6 +571,7 @@ static int fill_heap(flow_state *st, const comp *c)
         grow((void **)&st->hpos, &st->cap_hpos, c->n_sh, sizeof *st->hpos) ||
         grow((void **)&st->hkey, &st->cap_hkey, c->n_sh, sizeof *st->hkey) ||
         grow((void **)&st->order, &st->cap_order, c->n_cf, sizeof *st->order) ||
+        grow((void **)&st->order_tmp, &st->cap_order_tmp, c->n_cf, sizeof *st->order_tmp) ||
         grow((void **)&st->touched, &st->cap_touched, c->n_sh, sizeof *st->touched) ||
         grow((void **)&st->tlevel, &st->cap_tlevel, c->n_sh, sizeof *st->tlevel))
         return KB_ENOMEM;
@@ -564,7 +590,7 @@ static int fill_heap(flow_state *st, const comp *c)
     by_solo *order = st->order;
     for (uint32_t i = 0; i < c->n_cf; i++)
         order[i] = (by_solo){c->cf[i]->solo, i};
-    qsort(order, c->n_cf, sizeof *order, by_solo_cmp);
+    order = sort_by_solo(order, st->order_tmp, c->n_cf);
     size_t open = c->n_cf, next = 0;
     while (open) {
         res *best = st->n_heap ? &st->res[c->sh[st->heap[0]]] : NULL;
@@ -1066,6 +1092,7 @@ static void flow_fini(kb__fabric *fab)
     free(st->touched);
     free(st->tlevel);
     free(st->order);
+    free(st->order_tmp);
     free(st);
     fab->model_state = NULL;
 }
