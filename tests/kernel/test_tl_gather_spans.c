@@ -105,14 +105,10 @@ static void gather(tl_ctx *k)
     switch (r->mode) {
     case M_OSUM:
     case M_OSUM_REV:
-        tl_read(k, tl_load(k, x, offs, TL_NONE, TL_NONE), r->out, sizeof r->out);
-        break;
-    case M_OSUM_MASK:
-        tl_read(k, tl_load(k, x, offs, mask, zero), r->out, sizeof r->out);
-        break;
     case M_I32:
         tl_read(k, tl_load(k, x, offs, TL_NONE, TL_NONE), r->out, sizeof r->out);
         break;
+    case M_OSUM_MASK:
     case M_I32_MASK:
         tl_read(k, tl_load(k, x, offs, mask, zero), r->out, sizeof r->out);
         break;
