@@ -102,6 +102,16 @@ static kb__pe_buf *buf_host(kb__pe_prog *g, uint64_t bytes)
     return b;
 }
 
+/* Repeats the first `have` bytes of d through its n, by doubling copies. */
+static void repeat_prefix(uint8_t *d, size_t have, size_t n)
+{
+    while (have < n) {
+        size_t c = have < n - have ? have : n - have;
+        memcpy(d + have, d, c);
+        have += c;
+    }
+}
+
 /* Writes a constant buffer's value into every element of its bytes. */
 static void buf_write_const(kb__pe_buf *b)
 {
@@ -112,29 +122,22 @@ static void buf_write_const(kb__pe_buf *b)
         same = same && b->cval[i] == b->cval[0];
     if (same) {
         memset(d, b->cval[0], n);
-    } else {
-        /* one element, then doubling copies */
+    } else { /* one element, then doubling copies */
         size_t have = s < n ? s : n;
         memcpy(d, b->cval, have);
-        while (have < n) {
-            size_t c = have < n - have ? have : n - have;
-            memcpy(d + have, d, c);
-            have += c;
-        }
+        repeat_prefix(d, have, n);
     }
 }
 
-/* Writes a periodic buffer's first period bytes through all of them, by
- * doubling copies. */
-static void buf_write_periodic(kb__pe_buf *b)
+/* Leaves b plain: neither constant, periodic nor an outer sum (whatever
+ * `data` holds is then its value). */
+static void buf_plain(kb__pe_buf *b)
 {
-    uint8_t *d = b->data;
-    size_t n = (size_t)b->bytes, have = b->period;
-    while (have < n) {
-        size_t c = have < n - have ? have : n - have;
-        memcpy(d + have, d, c);
-        have += c;
-    }
+    b->csize = 0;
+    b->cwritten = false;
+    b->period = 0;
+    b->pwritten = false;
+    b->osum_rows = b->osum_cols = 0;
 }
 
 /* Writes an outer-sum buffer's sums over its a and b (copied first: the
@@ -154,26 +157,15 @@ void kb__pe_buf_outer_sum(kb__pe_buf *b, uint32_t rows, uint32_t cols)
 {
     assert(rows >= 1 && cols >= 1 && rows + cols <= KB__PE_BUF_OSUM_MAX &&
            b->bytes == (uint64_t)rows * cols * 4);
-    b->csize = 0;
-    b->cwritten = false;
-    b->period = 0;
-    b->pwritten = false;
+    buf_plain(b);
     b->osum_rows = (uint16_t)rows;
     b->osum_cols = (uint16_t)cols;
 }
 
 void *kb__pe_buf_bytes(kb__pe_buf *b)
 {
-    if (b->osum_rows) buf_write_osum(b);
-    if (b->period) {
-        if (!b->pwritten) buf_write_periodic(b);
-        b->period = 0;
-        b->pwritten = false;
-    }
-    if (!b->csize) return b->data;
-    if (!b->cwritten) buf_write_const(b);
-    b->csize = 0;
-    b->cwritten = false;
+    kb__pe_buf_read(b);
+    buf_plain(b);
     return b->data;
 }
 
@@ -181,7 +173,7 @@ const void *kb__pe_buf_read(kb__pe_buf *b)
 {
     if (b->osum_rows) buf_write_osum(b);
     if (b->period && !b->pwritten) {
-        buf_write_periodic(b);
+        repeat_prefix(b->data, b->period, (size_t)b->bytes);
         b->pwritten = true;
     }
     if (b->csize && !b->cwritten) {
@@ -194,11 +186,8 @@ const void *kb__pe_buf_read(kb__pe_buf *b)
 void kb__pe_buf_periodic(kb__pe_buf *b, size_t period)
 {
     assert(period >= 1 && period < b->bytes && b->bytes % period == 0 && period <= UINT32_MAX);
-    b->csize = 0;
-    b->cwritten = false;
-    b->osum_rows = b->osum_cols = 0;
+    buf_plain(b);
     b->period = (uint32_t)period;
-    b->pwritten = false;
 }
 
 bool kb__pe_buf_mark_uniform(kb__pe_buf *b, size_t size)
@@ -207,24 +196,19 @@ bool kb__pe_buf_mark_uniform(kb__pe_buf *b, size_t size)
     const uint8_t *d = b->data;
     size_t n = (size_t)b->bytes;
     if (n > size && memcmp(d, d + size, n - size)) return false;
+    buf_plain(b);
     memcpy(b->cval, d, size);
     b->csize = (uint8_t)size;
     b->cwritten = true;
-    b->period = 0;
-    b->pwritten = false;
-    b->osum_rows = b->osum_cols = 0;
     return true;
 }
 
 void kb__pe_buf_const(kb__pe_buf *b, const void *elem, size_t size)
 {
     assert(size >= 1 && size <= KB__PE_BUF_CONST_MAX && b->bytes % size == 0);
-    b->period = 0;
-    b->pwritten = false;
-    b->osum_rows = b->osum_cols = 0;
+    buf_plain(b);
     memcpy(b->cval, elem, size);
     b->csize = (uint8_t)size;
-    b->cwritten = false;
 }
 
 bool kb__pe_buf_const_elem(const kb__pe_buf *b, size_t size, void *elem)
