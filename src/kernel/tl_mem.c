@@ -301,42 +301,41 @@ static inline int64_t run_end32(const int32_t *e, int64_t l, int64_t n)
     return end;
 }
 
-/* Run by run: a Triton-style access (offsets and mask tiles), one check
- * and one span per run of active lanes at consecutive elements, not per
- * lane. The spans, lane flags, n_active and staged bytes are exactly the
- * lane walk's: the walk merges a lane into the span before it exactly
- * when the lane before is active and at the element before (the tile
- * offset continues only for the next lane; the VA only for the next
- * element, no run wrapping since every run is checked inside the
- * tensor); a run inside one region is inside the reach and off the
- * padding exactly when each of its elements is (its last element is the
- * furthest into the region), and a run across regions goes to the walk.
- * Writes the lane flags when a mask is given (every lane is active
- * otherwise: load_fill then reads none). Expects ns and n_active 0.
- * Returns 0 when done, 1
- * when the lane walk must decide (a block pointer, a broadcast mask, a
- * lane out of range: the walk reports it; the state is then undefined and
- * must be reset), or the status of the op it failed (out of host memory). */
-/* The run of lanes [l, l + len) at elements e0 .. e0 + len - 1, as
- * run_spans takes one (act: the lane flags to set, NULL without a mask):
- * 0, or 1 when the lane walk must decide. */
-static int run_add(kb__tl_op *op, const uint8_t *act, int64_t l, int64_t e0, int64_t len,
-                   uint64_t es, uint32_t *ns)
+/* What every run of one access shares (run_add). */
+typedef struct run_ctx {
+    kb__tl_op *op;
+    const uint8_t *act; /* the lane flags to set; NULL without a mask */
+    uint64_t es, lim;   /* element size; elements in the reach */
+    bool stage;         /* the run's values are staged (a store that moves bytes) */
+    uint32_t *ns;       /* spans so far */
+} run_ctx;
+
+static run_ctx run_ctx_of(kb__tl_op *op, const uint8_t *act, uint64_t es, uint32_t *ns)
 {
+    return (run_ctx){op, act, es, op->t->bytes / es, op->write && moves_bytes(op), ns};
+}
+
+/* Takes the run of lanes [l, l + len) at elements e0 .. e0 + len - 1 for
+ * run_spans and osum_spans: its checks, lane flags, count, staged bytes
+ * and span. 0, or 1 when the lane walk must decide. */
+static int run_add(const run_ctx *x, int64_t l, int64_t e0, uint64_t len)
+{
+    kb__tl_op *op = x->op;
     const tl_tensor *t = op->t;
-    uint64_t lim = t->bytes / es; /* elements in the reach */
-    uint64_t ulen = (uint64_t)len, pos = (uint64_t)e0 * es, bytes = ulen * es;
-    if (e0 < 0 || (uint64_t)e0 > lim || lim - (uint64_t)e0 < ulen) return 1;
+    uint64_t es = x->es, lim = x->lim, pos = (uint64_t)e0 * es, bytes = len * es;
+    if (e0 < 0 || (uint64_t)e0 > lim || lim - (uint64_t)e0 < len) return 1;
+    /* one region (a run across regions: the lane walk, which checks each
+       element against its own region's size), then its padding */
     if (pos + bytes > t->shard_bytes && t->region_stride &&
         (pos / t->region_stride != (pos + bytes - 1) / t->region_stride ||
          in_padding(t, pos, bytes)))
         return 1;
-    if (act) memset(op->active + l, 1, (size_t)len);
-    op->n_active += len;
-    if (op->write && moves_bytes(op))
-        for (int64_t i = l; i < l + len; i++)
+    if (x->act) memset(op->active + l, 1, (size_t)len);
+    op->n_active += (int64_t)len;
+    if (x->stage)
+        for (int64_t i = l; i < l + (int64_t)len; i++)
             stage_value(op, i, (char *)op->staging + (uint64_t)i * es);
-    span_add(op, ns, t->va + pos, (uint64_t)l * es, bytes);
+    span_add(op, x->ns, t->va + pos, (uint64_t)l * es, bytes);
     return 0;
 }
 
@@ -386,6 +385,7 @@ static int osum_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
                 INT32_MAX)
                 return 2;
     if (act) memset(op->active, 0, (size_t)n);
+    run_ctx x = run_ctx_of(op, act, es, ns);
     int64_t l = 0, e0 = 0, len = 0; /* the run being built: lanes [l, l + len) */
     for (int64_t r = 0; r < R; r++) {
         for (int k = 0; k < np; k++) {
@@ -406,19 +406,35 @@ static int osum_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
                 if (len && i == l + len && v == e0 + len) {
                     len += j - i;
                 } else {
-                    if (len && run_add(op, act, l, e0, len, es, ns)) return 1;
+                    if (len && run_add(&x, l, e0, (uint64_t)len)) return 1;
                     l = i, e0 = v, len = j - i;
                 }
                 i = j;
             }
         }
     }
-    return len ? run_add(op, act, l, e0, len, es, ns) : 0;
+    return len ? run_add(&x, l, e0, (uint64_t)len) : 0;
 }
 
+/* Run by run: a Triton-style access (offsets and mask tiles), one check
+ * and one span per run of active lanes at consecutive elements, not per
+ * lane. The spans, lane flags, n_active and staged bytes are exactly the
+ * lane walk's: the walk merges a lane into the span before it exactly
+ * when the lane before is active and at the element before (the tile
+ * offset continues only for the next lane; the VA only for the next
+ * element, no run wrapping since every run is checked inside the
+ * tensor); a run inside one region is inside the reach and off the
+ * padding exactly when each of its elements is (its last element is the
+ * furthest into the region), and a run across regions goes to the walk.
+ * Writes the lane flags when a mask is given (every lane is active
+ * otherwise: load_fill then reads none). Expects ns and n_active 0.
+ * Returns 0 when done, 1
+ * when the lane walk must decide (a block pointer, a broadcast mask, a
+ * lane out of range: the walk reports it; the state is then undefined and
+ * must be reset), or the status of the op it failed (out of host memory). */
 static int run_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
 {
-    if (op->bp.t || op->off_in < 0) return 1;
+    if (op->bp.t || op->off_in < 0 || n < 0) return 1;
     kb__pe_buf *ob = op->base.in[op->off_in];
     if (ob->osum_rows) {
         int r = osum_spans(op, n, es, ns);
@@ -435,10 +451,8 @@ static int run_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
         return KB_ENOMEM;
     }
     if (!e32 && !e64) return 1;
-    const tl_tensor *t = op->t;
-    uint64_t lim = t->bytes / es; /* elements in the reach */
-    bool stage = op->write && moves_bytes(op);
     if (act) memset(op->active, 0, (size_t)n);
+    run_ctx x = run_ctx_of(op, act, es, ns);
     for (int64_t lane = 0; lane < n;) {
         if (act && !act[lane]) {
             lane++;
@@ -447,23 +461,7 @@ static int run_spans(kb__tl_op *op, int64_t n, uint64_t es, uint32_t *ns)
         int64_t l = lane, end = e32 && !act ? run_end32(e32, lane, n) : lane + 1;
         while (end < n && (!act || act[end]) && follows(e32, e64, end))
             end++;
-        int64_t e0 = e32 ? e32[l] : e64[l];
-        uint64_t len = (uint64_t)(end - l);
-        uint64_t pos = (uint64_t)e0 * es, bytes = len * es;
-        if (e0 < 0 || (uint64_t)e0 > lim || lim - (uint64_t)e0 < len) return 1;
-        /* one region (a run across regions: the lane walk, which checks each
-           element against its own region's size), then its padding */
-        if (pos + bytes > t->shard_bytes && t->region_stride &&
-            (pos / t->region_stride != (pos + bytes - 1) / t->region_stride ||
-             in_padding(t, pos, bytes)))
-            return 1;
-        if (act) memset(op->active + l, 1, (size_t)len);
-        op->n_active += (int64_t)len;
-        uint64_t off = (uint64_t)l * es;
-        if (stage)
-            for (int64_t i = l; i < end; i++)
-                stage_value(op, i, (char *)op->staging + (uint64_t)i * es);
-        span_add(op, ns, t->va + pos, off, bytes);
+        if (run_add(&x, l, e32 ? e32[l] : e64[l], (uint64_t)(end - l))) return 1;
         lane = end;
     }
     return 0;
