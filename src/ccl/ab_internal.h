@@ -196,6 +196,22 @@ int kb__ab_credit_back_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t 
 /* The loop's round trip in a phase of length T. */
 double kb__ab_loop_ps(const kb__ab_credit_loop *c, double T);
 
+/* The wait of a broadcast root's load request, on its way to its HBM
+ * slice (its store route's links), behind the receivers' stores of the
+ * piece before. A chain paced by its root hands piece k to receiver j one
+ * root period after receiver j - 1, so the receivers store their pieces
+ * together, each at once. On a link of B GB/s that n of those stores of b
+ * bytes cross, each fed at r (the slowest link before it on its route),
+ * the backlog grows while they are fed (n r > B) and drains after: over
+ * the busy period n b / B it averages (n b / B - b / r) / 2, which a
+ * request arriving in it waits. Only where that period is shorter than the
+ * root's program a piece alone (prog_ps): a link busier than that paces
+ * the chain itself, the receivers' stores spread over its period and its
+ * own term counts them. *out = the largest over the route, ps (0: none).
+ * A prediction only. */
+int kb__ab_bcast_request_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t root,
+                                 uint64_t b, double prog_ps, double *out, kb__err *err);
+
 /* The least credit loop of rank k's stream toward dir when the ring runs
  * in step (every rank's message takes every credit, so each runs dry on
  * every message and all resume together): the first slot's credit leaves

@@ -151,8 +151,10 @@ uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, const kb__ccl_rin
 /* ---- the bandwidth term of the rings' phases ------------------------------- */
 
 /* Per rank k of a chain (kb__ccl_chain_model_get): chunks it sends and
- * receives, loads and stores, and its MATH time a piece, at w[W_N k ..]. */
-enum { W_SEND, W_RECV, W_LOAD, W_STORE, W_MATH, W_STEP, W_N }; /* W_MATH: its combine a piece, ps */
+ * receives, loads and stores, and its program's fixed time a piece (W_FIXED,
+ * ps: a reduce's combine, a broadcast root's load request waiting behind the
+ * stores), at w[W_N k ..]. */
+enum { W_SEND, W_RECV, W_LOAD, W_STORE, W_FIXED, W_STEP, W_N };
 
 /* The credit rule of a ring's phase: all or nothing (kb__ab_credit_limit),
  * graded (kb__ab_credit_solve: the all-reduce), or all or nothing with the
@@ -359,9 +361,9 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
              * root too waits for its load and combines before its store
              * starts, and the store holds its next load on the DMA unit
              * (per-program order, pe-timing.md) */
-            if (wk && (sends > 0 || wk[W_MATH] > 0))
+            if (wk && (sends > 0 || wk[W_FIXED] > 0))
                 x->prog_loads = lds,
-                x->prog_fixed_ps = (double)msgs * wk[W_MATH] + sends * (double)slots * scalar;
+                x->prog_fixed_ps = (double)msgs * wk[W_FIXED] + sends * (double)slots * scalar;
         }
     }
     /* the loads and stores share what the phase's flows leave of their routes */
@@ -769,6 +771,41 @@ static int chain_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t from
     return 0;
 }
 
+int kb__ab_bcast_request_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t root,
+                                 uint64_t b, double prog_ps, double *out, kb__err *err)
+{
+    *out = 0;
+    kb__ccl_route mine = {0}, theirs = {0};
+    int rc = kb__ab_data_path(t, plan->loc[root], true, &mine, err);
+    double *n = rc ? NULL : calloc(mine.n, sizeof *n),
+           *feed = n ? calloc(mine.n, sizeof *feed) : NULL;
+    if (!rc && !feed) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
+    for (uint32_t k = 0; !rc && k < plan->world_size; k++) {
+        if (k == root || (rc = kb__ab_data_path(t, plan->loc[k], true, &theirs, err))) continue;
+        double r = 0; /* the slowest link before the one shared, GB/s; 0: none yet */
+        for (uint32_t j = 0; j < theirs.n; j++) {
+            for (uint32_t i = 0; i < mine.n; i++)
+                if (mine.links[i] == theirs.links[j]) {
+                    n[i]++;
+                    if (r > 0 && (!feed[i] || r < feed[i])) feed[i] = r;
+                }
+            double bw = t->links[theirs.links[j]].bw_gbs;
+            if (!r || bw < r) r = bw;
+        }
+    }
+    for (uint32_t i = 0; !rc && i < mine.n; i++) {
+        if (!n[i] || !feed[i]) continue;
+        double busy = n[i] * kb__ps_real_from_bytes_gbs((double)b, t->links[mine.links[i]].bw_gbs);
+        double backlog = (busy - kb__ps_real_from_bytes_gbs((double)b, feed[i])) / 2;
+        if (busy < prog_ps && backlog > *out) *out = backlog;
+    }
+    free(n);
+    free(feed);
+    kb__ccl_route_fini(&mine);
+    kb__ccl_route_fini(&theirs);
+    return rc;
+}
+
 int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_chain kind,
                             uint32_t root, uint64_t bytes, uint64_t esize, uint64_t piece,
                             kb__ccl_chain_model *out, kb__err *err)
@@ -792,7 +829,7 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
             wk[W_SEND] = k != root, wk[W_RECV] = k != first;
             wk[W_LOAD] = 1, wk[W_STORE] = k == root;
             if (k != first && esize)
-                wk[W_MATH] =
+                wk[W_FIXED] =
                     (double)kb__ab_combine_ps(&t->params, bytes < piece ? bytes : piece, esize);
         } else { /* every rank sends its buffer to NEXT and receives PREV's */
             wk[W_SEND] = wk[W_RECV] = wk[W_LOAD] = wk[W_STEP] = 1;
@@ -802,7 +839,28 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
     const double none[2] = {0, 0};
     kb__ccl_ring_bw bw;
     uint64_t msg = (bytes < piece ? bytes : piece) + KB__IPCQ_META_BYTES;
-    int rc = ring_bw_w(t, plan, KB__CCL_E, 2, bytes, piece, want, none, none, w, &bw, err);
+    /* a broadcast's root whose credits do not pace it loads back to back,
+     * each load's request behind the receivers' stores of a piece before
+     * (kb__ab_bcast_request_wait_ps; with every credit taken by a message
+     * the root waits for them and its requests meet no store: measured,
+     * docs/ccl.md "A broadcast root's load requests") */
+    int rc = 0;
+    uint64_t xfer = bytes < piece ? bytes : piece,
+             payload = plan->r.s.slot_size - KB__IPCQ_META_BYTES;
+    uint64_t msg_slots = (xfer + payload - 1) / payload;
+    if (kind == KB__CCL_CHAIN_BROADCAST && msg_slots < plan->r.s.n_slots) {
+        kb__ccl_route ld = {0};
+        uint64_t alone = 0; /* the root's program alone: a load, a piece's slots */
+        if (!(rc = kb__ab_data_path(t, plan->loc[root], false, &ld, err)) &&
+            !(rc = kb__ab_xfer_ps(t, plan->loc[root], false, &ld, xfer, &alone, err)))
+            rc = kb__ab_bcast_request_wait_ps(
+                t, plan, root, xfer,
+                (double)alone +
+                    (double)msg_slots * (double)kb__ps_from_ns(t->params.pe.cpu_scalar_op_ns),
+                &w[W_N * root + W_FIXED], err);
+        kb__ccl_route_fini(&ld);
+    }
+    if (!rc) rc = ring_bw_w(t, plan, KB__CCL_E, 2, bytes, piece, want, none, none, w, &bw, err);
     free(w);
     if (!rc) {
         uint32_t from = kind == KB__CCL_CHAIN_REDUCE ? first : root;
@@ -818,7 +876,7 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
      * by a reduce's root; hello_send stores nothing */
     double *conc = calloc(p, sizeof *conc);
     if (!conc) return kb__err_set(err, KB_ENOMEM, "out of memory");
-    uint64_t xfer = bytes < piece ? bytes : piece, fill = 0, drain = 0;
+    uint64_t fill = 0, drain = 0;
     uint64_t tail = bytes - (bytes - 1) / piece * piece; /* the last piece */
     for (uint32_t k = 0; k < p; k++)
         conc[k] = kind != KB__CCL_CHAIN_BROADCAST || k == root;

@@ -454,6 +454,48 @@ Test(ccl_alphabeta, lockstep_credit_floor_is_the_receivers_window_and_store_on_i
     unmachine(t);
 }
 
+/* A broadcast root paced by its own program meets, on its load request's
+ * way to the HBM slice, the receivers' stores of the piece before, all
+ * started together: n stores of b bytes fed at a PE's DMA -> NOC link
+ * into the cube's NOC -> xbar link leave a backlog that averages (n b / B -
+ * b / r) / 2 over their busy period n b / B; none when one store alone
+ * cannot fill the link, nor when the stores' busy period is longer than
+ * the root's program (the link paces the chain). */
+Test(ccl_alphabeta, broadcast_request_waits_behind_the_receivers_stores)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__err err;
+    uint64_t b = 16128; /* a piece of 4 slots of 4 KiB */
+    double one = (double)b / p.cube.xbar_bw_gbs * 1000.0,
+           feed = (double)b / p.cube.noc.bw_gbs * 1000.0;
+    cr_assert_float_eq(one, 31500.0, 1e-6);
+    cr_assert_float_eq(feed, 63000.0, 1e-6);
+    const struct {
+        uint32_t ranks;
+        double prog_ps, want_ps;
+    } rows[] = {
+        {2, 171000, 0},                     /* one store: no backlog */
+        {4, 171000, (3 * one - feed) / 2},  /* 15.75 ns */
+        {4, 90000, 0},                      /* 94.5 ns of stores: the link paces */
+        {8, 171000, 0},                     /* 220.5 ns of stores: the link paces */
+        {8, 250000, (7 * one - feed) / 2},  /* 78.75 ns */
+        {16, 250000, (7 * one - feed) / 2}, /* the root's cube's 7 receivers */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        kb__ccl_config *c;
+        kb__ccl_plan *pl = ring_plan(&p, rows[i].ranks, &c);
+        double w = -1;
+        cr_assert_eq(kb__ab_bcast_request_wait_ps(t, pl, 0, b, rows[i].prog_ps, &w, &err), 0, "%s",
+                     err.msg);
+        cr_assert_float_eq(w, rows[i].want_ps, 1e-6, "%u ranks, program %.0f ps: %.3f against %.3f",
+                           rows[i].ranks, rows[i].prog_ps, w, rows[i].want_ps);
+        kb__ccl_plan_destroy(pl);
+        kb__ccl_config_destroy(c);
+    }
+    unmachine(t);
+}
+
 Test(ccl_alphabeta, full_machine_ring_is_bounded_by_the_sip_link)
 {
     kb__topo_params p;
