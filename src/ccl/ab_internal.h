@@ -74,11 +74,13 @@ typedef struct kb__ab_own_pairs {
  * prog_loads > 0, its program, which waits for prog_loads loads a piece
  * besides prog_fixed_ps of work that does not stretch; with pairs, the
  * DMA unit's order of an all-gather's own pieces (at least as long as the
- * channels' sum). */
+ * channels' sum; a pair beside a received store at least lock_pair_ps). */
 typedef struct kb__ab_rank_xfers {
     kb__ab_xfer_share ld, st;
     double lds, sts, prog_loads, prog_fixed_ps;
     const kb__ab_own_pairs *pairs;
+    double lock_pair_ps; /* with pairs: a pair beside a received store, the ranks in step
+                          * (kb__ab_own_pairs_in_step); 0: not in step */
 } kb__ab_rank_xfers;
 
 /* One stream's credit loop: its round trip alone (kb__ab_credit_rtt_ps), and the
@@ -195,6 +197,24 @@ int kb__ab_credit_back_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t 
 
 /* The loop's round trip in a phase of length T. */
 double kb__ab_loop_ps(const kb__ab_credit_loop *c, double T);
+
+/* An all-gather's own step in step (algorithms/ring.c, round_run, 2 DMA
+ * channels): at every message each rank queues the load and store of an
+ * own piece and the store of a received one, every rank at once, so a
+ * pair with a received store beside it runs its load with every rank's
+ * load and its store with every rank's two stores, each burst sharing its
+ * routes as the fill's transfers do (processor sharing: its time alone and
+ * its data stretched to its busiest link or memory under the burst). Only
+ * while the ranks stay in step: when a burst's busiest link or memory
+ * takes longer than a pair alone (a load, then a store), it paces the
+ * ranks, whose transfers queue on it and spread over its period (8 ranks
+ * in a cube: 16 stores a piece on its NOC -> xbar link), and the phase's
+ * average share counts them. Sets rx[k].lock_pair_ps for every rank
+ * (the load's and the store's time in their bursts; 0: not in step) from
+ * rx[k].ld.alone_ps and rx[k].st.alone_ps; xfer bytes a transfer. A
+ * prediction only. */
+int kb__ab_own_pairs_in_step(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer,
+                             kb__ab_rank_xfers *rx, kb__err *err);
 
 /* The wait of a broadcast root's load request, on its way to its HBM
  * slice (its store route's links), behind the receivers' stores of the

@@ -304,6 +304,7 @@ static double rank_terms(const kb__ab_rank_xfers *x, double msgs, uint32_t chann
          * of the two stores ends (ch == 2) */
         double both = l > s ? l : s, alone = ch >= 2 ? both : l + s;
         double beside = ch >= 3 ? both : ch >= 2 ? l + s : l + 2 * s;
+        if (x->lock_pair_ps > beside) beside = x->lock_pair_ps;
         double lead = x->pairs->lead < msgs ? x->pairs->lead : msgs;
         double chain = lead * alone + (msgs - lead) * beside + x->pairs->tail * s / ch;
         if (chain > dma) dma = chain;

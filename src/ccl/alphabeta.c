@@ -366,6 +366,10 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                 x->prog_fixed_ps = (double)msgs * wk[W_FIXED] + sends * (double)slots * scalar;
         }
     }
+    /* the all-gather's own pairs, its ranks in step (2 channels: a pair and
+     * a received store take both; other counts keep the phases' share) */
+    if (!rc && pairs && want[1] && tp->pe.dma_channels == 2)
+        rc = kb__ab_own_pairs_in_step(t, plan, piece < chunk ? piece : chunk, rx + p, err);
     /* the loads and stores share what the phase's flows leave of their routes */
     double moved = (double)(piece < chunk ? piece : chunk); /* bytes per transfer */
     for (uint32_t k = 0; !rc && k < p; k++)
@@ -476,13 +480,14 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
  * of its route with all of them on it (processor sharing: transfers that
  * start together end together). */
 
-/* The time of one load (a store when store) of xfer bytes between a PE's
- * TCM and its HBM slice when rank k has conc[k] of them in flight at once
- * (all of them starting together): rank crit's, or with crit < 0 the
- * slowest rank's. Its time alone (kb__ab_xfer_ps) and its data's drain stretched
- * to its busiest link or memory under all of them. */
-static int burst_ps(const kb__topo *t, const kb__ccl_plan *plan, bool store, uint64_t xfer,
-                    const double *conc, int64_t crit, uint64_t *out, kb__err *err)
+/* One load (a store when store) of xfer bytes between a PE's TCM and its
+ * HBM slice on every rank k with conc[k] of them in flight at once (all of
+ * them starting together): each[k], its time alone (kb__ab_xfer_ps) and
+ * its data's drain stretched to its busiest link or memory under all of
+ * them; busy[k] (when busy), that busiest link's or memory's time, ps. 0
+ * for a rank with none. */
+static int burst_each(const kb__topo *t, const kb__ccl_plan *plan, bool store, uint64_t xfer,
+                      const double *conc, double *each, double *busy, kb__err *err)
 {
     uint32_t p = plan->world_size;
     kb__ab_phase_acc a;
@@ -495,9 +500,10 @@ static int burst_ps(const kb__topo *t, const kb__ccl_plan *plan, bool store, uin
         kb__ab_add_mem(t, &a, nd.tcm, conc[k] * (double)xfer);
         kb__ab_add_mem(t, &a, nd.hbm, conc[k] * (double)xfer);
     }
-    *out = 0;
     for (uint32_t k = 0; !rc && k < p; k++) {
-        if (conc[k] <= 0 || (crit >= 0 && k != (uint64_t)crit)) continue;
+        each[k] = 0;
+        if (busy) busy[k] = 0;
+        if (conc[k] <= 0) continue;
         kb__ab_pe_nodes nd = kb__ab_nodes_of(t, plan->loc[k]);
         uint64_t alone;
         if ((rc = kb__ab_data_path(t, plan->loc[k], store, &r, err)) ||
@@ -510,11 +516,46 @@ static int burst_ps(const kb__topo *t, const kb__ccl_plan *plan, bool store, uin
             bw = fmin(bw, t->links[r.links[i]].bw_gbs);
         }
         double own = kb__ps_real_from_bytes_gbs((double)xfer, bw);
-        uint64_t v = alone + (uint64_t)llround(busiest > own ? busiest - own : 0);
-        if (v > *out) *out = v;
+        each[k] = (double)(alone + (uint64_t)llround(busiest > own ? busiest - own : 0));
+        if (busy) busy[k] = busiest;
     }
     kb__ccl_route_fini(&r);
     kb__ab_acc_fini(&a);
+    return rc;
+}
+
+/* burst_each's time of rank crit, or with crit < 0 the slowest rank's. */
+static int burst_ps(const kb__topo *t, const kb__ccl_plan *plan, bool store, uint64_t xfer,
+                    const double *conc, int64_t crit, uint64_t *out, kb__err *err)
+{
+    double *each = malloc(plan->world_size * sizeof *each);
+    if (!each) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    int rc = burst_each(t, plan, store, xfer, conc, each, NULL, err);
+    *out = 0;
+    for (uint32_t k = 0; !rc && k < plan->world_size; k++)
+        if ((crit < 0 || k == (uint64_t)crit) && each[k] > (double)*out) *out = (uint64_t)each[k];
+    free(each);
+    return rc;
+}
+
+int kb__ab_own_pairs_in_step(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer,
+                             kb__ab_rank_xfers *rx, kb__err *err)
+{
+    uint32_t p = plan->world_size;
+    double *v = calloc(5 * (size_t)p, sizeof *v);
+    if (!v) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    double *conc = v, *ld = v + p, *ld_busy = v + 2 * p, *st = v + 3 * p, *st_busy = v + 4 * p;
+    for (uint32_t k = 0; k < p; k++)
+        conc[k] = 1;
+    int rc = burst_each(t, plan, false, xfer, conc, ld, ld_busy, err);
+    for (uint32_t k = 0; k < p; k++)
+        conc[k] = 2; /* its own piece's and a received piece's */
+    if (!rc) rc = burst_each(t, plan, true, xfer, conc, st, st_busy, err);
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        double alone = rx[k].ld.alone_ps + rx[k].st.alone_ps;
+        rx[k].lock_pair_ps = ld_busy[k] < alone && st_busy[k] < alone ? ld[k] + st[k] : 0;
+    }
+    free(v);
     return rc;
 }
 

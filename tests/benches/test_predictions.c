@@ -131,9 +131,10 @@ Test(predictions, reduce_scatter_and_all_gather_hold_their_range)
         /* 2 ranks: 1 and 4 MiB, with the DMA order of the own pieces; 4
          * and 8 ranks with 4 slots since the credit loop of the ring, in
          * step, waits for the receiver's window and store on its DMA -> NOC
-         * link */
+         * link; 4 ranks with 16 slots since the own pairs share their
+         * bursts, the ranks in step (1.14 before) */
         {"ccl_all_gather", "ring_all_gather", {2, 4, 8, 16}, 4, 1},
-        {"ccl_all_gather", "ring_all_gather", {2}, 16, 1},
+        {"ccl_all_gather", "ring_all_gather", {2, 4}, 16, 1},
         {"ccl_all_gather", "ring_all_gather", {8, 16}, 16, 0},
     };
     HOLD(rows);
@@ -145,13 +146,15 @@ Test(predictions, reduce_scatter_and_all_gather_hold_their_range)
  * each with its fill and drain (the reduce-scatter's finished stores after
  * its last loads). The 8-rank all-reduce with 4 slots, 1.10 at 1 MiB, is
  * left out; the all-gather holds at 4 and 8 ranks with 4 slots since its
- * credit loop counts the ring's running in step. */
+ * credit loop counts the ring's running in step, and at 4 ranks with 16
+ * since its own pairs share their bursts. */
 Test(predictions, hierarchical_one_group_holds_its_range)
 {
     static const held rows[] = {
         {"ccl_reduce_scatter", "hier_reduce_scatter", {2, 4, 8, 16}, 4, 0},
         {"ccl_reduce_scatter", "hier_reduce_scatter", {2, 4, 8, 16}, 16, 0},
         {"ccl_all_gather", "hier_all_gather", {2, 4, 8, 16}, 4, 0},
+        {"ccl_all_gather", "hier_all_gather", {2, 4, 8, 16}, 16, 0},
         {"ccl_allreduce", "hier_allreduce", {2, 4, 16}, 4, 1},
         {"ccl_allreduce", "hier_allreduce", {2, 4, 8, 16}, 16, 1},
     };

@@ -454,6 +454,63 @@ Test(ccl_alphabeta, lockstep_credit_floor_is_the_receivers_window_and_store_on_i
     unmachine(t);
 }
 
+/* An all-gather's own pairs with the ranks in step: every rank's load of
+ * a piece at once, then its two stores (its own piece's and a received
+ * one's), each burst shared as the fill's transfers are: its time alone and
+ * its data stretched to its busiest link or memory under the burst, the
+ * data's own time at its route's slowest rate (the HBM slice's) taken off.
+ * 4 ranks of a cube: the loads' busiest is the cube's xbar -> NOC link
+ * (4 pieces), the stores' its NOC -> xbar link (8); 2 ranks: the HBM slice
+ * (each rank's two stores, and its one load); 8 ranks: the stores take
+ * the NOC -> xbar link 504 ns, longer than a pair alone, and the ranks do
+ * not stay in step. */
+Test(ccl_alphabeta, all_gather_own_pairs_in_step_share_their_bursts)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__err err;
+    uint64_t b = 16128;
+    double xbar = (double)b / p.cube.xbar_bw_gbs * 1000.0,
+           slice = (double)b / (p.cube.hbm_xbar_bw_gbs * p.cube.hbm_efficiency) * 1000.0;
+    cr_assert_float_eq(xbar, 31500.0, 1e-6);
+    cr_assert_float_eq(slice, 78750.0, 1e-6);
+    const struct {
+        uint32_t ranks;
+        double ld_busy, st_busy; /* the bursts' busiest, ps; 0: not in step */
+    } rows[] = {{2, slice, 2 * slice}, {4, 4 * xbar, 8 * xbar}, {8, 0, 0}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        kb__ccl_config *c;
+        kb__ccl_plan *pl = ring_plan(&p, rows[i].ranks, &c);
+        kb__ab_rank_xfers *rx = calloc(rows[i].ranks, sizeof *rx);
+        uint64_t t_ld = 0, t_st = 0;
+        kb__ccl_route ld = {0}, st = {0};
+        cr_assert_eq(kb__ab_data_path(t, pl->loc[0], false, &ld, &err), 0, "%s", err.msg);
+        cr_assert_eq(kb__ab_data_path(t, pl->loc[0], true, &st, &err), 0, "%s", err.msg);
+        cr_assert_eq(kb__ab_xfer_ps(t, pl->loc[0], false, &ld, b, &t_ld, &err), 0, "%s", err.msg);
+        cr_assert_eq(kb__ab_xfer_ps(t, pl->loc[0], true, &st, b, &t_st, &err), 0, "%s", err.msg);
+        kb__ccl_route_fini(&ld);
+        kb__ccl_route_fini(&st);
+        for (uint32_t k = 0; k < rows[i].ranks; k++)
+            rx[k].ld.alone_ps = (double)t_ld, rx[k].st.alone_ps = (double)t_st;
+        cr_assert_eq(kb__ab_own_pairs_in_step(t, pl, b, rx, &err), 0, "%s", err.msg);
+        double want = rows[i].st_busy > 0 ? (double)t_ld + (rows[i].ld_busy - slice) +
+                                                (double)t_st + (rows[i].st_busy - slice)
+                                          : 0;
+        for (uint32_t k = 0; k < rows[i].ranks; k++)
+            cr_assert_float_eq(rx[k].lock_pair_ps, want, 1.0,
+                               "%u ranks, rank %u: %.1f against %.1f", rows[i].ranks, k,
+                               rx[k].lock_pair_ps, want);
+        /* both sides of the rule: a pair alone outlasts 4 ranks' stores on
+         * the NOC -> xbar link, not 8 ranks' */
+        if (rows[i].ranks == 4) cr_assert_gt((double)(t_ld + t_st), 8 * xbar);
+        if (rows[i].ranks == 8) cr_assert_lt((double)(t_ld + t_st), 16 * xbar);
+        free(rx);
+        kb__ccl_plan_destroy(pl);
+        kb__ccl_config_destroy(c);
+    }
+    unmachine(t);
+}
+
 /* A broadcast root paced by its own program meets, on its load request's
  * way to the HBM slice, the receivers' stores of the piece before, all
  * started together: n stores of b bytes fed at a PE's DMA -> NOC link
