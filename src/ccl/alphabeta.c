@@ -818,10 +818,10 @@ int kb__ab_bcast_request_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, ui
     *out = 0;
     kb__ccl_route mine = {0}, theirs = {0};
     int rc = kb__ab_data_path(t, plan->loc[root], true, &mine, err);
-    double *n = rc ? NULL : calloc(mine.n, sizeof *n),
+    double *n = rc || !mine.n ? NULL : calloc(mine.n, sizeof *n),
            *feed = n ? calloc(mine.n, sizeof *feed) : NULL;
-    if (!rc && !feed) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
-    for (uint32_t k = 0; !rc && k < plan->world_size; k++) {
+    if (!rc && mine.n && !feed) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
+    for (uint32_t k = 0; !rc && feed && k < plan->world_size; k++) {
         if (k == root || (rc = kb__ab_data_path(t, plan->loc[k], true, &theirs, err))) continue;
         double r = 0; /* the slowest link before the one shared, GB/s; 0: none yet */
         for (uint32_t j = 0; j < theirs.n; j++) {
@@ -834,7 +834,7 @@ int kb__ab_bcast_request_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, ui
             if (!r || bw < r) r = bw;
         }
     }
-    for (uint32_t i = 0; !rc && i < mine.n; i++) {
+    for (uint32_t i = 0; !rc && feed && i < mine.n; i++) {
         if (!n[i] || !feed[i]) continue;
         double busy = n[i] * kb__ps_real_from_bytes_gbs((double)b, t->links[mine.links[i]].bw_gbs);
         double backlog = (busy - kb__ps_real_from_bytes_gbs((double)b, feed[i])) / 2;
