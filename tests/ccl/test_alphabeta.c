@@ -66,6 +66,21 @@ static void unmachine(kb__topo *t)
     kb__topo_destroy(t);
 }
 
+/* A load's and a store's time alone (kb__ab_xfer_ps) of b bytes between PE
+ * at's TCM and its HBM slice, ps. */
+static void xfers_alone(const kb__topo *t, kb__ccl_loc at, uint64_t b, uint64_t *ld_ps,
+                        uint64_t *st_ps)
+{
+    kb__ccl_route ld = {0}, st = {0};
+    kb__err err;
+    cr_assert_eq(kb__ab_data_path(t, at, false, &ld, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ab_data_path(t, at, true, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ab_xfer_ps(t, at, false, &ld, b, ld_ps, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ab_xfer_ps(t, at, true, &st, b, st_ps, &err), 0, "%s", err.msg);
+    kb__ccl_route_fini(&ld);
+    kb__ccl_route_fini(&st);
+}
+
 Test(ccl_alphabeta, same_cube_slot_message_matches_the_closed_form)
 {
     kb__topo_params p;
@@ -422,14 +437,8 @@ Test(ccl_alphabeta, lockstep_credit_floor_is_the_receivers_window_and_store_on_i
     cr_assert_eq(kb__ccl_ring_half_bw(t, pl, N, piece, 64, 1, &bw, &err), 0, "%s", err.msg);
     cr_assert_str_eq(bw.bottleneck[1], "the credits of rank 0 (the later steps)");
     double later = 6.0 * 261 / 4 * (want + p.pe.ipcq_wake_ns * 1000.0);
-    kb__ccl_route ld = {0}, st = {0};
     uint64_t t_ld, t_st;
-    cr_assert_eq(kb__ab_data_path(t, pl->loc[0], false, &ld, &err), 0, "%s", err.msg);
-    cr_assert_eq(kb__ab_data_path(t, pl->loc[0], true, &st, &err), 0, "%s", err.msg);
-    cr_assert_eq(kb__ab_xfer_ps(t, pl->loc[0], false, &ld, piece, &t_ld, &err), 0, "%s", err.msg);
-    cr_assert_eq(kb__ab_xfer_ps(t, pl->loc[0], true, &st, piece, &t_st, &err), 0, "%s", err.msg);
-    kb__ccl_route_fini(&ld);
-    kb__ccl_route_fini(&st);
+    xfers_alone(t, pl->loc[0], piece, &t_ld, &t_st);
     double own = 66.0 * (double)(t_ld + t_st) / p.pe.dma_channels;
     cr_assert_geq((double)bw.phase_ps[1], later + own, "%llu ps against %.0f + %.0f",
                   (unsigned long long)bw.phase_ps[1], later, own);
@@ -483,13 +492,7 @@ Test(ccl_alphabeta, all_gather_own_pairs_in_step_share_their_bursts)
         kb__ccl_plan *pl = ring_plan(&p, rows[i].ranks, &c);
         kb__ab_rank_xfers *rx = calloc(rows[i].ranks, sizeof *rx);
         uint64_t t_ld = 0, t_st = 0;
-        kb__ccl_route ld = {0}, st = {0};
-        cr_assert_eq(kb__ab_data_path(t, pl->loc[0], false, &ld, &err), 0, "%s", err.msg);
-        cr_assert_eq(kb__ab_data_path(t, pl->loc[0], true, &st, &err), 0, "%s", err.msg);
-        cr_assert_eq(kb__ab_xfer_ps(t, pl->loc[0], false, &ld, b, &t_ld, &err), 0, "%s", err.msg);
-        cr_assert_eq(kb__ab_xfer_ps(t, pl->loc[0], true, &st, b, &t_st, &err), 0, "%s", err.msg);
-        kb__ccl_route_fini(&ld);
-        kb__ccl_route_fini(&st);
+        xfers_alone(t, pl->loc[0], b, &t_ld, &t_st);
         for (uint32_t k = 0; k < rows[i].ranks; k++)
             rx[k].ld.alone_ps = (double)t_ld, rx[k].st.alone_ps = (double)t_st;
         cr_assert_eq(kb__ab_own_pairs_in_step(t, pl, b, rx, &err), 0, "%s", err.msg);
