@@ -365,4 +365,21 @@ int kb__ab_rs_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir
 int kb__ab_ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
                         uint64_t *out, kb__err *err);
 
+/* ---- the pipelined trees (ab_tree.c) ------------------------------------------ */
+
+/* The expected credit wait per message, ps, of a tree stream whose credit
+ * loop fits its pace with margin_ps to spare, behind one link of its loop
+ * that the phase's other flows keep busy rho of the time with transfers of
+ * service_ps each (a piece's bytes / the link's bandwidth). The slot's
+ * queueing delay there is taken as that of Poisson arrivals and fixed
+ * service times, by Kingman's heavy-traffic law: it exceeds x with
+ * probability rho·exp(−x/θ), θ = rho·service_ps / 2(1 − rho). A message
+ * waits when the delay passes the margin, then for the rest of it (θ on
+ * average, the tail being exponential) and its resume, resume_ps
+ * (pe.ipcq.wake_ns asleep): rho·exp(−margin/θ)·(resume_ps + θ), a margin
+ * below 0 taken as 0. 0 with no other traffic; HUGE_VAL with rho >= 1 (the
+ * link is busy the whole phase: the caller bounds it by the stream running
+ * dry every message). */
+double kb__ab_tree_wait_ps(double margin_ps, double rho, double service_ps, double resume_ps);
+
 #endif

@@ -5,7 +5,10 @@
  * is the deepest leaf's first piece up and last piece down, hop by hop
  * (store and forward, piece by piece); the bandwidth term is the busiest
  * resource of the whole tree's traffic under the phase machinery
- * (ab_phase.c), with every stream's credit loop.
+ * (ab_phase.c), with every stream's credit loop: a stream whose loop is
+ * longer than its pace runs dry every message, one whose loop fits waits
+ * on the messages whose loop a link's queue stretches past the pace
+ * (kb__ab_tree_wait_ps).
  *
  * Invariants: a rank's place in the tree (parent, children) is read from
  * the plan's ports as the kernel reads it; a cycle of parents is an
@@ -45,6 +48,43 @@ static double tree_dry_ps(const kb__topo_params *tp, const kb__ccl_settings *q, 
     bool poll = q->backpressure == KB__CCL_BP_POLL;
     double resume = kb__ab_resume_ps(tp, q);
     return slots * ((poll ? last : first) + resume) / n;
+}
+
+double kb__ab_tree_wait_ps(double margin_ps, double rho, double service_ps, double resume_ps)
+{
+    if (rho <= 0 || service_ps <= 0) return 0;
+    if (rho >= 1) return HUGE_VAL;
+    double theta = rho * service_ps / (2 * (1 - rho));
+    return rho * exp(-(margin_ps > 0 ? margin_ps : 0) / theta) * (resume_ps + theta);
+}
+
+/* The credit waits of one stream whose credit loop fits its pace (tree_dry_ps
+ * 0), per message: `last` is its last needed credit's round trip, `pace` the
+ * time it has for it (the phase's other terms over its messages, per
+ * n_slots slots). Its slots cross the links of `send` (the stream's own
+ * bytes, own_bytes, are not others there) and its credits those of `back`;
+ * on each link the phase's other flows queue transfers of `xfer` bytes
+ * ahead of it (kb__ab_tree_wait_ps). A slot delayed behind a transfer on
+ * one link stays behind it on the next, so the delays are not added: the
+ * stream waits as behind its worst link. */
+static double tree_wait_ps(const kb__topo *t, const kb__ab_phase_acc *a, const kb__ccl_route *send,
+                           const kb__ccl_route *back, double own_bytes, double xfer, double last,
+                           double pace, double resume)
+{
+    double w = 0;
+    if (!(a->worst_ps > 0)) return 0;
+    for (int r = 0; r < 2; r++) {
+        const kb__ccl_route *rt = r ? back : send;
+        for (uint32_t i = 0; i < rt->n; i++) {
+            double bw = t->links[rt->links[i]].bw_gbs;
+            double busy =
+                a->link_ps[rt->links[i]] - (r ? 0 : kb__ps_real_from_bytes_gbs(own_bytes, bw));
+            double v = kb__ab_tree_wait_ps(pace - last, busy / a->worst_ps,
+                                           kb__ps_real_from_bytes_gbs(xfer, bw), resume);
+            if (v > w) w = v;
+        }
+    }
+    return w;
 }
 
 /* Rank k's place in the algorithm's tree (algorithms/mesh_tree.c): the
@@ -194,7 +234,8 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
                                &rx[k], &ld, &st, err);
     if (!rc) kb__ab_share_solve(&a, rx, p, (double)msgs, tp->pe.dma_channels);
     /* the credit loops of every stream under the tree's traffic */
-    double loaded = 0;
+    double loaded = 0, T = a.worst_ps;
+    kb__ccl_route back = {0};
     for (uint32_t k = 0; !rc && k < p; k++) {
         tree_place pl = tree_place_of(plan, k);
         int ports[3], sends = 0;
@@ -216,12 +257,28 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
              * the earlier children's slots, and so does its credit */
             int before = s - (pl.parent >= 0);
             double first = (double)rtt + extra + (before > 0 ? before * (double)spp * slot_ps : 0);
-            double cost = tree_dry_ps(tp, q, (double)slots, spp, first, slot_ps, a.worst_ps);
+            double cost = tree_dry_ps(tp, q, (double)slots, spp, first, slot_ps, T);
+            if (!cost) {
+                /* its loop fits: the messages whose loop a queue stretches
+                 * past the pace wait, at most as one that runs dry each time */
+                double n = q->n_slots, last = first + (spp < n ? spp - 1 : n - 1) * slot_ps;
+                double resume = kb__ab_resume_ps(tp, q);
+                if ((rc = kb__ccl_route_build(t, plan->ports[k][d].loc, plan->loc[k],
+                                              KB__CCL_BUF_TCM, &back, err)))
+                    break;
+                back.n--; /* the credit: DMA to DMA */
+                double w = tree_wait_ps(t, &a, &send, &back, wire, (double)xfer, last,
+                                        T * n / (double)slots, resume);
+                double dry = (double)slots * (first + resume) / n;
+                cost = T + (double)msgs * w;
+                if (cost > dry) cost = dry > T ? dry : T;
+            }
             if (cost > loaded) loaded = cost, rtt_rank = k;
         }
     }
     if (!rc && loaded > 0) kb__ab_worst(&a, loaded, "credits", rtt_rank);
     kb__ccl_route_fini(&send);
+    kb__ccl_route_fini(&back);
     kb__ccl_route_fini(&copy);
     kb__ccl_route_fini(&ld);
     kb__ccl_route_fini(&st);

@@ -836,6 +836,39 @@ static uint64_t tcm_copy_ps(const kb__topo_params *p, uint64_t bytes)
     return req + mem + data + mem;
 }
 
+/* The credit wait of a tree stream whose loop fits its pace, behind one
+ * link of its loop (kb__ab_tree_wait_ps), by its closed form: transfers of
+ * a 16128-byte piece on a PE's DMA -> NOC link (cube.noc.bw_gbs) take s;
+ * with the link busy rho of the phase a slot's queueing delay passes x
+ * with probability rho·exp(−x/θ), θ = rho·s / 2(1 − rho) (Kingman, Poisson
+ * arrivals and fixed service times), and a message that waits pays the
+ * rest of it (θ) and the wake (pe.ipcq.wake_ns). */
+Test(ccl_alphabeta, tree_credit_wait_follows_its_closed_form)
+{
+    kb__topo_params p;
+    kb__topo_params_default(&p);
+    double s = 16128.0 / p.cube.noc.bw_gbs * 1e3, wake = p.pe.ipcq_wake_ns * 1e3;
+    cr_assert_gt(s, 0);
+    cr_assert_gt(wake, 0);
+    /* busy half the phase: θ = s / 2; 80 ns to spare */
+    double m = 80e3, theta = s / 2, want = 0.5 * exp(-m / theta) * (wake + theta);
+    double got = kb__ab_tree_wait_ps(m, 0.5, s, wake);
+    cr_assert(fabs(got - want) <= 1e-9 * want, "%g, want %g", got, want);
+    /* busy three quarters: θ = 0.75 s / 0.5 = 1.5 s */
+    theta = 1.5 * s, want = 0.75 * exp(-m / theta) * (wake + theta);
+    got = kb__ab_tree_wait_ps(m, 0.75, s, wake);
+    cr_assert(fabs(got - want) <= 1e-9 * want, "%g, want %g", got, want);
+    /* no margin: the fraction of messages that meet a queue at all */
+    cr_assert(fabs(kb__ab_tree_wait_ps(0, 0.5, s, wake) - 0.5 * (wake + s / 2)) <= 1e-6);
+    cr_assert(fabs(kb__ab_tree_wait_ps(-5e3, 0.5, s, wake) - 0.5 * (wake + s / 2)) <= 1e-6);
+    /* no other traffic, no wait; a link busy all the phase: unbounded */
+    cr_assert_eq(kb__ab_tree_wait_ps(m, 0, s, wake), 0);
+    cr_assert(isinf(kb__ab_tree_wait_ps(m, 1, s, wake)));
+    /* fewer waits with more to spare, more on a busier link */
+    cr_assert_lt(kb__ab_tree_wait_ps(2 * m, 0.5, s, wake), kb__ab_tree_wait_ps(m, 0.5, s, wake));
+    cr_assert_gt(kb__ab_tree_wait_ps(m, 0.6, s, wake), kb__ab_tree_wait_ps(m, 0.5, s, wake));
+}
+
 /* The pipelined trees: a 2 x 2 mesh (root 0 with children 1 (E) and 2 (S),
  * 2 with child 3 (E)) is the tree of four ranks (root 0, left 1, right 2,
  * whose right is 3) on the same PEs, so both get the same prediction. Its
