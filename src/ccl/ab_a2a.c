@@ -7,7 +7,9 @@
  * its busiest resource under the phase machinery (ab_phase.c), and the
  * latency term is one fill and drain per round of pieces. The bandwidth
  * term is at least the kernel's issue order taken iteration by iteration
- * (a2a_issue_ps: loads and stores in bursts that every rank runs at once).
+ * (a2a_issue_ps: loads and stores in bursts that every rank runs at once,
+ * each transfer in step with the same transfer of the other ranks, a
+ * rank's on its in-order DMA unit).
  *
  * Invariants: the traffic of a phase counts every chunk once at its
  * sender, at each forwarding rank and at its receiver; a chunk a rank
@@ -15,7 +17,8 @@
  * Cost: O(p²) per phase for the traffic (p/2 phases: O(p³) in all, p the
  * world size), and O(links + nodes + p × route length × 64) per phase;
  * the issue order O(p × route length) per iteration of the kernel's loop
- * (m·p²/8 iterations per round of m pieces).
+ * (m·p²/8 iterations per round of m pieces), with a schedule of at most 6
+ * ops repeated 5 times per rank.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -284,8 +287,10 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
  * m 9, lag 8), so the run is bursts of loads, bursts of stores and
  * forwarding alone, one after the other, not the phase's average mix. The
  * rule: each iteration lasts its busiest resource — a link or memory
- * carrying every rank's transfers of that iteration, a rank's DMA channels
- * (its transfers, alone, over pe.dma.channels), its vc channel (the slots
+ * carrying every rank's transfers of that iteration, a rank's DMA unit
+ * (its ops in the kernel's order on pe.dma.channels, the kept chunk's store
+ * after its load: kb__ab_inorder_period_ps; each transfer in step with the
+ * same one of every rank: a2a_xfer), its vc channel (the slots
  * it sends, both ways), or the credits of a message that takes every slot
  * (its windows × the phase's credit loop and resume, kb__ab_credit_limit's
  * rule) — and the bandwidth term is at least their sum. */
@@ -310,9 +315,14 @@ typedef struct a2a_at3 {
     uint64_t k[3];
 } a2a_at3;
 
-/* One rank's work issued in one iteration. */
+/* One rank's work issued in one iteration: besides its totals, its DMA
+ * ops in the kernel's order (the loads ahead, the kept chunk's load and
+ * its store, the stores of pieces kept on arrival), each its time in
+ * step with the other ranks (a2a_xfer). */
 typedef struct a2a_issue {
     double ld_bytes, st_bytes, dma_ps, slots, credit_ps;
+    double op_ps[6];
+    int n_ops, pair; /* pair: the index of the kept chunk's store (its load just before), or -1 */
 } a2a_issue;
 
 typedef struct a2a_issue_ctx {
@@ -324,6 +334,10 @@ typedef struct a2a_issue_ctx {
     uint32_t p;
     kb__ccl_route *lr, *sr;      /* per rank: its load and store routes */
     double *ld_alone, *st_alone; /* per rank: a whole piece alone */
+    /* per rank k, [2k] its loads, [2k + 1] its stores: the slowest of
+     * its route's links and memories alone (GB/s), and the least share of
+     * a route link among the ranks whose same transfers cross it */
+    double *min_bw, *step_bw;
 } a2a_issue_ctx;
 
 /* Bytes of piece j of this round of the chunk o -> d (ring ranks mod p). */
@@ -354,6 +368,81 @@ static int a2a_alone(const a2a_issue_ctx *c, uint32_t k, bool store, uint64_t by
     return rc;
 }
 
+/* A transfer of `bytes` by rank k in the issue order: every rank runs
+ * the same places at once, so the same op of every rank whose route
+ * shares a link runs beside it and that link's bandwidth is split among
+ * them (its data drains at step_bw when that is below its route's
+ * slowest resource alone: transfers that start together end together, as
+ * the fill's); its time alone otherwise. */
+static int a2a_xfer(const a2a_issue_ctx *c, uint32_t k, bool store, uint64_t bytes, double *ps,
+                    kb__err *err)
+{
+    int rc = a2a_alone(c, k, store, bytes, ps, err);
+    size_t i = 2 * (size_t)k + store;
+    if (!rc && c->step_bw[i] < c->min_bw[i])
+        *ps += kb__ps_real_from_bytes_gbs((double)bytes, c->step_bw[i]) -
+               kb__ps_real_from_bytes_gbs((double)bytes, c->min_bw[i]);
+    return rc;
+}
+
+/* c->min_bw and c->step_bw of every rank (c->lr, c->sr set). */
+static int a2a_step_shares(const kb__topo *t, a2a_issue_ctx *c, kb__err *err)
+{
+    uint32_t *cnt = calloc(2 * (size_t)t->n_links, sizeof *cnt);
+    if (!cnt) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    for (uint32_t k = 0; k < c->p; k++)
+        for (int st = 0; st < 2; st++) {
+            const kb__ccl_route *r = st ? &c->sr[k] : &c->lr[k];
+            for (uint32_t l = 0; l < r->n; l++)
+                cnt[2 * (size_t)r->links[l] + (size_t)st]++;
+        }
+    for (uint32_t k = 0; k < c->p; k++)
+        for (int st = 0; st < 2; st++) {
+            const kb__ccl_route *r = st ? &c->sr[k] : &c->lr[k];
+            kb__ab_pe_nodes nd = kb__ab_nodes_of(t, c->plan->loc[k]);
+            double mn = 0, sh = 0, m[2] = {kb__ab_mem_bw(t, nd.hbm), kb__ab_mem_bw(t, nd.tcm)};
+            for (int j = 0; j < 2; j++)
+                if (m[j] > 0 && (!mn || m[j] < mn)) mn = m[j];
+            for (uint32_t l = 0; l < r->n; l++) {
+                double bw = t->links[r->links[l]].bw_gbs,
+                       v = bw / (double)cnt[2 * (size_t)r->links[l] + (size_t)st];
+                if (bw > 0 && (!mn || bw < mn)) mn = bw;
+                if (bw > 0 && (!sh || v < sh)) sh = v;
+            }
+            c->min_bw[2 * k + (uint32_t)st] = mn;
+            c->step_bw[2 * k + (uint32_t)st] = sh > 0 ? sh : mn;
+        }
+    free(cnt);
+    return 0;
+}
+
+double kb__ab_inorder_period_ps(const double *op_ps, int n, int pair, uint32_t ch)
+{
+    double sum = 0;
+    for (int j = 0; j < n; j++)
+        sum += op_ps[j];
+    if (!ch) ch = 1;
+    if (ch > 64) ch = 64;
+    if (pair < 1 || pair >= n) return sum / ch;
+    double free_at[64] = {0}, prev = 0, first[5] = {0};
+    for (int r = 0; r < 5; r++) {
+        double load_end = 0;
+        for (int j = 0; j < n; j++) {
+            uint32_t u = 0;
+            for (uint32_t v = 1; v < ch; v++)
+                if (free_at[v] < free_at[u]) u = v;
+            double t0 = prev > free_at[u] ? prev : free_at[u];
+            if (j == pair && load_end > t0) t0 = load_end;
+            if (!j) first[r] = t0;
+            free_at[u] = t0 + op_ps[j];
+            if (j + 1 == pair) load_end = free_at[u];
+            prev = t0;
+        }
+    }
+    double per = first[4] - first[3];
+    return per > sum / ch ? per : sum / ch;
+}
+
 /* *out := the rule above over every round of the call (pieces of at most
  * `piece` bytes of chunks up to `longest`, rounds of `window` pieces as
  * the kernel cuts them), rtt[d] phase d's credit loop (a2a_phase); what
@@ -382,11 +471,12 @@ static int a2a_issue_ps(const kb__topo *t, const kb__ccl_plan *plan, const int64
     double by_kind[4] = {0};
     c.lr = calloc(p, sizeof *c.lr), c.sr = calloc(p, sizeof *c.sr);
     c.ld_alone = calloc(2 * (size_t)p, sizeof *c.ld_alone);
+    c.min_bw = calloc(4 * (size_t)p, sizeof *c.min_bw);
     by_link = calloc(t->n_links + t->n_nodes, sizeof *by_link);
     int rc = 0;
-    if (!is || !acc || !c.lr || !c.sr || !c.ld_alone || !by_link)
+    if (!is || !acc || !c.lr || !c.sr || !c.ld_alone || !c.min_bw || !by_link)
         rc = kb__err_set(err, KB_ENOMEM, "out of memory");
-    if (!rc) c.st_alone = c.ld_alone + p;
+    if (!rc) c.st_alone = c.ld_alone + p, c.step_bw = c.min_bw + 2 * (size_t)p;
     for (uint32_t k = 0; !rc && k < p; k++) {
         uint64_t l, s;
         if ((rc = kb__ab_data_path(t, plan->loc[k], false, &c.lr[k], err)) ||
@@ -396,6 +486,7 @@ static int a2a_issue_ps(const kb__topo *t, const kb__ccl_plan *plan, const int64
             break;
         c.ld_alone[k] = (double)l, c.st_alone[k] = (double)s;
     }
+    if (!rc) rc = a2a_step_shares(t, &c, err);
     uint64_t per = p > 2 && window > 1 ? window / 2 : window ? window : 1;
     uint64_t pieces = (longest + piece - 1) / piece;
     uint32_t phases[2] = {p / 2, (p - 1) / 2};
@@ -423,6 +514,9 @@ static int a2a_issue_ps(const kb__topo *t, const kb__ccl_plan *plan, const int64
             for (uint32_t k = 0; !rc && k < p; k++) {
                 a2a_issue *x = &is[k];
                 int64_t r = k;
+                double st_ps[2];
+                int n_st = 0;
+                x->pair = -1;
                 for (int w = 0; !rc && w < 2; w++) {
                     int64_t sign = w ? -1 : 1;
                     const a2a_at3 *a3 = &at[w];
@@ -431,8 +525,8 @@ static int a2a_issue_ps(const kb__topo *t, const kb__ccl_plan *plan, const int64
                     /* the own piece loaded ahead */
                     if (a3->ok[0] && a3->k[0] < c.m &&
                         (b = a2a_piece_bytes(&c, r, r + sign * a3->d[0], a3->k[0]))) {
-                        if ((rc = a2a_alone(&c, k, false, b, &a, err))) break;
-                        x->ld_bytes += (double)b, x->dma_ps += a;
+                        if ((rc = a2a_xfer(&c, k, false, b, &a, err))) break;
+                        x->ld_bytes += (double)b, x->dma_ps += a, x->op_ps[x->n_ops++] = a;
                     }
                     /* the message, and its credits */
                     if (a3->ok[1]) {
@@ -449,18 +543,23 @@ static int a2a_issue_ps(const kb__topo *t, const kb__ccl_plan *plan, const int64
                     uint64_t kept = (a3->d[2] - 1) * c.m;
                     if (a3->ok[2] && a3->k[2] >= kept &&
                         (b = a2a_piece_bytes(&c, r - sign * a3->d[2], r, a3->k[2] - kept))) {
-                        if ((rc = a2a_alone(&c, k, true, b, &a, err))) break;
-                        x->st_bytes += (double)b, x->dma_ps += a;
+                        if ((rc = a2a_xfer(&c, k, true, b, &a, err))) break;
+                        x->st_bytes += (double)b, x->dma_ps += a, st_ps[n_st++] = a;
                     }
                 }
-                /* the chunk it keeps, loaded and stored in the round's first m */
+                /* the chunk it keeps, loaded and stored in the round's first
+                 * m, between the sends and the arrivals */
                 uint64_t b;
                 double a;
                 if (!rc && i >= 0 && i < m && (b = a2a_piece_bytes(&c, r, r, (uint64_t)i))) {
-                    if (!(rc = a2a_alone(&c, k, false, b, &a, err))) x->dma_ps += a;
-                    if (!rc && !(rc = a2a_alone(&c, k, true, b, &a, err))) x->dma_ps += a;
+                    if (!(rc = a2a_xfer(&c, k, false, b, &a, err)))
+                        x->dma_ps += a, x->op_ps[x->n_ops++] = a;
+                    if (!rc && !(rc = a2a_xfer(&c, k, true, b, &a, err)))
+                        x->dma_ps += a, x->pair = x->n_ops, x->op_ps[x->n_ops++] = a;
                     x->ld_bytes += (double)b, x->st_bytes += (double)b;
                 }
+                for (int j = 0; j < n_st; j++)
+                    x->op_ps[x->n_ops++] = st_ps[j];
             }
             /* the iteration: its busiest link or memory, DMA unit, vc channel or credits */
             double it = 0;
@@ -476,7 +575,8 @@ static int a2a_issue_ps(const kb__topo *t, const kb__ccl_plan *plan, const int64
                         acc[r->links[l]] += bytes;
                 }
                 if (nd.hbm >= 0) acc[t->n_links + (uint32_t)nd.hbm] += x->ld_bytes + x->st_bytes;
-                double v[3] = {x->dma_ps / ch, x->slots * slot_ps, x->credit_ps};
+                double v[3] = {kb__ab_inorder_period_ps(x->op_ps, x->n_ops, x->pair, (uint32_t)ch),
+                               x->slots * slot_ps, x->credit_ps};
                 for (int j = 0; j < 3; j++)
                     if (v[j] > it) it = v[j], kind = j + 1, unit = k;
             }
@@ -529,7 +629,7 @@ static int a2a_issue_ps(const kb__topo *t, const kb__ccl_plan *plan, const int64
     }
     for (uint32_t k = 0; c.lr && c.sr && k < p; k++)
         kb__ccl_route_fini(&c.lr[k]), kb__ccl_route_fini(&c.sr[k]);
-    free(c.lr), free(c.sr), free(c.ld_alone), free(is), free(acc), free(by_link);
+    free(c.lr), free(c.sr), free(c.ld_alone), free(c.min_bw), free(is), free(acc), free(by_link);
     return rc;
 }
 

@@ -382,4 +382,16 @@ int kb__ab_ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t ch
  * dry every message). */
 double kb__ab_tree_wait_ps(double margin_ps, double rho, double service_ps, double resume_ps);
 
+/* ---- the ring all-to-all's issue order (ab_a2a.c) ------------------------- */
+
+/* The pace of a PE's DMA unit running the ops op_ps[0..n) (their times,
+ * ps) again and again, in order, on `channels` channels (docs/pe-timing.md,
+ * "The pipeline": an op starts once the op before it has started and a
+ * channel is free), where op `pair` (0 < pair < n; any other value: none)
+ * is a store of what op pair - 1 loads, so it starts only once that load
+ * has ended and holds the ops behind it until then: the period between the
+ * fourth and the fifth repetition (the schedule repeats from the second),
+ * and at least the ops' sum over the channels, ps. */
+double kb__ab_inorder_period_ps(const double *op_ps, int n, int pair, uint32_t channels);
+
 #endif
