@@ -385,35 +385,36 @@ static int a2a_xfer(const a2a_issue_ctx *c, uint32_t k, bool store, uint64_t byt
     return rc;
 }
 
-/* c->min_bw and c->step_bw of every rank (c->lr, c->sr set). */
+/* c->min_bw and c->step_bw of every rank (c->lr, c->sr set): its loads'
+ * and stores alone, and beside the same transfer of every rank
+ * (kb__ab_burst_each's busiest link or memory of its route, per byte). */
 static int a2a_step_shares(const kb__topo *t, a2a_issue_ctx *c, kb__err *err)
 {
-    uint32_t *cnt = calloc(2 * (size_t)t->n_links, sizeof *cnt);
-    if (!cnt) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    const uint64_t unit = 1u << 20; /* any size: a share does not depend on it */
+    double *v = malloc(3 * (size_t)c->p * sizeof *v);
+    if (!v) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    double *conc = v, *each = v + c->p, *busy = v + 2 * (size_t)c->p;
     for (uint32_t k = 0; k < c->p; k++)
-        for (int st = 0; st < 2; st++) {
-            const kb__ccl_route *r = st ? &c->sr[k] : &c->lr[k];
-            for (uint32_t l = 0; l < r->n; l++)
-                cnt[2 * (size_t)r->links[l] + (size_t)st]++;
-        }
-    for (uint32_t k = 0; k < c->p; k++)
-        for (int st = 0; st < 2; st++) {
+        conc[k] = 1;
+    int rc = 0;
+    for (int st = 0; !rc && st < 2; st++) {
+        if ((rc = kb__ab_burst_each(t, c->plan, st, unit, conc, each, busy, err))) break;
+        for (uint32_t k = 0; k < c->p; k++) {
             const kb__ccl_route *r = st ? &c->sr[k] : &c->lr[k];
             kb__ab_pe_nodes nd = kb__ab_nodes_of(t, c->plan->loc[k]);
-            double mn = 0, sh = 0, m[2] = {kb__ab_mem_bw(t, nd.hbm), kb__ab_mem_bw(t, nd.tcm)};
+            double mn = 0, m[2] = {kb__ab_mem_bw(t, nd.hbm), kb__ab_mem_bw(t, nd.tcm)};
             for (int j = 0; j < 2; j++)
                 if (m[j] > 0 && (!mn || m[j] < mn)) mn = m[j];
             for (uint32_t l = 0; l < r->n; l++) {
-                double bw = t->links[r->links[l]].bw_gbs,
-                       v = bw / (double)cnt[2 * (size_t)r->links[l] + (size_t)st];
+                double bw = t->links[r->links[l]].bw_gbs;
                 if (bw > 0 && (!mn || bw < mn)) mn = bw;
-                if (bw > 0 && (!sh || v < sh)) sh = v;
             }
             c->min_bw[2 * k + (uint32_t)st] = mn;
-            c->step_bw[2 * k + (uint32_t)st] = sh > 0 ? sh : mn;
+            c->step_bw[2 * k + (uint32_t)st] = busy[k] > 0 ? (double)unit * 1000.0 / busy[k] : mn;
         }
-    free(cnt);
-    return 0;
+    }
+    free(v);
+    return rc;
 }
 
 double kb__ab_inorder_period_ps(const double *op_ps, int n, int pair, uint32_t ch)

@@ -198,13 +198,22 @@ int kb__ab_credit_back_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t 
 /* The loop's round trip in a phase of length T. */
 double kb__ab_loop_ps(const kb__ab_credit_loop *c, double T);
 
+/* One load (a store when store) of xfer bytes between a PE's TCM and its
+ * HBM slice on every rank k with conc[k] of them in flight at once (all of
+ * them starting together, as the ranks of a kernel in step issue them):
+ * each[k], its time alone (kb__ab_xfer_ps) and its data's drain stretched
+ * to its busiest link or memory under all of them (processor sharing:
+ * transfers that start together end together); busy[k] (when busy), that
+ * busiest link's or memory's time, ps. 0 for a rank with none. */
+int kb__ab_burst_each(const kb__topo *t, const kb__ccl_plan *plan, bool store, uint64_t xfer,
+                      const double *conc, double *each, double *busy, kb__err *err);
+
 /* An all-gather's own step in step (algorithms/ring.c, round_run, 2 DMA
  * channels): at every message each rank queues the load and store of an
  * own piece and the store of a received one, every rank at once, so a
  * pair with a received store beside it runs its load with every rank's
  * load and its store with every rank's two stores, each burst sharing its
- * routes as the fill's transfers do (processor sharing: its time alone and
- * its data stretched to its busiest link or memory under the burst). Only
+ * routes as the fill's transfers do (kb__ab_burst_each). Only
  * while the ranks stay in step: when a burst's busiest link or memory
  * takes longer than a pair alone (a load, then a store), it paces the
  * ranks, whose transfers queue on it and spread over its period (8 ranks

@@ -480,13 +480,7 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
  * of its route with all of them on it (processor sharing: transfers that
  * start together end together). */
 
-/* One load (a store when store) of xfer bytes between a PE's TCM and its
- * HBM slice on every rank k with conc[k] of them in flight at once (all of
- * them starting together): each[k], its time alone (kb__ab_xfer_ps) and
- * its data's drain stretched to its busiest link or memory under all of
- * them; busy[k] (when busy), that busiest link's or memory's time, ps. 0
- * for a rank with none. */
-static int burst_each(const kb__topo *t, const kb__ccl_plan *plan, bool store, uint64_t xfer,
+int kb__ab_burst_each(const kb__topo *t, const kb__ccl_plan *plan, bool store, uint64_t xfer,
                       const double *conc, double *each, double *busy, kb__err *err)
 {
     uint32_t p = plan->world_size;
@@ -524,13 +518,13 @@ static int burst_each(const kb__topo *t, const kb__ccl_plan *plan, bool store, u
     return rc;
 }
 
-/* burst_each's time of rank crit, or with crit < 0 the slowest rank's. */
+/* kb__ab_burst_each's time of rank crit, or with crit < 0 the slowest rank's. */
 static int burst_ps(const kb__topo *t, const kb__ccl_plan *plan, bool store, uint64_t xfer,
                     const double *conc, int64_t crit, uint64_t *out, kb__err *err)
 {
     double *each = malloc(plan->world_size * sizeof *each);
     if (!each) return kb__err_set(err, KB_ENOMEM, "out of memory");
-    int rc = burst_each(t, plan, store, xfer, conc, each, NULL, err);
+    int rc = kb__ab_burst_each(t, plan, store, xfer, conc, each, NULL, err);
     *out = 0;
     for (uint32_t k = 0; !rc && k < plan->world_size; k++)
         if ((crit < 0 || k == (uint64_t)crit) && each[k] > (double)*out) *out = (uint64_t)each[k];
@@ -547,10 +541,10 @@ int kb__ab_own_pairs_in_step(const kb__topo *t, const kb__ccl_plan *plan, uint64
     double *conc = v, *ld = v + p, *ld_busy = v + 2 * p, *st = v + 3 * p, *st_busy = v + 4 * p;
     for (uint32_t k = 0; k < p; k++)
         conc[k] = 1;
-    int rc = burst_each(t, plan, false, xfer, conc, ld, ld_busy, err);
+    int rc = kb__ab_burst_each(t, plan, false, xfer, conc, ld, ld_busy, err);
     for (uint32_t k = 0; k < p; k++)
         conc[k] = 2; /* its own piece's and a received piece's */
-    if (!rc) rc = burst_each(t, plan, true, xfer, conc, st, st_busy, err);
+    if (!rc) rc = kb__ab_burst_each(t, plan, true, xfer, conc, st, st_busy, err);
     for (uint32_t k = 0; !rc && k < p; k++) {
         double alone = rx[k].ld.alone_ps + rx[k].st.alone_ps;
         rx[k].lock_pair_ps = ld_busy[k] < alone && st_busy[k] < alone ? ld[k] + st[k] : 0;
