@@ -140,8 +140,13 @@ void kb__ab_add_mem(const kb__topo *t, kb__ab_phase_acc *a, int32_t n, double by
 /* The busiest link and memory of a into its worst term. */
 void kb__ab_acc_links(const kb__topo *t, kb__ab_phase_acc *a);
 
+/* rank of kb__ab_worst and kb__ab_credit_limit: every rank of a ring
+ * that runs in step (kb__ab_ring_in_step_ps). */
+#define KB__AB_RING_IN_STEP UINT32_MAX
+
 /* ps of `unit` of rank `rank` into a's worst term when it is the largest
- * so far (then named "the UNIT of rank RANK"). */
+ * so far (then named "the UNIT of rank RANK", or "the UNIT of the ring in
+ * step" for KB__AB_RING_IN_STEP). */
 void kb__ab_worst(kb__ab_phase_acc *a, double ps, const char *unit, uint32_t rank);
 
 /* Every link of route r carries `bytes` more in phase a (their time at
@@ -251,6 +256,24 @@ int kb__ab_bcast_request_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, ui
  * prediction only; KB_EINVAL if the receiver's DMA has no NOC link. */
 int kb__ab_lockstep_floor_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k,
                              kb__ccl_dir dir, double bytes, double *out, kb__err *err);
+
+/* The credit loop of a ring in step, or 0 when it is not in step.
+ * Every stream of loops[0..n) has a floor (kb__ab_lockstep_floor_ps: its
+ * messages take every credit). Rank k resumes at message i + 1 when its
+ * window's first credit is back: no sooner than its own loop alone after
+ * its window of message i, and no sooner than its floor after its
+ * receiver's window of message i, which the credit waits behind. That is
+ * a max-plus recurrence; its period is the larger of the longest loop
+ * alone (a self cycle) and the cycle through every rank, whose mean is
+ * the floors' mean. When the ring's cycle is the larger, every rank runs
+ * at its pace in step with its neighbours, its window leaving ahead of the
+ * stores its cube queues behind the windows, so the phase's stores do not
+ * stretch the slots' trips: the loop is the floors' mean. Otherwise (a
+ * loop alone longer, as a stream that crosses three cubes) that stream
+ * paces the ring and the others drift out of step with it: 0, and the
+ * caller takes the slowest loop under the phase's traffic. A prediction
+ * only (docs/ccl.md, "The ring's cycle of credit loops, in step"). */
+double kb__ab_ring_in_step_ps(const kb__ab_credit_loop *loops, uint32_t n);
 
 /* c := rank k's credit loop through port dir (route `ring` from its DMA to
  * the peer's ring) in phase a, alone rtt0_ps, its slot carrying slot_bytes

@@ -201,7 +201,10 @@ void kb__ab_worst(kb__ab_phase_acc *a, double ps, const char *unit, uint32_t ran
 {
     if (ps <= a->worst_ps) return;
     a->worst_ps = ps;
-    snprintf(a->what, sizeof a->what, "the %s of rank %u", unit, rank);
+    if (rank == KB__AB_RING_IN_STEP)
+        snprintf(a->what, sizeof a->what, "the %s of the ring in step", unit);
+    else
+        snprintf(a->what, sizeof a->what, "the %s of rank %u", unit, rank);
 }
 
 void kb__ab_add_route(const kb__topo *t, kb__ab_phase_acc *a, const kb__ccl_route *r, double bytes)
@@ -507,6 +510,17 @@ void kb__ab_credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, d
     bool dry = msg_slots >= q->n_slots || slots * rtt / n > a->worst_ps;
     if (!dry) return;
     kb__ab_worst(a, slots * (rtt + kb__ab_resume_ps(tp, q)) / n, "credits", rank);
+}
+
+double kb__ab_ring_in_step_ps(const kb__ab_credit_loop *loops, uint32_t n)
+{
+    double sum = 0, alone = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (loops[i].floor_ps <= 0) return 0;
+        sum += loops[i].floor_ps;
+        if (loops[i].rtt0_ps > alone) alone = loops[i].rtt0_ps;
+    }
+    return n && alone <= sum / n ? sum / n : 0;
 }
 
 double kb__ab_prog_per_msg_ps(const kb__ab_rank_xfers *x, uint64_t msgs, double T)

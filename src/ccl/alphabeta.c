@@ -446,9 +446,11 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
             kb__ab_credit_solve(tp, q, ring_chunks * (double)slots, msg_slots, loops, n_loops,
                                 &acc[ph]);
         } else {
-            double loaded = 0;
-            uint32_t slow = 0;
-            for (uint32_t i = 0; i < n_loops; i++) {
+            /* in step, the ring's cycle of loops; else the slowest loop */
+            double in_step = rule == RULE_IN_STEP ? kb__ab_ring_in_step_ps(loops, n_loops) : 0;
+            double loaded = in_step;
+            uint32_t slow = KB__AB_RING_IN_STEP;
+            for (uint32_t i = 0; in_step <= 0 && i < n_loops; i++) {
                 double v = kb__ab_loop_ps(&loops[i], acc[ph].worst_ps);
                 if (v > loaded) loaded = v, slow = loops[i].rank;
             }

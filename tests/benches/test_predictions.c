@@ -144,6 +144,28 @@ Test(predictions, reduce_scatter_and_all_gather_hold_their_range)
     HOLD(rows);
 }
 
+/* The all-gather with 4 slots over two cubes (16 ranks), whose ring runs in
+ * step at its cycle of credit loops, the floors' mean: within 5 % at 1 and
+ * 4 MiB (0.909 and 0.899 while the cross-cube stream's loop, stretched by
+ * its cube's stores, paced it), the ring's kernel and the one-group
+ * hierarchical one; and over four cubes (32 ranks, 1 MiB), where the
+ * stream across three cubes paces the ring out of step, within 10 %. */
+Test(predictions, all_gather_ring_in_step_holds_over_cubes)
+{
+    static const held rows[] = {
+        {"ccl_all_gather", "ring_all_gather", {0}, 4, 0},
+        {"ccl_all_gather", "hier_all_gather", {0}, 4, 0},
+    };
+    for (size_t i = 0; i < 2; i++)
+        for (long bytes = 1L << 20; bytes <= 4L << 20; bytes *= 4) {
+            double q = ratio_of(&rows[i], 16, bytes);
+            cr_expect(fabs(q - 1) <= 0.05, "%s, 16 ranks, %ld B, 4 slots: ratio %.3f",
+                      rows[i].algorithm, bytes, q);
+        }
+    double q = ratio_of(&rows[0], 32, 1L << 20);
+    cr_expect(fabs(q - 1) <= 0.10, "ring_all_gather, 32 ranks, 1 MiB, 4 slots: ratio %.3f", q);
+}
+
 /* The hierarchical collectives over one group (a world inside one SIP):
  * the reduce-scatter and the all-gather are the ring's kernels and models;
  * the all-reduce runs a reduce-scatter stream, then an all-gather stream,

@@ -431,11 +431,12 @@ Test(ccl_alphabeta, lockstep_credit_floor_is_the_receivers_window_and_store_on_i
     cr_assert_float_eq(floor_ps, 131600.0, 1e-6);
     /* the all-gather (kb__ccl_ring_half_bw, phase 1): its later steps
      * (6 chunks of 261 slots sent per rank) are paced by the credits at
-     * that floor and the 200 ns wake per window of 4 slots, after the own
-     * step, at least its 66 loads and stores on the 2 DMA channels */
+     * that floor (every rank's: the ring in step) and the 200 ns wake per
+     * window of 4 slots, after the own step, at least its 66 loads and
+     * stores on the 2 DMA channels */
     kb__ccl_ring_bw bw;
     cr_assert_eq(kb__ccl_ring_half_bw(t, pl, N, piece, 64, 1, &bw, &err), 0, "%s", err.msg);
-    cr_assert_str_eq(bw.bottleneck[1], "the credits of rank 0 (the later steps)");
+    cr_assert_str_eq(bw.bottleneck[1], "the credits of the ring in step (the later steps)");
     double later = 6.0 * 261 / 4 * (want + p.pe.ipcq_wake_ns * 1000.0);
     uint64_t t_ld, t_st;
     xfers_alone(t, pl->loc[0], piece, &t_ld, &t_st);
@@ -459,6 +460,82 @@ Test(ccl_alphabeta, lockstep_credit_floor_is_the_receivers_window_and_store_on_i
     cr_assert_float_eq(cross, bytes / noc->bw_gbs * 1000.0 + (double)back78, 1e-6);
     cr_assert_gt((double)back78, back);
     kb__ccl_plan_destroy(two);
+    kb__ccl_config_destroy(c);
+    unmachine(t);
+}
+
+/* A ring whose loops all have a floor runs in step while its cycle through
+ * every rank, the floors' mean, is longer than every loop alone: rank k
+ * resumes no sooner than its floor after its receiver's window. Then its
+ * loop is that mean; with a loop alone longer it is not in step (0). */
+Test(ccl_alphabeta, ring_in_step_loop_is_the_floors_mean)
+{
+    kb__ab_credit_loop l[3] = {
+        {.rtt0_ps = 55300, .floor_ps = 131600, .rank = 0},
+        {.rtt0_ps = 55300, .floor_ps = 131600, .rank = 1},
+        {.rtt0_ps = 115200, .floor_ps = 161600, .rank = 2},
+    };
+    cr_assert_float_eq(kb__ab_ring_in_step_ps(l, 3), (2 * 131600.0 + 161600) / 3, 1e-6);
+    l[2].rtt0_ps = 141600; /* the mean: still in step */
+    cr_assert_float_eq(kb__ab_ring_in_step_ps(l, 3), 141600.0, 1e-6);
+    l[2].rtt0_ps = 141601; /* a loop alone longer than the ring's cycle */
+    cr_assert_eq(kb__ab_ring_in_step_ps(l, 3), 0);
+    l[2].rtt0_ps = 115200;
+    l[1].floor_ps = 0; /* a stream whose messages do not take every credit */
+    cr_assert_eq(kb__ab_ring_in_step_ps(l, 3), 0);
+    cr_assert_eq(kb__ab_ring_in_step_ps(l, 0), 0);
+}
+
+/* The all-gather's later steps on the built-in machine: 16 ranks over two
+ * cubes run in step (14 loops in a cube, 2 across the boundary, each alone
+ * shorter than the floors' mean), paced by that mean and the wake per
+ * window of 4 slots; 32 ranks over four cubes do not: rank 31's stream
+ * crosses three cubes, its loop alone longer than the mean, and it paces
+ * the ring with its loop under the phase's traffic. */
+Test(ccl_alphabeta, all_gather_later_steps_follow_the_ring_in_step)
+{
+    kb__topo_params p;
+    kb__topo *t = machine(&p);
+    kb__ccl_config *c;
+    kb__err err;
+    uint64_t piece = 16128, N = 1u << 20; /* 65 pieces of 4 slots and 256 B: 261 slots */
+    double bytes = 4.0 * 4096 + (double)piece, floor_ps[16], sum = 0;
+    kb__ccl_plan *pl = ring_plan(&p, 16, &c);
+    for (uint32_t k = 0; k < 16; k++) {
+        cr_assert_eq(kb__ab_lockstep_floor_ps(t, pl, k, KB__CCL_E, bytes, &floor_ps[k], &err), 0,
+                     "%s", err.msg);
+        sum += floor_ps[k];
+    }
+    cr_assert_gt(floor_ps[7], floor_ps[0]); /* across the cube boundary */
+    cr_assert_float_eq(floor_ps[15], floor_ps[7], 1e-6);
+    double mean = sum / 16;
+    uint64_t rtt7;
+    kb__ccl_route ring = {0};
+    cr_assert_eq(kb__ccl_route_build(t, pl->loc[7], pl->ports[7][KB__CCL_E].loc,
+                                     pl->r.s.buffer_kind, &ring, &err),
+                 0, "%s", err.msg);
+    cr_assert_eq(kb__ab_credit_rtt_ps(t, pl, 7, KB__CCL_E, &ring, &rtt7, &err), 0, "%s", err.msg);
+    cr_assert_lt((double)rtt7, mean, "rank 7's loop alone %llu ps, the mean %.0f",
+                 (unsigned long long)rtt7, mean);
+    kb__ccl_ring_bw bw;
+    cr_assert_eq(kb__ccl_ring_half_bw(t, pl, N, piece, 64, 1, &bw, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(bw.bottleneck[1], "the credits of the ring in step (the later steps)");
+    /* 14 chunks of 261 slots sent per rank in the later steps, after the
+     * own step (its 66 loads and stores on the 2 DMA channels) */
+    double later = 14.0 * 261 / 4 * (mean + p.pe.ipcq_wake_ns * 1000.0);
+    uint64_t t_ld, t_st;
+    xfers_alone(t, pl->loc[0], piece, &t_ld, &t_st);
+    double own = 66.0 * (double)(t_ld + t_st) / p.pe.dma_channels;
+    cr_assert_geq((double)bw.phase_ps[1], later + own, "%llu ps against %.0f + %.0f",
+                  (unsigned long long)bw.phase_ps[1], later, own);
+    kb__ccl_route_fini(&ring);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    /* four cubes: rank 31's stream to rank 0 crosses three */
+    pl = ring_plan(&p, 32, &c);
+    cr_assert_eq(kb__ccl_ring_half_bw(t, pl, N, piece, 64, 1, &bw, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(bw.bottleneck[1], "the credits of rank 31 (the later steps)");
+    kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     unmachine(t);
 }
