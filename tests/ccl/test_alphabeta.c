@@ -401,6 +401,27 @@ Test(ccl_alphabeta, credits_pace_a_streaming_ring_with_few_slots)
     unmachine(t);
 }
 
+/* The all-gather's phase 1 (kb__ccl_ring_half_bw) on plan pl, 1 MiB per
+ * rank in pieces of 16128 B (65 pieces of 4 slots and 256 B: 261 slots):
+ * its later steps, `chunks` chunks sent per rank, are paced by the credits
+ * of the ring in step at `loop_ps` a loop and the wake per window of 4
+ * slots, after the own step, at least its 66 loads and stores on the DMA
+ * channels. */
+static void ring_in_step_at_least(const kb__topo *t, const kb__topo_params *p,
+                                  const kb__ccl_plan *pl, double chunks, double loop_ps)
+{
+    kb__ccl_ring_bw bw;
+    kb__err err;
+    uint64_t piece = 16128, t_ld, t_st;
+    cr_assert_eq(kb__ccl_ring_half_bw(t, pl, 1u << 20, piece, 64, 1, &bw, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(bw.bottleneck[1], "the credits of the ring in step (the later steps)");
+    double later = chunks * 261 / 4 * (loop_ps + p->pe.ipcq_wake_ns * 1000.0);
+    xfers_alone(t, pl->loc[0], piece, &t_ld, &t_st);
+    double own = 66.0 * (double)(t_ld + t_st) / p->pe.dma_channels;
+    cr_assert_geq((double)bw.phase_ps[1], later + own, "%llu ps against %.0f + %.0f",
+                  (unsigned long long)bw.phase_ps[1], later, own);
+}
+
 /* An all-gather whose every message takes every credit (4 slots, 16 KiB
  * pieces) runs in step: the first slot's credit leaves the receiver's DMA
  * behind the receiver's own window of 4 slots and the store it queued with
@@ -418,7 +439,7 @@ Test(ccl_alphabeta, lockstep_credit_floor_is_the_receivers_window_and_store_on_i
     kb__err err;
     cr_assert_eq(pl->r.s.n_slots, 4);
     cr_assert_eq(pl->r.s.slot_size, 4096);
-    uint64_t piece = 16128, N = 1u << 20; /* 65 pieces of 4 slots and 256 B: 261 slots */
+    uint64_t piece = 16128; /* pieces of 4 slots (ring_in_step_at_least) */
     double bytes = 4.0 * 4096 + (double)piece;
     const kb__link_params *noc = &p.cube.noc;
     double back = 2.0 * (double)(ps(noc->overhead_ns) + ps(noc->length_mm * p.fabric.ns_per_mm) +
@@ -434,15 +455,7 @@ Test(ccl_alphabeta, lockstep_credit_floor_is_the_receivers_window_and_store_on_i
      * that floor (every rank's: the ring in step) and the 200 ns wake per
      * window of 4 slots, after the own step, at least its 66 loads and
      * stores on the 2 DMA channels */
-    kb__ccl_ring_bw bw;
-    cr_assert_eq(kb__ccl_ring_half_bw(t, pl, N, piece, 64, 1, &bw, &err), 0, "%s", err.msg);
-    cr_assert_str_eq(bw.bottleneck[1], "the credits of the ring in step (the later steps)");
-    double later = 6.0 * 261 / 4 * (want + p.pe.ipcq_wake_ns * 1000.0);
-    uint64_t t_ld, t_st;
-    xfers_alone(t, pl->loc[0], piece, &t_ld, &t_st);
-    double own = 66.0 * (double)(t_ld + t_st) / p.pe.dma_channels;
-    cr_assert_geq((double)bw.phase_ps[1], later + own, "%llu ps against %.0f + %.0f",
-                  (unsigned long long)bw.phase_ps[1], later, own);
+    ring_in_step_at_least(t, &p, pl, 6, want);
     /* no store beside the window: the window alone, 64 ns + 4.6 */
     cr_assert_eq(kb__ab_lockstep_floor_ps(t, pl, 0, KB__CCL_E, 4.0 * 4096, &floor_ps, &err), 0,
                  "%s", err.msg);
@@ -498,7 +511,7 @@ Test(ccl_alphabeta, all_gather_later_steps_follow_the_ring_in_step)
     kb__topo *t = machine(&p);
     kb__ccl_config *c;
     kb__err err;
-    uint64_t piece = 16128, N = 1u << 20; /* 65 pieces of 4 slots and 256 B: 261 slots */
+    uint64_t piece = 16128; /* pieces of 4 slots (ring_in_step_at_least) */
     double bytes = 4.0 * 4096 + (double)piece, floor_ps[16], sum = 0;
     kb__ccl_plan *pl = ring_plan(&p, 16, &c);
     for (uint32_t k = 0; k < 16; k++) {
@@ -517,23 +530,14 @@ Test(ccl_alphabeta, all_gather_later_steps_follow_the_ring_in_step)
     cr_assert_eq(kb__ab_credit_rtt_ps(t, pl, 7, KB__CCL_E, &ring, &rtt7, &err), 0, "%s", err.msg);
     cr_assert_lt((double)rtt7, mean, "rank 7's loop alone %llu ps, the mean %.0f",
                  (unsigned long long)rtt7, mean);
-    kb__ccl_ring_bw bw;
-    cr_assert_eq(kb__ccl_ring_half_bw(t, pl, N, piece, 64, 1, &bw, &err), 0, "%s", err.msg);
-    cr_assert_str_eq(bw.bottleneck[1], "the credits of the ring in step (the later steps)");
-    /* 14 chunks of 261 slots sent per rank in the later steps, after the
-     * own step (its 66 loads and stores on the 2 DMA channels) */
-    double later = 14.0 * 261 / 4 * (mean + p.pe.ipcq_wake_ns * 1000.0);
-    uint64_t t_ld, t_st;
-    xfers_alone(t, pl->loc[0], piece, &t_ld, &t_st);
-    double own = 66.0 * (double)(t_ld + t_st) / p.pe.dma_channels;
-    cr_assert_geq((double)bw.phase_ps[1], later + own, "%llu ps against %.0f + %.0f",
-                  (unsigned long long)bw.phase_ps[1], later, own);
+    ring_in_step_at_least(t, &p, pl, 14, mean); /* 14 chunks in the later steps */
     kb__ccl_route_fini(&ring);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     /* four cubes: rank 31's stream to rank 0 crosses three */
     pl = ring_plan(&p, 32, &c);
-    cr_assert_eq(kb__ccl_ring_half_bw(t, pl, N, piece, 64, 1, &bw, &err), 0, "%s", err.msg);
+    kb__ccl_ring_bw bw;
+    cr_assert_eq(kb__ccl_ring_half_bw(t, pl, 1u << 20, piece, 64, 1, &bw, &err), 0, "%s", err.msg);
     cr_assert_str_eq(bw.bottleneck[1], "the credits of rank 31 (the later steps)");
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
