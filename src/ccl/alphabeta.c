@@ -450,17 +450,10 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
             double in_step = rule == RULE_IN_STEP ? kb__ab_ring_in_step_ps(loops, n_loops) : 0;
             double loaded = in_step;
             uint32_t slow = KB__AB_RING_IN_STEP;
-            for (uint32_t i = 0; in_step <= 0 && !rc && i < n_loops; i++) {
-                double v = kb__ab_loop_ps(&loops[i], acc[ph].worst_ps), wait = 0;
-                /* out of step, a credit may wait behind its mirror's window */
-                if (rule == RULE_IN_STEP && loops[i].floor_ps > 0)
-                    rc = kb__ab_mirror_wait_ps(t, plan, dir, loops, n_loops, i, acc[ph].worst_ps,
-                                               slot_bytes, stores[ph] / ring_chunks * (double)xfer,
-                                               &wait, err);
-                v += wait;
+            for (uint32_t i = 0; in_step <= 0 && i < n_loops; i++) {
+                double v = kb__ab_loop_ps(&loops[i], acc[ph].worst_ps);
                 if (v > loaded) loaded = v, slow = loops[i].rank;
             }
-            if (rc) break;
             if (loaded > 0)
                 kb__ab_credit_limit(tp, q, ring_chunks * (double)slots, msg_slots, loaded, slow,
                                     &acc[ph]);
