@@ -3,23 +3,32 @@
 # simulated span (kernel_span / alpha_beta, the benches' `ratio`), as the
 # tables of docs/ccl.md: algorithms x ranks x bytes per rank x slots, timing
 # only (--no-data, which gives the same times).
-# usage: scripts/alphabeta.sh [--full] [KERNBENCH] > table.md
+# usage: scripts/alphabeta.sh [--full] [--ranks "N ..."] [KERNBENCH] > table.md
 #   KERNBENCH: the kernbench binary (default build/kernbench)
 #   (default)  ranks 2, 4, 8, 16; 1 MiB and 4 MiB per rank; 4 and 16 slots
 #   --full     also 32 and 256 ranks and 64 KiB (the 256-rank rows take
 #              minutes each)
+#   --ranks L  only these world sizes (a space-separated list, e.g. "32"),
+#              with the sizes of the set chosen
 # Last, the ring all-reduce with 4 slots and senders that poll, or sleep
 # with pe.ipcq.wake_ns 0 (slots column "4, poll", "4, wake 0").
 # Rows are printed as they finish; a row whose bench reports no prediction
 # shows "-".
 set -u
 full=0
+ranks=
 kb=build/kernbench
 while [ $# -gt 0 ]; do
     case "$1" in
     --full) full=1 ;;
+    --ranks)
+        ranks=${2:-}
+        case "$ranks" in
+        '' | *[!0-9\ ]*) echo "alphabeta.sh: --ranks needs world sizes, e.g. --ranks \"32\" (got '$ranks')" >&2; exit 2 ;;
+        esac
+        shift ;;
     --help | -h) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
-    -*) echo "alphabeta.sh: unknown option '$1' (expected --full or a kernbench path)" >&2; exit 2 ;;
+    -*) echo "alphabeta.sh: unknown option '$1' (expected --full, --ranks or a kernbench path)" >&2; exit 2 ;;
     *) kb=$1 ;;
     esac
     shift
@@ -28,6 +37,7 @@ done
 worlds="2 4 8 16"
 sizes="1048576 4194304"
 if [ "$full" = 1 ]; then worlds="2 4 8 16 32 256"; sizes="65536 1048576 4194304"; fi
+if [ -n "$ranks" ]; then worlds=$ranks; fi
 # bench:algorithm
 rows="ccl_allreduce:ring_allreduce ccl_allreduce:ring_allreduce_sram ccl_allreduce:ring_allreduce_hbm
 ccl_allreduce:mesh_allreduce ccl_allreduce:tree_allreduce ccl_allreduce:hier_allreduce
