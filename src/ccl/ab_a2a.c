@@ -400,15 +400,8 @@ static int a2a_step_shares(const kb__topo *t, a2a_issue_ctx *c, kb__err *err)
     for (int st = 0; !rc && st < 2; st++) {
         if ((rc = kb__ab_burst_each(t, c->plan, st, unit, conc, each, busy, err))) break;
         for (uint32_t k = 0; k < c->p; k++) {
-            const kb__ccl_route *r = st ? &c->sr[k] : &c->lr[k];
             kb__ab_pe_nodes nd = kb__ab_nodes_of(t, c->plan->loc[k]);
-            double mn = 0, m[2] = {kb__ab_mem_bw(t, nd.hbm), kb__ab_mem_bw(t, nd.tcm)};
-            for (int j = 0; j < 2; j++)
-                if (m[j] > 0 && (!mn || m[j] < mn)) mn = m[j];
-            for (uint32_t l = 0; l < r->n; l++) {
-                double bw = t->links[r->links[l]].bw_gbs;
-                if (bw > 0 && (!mn || bw < mn)) mn = bw;
-            }
+            double mn = kb__ab_route_min_bw(t, st ? &c->sr[k] : &c->lr[k], nd.hbm, nd.tcm);
             c->min_bw[2 * k + (uint32_t)st] = mn;
             c->step_bw[2 * k + (uint32_t)st] = busy[k] > 0 ? (double)unit * 1000.0 / busy[k] : mn;
         }

@@ -156,6 +156,10 @@ void kb__ab_add_route(const kb__topo *t, kb__ab_phase_acc *a, const kb__ccl_rout
 /* The bandwidth of memory node n (0 if it is none). */
 double kb__ab_mem_bw(const kb__topo *t, int32_t n);
 
+/* The slowest of route r's links and of the memories at its ends (a and
+ * b, node ids or -1), GB/s: what a transfer over it drains at alone. */
+double kb__ab_route_min_bw(const kb__topo *t, const kb__ccl_route *r, int32_t a, int32_t b);
+
 /* A rank's tile loads (its HBM slice -> TCM, ld_bytes) and stores (TCM ->
  * HBM, st_bytes), in transfers of xfer bytes, share what the phase's flows
  * leave of their routes (share_fill into x->ld and x->st, whose alone_ps

@@ -260,6 +260,18 @@ double kb__ab_mem_bw(const kb__topo *t, int32_t n)
                                     : 0;
 }
 
+double kb__ab_route_min_bw(const kb__topo *t, const kb__ccl_route *r, int32_t a, int32_t b)
+{
+    double mn = 0, bw[2] = {kb__ab_mem_bw(t, a), kb__ab_mem_bw(t, b)};
+    for (int j = 0; j < 2; j++)
+        if (bw[j] > 0 && (!mn || bw[j] < mn)) mn = bw[j];
+    for (uint32_t i = 0; i < r->n; i++) {
+        double l = t->links[r->links[i]].bw_gbs;
+        if (l > 0 && (!mn || l < mn)) mn = l;
+    }
+    return mn;
+}
+
 /* x := a transfer of `bytes` (alone: alone_ps) over route r from memory
  * `from` to memory `to`, in the phase a; `own` of it are this rank's own
  * transfers of the same kind (they take turns on its channels). */

@@ -506,12 +506,10 @@ int kb__ab_burst_each(const kb__topo *t, const kb__ccl_plan *plan, bool store, u
             (rc = kb__ab_xfer_ps(t, plan->loc[k], store, &r, xfer, &alone, err)))
             break;
         double busiest = a.mem_ps[nd.tcm] > a.mem_ps[nd.hbm] ? a.mem_ps[nd.tcm] : a.mem_ps[nd.hbm];
-        double bw = fmin(kb__ab_mem_bw(t, nd.tcm), kb__ab_mem_bw(t, nd.hbm));
-        for (uint32_t i = 0; i < r.n; i++) {
+        for (uint32_t i = 0; i < r.n; i++)
             if (a.link_ps[r.links[i]] > busiest) busiest = a.link_ps[r.links[i]];
-            bw = fmin(bw, t->links[r.links[i]].bw_gbs);
-        }
-        double own = kb__ps_real_from_bytes_gbs((double)xfer, bw);
+        double own =
+            kb__ps_real_from_bytes_gbs((double)xfer, kb__ab_route_min_bw(t, &r, nd.tcm, nd.hbm));
         each[k] = (double)(alone + (uint64_t)llround(busiest > own ? busiest - own : 0));
         if (busy) busy[k] = busiest;
     }
