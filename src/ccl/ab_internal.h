@@ -279,6 +279,37 @@ int kb__ab_lockstep_floor_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32
  * only (docs/ccl.md, "The ring's cycle of credit loops, in step"). */
 double kb__ab_ring_in_step_ps(const kb__ab_credit_loop *loops, uint32_t n);
 
+/* The fraction of a chunk's pieces (its rounds of at most `window`
+ * pieces, algorithms/ring.c) in rounds whose every message takes every
+ * slot of the ring, as its full pieces do when they take n_slots slots or
+ * more. A round with the chunk's last piece, when that one takes fewer
+ * slots, splits a crossing stream's window at each of its steps (the short
+ * message goes with part of a window's credits, the next one with the
+ * rest); measured over two SIPs, split windows stay split until the round
+ * ends and whole windows stay whole (docs/ccl.md, "A credit behind the
+ * mirror's window"). */
+double kb__ab_whole_rounds(const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
+                           uint64_t window);
+
+/* How long loops[i]'s first credit waits behind a mirror's window, ps (0:
+ * none). A mirror is a stream of the same ring whose loop alone is the
+ * same (loops[0..n)): the ring crosses a link pair both ways, the two
+ * crossing streams in the same place, so their windows start together
+ * (measured: 0 ns apart, two SIPs). The credit's way back takes a link L
+ * that the mirror's slots take too; the mirror's first slot reaches L
+ * after its lead (kb__ab_credit_rtt_ps's set-up, request and TCM read),
+ * its route to L alone and its trip's stretch at phase length T, while
+ * its stores queued behind the window (`stored` bytes a message) hold its
+ * DMA -> NOC link before its other slots, which then cross L back to back:
+ * the window leaves L at the later of its first slot's arrival plus n_slots
+ * slots at L's bandwidth and its second slot's plus n_slots - 1. The
+ * credit leaves its receiver at the loop's length at T less its way back
+ * and reaches L over its route alone. A prediction only (docs/ccl.md, "A
+ * credit behind the mirror's window"). */
+int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
+                          const kb__ab_credit_loop *loops, uint32_t n, uint32_t i, double T,
+                          uint64_t slot, double stored, double *out, kb__err *err);
+
 /* c := rank k's credit loop through port dir (route `ring` from its DMA to
  * the peer's ring) in phase a, alone rtt0_ps, its slot carrying slot_bytes
  * (the slot size, or less when every message is shorter than one slot's

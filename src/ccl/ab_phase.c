@@ -390,6 +390,24 @@ int kb__ab_credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k
     return kb__ab_credit_rtt_slot_ps(t, plan, k, dir, ring, plan->r.s.slot_size, out, err);
 }
 
+/* When a slot of `slot` bytes leaves rank k's TCM for its DMA, after the
+ * vc channel took it: the DMA's set-up, its read request to the TCM and
+ * the TCM's first bytes, ps. */
+static int slot_lead_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, uint64_t slot,
+                        uint64_t *out, kb__ccl_route *r, kb__err *err)
+{
+    const kb__topo_params *tp = &t->params;
+    uint64_t pk = kb__topo_packet_bytes(tp);
+    kb__ccl_msg_cost req = {0};
+    int rc = request_path(t, plan->loc[k], KB__CCL_BUF_TCM, r, err);
+    if (!rc) {
+        kb__ab_route_cost(t, r, kb__topo_header_bytes(tp), &req);
+        *out = kb__ps_from_ns(tp->pe.dma_setup_ns) + req.total_ps +
+               kb__ab_memory_ps(tp, KB__CCL_BUF_TCM, slot < pk ? slot : pk);
+    }
+    return rc;
+}
+
 int kb__ab_credit_rtt_slot_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k,
                               kb__ccl_dir dir, const kb__ccl_route *ring, uint64_t slot,
                               uint64_t *out, kb__err *err)
@@ -401,10 +419,9 @@ int kb__ab_credit_rtt_slot_ps(const kb__topo *t, const kb__ccl_plan *plan, uint3
     uint64_t first = slot < pk ? slot : pk;
     kb__ab_pe_nodes n = kb__ab_nodes_of(t, at);
     kb__ccl_route r = {0};
-    kb__ccl_msg_cost trip = {0}, copy = {0}, req_tx = {0}, req_rx = {0};
-    uint64_t hdr = kb__topo_header_bytes(tp), back = 0;
-    int rc = request_path(t, at, KB__CCL_BUF_TCM, &r, err);
-    if (!rc) kb__ab_route_cost(t, &r, hdr, &req_tx);
+    kb__ccl_msg_cost trip = {0}, copy = {0}, req_rx = {0};
+    uint64_t hdr = kb__topo_header_bytes(tp), back = 0, lead = 0;
+    int rc = slot_lead_ps(t, plan, k, slot, &lead, &r, err);
     if (!rc && !(rc = request_path(t, nx, q->buffer_kind, &r, err)))
         kb__ab_route_cost(t, &r, hdr, &req_rx);
     if (!rc) rc = path(t, &r, n.tcm, -1, n.dma, err); /* the slot leaves the TCM through the DMA */
@@ -418,8 +435,8 @@ int kb__ab_credit_rtt_slot_ps(const kb__topo *t, const kb__ccl_plan *plan, uint3
     if (rc) return rc;
     uint64_t ring_mem = kb__ab_memory_ps(tp, q->buffer_kind, first),
              tcm = kb__ab_memory_ps(tp, KB__CCL_BUF_TCM, first);
-    *out = kb__ps_from_ns(tp->pe.dma_setup_ns) + req_tx.total_ps + tcm + trip.total_ps + ring_mem +
-           req_rx.total_ps + ring_mem + copy.total_ps + tcm + back;
+    *out =
+        lead + trip.total_ps + ring_mem + req_rx.total_ps + ring_mem + copy.total_ps + tcm + back;
     return 0;
 }
 
@@ -533,6 +550,101 @@ double kb__ab_ring_in_step_ps(const kb__ab_credit_loop *loops, uint32_t n)
         if (loops[i].rtt0_ps > alone) alone = loops[i].rtt0_ps;
     }
     return n && alone <= sum / n ? sum / n : 0;
+}
+
+/* The first packet's time over links [from, to) of r, alone: each link's
+ * overhead, wire and the packet's serialisation, as kb__ab_route_cost. */
+static double first_packet_ps(const kb__topo *t, const kb__ccl_route *r, uint32_t from, uint32_t to,
+                              uint64_t bytes)
+{
+    uint64_t pk = kb__topo_packet_bytes(&t->params), first = bytes < pk ? bytes : pk;
+    double v = 0;
+    for (uint32_t i = from; i < to && i < r->n; i++) {
+        const kb__topo_link *l = &t->links[r->links[i]];
+        v += (double)(l->overhead_ps + l->node_ps + l->wire_ps +
+                      kb__topo_serial_ps(first, l->bw_gbs));
+    }
+    return v;
+}
+
+/* r := the route of rank k's slots to its peer through dir: its TCM to its
+ * DMA, then the ring's route (kb__ab_loop_fill's trip). */
+static int slot_route(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
+                      kb__ccl_route *r, kb__err *err)
+{
+    kb__ccl_route ring = {0};
+    kb__ab_pe_nodes n = kb__ab_nodes_of(t, plan->loc[k]);
+    int rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][dir].loc, plan->r.s.buffer_kind,
+                                 &ring, err);
+    if (!rc) rc = path(t, r, n.tcm, -1, n.dma, err);
+    for (uint32_t i = 0; !rc && i < ring.n; i++)
+        rc = kb__ab_push_link(t, r, ring.links[i], err);
+    kb__ccl_route_fini(&ring);
+    return rc;
+}
+
+/* Whether stream b crosses back what stream a crosses: a leaves its SIP
+ * (or, within one, its cube) for its peer's, and b goes from a's peer's to
+ * a's. */
+static bool mirrors(const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t a, uint32_t b)
+{
+    kb__ccl_loc as = plan->loc[a], ar = plan->ports[a][dir].loc;
+    kb__ccl_loc bs = plan->loc[b], br = plan->ports[b][dir].loc;
+    if (as.sip != ar.sip) return bs.sip == ar.sip && br.sip == as.sip;
+    if (as.cube == ar.cube) return false;
+    return bs.sip == as.sip && br.sip == as.sip && bs.cube == ar.cube && br.cube == as.cube;
+}
+
+int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
+                          const kb__ab_credit_loop *loops, uint32_t n, uint32_t i, double T,
+                          uint64_t slot, double stored, double *out, kb__err *err)
+{
+    const kb__topo_params *tp = &t->params;
+    const kb__ccl_settings *q = &plan->r.s;
+    uint32_t k = loops[i].rank;
+    uint64_t credit = q->credit_size ? q->credit_size : tp->pe.ipcq_credit_bytes, back = 0, lead;
+    kb__ccl_route cr = {0}, br = {0}, lr = {0};
+    *out = 0;
+    int rc =
+        kb__ccl_route_build(t, plan->ports[k][dir].loc, plan->loc[k], KB__CCL_BUF_TCM, &cr, err);
+    if (!rc) rc = kb__ab_credit_back_ps(t, plan, k, dir, &back, err);
+    if (!rc) cr.n--; /* DMA to DMA, as kb__ab_credit_back_ps */
+    double arrive = kb__ab_loop_ps(&loops[i], T) - (double)back; /* the credit leaves */
+    for (uint32_t j = 0; !rc && j < n; j++) {
+        uint32_t b = loops[j].rank;
+        if (j == i || fabs(loops[j].rtt0_ps - loops[i].rtt0_ps) > 0.5 || !mirrors(plan, dir, k, b))
+            continue;
+        if ((rc = slot_route(t, plan, b, dir, &br, err)) ||
+            (rc = slot_lead_ps(t, plan, b, slot, &lead, &lr, err)))
+            break;
+        /* the mirror's first link out of its DMA, and a link both take */
+        uint32_t dn = 0;
+        int32_t dma = kb__ab_nodes_of(t, plan->loc[b]).dma;
+        while (dn < br.n && (int32_t)t->links[br.links[dn]].from != dma)
+            dn++;
+        for (uint32_t c = 0; dn < br.n && c < cr.n; c++) {
+            uint32_t L = 0;
+            while (L < br.n && br.links[L] != cr.links[c])
+                L++;
+            if (L == br.n || L <= dn) continue;
+            double bl = t->links[br.links[L]].bw_gbs, bd = t->links[br.links[dn]].bw_gbs;
+            double w = q->n_slots, x = (double)slot;
+            /* its first slot reaches L, then its stores (queued behind the
+             * window) hold its DMA -> NOC link before the other slots */
+            double first =
+                (double)lead + first_packet_ps(t, &br, 0, L, slot) + share_ps(&loops[j].trip, T);
+            double rest = first + kb__ps_real_from_bytes_gbs(x + stored, bd);
+            double ends = first + kb__ps_real_from_bytes_gbs(w * x, bl);
+            double late = rest + kb__ps_real_from_bytes_gbs((w - 1) * x, bl);
+            if (late > ends) ends = late;
+            double at = arrive + first_packet_ps(t, &cr, 0, c, credit);
+            if (ends - at > *out) *out = ends - at;
+        }
+    }
+    kb__ccl_route_fini(&cr);
+    kb__ccl_route_fini(&br);
+    kb__ccl_route_fini(&lr);
+    return rc;
 }
 
 double kb__ab_prog_per_msg_ps(const kb__ab_rank_xfers *x, uint64_t msgs, double T)

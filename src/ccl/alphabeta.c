@@ -165,7 +165,8 @@ typedef enum ring_rule { RULE_ALL_OR_NOTHING, RULE_GRADED, RULE_IN_STEP } ring_r
 static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
                      const double stores[2], const double *w, ring_rule rule,
-                     const kb__ab_own_pairs *pairs, kb__ccl_ring_bw *out, kb__err *err);
+                     const kb__ab_own_pairs *pairs, double whole, kb__ccl_ring_bw *out,
+                     kb__err *err);
 
 /* kb__ab_ring_bw, or with w (per-rank weights, phase 0 only) a chain's; the all
  * or nothing credit rule (kb__ab_credit_limit). */
@@ -174,7 +175,7 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                      const double stores[2], const double *w, kb__ccl_ring_bw *out, kb__err *err)
 {
     return ring_bw_x(t, plan, dir, rp, chunk, piece, want, loads, stores, w, RULE_ALL_OR_NOTHING,
-                     NULL, out, err);
+                     NULL, 0, out, err);
 }
 
 int kb__ab_ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
@@ -293,11 +294,14 @@ static int step_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir d
 }
 
 /* ring_bw_w with the credit rule `rule` (ring_rule), and with pairs (phase
- * 1 only) the DMA order of an all-gather's own pieces. */
+ * 1 only) the DMA order of an all-gather's own pieces; `whole` (RULE_IN_STEP
+ * only) the fraction of the messages in rounds that keep their windows
+ * whole (kb__ab_whole_rounds). */
 static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
                      const double stores[2], const double *w, ring_rule rule,
-                     const kb__ab_own_pairs *pairs, kb__ccl_ring_bw *out, kb__err *err)
+                     const kb__ab_own_pairs *pairs, double whole, kb__ccl_ring_bw *out,
+                     kb__err *err)
 {
     const bool graded = rule == RULE_GRADED;
     memset(out, 0, sizeof *out);
@@ -450,10 +454,18 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
             double in_step = rule == RULE_IN_STEP ? kb__ab_ring_in_step_ps(loops, n_loops) : 0;
             double loaded = in_step;
             uint32_t slow = KB__AB_RING_IN_STEP;
-            for (uint32_t i = 0; in_step <= 0 && i < n_loops; i++) {
-                double v = kb__ab_loop_ps(&loops[i], acc[ph].worst_ps);
+            for (uint32_t i = 0; in_step <= 0 && !rc && i < n_loops; i++) {
+                double v = kb__ab_loop_ps(&loops[i], acc[ph].worst_ps), wait = 0;
+                /* out of step, a credit may wait behind its mirror's window,
+                 * in the rounds that keep their windows whole */
+                if (rule == RULE_IN_STEP && loops[i].floor_ps > 0 && whole > 0)
+                    rc = kb__ab_mirror_wait_ps(t, plan, dir, loops, n_loops, i, acc[ph].worst_ps,
+                                               slot_bytes, stores[ph] / ring_chunks * (double)xfer,
+                                               &wait, err);
+                v += whole * wait;
                 if (v > loaded) loaded = v, slow = loops[i].rank;
             }
+            if (rc) break;
             if (loaded > 0)
                 kb__ab_credit_limit(tp, q, ring_chunks * (double)slots, msg_slots, loaded, slow,
                                     &acc[ph]);
@@ -639,7 +651,7 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
     /* the graded credit rule (kb__ab_credit_solve): measured on this collective's
      * streams; the others keep the all or nothing one (docs/ccl.md) */
     int rc = ring_bw_x(t, plan, KB__CCL_E, plan->world_size, bytes ? chunk : 0, piece, both, loads,
-                       stores, NULL, RULE_GRADED, NULL, out, err);
+                       stores, NULL, RULE_GRADED, NULL, 0, out, err);
     if (rc || plan->world_size < 2 || !chunk || !piece) return rc;
     return ring_ends_ps(t, plan, chunk, piece, &out->ends_ps, err);
 }
@@ -661,6 +673,17 @@ static double own_pairs_lead(uint64_t pieces, uint64_t window)
         lead += (double)(d < m ? d : m);
     }
     return lead;
+}
+
+double kb__ab_whole_rounds(const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
+                           uint64_t window)
+{
+    const kb__ccl_settings *q = &plan->r.s;
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES, win = window ? window : 1;
+    uint64_t pieces = (chunk + piece - 1) / piece, last = chunk - (pieces - 1) * piece;
+    if ((last + payload - 1) / payload >= q->n_slots) return 1;
+    uint64_t in_last = pieces - (pieces - 1) / win * win; /* the last round's pieces */
+    return (double)(pieces - in_last) / (double)pieces;
 }
 
 /* A ring reduce-scatter's fill and drain, out->phase_ps[0] its phase
@@ -751,12 +774,13 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
         if (plan->world_size == 2) pr.tail = pr.lead;
         const double l1[2] = {0, 1}, s1[2] = {0, 2 - left}, l2[2] = {0, 0},
                      s2[2] = {0, p - 2 + left};
+        double whole = kb__ab_whole_rounds(plan, chunk, piece, window);
         rc = ring_bw_x(t, plan, KB__CCL_E, 2, chunk, piece, want, l1, s1, NULL, RULE_IN_STEP, &pr,
-                       out, err);
+                       whole, out, err);
         kb__ccl_ring_bw later;
         if (!rc && plan->world_size > 2 &&
             !(rc = ring_bw_x(t, plan, KB__CCL_E, plan->world_size - 1, chunk, piece, want, l2, s2,
-                             NULL, RULE_IN_STEP, NULL, &later, err))) {
+                             NULL, RULE_IN_STEP, NULL, whole, &later, err))) {
             out->phase_ps[1] += later.phase_ps[1];
             if (later.phase_ps[1] > out->phase_ps[1] - later.phase_ps[1])
                 snprintf(out->bottleneck[1], sizeof out->bottleneck[1], "%.130s (the later steps)",

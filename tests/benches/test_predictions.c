@@ -166,6 +166,31 @@ Test(predictions, all_gather_ring_in_step_holds_over_cubes)
     cr_expect(fabs(q - 1) <= 0.10, "ring_all_gather, 32 ranks, 1 MiB, 4 slots: ratio %.3f", q);
 }
 
+/* The all-gather with 4 slots over two SIPs of one and of two cubes (16
+ * and 32 ranks, `sip.cube_mesh` 1x1 and 1x2), where the ring crosses the
+ * SIP link pair both ways and each crossing stream's first credit waits
+ * behind its mirror's window on the SIP link, in the rounds that keep
+ * their windows whole: within 5 % (1.19 at 16 ranks, 1.13 at 32, while the
+ * credit's way back was taken alone). */
+Test(predictions, all_gather_credit_behind_the_mirrors_window_holds_over_two_sips)
+{
+    static const held ring = {"ccl_all_gather", "ring_all_gather", {0}, 4, 0};
+    for (long bytes = 1L << 20; bytes <= 4L << 20; bytes *= 4) {
+        double q = ratio_set(&ring, 16, bytes, "sip.cube_mesh=1x1");
+        cr_expect(fabs(q - 1) <= 0.05, "two SIPs of one cube, %ld B: ratio %.3f", bytes, q);
+    }
+    double q = ratio_set(&ring, 32, 1L << 20, "sip.cube_mesh=1x2");
+    cr_expect(fabs(q - 1) <= 0.05, "two SIPs of two cubes, 1 MiB: ratio %.3f", q);
+    /* a round whose every message takes the whole ring keeps the windows
+     * whole: 16 pieces of 16128 B (1.13 with the credit's way back alone);
+     * a short last piece in the round splits them at every step, and the
+     * wait is not there: 256 KiB (0.89 with the wait counted) */
+    q = ratio_set(&ring, 32, 16 * 16128L, "sip.cube_mesh=1x2");
+    cr_expect(fabs(q - 1) <= 0.05, "two SIPs of two cubes, 16 whole pieces: ratio %.3f", q);
+    q = ratio_set(&ring, 32, 256L << 10, "sip.cube_mesh=1x2");
+    cr_expect(fabs(q - 1) <= 0.05, "two SIPs of two cubes, 256 KiB: ratio %.3f", q);
+}
+
 /* The hierarchical collectives over one group (a world inside one SIP):
  * the reduce-scatter and the all-gather are the ring's kernels and models;
  * the all-reduce runs a reduce-scatter stream, then an all-gather stream,

@@ -11,6 +11,7 @@
 #include "ccl/ab_internal.h"
 #include "ccl/alphabeta.h"
 #include "fabric/fabric.h"
+#include "pe/ipcq.h"
 
 /* ns -> ps, rounded up (values within 1e-6 ps of a whole ps are that ps). */
 static uint64_t ps(double ns)
@@ -49,14 +50,21 @@ static void routed(kb__topo *t)
     kb__fabric_route_graph(fab, t);
 }
 
-static kb__topo *machine(kb__topo_params *p)
+/* The built-in machine with a cube mesh of rows x cols per SIP. */
+static kb__topo *machine_mesh(kb__topo_params *p, uint32_t rows, uint32_t cols)
 {
     kb__topo *t;
     kb__err err;
     kb__topo_params_default(p);
+    p->sip.mesh_rows = rows, p->sip.mesh_cols = cols;
     cr_assert_eq(kb__topo_build(&t, p, &err), 0, "%s", err.msg);
     routed(t);
     return t;
+}
+
+static kb__topo *machine(kb__topo_params *p)
+{
+    return machine_mesh(p, 4, 4);
 }
 
 /* Frees t and the fabric routing over it. */
@@ -539,6 +547,147 @@ Test(ccl_alphabeta, all_gather_later_steps_follow_the_ring_in_step)
     kb__ccl_ring_bw bw;
     cr_assert_eq(kb__ccl_ring_half_bw(t, pl, 1u << 20, piece, 64, 1, &bw, &err), 0, "%s", err.msg);
     cr_assert_str_eq(bw.bottleneck[1], "the credits of rank 31 (the later steps)");
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    unmachine(t);
+}
+
+/* The first packet's time alone over links [from, to) of r: per link its
+ * overhead (with the node's), wire and one packet of b bytes. */
+static double first_packet(const kb__topo *t, const kb__ccl_route *r, uint32_t from, uint32_t to,
+                           double b)
+{
+    double v = 0;
+    for (uint32_t i = from; i < to; i++) {
+        const kb__topo_link *l = &t->links[r->links[i]];
+        v += (double)(l->overhead_ps + l->node_ps + l->wire_ps) + ps(b / l->bw_gbs);
+    }
+    return v;
+}
+
+/* The rounds that keep a crossing stream's windows whole: a chunk is sent
+ * in rounds of at most `window` pieces, and only the round with the
+ * chunk's last piece has a message of fewer slots than the ring (when that
+ * piece takes fewer than n_slots). Counted by hand from the slot's payload. */
+Test(ccl_alphabeta, whole_rounds_leave_out_the_round_with_a_short_last_piece)
+{
+    kb__topo_params p;
+    kb__ccl_config *c;
+    kb__topo_params_default(&p);
+    kb__ccl_plan *pl = ring_plan(&p, 16, &c);
+    const kb__ccl_settings *q = &pl->r.s;
+    cr_assert_eq(q->n_slots, 4);
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES, piece = 4 * payload;
+    /* 1 MiB: 66 pieces, the last of 1048576 - 65 piece bytes, in rounds of
+     * 64 and 2 */
+    uint64_t last = (1u << 20) - 65 * piece;
+    cr_assert_lt((last + payload - 1) / payload, 4);
+    cr_assert_float_eq(kb__ab_whole_rounds(pl, 1u << 20, piece, 64), 64.0 / 66, 1e-12);
+    /* 4 MiB: 261 pieces, rounds of 64 x 4 and 5 */
+    cr_assert_lt(((4u << 20) - 260 * piece + payload - 1) / payload, 4);
+    cr_assert_float_eq(kb__ab_whole_rounds(pl, 4u << 20, piece, 64), 256.0 / 261, 1e-12);
+    /* 256 KiB: one round of 17, the last piece short */
+    cr_assert_float_eq(kb__ab_whole_rounds(pl, 256u << 10, piece, 64), 0, 1e-12);
+    /* 16 whole pieces; 768 KiB, whose last piece (12288 B) takes 4 slots */
+    cr_assert_float_eq(kb__ab_whole_rounds(pl, 16 * piece, piece, 64), 1, 1e-12);
+    cr_assert_geq(((768u << 10) - 48 * piece + payload - 1) / payload, 4);
+    cr_assert_float_eq(kb__ab_whole_rounds(pl, 768u << 10, piece, 64), 1, 1e-12);
+    /* a window of 8: 1 MiB in rounds of 8 x 8 and 2 */
+    cr_assert_float_eq(kb__ab_whole_rounds(pl, 1u << 20, piece, 8), 64.0 / 66, 1e-12);
+    cr_assert_float_eq(kb__ab_whole_rounds(pl, 1u << 20, piece, 5), 65.0 / 66, 1e-12);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+}
+
+/* Two SIPs of one cube each, 16 ranks: the ring crosses the SIP link pair
+ * both ways, rank 7 -> 8 and its mirror 15 -> 0, whose windows start
+ * together. Rank 7's first credit comes back over the SIP link sip1 ->
+ * sip0, which rank 15's window holds: its first slot reaches the link after
+ * the slot's lead (set-up, read request, TCM) and its route; its store
+ * (16128 B) then holds its DMA -> NOC link (256 GB/s) before the other 3
+ * slots, which cross the 100 GB/s link back to back. With no other
+ * traffic (the loops alone) the wait is that window's end less the
+ * credit's arrival there: rank 7's loop alone less its way back, plus the
+ * credit's route to the link. A stream inside a cube has no mirror. */
+Test(ccl_alphabeta, credit_waits_behind_the_mirrors_window)
+{
+    kb__topo_params p;
+    kb__topo *t = machine_mesh(&p, 1, 1);
+    kb__ccl_config *c;
+    kb__err err;
+    kb__ccl_plan *pl = ring_plan(&p, 16, &c);
+    cr_assert_eq(pl->loc[7].sip, 0);
+    cr_assert_eq(pl->loc[8].sip, 1);
+    cr_assert_eq(pl->loc[15].sip, 1);
+    cr_assert_eq(pl->loc[0].sip, 0);
+    kb__ab_credit_loop loops[16];
+    memset(loops, 0, sizeof loops);
+    kb__ccl_route ring = {0}, back = {0}, slots = {0};
+    for (uint32_t k = 0; k < 16; k++) {
+        uint64_t rtt;
+        cr_assert_eq(kb__ccl_route_build(t, pl->loc[k], pl->ports[k][KB__CCL_E].loc,
+                                         pl->r.s.buffer_kind, &ring, &err),
+                     0, "%s", err.msg);
+        cr_assert_eq(kb__ab_credit_rtt_ps(t, pl, k, KB__CCL_E, &ring, &rtt, &err), 0, "%s",
+                     err.msg);
+        loops[k].rtt0_ps = (double)rtt, loops[k].rank = k;
+    }
+    cr_assert_float_eq(loops[7].rtt0_ps, loops[15].rtt0_ps, 1e-6);
+    double stored = 16128, wait;
+    cr_assert_eq(
+        kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 7, 1e12, 4096, stored, &wait, &err), 0,
+        "%s", err.msg);
+    /* by hand: rank 15's slots go TCM -> DMA -> NOC -> ... -> the SIP link */
+    cr_assert_eq(kb__ccl_route_build(t, pl->loc[15], pl->loc[0], pl->r.s.buffer_kind, &slots, &err),
+                 0, "%s", err.msg);
+    uint32_t L = 0;
+    while (L < slots.n && !(t->nodes[t->links[slots.links[L]].from].role == KB__ROLE_IO_NOC &&
+                            t->nodes[t->links[slots.links[L]].to].role == KB__ROLE_IO_NOC))
+        L++;
+    cr_assert_lt(L, slots.n, "no SIP link on rank 15's route");
+    cr_assert_float_eq(t->links[slots.links[L]].bw_gbs, p.system.sip_link.bw_gbs, 1e-9);
+    const kb__topo_link *dn = &t->links[slots.links[0]]; /* its DMA -> NOC link */
+    cr_assert_eq(t->nodes[dn->from].role, KB__ROLE_PE_DMA);
+    double sip = p.system.sip_link.bw_gbs, bd = dn->bw_gbs;
+    /* the lead: set-up, the read request DMA -> TCM (one header), the TCM */
+    kb__ab_pe_nodes n15 = kb__ab_nodes_of(t, pl->loc[15]);
+    uint32_t dma_tcm = 0;
+    for (uint32_t l = 0; l < t->n_links; l++)
+        if ((int32_t)t->links[l].from == n15.dma && (int32_t)t->links[l].to == n15.tcm) dma_tcm = l;
+    const kb__topo_link *rq = &t->links[dma_tcm];
+    double lead = ps(p.pe.dma_setup_ns) + (double)(rq->overhead_ps + rq->node_ps + rq->wire_ps) +
+                  ps(64.0 / rq->bw_gbs) + ps(p.pe.tcm_latency_ns) + ps(256.0 / p.pe.tcm_bw_gbs);
+    /* the TCM -> DMA link, then the ring's route to the SIP link */
+    double first = lead + ps(256.0 / p.pe.tcm_bw_gbs) + first_packet(t, &slots, 0, L, 256);
+    double ends = first + ps(4 * 4096.0 / sip);
+    double late = first + ps((4096.0 + stored) / bd) + ps(3 * 4096.0 / sip);
+    if (late > ends) ends = late;
+    /* rank 7's credit: leaves rank 8 at the loop alone less its way back */
+    uint64_t way;
+    cr_assert_eq(kb__ab_credit_back_ps(t, pl, 7, KB__CCL_E, &way, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_route_build(t, pl->loc[8], pl->loc[7], KB__CCL_BUF_TCM, &back, &err), 0,
+                 "%s", err.msg);
+    uint32_t c7 = 0;
+    while (c7 < back.n && back.links[c7] != slots.links[L])
+        c7++;
+    cr_assert_lt(c7, back.n, "the credit does not take rank 15's SIP link");
+    double at = loops[7].rtt0_ps - (double)way + first_packet(t, &back, 0, c7, 64);
+    cr_assert_gt(ends - at, 1000, "%.0f ps", ends - at);
+    cr_assert_float_eq(wait, ends - at, 2, "%.0f against %.0f ps", wait, ends - at);
+    /* inside a cube: no mirror */
+    cr_assert_eq(
+        kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 3, 1e12, 4096, stored, &wait, &err), 0,
+        "%s", err.msg);
+    cr_assert_eq(wait, 0);
+    /* a mirror's loop alone differs: not the same place in the ring */
+    loops[15].rtt0_ps += 1000;
+    cr_assert_eq(
+        kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 7, 1e12, 4096, stored, &wait, &err), 0,
+        "%s", err.msg);
+    cr_assert_eq(wait, 0);
+    kb__ccl_route_fini(&ring);
+    kb__ccl_route_fini(&back);
+    kb__ccl_route_fini(&slots);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     unmachine(t);
