@@ -3,13 +3,15 @@
 # simulated span (kernel_span / alpha_beta, the benches' `ratio`), as the
 # tables of docs/ccl.md: algorithms x ranks x bytes per rank x slots, timing
 # only (--no-data, which gives the same times).
-# usage: scripts/alphabeta.sh [--full] [--ranks "N ..."] [KERNBENCH] > table.md
+# usage: scripts/alphabeta.sh [--full] [--ranks "N ..."] [--set K=V ...] [KERNBENCH] > table.md
 #   KERNBENCH: the kernbench binary (default build/kernbench)
 #   (default)  ranks 2, 4, 8, 16; 1 MiB and 4 MiB per rank; 4 and 16 slots
 #   --full     also 32 and 256 ranks and 64 KiB (the 256-rank rows take
 #              minutes each)
 #   --ranks L  only these world sizes (a space-separated list, e.g. "32"),
 #              with the sizes of the set chosen
+#   --set K=V  a machine or ccl key for every run (repeatable), e.g. two
+#              SIPs of one cube: --set sip.cube_mesh=1x1 --ranks 16
 # Last, the ring all-reduce with 4 slots and senders that poll, or sleep
 # with pe.ipcq.wake_ns 0 (slots column "4, poll", "4, wake 0").
 # Rows are printed as they finish; a row whose bench reports no prediction
@@ -18,6 +20,7 @@ set -u
 full=0
 ranks=
 kb=build/kernbench
+extra=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --full) full=1 ;;
@@ -27,8 +30,15 @@ while [ $# -gt 0 ]; do
         '' | *[!0-9\ ]*) echo "alphabeta.sh: --ranks needs world sizes, e.g. --ranks \"32\" (got '$ranks')" >&2; exit 2 ;;
         esac
         shift ;;
+    --set)
+        case "${2:-}" in
+        ccl.defaults.n_slots=*) echo "alphabeta.sh: --set ccl.defaults.n_slots: the table sets the slots of each row (4 and 16)" >&2; exit 2 ;;
+        ?*=*) extra+=(--set "$2") ;;
+        *) echo "alphabeta.sh: --set needs KEY=VALUE, e.g. --set sip.cube_mesh=1x1 (got '${2:-}')" >&2; exit 2 ;;
+        esac
+        shift ;;
     --help | -h) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
-    -*) echo "alphabeta.sh: unknown option '$1' (expected --full, --ranks or a kernbench path)" >&2; exit 2 ;;
+    -*) echo "alphabeta.sh: unknown option '$1' (expected --full, --ranks, --set or a kernbench path)" >&2; exit 2 ;;
     *) kb=$1 ;;
     esac
     shift
@@ -53,7 +63,7 @@ one() {
     shift 6
     local opts="--opt world=$w --opt bytes=$b" out span pred ratio bound
     [ "$bench" != hello_send ] && opts="$opts --opt algorithm=$algo"
-    out=$("$kb" run --bench "$bench" $opts --set ccl.defaults.n_slots=$s "$@" --no-data 2>&1) || {
+    out=$("$kb" run --bench "$bench" $opts --set ccl.defaults.n_slots=$s ${extra[@]+"${extra[@]}"} "$@" --no-data 2>&1) || {
         echo "| $algo | $w | $b | $label | - | - | - | $(echo "$out" | tail -1 | cut -c1-80) |"
         return
     }
