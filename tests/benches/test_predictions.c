@@ -31,7 +31,7 @@ typedef struct held {
 
 /* ratio of one run, with one more --set when set is not NULL; fails the
  * test when the bench reports no prediction. */
-static double ratio_set(const held *h, int world, long bytes, const char *set)
+static double ratio_sets(const held *h, int world, long bytes, const char *set, const char *set2)
 {
     char w[32], b[32], a[96], s[64];
     snprintf(w, sizeof w, "world=%d", world);
@@ -39,7 +39,7 @@ static double ratio_set(const held *h, int world, long bytes, const char *set)
     snprintf(a, sizeof a, "algorithm=%s", h->algorithm ? h->algorithm : "");
     snprintf(s, sizeof s, "ccl.defaults.n_slots=%d", h->slots);
     const char *kv[] = {w, b, h->algorithm ? a : NULL, NULL};
-    const char *sets[] = {s, set, NULL};
+    const char *sets[] = {s, set, set ? set2 : NULL, NULL};
     kb_bench_result r;
     cr_assert_eq(kb_test_bench_run(h->bench, h->algorithm ? sets : NULL, 1, &r, kv), 0, "%s %s: %s",
                  h->bench, w, r.error);
@@ -47,6 +47,11 @@ static double ratio_set(const held *h, int world, long bytes, const char *set)
            pred = kb_test_bench_figure(&r, "alpha_beta");
     cr_assert_gt(pred, 0, "%s %s: no prediction", h->bench, w);
     return span / pred;
+}
+
+static double ratio_set(const held *h, int world, long bytes, const char *set)
+{
+    return ratio_sets(h, world, bytes, set, NULL);
 }
 
 static double ratio_of(const held *h, int world, long bytes)
@@ -189,6 +194,13 @@ Test(predictions, all_gather_credit_behind_the_mirrors_window_holds_over_two_sip
     cr_expect(fabs(q - 1) <= 0.05, "two SIPs of two cubes, 16 whole pieces: ratio %.3f", q);
     q = ratio_set(&ring, 32, 256L << 10, "sip.cube_mesh=1x2");
     cr_expect(fabs(q - 1) <= 0.05, "two SIPs of two cubes, 256 KiB: ratio %.3f", q);
+    /* whole windows whatever the wake: 1.15 and 1.11 with the credit's
+     * way back alone */
+    static const char *const wakes[] = {"pe.ipcq.wake_ns=140", "pe.ipcq.wake_ns=300"};
+    for (int i = 0; i < 2; i++) {
+        q = ratio_sets(&ring, 32, 1L << 20, "sip.cube_mesh=1x2", wakes[i]);
+        cr_expect(fabs(q - 1) <= 0.05, "two SIPs of two cubes, 1 MiB, %s: ratio %.3f", wakes[i], q);
+    }
 }
 
 /* The hierarchical collectives over one group (a world inside one SIP):
