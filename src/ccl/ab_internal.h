@@ -285,9 +285,10 @@ double kb__ab_ring_in_step_ps(const kb__ab_credit_loop *loops, uint32_t n);
  * more. A round with the chunk's last piece, when that one takes fewer
  * slots, splits a crossing stream's window at each of its steps (the short
  * message goes with part of a window's credits, the next one with the
- * rest); measured over two SIPs, split windows stay split until the round
- * ends and whole windows stay whole (docs/ccl.md, "A credit behind the
- * mirror's window"). */
+ * rest). Measured over two SIPs of two cubes with the built-in wake, split
+ * windows stay split until the round ends; whole windows stay whole
+ * whatever the wake; of one cube a SIP, or with a longer wake, split windows
+ * do not always last (docs/ccl.md, "A credit behind the mirror's window"). */
 double kb__ab_whole_rounds(const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
                            uint64_t window);
 
