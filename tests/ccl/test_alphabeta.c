@@ -11,13 +11,7 @@
 #include "ccl/ab_internal.h"
 #include "ccl/alphabeta.h"
 #include "fabric/fabric.h"
-#include "pe/ipcq.h"
-
-/* ns -> ps, rounded up (values within 1e-6 ps of a whole ps are that ps). */
-static uint64_t ps(double ns)
-{
-    return (uint64_t)ceil(ns * 1000.0 - 1e-6);
-}
+#include "support/ab.h"
 
 typedef struct hop {
     double bw, o, len_mm;
@@ -31,68 +25,21 @@ static uint64_t closed_form(const kb__topo_params *p, const hop *h, int k, int r
     uint64_t pk = p->fabric.packet_bytes, n = bytes / pk, t = 0;
     double min_bw = h[0].bw;
     for (int i = 0; i < k; i++) {
-        t += ps(h[i].o) + ps(h[i].len_mm * p->fabric.ns_per_mm) + ps((double)pk / h[i].bw);
+        t += kb_test_ps(h[i].o) + kb_test_ps(h[i].len_mm * p->fabric.ns_per_mm) +
+             kb_test_ps((double)pk / h[i].bw);
         if (h[i].bw < min_bw) min_bw = h[i].bw;
     }
-    t += (n - 1) * ps((double)pk / min_bw);
-    t += ps(p->pe.dma_setup_ns) + (uint64_t)routers * ps(p->cube.router_overhead_ns);
-    t += ps(mem_lat) + ps((double)(mem_ch * pk) / mem_bw);
+    t += (n - 1) * kb_test_ps((double)pk / min_bw);
+    t +=
+        kb_test_ps(p->pe.dma_setup_ns) + (uint64_t)routers * kb_test_ps(p->cube.router_overhead_ns);
+    t += kb_test_ps(mem_lat) + kb_test_ps((double)(mem_ch * pk) / mem_bw);
     return t;
-}
-
-/* t with a fabric built over it: the model's routes are the fabric's. */
-static void routed(kb__topo *t)
-{
-    kb__fabric *fab;
-    kb__err err;
-    cr_assert_eq(kb__fabric_create_topo(&fab, NULL, t, kb__topo_header_bytes(&t->params), &err), 0,
-                 "%s", err.msg);
-    kb__fabric_route_graph(fab, t);
-}
-
-/* The built-in machine with a cube mesh of rows x cols per SIP. */
-static kb__topo *machine_mesh(kb__topo_params *p, uint32_t rows, uint32_t cols)
-{
-    kb__topo *t;
-    kb__err err;
-    kb__topo_params_default(p);
-    p->sip.mesh_rows = rows, p->sip.mesh_cols = cols;
-    cr_assert_eq(kb__topo_build(&t, p, &err), 0, "%s", err.msg);
-    routed(t);
-    return t;
-}
-
-static kb__topo *machine(kb__topo_params *p)
-{
-    return machine_mesh(p, 4, 4);
-}
-
-/* Frees t and the fabric routing over it. */
-static void unmachine(kb__topo *t)
-{
-    kb__fabric_destroy(t->router.self);
-    kb__topo_destroy(t);
-}
-
-/* A load's and a store's time alone (kb__ab_xfer_ps) of b bytes between PE
- * at's TCM and its HBM slice, ps. */
-static void xfers_alone(const kb__topo *t, kb__ccl_loc at, uint64_t b, uint64_t *ld_ps,
-                        uint64_t *st_ps)
-{
-    kb__ccl_route ld = {0}, st = {0};
-    kb__err err;
-    cr_assert_eq(kb__ab_data_path(t, at, false, &ld, &err), 0, "%s", err.msg);
-    cr_assert_eq(kb__ab_data_path(t, at, true, &st, &err), 0, "%s", err.msg);
-    cr_assert_eq(kb__ab_xfer_ps(t, at, false, &ld, b, ld_ps, &err), 0, "%s", err.msg);
-    cr_assert_eq(kb__ab_xfer_ps(t, at, true, &st, b, st_ps, &err), 0, "%s", err.msg);
-    kb__ccl_route_fini(&ld);
-    kb__ccl_route_fini(&st);
 }
 
 Test(ccl_alphabeta, same_cube_slot_message_matches_the_closed_form)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     hop h[3] = {{p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm},
                 {p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm},
                 {p.pe.tcm_bw_gbs, 0, 0}}; /* TCM latency: charged once, by its controller */
@@ -105,13 +52,13 @@ Test(ccl_alphabeta, same_cube_slot_message_matches_the_closed_form)
     cr_assert_eq(c.links, 3);
     cr_assert_eq(c.routers, 0);
     cr_assert_eq(c.total_ps, c.overhead_ps + c.wire_ps + c.drain_ps);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 Test(ccl_alphabeta, cross_cube_slot_message_matches_the_closed_form)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     hop noc = {p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm};
     hop xbar = {p.cube.xbar_bw_gbs, p.cube.xbar_overhead_ns, 0};
     hop ucie = {p.sip.ucie.bw_gbs, 2 * p.sip.ucie.overhead_ns, p.sip.ucie.length_mm};
@@ -127,13 +74,13 @@ Test(ccl_alphabeta, cross_cube_slot_message_matches_the_closed_form)
     cr_assert_eq(c.routers, 2);
     double min_bw = fmin(fmin(noc.bw, xbar.bw), fmin(ucie.bw, tcm.bw));
     cr_assert_float_eq(c.min_bw_gbs, min_bw, 1e-9);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 Test(ccl_alphabeta, hbm_buffer_adds_the_slice_constant)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     hop h[3] = {
         {p.cube.noc.bw_gbs, p.cube.noc.overhead_ns, p.cube.noc.length_mm},
         {p.cube.xbar_bw_gbs, p.cube.xbar_overhead_ns, 0},
@@ -146,13 +93,13 @@ Test(ccl_alphabeta, hbm_buffer_adds_the_slice_constant)
     kb__ccl_loc a = {1, 2, 0}, b = {1, 2, 1};
     cr_assert_eq(kb__ccl_msg_cost_get(t, a, b, KB__CCL_BUF_HBM, 4096, &c, &err), 0, "%s", err.msg);
     cr_assert_eq(c.total_ps, want);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 Test(ccl_alphabeta, cross_sip_route_goes_through_the_io_chiplets)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     kb__ccl_route r = {0};
     kb__err err;
     kb__ccl_loc a = {0, 4, 0}, b = {1, 0, 0}; /* cube 4 is one hop south of attach cube 0 */
@@ -169,36 +116,18 @@ Test(ccl_alphabeta, cross_sip_route_goes_through_the_io_chiplets)
     cr_assert_eq(io_ucie, 2);
     cr_assert_eq(ucie, 1);
     kb__ccl_route_fini(&r);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 /* The plan of algorithm `text` (one ccl.yaml algorithms entry) over ws ranks. */
-static kb__ccl_plan *plan_of(const kb__topo_params *p, const char *text, uint32_t ws,
-                             kb__ccl_config **c);
-
-static kb__ccl_plan *ring_plan(const kb__topo_params *p, uint32_t ws, kb__ccl_config **c)
-{
-    return plan_of(p, "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d}\n", ws, c);
-}
-
-static kb__ccl_plan *plan_of(const kb__topo_params *p, const char *text, uint32_t ws,
-                             kb__ccl_config **c)
-{
-    kb__err err;
-    cr_assert_eq(kb__ccl_config_load_string(c, "t.yaml", text, strlen(text), NULL, 0, &err), 0);
-    kb__ccl_resolved r;
-    kb__ccl_plan *pl;
-    cr_assert_eq(kb__ccl_resolve(&(*c)->algos[0], p, ws, &r, &err), 0, "%s", err.msg);
-    cr_assert_eq(kb__ccl_plan_build(&pl, p, &r, &err), 0, "%s", err.msg);
-    return pl;
-}
 
 Test(ccl_alphabeta, ring_alpha_is_the_slowest_chunks_path_and_prediction_follows_the_formula)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     kb__ccl_config *c;
-    kb__ccl_plan *pl = ring_plan(&p, 16, &c); /* two cubes: same-cube and cross-cube steps */
+    kb__ccl_plan *pl =
+        kb_test_ring_plan(&p, 16, &c); /* two cubes: same-cube and cross-cube steps */
     kb__ccl_alphabeta m;
     kb__err err;
     cr_assert_eq(kb__ccl_alphabeta_ring(t, pl, 0, &m, &err), 0, "%s", err.msg);
@@ -230,7 +159,7 @@ Test(ccl_alphabeta, ring_alpha_is_the_slowest_chunks_path_and_prediction_follows
     cr_assert_eq(kb__ccl_ring_allreduce_ps(&m, &bw), 2 * 15 * m.alpha_ps + 700000 + 3500000);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 /* Eight ranks of one cube, buffers in their HBM slices: every rank loads
@@ -240,42 +169,43 @@ Test(ccl_alphabeta, ring_alpha_is_the_slowest_chunks_path_and_prediction_follows
 Test(ccl_alphabeta, cube_ring_bandwidth_term_is_the_shared_xbar_link)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     kb__ccl_config *c;
     /* 16 slots: a 4-slot message leaves credits for three more in flight */
-    kb__ccl_plan *pl = plan_of(
+    kb__ccl_plan *pl = kb_test_plan_of(
         &p, "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d, n_slots: 16}\n", 8,
         &c);
     kb__ccl_ring_bw bw;
     kb__err err;
     uint64_t N = 2u << 20, chunk = N / 8;
     cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, 16128, &bw, &err), 0, "%s", err.msg);
-    cr_assert_eq(bw.phase_ps[0], ps(8.0 * 8 * (double)chunk / p.cube.xbar_bw_gbs));
-    cr_assert_eq(bw.phase_ps[1], ps(8.0 * 7 * (double)chunk / p.cube.xbar_bw_gbs));
+    cr_assert_eq(bw.phase_ps[0], kb_test_ps(8.0 * 8 * (double)chunk / p.cube.xbar_bw_gbs));
+    cr_assert_eq(bw.phase_ps[1], kb_test_ps(8.0 * 7 * (double)chunk / p.cube.xbar_bw_gbs));
     cr_assert_str_eq(bw.bottleneck[0], "the link sip0.cube0.xbar -> sip0.cube0.noc");
     cr_assert_str_eq(bw.bottleneck[1], "the link sip0.cube0.noc -> sip0.cube0.xbar");
     /* two ranks share the xbar link with nobody else: what bounds their
      * reduce-scatter (p + 1 transfers of a chunk per rank) is a DMA unit */
     kb__ccl_config *c2;
-    kb__ccl_plan *two = ring_plan(&p, 2, &c2);
+    kb__ccl_plan *two = kb_test_ring_plan(&p, 2, &c2);
     kb__ccl_ring_bw b2;
     cr_assert_eq(kb__ccl_ring_allreduce_bw(t, two, N, 16128, &b2, &err), 0, "%s", err.msg);
     cr_assert_str_eq(b2.bottleneck[0], "the DMA channels of rank 0");
-    cr_assert_gt(b2.phase_ps[0], ps(2.0 * (double)N / p.cube.xbar_bw_gbs));
+    cr_assert_gt(b2.phase_ps[0], kb_test_ps(2.0 * (double)N / p.cube.xbar_bw_gbs));
     /* fill and drain: each of the 8 ranks loads its first two pieces at
      * once (one per DMA channel) and stores the last two (chunks of 17
      * pieces, the last one 4 KiB), all through the xbar link: at least
      * that link's time for them; 2 ranks share it with nobody, so less */
     double fill = 8.0 * 2 * 16128, drain = 8.0 * 2 * (double)(chunk - 16 * 16128);
     cr_assert_eq(p.pe.dma_channels, 2);
-    cr_assert_geq(bw.ends_ps, ps(fill / p.cube.xbar_bw_gbs) + ps(drain / p.cube.xbar_bw_gbs));
+    cr_assert_geq(bw.ends_ps,
+                  kb_test_ps(fill / p.cube.xbar_bw_gbs) + kb_test_ps(drain / p.cube.xbar_bw_gbs));
     cr_assert_gt(bw.ends_ps, b2.ends_ps);
-    cr_assert_gt(b2.ends_ps, 2 * ps(p.pe.dma_setup_ns));
+    cr_assert_gt(b2.ends_ps, 2 * kb_test_ps(p.pe.dma_setup_ns));
     kb__ccl_plan_destroy(two);
     kb__ccl_config_destroy(c2);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 /* A reduce-scatter alone: the load of own piece i + lag is queued before
@@ -290,9 +220,9 @@ Test(ccl_alphabeta, cube_ring_bandwidth_term_is_the_shared_xbar_link)
 Test(ccl_alphabeta, reduce_scatter_finished_stores_wait_behind_the_last_loads)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     kb__ccl_config *c;
-    kb__ccl_plan *pl = plan_of(
+    kb__ccl_plan *pl = kb_test_plan_of(
         &p, "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d, n_slots: 16}\n", 8,
         &c);
     kb__ccl_ring_bw rs, ar;
@@ -301,17 +231,17 @@ Test(ccl_alphabeta, reduce_scatter_finished_stores_wait_behind_the_last_loads)
     cr_assert_eq(kb__ccl_ring_half_bw(t, pl, chunk, 16128, 64, 0, &rs, &err), 0, "%s", err.msg);
     cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, 16128, &ar, &err), 0, "%s", err.msg);
     /* the phase: every rank loads its whole buffer through the xbar link */
-    cr_assert_eq(rs.phase_ps[0], ps(8.0 * 8 * (double)chunk / p.cube.xbar_bw_gbs));
+    cr_assert_eq(rs.phase_ps[0], kb_test_ps(8.0 * 8 * (double)chunk / p.cube.xbar_bw_gbs));
     cr_assert_str_eq(rs.bottleneck[0],
                      "the link sip0.cube0.xbar -> sip0.cube0.noc, then the finished stores");
     /* the drain: at least every rank's finished chunk through the NOC ->
      * xbar link, on top of the fill the all-reduce counts too */
-    cr_assert_geq(rs.ends_ps, ps(8.0 * (double)chunk / p.cube.xbar_bw_gbs));
-    cr_assert_gt(rs.ends_ps, ar.ends_ps + ps(7.0 * (double)chunk / p.cube.xbar_bw_gbs));
+    cr_assert_geq(rs.ends_ps, kb_test_ps(8.0 * (double)chunk / p.cube.xbar_bw_gbs));
+    cr_assert_gt(rs.ends_ps, ar.ends_ps + kb_test_ps(7.0 * (double)chunk / p.cube.xbar_bw_gbs));
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     kb__ccl_config *c2;
-    kb__ccl_plan *two = ring_plan(&p, 16, &c2); /* the built-in 4 slots */
+    kb__ccl_plan *two = kb_test_ring_plan(&p, 16, &c2); /* the built-in 4 slots */
     cr_assert_eq(kb__ccl_ring_half_bw(t, two, N / 16, 16128, 64, 0, &rs, &err), 0, "%s", err.msg);
     cr_assert_eq(kb__ccl_ring_allreduce_bw(t, two, N, 16128, &ar, &err), 0, "%s", err.msg);
     cr_assert(strncmp(rs.bottleneck[0], "the credits of rank", 19) == 0, "%s", rs.bottleneck[0]);
@@ -319,7 +249,7 @@ Test(ccl_alphabeta, reduce_scatter_finished_stores_wait_behind_the_last_loads)
     cr_assert_eq(rs.ends_ps, ar.ends_ps);
     kb__ccl_plan_destroy(two);
     kb__ccl_config_destroy(c2);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 /* The hierarchical all-reduce over one group (eight ranks of one cube, 1
@@ -331,13 +261,14 @@ Test(ccl_alphabeta, reduce_scatter_finished_stores_wait_behind_the_last_loads)
 Test(ccl_alphabeta, hierarchical_all_reduce_counts_each_streams_fill_and_drain)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     kb__ccl_config *c, *c2;
-    kb__ccl_plan *h = plan_of(&p,
-                              "algorithms:\n  h: {module: hier_allreduce, topology: hierarchical, "
-                              "n_slots: 16}\n",
-                              8, &c);
-    kb__ccl_plan *r = plan_of(
+    kb__ccl_plan *h =
+        kb_test_plan_of(&p,
+                        "algorithms:\n  h: {module: hier_allreduce, topology: hierarchical, "
+                        "n_slots: 16}\n",
+                        8, &c);
+    kb__ccl_plan *r = kb_test_plan_of(
         &p, "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d, n_slots: 16}\n", 8,
         &c2);
     uint64_t N = 1u << 20;
@@ -358,7 +289,7 @@ Test(ccl_alphabeta, hierarchical_all_reduce_counts_each_streams_fill_and_drain)
     kb__ccl_plan_destroy(r);
     kb__ccl_config_destroy(c);
     kb__ccl_config_destroy(c2);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 /* Sixteen ranks over two cubes with the built-in 4 slots of 4 KiB: a chunk
@@ -371,14 +302,14 @@ Test(ccl_alphabeta, hierarchical_all_reduce_counts_each_streams_fill_and_drain)
 Test(ccl_alphabeta, credits_pace_a_streaming_ring_with_few_slots)
 {
     kb__topo_params p, slow;
-    kb__topo *t = machine(&p), *t2;
+    kb__topo *t = kb_test_topo(&p), *t2;
     kb__err err;
     slow = p;
     slow.pe.ipcq_wake_ns += 100;
     cr_assert_eq(kb__topo_build(&t2, &slow, &err), 0, "%s", err.msg);
-    routed(t2);
+    kb_test_routed(t2);
     kb__ccl_config *c;
-    kb__ccl_plan *pl = ring_plan(&p, 16, &c);
+    kb__ccl_plan *pl = kb_test_ring_plan(&p, 16, &c);
     kb__ccl_ring_bw b1, b2;
     uint64_t N = 4u << 20, chunk = N / 16, piece = 4 * 4032;
     cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, piece, &b1, &err), 0, "%s", err.msg);
@@ -405,343 +336,8 @@ Test(ccl_alphabeta, credits_pace_a_streaming_ring_with_few_slots)
               (unsigned long long)trip.total_ps);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    unmachine(t2);
-    unmachine(t);
-}
-
-/* The all-gather's phase 1 (kb__ccl_ring_half_bw) on plan pl, 1 MiB per
- * rank in pieces of 16128 B (65 pieces of 4 slots and 256 B: 261 slots):
- * its later steps, `chunks` chunks sent per rank, are paced by the credits
- * of the ring in step at `loop_ps` a loop and the wake per window of 4
- * slots, after the own step, at least its 66 loads and stores on the DMA
- * channels. */
-static void ring_in_step_at_least(const kb__topo *t, const kb__topo_params *p,
-                                  const kb__ccl_plan *pl, double chunks, double loop_ps)
-{
-    kb__ccl_ring_bw bw;
-    kb__err err;
-    uint64_t piece = 16128, t_ld, t_st;
-    cr_assert_eq(kb__ccl_ring_half_bw(t, pl, 1u << 20, piece, 64, 1, &bw, &err), 0, "%s", err.msg);
-    cr_assert_str_eq(bw.bottleneck[1], "the credits of the ring in step (the later steps)");
-    double later = chunks * 261 / 4 * (loop_ps + p->pe.ipcq_wake_ns * 1000.0);
-    xfers_alone(t, pl->loc[0], piece, &t_ld, &t_st);
-    double own = 66.0 * (double)(t_ld + t_st) / p->pe.dma_channels;
-    cr_assert_geq((double)bw.phase_ps[1], later + own, "%llu ps against %.0f + %.0f",
-                  (unsigned long long)bw.phase_ps[1], later, own);
-}
-
-/* An all-gather whose every message takes every credit (4 slots, 16 KiB
- * pieces) runs in step: the first slot's credit leaves the receiver's DMA
- * behind the receiver's own window of 4 slots and the store it queued with
- * it, on its DMA -> NOC link; the loop is at least those bytes at that
- * link's bandwidth plus the credit's way back (DMA -> NOC -> DMA in a cube,
- * 64 bytes: per link its overhead, wire and one packet). The later steps
- * of an 8-rank all-gather (6 chunks sent per rank, each piece received
- * stored) take that floor and the 200 ns wake per window. */
-Test(ccl_alphabeta, lockstep_credit_floor_is_the_receivers_window_and_store_on_its_link)
-{
-    kb__topo_params p;
-    kb__topo *t = machine(&p);
-    kb__ccl_config *c;
-    kb__ccl_plan *pl = ring_plan(&p, 8, &c); /* the built-in 4 slots of 4 KiB */
-    kb__err err;
-    cr_assert_eq(pl->r.s.n_slots, 4);
-    cr_assert_eq(pl->r.s.slot_size, 4096);
-    uint64_t piece = 16128; /* pieces of 4 slots (ring_in_step_at_least) */
-    double bytes = 4.0 * 4096 + (double)piece;
-    const kb__link_params *noc = &p.cube.noc;
-    double back = 2.0 * (double)(ps(noc->overhead_ns) + ps(noc->length_mm * p.fabric.ns_per_mm) +
-                                 ps(64.0 / noc->bw_gbs));
-    double want = bytes / noc->bw_gbs * 1000.0 + back; /* 127 ns + 4.6 ns */
-    double floor_ps;
-    cr_assert_eq(kb__ab_lockstep_floor_ps(t, pl, 0, KB__CCL_E, bytes, &floor_ps, &err), 0, "%s",
-                 err.msg);
-    cr_assert_float_eq(floor_ps, want, 1e-6, "%.3f against %.3f ps", floor_ps, want);
-    cr_assert_float_eq(floor_ps, 131600.0, 1e-6);
-    /* the all-gather (kb__ccl_ring_half_bw, phase 1): its later steps
-     * (6 chunks of 261 slots sent per rank) are paced by the credits at
-     * that floor (every rank's: the ring in step) and the 200 ns wake per
-     * window of 4 slots, after the own step, at least its 66 loads and
-     * stores on the 2 DMA channels */
-    ring_in_step_at_least(t, &p, pl, 6, want);
-    /* no store beside the window: the window alone, 64 ns + 4.6 */
-    cr_assert_eq(kb__ab_lockstep_floor_ps(t, pl, 0, KB__CCL_E, 4.0 * 4096, &floor_ps, &err), 0,
-                 "%s", err.msg);
-    cr_assert_float_eq(floor_ps, 4.0 * 4096 / noc->bw_gbs * 1000.0 + back, 1e-6);
-    kb__ccl_plan_destroy(pl);
-    kb__ccl_config_destroy(c);
-    /* across the cube boundary (rank 7 -> 8 of 16) the credit goes back
-     * over the UCIe link: a longer way back, the same receiver's link */
-    kb__ccl_plan *two = ring_plan(&p, 16, &c);
-    double cross;
-    uint64_t back78;
-    cr_assert_eq(kb__ab_lockstep_floor_ps(t, two, 7, KB__CCL_E, bytes, &cross, &err), 0, "%s",
-                 err.msg);
-    cr_assert_eq(kb__ab_credit_back_ps(t, two, 7, KB__CCL_E, &back78, &err), 0, "%s", err.msg);
-    cr_assert_float_eq(cross, bytes / noc->bw_gbs * 1000.0 + (double)back78, 1e-6);
-    cr_assert_gt((double)back78, back);
-    kb__ccl_plan_destroy(two);
-    kb__ccl_config_destroy(c);
-    unmachine(t);
-}
-
-/* A ring whose loops all have a floor runs in step while its cycle through
- * every rank, the floors' mean, is longer than every loop alone: rank k
- * resumes no sooner than its floor after its receiver's window. Then its
- * loop is that mean; with a loop alone longer it is not in step (0). */
-Test(ccl_alphabeta, ring_in_step_loop_is_the_floors_mean)
-{
-    kb__ab_credit_loop l[3] = {
-        {.rtt0_ps = 55300, .floor_ps = 131600, .rank = 0},
-        {.rtt0_ps = 55300, .floor_ps = 131600, .rank = 1},
-        {.rtt0_ps = 115200, .floor_ps = 161600, .rank = 2},
-    };
-    cr_assert_float_eq(kb__ab_ring_in_step_ps(l, 3), (2 * 131600.0 + 161600) / 3, 1e-6);
-    l[2].rtt0_ps = 141600; /* the mean: still in step */
-    cr_assert_float_eq(kb__ab_ring_in_step_ps(l, 3), 141600.0, 1e-6);
-    l[2].rtt0_ps = 141601; /* a loop alone longer than the ring's cycle */
-    cr_assert_eq(kb__ab_ring_in_step_ps(l, 3), 0);
-    l[2].rtt0_ps = 115200;
-    l[1].floor_ps = 0; /* a stream whose messages do not take every credit */
-    cr_assert_eq(kb__ab_ring_in_step_ps(l, 3), 0);
-    cr_assert_eq(kb__ab_ring_in_step_ps(l, 0), 0);
-}
-
-/* The all-gather's later steps on the built-in machine: 16 ranks over two
- * cubes run in step (14 loops in a cube, 2 across the boundary, each alone
- * shorter than the floors' mean), paced by that mean and the wake per
- * window of 4 slots; 32 ranks over four cubes do not: rank 31's stream
- * crosses three cubes, its loop alone longer than the mean, and it paces
- * the ring with its loop under the phase's traffic. */
-Test(ccl_alphabeta, all_gather_later_steps_follow_the_ring_in_step)
-{
-    kb__topo_params p;
-    kb__topo *t = machine(&p);
-    kb__ccl_config *c;
-    kb__err err;
-    uint64_t piece = 16128; /* pieces of 4 slots (ring_in_step_at_least) */
-    double bytes = 4.0 * 4096 + (double)piece, floor_ps[16], sum = 0;
-    kb__ccl_plan *pl = ring_plan(&p, 16, &c);
-    for (uint32_t k = 0; k < 16; k++) {
-        cr_assert_eq(kb__ab_lockstep_floor_ps(t, pl, k, KB__CCL_E, bytes, &floor_ps[k], &err), 0,
-                     "%s", err.msg);
-        sum += floor_ps[k];
-    }
-    cr_assert_gt(floor_ps[7], floor_ps[0]); /* across the cube boundary */
-    cr_assert_float_eq(floor_ps[15], floor_ps[7], 1e-6);
-    double mean = sum / 16;
-    uint64_t rtt7;
-    kb__ccl_route ring = {0};
-    cr_assert_eq(kb__ccl_route_build(t, pl->loc[7], pl->ports[7][KB__CCL_E].loc,
-                                     pl->r.s.buffer_kind, &ring, &err),
-                 0, "%s", err.msg);
-    cr_assert_eq(kb__ab_credit_rtt_ps(t, pl, 7, KB__CCL_E, &ring, &rtt7, &err), 0, "%s", err.msg);
-    cr_assert_lt((double)rtt7, mean, "rank 7's loop alone %llu ps, the mean %.0f",
-                 (unsigned long long)rtt7, mean);
-    ring_in_step_at_least(t, &p, pl, 14, mean); /* 14 chunks in the later steps */
-    kb__ccl_route_fini(&ring);
-    kb__ccl_plan_destroy(pl);
-    kb__ccl_config_destroy(c);
-    /* four cubes: rank 31's stream to rank 0 crosses three */
-    pl = ring_plan(&p, 32, &c);
-    kb__ccl_ring_bw bw;
-    cr_assert_eq(kb__ccl_ring_half_bw(t, pl, 1u << 20, piece, 64, 1, &bw, &err), 0, "%s", err.msg);
-    cr_assert_str_eq(bw.bottleneck[1], "the credits of rank 31 (the later steps)");
-    kb__ccl_plan_destroy(pl);
-    kb__ccl_config_destroy(c);
-    unmachine(t);
-}
-
-/* The first packet's time alone over links [from, to) of r: per link its
- * overhead (with the node's), wire and one packet of b bytes. */
-static double first_packet(const kb__topo *t, const kb__ccl_route *r, uint32_t from, uint32_t to,
-                           double b)
-{
-    double v = 0;
-    for (uint32_t i = from; i < to; i++) {
-        const kb__topo_link *l = &t->links[r->links[i]];
-        v += (double)(l->overhead_ps + l->node_ps + l->wire_ps) + ps(b / l->bw_gbs);
-    }
-    return v;
-}
-
-/* The rounds that keep a crossing stream's windows whole: a chunk is sent
- * in rounds of at most `window` pieces, and only the round with the
- * chunk's last piece has a message of fewer slots than the ring (when that
- * piece takes fewer than n_slots). Counted by hand from the slot's payload. */
-Test(ccl_alphabeta, whole_rounds_leave_out_the_round_with_a_short_last_piece)
-{
-    kb__topo_params p;
-    kb__ccl_config *c;
-    kb__topo_params_default(&p);
-    kb__ccl_plan *pl = ring_plan(&p, 16, &c);
-    const kb__ccl_settings *q = &pl->r.s;
-    cr_assert_eq(q->n_slots, 4);
-    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES, piece = 4 * payload;
-    /* 1 MiB: 66 pieces, the last of 1048576 - 65 piece bytes, in rounds of
-     * 64 and 2 */
-    uint64_t last = (1u << 20) - 65 * piece;
-    cr_assert_lt((last + payload - 1) / payload, 4);
-    cr_assert_float_eq(kb__ab_whole_rounds(pl, 1u << 20, piece, 64), 64.0 / 66, 1e-12);
-    /* 4 MiB: 261 pieces, rounds of 64 x 4 and 5 */
-    cr_assert_lt(((4u << 20) - 260 * piece + payload - 1) / payload, 4);
-    cr_assert_float_eq(kb__ab_whole_rounds(pl, 4u << 20, piece, 64), 256.0 / 261, 1e-12);
-    /* 256 KiB: one round of 17, the last piece short */
-    cr_assert_float_eq(kb__ab_whole_rounds(pl, 256u << 10, piece, 64), 0, 1e-12);
-    /* 16 whole pieces; 768 KiB, whose last piece (12288 B) takes 4 slots */
-    cr_assert_float_eq(kb__ab_whole_rounds(pl, 16 * piece, piece, 64), 1, 1e-12);
-    cr_assert_geq(((768u << 10) - 48 * piece + payload - 1) / payload, 4);
-    cr_assert_float_eq(kb__ab_whole_rounds(pl, 768u << 10, piece, 64), 1, 1e-12);
-    /* a window of 8: 1 MiB in rounds of 8 x 8 and 2 */
-    cr_assert_float_eq(kb__ab_whole_rounds(pl, 1u << 20, piece, 8), 64.0 / 66, 1e-12);
-    cr_assert_float_eq(kb__ab_whole_rounds(pl, 1u << 20, piece, 5), 65.0 / 66, 1e-12);
-    kb__ccl_plan_destroy(pl);
-    kb__ccl_config_destroy(c);
-}
-
-/* Two SIPs of one cube each, 16 ranks: the ring crosses the SIP link pair
- * both ways, rank 7 -> 8 and its mirror 15 -> 0, whose windows start
- * together. Rank 7's first credit comes back over the SIP link sip1 ->
- * sip0, which rank 15's window holds: its first slot reaches the link after
- * the slot's lead (set-up, read request, TCM) and its route; its store
- * (16128 B) then holds its DMA -> NOC link (256 GB/s) before the other 3
- * slots, which cross the 100 GB/s link back to back. With no other
- * traffic (the loops alone) the wait is that window's end less the
- * credit's arrival there: rank 7's loop alone less its way back, plus the
- * credit's route to the link. A stream inside a cube has no mirror. */
-Test(ccl_alphabeta, credit_waits_behind_the_mirrors_window)
-{
-    kb__topo_params p;
-    kb__topo *t = machine_mesh(&p, 1, 1);
-    kb__ccl_config *c;
-    kb__err err;
-    kb__ccl_plan *pl = ring_plan(&p, 16, &c);
-    cr_assert_eq(pl->loc[7].sip, 0);
-    cr_assert_eq(pl->loc[8].sip, 1);
-    cr_assert_eq(pl->loc[15].sip, 1);
-    cr_assert_eq(pl->loc[0].sip, 0);
-    kb__ab_credit_loop loops[16];
-    memset(loops, 0, sizeof loops);
-    kb__ccl_route ring = {0}, back = {0}, slots = {0};
-    for (uint32_t k = 0; k < 16; k++) {
-        uint64_t rtt;
-        cr_assert_eq(kb__ccl_route_build(t, pl->loc[k], pl->ports[k][KB__CCL_E].loc,
-                                         pl->r.s.buffer_kind, &ring, &err),
-                     0, "%s", err.msg);
-        cr_assert_eq(kb__ab_credit_rtt_ps(t, pl, k, KB__CCL_E, &ring, &rtt, &err), 0, "%s",
-                     err.msg);
-        loops[k].rtt0_ps = (double)rtt, loops[k].rank = k;
-    }
-    cr_assert_float_eq(loops[7].rtt0_ps, loops[15].rtt0_ps, 1e-6);
-    double stored = 16128, wait;
-    cr_assert_eq(
-        kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 7, 1e12, 4096, stored, &wait, &err), 0,
-        "%s", err.msg);
-    /* by hand: rank 15's slots go TCM -> DMA -> NOC -> ... -> the SIP link */
-    cr_assert_eq(kb__ccl_route_build(t, pl->loc[15], pl->loc[0], pl->r.s.buffer_kind, &slots, &err),
-                 0, "%s", err.msg);
-    uint32_t L = 0;
-    while (L < slots.n && !(t->nodes[t->links[slots.links[L]].from].role == KB__ROLE_IO_NOC &&
-                            t->nodes[t->links[slots.links[L]].to].role == KB__ROLE_IO_NOC))
-        L++;
-    cr_assert_lt(L, slots.n, "no SIP link on rank 15's route");
-    cr_assert_float_eq(t->links[slots.links[L]].bw_gbs, p.system.sip_link.bw_gbs, 1e-9);
-    const kb__topo_link *dn = &t->links[slots.links[0]]; /* its DMA -> NOC link */
-    cr_assert_eq(t->nodes[dn->from].role, KB__ROLE_PE_DMA);
-    double sip = p.system.sip_link.bw_gbs, bd = dn->bw_gbs;
-    /* the lead: set-up, the read request DMA -> TCM (one header), the TCM */
-    kb__ab_pe_nodes n15 = kb__ab_nodes_of(t, pl->loc[15]);
-    uint32_t dma_tcm = 0;
-    for (uint32_t l = 0; l < t->n_links; l++)
-        if ((int32_t)t->links[l].from == n15.dma && (int32_t)t->links[l].to == n15.tcm) dma_tcm = l;
-    const kb__topo_link *rq = &t->links[dma_tcm];
-    double lead = ps(p.pe.dma_setup_ns) + (double)(rq->overhead_ps + rq->node_ps + rq->wire_ps) +
-                  ps(64.0 / rq->bw_gbs) + ps(p.pe.tcm_latency_ns) + ps(256.0 / p.pe.tcm_bw_gbs);
-    /* the TCM -> DMA link, then the ring's route to the SIP link */
-    double first = lead + ps(256.0 / p.pe.tcm_bw_gbs) + first_packet(t, &slots, 0, L, 256);
-    double ends = first + ps(4 * 4096.0 / sip);
-    double late = first + ps((4096.0 + stored) / bd) + ps(3 * 4096.0 / sip);
-    if (late > ends) ends = late;
-    /* rank 7's credit: leaves rank 8 at the loop alone less its way back */
-    uint64_t way;
-    cr_assert_eq(kb__ab_credit_back_ps(t, pl, 7, KB__CCL_E, &way, &err), 0, "%s", err.msg);
-    cr_assert_eq(kb__ccl_route_build(t, pl->loc[8], pl->loc[7], KB__CCL_BUF_TCM, &back, &err), 0,
-                 "%s", err.msg);
-    uint32_t c7 = 0;
-    while (c7 < back.n && back.links[c7] != slots.links[L])
-        c7++;
-    cr_assert_lt(c7, back.n, "the credit does not take rank 15's SIP link");
-    double at = loops[7].rtt0_ps - (double)way + first_packet(t, &back, 0, c7, 64);
-    cr_assert_gt(ends - at, 1000, "%.0f ps", ends - at);
-    cr_assert_float_eq(wait, ends - at, 2, "%.0f against %.0f ps", wait, ends - at);
-    /* inside a cube: no mirror */
-    cr_assert_eq(
-        kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 3, 1e12, 4096, stored, &wait, &err), 0,
-        "%s", err.msg);
-    cr_assert_eq(wait, 0);
-    /* a mirror's loop alone differs: not the same place in the ring */
-    loops[15].rtt0_ps += 1000;
-    cr_assert_eq(
-        kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 7, 1e12, 4096, stored, &wait, &err), 0,
-        "%s", err.msg);
-    cr_assert_eq(wait, 0);
-    kb__ccl_route_fini(&ring);
-    kb__ccl_route_fini(&back);
-    kb__ccl_route_fini(&slots);
-    kb__ccl_plan_destroy(pl);
-    kb__ccl_config_destroy(c);
-    unmachine(t);
-}
-
-/* An all-gather's own pairs with the ranks in step: every rank's load of
- * a piece at once, then its two stores (its own piece's and a received
- * one's), each burst shared as the fill's transfers are: its time alone and
- * its data stretched to its busiest link or memory under the burst, the
- * data's own time at its route's slowest rate (the HBM slice's) taken off.
- * 4 ranks of a cube: the loads' busiest is the cube's xbar -> NOC link
- * (4 pieces), the stores' its NOC -> xbar link (8); 2 ranks: the HBM slice
- * (each rank's two stores, and its one load); 8 ranks: the stores take
- * the NOC -> xbar link 504 ns, longer than a pair alone, and the ranks do
- * not stay in step. */
-Test(ccl_alphabeta, all_gather_own_pairs_in_step_share_their_bursts)
-{
-    kb__topo_params p;
-    kb__topo *t = machine(&p);
-    kb__err err;
-    uint64_t b = 16128;
-    double xbar = (double)b / p.cube.xbar_bw_gbs * 1000.0,
-           slice = (double)b / (p.cube.hbm_xbar_bw_gbs * p.cube.hbm_efficiency) * 1000.0;
-    cr_assert_float_eq(xbar, 31500.0, 1e-6);
-    cr_assert_float_eq(slice, 78750.0, 1e-6);
-    const struct {
-        uint32_t ranks;
-        double ld_busy, st_busy; /* the bursts' busiest, ps; 0: not in step */
-    } rows[] = {{2, slice, 2 * slice}, {4, 4 * xbar, 8 * xbar}, {8, 0, 0}};
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        kb__ccl_config *c;
-        kb__ccl_plan *pl = ring_plan(&p, rows[i].ranks, &c);
-        kb__ab_rank_xfers *rx = calloc(rows[i].ranks, sizeof *rx);
-        uint64_t t_ld = 0, t_st = 0;
-        xfers_alone(t, pl->loc[0], b, &t_ld, &t_st);
-        for (uint32_t k = 0; k < rows[i].ranks; k++)
-            rx[k].ld.alone_ps = (double)t_ld, rx[k].st.alone_ps = (double)t_st;
-        cr_assert_eq(kb__ab_own_pairs_in_step(t, pl, b, rx, &err), 0, "%s", err.msg);
-        double want = rows[i].st_busy > 0 ? (double)t_ld + (rows[i].ld_busy - slice) +
-                                                (double)t_st + (rows[i].st_busy - slice)
-                                          : 0;
-        for (uint32_t k = 0; k < rows[i].ranks; k++)
-            cr_assert_float_eq(rx[k].lock_pair_ps, want, 1.0,
-                               "%u ranks, rank %u: %.1f against %.1f", rows[i].ranks, k,
-                               rx[k].lock_pair_ps, want);
-        /* both sides of the rule: a pair alone outlasts 4 ranks' stores on
-         * the NOC -> xbar link, not 8 ranks' */
-        if (rows[i].ranks == 4) cr_assert_gt((double)(t_ld + t_st), 8 * xbar);
-        if (rows[i].ranks == 8) cr_assert_lt((double)(t_ld + t_st), 16 * xbar);
-        free(rx);
-        kb__ccl_plan_destroy(pl);
-        kb__ccl_config_destroy(c);
-    }
-    unmachine(t);
+    kb_test_untopo(t2);
+    kb_test_untopo(t);
 }
 
 /* A broadcast root paced by its own program meets, on its load request's
@@ -754,7 +350,7 @@ Test(ccl_alphabeta, all_gather_own_pairs_in_step_share_their_bursts)
 Test(ccl_alphabeta, broadcast_request_waits_behind_the_receivers_stores)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     kb__err err;
     uint64_t b = 16128; /* a piece of 4 slots of 4 KiB */
     double one = (double)b / p.cube.xbar_bw_gbs * 1000.0,
@@ -774,7 +370,7 @@ Test(ccl_alphabeta, broadcast_request_waits_behind_the_receivers_stores)
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         kb__ccl_config *c;
-        kb__ccl_plan *pl = ring_plan(&p, rows[i].ranks, &c);
+        kb__ccl_plan *pl = kb_test_ring_plan(&p, rows[i].ranks, &c);
         double w = -1;
         cr_assert_eq(kb__ab_bcast_request_wait_ps(t, pl, 0, b, rows[i].prog_ps, &w, &err), 0, "%s",
                      err.msg);
@@ -783,15 +379,15 @@ Test(ccl_alphabeta, broadcast_request_waits_behind_the_receivers_stores)
         kb__ccl_plan_destroy(pl);
         kb__ccl_config_destroy(c);
     }
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 Test(ccl_alphabeta, full_machine_ring_is_bounded_by_the_sip_link)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     kb__ccl_config *c;
-    kb__ccl_plan *pl = ring_plan(&p, 256, &c);
+    kb__ccl_plan *pl = kb_test_ring_plan(&p, 256, &c);
     kb__ccl_alphabeta m;
     kb__err err;
     cr_assert_eq(kb__ccl_alphabeta_ring(t, pl, 0, &m, &err), 0, "%s", err.msg);
@@ -799,13 +395,13 @@ Test(ccl_alphabeta, full_machine_ring_is_bounded_by_the_sip_link)
     cr_assert_neq(pl->loc[m.hop_max_rank].sip, pl->loc[(m.hop_max_rank + 1) % 256].sip);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 Test(ccl_alphabeta, non_ring_plan_is_refused)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     kb__ccl_config *c;
     kb__err err;
     const char *text = "algorithms:\n  tree: {module: tree_allreduce, topology: tree}\n";
@@ -819,7 +415,7 @@ Test(ccl_alphabeta, non_ring_plan_is_refused)
     cr_assert_str_eq(err.msg, "α-β ring model: algorithm 'tree' is tree, not ring_1d");
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 /* The model has no routing of its own: over a graph no fabric routes, it
@@ -835,10 +431,10 @@ Test(ccl_alphabeta, routes_come_from_the_fabric_built_over_the_graph)
     kb__ccl_loc a = {0, 0, 0}, b = {0, 3, 1};
     cr_assert_eq(kb__ccl_msg_cost_get(t, a, b, KB__CCL_BUF_TCM, 4096, &c, &err), KB_ESTATE);
     cr_assert(strstr(err.msg, "routes are the fabric's"), "%s", err.msg);
-    routed(t);
+    kb_test_routed(t);
     cr_assert_eq(kb__ccl_msg_cost_get(t, a, b, KB__CCL_BUF_TCM, 4096, &c, &err), 0, "%s", err.msg);
     cr_assert_gt(c.links, 4u);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 /* The chains: the path is the first piece's latency over the chain's own
@@ -849,9 +445,9 @@ Test(ccl_alphabeta, routes_come_from_the_fabric_built_over_the_graph)
 Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     kb__ccl_config *c;
-    kb__ccl_plan *pl = ring_plan(&p, 8, &c);
+    kb__ccl_plan *pl = kb_test_ring_plan(&p, 8, &c);
     kb__err err;
     uint64_t N = 1u << 20, piece = 16128, msg = piece + 64;
     /* ring hops in one cube; an 8-rank ring's last hop (7 -> 0) is there too */
@@ -893,18 +489,19 @@ Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
      * hello_send's 8 ranks load a piece each at once through the xbar
      * link, and store nothing; the reduce's 8 ranks load theirs at once
      * and its root combines and stores the last piece */
-    cr_assert_gt(b.ends_ps, 2 * ps(p.pe.dma_setup_ns) + ps(16128.0 / p.pe.dma_bw_gbs));
-    cr_assert_geq(snd.ends_ps, ps(8.0 * 16128 / p.cube.xbar_bw_gbs));
+    cr_assert_gt(b.ends_ps,
+                 2 * kb_test_ps(p.pe.dma_setup_ns) + kb_test_ps(16128.0 / p.pe.dma_bw_gbs));
+    cr_assert_geq(snd.ends_ps, kb_test_ps(8.0 * 16128 / p.cube.xbar_bw_gbs));
     cr_assert_gt(r.ends_ps, b.ends_ps);
-    cr_assert_geq(b.bw_ps, ps(7.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
-    cr_assert_geq(r.bw_ps, ps(8.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
+    cr_assert_geq(b.bw_ps, kb_test_ps(7.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
+    cr_assert_geq(r.bw_ps, kb_test_ps(8.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
     cr_assert_float_eq(b.bw_gbs, p.cube.noc.bw_gbs, 1e-9);
     /* a root outside the world, and a plan of another topology */
     cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_REDUCE, 8, N, 4, piece, &r, &err),
                  KB_EINVAL);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 /* The ring all-to-all over 8 ranks of one cube: a chunk goes up to 4
@@ -918,9 +515,9 @@ Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
 Test(ccl_alphabeta, all_to_all_model_follows_the_ways_the_phases_and_the_rounds)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     kb__ccl_config *c;
-    kb__ccl_plan *pl = ring_plan(&p, 8, &c);
+    kb__ccl_plan *pl = kb_test_ring_plan(&p, 8, &c);
     kb__err err;
     uint64_t N = 1u << 20, piece = 16128;
     uint64_t lat[8], four = 0;
@@ -950,9 +547,9 @@ Test(ccl_alphabeta, all_to_all_model_follows_the_ways_the_phases_and_the_rounds)
     cr_assert_eq(five.path_ps, 5 * one.path_ps);
     /* the rounds' issue orders differ (rounds of 2 pieces per way, lag 0),
      * so their bandwidth terms may: both at least the cube's xbar link */
-    cr_assert_geq(five.bw_ps, ps(8.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
+    cr_assert_geq(five.bw_ps, kb_test_ps(8.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
     cr_assert_eq(one.predicted_ps, one.path_ps + one.bw_ps);
-    cr_assert_geq(one.bw_ps, ps(8.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
+    cr_assert_geq(one.bw_ps, kb_test_ps(8.0 * (double)N / p.cube.xbar_bw_gbs) - 1);
     cr_assert_float_eq(one.bw_gbs, p.cube.noc.bw_gbs, 1e-9);
     int64_t counts[64];
     uint32_t index[8];
@@ -968,7 +565,7 @@ Test(ccl_alphabeta, all_to_all_model_follows_the_ways_the_phases_and_the_rounds)
     cr_assert_eq(kb__ccl_a2a_model_get(t, pl, counts, NULL, 0, 4, piece, 64, &v, &err), KB_EINVAL);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 /* The all-to-all's issue order (a2a_issue_ps, src/ccl/ab_a2a.c): eight
@@ -993,9 +590,9 @@ Test(ccl_alphabeta, all_to_all_model_follows_the_ways_the_phases_and_the_rounds)
 Test(ccl_alphabeta, all_to_all_issue_order_runs_loads_and_stores_in_bursts)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     kb__ccl_config *c;
-    kb__ccl_plan *pl = plan_of(
+    kb__ccl_plan *pl = kb_test_plan_of(
         &p, "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d, n_slots: 16}\n", 8,
         &c);
     kb__err err;
@@ -1060,7 +657,7 @@ Test(ccl_alphabeta, all_to_all_issue_order_runs_loads_and_stores_in_bursts)
      * sends lasts at least a credit round trip and a wake, so the 38 that
      * only send take at least the wake more than their slots' time */
     kb__ccl_config *c4;
-    kb__ccl_plan *p4 = ring_plan(&p, 8, &c4);
+    kb__ccl_plan *p4 = kb_test_ring_plan(&p, 8, &c4);
     kb__ccl_a2a_model m4;
     cr_assert_eq(p4->r.s.n_slots, 4u);
     cr_assert_eq(kb__ccl_a2a_model_get(t, p4, NULL, NULL, 8 * chunk / 4, 4, piece, 64, &m4, &err),
@@ -1074,7 +671,7 @@ Test(ccl_alphabeta, all_to_all_issue_order_runs_loads_and_stores_in_bursts)
     kb__ccl_config_destroy(c4);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
-    unmachine(t);
+    kb_test_untopo(t);
 }
 
 /* A DMA unit's pace over one iteration's ops (kb__ab_inorder_period_ps),
@@ -1118,10 +715,10 @@ static uint64_t tcm_copy_ps(const kb__topo_params *p, uint64_t bytes)
     uint64_t pk = p->fabric.packet_bytes, first = bytes < pk ? bytes : pk;
     uint64_t full = (bytes - first) / pk, rest = (bytes - first) % pk;
     double bw = p->pe.tcm_bw_gbs;
-    uint64_t mem = ps(p->pe.tcm_latency_ns) + ps((double)first / bw);
-    uint64_t req = ps((double)kb__topo_header_bytes(p) / bw);
-    uint64_t data = 2 * ps((double)first / bw) + full * ps((double)pk / bw) +
-                    (rest ? ps((double)rest / bw) : 0);
+    uint64_t mem = kb_test_ps(p->pe.tcm_latency_ns) + kb_test_ps((double)first / bw);
+    uint64_t req = kb_test_ps((double)kb__topo_header_bytes(p) / bw);
+    uint64_t data = 2 * kb_test_ps((double)first / bw) + full * kb_test_ps((double)pk / bw) +
+                    (rest ? kb_test_ps((double)rest / bw) : 0);
     return req + mem + data + mem;
 }
 
@@ -1173,11 +770,11 @@ Test(ccl_alphabeta, tree_credit_wait_follows_its_closed_form)
 Test(ccl_alphabeta, mesh_and_tree_models_follow_the_tree_and_the_parameters)
 {
     kb__topo_params p;
-    kb__topo *t = machine(&p);
+    kb__topo *t = kb_test_topo(&p);
     kb__ccl_config *cm, *ct;
-    kb__ccl_plan *mesh = plan_of(
+    kb__ccl_plan *mesh = kb_test_plan_of(
         &p, "algorithms:\n  m: {module: mesh_allreduce, topology: mesh_2d, n_slots: 16}\n", 4, &cm);
-    kb__ccl_plan *tree = plan_of(
+    kb__ccl_plan *tree = kb_test_plan_of(
         &p, "algorithms:\n  t: {module: tree_allreduce, topology: tree, n_slots: 16}\n", 4, &ct);
     kb__err err;
     uint64_t N = 4u << 20, piece = 16128, msg = 4032 + 64; /* the last slot */
@@ -1188,9 +785,10 @@ Test(ccl_alphabeta, mesh_and_tree_models_follow_the_tree_and_the_parameters)
     cr_assert_eq(a.hops, 4);
     /* pieces of 4 slots of 4032 B payload; a slot holds the vc channel for
      * pe.dma.setup_ns + 4096 B / pe.dma.bw_gbs */
-    uint64_t path = 0, slot_ps = ps(p.pe.dma_setup_ns) + ps(4096.0 / p.pe.dma_bw_gbs);
-    uint64_t add =
-        ps((double)(piece / 4 / p.pe.math_lanes) * p.pe.math_cycles.add / p.pe.math_clock_ghz);
+    uint64_t path = 0,
+             slot_ps = kb_test_ps(p.pe.dma_setup_ns) + kb_test_ps(4096.0 / p.pe.dma_bw_gbs);
+    uint64_t add = kb_test_ps((double)(piece / 4 / p.pe.math_lanes) * p.pe.math_cycles.add /
+                              p.pe.math_clock_ghz);
     const uint32_t up[2][2] = {{3, 2}, {2, 0}};
     for (int h = 0; h < 2; h++)
         for (int dir = 0; dir < 2; dir++) {
@@ -1206,11 +804,12 @@ Test(ccl_alphabeta, mesh_and_tree_models_follow_the_tree_and_the_parameters)
     uint64_t slots = (N / piece) * 4 + (N % piece + 4031) / 4032;
     double wire = (double)N + 64.0 * (double)slots;
     double tcm = 2 * (wire + (double)N) + 2.0 * (double)N;
-    cr_assert_geq(b.bw_ps, ps(tcm / p.pe.tcm_bw_gbs) - 1, "%llu", (unsigned long long)b.bw_ps);
+    cr_assert_geq(b.bw_ps, kb_test_ps(tcm / p.pe.tcm_bw_gbs) - 1, "%llu",
+                  (unsigned long long)b.bw_ps);
     cr_assert_eq(b.pieces, (N + piece - 1) / piece);
     /* not a tree */
     kb__ccl_config *cr;
-    kb__ccl_plan *ring = ring_plan(&p, 4, &cr);
+    kb__ccl_plan *ring = kb_test_ring_plan(&p, 4, &cr);
     cr_assert_eq(kb__ccl_tree_model_get(t, ring, N, 4, piece, &b, &err), KB_EINVAL);
     kb__ccl_plan_destroy(ring);
     kb__ccl_config_destroy(cr);
@@ -1218,5 +817,5 @@ Test(ccl_alphabeta, mesh_and_tree_models_follow_the_tree_and_the_parameters)
     kb__ccl_plan_destroy(tree);
     kb__ccl_config_destroy(cm);
     kb__ccl_config_destroy(ct);
-    unmachine(t);
+    kb_test_untopo(t);
 }
