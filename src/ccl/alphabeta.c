@@ -679,6 +679,7 @@ double kb__ab_whole_rounds(const kb__ccl_plan *plan, uint64_t chunk, uint64_t pi
                            uint64_t window)
 {
     const kb__ccl_settings *q = &plan->r.s;
+    if (!chunk || !piece) return 0;
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES, win = window ? window : 1;
     uint64_t pieces = (chunk + piece - 1) / piece, last = chunk - (pieces - 1) * piece;
     if ((last + payload - 1) / payload >= q->n_slots) return 1;

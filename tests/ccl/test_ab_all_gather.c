@@ -200,6 +200,9 @@ Test(ccl_alphabeta, whole_rounds_leave_out_the_round_with_a_short_last_piece)
     /* a window of 8: 1 MiB in rounds of 8 x 8 and 2 */
     cr_assert_float_eq(kb__ab_whole_rounds(pl, 1u << 20, piece, 8), 64.0 / 66, 1e-12);
     cr_assert_float_eq(kb__ab_whole_rounds(pl, 1u << 20, piece, 5), 65.0 / 66, 1e-12);
+    /* nothing to send: no round */
+    cr_assert_float_eq(kb__ab_whole_rounds(pl, 0, piece, 64), 0, 1e-12);
+    cr_assert_float_eq(kb__ab_whole_rounds(pl, 1u << 20, 0, 64), 0, 1e-12);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
 }
