@@ -282,10 +282,10 @@ double kb__ab_ring_in_step_ps(const kb__ab_credit_loop *loops, uint32_t n);
 /* The fraction of a chunk's pieces (its rounds of at most `window`
  * pieces, algorithms/ring.c) in rounds whose every message takes every
  * slot of the ring, as its full pieces do when they take n_slots slots or
- * more (0 for an empty chunk or piece). A round with the chunk's last piece, when that one takes fewer
- * slots, splits a crossing stream's window at each of its steps (the short
- * message goes with part of a window's credits, the next one with the
- * rest). Measured over two SIPs of two cubes with the built-in wake, split
+ * more (0 for an empty chunk or piece). A round with the chunk's last
+ * piece, when that one takes fewer slots, splits a crossing stream's
+ * window at each of its steps (the short message goes with part of a
+ * window's credits, the next one with the rest). Measured over two SIPs of two cubes with the built-in wake, split
  * windows stay split until the round ends; whole windows stay whole
  * whatever the wake; of one cube a SIP, or with a longer wake, split windows
  * do not always last (docs/ccl.md, "A credit behind the mirror's window"). */
