@@ -481,6 +481,18 @@ int kb__ab_lockstep_floor_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32
     return rc;
 }
 
+/* r := the route of PE at's slots: its TCM to its DMA, then `ring` (its
+ * DMA to the peer's ring). */
+static int slot_route(const kb__topo *t, kb__ccl_loc at, const kb__ccl_route *ring,
+                      kb__ccl_route *r, kb__err *err)
+{
+    kb__ab_pe_nodes n = kb__ab_nodes_of(t, at);
+    int rc = path(t, r, n.tcm, -1, n.dma, err);
+    for (uint32_t i = 0; !rc && i < ring->n; i++)
+        rc = kb__ab_push_link(t, r, ring->links[i], err);
+    return rc;
+}
+
 int kb__ab_loop_fill(const kb__topo *t, const kb__ccl_plan *plan, const kb__ab_phase_acc *a,
                      uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, uint64_t slot_bytes,
                      double own_sent, double own_copied, double rtt0_ps, kb__ab_credit_loop *c,
@@ -493,9 +505,7 @@ int kb__ab_loop_fill(const kb__topo *t, const kb__ccl_plan *plan, const kb__ab_p
     c->rtt0_ps = rtt0_ps;
     c->floor_ps = 0;
     c->rank = k;
-    int rc = path(t, &r, n.tcm, -1, n.dma, err); /* the slot leaves the TCM through the DMA */
-    for (uint32_t i = 0; !rc && i < ring->n; i++)
-        rc = kb__ab_push_link(t, &r, ring->links[i], err);
+    int rc = slot_route(t, at, ring, &r, err);
     if (!rc)
         share_fill(t, a, &r, n.tcm, kb__ab_ring_node(t, nx, q->buffer_kind), (double)slot_bytes,
                    own_sent, 0, &c->trip);
@@ -552,35 +562,17 @@ double kb__ab_ring_in_step_ps(const kb__ab_credit_loop *loops, uint32_t n)
     return n && alone <= sum / n ? sum / n : 0;
 }
 
-/* The first packet's time over links [from, to) of r, alone: each link's
- * overhead, wire and the packet's serialisation, as kb__ab_route_cost. */
-static double first_packet_ps(const kb__topo *t, const kb__ccl_route *r, uint32_t from, uint32_t to,
-                              uint64_t bytes)
+/* The first packet of a `bytes` message over r's first n links alone
+ * (kb__ab_route_cost of that part of the route), ps. */
+static double head_ps(const kb__topo *t, const kb__ccl_route *r, uint32_t n, uint64_t bytes)
 {
-    uint64_t pk = kb__topo_packet_bytes(&t->params), first = bytes < pk ? bytes : pk;
-    double v = 0;
-    for (uint32_t i = from; i < to && i < r->n; i++) {
-        const kb__topo_link *l = &t->links[r->links[i]];
-        v += (double)(l->overhead_ps + l->node_ps + l->wire_ps +
-                      kb__topo_serial_ps(first, l->bw_gbs));
-    }
-    return v;
-}
-
-/* r := the route of rank k's slots to its peer through dir: its TCM to its
- * DMA, then the ring's route (kb__ab_loop_fill's trip). */
-static int slot_route(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
-                      kb__ccl_route *r, kb__err *err)
-{
-    kb__ccl_route ring = {0};
-    kb__ab_pe_nodes n = kb__ab_nodes_of(t, plan->loc[k]);
-    int rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][dir].loc, plan->r.s.buffer_kind,
-                                 &ring, err);
-    if (!rc) rc = path(t, r, n.tcm, -1, n.dma, err);
-    for (uint32_t i = 0; !rc && i < ring.n; i++)
-        rc = kb__ab_push_link(t, r, ring.links[i], err);
-    kb__ccl_route_fini(&ring);
-    return rc;
+    uint64_t pk = kb__topo_packet_bytes(&t->params);
+    kb__ccl_route part = *r;
+    kb__ccl_msg_cost c = {0};
+    if (!n) return 0;
+    part.n = n < r->n ? n : r->n;
+    kb__ab_route_cost(t, &part, bytes < pk ? bytes : pk, &c);
+    return (double)c.total_ps;
 }
 
 /* Whether stream b crosses back what stream a crosses: a leaves its SIP
@@ -603,18 +595,27 @@ int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_d
     const kb__ccl_settings *q = &plan->r.s;
     uint32_t k = loops[i].rank;
     uint64_t credit = q->credit_size ? q->credit_size : tp->pe.ipcq_credit_bytes, back = 0, lead;
-    kb__ccl_route cr = {0}, br = {0}, lr = {0};
+    kb__ccl_route cr = {0}, ring = {0}, br = {0}, lr = {0};
+    double arrive = 0; /* when the credit leaves its receiver (once cr is built) */
+    bool built = false;
+    int rc = 0;
     *out = 0;
-    int rc =
-        kb__ccl_route_build(t, plan->ports[k][dir].loc, plan->loc[k], KB__CCL_BUF_TCM, &cr, err);
-    if (!rc) rc = kb__ab_credit_back_ps(t, plan, k, dir, &back, err);
-    if (!rc) cr.n--; /* DMA to DMA, as kb__ab_credit_back_ps */
-    double arrive = kb__ab_loop_ps(&loops[i], T) - (double)back; /* the credit leaves */
     for (uint32_t j = 0; !rc && j < n; j++) {
         uint32_t b = loops[j].rank;
         if (j == i || fabs(loops[j].rtt0_ps - loops[i].rtt0_ps) > 0.5 || !mirrors(plan, dir, k, b))
             continue;
-        if ((rc = slot_route(t, plan, b, dir, &br, err)) ||
+        if (!built) { /* the credit's way back, DMA to DMA as kb__ab_credit_back_ps */
+            if ((rc = kb__ccl_route_build(t, plan->ports[k][dir].loc, plan->loc[k],
+                                          KB__CCL_BUF_TCM, &cr, err)) ||
+                (rc = kb__ab_credit_back_ps(t, plan, k, dir, &back, err)))
+                break;
+            cr.n--;
+            arrive = kb__ab_loop_ps(&loops[i], T) - (double)back;
+            built = true;
+        }
+        if ((rc = kb__ccl_route_build(t, plan->loc[b], plan->ports[b][dir].loc, q->buffer_kind,
+                                      &ring, err)) ||
+            (rc = slot_route(t, plan->loc[b], &ring, &br, err)) ||
             (rc = slot_lead_ps(t, plan, b, slot, &lead, &lr, err)))
             break;
         /* the mirror's first link out of its DMA, and a link both take */
@@ -631,17 +632,17 @@ int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_d
             double w = q->n_slots, x = (double)slot;
             /* its first slot reaches L, then its stores (queued behind the
              * window) hold its DMA -> NOC link before the other slots */
-            double first =
-                (double)lead + first_packet_ps(t, &br, 0, L, slot) + share_ps(&loops[j].trip, T);
+            double first = (double)lead + head_ps(t, &br, L, slot) + share_ps(&loops[j].trip, T);
             double rest = first + kb__ps_real_from_bytes_gbs(x + stored, bd);
             double ends = first + kb__ps_real_from_bytes_gbs(w * x, bl);
             double late = rest + kb__ps_real_from_bytes_gbs((w - 1) * x, bl);
             if (late > ends) ends = late;
-            double at = arrive + first_packet_ps(t, &cr, 0, c, credit);
+            double at = arrive + head_ps(t, &cr, c, credit);
             if (ends - at > *out) *out = ends - at;
         }
     }
     kb__ccl_route_fini(&cr);
+    kb__ccl_route_fini(&ring);
     kb__ccl_route_fini(&br);
     kb__ccl_route_fini(&lr);
     return rc;
