@@ -39,7 +39,7 @@
  * bytes it receives (each a ring -> TCM copy), and its loads and stores
  * (bytes and pieces). */
 typedef struct a2a_load {
-    double sent[2], slots[2], recv;
+    double sent[2], slots[2], msgs[2], recv;
     double fwd_slots; /* of them, the slots it forwards (either way) */
     double ld_bytes, st_bytes, lds, sts;
 } a2a_load;
@@ -82,11 +82,33 @@ static void a2a_traffic(const kb__ccl_plan *plan, const int64_t *counts, const u
             for (uint32_t h = 0, r = o; h < hops; h++) {
                 uint32_t next = way ? (r + p - 1) % p : (r + 1) % p;
                 ld[r].sent[way] += (double)bytes, ld[r].slots[way] += (double)slots;
+                ld[r].msgs[way] += (double)msgs;
                 if (h) ld[r].fwd_slots += (double)slots;
                 ld[next].recv += (double)bytes;
                 r = next;
             }
         }
+}
+
+/* A message of `bytes` payload bytes from ring rank k to its neighbour
+ * through dir alone: its trip (kb__ccl_msg_cost_get, with its descriptor)
+ * and its receive copy into the neighbour's TCM, ps; *min_bw (may be
+ * NULL) the route's slowest link. */
+static int a2a_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
+                      uint64_t bytes, uint64_t *out, double *min_bw, kb__err *err)
+{
+    const kb__ccl_port *pt = &plan->ports[k][dir];
+    if (pt->peer < 0)
+        return kb__err_set(err, KB_EINVAL, "all-to-all model: rank %u has no %s", k,
+                           dir == KB__CCL_W ? "PREV" : "NEXT");
+    kb__ccl_msg_cost c;
+    uint64_t cp = 0;
+    int rc = kb__ccl_msg_cost_get(t, plan->loc[k], pt->loc, plan->r.s.buffer_kind,
+                                  bytes + KB__IPCQ_META_BYTES, &c, err);
+    if (!rc) rc = kb__ab_recv_copy_ps(t, pt->loc, plan->r.s.buffer_kind, bytes, &cp, err);
+    if (!rc) *out = c.total_ps + cp;
+    if (!rc && min_bw) *min_bw = c.min_bw_gbs;
+    return rc;
 }
 
 /* The latency term of `rounds` rounds of pieces of xfer bytes: each round
@@ -107,19 +129,9 @@ static int a2a_path(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer, 
         kb__ccl_dir dir = way ? KB__CCL_W : KB__CCL_E;
         uint32_t far = way ? (p - 1) / 2 : p / 2;
         for (uint32_t k = 0; !rc && far && k < p; k++) {
-            const kb__ccl_port *pt = &plan->ports[k][dir];
-            kb__ccl_msg_cost c;
-            if (pt->peer < 0) {
-                rc = kb__err_set(err, KB_EINVAL, "all-to-all model: rank %u has no %s", k,
-                                 way ? "PREV" : "NEXT");
-                break;
-            }
-            uint64_t cp = 0; /* forwarded from the receiver's TCM once copied there */
-            rc = kb__ccl_msg_cost_get(t, plan->loc[k], pt->loc, plan->r.s.buffer_kind,
-                                      xfer + KB__IPCQ_META_BYTES, &c, err);
-            if (!rc) rc = kb__ab_recv_copy_ps(t, pt->loc, plan->r.s.buffer_kind, xfer, &cp, err);
-            hop[k] = c.total_ps + cp;
-            if (!m->bw_gbs || c.min_bw_gbs < m->bw_gbs) m->bw_gbs = c.min_bw_gbs;
+            double bw = 0; /* forwarded from the receiver's TCM once copied there */
+            rc = a2a_hop_ps(t, plan, k, dir, xfer, &hop[k], &bw, err);
+            if (!rc && (!m->bw_gbs || bw < m->bw_gbs)) m->bw_gbs = bw;
         }
         for (uint32_t k = 0; !rc && far && k < p; k++) {
             uint64_t sum = 0;
@@ -148,12 +160,90 @@ static int a2a_path(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer, 
     return rc;
 }
 
+/* ---- the forwarding chain --------------------------------------------------------
+ *
+ * In iteration i of a round a rank posts the receive and sends the message
+ * of place i of each way's stream (NEXT's first), and ends the iteration
+ * waiting for the messages of place i - lag (a2a_round in
+ * algorithms/ring.c). So the message rank k sends at place i must reach its
+ * neighbour, and be copied into its TCM, before the neighbour's iteration
+ * i + lag ends: every lag + 1 iterations take at least one leg of a chain
+ * from rank to neighbouring rank. Over a phase the chain takes, per lag + 1
+ * iterations, the mean leg of its slowest cycle: a neighbour and back (rank
+ * k to k + 1 through NEXT, k + 1 to k through PREV) or the whole ring one
+ * way. A leg is the receive's post and the first slot's scalar op, then
+ * (through PREV) the sender's vc channel still busy with its NEXT message's
+ * slots, the trip of the message and its receive copy (a2a_hop_ps), each
+ * of the phase's mean message of that rank and way. When the pieces are
+ * few (a lag of 0) and the ring long, this chain, not bandwidth, sets the
+ * pace: the 256-rank all-to-all of 1 MiB sends one piece of 4 KiB per chunk
+ * and steps once per leg over a SIP link. */
+
+/* The vc channel's time for a message of `bytes` payload bytes: its slot
+ * pieces, each with its descriptor (kb__ab_vc_ps). */
+static double a2a_msg_vc_ps(const kb__topo_params *tp, const kb__ccl_settings *q, uint64_t bytes)
+{
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES, full = bytes / payload,
+             rest = bytes - full * payload;
+    return (double)full * kb__ab_slot_ps(tp, q) +
+           (rest || !full ? kb__ab_vc_ps(tp, q, rest + KB__IPCQ_META_BYTES) : 0);
+}
+
+/* The forwarding chain of a phase whose traffic is ld[0..p), lag_share
+ * the iterations per place it takes (1 / (lag + 1) over the rounds): *ps
+ * its length, *slow the first rank of its slowest cycle. */
+static int a2a_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load *ld,
+                        double lag_share, double *ps, uint32_t *slow, kb__err *err)
+{
+    uint32_t p = plan->world_size;
+    const kb__topo_params *tp = &t->params;
+    double sc = (double)kb__ps_from_ns(tp->pe.cpu_scalar_op_ns), best = 0;
+    double *leg = calloc(2 * (size_t)p, sizeof *leg); /* [2k + way]: its messages' legs */
+    if (!leg) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    int rc = 0;
+    *slow = 0;
+    for (uint32_t k = 0; !rc && k < p; k++)
+        for (int w = 0; !rc && w < 2; w++) {
+            const a2a_load *x = &ld[k];
+            uint64_t hop;
+            if (x->msgs[w] <= 0) continue;
+            rc = a2a_hop_ps(t, plan, k, w ? KB__CCL_W : KB__CCL_E,
+                            (uint64_t)ceil(x->sent[w] / x->msgs[w]), &hop, NULL, err);
+            double off = 2 * sc;
+            if (w && x->msgs[0] > 0) {
+                uint64_t next = (uint64_t)ceil(x->sent[0] / x->msgs[0]);
+                off = fmax(off + a2a_msg_vc_ps(tp, &plan->r.s, next),
+                           (x->slots[0] / x->msgs[0] + 3) * sc);
+            }
+            leg[2 * k + (uint32_t)w] = x->msgs[w] * (off + (double)hop);
+        }
+    for (int w = 0; !rc && w < 2; w++) { /* the whole ring one way */
+        double sum = 0;
+        uint32_t k = 0;
+        while (k < p && ld[k].msgs[w] > 0)
+            sum += leg[2 * k++ + (uint32_t)w];
+        if (k == p && sum / p > best) best = sum / p, *slow = 0;
+    }
+    for (uint32_t k = 0; !rc && k < p; k++) { /* a neighbour and back */
+        int32_t n = plan->ports[k][KB__CCL_E].peer;
+        if (n < 0 || plan->ports[n][KB__CCL_W].peer != (int32_t)k || ld[k].msgs[0] <= 0 ||
+            ld[n].msgs[1] <= 0)
+            continue;
+        double v = 0.5 * (leg[2 * k] + leg[2 * (uint32_t)n + 1]);
+        if (v > best) best = v, *slow = k;
+    }
+    free(leg);
+    *ps = best * lag_share;
+    return rc;
+}
+
 /* The bandwidth term of one phase whose traffic is ld[0..p) (pieces of
- * at most xfer bytes): its busiest resource, named in what; *rtt_ps the
- * credit loop (round trip under the phase's traffic) of the stream that
- * paces the credits (0: none). */
+ * at most xfer bytes, lag_share as a2a_chain_ps's): its busiest resource,
+ * named in what; *rtt_ps the credit loop (round trip under the phase's
+ * traffic) of the stream that paces the credits (0: none). */
 static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load *ld, uint64_t xfer,
-                     double *ps, double *rtt_ps, char *what, size_t what_size, kb__err *err)
+                     double lag_share, double *ps, double *rtt_ps, char *what, size_t what_size,
+                     kb__err *err)
 {
     uint32_t p = plan->world_size;
     const kb__topo_params *tp = &t->params;
@@ -203,7 +293,12 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
                                &rx[k], &lr, &sr, err);
     /* the pieces are counted per rank (lds, sts): one "message" each */
     if (!rc) kb__ab_share_solve(&a, rx, p, 1, tp->pe.dma_channels);
-    double dma_T = a.worst_ps;
+    double dma_T = a.worst_ps, chain = 0;
+    uint32_t chain_rank = 0;
+    /* the forwarding chain, before the credits: a window that the chain
+     * never fills does not run dry */
+    if (!rc && !(rc = a2a_chain_ps(t, plan, ld, lag_share, &chain, &chain_rank, err)))
+        kb__ab_worst(&a, chain, "forwarding chain", chain_rank);
     /* the credit loop of the stream with the most slots per round trip: the
      * program sends both ways' messages in turns, so the busier way's
      * waits pace it */
@@ -644,6 +739,17 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
     uint64_t longest;
     a2a_traffic(plan, counts, index, elems, esize, piece, 0, ld, &longest);
     uint64_t xfer = piece < longest ? piece : longest;
+    /* rounds of at most `window` pieces of each chunk (half of it each way
+     * beyond 2 ranks: the two streams share the tile scratch), each a lag
+     * of its own */
+    uint64_t per = p > 2 && window > 1 ? window / 2 : window ? window : 1;
+    uint64_t pieces = xfer ? (longest + piece - 1) / piece : 0;
+    double lag_share = 0;
+    for (uint64_t first = 0; first < pieces; first += per) {
+        int64_t m = (int64_t)(pieces - first < per ? pieces - first : per);
+        lag_share += (double)m / (double)(kb__ccl_ring_lag(m, (int64_t)window) + 1);
+    }
+    if (pieces) lag_share /= (double)pieces;
     double total = 0, most = 0, *rtt = calloc(p / 2 + 1, sizeof *rtt);
     int rc = rtt ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
     /* phase d's chunks go d hops each way; the phases follow one another in
@@ -654,7 +760,8 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
         char what[160];
         a2a_traffic(plan, counts, index, elems, esize, piece, d, ld, &in_phase);
         if (!in_phase) continue;
-        if ((rc = a2a_phase(t, plan, ld, xfer, &ps, &rtt[d], what, sizeof what, err))) break;
+        if ((rc = a2a_phase(t, plan, ld, xfer, lag_share, &ps, &rtt[d], what, sizeof what, err)))
+            break;
         total += ps;
         if (ps > most) {
             most = ps;
@@ -674,10 +781,6 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
         total = issued;
         snprintf(out->bottleneck, sizeof out->bottleneck, "%.159s", what);
     }
-    /* rounds of at most `window` pieces of each chunk (half of it each way
-     * beyond 2 ranks: the two streams share the tile scratch) */
-    uint64_t per = p > 2 && window > 1 ? window / 2 : window ? window : 1;
-    uint64_t pieces = xfer ? (longest + piece - 1) / piece : 0;
     if (!rc && xfer) rc = a2a_path(t, plan, xfer, (pieces + per - 1) / per, out, err);
     if (rc || !xfer) return rc;
     out->bw_ps = (uint64_t)ceil(total - 1e-6);

@@ -285,10 +285,11 @@ double kb__ab_ring_in_step_ps(const kb__ab_credit_loop *loops, uint32_t n);
  * more (0 for an empty chunk or piece). A round with the chunk's last
  * piece, when that one takes fewer slots, splits a crossing stream's
  * window at each of its steps (the short message goes with part of a
- * window's credits, the next one with the rest). Measured over two SIPs of two cubes with the built-in wake, split
- * windows stay split until the round ends; whole windows stay whole
- * whatever the wake; of one cube a SIP, or with a longer wake, split windows
- * do not always last (docs/ccl.md, "A credit behind the mirror's window"). */
+ * window's credits, the next one with the rest). Measured over two SIPs
+ * of two cubes with the built-in wake, split windows stay split until the
+ * round ends; whole windows stay whole whatever the wake; of one cube a
+ * SIP, or with a longer wake, split windows do not always last
+ * (docs/ccl.md, "A credit behind the mirror's window"). */
 double kb__ab_whole_rounds(const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
                            uint64_t window);
 
@@ -326,9 +327,11 @@ int kb__ab_rtt_stretch_ps(const kb__topo *t, const kb__ccl_plan *plan, const kb_
                           uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, double own_sent,
                           double own_copied, double T, double *out, kb__err *err);
 
-/* The vc channel's time for one slot, ps: a DMA set-up per vc chunk of the
- * slot (pe.ipcq.vc_chunk_bytes unless the queue sets its own) and the slot
- * at pe.dma.bw_gbs. */
+/* The vc channel's time for one slot piece of `bytes` (its descriptor
+ * included), ps: a DMA set-up per vc chunk of it (pe.ipcq.vc_chunk_bytes
+ * unless the queue sets its own) and its bytes at pe.dma.bw_gbs. */
+double kb__ab_vc_ps(const kb__topo_params *tp, const kb__ccl_settings *q, uint64_t bytes);
+/* kb__ab_vc_ps of a whole slot. */
 double kb__ab_slot_ps(const kb__topo_params *tp, const kb__ccl_settings *q);
 
 /* A sender's resume after it ran out of credit: pe.ipcq.wake_ns asleep,

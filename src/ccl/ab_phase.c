@@ -527,12 +527,17 @@ int kb__ab_rtt_stretch_ps(const kb__topo *t, const kb__ccl_plan *plan, const kb_
     return rc;
 }
 
-double kb__ab_slot_ps(const kb__topo_params *tp, const kb__ccl_settings *q)
+double kb__ab_vc_ps(const kb__topo_params *tp, const kb__ccl_settings *q, uint64_t bytes)
 {
     uint64_t vc_chunk = q->vc_chunk_size ? q->vc_chunk_size : tp->pe.ipcq_vc_chunk_bytes;
-    return (double)((q->slot_size + vc_chunk - 1) / vc_chunk) *
+    return (double)((bytes + vc_chunk - 1) / vc_chunk) *
                (double)kb__ps_from_ns(tp->pe.dma_setup_ns) +
-           kb__ps_real_from_bytes_gbs((double)q->slot_size, tp->pe.dma_bw_gbs);
+           kb__ps_real_from_bytes_gbs((double)bytes, tp->pe.dma_bw_gbs);
+}
+
+double kb__ab_slot_ps(const kb__topo_params *tp, const kb__ccl_settings *q)
+{
+    return kb__ab_vc_ps(tp, q, q->slot_size);
 }
 
 double kb__ab_resume_ps(const kb__topo_params *tp, const kb__ccl_settings *q)
@@ -605,8 +610,8 @@ int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_d
         if (j == i || fabs(loops[j].rtt0_ps - loops[i].rtt0_ps) > 0.5 || !mirrors(plan, dir, k, b))
             continue;
         if (!built) { /* the credit's way back, DMA to DMA as kb__ab_credit_back_ps */
-            if ((rc = kb__ccl_route_build(t, plan->ports[k][dir].loc, plan->loc[k],
-                                          KB__CCL_BUF_TCM, &cr, err)) ||
+            if ((rc = kb__ccl_route_build(t, plan->ports[k][dir].loc, plan->loc[k], KB__CCL_BUF_TCM,
+                                          &cr, err)) ||
                 (rc = kb__ab_credit_back_ps(t, plan, k, dir, &back, err)))
                 break;
             cr.n--;

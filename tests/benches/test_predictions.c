@@ -292,6 +292,27 @@ Test(predictions, all_to_all_holds_its_range)
     HOLD(rows);
 }
 
+/* The ring all-to-all with one piece per chunk (64 KiB per rank: chunks of
+ * 2 to 4 KiB) steps once per leg of its forwarding chain, the slowest
+ * where the ring crosses a cube or SIP link (docs/ccl.md, "All-to-all on
+ * a ring"): four cubes (32 ranks: 1.52 with the bandwidth terms alone),
+ * two SIPs of one cube (16 ranks: 0.79 with 4 slots, the credits counted
+ * dry; 1.09 with 16) and of two cubes (32 ranks: 1.16, 1.87). */
+Test(predictions, all_to_all_small_chunks_step_at_their_forwarding_chain)
+{
+    static const struct {
+        int world;
+        const char *set;
+    } rows[] = {{32, NULL}, {16, "sip.cube_mesh=1x1"}, {32, "sip.cube_mesh=1x2"}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        for (int slots = 4; slots <= 16; slots *= 4) {
+            held h = {"ccl_all_to_all", "ring_all_to_all", {0}, slots, 0};
+            double q = ratio_set(&h, rows[i].world, 64L << 10, rows[i].set);
+            cr_expect(fabs(q - 1) <= 0.05, "%d ranks (%s), 64 KiB, %d slots: ratio %.3f",
+                      rows[i].world, rows[i].set ? rows[i].set : "built-in", slots, q);
+        }
+}
+
 /* kernel span / prediction of one kb_all_to_all_v over `world` PEs of cube
  * 0 (timing only) with `slots` slots, per-rank buffers of n f32 elements,
  * and chunk i -> j of n / world elements when i + j is even, half that when

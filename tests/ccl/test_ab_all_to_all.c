@@ -1,0 +1,125 @@
+/*
+ * α-β model of the ring all-to-all's forwarding chain (src/ccl/ab_a2a.c,
+ * a2a_chain_ps): in iteration i a rank sends the message of place i of
+ * each way's stream and, lag iterations on, waits for the ones its
+ * neighbours sent at place i, so with few pieces per chunk the phases run
+ * at one leg per iteration of the slowest cycle of neighbours — against
+ * its closed form from the topology parameters (docs/ccl.md, "All-to-all
+ * on a ring").
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "ccl/ab_internal.h"
+#include "ccl/algorithms/algorithms.h"
+#include "ccl/alphabeta.h"
+#include "pe/ipcq.h"
+#include "support/ab.h"
+
+/* A message of b payload bytes from rank k of pl to its neighbour through
+ * dir, alone: its trip and its receive copy, ps. */
+static double hop_ps(const kb__topo *t, const kb__ccl_plan *pl, uint32_t k, kb__ccl_dir dir,
+                     uint64_t b)
+{
+    kb__ccl_msg_cost mc;
+    uint64_t cp;
+    kb__err err;
+    kb__ccl_loc to = pl->ports[k][dir].loc;
+    cr_assert_eq(kb__ccl_msg_cost_get(t, pl->loc[k], to, pl->r.s.buffer_kind, b + 64, &mc, &err), 0,
+                 "%s", err.msg);
+    cr_assert_eq(kb__ab_recv_copy_ps(t, to, pl->r.s.buffer_kind, b, &cp, &err), 0, "%s", err.msg);
+    return (double)(mc.total_ps + cp);
+}
+
+/* The slowest cycle's mean leg of plan pl (ranks 0..n): a rank and its
+ * NEXT neighbour, messages of b payload bytes each way, alone (see below);
+ * *at its first rank, *inside the slowest inside one SIP. */
+static double cycle_ps(const kb__topo *t, const kb__topo_params *p, const kb__ccl_plan *pl,
+                       uint32_t n, uint64_t b, uint32_t *at, double *inside)
+{
+    double sc = p->pe.cpu_scalar_op_ns * 1e3, bytes = (double)b + 64, cycle = 0;
+    double vc = ceil(bytes / (double)p->pe.ipcq_vc_chunk_bytes) * p->pe.dma_setup_ns * 1e3 +
+                bytes / p->pe.dma_bw_gbs * 1e3;
+    *inside = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t x = (uint32_t)pl->ports[k][KB__CCL_E].peer;
+        cr_assert_eq(pl->ports[x][KB__CCL_W].peer, (int32_t)k);
+        double v = 0.5 * (2 * sc + hop_ps(t, pl, k, KB__CCL_E, b) + 2 * sc + vc +
+                          hop_ps(t, pl, x, KB__CCL_W, b));
+        if (pl->loc[k].sip == pl->loc[x].sip && v > *inside) *inside = v;
+        if (v > cycle) cycle = v, *at = k;
+    }
+    return cycle;
+}
+
+/* Two SIPs of one cube, 15 ranks (7 phases each way), chunks of 256 B: one
+ * piece per chunk, so the receives lag the sends by nothing and each
+ * iteration waits for the messages sent in it. Phase d sends d messages
+ * each way per rank; the slowest cycle is a rank before the SIP link and
+ * the rank after it: its message through NEXT (the receive's post and the
+ * slot's scalar op, then the trip and the copy) and the message back
+ * through PREV, which also waits on the sender's vc channel for its NEXT
+ * message's slot (256 B and its 64 B descriptor). So the phases take at
+ * least 1 + 2 + ... + 7 = 28 times that cycle's mean leg, and the longest
+ * is the chain's; the vc channel's two slots an iteration, which the model
+ * counted alone before, are shorter. Phase 1 also loads and stores the
+ * kept chunk: within one more leg. With pieces of 128 B (two per chunk)
+ * and a window of 16 the receives lag one iteration: two places a leg, so
+ * the phases take at least 28 legs of a 128 B message, under the 56 they
+ * take with a window of 4 (no lag). */
+Test(ccl_alphabeta, all_to_all_chain_steps_a_leg_per_iteration_over_the_sip_link)
+{
+    kb__topo_params p;
+    kb__topo *t = kb_test_topo_mesh(&p, 1, 1);
+    kb__ccl_config *c;
+    kb__err err;
+    kb__ccl_plan *pl = kb_test_ring_plan(&p, 15, &c);
+    cr_assert_eq(pl->loc[7].sip, 0);
+    cr_assert_eq(pl->loc[8].sip, 1);
+    const uint64_t chunk = 256;
+    uint32_t at = 0;
+    double inside, cycle = cycle_ps(t, &p, pl, 15, chunk, &at, &inside);
+    cr_assert(at == 7 || at == 14, "slowest cycle at rank %u", at);
+    cr_assert_gt(cycle, 2 * inside, "the SIP link's cycle %.0f ps, inside a cube %.0f", cycle,
+                 inside);
+    double slot = ceil(4096.0 / (double)p.pe.ipcq_vc_chunk_bytes) * p.pe.dma_setup_ns * 1e3 +
+                  4096.0 / p.pe.dma_bw_gbs * 1e3;
+    cr_assert_lt(2 * slot, cycle);
+    kb__ccl_a2a_model m;
+    cr_assert_eq(kb__ccl_a2a_model_get(t, pl, NULL, NULL, 15 * chunk / 4, 4, 16128, 4, &m, &err), 0,
+                 "%s", err.msg);
+    cr_assert_geq((double)m.bw_ps, 28 * cycle - 1, "bandwidth term %llu ps, the chain %.0f",
+                  (unsigned long long)m.bw_ps, 28 * cycle);
+    char want[80];
+    snprintf(want, sizeof want, "the forwarding chain of rank %u (phase 7)", at);
+    cr_assert_str_eq(m.bottleneck, want);
+    /* two pieces of 128 B per chunk: lag 1 with a window of 16, 0 with 4
+     * (16 slots: the credits of two messages in flight never run dry) */
+    kb__ccl_config *c16;
+    kb__ccl_plan *p16 = kb_test_plan_of(
+        &p, "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d, n_slots: 16}\n", 15,
+        &c16);
+    double half = cycle_ps(t, &p, p16, 15, chunk / 2, &at, &inside);
+    cr_assert_eq(kb__ccl_ring_lag(2, 16), 1);
+    cr_assert_eq(kb__ccl_ring_lag(2, 4), 0);
+    cr_assert_lt(2 * slot, 2 * half); /* the vc channel, 4 slots per two places */
+    kb__ccl_a2a_model lag1, lag0;
+    cr_assert_eq(kb__ccl_a2a_model_get(t, p16, NULL, NULL, 15 * chunk / 4, 4, 128, 16, &lag1, &err),
+                 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_a2a_model_get(t, p16, NULL, NULL, 15 * chunk / 4, 4, 128, 4, &lag0, &err),
+                 0, "%s", err.msg);
+    cr_assert_geq((double)lag0.bw_ps, 56 * half - 1);
+    snprintf(want, sizeof want, "the forwarding chain of rank %u (phase 7)", at);
+    cr_assert_str_eq(lag0.bottleneck, want);
+    /* lagging one iteration, the chain is half as long: the model's term
+     * is then the rank's DMA work and forwarded slots, under the chain
+     * without the lag */
+    cr_assert_geq((double)lag1.bw_ps, 28 * half - 1);
+    cr_assert_lt((double)lag1.bw_ps, 56 * half);
+    kb__ccl_plan_destroy(p16);
+    kb__ccl_config_destroy(c16);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb_test_untopo(t);
+}
