@@ -40,7 +40,8 @@
  * (bytes and pieces). */
 typedef struct a2a_load {
     double sent[2], slots[2], msgs[2], recv;
-    double fwd_slots; /* of them, the slots it forwards (either way) */
+    double longest[2]; /* the longest message it sends that way */
+    double fwd_slots;  /* of them, the slots it forwards (either way) */
     double ld_bytes, st_bytes, lds, sts;
 } a2a_load;
 
@@ -83,6 +84,8 @@ static void a2a_traffic(const kb__ccl_plan *plan, const int64_t *counts, const u
                 uint32_t next = way ? (r + p - 1) % p : (r + 1) % p;
                 ld[r].sent[way] += (double)bytes, ld[r].slots[way] += (double)slots;
                 ld[r].msgs[way] += (double)msgs;
+                if ((double)(bytes < piece ? bytes : piece) > ld[r].longest[way])
+                    ld[r].longest[way] = (double)(bytes < piece ? bytes : piece);
                 if (h) ld[r].fwd_slots += (double)slots;
                 ld[next].recv += (double)bytes;
                 r = next;
@@ -173,11 +176,11 @@ static int a2a_path(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer, 
  * k to k + 1 through NEXT, k + 1 to k through PREV) or the whole ring one
  * way. A leg is the receive's post and the first slot's scalar op, then
  * (through PREV) the sender's vc channel still busy with its NEXT message's
- * slots, the trip of the message and its receive copy (a2a_hop_ps), each
- * of the phase's mean message of that rank and way. When the pieces are
- * few (a lag of 0) and the ring long, this chain, not bandwidth, sets the
- * pace: the 256-rank all-to-all of 1 MiB sends one piece of 4 KiB per chunk
- * and steps once per leg over a SIP link. */
+ * slots, the trip of the message and its receive copy (a2a_hop_ps), of
+ * that rank's and way's message in the phase (a2a_chain_msg). When the
+ * pieces are few (a lag of 0 or 1) and the ring long, this chain, not
+ * bandwidth, sets the pace: the 256-rank all-to-all of 1 MiB sends one
+ * piece of 4 KiB per chunk and steps once per leg over a SIP link. */
 
 /* The vc channel's time for a message of `bytes` payload bytes: its slot
  * pieces, each with its descriptor (kb__ab_vc_ps). */
@@ -189,14 +192,33 @@ static double a2a_msg_vc_ps(const kb__topo_params *tp, const kb__ccl_settings *q
            (rest || !full ? kb__ab_vc_ps(tp, q, rest + KB__IPCQ_META_BYTES) : 0);
 }
 
-/* The forwarding chain of a phase whose traffic is ld[0..p), lag_share
- * the iterations per place it takes (1 / (lag + 1) over the rounds): *ps
- * its length, *slow the first rank of its slowest cycle. */
+/* The rounds' lags (kb__ccl_ring_lag): the iterations per place the chain
+ * takes (1 / (lag + 1) over the rounds' places), and whether a round
+ * lags. */
+typedef struct a2a_lag {
+    double share;
+    bool lagged;
+} a2a_lag;
+
+/* The message of x's chain through way w (payload bytes): its mean, or
+ * with a lag (lagged) its longest. With a lag of L the chain is L + 1
+ * chains, of the places i mod (L + 1), and as L + 1 <= m the places of the
+ * slowest run one piece index of a chunk (or most of them: pieces cycle
+ * with period m), the whole pieces, not the chunks' short last pieces. */
+static uint64_t a2a_chain_msg(const a2a_load *x, int w, bool lagged)
+{
+    return (uint64_t)ceil(lagged ? x->longest[w] : x->sent[w] / x->msgs[w]);
+}
+
+/* The forwarding chain of a phase whose traffic is ld[0..p), over rounds
+ * that lag as lag says: *ps its length, *slow the first rank of its
+ * slowest cycle. */
 static int a2a_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load *ld,
-                        double lag_share, double *ps, uint32_t *slow, kb__err *err)
+                        const a2a_lag *lag, double *ps, uint32_t *slow, kb__err *err)
 {
     uint32_t p = plan->world_size;
     const kb__topo_params *tp = &t->params;
+    uint64_t payload = plan->r.s.slot_size - KB__IPCQ_META_BYTES;
     double sc = (double)kb__ps_from_ns(tp->pe.cpu_scalar_op_ns), best = 0;
     double *leg = calloc(2 * (size_t)p, sizeof *leg); /* [2k + way]: its messages' legs */
     if (!leg) return kb__err_set(err, KB_ENOMEM, "out of memory");
@@ -207,13 +229,13 @@ static int a2a_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, const a2a_l
             const a2a_load *x = &ld[k];
             uint64_t hop;
             if (x->msgs[w] <= 0) continue;
-            rc = a2a_hop_ps(t, plan, k, w ? KB__CCL_W : KB__CCL_E,
-                            (uint64_t)ceil(x->sent[w] / x->msgs[w]), &hop, NULL, err);
+            rc = a2a_hop_ps(t, plan, k, w ? KB__CCL_W : KB__CCL_E, a2a_chain_msg(x, w, lag->lagged),
+                            &hop, NULL, err);
             double off = 2 * sc;
             if (w && x->msgs[0] > 0) {
-                uint64_t next = (uint64_t)ceil(x->sent[0] / x->msgs[0]);
+                uint64_t next = a2a_chain_msg(x, 0, lag->lagged);
                 off = fmax(off + a2a_msg_vc_ps(tp, &plan->r.s, next),
-                           (x->slots[0] / x->msgs[0] + 3) * sc);
+                           (double)((next + payload - 1) / payload + 3) * sc);
             }
             leg[2 * k + (uint32_t)w] = x->msgs[w] * (off + (double)hop);
         }
@@ -233,16 +255,16 @@ static int a2a_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, const a2a_l
         if (v > best) best = v, *slow = k;
     }
     free(leg);
-    *ps = best * lag_share;
+    *ps = best * lag->share;
     return rc;
 }
 
 /* The bandwidth term of one phase whose traffic is ld[0..p) (pieces of
- * at most xfer bytes, lag_share as a2a_chain_ps's): its busiest resource,
+ * at most xfer bytes, in rounds that lag as lag says): its busiest resource,
  * named in what; *rtt_ps the credit loop (round trip under the phase's
  * traffic) of the stream that paces the credits (0: none). */
 static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load *ld, uint64_t xfer,
-                     double lag_share, double *ps, double *rtt_ps, char *what, size_t what_size,
+                     const a2a_lag *lag, double *ps, double *rtt_ps, char *what, size_t what_size,
                      kb__err *err)
 {
     uint32_t p = plan->world_size;
@@ -296,8 +318,10 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
     double dma_T = a.worst_ps, chain = 0;
     uint32_t chain_rank = 0;
     /* the forwarding chain, before the credits: a window that the chain
-     * never fills does not run dry */
-    if (!rc && !(rc = a2a_chain_ps(t, plan, ld, lag_share, &chain, &chain_rank, err)))
+     * never fills does not run dry (the credit loops stay stretched by the
+     * phase's traffic over its other terms' length, dma_T: a chain is
+     * latency, it adds no traffic) */
+    if (!rc && !(rc = a2a_chain_ps(t, plan, ld, lag, &chain, &chain_rank, err)))
         kb__ab_worst(&a, chain, "forwarding chain", chain_rank);
     /* the credit loop of the stream with the most slots per round trip: the
      * program sends both ways' messages in turns, so the busier way's
@@ -314,7 +338,7 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
             if ((rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][dir].loc, q->buffer_kind,
                                           &ring, err)) ||
                 (rc = kb__ab_credit_rtt_ps(t, plan, k, dir, &ring, &rtt, err)) ||
-                (rc = kb__ab_rtt_stretch_ps(t, plan, &a, k, dir, &ring, w, x->sent[way], a.worst_ps,
+                (rc = kb__ab_rtt_stretch_ps(t, plan, &a, k, dir, &ring, w, x->sent[way], dma_T,
                                             &extra, err)))
                 break;
             if (x->slots[way] * ((double)rtt + extra) > loaded_slots * loaded)
@@ -744,12 +768,14 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
      * of its own */
     uint64_t per = p > 2 && window > 1 ? window / 2 : window ? window : 1;
     uint64_t pieces = xfer ? (longest + piece - 1) / piece : 0;
-    double lag_share = 0;
+    a2a_lag lag = {0, false};
     for (uint64_t first = 0; first < pieces; first += per) {
-        int64_t m = (int64_t)(pieces - first < per ? pieces - first : per);
-        lag_share += (double)m / (double)(kb__ccl_ring_lag(m, (int64_t)window) + 1);
+        int64_t m = (int64_t)(pieces - first < per ? pieces - first : per),
+                l = kb__ccl_ring_lag(m, (int64_t)window);
+        lag.share += (double)m / (double)(l + 1);
+        if (l) lag.lagged = true;
     }
-    if (pieces) lag_share /= (double)pieces;
+    if (pieces) lag.share /= (double)pieces;
     double total = 0, most = 0, *rtt = calloc(p / 2 + 1, sizeof *rtt);
     int rc = rtt ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
     /* phase d's chunks go d hops each way; the phases follow one another in
@@ -760,8 +786,7 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
         char what[160];
         a2a_traffic(plan, counts, index, elems, esize, piece, d, ld, &in_phase);
         if (!in_phase) continue;
-        if ((rc = a2a_phase(t, plan, ld, xfer, lag_share, &ps, &rtt[d], what, sizeof what, err)))
-            break;
+        if ((rc = a2a_phase(t, plan, ld, xfer, &lag, &ps, &rtt[d], what, sizeof what, err))) break;
         total += ps;
         if (ps > most) {
             most = ps;

@@ -297,7 +297,8 @@ Test(predictions, all_to_all_holds_its_range)
  * where the ring crosses a cube or SIP link (docs/ccl.md, "All-to-all on
  * a ring"): four cubes (32 ranks: 1.52 with the bandwidth terms alone),
  * two SIPs of one cube (16 ranks: 0.79 with 4 slots, the credits counted
- * dry; 1.09 with 16) and of two cubes (32 ranks: 1.16, 1.87). */
+ * dry; 1.09 with 16) and of two cubes (32 ranks: 1.16, 1.87); and over
+ * two SIPs of four cubes with chunks of two pieces. */
 Test(predictions, all_to_all_small_chunks_step_at_their_forwarding_chain)
 {
     static const struct {
@@ -311,6 +312,12 @@ Test(predictions, all_to_all_small_chunks_step_at_their_forwarding_chain)
             cr_expect(fabs(q - 1) <= 0.05, "%d ranks (%s), 64 KiB, %d slots: ratio %.3f",
                       rows[i].world, rows[i].set ? rows[i].set : "built-in", slots, q);
         }
+    /* a whole piece and a short one per chunk (16 KiB), the receives one
+     * iteration behind: the chain of the whole pieces (1.22 with the
+     * pieces' mean, 1.22 before the chain) */
+    held h = {"ccl_all_to_all", "ring_all_to_all", {0}, 16, 0};
+    double q = ratio_set(&h, 64, 1L << 20, "sip.cube_mesh=1x4");
+    cr_expect(fabs(q - 1) <= 0.05, "two SIPs of four cubes, 1 MiB, 16 slots: ratio %.3f", q);
 }
 
 /* kernel span / prediction of one kb_all_to_all_v over `world` PEs of cube

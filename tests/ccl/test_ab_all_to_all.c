@@ -123,3 +123,38 @@ Test(ccl_alphabeta, all_to_all_chain_steps_a_leg_per_iteration_over_the_sip_link
     kb__ccl_config_destroy(c);
     kb_test_untopo(t);
 }
+
+/* Two SIPs of four cubes, 64 ranks, chunks of a whole piece and a short one
+ * (16128 B and 256 B, 16 KiB): the receives lag one iteration, so the
+ * places i and i + 2 make one chain, and as the phases start on even
+ * places the even ones carry every whole piece: a chain of whole pieces,
+ * one leg per two places, d legs in phase d (2d places), the slowest cycle
+ * across the SIP link. Phase 31, the longest both ways run, is that chain's
+ * (the pieces' mean, 8192 B, would leave it to the vc channel's 5 slots a
+ * place), and phases 1..31 take at least 496 of those legs. */
+Test(ccl_alphabeta, all_to_all_chain_of_whole_pieces_when_the_receives_lag)
+{
+    kb__topo_params p;
+    kb__topo *t = kb_test_topo_mesh(&p, 1, 4);
+    kb__ccl_config *c;
+    kb__err err;
+    kb__ccl_plan *pl = kb_test_plan_of(
+        &p, "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d, n_slots: 16}\n", 64,
+        &c);
+    cr_assert_eq(kb__ccl_ring_lag(2, 64), 1);
+    uint32_t at = 0;
+    double inside, whole = cycle_ps(t, &p, pl, 64, 16128, &at, &inside);
+    cr_assert(pl->loc[at].sip != pl->loc[(uint32_t)pl->ports[at][KB__CCL_E].peer].sip,
+              "slowest cycle at rank %u, inside a SIP", at);
+    kb__ccl_a2a_model m;
+    cr_assert_eq(kb__ccl_a2a_model_get(t, pl, NULL, NULL, 64 * 16384 / 4, 4, 16128, 64, &m, &err),
+                 0, "%s", err.msg);
+    cr_assert_geq((double)m.bw_ps, 496 * whole - 1, "bandwidth term %llu ps, the chain %.0f",
+                  (unsigned long long)m.bw_ps, 496 * whole);
+    char want[80];
+    snprintf(want, sizeof want, "the forwarding chain of rank %u (phase 31)", at);
+    cr_assert_str_eq(m.bottleneck, want);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb_test_untopo(t);
+}
