@@ -4,8 +4,10 @@
  * ring"): every chunk goes the shorter way round the ring, forwarded by
  * the ranks between, two streams at once (through NEXT and PREV). Phase d
  * carries the chunks bound d places away; each phase's bandwidth term is
- * its busiest resource under the phase machinery (ab_phase.c), and the
- * latency term is one fill and drain per round of pieces. The bandwidth
+ * its busiest resource under the phase machinery (ab_phase.c) or its
+ * forwarding chain (a2a_chain_ps: a message per place must reach the
+ * neighbour before it moves lag places on), and the latency term is one
+ * fill and drain per round of pieces. The bandwidth
  * term is at least the kernel's issue order taken iteration by iteration
  * (a2a_issue_ps: loads and stores in bursts that every rank runs at once,
  * each transfer in step with the same transfer of the other ranks, a
@@ -15,7 +17,8 @@
  * sender, at each forwarding rank and at its receiver; a chunk a rank
  * keeps is loaded and stored in phase 1. A prediction only.
  * Cost: O(p²) per phase for the traffic (p/2 phases: O(p³) in all, p the
- * world size), and O(links + nodes + p × route length × 64) per phase;
+ * world size), and O(links + nodes + p × route length × 64) per phase (the
+ * chain: 2p legs, two routes each);
  * the issue order O(p × route length) per iteration of the kernel's loop
  * (m·p²/8 iterations per round of m pieces), with a schedule of at most 6
  * ops repeated 5 times per rank.
