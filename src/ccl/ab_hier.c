@@ -163,10 +163,13 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
         rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
         m->path_ps += (uint64_t)S * in.half_path_ps, m->hops += S * (L - 1);
         /* one all-gather per group's blocks, each rank's own block loaded
-         * from its output, where the peers' phase stored it */
-        if (!rc && !(rc = one_phase(t, plan, KB__CCL_E, L, c, piece, 1, L - 1, &ps, what,
-                                    sizeof what, err)))
-            hier_add(m, best, 1, (uint64_t)S * ps, what);
+         * from its output, where the peers' phase stored it: a ring
+         * all-gather's stream, with its credit rule (in step when every
+         * message takes every credit) */
+        kb__ccl_ring_bw bw;
+        if (!rc && !(rc = kb__ab_ring_gather_bw(t, plan, KB__CCL_E, L, c, piece, window, 1, L - 1,
+                                                &bw, err)))
+            hier_add(m, best, 1, (uint64_t)S * bw.phase_ps[0], bw.bottleneck[0]);
     }
     return rc;
 }

@@ -410,6 +410,14 @@ int kb__ab_recv_copy_ps(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, ui
 int kb__ab_ring_hops(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t start,
                      uint64_t msg_bytes, kb__ccl_alphabeta *out, kb__err *err);
 
+/* kb__ab_ring_bw's phase 0 with the all-gather's credit rule: a stream
+ * whose every message takes every credit runs in step, and a credit may
+ * wait behind its mirror's window in rounds (of `window` pieces) that keep
+ * their windows whole (kb__ab_whole_rounds, kb__ab_mirror_wait_ps). */
+int kb__ab_ring_gather_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+                          uint64_t chunk, uint64_t piece, uint64_t window, double loads,
+                          double stores, kb__ccl_ring_bw *out, kb__err *err);
+
 /* The bandwidth term of the rings' phases: in phase ph (those with
  * want[ph]) every rank of the plan sends rp - 1 chunks of `chunk` bytes
  * through its port dir (to NEXT of its ring of rp ranks; all the plan's

@@ -185,6 +185,17 @@ int kb__ab_ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
     return ring_bw_w(t, plan, dir, rp, chunk, piece, want, loads, stores, NULL, out, err);
 }
 
+int kb__ab_ring_gather_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+                          uint64_t chunk, uint64_t piece, uint64_t window, double loads,
+                          double stores, kb__ccl_ring_bw *out, kb__err *err)
+{
+    const bool want[2] = {true, false};
+    const double ld[2] = {loads, 0}, st[2] = {stores, 0};
+    double whole = chunk && piece ? kb__ab_whole_rounds(plan, chunk, piece, window) : 0;
+    return ring_bw_x(t, plan, dir, rp, chunk, piece, want, ld, st, NULL, RULE_IN_STEP, NULL, whole,
+                     out, err);
+}
+
 /* What hello_send's pacing (step_period_ps) needs: per rank its credit
  * loop under the phase's traffic over the other terms' length (rT0), its
  * credit's way back alone and its transfers (rx); msgs messages. */

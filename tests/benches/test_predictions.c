@@ -203,6 +203,28 @@ Test(predictions, all_gather_credit_behind_the_mirrors_window_holds_over_two_sip
     }
 }
 
+/* The hierarchical all-gather over two SIPs: its group phases are ring
+ * all-gathers whose every message (16128 B, 4 slots) takes every credit,
+ * so they run in step, as the flat ring's (docs/ccl.md, "Hierarchical
+ * collectives"): two SIPs of one cube at 1 and 4 MiB (1.15, 1.14 with the
+ * plain credit rule) and of two cubes at 1 MiB (0.92). */
+Test(predictions, hierarchical_all_gather_groups_run_in_step_over_two_sips)
+{
+    static const held h = {"ccl_all_gather", "hier_all_gather", {0}, 4, 0};
+    static const struct {
+        int world;
+        long bytes;
+        const char *set;
+    } rows[] = {{16, 1L << 20, "sip.cube_mesh=1x1"},
+                {16, 4L << 20, "sip.cube_mesh=1x1"},
+                {32, 1L << 20, "sip.cube_mesh=1x2"}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        double q = ratio_set(&h, rows[i].world, rows[i].bytes, rows[i].set);
+        cr_expect(fabs(q - 1) <= 0.05, "%d ranks (%s), %ld B: ratio %.3f", rows[i].world,
+                  rows[i].set, rows[i].bytes, q);
+    }
+}
+
 /* The hierarchical collectives over one group (a world inside one SIP):
  * the reduce-scatter and the all-gather are the ring's kernels and models;
  * the all-reduce runs a reduce-scatter stream, then an all-gather stream,
