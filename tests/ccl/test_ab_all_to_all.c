@@ -63,11 +63,11 @@ static double cycle_ps(const kb__topo *t, const kb__topo_params *p, const kb__cc
  * message's slot (256 B and its 64 B descriptor). So the phases take at
  * least 1 + 2 + ... + 7 = 28 times that cycle's mean leg, and the longest
  * is the chain's; the vc channel's two slots an iteration, which the model
- * counted alone before, are shorter. Phase 1 also loads and stores the
- * kept chunk: within one more leg. With pieces of 128 B (two per chunk)
- * and a window of 16 the receives lag one iteration: two places a leg, so
- * the phases take at least 28 legs of a 128 B message, under the 56 they
- * take with a window of 4 (no lag). */
+ * counted alone before, are shorter (phases 1 and 2, with the loads and
+ * stores of the own and kept chunks, may take longer). With pieces of
+ * 128 B (two per chunk) and a window of 16 the receives lag one
+ * iteration: two places a leg, so the phases take at least 28 legs of a
+ * 128 B message, under the 56 they take with a window of 4 (no lag). */
 Test(ccl_alphabeta, all_to_all_chain_steps_a_leg_per_iteration_over_the_sip_link)
 {
     kb__topo_params p;
