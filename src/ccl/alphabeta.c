@@ -784,19 +784,17 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
         kb__ab_own_pairs pr = {own_pairs_lead(pieces, window), 0};
         double left = pr.lead / (double)pieces; /* those stores, in chunks */
         if (plan->world_size == 2) pr.tail = pr.lead;
-        const double l1[2] = {0, 1}, s1[2] = {0, 2 - left}, l2[2] = {0, 0},
-                     s2[2] = {0, p - 2 + left};
-        double whole = kb__ab_whole_rounds(plan, chunk, piece, window);
+        const double l1[2] = {0, 1}, s1[2] = {0, 2 - left};
         rc = ring_bw_x(t, plan, KB__CCL_E, 2, chunk, piece, want, l1, s1, NULL, RULE_IN_STEP, &pr,
-                       whole, out, err);
+                       kb__ab_whole_rounds(plan, chunk, piece, window), out, err);
         kb__ccl_ring_bw later;
         if (!rc && plan->world_size > 2 &&
-            !(rc = ring_bw_x(t, plan, KB__CCL_E, plan->world_size - 1, chunk, piece, want, l2, s2,
-                             NULL, RULE_IN_STEP, NULL, whole, &later, err))) {
-            out->phase_ps[1] += later.phase_ps[1];
-            if (later.phase_ps[1] > out->phase_ps[1] - later.phase_ps[1])
+            !(rc = kb__ab_ring_gather_bw(t, plan, KB__CCL_E, plan->world_size - 1, chunk, piece,
+                                         window, 0, p - 2 + left, &later, err))) {
+            out->phase_ps[1] += later.phase_ps[0];
+            if (later.phase_ps[0] > out->phase_ps[1] - later.phase_ps[0])
                 snprintf(out->bottleneck[1], sizeof out->bottleneck[1], "%.130s (the later steps)",
-                         later.bottleneck[1]);
+                         later.bottleneck[0]);
             else {
                 char own[sizeof out->bottleneck[1]];
                 snprintf(own, sizeof own, "%s", out->bottleneck[1]);
