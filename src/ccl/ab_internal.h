@@ -306,8 +306,13 @@ double kb__ab_whole_rounds(const kb__ccl_plan *plan, uint64_t chunk, uint64_t pi
  * the window leaves L at the later of its first slot's arrival plus n_slots
  * slots at L's bandwidth and its second slot's plus n_slots - 1. The
  * credit leaves its receiver at the loop's length at T less its way back
- * and reaches L over its route alone. A prediction only (docs/ccl.md, "A
- * credit behind the mirror's window"). */
+ * and reaches L over its route alone. Only a link L slower than the
+ * mirror's DMA -> NOC link counts (at one as fast the window's packets do
+ * not queue, and a credit passes between them), and only when the sender
+ * looks for its credits no more often than they come back, n_slots - 1
+ * slots at L's bandwidth apart (kb__ab_resume_ps: a wake or a poll
+ * period; else the window goes out split and is not bunched). A
+ * prediction only (docs/ccl.md, "A credit behind the mirror's window"). */
 int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
                           const kb__ab_credit_loop *loops, uint32_t n, uint32_t i, double T,
                           uint64_t slot, double stored, double *out, kb__err *err);

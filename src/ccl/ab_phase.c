@@ -602,6 +602,7 @@ int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_d
     uint64_t credit = q->credit_size ? q->credit_size : tp->pe.ipcq_credit_bytes, back = 0, lead;
     kb__ccl_route cr = {0}, ring = {0}, br = {0}, lr = {0};
     double arrive = 0; /* when the credit leaves its receiver (once cr is built) */
+    double resume = kb__ab_resume_ps(tp, q);
     bool built = false;
     int rc = 0;
     *out = 0;
@@ -635,6 +636,11 @@ int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_d
             if (L == br.n || L <= dn) continue;
             double bl = t->links[br.links[L]].bw_gbs, bd = t->links[br.links[dn]].bw_gbs;
             double w = q->n_slots, x = (double)slot;
+            /* the window queues at L only when L is slower than the DMA's
+             * link out (else a credit passes between its packets), and goes
+             * out whole only when the sender looks for its credits no more
+             * often than they come back, L's slot time apart */
+            if (bl >= bd || resume < kb__ps_real_from_bytes_gbs((w - 1) * x, bl)) continue;
             /* its first slot reaches L, then its stores (queued behind the
              * window) hold its DMA -> NOC link before the other slots */
             double first = (double)lead + head_ps(t, &br, L, slot) + share_ps(&loops[j].trip, T);

@@ -457,6 +457,24 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                 break;
             n_loops = 0;
         }
+        /* a ring's stream whose every message takes every credit runs dry
+         * on every window, and its first credit may wait behind its
+         * mirror's window (kb__ab_mirror_wait_ps; the all-gather's rule
+         * counts it below, on the rounds that keep windows whole). All
+         * waits are found before any loop grows: a mirror is the stream
+         * with the same loop alone. */
+        if (rule != RULE_IN_STEP && !w && msg_slots >= q->n_slots) {
+            double *wait = calloc(n_loops ? n_loops : 1, sizeof *wait);
+            if (!wait) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
+            for (uint32_t i = 0; !rc && i < n_loops; i++)
+                rc = kb__ab_mirror_wait_ps(t, plan, dir, loops, n_loops, i, acc[ph].worst_ps,
+                                           slot_bytes, stores[ph] / ring_chunks * (double)xfer,
+                                           &wait[i], err);
+            for (uint32_t i = 0; !rc && i < n_loops; i++)
+                loops[i].rtt0_ps += wait[i];
+            free(wait);
+            if (rc) break;
+        }
         if (graded) {
             kb__ab_credit_solve(tp, q, ring_chunks * (double)slots, msg_slots, loops, n_loops,
                                 &acc[ph]);

@@ -157,7 +157,8 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
  * the phase without them: docs/ccl.md, "A reduce-scatter's finished
  * stores"). Its prediction is half_path_ps + ends_ps + phase_ps[phase]. Its credit loop
  * is the all-or-nothing one (stretched by the phase's other flows over the
- * other terms' length), not the all-reduce's graded one (docs/ccl.md). */
+ * other terms' length, and behind a mirror's window when every message
+ * takes every credit), not the all-reduce's graded one (docs/ccl.md). */
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
                          uint64_t piece, uint64_t window, int phase, kb__ccl_ring_bw *out,
                          kb__err *err);

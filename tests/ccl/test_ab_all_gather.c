@@ -229,17 +229,8 @@ Test(ccl_alphabeta, credit_waits_behind_the_mirrors_window)
     cr_assert_eq(pl->loc[15].sip, 1);
     cr_assert_eq(pl->loc[0].sip, 0);
     kb__ab_credit_loop loops[16];
-    memset(loops, 0, sizeof loops);
-    kb__ccl_route ring = {0}, back = {0}, slots = {0};
-    for (uint32_t k = 0; k < 16; k++) {
-        uint64_t rtt;
-        cr_assert_eq(kb__ccl_route_build(t, pl->loc[k], pl->ports[k][KB__CCL_E].loc,
-                                         pl->r.s.buffer_kind, &ring, &err),
-                     0, "%s", err.msg);
-        cr_assert_eq(kb__ab_credit_rtt_ps(t, pl, k, KB__CCL_E, &ring, &rtt, &err), 0, "%s",
-                     err.msg);
-        loops[k].rtt0_ps = (double)rtt, loops[k].rank = k;
-    }
+    kb_test_loops_alone(t, pl, loops);
+    kb__ccl_route back = {0}, slots = {0};
     cr_assert_float_eq(loops[7].rtt0_ps, loops[15].rtt0_ps, 1e-6);
     double stored = 16128, wait;
     cr_assert_eq(
@@ -289,15 +280,85 @@ Test(ccl_alphabeta, credit_waits_behind_the_mirrors_window)
         kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 3, 1e12, 4096, stored, &wait, &err), 0,
         "%s", err.msg);
     cr_assert_eq(wait, 0);
+    /* the window goes out whole only when its sender looks for credits no
+     * more often than they come back, a slot's time on the SIP link apart
+     * (3 x 4096 B at 100 GB/s: 122.88 ns): a wake of 120 ns or polling
+     * senders split it, and the credit passes; 125 ns keeps it whole */
+    double spread = 3 * 4096.0 / sip, full;
+    cr_assert_float_eq(spread, 122.88, 1e-9);
+    cr_assert_eq(
+        kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 7, 1e12, 4096, stored, &full, &err), 0,
+        "%s", err.msg);
+    cr_assert_gt(full, 1000, "%.0f ps", full);
+    t->params.pe.ipcq_wake_ns = 120;
+    cr_assert_eq(
+        kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 7, 1e12, 4096, stored, &wait, &err), 0,
+        "%s", err.msg);
+    cr_assert_eq(wait, 0);
+    t->params.pe.ipcq_wake_ns = 125;
+    cr_assert_eq(
+        kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 7, 1e12, 4096, stored, &wait, &err), 0,
+        "%s", err.msg);
+    cr_assert_float_eq(wait, full, 1e-9);
+    pl->r.s.backpressure = KB__CCL_BP_POLL; /* 20 ns polls */
+    cr_assert_lt(p.pe.ipcq_poll_interval_ns + p.pe.cpu_scalar_op_ns, spread);
+    cr_assert_eq(
+        kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 7, 1e12, 4096, stored, &wait, &err), 0,
+        "%s", err.msg);
+    cr_assert_eq(wait, 0);
     /* a mirror's loop alone differs: not the same place in the ring */
     loops[15].rtt0_ps += 1000;
     cr_assert_eq(
         kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 7, 1e12, 4096, stored, &wait, &err), 0,
         "%s", err.msg);
     cr_assert_eq(wait, 0);
-    kb__ccl_route_fini(&ring);
     kb__ccl_route_fini(&back);
     kb__ccl_route_fini(&slots);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb_test_untopo(t);
+}
+
+/* Inside one SIP the ring crosses the UCIe link pair both ways (16 ranks
+ * over two cubes: rank 7 -> 8 and its mirror 15 -> 0), but a window
+ * queues at a link only when the link is slower than the DMA's link out
+ * that feeds it: the UCIe link is as fast (256 GB/s), so the mirror's
+ * slots pass it as they come and a credit waits at most for a packet
+ * between them, not for the window. No wait (the run's credit comes back
+ * in its time alone, docs/ccl.md). */
+Test(ccl_alphabeta, no_mirror_wait_at_a_link_as_fast_as_the_dma)
+{
+    kb__topo_params p;
+    kb__topo *t = kb_test_topo(&p);
+    kb__ccl_config *c;
+    kb__err err;
+    kb__ccl_plan *pl = kb_test_ring_plan(&p, 16, &c);
+    cr_assert_eq(pl->loc[7].cube, 0);
+    cr_assert_eq(pl->loc[8].cube, 1);
+    cr_assert_eq(pl->loc[15].cube, 1);
+    /* rank 15's slots: its DMA -> NOC link, then the UCIe link (router to
+     * router) that rank 7's credit takes back */
+    kb__ccl_route slots = {0};
+    cr_assert_eq(kb__ccl_route_build(t, pl->loc[15], pl->loc[0], pl->r.s.buffer_kind, &slots, &err),
+                 0, "%s", err.msg);
+    const kb__topo_link *dn = &t->links[slots.links[0]];
+    cr_assert_eq(t->nodes[dn->from].role, KB__ROLE_PE_DMA);
+    uint32_t L = 0;
+    while (L < slots.n && !(t->nodes[t->links[slots.links[L]].from].role == KB__ROLE_ROUTER &&
+                            t->nodes[t->links[slots.links[L]].to].role == KB__ROLE_ROUTER))
+        L++;
+    cr_assert_lt(L, slots.n, "no UCIe link on rank 15's route");
+    cr_assert_float_eq(t->links[slots.links[L]].bw_gbs, p.sip.ucie.bw_gbs, 1e-9);
+    cr_assert_geq(p.sip.ucie.bw_gbs, dn->bw_gbs); /* 256 and 256 GB/s */
+    kb__ccl_route_fini(&slots);
+    kb__ab_credit_loop loops[16];
+    kb_test_loops_alone(t, pl, loops);
+    cr_assert_float_eq(loops[7].rtt0_ps, loops[15].rtt0_ps, 1e-6);
+    double wait = -1;
+    cr_assert_eq(
+        kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 7, 1e12, 4096, 16128, &wait, &err), 0,
+        "%s", err.msg);
+    cr_assert_eq(wait, 0);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     kb_test_untopo(t);

@@ -340,6 +340,54 @@ Test(ccl_alphabeta, credits_pace_a_streaming_ring_with_few_slots)
     kb_test_untopo(t);
 }
 
+/* Two SIPs of one cube each, 16 ranks, 4 slots, 1 MiB per rank in pieces
+ * of 16128 B (4 slots; a chunk of 64 KiB is 4 of them and 1024 B: 17
+ * slots, 255 a phase): every message takes every credit, so the streams
+ * run dry on every window, and the crossing stream's first credit comes
+ * back over the SIP link behind its mirror's window (rank 15 -> 0 starts
+ * its windows with rank 7 -> 8). Its loop under the phase's traffic with
+ * that wait is at least its loop alone with the wait alone (a longer
+ * loop brings the credit later but the window ends later too), so each
+ * phase of the all-reduce (graded) and the reduce-scatter (all or
+ * nothing) is at least 255 / 4 windows of that loop and the wake. The
+ * stores behind the mirror's window hold its DMA -> NOC link before its
+ * later slots: the all-gather phase stores every piece it receives
+ * (16128 B a message); a reduce-scatter at most its one finished piece a
+ * chunk, so its bound takes none (the wait only grows with them). */
+Test(ccl_alphabeta, ring_credit_waits_behind_the_mirrors_window_over_two_sips)
+{
+    kb__topo_params p;
+    kb__topo *t = kb_test_topo_mesh(&p, 1, 1);
+    kb__ccl_config *c;
+    kb__err err;
+    kb__ccl_plan *pl = kb_test_ring_plan(&p, 16, &c);
+    cr_assert_eq(pl->r.s.n_slots, 4);
+    kb__ab_credit_loop loops[16];
+    kb_test_loops_alone(t, pl, loops);
+    uint64_t N = 1u << 20, piece = 16128;
+    const double stored[2] = {0, 16128.0}, windows = 255.0 / 4;
+    kb__ccl_ring_bw ar, rs;
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, piece, &ar, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_half_bw(t, pl, N / 16, piece, 64, 0, &rs, &err), 0, "%s", err.msg);
+    for (int ph = 0; ph < 2; ph++) {
+        double wait;
+        cr_assert_eq(kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 7, 1e12, 4096,
+                                           stored[ph], &wait, &err),
+                     0, "%s", err.msg);
+        cr_assert_gt(wait, 10000, "phase %d: %.0f ps", ph, wait);
+        double least = windows * (loops[7].rtt0_ps + wait + p.pe.ipcq_wake_ns * 1000.0);
+        cr_assert_str_eq(ar.bottleneck[ph], "the credits of rank 7");
+        cr_assert_geq((double)ar.phase_ps[ph], least, "all-reduce phase %d: %llu against %.0f ps",
+                      ph, (unsigned long long)ar.phase_ps[ph], least);
+        if (ph == 0)
+            cr_assert_geq((double)rs.phase_ps[0], least, "reduce-scatter: %llu against %.0f ps",
+                          (unsigned long long)rs.phase_ps[0], least);
+    }
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb_test_untopo(t);
+}
+
 /* A broadcast root paced by its own program meets, on its load request's
  * way to the HBM slice, the receivers' stores of the piece before, all
  * started together: n stores of b bytes fed at a PE's DMA -> NOC link
