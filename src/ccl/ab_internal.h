@@ -293,24 +293,29 @@ double kb__ab_ring_in_step_ps(const kb__ab_credit_loop *loops, uint32_t n);
 double kb__ab_whole_rounds(const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
                            uint64_t window);
 
-/* How long loops[i]'s first credit waits behind a mirror's window, ps (0:
- * none). A mirror is a stream of the same ring whose loop alone is the
- * same (loops[0..n)): the ring crosses a link pair both ways, the two
- * crossing streams in the same place, so their windows start together
- * (measured: 0 ns apart, two SIPs). The credit's way back takes a link L
- * that the mirror's slots take too; the mirror's first slot reaches L
- * after its lead (kb__ab_credit_rtt_ps's set-up, request and TCM read),
- * its route to L alone and its trip's stretch at phase length T, while
- * its stores queued behind the window (`stored` bytes a message) hold its
- * DMA -> NOC link before its other slots, which then cross L back to back:
- * the window leaves L at the later of its first slot's arrival plus n_slots
- * slots at L's bandwidth and its second slot's plus n_slots - 1. The
- * credit leaves its receiver at the loop's length at T less its way back
- * and reaches L over its route alone. Only a link L slower than the
- * mirror's DMA -> NOC link counts (at one as fast the window's packets do
- * not queue, and a credit passes between them), and only when the sender
- * looks for its credits no more often than they come back, n_slots - 1
- * slots at L's bandwidth apart (kb__ab_resume_ps: a wake or a poll
+/* How long loops[i]'s first credit waits behind its mirrors' windows, ps
+ * (0: none). A mirror is a stream of the same ring whose loop alone is the
+ * same (loops[0..n)) and that crosses back what loops[i]'s crosses (from
+ * its peer's SIP to its own, or within a SIP from its peer's cube): the
+ * crossing streams are in the same place, so their windows start together
+ * (measured: 0 ns apart, two SIPs; the eight peers' rings of two SIPs of
+ * one cube alike). The credit's way back takes a link L that the mirrors'
+ * slots take too. One mirror's first slot reaches L after its lead
+ * (kb__ab_credit_rtt_ps's set-up, request and TCM read), its route to L
+ * alone and its trip's stretch at phase length T, while its stores queued
+ * behind the window (`stored` bytes a message) hold its DMA -> NOC link
+ * before its other slots, which then cross L back to back: the window
+ * leaves L at the later of its first slot's arrival plus n_slots slots at
+ * L's bandwidth and its second slot's plus n_slots - 1. Several mirrors'
+ * windows queue at L behind each other from their first slots' arrival
+ * (their route alone: the stretch is the same windows' queueing) and leave
+ * it after all their slots, or one window's end behind its stores when
+ * later. The credit leaves its receiver at the loop's length at T less its
+ * way back and reaches L over its route alone. Only a link L slower than
+ * the mirror's DMA -> NOC link counts (at one as fast the window's packets
+ * do not queue, and a credit passes between them), and only when the
+ * sender looks for its credits no more often than they come back, n_slots
+ * - 1 slots at L's bandwidth apart (kb__ab_resume_ps: a wake or a poll
  * period; else the window goes out split and is not bunched). A
  * prediction only (docs/ccl.md, "A credit behind the mirror's window"). */
 int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,

@@ -601,24 +601,28 @@ int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_d
     uint32_t k = loops[i].rank;
     uint64_t credit = q->credit_size ? q->credit_size : tp->pe.ipcq_credit_bytes, back = 0, lead;
     kb__ccl_route cr = {0}, ring = {0}, br = {0}, lr = {0};
-    double arrive = 0; /* when the credit leaves its receiver (once cr is built) */
-    double resume = kb__ab_resume_ps(tp, q);
-    bool built = false;
-    int rc = 0;
+    double resume = kb__ab_resume_ps(tp, q), w = q->n_slots, x = (double)slot;
+    /* per link c of the credit's way back: the mirrors' windows queued
+     * there, when the latest first slot reaches it (alone, and stretched
+     * at T) and the latest time one window takes there (its stores ahead) */
+    double *wins = NULL, *first = NULL, *first_t = NULL, *one = NULL;
+    int rc =
+        kb__ccl_route_build(t, plan->ports[k][dir].loc, plan->loc[k], KB__CCL_BUF_TCM, &cr, err);
+    if (!rc) rc = kb__ab_credit_back_ps(t, plan, k, dir, &back, err);
     *out = 0;
+    if (!rc && cr.n > 0) {
+        cr.n--;                      /* DMA to DMA, as kb__ab_credit_back_ps */
+        size_t m = (size_t)cr.n + 1; /* never 0 */
+        wins = calloc(4 * m, sizeof *wins);
+        if (!wins)
+            rc = kb__err_set(err, KB_ENOMEM, "out of memory");
+        else
+            first = wins + m, first_t = first + m, one = first_t + m;
+    }
     for (uint32_t j = 0; !rc && j < n; j++) {
         uint32_t b = loops[j].rank;
         if (j == i || fabs(loops[j].rtt0_ps - loops[i].rtt0_ps) > 0.5 || !mirrors(plan, dir, k, b))
             continue;
-        if (!built) { /* the credit's way back, DMA to DMA as kb__ab_credit_back_ps */
-            if ((rc = kb__ccl_route_build(t, plan->ports[k][dir].loc, plan->loc[k], KB__CCL_BUF_TCM,
-                                          &cr, err)) ||
-                (rc = kb__ab_credit_back_ps(t, plan, k, dir, &back, err)))
-                break;
-            cr.n--;
-            arrive = kb__ab_loop_ps(&loops[i], T) - (double)back;
-            built = true;
-        }
         if ((rc = kb__ccl_route_build(t, plan->loc[b], plan->ports[b][dir].loc, q->buffer_kind,
                                       &ring, err)) ||
             (rc = slot_route(t, plan->loc[b], &ring, &br, err)) ||
@@ -635,7 +639,6 @@ int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_d
                 L++;
             if (L == br.n || L <= dn) continue;
             double bl = t->links[br.links[L]].bw_gbs, bd = t->links[br.links[dn]].bw_gbs;
-            double w = q->n_slots, x = (double)slot;
             /* the window queues at L only when L is slower than the DMA's
              * link out (else a credit passes between its packets), and goes
              * out whole only when the sender looks for its credits no more
@@ -643,15 +646,29 @@ int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_d
             if (bl >= bd || resume < kb__ps_real_from_bytes_gbs((w - 1) * x, bl)) continue;
             /* its first slot reaches L, then its stores (queued behind the
              * window) hold its DMA -> NOC link before the other slots */
-            double first = (double)lead + head_ps(t, &br, L, slot) + share_ps(&loops[j].trip, T);
-            double rest = first + kb__ps_real_from_bytes_gbs(x + stored, bd);
-            double ends = first + kb__ps_real_from_bytes_gbs(w * x, bl);
-            double late = rest + kb__ps_real_from_bytes_gbs((w - 1) * x, bl);
-            if (late > ends) ends = late;
-            double at = arrive + head_ps(t, &cr, c, credit);
-            if (ends - at > *out) *out = ends - at;
+            double f = (double)lead + head_ps(t, &br, L, slot);
+            double late = kb__ps_real_from_bytes_gbs(x + stored, bd) +
+                          kb__ps_real_from_bytes_gbs((w - 1) * x, bl);
+            wins[c]++;
+            first[c] = fmax(first[c], f);
+            first_t[c] = fmax(first_t[c], f + share_ps(&loops[j].trip, T));
+            one[c] = fmax(one[c], fmax(late, kb__ps_real_from_bytes_gbs(w * x, bl)));
         }
     }
+    /* the windows that start together leave L back to back (several of
+     * them from their first slots' arrival alone: the trip's stretch at T
+     * is their own queueing there); the credit leaves its receiver at the
+     * loop's length less its way back and waits at L until the last has
+     * left it */
+    double arrive = rc ? 0 : kb__ab_loop_ps(&loops[i], T) - (double)back;
+    for (uint32_t c = 0; !rc && c < cr.n; c++) {
+        if (wins[c] <= 0) continue;
+        double all = wins[c] * kb__ps_real_from_bytes_gbs(w * x, t->links[cr.links[c]].bw_gbs);
+        double ends = (wins[c] > 1 ? first[c] : first_t[c]) + fmax(all, one[c]);
+        double at = arrive + head_ps(t, &cr, c, credit);
+        if (ends - at > *out) *out = ends - at;
+    }
+    free(wins);
     kb__ccl_route_fini(&cr);
     kb__ccl_route_fini(&ring);
     kb__ccl_route_fini(&br);

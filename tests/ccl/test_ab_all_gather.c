@@ -229,7 +229,7 @@ Test(ccl_alphabeta, credit_waits_behind_the_mirrors_window)
     cr_assert_eq(pl->loc[15].sip, 1);
     cr_assert_eq(pl->loc[0].sip, 0);
     kb__ab_credit_loop loops[16];
-    kb_test_loops_alone(t, pl, loops);
+    kb_test_loops_alone(t, pl, KB__CCL_E, loops);
     kb__ccl_route back = {0}, slots = {0};
     cr_assert_float_eq(loops[7].rtt0_ps, loops[15].rtt0_ps, 1e-6);
     double stored = 16128, wait;
@@ -319,6 +319,56 @@ Test(ccl_alphabeta, credit_waits_behind_the_mirrors_window)
     kb_test_untopo(t);
 }
 
+/* The hierarchical collectives' peers over two SIPs of one cube (groups of
+ * 8, 4 slots): eight two-rank rings cross the SIP link pair both ways, and
+ * their windows start together (the ranks leave the group phase in step).
+ * Rank 0's first credit comes back over sip1 -> sip0 behind the windows of
+ * all eight streams 8..15 -> 0..7, queued back to back at the 100 GB/s
+ * link: against one mirror alone, the wait grows by the other seven
+ * windows less what holds the one mirror's window beyond its own bytes (its
+ * store, 16128 B, on its 256 GB/s DMA -> NOC link before its second
+ * slot). Streams of the same SIP are no mirrors. */
+Test(ccl_alphabeta, credit_waits_behind_every_mirror_window_that_starts_with_it)
+{
+    kb__topo_params p;
+    kb__topo *t = kb_test_topo_mesh(&p, 1, 1);
+    kb__ccl_config *c;
+    kb__err err;
+    kb__ccl_plan *pl = kb_test_plan_of(
+        &p, "algorithms:\n  h: {module: hier_allreduce, topology: hierarchical, n_slots: 4}\n", 16,
+        &c);
+    cr_assert_eq(pl->group, 8);
+    kb__ab_credit_loop loops[16], two[2];
+    kb_test_loops_alone(t, pl, KB__CCL_S, loops);
+    for (uint32_t k = 0; k < 16; k++) {
+        cr_assert_eq(pl->loc[k].sip, k / 8);
+        cr_assert_eq(pl->ports[k][KB__CCL_S].loc.sip, 1 - k / 8);
+        cr_assert_float_eq(loops[k].rtt0_ps, loops[0].rtt0_ps, 1e-6);
+    }
+    double stored = 16128, all, one;
+    cr_assert_eq(
+        kb__ab_mirror_wait_ps(t, pl, KB__CCL_S, loops, 16, 0, 1e12, 4096, stored, &all, &err), 0,
+        "%s", err.msg);
+    two[0] = loops[0], two[1] = loops[8];
+    cr_assert_eq(kb__ab_mirror_wait_ps(t, pl, KB__CCL_S, two, 2, 0, 1e12, 4096, stored, &one, &err),
+                 0, "%s", err.msg);
+    cr_assert_gt(one, 1000, "%.0f ps", one);
+    double sip = p.system.sip_link.bw_gbs, bd = 256; /* a PE's DMA -> NOC link */
+    cr_assert_float_eq(p.cube.noc.bw_gbs, bd, 1e-9);
+    double window = 4 * 4096.0 / sip * 1000,
+           held = ((4096.0 + stored) / bd + 3 * 4096.0 / sip) * 1000;
+    cr_assert_gt(held, window); /* one mirror's window ends behind its store */
+    cr_assert_float_eq(all - one, 8 * window - held, 2, "%.0f - %.0f ps", all, one);
+    /* without the other SIP's streams: no mirror */
+    two[1] = loops[1];
+    cr_assert_eq(kb__ab_mirror_wait_ps(t, pl, KB__CCL_S, two, 2, 0, 1e12, 4096, stored, &one, &err),
+                 0, "%s", err.msg);
+    cr_assert_eq(one, 0);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb_test_untopo(t);
+}
+
 /* Inside one SIP the ring crosses the UCIe link pair both ways (16 ranks
  * over two cubes: rank 7 -> 8 and its mirror 15 -> 0), but a window
  * queues at a link only when the link is slower than the DMA's link out
@@ -352,7 +402,7 @@ Test(ccl_alphabeta, no_mirror_wait_at_a_link_as_fast_as_the_dma)
     cr_assert_geq(p.sip.ucie.bw_gbs, dn->bw_gbs); /* 256 and 256 GB/s */
     kb__ccl_route_fini(&slots);
     kb__ab_credit_loop loops[16];
-    kb_test_loops_alone(t, pl, loops);
+    kb_test_loops_alone(t, pl, KB__CCL_E, loops);
     cr_assert_float_eq(loops[7].rtt0_ps, loops[15].rtt0_ps, 1e-6);
     double wait = -1;
     cr_assert_eq(

@@ -363,7 +363,7 @@ Test(ccl_alphabeta, ring_credit_waits_behind_the_mirrors_window_over_two_sips)
     kb__ccl_plan *pl = kb_test_ring_plan(&p, 16, &c);
     cr_assert_eq(pl->r.s.n_slots, 4);
     kb__ab_credit_loop loops[16];
-    kb_test_loops_alone(t, pl, loops);
+    kb_test_loops_alone(t, pl, KB__CCL_E, loops);
     uint64_t N = 1u << 20, piece = 16128;
     const double stored[2] = {0, 16128.0}, windows = 255.0 / 4;
     kb__ccl_ring_bw ar, rs;
@@ -371,8 +371,8 @@ Test(ccl_alphabeta, ring_credit_waits_behind_the_mirrors_window_over_two_sips)
     cr_assert_eq(kb__ccl_ring_half_bw(t, pl, N / 16, piece, 64, 0, &rs, &err), 0, "%s", err.msg);
     for (int ph = 0; ph < 2; ph++) {
         double wait;
-        cr_assert_eq(kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 7, 1e12, 4096,
-                                           stored[ph], &wait, &err),
+        cr_assert_eq(kb__ab_mirror_wait_ps(t, pl, KB__CCL_E, loops, 16, 7, 1e12, 4096, stored[ph],
+                                           &wait, &err),
                      0, "%s", err.msg);
         cr_assert_gt(wait, 10000, "phase %d: %.0f ps", ph, wait);
         double least = windows * (loops[7].rtt0_ps + wait + p.pe.ipcq_wake_ns * 1000.0);

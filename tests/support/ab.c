@@ -78,18 +78,18 @@ void kb_test_xfers_alone(const kb__topo *t, kb__ccl_loc at, uint64_t b, uint64_t
     kb__ccl_route_fini(&st);
 }
 
-void kb_test_loops_alone(const kb__topo *t, const kb__ccl_plan *pl, kb__ab_credit_loop *loops)
+void kb_test_loops_alone(const kb__topo *t, const kb__ccl_plan *pl, kb__ccl_dir dir,
+                         kb__ab_credit_loop *loops)
 {
     kb__ccl_route ring = {0};
     kb__err err;
     memset(loops, 0, pl->world_size * sizeof *loops);
     for (uint32_t k = 0; k < pl->world_size; k++) {
         uint64_t rtt;
-        cr_assert_eq(kb__ccl_route_build(t, pl->loc[k], pl->ports[k][KB__CCL_E].loc,
-                                         pl->r.s.buffer_kind, &ring, &err),
+        cr_assert_eq(kb__ccl_route_build(t, pl->loc[k], pl->ports[k][dir].loc, pl->r.s.buffer_kind,
+                                         &ring, &err),
                      0, "%s", err.msg);
-        cr_assert_eq(kb__ab_credit_rtt_ps(t, pl, k, KB__CCL_E, &ring, &rtt, &err), 0, "%s",
-                     err.msg);
+        cr_assert_eq(kb__ab_credit_rtt_ps(t, pl, k, dir, &ring, &rtt, &err), 0, "%s", err.msg);
         loops[k].rtt0_ps = (double)rtt, loops[k].rank = k;
     }
     kb__ccl_route_fini(&ring);
