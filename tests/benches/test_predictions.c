@@ -59,6 +59,17 @@ static double ratio_of(const held *h, int world, long bytes)
     return ratio_set(h, world, bytes, NULL);
 }
 
+/* h over `world` ranks (with one more --set when set is not NULL) at 1 MiB
+ * and 4 MiB per rank, each within tol of its prediction. */
+static void holds_at_1_and_4_mib(const held *h, int world, const char *set, double tol)
+{
+    for (long bytes = 1L << 20; bytes <= 4L << 20; bytes *= 4) {
+        double q = ratio_set(h, world, bytes, set);
+        cr_expect(fabs(q - 1) <= tol, "%s, %d ranks, %ld B, %d slots, %s: ratio %.3f", h->algorithm,
+                  world, bytes, h->slots, set ? set : "built-in machine", q);
+    }
+}
+
 /* Every row of rows[0..n) within 10 %: 1 MiB per rank, and 4 MiB at 2 and
  * 4 ranks for the rows marked big. */
 static void hold(const held *rows, size_t n)
@@ -104,12 +115,7 @@ Test(predictions, ring_allreduce_holds_with_polling_and_free_wakes)
     const int worlds[4] = {2, 4, 8, 16};
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 4; j++)
-            for (long bytes = 1L << 20; bytes <= 4L << 20; bytes *= 4) {
-                double q = ratio_set(&ring, worlds[j], bytes, sets[i]);
-                cr_expect(fabs(q - 1) <= 0.10,
-                          "ring_allreduce, %d ranks, %ld B, 4 slots, %s: ratio %.3f", worlds[j],
-                          bytes, sets[i], q);
-            }
+            holds_at_1_and_4_mib(&ring, worlds[j], sets[i], 0.10);
 }
 
 Test(predictions, mesh_and_tree_hold_their_range)
@@ -162,11 +168,7 @@ Test(predictions, all_gather_ring_in_step_holds_over_cubes)
         {"ccl_all_gather", "hier_all_gather", {0}, 4, 0},
     };
     for (size_t i = 0; i < 2; i++)
-        for (long bytes = 1L << 20; bytes <= 4L << 20; bytes *= 4) {
-            double q = ratio_of(&rows[i], 16, bytes);
-            cr_expect(fabs(q - 1) <= 0.05, "%s, 16 ranks, %ld B, 4 slots: ratio %.3f",
-                      rows[i].algorithm, bytes, q);
-        }
+        holds_at_1_and_4_mib(&rows[i], 16, NULL, 0.05);
     double q = ratio_of(&rows[0], 32, 1L << 20);
     cr_expect(fabs(q - 1) <= 0.10, "ring_all_gather, 32 ranks, 1 MiB, 4 slots: ratio %.3f", q);
 }
@@ -180,10 +182,7 @@ Test(predictions, all_gather_ring_in_step_holds_over_cubes)
 Test(predictions, all_gather_credit_behind_the_mirrors_window_holds_over_two_sips)
 {
     static const held ring = {"ccl_all_gather", "ring_all_gather", {0}, 4, 0};
-    for (long bytes = 1L << 20; bytes <= 4L << 20; bytes *= 4) {
-        double q = ratio_set(&ring, 16, bytes, "sip.cube_mesh=1x1");
-        cr_expect(fabs(q - 1) <= 0.05, "two SIPs of one cube, %ld B: ratio %.3f", bytes, q);
-    }
+    holds_at_1_and_4_mib(&ring, 16, "sip.cube_mesh=1x1", 0.05);
     double q = ratio_set(&ring, 32, 1L << 20, "sip.cube_mesh=1x2");
     cr_expect(fabs(q - 1) <= 0.05, "two SIPs of two cubes, 1 MiB: ratio %.3f", q);
     /* a round whose every message takes the whole ring keeps the windows
@@ -217,11 +216,7 @@ Test(predictions, ring_credit_behind_the_mirrors_window_holds_over_two_sips)
         {"ccl_reduce_scatter", "ring_reduce_scatter", {0}, 4, 0},
     };
     for (size_t i = 0; i < 2; i++)
-        for (long bytes = 1L << 20; bytes <= 4L << 20; bytes *= 4) {
-            double q = ratio_set(&rows[i], 16, bytes, "sip.cube_mesh=1x1");
-            cr_expect(fabs(q - 1) <= 0.10, "%s, two SIPs of one cube, %ld B: ratio %.3f",
-                      rows[i].algorithm, bytes, q);
-        }
+        holds_at_1_and_4_mib(&rows[i], 16, "sip.cube_mesh=1x1", 0.10);
     double q = ratio_set(&rows[0], 32, 4L << 20, "sip.cube_mesh=1x2");
     cr_expect(fabs(q - 1) <= 0.10, "ring_allreduce, two SIPs of two cubes, 4 MiB: ratio %.3f", q);
 }
@@ -235,10 +230,7 @@ Test(predictions, ring_credit_behind_the_mirrors_window_holds_over_two_sips)
 Test(predictions, hierarchical_all_reduce_peers_credit_behind_every_window_holds)
 {
     static const held h = {"ccl_allreduce", "hier_allreduce", {0}, 4, 0};
-    for (long bytes = 1L << 20; bytes <= 4L << 20; bytes *= 4) {
-        double q = ratio_set(&h, 16, bytes, "sip.cube_mesh=1x1");
-        cr_expect(fabs(q - 1) <= 0.10, "two SIPs of one cube, %ld B: ratio %.3f", bytes, q);
-    }
+    holds_at_1_and_4_mib(&h, 16, "sip.cube_mesh=1x1", 0.10);
 }
 
 /* The hierarchical all-gather over two SIPs: its group phases are ring
