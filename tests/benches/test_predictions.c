@@ -65,8 +65,9 @@ static void holds_at_1_and_4_mib(const held *h, int world, const char *set, doub
 {
     for (long bytes = 1L << 20; bytes <= 4L << 20; bytes *= 4) {
         double q = ratio_set(h, world, bytes, set);
-        cr_expect(fabs(q - 1) <= tol, "%s, %d ranks, %ld B, %d slots, %s: ratio %.3f", h->algorithm,
-                  world, bytes, h->slots, set ? set : "built-in machine", q);
+        cr_expect(fabs(q - 1) <= tol, "%s, %d ranks, %ld B, %d slots, %s: ratio %.3f",
+                  h->algorithm ? h->algorithm : h->bench, world, bytes, h->slots,
+                  set ? set : "built-in machine", q);
     }
 }
 
