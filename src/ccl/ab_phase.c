@@ -605,19 +605,17 @@ int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_d
     /* per link c of the credit's way back: the mirrors' windows queued
      * there, when the latest first slot reaches it (alone, and stretched
      * at T) and the latest time one window takes there (its stores ahead) */
-    double *wins = NULL, *first = NULL, *first_t = NULL, *one = NULL;
+    struct {
+        double wins, first, first_t, one;
+    } *at_l = NULL;
     int rc =
         kb__ccl_route_build(t, plan->ports[k][dir].loc, plan->loc[k], KB__CCL_BUF_TCM, &cr, err);
     if (!rc) rc = kb__ab_credit_back_ps(t, plan, k, dir, &back, err);
     *out = 0;
     if (!rc && cr.n > 0) {
-        cr.n--;                      /* DMA to DMA, as kb__ab_credit_back_ps */
-        size_t m = (size_t)cr.n + 1; /* never 0 */
-        wins = calloc(4 * m, sizeof *wins);
-        if (!wins)
-            rc = kb__err_set(err, KB_ENOMEM, "out of memory");
-        else
-            first = wins + m, first_t = first + m, one = first_t + m;
+        cr.n--;                                        /* DMA to DMA, as kb__ab_credit_back_ps */
+        at_l = calloc((size_t)cr.n + 1, sizeof *at_l); /* never 0 */
+        if (!at_l) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
     }
     for (uint32_t j = 0; !rc && j < n; j++) {
         uint32_t b = loops[j].rank;
@@ -649,10 +647,10 @@ int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_d
             double f = (double)lead + head_ps(t, &br, L, slot);
             double late = kb__ps_real_from_bytes_gbs(x + stored, bd) +
                           kb__ps_real_from_bytes_gbs((w - 1) * x, bl);
-            wins[c]++;
-            first[c] = fmax(first[c], f);
-            first_t[c] = fmax(first_t[c], f + share_ps(&loops[j].trip, T));
-            one[c] = fmax(one[c], fmax(late, kb__ps_real_from_bytes_gbs(w * x, bl)));
+            at_l[c].wins++;
+            at_l[c].first = fmax(at_l[c].first, f);
+            at_l[c].first_t = fmax(at_l[c].first_t, f + share_ps(&loops[j].trip, T));
+            at_l[c].one = fmax(at_l[c].one, fmax(late, kb__ps_real_from_bytes_gbs(w * x, bl)));
         }
     }
     /* the windows that start together leave L back to back (several of
@@ -662,13 +660,13 @@ int kb__ab_mirror_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_d
      * left it */
     double arrive = rc ? 0 : kb__ab_loop_ps(&loops[i], T) - (double)back;
     for (uint32_t c = 0; !rc && c < cr.n; c++) {
-        if (wins[c] <= 0) continue;
-        double all = wins[c] * kb__ps_real_from_bytes_gbs(w * x, t->links[cr.links[c]].bw_gbs);
-        double ends = (wins[c] > 1 ? first[c] : first_t[c]) + fmax(all, one[c]);
+        if (at_l[c].wins <= 0) continue;
+        double all = at_l[c].wins * kb__ps_real_from_bytes_gbs(w * x, t->links[cr.links[c]].bw_gbs);
+        double ends = (at_l[c].wins > 1 ? at_l[c].first : at_l[c].first_t) + fmax(all, at_l[c].one);
         double at = arrive + head_ps(t, &cr, c, credit);
         if (ends - at > *out) *out = ends - at;
     }
-    free(wins);
+    free(at_l);
     kb__ccl_route_fini(&cr);
     kb__ccl_route_fini(&ring);
     kb__ccl_route_fini(&br);
