@@ -175,9 +175,13 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
 }
 
 /* S steps, each a reduce-scatter in the group over one region of L blocks
- * (chunks of N/p: L loads, 1 store) then one message of N/p to the next
- * peer (1 load; the last step stores instead); one group: the group's
- * ring reduce-scatter of N. */
+ * (chunks of N/p: L loads, 1 store) with its fill and drain (its finished
+ * stores behind its last loads, kb__ab_rs_phase), then one message of N/p
+ * to the next peer (1 load; the last step stores instead). When a round's
+ * messages to the peer all fit in the slots the sends do not wait, and
+ * they cross beside the next step's group reduce-scatter: that step hides
+ * them up to its own length. One group: the group's ring reduce-scatter of
+ * N. */
 static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
                                      uint64_t esize, uint64_t piece, uint64_t window,
                                      kb__ccl_hier_model *m, kb__err *err)
@@ -186,6 +190,7 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
     uint64_t block = (elems + plan->world_size - 1) / plan->world_size * esize;
     uint64_t c = S > 1 ? block : (elems + L - 1) / L * esize;
     uint64_t msg = (c < piece ? c : piece) + KB__IPCQ_META_BYTES, best[2] = {0}, ps, path;
+    uint64_t group_ps = 0;
     char what[160];
     int rc = 0;
     if (S == 1) return one_group(t, plan, c, msg, piece, window, 0, m, err);
@@ -194,16 +199,26 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
         rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
         m->path_ps += (uint64_t)S * in.half_path_ps, m->hops += S * (L - 1);
         m->bw_gbs = in.bw_gbs;
-        if (!rc &&
-            !(rc = one_phase(t, plan, KB__CCL_E, L, c, piece, L, 1, &ps, what, sizeof what, err)))
-            hier_add(m, best, 0, (uint64_t)S * ps, what);
+        kb__ccl_ring_bw rs;
+        if (!rc && !(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c, piece, window, &rs, err))) {
+            group_ps = rs.phase_ps[0];
+            hier_add(m, best, 0, (uint64_t)S * group_ps, rs.bottleneck[0]);
+            m->ends_ps += (uint64_t)S * rs.ends_ps;
+        }
     }
     if (!rc && S > 1) {
+        /* a round's partials (half a window of pieces) in messages that
+         * all fit in the slots */
+        const kb__ccl_settings *q = &plan->r.s;
+        uint64_t half = window / 2 ? window / 2 : 1, msgs, slots;
+        uint64_t round = half * piece < block ? half * piece : block;
+        kb__ab_cut(round, piece, q->slot_size - KB__IPCQ_META_BYTES, &msgs, &slots);
+        uint64_t hidden = slots <= q->n_slots ? group_ps : 0;
         rc = peers_path(t, plan, msg, 1, &path, &m->bw_gbs, err);
         m->path_ps += path, m->hops += S - 1;
         if (!rc && !(rc = one_phase(t, plan, KB__CCL_S, 2, block, piece, 1, 0, &ps, what,
                                     sizeof what, err)))
-            hier_add(m, best, 0, (uint64_t)(S - 1) * ps, what);
+            hier_add(m, best, 0, (uint64_t)(S - 1) * (ps > hidden ? ps - hidden : 0), what);
     }
     return rc;
 }

@@ -258,8 +258,8 @@ Test(coll_hier, prediction_is_the_model_of_the_installed_plan)
 /* Bandwidth-bound (2 MiB per rank for the all-reduce, 1 MiB inputs for the
  * all-gather; 16 slots, so the queues do not pace the streams): the
  * programs' span within 10 % of the prediction. */
-static void within(const char *algo, kb__ccl_collective kind, cf_place where, int w, int64_t bytes,
-                   double tol)
+static void within_ten_percent(const char *algo, kb__ccl_collective kind, cf_place where, int w,
+                               int64_t bytes)
 {
     const char *sets[] = {"ccl.defaults.n_slots=16"};
     kb_open_options o = {NULL, sets, 1, 1, NULL, 0}; /* timing only: --no-data */
@@ -277,16 +277,10 @@ static void within(const char *algo, kb__ccl_collective kind, cf_place where, in
     cr_assert_eq(kb__ccl_run(m, &r, &info, &e), 0, "%s", e.msg);
     double span = (double)(info.t_run_end - info.t_run_start), pred = (double)info.predicted_ps;
     cr_assert_gt(pred, 0);
-    cr_expect(span > (1 - tol) * pred && span < (1 + tol) * pred,
+    cr_expect(span > 0.9 * pred && span < 1.1 * pred,
               "%s, %d ranks, %lld B: %.3f us simulated, %.3f us predicted (%.3f)", algo, w,
               (long long)bytes, span / 1e6, pred / 1e6, span / pred);
     kb_close(m);
-}
-
-static void within_ten_percent(const char *algo, kb__ccl_collective kind, cf_place where, int w,
-                               int64_t bytes)
-{
-    within(algo, kind, where, w, bytes, 0.10);
 }
 
 Test(coll_hier, bandwidth_bound_allreduce_is_within_ten_percent_of_the_model)
@@ -295,12 +289,15 @@ Test(coll_hier, bandwidth_bound_allreduce_is_within_ten_percent_of_the_model)
     within_ten_percent("hier_allreduce", KB__CCL_ALL_REDUCE, CF_CUBES, 16, 2 << 20);
 }
 
-/* docs/ccl.md: the reduce-scatter's group steps run in rounds, each with
- * its ring's fill and drain, which the model does not count (1.12 here). */
-Test(coll_hier, bandwidth_bound_reduce_scatter_is_within_fifteen_percent_of_the_model)
+/* The reduce-scatter's group steps each with their fill and drain (1.12
+ * and 1.10 without them), and over two cubes a SIP the peers' messages,
+ * which fit in the slots there, beside the next group step (0.84 when
+ * they were counted after it). */
+Test(coll_hier, bandwidth_bound_reduce_scatter_is_within_ten_percent_of_the_model)
 {
-    within("hier_reduce_scatter", KB__CCL_REDUCE_SCATTER, CF_TWO_SIPS, 16, 4 << 20, 0.15);
-    within("hier_reduce_scatter", KB__CCL_REDUCE_SCATTER, CF_TWO_SIPS, 16, 1 << 20, 0.15);
+    within_ten_percent("hier_reduce_scatter", KB__CCL_REDUCE_SCATTER, CF_TWO_SIPS, 16, 4 << 20);
+    within_ten_percent("hier_reduce_scatter", KB__CCL_REDUCE_SCATTER, CF_TWO_SIPS, 16, 1 << 20);
+    within_ten_percent("hier_reduce_scatter", KB__CCL_REDUCE_SCATTER, CF_TWO_SIPS, 32, 1 << 20);
 }
 
 Test(coll_hier, bandwidth_bound_all_gather_is_within_ten_percent_of_the_model)
