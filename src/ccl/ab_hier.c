@@ -41,15 +41,20 @@ static int one_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
     return 0;
 }
 
-/* The slowest of the peers' rings (one per place l in a group): its whole
- * path (half 0) or one phase's (half 1), and its textbook B. */
-static int peers_path(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg, int half,
+/* The slowest of the rings through dir (S: the peers' rings, one per place
+ * l in a group; E: the group's, all alike): its whole path (half 0) or one
+ * phase's (half 1) under a stream of `steps` steps of `chunk`-byte chunks
+ * whose bandwidth term is bw_ps (each hop past the steps' slack,
+ * kb__ccl_alphabeta_ring_under), and its textbook B. */
+static int rings_path(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint64_t msg,
+                      int half, uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece,
                       uint64_t *path, double *bw, kb__err *err)
 {
+    uint64_t slack = kb__ab_step_slack_ps(bw_ps, steps, chunk, piece);
     *path = 0;
-    for (uint32_t l = 0; l < plan->group; l++) {
+    for (uint32_t l = 0; l < (dir == KB__CCL_S ? plan->group : 1); l++) {
         kb__ccl_alphabeta ab;
-        int rc = kb__ab_ring_hops(t, plan, KB__CCL_S, l, msg, &ab, err);
+        int rc = kb__ab_ring_hops(t, plan, dir, l, msg, slack, &ab, err);
         if (rc) return rc;
         uint64_t x = half ? ab.half_path_ps : ab.path_ps;
         if (x > *path) *path = x;
@@ -74,47 +79,50 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
                                 kb__ccl_hier_model *m, kb__err *err)
 {
     uint32_t L = plan->group, S = plan->world_size / L;
-    uint64_t region = (elems + L - 1) / L, c1 = region * esize, best[2] = {0, 0}, ps;
+    uint64_t region = (elems + L - 1) / L, c1 = region * esize, best[2] = {0, 0}, ps, path;
+    uint64_t msg = (c1 < piece ? c1 : piece) + KB__IPCQ_META_BYTES;
     char what[160];
     int rc = 0;
     if (L > 1) {
-        kb__ccl_alphabeta in;
-        rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0,
-                              (c1 < piece ? c1 : piece) + KB__IPCQ_META_BYTES, &in, err);
-        m->path_ps += 2 * in.half_path_ps, m->hops += 2 * (L - 1), m->bw_gbs = in.bw_gbs;
         /* each stream with its fill and drain: the reduce-scatter's
-         * finished stores wait behind its last loads */
+         * finished stores wait behind its last loads; each with its path
+         * under its steps */
         kb__ccl_ring_bw rs;
         uint64_t ends = 0;
-        if (!rc && !(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c1, piece, window, &rs, err))) {
+        if (!(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c1, piece, window, &rs, err)) &&
+            !(rc = rings_path(t, plan, KB__CCL_E, msg, 1, rs.phase_ps[0], L - 1, c1, piece, &path,
+                              &m->bw_gbs, err))) {
             hier_add(m, best, 0, rs.phase_ps[0], rs.bottleneck[0]);
-            m->ends_ps += rs.ends_ps;
+            m->ends_ps += rs.ends_ps, m->path_ps += path;
         }
         if (!rc &&
             !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, 1, L - 1, &ps, what, sizeof what,
                              err)) &&
-            !(rc = kb__ab_ring_ends_ps(t, plan, c1, piece, &ends, err))) {
+            !(rc = kb__ab_ring_ends_ps(t, plan, c1, piece, &ends, err)) &&
+            !(rc = rings_path(t, plan, KB__CCL_E, msg, 1, ps, L - 1, c1, piece, &path, &m->bw_gbs,
+                              err))) {
             hier_add(m, best, 1, ps, what);
-            m->ends_ps += ends;
+            m->ends_ps += ends, m->path_ps += path;
         }
+        m->hops += 2 * (L - 1);
     }
     if (!rc && S > 1) {
-        uint64_t c2 = (region + S - 1) / S * esize, path;
-        rc = peers_path(t, plan, (c2 < piece ? c2 : piece) + KB__IPCQ_META_BYTES, 0, &path,
-                        &m->bw_gbs, err);
-        m->path_ps += path, m->hops += 2 * (S - 1);
+        uint64_t c2 = (region + S - 1) / S * esize;
         const bool both[2] = {true, true};
         const double loads[2] = {S, 0}, stores[2] = {1, S - 1};
         kb__ccl_ring_bw bw;
         uint64_t ends = 0;
-        if (!rc &&
-            !(rc = kb__ab_ring_bw(t, plan, KB__CCL_S, S, c2, piece, both, loads, stores, &bw,
+        if (!(rc = kb__ab_ring_bw(t, plan, KB__CCL_S, S, c2, piece, both, loads, stores, &bw,
                                   err)) &&
-            !(rc = kb__ab_ring_ends_ps(t, plan, c2, piece, &ends, err))) {
+            !(rc = kb__ab_ring_ends_ps(t, plan, c2, piece, &ends, err)) &&
+            !(rc = rings_path(t, plan, KB__CCL_S, (c2 < piece ? c2 : piece) + KB__IPCQ_META_BYTES,
+                              0, bw.phase_ps[0] + bw.phase_ps[1], 2 * (S - 1), c2, piece, &path,
+                              &m->bw_gbs, err))) {
             for (int side = 0; side < 2; side++)
                 hier_add(m, best, side, bw.phase_ps[side], bw.bottleneck[side]);
-            m->ends_ps += ends;
+            m->ends_ps += ends, m->path_ps += path;
         }
+        m->hops += 2 * (S - 1);
     }
     return rc;
 }
@@ -129,12 +137,14 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
 static int one_group(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c, uint64_t msg,
                      uint64_t piece, uint64_t window, int half, kb__ccl_hier_model *m, kb__err *err)
 {
-    kb__ccl_alphabeta in;
     kb__ccl_ring_bw bw;
-    int rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
-    if (!rc) rc = kb__ccl_ring_half_bw(t, plan, c, piece, window, half, &bw, err);
+    uint64_t path;
+    int rc = kb__ccl_ring_half_bw(t, plan, c, piece, window, half, &bw, err);
+    if (!rc)
+        rc = rings_path(t, plan, KB__CCL_E, msg, 1, bw.phase_ps[half], plan->world_size - 1, c,
+                        piece, &path, &m->bw_gbs, err);
     if (rc) return rc;
-    m->path_ps = in.half_path_ps, m->hops = plan->world_size - 1, m->bw_gbs = in.bw_gbs;
+    m->path_ps = path, m->hops = plan->world_size - 1;
     m->ends_ps = bw.ends_ps;
     m->phase_ps[half] = bw.phase_ps[half];
     snprintf(m->bottleneck[half], sizeof m->bottleneck[half], "%s", bw.bottleneck[half]);
@@ -152,24 +162,29 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
     int rc = 0;
     if (S == 1) return one_group(t, plan, c, msg, piece, window, 1, m, err);
     if (S > 1) {
-        rc = peers_path(t, plan, msg, 1, &path, &m->bw_gbs, err);
-        m->path_ps += path, m->hops += S - 1;
-        if (!rc &&
-            !(rc = one_phase(t, plan, KB__CCL_S, S, c, piece, 1, S, &ps, what, sizeof what, err)))
+        if (!(rc = one_phase(t, plan, KB__CCL_S, S, c, piece, 1, S, &ps, what, sizeof what, err)) &&
+            !(rc = rings_path(t, plan, KB__CCL_S, msg, 1, ps, S - 1, c, piece, &path, &m->bw_gbs,
+                              err))) {
             hier_add(m, best, 0, ps, what);
+            m->path_ps += path;
+        }
+        m->hops += S - 1;
     }
     if (!rc && L > 1) {
-        kb__ccl_alphabeta in;
-        rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
-        m->path_ps += (uint64_t)S * in.half_path_ps, m->hops += S * (L - 1);
         /* one all-gather per group's blocks, each rank's own block loaded
          * from its output, where the peers' phase stored it: a ring
          * all-gather's stream, with its credit rule (in step when every
          * message takes every credit) */
         kb__ccl_ring_bw bw;
-        if (!rc && !(rc = kb__ab_ring_gather_bw(t, plan, KB__CCL_E, L, c, piece, window, 1, L - 1,
-                                                &bw, err)))
+        double group_b = 0; /* B stays the peers' ring's */
+        if (!(rc = kb__ab_ring_gather_bw(t, plan, KB__CCL_E, L, c, piece, window, 1, L - 1, &bw,
+                                         err)) &&
+            !(rc = rings_path(t, plan, KB__CCL_E, msg, 1, bw.phase_ps[0], L - 1, c, piece, &path,
+                              &group_b, err))) {
             hier_add(m, best, 1, (uint64_t)S * bw.phase_ps[0], bw.bottleneck[0]);
+            m->path_ps += (uint64_t)S * path;
+        }
+        m->hops += S * (L - 1);
     }
     return rc;
 }
@@ -195,16 +210,15 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
     int rc = 0;
     if (S == 1) return one_group(t, plan, c, msg, piece, window, 0, m, err);
     if (L > 1) {
-        kb__ccl_alphabeta in;
-        rc = kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg, &in, err);
-        m->path_ps += (uint64_t)S * in.half_path_ps, m->hops += S * (L - 1);
-        m->bw_gbs = in.bw_gbs;
         kb__ccl_ring_bw rs;
-        if (!rc && !(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c, piece, window, &rs, err))) {
+        if (!(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c, piece, window, &rs, err)) &&
+            !(rc = rings_path(t, plan, KB__CCL_E, msg, 1, rs.phase_ps[0], L - 1, c, piece, &path,
+                              &m->bw_gbs, err))) {
             group_ps = rs.phase_ps[0];
             hier_add(m, best, 0, (uint64_t)S * group_ps, rs.bottleneck[0]);
-            m->ends_ps += (uint64_t)S * rs.ends_ps;
+            m->ends_ps += (uint64_t)S * rs.ends_ps, m->path_ps += (uint64_t)S * path;
         }
+        m->hops += S * (L - 1);
     }
     if (!rc && S > 1) {
         /* a round's partials (half a window of pieces) in messages that
@@ -214,11 +228,14 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
         uint64_t round = half * piece < block ? half * piece : block;
         kb__ab_cut(round, piece, q->slot_size - KB__IPCQ_META_BYTES, &msgs, &slots);
         uint64_t hidden = slots <= q->n_slots ? group_ps : 0;
-        rc = peers_path(t, plan, msg, 1, &path, &m->bw_gbs, err);
-        m->path_ps += path, m->hops += S - 1;
-        if (!rc && !(rc = one_phase(t, plan, KB__CCL_S, 2, block, piece, 1, 0, &ps, what,
-                                    sizeof what, err)))
+        if (!(rc = one_phase(t, plan, KB__CCL_S, 2, block, piece, 1, 0, &ps, what, sizeof what,
+                             err)) &&
+            !(rc = rings_path(t, plan, KB__CCL_S, msg, 1, ps, 1, block, piece, &path, &m->bw_gbs,
+                              err))) {
             hier_add(m, best, 0, (uint64_t)(S - 1) * (ps > hidden ? ps - hidden : 0), what);
+            m->path_ps += path;
+        }
+        m->hops += S - 1;
     }
     return rc;
 }

@@ -416,9 +416,16 @@ int kb__ab_recv_copy_ps(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, ui
 
 /* The hops of the ring through port dir that starts at rank start (each
  * rank's dir port leads to the next one, back to start): out gets their
- * latencies as kb__ccl_alphabeta_ring describes, world_size their count. */
+ * latencies as kb__ccl_alphabeta_ring describes, world_size their count,
+ * with each hop's latency less slack_ps (at least 0) in path_ps, alpha_ps
+ * and half_path_ps (kb__ccl_alphabeta_ring_under; hop_max_ps and the B
+ * the hops alone). */
 int kb__ab_ring_hops(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t start,
-                     uint64_t msg_bytes, kb__ccl_alphabeta *out, kb__err *err);
+                     uint64_t msg_bytes, uint64_t slack_ps, kb__ccl_alphabeta *out, kb__err *err);
+
+/* The slack a ring's step gives each hop's latency (kb__ccl_alphabeta_ring_under):
+ * W (1 - 1/m), W = bw_ps / steps, m the pieces of a chunk (0 when any is 0). */
+uint64_t kb__ab_step_slack_ps(uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece);
 
 /* kb__ab_ring_bw's phase 0 with the all-gather's credit rule: a stream
  * whose every message takes every credit runs in step, and a credit may

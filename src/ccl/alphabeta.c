@@ -89,7 +89,7 @@ int kb__ccl_msg_cost_get(const kb__topo *t, kb__ccl_loc src, kb__ccl_loc dst, kb
 }
 
 int kb__ab_ring_hops(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t start,
-                     uint64_t msg_bytes, kb__ccl_alphabeta *out, kb__err *err)
+                     uint64_t msg_bytes, uint64_t slack_ps, kb__ccl_alphabeta *out, kb__err *err)
 {
     memset(out, 0, sizeof *out);
     out->msg_bytes = msg_bytes && msg_bytes < plan->r.s.slot_size ? msg_bytes : plan->r.s.slot_size;
@@ -111,11 +111,12 @@ int kb__ab_ring_hops(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
             out->bw_gbs = c.min_bw_gbs;
             out->bw_rank = k;
         }
-        sum += c.total_ps;
-        if (c.total_ps < cheapest) cheapest = c.total_ps;
-        if (p && prev + c.total_ps < pair) pair = prev + c.total_ps;
-        if (!p) first = c.total_ps;
-        prev = c.total_ps;
+        uint64_t h = c.total_ps > slack_ps ? c.total_ps - slack_ps : 0;
+        sum += h;
+        if (h < cheapest) cheapest = h;
+        if (p && prev + h < pair) pair = prev + h;
+        if (!p) first = h;
+        prev = h;
         p++;
         k = (uint32_t)next->peer;
     } while (k != start && p < plan->world_size);
@@ -134,18 +135,26 @@ int kb__ab_ring_hops(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
 int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg_bytes,
                            kb__ccl_alphabeta *out, kb__err *err)
 {
+    return kb__ccl_alphabeta_ring_under(t, plan, msg_bytes, 0, 0, 0, 0, out, err);
+}
+
+uint64_t kb__ab_step_slack_ps(uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece)
+{
+    if (!steps || !chunk || !piece) return 0;
+    double m = (double)((chunk + piece - 1) / piece);
+    return (uint64_t)((double)bw_ps / (double)steps * (1 - 1 / m));
+}
+
+int kb__ccl_alphabeta_ring_under(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg_bytes,
+                                 uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece,
+                                 kb__ccl_alphabeta *out, kb__err *err)
+{
     memset(out, 0, sizeof *out);
     if (plan->r.algo->topology != KB__CCL_RING_1D)
         return kb__err_set(err, KB_EINVAL, "α-β ring model: algorithm '%s' is %s, not ring_1d",
                            plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
-    return kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg_bytes, out, err);
-}
-
-uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, const kb__ccl_ring_bw *bw)
-{
-    uint64_t p = m->world_size;
-    if (p < 2) return 0;
-    return m->path_ps + bw->ends_ps + bw->phase_ps[0] + bw->phase_ps[1];
+    return kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg_bytes,
+                            kb__ab_step_slack_ps(bw_ps, steps, chunk, piece), out, err);
 }
 
 /* ---- the bandwidth term of the rings' phases ------------------------------- */

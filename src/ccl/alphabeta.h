@@ -93,6 +93,19 @@ typedef struct kb__ccl_alphabeta {
 int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg_bytes,
                            kb__ccl_alphabeta *out, kb__err *err);
 
+/* The ring's hops under its steps' bandwidth term (docs/ccl.md, "The path
+ * under the steps"): a step starts once the rank's previous step is done
+ * (W = bw_ps / steps) and once its first piece has come from the previous
+ * rank, a hop h after that rank sent it, one piece's time W / m into its
+ * own step (m: the pieces of a `chunk`-byte chunk cut at `piece`), so a
+ * step takes max(W, h + W / m). The bandwidth term counts W: each hop adds
+ * only its latency past W (1 - 1/m), all of it with one piece a chunk.
+ * out as kb__ccl_alphabeta_ring's (which is this with bw_ps 0), with
+ * path_ps, half_path_ps and alpha_ps of those latencies. */
+int kb__ccl_alphabeta_ring_under(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg_bytes,
+                                 uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece,
+                                 kb__ccl_alphabeta *out, kb__err *err);
+
 /* The bandwidth term of a ring all-reduce of `bytes` per rank moved in
  * messages of at most `piece` bytes, with every rank's buffer in its own
  * PE's HBM slice. Each of the two phases (reduce-scatter, all-gather)
@@ -360,12 +373,5 @@ typedef struct kb__ccl_tree_model {
  * zero. */
 int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
                            uint64_t esize, uint64_t piece, kb__ccl_tree_model *out, kb__err *err);
-
-/* Predicted ring all-reduce time, ps: path_ps (= 2(p−1)α up to α's
- * rounding) + the fill and drain (bw->ends_ps) + the two phases' bandwidth
- * terms (0 for p = 1). With B :=
- * 2(p−1)/p · N / (phase_ps[0] + phase_ps[1]) this is the textbook
- * 2(p−1)α + 2(p−1)/p · N/B. */
-uint64_t kb__ccl_ring_allreduce_ps(const kb__ccl_alphabeta *m, const kb__ccl_ring_bw *bw);
 
 #endif

@@ -155,8 +155,26 @@ Test(ccl_alphabeta, ring_alpha_is_the_slowest_chunks_path_and_prediction_follows
     double B =
         fmin(fmin(p.cube.noc.bw_gbs, p.cube.xbar_bw_gbs), fmin(p.sip.ucie.bw_gbs, p.pe.tcm_bw_gbs));
     cr_assert_float_eq(m.bw_gbs, B, 1e-9);
-    kb__ccl_ring_bw bw = {.phase_ps = {1000000, 2500000}, .ends_ps = 700000};
-    cr_assert_eq(kb__ccl_ring_allreduce_ps(&m, &bw), 2 * 15 * m.alpha_ps + 700000 + 3500000);
+    /* under the steps (chunks of 4 pieces, a bandwidth term of 30 steps of
+     * W each), each hop counts past W (1 - 1/4), the slowest such path */
+    uint64_t W = slowest / 2 + 1000, slack = W * 3 / 4, seen = 0;
+    for (uint32_t q = 0; q < 16; q++) {
+        uint64_t sum = 0;
+        for (uint32_t j = 0; j < 30; j++)
+            sum += lat[(q + j) % 16] > slack ? lat[(q + j) % 16] - slack : 0;
+        if (sum > seen) seen = sum;
+    }
+    kb__ccl_alphabeta u;
+    cr_assert_eq(kb__ccl_alphabeta_ring_under(t, pl, 0, 30 * W, 30, 4 * 4032, 4032, &u, &err), 0,
+                 "%s", err.msg);
+    cr_assert_gt(seen, 0u);
+    cr_assert_lt(seen, path);
+    cr_assert_eq(u.path_ps, seen);
+    cr_assert_eq(u.hop_max_ps, m.hop_max_ps);
+    cr_assert_float_eq(u.bw_gbs, m.bw_gbs, 1e-9);
+    /* one piece a chunk: no hop hidden */
+    cr_assert_eq(kb__ccl_alphabeta_ring_under(t, pl, 0, 30 * W, 30, 4032, 4032, &u, &err), 0);
+    cr_assert_eq(u.path_ps, path);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     kb_test_untopo(t);
@@ -285,6 +303,19 @@ Test(ccl_alphabeta, hierarchical_all_reduce_counts_each_streams_fill_and_drain)
      * the all-reduce's with the same chunk) */
     cr_assert_eq(m.ends_ps, rs.ends_ps + ar.ends_ps);
     cr_assert_eq(m.predicted_ps, m.path_ps + m.ends_ps + m.phase_ps[0] + m.phase_ps[1]);
+    /* each stream's 7 hops under its own steps (chunks of 128 KiB, 9
+     * pieces): less than the hops alone */
+    kb__ccl_alphabeta under_rs, under_ag, alone;
+    uint64_t msg = 16128 + 64;
+    cr_assert_eq(
+        kb__ccl_alphabeta_ring_under(t, r, msg, m.phase_ps[0], 7, N / 8, 16128, &under_rs, &err),
+        0);
+    cr_assert_eq(
+        kb__ccl_alphabeta_ring_under(t, r, msg, m.phase_ps[1], 7, N / 8, 16128, &under_ag, &err),
+        0);
+    cr_assert_eq(kb__ccl_alphabeta_ring(t, r, msg, &alone, &err), 0);
+    cr_assert_eq(m.path_ps, under_rs.half_path_ps + under_ag.half_path_ps);
+    cr_assert_lt(m.path_ps, 2 * alone.half_path_ps);
     kb__ccl_plan_destroy(h);
     kb__ccl_plan_destroy(r);
     kb__ccl_config_destroy(c);
