@@ -418,8 +418,8 @@ int kb__ab_recv_copy_ps(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, ui
  * rank's dir port leads to the next one, back to start): out gets their
  * latencies as kb__ccl_alphabeta_ring describes, world_size their count,
  * with each hop's latency less slack_ps (at least 0) in path_ps, alpha_ps
- * and half_path_ps (kb__ccl_alphabeta_ring_under; hop_max_ps and the B
- * the hops alone). */
+ * and half_path_ps (kb__ccl_alphabeta_ring_under); hop_max_ps and bw_gbs
+ * are the hops' own. */
 int kb__ab_ring_hops(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t start,
                      uint64_t msg_bytes, uint64_t slack_ps, kb__ccl_alphabeta *out, kb__err *err);
 
