@@ -463,6 +463,18 @@ int kb__ab_ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t ch
 
 /* ---- the pipelined trees (ab_tree.c) ------------------------------------------ */
 
+/* *ps += one hop of a whole piece of `xfer` bytes (spp slots) from rank a
+ * to rank b, store and forward as the kernels take it (they wait for the
+ * whole piece before they combine, store or send it on): the sender's vc
+ * channel sends the slots one after the other (slot_ps each), the last
+ * one flies to b's ring (its message cost: set-up, route, ring write) and
+ * b copies it into its TCM, then combines it (t_add; 0: no combine). *bw
+ * becomes the hop's bottleneck bandwidth when lower (or when 0). The
+ * trees' and the chains' paths. */
+int kb__ab_piece_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t a, uint32_t b,
+                        uint64_t xfer, uint64_t spp, double slot_ps, uint64_t t_add, uint64_t *ps,
+                        double *bw, kb__err *err);
+
 /* The expected credit wait per message, ps, of a tree stream whose credit
  * loop fits its pace with margin_ps to spare, behind one link of its loop
  * that the phase's other flows keep busy rho of the time with transfers of

@@ -111,13 +111,7 @@ static tree_place tree_place_of(const kb__ccl_plan *plan, uint32_t k)
     return t;
 }
 
-/* One hop of a whole piece of `xfer` bytes (spp slots) from rank a to rank
- * b, store and forward as the kernel takes it (it waits for the whole
- * piece before it combines or stores it): the sender's vc channel sends
- * the slots one after the other (slot_ps each), the last one flies to b's
- * ring (its message cost: set-up, route, ring write) and b copies it into
- * its TCM; going up, b then combines it (t_add). */
-static int piece_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t a, uint32_t b,
+int kb__ab_piece_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t a, uint32_t b,
                         uint64_t xfer, uint64_t spp, double slot_ps, uint64_t t_add, uint64_t *ps,
                         double *bw, kb__err *err)
 {
@@ -143,8 +137,8 @@ static int tree_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, ui
         tree_place pl = tree_place_of(plan, k);
         if (pl.parent < 0) return 0;
         uint32_t up = (uint32_t)plan->ports[k][pl.parent].peer;
-        int rc = piece_hop_ps(t, plan, k, up, xfer, spp, slot_ps, t_add, ps, bw, err);
-        if (!rc) rc = piece_hop_ps(t, plan, up, k, xfer, spp, slot_ps, 0, ps, bw, err);
+        int rc = kb__ab_piece_hop_ps(t, plan, k, up, xfer, spp, slot_ps, t_add, ps, bw, err);
+        if (!rc) rc = kb__ab_piece_hop_ps(t, plan, up, k, xfer, spp, slot_ps, 0, ps, bw, err);
         if (rc) return rc;
         *hops += 2;
         k = up;

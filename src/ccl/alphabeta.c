@@ -836,32 +836,32 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
 
 /* ---- chains: broadcast, reduce, one step to NEXT ------------------------------ */
 
-/* Latency of the hops from rank `from` along NEXT, `hops` of them, for a
- * msg-byte message, each with the receiver's copy of its payload into its
- * TCM; the slowest one's with `slowest`. */
+/* Latency of the hops from rank `from` along NEXT, `hops` of them, of a
+ * piece of `xfer` bytes store and forward (kb__ab_piece_hop_ps: its slots
+ * one after the other on the sender's vc channel, the last one's trip and
+ * the receiver's copy into its TCM, t_add for its combine), summed, or the
+ * slowest one's with `slowest`. */
 static int chain_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t from, uint32_t hops,
-                      uint64_t msg, int slowest, kb__ccl_chain_model *m, kb__err *err)
+                      uint64_t xfer, uint64_t t_add, int slowest, kb__ccl_chain_model *m,
+                      kb__err *err)
 {
+    const kb__ccl_settings *q = &plan->r.s;
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES, spp = (xfer + payload - 1) / payload;
+    double slot_ps = kb__ab_slot_ps(&t->params, q);
     uint32_t k = from;
     for (uint32_t h = 0; h < hops; h++) {
         const kb__ccl_port *next = &plan->ports[k][KB__CCL_E];
         if (next->peer < 0)
             return kb__err_set(err, KB_EINVAL, "chain model: rank %u has no NEXT", k);
-        kb__ccl_msg_cost c;
-        int rc =
-            kb__ccl_msg_cost_get(t, plan->loc[k], next->loc, plan->r.s.buffer_kind, msg, &c, err);
+        uint64_t ps = 0;
+        int rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)next->peer, xfer, spp, slot_ps, t_add,
+                                     &ps, &m->bw_gbs, err);
         if (rc) return rc;
-        uint64_t cp; /* a rank sends on the piece once it is in its TCM */
-        if ((rc = kb__ab_recv_copy_ps(t, next->loc, plan->r.s.buffer_kind,
-                                      msg - KB__IPCQ_META_BYTES, &cp, err)))
-            return rc;
-        c.total_ps += cp;
         if (slowest) {
-            if (c.total_ps > m->path_ps) m->path_ps = c.total_ps;
+            if (ps > m->path_ps) m->path_ps = ps;
         } else {
-            m->path_ps += c.total_ps;
+            m->path_ps += ps;
         }
-        if (!m->bw_gbs || c.min_bw_gbs < m->bw_gbs) m->bw_gbs = c.min_bw_gbs;
         k = (uint32_t)next->peer;
     }
     return 0;
@@ -934,7 +934,6 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
     const bool want[2] = {true, false};
     const double none[2] = {0, 0};
     kb__ccl_ring_bw bw;
-    uint64_t msg = (bytes < piece ? bytes : piece) + KB__IPCQ_META_BYTES;
     /* a broadcast's root whose credits do not pace it loads back to back,
      * each load's request behind the receivers' stores of a piece before
      * (kb__ab_bcast_request_wait_ps; with every credit taken by a message
@@ -961,7 +960,10 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
     if (!rc) {
         uint32_t from = kind == KB__CCL_CHAIN_REDUCE ? first : root;
         out->hops = kind == KB__CCL_CHAIN_SEND ? 1 : p - 1;
-        rc = chain_path(t, plan, from, kind == KB__CCL_CHAIN_SEND ? p : p - 1, msg,
+        /* a reduce's rank combines a piece before it sends it on */
+        uint64_t t_add =
+            kind == KB__CCL_CHAIN_REDUCE && esize ? kb__ab_combine_ps(&t->params, xfer, esize) : 0;
+        rc = chain_path(t, plan, from, kind == KB__CCL_CHAIN_SEND ? p : p - 1, xfer, t_add,
                         kind == KB__CCL_CHAIN_SEND, out, err);
     }
     if (rc) return rc;

@@ -331,6 +331,18 @@ Test(predictions, chains_hold_their_range)
     HOLD(rows);
 }
 
+/* The reduce's chain over two SIPs of two cubes (32 ranks, 4 slots, 1
+ * MiB): each hop's piece store and forward, its slots one after the other
+ * on the vc channel and its combine before it goes on (docs/ccl.md,
+ * "Chains"): within 10 % (1.12 with the piece as one message and no
+ * combine). */
+Test(predictions, reduce_chain_combines_at_every_hop_over_two_sips)
+{
+    static const held r = {"ccl_reduce", "ring_reduce", {0}, 4, 0};
+    double q = ratio_set(&r, 32, 1L << 20, "sip.cube_mesh=1x2");
+    cr_expect(fabs(q - 1) <= 0.10, "ring_reduce, two SIPs of two cubes, 1 MiB: ratio %.3f", q);
+}
+
 /* The ring all-to-all, whose two forwarding streams run at once (docs/ccl.md,
  * "All-to-all on a ring"): 2 to 16 ranks with the built-in 4 slots, and 2,
  * 4, 8, 16 and 32 (four cubes) with 16 slots (32: 1.11 before a rank's

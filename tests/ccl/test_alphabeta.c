@@ -518,9 +518,12 @@ Test(ccl_alphabeta, routes_come_from_the_fabric_built_over_the_graph)
 
 /* The chains: the path is the first piece's latency over the chain's own
  * hops (p - 1 from the root for a broadcast, p - 1 ending at the root for
- * a reduce, the slowest single hop for send), and the bandwidth term is at
- * least the shared xbar link's busy time, from the parameters: in one cube
- * a broadcast's p - 1 stores and a reduce's p loads of N bytes cross it. */
+ * a reduce, the slowest single hop for send), store and forward: per hop
+ * the piece's slots one after the other on the sender's vc channel, the
+ * last one's trip, its copy into the receiver's TCM and, for a reduce, the
+ * combine; the bandwidth term is at least the shared xbar link's busy
+ * time, from the parameters: in one cube a broadcast's p - 1 stores and a
+ * reduce's p loads of N bytes cross it. */
 Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
 {
     kb__topo_params p;
@@ -528,15 +531,18 @@ Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
     kb__ccl_config *c;
     kb__ccl_plan *pl = kb_test_ring_plan(&p, 8, &c);
     kb__err err;
-    uint64_t N = 1u << 20, piece = 16128, msg = piece + 64;
+    uint64_t N = 1u << 20, piece = 16128, last = 4032 + 64; /* 4 slots a piece */
+    uint64_t slot_ps = kb_test_ps(p.pe.dma_setup_ns) + kb_test_ps(4096.0 / p.pe.dma_bw_gbs);
+    uint64_t add = kb_test_ps((double)(piece / 4 / p.pe.math_lanes) * p.pe.math_cycles.add /
+                              p.pe.math_clock_ghz);
     /* ring hops in one cube; an 8-rank ring's last hop (7 -> 0) is there too */
     uint64_t hops_ps[8];
     for (uint32_t k = 0; k < 8; k++) {
         kb__ccl_msg_cost mc;
-        cr_assert_eq(kb__ccl_msg_cost_get(t, pl->loc[k], pl->loc[(k + 1) % 8], KB__CCL_BUF_TCM, msg,
-                                          &mc, &err),
+        cr_assert_eq(kb__ccl_msg_cost_get(t, pl->loc[k], pl->loc[(k + 1) % 8], KB__CCL_BUF_TCM,
+                                          last, &mc, &err),
                      0, "%s", err.msg);
-        hops_ps[k] = mc.total_ps;
+        hops_ps[k] = 3 * slot_ps + mc.total_ps;
     }
     kb__ccl_chain_model b, r, snd;
     cr_assert_eq(kb__ccl_chain_model_get(t, pl, KB__CCL_CHAIN_BROADCAST, 2, N, 4, piece, &b, &err),
@@ -558,7 +564,7 @@ Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
     cr_assert_gt(b.path_ps, bpath);
     cr_assert_eq(b.path_ps, bpath + 7 * copy);
     cr_assert_eq(b.hops, 7);
-    cr_assert_eq(r.path_ps, rpath + 7 * copy);
+    cr_assert_eq(r.path_ps, rpath + 7 * (copy + add));
     cr_assert_eq(snd.hops, 1);
     cr_assert_eq(snd.path_ps, hmax + copy);
     cr_assert_eq(b.predicted_ps, b.path_ps + b.ends_ps + b.bw_ps);
