@@ -46,11 +46,12 @@ static int one_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
  * phase's (half 1) under a stream of `steps` steps of `chunk`-byte chunks
  * whose bandwidth term is bw_ps (each hop past the steps' slack,
  * kb__ccl_alphabeta_ring_under), and its textbook B. */
-static int rings_path(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint64_t msg,
-                      int half, uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece,
+static int rings_path(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, int half,
+                      uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece,
                       uint64_t *path, double *bw, kb__err *err)
 {
-    uint64_t slack = kb__ab_step_slack_ps(bw_ps, steps, chunk, piece);
+    uint64_t slack = kb__ab_step_slack_ps(bw_ps, steps, chunk, piece),
+             msg = kb__ab_first_msg_bytes(chunk, piece);
     *path = 0;
     for (uint32_t l = 0; l < (dir == KB__CCL_S ? plan->group : 1); l++) {
         kb__ccl_alphabeta ab;
@@ -80,7 +81,6 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
 {
     uint32_t L = plan->group, S = plan->world_size / L;
     uint64_t region = (elems + L - 1) / L, c1 = region * esize, best[2] = {0, 0}, ps, path;
-    uint64_t msg = (c1 < piece ? c1 : piece) + KB__IPCQ_META_BYTES;
     char what[160];
     int rc = 0;
     if (L > 1) {
@@ -90,7 +90,7 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         kb__ccl_ring_bw rs;
         uint64_t ends = 0;
         if (!(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c1, piece, window, &rs, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, msg, 1, rs.phase_ps[0], L - 1, c1, piece, &path,
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, rs.phase_ps[0], L - 1, c1, piece, &path,
                               &m->bw_gbs, err))) {
             hier_add(m, best, 0, rs.phase_ps[0], rs.bottleneck[0]);
             m->ends_ps += rs.ends_ps, m->path_ps += path;
@@ -99,7 +99,7 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
             !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, 1, L - 1, &ps, what, sizeof what,
                              err)) &&
             !(rc = kb__ab_ring_ends_ps(t, plan, c1, piece, &ends, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, msg, 1, ps, L - 1, c1, piece, &path, &m->bw_gbs,
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, ps, L - 1, c1, piece, &path, &m->bw_gbs,
                               err))) {
             hier_add(m, best, 1, ps, what);
             m->ends_ps += ends, m->path_ps += path;
@@ -115,9 +115,8 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         if (!(rc = kb__ab_ring_bw(t, plan, KB__CCL_S, S, c2, piece, both, loads, stores, &bw,
                                   err)) &&
             !(rc = kb__ab_ring_ends_ps(t, plan, c2, piece, &ends, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_S, (c2 < piece ? c2 : piece) + KB__IPCQ_META_BYTES,
-                              0, bw.phase_ps[0] + bw.phase_ps[1], 2 * (S - 1), c2, piece, &path,
-                              &m->bw_gbs, err))) {
+            !(rc = rings_path(t, plan, KB__CCL_S, 0, bw.phase_ps[0] + bw.phase_ps[1], 2 * (S - 1),
+                              c2, piece, &path, &m->bw_gbs, err))) {
             for (int side = 0; side < 2; side++)
                 hier_add(m, best, side, bw.phase_ps[side], bw.bottleneck[side]);
             m->ends_ps += ends, m->path_ps += path;
@@ -134,15 +133,15 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
  * own pieces from the input stored to the output, load and store pairs on
  * the in-order DMA unit), so the model is kb__ccl_ring_half_bw's phase of
  * that half with the ring's path, its fill and drain. */
-static int one_group(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c, uint64_t msg,
-                     uint64_t piece, uint64_t window, int half, kb__ccl_hier_model *m, kb__err *err)
+static int one_group(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c, uint64_t piece,
+                     uint64_t window, int half, kb__ccl_hier_model *m, kb__err *err)
 {
     kb__ccl_ring_bw bw;
     uint64_t path;
     int rc = kb__ccl_ring_half_bw(t, plan, c, piece, window, half, &bw, err);
     if (!rc)
-        rc = rings_path(t, plan, KB__CCL_E, msg, 1, bw.phase_ps[half], plan->world_size - 1, c,
-                        piece, &path, &m->bw_gbs, err);
+        rc = rings_path(t, plan, KB__CCL_E, 1, bw.phase_ps[half], plan->world_size - 1, c, piece,
+                        &path, &m->bw_gbs, err);
     if (rc) return rc;
     m->path_ps = path, m->hops = plan->world_size - 1;
     m->ends_ps = bw.ends_ps;
@@ -156,15 +155,14 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
                                  kb__ccl_hier_model *m, kb__err *err)
 {
     uint32_t L = plan->group, S = plan->world_size / L;
-    uint64_t c = elems * esize, msg = (c < piece ? c : piece) + KB__IPCQ_META_BYTES, best[2] = {0},
-             ps, path;
+    uint64_t c = elems * esize, best[2] = {0}, ps, path;
     char what[160];
     int rc = 0;
-    if (S == 1) return one_group(t, plan, c, msg, piece, window, 1, m, err);
+    if (S == 1) return one_group(t, plan, c, piece, window, 1, m, err);
     if (S > 1) {
         if (!(rc = one_phase(t, plan, KB__CCL_S, S, c, piece, 1, S, &ps, what, sizeof what, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_S, msg, 1, ps, S - 1, c, piece, &path, &m->bw_gbs,
-                              err))) {
+            !(rc =
+                  rings_path(t, plan, KB__CCL_S, 1, ps, S - 1, c, piece, &path, &m->bw_gbs, err))) {
             hier_add(m, best, 0, ps, what);
             m->path_ps += path;
         }
@@ -179,7 +177,7 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
         double group_b = 0; /* B stays the peers' ring's */
         if (!(rc = kb__ab_ring_gather_bw(t, plan, KB__CCL_E, L, c, piece, window, 1, L - 1, &bw,
                                          err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, msg, 1, bw.phase_ps[0], L - 1, c, piece, &path,
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, bw.phase_ps[0], L - 1, c, piece, &path,
                               &group_b, err))) {
             hier_add(m, best, 1, (uint64_t)S * bw.phase_ps[0], bw.bottleneck[0]);
             m->path_ps += (uint64_t)S * path;
@@ -204,15 +202,15 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
     uint32_t L = plan->group, S = plan->world_size / L;
     uint64_t block = (elems + plan->world_size - 1) / plan->world_size * esize;
     uint64_t c = S > 1 ? block : (elems + L - 1) / L * esize;
-    uint64_t msg = (c < piece ? c : piece) + KB__IPCQ_META_BYTES, best[2] = {0}, ps, path;
+    uint64_t best[2] = {0}, ps, path;
     uint64_t group_ps = 0;
     char what[160];
     int rc = 0;
-    if (S == 1) return one_group(t, plan, c, msg, piece, window, 0, m, err);
+    if (S == 1) return one_group(t, plan, c, piece, window, 0, m, err);
     if (L > 1) {
         kb__ccl_ring_bw rs;
         if (!(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c, piece, window, &rs, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, msg, 1, rs.phase_ps[0], L - 1, c, piece, &path,
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, rs.phase_ps[0], L - 1, c, piece, &path,
                               &m->bw_gbs, err))) {
             group_ps = rs.phase_ps[0];
             hier_add(m, best, 0, (uint64_t)S * group_ps, rs.bottleneck[0]);
@@ -230,8 +228,8 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
         uint64_t hidden = slots <= q->n_slots ? group_ps : 0;
         if (!(rc = one_phase(t, plan, KB__CCL_S, 2, block, piece, 1, 0, &ps, what, sizeof what,
                              err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_S, msg, 1, ps, 1, block, piece, &path, &m->bw_gbs,
-                              err))) {
+            !(rc =
+                  rings_path(t, plan, KB__CCL_S, 1, ps, 1, block, piece, &path, &m->bw_gbs, err))) {
             hier_add(m, best, 0, (uint64_t)(S - 1) * (ps > hidden ? ps - hidden : 0), what);
             m->path_ps += path;
         }

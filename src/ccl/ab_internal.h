@@ -427,6 +427,10 @@ int kb__ab_ring_hops(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
  * W (1 - 1/m), W = bw_ps / steps, m the pieces of a chunk (0 when any is 0). */
 uint64_t kb__ab_step_slack_ps(uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece);
 
+/* A stream's first message: its chunk's first piece, `piece` bytes at
+ * most, with its descriptor. */
+uint64_t kb__ab_first_msg_bytes(uint64_t chunk, uint64_t piece);
+
 /* kb__ab_ring_bw's phase 0 with the all-gather's credit rule: a stream
  * whose every message takes every credit runs in step, and a credit may
  * wait behind its mirror's window in rounds (of `window` pieces) that keep
@@ -463,17 +467,16 @@ int kb__ab_ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t ch
 
 /* ---- the pipelined trees (ab_tree.c) ------------------------------------------ */
 
-/* *ps += one hop of a whole piece of `xfer` bytes (spp slots) from rank a
- * to rank b, store and forward as the kernels take it (they wait for the
- * whole piece before they combine, store or send it on): the sender's vc
- * channel sends the slots one after the other (slot_ps each), the last
- * one flies to b's ring (its message cost: set-up, route, ring write) and
- * b copies it into its TCM, then combines it (t_add; 0: no combine). *bw
- * becomes the hop's bottleneck bandwidth when lower (or when 0). The
- * trees' and the chains' paths. */
+/* *ps += one hop of a whole piece of `xfer` bytes from rank a to rank b,
+ * store and forward as the kernels take it (they wait for the whole piece
+ * before they combine, store or send it on): the sender's vc channel sends
+ * its slots one after the other (kb__ab_slot_ps each), the last one flies
+ * to b's ring (its message cost: set-up, route, ring write) and b copies
+ * it into its TCM, then combines it (t_add; 0: no combine). *bw becomes
+ * the hop's bottleneck bandwidth when lower (or when 0). The trees' and
+ * the chains' paths. */
 int kb__ab_piece_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t a, uint32_t b,
-                        uint64_t xfer, uint64_t spp, double slot_ps, uint64_t t_add, uint64_t *ps,
-                        double *bw, kb__err *err);
+                        uint64_t xfer, uint64_t t_add, uint64_t *ps, double *bw, kb__err *err);
 
 /* The expected credit wait per message, ps, of a tree stream whose credit
  * loop fits its pace with margin_ps to spare, behind one link of its loop

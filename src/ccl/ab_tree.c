@@ -112,11 +112,12 @@ static tree_place tree_place_of(const kb__ccl_plan *plan, uint32_t k)
 }
 
 int kb__ab_piece_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t a, uint32_t b,
-                        uint64_t xfer, uint64_t spp, double slot_ps, uint64_t t_add, uint64_t *ps,
-                        double *bw, kb__err *err)
+                        uint64_t xfer, uint64_t t_add, uint64_t *ps, double *bw, kb__err *err)
 {
-    uint64_t payload = plan->r.s.slot_size - KB__IPCQ_META_BYTES;
+    const kb__ccl_settings *q = &plan->r.s;
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES, spp = (xfer + payload - 1) / payload;
     uint64_t last = xfer - (spp - 1) * payload, copy;
+    double slot_ps = kb__ab_slot_ps(&t->params, q);
     kb__ccl_msg_cost c;
     int rc = kb__ccl_msg_cost_get(t, plan->loc[a], plan->loc[b], plan->r.s.buffer_kind,
                                   last + KB__IPCQ_META_BYTES, &c, err);
@@ -130,15 +131,14 @@ int kb__ab_piece_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t a,
 /* The first piece's trip from rank k up to the root and the last one's
  * from the root down to k, piece hop by piece hop; *hops += the hops. */
 static int tree_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, uint64_t xfer,
-                     uint64_t spp, double slot_ps, uint64_t t_add, uint64_t *ps, uint32_t *hops,
-                     double *bw, kb__err *err)
+                     uint64_t t_add, uint64_t *ps, uint32_t *hops, double *bw, kb__err *err)
 {
     for (uint32_t guard = 0; guard < plan->world_size; guard++) {
         tree_place pl = tree_place_of(plan, k);
         if (pl.parent < 0) return 0;
         uint32_t up = (uint32_t)plan->ports[k][pl.parent].peer;
-        int rc = kb__ab_piece_hop_ps(t, plan, k, up, xfer, spp, slot_ps, t_add, ps, bw, err);
-        if (!rc) rc = kb__ab_piece_hop_ps(t, plan, up, k, xfer, spp, slot_ps, 0, ps, bw, err);
+        int rc = kb__ab_piece_hop_ps(t, plan, k, up, xfer, t_add, ps, bw, err);
+        if (!rc) rc = kb__ab_piece_hop_ps(t, plan, up, k, xfer, 0, ps, bw, err);
         if (rc) return rc;
         *hops += 2;
         k = up;
@@ -279,8 +279,7 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
     kb__ab_acc_fini(&a);
     free(rx);
     if (rc) return rc;
-    if ((rc = tree_path(t, plan, leaf, xfer, spp, slot_ps, t_add, &out->path_ps, &out->hops,
-                        &out->bw_gbs, err)))
+    if ((rc = tree_path(t, plan, leaf, xfer, t_add, &out->path_ps, &out->hops, &out->bw_gbs, err)))
         return rc;
     out->bw_ps = (uint64_t)ceil(a.worst_ps - 1e-6);
     snprintf(out->bottleneck, sizeof out->bottleneck, "%s", a.what);

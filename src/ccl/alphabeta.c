@@ -132,10 +132,21 @@ int kb__ab_ring_hops(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
     return 0;
 }
 
+/* The hops of a ring_1d plan's ring (port E from rank 0), each less slack_ps. */
+static int ring_1d_hops(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg_bytes,
+                        uint64_t slack_ps, kb__ccl_alphabeta *out, kb__err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (plan->r.algo->topology != KB__CCL_RING_1D)
+        return kb__err_set(err, KB_EINVAL, "α-β ring model: algorithm '%s' is %s, not ring_1d",
+                           plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
+    return kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg_bytes, slack_ps, out, err);
+}
+
 int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg_bytes,
                            kb__ccl_alphabeta *out, kb__err *err)
 {
-    return kb__ccl_alphabeta_ring_under(t, plan, msg_bytes, 0, 0, 0, 0, out, err);
+    return ring_1d_hops(t, plan, msg_bytes, 0, out, err);
 }
 
 uint64_t kb__ab_step_slack_ps(uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece)
@@ -145,16 +156,17 @@ uint64_t kb__ab_step_slack_ps(uint64_t bw_ps, uint64_t steps, uint64_t chunk, ui
     return (uint64_t)((double)bw_ps / (double)steps * (1 - 1 / m));
 }
 
-int kb__ccl_alphabeta_ring_under(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg_bytes,
-                                 uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece,
+uint64_t kb__ab_first_msg_bytes(uint64_t chunk, uint64_t piece)
+{
+    return (chunk < piece ? chunk : piece) + KB__IPCQ_META_BYTES;
+}
+
+int kb__ccl_alphabeta_ring_under(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bw_ps,
+                                 uint64_t steps, uint64_t chunk, uint64_t piece,
                                  kb__ccl_alphabeta *out, kb__err *err)
 {
-    memset(out, 0, sizeof *out);
-    if (plan->r.algo->topology != KB__CCL_RING_1D)
-        return kb__err_set(err, KB_EINVAL, "α-β ring model: algorithm '%s' is %s, not ring_1d",
-                           plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
-    return kb__ab_ring_hops(t, plan, KB__CCL_E, 0, msg_bytes,
-                            kb__ab_step_slack_ps(bw_ps, steps, chunk, piece), out, err);
+    return ring_1d_hops(t, plan, kb__ab_first_msg_bytes(chunk, piece),
+                        kb__ab_step_slack_ps(bw_ps, steps, chunk, piece), out, err);
 }
 
 /* ---- the bandwidth term of the rings' phases ------------------------------- */
@@ -845,17 +857,14 @@ static int chain_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t from
                       uint64_t xfer, uint64_t t_add, int slowest, kb__ccl_chain_model *m,
                       kb__err *err)
 {
-    const kb__ccl_settings *q = &plan->r.s;
-    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES, spp = (xfer + payload - 1) / payload;
-    double slot_ps = kb__ab_slot_ps(&t->params, q);
     uint32_t k = from;
     for (uint32_t h = 0; h < hops; h++) {
         const kb__ccl_port *next = &plan->ports[k][KB__CCL_E];
         if (next->peer < 0)
             return kb__err_set(err, KB_EINVAL, "chain model: rank %u has no NEXT", k);
         uint64_t ps = 0;
-        int rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)next->peer, xfer, spp, slot_ps, t_add,
-                                     &ps, &m->bw_gbs, err);
+        int rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)next->peer, xfer, t_add, &ps, &m->bw_gbs,
+                                     err);
         if (rc) return rc;
         if (slowest) {
             if (ps > m->path_ps) m->path_ps = ps;

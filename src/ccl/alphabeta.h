@@ -94,16 +94,17 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
                            kb__ccl_alphabeta *out, kb__err *err);
 
 /* The ring's hops under its steps' bandwidth term (docs/ccl.md, "The path
- * under the steps"): a step starts once the rank's previous step is done
- * (W = bw_ps / steps) and once its first piece has come from the previous
- * rank, a hop h after that rank sent it, one piece's time W / m into its
- * own step (m: the pieces of a `chunk`-byte chunk cut at `piece`), so a
- * step takes max(W, h + W / m). The bandwidth term counts W: each hop adds
- * only its latency past W (1 - 1/m), all of it with one piece a chunk.
- * out as kb__ccl_alphabeta_ring's (which is this with bw_ps 0), with
- * path_ps, half_path_ps and alpha_ps of those latencies. */
-int kb__ccl_alphabeta_ring_under(const kb__topo *t, const kb__ccl_plan *plan, uint64_t msg_bytes,
-                                 uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece,
+ * under the steps"), for chunks of `chunk` bytes cut at `piece`: a step
+ * starts once the rank's previous step is done (W = bw_ps / steps) and
+ * once its first piece has come from the previous rank, a hop h after
+ * that rank sent it, one piece's time W / m into its own step (m: the
+ * pieces of a chunk), so a step takes max(W, h + W / m). The bandwidth
+ * term counts W: each hop adds only its latency past W (1 - 1/m), all of
+ * it with one piece a chunk. out as kb__ccl_alphabeta_ring's for the
+ * chunk's first piece (with its descriptor), with path_ps, half_path_ps
+ * and alpha_ps of those latencies. */
+int kb__ccl_alphabeta_ring_under(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bw_ps,
+                                 uint64_t steps, uint64_t chunk, uint64_t piece,
                                  kb__ccl_alphabeta *out, kb__err *err);
 
 /* The bandwidth term of a ring all-reduce of `bytes` per rank moved in

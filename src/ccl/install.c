@@ -255,14 +255,14 @@ static int neighbours_reachable(kb__device *d, const kb__ccl_plan *plan, kb__err
             int32_t q = plan->ports[r][p].peer;
             if (q < 0) continue;
             kb__ccl_loc a = plan->loc[r], b = plan->loc[q];
-            int32_t from = kb__topo_node_id(d->topo, KB__ROLE_PE_DMA, (int)a.sip, (int)a.cube,
-                                            (int)a.pe);
-            int32_t to = kb__topo_node_id(d->topo, KB__ROLE_PE_DMA, (int)b.sip, (int)b.cube,
-                                          (int)b.pe);
+            int32_t from =
+                kb__topo_node_id(d->topo, KB__ROLE_PE_DMA, (int)a.sip, (int)a.cube, (int)a.pe);
+            int32_t to =
+                kb__topo_node_id(d->topo, KB__ROLE_PE_DMA, (int)b.sip, (int)b.cube, (int)b.pe);
             const kb__route *route;
             if (from < 0 || to < 0) continue; /* the plan checks placement */
-            int rc = kb__fabric_route(d->fab, (uint32_t)from, KB__NO_NODE, (uint32_t)to, &route,
-                                      err);
+            int rc =
+                kb__fabric_route(d->fab, (uint32_t)from, KB__NO_NODE, (uint32_t)to, &route, err);
             if (rc)
                 return kb__err_prefix(err,
                                       "rank %u (sip%u/cube%u/pe%u) cannot reach its %s neighbour "

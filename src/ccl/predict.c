@@ -183,11 +183,10 @@ void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_
     kb__ccl_alphabeta ab;
     kb__ccl_ring_bw bw;
     kb__err e;
-    /* a step's first slot: the chunk's first piece, up to one payload; an
-     * all-gather's chunk is a whole input buffer */
+    /* a step's chunk (an all-gather's is a whole input buffer): its first
+     * piece is the hops' message */
     uint64_t p = c->p, n = info->bytes_per_rank;
     uint64_t chunk = half == 1 ? n : ((uint64_t)c->elems + p - 1) / p * kb__dtype_size(c->dtype);
-    uint64_t first = (chunk < piece ? chunk : piece) + KB__IPCQ_META_BYTES;
     const kb__topo *topo = m->dev->topo;
     if (half < 0 ? kb__ccl_ring_allreduce_bw(topo, in->plan, n, piece, &bw, &e)
                  : kb__ccl_ring_half_bw(topo, in->plan, chunk, piece, (uint64_t)c->sched.window,
@@ -195,8 +194,7 @@ void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_
         return;
     uint64_t t_bw = bw.phase_ps[0] + bw.phase_ps[1], hops = half < 0 ? 2 * (p - 1) : p - 1;
     /* the hops' latency that the steps' bandwidth term does not hide */
-    if (kb__ccl_alphabeta_ring_under(topo, in->plan, first, t_bw, hops, chunk, piece, &ab, &e))
-        return;
+    if (kb__ccl_alphabeta_ring_under(topo, in->plan, t_bw, hops, chunk, piece, &ab, &e)) return;
     uint64_t path = half < 0 ? ab.path_ps : ab.half_path_ps;
     info->predicted_ps = p < 2 ? 0 : path + bw.ends_ps + t_bw;
     info->ends_ps = p < 2 ? 0 : bw.ends_ps;
