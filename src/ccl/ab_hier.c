@@ -26,19 +26,15 @@
 /* ---- the hierarchical collectives -------------------------------------------- */
 
 /* One ring stream of a hierarchical collective run alone: every rank sends
- * rp - 1 chunks through dir, loads `loads` chunks and stores `stores`. */
+ * rp - 1 chunks through dir, loads `loads` chunks and stores `stores`;
+ * its term and bottleneck in bw's phase 0. */
 static int one_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
-                     uint64_t chunk, uint64_t piece, double loads, double stores, uint64_t *ps,
-                     char *what, size_t what_size, kb__err *err)
+                     uint64_t chunk, uint64_t piece, double loads, double stores,
+                     kb__ccl_ring_bw *bw, kb__err *err)
 {
     const bool want[2] = {true, false};
     const double ld[2] = {loads, 0}, st[2] = {stores, 0};
-    kb__ccl_ring_bw bw;
-    int rc = kb__ab_ring_bw(t, plan, dir, rp, chunk, piece, want, ld, st, &bw, err);
-    if (rc) return rc;
-    *ps = bw.phase_ps[0];
-    snprintf(what, what_size, "%s", bw.bottleneck[0]);
-    return 0;
+    return kb__ab_ring_bw(t, plan, dir, rp, chunk, piece, want, ld, st, bw, err);
 }
 
 /* The slowest of the rings through dir (S: the peers' rings, one per place
@@ -80,8 +76,7 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
                                 kb__ccl_hier_model *m, kb__err *err)
 {
     uint32_t L = plan->group, S = plan->world_size / L;
-    uint64_t region = (elems + L - 1) / L, c1 = region * esize, best[2] = {0, 0}, ps, path;
-    char what[160];
+    uint64_t region = (elems + L - 1) / L, c1 = region * esize, best[2] = {0, 0}, path;
     int rc = 0;
     if (L > 1) {
         /* each stream with its fill and drain: the reduce-scatter's
@@ -95,13 +90,12 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
             hier_add(m, best, 0, rs.phase_ps[0], rs.bottleneck[0]);
             m->ends_ps += rs.ends_ps, m->path_ps += path;
         }
-        if (!rc &&
-            !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, 1, L - 1, &ps, what, sizeof what,
-                             err)) &&
-            !(rc = kb__ab_ring_ends_ps(t, plan, c1, piece, &ends, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, 1, ps, L - 1, c1, piece, &path, &m->bw_gbs,
-                              err))) {
-            hier_add(m, best, 1, ps, what);
+        kb__ccl_ring_bw ag;
+        if (!rc && !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, 1, L - 1, &ag, err)) &&
+            !(rc = kb__ab_ring_ends_ps(t, plan, c1, piece, window, &ag, &ends, err)) &&
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, ag.phase_ps[0], L - 1, c1, piece, &path,
+                              &m->bw_gbs, err))) {
+            hier_add(m, best, 1, ag.phase_ps[0], ag.bottleneck[0]);
             m->ends_ps += ends, m->path_ps += path;
         }
         m->hops += 2 * (L - 1);
@@ -114,7 +108,7 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         uint64_t ends = 0;
         if (!(rc = kb__ab_ring_bw(t, plan, KB__CCL_S, S, c2, piece, both, loads, stores, &bw,
                                   err)) &&
-            !(rc = kb__ab_ring_ends_ps(t, plan, c2, piece, &ends, err)) &&
+            !(rc = kb__ab_ring_ends_ps(t, plan, c2, piece, window, &bw, &ends, err)) &&
             !(rc = rings_path(t, plan, KB__CCL_S, 0, bw.phase_ps[0] + bw.phase_ps[1], 2 * (S - 1),
                               c2, piece, &path, &m->bw_gbs, err))) {
             for (int side = 0; side < 2; side++)
@@ -155,15 +149,15 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
                                  kb__ccl_hier_model *m, kb__err *err)
 {
     uint32_t L = plan->group, S = plan->world_size / L;
-    uint64_t c = elems * esize, best[2] = {0}, ps, path;
-    char what[160];
+    uint64_t c = elems * esize, best[2] = {0}, path;
     int rc = 0;
     if (S == 1) return one_group(t, plan, c, piece, window, 1, m, err);
     if (S > 1) {
-        if (!(rc = one_phase(t, plan, KB__CCL_S, S, c, piece, 1, S, &ps, what, sizeof what, err)) &&
-            !(rc =
-                  rings_path(t, plan, KB__CCL_S, 1, ps, S - 1, c, piece, &path, &m->bw_gbs, err))) {
-            hier_add(m, best, 0, ps, what);
+        kb__ccl_ring_bw bw;
+        if (!(rc = one_phase(t, plan, KB__CCL_S, S, c, piece, 1, S, &bw, err)) &&
+            !(rc = rings_path(t, plan, KB__CCL_S, 1, bw.phase_ps[0], S - 1, c, piece, &path,
+                              &m->bw_gbs, err))) {
+            hier_add(m, best, 0, bw.phase_ps[0], bw.bottleneck[0]);
             m->path_ps += path;
         }
         m->hops += S - 1;
@@ -202,9 +196,8 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
     uint32_t L = plan->group, S = plan->world_size / L;
     uint64_t block = (elems + plan->world_size - 1) / plan->world_size * esize;
     uint64_t c = S > 1 ? block : (elems + L - 1) / L * esize;
-    uint64_t best[2] = {0}, ps, path;
+    uint64_t best[2] = {0}, path;
     uint64_t group_ps = 0;
-    char what[160];
     int rc = 0;
     if (S == 1) return one_group(t, plan, c, piece, window, 0, m, err);
     if (L > 1) {
@@ -226,11 +219,13 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
         uint64_t round = half * piece < block ? half * piece : block;
         kb__ab_cut(round, piece, q->slot_size - KB__IPCQ_META_BYTES, &msgs, &slots);
         uint64_t hidden = slots <= q->n_slots ? group_ps : 0;
-        if (!(rc = one_phase(t, plan, KB__CCL_S, 2, block, piece, 1, 0, &ps, what, sizeof what,
-                             err)) &&
-            !(rc =
-                  rings_path(t, plan, KB__CCL_S, 1, ps, 1, block, piece, &path, &m->bw_gbs, err))) {
-            hier_add(m, best, 0, (uint64_t)(S - 1) * (ps > hidden ? ps - hidden : 0), what);
+        kb__ccl_ring_bw bw;
+        if (!(rc = one_phase(t, plan, KB__CCL_S, 2, block, piece, 1, 0, &bw, err)) &&
+            !(rc = rings_path(t, plan, KB__CCL_S, 1, bw.phase_ps[0], 1, block, piece, &path,
+                              &m->bw_gbs, err))) {
+            uint64_t ps = bw.phase_ps[0];
+            hier_add(m, best, 0, (uint64_t)(S - 1) * (ps > hidden ? ps - hidden : 0),
+                     bw.bottleneck[0]);
             m->path_ps += path;
         }
         m->hops += S - 1;

@@ -461,9 +461,11 @@ int kb__ab_rs_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir
 
 /* A ring stream's fill and drain (every rank of the plan at once): the
  * first pieces' loads before the first send, the last piece's store after
- * the last arrival; 0 for a world of one rank or no data. */
+ * the last arrival, and when the credits pace bw's phase 0 the wait of
+ * each round's start (of at most `window` pieces) behind its loads ahead;
+ * 0 for a world of one rank or no data. */
 int kb__ab_ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
-                        uint64_t *out, kb__err *err);
+                        uint64_t window, const kb__ccl_ring_bw *bw, uint64_t *out, kb__err *err);
 
 /* ---- the pipelined trees (ab_tree.c) ------------------------------------------ */
 

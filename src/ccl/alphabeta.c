@@ -615,6 +615,32 @@ int kb__ab_own_pairs_in_step(const kb__topo *t, const kb__ccl_plan *plan, uint64
     return rc;
 }
 
+/* The wait at the start of each round of a ring stream (algorithms/ring.c,
+ * round_part): a rank queues the transfers of its first lag + 1 own
+ * pieces (`ahead` each: the load, and an all-gather's from its input the
+ * store too) and then posts its first receive, so on its in-order DMA
+ * unit that receive's copy starts after ⌊(lag + 1) · ahead / channels⌋
+ * rounds of them, where its first window went out about two rounds in
+ * (docs/ccl.md, "The start of a round"). When every message takes every
+ * credit the second window waits for that copy's credit: a stream its
+ * credits pace waits that many rounds less two beyond its steps' pace,
+ * each `load_ps`, in every round of at most `window` pieces of a chunk. */
+static uint64_t start_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
+                              uint64_t piece, uint64_t window, uint32_t ahead, uint64_t load_ps)
+{
+    const kb__ccl_settings *q = &plan->r.s;
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES, xfer = chunk < piece ? chunk : piece;
+    uint64_t pieces = (chunk + piece - 1) / piece, win = window ? window : 1, rounds = 0;
+    uint32_t ch = t->params.pe.dma_channels ? t->params.pe.dma_channels : 1;
+    if ((xfer + payload - 1) / payload < q->n_slots) return 0;
+    for (uint64_t first = 0; first < pieces; first += win) {
+        int64_t m = (int64_t)(pieces - first < win ? pieces - first : win);
+        uint64_t queued = (uint64_t)(kb__ccl_ring_lag(m, (int64_t)win) + 1) * ahead / ch;
+        if (queued > 2) rounds += queued - 2;
+    }
+    return rounds * load_ps;
+}
+
 /* A ring stream's fill and drain (algorithms/ring.c, round_run): before
  * its first send every rank issues the loads of its first pieces at once
  * (its first lag + 1 own pieces; its DMA channels take pe.dma.channels of
@@ -622,9 +648,13 @@ int kb__ab_own_pairs_in_step(const kb__topo *t, const kb__ccl_plan *plan, uint64
  * stores what arrives last (the reduce-scatter's finished pieces, the
  * all-gather's copies), the stores of the last pieces queued on its
  * channels together, every rank at once: the last piece of a chunk (the
- * stores before it are in the bandwidth term). */
+ * stores before it are in the bandwidth term). With `ahead` (0: its
+ * credits do not pace it) the wait of each round's start (start_wait_ps,
+ * each round of the fill's load) too. *start (may be NULL): the fill and
+ * that wait; *out: with the drain. */
 static int ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
-                        uint64_t *out, kb__err *err)
+                        uint64_t window, uint32_t ahead, uint64_t *start, uint64_t *out,
+                        kb__err *err)
 {
     uint64_t pieces = (chunk + piece - 1) / piece, xfer = chunk < piece ? chunk : piece;
     uint64_t tail = chunk - (pieces - 1) * piece; /* the last piece */
@@ -637,8 +667,17 @@ static int ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t ch
     int rc = burst_ps(t, plan, false, xfer, conc, -1, &fill, err);
     if (!rc) rc = burst_ps(t, plan, true, tail, conc, -1, &drain, err);
     free(conc);
-    *out = fill + drain;
+    uint64_t begin = fill + (ahead ? start_wait_ps(t, plan, chunk, piece, window, ahead, fill) : 0);
+    if (start) *start = begin;
+    *out = begin + drain;
     return rc;
+}
+
+/* Whether the credits pace phase ph of bw (its term longer than without
+ * its credit loops). */
+static bool credit_paced(const kb__ccl_ring_bw *bw, int ph)
+{
+    return bw->phase_ps[ph] > bw->unpaced_ps[ph];
 }
 
 /* The reduce-scatter's finished pieces (algorithms/ring.c, round_part):
@@ -691,7 +730,7 @@ static int rs_left_stores(const kb__topo *t, const kb__ccl_plan *plan, uint64_t 
 }
 
 int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
-                              uint64_t piece, kb__ccl_ring_bw *out, kb__err *err)
+                              uint64_t piece, uint64_t window, kb__ccl_ring_bw *out, kb__err *err)
 {
     double p = plan->world_size;
     /* per rank and phase: own chunks loaded and stored */
@@ -703,7 +742,9 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
     int rc = ring_bw_x(t, plan, KB__CCL_E, plan->world_size, bytes ? chunk : 0, piece, both, loads,
                        stores, NULL, RULE_GRADED, NULL, 0, out, err);
     if (rc || plan->world_size < 2 || !chunk || !piece) return rc;
-    return ring_ends_ps(t, plan, chunk, piece, &out->ends_ps, err);
+    /* one stream: it starts with its reduce-scatter's steps */
+    return ring_ends_ps(t, plan, chunk, piece, window, credit_paced(out, 0), NULL, &out->ends_ps,
+                        err);
 }
 
 /* The all-gather's own pieces in every round of at most `window` pieces
@@ -747,31 +788,23 @@ static int rs_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir d
                       kb__err *err)
 {
     double p = rp, left = 0;
-    uint64_t pieces = (chunk + piece - 1) / piece, tail_ps = 0, ends = 0;
+    uint64_t pieces = (chunk + piece - 1) / piece, tail_ps = 0, ends = 0, start = 0;
     int rc = rs_left_stores(t, plan, chunk, piece, window, &left, &tail_ps, err);
-    if (!rc) rc = ring_ends_ps(t, plan, chunk, piece, &ends, err);
+    if (!rc)
+        rc = ring_ends_ps(t, plan, chunk, piece, window, credit_paced(out, 0), &start, &ends, err);
     if (rc) return rc;
     const bool want[2] = {true, false};
     const double loads[2] = {p, 1}, stores[2] = {1 - left / (double)pieces, p};
     kb__ccl_ring_bw rest;
     if ((rc = kb__ab_ring_bw(t, plan, dir, rp, chunk, piece, want, loads, stores, &rest, err)))
         return rc;
-    /* the fill of ring_ends_ps, and the stores left in every round */
-    uint64_t fill = 0;
-    double *conc = malloc(plan->world_size * sizeof *conc);
-    if (!conc) return kb__err_set(err, KB_ENOMEM, "out of memory");
-    uint32_t ch = t->params.pe.dma_channels ? t->params.pe.dma_channels : 1;
-    for (uint32_t k = 0; k < plan->world_size; k++)
-        conc[k] = (double)(pieces < ch ? pieces : ch);
-    rc = burst_ps(t, plan, false, chunk < piece ? chunk : piece, conc, -1, &fill, err);
-    free(conc);
-    if (rc) return rc;
     /* paced by its credits, a rank issues its loads at their pace and its
-     * last pieces arrive at it too: the stores follow the arrivals */
+     * last pieces arrive at it too: the stores follow the arrivals (after
+     * the start of ring_ends_ps, and the stores left in every round) */
     uint64_t late = rest.phase_ps[0] + tail_ps;
     out->ends_ps = ends;
-    if (rest.phase_ps[0] <= rest.unpaced_ps[0] && late + fill > out->phase_ps[0] + ends) {
-        out->ends_ps = fill + (late - out->phase_ps[0]);
+    if (!credit_paced(&rest, 0) && late + start > out->phase_ps[0] + ends) {
+        out->ends_ps = start + (late - out->phase_ps[0]);
         snprintf(out->bottleneck[0], sizeof out->bottleneck[0], "%.100s, then the finished stores",
                  rest.bottleneck[0]);
     }
@@ -790,11 +823,11 @@ int kb__ab_rs_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir
 }
 
 int kb__ab_ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
-                        uint64_t *out, kb__err *err)
+                        uint64_t window, const kb__ccl_ring_bw *bw, uint64_t *out, kb__err *err)
 {
     *out = 0;
     if (plan->world_size < 2 || !chunk || !piece) return 0;
-    return ring_ends_ps(t, plan, chunk, piece, out, err);
+    return ring_ends_ps(t, plan, chunk, piece, window, credit_paced(bw, 0), NULL, out, err);
 }
 
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
@@ -803,6 +836,7 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
 {
     double p = plan->world_size;
     const bool want[2] = {phase == 0, phase == 1};
+    uint32_t ahead = 0;
     int rc;
     if (phase == 0 || plan->world_size < 2 || !chunk || !piece) {
         /* reduce-scatter: p loads (its own chunk, then one per combine),
@@ -826,6 +860,9 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
         const double l1[2] = {0, 1}, s1[2] = {0, 2 - left};
         rc = ring_bw_x(t, plan, KB__CCL_E, 2, chunk, piece, want, l1, s1, NULL, RULE_IN_STEP, &pr,
                        kb__ab_whole_rounds(plan, chunk, piece, window), out, err);
+        /* the stream starts with its own step: each own piece loaded and
+         * stored ahead of the first receive */
+        ahead = credit_paced(out, 1) ? 2 : 0;
         kb__ccl_ring_bw later;
         if (!rc && plan->world_size > 2 &&
             !(rc = kb__ab_ring_gather_bw(t, plan, KB__CCL_E, plan->world_size - 1, chunk, piece,
@@ -843,7 +880,7 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
         }
     }
     if (rc || plan->world_size < 2 || !chunk || !piece) return rc;
-    return ring_ends_ps(t, plan, chunk, piece, &out->ends_ps, err);
+    return ring_ends_ps(t, plan, chunk, piece, window, ahead, NULL, &out->ends_ps, err);
 }
 
 /* ---- chains: broadcast, reduce, one step to NEXT ------------------------------ */

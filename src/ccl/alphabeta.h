@@ -150,11 +150,14 @@ typedef struct kb__ccl_ring_bw {
                               * credits pace the phase when phase_ps is longer) */
     uint64_t ends_ps;        /* fill and drain: the first pieces' loads before the
                               * first send, the last ones' stores after the last
-                              * (every rank at once, sharing their routes) */
+                              * (every rank at once, sharing their routes), and
+                              * when the credits pace the stream the wait of each
+                              * round's start behind its loads ahead */
 } kb__ccl_ring_bw;
 
+/* In rounds of at most `window` pieces of a chunk (kb_ccl_sched.window). */
 int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
-                              uint64_t piece, kb__ccl_ring_bw *out, kb__err *err);
+                              uint64_t piece, uint64_t window, kb__ccl_ring_bw *out, kb__err *err);
 
 /* The same for one phase run alone as its own collective, with chunks of
  * `chunk` bytes: phase 0 a ring reduce-scatter (per rank p loads, 1

@@ -188,7 +188,8 @@ void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_
     uint64_t p = c->p, n = info->bytes_per_rank;
     uint64_t chunk = half == 1 ? n : ((uint64_t)c->elems + p - 1) / p * kb__dtype_size(c->dtype);
     const kb__topo *topo = m->dev->topo;
-    if (half < 0 ? kb__ccl_ring_allreduce_bw(topo, in->plan, n, piece, &bw, &e)
+    if (half < 0 ? kb__ccl_ring_allreduce_bw(topo, in->plan, n, piece, (uint64_t)c->sched.window,
+                                             &bw, &e)
                  : kb__ccl_ring_half_bw(topo, in->plan, chunk, piece, (uint64_t)c->sched.window,
                                         half, &bw, &e))
         return;

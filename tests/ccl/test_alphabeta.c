@@ -196,7 +196,7 @@ Test(ccl_alphabeta, cube_ring_bandwidth_term_is_the_shared_xbar_link)
     kb__ccl_ring_bw bw;
     kb__err err;
     uint64_t N = 2u << 20, chunk = N / 8;
-    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, 16128, &bw, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, 16128, 64, &bw, &err), 0, "%s", err.msg);
     cr_assert_eq(bw.phase_ps[0], kb_test_ps(8.0 * 8 * (double)chunk / p.cube.xbar_bw_gbs));
     cr_assert_eq(bw.phase_ps[1], kb_test_ps(8.0 * 7 * (double)chunk / p.cube.xbar_bw_gbs));
     cr_assert_str_eq(bw.bottleneck[0], "the link sip0.cube0.xbar -> sip0.cube0.noc");
@@ -206,7 +206,7 @@ Test(ccl_alphabeta, cube_ring_bandwidth_term_is_the_shared_xbar_link)
     kb__ccl_config *c2;
     kb__ccl_plan *two = kb_test_ring_plan(&p, 2, &c2);
     kb__ccl_ring_bw b2;
-    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, two, N, 16128, &b2, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, two, N, 16128, 64, &b2, &err), 0, "%s", err.msg);
     cr_assert_str_eq(b2.bottleneck[0], "the DMA channels of rank 0");
     cr_assert_gt(b2.phase_ps[0], kb_test_ps(2.0 * (double)N / p.cube.xbar_bw_gbs));
     /* fill and drain: each of the 8 ranks loads its first two pieces at
@@ -247,7 +247,7 @@ Test(ccl_alphabeta, reduce_scatter_finished_stores_wait_behind_the_last_loads)
     kb__err err;
     uint64_t N = 1u << 20, chunk = N / 8;
     cr_assert_eq(kb__ccl_ring_half_bw(t, pl, chunk, 16128, 64, 0, &rs, &err), 0, "%s", err.msg);
-    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, 16128, &ar, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, 16128, 64, &ar, &err), 0, "%s", err.msg);
     /* the phase: every rank loads its whole buffer through the xbar link */
     cr_assert_eq(rs.phase_ps[0], kb_test_ps(8.0 * 8 * (double)chunk / p.cube.xbar_bw_gbs));
     cr_assert_str_eq(rs.bottleneck[0],
@@ -261,12 +261,58 @@ Test(ccl_alphabeta, reduce_scatter_finished_stores_wait_behind_the_last_loads)
     kb__ccl_config *c2;
     kb__ccl_plan *two = kb_test_ring_plan(&p, 16, &c2); /* the built-in 4 slots */
     cr_assert_eq(kb__ccl_ring_half_bw(t, two, N / 16, 16128, 64, 0, &rs, &err), 0, "%s", err.msg);
-    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, two, N, 16128, &ar, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, two, N, 16128, 64, &ar, &err), 0, "%s", err.msg);
     cr_assert(strncmp(rs.bottleneck[0], "the credits of rank", 19) == 0, "%s", rs.bottleneck[0]);
     cr_assert_gt(rs.phase_ps[0], rs.unpaced_ps[0]);
     cr_assert_eq(rs.ends_ps, ar.ends_ps);
     kb__ccl_plan_destroy(two);
     kb__ccl_config_destroy(c2);
+    kb_test_untopo(t);
+}
+
+/* The start of a round (docs/ccl.md, "The start of a round"): a rank's
+ * first receive copy waits on its in-order DMA unit behind the loads of
+ * its lag + 1 own pieces, ⌊(lag + 1) / channels⌋ rounds of them, where its
+ * first window went out about two rounds in, so a stream its credits pace
+ * waits that many rounds less two more. A ring all-reduce in SRAM over 8
+ * ranks with the built-in 4 slots (messages of 4 slots: each takes every
+ * credit), one round of chunks of 9 pieces: with a window of 16 its lag is
+ * 4 (no wait), of 22 it is 6 (one load), of 64 it is 8 (two). The load is
+ * the fill's: 8 ranks, 2 channels each, at least 16 pieces through the
+ * cube's xbar -> NOC link. With 16 slots no message takes every credit. */
+Test(ccl_alphabeta, round_start_waits_behind_the_loads_ahead)
+{
+    kb__topo_params p;
+    kb__topo *t = kb_test_topo(&p);
+    cr_assert_eq(p.pe.dma_channels, 2);
+    const char *yaml[2] = {
+        "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d, buffer_kind: sram}\n",
+        "algorithms:\n  ring: {module: ring_allreduce, topology: ring_1d, buffer_kind: sram, "
+        "n_slots: 16}\n"};
+    const uint64_t window[3] = {16, 22, 64}, N = 8 * 9 * 16128;
+    for (int s = 0; s < 2; s++) {
+        kb__ccl_config *c;
+        kb__ccl_plan *pl = kb_test_plan_of(&p, yaml[s], 8, &c);
+        kb__ccl_ring_bw a[3];
+        kb__err err;
+        for (int i = 0; i < 3; i++) {
+            cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, 16128, window[i], &a[i], &err), 0,
+                         "%s", err.msg);
+            cr_assert_eq(a[i].phase_ps[0], a[0].phase_ps[0]);
+            cr_assert_eq(a[i].phase_ps[1], a[0].phase_ps[1]);
+        }
+        if (s == 0) {
+            cr_assert_gt(a[0].phase_ps[0], a[0].unpaced_ps[0], "the credits pace it");
+            uint64_t load = a[1].ends_ps - a[0].ends_ps;
+            cr_assert_geq(load, kb_test_ps(16.0 * 16128 / p.cube.xbar_bw_gbs));
+            cr_assert_eq(a[2].ends_ps - a[1].ends_ps, load);
+        } else {
+            cr_assert_eq(a[1].ends_ps, a[0].ends_ps);
+            cr_assert_eq(a[2].ends_ps, a[0].ends_ps);
+        }
+        kb__ccl_plan_destroy(pl);
+        kb__ccl_config_destroy(c);
+    }
     kb_test_untopo(t);
 }
 
@@ -296,7 +342,7 @@ Test(ccl_alphabeta, hierarchical_all_reduce_counts_each_streams_fill_and_drain)
     cr_assert_eq(kb__ccl_hier_model_get(t, h, KB__CCL_ALL_REDUCE, N / 4, 4, 16128, 64, &m, &err), 0,
                  "%s", err.msg);
     cr_assert_eq(kb__ccl_ring_half_bw(t, r, N / 8, 16128, 64, 0, &rs, &err), 0, "%s", err.msg);
-    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, r, N, 16128, &ar, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, r, N, 16128, 64, &ar, &err), 0, "%s", err.msg);
     cr_assert_eq(m.phase_ps[0], rs.phase_ps[0]);
     cr_assert_str_eq(m.bottleneck[0], rs.bottleneck[0]);
     /* the reduce-scatter's ends and the all-gather's (the ring stream's, as
@@ -341,8 +387,8 @@ Test(ccl_alphabeta, credits_pace_a_streaming_ring_with_few_slots)
     kb__ccl_plan *pl = kb_test_ring_plan(&p, 16, &c);
     kb__ccl_ring_bw b1, b2;
     uint64_t N = 4u << 20, chunk = N / 16, piece = 4 * 4032;
-    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, piece, &b1, &err), 0, "%s", err.msg);
-    cr_assert_eq(kb__ccl_ring_allreduce_bw(t2, pl, N, piece, &b2, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, piece, 64, &b1, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t2, pl, N, piece, 64, &b2, &err), 0, "%s", err.msg);
     cr_assert_str_eq(b1.bottleneck[0], "the credits of rank 7");
     cr_assert_str_eq(b1.bottleneck[1], "the credits of rank 7");
     /* slots per phase: 15 chunks, each 16 full 4-slot messages and a rest */
@@ -396,7 +442,7 @@ Test(ccl_alphabeta, ring_credit_waits_behind_the_mirrors_window_over_two_sips)
     uint64_t N = 1u << 20, piece = 16128;
     const double stored[2] = {0, 16128.0}, windows = 255.0 / 4;
     kb__ccl_ring_bw ar, rs;
-    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, piece, &ar, &err), 0, "%s", err.msg);
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(t, pl, N, piece, 64, &ar, &err), 0, "%s", err.msg);
     cr_assert_eq(kb__ccl_ring_half_bw(t, pl, N / 16, piece, 64, 0, &rs, &err), 0, "%s", err.msg);
     for (int ph = 0; ph < 2; ph++) {
         double wait;

@@ -65,7 +65,7 @@ Test(coll_timing, prediction_is_the_alphabeta_model_of_the_installed_ring)
     kb__ccl_ring_bw bw;
     const kb__ccl_plan *pl = kb__ccl_state_plan(m);
     /* the ring's messages: 16 KiB cut down to whole slot payloads, 4 × 4032 B */
-    cr_assert_eq(kb__ccl_ring_allreduce_bw(m->dev->topo, pl, 4096 * 4, 4 * 4032, &bw, &e), 0);
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(m->dev->topo, pl, 4096 * 4, 4 * 4032, 64, &bw, &e), 0);
     /* chunks of 1 KiB, one piece: every hop's latency counts */
     cr_assert_eq(kb__ccl_alphabeta_ring_under(m->dev->topo, pl, bw.phase_ps[0] + bw.phase_ps[1], 30,
                                               4096 * 4 / 16, 4 * 4032, &ab, &e),
