@@ -648,10 +648,10 @@ static uint64_t start_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, uint6
  * stores what arrives last (the reduce-scatter's finished pieces, the
  * all-gather's copies), the stores of the last pieces queued on its
  * channels together, every rank at once: the last piece of a chunk (the
- * stores before it are in the bandwidth term). With `ahead` (0: its
- * credits do not pace it) the wait of each round's start (start_wait_ps,
- * each round of the fill's load) too. *start (may be NULL): the fill and
- * that wait; *out: with the drain. */
+ * stores before it are in the bandwidth term). With `ahead` transfers a
+ * piece queued ahead (0 when its credits do not pace it) the wait of each
+ * round's start too (start_wait_ps, each round of the fill's load). *start (may be NULL): the fill
+ * and that wait; *out: with the drain. */
 static int ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
                         uint64_t window, uint32_t ahead, uint64_t *start, uint64_t *out,
                         kb__err *err)
@@ -743,8 +743,8 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
                        stores, NULL, RULE_GRADED, NULL, 0, out, err);
     if (rc || plan->world_size < 2 || !chunk || !piece) return rc;
     /* one stream: it starts with its reduce-scatter's steps */
-    return ring_ends_ps(t, plan, chunk, piece, window, credit_paced(out, 0), NULL, &out->ends_ps,
-                        err);
+    return ring_ends_ps(t, plan, chunk, piece, window, credit_paced(out, 0) ? 1 : 0, NULL,
+                        &out->ends_ps, err);
 }
 
 /* The all-gather's own pieces in every round of at most `window` pieces
@@ -791,7 +791,8 @@ static int rs_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir d
     uint64_t pieces = (chunk + piece - 1) / piece, tail_ps = 0, ends = 0, start = 0;
     int rc = rs_left_stores(t, plan, chunk, piece, window, &left, &tail_ps, err);
     if (!rc)
-        rc = ring_ends_ps(t, plan, chunk, piece, window, credit_paced(out, 0), &start, &ends, err);
+        rc = ring_ends_ps(t, plan, chunk, piece, window, credit_paced(out, 0) ? 1 : 0, &start,
+                          &ends, err);
     if (rc) return rc;
     const bool want[2] = {true, false};
     const double loads[2] = {p, 1}, stores[2] = {1 - left / (double)pieces, p};
@@ -827,7 +828,7 @@ int kb__ab_ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t ch
 {
     *out = 0;
     if (plan->world_size < 2 || !chunk || !piece) return 0;
-    return ring_ends_ps(t, plan, chunk, piece, window, credit_paced(bw, 0), NULL, out, err);
+    return ring_ends_ps(t, plan, chunk, piece, window, credit_paced(bw, 0) ? 1 : 0, NULL, out, err);
 }
 
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
