@@ -6,8 +6,10 @@
  * carries the chunks bound d places away; each phase's bandwidth term is
  * its busiest resource under the phase machinery (ab_phase.c) or its
  * forwarding chain (a2a_chain_ps: a message per place must reach the
- * neighbour before it moves lag places on), and the latency term is one
- * fill and drain per round of pieces. The bandwidth
+ * neighbour before it moves lag places on); its credit loop waits, at a
+ * link slower than the sender's own, behind the other streams' windows
+ * that cross it at the same place (kb__ab_step_wait_ps). The latency term
+ * is one fill and drain per round of pieces. The bandwidth
  * term is at least the kernel's issue order taken iteration by iteration
  * (a2a_issue_ps: loads and stores in bursts that every rank runs at once,
  * each transfer in step with the same transfer of the other ranks, a
@@ -262,6 +264,21 @@ static int a2a_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, const a2a_l
     return rc;
 }
 
+double kb__ab_step_wait_ps(const kb__topo *t, const kb__ccl_route *ring, const double *step_win,
+                           double win)
+{
+    if (!ring->n) return 0;
+    double first = t->links[ring->links[0]].bw_gbs, wait = 0;
+    for (uint32_t i = 1; i < ring->n; i++) {
+        const kb__topo_link *l = &t->links[ring->links[i]];
+        double others = step_win[ring->links[i]] - win;
+        if (l->bw_gbs >= first || others <= 0) continue;
+        double v = 0.5 * kb__ps_real_from_bytes_gbs(others, l->bw_gbs);
+        if (v > wait) wait = v;
+    }
+    return wait;
+}
+
 /* The bandwidth term of one phase whose traffic is ld[0..p) (pieces of
  * at most xfer bytes, in rounds that lag as lag says): its busiest resource,
  * named in what; *rtt_ps the credit loop (round trip under the phase's
@@ -276,9 +293,16 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
     double slot_ps = kb__ab_slot_ps(tp, q);
     kb__ab_rank_xfers *rx = calloc(p, sizeof *rx);
+    /* per link, the windows in step (kb__ab_step_wait_ps): every rank sends
+     * a message each way at the same place, a whole piece's slots of it at
+     * once, n_slots at most */
+    double *step_win = calloc(t->n_links, sizeof *step_win);
+    double win = (double)((xfer + payload - 1) / payload);
+    if (win > q->n_slots) win = q->n_slots;
+    win *= (double)q->slot_size;
     kb__ab_phase_acc a;
     int rc = kb__ab_acc_init(t, &a, err);
-    if (!rc && !rx) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
+    if (!rc && (!rx || !step_win)) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
     kb__ccl_route ring = {0}, copy = {0}, lr = {0}, sr = {0};
     for (uint32_t k = 0; !rc && k < p; k++) {
         kb__ccl_loc at = plan->loc[k];
@@ -291,6 +315,8 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
             if (w <= 0) continue;
             if ((rc = kb__ccl_route_build(t, at, pt->loc, q->buffer_kind, &ring, err))) break;
             kb__ab_add_route(t, &a, &ring, w);
+            for (uint32_t i = 0; i < ring.n; i++)
+                step_win[ring.links[i]] += win;
             kb__ab_add_mem(t, &a, kb__ab_ring_node(t, pt->loc, q->buffer_kind), w);
             wire += w;
         }
@@ -344,6 +370,7 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
                 (rc = kb__ab_rtt_stretch_ps(t, plan, &a, k, dir, &ring, w, x->sent[way], dma_T,
                                             &extra, err)))
                 break;
+            extra += kb__ab_step_wait_ps(t, &ring, step_win, win);
             if (x->slots[way] * ((double)rtt + extra) > loaded_slots * loaded)
                 loaded = (double)rtt + extra, loaded_slots = x->slots[way], rtt_rank = k;
         }
@@ -382,6 +409,7 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
         if (v > fwd_T) fwd_T = v, slow = k;
     }
     if (!rc && fwd_T > 0) kb__ab_worst(&a, fwd_T, "DMA channels, then the forwarded slots,", slow);
+    free(step_win);
     kb__ccl_route_fini(&ring);
     kb__ccl_route_fini(&copy);
     kb__ccl_route_fini(&lr);

@@ -390,6 +390,31 @@ Test(predictions, all_to_all_small_chunks_step_at_their_forwarding_chain)
     cr_expect(fabs(q - 1) <= 0.05, "two SIPs of four cubes, 1 MiB, 16 slots: ratio %.3f", q);
 }
 
+/* The ring all-to-all with 4 slots over two SIPs, where each way's window
+ * across the SIP link queues there with the other way's, in step
+ * (docs/ccl.md, "Windows in step"): its credit loop counts the wait, half
+ * the other window at the SIP link. Two SIPs of one cube (16 ranks) and of
+ * two cubes (32) at 1 and 4 MiB, of four cubes (64) at 1 MiB: 1.10, 1.11,
+ * 1.09, 1.13 and 1.14 before. */
+Test(predictions, all_to_all_windows_in_step_hold_over_two_sips)
+{
+    static const struct {
+        int world;
+        long bytes;
+        const char *set;
+    } rows[] = {{16, 1L << 20, "sip.cube_mesh=1x1"},
+                {16, 4L << 20, "sip.cube_mesh=1x1"},
+                {32, 1L << 20, "sip.cube_mesh=1x2"},
+                {32, 4L << 20, "sip.cube_mesh=1x2"},
+                {64, 1L << 20, "sip.cube_mesh=1x4"}};
+    held h = {"ccl_all_to_all", "ring_all_to_all", {0}, 4, 0};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        double q = ratio_set(&h, rows[i].world, rows[i].bytes, rows[i].set);
+        cr_expect(fabs(q - 1) <= 0.10, "%d ranks (%s), %ld B, 4 slots: ratio %.3f", rows[i].world,
+                  rows[i].set, rows[i].bytes, q);
+    }
+}
+
 /* kernel span / prediction of one kb_all_to_all_v over `world` PEs of cube
  * 0 (timing only) with `slots` slots, per-rank buffers of n f32 elements,
  * and chunk i -> j of n / world elements when i + j is even, half that when

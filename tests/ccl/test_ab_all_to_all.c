@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ccl/ab_internal.h"
 #include "ccl/algorithms/algorithms.h"
@@ -154,6 +155,88 @@ Test(ccl_alphabeta, all_to_all_chain_of_whole_pieces_when_the_receives_lag)
     char want[80];
     snprintf(want, sizeof want, "the forwarding chain of rank %u (phase 31)", at);
     cr_assert_str_eq(m.bottleneck, want);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb_test_untopo(t);
+}
+
+/* Per link of t, the bytes of the windows that cross it at one place when
+ * every rank of pl sends a window of `win` bytes each way (both ports). */
+static double *windows_in_step(const kb__topo *t, const kb__ccl_plan *pl, double win)
+{
+    double *w = calloc(t->n_links, sizeof *w);
+    cr_assert_not_null(w);
+    kb__ccl_route r = {0};
+    kb__err err;
+    for (uint32_t k = 0; k < pl->world_size; k++)
+        for (int d = 0; d < 2; d++) {
+            kb__ccl_dir dir = d ? KB__CCL_W : KB__CCL_E;
+            cr_assert_eq(kb__ccl_route_build(t, pl->loc[k], pl->ports[k][dir].loc,
+                                             pl->r.s.buffer_kind, &r, &err),
+                         0, "%s", err.msg);
+            for (uint32_t i = 0; i < r.n; i++)
+                w[r.links[i]] += win;
+        }
+    kb__ccl_route_fini(&r);
+    return w;
+}
+
+/* The wait of rank k's stream through dir behind the windows in step w. */
+static double step_wait(const kb__topo *t, const kb__ccl_plan *pl, const double *w, uint32_t k,
+                        kb__ccl_dir dir, double win)
+{
+    kb__ccl_route r = {0};
+    kb__err err;
+    cr_assert_eq(
+        kb__ccl_route_build(t, pl->loc[k], pl->ports[k][dir].loc, pl->r.s.buffer_kind, &r, &err), 0,
+        "%s", err.msg);
+    double v = kb__ab_step_wait_ps(t, &r, w, win);
+    kb__ccl_route_fini(&r);
+    return v;
+}
+
+/* Windows in step (docs/ccl.md): two SIPs of one cube, 16 ranks, windows
+ * of 4 slots of 4 KiB. The ring crosses the SIP link sip0 -> sip1 twice,
+ * rank 7 -> 8 through NEXT and rank 0 -> 15 through PREV, so each of those
+ * streams' first slot waits behind half the other's window there: 0.5 ×
+ * 16 KiB at the SIP link's bandwidth. A stream inside a cube crosses no
+ * link slower than its DMA -> NOC one and waits nothing; nor does any
+ * stream of 16 ranks over two cubes of the built-in machine (cube links as
+ * fast as the NOC). */
+Test(ccl_alphabeta, all_to_all_windows_in_step_queue_at_the_sip_link)
+{
+    kb__topo_params p;
+    kb__topo *t = kb_test_topo_mesh(&p, 1, 1);
+    kb__ccl_config *c;
+    kb__ccl_plan *pl = kb_test_ring_plan(&p, 16, &c);
+    cr_assert_eq(pl->loc[7].sip, 0);
+    cr_assert_eq(pl->loc[8].sip, 1);
+    cr_assert_eq(pl->ports[0][KB__CCL_W].peer, 15);
+    const double win = 4 * 4096.0;
+    double *w = windows_in_step(t, pl, win);
+    double want = 0.5 * win / p.system.sip_link.bw_gbs * 1e3; /* ps */
+    cr_assert_gt(p.pe.dma_bw_gbs, p.system.sip_link.bw_gbs);
+    double a = step_wait(t, pl, w, 7, KB__CCL_E, win), b = step_wait(t, pl, w, 0, KB__CCL_W, win);
+    cr_assert_float_eq(a, want, 1e-6, "rank 7 through NEXT: %.3f ps, want %.3f", a, want);
+    cr_assert_float_eq(b, want, 1e-6, "rank 0 through PREV: %.3f ps, want %.3f", b, want);
+    for (uint32_t k = 1; k < 7; k++)
+        for (int d = 0; d < 2; d++)
+            cr_assert_eq(step_wait(t, pl, w, k, d ? KB__CCL_W : KB__CCL_E, win), 0,
+                         "rank %u inside its cube", k);
+    free(w);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb_test_untopo(t);
+
+    t = kb_test_topo(&p);
+    pl = kb_test_ring_plan(&p, 16, &c);
+    cr_assert_neq(pl->loc[0].cube, pl->loc[15].cube);
+    w = windows_in_step(t, pl, win);
+    for (uint32_t k = 0; k < 16; k++)
+        for (int d = 0; d < 2; d++)
+            cr_assert_eq(step_wait(t, pl, w, k, d ? KB__CCL_W : KB__CCL_E, win), 0,
+                         "built-in machine, rank %u", k);
+    free(w);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     kb_test_untopo(t);
