@@ -29,6 +29,13 @@ typedef struct held {
     int slots, big;
 } held;
 
+/* One run's size: ranks, bytes per rank and the machine's --set. */
+typedef struct sized {
+    int world;
+    long bytes;
+    const char *set;
+} sized;
+
 /* ratio of one run, with one more --set when set is not NULL; fails the
  * test when the bench reports no prediction. */
 static double ratio_sets(const held *h, int world, long bytes, const char *set, const char *set2)
@@ -245,13 +252,9 @@ Test(predictions, hierarchical_all_reduce_peers_credit_behind_every_window_holds
 Test(predictions, hierarchical_all_gather_groups_run_in_step_over_two_sips)
 {
     static const held h = {"ccl_all_gather", "hier_all_gather", {0}, 4, 0};
-    static const struct {
-        int world;
-        long bytes;
-        const char *set;
-    } rows[] = {{16, 1L << 20, "sip.cube_mesh=1x1"},
-                {16, 4L << 20, "sip.cube_mesh=1x1"},
-                {32, 1L << 20, "sip.cube_mesh=1x2"}};
+    static const sized rows[] = {{16, 1L << 20, "sip.cube_mesh=1x1"},
+                                 {16, 4L << 20, "sip.cube_mesh=1x1"},
+                                 {32, 1L << 20, "sip.cube_mesh=1x2"}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         double q = ratio_set(&h, rows[i].world, rows[i].bytes, rows[i].set);
         double tol = rows[i].world == 16 ? 0.10 : 0.05;
@@ -398,15 +401,11 @@ Test(predictions, all_to_all_small_chunks_step_at_their_forwarding_chain)
  * 1.09, 1.13 and 1.14 before. */
 Test(predictions, all_to_all_windows_in_step_hold_over_two_sips)
 {
-    static const struct {
-        int world;
-        long bytes;
-        const char *set;
-    } rows[] = {{16, 1L << 20, "sip.cube_mesh=1x1"},
-                {16, 4L << 20, "sip.cube_mesh=1x1"},
-                {32, 1L << 20, "sip.cube_mesh=1x2"},
-                {32, 4L << 20, "sip.cube_mesh=1x2"},
-                {64, 1L << 20, "sip.cube_mesh=1x4"}};
+    static const sized rows[] = {{16, 1L << 20, "sip.cube_mesh=1x1"},
+                                 {16, 4L << 20, "sip.cube_mesh=1x1"},
+                                 {32, 1L << 20, "sip.cube_mesh=1x2"},
+                                 {32, 4L << 20, "sip.cube_mesh=1x2"},
+                                 {64, 1L << 20, "sip.cube_mesh=1x4"}};
     held h = {"ccl_all_to_all", "ring_all_to_all", {0}, 4, 0};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         double q = ratio_set(&h, rows[i].world, rows[i].bytes, rows[i].set);

@@ -195,6 +195,16 @@ static double step_wait(const kb__topo *t, const kb__ccl_plan *pl, const double 
     return v;
 }
 
+/* No stream of ranks [from, to) of pl waits behind the windows in step w. */
+static void none_wait(const kb__topo *t, const kb__ccl_plan *pl, const double *w, double win,
+                      uint32_t from, uint32_t to, const char *where)
+{
+    for (uint32_t k = from; k < to; k++)
+        for (int d = 0; d < 2; d++)
+            cr_assert_eq(step_wait(t, pl, w, k, d ? KB__CCL_W : KB__CCL_E, win), 0, "%s, rank %u",
+                         where, k);
+}
+
 /* Windows in step (docs/ccl.md): two SIPs of one cube, 16 ranks, windows
  * of 4 slots of 4 KiB. The ring crosses the SIP link sip0 -> sip1 twice,
  * rank 7 -> 8 through NEXT and rank 0 -> 15 through PREV, so each of those
@@ -219,10 +229,7 @@ Test(ccl_alphabeta, all_to_all_windows_in_step_queue_at_the_sip_link)
     double a = step_wait(t, pl, w, 7, KB__CCL_E, win), b = step_wait(t, pl, w, 0, KB__CCL_W, win);
     cr_assert_float_eq(a, want, 1e-6, "rank 7 through NEXT: %.3f ps, want %.3f", a, want);
     cr_assert_float_eq(b, want, 1e-6, "rank 0 through PREV: %.3f ps, want %.3f", b, want);
-    for (uint32_t k = 1; k < 7; k++)
-        for (int d = 0; d < 2; d++)
-            cr_assert_eq(step_wait(t, pl, w, k, d ? KB__CCL_W : KB__CCL_E, win), 0,
-                         "rank %u inside its cube", k);
+    none_wait(t, pl, w, win, 1, 7, "inside its cube");
     free(w);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
@@ -232,10 +239,7 @@ Test(ccl_alphabeta, all_to_all_windows_in_step_queue_at_the_sip_link)
     pl = kb_test_ring_plan(&p, 16, &c);
     cr_assert_neq(pl->loc[0].cube, pl->loc[15].cube);
     w = windows_in_step(t, pl, win);
-    for (uint32_t k = 0; k < 16; k++)
-        for (int d = 0; d < 2; d++)
-            cr_assert_eq(step_wait(t, pl, w, k, d ? KB__CCL_W : KB__CCL_E, win), 0,
-                         "built-in machine, rank %u", k);
+    none_wait(t, pl, w, win, 0, 16, "built-in machine");
     free(w);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
