@@ -47,6 +47,7 @@ typedef struct a2a_load {
     double sent[2], slots[2], msgs[2], recv;
     double longest[2]; /* the longest message it sends that way */
     double fwd_slots;  /* of them, the slots it forwards (either way) */
+    double vc, fwd_vc; /* its vc channel's time for all it sends, and for what it forwards */
     double ld_bytes, st_bytes, lds, sts;
 } a2a_load;
 
@@ -66,9 +67,9 @@ static uint64_t a2a_bytes(const int64_t *counts, const uint32_t *index, uint32_t
  * through PREV, forwarded by the ranks between (algorithms/ring.c); the
  * chunk a rank keeps is loaded and stored in phase 1. *longest: the
  * longest chunk. */
-static void a2a_traffic(const kb__ccl_plan *plan, const int64_t *counts, const uint32_t *index,
-                        uint64_t elems, uint64_t esize, uint64_t piece, uint32_t phase,
-                        a2a_load *ld, uint64_t *longest)
+static void a2a_traffic(const kb__topo_params *tp, const kb__ccl_plan *plan, const int64_t *counts,
+                        const uint32_t *index, uint64_t elems, uint64_t esize, uint64_t piece,
+                        uint32_t phase, a2a_load *ld, uint64_t *longest)
 {
     uint32_t p = plan->world_size;
     uint64_t payload = plan->r.s.slot_size - KB__IPCQ_META_BYTES;
@@ -83,6 +84,7 @@ static void a2a_traffic(const kb__ccl_plan *plan, const int64_t *counts, const u
             if (!bytes || (phase && (hops ? hops : 1) != phase)) continue;
             if (bytes > *longest) *longest = bytes;
             kb__ab_cut(bytes, piece, payload, &msgs, &slots);
+            double vc = kb__ab_chunk_vc_ps(tp, &plan->r.s, bytes, piece);
             ld[o].ld_bytes += (double)bytes, ld[o].lds += (double)msgs;
             ld[d].st_bytes += (double)bytes, ld[d].sts += (double)msgs;
             for (uint32_t h = 0, r = o; h < hops; h++) {
@@ -91,7 +93,8 @@ static void a2a_traffic(const kb__ccl_plan *plan, const int64_t *counts, const u
                 ld[r].msgs[way] += (double)msgs;
                 if ((double)(bytes < piece ? bytes : piece) > ld[r].longest[way])
                     ld[r].longest[way] = (double)(bytes < piece ? bytes : piece);
-                if (h) ld[r].fwd_slots += (double)slots;
+                ld[r].vc += vc;
+                if (h) ld[r].fwd_slots += (double)slots, ld[r].fwd_vc += vc;
                 ld[next].recv += (double)bytes;
                 r = next;
             }
@@ -187,16 +190,6 @@ static int a2a_path(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer, 
  * bandwidth, sets the pace: the 256-rank all-to-all of 1 MiB sends one
  * piece of 4 KiB per chunk and steps once per leg over a SIP link. */
 
-/* The vc channel's time for a message of `bytes` payload bytes: its slot
- * pieces, each with its descriptor (kb__ab_vc_ps). */
-static double a2a_msg_vc_ps(const kb__topo_params *tp, const kb__ccl_settings *q, uint64_t bytes)
-{
-    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES, full = bytes / payload,
-             rest = bytes - full * payload;
-    return (double)full * kb__ab_slot_ps(tp, q) +
-           (rest || !full ? kb__ab_vc_ps(tp, q, rest + KB__IPCQ_META_BYTES) : 0);
-}
-
 /* The rounds' lags (kb__ccl_ring_lag): the iterations per place the chain
  * takes (1 / (lag + 1) over the rounds' places), and whether a round
  * lags. */
@@ -239,7 +232,7 @@ static int a2a_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, const a2a_l
             double off = 2 * sc;
             if (w && x->msgs[0] > 0) {
                 uint64_t next = a2a_chain_msg(x, 0, lag->lagged);
-                off = fmax(off + a2a_msg_vc_ps(tp, &plan->r.s, next),
+                off = fmax(off + kb__ab_msg_vc_ps(tp, &plan->r.s, next),
                            (double)((next + payload - 1) / payload + 3) * sc);
             }
             leg[2 * k + (uint32_t)w] = x->msgs[w] * (off + (double)hop);
@@ -291,12 +284,12 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
     const kb__topo_params *tp = &t->params;
     const kb__ccl_settings *q = &plan->r.s;
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
-    double slot_ps = kb__ab_slot_ps(tp, q);
     kb__ab_rank_xfers *rx = calloc(p, sizeof *rx);
     /* per link, the windows in step (kb__ab_step_wait_ps): every rank sends
      * a message each way at the same place, a whole piece's slots of it at
      * once, n_slots at most */
     double *step_win = calloc(t->n_links, sizeof *step_win);
+    uint64_t slot_bytes = kb__ab_slot_bytes(q, xfer);
     double win = (double)((xfer + payload - 1) / payload);
     if (win > q->n_slots) win = q->n_slots;
     win *= (double)q->slot_size;
@@ -334,7 +327,7 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
         kb__ab_add_mem(t, &a, kb__ab_ring_node(t, at, q->buffer_kind), x->recv);
         kb__ab_add_mem(t, &a, nd.hbm, x->ld_bytes + x->st_bytes);
         /* one vc channel per PE carries both ways' slots */
-        kb__ab_worst(&a, (x->slots[0] + x->slots[1]) * slot_ps, "vc channel", k);
+        kb__ab_worst(&a, x->vc, "vc channel", k);
         rx[k].lds = x->lds, rx[k].sts = x->sts;
         rx[k].ld.alone_ps = (double)t_load, rx[k].st.alone_ps = (double)t_store;
     }
@@ -366,9 +359,9 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
             if (x->slots[way] <= 0) continue;
             if ((rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][dir].loc, q->buffer_kind,
                                           &ring, err)) ||
-                (rc = kb__ab_credit_rtt_ps(t, plan, k, dir, &ring, &rtt, err)) ||
-                (rc = kb__ab_rtt_stretch_ps(t, plan, &a, k, dir, &ring, w, x->sent[way], dma_T,
-                                            &extra, err)))
+                (rc = kb__ab_credit_rtt_slot_ps(t, plan, k, dir, &ring, slot_bytes, &rtt, err)) ||
+                (rc = kb__ab_rtt_stretch_ps(t, plan, &a, k, dir, &ring, slot_bytes, w, x->sent[way],
+                                            dma_T, &extra, err)))
                 break;
             extra += kb__ab_step_wait_ps(t, &ring, step_win, win);
             if (x->slots[way] * ((double)rtt + extra) > loaded_slots * loaded)
@@ -388,14 +381,12 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
     double lo = dma_T, hi = dma_T;
     uint32_t slow = 0;
     for (uint32_t k = 0; !rc && k < p; k++)
-        hi = fmax(hi, kb__ab_rank_dma_ps(&rx[k], 1, tp->pe.dma_channels, dma_T) +
-                          ld[k].fwd_slots * slot_ps);
+        hi = fmax(hi, kb__ab_rank_dma_ps(&rx[k], 1, tp->pe.dma_channels, dma_T) + ld[k].fwd_vc);
     for (int it = 0; !rc && it < 64 && hi - lo > 0.5; it++) {
         double mid = 0.5 * (lo + hi), g = 0;
         for (uint32_t k = 0; k < p; k++)
             if (ld[k].fwd_slots > 0)
-                g = fmax(g, kb__ab_rank_dma_ps(&rx[k], 1, tp->pe.dma_channels, mid) +
-                                ld[k].fwd_slots * slot_ps);
+                g = fmax(g, kb__ab_rank_dma_ps(&rx[k], 1, tp->pe.dma_channels, mid) + ld[k].fwd_vc);
         if (g > mid)
             lo = mid;
         else
@@ -403,9 +394,9 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
     }
     double fwd_T = 0;
     for (uint32_t k = 0; !rc && k < p; k++) {
-        double v = ld[k].fwd_slots > 0 ? kb__ab_rank_dma_ps(&rx[k], 1, tp->pe.dma_channels, hi) +
-                                             ld[k].fwd_slots * slot_ps
-                                       : 0;
+        double v = ld[k].fwd_slots > 0
+                       ? kb__ab_rank_dma_ps(&rx[k], 1, tp->pe.dma_channels, hi) + ld[k].fwd_vc
+                       : 0;
         if (v > fwd_T) fwd_T = v, slow = k;
     }
     if (!rc && fwd_T > 0) kb__ab_worst(&a, fwd_T, "DMA channels, then the forwarded slots,", slow);
@@ -470,7 +461,7 @@ typedef struct a2a_at3 {
  * its store, the stores of pieces kept on arrival), each its time in
  * step with the other ranks (a2a_xfer). */
 typedef struct a2a_issue {
-    double ld_bytes, st_bytes, dma_ps, slots, credit_ps;
+    double ld_bytes, st_bytes, dma_ps, slots, vc, credit_ps; /* vc: its vc channel's time */
     double op_ps[6];
     int n_ops, pair; /* pair: the index of the kept chunk's store (its load just before), or -1 */
 } a2a_issue;
@@ -600,7 +591,7 @@ static int a2a_issue_ps(const kb__topo *t, const kb__ccl_plan *plan, const int64
     const kb__topo_params *tp = &t->params;
     const kb__ccl_settings *q = &plan->r.s;
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
-    double slot_ps = kb__ab_slot_ps(tp, q), resume = kb__ab_resume_ps(tp, q);
+    double resume = kb__ab_resume_ps(tp, q);
     double ch = tp->pe.dma_channels ? tp->pe.dma_channels : 1;
     a2a_issue_ctx c = {.t = t,
                        .plan = plan,
@@ -678,6 +669,7 @@ static int a2a_issue_ps(const kb__topo *t, const kb__ccl_plan *plan, const int64
                         b = a2a_piece_bytes(&c, from, from + sign * a3->d[1], a3->k[1] % c.m);
                         double sl = (double)((b + payload - 1) / payload);
                         x->slots += sl;
+                        if (b) x->vc += kb__ab_msg_vc_ps(tp, q, b);
                         if (b && sl >= (double)q->n_slots) {
                             double cr = sl * (rtt[a3->d[1]] + resume) / (double)q->n_slots;
                             if (cr > x->credit_ps) x->credit_ps = cr;
@@ -720,7 +712,7 @@ static int a2a_issue_ps(const kb__topo *t, const kb__ccl_plan *plan, const int64
                 }
                 if (nd.hbm >= 0) acc[t->n_links + (uint32_t)nd.hbm] += x->ld_bytes + x->st_bytes;
                 double v[3] = {kb__ab_inorder_period_ps(x->op_ps, x->n_ops, x->pair, (uint32_t)ch),
-                               x->slots * slot_ps, x->credit_ps};
+                               x->vc, x->credit_ps};
                 for (int j = 0; j < 3; j++)
                     if (v[j] > it) it = v[j], kind = j + 1, unit = k;
             }
@@ -792,7 +784,7 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
     a2a_load *ld = calloc(p, sizeof *ld);
     if (!ld) return kb__err_set(err, KB_ENOMEM, "out of memory");
     uint64_t longest;
-    a2a_traffic(plan, counts, index, elems, esize, piece, 0, ld, &longest);
+    a2a_traffic(&t->params, plan, counts, index, elems, esize, piece, 0, ld, &longest);
     uint64_t xfer = piece < longest ? piece : longest;
     /* rounds of at most `window` pieces of each chunk (half of it each way
      * beyond 2 ranks: the two streams share the tile scratch), each a lag
@@ -815,7 +807,7 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
         uint64_t in_phase;
         double ps;
         char what[160];
-        a2a_traffic(plan, counts, index, elems, esize, piece, d, ld, &in_phase);
+        a2a_traffic(&t->params, plan, counts, index, elems, esize, piece, d, ld, &in_phase);
         if (!in_phase) continue;
         if ((rc = a2a_phase(t, plan, ld, xfer, &lag, &ps, &rtt[d], what, sizeof what, err))) break;
         total += ps;

@@ -332,10 +332,17 @@ int kb__ab_loop_fill(const kb__topo *t, const kb__ccl_plan *plan, const kb__ab_p
                      kb__err *err);
 
 /* The stretch of rank k's credit round trip in phase a of length T (the
- * loop of kb__ab_loop_fill, without its time alone). */
+ * loop of kb__ab_loop_fill with slots of slot_bytes, without its time
+ * alone). */
 int kb__ab_rtt_stretch_ps(const kb__topo *t, const kb__ccl_plan *plan, const kb__ab_phase_acc *a,
-                          uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, double own_sent,
-                          double own_copied, double T, double *out, kb__err *err);
+                          uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring,
+                          uint64_t slot_bytes, double own_sent, double own_copied, double T,
+                          double *out, kb__err *err);
+/* The bytes a message of `xfer` payload bytes puts in its first slot, its
+ * descriptor included: the whole slot when the message takes more than
+ * one, else the message and its descriptor (the queue sends a slot's bytes,
+ * not the slot). */
+uint64_t kb__ab_slot_bytes(const kb__ccl_settings *q, uint64_t xfer);
 
 /* The vc channel's time for one slot piece of `bytes` (its descriptor
  * included), ps: a DMA set-up per vc chunk of it (pe.ipcq.vc_chunk_bytes
@@ -343,6 +350,15 @@ int kb__ab_rtt_stretch_ps(const kb__topo *t, const kb__ccl_plan *plan, const kb_
 double kb__ab_vc_ps(const kb__topo_params *tp, const kb__ccl_settings *q, uint64_t bytes);
 /* kb__ab_vc_ps of a whole slot. */
 double kb__ab_slot_ps(const kb__topo_params *tp, const kb__ccl_settings *q);
+/* The vc channel's time for a message of `bytes` payload bytes: its slots,
+ * each carrying its descriptor and as much of the payload as fits, the
+ * last one only what is left (the queue sends a slot's bytes, not the
+ * slot: pe/ipcq.c), ps. */
+double kb__ab_msg_vc_ps(const kb__topo_params *tp, const kb__ccl_settings *q, uint64_t bytes);
+/* kb__ab_msg_vc_ps over the messages of a chunk of `bytes` cut into
+ * pieces of `piece` bytes (kb__ab_cut's messages), ps. */
+double kb__ab_chunk_vc_ps(const kb__topo_params *tp, const kb__ccl_settings *q, uint64_t bytes,
+                          uint64_t piece);
 
 /* A sender's resume after it ran out of credit: pe.ipcq.wake_ns asleep,
  * one poll period polling, ps. */

@@ -517,14 +517,21 @@ int kb__ab_loop_fill(const kb__topo *t, const kb__ccl_plan *plan, const kb__ab_p
 }
 
 int kb__ab_rtt_stretch_ps(const kb__topo *t, const kb__ccl_plan *plan, const kb__ab_phase_acc *a,
-                          uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring, double own_sent,
-                          double own_copied, double T, double *out, kb__err *err)
+                          uint32_t k, kb__ccl_dir dir, const kb__ccl_route *ring,
+                          uint64_t slot_bytes, double own_sent, double own_copied, double T,
+                          double *out, kb__err *err)
 {
     kb__ab_credit_loop c;
-    int rc = kb__ab_loop_fill(t, plan, a, k, dir, ring, plan->r.s.slot_size, own_sent, own_copied,
-                              0, &c, err);
+    int rc =
+        kb__ab_loop_fill(t, plan, a, k, dir, ring, slot_bytes, own_sent, own_copied, 0, &c, err);
     if (!rc) *out = kb__ab_loop_ps(&c, T);
     return rc;
+}
+
+uint64_t kb__ab_slot_bytes(const kb__ccl_settings *q, uint64_t xfer)
+{
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
+    return xfer > payload ? q->slot_size : xfer + KB__IPCQ_META_BYTES;
 }
 
 double kb__ab_vc_ps(const kb__topo_params *tp, const kb__ccl_settings *q, uint64_t bytes)
@@ -538,6 +545,23 @@ double kb__ab_vc_ps(const kb__topo_params *tp, const kb__ccl_settings *q, uint64
 double kb__ab_slot_ps(const kb__topo_params *tp, const kb__ccl_settings *q)
 {
     return kb__ab_vc_ps(tp, q, q->slot_size);
+}
+
+double kb__ab_msg_vc_ps(const kb__topo_params *tp, const kb__ccl_settings *q, uint64_t bytes)
+{
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES, full = bytes / payload,
+             rest = bytes - full * payload;
+    return (double)full * kb__ab_slot_ps(tp, q) +
+           (rest || !full ? kb__ab_vc_ps(tp, q, rest + KB__IPCQ_META_BYTES) : 0);
+}
+
+double kb__ab_chunk_vc_ps(const kb__topo_params *tp, const kb__ccl_settings *q, uint64_t bytes,
+                          uint64_t piece)
+{
+    if (!piece) return 0;
+    uint64_t full = bytes / piece, rest = bytes % piece;
+    return (double)full * kb__ab_msg_vc_ps(tp, q, piece) +
+           (rest ? kb__ab_msg_vc_ps(tp, q, rest) : 0);
 }
 
 double kb__ab_resume_ps(const kb__topo_params *tp, const kb__ccl_settings *q)

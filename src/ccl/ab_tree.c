@@ -205,7 +205,7 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
         kb__ab_add_mem(t, &a, kb__ab_ring_node(t, at, q->buffer_kind),
                        (double)sends * (double)bytes);
         kb__ab_add_mem(t, &a, nd.hbm, 2.0 * (double)bytes);
-        kb__ab_worst(&a, (double)sends * (double)slots * slot_ps, "vc channel", k);
+        kb__ab_worst(&a, (double)sends * kb__ab_chunk_vc_ps(tp, q, bytes, piece), "vc channel", k);
         /* its DMA channels (a load and a store a piece) and its program,
          * piece by piece: the load it combines, the combines, a scalar op
          * per slot sent */
@@ -242,15 +242,17 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
             kb__ccl_dir d = (kb__ccl_dir)ports[s];
             if ((rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][d].loc, q->buffer_kind,
                                           &send, err)) ||
-                (rc = kb__ab_credit_rtt_ps(t, plan, k, d, &send, &rtt, err)) ||
-                (rc = kb__ab_rtt_stretch_ps(t, plan, &a, k, d, &send, wire, (double)bytes,
-                                            a.worst_ps, &extra, err)))
+                (rc = kb__ab_credit_rtt_slot_ps(t, plan, k, d, &send, kb__ab_slot_bytes(q, xfer),
+                                                &rtt, err)) ||
+                (rc = kb__ab_rtt_stretch_ps(t, plan, &a, k, d, &send, kb__ab_slot_bytes(q, xfer),
+                                            wire, (double)bytes, a.worst_ps, &extra, err)))
                 break;
             /* a piece goes down to the children one after the other on the
              * rank's one vc channel: a later child's first slot waits behind
              * the earlier children's slots, and so does its credit */
             int before = s - (pl.parent >= 0);
-            double first = (double)rtt + extra + (before > 0 ? before * (double)spp * slot_ps : 0);
+            double first =
+                (double)rtt + extra + (before > 0 ? before * kb__ab_msg_vc_ps(tp, q, xfer) : 0);
             double cost = tree_dry_ps(tp, q, (double)slots, spp, first, slot_ps, T);
             if (!cost) {
                 /* its loop fits: the messages whose loop a queue stretches

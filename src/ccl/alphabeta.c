@@ -388,7 +388,7 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                            sends * wire);
             kb__ab_add_mem(t, a, kb__ab_ring_node(t, at, q->buffer_kind), recvs * (double)chunk);
             kb__ab_add_mem(t, a, nd.hbm, (lds + sts) * (double)chunk);
-            kb__ab_worst(a, sends * (double)slots * slot_ps, "vc channel", k);
+            kb__ab_worst(a, sends * kb__ab_chunk_vc_ps(tp, q, chunk, piece), "vc channel", k);
             kb__ab_rank_xfers *x = &rx[ph * p + k];
             x->lds = lds, x->sts = sts, x->pairs = ph == 1 ? pairs : NULL;
             x->ld.alone_ps = (double)t_load, x->st.alone_ps = (double)t_store;
@@ -422,7 +422,7 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
         out->unpaced_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
         /* the credit loops under the phase's traffic */
         uint64_t xfer = piece < chunk ? piece : chunk, msg_slots = (xfer + payload - 1) / payload;
-        uint64_t slot_bytes = msg_slots > 1 ? q->slot_size : xfer + KB__IPCQ_META_BYTES;
+        uint64_t slot_bytes = kb__ab_slot_bytes(q, xfer);
         /* a chain's sender that receives nothing (the root of a broadcast, the
          * first rank of a reduce) keeps its own pace: its credits come back
          * during its own work unless the round trip is longer */
