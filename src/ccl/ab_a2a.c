@@ -287,12 +287,11 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
     kb__ab_rank_xfers *rx = calloc(p, sizeof *rx);
     /* per link, the windows in step (kb__ab_step_wait_ps): every rank sends
      * a message each way at the same place, a whole piece's slots of it at
-     * once, n_slots at most */
+     * once (the bytes they carry), n_slots at most */
     double *step_win = calloc(t->n_links, sizeof *step_win);
-    uint64_t slot_bytes = kb__ab_slot_bytes(q, xfer);
-    double win = (double)((xfer + payload - 1) / payload);
-    if (win > q->n_slots) win = q->n_slots;
-    win *= (double)q->slot_size;
+    uint64_t slot_bytes = kb__ab_slot_bytes(q, xfer), msg_slots = (xfer + payload - 1) / payload;
+    double win = msg_slots <= q->n_slots ? (double)(xfer + msg_slots * KB__IPCQ_META_BYTES)
+                                         : (double)q->n_slots * (double)q->slot_size;
     kb__ab_phase_acc a;
     int rc = kb__ab_acc_init(t, &a, err);
     if (!rc && (!rx || !step_win)) rc = kb__err_set(err, KB_ENOMEM, "out of memory");
