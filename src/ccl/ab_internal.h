@@ -518,10 +518,12 @@ double kb__ab_tree_wait_ps(double margin_ps, double rho, double service_ps, doub
  * longest), ps. Every rank of an all-to-all sends at the same place, so
  * the streams that cross a link the same way queue their windows there
  * together (FIFO, the packet model's links), and a window waits for those
- * that came first: half of the others on average. ring: the stream's route (its sender's DMA
- * first); step_win: per link, the bytes of the windows that cross it at one place, this stream's
- * `win` among them. Only a link slower than the route's first (the sender's DMA -> NOC) counts: at
- * one as fast the windows' packets do not queue (docs/ccl.md, "Windows in step"). */
+ * that came first: half of the others on average. ring: the stream's
+ * route (its sender's DMA first); step_win: per link, the bytes of the
+ * windows that cross it at one place, this stream's `win` among them.
+ * Only a link slower than the route's first (the sender's DMA -> NOC)
+ * counts: at one as fast the windows' packets do not queue (docs/ccl.md,
+ * "Windows in step"). */
 double kb__ab_step_wait_ps(const kb__topo *t, const kb__ccl_route *ring, const double *step_win,
                            double win);
 
