@@ -46,7 +46,6 @@
 typedef struct a2a_load {
     double sent[2], slots[2], msgs[2], recv;
     double longest[2]; /* the longest message it sends that way */
-    double fwd_slots;  /* of them, the slots it forwards (either way) */
     double vc, fwd_vc; /* its vc channel's time for all it sends, and for what it forwards */
     double ld_bytes, st_bytes, lds, sts;
 } a2a_load;
@@ -94,7 +93,7 @@ static void a2a_traffic(const kb__topo_params *tp, const kb__ccl_plan *plan, con
                 if ((double)(bytes < piece ? bytes : piece) > ld[r].longest[way])
                     ld[r].longest[way] = (double)(bytes < piece ? bytes : piece);
                 ld[r].vc += vc;
-                if (h) ld[r].fwd_slots += (double)slots, ld[r].fwd_vc += vc;
+                if (h) ld[r].fwd_vc += vc;
                 ld[next].recv += (double)bytes;
                 r = next;
             }
@@ -384,7 +383,7 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
     for (int it = 0; !rc && it < 64 && hi - lo > 0.5; it++) {
         double mid = 0.5 * (lo + hi), g = 0;
         for (uint32_t k = 0; k < p; k++)
-            if (ld[k].fwd_slots > 0)
+            if (ld[k].fwd_vc > 0)
                 g = fmax(g, kb__ab_rank_dma_ps(&rx[k], 1, tp->pe.dma_channels, mid) + ld[k].fwd_vc);
         if (g > mid)
             lo = mid;
@@ -393,7 +392,7 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
     }
     double fwd_T = 0;
     for (uint32_t k = 0; !rc && k < p; k++) {
-        double v = ld[k].fwd_slots > 0
+        double v = ld[k].fwd_vc > 0
                        ? kb__ab_rank_dma_ps(&rx[k], 1, tp->pe.dma_channels, hi) + ld[k].fwd_vc
                        : 0;
         if (v > fwd_T) fwd_T = v, slow = k;
