@@ -83,7 +83,7 @@ typedef struct kb__ab_rank_xfers {
                           * (kb__ab_own_pairs_in_step); 0: not in step */
 } kb__ab_rank_xfers;
 
-/* One stream's credit loop: its round trip alone (kb__ab_credit_rtt_ps), and the
+/* One stream's credit loop: its round trip alone (kb__ab_credit_rtt_slot_ps), and the
  * parts that stretch under the phase's traffic: the slot's trip (its TCM
  * read, the route, the peer's ring write) and the peer's copy ring -> TCM,
  * which get what the phase's other flows leave of their links and memories
@@ -185,21 +185,18 @@ int32_t kb__ab_ring_node(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf);
 int kb__ab_copy_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb__ccl_route *r,
                      kb__err *err);
 
-/* The credit round trip of rank k's port to NEXT (its route `ring`), ps:
- * a slot's trip (vc set-up, read request to the TCM, TCM read, route, ring
- * write), the receiver's copy ring -> TCM (read request to the ring, ring
- * read, route, TCM write), and the credit back. */
-int kb__ab_credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
-                         const kb__ccl_route *ring, uint64_t *out, kb__err *err);
-
-/* kb__ab_credit_rtt_ps with a slot carrying `slot` bytes (its metadata
- * included): less than the slot size when every message of the stream is
- * shorter than one slot's payload. */
+/* The credit round trip of rank k's port dir (its route `ring`) for a
+ * slot carrying `slot` bytes (its metadata included: the slot size, or
+ * less when every message of the stream is shorter than one slot's
+ * payload, kb__ab_slot_bytes), ps: the slot's trip (vc set-up, read
+ * request to the TCM, TCM read, route, ring write), the receiver's copy
+ * ring -> TCM (read request to the ring, ring read, route, TCM write), and
+ * the credit back. */
 int kb__ab_credit_rtt_slot_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k,
                               kb__ccl_dir dir, const kb__ccl_route *ring, uint64_t slot,
                               uint64_t *out, kb__err *err);
 
-/* The credit's way back alone, the last part of kb__ab_credit_rtt_ps: from
+/* The credit's way back alone, the last part of kb__ab_credit_rtt_slot_ps: from
  * the peer's DMA to rank k's (port dir), ps. */
 int kb__ab_credit_back_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
                           uint64_t *out, kb__err *err);
@@ -301,7 +298,7 @@ double kb__ab_whole_rounds(const kb__ccl_plan *plan, uint64_t chunk, uint64_t pi
  * (measured: 0 ns apart, two SIPs; the eight peers' rings of two SIPs of
  * one cube alike). The credit's way back takes a link L that the mirrors'
  * slots take too. One mirror's first slot reaches L after its lead
- * (kb__ab_credit_rtt_ps's set-up, request and TCM read), its route to L
+ * (kb__ab_credit_rtt_slot_ps's set-up, request and TCM read), its route to L
  * alone and its trip's stretch at phase length T, while its stores queued
  * behind the window (`stored` bytes a message) hold its DMA -> NOC link
  * before its other slots, which then cross L back to back: the window

@@ -384,12 +384,6 @@ static int request_path(const kb__topo *t, kb__ccl_loc d, kb__ccl_buffer buf, kb
     return path(t, r, kb__ab_nodes_of(t, d).dma, -1, kb__ab_ring_node(t, d, buf), err);
 }
 
-int kb__ab_credit_rtt_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
-                         const kb__ccl_route *ring, uint64_t *out, kb__err *err)
-{
-    return kb__ab_credit_rtt_slot_ps(t, plan, k, dir, ring, plan->r.s.slot_size, out, err);
-}
-
 /* When a slot of `slot` bytes leaves rank k's TCM for its DMA, after the
  * vc channel took it: the DMA's set-up, its read request to the TCM and
  * the TCM's first bytes, ps. */

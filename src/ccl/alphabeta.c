@@ -650,8 +650,8 @@ static uint64_t start_wait_ps(const kb__topo *t, const kb__ccl_plan *plan, uint6
  * channels together, every rank at once: the last piece of a chunk (the
  * stores before it are in the bandwidth term). With `ahead` transfers a
  * piece queued ahead (0 when its credits do not pace it) the wait of each
- * round's start too (start_wait_ps, each round of the fill's load). *start (may be NULL): the fill
- * and that wait; *out: with the drain. */
+ * round's start too (start_wait_ps, each round of the fill's load).
+ * *start (may be NULL): the fill and that wait; *out: with the drain. */
 static int ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk, uint64_t piece,
                         uint64_t window, uint32_t ahead, uint64_t *start, uint64_t *out,
                         kb__err *err)

@@ -168,13 +168,15 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
  * kb_ccl_sched.window), then its p - 2 later steps (docs/ccl.md, "The
  * all-gather's own pieces"); out->phase_ps[phase] and bottleneck[phase], the other
  * zero; out->ends_ps its fill and drain (as the all-reduce's, with these
- * chunks, an all-gather's start judged by its own step; a reduce-scatter paced by its transfers,
- * not its credits, ends with the finished stores left behind each round's last load on the in-order
- * DMA unit, min(lag + 1, m) pieces of every rank at once, after the phase without them:
- * docs/ccl.md, "A reduce-scatter's finished stores"). Its prediction is half_path_ps + ends_ps +
- * phase_ps[phase]. Its credit loop is the all-or-nothing one (stretched by the phase's other flows
- * over the other terms' length, and behind a mirror's window when every message takes every
- * credit), not the all-reduce's graded one (docs/ccl.md). */
+ * chunks, an all-gather's start judged by its own step; a reduce-scatter
+ * paced by its transfers, not its credits, ends with the finished stores
+ * left behind each round's last load on the in-order DMA unit, min(lag +
+ * 1, m) pieces of every rank at once, after the phase without them:
+ * docs/ccl.md, "A reduce-scatter's finished stores"). Its prediction is
+ * half_path_ps + ends_ps + phase_ps[phase]. Its credit loop is the
+ * all-or-nothing one (stretched by the phase's other flows over the other
+ * terms' length, and behind a mirror's window when every message takes
+ * every credit), not the all-reduce's graded one (docs/ccl.md). */
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
                          uint64_t piece, uint64_t window, int phase, kb__ccl_ring_bw *out,
                          kb__err *err);

@@ -140,7 +140,9 @@ Test(ccl_alphabeta, all_gather_later_steps_follow_the_ring_in_step)
     cr_assert_eq(kb__ccl_route_build(t, pl->loc[7], pl->ports[7][KB__CCL_E].loc,
                                      pl->r.s.buffer_kind, &ring, &err),
                  0, "%s", err.msg);
-    cr_assert_eq(kb__ab_credit_rtt_ps(t, pl, 7, KB__CCL_E, &ring, &rtt7, &err), 0, "%s", err.msg);
+    cr_assert_eq(
+        kb__ab_credit_rtt_slot_ps(t, pl, 7, KB__CCL_E, &ring, pl->r.s.slot_size, &rtt7, &err), 0,
+        "%s", err.msg);
     cr_assert_lt((double)rtt7, mean, "rank 7's loop alone %llu ps, the mean %.0f",
                  (unsigned long long)rtt7, mean);
     ring_in_step_at_least(t, &p, pl, 14, mean); /* 14 chunks in the later steps */

@@ -89,7 +89,8 @@ void kb_test_loops_alone(const kb__topo *t, const kb__ccl_plan *pl, kb__ccl_dir 
         cr_assert_eq(kb__ccl_route_build(t, pl->loc[k], pl->ports[k][dir].loc, pl->r.s.buffer_kind,
                                          &ring, &err),
                      0, "%s", err.msg);
-        cr_assert_eq(kb__ab_credit_rtt_ps(t, pl, k, dir, &ring, &rtt, &err), 0, "%s", err.msg);
+        cr_assert_eq(kb__ab_credit_rtt_slot_ps(t, pl, k, dir, &ring, pl->r.s.slot_size, &rtt, &err),
+                     0, "%s", err.msg);
         loops[k].rtt0_ps = (double)rtt, loops[k].rank = k;
     }
     kb__ccl_route_fini(&ring);

@@ -34,8 +34,8 @@ kb__ccl_plan *kb_test_ring_plan(const kb__topo_params *p, uint32_t ws, kb__ccl_c
 void kb_test_xfers_alone(const kb__topo *t, kb__ccl_loc at, uint64_t b, uint64_t *ld_ps,
                          uint64_t *st_ps);
 /* loops[0..world size) := each rank's credit loop alone through its port
- * dir (kb__ab_credit_rtt_ps, the rest zero), loops[k] rank k's; aborts the
- * test on error. */
+ * dir with whole slots (kb__ab_credit_rtt_slot_ps, the rest zero),
+ * loops[k] rank k's; aborts the test on error. */
 void kb_test_loops_alone(const kb__topo *t, const kb__ccl_plan *pl, kb__ccl_dir dir,
                          kb__ab_credit_loop *loops);
 
