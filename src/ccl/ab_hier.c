@@ -181,14 +181,44 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
     return rc;
 }
 
+/* The last step's finish of a hierarchical reduce-scatter into *out
+ * (algorithms/ring.c, kb__ccl_hier_reduce_scatter): after its group step,
+ * per round of at most half a window of pieces of the block, each piece
+ * loaded, combined with the peer's partial and stored, one piece after
+ * the other, the store beside the next piece's load: per round its pieces'
+ * loads and combines and its last store, each transfer as alone on the
+ * rank where they take longest. */
+static int finish_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t block, uint64_t piece,
+                     uint64_t window, uint64_t esize, uint64_t *out, kb__err *err)
+{
+    uint64_t xfer = piece < block ? piece : block, half = window / 2 ? window / 2 : 1;
+    uint64_t pieces = (block + piece - 1) / piece, ld = 0, st = 0;
+    uint64_t add = kb__ab_combine_ps(&t->params, xfer, esize);
+    kb__ccl_route r = {0};
+    int rc = 0;
+    *out = 0;
+    for (uint32_t k = 0; !rc && k < plan->world_size; k++) {
+        uint64_t l, s;
+        if ((rc = kb__ab_data_path(t, plan->loc[k], false, &r, err)) ||
+            (rc = kb__ab_xfer_ps(t, plan->loc[k], false, &r, xfer, &l, err)) ||
+            (rc = kb__ab_data_path(t, plan->loc[k], true, &r, err)) ||
+            (rc = kb__ab_xfer_ps(t, plan->loc[k], true, &r, xfer, &s, err)))
+            break;
+        if (l + s > ld + st) ld = l, st = s;
+    }
+    kb__ccl_route_fini(&r);
+    if (!rc) *out = pieces * (ld + add) + (pieces + half - 1) / half * st;
+    return rc;
+}
+
 /* S steps, each a reduce-scatter in the group over one region of L blocks
  * (chunks of N/p: L loads, 1 store) with its fill and drain (its finished
  * stores behind its last loads, kb__ab_rs_phase), then one message of N/p
  * to the next peer (1 load; the last step stores instead). When a round's
  * messages to the peer all fit in the slots the sends do not wait, and
  * they cross beside the next step's group reduce-scatter: that step hides
- * them up to its own length. One group: the group's ring reduce-scatter of
- * N. */
+ * them up to its own length. The last step's finish (finish_ps) comes
+ * after its group step. One group: the group's ring reduce-scatter of N. */
 static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
                                      uint64_t esize, uint64_t piece, uint64_t window,
                                      kb__ccl_hier_model *m, kb__err *err)
@@ -215,7 +245,7 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
         /* a round's partials (half a window of pieces) in messages that
          * all fit in the slots */
         const kb__ccl_settings *q = &plan->r.s;
-        uint64_t half = window / 2 ? window / 2 : 1, msgs, slots;
+        uint64_t half = window / 2 ? window / 2 : 1, msgs, slots, finish;
         uint64_t round = half * piece < block ? half * piece : block;
         kb__ab_cut(round, piece, q->slot_size - KB__IPCQ_META_BYTES, &msgs, &slots);
         uint64_t hidden = slots <= q->n_slots ? group_ps : 0;
@@ -228,6 +258,8 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
                      bw.bottleneck[0]);
             m->path_ps += path;
         }
+        if (!rc && !(rc = finish_ps(t, plan, block, piece, window, esize, &finish, err)))
+            m->ends_ps += finish;
         m->hops += S - 1;
     }
     return rc;

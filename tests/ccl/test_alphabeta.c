@@ -368,6 +368,51 @@ Test(ccl_alphabeta, hierarchical_all_reduce_counts_each_streams_fill_and_drain)
     kb_test_untopo(t);
 }
 
+/* The hierarchical reduce-scatter over two SIPs of one cube (groups of 8,
+ * 1 MiB of f32, blocks of 64 KiB: pieces of 16128 B, four and one of 256 B)
+ * ends with its last step's finish after its group steps' fill and drain:
+ * per round of at most half a window of pieces, each piece loaded, combined
+ * with the peer's partial (4032 adds over pe.math.lanes) and stored, the
+ * store beside the next piece's load, so a round costs its pieces' loads
+ * and combines and one store. A window of 64 is one round, of 8 two. */
+Test(ccl_alphabeta, hierarchical_reduce_scatter_ends_with_its_finish)
+{
+    kb__topo_params p;
+    kb__topo *t = kb_test_topo_mesh(&p, 1, 1);
+    kb__ccl_config *c;
+    kb__err err;
+    kb__ccl_plan *pl = kb_test_plan_of(
+        &p,
+        "algorithms:\n  h: {module: hier_reduce_scatter, collective: reduce_scatter, topology: "
+        "hierarchical}\n",
+        16, &c);
+    cr_assert_eq(pl->group, 8);
+    uint64_t N = 1u << 20, block = N / 16, piece = 16128, ld = 0, st = 0;
+    for (uint32_t k = 0; k < 16; k++) { /* every rank alike: its own PE and slice */
+        uint64_t l, s;
+        kb_test_xfers_alone(t, pl->loc[k], piece, &l, &s);
+        cr_assert(k == 0 || (l == ld && s == st));
+        ld = l, st = s;
+    }
+    double add = ceil(4032.0 / p.pe.math_lanes) * p.pe.math_cycles.add / p.pe.math_clock_ghz;
+    const uint64_t window[2] = {64, 8}, rounds[2] = {1, 2};
+    for (int i = 0; i < 2; i++) {
+        kb__ccl_hier_model m;
+        kb__ccl_ring_bw rs;
+        cr_assert_eq(kb__ccl_hier_model_get(t, pl, KB__CCL_REDUCE_SCATTER, N / 4, 4, piece,
+                                            window[i], &m, &err),
+                     0, "%s", err.msg);
+        cr_assert_eq(kb__ab_rs_phase(t, pl, KB__CCL_E, 8, block, piece, window[i], &rs, &err), 0,
+                     "%s", err.msg);
+        uint64_t finish = m.ends_ps - 2 * rs.ends_ps;
+        cr_assert_eq(finish, 5 * (ld + kb_test_ps(add)) + rounds[i] * st, "window %llu",
+                     (unsigned long long)window[i]);
+    }
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb_test_untopo(t);
+}
+
 /* Sixteen ranks over two cubes with the built-in 4 slots of 4 KiB: a chunk
  * streams through more slots than credits and 4 slots leave the vc
  * channel faster than the cross-cube credit round trip, so the credits of
