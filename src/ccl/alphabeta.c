@@ -886,14 +886,45 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
 
 /* ---- chains: broadcast, reduce, one step to NEXT ------------------------------ */
 
+/* How long rank k's store of `bytes` (TCM to its HBM slice), queued just
+ * before its send of the same piece to NEXT, holds that send's slots: the
+ * whole store ahead of them on the first link both routes cross, at the
+ * slowest link of the store's route up to it (0 when they share none). */
+static int store_ahead_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, uint64_t bytes,
+                          uint64_t *ps, kb__err *err)
+{
+    kb__ccl_route st = {0}, sr = {0};
+    *ps = 0;
+    int rc = kb__ab_data_path(t, plan->loc[k], true, &st, err);
+    if (!rc)
+        rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][KB__CCL_E].loc,
+                                 plan->r.s.buffer_kind, &sr, err);
+    for (uint32_t i = 0; !rc && !*ps && i < sr.n; i++) {
+        double bw = 0;
+        for (uint32_t j = 0; j < st.n; j++) {
+            double b = t->links[st.links[j]].bw_gbs;
+            if (!bw || b < bw) bw = b;
+            if (st.links[j] == sr.links[i]) {
+                *ps = (uint64_t)llround(kb__ps_real_from_bytes_gbs((double)bytes, bw));
+                break;
+            }
+        }
+    }
+    kb__ccl_route_fini(&st);
+    kb__ccl_route_fini(&sr);
+    return rc;
+}
+
 /* Latency of the hops from rank `from` along NEXT, `hops` of them, of a
  * piece of `xfer` bytes store and forward (kb__ab_piece_hop_ps: its slots
  * one after the other on the sender's vc channel, the last one's trip and
  * the receiver's copy into its TCM, t_add for its combine), summed, or the
- * slowest one's with `slowest`. */
+ * slowest one's with `slowest`. With `stored` every rank after `from`
+ * stores the piece before it sends it on (a broadcast's relays), and the
+ * hop waits behind that store (store_ahead_ps). */
 static int chain_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t from, uint32_t hops,
-                      uint64_t xfer, uint64_t t_add, int slowest, kb__ccl_chain_model *m,
-                      kb__err *err)
+                      uint64_t xfer, uint64_t t_add, int slowest, bool stored,
+                      kb__ccl_chain_model *m, kb__err *err)
 {
     uint32_t k = from;
     for (uint32_t h = 0; h < hops; h++) {
@@ -903,6 +934,10 @@ static int chain_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t from
         uint64_t ps = 0;
         int rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)next->peer, xfer, t_add, &ps, &m->bw_gbs,
                                      err);
+        if (!rc && stored && h > 0) {
+            uint64_t wait;
+            if (!(rc = store_ahead_ps(t, plan, k, xfer, &wait, err))) ps += wait;
+        }
         if (rc) return rc;
         if (slowest) {
             if (ps > m->path_ps) m->path_ps = ps;
@@ -1011,7 +1046,7 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
         uint64_t t_add =
             kind == KB__CCL_CHAIN_REDUCE && esize ? kb__ab_combine_ps(&t->params, xfer, esize) : 0;
         rc = chain_path(t, plan, from, kind == KB__CCL_CHAIN_SEND ? p : p - 1, xfer, t_add,
-                        kind == KB__CCL_CHAIN_SEND, out, err);
+                        kind == KB__CCL_CHAIN_SEND, kind == KB__CCL_CHAIN_BROADCAST, out, err);
     }
     if (rc) return rc;
     /* the fill and drain (algorithms/ring.c and common.c): a broadcast's
@@ -1043,6 +1078,9 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
     out->ends_ps = fill + drain;
     out->bw_ps = bw.phase_ps[0];
     snprintf(out->bottleneck, sizeof out->bottleneck, "%s", bw.bottleneck[0]);
-    out->predicted_ps = out->path_ps + out->ends_ps + out->bw_ps;
+    /* the last piece leaves its first sender pieces - 1 periods after the
+     * first one, whose own period the path holds */
+    uint64_t pieces = (bytes + piece - 1) / piece;
+    out->predicted_ps = out->path_ps + out->ends_ps + out->bw_ps - out->bw_ps / pieces;
     return 0;
 }

@@ -277,8 +277,11 @@ typedef enum kb__ccl_chain {
 } kb__ccl_chain;
 
 typedef struct kb__ccl_chain_model {
-    uint64_t predicted_ps; /* path_ps + ends_ps + bw_ps */
-    uint64_t path_ps;      /* the first piece's hops */
+    uint64_t predicted_ps; /* path_ps + ends_ps + bw_ps (pieces - 1) / pieces: the
+                            * pieces one period apart, the first one's on the
+                            * path */
+    uint64_t path_ps;      /* the first piece's hops (a broadcast's relay's
+                            * behind its store of the piece) */
     uint64_t ends_ps;      /* fill and drain: the first piece's load before the
                             * first send (every rank's at once where each has
                             * one), the last piece's store after the last

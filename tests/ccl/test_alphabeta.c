@@ -611,9 +611,14 @@ Test(ccl_alphabeta, routes_come_from_the_fabric_built_over_the_graph)
  * a reduce, the slowest single hop for send), store and forward: per hop
  * the piece's slots one after the other on the sender's vc channel, the
  * last one's trip, its copy into the receiver's TCM and, for a reduce, the
- * combine; the bandwidth term is at least the shared xbar link's busy
- * time, from the parameters: in one cube a broadcast's p - 1 stores and a
- * reduce's p loads of N bytes cross it. */
+ * combine; a broadcast's relay (every rank after the root) sends the piece
+ * behind its own store of it, the whole piece ahead on its DMA -> NOC link
+ * (cube.noc.bw_gbs; its TCM -> DMA link, pe.tcm_bw_gbs, is no slower). The
+ * pieces follow one period apart, the first one's on the path: the
+ * prediction is path + ends + T (pieces - 1) / pieces. The bandwidth term
+ * T is at least the shared xbar link's busy time, from the parameters: in
+ * one cube a broadcast's p - 1 stores and a reduce's p loads of N bytes
+ * cross it. */
 Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
 {
     kb__topo_params p;
@@ -650,15 +655,19 @@ Test(ccl_alphabeta, chain_models_follow_the_plan_and_the_parameters)
         hmax = hops_ps[k] > hmax ? hops_ps[k] : hmax;
     /* every hop also copies the piece from the receiver's ring into its TCM:
      * the same copy on every PE of the cube */
-    uint64_t copy = (b.path_ps - bpath) / 7;
-    cr_assert_gt(b.path_ps, bpath);
-    cr_assert_eq(b.path_ps, bpath + 7 * copy);
-    cr_assert_eq(b.hops, 7);
+    cr_assert_gt(r.path_ps, rpath + 7 * add);
+    uint64_t copy = (r.path_ps - rpath) / 7 - add;
     cr_assert_eq(r.path_ps, rpath + 7 * (copy + add));
     cr_assert_eq(snd.hops, 1);
     cr_assert_eq(snd.path_ps, hmax + copy);
-    cr_assert_eq(b.predicted_ps, b.path_ps + b.ends_ps + b.bw_ps);
-    cr_assert_eq(r.predicted_ps, r.path_ps + r.ends_ps + r.bw_ps);
+    cr_assert_geq(p.pe.tcm_bw_gbs, p.cube.noc.bw_gbs);
+    uint64_t stored = kb_test_ps((double)piece / p.cube.noc.bw_gbs);
+    cr_assert_eq(b.hops, 7);
+    cr_assert_eq(b.path_ps, bpath + 7 * copy + 6 * stored);
+    uint64_t pieces = (N + piece - 1) / piece; /* 66 */
+    cr_assert_eq(b.predicted_ps, b.path_ps + b.ends_ps + b.bw_ps - b.bw_ps / pieces);
+    cr_assert_eq(r.predicted_ps, r.path_ps + r.ends_ps + r.bw_ps - r.bw_ps / pieces);
+    cr_assert_eq(snd.predicted_ps, snd.path_ps + snd.ends_ps + snd.bw_ps - snd.bw_ps / pieces);
     /* fill and drain: the broadcast's root loads a piece alone and its
      * last rank stores the last one (1 MiB is 65 pieces and 256 bytes);
      * hello_send's 8 ranks load a piece each at once through the xbar
