@@ -132,7 +132,7 @@ static int a2a_path(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer, 
                     kb__ccl_a2a_model *m, kb__err *err)
 {
     uint32_t p = plan->world_size;
-    uint64_t *hop = calloc(p, sizeof *hop), path = 0, ends = 0;
+    uint64_t *hop = calloc(p, sizeof *hop), path = 0, ld = 0, st = 0;
     if (!hop) return kb__err_set(err, KB_ENOMEM, "out of memory");
     int rc = 0;
     for (int way = 0; !rc && way < 2; way++) {
@@ -152,21 +152,11 @@ static int a2a_path(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer, 
             if (sum > path) path = sum;
         }
     }
-    kb__ccl_route r = {0};
-    for (uint32_t k = 0; !rc && k < p; k++) {
-        uint64_t ld, st;
-        if ((rc = kb__ab_data_path(t, plan->loc[k], false, &r, err)) ||
-            (rc = kb__ab_xfer_ps(t, plan->loc[k], false, &r, xfer, &ld, err)) ||
-            (rc = kb__ab_data_path(t, plan->loc[k], true, &r, err)) ||
-            (rc = kb__ab_xfer_ps(t, plan->loc[k], true, &r, xfer, &st, err)))
-            break;
-        if (ld + st > ends) ends = ld + st;
-    }
-    kb__ccl_route_fini(&r);
+    if (!rc) rc = kb__ab_xfers_slowest(t, plan, xfer, &ld, &st, err);
     free(hop);
     m->rounds = rounds;
     m->hops = (uint32_t)rounds * (p / 2);
-    m->path_ps = rounds * (path + ends);
+    m->path_ps = rounds * (path + ld + st);
     return rc;
 }
 

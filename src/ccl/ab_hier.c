@@ -192,22 +192,10 @@ static int finish_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t block
                      uint64_t window, uint64_t esize, uint64_t *out, kb__err *err)
 {
     uint64_t xfer = piece < block ? piece : block, half = window / 2 ? window / 2 : 1;
-    uint64_t pieces = (block + piece - 1) / piece, ld = 0, st = 0;
+    uint64_t pieces = (block + piece - 1) / piece, ld, st;
     uint64_t add = kb__ab_combine_ps(&t->params, xfer, esize);
-    kb__ccl_route r = {0};
-    int rc = 0;
-    *out = 0;
-    for (uint32_t k = 0; !rc && k < plan->world_size; k++) {
-        uint64_t l, s;
-        if ((rc = kb__ab_data_path(t, plan->loc[k], false, &r, err)) ||
-            (rc = kb__ab_xfer_ps(t, plan->loc[k], false, &r, xfer, &l, err)) ||
-            (rc = kb__ab_data_path(t, plan->loc[k], true, &r, err)) ||
-            (rc = kb__ab_xfer_ps(t, plan->loc[k], true, &r, xfer, &s, err)))
-            break;
-        if (l + s > ld + st) ld = l, st = s;
-    }
-    kb__ccl_route_fini(&r);
-    if (!rc) *out = pieces * (ld + add) + (pieces + half - 1) / half * st;
+    int rc = kb__ab_xfers_slowest(t, plan, xfer, &ld, &st, err);
+    *out = rc ? 0 : pieces * (ld + add) + (pieces + half - 1) / half * st;
     return rc;
 }
 

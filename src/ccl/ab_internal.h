@@ -123,6 +123,11 @@ int kb__ab_data_path(const kb__topo *t, kb__ccl_loc q, bool store, kb__ccl_route
 int kb__ab_xfer_ps(const kb__topo *t, kb__ccl_loc q, bool store, const kb__ccl_route *data,
                    uint64_t bytes, uint64_t *out, kb__err *err);
 
+/* The load and the store of `bytes` (kb__ab_xfer_ps, each alone) on the
+ * rank of the plan where the two together take longest. */
+int kb__ab_xfers_slowest(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
+                         uint64_t *ld_ps, uint64_t *st_ps, kb__err *err);
+
 /* Messages of at most piece bytes, and the slots they fill, in `bytes`. */
 void kb__ab_cut(uint64_t bytes, uint64_t piece, uint64_t payload, uint64_t *msgs, uint64_t *slots);
 

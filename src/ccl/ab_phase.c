@@ -148,6 +148,25 @@ int kb__ab_xfer_ps(const kb__topo *t, kb__ccl_loc q, bool store, const kb__ccl_r
     return 0;
 }
 
+int kb__ab_xfers_slowest(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
+                         uint64_t *ld_ps, uint64_t *st_ps, kb__err *err)
+{
+    kb__ccl_route r = {0};
+    int rc = 0;
+    *ld_ps = *st_ps = 0;
+    for (uint32_t k = 0; !rc && k < plan->world_size; k++) {
+        uint64_t ld, st;
+        if ((rc = kb__ab_data_path(t, plan->loc[k], false, &r, err)) ||
+            (rc = kb__ab_xfer_ps(t, plan->loc[k], false, &r, bytes, &ld, err)) ||
+            (rc = kb__ab_data_path(t, plan->loc[k], true, &r, err)) ||
+            (rc = kb__ab_xfer_ps(t, plan->loc[k], true, &r, bytes, &st, err)))
+            break;
+        if (ld + st > *ld_ps + *st_ps) *ld_ps = ld, *st_ps = st;
+    }
+    kb__ccl_route_fini(&r);
+    return rc;
+}
+
 void kb__ab_cut(uint64_t bytes, uint64_t piece, uint64_t payload, uint64_t *msgs, uint64_t *slots)
 {
     uint64_t full = bytes / piece, rest = bytes % piece;
