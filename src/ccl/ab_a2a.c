@@ -449,7 +449,7 @@ typedef struct a2a_at3 {
  * its store, the stores of pieces kept on arrival), each its time in
  * step with the other ranks (a2a_xfer). */
 typedef struct a2a_issue {
-    double ld_bytes, st_bytes, dma_ps, slots, vc, credit_ps; /* vc: its vc channel's time */
+    double ld_bytes, st_bytes, dma_ps, vc, credit_ps; /* vc: its vc channel's time */
     double op_ps[6];
     int n_ops, pair; /* pair: the index of the kept chunk's store (its load just before), or -1 */
 } a2a_issue;
@@ -656,7 +656,6 @@ static int a2a_issue_ps(const kb__topo *t, const kb__ccl_plan *plan, const int64
                         int64_t from = r - sign * (int64_t)(a3->k[1] / c.m);
                         b = a2a_piece_bytes(&c, from, from + sign * a3->d[1], a3->k[1] % c.m);
                         double sl = (double)((b + payload - 1) / payload);
-                        x->slots += sl;
                         if (b) x->vc += kb__ab_msg_vc_ps(tp, q, b);
                         if (b && sl >= (double)q->n_slots) {
                             double cr = sl * (rtt[a3->d[1]] + resume) / (double)q->n_slots;

@@ -229,6 +229,7 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
     if (!rc) kb__ab_share_solve(&a, rx, p, (double)msgs, tp->pe.dma_channels);
     /* the credit loops of every stream under the tree's traffic */
     double loaded = 0, T = a.worst_ps;
+    uint64_t slot_bytes = kb__ab_slot_bytes(q, xfer);
     kb__ccl_route back = {0};
     for (uint32_t k = 0; !rc && k < p; k++) {
         tree_place pl = tree_place_of(plan, k);
@@ -242,10 +243,9 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
             kb__ccl_dir d = (kb__ccl_dir)ports[s];
             if ((rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][d].loc, q->buffer_kind,
                                           &send, err)) ||
-                (rc = kb__ab_credit_rtt_slot_ps(t, plan, k, d, &send, kb__ab_slot_bytes(q, xfer),
-                                                &rtt, err)) ||
-                (rc = kb__ab_rtt_stretch_ps(t, plan, &a, k, d, &send, kb__ab_slot_bytes(q, xfer),
-                                            wire, (double)bytes, a.worst_ps, &extra, err)))
+                (rc = kb__ab_credit_rtt_slot_ps(t, plan, k, d, &send, slot_bytes, &rtt, err)) ||
+                (rc = kb__ab_rtt_stretch_ps(t, plan, &a, k, d, &send, slot_bytes, wire,
+                                            (double)bytes, a.worst_ps, &extra, err)))
                 break;
             /* a piece goes down to the children one after the other on the
              * rank's one vc channel: a later child's first slot waits behind
