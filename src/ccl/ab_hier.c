@@ -71,6 +71,139 @@ static void hier_add(kb__ccl_hier_model *m, uint64_t best[2], int side, uint64_t
     snprintf(m->bottleneck[side], sizeof m->bottleneck[side], "%s", what);
 }
 
+/* ---- the group rings' stagger ------------------------------------------------
+ *
+ * A group ring whose streams' credit loops differ (the stream that closes
+ * the ring back over the cube links, those that cross a cube) does not
+ * leave its phase at once: each rank's step waits for its own stream's
+ * pace and for its predecessor's piece a hop away, and runs at most a hop
+ * ahead of its successor, whose credits it needs (kb__ab_ring_steps). The
+ * ranks downstream of the slowest stream end earlier by its pace less a
+ * hop a rank, those upstream a hop a rank. */
+
+void kb__ab_ring_steps(uint32_t L, const uint32_t *order, const double *pace, const double *hop,
+                       uint32_t steps, const double *start, double *end, double *t)
+{
+    for (uint32_t i = 0; i < L; i++)
+        t[order[i]] = start[order[i]];
+    for (uint32_t s = 1; s < steps; s++) {
+        /* down the ring, so t_{i-1}(s - 1) is still there when i needs it */
+        double last = t[order[L - 1]];
+        for (uint32_t i = L; i-- > 0;) {
+            uint32_t k = order[i], b = order[(i + L - 1) % L];
+            t[k] = fmax(t[k] + pace[k], (i ? t[b] : last) + hop[b]);
+        }
+        /* a hop ahead of the successor at most: twice around the ring
+         * carries a successor's step to every rank before it */
+        for (int sweep = 0; sweep < 2; sweep++)
+            for (uint32_t i = L; i-- > 0;) {
+                uint32_t k = order[i];
+                t[k] = fmax(t[k], t[order[(i + 1) % L]] - hop[k]);
+            }
+    }
+    for (uint32_t i = 0; i < L; i++) {
+        uint32_t b = order[(i + L - 1) % L];
+        end[order[i]] = t[b] + pace[b] + hop[b];
+    }
+}
+
+/* plan's group rings in ring order: group g's i-th rank at order[g L + i]
+ * (from its lowest rank, along port E). */
+static int group_order(const kb__ccl_plan *plan, uint32_t *order, kb__err *err)
+{
+    uint32_t L = plan->group, p = plan->world_size;
+    for (uint32_t g = 0; g < p / L; g++) {
+        uint32_t k = g * L;
+        for (uint32_t i = 0; i < L; i++) {
+            order[g * L + i] = k;
+            int32_t next = plan->ports[k][KB__CCL_E].peer;
+            if (next < 0 || (uint32_t)next >= p)
+                return kb__err_set(err, KB_EINVAL, "hierarchical model: rank %u has no next rank",
+                                   k);
+            k = (uint32_t)next;
+        }
+    }
+    return 0;
+}
+
+/* kb__ab_ring_steps over every group ring of plan; the latest end. */
+static double groups_steps(const kb__ccl_plan *plan, const uint32_t *order, const double *pace,
+                           const double *hop, const double *start, double *end, double *t)
+{
+    uint32_t L = plan->group, p = plan->world_size;
+    double last = 0;
+    for (uint32_t g = 0; g < p / L; g++)
+        kb__ab_ring_steps(L, order + g * L, pace, hop, L - 1, start, end, t);
+    for (uint32_t k = 0; k < p; k++)
+        last = fmax(last, end[k]);
+    return last;
+}
+
+/* How much sooner than its phases one after the other a hierarchical
+ * all-reduce ends when its group rings' ranks end their reduce-scatter
+ * apart (kb__ab_ring_steps, each stream at its own term's pace over the
+ * L - 1 steps): gain[0] for its peers' exchanges, gain[1] for its group
+ * all-gather. A rank's exchange starts when it and its peer have left the
+ * reduce-scatter; a group's exchanges take peers_ps on the link they
+ * share, each rank's 1/L of it, in the order they come. The all-gather
+ * then starts rank by rank: it gains what its staggered ring_steps end
+ * sooner after the last start than the same ring started at once. */
+static int stagger_gain_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
+                           uint64_t piece, uint64_t esize, double peers_ps, double gain[2],
+                           kb__err *err)
+{
+    uint32_t L = plan->group, p = plan->world_size;
+    gain[0] = gain[1] = 0;
+    double *buf = calloc(8 * (size_t)p, sizeof *buf);
+    uint32_t *order = calloc(p, sizeof *order);
+    int rc = buf && order ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
+    double *rs = buf, *ag = buf + p, *hop_rs = buf + 2 * p, *hop_ag = buf + 3 * p,
+           *start = buf + 4 * p, *end = buf + 5 * p, *tmp = buf + 6 * p, *done = buf + 7 * p;
+    if (!rc) rc = group_order(plan, order, err);
+    if (!rc) rc = kb__ab_ring_streams_ps(t, plan, KB__CCL_E, L, chunk, piece, L, 1, rs, err);
+    if (!rc) rc = kb__ab_ring_streams_ps(t, plan, KB__CCL_E, L, chunk, piece, 1, L - 1, ag, err);
+    /* a step's first piece to the next rank: its slots, the hop, the copy,
+     * and in the reduce-scatter the combine */
+    uint64_t xfer = piece < chunk ? piece : chunk, add = kb__ab_combine_ps(&t->params, xfer, esize);
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        uint32_t n = (uint32_t)plan->ports[k][KB__CCL_E].peer;
+        uint64_t hr = 0, ha = 0;
+        double bw = 0;
+        if (!(rc = kb__ab_piece_hop_ps(t, plan, k, n, xfer, add, &hr, &bw, err)))
+            rc = kb__ab_piece_hop_ps(t, plan, k, n, xfer, 0, &ha, &bw, err);
+        hop_rs[k] = (double)hr, hop_ag[k] = (double)ha;
+        rs[k] /= L - 1, ag[k] /= L - 1;
+    }
+    if (!rc) {
+        double last = groups_steps(plan, order, rs, hop_rs, start, end, tmp), w = peers_ps / L;
+        double all_done = 0;
+        for (uint32_t k = 0; k < p; k++) {
+            int32_t peer = plan->ports[k][KB__CCL_S].peer;
+            start[k] = peer >= 0 ? fmax(end[k], end[peer]) : end[k];
+        }
+        for (uint32_t g = 0; g < p / L; g++) {
+            const uint32_t *o = order + g * L;
+            double c = 0;
+            for (uint32_t n = 0; n < L; n++) { /* the earliest rank not served yet */
+                uint32_t at = 0;
+                for (uint32_t i = 1; i < L; i++)
+                    if (start[o[i]] < start[o[at]]) at = i;
+                c = fmax(c, start[o[at]]) + w;
+                done[o[at]] = c, start[o[at]] = HUGE_VAL;
+            }
+        }
+        for (uint32_t k = 0; k < p; k++)
+            all_done = fmax(all_done, done[k]);
+        double staggered = groups_steps(plan, order, ag, hop_ag, done, end, tmp) - all_done;
+        memset(start, 0, p * sizeof *start);
+        double at_once = groups_steps(plan, order, ag, hop_ag, start, end, tmp);
+        gain[0] = last + peers_ps - all_done, gain[1] = at_once - staggered;
+    }
+    free(buf);
+    free(order);
+    return rc;
+}
+
 static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
                                 uint64_t esize, uint64_t piece, uint64_t window,
                                 kb__ccl_hier_model *m, kb__err *err)
@@ -115,6 +248,12 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
                 hier_add(m, best, side, bw.phase_ps[side], bw.bottleneck[side]);
             m->ends_ps += ends, m->path_ps += path;
         }
+        double gain[2];
+        if (!rc && L > 1 &&
+            !(rc = stagger_gain_ps(t, plan, c1, piece, esize,
+                                   (double)(bw.phase_ps[0] + bw.phase_ps[1]), gain, err)))
+            for (int side = 0; side < 2; side++)
+                m->phase_ps[side] -= (uint64_t)fmin(gain[side], (double)m->phase_ps[side]);
         m->hops += 2 * (S - 1);
     }
     return rc;

@@ -379,6 +379,11 @@ double kb__ab_resume_ps(const kb__topo_params *tp, const kb__ccl_settings *q);
 void kb__ab_credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, double slots,
                          uint64_t msg_slots, double rtt, uint32_t rank, kb__ab_phase_acc *a);
 
+/* That time for one loop (rtt) against the phase's other terms (T), or 0
+ * when it does not pace the phase. */
+double kb__ab_credit_term_ps(const kb__topo_params *tp, const kb__ccl_settings *q, double slots,
+                             uint64_t msg_slots, double rtt, double T);
+
 /* The time a chain rank's program spends on one message outside tl_send
  * (its loads, stretched at phase length T, its combines and scalar ops):
  * the gap between queuing a message and needing the next one's credit. */
@@ -468,6 +473,15 @@ int kb__ab_ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
                    uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
                    const double stores[2], kb__ccl_ring_bw *out, kb__err *err);
 
+/* Each rank's own term of kb__ab_ring_bw's phase 0 (loads and stores
+ * chunks a rank) into streams[0..world size): the phase's term without its
+ * credit loops, or the rank's stream's credit term when its loop paces it
+ * (kb__ab_credit_term_ps). Under the all or nothing rule the slowest of
+ * them is the phase's term; a rank that sends nothing gets the phase's. */
+int kb__ab_ring_streams_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
+                           uint32_t rp, uint64_t chunk, uint64_t piece, double loads, double stores,
+                           double *streams, kb__err *err);
+
 /* A ring reduce-scatter stream run alone (kb__ab_ring_bw's phase 0 for
  * rings of rp ranks through port dir, all the plan's rings at once: rp
  * loads and 1 store of `chunk` per rank), with out->ends_ps its fill and
@@ -486,6 +500,15 @@ int kb__ab_ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t ch
                         uint64_t window, const kb__ccl_ring_bw *bw, uint64_t *out, kb__err *err);
 
 /* ---- the pipelined trees (ab_tree.c) ------------------------------------------ */
+
+/* One ring of L ranks (order[i] its i-th rank, by which pace, hop, start,
+ * end and the scratch t are indexed) running `steps` steps, max-plus:
+ * rank i's step s starts after its own step s - 1 and its pace, after its
+ * predecessor's step s - 1 and the hop between them, and at most
+ * hop_i before its successor's step s (its credits); rank i ends a hop
+ * after its predecessor's last step and pace. All in ps. */
+void kb__ab_ring_steps(uint32_t L, const uint32_t *order, const double *pace, const double *hop,
+                       uint32_t steps, const double *start, double *end, double *t);
 
 /* *ps += one hop of a whole piece of `xfer` bytes from rank a to rank b,
  * store and forward as the kernels take it (they wait for the whole piece

@@ -584,13 +584,19 @@ double kb__ab_resume_ps(const kb__topo_params *tp, const kb__ccl_settings *q)
                                       : tp->pe.ipcq_wake_ns);
 }
 
+double kb__ab_credit_term_ps(const kb__topo_params *tp, const kb__ccl_settings *q, double slots,
+                             uint64_t msg_slots, double rtt, double T)
+{
+    double n = q->n_slots;
+    bool dry = msg_slots >= q->n_slots || slots * rtt / n > T;
+    return dry ? slots * (rtt + kb__ab_resume_ps(tp, q)) / n : 0;
+}
+
 void kb__ab_credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, double slots,
                          uint64_t msg_slots, double rtt, uint32_t rank, kb__ab_phase_acc *a)
 {
-    double n = q->n_slots;
-    bool dry = msg_slots >= q->n_slots || slots * rtt / n > a->worst_ps;
-    if (!dry) return;
-    kb__ab_worst(a, slots * (rtt + kb__ab_resume_ps(tp, q)) / n, "credits", rank);
+    double v = kb__ab_credit_term_ps(tp, q, slots, msg_slots, rtt, a->worst_ps);
+    if (v > 0) kb__ab_worst(a, v, "credits", rank);
 }
 
 double kb__ab_ring_in_step_ps(const kb__ab_credit_loop *loops, uint32_t n)

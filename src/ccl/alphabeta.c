@@ -186,8 +186,8 @@ typedef enum ring_rule { RULE_ALL_OR_NOTHING, RULE_GRADED, RULE_IN_STEP } ring_r
 static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
                      const double stores[2], const double *w, ring_rule rule,
-                     const kb__ab_own_pairs *pairs, double whole, kb__ccl_ring_bw *out,
-                     kb__err *err);
+                     const kb__ab_own_pairs *pairs, double whole, double *streams,
+                     kb__ccl_ring_bw *out, kb__err *err);
 
 /* kb__ab_ring_bw, or with w (per-rank weights, phase 0 only) a chain's; the all
  * or nothing credit rule (kb__ab_credit_limit). */
@@ -196,7 +196,7 @@ static int ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                      const double stores[2], const double *w, kb__ccl_ring_bw *out, kb__err *err)
 {
     return ring_bw_x(t, plan, dir, rp, chunk, piece, want, loads, stores, w, RULE_ALL_OR_NOTHING,
-                     NULL, 0, out, err);
+                     NULL, 0, NULL, out, err);
 }
 
 int kb__ab_ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
@@ -204,6 +204,17 @@ int kb__ab_ring_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
                    const double stores[2], kb__ccl_ring_bw *out, kb__err *err)
 {
     return ring_bw_w(t, plan, dir, rp, chunk, piece, want, loads, stores, NULL, out, err);
+}
+
+int kb__ab_ring_streams_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
+                           uint32_t rp, uint64_t chunk, uint64_t piece, double loads, double stores,
+                           double *streams, kb__err *err)
+{
+    const bool want[2] = {true, false};
+    const double ld[2] = {loads, 0}, st[2] = {stores, 0};
+    kb__ccl_ring_bw bw;
+    return ring_bw_x(t, plan, dir, rp, chunk, piece, want, ld, st, NULL, RULE_ALL_OR_NOTHING, NULL,
+                     0, streams, &bw, err);
 }
 
 int kb__ab_ring_gather_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
@@ -214,7 +225,7 @@ int kb__ab_ring_gather_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_d
     const double ld[2] = {loads, 0}, st[2] = {stores, 0};
     double whole = chunk && piece ? kb__ab_whole_rounds(plan, chunk, piece, window) : 0;
     return ring_bw_x(t, plan, dir, rp, chunk, piece, want, ld, st, NULL, RULE_IN_STEP, NULL, whole,
-                     out, err);
+                     NULL, out, err);
 }
 
 /* What hello_send's pacing (step_period_ps) needs: per rank its credit
@@ -332,12 +343,13 @@ static int step_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir d
 static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                      uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
                      const double stores[2], const double *w, ring_rule rule,
-                     const kb__ab_own_pairs *pairs, double whole, kb__ccl_ring_bw *out,
-                     kb__err *err)
+                     const kb__ab_own_pairs *pairs, double whole, double *streams,
+                     kb__ccl_ring_bw *out, kb__err *err)
 {
     const bool graded = rule == RULE_GRADED;
     memset(out, 0, sizeof *out);
     uint32_t p = plan->world_size;
+    if (streams) memset(streams, 0, p * sizeof *streams);
     if (plan->r.algo->topology != KB__CCL_RING_1D && plan->r.algo->topology != KB__CCL_HIER)
         return kb__err_set(err, KB_EINVAL,
                            "ring bandwidth model: algorithm '%s' is %s, not ring_1d",
@@ -420,6 +432,7 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
         kb__ab_acc_links(t, &acc[ph]);
         kb__ab_share_solve(&acc[ph], rx + ph * p, p, (double)msgs, tp->pe.dma_channels);
         out->unpaced_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
+        double unpaced = acc[ph].worst_ps;
         /* the credit loops under the phase's traffic */
         uint64_t xfer = piece < chunk ? piece : chunk, msg_slots = (xfer + payload - 1) / payload;
         uint64_t slot_bytes = kb__ab_slot_bytes(q, xfer);
@@ -514,6 +527,10 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                                                &wait, err);
                 v += whole * wait;
                 if (v > loaded) loaded = v, slow = loops[i].rank;
+                if (streams && ph == 0)
+                    streams[loops[i].rank] =
+                        fmax(unpaced, kb__ab_credit_term_ps(tp, q, ring_chunks * (double)slots,
+                                                            msg_slots, v, unpaced));
             }
             if (rc) break;
             if (loaded > 0)
@@ -521,6 +538,10 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                                     &acc[ph]);
         }
         out->phase_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
+        /* the streams' own terms: each rank's loop where the phase has one
+         * slowest, else the phase's term for every rank */
+        for (uint32_t k = 0; streams && ph == 0 && k < p; k++)
+            if (!(streams[k] > 0) || graded || rule == RULE_IN_STEP) streams[k] = acc[ph].worst_ps;
         snprintf(out->bottleneck[ph], sizeof out->bottleneck[ph], "%s", acc[ph].what);
     }
     kb__ccl_route_fini(&ring);
@@ -740,7 +761,7 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
     /* the graded credit rule (kb__ab_credit_solve): measured on this collective's
      * streams; the others keep the all or nothing one (docs/ccl.md) */
     int rc = ring_bw_x(t, plan, KB__CCL_E, plan->world_size, bytes ? chunk : 0, piece, both, loads,
-                       stores, NULL, RULE_GRADED, NULL, 0, out, err);
+                       stores, NULL, RULE_GRADED, NULL, 0, NULL, out, err);
     if (rc || plan->world_size < 2 || !chunk || !piece) return rc;
     /* one stream: it starts with its reduce-scatter's steps */
     return ring_ends_ps(t, plan, chunk, piece, window, credit_paced(out, 0) ? 1 : 0, NULL,
@@ -860,7 +881,7 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
         if (plan->world_size == 2) pr.tail = pr.lead;
         const double l1[2] = {0, 1}, s1[2] = {0, 2 - left};
         rc = ring_bw_x(t, plan, KB__CCL_E, 2, chunk, piece, want, l1, s1, NULL, RULE_IN_STEP, &pr,
-                       kb__ab_whole_rounds(plan, chunk, piece, window), out, err);
+                       kb__ab_whole_rounds(plan, chunk, piece, window), NULL, out, err);
         /* the stream starts with its own step: each own piece loaded and
          * stored ahead of the first receive */
         ahead = credit_paced(out, 1) ? 2 : 0;

@@ -413,6 +413,37 @@ Test(ccl_alphabeta, hierarchical_reduce_scatter_ends_with_its_finish)
     kb_test_untopo(t);
 }
 
+/* A group ring of 8 ranks whose stream from its last rank (ring position
+ * 7) is slow, P = 1000 ps a step, the others' 100, every hop h = 250 ps,
+ * 7 steps from 0 (kb__ab_ring_steps): by the closed form of the max-plus
+ * recursion, position j's sixth step starts at max((5 - j)P + (j + 1)h,
+ * 6P - (7 - j)h) (the slow stream's steps then the hops down to it, or a
+ * hop a rank behind the slow sender's credits), position 7's at 6P, and
+ * position i ends a hop after its predecessor's last step and pace. The
+ * ranks sit in the scratch arrays out of ring order. */
+Test(ccl_alphabeta, a_group_ring_ends_apart_behind_its_slowest_stream)
+{
+    const uint32_t order[8] = {3, 5, 0, 7, 1, 6, 2, 4};
+    const double P = 1000, f = 100, h = 250;
+    double pace[8], hops[8], start[8] = {0}, end[8], t[8];
+    for (int i = 0; i < 8; i++)
+        pace[order[i]] = i == 7 ? P : f, hops[order[i]] = h;
+    kb__ab_ring_steps(8, order, pace, hops, 7, start, end, t);
+    for (int i = 0; i < 8; i++) {
+        int j = (i + 7) % 8; /* the predecessor */
+        double last = j == 7 ? 6 * P : fmax((5 - j) * P + (j + 1) * h, 6 * P - (7 - j) * h);
+        double want = last + (j == 7 ? P : f) + h;
+        cr_expect(fabs(end[order[i]] - want) < 1e-9, "position %d: %.1f, want %.1f", i,
+                  end[order[i]], want);
+    }
+    /* with every pace alike the ring ends at once: 6 paces, a pace, a hop */
+    for (int i = 0; i < 8; i++)
+        pace[order[i]] = P;
+    kb__ab_ring_steps(8, order, pace, hops, 7, start, end, t);
+    for (int i = 0; i < 8; i++)
+        cr_expect(fabs(end[order[i]] - (7 * P + h)) < 1e-9, "position %d: %.1f", i, end[order[i]]);
+}
+
 /* Sixteen ranks over two cubes with the built-in 4 slots of 4 KiB: a chunk
  * streams through more slots than credits and 4 slots leave the vc
  * channel faster than the cross-cube credit round trip, so the credits of
