@@ -149,11 +149,12 @@ static double groups_steps(const kb__ccl_plan *plan, const uint32_t *order, cons
  * then starts rank by rank: it gains what its staggered ring_steps end
  * sooner after the last start than the same ring started at once. */
 static int stagger_gain_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
-                           uint64_t piece, uint64_t esize, double peers_ps, double gain[2],
-                           kb__err *err)
+                           uint64_t piece, uint64_t esize, double peers_ps, double *peers_gain,
+                           double *ag_gain, kb__err *err)
 {
     uint32_t L = plan->group, p = plan->world_size;
-    gain[0] = gain[1] = 0;
+    *peers_gain = 0;
+    if (ag_gain) *ag_gain = 0;
     double *buf = calloc(8 * (size_t)p, sizeof *buf);
     uint32_t *order = calloc(p, sizeof *order);
     int rc = buf && order ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
@@ -161,7 +162,8 @@ static int stagger_gain_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
            *start = buf + 4 * p, *end = buf + 5 * p, *tmp = buf + 6 * p, *done = buf + 7 * p;
     if (!rc) rc = group_order(plan, order, err);
     if (!rc) rc = kb__ab_ring_streams_ps(t, plan, KB__CCL_E, L, chunk, piece, L, 1, rs, err);
-    if (!rc) rc = kb__ab_ring_streams_ps(t, plan, KB__CCL_E, L, chunk, piece, 1, L - 1, ag, err);
+    if (!rc && ag_gain)
+        rc = kb__ab_ring_streams_ps(t, plan, KB__CCL_E, L, chunk, piece, 1, L - 1, ag, err);
     /* a step's first piece to the next rank: its slots, the hop, the copy,
      * and in the reduce-scatter the combine */
     uint64_t xfer = piece < chunk ? piece : chunk, add = kb__ab_combine_ps(&t->params, xfer, esize);
@@ -194,10 +196,12 @@ static int stagger_gain_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
         }
         for (uint32_t k = 0; k < p; k++)
             all_done = fmax(all_done, done[k]);
-        double staggered = groups_steps(plan, order, ag, hop_ag, done, end, tmp) - all_done;
-        memset(start, 0, p * sizeof *start);
-        double at_once = groups_steps(plan, order, ag, hop_ag, start, end, tmp);
-        gain[0] = last + peers_ps - all_done, gain[1] = at_once - staggered;
+        *peers_gain = last + peers_ps - all_done;
+        if (ag_gain) {
+            double staggered = groups_steps(plan, order, ag, hop_ag, done, end, tmp) - all_done;
+            memset(start, 0, p * sizeof *start);
+            *ag_gain = groups_steps(plan, order, ag, hop_ag, start, end, tmp) - staggered;
+        }
     }
     free(buf);
     free(order);
@@ -251,7 +255,8 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         double gain[2];
         if (!rc && L > 1 &&
             !(rc = stagger_gain_ps(t, plan, c1, piece, esize,
-                                   (double)(bw.phase_ps[0] + bw.phase_ps[1]), gain, err)))
+                                   (double)(bw.phase_ps[0] + bw.phase_ps[1]), &gain[0], &gain[1],
+                                   err)))
             for (int side = 0; side < 2; side++)
                 m->phase_ps[side] -= (uint64_t)fmin(gain[side], (double)m->phase_ps[side]);
         m->hops += 2 * (S - 1);
@@ -381,6 +386,10 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
             !(rc = rings_path(t, plan, KB__CCL_S, 1, bw.phase_ps[0], 1, block, piece, &path,
                               &m->bw_gbs, err))) {
             uint64_t ps = bw.phase_ps[0];
+            double gain = 0;
+            if (!hidden && L > 1)
+                rc = stagger_gain_ps(t, plan, c, piece, esize, (double)ps, &gain, NULL, err);
+            ps -= (uint64_t)fmin(gain, (double)ps);
             hier_add(m, best, 0, (uint64_t)(S - 1) * (ps > hidden ? ps - hidden : 0),
                      bw.bottleneck[0]);
             m->path_ps += path;
