@@ -5,13 +5,15 @@
  * rings across the groups between peer PEs (port S), each ring's path
  * from its hops and each phase's bandwidth term from the ring machinery
  * of alphabeta.c, phase by phase as the kernel runs them one after the
- * other.
+ * other, less what the peers' exchanges and the group all-gather overlap
+ * when the group rings' ranks end their reduce-scatter apart (the
+ * stagger).
  *
  * Invariants: a side's bottleneck names its largest term; the prediction
  * is path + reduce side + gather side. A prediction only.
  * Cost: a few ring bandwidth terms (O(links + nodes + world size × route
- * length × 64) each) and the peers' rings' hops, O(group × S × route
- * length).
+ * length × 64) each), the peers' rings' hops, O(group × S × route
+ * length), and the stagger's max-plus passes, O(world size × group).
  */
 #include <math.h>
 #include <stdbool.h>

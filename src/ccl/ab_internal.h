@@ -501,15 +501,6 @@ int kb__ab_ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t ch
 
 /* ---- the pipelined trees (ab_tree.c) ------------------------------------------ */
 
-/* One ring of L ranks (order[i] its i-th rank, by which pace, hop, start,
- * end and the scratch t are indexed) running `steps` steps, max-plus:
- * rank i's step s starts after its own step s - 1 and its pace, after its
- * predecessor's step s - 1 and the hop between them, and at most
- * hop_i before its successor's step s (its credits); rank i ends a hop
- * after its predecessor's last step and pace. All in ps. */
-void kb__ab_ring_steps(uint32_t L, const uint32_t *order, const double *pace, const double *hop,
-                       uint32_t steps, const double *start, double *end, double *t);
-
 /* *ps += one hop of a whole piece of `xfer` bytes from rank a to rank b,
  * store and forward as the kernels take it (they wait for the whole piece
  * before they combine, store or send it on): the sender's vc channel sends
@@ -535,6 +526,17 @@ int kb__ab_piece_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t a,
  * link is busy the whole phase: the caller bounds it by the stream running
  * dry every message). */
 double kb__ab_tree_wait_ps(double margin_ps, double rho, double service_ps, double resume_ps);
+
+/* ---- the group rings' stagger (ab_hier.c) ----------------------------------- */
+
+/* One ring of L ranks (order[i] its i-th rank, by which pace, hop, start,
+ * end and the scratch t are indexed) running `steps` steps, max-plus:
+ * rank i's step s starts after its own step s - 1 and its pace, after its
+ * predecessor's step s - 1 and the hop between them, and at most
+ * hop_i before its successor's step s (its credits); rank i ends a hop
+ * after its predecessor's last step and pace. All in ps. */
+void kb__ab_ring_steps(uint32_t L, const uint32_t *order, const double *pace, const double *hop,
+                       uint32_t steps, const double *start, double *end, double *t);
 
 /* ---- the ring all-to-all's credit loop and issue order (ab_a2a.c) ---------- */
 
