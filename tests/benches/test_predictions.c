@@ -9,7 +9,8 @@
  * counted the memories, the transfers' shared links and the credit loop
  * under load (and for the rows marked big: the all-gather with 4 slots
  * at 2 and 4 ranks, with 16 at 2). One
- * test per family, so they can run side by side.
+ * test per family; the runs over more than one SIP are in
+ * test_predictions_sips.c, so the two files run side by side.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -20,88 +21,13 @@
 #include "kernbench/dist.h"
 #include "kernbench/kernbench.h"
 #include "support/bench_run.h"
-
-/* One algorithm and the ranks and slot counts its prediction holds for;
- * big: also 4 MiB per rank at 2 and 4 ranks. */
-typedef struct held {
-    const char *bench, *algorithm;
-    int worlds[4]; /* 0-terminated */
-    int slots, big;
-} held;
-
-/* One run's size: ranks, bytes per rank and the machine's --set. */
-typedef struct sized {
-    int world;
-    long bytes;
-    const char *set;
-} sized;
-
-/* ratio of one run, with one more --set when set is not NULL; fails the
- * test when the bench reports no prediction. */
-static double ratio_sets(const held *h, int world, long bytes, const char *set, const char *set2)
-{
-    char w[32], b[32], a[96], s[64];
-    snprintf(w, sizeof w, "world=%d", world);
-    snprintf(b, sizeof b, "bytes=%ld", bytes);
-    snprintf(a, sizeof a, "algorithm=%s", h->algorithm ? h->algorithm : "");
-    snprintf(s, sizeof s, "ccl.defaults.n_slots=%d", h->slots);
-    const char *kv[] = {w, b, h->algorithm ? a : NULL, NULL};
-    const char *sets[] = {s, set, set ? set2 : NULL, NULL};
-    kb_bench_result r;
-    cr_assert_eq(kb_test_bench_run(h->bench, h->algorithm ? sets : NULL, 1, &r, kv), 0, "%s %s: %s",
-                 h->bench, w, r.error);
-    double span = kb_test_bench_figure(&r, "kernel_span"),
-           pred = kb_test_bench_figure(&r, "alpha_beta");
-    cr_assert_gt(pred, 0, "%s %s: no prediction", h->bench, w);
-    return span / pred;
-}
-
-static double ratio_set(const held *h, int world, long bytes, const char *set)
-{
-    return ratio_sets(h, world, bytes, set, NULL);
-}
-
-static double ratio_of(const held *h, int world, long bytes)
-{
-    return ratio_set(h, world, bytes, NULL);
-}
-
-/* h over `world` ranks (with one more --set when set is not NULL) at 1 MiB
- * and 4 MiB per rank, each within tol of its prediction. */
-static void holds_at_1_and_4_mib(const held *h, int world, const char *set, double tol)
-{
-    for (long bytes = 1L << 20; bytes <= 4L << 20; bytes *= 4) {
-        double q = ratio_set(h, world, bytes, set);
-        cr_expect(fabs(q - 1) <= tol, "%s, %d ranks, %ld B, %d slots, %s: ratio %.3f",
-                  h->algorithm ? h->algorithm : h->bench, world, bytes, h->slots,
-                  set ? set : "built-in machine", q);
-    }
-}
-
-/* Every row of rows[0..n) within 10 %: 1 MiB per rank, and 4 MiB at 2 and
- * 4 ranks for the rows marked big. */
-static void hold(const held *rows, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        for (int j = 0; j < 4 && rows[i].worlds[j]; j++) {
-            int world = rows[i].worlds[j];
-            const long sizes[2] = {1L << 20, 4L << 20};
-            for (int k = 0; k < (rows[i].big && world <= 4 ? 2 : 1); k++) {
-                double q = ratio_of(&rows[i], world, sizes[k]);
-                cr_expect(fabs(q - 1) <= 0.10, "%s %s, %d ranks, %ld B, %d slots: ratio %.3f",
-                          rows[i].bench, rows[i].algorithm ? rows[i].algorithm : "", world,
-                          sizes[k], rows[i].slots, q);
-            }
-        }
-}
-
-#define HOLD(rows) hold(rows, sizeof rows / sizeof rows[0])
+#include "support/predict.h"
 
 /* The ring all-reduce where its model was 1.5–2× off (2 and 4 ranks), and
  * with its rings in SRAM and HBM. */
 Test(predictions, ring_allreduce_holds_its_range)
 {
-    static const held rows[] = {
+    static const kb_test_held rows[] = {
         {"ccl_allreduce", "ring_allreduce", {2, 4, 8, 16}, 4, 1},
         {"ccl_allreduce", "ring_allreduce", {2, 4, 8, 16}, 16, 1},
         {"ccl_allreduce", "ring_allreduce_sram", {2, 4, 8, 16}, 4, 1},
@@ -109,7 +35,7 @@ Test(predictions, ring_allreduce_holds_its_range)
         {"ccl_allreduce", "ring_allreduce_hbm", {2, 4, 8, 16}, 4, 0},
         {"ccl_allreduce", "ring_allreduce_hbm", {2, 4, 8, 16}, 16, 0},
     };
-    HOLD(rows);
+    KB_TEST_HOLD(rows);
 }
 
 /* The ring all-reduce with 4 slots and senders that poll, or sleep with a
@@ -118,17 +44,17 @@ Test(predictions, ring_allreduce_holds_its_range)
  * run was 1.10 before the fill and drain were counted). */
 Test(predictions, ring_allreduce_holds_with_polling_and_free_wakes)
 {
-    static const held ring = {"ccl_allreduce", "ring_allreduce", {0}, 4, 1};
+    static const kb_test_held ring = {"ccl_allreduce", "ring_allreduce", {0}, 4, 1};
     static const char *const sets[2] = {"ccl.defaults.backpressure=poll", "pe.ipcq.wake_ns=0"};
     const int worlds[4] = {2, 4, 8, 16};
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 4; j++)
-            holds_at_1_and_4_mib(&ring, worlds[j], sets[i], 0.10);
+            kb_test_holds_at_1_and_4_mib(&ring, worlds[j], sets[i], 0.10);
 }
 
 Test(predictions, mesh_and_tree_hold_their_range)
 {
-    static const held rows[] = {
+    static const kb_test_held rows[] = {
         /* with 4 slots the 8- and 16-rank mesh were 1.12 and 1.11, the
          * 32-rank tree 1.15, before the credit waits of a stream whose loop
          * fits its pace were counted */
@@ -141,12 +67,12 @@ Test(predictions, mesh_and_tree_hold_their_range)
         {"ccl_allreduce", "tree_allreduce", {32}, 4, 0},
         {"ccl_allreduce", "tree_allreduce", {32}, 16, 0},
     };
-    HOLD(rows);
+    KB_TEST_HOLD(rows);
 }
 
 Test(predictions, reduce_scatter_and_all_gather_hold_their_range)
 {
-    static const held rows[] = {
+    static const kb_test_held rows[] = {
         /* the finished stores left behind the last loads counted */
         {"ccl_reduce_scatter", "ring_reduce_scatter", {2, 4, 8, 16}, 4, 1},
         {"ccl_reduce_scatter", "ring_reduce_scatter", {2, 4, 8, 16}, 16, 1},
@@ -160,7 +86,7 @@ Test(predictions, reduce_scatter_and_all_gather_hold_their_range)
         {"ccl_all_gather", "ring_all_gather", {2, 4}, 16, 1},
         {"ccl_all_gather", "ring_all_gather", {8, 16}, 16, 0},
     };
-    HOLD(rows);
+    KB_TEST_HOLD(rows);
 }
 
 /* The all-gather with 4 slots over two cubes (16 ranks), whose ring runs in
@@ -171,96 +97,14 @@ Test(predictions, reduce_scatter_and_all_gather_hold_their_range)
  * stream across three cubes paces the ring out of step, within 10 %. */
 Test(predictions, all_gather_ring_in_step_holds_over_cubes)
 {
-    static const held rows[] = {
+    static const kb_test_held rows[] = {
         {"ccl_all_gather", "ring_all_gather", {0}, 4, 0},
         {"ccl_all_gather", "hier_all_gather", {0}, 4, 0},
     };
     for (size_t i = 0; i < 2; i++)
-        holds_at_1_and_4_mib(&rows[i], 16, NULL, 0.05);
-    double q = ratio_of(&rows[0], 32, 1L << 20);
+        kb_test_holds_at_1_and_4_mib(&rows[i], 16, NULL, 0.05);
+    double q = kb_test_ratio_of(&rows[0], 32, 1L << 20);
     cr_expect(fabs(q - 1) <= 0.10, "ring_all_gather, 32 ranks, 1 MiB, 4 slots: ratio %.3f", q);
-}
-
-/* The all-gather with 4 slots over two SIPs of one and of two cubes (16
- * and 32 ranks, `sip.cube_mesh` 1x1 and 1x2), where the ring crosses the
- * SIP link pair both ways and each crossing stream's first credit waits
- * behind its mirror's window on the SIP link, in the rounds that keep
- * their windows whole: within 5 % (1.19 at 16 ranks, 1.13 at 32, while the
- * credit's way back was taken alone). */
-Test(predictions, all_gather_credit_behind_the_mirrors_window_holds_over_two_sips)
-{
-    static const held ring = {"ccl_all_gather", "ring_all_gather", {0}, 4, 0};
-    holds_at_1_and_4_mib(&ring, 16, "sip.cube_mesh=1x1", 0.05);
-    double q = ratio_set(&ring, 32, 1L << 20, "sip.cube_mesh=1x2");
-    cr_expect(fabs(q - 1) <= 0.05, "two SIPs of two cubes, 1 MiB: ratio %.3f", q);
-    /* a round whose every message takes the whole ring keeps the windows
-     * whole: 16 pieces of 16128 B (1.13 with the credit's way back alone);
-     * a short last piece in the round splits them at every step, and the
-     * wait is not there: 256 KiB (0.89 with the wait counted) */
-    q = ratio_set(&ring, 32, 16 * 16128L, "sip.cube_mesh=1x2");
-    cr_expect(fabs(q - 1) <= 0.05, "two SIPs of two cubes, 16 whole pieces: ratio %.3f", q);
-    q = ratio_set(&ring, 32, 256L << 10, "sip.cube_mesh=1x2");
-    cr_expect(fabs(q - 1) <= 0.05, "two SIPs of two cubes, 256 KiB: ratio %.3f", q);
-    /* whole windows whatever the wake: 1.15 and 1.11 with the credit's
-     * way back alone */
-    static const char *const wakes[] = {"pe.ipcq.wake_ns=140", "pe.ipcq.wake_ns=300"};
-    for (int i = 0; i < 2; i++) {
-        q = ratio_sets(&ring, 32, 1L << 20, "sip.cube_mesh=1x2", wakes[i]);
-        cr_expect(fabs(q - 1) <= 0.05, "two SIPs of two cubes, 1 MiB, %s: ratio %.3f", wakes[i], q);
-    }
-}
-
-/* The ring all-reduce and reduce-scatter with 4 slots over two SIPs:
- * every message takes every credit, so the crossing streams run dry on
- * every window and their first credit waits behind the mirror's window on
- * the SIP link (docs/ccl.md, "A credit behind the mirror's window"). Two
- * SIPs of one cube at 1 and 4 MiB (all-reduce 1.14, 1.17 and
- * reduce-scatter 1.05, 1.07 with the credit's way back alone), of two
- * cubes at 4 MiB (all-reduce 1.09): within 10 %. */
-Test(predictions, ring_credit_behind_the_mirrors_window_holds_over_two_sips)
-{
-    static const held rows[] = {
-        {"ccl_allreduce", "ring_allreduce", {0}, 4, 0},
-        {"ccl_reduce_scatter", "ring_reduce_scatter", {0}, 4, 0},
-    };
-    for (size_t i = 0; i < 2; i++)
-        holds_at_1_and_4_mib(&rows[i], 16, "sip.cube_mesh=1x1", 0.10);
-    double q = ratio_set(&rows[0], 32, 4L << 20, "sip.cube_mesh=1x2");
-    cr_expect(fabs(q - 1) <= 0.10, "ring_allreduce, two SIPs of two cubes, 4 MiB: ratio %.3f", q);
-}
-
-/* The hierarchical all-reduce with 4 slots over two SIPs of one cube:
- * its peers' phase runs eight two-rank rings across the SIP link pair, all
- * their windows starting together, and each stream's first credit comes
- * back behind all eight windows of the other way, queued back to back on
- * the link (docs/ccl.md, "A credit behind the mirror's window"): 1 and 4
- * MiB within 10 % (1.12, 1.12 behind one window). */
-Test(predictions, hierarchical_all_reduce_peers_credit_behind_every_window_holds)
-{
-    static const held h = {"ccl_allreduce", "hier_allreduce", {0}, 4, 0};
-    holds_at_1_and_4_mib(&h, 16, "sip.cube_mesh=1x1", 0.10);
-}
-
-/* The hierarchical all-gather over two SIPs: its group phases are ring
- * all-gathers whose every message (16128 B, 4 slots) takes every credit,
- * so they run in step, as the flat ring's (docs/ccl.md, "Hierarchical
- * collectives"): two SIPs of one cube at 1 and 4 MiB (1.15, 1.14 with the
- * plain credit rule; within 10 %: 0.94, 0.93, the group phases' in-step
- * floor 12 % over the run's windows there, since the peers' phase takes
- * its credits behind all eight reverse windows) and of two cubes at 1 MiB
- * within 5 % (0.92). */
-Test(predictions, hierarchical_all_gather_groups_run_in_step_over_two_sips)
-{
-    static const held h = {"ccl_all_gather", "hier_all_gather", {0}, 4, 0};
-    static const sized rows[] = {{16, 1L << 20, "sip.cube_mesh=1x1"},
-                                 {16, 4L << 20, "sip.cube_mesh=1x1"},
-                                 {32, 1L << 20, "sip.cube_mesh=1x2"}};
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        double q = ratio_set(&h, rows[i].world, rows[i].bytes, rows[i].set);
-        double tol = rows[i].world == 16 ? 0.10 : 0.05;
-        cr_expect(fabs(q - 1) <= tol, "%d ranks (%s), %ld B: ratio %.3f", rows[i].world,
-                  rows[i].set, rows[i].bytes, q);
-    }
 }
 
 /* The hierarchical collectives over one group (a world inside one SIP):
@@ -274,7 +118,7 @@ Test(predictions, hierarchical_all_gather_groups_run_in_step_over_two_sips)
  * 4 ranks with 16 since its own pairs share their bursts. */
 Test(predictions, hierarchical_one_group_holds_its_range)
 {
-    static const held rows[] = {
+    static const kb_test_held rows[] = {
         {"ccl_reduce_scatter", "hier_reduce_scatter", {2, 4, 8, 16}, 4, 0},
         {"ccl_reduce_scatter", "hier_reduce_scatter", {2, 4, 8, 16}, 16, 0},
         {"ccl_all_gather", "hier_all_gather", {2, 4, 8, 16}, 4, 0},
@@ -282,65 +126,12 @@ Test(predictions, hierarchical_one_group_holds_its_range)
         {"ccl_allreduce", "hier_allreduce", {2, 4, 8, 16}, 4, 1},
         {"ccl_allreduce", "hier_allreduce", {2, 4, 8, 16}, 16, 1},
     };
-    HOLD(rows);
-}
-
-/* The hierarchical all-reduce and reduce-scatter over two SIPs of four
- * cubes (64 ranks, 4 slots): the group reduce-scatter's ranks end 6.5 µs
- * apart behind the stream that closes the group ring over three cube
- * links, and the peers' exchanges over the SIP link start rank by rank
- * (docs/ccl.md, "The hierarchical rows over four cubes"). Within 10 % at 1
- * and 4 MiB (all-reduce 0.86, 0.91 and reduce-scatter 0.88, 0.90 with the
- * phases one after the other); over two cubes within 5 % (the
- * reduce-scatter at 1 MiB was 0.92). */
-Test(predictions, hierarchical_collectives_overlap_their_peers_with_the_stagger)
-{
-    static const held rows[] = {{"ccl_allreduce", "hier_allreduce", {0}, 4, 0},
-                                {"ccl_reduce_scatter", "hier_reduce_scatter", {0}, 4, 0}};
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        holds_at_1_and_4_mib(&rows[i], 64, "sip.cube_mesh=1x4", 0.10);
-        holds_at_1_and_4_mib(&rows[i], 32, "sip.cube_mesh=1x2", 0.05);
-    }
-}
-
-/* The hierarchical all-reduce over every PE of 8 and 16 SIPs (1024 and 2048
- * ranks, 1 MiB per rank, the built-in 4 slots; flow model, timing only).
- * Between peers the chunks are N/(L·S): 1 KiB and 512 B, messages shorter
- * than a slot's payload, whose slots carry the message and its metadata
- * only; with a whole slot's 4 KiB in their credit loop, stretched by the
- * SIP links' traffic, the peers' phase was 2× over at 16 SIPs (0.82).
- * 16 SIPs within 10 %; 8 SIPs within 15 %: there the 128-rank group rings,
- * which the model under-predicts at 1 MiB with 4 slots (one SIP alone:
- * 1.27, docs/ccl.md "Hierarchical collectives"), weigh more. Skipped under
- * the sanitizers (KB_SANITIZE, KB_UBSAN: -O0 builds). */
-Test(predictions, hierarchical_all_reduce_holds_on_8_and_16_sips, .timeout = 120)
-{
-#if defined(KB_SANITIZE) || defined(KB_UBSAN)
-    /* 8 SIPs alone takes 227 s there; the model's code runs in the tests above */
-    cr_skip_test("1024 and 2048 simulated ranks take over 10 minutes under the sanitizers");
-#endif
-    static const int sips[2] = {8, 16};
-    static const double tol[2] = {0.15, 0.10};
-    for (int i = 0; i < 2; i++) {
-        char s[32];
-        snprintf(s, sizeof s, "system.sips=%d", sips[i]);
-        const char *sets[] = {s, "fabric.model=flow", NULL};
-        const char *kv[] = {"algorithm=hier_allreduce", "bytes=1048576", NULL};
-        kb_bench_result r;
-        cr_assert_eq(kb_test_bench_run("ccl_allreduce", sets, 1, &r, kv), 0, "%d SIPs: %s", sips[i],
-                     r.error);
-        cr_assert_eq(r.stats.pes_used, 128u * (uint32_t)sips[i]);
-        double span = kb_test_bench_figure(&r, "kernel_span"),
-               pred = kb_test_bench_figure(&r, "alpha_beta");
-        cr_assert_gt(pred, 0, "%d SIPs: no prediction", sips[i]);
-        cr_expect(fabs(span / pred - 1) <= tol[i], "hier_allreduce, %d SIPs, 1 MiB: ratio %.3f",
-                  sips[i], span / pred);
-    }
+    KB_TEST_HOLD(rows);
 }
 
 Test(predictions, chains_hold_their_range)
 {
-    static const held rows[] = {
+    static const kb_test_held rows[] = {
         {"ccl_broadcast", "ring_broadcast", {2, 4, 8, 16}, 4, 0},
         /* 4 ranks, 16 slots: the root's load requests behind the receivers'
          * stores (1.12 before) */
@@ -350,32 +141,7 @@ Test(predictions, chains_hold_their_range)
         /* 16 ranks, over two cubes: with its own pacing rule (0.82 before) */
         {"hello_send", NULL, {2, 4, 8, 16}, 2, 0},
     };
-    HOLD(rows);
-}
-
-/* The reduce's chain over two SIPs of two cubes (32 ranks, 4 slots, 1
- * MiB): each hop's piece store and forward, its slots one after the other
- * on the vc channel and its combine before it goes on (docs/ccl.md,
- * "Chains"): within 10 % (1.12 with the piece as one message and no
- * combine). */
-Test(predictions, reduce_chain_combines_at_every_hop_over_two_sips)
-{
-    static const held r = {"ccl_reduce", "ring_reduce", {0}, 4, 0};
-    double q = ratio_set(&r, 32, 1L << 20, "sip.cube_mesh=1x2");
-    cr_expect(fabs(q - 1) <= 0.10, "ring_reduce, two SIPs of two cubes, 1 MiB: ratio %.3f", q);
-}
-
-/* A broadcast's relay stores the piece it received before it sends it on,
- * and the send's slots leave behind that store (docs/ccl.md, "Chains"):
- * over the 63 hops of two SIPs of four cubes the first piece's path is 4 µs
- * longer for it. With 4 and 16 slots, 1 and 4 MiB: within 5 % (1.07, 1.02
- * and 1.16, 1.05 with the relays' hops taken alone). */
-Test(predictions, broadcast_relays_send_behind_their_stores_over_two_sips)
-{
-    for (int slots = 4; slots <= 16; slots *= 4) {
-        const held b = {"ccl_broadcast", "ring_broadcast", {0}, slots, 0};
-        holds_at_1_and_4_mib(&b, 64, "sip.cube_mesh=1x4", 0.05);
-    }
+    KB_TEST_HOLD(rows);
 }
 
 /* The ring all-to-all, whose two forwarding streams run at once (docs/ccl.md,
@@ -388,12 +154,12 @@ Test(predictions, broadcast_relays_send_behind_their_stores_over_two_sips)
  * for its load). */
 Test(predictions, all_to_all_holds_its_range)
 {
-    static const held rows[] = {
+    static const kb_test_held rows[] = {
         {"ccl_all_to_all", "ring_all_to_all", {2, 4, 8, 16}, 4, 1},
         {"ccl_all_to_all", "ring_all_to_all", {2, 8, 16, 32}, 16, 1},
         {"ccl_all_to_all", "ring_all_to_all", {4}, 16, 1},
     };
-    HOLD(rows);
+    KB_TEST_HOLD(rows);
 }
 
 /* The ring all-to-all with one piece per chunk (64 KiB per rank: chunks of
@@ -411,38 +177,17 @@ Test(predictions, all_to_all_small_chunks_step_at_their_forwarding_chain)
     } rows[] = {{32, NULL}, {16, "sip.cube_mesh=1x1"}, {32, "sip.cube_mesh=1x2"}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         for (int slots = 4; slots <= 16; slots *= 4) {
-            held h = {"ccl_all_to_all", "ring_all_to_all", {0}, slots, 0};
-            double q = ratio_set(&h, rows[i].world, 64L << 10, rows[i].set);
+            kb_test_held h = {"ccl_all_to_all", "ring_all_to_all", {0}, slots, 0};
+            double q = kb_test_ratio_set(&h, rows[i].world, 64L << 10, rows[i].set);
             cr_expect(fabs(q - 1) <= 0.05, "%d ranks (%s), 64 KiB, %d slots: ratio %.3f",
                       rows[i].world, rows[i].set ? rows[i].set : "built-in", slots, q);
         }
     /* a whole piece and a short one per chunk (16 KiB), the receives one
      * iteration behind: the chain of the whole pieces (1.22 with the
      * pieces' mean, 1.22 before the chain) */
-    held h = {"ccl_all_to_all", "ring_all_to_all", {0}, 16, 0};
-    double q = ratio_set(&h, 64, 1L << 20, "sip.cube_mesh=1x4");
+    kb_test_held h = {"ccl_all_to_all", "ring_all_to_all", {0}, 16, 0};
+    double q = kb_test_ratio_set(&h, 64, 1L << 20, "sip.cube_mesh=1x4");
     cr_expect(fabs(q - 1) <= 0.05, "two SIPs of four cubes, 1 MiB, 16 slots: ratio %.3f", q);
-}
-
-/* The ring all-to-all with 4 slots over two SIPs, where each way's window
- * across the SIP link queues there with the other way's, in step
- * (docs/ccl.md, "Windows in step"): its credit loop counts the wait, half
- * the other window at the SIP link. Two SIPs of one cube (16 ranks) and of
- * two cubes (32) at 1 and 4 MiB, of four cubes (64) at 1 MiB: 1.10, 1.11,
- * 1.09, 1.13 and 1.14 before. */
-Test(predictions, all_to_all_windows_in_step_hold_over_two_sips)
-{
-    static const sized rows[] = {{16, 1L << 20, "sip.cube_mesh=1x1"},
-                                 {16, 4L << 20, "sip.cube_mesh=1x1"},
-                                 {32, 1L << 20, "sip.cube_mesh=1x2"},
-                                 {32, 4L << 20, "sip.cube_mesh=1x2"},
-                                 {64, 1L << 20, "sip.cube_mesh=1x4"}};
-    held h = {"ccl_all_to_all", "ring_all_to_all", {0}, 4, 0};
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        double q = ratio_set(&h, rows[i].world, rows[i].bytes, rows[i].set);
-        cr_expect(fabs(q - 1) <= 0.10, "%d ranks (%s), %ld B, 4 slots: ratio %.3f", rows[i].world,
-                  rows[i].set, rows[i].bytes, q);
-    }
 }
 
 /* Slots of 64 KiB, four times a message (16 KiB): each message takes a
@@ -452,7 +197,7 @@ Test(predictions, all_to_all_windows_in_step_hold_over_two_sips)
  * channel their bound. */
 Test(predictions, big_slots_carry_only_their_messages)
 {
-    static const held rows[] = {
+    static const kb_test_held rows[] = {
         {"ccl_allreduce", "ring_allreduce", {4, 16}, 4, 0},
         {"ccl_all_gather", "ring_all_gather", {4, 16}, 4, 0},
         {"ccl_broadcast", "ring_broadcast", {4, 16}, 4, 0},
@@ -462,8 +207,8 @@ Test(predictions, big_slots_carry_only_their_messages)
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         for (int j = 0; j < 4 && rows[i].worlds[j]; j++) {
-            double q =
-                ratio_set(&rows[i], rows[i].worlds[j], 1L << 20, "ccl.defaults.slot_size=64KiB");
+            double q = kb_test_ratio_set(&rows[i], rows[i].worlds[j], 1L << 20,
+                                         "ccl.defaults.slot_size=64KiB");
             cr_expect(fabs(q - 1) <= 0.10, "%s, %d ranks, 1 MiB, 64 KiB slots: ratio %.3f",
                       rows[i].algorithm, rows[i].worlds[j], q);
         }
@@ -526,8 +271,8 @@ Test(predictions, all_to_all_v_holds_its_range)
  * reports; mesh and tree among them. */
 Test(predictions, mesh_and_tree_report_their_model)
 {
-    static const held mt[] = {{"ccl_allreduce", "mesh_allreduce", {4}, 4, 0},
-                              {"ccl_allreduce", "tree_allreduce", {4}, 4, 0}};
+    static const kb_test_held mt[] = {{"ccl_allreduce", "mesh_allreduce", {4}, 4, 0},
+                                      {"ccl_allreduce", "tree_allreduce", {4}, 4, 0}};
     for (int i = 0; i < 2; i++) {
         const char *kv[] = {"world=4", "bytes=65536", NULL, NULL};
         char a[64];
