@@ -173,8 +173,8 @@ static int stagger_gain_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
         uint32_t n = (uint32_t)plan->ports[k][KB__CCL_E].peer;
         uint64_t hr = 0, ha = 0;
         double bw = 0;
-        if (!(rc = kb__ab_piece_hop_ps(t, plan, k, n, xfer, add, &hr, &bw, err)))
-            rc = kb__ab_piece_hop_ps(t, plan, k, n, xfer, 0, &ha, &bw, err);
+        rc = kb__ab_piece_hop_ps(t, plan, k, n, xfer, add, &hr, &bw, err);
+        if (!rc && ag_gain) rc = kb__ab_piece_hop_ps(t, plan, k, n, xfer, 0, &ha, &bw, err);
         hop_rs[k] = (double)hr, hop_ag[k] = (double)ha;
         rs[k] /= L - 1, ag[k] /= L - 1;
     }

@@ -538,10 +538,10 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                                     &acc[ph]);
         }
         out->phase_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
-        /* the streams' own terms: each rank's loop where the phase has one
-         * slowest, else the phase's term for every rank */
+        /* the streams' own terms where the loops above gave them (the
+         * slowest-loop rules), else the phase's term */
         for (uint32_t k = 0; streams && ph == 0 && k < p; k++)
-            if (!(streams[k] > 0) || graded || rule == RULE_IN_STEP) streams[k] = acc[ph].worst_ps;
+            if (!(streams[k] > 0)) streams[k] = acc[ph].worst_ps;
         snprintf(out->bottleneck[ph], sizeof out->bottleneck[ph], "%s", acc[ph].what);
     }
     kb__ccl_route_fini(&ring);
