@@ -146,6 +146,28 @@ static int tree_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, ui
     return kb__err_set(err, KB_EINVAL, "tree model: rank %u's parents make a cycle", k);
 }
 
+/* The fill and drain of the tree's stream (algorithms/mesh_tree.c) on its
+ * path's leaf: every rank loads its first own piece (`first` bytes) before
+ * it sends, and stores the last piece (`last` bytes) once it came down, each
+ * rank's at once (kb__ab_burst_each); neither is on the path's hops. */
+static int tree_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t leaf, uint64_t first,
+                        uint64_t last, uint64_t *out, kb__err *err)
+{
+    uint32_t p = plan->world_size;
+    double *v = malloc(2 * (size_t)p * sizeof *v);
+    if (!v) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    double *conc = v, *each = v + p, ends = 0;
+    for (uint32_t k = 0; k < p; k++)
+        conc[k] = 1;
+    int rc = kb__ab_burst_each(t, plan, false, first, conc, each, NULL, err);
+    if (!rc) ends = each[leaf];
+    if (!rc) rc = kb__ab_burst_each(t, plan, true, last, conc, each, NULL, err);
+    if (!rc) ends += each[leaf];
+    *out = rc ? 0 : (uint64_t)llround(ends);
+    free(v);
+    return rc;
+}
+
 int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
                            uint64_t esize, uint64_t piece, kb__ccl_tree_model *out, kb__err *err)
 {
@@ -283,9 +305,11 @@ int kb__ccl_tree_model_get(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
     if (rc) return rc;
     if ((rc = tree_path(t, plan, leaf, xfer, t_add, &out->path_ps, &out->hops, &out->bw_gbs, err)))
         return rc;
+    if ((rc = tree_ends_ps(t, plan, leaf, xfer, bytes - (msgs - 1) * xfer, &out->ends_ps, err)))
+        return rc;
     out->bw_ps = (uint64_t)ceil(a.worst_ps - 1e-6);
     snprintf(out->bottleneck, sizeof out->bottleneck, "%s", a.what);
     out->pieces = msgs;
-    out->predicted_ps = out->path_ps + out->bw_ps;
+    out->predicted_ps = out->path_ps + out->ends_ps + out->bw_ps;
     return 0;
 }

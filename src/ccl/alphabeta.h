@@ -366,8 +366,11 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
  * the last slot's message and its receive copy, going up the parent's
  * add). predicted = path + bandwidth term. */
 typedef struct kb__ccl_tree_model {
-    uint64_t predicted_ps; /* path_ps + bw_ps */
+    uint64_t predicted_ps; /* path_ps + ends_ps + bw_ps */
     uint64_t path_ps;      /* the first piece's hops up and down */
+    uint64_t ends_ps;      /* fill and drain: the path's leaf's first load before it
+                              sends and its last store after the last piece came down,
+                              every rank's at once (kb__ab_burst_each) */
     uint32_t hops;         /* hops along path_ps (α = path_ps / hops) */
     uint64_t bw_ps;        /* the bandwidth term */
     uint64_t pieces;       /* messages per stream */

@@ -106,9 +106,10 @@ typedef struct kb__coll_info {
     uint64_t phase_ps[2];            /* bandwidth term of reduce-scatter, all-gather (a
                                         chain's, mesh's or tree's one term in [0]) */
     char bottleneck[2][160];         /* the busiest resource of each phase */
-    uint64_t ends_ps;                /* fill and drain in the prediction (ring streams and
-                                        chains): loads before the first send, stores after
-                                        the last arrival */
+    uint64_t ends_ps;                /* fill and drain in the prediction (ring streams,
+                                        chains, mesh and tree): loads before the first
+                                        send, stores after the last arrival; and the
+                                        programs' start, pe.cpu.dispatch_ns */
     kb__ccl_settings queues;         /* the installed queues' settings */
     uint64_t piece_bytes;            /* the largest message a kernel may send */
     uint32_t calibrated;             /* ring streams run calibrated (ccl/board.h), 0: every

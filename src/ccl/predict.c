@@ -144,21 +144,15 @@ static void fill_tree(const kb_machine *m, const kb__ccl_call *c, uint64_t piece
         return;
     /* the bytes the busiest rank's links carry: N each way per tree edge */
     fill_one_phase(info, tm.predicted_ps, tm.path_ps, tm.hops, tm.bw_gbs, tm.bw_ps, tm.bottleneck);
+    info->ends_ps = tm.ends_ps;
 }
 
-void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_launch_times *t,
-                       uint64_t piece, kb__coll_info *info)
+/* The algorithm's model's prediction and figures into info (its family's
+ * model; nothing for pairwise sends). */
+static void fill_model(const kb_machine *m, const kb__ccl_call *c, uint64_t piece,
+                       kb__coll_info *info)
 {
     const kb__ccl_installed *in = c->inst[0];
-    snprintf(info->algorithm, sizeof info->algorithm, "%s", c->algo->name);
-    info->queues = in->plan->r.s;
-    info->piece_bytes = piece;
-    info->world = c->p;
-    info->bytes_per_rank = (uint64_t)c->elems * kb__dtype_size(c->dtype);
-    info->t_start = t->issue;
-    info->t_end = t->end;
-    info->t_run_start = t->start;
-    info->t_run_end = t->pes_end;
     kb__ccl_collective kind = c->r->kind;
     int half = kind == KB__CCL_REDUCE_SCATTER ? 0 : kind == KB__CCL_ALL_GATHER ? 1 : -1;
     if (c->mod->topology == KB__CCL_HIER) {
@@ -211,5 +205,27 @@ void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_
     for (int ph = 0; ph < 2; ph++) {
         info->phase_ps[ph] = bw.phase_ps[ph];
         snprintf(info->bottleneck[ph], sizeof info->bottleneck[ph], "%s", bw.bottleneck[ph]);
+    }
+}
+
+void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_launch_times *t,
+                       uint64_t piece, kb__coll_info *info)
+{
+    snprintf(info->algorithm, sizeof info->algorithm, "%s", c->algo->name);
+    info->queues = c->inst[0]->plan->r.s;
+    info->piece_bytes = piece;
+    info->world = c->p;
+    info->bytes_per_rank = (uint64_t)c->elems * kb__dtype_size(c->dtype);
+    info->t_start = t->issue;
+    info->t_end = t->end;
+    info->t_run_start = t->start;
+    info->t_run_end = t->pes_end;
+    fill_model(m, c, piece, info);
+    /* every rank's program starts pe.cpu.dispatch_ns after the launch
+     * starts it (docs/pe-timing.md), inside the programs' span */
+    if (info->predicted_ps) {
+        uint64_t start = kb__ps_from_ns(m->dev->topo->params.pe.cpu_dispatch_ns);
+        info->predicted_ps += start;
+        info->ends_ps += start;
     }
 }

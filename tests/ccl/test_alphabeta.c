@@ -1015,7 +1015,25 @@ Test(ccl_alphabeta, mesh_and_tree_models_follow_the_tree_and_the_parameters)
             path += 3 * slot_ps + c.total_ps + tcm_copy_ps(&p, 4032) + (dir == 0 ? add : 0);
         }
     cr_assert_eq(b.path_ps, path);
-    cr_assert_eq(b.predicted_ps, b.path_ps + b.bw_ps);
+    /* the leaf's first piece loaded and its last one stored, each beside
+     * the 3 other ranks' of the cube on its xbar <-> NOC link (512 GB/s),
+     * against the transfer alone, bounded by its HBM slice's 204.8 GB/s */
+    uint64_t last = N - (N / piece) * piece; /* 1024 B */
+    uint64_t ends = 0;
+    const uint64_t xfers[2] = {piece, last};
+    for (int store = 0; store < 2; store++) {
+        kb__ccl_route r = {0};
+        uint64_t alone;
+        cr_assert_eq(kb__ab_data_path(t, tree->loc[3], store, &r, &err), 0, "%s", err.msg);
+        cr_assert_eq(kb__ab_xfer_ps(t, tree->loc[3], store, &r, xfers[store], &alone, &err), 0);
+        kb__ccl_route_fini(&r);
+        double link = 4.0 * (double)xfers[store] / p.cube.xbar_bw_gbs,
+               own = (double)xfers[store] / (p.cube.hbm_xbar_bw_gbs * p.cube.hbm_efficiency);
+        ends += alone + (uint64_t)llround(1e3 * (link > own ? link - own : 0));
+    }
+    cr_assert(b.ends_ps + 2 >= ends && b.ends_ps <= ends + 2, "%llu ps against %llu",
+              (unsigned long long)b.ends_ps, (unsigned long long)ends);
+    cr_assert_eq(b.predicted_ps, b.path_ps + b.ends_ps + b.bw_ps);
     uint64_t slots = (N / piece) * 4 + (N % piece + 4031) / 4032;
     double wire = (double)N + 64.0 * (double)slots;
     double tcm = 2 * (wire + (double)N) + 2.0 * (double)N;
