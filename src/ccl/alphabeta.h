@@ -364,7 +364,8 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
  * up to the root and the last one back down, whole piece by whole piece
  * (2 × depth hops: per hop the piece's slots on the sender's vc channel,
  * the last slot's message and its receive copy, going up the parent's
- * add). predicted = path + bandwidth term. */
+ * add); its fill and drain: that rank's first load and last store.
+ * predicted = path + fill and drain + bandwidth term. */
 typedef struct kb__ccl_tree_model {
     uint64_t predicted_ps; /* path_ps + ends_ps + bw_ps */
     uint64_t path_ps;      /* the first piece's hops up and down */
