@@ -219,6 +219,11 @@ double kb__ab_loop_ps(const kb__ab_credit_loop *c, double T);
 int kb__ab_burst_each(const kb__topo *t, const kb__ccl_plan *plan, bool store, uint64_t xfer,
                       const double *conc, double *each, double *busy, kb__err *err);
 
+/* kb__ab_burst_each's time of rank crit, or with crit < 0 the slowest
+ * rank's, into *out (ps). */
+int kb__ab_burst_ps(const kb__topo *t, const kb__ccl_plan *plan, bool store, uint64_t xfer,
+                    const double *conc, int64_t crit, uint64_t *out, kb__err *err);
+
 /* An all-gather's own step in step (algorithms/ring.c, round_run, 2 DMA
  * channels): at every message each rank queues the load and store of an
  * own piece and the store of a received one, every rank at once, so a

@@ -154,17 +154,15 @@ static int tree_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t le
                         uint64_t last, uint64_t *out, kb__err *err)
 {
     uint32_t p = plan->world_size;
-    double *v = malloc(2 * (size_t)p * sizeof *v);
-    if (!v) return kb__err_set(err, KB_ENOMEM, "out of memory");
-    double *conc = v, *each = v + p, ends = 0;
+    double *conc = malloc(p * sizeof *conc);
+    if (!conc) return kb__err_set(err, KB_ENOMEM, "out of memory");
     for (uint32_t k = 0; k < p; k++)
         conc[k] = 1;
-    int rc = kb__ab_burst_each(t, plan, false, first, conc, each, NULL, err);
-    if (!rc) ends = each[leaf];
-    if (!rc) rc = kb__ab_burst_each(t, plan, true, last, conc, each, NULL, err);
-    if (!rc) ends += each[leaf];
-    *out = rc ? 0 : (uint64_t)llround(ends);
-    free(v);
+    uint64_t fill = 0, drain = 0;
+    int rc = kb__ab_burst_ps(t, plan, false, first, conc, leaf, &fill, err);
+    if (!rc) rc = kb__ab_burst_ps(t, plan, true, last, conc, leaf, &drain, err);
+    *out = fill + drain;
+    free(conc);
     return rc;
 }
 

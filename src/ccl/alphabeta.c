@@ -601,8 +601,7 @@ int kb__ab_burst_each(const kb__topo *t, const kb__ccl_plan *plan, bool store, u
     return rc;
 }
 
-/* kb__ab_burst_each's time of rank crit, or with crit < 0 the slowest rank's. */
-static int burst_ps(const kb__topo *t, const kb__ccl_plan *plan, bool store, uint64_t xfer,
+int kb__ab_burst_ps(const kb__topo *t, const kb__ccl_plan *plan, bool store, uint64_t xfer,
                     const double *conc, int64_t crit, uint64_t *out, kb__err *err)
 {
     double *each = malloc(plan->world_size * sizeof *each);
@@ -685,8 +684,8 @@ static int ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t ch
     for (uint32_t k = 0; k < p; k++)
         conc[k] = (double)(pieces < ch ? pieces : ch);
     uint64_t fill = 0, drain = 0;
-    int rc = burst_ps(t, plan, false, xfer, conc, -1, &fill, err);
-    if (!rc) rc = burst_ps(t, plan, true, tail, conc, -1, &drain, err);
+    int rc = kb__ab_burst_ps(t, plan, false, xfer, conc, -1, &fill, err);
+    if (!rc) rc = kb__ab_burst_ps(t, plan, true, tail, conc, -1, &drain, err);
     free(conc);
     uint64_t begin = fill + (ahead ? start_wait_ps(t, plan, chunk, piece, window, ahead, fill) : 0);
     if (start) *start = begin;
@@ -709,7 +708,7 @@ static bool credit_paced(const kb__ccl_ring_bw *bw, int ph)
  * *left gets their count over all rounds (pieces), *out the time to store
  * one round's of them (the longest round's), each rank's on its DMA
  * channels and all of them sharing their routes: the longer of the data of
- * all of them at the busiest link or memory (burst_ps with every one in
+ * all of them at the busiest link or memory (kb__ab_burst_ps with every one in
  * flight) and the rank's channels taking them `channels` at a time. */
 static int rs_left_stores(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
                           uint64_t piece, uint64_t window, double *left, uint64_t *out,
@@ -743,7 +742,8 @@ static int rs_left_stores(const kb__topo *t, const kb__ccl_plan *plan, uint64_t 
         if (first + (uint64_t)m == pieces) bytes = bytes - xfer + (chunk - (pieces - 1) * piece);
         for (uint32_t k = 0; k < p; k++)
             conc[k] = (double)d;
-        rc = burst_ps(t, plan, true, (bytes + (uint64_t)d - 1) / (uint64_t)d, conc, -1, &all, err);
+        rc = kb__ab_burst_ps(t, plan, true, (bytes + (uint64_t)d - 1) / (uint64_t)d, conc, -1, &all,
+                             err);
         *out += all > turns * alone ? all : turns * alone;
     }
     free(conc);
@@ -1081,16 +1081,16 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
     uint64_t tail = bytes - (bytes - 1) / piece * piece; /* the last piece */
     for (uint32_t k = 0; k < p; k++)
         conc[k] = kind != KB__CCL_CHAIN_BROADCAST || k == root;
-    rc = burst_ps(t, plan, false, xfer, conc,
-                  kind == KB__CCL_CHAIN_SEND     ? (int64_t)-1
-                  : kind == KB__CCL_CHAIN_REDUCE ? (int64_t)first
-                                                 : (int64_t)root,
-                  &fill, err);
+    rc = kb__ab_burst_ps(t, plan, false, xfer, conc,
+                         kind == KB__CCL_CHAIN_SEND     ? (int64_t)-1
+                         : kind == KB__CCL_CHAIN_REDUCE ? (int64_t)first
+                                                        : (int64_t)root,
+                         &fill, err);
     if (!rc && kind != KB__CCL_CHAIN_SEND) {
         uint32_t end = kind == KB__CCL_CHAIN_BROADCAST ? last : root;
         for (uint32_t k = 0; k < p; k++)
             conc[k] = k == end;
-        rc = burst_ps(t, plan, true, tail, conc, end, &drain, err);
+        rc = kb__ab_burst_ps(t, plan, true, tail, conc, end, &drain, err);
         if (kind == KB__CCL_CHAIN_REDUCE && esize)
             drain += kb__ab_combine_ps(&t->params, tail, esize);
     }
