@@ -200,10 +200,11 @@ typedef struct kb_ccl_report {
     int n_slots;             /* slots per receive queue */
     uint64_t slot_size;      /* bytes per slot, the 64-byte descriptor included */
     uint64_t piece_bytes;    /* the largest message a kernel may send (kb_ccl_sched.piece) */
-    uint64_t ends_ps;        /* the prediction's fill and drain (ring all-reduce,
-                                reduce-scatter, all-gather, broadcast, reduce, send_recv):
-                                the first pieces' loads before the first send, the last
-                                ones' stores after the last arrival; else 0 */
+    uint64_t ends_ps;        /* the prediction's fill and drain: the programs' start
+                                (pe.cpu.dispatch_ns), and for the rings, chains, mesh
+                                and tree the first pieces' loads before the first send,
+                                the last ones' stores after the last arrival; 0 with no
+                                prediction */
     int calibrated;          /* ring streams of the call that ran calibrated under the flow
                                 model (docs/timing-model.md, "Calibrated rings"): their
                                 first fabric.ring_warmup steps message by message, the rest
