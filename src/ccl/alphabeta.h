@@ -371,7 +371,7 @@ typedef struct kb__ccl_tree_model {
     uint64_t path_ps;      /* the first piece's hops up and down */
     uint64_t ends_ps;      /* fill and drain: the path's leaf's first load before it
                               sends and its last store after the last piece came down,
-                              every rank's at once (kb__ab_burst_each) */
+                              every rank's at once (kb__ab_burst_ps) */
     uint32_t hops;         /* hops along path_ps (α = path_ps / hops) */
     uint64_t bw_ps;        /* the bandwidth term */
     uint64_t pieces;       /* messages per stream */

@@ -82,11 +82,13 @@ static void fill_hier(const kb_machine *m, const kb__ccl_call *c, uint64_t piece
 
 /* A one-phase model's figures into info: α the path's mean hop, β its
  * bandwidth term per byte of the rank's buffer, phase 0 that term and its
- * bottleneck. */
+ * bottleneck, its fill and drain (0: none). */
 static void fill_one_phase(kb__coll_info *info, uint64_t predicted_ps, uint64_t path_ps,
-                           uint32_t hops, double bw_gbs, uint64_t bw_ps, const char *bottleneck)
+                           uint32_t hops, double bw_gbs, uint64_t bw_ps, const char *bottleneck,
+                           uint64_t ends_ps)
 {
     info->predicted_ps = predicted_ps;
+    info->ends_ps = ends_ps;
     info->alpha_ps = hops ? (double)((path_ps + hops - 1) / hops) : 0;
     info->link_bw_gbs = bw_gbs;
     info->beta_ps_per_byte =
@@ -111,8 +113,8 @@ static void fill_chain(const kb_machine *m, const kb__ccl_call *c, uint64_t piec
                                 info->bytes_per_rank, kb__dtype_size(c->dtype), piece, &cm, &e))
         return;
     /* the bytes the busiest rank's links carry: N */
-    fill_one_phase(info, cm.predicted_ps, cm.path_ps, cm.hops, cm.bw_gbs, cm.bw_ps, cm.bottleneck);
-    info->ends_ps = cm.ends_ps;
+    fill_one_phase(info, cm.predicted_ps, cm.path_ps, cm.hops, cm.bw_gbs, cm.bw_ps, cm.bottleneck,
+                   cm.ends_ps);
 }
 
 /* The ring all-to-alls' prediction (kb__ccl_a2a_model_get: all_to_all,
@@ -128,7 +130,8 @@ static void fill_a2a(const kb_machine *m, const kb__ccl_call *c, uint64_t piece,
     if (kb__ccl_a2a_model_get(m->dev->topo, c->inst[0]->plan, counts, c->index, (uint64_t)c->elems,
                               kb__dtype_size(c->dtype), piece, (uint64_t)c->sched.window, &am, &e))
         return;
-    fill_one_phase(info, am.predicted_ps, am.path_ps, am.hops, am.bw_gbs, am.bw_ps, am.bottleneck);
+    fill_one_phase(info, am.predicted_ps, am.path_ps, am.hops, am.bw_gbs, am.bw_ps, am.bottleneck,
+                   0);
 }
 
 /* The mesh and tree all-reduces' prediction (kb__ccl_tree_model_get) into
@@ -143,8 +146,8 @@ static void fill_tree(const kb_machine *m, const kb__ccl_call *c, uint64_t piece
                                kb__dtype_size(c->dtype), piece, &tm, &e))
         return;
     /* the bytes the busiest rank's links carry: N each way per tree edge */
-    fill_one_phase(info, tm.predicted_ps, tm.path_ps, tm.hops, tm.bw_gbs, tm.bw_ps, tm.bottleneck);
-    info->ends_ps = tm.ends_ps;
+    fill_one_phase(info, tm.predicted_ps, tm.path_ps, tm.hops, tm.bw_gbs, tm.bw_ps, tm.bottleneck,
+                   tm.ends_ps);
 }
 
 /* The algorithm's model's prediction and figures into info (its family's
