@@ -40,6 +40,11 @@ typedef struct kb__ab_phase_acc {
     double *link_ps; /* [n_links] */
     double *mem_ps;  /* [n_nodes]: a memory's reads and writes, which share its bandwidth */
     double worst_ps;
+    /* the length the ranks' own chain gives the phase at least (a ring's
+     * one-piece chunks: each step waits for its piece's hop and copy); only
+     * the credit rules read it: a stream sent slower than its loop over
+     * its slots does not run dry (0: none) */
+    double pace_ps;
     char what[160];
 } kb__ab_phase_acc;
 

@@ -595,7 +595,7 @@ double kb__ab_credit_term_ps(const kb__topo_params *tp, const kb__ccl_settings *
 void kb__ab_credit_limit(const kb__topo_params *tp, const kb__ccl_settings *q, double slots,
                          uint64_t msg_slots, double rtt, uint32_t rank, kb__ab_phase_acc *a)
 {
-    double v = kb__ab_credit_term_ps(tp, q, slots, msg_slots, rtt, a->worst_ps);
+    double v = kb__ab_credit_term_ps(tp, q, slots, msg_slots, rtt, fmax(a->worst_ps, a->pace_ps));
     if (v > 0) kb__ab_worst(a, v, "credits", rank);
 }
 
@@ -750,7 +750,7 @@ void kb__ab_credit_solve(const kb__topo_params *tp, const kb__ccl_settings *q, d
     double n = q->n_slots, T0 = a->worst_ps > 1 ? a->worst_ps : 1;
     uint32_t rank = 0;
     double r0 = loops_max_ps(loops, n_loops, T0, &rank);
-    bool dry = msg_slots >= q->n_slots || slots * r0 / n > a->worst_ps;
+    bool dry = msg_slots >= q->n_slots || slots * r0 / n > fmax(a->worst_ps, a->pace_ps);
     if (!dry) return;
     double resume = kb__ab_resume_ps(tp, q);
     double lo = T0, hi = slots * (r0 + resume) / n;

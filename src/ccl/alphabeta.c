@@ -427,8 +427,20 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
             rc = kb__ab_rank_share(t, &acc[ph], plan->loc[k], moved, x->lds * (double)chunk,
                                    x->sts * (double)chunk, x, &ld, &st, err);
         }
+    /* a ring whose chunks are one piece: every step waits for its piece's
+     * hop and copy (kb__ab_piece_hop_ps, the ranks' mean) */
+    double pace = 0;
+    for (uint32_t k = 0; !rc && !w && msgs == 1 && k < p; k++) {
+        uint64_t hop = 0;
+        double bw = 0;
+        int32_t to = plan->ports[k][dir].peer;
+        if (to >= 0 &&
+            !(rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)to, chunk, 0, &hop, &bw, err)))
+            pace += ring_chunks * (double)hop / p;
+    }
     for (int ph = 0; !rc && ph < 2; ph++) {
         if (!want[ph]) continue;
+        acc[ph].pace_ps = pace;
         kb__ab_acc_links(t, &acc[ph]);
         kb__ab_share_solve(&acc[ph], rx + ph * p, p, (double)msgs, tp->pe.dma_channels);
         out->unpaced_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
@@ -530,7 +542,7 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                 if (streams && ph == 0)
                     streams[loops[i].rank] =
                         fmax(unpaced, kb__ab_credit_term_ps(tp, q, ring_chunks * (double)slots,
-                                                            msg_slots, v, unpaced));
+                                                            msg_slots, v, fmax(unpaced, pace)));
             }
             if (rc) break;
             if (loaded > 0)
@@ -936,6 +948,14 @@ static int store_ahead_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t 
     return rc;
 }
 
+/* What a chain's receiver issues between a piece's arrival and its send on:
+ * the op that takes it in (its combine, or its store) and the send's slot,
+ * each a tile op on its program (pe.cpu.scalar_op_ns), ps. */
+static uint64_t relay_issue_ps(const kb__topo_params *tp)
+{
+    return 2 * kb__ps_from_ns(tp->pe.cpu_scalar_op_ns);
+}
+
 /* Latency of the hops from rank `from` along NEXT, `hops` of them, of a
  * piece of `xfer` bytes store and forward (kb__ab_piece_hop_ps: its slots
  * one after the other on the sender's vc channel, the last one's trip and
@@ -953,8 +973,8 @@ static int chain_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t from
         if (next->peer < 0)
             return kb__err_set(err, KB_EINVAL, "chain model: rank %u has no NEXT", k);
         uint64_t ps = 0;
-        int rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)next->peer, xfer, t_add, &ps, &m->bw_gbs,
-                                     err);
+        int rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)next->peer, xfer,
+                                     t_add + relay_issue_ps(&t->params), &ps, &m->bw_gbs, err);
         if (!rc && stored && h > 0) {
             uint64_t wait;
             if (!(rc = store_ahead_ps(t, plan, k, xfer, &wait, err))) ps += wait;
@@ -1104,4 +1124,74 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
     uint64_t pieces = (bytes + piece - 1) / piece;
     out->predicted_ps = out->path_ps + out->ends_ps + out->bw_ps - out->bw_ps / pieces;
     return 0;
+}
+
+/* ---- the ring's chain ------------------------------------------------------ */
+
+/* Whether ring chunk q of an all-reduce (data chunk q) holds data. */
+static bool chunk_holds(uint64_t elems, uint32_t p, uint32_t q)
+{
+    return elems * (q + 1) / p > elems * q / p;
+}
+
+int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase, uint64_t elems,
+                          uint64_t esize, uint64_t xfer, uint64_t *out, kb__err *err)
+{
+    *out = 0;
+    uint32_t p = plan->world_size;
+    if (p < 2 || !elems || !xfer) return 0;
+    if (plan->r.algo->topology != KB__CCL_RING_1D)
+        return kb__err_set(err, KB_EINVAL, "ring chain model: algorithm '%s' is %s, not ring_1d",
+                           plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
+    bool rs = phase <= 0, ag = phase != 0;
+    /* per rank k: its hop to NEXT combining (red) and storing ahead (bc),
+     * its store alone (st), its first load among the others' (ld) */
+    double *hop = calloc(4 * (size_t)p, sizeof *hop);
+    if (!hop) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    double *red = hop, *bc = hop + p, *st = hop + 2 * p, *ld = hop + 3 * p;
+    double *conc = calloc(p, sizeof *conc);
+    int rc = conc ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
+    uint64_t issue = relay_issue_ps(&t->params), add = kb__ab_combine_ps(&t->params, xfer, esize);
+    double red_sum = 0, bc_sum = 0;
+    kb__ccl_route sr = {0};
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        const kb__ccl_port *next = &plan->ports[k][KB__CCL_E];
+        if (next->peer < 0) {
+            rc = kb__err_set(err, KB_EINVAL, "ring chain model: rank %u has no NEXT", k);
+            break;
+        }
+        uint64_t r = 0, b = 0, ahead = 0, s = 0;
+        double bw = 0;
+        if ((rs && (rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)next->peer, xfer, add + issue,
+                                             &r, &bw, err))) ||
+            (ag && ((rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)next->peer, xfer, issue, &b,
+                                              &bw, err)) ||
+                    (rc = store_ahead_ps(t, plan, k, xfer, &ahead, err)))) ||
+            (rc = kb__ab_data_path(t, plan->loc[k], true, &sr, err)) ||
+            (rc = kb__ab_xfer_ps(t, plan->loc[k], true, &sr, xfer, &s, err)))
+            break;
+        red[k] = (double)r, bc[k] = (double)(b + ahead), st[k] = (double)s;
+        red_sum += red[k], bc_sum += bc[k];
+        conc[k] = phase == -1 && elems < p ? chunk_holds(elems, p, k) : 1;
+    }
+    kb__ccl_route_fini(&sr);
+    if (!rc) rc = kb__ab_burst_each(t, plan, false, xfer, conc, ld, NULL, err);
+    /* rank q's chunk: combined over the hops from q to q - 1 (all but q -
+     * 1's own), forwarded from there (an all-gather's from q) over all but
+     * the hop into it, stored by the rank before it */
+    double worst = 0;
+    for (uint32_t q = 0; !rc && q < p; q++) {
+        if (!conc[q]) continue;
+        uint32_t end = (q + p - 1) % p;
+        double chain = ld[q];
+        if (rs) chain += red_sum - red[end];
+        if (rs && ag) end = (end + p - 1) % p;
+        if (ag) chain += bc_sum - bc[end];
+        chain += st[end];
+        if (chain > worst) worst = chain;
+    }
+    free(conc);
+    free(hop);
+    if (!rc) *out = (uint64_t)llround(worst);
+    return rc;
 }

@@ -300,6 +300,21 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
                             uint32_t root, uint64_t bytes, uint64_t esize, uint64_t piece,
                             kb__ccl_chain_model *out, kb__err *err);
 
+/* The ring's chain (algorithms/ring.c): a chunk's first piece (xfer
+ * bytes) loaded by its first rank, then, in a reduce-scatter (phase 0 or
+ * both), combined hop by hop around the ring to the rank before (a
+ * reduce's hops), and in an all-gather (phase 1 or both) forwarded around
+ * to the rank before the one that holds it, each rank storing it before it
+ * sends it on (a broadcast's hops), and stored by the last. No phase can
+ * end sooner. With fewer elements than ranks (elems < p, an all-reduce)
+ * the split (kb__ccl_chunk) leaves p - elems chunks empty, and the kernel
+ * skips their steps, so the chains of the chunks that hold data are the
+ * run (docs/ccl.md, "The ring's chain"). *out: the longest chain over the
+ * chunks that hold data, each first load among the loads of every rank
+ * that has one, ps; phase -1 for both. */
+int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase, uint64_t elems,
+                          uint64_t esize, uint64_t xfer, uint64_t *out, kb__err *err);
+
 /* The ring all-to-all and all_to_all_v (algorithms/ring.c): a chunk goes
  * the short way round, d places on through NEXT (d <= p/2) or back through
  * PREV (d <= (p - 1)/2), forwarded by the ranks between; phase d moves the

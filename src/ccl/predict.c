@@ -9,6 +9,7 @@
  */
 #include "ccl/call.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -196,6 +197,26 @@ static void fill_model(const kb_machine *m, const kb__ccl_call *c, uint64_t piec
     uint64_t path = half < 0 ? ab.path_ps : ab.half_path_ps;
     info->predicted_ps = p < 2 ? 0 : path + bw.ends_ps + t_bw;
     info->ends_ps = p < 2 ? 0 : bw.ends_ps;
+    /* no phase ends before its chunks' chains (kb__ccl_ring_chain_ps); with
+     * fewer elements than ranks only the chunks that hold data are sent,
+     * min(elems, p - 1) of a rank's p - 1 steps a phase */
+    uint64_t chain = 0, elems = (uint64_t)c->elems, esize = kb__dtype_size(c->dtype);
+    if (kb__ccl_ring_chain_ps(topo, in->plan, half, elems, esize, chunk < piece ? chunk : piece,
+                              &chain, &e))
+        return;
+    if (half < 0 && elems < p) {
+        double f = (double)elems / (double)(p - 1);
+        for (int ph = 0; ph < 2; ph++)
+            bw.phase_ps[ph] = (uint64_t)llround(f * (double)bw.phase_ps[ph]);
+        t_bw = bw.phase_ps[0] + bw.phase_ps[1];
+        info->predicted_ps = path + bw.ends_ps + t_bw;
+    }
+    if (chain > info->predicted_ps) {
+        info->predicted_ps = chain;
+        for (int ph = 0; ph < 2; ph++)
+            snprintf(bw.bottleneck[ph], sizeof bw.bottleneck[ph],
+                     "the chain of a chunk's first piece around the ring");
+    }
     info->alpha_ps = p < 2 ? 0 : (double)((path + hops - 1) / hops);
     info->link_bw_gbs = ab.bw_gbs;
     /* the textbook bytes each rank's links carry: 2(p-1)/p N for the
