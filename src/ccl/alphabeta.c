@@ -24,7 +24,8 @@
  * call: bit-for-bit the same prediction for the same inputs).
  * Cost: α O(world size × route length); a bandwidth term O(links + nodes
  * + world size × route length × 64) (the fixed point's bisection), with
- * per-link, per-node and per-rank arrays allocated per call.
+ * per-link, per-node and per-rank arrays allocated per call; the ring's
+ * chain O(world size × route length).
  */
 #include "ccl/alphabeta.h"
 
