@@ -1135,10 +1135,26 @@ static bool chunk_holds(uint64_t elems, uint32_t p, uint32_t q)
     return elems * (q + 1) / p > elems * q / p;
 }
 
+/* Rank q's chunk around the ring: combined over the hops from q to q - 1
+ * (all of a's but q - 1's own), then forwarded from there (an all-gather's
+ * from q) over all of b's but the hop into it; *end the rank it ends on. */
+static double around(uint32_t q, uint32_t p, bool rs, bool ag, const double *a, double a_sum,
+                     const double *b, double b_sum, uint32_t *end)
+{
+    double sum = 0;
+    *end = (q + p - 1) % p;
+    if (rs) sum += a_sum - a[*end];
+    if (rs && ag) *end = (*end + p - 1) % p;
+    if (ag) sum += b_sum - b[*end];
+    return sum;
+}
+
 int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase, uint64_t elems,
-                          uint64_t esize, uint64_t xfer, uint64_t *out, kb__err *err)
+                          uint64_t esize, uint64_t xfer, const double step_ps[2], uint64_t *out,
+                          uint64_t *past, kb__err *err)
 {
     *out = 0;
+    if (past) *past = 0;
     uint32_t p = plan->world_size;
     if (p < 2 || !elems || !xfer) return 0;
     if (plan->r.algo->topology != KB__CCL_RING_1D)
@@ -1146,14 +1162,16 @@ int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase
                            plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
     bool rs = phase <= 0, ag = phase != 0;
     /* per rank k: its hop to NEXT combining (red) and storing ahead (bc),
-     * its store alone (st), its first load among the others' (ld) */
-    double *hop = calloc(4 * (size_t)p, sizeof *hop);
+     * each past its phase's step (redx, bcx), its store alone (st), its
+     * first load among the others' (ld) */
+    double *hop = calloc(6 * (size_t)p, sizeof *hop);
     if (!hop) return kb__err_set(err, KB_ENOMEM, "out of memory");
-    double *red = hop, *bc = hop + p, *st = hop + 2 * p, *ld = hop + 3 * p;
+    double *red = hop, *bc = hop + p, *redx = hop + 2 * p, *bcx = hop + 3 * p, *st = hop + 4 * p,
+           *ld = hop + 5 * p;
     double *conc = calloc(p, sizeof *conc);
     int rc = conc ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
     uint64_t issue = relay_issue_ps(&t->params), add = kb__ab_combine_ps(&t->params, xfer, esize);
-    double red_sum = 0, bc_sum = 0;
+    double sum[4] = {0, 0, 0, 0}; /* of red, bc, redx, bcx */
     kb__ccl_route sr = {0};
     for (uint32_t k = 0; !rc && k < p; k++) {
         const kb__ccl_port *next = &plan->ports[k][KB__CCL_E];
@@ -1172,27 +1190,28 @@ int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase
             (rc = kb__ab_xfer_ps(t, plan->loc[k], true, &sr, xfer, &s, err)))
             break;
         red[k] = (double)r, bc[k] = (double)(b + ahead), st[k] = (double)s;
-        red_sum += red[k], bc_sum += bc[k];
+        redx[k] = step_ps ? fmax(0, red[k] - step_ps[0]) : 0;
+        bcx[k] = step_ps ? fmax(0, bc[k] - step_ps[1]) : 0;
+        sum[0] += red[k], sum[1] += bc[k], sum[2] += redx[k], sum[3] += bcx[k];
         conc[k] = phase == -1 && elems < p ? chunk_holds(elems, p, k) : 1;
     }
     kb__ccl_route_fini(&sr);
     if (!rc) rc = kb__ab_burst_each(t, plan, false, xfer, conc, ld, NULL, err);
-    /* rank q's chunk: combined over the hops from q to q - 1 (all but q -
-     * 1's own), forwarded from there (an all-gather's from q) over all but
-     * the hop into it, stored by the rank before it */
-    double worst = 0;
+    /* the longest over the chunks that hold data, with its first load and
+     * its last store */
+    double worst = 0, worst_past = 0;
     for (uint32_t q = 0; !rc && q < p; q++) {
         if (!conc[q]) continue;
-        uint32_t end = (q + p - 1) % p;
-        double chain = ld[q];
-        if (rs) chain += red_sum - red[end];
-        if (rs && ag) end = (end + p - 1) % p;
-        if (ag) chain += bc_sum - bc[end];
+        uint32_t end;
+        double chain = ld[q] + around(q, p, rs, ag, red, sum[0], bc, sum[1], &end);
         chain += st[end];
         if (chain > worst) worst = chain;
+        double x = around(q, p, rs, ag, redx, sum[2], bcx, sum[3], &end);
+        if (x > worst_past) worst_past = x;
     }
     free(conc);
     free(hop);
     if (!rc) *out = (uint64_t)llround(worst);
+    if (!rc && past) *past = (uint64_t)llround(worst_past);
     return rc;
 }

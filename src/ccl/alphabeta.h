@@ -36,6 +36,7 @@
 #ifndef KB_CCL_ALPHABETA_H
 #define KB_CCL_ALPHABETA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -311,9 +312,14 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
  * skips their steps, so the chains of the chunks that hold data are the
  * run (docs/ccl.md, "The ring's chain"). *out: the longest chain over the
  * chunks that hold data, each first load among the loads of every rank
- * that has one, ps; phase -1 for both. */
+ * that has one, ps; phase -1 for both. With step_ps (each phase's step:
+ * its term over its steps), *past: the longest chain's hops' time past
+ * their phase's step, each hop's at least 0 (a step paced by its credits
+ * starts once its piece is in, a hop, a copy and a combine after the
+ * previous rank's: docs/ccl.md, "The ring's chain"). */
 int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase, uint64_t elems,
-                          uint64_t esize, uint64_t xfer, uint64_t *out, kb__err *err);
+                          uint64_t esize, uint64_t xfer, const double step_ps[2], uint64_t *out,
+                          uint64_t *past, kb__err *err);
 
 /* The ring all-to-all and all_to_all_v (algorithms/ring.c): a chunk goes
  * the short way round, d places on through NEXT (d <= p/2) or back through

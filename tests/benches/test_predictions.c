@@ -416,3 +416,30 @@ Test(predictions, a_chains_relays_issue_their_ops)
                   rows[i].algorithm, bytes, q);
     }
 }
+
+/* A ring whose phases its credits pace (every message runs its window
+ * dry) has each step's hop inside the loop that paces it: only the chain's
+ * time past the step is on the path (docs/ccl.md, "The ring's chain").
+ * 256 ranks at 1 MiB (chunks of one 4 KiB piece) with 4 slots: within 10 %
+ * (0.74-0.87 with every hop's latency on top of the steps); the ring
+ * all-gather at 64 B and 4 KiB over 8 to 32 ranks within 15 % (0.67-0.79). */
+Test(predictions, a_credit_paced_rings_hops_are_inside_its_loop)
+{
+    static const kb_test_held rows[] = {{"ccl_allreduce", "ring_allreduce", {0}, 4, 0},
+                                        {"ccl_allreduce", "ring_allreduce_sram", {0}, 4, 0},
+                                        {"ccl_allreduce", "ring_allreduce_hbm", {0}, 4, 0},
+                                        {"ccl_reduce_scatter", "ring_reduce_scatter", {0}, 4, 0}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        double q = kb_test_ratio_of(&rows[i], 256, 1L << 20);
+        cr_expect(fabs(q - 1) <= 0.10, "%s, 256 ranks, 1 MiB: ratio %.3f", rows[i].algorithm, q);
+    }
+    const kb_test_held ag = {"ccl_all_gather", "ring_all_gather", {0}, 4, 0};
+    const int worlds[3] = {8, 16, 32};
+    const long sizes[2] = {64, 4096};
+    for (int w = 0; w < 3; w++)
+        for (int b = 0; b < 2; b++) {
+            double q = kb_test_ratio_of(&ag, worlds[w], sizes[b]);
+            cr_expect(fabs(q - 1) <= 0.15, "ring_all_gather, %d ranks, %ld B: ratio %.3f",
+                      worlds[w], sizes[b], q);
+        }
+}
