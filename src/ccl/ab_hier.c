@@ -43,12 +43,16 @@ static int one_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
  * l in a group; E: the group's, all alike): its whole path (half 0) or one
  * phase's (half 1) under a stream of `steps` steps of `chunk`-byte chunks
  * whose bandwidth term is bw_ps (each hop past the steps' slack,
- * kb__ccl_alphabeta_ring_under), and its textbook B. */
+ * kb__ccl_alphabeta_ring_under; paced: its credits pace every phase of
+ * ph, which is -1 for both, kb__ccl_ring_credit_paced), and its textbook B. */
 static int rings_path(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, int half,
-                      uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece,
-                      uint64_t *path, double *bw, kb__err *err)
+                      const kb__ccl_ring_bw *ring, int ph, uint64_t steps, uint64_t chunk,
+                      uint64_t piece, uint64_t *path, double *bw, kb__err *err)
 {
-    uint64_t slack = kb__ab_step_slack_ps(bw_ps, steps, chunk, piece),
+    bool paced = ph < 0 ? kb__ccl_ring_credit_paced(ring, 0) && kb__ccl_ring_credit_paced(ring, 1)
+                        : kb__ccl_ring_credit_paced(ring, ph);
+    uint64_t bw_ps = ph < 0 ? ring->phase_ps[0] + ring->phase_ps[1] : ring->phase_ps[ph];
+    uint64_t slack = kb__ab_step_slack_ps(bw_ps, steps, chunk, piece, paced),
              msg = kb__ab_first_msg_bytes(chunk, piece);
     *path = 0;
     for (uint32_t l = 0; l < (dir == KB__CCL_S ? plan->group : 1); l++) {
@@ -224,16 +228,16 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         kb__ccl_ring_bw rs;
         uint64_t ends = 0;
         if (!(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c1, piece, window, &rs, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, 1, rs.phase_ps[0], L - 1, c1, piece, &path,
-                              &m->bw_gbs, err))) {
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, &rs, 0, L - 1, c1, piece, &path, &m->bw_gbs,
+                              err))) {
             hier_add(m, best, 0, rs.phase_ps[0], rs.bottleneck[0]);
             m->ends_ps += rs.ends_ps, m->path_ps += path;
         }
         kb__ccl_ring_bw ag;
         if (!rc && !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, 1, L - 1, &ag, err)) &&
             !(rc = kb__ab_ring_ends_ps(t, plan, c1, piece, window, &ag, &ends, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, 1, ag.phase_ps[0], L - 1, c1, piece, &path,
-                              &m->bw_gbs, err))) {
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, &ag, 0, L - 1, c1, piece, &path, &m->bw_gbs,
+                              err))) {
             hier_add(m, best, 1, ag.phase_ps[0], ag.bottleneck[0]);
             m->ends_ps += ends, m->path_ps += path;
         }
@@ -248,8 +252,8 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         if (!(rc = kb__ab_ring_bw(t, plan, KB__CCL_S, S, c2, piece, both, loads, stores, &bw,
                                   err)) &&
             !(rc = kb__ab_ring_ends_ps(t, plan, c2, piece, window, &bw, &ends, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_S, 0, bw.phase_ps[0] + bw.phase_ps[1], 2 * (S - 1),
-                              c2, piece, &path, &m->bw_gbs, err))) {
+            !(rc = rings_path(t, plan, KB__CCL_S, 0, &bw, -1, 2 * (S - 1), c2, piece, &path,
+                              &m->bw_gbs, err))) {
             for (int side = 0; side < 2; side++)
                 hier_add(m, best, side, bw.phase_ps[side], bw.bottleneck[side]);
             m->ends_ps += ends, m->path_ps += path;
@@ -280,8 +284,8 @@ static int one_group(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c, ui
     uint64_t path;
     int rc = kb__ccl_ring_half_bw(t, plan, c, piece, window, half, &bw, err);
     if (!rc)
-        rc = rings_path(t, plan, KB__CCL_E, 1, bw.phase_ps[half], plan->world_size - 1, c, piece,
-                        &path, &m->bw_gbs, err);
+        rc = rings_path(t, plan, KB__CCL_E, 1, &bw, half, plan->world_size - 1, c, piece, &path,
+                        &m->bw_gbs, err);
     if (rc) return rc;
     m->path_ps = path, m->hops = plan->world_size - 1;
     m->ends_ps = bw.ends_ps;
@@ -301,8 +305,8 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
     if (S > 1) {
         kb__ccl_ring_bw bw;
         if (!(rc = one_phase(t, plan, KB__CCL_S, S, c, piece, 1, S, &bw, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_S, 1, bw.phase_ps[0], S - 1, c, piece, &path,
-                              &m->bw_gbs, err))) {
+            !(rc = rings_path(t, plan, KB__CCL_S, 1, &bw, 0, S - 1, c, piece, &path, &m->bw_gbs,
+                              err))) {
             hier_add(m, best, 0, bw.phase_ps[0], bw.bottleneck[0]);
             m->path_ps += path;
         }
@@ -317,8 +321,8 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
         double group_b = 0; /* B stays the peers' ring's */
         if (!(rc = kb__ab_ring_gather_bw(t, plan, KB__CCL_E, L, c, piece, window, 1, L - 1, &bw,
                                          err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, 1, bw.phase_ps[0], L - 1, c, piece, &path,
-                              &group_b, err))) {
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, &bw, 0, L - 1, c, piece, &path, &group_b,
+                              err))) {
             hier_add(m, best, 1, (uint64_t)S * bw.phase_ps[0], bw.bottleneck[0]);
             m->path_ps += (uint64_t)S * path;
         }
@@ -367,8 +371,8 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
     if (L > 1) {
         kb__ccl_ring_bw rs;
         if (!(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c, piece, window, &rs, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, 1, rs.phase_ps[0], L - 1, c, piece, &path,
-                              &m->bw_gbs, err))) {
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, &rs, 0, L - 1, c, piece, &path, &m->bw_gbs,
+                              err))) {
             group_ps = rs.phase_ps[0];
             hier_add(m, best, 0, (uint64_t)S * group_ps, rs.bottleneck[0]);
             m->ends_ps += (uint64_t)S * rs.ends_ps, m->path_ps += (uint64_t)S * path;
@@ -385,8 +389,8 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
         uint64_t hidden = slots <= q->n_slots ? group_ps : 0;
         kb__ccl_ring_bw bw;
         if (!(rc = one_phase(t, plan, KB__CCL_S, 2, block, piece, 1, 0, &bw, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_S, 1, bw.phase_ps[0], 1, block, piece, &path,
-                              &m->bw_gbs, err))) {
+            !(rc = rings_path(t, plan, KB__CCL_S, 1, &bw, 0, 1, block, piece, &path, &m->bw_gbs,
+                              err))) {
             uint64_t ps = bw.phase_ps[0];
             double gain = 0;
             if (!hidden && L > 1)

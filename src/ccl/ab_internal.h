@@ -457,8 +457,10 @@ int kb__ab_ring_hops(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                      uint64_t msg_bytes, uint64_t slack_ps, kb__ccl_alphabeta *out, kb__err *err);
 
 /* The slack a ring's step gives each hop's latency (kb__ccl_alphabeta_ring_under):
- * W (1 - 1/m), W = bw_ps / steps, m the pieces of a chunk (0 when any is 0). */
-uint64_t kb__ab_step_slack_ps(uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece);
+ * W (1 - 1/m), W = bw_ps / steps, m the pieces of a chunk, or W when the
+ * credits pace the steps (paced) (0 when any is 0). */
+uint64_t kb__ab_step_slack_ps(uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece,
+                              bool paced);
 
 /* A stream's first message: its chunk's first piece, `piece` bytes at
  * most, with its descriptor. */

@@ -150,11 +150,12 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
     return ring_1d_hops(t, plan, msg_bytes, 0, out, err);
 }
 
-uint64_t kb__ab_step_slack_ps(uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece)
+uint64_t kb__ab_step_slack_ps(uint64_t bw_ps, uint64_t steps, uint64_t chunk, uint64_t piece,
+                              bool paced)
 {
     if (!steps || !chunk || !piece) return 0;
     double m = (double)((chunk + piece - 1) / piece);
-    return (uint64_t)((double)bw_ps / (double)steps * (1 - 1 / m));
+    return (uint64_t)((double)bw_ps / (double)steps * (paced ? 1 : 1 - 1 / m));
 }
 
 uint64_t kb__ab_first_msg_bytes(uint64_t chunk, uint64_t piece)
@@ -163,11 +164,11 @@ uint64_t kb__ab_first_msg_bytes(uint64_t chunk, uint64_t piece)
 }
 
 int kb__ccl_alphabeta_ring_under(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bw_ps,
-                                 uint64_t steps, uint64_t chunk, uint64_t piece,
+                                 uint64_t steps, uint64_t chunk, uint64_t piece, bool paced,
                                  kb__ccl_alphabeta *out, kb__err *err)
 {
     return ring_1d_hops(t, plan, kb__ab_first_msg_bytes(chunk, piece),
-                        kb__ab_step_slack_ps(bw_ps, steps, chunk, piece), out, err);
+                        kb__ab_step_slack_ps(bw_ps, steps, chunk, piece, paced), out, err);
 }
 
 /* ---- the bandwidth term of the rings' phases ------------------------------- */
@@ -706,9 +707,7 @@ static int ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t ch
     return rc;
 }
 
-/* Whether the credits pace phase ph of bw (its term longer than without
- * its credit loops). */
-static bool credit_paced(const kb__ccl_ring_bw *bw, int ph)
+bool kb__ccl_ring_credit_paced(const kb__ccl_ring_bw *bw, int ph)
 {
     return bw->phase_ps[ph] > bw->unpaced_ps[ph];
 }
@@ -777,8 +776,8 @@ int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint6
                        stores, NULL, RULE_GRADED, NULL, 0, NULL, out, err);
     if (rc || plan->world_size < 2 || !chunk || !piece) return rc;
     /* one stream: it starts with its reduce-scatter's steps */
-    return ring_ends_ps(t, plan, chunk, piece, window, credit_paced(out, 0) ? 1 : 0, NULL,
-                        &out->ends_ps, err);
+    return ring_ends_ps(t, plan, chunk, piece, window, kb__ccl_ring_credit_paced(out, 0) ? 1 : 0,
+                        NULL, &out->ends_ps, err);
 }
 
 /* The all-gather's own pieces in every round of at most `window` pieces
@@ -825,8 +824,8 @@ static int rs_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir d
     uint64_t pieces = (chunk + piece - 1) / piece, tail_ps = 0, ends = 0, start = 0;
     int rc = rs_left_stores(t, plan, chunk, piece, window, &left, &tail_ps, err);
     if (!rc)
-        rc = ring_ends_ps(t, plan, chunk, piece, window, credit_paced(out, 0) ? 1 : 0, &start,
-                          &ends, err);
+        rc = ring_ends_ps(t, plan, chunk, piece, window, kb__ccl_ring_credit_paced(out, 0) ? 1 : 0,
+                          &start, &ends, err);
     if (rc) return rc;
     const bool want[2] = {true, false};
     const double loads[2] = {p, 1}, stores[2] = {1 - left / (double)pieces, p};
@@ -838,7 +837,7 @@ static int rs_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir d
      * the start of ring_ends_ps, and the stores left in every round) */
     uint64_t late = rest.phase_ps[0] + tail_ps;
     out->ends_ps = ends;
-    if (!credit_paced(&rest, 0) && late + start > out->phase_ps[0] + ends) {
+    if (!kb__ccl_ring_credit_paced(&rest, 0) && late + start > out->phase_ps[0] + ends) {
         out->ends_ps = start + (late - out->phase_ps[0]);
         snprintf(out->bottleneck[0], sizeof out->bottleneck[0], "%.100s, then the finished stores",
                  rest.bottleneck[0]);
@@ -862,7 +861,8 @@ int kb__ab_ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t ch
 {
     *out = 0;
     if (plan->world_size < 2 || !chunk || !piece) return 0;
-    return ring_ends_ps(t, plan, chunk, piece, window, credit_paced(bw, 0) ? 1 : 0, NULL, out, err);
+    return ring_ends_ps(t, plan, chunk, piece, window, kb__ccl_ring_credit_paced(bw, 0) ? 1 : 0,
+                        NULL, out, err);
 }
 
 int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t chunk,
@@ -897,12 +897,13 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
                        kb__ab_whole_rounds(plan, chunk, piece, window), NULL, out, err);
         /* the stream starts with its own step: each own piece loaded and
          * stored ahead of the first receive */
-        ahead = credit_paced(out, 1) ? 2 : 0;
+        ahead = kb__ccl_ring_credit_paced(out, 1) ? 2 : 0;
         kb__ccl_ring_bw later;
         if (!rc && plan->world_size > 2 &&
             !(rc = kb__ab_ring_gather_bw(t, plan, KB__CCL_E, plan->world_size - 1, chunk, piece,
                                          window, 0, p - 2 + left, &later, err))) {
             out->phase_ps[1] += later.phase_ps[0];
+            out->unpaced_ps[1] += later.unpaced_ps[0];
             if (later.phase_ps[0] > out->phase_ps[1] - later.phase_ps[0])
                 snprintf(out->bottleneck[1], sizeof out->bottleneck[1], "%.130s (the later steps)",
                          later.bottleneck[0]);
@@ -1135,26 +1136,10 @@ static bool chunk_holds(uint64_t elems, uint32_t p, uint32_t q)
     return elems * (q + 1) / p > elems * q / p;
 }
 
-/* Rank q's chunk around the ring: combined over the hops from q to q - 1
- * (all of a's but q - 1's own), then forwarded from there (an all-gather's
- * from q) over all of b's but the hop into it; *end the rank it ends on. */
-static double around(uint32_t q, uint32_t p, bool rs, bool ag, const double *a, double a_sum,
-                     const double *b, double b_sum, uint32_t *end)
-{
-    double sum = 0;
-    *end = (q + p - 1) % p;
-    if (rs) sum += a_sum - a[*end];
-    if (rs && ag) *end = (*end + p - 1) % p;
-    if (ag) sum += b_sum - b[*end];
-    return sum;
-}
-
 int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase, uint64_t elems,
-                          uint64_t esize, uint64_t xfer, const double step_ps[2], uint64_t *out,
-                          uint64_t *past, kb__err *err)
+                          uint64_t esize, uint64_t xfer, uint64_t *out, kb__err *err)
 {
     *out = 0;
-    if (past) *past = 0;
     uint32_t p = plan->world_size;
     if (p < 2 || !elems || !xfer) return 0;
     if (plan->r.algo->topology != KB__CCL_RING_1D)
@@ -1162,16 +1147,14 @@ int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase
                            plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
     bool rs = phase <= 0, ag = phase != 0;
     /* per rank k: its hop to NEXT combining (red) and storing ahead (bc),
-     * each past its phase's step (redx, bcx), its store alone (st), its
-     * first load among the others' (ld) */
-    double *hop = calloc(6 * (size_t)p, sizeof *hop);
+     * its store alone (st), its first load among the others' (ld) */
+    double *hop = calloc(4 * (size_t)p, sizeof *hop);
     if (!hop) return kb__err_set(err, KB_ENOMEM, "out of memory");
-    double *red = hop, *bc = hop + p, *redx = hop + 2 * p, *bcx = hop + 3 * p, *st = hop + 4 * p,
-           *ld = hop + 5 * p;
+    double *red = hop, *bc = hop + p, *st = hop + 2 * p, *ld = hop + 3 * p;
     double *conc = calloc(p, sizeof *conc);
     int rc = conc ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
     uint64_t issue = relay_issue_ps(&t->params), add = kb__ab_combine_ps(&t->params, xfer, esize);
-    double sum[4] = {0, 0, 0, 0}; /* of red, bc, redx, bcx */
+    double red_sum = 0, bc_sum = 0;
     kb__ccl_route sr = {0};
     for (uint32_t k = 0; !rc && k < p; k++) {
         const kb__ccl_port *next = &plan->ports[k][KB__CCL_E];
@@ -1190,28 +1173,27 @@ int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase
             (rc = kb__ab_xfer_ps(t, plan->loc[k], true, &sr, xfer, &s, err)))
             break;
         red[k] = (double)r, bc[k] = (double)(b + ahead), st[k] = (double)s;
-        redx[k] = step_ps ? fmax(0, red[k] - step_ps[0]) : 0;
-        bcx[k] = step_ps ? fmax(0, bc[k] - step_ps[1]) : 0;
-        sum[0] += red[k], sum[1] += bc[k], sum[2] += redx[k], sum[3] += bcx[k];
+        red_sum += red[k], bc_sum += bc[k];
         conc[k] = phase == -1 && elems < p ? chunk_holds(elems, p, k) : 1;
     }
     kb__ccl_route_fini(&sr);
     if (!rc) rc = kb__ab_burst_each(t, plan, false, xfer, conc, ld, NULL, err);
-    /* the longest over the chunks that hold data, with its first load and
-     * its last store */
-    double worst = 0, worst_past = 0;
+    /* rank q's chunk: combined over the hops from q to q - 1 (all but q -
+     * 1's own), forwarded from there (an all-gather's from q) over all but
+     * the hop into it, stored by the rank before it */
+    double worst = 0;
     for (uint32_t q = 0; !rc && q < p; q++) {
         if (!conc[q]) continue;
-        uint32_t end;
-        double chain = ld[q] + around(q, p, rs, ag, red, sum[0], bc, sum[1], &end);
+        uint32_t end = (q + p - 1) % p;
+        double chain = ld[q];
+        if (rs) chain += red_sum - red[end];
+        if (rs && ag) end = (end + p - 1) % p;
+        if (ag) chain += bc_sum - bc[end];
         chain += st[end];
         if (chain > worst) worst = chain;
-        double x = around(q, p, rs, ag, redx, sum[2], bcx, sum[3], &end);
-        if (x > worst_past) worst_past = x;
     }
     free(conc);
     free(hop);
     if (!rc) *out = (uint64_t)llround(worst);
-    if (!rc && past) *past = (uint64_t)llround(worst_past);
     return rc;
 }

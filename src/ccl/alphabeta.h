@@ -101,11 +101,14 @@ int kb__ccl_alphabeta_ring(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
  * that rank sent it, one piece's time W / m into its own step (m: the
  * pieces of a chunk), so a step takes max(W, h + W / m). The bandwidth
  * term counts W: each hop adds only its latency past W (1 - 1/m), all of
- * it with one piece a chunk. out as kb__ccl_alphabeta_ring's for the
- * chunk's first piece (with its descriptor), with path_ps, half_path_ps
- * and alpha_ps of those latencies. */
+ * it with one piece a chunk. With `paced` the credits pace the steps
+ * (every message runs its window dry): a step's hop is inside the loop
+ * that paces it, and each hop adds only its latency past W (docs/ccl.md,
+ * "The ring's chain"). out as kb__ccl_alphabeta_ring's for the chunk's
+ * first piece (with its descriptor), with path_ps, half_path_ps and
+ * alpha_ps of those latencies. */
 int kb__ccl_alphabeta_ring_under(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bw_ps,
-                                 uint64_t steps, uint64_t chunk, uint64_t piece,
+                                 uint64_t steps, uint64_t chunk, uint64_t piece, bool paced,
                                  kb__ccl_alphabeta *out, kb__err *err);
 
 /* The bandwidth term of a ring all-reduce of `bytes` per rank moved in
@@ -155,6 +158,10 @@ typedef struct kb__ccl_ring_bw {
                               * when the credits pace the stream the wait of each
                               * round's start behind its loads ahead */
 } kb__ccl_ring_bw;
+
+/* Whether the credits pace phase ph of bw (its term longer than without
+ * its credit loops). */
+bool kb__ccl_ring_credit_paced(const kb__ccl_ring_bw *bw, int ph);
 
 /* In rounds of at most `window` pieces of a chunk (kb_ccl_sched.window). */
 int kb__ccl_ring_allreduce_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t bytes,
@@ -312,14 +319,9 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
  * skips their steps, so the chains of the chunks that hold data are the
  * run (docs/ccl.md, "The ring's chain"). *out: the longest chain over the
  * chunks that hold data, each first load among the loads of every rank
- * that has one, ps; phase -1 for both. With step_ps (each phase's step:
- * its term over its steps), *past: the longest chain's hops' time past
- * their phase's step, each hop's at least 0 (a step paced by its credits
- * starts once its piece is in, a hop, a copy and a combine after the
- * previous rank's: docs/ccl.md, "The ring's chain"). */
+ * that has one, ps; phase -1 for both. */
 int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase, uint64_t elems,
-                          uint64_t esize, uint64_t xfer, const double step_ps[2], uint64_t *out,
-                          uint64_t *past, kb__err *err);
+                          uint64_t esize, uint64_t xfer, uint64_t *out, kb__err *err);
 
 /* The ring all-to-all and all_to_all_v (algorithms/ring.c): a chunk goes
  * the short way round, d places on through NEXT (d <= p/2) or back through

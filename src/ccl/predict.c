@@ -192,28 +192,23 @@ static void fill_model(const kb_machine *m, const kb__ccl_call *c, uint64_t piec
                                         half, &bw, &e))
         return;
     uint64_t t_bw = bw.phase_ps[0] + bw.phase_ps[1], hops = half < 0 ? 2 * (p - 1) : p - 1;
-    /* the hops' latency that the steps' bandwidth term does not hide */
-    if (kb__ccl_alphabeta_ring_under(topo, in->plan, t_bw, hops, chunk, piece, &ab, &e)) return;
-    uint64_t path = half < 0 ? ab.path_ps : ab.half_path_ps;
-    /* no phase ends before its chunks' chains (kb__ccl_ring_chain_ps); with
-     * fewer elements than ranks only the chunks that hold data are sent,
-     * min(elems, p - 1) of a rank's p - 1 steps a phase; where the credits
-     * pace every phase, a step's hop is inside the loop that paces it and
-     * only the chain's time past the step is on the path */
-    uint64_t chain = 0, past = 0, elems = (uint64_t)c->elems, esize = kb__dtype_size(c->dtype);
+    /* the hops' latency that the steps' bandwidth term does not hide: all
+     * of it past the step where the credits pace every phase */
     bool paced = true;
-    double step[2] = {0, 0};
-    for (int ph = 0; ph < 2; ph++) {
-        if (half >= 0 && half != ph) continue;
-        step[ph] = (double)bw.phase_ps[ph] / (double)(p - 1);
-        if (bw.phase_ps[ph] <= bw.unpaced_ps[ph]) paced = false;
-    }
-    if (kb__ccl_ring_chain_ps(topo, in->plan, half, elems, esize, chunk < piece ? chunk : piece,
-                              step, &chain, &past, &e))
+    for (int ph = 0; ph < 2; ph++)
+        if ((half < 0 || half == ph) && !kb__ccl_ring_credit_paced(&bw, ph)) paced = false;
+    if (kb__ccl_alphabeta_ring_under(topo, in->plan, t_bw, hops, chunk, piece, paced, &ab, &e))
         return;
-    if (paced) path = past;
+    uint64_t path = half < 0 ? ab.path_ps : ab.half_path_ps;
     info->predicted_ps = p < 2 ? 0 : path + bw.ends_ps + t_bw;
     info->ends_ps = p < 2 ? 0 : bw.ends_ps;
+    /* no phase ends before its chunks' chains (kb__ccl_ring_chain_ps); with
+     * fewer elements than ranks only the chunks that hold data are sent,
+     * min(elems, p - 1) of a rank's p - 1 steps a phase */
+    uint64_t chain = 0, elems = (uint64_t)c->elems, esize = kb__dtype_size(c->dtype);
+    if (kb__ccl_ring_chain_ps(topo, in->plan, half, elems, esize, chunk < piece ? chunk : piece,
+                              &chain, &e))
+        return;
     if (half < 0 && elems < p) {
         double f = (double)elems / (double)(p - 1);
         for (int ph = 0; ph < 2; ph++)

@@ -166,15 +166,15 @@ Test(ccl_alphabeta, ring_alpha_is_the_slowest_chunks_path_and_prediction_follows
         if (sum > seen) seen = sum;
     }
     kb__ccl_alphabeta u;
-    cr_assert_eq(kb__ccl_alphabeta_ring_under(t, pl, 30 * W, 30, 4 * 4032, 4032, &u, &err), 0, "%s",
-                 err.msg);
+    cr_assert_eq(kb__ccl_alphabeta_ring_under(t, pl, 30 * W, 30, 4 * 4032, 4032, false, &u, &err),
+                 0, "%s", err.msg);
     cr_assert_gt(seen, 0u);
     cr_assert_lt(seen, path);
     cr_assert_eq(u.path_ps, seen);
     cr_assert_eq(u.hop_max_ps, m.hop_max_ps);
     cr_assert_float_eq(u.bw_gbs, m.bw_gbs, 1e-9);
     /* one piece a chunk: no hop hidden */
-    cr_assert_eq(kb__ccl_alphabeta_ring_under(t, pl, 30 * W, 30, 4032, 4032, &u, &err), 0);
+    cr_assert_eq(kb__ccl_alphabeta_ring_under(t, pl, 30 * W, 30, 4032, 4032, false, &u, &err), 0);
     cr_assert_eq(u.path_ps, path);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
@@ -355,9 +355,11 @@ Test(ccl_alphabeta, hierarchical_all_reduce_counts_each_streams_fill_and_drain)
     kb__ccl_alphabeta under_rs, under_ag, alone;
     uint64_t msg = 16128 + 64;
     cr_assert_eq(
-        kb__ccl_alphabeta_ring_under(t, r, m.phase_ps[0], 7, N / 8, 16128, &under_rs, &err), 0);
+        kb__ccl_alphabeta_ring_under(t, r, m.phase_ps[0], 7, N / 8, 16128, false, &under_rs, &err),
+        0);
     cr_assert_eq(
-        kb__ccl_alphabeta_ring_under(t, r, m.phase_ps[1], 7, N / 8, 16128, &under_ag, &err), 0);
+        kb__ccl_alphabeta_ring_under(t, r, m.phase_ps[1], 7, N / 8, 16128, false, &under_ag, &err),
+        0);
     cr_assert_eq(kb__ccl_alphabeta_ring(t, r, msg, &alone, &err), 0);
     cr_assert_eq(m.path_ps, under_rs.half_path_ps + under_ag.half_path_ps);
     cr_assert_lt(m.path_ps, 2 * alone.half_path_ps);

@@ -69,7 +69,7 @@ Test(coll_timing, prediction_is_the_alphabeta_model_of_the_installed_ring)
     cr_assert_eq(kb__ccl_ring_allreduce_bw(m->dev->topo, pl, 4096 * 4, 4 * 4032, 64, &bw, &e), 0);
     /* chunks of 1 KiB, one piece: every hop's latency counts */
     cr_assert_eq(kb__ccl_alphabeta_ring_under(m->dev->topo, pl, bw.phase_ps[0] + bw.phase_ps[1], 30,
-                                              4096 * 4 / 16, 4 * 4032, &ab, &e),
+                                              4096 * 4 / 16, 4 * 4032, false, &ab, &e),
                  0);
     cr_assert_gt(bw.ends_ps, 0);
     /* the fill and drain with the programs' start */
