@@ -209,7 +209,7 @@ static void fill_model(const kb_machine *m, const kb__ccl_call *c, uint64_t piec
     if (kb__ccl_ring_chain_ps(topo, in->plan, half, elems, esize, chunk < piece ? chunk : piece,
                               &chain, &e))
         return;
-    if (half < 0 && elems < p) {
+    if (half < 0 && p >= 2 && elems < p) {
         double f = (double)elems / (double)(p - 1);
         for (int ph = 0; ph < 2; ph++)
             bw.phase_ps[ph] = (uint64_t)llround(f * (double)bw.phase_ps[ph]);
