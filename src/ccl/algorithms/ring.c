@@ -227,10 +227,14 @@ static void step_arrived(ring *g, int n)
 }
 
 /* Whether a stream of `steps` steps whose chunk has `pieces` pieces runs
- * calibrated on board b: one round, and at least four warm-ups long. */
-static int calibrates(const kb__ccl_board *b, const kb_ccl_sched *s, int steps, int64_t pieces)
+ * calibrated on board b: one round, at least four warm-ups long, and
+ * every chunk holding data (`full`): a stream whose region has fewer
+ * elements than ranks skips the empty chunks' steps, so its warm-up steps
+ * do not give the pace of the later ones. */
+static int calibrates(const kb__ccl_board *b, const kb_ccl_sched *s, int steps, int64_t pieces,
+                      int full)
 {
-    return b && pieces <= s->window && steps >= 4 * b->ph->warmup;
+    return b && full && pieces <= s->window && steps >= 4 * b->ph->warmup;
 }
 
 /* Data mode: the buffer this stream writes gets its final value, now that
@@ -386,7 +390,8 @@ static void ring_go(ring *g)
     g->steps = g->md == RING_AR ? 2 * (g->p - 1) : g->p - 1;
     int64_t chunk = g->md == RING_AG ? g->n : tl_cdiv(g->n, g->p);
     int64_t pieces = tl_cdiv(chunk, g->s->piece);
-    if (g->md != RING_AR && calibrates(g->board, g->s, g->steps, pieces)) {
+    if (g->md != RING_AR &&
+        calibrates(g->board, g->s, g->steps, pieces, g->md == RING_AG || g->n >= g->p)) {
         ring_io io;
         int64_t w = (int64_t)g->board->ph->warmup * pieces;
         g->first = 0, g->m = pieces;
@@ -454,7 +459,8 @@ static void ring_run(tl_ctx *k, ring_mode md)
         return;
     }
     int64_t pieces = tl_cdiv(tl_cdiv(g.n, g.p), g.s->piece);
-    allreduce_go(&g, g.board, kb__ccl_board_of(k, 1, 0), calibrates(g.board, g.s, g.p - 1, pieces));
+    allreduce_go(&g, g.board, kb__ccl_board_of(k, 1, 0),
+                 calibrates(g.board, g.s, g.p - 1, pieces, g.n >= g.p));
 }
 
 void kb__ccl_ring_allreduce(tl_ctx *k)
@@ -533,11 +539,12 @@ void kb__ccl_hier_allreduce(tl_ctx *k)
         kb__ccl_chunk(g.s->elems, L, (r % L + 1) % L, &h.base, &h.n);
         h.n -= h.base;
         h.r = r / L, h.p = S, h.to = TL_DIR_S, h.from = TL_DIR_N;
-        /* every peer ring calibrates or none: judged on the largest region */
+        /* every peer ring calibrates or none: judged on the largest region
+         * (its pieces) and the smallest (its chunks hold data) */
         int64_t most = tl_cdiv(g.s->elems, L), pieces = tl_cdiv(tl_cdiv(most, S), g.s->piece);
         kb__ccl_board *rs = kb__ccl_board_of(k, 1, (uint32_t)(r % L));
         allreduce_go(&h, rs, kb__ccl_board_of(k, 2, (uint32_t)(r % L)),
-                     calibrates(rs, g.s, S - 1, pieces));
+                     calibrates(rs, g.s, S - 1, pieces, g.s->elems / L >= S));
         kb__ccl_fence(k); /* and phase 3 the value stored now */
     }
     if (L > 1) {
