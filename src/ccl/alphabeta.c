@@ -958,6 +958,25 @@ static uint64_t relay_issue_ps(const kb__topo_params *tp)
     return 2 * kb__ps_from_ns(tp->pe.cpu_scalar_op_ns);
 }
 
+/* Rank k's hop to NEXT of a piece of `xfer` bytes store and forward
+ * (kb__ab_piece_hop_ps: its slots one after the other on k's vc channel,
+ * the last one's trip and the receiver's copy into its TCM), with t_add
+ * (a combine) and the receiver's ops (relay_issue_ps); with `stored`,
+ * behind k's store of the piece (store_ahead_ps). *ps the hop, *bw the
+ * slowest link seen (kb__ab_piece_hop_ps). */
+static int relay_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, uint64_t xfer,
+                        uint64_t t_add, bool stored, uint64_t *ps, double *bw, kb__err *err)
+{
+    const kb__ccl_port *next = &plan->ports[k][KB__CCL_E];
+    if (next->peer < 0) return kb__err_set(err, KB_EINVAL, "chain model: rank %u has no NEXT", k);
+    *ps = 0;
+    uint64_t wait = 0;
+    int rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)next->peer, xfer,
+                                 t_add + relay_issue_ps(&t->params), ps, bw, err);
+    if (!rc && stored && !(rc = store_ahead_ps(t, plan, k, xfer, &wait, err))) *ps += wait;
+    return rc;
+}
+
 /* Latency of the hops from rank `from` along NEXT, `hops` of them, of a
  * piece of `xfer` bytes store and forward (kb__ab_piece_hop_ps: its slots
  * one after the other on the sender's vc channel, the last one's trip and
@@ -971,23 +990,15 @@ static int chain_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t from
 {
     uint32_t k = from;
     for (uint32_t h = 0; h < hops; h++) {
-        const kb__ccl_port *next = &plan->ports[k][KB__CCL_E];
-        if (next->peer < 0)
-            return kb__err_set(err, KB_EINVAL, "chain model: rank %u has no NEXT", k);
-        uint64_t ps = 0;
-        int rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)next->peer, xfer,
-                                     t_add + relay_issue_ps(&t->params), &ps, &m->bw_gbs, err);
-        if (!rc && stored && h > 0) {
-            uint64_t wait;
-            if (!(rc = store_ahead_ps(t, plan, k, xfer, &wait, err))) ps += wait;
-        }
+        uint64_t ps;
+        int rc = relay_hop_ps(t, plan, k, xfer, t_add, stored && h > 0, &ps, &m->bw_gbs, err);
         if (rc) return rc;
         if (slowest) {
             if (ps > m->path_ps) m->path_ps = ps;
         } else {
             m->path_ps += ps;
         }
-        k = (uint32_t)next->peer;
+        k = (uint32_t)plan->ports[k][KB__CCL_E].peer;
     }
     return 0;
 }
@@ -1153,26 +1164,18 @@ int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase
     double *red = hop, *bc = hop + p, *st = hop + 2 * p, *ld = hop + 3 * p;
     double *conc = calloc(p, sizeof *conc);
     int rc = conc ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
-    uint64_t issue = relay_issue_ps(&t->params), add = kb__ab_combine_ps(&t->params, xfer, esize);
+    uint64_t add = kb__ab_combine_ps(&t->params, xfer, esize);
     double red_sum = 0, bc_sum = 0;
     kb__ccl_route sr = {0};
     for (uint32_t k = 0; !rc && k < p; k++) {
-        const kb__ccl_port *next = &plan->ports[k][KB__CCL_E];
-        if (next->peer < 0) {
-            rc = kb__err_set(err, KB_EINVAL, "ring chain model: rank %u has no NEXT", k);
-            break;
-        }
-        uint64_t r = 0, b = 0, ahead = 0, s = 0;
+        uint64_t r = 0, b = 0, s = 0;
         double bw = 0;
-        if ((rs && (rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)next->peer, xfer, add + issue,
-                                             &r, &bw, err))) ||
-            (ag && ((rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)next->peer, xfer, issue, &b,
-                                              &bw, err)) ||
-                    (rc = store_ahead_ps(t, plan, k, xfer, &ahead, err)))) ||
+        if ((rs && (rc = relay_hop_ps(t, plan, k, xfer, add, false, &r, &bw, err))) ||
+            (ag && (rc = relay_hop_ps(t, plan, k, xfer, 0, true, &b, &bw, err))) ||
             (rc = kb__ab_data_path(t, plan->loc[k], true, &sr, err)) ||
             (rc = kb__ab_xfer_ps(t, plan->loc[k], true, &sr, xfer, &s, err)))
             break;
-        red[k] = (double)r, bc[k] = (double)(b + ahead), st[k] = (double)s;
+        red[k] = (double)r, bc[k] = (double)b, st[k] = (double)s;
         red_sum += red[k], bc_sum += bc[k];
         conc[k] = phase == -1 && elems < p ? chunk_holds(elems, p, k) : 1;
     }

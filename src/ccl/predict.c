@@ -183,8 +183,9 @@ static void fill_model(const kb_machine *m, const kb__ccl_call *c, uint64_t piec
     kb__err e;
     /* a step's chunk (an all-gather's is a whole input buffer): its first
      * piece is the hops' message */
-    uint64_t p = c->p, n = info->bytes_per_rank;
-    uint64_t chunk = half == 1 ? n : ((uint64_t)c->elems + p - 1) / p * kb__dtype_size(c->dtype);
+    uint64_t p = c->p, n = info->bytes_per_rank, elems = (uint64_t)c->elems,
+             esize = kb__dtype_size(c->dtype);
+    uint64_t chunk = half == 1 ? n : (elems + p - 1) / p * esize;
     const kb__topo *topo = m->dev->topo;
     if (half < 0 ? kb__ccl_ring_allreduce_bw(topo, in->plan, n, piece, (uint64_t)c->sched.window,
                                              &bw, &e)
@@ -200,22 +201,21 @@ static void fill_model(const kb_machine *m, const kb__ccl_call *c, uint64_t piec
     if (kb__ccl_alphabeta_ring_under(topo, in->plan, t_bw, hops, chunk, piece, paced, &ab, &e))
         return;
     uint64_t path = half < 0 ? ab.path_ps : ab.half_path_ps;
-    info->predicted_ps = p < 2 ? 0 : path + bw.ends_ps + t_bw;
-    info->ends_ps = p < 2 ? 0 : bw.ends_ps;
-    /* no phase ends before its chunks' chains (kb__ccl_ring_chain_ps); with
-     * fewer elements than ranks only the chunks that hold data are sent,
-     * min(elems, p - 1) of a rank's p - 1 steps a phase */
-    uint64_t chain = 0, elems = (uint64_t)c->elems, esize = kb__dtype_size(c->dtype);
-    if (kb__ccl_ring_chain_ps(topo, in->plan, half, elems, esize, chunk < piece ? chunk : piece,
-                              &chain, &e))
-        return;
+    /* with fewer elements than ranks only the chunks that hold data are
+     * sent, min(elems, p - 1) of a rank's p - 1 steps a phase */
     if (half < 0 && p >= 2 && elems < p) {
         double f = (double)elems / (double)(p - 1);
         for (int ph = 0; ph < 2; ph++)
             bw.phase_ps[ph] = (uint64_t)llround(f * (double)bw.phase_ps[ph]);
         t_bw = bw.phase_ps[0] + bw.phase_ps[1];
-        info->predicted_ps = path + bw.ends_ps + t_bw;
     }
+    /* no phase ends before its chunks' chains (kb__ccl_ring_chain_ps) */
+    uint64_t chain = 0;
+    if (kb__ccl_ring_chain_ps(topo, in->plan, half, elems, esize, chunk < piece ? chunk : piece,
+                              &chain, &e))
+        return;
+    info->predicted_ps = p < 2 ? 0 : path + bw.ends_ps + t_bw;
+    info->ends_ps = p < 2 ? 0 : bw.ends_ps;
     if (chain > info->predicted_ps) {
         info->predicted_ps = chain;
         for (int ph = 0; ph < 2; ph++)
