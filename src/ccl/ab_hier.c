@@ -214,12 +214,65 @@ static int stagger_gain_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
     return rc;
 }
 
+/* ps scaled by f, the share of a ring's steps that move data. */
+static uint64_t scaled(uint64_t ps, double f)
+{
+    return (uint64_t)llround(f * (double)ps);
+}
+
+/* The hierarchical all-reduce's chain: no rank's last store comes before a
+ * data chunk of the group's region (its first piece) is loaded, combined
+ * around the group ring and stored by the rank it ends at, then, past the
+ * fence, all-reduced over that rank's peers (their ring's longest chain of
+ * that region, kb__ab_ring_chains) and, past the next fence, loaded again
+ * and forwarded around the group ring, each rank storing it. Each store
+ * and load between the phases as the slowest rank's alone. */
+static int hier_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
+                         uint64_t esize, uint64_t piece, uint64_t *out, kb__err *err)
+{
+    uint32_t L = plan->group, p = plan->world_size, S = p / L;
+    uint64_t region = (elems + L - 1) / L, xs = (region + S - 1) / S * esize, xg = region * esize;
+    xs = xs < piece ? xs : piece, xg = xg < piece ? xg : piece;
+    *out = 0;
+    double *v = calloc(4 * (size_t)p, sizeof *v);
+    if (!v) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    double *holds = v, *chain = v + p, *peers = v + 2 * p, *mid = v + 3 * p, worst = 0;
+    int rc = 0;
+    if (S > 1) { /* rank (g, l) all-reduces data chunk l + 1 of L with its peers */
+        for (uint32_t k = 0; k < p; k++)
+            holds[k] =
+                kb__ab_chunk_elems(kb__ab_chunk_elems(elems, L, (k % L + 1) % L), S, k / L) > 0;
+        rc = kb__ab_ring_chains(t, plan, KB__CCL_S, -1, holds, xs, esize, NULL, chain, err);
+        for (uint32_t k = 0; !rc && k < p; k++)
+            peers[k % L] = fmax(peers[k % L], chain[k]);
+    }
+    uint64_t ld = 0, st = 0;
+    if (!rc && L > 1 && !(rc = kb__ab_xfers_slowest(t, plan, xg, &ld, &st, err))) {
+        for (uint32_t k = 0; k < p; k++) {
+            holds[k] = kb__ab_chunk_elems(elems, L, k % L) > 0;
+            mid[k] = (double)(st + ld) + peers[k % L];
+        }
+        rc = kb__ab_ring_chains(t, plan, KB__CCL_E, -1, holds, xg, esize, mid, chain, err);
+    }
+    for (uint32_t k = 0; !rc && k < p; k++)
+        worst = fmax(worst, L > 1 ? chain[k] : peers[0]);
+    free(v);
+    if (!rc) *out = (uint64_t)llround(worst);
+    return rc;
+}
+
 static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uint64_t elems,
                                 uint64_t esize, uint64_t piece, uint64_t window,
                                 kb__ccl_hier_model *m, kb__err *err)
 {
     uint32_t L = plan->group, S = plan->world_size / L;
     uint64_t region = (elems + L - 1) / L, c1 = region * esize, best[2] = {0, 0}, path;
+    /* with fewer elements than a ring's ranks only the chunks that hold
+     * data are sent: min(n, rp - 1) of a rank's rp - 1 steps a phase, n the
+     * ring's region (the group's: the buffer; the peers': at most a
+     * chunk of it) */
+    double fg = elems < L ? (double)elems / (double)(L - 1) : 1,
+           fs = region < S ? (double)region / (double)(S - 1) : 1;
     int rc = 0;
     if (L > 1) {
         /* each stream with its fill and drain: the reduce-scatter's
@@ -230,7 +283,7 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         if (!(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c1, piece, window, &rs, err)) &&
             !(rc = rings_path(t, plan, KB__CCL_E, 1, &rs, 0, L - 1, c1, piece, &path, &m->bw_gbs,
                               err))) {
-            hier_add(m, best, 0, rs.phase_ps[0], rs.bottleneck[0]);
+            hier_add(m, best, 0, scaled(rs.phase_ps[0], fg), rs.bottleneck[0]);
             m->ends_ps += rs.ends_ps, m->path_ps += path;
         }
         kb__ccl_ring_bw ag;
@@ -238,7 +291,7 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
             !(rc = kb__ab_ring_ends_ps(t, plan, c1, piece, window, &ag, &ends, err)) &&
             !(rc = rings_path(t, plan, KB__CCL_E, 1, &ag, 0, L - 1, c1, piece, &path, &m->bw_gbs,
                               err))) {
-            hier_add(m, best, 1, ag.phase_ps[0], ag.bottleneck[0]);
+            hier_add(m, best, 1, scaled(ag.phase_ps[0], fg), ag.bottleneck[0]);
             m->ends_ps += ends, m->path_ps += path;
         }
         m->hops += 2 * (L - 1);
@@ -255,14 +308,14 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
             !(rc = rings_path(t, plan, KB__CCL_S, 0, &bw, -1, 2 * (S - 1), c2, piece, &path,
                               &m->bw_gbs, err))) {
             for (int side = 0; side < 2; side++)
-                hier_add(m, best, side, bw.phase_ps[side], bw.bottleneck[side]);
+                hier_add(m, best, side, scaled(bw.phase_ps[side], fs), bw.bottleneck[side]);
             m->ends_ps += ends, m->path_ps += path;
         }
         double gain[2];
         if (!rc && L > 1 &&
             !(rc = stagger_gain_ps(t, plan, c1, piece, esize,
-                                   (double)(bw.phase_ps[0] + bw.phase_ps[1]), &gain[0], &gain[1],
-                                   err)))
+                                   fs * (double)(bw.phase_ps[0] + bw.phase_ps[1]), &gain[0],
+                                   &gain[1], err)))
             for (int side = 0; side < 2; side++)
                 m->phase_ps[side] -= (uint64_t)fmin(gain[side], (double)m->phase_ps[side]);
         m->hops += 2 * (S - 1);
@@ -432,6 +485,19 @@ int kb__ccl_hier_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_
         return kb__err_set(err, KB_EINVAL, "hierarchical model: no model of a %s",
                            kb__ccl_coll(kind)->name);
     }
-    if (!rc) out->predicted_ps = out->path_ps + out->ends_ps + out->phase_ps[0] + out->phase_ps[1];
-    return rc;
+    if (rc) return rc;
+    out->predicted_ps = out->path_ps + out->ends_ps + out->phase_ps[0] + out->phase_ps[1];
+    /* no all-reduce ends before its chunks' chains (hier_chain_ps) */
+    uint64_t chain = 0;
+    if (kind == KB__CCL_ALL_REDUCE &&
+        (rc = hier_chain_ps(t, plan, elems, esize, piece, &chain, err)))
+        return rc;
+    if (chain > out->predicted_ps) {
+        out->predicted_ps = chain;
+        for (int side = 0; side < 2; side++)
+            snprintf(
+                out->bottleneck[side], sizeof out->bottleneck[side],
+                "the chain of a chunk's first piece around the group, its peers and the group");
+    }
+    return 0;
 }

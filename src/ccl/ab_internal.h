@@ -513,6 +513,25 @@ int kb__ab_ring_ends_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t ch
 
 /* ---- the pipelined trees (ab_tree.c) ------------------------------------------ */
 
+/* Elements of chunk q when n are cut in p chunks, as the kernels cut them
+ * (kb__ccl_chunk): 0 for p - n of them when n < p. */
+uint64_t kb__ab_chunk_elems(uint64_t n, uint32_t p, uint32_t q);
+
+/* The chains of the rings through dir (E: the runs of plan->group
+ * consecutive ranks, a flat plan's one ring or a hierarchical plan's
+ * groups; S: the peers' rings, the ranks with the same place in their
+ * group), each piece `xfer` bytes (kb__ccl_ring_chain_ps): chain[k] the
+ * chain of the chunk rank k loads first when holds[k] > 0 (else 0),
+ * loaded among the loads of every rank that holds one, then in phase 0
+ * (or -1) combined hop by hop to the rank before k and in phase 1 (or -1)
+ * forwarded around with each rank storing it first, stored by the last;
+ * with phase -1 and mid, mid[e] is added where the reduce-scatter's half
+ * ends at rank e (what a hierarchical all-reduce does between its
+ * halves). */
+int kb__ab_ring_chains(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, int phase,
+                       const double *holds, uint64_t xfer, uint64_t esize, const double *mid,
+                       double *chain, kb__err *err);
+
 /* *ps += one hop of a whole piece of `xfer` bytes from rank a to rank b,
  * store and forward as the kernels take it (they wait for the whole piece
  * before they combine, store or send it on): the sender's vc channel sends

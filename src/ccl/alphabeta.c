@@ -922,18 +922,19 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
 /* ---- chains: broadcast, reduce, one step to NEXT ------------------------------ */
 
 /* How long rank k's store of `bytes` (TCM to its HBM slice), queued just
- * before its send of the same piece to NEXT, holds that send's slots: the
- * whole store ahead of them on the first link both routes cross, at the
- * slowest link of the store's route up to it (0 when they share none). */
-static int store_ahead_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, uint64_t bytes,
-                          uint64_t *ps, kb__err *err)
+ * before its send of the same piece through dir, holds that send's slots:
+ * the whole store ahead of them on the first link both routes cross, at
+ * the slowest link of the store's route up to it (0 when they share
+ * none). */
+static int store_ahead_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
+                          uint64_t bytes, uint64_t *ps, kb__err *err)
 {
     kb__ccl_route st = {0}, sr = {0};
     *ps = 0;
     int rc = kb__ab_data_path(t, plan->loc[k], true, &st, err);
     if (!rc)
-        rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][KB__CCL_E].loc,
-                                 plan->r.s.buffer_kind, &sr, err);
+        rc = kb__ccl_route_build(t, plan->loc[k], plan->ports[k][dir].loc, plan->r.s.buffer_kind,
+                                 &sr, err);
     for (uint32_t i = 0; !rc && !*ps && i < sr.n; i++) {
         double bw = 0;
         for (uint32_t j = 0; j < st.n; j++) {
@@ -958,22 +959,25 @@ static uint64_t relay_issue_ps(const kb__topo_params *tp)
     return 2 * kb__ps_from_ns(tp->pe.cpu_scalar_op_ns);
 }
 
-/* Rank k's hop to NEXT of a piece of `xfer` bytes store and forward
- * (kb__ab_piece_hop_ps: its slots one after the other on k's vc channel,
- * the last one's trip and the receiver's copy into its TCM), with t_add
- * (a combine) and the receiver's ops (relay_issue_ps); with `stored`,
- * behind k's store of the piece (store_ahead_ps). *ps the hop, *bw the
- * slowest link seen (kb__ab_piece_hop_ps). */
-static int relay_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, uint64_t xfer,
-                        uint64_t t_add, bool stored, uint64_t *ps, double *bw, kb__err *err)
+/* Rank k's hop through dir (its next rank in the ring of that port) of a
+ * piece of `xfer` bytes store and forward (kb__ab_piece_hop_ps: its slots
+ * one after the other on k's vc channel, the last one's trip and the
+ * receiver's copy into its TCM), with t_add (a combine) and the
+ * receiver's ops (relay_issue_ps); with `stored`, behind k's store of the
+ * piece (store_ahead_ps). *ps the hop, *bw the slowest link seen
+ * (kb__ab_piece_hop_ps). */
+static int relay_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, kb__ccl_dir dir,
+                        uint64_t xfer, uint64_t t_add, bool stored, uint64_t *ps, double *bw,
+                        kb__err *err)
 {
-    const kb__ccl_port *next = &plan->ports[k][KB__CCL_E];
-    if (next->peer < 0) return kb__err_set(err, KB_EINVAL, "chain model: rank %u has no NEXT", k);
+    const kb__ccl_port *next = &plan->ports[k][dir];
+    if (next->peer < 0)
+        return kb__err_set(err, KB_EINVAL, "chain model: rank %u has no next rank", k);
     *ps = 0;
     uint64_t wait = 0;
     int rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)next->peer, xfer,
                                  t_add + relay_issue_ps(&t->params), ps, bw, err);
-    if (!rc && stored && !(rc = store_ahead_ps(t, plan, k, xfer, &wait, err))) *ps += wait;
+    if (!rc && stored && !(rc = store_ahead_ps(t, plan, k, dir, xfer, &wait, err))) *ps += wait;
     return rc;
 }
 
@@ -991,7 +995,8 @@ static int chain_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t from
     uint32_t k = from;
     for (uint32_t h = 0; h < hops; h++) {
         uint64_t ps;
-        int rc = relay_hop_ps(t, plan, k, xfer, t_add, stored && h > 0, &ps, &m->bw_gbs, err);
+        int rc =
+            relay_hop_ps(t, plan, k, KB__CCL_E, xfer, t_add, stored && h > 0, &ps, &m->bw_gbs, err);
         if (rc) return rc;
         if (slowest) {
             if (ps > m->path_ps) m->path_ps = ps;
@@ -1141,10 +1146,86 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
 
 /* ---- the ring's chain ------------------------------------------------------ */
 
-/* Whether ring chunk q of an all-reduce (data chunk q) holds data. */
-static bool chunk_holds(uint64_t elems, uint32_t p, uint32_t q)
+uint64_t kb__ab_chunk_elems(uint64_t n, uint32_t p, uint32_t q)
 {
-    return elems * (q + 1) / p > elems * q / p;
+    return n * (q + 1) / p - n * q / p;
+}
+
+/* The ring through dir that rank k is on: its size, k's place in it, and
+ * the rank at place i (ring_member). E: the runs of plan->group
+ * consecutive ranks (a flat plan's one ring; a hierarchical plan's
+ * groups), S: the ranks with the same place in their group (the peers). */
+static uint32_t ring_size(const kb__ccl_plan *plan, kb__ccl_dir dir)
+{
+    return dir == KB__CCL_S ? plan->world_size / plan->group : plan->group;
+}
+
+static uint32_t ring_place(const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t k)
+{
+    return dir == KB__CCL_S ? k / plan->group : k % plan->group;
+}
+
+static uint32_t ring_member(const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t k, uint32_t i)
+{
+    uint32_t L = plan->group;
+    return dir == KB__CCL_S ? k % L + i * L : k / L * L + i;
+}
+
+int kb__ab_ring_chains(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, int phase,
+                       const double *holds, uint64_t xfer, uint64_t esize, const double *mid,
+                       double *chain, kb__err *err)
+{
+    uint32_t p = plan->world_size, rp = ring_size(plan, dir);
+    memset(chain, 0, p * sizeof *chain);
+    if (rp < 2 || !xfer) return 0;
+    bool rs = phase <= 0, ag = phase != 0;
+    /* per rank k: its hop to the next combining (red) and storing ahead
+     * (bc), its store alone (st), its first load among the others' (ld);
+     * per rank, the sums of red and bc over its ring */
+    double *hop = calloc(6 * (size_t)p, sizeof *hop);
+    if (!hop) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    double *red = hop, *bc = hop + p, *st = hop + 2 * p, *ld = hop + 3 * p, *red_sum = hop + 4 * p,
+           *bc_sum = hop + 5 * p;
+    int rc = 0;
+    uint64_t add = kb__ab_combine_ps(&t->params, xfer, esize);
+    kb__ccl_route sr = {0};
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        uint64_t r = 0, b = 0, s = 0;
+        double bw = 0;
+        if ((rs && (rc = relay_hop_ps(t, plan, k, dir, xfer, add, false, &r, &bw, err))) ||
+            (ag && (rc = relay_hop_ps(t, plan, k, dir, xfer, 0, true, &b, &bw, err))) ||
+            (rc = kb__ab_data_path(t, plan->loc[k], true, &sr, err)) ||
+            (rc = kb__ab_xfer_ps(t, plan->loc[k], true, &sr, xfer, &s, err)))
+            break;
+        red[k] = (double)r, bc[k] = (double)b, st[k] = (double)s;
+    }
+    kb__ccl_route_fini(&sr);
+    for (uint32_t k = 0; !rc && k < p; k++)
+        for (uint32_t i = 0; i < rp; i++) {
+            uint32_t m = ring_member(plan, dir, k, i);
+            red_sum[k] += red[m], bc_sum[k] += bc[m];
+        }
+    if (!rc) rc = kb__ab_burst_each(t, plan, false, xfer, holds, ld, NULL, err);
+    /* the chunk rank k loads first: combined over the hops from k to the
+     * rank before it (all but that rank's own), stored there, or, in an
+     * all-reduce, past mid there and forwarded on over all but the hop into
+     * k, stored by the rank before that; an all-gather's from k over all
+     * but the hop into it */
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        if (holds[k] <= 0) continue;
+        uint32_t q = ring_place(plan, dir, k);
+        uint32_t end = ring_member(plan, dir, k, (q + rp - 1) % rp);
+        chain[k] = ld[k];
+        if (rs) chain[k] += red_sum[k] - red[end];
+        if (rs && ag) {
+            if (mid) chain[k] += mid[end];
+            end = ring_member(plan, dir, k, (q + rp - 2) % rp);
+        }
+        if (ag) chain[k] += bc_sum[k] - bc[end];
+        chain[k] += st[end];
+    }
+    free(hop);
+    return rc;
 }
 
 int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase, uint64_t elems,
@@ -1156,47 +1237,15 @@ int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase
     if (plan->r.algo->topology != KB__CCL_RING_1D)
         return kb__err_set(err, KB_EINVAL, "ring chain model: algorithm '%s' is %s, not ring_1d",
                            plan->r.algo->name, kb__ccl_topology_name(plan->r.algo->topology));
-    bool rs = phase <= 0, ag = phase != 0;
-    /* per rank k: its hop to NEXT combining (red) and storing ahead (bc),
-     * its store alone (st), its first load among the others' (ld) */
-    double *hop = calloc(4 * (size_t)p, sizeof *hop);
-    if (!hop) return kb__err_set(err, KB_ENOMEM, "out of memory");
-    double *red = hop, *bc = hop + p, *st = hop + 2 * p, *ld = hop + 3 * p;
-    double *conc = calloc(p, sizeof *conc);
-    int rc = conc ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
-    uint64_t add = kb__ab_combine_ps(&t->params, xfer, esize);
-    double red_sum = 0, bc_sum = 0;
-    kb__ccl_route sr = {0};
-    for (uint32_t k = 0; !rc && k < p; k++) {
-        uint64_t r = 0, b = 0, s = 0;
-        double bw = 0;
-        if ((rs && (rc = relay_hop_ps(t, plan, k, xfer, add, false, &r, &bw, err))) ||
-            (ag && (rc = relay_hop_ps(t, plan, k, xfer, 0, true, &b, &bw, err))) ||
-            (rc = kb__ab_data_path(t, plan->loc[k], true, &sr, err)) ||
-            (rc = kb__ab_xfer_ps(t, plan->loc[k], true, &sr, xfer, &s, err)))
-            break;
-        red[k] = (double)r, bc[k] = (double)b, st[k] = (double)s;
-        red_sum += red[k], bc_sum += bc[k];
-        conc[k] = phase == -1 && elems < p ? chunk_holds(elems, p, k) : 1;
-    }
-    kb__ccl_route_fini(&sr);
-    if (!rc) rc = kb__ab_burst_each(t, plan, false, xfer, conc, ld, NULL, err);
-    /* rank q's chunk: combined over the hops from q to q - 1 (all but q -
-     * 1's own), forwarded from there (an all-gather's from q) over all but
-     * the hop into it, stored by the rank before it */
-    double worst = 0;
-    for (uint32_t q = 0; !rc && q < p; q++) {
-        if (!conc[q]) continue;
-        uint32_t end = (q + p - 1) % p;
-        double chain = ld[q];
-        if (rs) chain += red_sum - red[end];
-        if (rs && ag) end = (end + p - 1) % p;
-        if (ag) chain += bc_sum - bc[end];
-        chain += st[end];
-        if (chain > worst) worst = chain;
-    }
-    free(conc);
-    free(hop);
+    double *holds = calloc(2 * (size_t)p, sizeof *holds);
+    if (!holds) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    double *chain = holds + p, worst = 0;
+    for (uint32_t k = 0; k < p; k++)
+        holds[k] = phase == -1 && elems < p ? kb__ab_chunk_elems(elems, p, k) > 0 : 1;
+    int rc = kb__ab_ring_chains(t, plan, KB__CCL_E, phase, holds, xfer, esize, NULL, chain, err);
+    for (uint32_t k = 0; !rc && k < p; k++)
+        worst = fmax(worst, chain[k]);
+    free(holds);
     if (!rc) *out = (uint64_t)llround(worst);
     return rc;
 }

@@ -378,6 +378,34 @@ Test(predictions, an_all_reduce_of_fewer_elements_than_ranks_runs_as_chains)
     }
 }
 
+/* The hierarchical all-reduce of fewer elements than a ring's ranks: its
+ * group rings and its peers' rings skip the steps of their empty chunks,
+ * so a chunk's chain through the group, the peers and the group again is
+ * the run (docs/ccl.md, "The ring's chain"). One element, or one per
+ * group rank, within 10 % on one group (8 and 32 ranks), on two SIPs of
+ * 128 and of 8 ranks and on eight SIPs of 8 (0.38-0.78 with every phase's
+ * full bandwidth term). */
+Test(predictions, a_hierarchical_all_reduce_of_few_elements_runs_as_chains)
+{
+    static const struct {
+        int world;
+        long bytes; /* f32 */
+        const char *set, *set2;
+    } rows[] = {{8, 4, NULL, NULL},
+                {32, 4, NULL, NULL},
+                {256, 4, NULL, NULL},
+                {16, 4, "sip.cube_mesh=1x1", NULL},
+                {64, 4, "sip.cube_mesh=1x1", "system.sips=8"},
+                {64, 32, "sip.cube_mesh=1x1", "system.sips=8"}};
+    kb_test_held h = {"ccl_allreduce", "hier_allreduce", {0}, 4, 0};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        double q = kb_test_ratio_sets(&h, rows[i].world, rows[i].bytes, rows[i].set, rows[i].set2);
+        cr_expect(fabs(q - 1) <= 0.10, "%d ranks, %ld B, %s %s: ratio %.3f", rows[i].world,
+                  rows[i].bytes, rows[i].set ? rows[i].set : "built-in machine",
+                  rows[i].set2 ? rows[i].set2 : "", q);
+    }
+}
+
 /* A ring in SRAM or HBM whose chunks are one piece runs at its chain's pace,
  * its credits never running dry (a slot's round trip over the slots is
  * shorter than a step's hop, copy and combine): within 15 % at 64 B and 4
