@@ -40,28 +40,34 @@ static int one_phase(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
 }
 
 /* The slowest of the rings through dir (S: the peers' rings, one per place
- * l in a group; E: the group's, all alike): its whole path (half 0) or one
- * phase's (half 1) under a stream of `steps` steps of `chunk`-byte chunks
- * whose bandwidth term is bw_ps (each hop past the steps' slack,
+ * l in a group, only those whose region holds data when elems is not 0:
+ * the all-reduce's, data chunk l + 1 of its elems cut in L; E: the
+ * group's, all alike): its whole path (half 0) or one phase's (half 1)
+ * under a stream of `steps` steps of `chunk`-byte chunks whose bandwidth
+ * term is bw_ps (each hop past the steps' slack,
  * kb__ccl_alphabeta_ring_under; paced: its credits pace every phase of
  * ph, which is -1 for both, kb__ccl_ring_credit_paced), and its textbook B. */
 static int rings_path(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, int half,
                       const kb__ccl_ring_bw *ring, int ph, uint64_t steps, uint64_t chunk,
-                      uint64_t piece, uint64_t *path, double *bw, kb__err *err)
+                      uint64_t piece, uint64_t elems, uint64_t *path, double *bw, kb__err *err)
 {
+    uint32_t L = plan->group;
     bool paced = ph < 0 ? kb__ccl_ring_credit_paced(ring, 0) && kb__ccl_ring_credit_paced(ring, 1)
                         : kb__ccl_ring_credit_paced(ring, ph);
     uint64_t bw_ps = ph < 0 ? ring->phase_ps[0] + ring->phase_ps[1] : ring->phase_ps[ph];
     uint64_t slack = kb__ab_step_slack_ps(bw_ps, steps, chunk, piece, paced),
              msg = kb__ab_first_msg_bytes(chunk, piece);
     *path = 0;
-    for (uint32_t l = 0; l < (dir == KB__CCL_S ? plan->group : 1); l++) {
+    bool first = true;
+    for (uint32_t l = 0; l < (dir == KB__CCL_S ? L : 1); l++) {
+        if (dir == KB__CCL_S && elems && !kb__ab_chunk_elems(elems, L, (l + 1) % L)) continue;
         kb__ccl_alphabeta ab;
         int rc = kb__ab_ring_hops(t, plan, dir, l, msg, slack, &ab, err);
         if (rc) return rc;
         uint64_t x = half ? ab.half_path_ps : ab.path_ps;
         if (x > *path) *path = x;
-        if (!l || ab.bw_gbs < *bw) *bw = ab.bw_gbs;
+        if (first || ab.bw_gbs < *bw) *bw = ab.bw_gbs;
+        first = false;
     }
     return 0;
 }
@@ -281,7 +287,7 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         kb__ccl_ring_bw rs;
         uint64_t ends = 0;
         if (!(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c1, piece, window, &rs, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, 1, &rs, 0, L - 1, c1, piece, &path, &m->bw_gbs,
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, &rs, 0, L - 1, c1, piece, 0, &path, &m->bw_gbs,
                               err))) {
             hier_add(m, best, 0, scaled(rs.phase_ps[0], fg), rs.bottleneck[0]);
             m->ends_ps += rs.ends_ps, m->path_ps += path;
@@ -289,7 +295,7 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         kb__ccl_ring_bw ag;
         if (!rc && !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, 1, L - 1, &ag, err)) &&
             !(rc = kb__ab_ring_ends_ps(t, plan, c1, piece, window, &ag, &ends, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, 1, &ag, 0, L - 1, c1, piece, &path, &m->bw_gbs,
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, &ag, 0, L - 1, c1, piece, 0, &path, &m->bw_gbs,
                               err))) {
             hier_add(m, best, 1, scaled(ag.phase_ps[0], fg), ag.bottleneck[0]);
             m->ends_ps += ends, m->path_ps += path;
@@ -305,7 +311,7 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         if (!(rc = kb__ab_ring_bw(t, plan, KB__CCL_S, S, c2, piece, both, loads, stores, &bw,
                                   err)) &&
             !(rc = kb__ab_ring_ends_ps(t, plan, c2, piece, window, &bw, &ends, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_S, 0, &bw, -1, 2 * (S - 1), c2, piece, &path,
+            !(rc = rings_path(t, plan, KB__CCL_S, 0, &bw, -1, 2 * (S - 1), c2, piece, elems, &path,
                               &m->bw_gbs, err))) {
             for (int side = 0; side < 2; side++)
                 hier_add(m, best, side, scaled(bw.phase_ps[side], fs), bw.bottleneck[side]);
@@ -337,7 +343,7 @@ static int one_group(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c, ui
     uint64_t path;
     int rc = kb__ccl_ring_half_bw(t, plan, c, piece, window, half, &bw, err);
     if (!rc)
-        rc = rings_path(t, plan, KB__CCL_E, 1, &bw, half, plan->world_size - 1, c, piece, &path,
+        rc = rings_path(t, plan, KB__CCL_E, 1, &bw, half, plan->world_size - 1, c, piece, 0, &path,
                         &m->bw_gbs, err);
     if (rc) return rc;
     m->path_ps = path, m->hops = plan->world_size - 1;
@@ -358,7 +364,7 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
     if (S > 1) {
         kb__ccl_ring_bw bw;
         if (!(rc = one_phase(t, plan, KB__CCL_S, S, c, piece, 1, S, &bw, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_S, 1, &bw, 0, S - 1, c, piece, &path, &m->bw_gbs,
+            !(rc = rings_path(t, plan, KB__CCL_S, 1, &bw, 0, S - 1, c, piece, 0, &path, &m->bw_gbs,
                               err))) {
             hier_add(m, best, 0, bw.phase_ps[0], bw.bottleneck[0]);
             m->path_ps += path;
@@ -374,7 +380,7 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
         double group_b = 0; /* B stays the peers' ring's */
         if (!(rc = kb__ab_ring_gather_bw(t, plan, KB__CCL_E, L, c, piece, window, 1, L - 1, &bw,
                                          err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, 1, &bw, 0, L - 1, c, piece, &path, &group_b,
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, &bw, 0, L - 1, c, piece, 0, &path, &group_b,
                               err))) {
             hier_add(m, best, 1, (uint64_t)S * bw.phase_ps[0], bw.bottleneck[0]);
             m->path_ps += (uint64_t)S * path;
@@ -424,7 +430,7 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
     if (L > 1) {
         kb__ccl_ring_bw rs;
         if (!(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c, piece, window, &rs, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, 1, &rs, 0, L - 1, c, piece, &path, &m->bw_gbs,
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, &rs, 0, L - 1, c, piece, 0, &path, &m->bw_gbs,
                               err))) {
             group_ps = rs.phase_ps[0];
             hier_add(m, best, 0, (uint64_t)S * group_ps, rs.bottleneck[0]);
@@ -442,7 +448,7 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
         uint64_t hidden = slots <= q->n_slots ? group_ps : 0;
         kb__ccl_ring_bw bw;
         if (!(rc = one_phase(t, plan, KB__CCL_S, 2, block, piece, 1, 0, &bw, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_S, 1, &bw, 0, 1, block, piece, &path, &m->bw_gbs,
+            !(rc = rings_path(t, plan, KB__CCL_S, 1, &bw, 0, 1, block, piece, 0, &path, &m->bw_gbs,
                               err))) {
             uint64_t ps = bw.phase_ps[0];
             double gain = 0;
