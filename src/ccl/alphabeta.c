@@ -1151,13 +1151,19 @@ uint64_t kb__ab_chunk_elems(uint64_t n, uint32_t p, uint32_t q)
     return n * (q + 1) / p - n * q / p;
 }
 
-/* The ring through dir that rank k is on: its size, k's place in it, and
- * the rank at place i (ring_member). E: the runs of plan->group
- * consecutive ranks (a flat plan's one ring; a hierarchical plan's
- * groups), S: the ranks with the same place in their group (the peers). */
+/* The ring through dir that rank k is on: its size, its index among the
+ * rings of dir (ring_of), k's place in it, and the rank at place i
+ * (ring_member). E: the runs of plan->group consecutive ranks (a flat
+ * plan's one ring; a hierarchical plan's groups), S: the ranks with the
+ * same place in their group (the peers), as plan.h numbers the ports. */
 static uint32_t ring_size(const kb__ccl_plan *plan, kb__ccl_dir dir)
 {
     return dir == KB__CCL_S ? plan->world_size / plan->group : plan->group;
+}
+
+static uint32_t ring_of(const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t k)
+{
+    return dir == KB__CCL_S ? k % plan->group : k / plan->group;
 }
 
 static uint32_t ring_place(const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t k)
@@ -1181,7 +1187,7 @@ int kb__ab_ring_chains(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir 
     bool rs = phase <= 0, ag = phase != 0;
     /* per rank k: its hop to the next combining (red) and storing ahead
      * (bc), its store alone (st), its first load among the others' (ld);
-     * per rank, the sums of red and bc over its ring */
+     * per ring (ring_of), the sums of red and bc over it */
     double *hop = calloc(6 * (size_t)p, sizeof *hop);
     if (!hop) return kb__err_set(err, KB_ENOMEM, "out of memory");
     double *red = hop, *bc = hop + p, *st = hop + 2 * p, *ld = hop + 3 * p, *red_sum = hop + 4 * p,
@@ -1201,10 +1207,7 @@ int kb__ab_ring_chains(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir 
     }
     kb__ccl_route_fini(&sr);
     for (uint32_t k = 0; !rc && k < p; k++)
-        for (uint32_t i = 0; i < rp; i++) {
-            uint32_t m = ring_member(plan, dir, k, i);
-            red_sum[k] += red[m], bc_sum[k] += bc[m];
-        }
+        red_sum[ring_of(plan, dir, k)] += red[k], bc_sum[ring_of(plan, dir, k)] += bc[k];
     if (!rc) rc = kb__ab_burst_each(t, plan, false, xfer, holds, ld, NULL, err);
     /* the chunk rank k loads first: combined over the hops from k to the
      * rank before it (all but that rank's own), stored there, or, in an
@@ -1215,13 +1218,14 @@ int kb__ab_ring_chains(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir 
         if (holds[k] <= 0) continue;
         uint32_t q = ring_place(plan, dir, k);
         uint32_t end = ring_member(plan, dir, k, (q + rp - 1) % rp);
+        uint32_t ring = ring_of(plan, dir, k);
         chain[k] = ld[k];
-        if (rs) chain[k] += red_sum[k] - red[end];
+        if (rs) chain[k] += red_sum[ring] - red[end];
         if (rs && ag) {
             if (mid) chain[k] += mid[end];
             end = ring_member(plan, dir, k, (q + rp - 2) % rp);
         }
-        if (ag) chain[k] += bc_sum[k] - bc[end];
+        if (ag) chain[k] += bc_sum[ring] - bc[end];
         chain[k] += st[end];
     }
     free(hop);
