@@ -1,10 +1,10 @@
 /*
  * ccl/ab_internal.h — the phase machinery of the α-β model (ab_phase.c),
- * shared by its families: rings and chains (alphabeta.c), the ring
- * all-to-alls (ab_a2a.c), the hierarchical collectives (ab_hier.c) and the
- * pipelined mesh and tree (ab_tree.c); and the two ring pieces the
- * hierarchical model reuses (kb__ab_ring_hops, kb__ab_ring_bw, in
- * alphabeta.c). Private to src/ccl's α-β files: the rest of the library
+ * shared by its families: rings (alphabeta.c), chains (ab_chain.c), the
+ * ring all-to-alls (ab_a2a.c), the hierarchical collectives (ab_hier.c)
+ * and the pipelined mesh and tree (ab_tree.c); and the ring pieces the
+ * other families reuse (kb__ab_ring_hops, kb__ab_ring_bw, kb__ab_ring_bw_w
+ * in alphabeta.c, kb__ab_ring_chains in ab_chain.c). Private to src/ccl's α-β files: the rest of the library
  * asks alphabeta.h.
  *
  * A phase is a stretch of a collective in which every rank moves its share
@@ -473,6 +473,26 @@ uint64_t kb__ab_first_msg_bytes(uint64_t chunk, uint64_t piece);
 int kb__ab_ring_gather_bw(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
                           uint64_t chunk, uint64_t piece, uint64_t window, double loads,
                           double stores, kb__ccl_ring_bw *out, kb__err *err);
+
+/* Per rank k of a chain (kb__ccl_chain_model_get): chunks it sends and
+ * receives, loads and stores, and its program's fixed time a piece
+ * (KB__AB_W_FIXED, ps: a reduce's combine, a broadcast root's load
+ * request waiting behind the stores), at w[KB__AB_W_N k ..]. */
+enum {
+    KB__AB_W_SEND,
+    KB__AB_W_RECV,
+    KB__AB_W_LOAD,
+    KB__AB_W_STORE,
+    KB__AB_W_FIXED,
+    KB__AB_W_STEP,
+    KB__AB_W_N
+};
+
+/* kb__ab_ring_bw, or with w (per-rank weights, phase 0 only) a chain's; the
+ * all or nothing credit rule (kb__ab_credit_limit). */
+int kb__ab_ring_bw_w(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir, uint32_t rp,
+                     uint64_t chunk, uint64_t piece, const bool want[2], const double loads[2],
+                     const double stores[2], const double *w, kb__ccl_ring_bw *out, kb__err *err);
 
 /* The bandwidth term of the rings' phases: in phase ph (those with
  * want[ph]) every rank of the plan sends rp - 1 chunks of `chunk` bytes

@@ -1,10 +1,10 @@
 /*
  * ab_phase.c — the phase machinery of the α-β model, shared by every
- * family (alphabeta.c: rings and chains; ab_a2a.c, ab_hier.c, ab_tree.c):
- * the short routes around one PE and their closed-form costs (a tile
- * load or store, a receive copy, a credit's round trip), the per-phase
- * accumulators of link and memory time, transfers that share what the
- * phase's other flows leave of their links and memories (processor
+ * family (alphabeta.c: rings; ab_chain.c: chains; ab_a2a.c, ab_hier.c,
+ * ab_tree.c): the short routes around one PE and their closed-form
+ * costs (a tile load or store, a receive copy, a credit's round trip), the
+ * per-phase accumulators of link and memory time, transfers that share
+ * what the phase's other flows leave of their links and memories (processor
  * sharing, solved as a fixed point), and the credit rules (all or nothing,
  * graded, a chain sender's cycle, the floor of a loop in a ring that runs in
  * step). Contracts in ccl/ab_internal.h.
