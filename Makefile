@@ -54,10 +54,10 @@ test-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 	  ctest --output-on-failure -j $(JOBS) -E '^($(SAN_SKIP))$$'
 
 # The suite under clang's UndefinedBehaviorSanitizer (float-cast-overflow
-# included), without recovery; clang-only warnings do not stop it. The three
+# included), without recovery; clang-only warnings do not stop it. The five
 # slowest tests (minutes each at -O0, and under the gcc sanitizers already)
 # are left out to keep CI short, and SAN_SKIP as above.
-UBSAN_SKIP ?= ^(benches_test_benches|ccl_test_coll_timing|cli_perf|$(SAN_SKIP))$$
+UBSAN_SKIP ?= ^(benches_test_benches|benches_test_predictions|benches_test_predictions_small|ccl_test_coll_timing|cli_perf|$(SAN_SKIP))$$
 $(UBSAN_BUILD)/CMakeCache.txt: | deps
 	CC=clang cmake -S . -B $(UBSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKB_UBSAN=ON -DKB_WERROR=OFF $(CMAKE_ARGS)
 
