@@ -252,6 +252,11 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
 
 /* ---- the ring's chain ------------------------------------------------------ */
 
+uint64_t kb__ccl_ring_data_steps_ps(uint64_t ps, uint64_t n, uint32_t rp)
+{
+    return n < rp && rp >= 2 ? (uint64_t)llround((double)n / (double)(rp - 1) * (double)ps) : ps;
+}
+
 uint64_t kb__ab_chunk_elems(uint64_t n, uint32_t p, uint32_t q)
 {
     return n * (q + 1) / p - n * q / p;

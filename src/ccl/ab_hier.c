@@ -220,12 +220,6 @@ static int stagger_gain_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t
     return rc;
 }
 
-/* ps scaled by f, the share of a ring's steps that move data. */
-static uint64_t scaled(uint64_t ps, double f)
-{
-    return (uint64_t)llround(f * (double)ps);
-}
-
 /* The hierarchical all-reduce's chain: no rank's last store comes before a
  * data chunk of the group's region (its first piece) is loaded, combined
  * around the group ring and stored by the rank it ends at, then, past the
@@ -274,11 +268,8 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
     uint32_t L = plan->group, S = plan->world_size / L;
     uint64_t region = (elems + L - 1) / L, c1 = region * esize, best[2] = {0, 0}, path;
     /* with fewer elements than a ring's ranks only the chunks that hold
-     * data are sent: min(n, rp - 1) of a rank's rp - 1 steps a phase, n the
-     * ring's region (the group's: the buffer; the peers': at most a
-     * chunk of it) */
-    double fg = elems < L ? (double)elems / (double)(L - 1) : 1,
-           fs = region < S ? (double)region / (double)(S - 1) : 1;
+     * data are sent (kb__ccl_ring_data_steps_ps): the group rings' region
+     * is the buffer, the peers' rings' at most a chunk of it */
     int rc = 0;
     if (L > 1) {
         /* each stream with its fill and drain: the reduce-scatter's
@@ -289,7 +280,8 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         if (!(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c1, piece, window, &rs, err)) &&
             !(rc = rings_path(t, plan, KB__CCL_E, 1, &rs, 0, L - 1, c1, piece, 0, &path, &m->bw_gbs,
                               err))) {
-            hier_add(m, best, 0, scaled(rs.phase_ps[0], fg), rs.bottleneck[0]);
+            hier_add(m, best, 0, kb__ccl_ring_data_steps_ps(rs.phase_ps[0], elems, L),
+                     rs.bottleneck[0]);
             m->ends_ps += rs.ends_ps, m->path_ps += path;
         }
         kb__ccl_ring_bw ag;
@@ -297,7 +289,8 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
             !(rc = kb__ab_ring_ends_ps(t, plan, c1, piece, window, &ag, &ends, err)) &&
             !(rc = rings_path(t, plan, KB__CCL_E, 1, &ag, 0, L - 1, c1, piece, 0, &path, &m->bw_gbs,
                               err))) {
-            hier_add(m, best, 1, scaled(ag.phase_ps[0], fg), ag.bottleneck[0]);
+            hier_add(m, best, 1, kb__ccl_ring_data_steps_ps(ag.phase_ps[0], elems, L),
+                     ag.bottleneck[0]);
             m->ends_ps += ends, m->path_ps += path;
         }
         m->hops += 2 * (L - 1);
@@ -314,14 +307,16 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
             !(rc = rings_path(t, plan, KB__CCL_S, 0, &bw, -1, 2 * (S - 1), c2, piece, elems, &path,
                               &m->bw_gbs, err))) {
             for (int side = 0; side < 2; side++)
-                hier_add(m, best, side, scaled(bw.phase_ps[side], fs), bw.bottleneck[side]);
+                hier_add(m, best, side, kb__ccl_ring_data_steps_ps(bw.phase_ps[side], region, S),
+                         bw.bottleneck[side]);
             m->ends_ps += ends, m->path_ps += path;
         }
         double gain[2];
         if (!rc && L > 1 &&
-            !(rc = stagger_gain_ps(t, plan, c1, piece, esize,
-                                   fs * (double)(bw.phase_ps[0] + bw.phase_ps[1]), &gain[0],
-                                   &gain[1], err)))
+            !(rc = stagger_gain_ps(
+                  t, plan, c1, piece, esize,
+                  (double)kb__ccl_ring_data_steps_ps(bw.phase_ps[0] + bw.phase_ps[1], region, S),
+                  &gain[0], &gain[1], err)))
             for (int side = 0; side < 2; side++)
                 m->phase_ps[side] -= (uint64_t)fmin(gain[side], (double)m->phase_ps[side]);
         m->hops += 2 * (S - 1);

@@ -4,8 +4,8 @@
  * ring all-to-alls (ab_a2a.c), the hierarchical collectives (ab_hier.c)
  * and the pipelined mesh and tree (ab_tree.c); and the ring pieces the
  * other families reuse (kb__ab_ring_hops, kb__ab_ring_bw, kb__ab_ring_bw_w
- * in alphabeta.c, kb__ab_ring_chains in ab_chain.c). Private to src/ccl's α-β files: the rest of the library
- * asks alphabeta.h.
+ * in alphabeta.c, kb__ab_ring_chains in ab_chain.c). Private to src/ccl's
+ * α-β files: the rest of the library asks alphabeta.h.
  *
  * A phase is a stretch of a collective in which every rank moves its share
  * at once. Its accumulator (kb__ab_phase_acc) adds up, per link and per

@@ -308,6 +308,13 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
                             uint32_t root, uint64_t bytes, uint64_t esize, uint64_t piece,
                             kb__ccl_chain_model *out, kb__err *err);
 
+/* ps scaled to the steps of a ring of rp ranks that move data when its
+ * region has n elements: with fewer than rp the split (kb__ccl_chunk)
+ * leaves rp - n chunks empty and the kernel skips their steps, so a rank
+ * sends in n of its rp - 1 steps a phase (docs/ccl.md, "The ring's
+ * chain"); ps as it is otherwise. */
+uint64_t kb__ccl_ring_data_steps_ps(uint64_t ps, uint64_t n, uint32_t rp);
+
 /* The ring's chain (algorithms/ring.c): a chunk's first piece (xfer
  * bytes) loaded by its first rank, then, in a reduce-scatter (phase 0 or
  * both), combined hop by hop around the ring to the rank before (a

@@ -202,11 +202,10 @@ static void fill_model(const kb_machine *m, const kb__ccl_call *c, uint64_t piec
         return;
     uint64_t path = half < 0 ? ab.path_ps : ab.half_path_ps;
     /* with fewer elements than ranks only the chunks that hold data are
-     * sent, min(elems, p - 1) of a rank's p - 1 steps a phase */
-    if (half < 0 && p >= 2 && elems < p) {
-        double f = (double)elems / (double)(p - 1);
+     * sent (an all-reduce: a reduce-scatter's chunks divide by p) */
+    if (half < 0) {
         for (int ph = 0; ph < 2; ph++)
-            bw.phase_ps[ph] = (uint64_t)llround(f * (double)bw.phase_ps[ph]);
+            bw.phase_ps[ph] = kb__ccl_ring_data_steps_ps(bw.phase_ps[ph], elems, (uint32_t)p);
         t_bw = bw.phase_ps[0] + bw.phase_ps[1];
     }
     /* no phase ends before its chunks' chains (kb__ccl_ring_chain_ps) */
