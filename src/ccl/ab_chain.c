@@ -5,9 +5,11 @@
  * sends it on), and the ring's chain: no ring phase ends before a chunk's
  * first piece has gone round its ring (the flat ring's, a hierarchical
  * plan's group rings and peers' rings), which is the whole run when a
- * ring has fewer elements than ranks. The hops are the fabric's routes
- * (kb__ab_piece_hop_ps); the bandwidth term of a chain is the ring
- * machinery's with per-rank weights (kb__ab_ring_bw_w).
+ * ring has fewer elements than ranks; and the ring program's own step,
+ * a piece's hop and combine and two steps' load, where a ring's chunks are
+ * one piece. The hops are the fabric's routes (kb__ab_piece_hop_ps); the
+ * bandwidth term of a chain is the ring machinery's with per-rank weights
+ * (kb__ab_ring_bw_w).
  *
  * Invariants: a pure function of the plan and the machine graph; a ring's
  * places follow plan.h's numbering of the ports. A prediction only.
@@ -363,4 +365,75 @@ int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase
     free(holds);
     if (!rc) *out = (uint64_t)llround(worst);
     return rc;
+}
+
+/* ---- the ring program's own step (one-piece chunks) --------------------------- */
+
+int kb__ccl_ring_prog_step_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase, uint64_t xfer,
+                              uint64_t esize, uint64_t *out, kb__err *err)
+{
+    uint32_t p = plan->world_size;
+    const kb__topo_params *tp = &t->params;
+    *out = 0;
+    if (p < 2 || !xfer) return 0;
+    /* the piece's hop and copy, the ranks' mean: a ring's steps keep the
+     * mean of its chain's links (a max-plus cycle through every rank) */
+    double h = 0;
+    int rc = 0;
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        uint64_t hop = 0;
+        double bw = 0;
+        int32_t to = plan->ports[k][KB__CCL_E].peer;
+        if (to >= 0 &&
+            !(rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)to, xfer, 0, &hop, &bw, err)))
+            h += (double)hop / p;
+    }
+    if (rc) return rc;
+    double scalar = (double)kb__ps_from_ns(tp->pe.cpu_scalar_op_ns);
+    if (phase == 1) { /* the receive, the store and the send issued */
+        *out = (uint64_t)llround(h + 3 * scalar);
+        return 0;
+    }
+    /* the own load, issued with the receive of a step, beside every rank's */
+    double *conc = malloc(p * sizeof *conc);
+    if (!conc) return kb__err_set(err, KB_ENOMEM, "out of memory");
+    for (uint32_t k = 0; k < p; k++)
+        conc[k] = 1;
+    uint64_t L = 0;
+    rc = kb__ab_burst_ps(t, plan, false, xfer, conc, -1, &L, err);
+    free(conc);
+    if (rc) return rc;
+    /* the receive, the load, the combine and the send issued */
+    double chain = (double)kb__ab_combine_ps(tp, xfer, esize) + h + 4 * scalar;
+    double two = ((double)L + chain) / 2;
+    *out = (uint64_t)llround(two > chain ? two : chain);
+    return 0;
+}
+
+int kb__ccl_ring_prog_holds(const kb__topo *t, const kb__ccl_plan *plan, const kb__ccl_ring_bw *bw,
+                            int ph, int kind, uint32_t rp, uint64_t chunk, uint64_t piece,
+                            uint64_t esize, uint64_t *step, kb__err *err)
+{
+    const kb__ccl_settings *q = &plan->r.s;
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
+    *step = 0;
+    if (rp < 2 || !chunk || chunk > piece || q->buffer_kind != KB__CCL_BUF_TCM ||
+        t->params.pe.dma_channels < 2 || !bw->dma_bound[ph] || kb__ccl_ring_credit_paced(bw, ph))
+        return 0;
+    uint64_t per_window = q->n_slots / ((chunk + payload - 1) / payload), T;
+    if (per_window < 2) return 0;
+    int rc = kb__ccl_ring_prog_step_ps(t, plan, kind, chunk, esize, &T, err);
+    if (rc) return rc;
+    double S = fmax((double)T, (double)bw->phase_ps[ph] / (double)(rp - 1));
+    if (bw->loop_ps[ph] <= (double)(per_window - 1) * S) *step = T;
+    return 0;
+}
+
+void kb__ccl_ring_prog_phase(kb__ccl_ring_bw *bw, int ph, uint32_t rp, uint64_t step)
+{
+    uint64_t all = step * (rp - 1);
+    if (all <= bw->phase_ps[ph]) return;
+    bw->phase_ps[ph] = bw->unpaced_ps[ph] = all; /* not the credits */
+    snprintf(bw->bottleneck[ph], sizeof bw->bottleneck[ph],
+             "the ring program's step (one-piece chunks: its load, combine and hop)");
 }

@@ -72,6 +72,26 @@ static int rings_path(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir d
     return 0;
 }
 
+/* The path of phase ph of bw, a stream of the group rings (kind 0 a
+ * reduce-scatter's, 1 an all-gather's) of `chunk`-byte chunks: none when
+ * it steps at its program's own pace (kb__ccl_ring_prog_holds; bw's phase
+ * then at least those steps), else its hops past its steps
+ * (rings_path); *bw_gbs its textbook B either way. */
+static int group_path(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_ring_bw *bw, int ph,
+                      int kind, uint64_t chunk, uint64_t piece, uint64_t esize, uint64_t *path,
+                      double *bw_gbs, kb__err *err)
+{
+    uint32_t L = plan->group;
+    uint64_t step;
+    int rc = kb__ccl_ring_prog_holds(t, plan, bw, ph, kind, L, chunk, piece, esize, &step, err);
+    if (!rc)
+        rc = rings_path(t, plan, KB__CCL_E, 1, bw, ph, L - 1, chunk, piece, 0, path, bw_gbs, err);
+    if (rc || !step) return rc;
+    kb__ccl_ring_prog_phase(bw, ph, L, step);
+    *path = 0;
+    return 0;
+}
+
 /* side (0 reduce, 1 gather) += ps, naming what bounds it when it is the
  * largest term of that side so far. */
 static void hier_add(kb__ccl_hier_model *m, uint64_t best[2], int side, uint64_t ps,
@@ -278,8 +298,7 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         kb__ccl_ring_bw rs;
         uint64_t ends = 0;
         if (!(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c1, piece, window, &rs, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, 1, &rs, 0, L - 1, c1, piece, 0, &path, &m->bw_gbs,
-                              err))) {
+            !(rc = group_path(t, plan, &rs, 0, 0, c1, piece, esize, &path, &m->bw_gbs, err))) {
             hier_add(m, best, 0, kb__ccl_ring_data_steps_ps(rs.phase_ps[0], elems, L),
                      rs.bottleneck[0]);
             m->ends_ps += rs.ends_ps, m->path_ps += path;
@@ -287,8 +306,7 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
         kb__ccl_ring_bw ag;
         if (!rc && !(rc = one_phase(t, plan, KB__CCL_E, L, c1, piece, 1, L - 1, &ag, err)) &&
             !(rc = kb__ab_ring_ends_ps(t, plan, c1, piece, window, &ag, &ends, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, 1, &ag, 0, L - 1, c1, piece, 0, &path, &m->bw_gbs,
-                              err))) {
+            !(rc = group_path(t, plan, &ag, 0, 1, c1, piece, esize, &path, &m->bw_gbs, err))) {
             hier_add(m, best, 1, kb__ccl_ring_data_steps_ps(ag.phase_ps[0], elems, L),
                      ag.bottleneck[0]);
             m->ends_ps += ends, m->path_ps += path;
@@ -332,14 +350,12 @@ static int hier_allreduce_model(const kb__topo *t, const kb__ccl_plan *plan, uin
  * the in-order DMA unit), so the model is kb__ccl_ring_half_bw's phase of
  * that half with the ring's path, its fill and drain. */
 static int one_group(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c, uint64_t piece,
-                     uint64_t window, int half, kb__ccl_hier_model *m, kb__err *err)
+                     uint64_t window, uint64_t esize, int half, kb__ccl_hier_model *m, kb__err *err)
 {
     kb__ccl_ring_bw bw;
     uint64_t path;
     int rc = kb__ccl_ring_half_bw(t, plan, c, piece, window, half, &bw, err);
-    if (!rc)
-        rc = rings_path(t, plan, KB__CCL_E, 1, &bw, half, plan->world_size - 1, c, piece, 0, &path,
-                        &m->bw_gbs, err);
+    if (!rc) rc = group_path(t, plan, &bw, half, half, c, piece, esize, &path, &m->bw_gbs, err);
     if (rc) return rc;
     m->path_ps = path, m->hops = plan->world_size - 1;
     m->ends_ps = bw.ends_ps;
@@ -355,7 +371,7 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
     uint32_t L = plan->group, S = plan->world_size / L;
     uint64_t c = elems * esize, best[2] = {0}, path;
     int rc = 0;
-    if (S == 1) return one_group(t, plan, c, piece, window, 1, m, err);
+    if (S == 1) return one_group(t, plan, c, piece, window, esize, 1, m, err);
     if (S > 1) {
         kb__ccl_ring_bw bw;
         if (!(rc = one_phase(t, plan, KB__CCL_S, S, c, piece, 1, S, &bw, err)) &&
@@ -375,8 +391,7 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
         double group_b = 0; /* B stays the peers' ring's */
         if (!(rc = kb__ab_ring_gather_bw(t, plan, KB__CCL_E, L, c, piece, window, 1, L - 1, &bw,
                                          err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, 1, &bw, 0, L - 1, c, piece, 0, &path, &group_b,
-                              err))) {
+            !(rc = group_path(t, plan, &bw, 0, 1, c, piece, esize, &path, &group_b, err))) {
             hier_add(m, best, 1, (uint64_t)S * bw.phase_ps[0], bw.bottleneck[0]);
             m->path_ps += (uint64_t)S * path;
         }
@@ -421,12 +436,11 @@ static int hier_reduce_scatter_model(const kb__topo *t, const kb__ccl_plan *plan
     uint64_t best[2] = {0}, path;
     uint64_t group_ps = 0;
     int rc = 0;
-    if (S == 1) return one_group(t, plan, c, piece, window, 0, m, err);
+    if (S == 1) return one_group(t, plan, c, piece, window, esize, 0, m, err);
     if (L > 1) {
         kb__ccl_ring_bw rs;
         if (!(rc = kb__ab_rs_phase(t, plan, KB__CCL_E, L, c, piece, window, &rs, err)) &&
-            !(rc = rings_path(t, plan, KB__CCL_E, 1, &rs, 0, L - 1, c, piece, 0, &path, &m->bw_gbs,
-                              err))) {
+            !(rc = group_path(t, plan, &rs, 0, 0, c, piece, esize, &path, &m->bw_gbs, err))) {
             group_ps = rs.phase_ps[0];
             hier_add(m, best, 0, (uint64_t)S * group_ps, rs.bottleneck[0]);
             m->ends_ps += (uint64_t)S * rs.ends_ps, m->path_ps += (uint64_t)S * path;

@@ -441,6 +441,10 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
         kb__ab_share_solve(&acc[ph], rx + ph * p, p, (double)msgs, tp->pe.dma_channels);
         out->unpaced_ps[ph] = (uint64_t)ceil(acc[ph].worst_ps - 1e-6);
         double unpaced = acc[ph].worst_ps;
+        for (uint32_t k = 0; k < p; k++)
+            if (kb__ab_rank_dma_ps(&rx[ph * p + k], (double)msgs, tp->pe.dma_channels, unpaced) >=
+                unpaced - 0.5)
+                out->dma_bound[ph] = true;
         /* the credit loops under the phase's traffic */
         uint64_t xfer = piece < chunk ? piece : chunk, msg_slots = (xfer + payload - 1) / payload;
         uint64_t slot_bytes = kb__ab_slot_bytes(q, xfer);
@@ -492,6 +496,8 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
                 n_loops++;
         }
         if (rc) break;
+        for (uint32_t i = 0; i < n_loops; i++)
+            out->loop_ps[ph] = fmax(out->loop_ps[ph], kb__ab_loop_ps(&loops[i], unpaced));
         if (paced && w[KB__AB_W_STEP]) { /* hello_send: its own pacing (step_phase) */
             uint64_t rest = chunk % piece, tail = (rest + payload - 1) / payload;
             if ((rc = step_phase(t, plan, dir, msg_slots, tail, msgs, loops, rx + ph * p, slot_ps,
@@ -898,6 +904,8 @@ int kb__ccl_ring_half_bw(const kb__topo *t, const kb__ccl_plan *plan, uint64_t c
                                          window, 0, p - 2 + left, &later, err))) {
             out->phase_ps[1] += later.phase_ps[0];
             out->unpaced_ps[1] += later.unpaced_ps[0];
+            out->dma_bound[1] = later.dma_bound[0];
+            out->loop_ps[1] = fmax(out->loop_ps[1], later.loop_ps[0]);
             if (later.phase_ps[0] > out->phase_ps[1] - later.phase_ps[0])
                 snprintf(out->bottleneck[1], sizeof out->bottleneck[1], "%.130s (the later steps)",
                          later.bottleneck[0]);

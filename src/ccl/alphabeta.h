@@ -157,6 +157,10 @@ typedef struct kb__ccl_ring_bw {
                               * (every rank at once, sharing their routes), and
                               * when the credits pace the stream the wait of each
                               * round's start behind its loads ahead */
+    bool dma_bound[2];       /* each phase's term without its credit loops is a
+                              * rank's DMA channels (its loads and stores) */
+    double loop_ps[2];       /* each phase's slowest credit loop under its traffic
+                              * over that term, ps (0: none) */
 } kb__ccl_ring_bw;
 
 /* Whether the credits pace phase ph of bw (its term longer than without
@@ -329,6 +333,39 @@ uint64_t kb__ccl_ring_data_steps_ps(uint64_t ps, uint64_t n, uint32_t rp);
  * that has one, ps; phase -1 for both. */
 int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase, uint64_t elems,
                           uint64_t esize, uint64_t xfer, uint64_t *out, kb__err *err);
+
+/* The step a ring_1d plan's program keeps on its own when a chunk is one
+ * piece of xfer bytes (esize-byte elements) in phase 0 (reduce-scatter)
+ * or 1 (all-gather), ps (docs/ccl.md, "The ring program's own step").
+ * With one piece a step the kernel (algorithms/ring.c, lag 0) posts step
+ * s's receive and its own load as soon as step s - 1's piece is in, and
+ * combines when both are: the piece comes from the rank before, which
+ * sent it when its own step s - 1 combined. So a reduce-scatter step
+ * waits for the combine a, the piece's hop and copy h (the ranks' mean:
+ * kb__ab_piece_hop_ps) and the program's four ops g; and two steps hold
+ * the load L (every rank's load of a step together, kb__ab_burst_ps)
+ * besides: T = max(a + h + g, (L + a + h + g) / 2). An all-gather step
+ * only forwards: h + its three ops. The hop is inside the step. */
+int kb__ccl_ring_prog_step_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase, uint64_t xfer,
+                              uint64_t esize, uint64_t *out, kb__err *err);
+
+/* Whether phase ph of bw, a ring stream through E of rp ranks (rp - 1
+ * steps) whose chunks are one piece of `chunk` bytes, a reduce-scatter's
+ * (kind 0) or an all-gather's (kind 1), steps at its program's own pace
+ * (kb__ccl_ring_prog_step_ps, esize-byte elements): a ring in TCM
+ * (pe.dma.channels >= 2) whose phase a rank's DMA channels bound, not its
+ * credits, and whose slowest credit loop fits in its window's messages
+ * but one at that step (a loop with less to spare runs dry now and then:
+ * docs/ccl.md, "The ring program's own step"). Then *step is that step,
+ * else 0. */
+int kb__ccl_ring_prog_holds(const kb__topo *t, const kb__ccl_plan *plan, const kb__ccl_ring_bw *bw,
+                            int ph, int kind, uint32_t rp, uint64_t chunk, uint64_t piece,
+                            uint64_t esize, uint64_t *step, kb__err *err);
+
+/* bw's phase ph at least rp - 1 such steps (kb__ccl_ring_prog_holds), named
+ * so when they are the longer; its hops are inside them: the caller
+ * counts no path for it. */
+void kb__ccl_ring_prog_phase(kb__ccl_ring_bw *bw, int ph, uint32_t rp, uint64_t step);
 
 /* The ring all-to-all and all_to_all_v (algorithms/ring.c): a chunk goes
  * the short way round, d places on through NEXT (d <= p/2) or back through

@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 
+#include "ccl/alphabeta.h"
 #include "ccl/coll_fixture.h"
 #include "kernel/tl_internal.h"
 #include "pe/ipcq.h"
@@ -76,17 +77,22 @@ static kb__time deadlock_at(int w, const char *bp, kb__time *last, char *msg, si
 Test(coll_deadlock, a_poll_mode_send_deadlock_is_reported_when_the_last_rank_starts_waiting)
 {
     /* the bound: the pieces still in flight when the last rank blocks land
-     * within one ring hop (alpha of the ring model), then one poll period */
+     * within one ring hop (alpha of the ring model: its mean hop of a
+     * chunk's message, 16 B and its descriptor), then one poll period */
     kb_machine *m = cf_open(NULL, 0);
     kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 4, 16, KB_F32, 1);
     kb__coll_info info;
+    kb__ccl_alphabeta ab;
     kb__err e;
     cr_assert_eq(cf_run(m, &t, "ring_allreduce", &info, &e), 0, "%s", e.msg);
+    cr_assert_eq(kb__ccl_alphabeta_ring(m->dev->topo, kb__ccl_state_plan(m),
+                                        16 + KB__IPCQ_META_BYTES, &ab, &e),
+                 0, "%s", e.msg);
     const kb__ipcq_cfg *cfg = &installed(m)->cfg;
     kb__time period = cfg->poll_ps + cfg->scalar_ps;
-    kb__time bound = (kb__time)(2 * info.alpha_ps) + period;
+    kb__time bound = (kb__time)(2 * ab.alpha_ps) + period;
     kb_close(m);
-    cr_assert_gt(info.alpha_ps, 0.0);
+    cr_assert_gt(ab.alpha_ps, 0);
 
     const int worlds[] = {4, 16};
     for (int i = 0; i < 2; i++) {

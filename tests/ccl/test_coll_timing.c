@@ -4,6 +4,7 @@
  * all-gather's alone), bandwidth-bound scaling of large messages, poll vs
  * sleep backpressure, and determinism (same time and bytes twice).
  */
+#include "ccl/ab_internal.h"
 #include "ccl/alphabeta.h"
 #include "ccl/coll_fixture.h"
 #include "support/ab.h"
@@ -58,19 +59,22 @@ static uint64_t ring_span(const char *const *sets, size_t n_sets, int w, int64_t
 Test(coll_timing, prediction_is_the_alphabeta_model_of_the_installed_ring)
 {
     kb_machine *m = cf_open(NULL, 0);
-    kb_tensor t = cf_tensor(m, "x", CF_CUBES, 16, 4096, KB_F32, 1);
+    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 8, 16384, KB_F32, 1);
     kb__coll_info info;
-    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 16, 4096, KB_F32, &info);
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 8, 16384, KB_F32, &info);
     kb__ccl_alphabeta ab;
     kb__err e;
     kb__ccl_ring_bw bw;
     const kb__ccl_plan *pl = kb__ccl_state_plan(m);
-    /* the ring's messages: 16 KiB cut down to whole slot payloads, 4 × 4032 B */
-    cr_assert_eq(kb__ccl_ring_allreduce_bw(m->dev->topo, pl, 4096 * 4, 4 * 4032, 64, &bw, &e), 0);
-    /* chunks of 1 KiB, one piece: every hop's latency counts */
-    cr_assert_eq(kb__ccl_alphabeta_ring_under(m->dev->topo, pl, bw.phase_ps[0] + bw.phase_ps[1], 30,
-                                              4096 * 4 / 16, 4 * 4032, false, &ab, &e),
+    /* the ring's messages: 64 KiB cut down to whole slot payloads, 4 × 4032 B */
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(m->dev->topo, pl, 16384 * 4, 4 * 4032, 64, &bw, &e), 0);
+    /* chunks of 8 KiB, one piece, whose steps a link bounds, not the DMA
+     * channels: every hop's latency counts */
+    cr_assert(!bw.dma_bound[0] && !bw.dma_bound[1], "%s; %s", bw.bottleneck[0], bw.bottleneck[1]);
+    cr_assert_eq(kb__ccl_alphabeta_ring_under(m->dev->topo, pl, bw.phase_ps[0] + bw.phase_ps[1], 14,
+                                              16384 * 4 / 8, 4 * 4032, false, &ab, &e),
                  0);
+    cr_assert_gt(ab.path_ps, 0);
     cr_assert_gt(bw.ends_ps, 0);
     /* the fill and drain with the programs' start */
     uint64_t start = kb_test_ps(m->params.pe.cpu_dispatch_ns);
@@ -80,11 +84,46 @@ Test(coll_timing, prediction_is_the_alphabeta_model_of_the_installed_ring)
     cr_assert_eq((uint64_t)info.alpha_ps, ab.alpha_ps);
     cr_assert_float_eq(info.link_bw_gbs, ab.bw_gbs, 1e-9);
     cr_assert_float_eq(info.beta_ps_per_byte,
-                       (double)(bw.phase_ps[0] + bw.phase_ps[1]) / (2.0 * 15 / 16 * 4096 * 4),
-                       1e-9);
+                       (double)(bw.phase_ps[0] + bw.phase_ps[1]) / (2.0 * 7 / 8 * 16384 * 4), 1e-9);
     cr_assert_str_eq(info.bottleneck[0], bw.bottleneck[0]);
     cr_assert_gt(info.t_run_start, info.t_start);
     cr_assert_lt(info.t_run_end, info.t_end);
+    kb_close(m);
+}
+
+Test(coll_timing, one_piece_chunks_that_the_dma_channels_bound_step_at_the_programs_pace)
+{
+    /* 16 KiB over 16 ranks in TCM: chunks of one 1 KiB piece, each phase
+     * bound by a rank's DMA channels; the program's step (its load beside
+     * the next step's, its combine and the piece's hop) is longer, and
+     * holds the hop: no path */
+    kb_machine *m = cf_open(NULL, 0);
+    kb_tensor t = cf_tensor(m, "x", CF_CUBES, 16, 4096, KB_F32, 1);
+    kb__coll_info info;
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 16, 4096, KB_F32, &info);
+    kb__err e;
+    kb__ccl_ring_bw bw;
+    const kb__ccl_plan *pl = kb__ccl_state_plan(m);
+    const kb__topo *topo = m->dev->topo;
+    cr_assert_eq(kb__ccl_ring_allreduce_bw(topo, pl, 4096 * 4, 4 * 4032, 64, &bw, &e), 0);
+    uint64_t start = kb_test_ps(m->params.pe.cpu_dispatch_ns), steps = 0;
+    for (int ph = 0; ph < 2; ph++) {
+        cr_assert(bw.dma_bound[ph], "phase %d: %s", ph, bw.bottleneck[ph]);
+        uint64_t step;
+        cr_assert_eq(kb__ccl_ring_prog_step_ps(topo, pl, ph, 1024, 4, &step, &e), 0, "%s", e.msg);
+        /* the piece's hop is inside the step, and the program's step is
+         * the longer in the reduce-scatter (its load) */
+        uint64_t hop = 0;
+        double b = 0;
+        cr_assert_eq(kb__ab_piece_hop_ps(topo, pl, 0, 1, 1024, 0, &hop, &b, &e), 0);
+        cr_assert_gt(step, hop);
+        if (ph == 0) cr_assert_gt(step * 15, bw.phase_ps[0]);
+        steps += step * 15 > bw.phase_ps[ph] ? step * 15 : bw.phase_ps[ph];
+    }
+    cr_assert_eq(info.predicted_ps, bw.ends_ps + start + steps);
+    cr_assert_eq(info.alpha_ps, 0.0);
+    cr_assert_str_eq(info.bottleneck[0],
+                     "the ring program's step (one-piece chunks: its load, combine and hop)");
     kb_close(m);
 }
 
