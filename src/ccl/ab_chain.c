@@ -417,7 +417,7 @@ int kb__ccl_ring_prog_holds(const kb__topo *t, const kb__ccl_plan *plan, const k
     const kb__ccl_settings *q = &plan->r.s;
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
     *step = 0;
-    if (rp < 2 || !chunk || chunk > piece || q->buffer_kind != KB__CCL_BUF_TCM ||
+    if (rp < 2 || !chunk || chunk > piece || q->buffer_kind == KB__CCL_BUF_HBM ||
         t->params.pe.dma_channels < 2 || !bw->dma_bound[ph] || kb__ccl_ring_credit_paced(bw, ph))
         return 0;
     uint64_t per_window = q->n_slots / ((chunk + payload - 1) / payload), T;

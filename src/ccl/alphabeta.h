@@ -352,7 +352,7 @@ int kb__ccl_ring_prog_step_ps(const kb__topo *t, const kb__ccl_plan *plan, int p
 /* Whether phase ph of bw, a ring stream through E of rp ranks (rp - 1
  * steps) whose chunks are one piece of `chunk` bytes, a reduce-scatter's
  * (kind 0) or an all-gather's (kind 1), steps at its program's own pace
- * (kb__ccl_ring_prog_step_ps, esize-byte elements): a ring in TCM
+ * (kb__ccl_ring_prog_step_ps, esize-byte elements): a ring in TCM or SRAM
  * (pe.dma.channels >= 2) whose phase a rank's DMA channels bound, not its
  * credits, and whose slowest credit loop fits in its window's messages
  * but one at that step (a loop with less to spare runs dry now and then:
