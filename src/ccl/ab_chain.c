@@ -435,5 +435,5 @@ void kb__ccl_ring_prog_phase(kb__ccl_ring_bw *bw, int ph, uint32_t rp, uint64_t 
     if (all <= bw->phase_ps[ph]) return;
     bw->phase_ps[ph] = bw->unpaced_ps[ph] = all; /* not the credits */
     snprintf(bw->bottleneck[ph], sizeof bw->bottleneck[ph],
-             "the ring program's step (one-piece chunks: its load, combine and hop)");
+             "the ring program's own step (one-piece chunks, the hop inside it)");
 }

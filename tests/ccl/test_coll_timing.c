@@ -123,7 +123,7 @@ Test(coll_timing, one_piece_chunks_that_the_dma_channels_bound_step_at_the_progr
     cr_assert_eq(info.predicted_ps, bw.ends_ps + start + steps);
     cr_assert_eq(info.alpha_ps, 0.0);
     cr_assert_str_eq(info.bottleneck[0],
-                     "the ring program's step (one-piece chunks: its load, combine and hop)");
+                     "the ring program's own step (one-piece chunks, the hop inside it)");
     kb_close(m);
 }
 
