@@ -391,7 +391,8 @@ static int hier_all_gather_model(const kb__topo *t, const kb__ccl_plan *plan, ui
         double group_b = 0; /* B stays the peers' ring's */
         if (!(rc = kb__ab_ring_gather_bw(t, plan, KB__CCL_E, L, c, piece, window, 1, L - 1, &bw,
                                          err)) &&
-            !(rc = group_path(t, plan, &bw, 0, 1, c, piece, esize, &path, &group_b, err))) {
+            !(rc = rings_path(t, plan, KB__CCL_E, 1, &bw, 0, L - 1, c, piece, 0, &path, &group_b,
+                              err))) {
             hier_add(m, best, 1, (uint64_t)S * bw.phase_ps[0], bw.bottleneck[0]);
             m->path_ps += (uint64_t)S * path;
         }

@@ -268,6 +268,19 @@ Test(predictions, one_piece_rings_in_tcm_and_sram_step_at_their_programs_pace)
      * stay on the path (1.21 with the program's step) */
     double r = kb_test_ratio_of(&rows[0], 32, 64L << 10);
     cr_expect(fabs(r - 1) <= 0.10, "ring_allreduce, 32 ranks, 64 KiB: ratio %.3f", r);
+    /* the group rings of a hierarchical all-reduce over two SIPs of two
+     * cubes (0.78, 0.79 with the hops on top); the group all-gathers of a
+     * hierarchical all-gather over several groups keep their hops (two
+     * SIPs of one cube at 4 KiB: 1.44 at the program's step) */
+    kb_test_held hier = {"ccl_allreduce", "hier_allreduce", {0}, 4, 0};
+    for (long b = 64; b <= 4096; b *= 64) {
+        double v = kb_test_ratio_set(&hier, 32, b, "sip.cube_mesh=1x2");
+        cr_expect(fabs(v - 1) <= 0.10, "hier_allreduce, two SIPs of two cubes, %ld B: ratio %.3f",
+                  b, v);
+    }
+    kb_test_held hag = {"ccl_all_gather", "hier_all_gather", {0}, 4, 0};
+    double g = kb_test_ratio_set(&hag, 16, 4096, "sip.cube_mesh=1x1");
+    cr_expect(fabs(g - 1) <= 0.15, "hier_all_gather, two SIPs of one cube, 4 KiB: ratio %.3f", g);
 #if !defined(KB_SANITIZE) && !defined(KB_UBSAN)
     kb_test_held h = {"ccl_allreduce", "ring_allreduce", {0}, 16, 0};
     double q = kb_test_ratio_of(&h, 256, 1L << 20);
