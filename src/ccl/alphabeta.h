@@ -337,7 +337,7 @@ int kb__ccl_ring_chain_ps(const kb__topo *t, const kb__ccl_plan *plan, int phase
 /* The step a ring_1d plan's program keeps on its own when a chunk is one
  * piece of xfer bytes (esize-byte elements) in phase 0 (reduce-scatter)
  * or 1 (all-gather), ps (docs/ccl.md, "The ring program's own step").
- * With one piece a step the kernel (algorithms/ring.c, lag 0) posts step
+ * With one piece a chunk the kernel (algorithms/ring.c, lag 0) posts step
  * s's receive and its own load as soon as step s - 1's piece is in, and
  * combines when both are: the piece comes from the rank before, which
  * sent it when its own step s - 1 combined. So a reduce-scatter step
