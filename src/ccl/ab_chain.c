@@ -376,18 +376,9 @@ int kb__ccl_ring_prog_step_ps(const kb__topo *t, const kb__ccl_plan *plan, int p
     const kb__topo_params *tp = &t->params;
     *out = 0;
     if (p < 2 || !xfer) return 0;
-    /* the piece's hop and copy, the ranks' mean: a ring's steps keep the
-     * mean of its chain's links (a max-plus cycle through every rank) */
-    double h = 0;
-    int rc = 0;
-    for (uint32_t k = 0; !rc && k < p; k++) {
-        uint64_t hop = 0;
-        double bw = 0;
-        int32_t to = plan->ports[k][KB__CCL_E].peer;
-        if (to >= 0 &&
-            !(rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)to, xfer, 0, &hop, &bw, err)))
-            h += (double)hop / p;
-    }
+    /* the piece's hop and copy, the ranks' mean */
+    double h;
+    int rc = kb__ab_mean_piece_hop_ps(t, plan, KB__CCL_E, xfer, &h, err);
     if (rc) return rc;
     double scalar = (double)kb__ps_from_ns(tp->pe.cpu_scalar_op_ns);
     if (phase == 1) { /* the receive, the store and the send issued */

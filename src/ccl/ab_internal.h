@@ -563,6 +563,13 @@ int kb__ab_ring_chains(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir 
 int kb__ab_piece_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t a, uint32_t b,
                         uint64_t xfer, uint64_t t_add, uint64_t *ps, double *bw, kb__err *err);
 
+/* *out = kb__ab_piece_hop_ps of a piece of xfer bytes from every rank of
+ * the plan to its peer through dir (no combine), the ranks' mean (a rank
+ * with none counts 0): the pace a ring's one-piece steps keep, a max-plus
+ * cycle through every rank keeping the mean of its links (ps). */
+int kb__ab_mean_piece_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
+                             uint64_t xfer, double *out, kb__err *err);
+
 /* The expected credit wait per message, ps, of a tree stream whose credit
  * loop fits its pace with margin_ps to spare, behind one link of its loop
  * that the phase's other flows keep busy rho of the time with transfers of

@@ -128,6 +128,23 @@ int kb__ab_piece_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, uint32_t a,
     return 0;
 }
 
+int kb__ab_mean_piece_hop_ps(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir dir,
+                             uint64_t xfer, double *out, kb__err *err)
+{
+    uint32_t p = plan->world_size;
+    int rc = 0;
+    *out = 0;
+    for (uint32_t k = 0; !rc && k < p; k++) {
+        uint64_t hop = 0;
+        double bw = 0;
+        int32_t to = plan->ports[k][dir].peer;
+        if (to >= 0 &&
+            !(rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)to, xfer, 0, &hop, &bw, err)))
+            *out += (double)hop / p;
+    }
+    return rc;
+}
+
 /* The first piece's trip from rank k up to the root and the last one's
  * from the root down to k, piece hop by piece hop; *hops += the hops. */
 static int tree_path(const kb__topo *t, const kb__ccl_plan *plan, uint32_t k, uint64_t xfer,

@@ -426,14 +426,8 @@ static int ring_bw_x(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl_dir di
     /* a ring whose chunks are one piece: every step waits for its piece's
      * hop and copy (kb__ab_piece_hop_ps, the ranks' mean) */
     double pace = 0;
-    for (uint32_t k = 0; !rc && !w && msgs == 1 && k < p; k++) {
-        uint64_t hop = 0;
-        double bw = 0;
-        int32_t to = plan->ports[k][dir].peer;
-        if (to >= 0 &&
-            !(rc = kb__ab_piece_hop_ps(t, plan, k, (uint32_t)to, chunk, 0, &hop, &bw, err)))
-            pace += ring_chunks * (double)hop / p;
-    }
+    if (!rc && !w && msgs == 1 && !(rc = kb__ab_mean_piece_hop_ps(t, plan, dir, chunk, &pace, err)))
+        pace *= ring_chunks;
     for (int ph = 0; !rc && ph < 2; ph++) {
         if (!want[ph]) continue;
         acc[ph].pace_ps = pace;

@@ -56,18 +56,32 @@ static uint64_t ring_span(const char *const *sets, size_t n_sets, int w, int64_t
     return algo_span("ring_allreduce", sets, n_sets, w, bytes, info, st);
 }
 
-Test(coll_timing, prediction_is_the_alphabeta_model_of_the_installed_ring)
+/* The ring all-reduce of n f32 per rank over w ranks placed `where` on the
+ * built-in machine, run and checked: its info, and the ring model's
+ * bandwidth terms of its installed plan (*plan), messages of 4 × 4032 B
+ * (a piece cut down to whole slot payloads). */
+static kb_machine *ring_model(cf_place where, int w, int64_t n, kb__coll_info *info,
+                              kb__ccl_ring_bw *bw, const kb__ccl_plan **plan)
 {
     kb_machine *m = cf_open(NULL, 0);
-    kb_tensor t = cf_tensor(m, "x", CF_ONE_CUBE, 8, 16384, KB_F32, 1);
+    kb_tensor t = cf_tensor(m, "x", where, w, n, KB_F32, 1);
+    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, w, n, KB_F32, info);
+    kb__err e;
+    *plan = kb__ccl_state_plan(m);
+    cr_assert_eq(
+        kb__ccl_ring_allreduce_bw(m->dev->topo, *plan, (uint64_t)n * 4, 4 * 4032, 64, bw, &e), 0,
+        "%s", e.msg);
+    return m;
+}
+
+Test(coll_timing, prediction_is_the_alphabeta_model_of_the_installed_ring)
+{
     kb__coll_info info;
-    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 8, 16384, KB_F32, &info);
+    kb__ccl_ring_bw bw;
+    const kb__ccl_plan *pl;
+    kb_machine *m = ring_model(CF_ONE_CUBE, 8, 16384, &info, &bw, &pl);
     kb__ccl_alphabeta ab;
     kb__err e;
-    kb__ccl_ring_bw bw;
-    const kb__ccl_plan *pl = kb__ccl_state_plan(m);
-    /* the ring's messages: 64 KiB cut down to whole slot payloads, 4 × 4032 B */
-    cr_assert_eq(kb__ccl_ring_allreduce_bw(m->dev->topo, pl, 16384 * 4, 4 * 4032, 64, &bw, &e), 0);
     /* chunks of 8 KiB, one piece, whose steps a link bounds, not the DMA
      * channels: every hop's latency counts */
     cr_assert(!bw.dma_bound[0] && !bw.dma_bound[1], "%s; %s", bw.bottleneck[0], bw.bottleneck[1]);
@@ -97,15 +111,12 @@ Test(coll_timing, one_piece_chunks_that_the_dma_channels_bound_step_at_the_progr
      * bound by a rank's DMA channels; the program's step (its load beside
      * the next step's, its combine and the piece's hop) is longer, and
      * holds the hop: no path */
-    kb_machine *m = cf_open(NULL, 0);
-    kb_tensor t = cf_tensor(m, "x", CF_CUBES, 16, 4096, KB_F32, 1);
     kb__coll_info info;
-    cf_check_all_reduce(m, t, "ring_allreduce", KB_SUM, 16, 4096, KB_F32, &info);
-    kb__err e;
     kb__ccl_ring_bw bw;
-    const kb__ccl_plan *pl = kb__ccl_state_plan(m);
+    const kb__ccl_plan *pl;
+    kb_machine *m = ring_model(CF_CUBES, 16, 4096, &info, &bw, &pl);
     const kb__topo *topo = m->dev->topo;
-    cr_assert_eq(kb__ccl_ring_allreduce_bw(topo, pl, 4096 * 4, 4 * 4032, 64, &bw, &e), 0);
+    kb__err e;
     uint64_t start = kb_test_ps(m->params.pe.cpu_dispatch_ns), steps = 0;
     for (int ph = 0; ph < 2; ph++) {
         cr_assert(bw.dma_bound[ph], "phase %d: %s", ph, bw.bottleneck[ph]);
