@@ -401,6 +401,11 @@ int kb__ccl_ring_prog_step_ps(const kb__topo *t, const kb__ccl_plan *plan, int p
     return 0;
 }
 
+/* The longest phase, in steps, that a credit-paced ring runs at its
+ * program's own pace (docs/ccl.md, "The ring program's own step": measured
+ * to hold over 63 and 79 steps, lost after about 60 of 127 and 255). */
+#define RING_PROG_CREDIT_STEPS 63
+
 int kb__ccl_ring_prog_holds(const kb__topo *t, const kb__ccl_plan *plan, const kb__ccl_ring_bw *bw,
                             int ph, int kind, uint32_t rp, uint64_t chunk, uint64_t piece,
                             uint64_t esize, uint64_t *step, kb__err *err)
@@ -409,21 +414,26 @@ int kb__ccl_ring_prog_holds(const kb__topo *t, const kb__ccl_plan *plan, const k
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
     *step = 0;
     if (rp < 2 || !chunk || chunk > piece || q->buffer_kind == KB__CCL_BUF_HBM ||
-        t->params.pe.dma_channels < 2 || !bw->dma_bound[ph] || kb__ccl_ring_credit_paced(bw, ph))
+        t->params.pe.dma_channels < 2 || !bw->dma_bound[ph])
         return 0;
+    /* a ring starts with every credit in hand: one the credit terms pace
+     * keeps its program's pace for some 60 steps, then drifts to theirs */
+    if (kb__ccl_ring_credit_paced(bw, ph) && rp - 1 > RING_PROG_CREDIT_STEPS) return 0;
     uint64_t per_window = q->n_slots / ((chunk + payload - 1) / payload), T;
     if (per_window < 2) return 0;
     int rc = kb__ccl_ring_prog_step_ps(t, plan, kind, chunk, esize, &T, err);
     if (rc) return rc;
-    double S = fmax((double)T, (double)bw->phase_ps[ph] / (double)(rp - 1));
-    if (bw->loop_ps[ph] <= (double)(per_window - 1) * S) *step = T;
+    /* the credits judged at the program's step, not the phase's other
+     * terms': the slowest loop fits its window less half a step */
+    double S = fmax((double)T, (double)bw->unpaced_ps[ph] / (double)(rp - 1));
+    if (bw->loop_ps[ph] <= ((double)per_window - 0.5) * S) *step = T;
     return 0;
 }
 
 void kb__ccl_ring_prog_phase(kb__ccl_ring_bw *bw, int ph, uint32_t rp, uint64_t step)
 {
     uint64_t all = step * (rp - 1);
-    if (all <= bw->phase_ps[ph]) return;
+    if (all <= bw->unpaced_ps[ph]) return;
     bw->phase_ps[ph] = bw->unpaced_ps[ph] = all; /* not the credits */
     snprintf(bw->bottleneck[ph], sizeof bw->bottleneck[ph],
              "the ring program's own step (one-piece chunks, the hop inside it)");

@@ -353,18 +353,21 @@ int kb__ccl_ring_prog_step_ps(const kb__topo *t, const kb__ccl_plan *plan, int p
  * steps) whose chunks are one piece of `chunk` bytes, a reduce-scatter's
  * (kind 0) or an all-gather's (kind 1), steps at its program's own pace
  * (kb__ccl_ring_prog_step_ps, esize-byte elements): a ring in TCM or SRAM
- * (pe.dma.channels >= 2) whose phase a rank's DMA channels bound, not its
- * credits, and whose slowest credit loop fits in its window's messages
- * but one at that step (a loop with less to spare runs dry now and then:
- * docs/ccl.md, "The ring program's own step"). Then *step is that step,
- * else 0. */
+ * (pe.dma.channels >= 2) whose phase's term without its credits a rank's
+ * DMA channels bound, and whose slowest credit loop fits in its window's
+ * messages less half a step at that step (the credits judged there; a loop
+ * with less to spare runs dry now and then); where the credit terms pace
+ * the phase, only for at most 63 steps (a longer ring drifts to their
+ * pace: docs/ccl.md, "The ring program's own step"). Then *step is that
+ * step, else 0. */
 int kb__ccl_ring_prog_holds(const kb__topo *t, const kb__ccl_plan *plan, const kb__ccl_ring_bw *bw,
                             int ph, int kind, uint32_t rp, uint64_t chunk, uint64_t piece,
                             uint64_t esize, uint64_t *step, kb__err *err);
 
-/* bw's phase ph at least rp - 1 such steps (kb__ccl_ring_prog_holds), named
- * so when they are the longer; its hops are inside them: the caller
- * counts no path for it. */
+/* bw's phase ph as rp - 1 such steps (kb__ccl_ring_prog_holds) where they
+ * are longer than its terms without the credits, in place of the credits'
+ * term, and named so; its hops are inside them: the caller counts no path
+ * for it. */
 void kb__ccl_ring_prog_phase(kb__ccl_ring_bw *bw, int ph, uint32_t rp, uint64_t step);
 
 /* The ring all-to-all and all_to_all_v (algorithms/ring.c): a chunk goes
