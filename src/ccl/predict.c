@@ -151,23 +151,23 @@ static void fill_tree(const kb_machine *m, const kb__ccl_call *c, uint64_t piece
                    tm.ends_ps);
 }
 
-/* A flat ring whose every phase (half: 0 or 1 alone, -1 both) steps at its
- * program's own pace (kb__ccl_ring_prog_holds): its phases at least those
- * steps, and *prog set (its hops are inside them, so the path adds none). */
+/* The phases of a flat ring (half: 0 or 1 alone, -1 both) that step at
+ * their program's own pace (kb__ccl_ring_prog_holds): each at least those
+ * steps, its hops inside them; *held how many. */
 static int prog_steps(const kb__topo *t, const kb__ccl_plan *plan, int half, uint64_t chunk,
-                      uint64_t piece, uint64_t esize, kb__ccl_ring_bw *bw, bool *prog, kb__err *err)
+                      uint64_t piece, uint64_t esize, kb__ccl_ring_bw *bw, int *held, kb__err *err)
 {
-    uint64_t step[2] = {0, 0};
-    *prog = false;
+    *held = 0;
     for (int ph = 0; ph < 2; ph++) {
         if (half >= 0 && half != ph) continue;
+        uint64_t step;
         int rc = kb__ccl_ring_prog_holds(t, plan, bw, ph, ph, plan->world_size, chunk, piece, esize,
-                                         &step[ph], err);
-        if (rc || !step[ph]) return rc;
+                                         &step, err);
+        if (rc) return rc;
+        if (!step) continue;
+        kb__ccl_ring_prog_phase(bw, ph, plan->world_size, step);
+        ++*held;
     }
-    for (int ph = 0; ph < 2; ph++)
-        if (step[ph]) kb__ccl_ring_prog_phase(bw, ph, plan->world_size, step[ph]);
-    *prog = true;
     return 0;
 }
 
@@ -218,12 +218,16 @@ static void fill_model(const kb_machine *m, const kb__ccl_call *c, uint64_t piec
     bool paced = true;
     for (int ph = 0; ph < 2; ph++)
         if ((half < 0 || half == ph) && !kb__ccl_ring_credit_paced(&bw, ph)) paced = false;
-    bool prog = false;
-    if (prog_steps(topo, in->plan, half, chunk, piece, esize, &bw, &prog, &e)) return;
+    int held;
+    if (prog_steps(topo, in->plan, half, chunk, piece, esize, &bw, &held, &e)) return;
     t_bw = bw.phase_ps[0] + bw.phase_ps[1];
     if (kb__ccl_alphabeta_ring_under(topo, in->plan, t_bw, hops, chunk, piece, paced, &ab, &e))
         return;
-    uint64_t path = prog ? 0 : half < 0 ? ab.path_ps : ab.half_path_ps;
+    /* the hops of the phases that keep them: an all-reduce's both, or one
+     * phase's where the other steps at its program's pace */
+    uint64_t path = held == (half < 0 ? 2 : 1) ? 0
+                    : half < 0 && !held        ? ab.path_ps
+                                               : ab.half_path_ps;
     /* with fewer elements than ranks only the chunks that hold data are
      * sent (an all-reduce: a reduce-scatter's chunks divide by p) */
     if (half < 0) {

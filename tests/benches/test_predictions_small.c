@@ -268,6 +268,17 @@ Test(predictions, one_piece_rings_in_tcm_and_sram_step_at_their_programs_pace)
      * stay on the path (1.21 with the program's step) */
     double r = kb_test_ratio_of(&rows[0], 32, 64L << 10);
     cr_expect(fabs(r - 1) <= 0.10, "ring_allreduce, 32 ranks, 64 KiB: ratio %.3f", r);
+    /* each phase on its own: over 32 ranks at 64 B and 4 KiB the
+     * all-reduce's reduce-scatter steps at its program's pace and its
+     * all-gather keeps its credits and one phase's hops (0.72 and 0.78
+     * with both phases' hops), and so over two SIPs of one cube at 64 B
+     * (0.73) */
+    for (long b = 64; b <= 4096; b *= 64) {
+        double v = kb_test_ratio_of(&rows[0], 32, b);
+        cr_expect(fabs(v - 1) <= 0.10, "ring_allreduce, 32 ranks, %ld B: ratio %.3f", b, v);
+    }
+    double s = kb_test_ratio_set(&rows[0], 16, 64, "sip.cube_mesh=1x1");
+    cr_expect(fabs(s - 1) <= 0.10, "ring_allreduce, two SIPs of one cube, 64 B: ratio %.3f", s);
     /* the group rings of a hierarchical all-reduce over two SIPs of two
      * cubes (0.78, 0.79 with the hops on top); the group all-gathers of a
      * hierarchical all-gather over several groups keep their hops (two
