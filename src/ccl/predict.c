@@ -153,9 +153,10 @@ static void fill_tree(const kb_machine *m, const kb__ccl_call *c, uint64_t piece
 
 /* The phases of a flat ring (half: 0 or 1 alone, -1 both) that step at
  * their program's own pace (kb__ccl_ring_prog_holds): each at least those
- * steps, its hops inside them; *held how many. */
+ * steps, its hops inside them; bit ph of *held set for each. */
 static int prog_steps(const kb__topo *t, const kb__ccl_plan *plan, int half, uint64_t chunk,
-                      uint64_t piece, uint64_t esize, kb__ccl_ring_bw *bw, int *held, kb__err *err)
+                      uint64_t piece, uint64_t esize, kb__ccl_ring_bw *bw, unsigned *held,
+                      kb__err *err)
 {
     *held = 0;
     for (int ph = 0; ph < 2; ph++) {
@@ -166,7 +167,7 @@ static int prog_steps(const kb__topo *t, const kb__ccl_plan *plan, int half, uin
         if (rc) return rc;
         if (!step) continue;
         kb__ccl_ring_prog_phase(bw, ph, plan->world_size, step);
-        ++*held;
+        *held |= 1u << ph;
     }
     return 0;
 }
@@ -212,22 +213,20 @@ static void fill_model(const kb_machine *m, const kb__ccl_call *c, uint64_t piec
                  : kb__ccl_ring_half_bw(topo, in->plan, chunk, piece, (uint64_t)c->sched.window,
                                         half, &bw, &e))
         return;
-    uint64_t t_bw = bw.phase_ps[0] + bw.phase_ps[1], hops = half < 0 ? 2 * (p - 1) : p - 1;
-    /* the hops' latency that the steps' bandwidth term does not hide: all
-     * of it past the step where the credits pace every phase */
+    uint64_t hops = half < 0 ? 2 * (p - 1) : p - 1;
+    unsigned held, all = half < 0 ? 3u : 1u << half;
+    if (prog_steps(topo, in->plan, half, chunk, piece, esize, &bw, &held, &e)) return;
+    uint64_t t_bw = bw.phase_ps[0] + bw.phase_ps[1];
+    /* the hops' latency that the steps' bandwidth term does not hide, of
+     * the phases that keep their hops (an all-reduce's both, or one
+     * phase's where the other steps at its program's pace): all of it
+     * past the step where the credits pace every such phase */
     bool paced = true;
     for (int ph = 0; ph < 2; ph++)
-        if ((half < 0 || half == ph) && !kb__ccl_ring_credit_paced(&bw, ph)) paced = false;
-    int held;
-    if (prog_steps(topo, in->plan, half, chunk, piece, esize, &bw, &held, &e)) return;
-    t_bw = bw.phase_ps[0] + bw.phase_ps[1];
+        if ((all & ~held & 1u << ph) && !kb__ccl_ring_credit_paced(&bw, ph)) paced = false;
     if (kb__ccl_alphabeta_ring_under(topo, in->plan, t_bw, hops, chunk, piece, paced, &ab, &e))
         return;
-    /* the hops of the phases that keep them: an all-reduce's both, or one
-     * phase's where the other steps at its program's pace */
-    uint64_t path = held == (half < 0 ? 2 : 1) ? 0
-                    : half < 0 && !held        ? ab.path_ps
-                                               : ab.half_path_ps;
+    uint64_t path = held == all ? 0 : held || half >= 0 ? ab.half_path_ps : ab.path_ps;
     /* with fewer elements than ranks only the chunks that hold data are
      * sent (an all-reduce: a reduce-scatter's chunks divide by p) */
     if (half < 0) {
