@@ -9,8 +9,10 @@
  * neighbour before it moves lag places on); its credit loop waits, at a
  * link slower than the sender's own, behind the other streams' windows
  * that cross it at the same place (kb__ab_step_wait_ps). The latency term
- * is one fill and drain per round of pieces. The bandwidth
- * term is at least the kernel's issue order taken iteration by iteration
+ * is one fill and drain per round of pieces. The phases' sum adds the
+ * bursts of loads and stores at the phase boundaries
+ * (kb__ab_a2a_bounds_ps), and the bandwidth term is at least the
+ * kernel's issue order taken iteration by iteration
  * (a2a_issue_ps: loads and stores in bursts that every rank runs at once,
  * each transfer in step with the same transfer of the other ranks, a
  * rank's on its in-order DMA unit).
@@ -20,8 +22,8 @@
  * keeps is loaded and stored in phase 1. A prediction only.
  * Cost: O(p²) per phase for the traffic (p/2 phases: O(p³) in all, p the
  * world size), and O(links + nodes + p × route length × 64) per phase (the
- * chain: 2p legs, two routes each);
- * the issue order O(p × route length) per iteration of the kernel's loop
+ * chain: 2p legs, two routes each); the boundaries O(links + nodes + p ×
+ * route length) each; the issue order O(p × route length) per iteration of the kernel's loop
  * (m·p²/8 iterations per round of m pieces), with a schedule of at most 6
  * ops repeated 5 times per rank.
  */
@@ -396,6 +398,65 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
     if (!rc) *ps = a.worst_ps, snprintf(what, what_size, "%s", a.what);
     kb__ab_acc_fini(&a);
     free(rx);
+    return rc;
+}
+
+/* ---- the phase boundaries: loads ahead beside the kept stores -------------------
+ *
+ * Phase d's last m places of a round are the pieces a rank keeps, each
+ * stored lag places after it arrives; phase d + 1's first m are its own
+ * pieces, each loaded lag + 1 places ahead of its send. Around the
+ * boundary, K = min(m − lag − 1, lag) − max(−lag − 1, lag − m) iterations
+ * hold both (17 with m 17 and lag 8; one when m is lag + 1). There every
+ * rank's in-order DMA unit runs its loads and its stores together, every
+ * rank at once, and the receive copies the kernel waits on queue behind
+ * them: those iterations last the burst (the busiest link or memory with
+ * one iteration's loads and stores of every rank on their routes), not
+ * the phases' pace, which spreads the burst over the whole phase. Where
+ * the loads fall in iterations of their own they run ahead of their
+ * sends while the rank forwards, and cost nothing. */
+
+int kb__ab_a2a_bounds_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer,
+                         uint64_t pieces, uint64_t per, uint64_t window, const double *phase_ps,
+                         double *out, kb__err *err)
+{
+    uint32_t p = plan->world_size;
+    *out = 0;
+    kb__ab_phase_acc a;
+    kb__ccl_route lr = {0}, sr = {0};
+    int rc = kb__ab_acc_init(t, &a, err);
+    for (uint32_t d = 1; !rc && d < p / 2; d++) {
+        /* the ways that load phase d + 1's own pieces and store phase d's */
+        double lds = 1 + (d + 1 <= (p - 1) / 2), sts = 1 + (d <= (p - 1) / 2);
+        memset(a.link_ps, 0, t->n_links * sizeof *a.link_ps);
+        memset(a.mem_ps, 0, t->n_nodes * sizeof *a.mem_ps);
+        a.worst_ps = 0;
+        for (uint32_t k = 0; !rc && k < p; k++) {
+            if ((rc = kb__ab_data_path(t, plan->loc[k], false, &lr, err)) ||
+                (rc = kb__ab_data_path(t, plan->loc[k], true, &sr, err)))
+                break;
+            kb__ab_pe_nodes nd = kb__ab_nodes_of(t, plan->loc[k]);
+            kb__ab_add_route(t, &a, &lr, lds * (double)xfer);
+            kb__ab_add_route(t, &a, &sr, sts * (double)xfer);
+            kb__ab_add_mem(t, &a, nd.tcm, (lds + sts) * (double)xfer);
+            kb__ab_add_mem(t, &a, nd.hbm, (lds + sts) * (double)xfer);
+        }
+        if (rc) break;
+        kb__ab_acc_links(t, &a);
+        double pace =
+            fmax(phase_ps[d] / ((double)pieces * d), phase_ps[d + 1] / ((double)pieces * (d + 1)));
+        if (a.worst_ps <= pace) continue;
+        for (uint64_t first = 0; first < pieces; first += per) {
+            int64_t m = (int64_t)(pieces - first < per ? pieces - first : per),
+                    lag = kb__ccl_ring_lag(m, (int64_t)window);
+            int64_t lo = lag - m > -lag - 1 ? lag - m : -lag - 1,
+                    hi = m - lag - 1 < lag ? m - lag - 1 : lag;
+            if (hi > lo) *out += (double)(hi - lo) * (a.worst_ps - pace);
+        }
+    }
+    kb__ccl_route_fini(&lr);
+    kb__ccl_route_fini(&sr);
+    kb__ab_acc_fini(&a);
     return rc;
 }
 
@@ -786,7 +847,9 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
         if (l) lag.lagged = true;
     }
     if (pieces) lag.share /= (double)pieces;
-    double total = 0, most = 0, *rtt = calloc(p / 2 + 1, sizeof *rtt);
+    /* per phase d: its credit loop, its term */
+    double total = 0, most = 0, *rtt = calloc(2 * ((size_t)p / 2 + 1), sizeof *rtt);
+    double *phase_ps = rtt ? rtt + p / 2 + 1 : NULL;
     int rc = rtt ? 0 : kb__err_set(err, KB_ENOMEM, "out of memory");
     /* phase d's chunks go d hops each way; the phases follow one another in
      * each way's stream, both ways' phase d at once */
@@ -798,12 +861,24 @@ int kb__ccl_a2a_model_get(const kb__topo *t, const kb__ccl_plan *plan, const int
         if (!in_phase) continue;
         if ((rc = a2a_phase(t, plan, ld, xfer, &lag, &ps, &rtt[d], what, sizeof what, err))) break;
         total += ps;
+        phase_ps[d] = ps;
         if (ps > most) {
             most = ps;
             snprintf(out->bottleneck, sizeof out->bottleneck, "%.140s (phase %u)", what, d);
         }
     }
     free(ld);
+    /* the phases' sum, with the bursts at their boundaries (kb__ab_a2a_bounds_ps) */
+    double bounds = 0;
+    if (!rc && xfer &&
+        !(rc = kb__ab_a2a_bounds_ps(t, plan, xfer, pieces, per, window, phase_ps, &bounds, err)) &&
+        bounds > 0) {
+        char phase_bound[sizeof out->bottleneck];
+        snprintf(phase_bound, sizeof phase_bound, "%s", out->bottleneck);
+        snprintf(out->bottleneck, sizeof out->bottleneck, "%.120s, and the phase boundaries",
+                 phase_bound);
+        total += bounds;
+    }
     /* the kernel's order (a2a_issue_ps): the phases' sum is the run's only
      * when each phase's loads and stores mix as their average over it */
     double issued = 0;

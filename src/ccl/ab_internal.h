@@ -612,6 +612,20 @@ void kb__ab_ring_steps(uint32_t L, const uint32_t *order, const double *pace, co
 double kb__ab_step_wait_ps(const kb__topo *t, const kb__ccl_route *ring, const double *step_win,
                            double win);
 
+/* What the phases' sum of a ring all-to-all lacks at its phase
+ * boundaries, ps (docs/ccl.md, "The phase boundaries"): per boundary of
+ * each round (pieces per chunk of `xfer` bytes each, rounds of at most
+ * `per`, the ring window `window`), the iterations that hold both the
+ * loads ahead of phase d + 1's own pieces and the stores of phase d's kept
+ * ones, K = min(m − lag − 1, lag) − max(−lag − 1, lag − m) for a round of
+ * m pieces with lag kb__ccl_ring_lag(m, window), each the burst of one
+ * such iteration of every rank (the busiest link or memory with them on
+ * their routes) less the slower phase's pace per iteration, phase_ps[d] /
+ * (pieces · d), where positive. phase_ps: [1 .. world / 2]. */
+int kb__ab_a2a_bounds_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer,
+                         uint64_t pieces, uint64_t per, uint64_t window, const double *phase_ps,
+                         double *out, kb__err *err);
+
 /* The pace of a PE's DMA unit running the ops op_ps[0..n) (their times,
  * ps) again and again, in order, on `channels` channels (docs/pe-timing.md,
  * "The pipeline": an op starts once the op before it has started and a

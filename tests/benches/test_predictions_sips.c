@@ -193,3 +193,23 @@ Test(predictions, all_to_all_windows_in_step_hold_over_two_sips)
                   rows[i].set, rows[i].bytes, q);
     }
 }
+
+/* The ring all-to-all with 16 slots over two SIPs (docs/ccl.md, "The phase
+ * boundaries"): with chunks of 17 pieces (4 MiB over 16 ranks) every rank
+ * loads its next phase's own pieces ahead in the same iterations as it
+ * stores its kept ones, and the cube's bursts of both hold the SIP link's
+ * stream at each of the 7 phase boundaries: 1.14 before the boundaries
+ * were counted. Two SIPs of one and of two cubes at 1 and 4 MiB. */
+Test(predictions, all_to_all_phase_boundaries_hold_over_two_sips)
+{
+    static const kb_test_sized rows[] = {{16, 1L << 20, "sip.cube_mesh=1x1"},
+                                         {16, 4L << 20, "sip.cube_mesh=1x1"},
+                                         {32, 1L << 20, "sip.cube_mesh=1x2"},
+                                         {32, 4L << 20, "sip.cube_mesh=1x2"}};
+    kb_test_held h = {"ccl_all_to_all", "ring_all_to_all", {0}, 16, 0};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        double q = kb_test_ratio_set(&h, rows[i].world, rows[i].bytes, rows[i].set);
+        cr_expect(fabs(q - 1) <= 0.10, "%d ranks (%s), %ld B, 16 slots: ratio %.3f", rows[i].world,
+                  rows[i].set, rows[i].bytes, q);
+    }
+}

@@ -152,8 +152,11 @@ Test(ccl_alphabeta, all_to_all_chain_of_whole_pieces_when_the_receives_lag)
                  0, "%s", err.msg);
     cr_assert_geq((double)m.bw_ps, 496 * whole - 1, "bandwidth term %llu ps, the chain %.0f",
                   (unsigned long long)m.bw_ps, 496 * whole);
+    /* the longest phase's, with a boundary's iteration at each of the 31
+     * (kb__ab_a2a_bounds_ps: chunks of 2 pieces lag 1) */
     char want[80];
-    snprintf(want, sizeof want, "the forwarding chain of rank %u (phase 31)", at);
+    snprintf(want, sizeof want,
+             "the forwarding chain of rank %u (phase 31), and the phase boundaries", at);
     cr_assert_str_eq(m.bottleneck, want);
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
@@ -241,6 +244,67 @@ Test(ccl_alphabeta, all_to_all_windows_in_step_queue_at_the_sip_link)
     w = windows_in_step(t, pl, win);
     none_wait(t, pl, w, win, 0, 16, "built-in machine");
     free(w);
+    kb__ccl_plan_destroy(pl);
+    kb__ccl_config_destroy(c);
+    kb_test_untopo(t);
+}
+
+/* The phase boundaries (kb__ab_a2a_bounds_ps; docs/ccl.md, "The phase
+ * boundaries"): two SIPs of one cube, 16 ranks, pieces of 16128 B. Around
+ * each of the 7 boundaries every PE of a cube loads its next phase's own
+ * pieces ahead, one a way, and stores its kept ones, one a way: the cube's
+ * 8 PEs put 16 loads on its xbar -> NOC link and 16 stores on the NOC ->
+ * xbar one, 16 × 16128 B at cube.xbar.bw_gbs each way (the PE's HBM slice
+ * carries its 4). Chunks of 17 pieces with the window of 64 lag 8: the
+ * loads ahead (places -9 .. 7 of the boundary) and the kept stores
+ * (-9 .. 7) share 17 iterations; chunks of 5 lag 4: loads -5 .. -1, stores
+ * -1 .. 3, one. Each costs the burst less the phases' pace, nothing where
+ * the pace is longer. At the last boundary (phase 7 to 8) only NEXT loads
+ * (phase 8 is NEXT's alone with 16 ranks), and its stores keep the burst. */
+Test(ccl_alphabeta, all_to_all_phase_boundaries_pay_the_cubes_burst)
+{
+    kb__topo_params p;
+    kb__topo *t = kb_test_topo_mesh(&p, 1, 1);
+    kb__ccl_config *c;
+    kb__err err;
+    kb__ccl_plan *pl = kb_test_ring_plan(&p, 16, &c);
+    const double piece = 16128;
+    double burst = 16 * piece / p.cube.xbar_bw_gbs * 1e3;
+    cr_assert_eq(t->pes_per_cube, 8);
+    double per_slice = (double)t->pes_per_cube / t->slices_per_cube;
+    cr_assert_lt(per_slice * 4 * piece / (p.cube.hbm_xbar_bw_gbs * p.cube.hbm_efficiency) * 1e3,
+                 burst, "the HBM slice, not the cube's link, would bound the burst");
+    cr_assert_eq(kb__ccl_ring_lag(17, 64), 8);
+    cr_assert_eq(kb__ccl_ring_lag(5, 64), 4);
+    const struct {
+        uint64_t pieces;
+        double k;
+    } rows[] = {{17, 17}, {5, 1}};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        double phase[9] = {0}, out = -1;
+        for (int f = 0; f < 3; f++) { /* the phases' pace: a third, two thirds, all of the burst */
+            double pace = burst * (f + 1) / 3;
+            for (uint32_t d = 1; d <= 8; d++)
+                phase[d] = pace * (double)rows[r].pieces * d;
+            cr_assert_eq(
+                kb__ab_a2a_bounds_ps(t, pl, 16128, rows[r].pieces, 32, 64, phase, &out, &err), 0,
+                "%s", err.msg);
+            double want = 7 * rows[r].k * (burst - pace);
+            cr_assert(fabs(out - want) <= 1e-6 * burst,
+                      "%llu pieces, pace %.0f: %.1f ps, want %.1f",
+                      (unsigned long long)rows[r].pieces, pace, out, want);
+        }
+        /* phase d's pace d/8 of the burst: each boundary d -> d + 1 takes
+         * the slower, (d + 1)/8, so the 7 cost K × (7 − 35/8) bursts */
+        for (uint32_t d = 1; d <= 8; d++)
+            phase[d] = burst * d / 8 * (double)rows[r].pieces * d;
+        cr_assert_eq(kb__ab_a2a_bounds_ps(t, pl, 16128, rows[r].pieces, 32, 64, phase, &out, &err),
+                     0, "%s", err.msg);
+        double want = rows[r].k * (7 - 35.0 / 8) * burst;
+        cr_assert(fabs(out - want) <= 1e-6 * burst,
+                  "%llu pieces, paces growing: %.1f ps, want %.1f",
+                  (unsigned long long)rows[r].pieces, out, want);
+    }
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
     kb_test_untopo(t);
