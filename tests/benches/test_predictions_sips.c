@@ -173,25 +173,34 @@ Test(predictions, broadcast_relays_send_behind_their_stores_over_two_sips)
     }
 }
 
+/* The ring all-to-all with `slots` slots over rows[0..n), each within 10 %
+ * of its prediction. */
+static void all_to_all_holds(const kb_test_sized *rows, size_t n, int slots)
+{
+    kb_test_held h = {"ccl_all_to_all", "ring_all_to_all", {0}, slots, 0};
+    for (size_t i = 0; i < n; i++) {
+        double q = kb_test_ratio_set(&h, rows[i].world, rows[i].bytes, rows[i].set);
+        cr_expect(fabs(q - 1) <= 0.10, "%d ranks (%s), %ld B, %d slots: ratio %.3f", rows[i].world,
+                  rows[i].set, rows[i].bytes, slots, q);
+    }
+}
+
+/* Two SIPs of one cube (16 ranks) and of two (32) at 1 and 4 MiB, of four
+ * (64) at 1 MiB. */
+static const kb_test_sized two_sip_rows[] = {{16, 1L << 20, "sip.cube_mesh=1x1"},
+                                             {16, 4L << 20, "sip.cube_mesh=1x1"},
+                                             {32, 1L << 20, "sip.cube_mesh=1x2"},
+                                             {32, 4L << 20, "sip.cube_mesh=1x2"},
+                                             {64, 1L << 20, "sip.cube_mesh=1x4"}};
+
 /* The ring all-to-all with 4 slots over two SIPs, where each way's window
  * across the SIP link queues there with the other way's, in step
  * (docs/ccl.md, "Windows in step"): its credit loop counts the wait, half
- * the other window at the SIP link. Two SIPs of one cube (16 ranks) and of
- * two cubes (32) at 1 and 4 MiB, of four cubes (64) at 1 MiB: 1.10, 1.11,
- * 1.09, 1.13 and 1.14 before. */
+ * the other window at the SIP link. All five rows: 1.10, 1.11, 1.09, 1.13
+ * and 1.14 before. */
 Test(predictions, all_to_all_windows_in_step_hold_over_two_sips)
 {
-    static const kb_test_sized rows[] = {{16, 1L << 20, "sip.cube_mesh=1x1"},
-                                         {16, 4L << 20, "sip.cube_mesh=1x1"},
-                                         {32, 1L << 20, "sip.cube_mesh=1x2"},
-                                         {32, 4L << 20, "sip.cube_mesh=1x2"},
-                                         {64, 1L << 20, "sip.cube_mesh=1x4"}};
-    kb_test_held h = {"ccl_all_to_all", "ring_all_to_all", {0}, 4, 0};
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        double q = kb_test_ratio_set(&h, rows[i].world, rows[i].bytes, rows[i].set);
-        cr_expect(fabs(q - 1) <= 0.10, "%d ranks (%s), %ld B, 4 slots: ratio %.3f", rows[i].world,
-                  rows[i].set, rows[i].bytes, q);
-    }
+    all_to_all_holds(two_sip_rows, 5, 4);
 }
 
 /* The ring all-to-all with 16 slots over two SIPs (docs/ccl.md, "The phase
@@ -199,17 +208,8 @@ Test(predictions, all_to_all_windows_in_step_hold_over_two_sips)
  * loads its next phase's own pieces ahead in the same iterations as it
  * stores its kept ones, and the cube's bursts of both hold the SIP link's
  * stream at each of the 7 phase boundaries: 1.14 before the boundaries
- * were counted. Two SIPs of one and of two cubes at 1 and 4 MiB. */
+ * were counted. The rows of one and two cubes. */
 Test(predictions, all_to_all_phase_boundaries_hold_over_two_sips)
 {
-    static const kb_test_sized rows[] = {{16, 1L << 20, "sip.cube_mesh=1x1"},
-                                         {16, 4L << 20, "sip.cube_mesh=1x1"},
-                                         {32, 1L << 20, "sip.cube_mesh=1x2"},
-                                         {32, 4L << 20, "sip.cube_mesh=1x2"}};
-    kb_test_held h = {"ccl_all_to_all", "ring_all_to_all", {0}, 16, 0};
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        double q = kb_test_ratio_set(&h, rows[i].world, rows[i].bytes, rows[i].set);
-        cr_expect(fabs(q - 1) <= 0.10, "%d ranks (%s), %ld B, 16 slots: ratio %.3f", rows[i].world,
-                  rows[i].set, rows[i].bytes, q);
-    }
+    all_to_all_holds(two_sip_rows, 4, 16);
 }
