@@ -426,6 +426,8 @@ int kb__ab_a2a_bounds_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t x
     kb__ccl_route lr = {0}, sr = {0};
     int rc = kb__ab_acc_init(t, &a, err);
     for (uint32_t d = 1; !rc && d < p / 2; d++) {
+        /* a phase with no chunks (an all_to_all_v's) loads or stores none */
+        if (!(phase_ps[d] > 0) || !(phase_ps[d + 1] > 0)) continue;
         /* the ways that load phase d + 1's own pieces and store phase d's */
         double lds = 1 + (d + 1 <= (p - 1) / 2), sts = 1 + (d <= (p - 1) / 2);
         memset(a.link_ps, 0, t->n_links * sizeof *a.link_ps);

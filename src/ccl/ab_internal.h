@@ -621,7 +621,8 @@ double kb__ab_step_wait_ps(const kb__topo *t, const kb__ccl_route *ring, const d
  * m pieces with lag kb__ccl_ring_lag(m, window), each the burst of one
  * such iteration of every rank (the busiest link or memory with them on
  * their routes) less the slower phase's pace per iteration, phase_ps[d] /
- * (pieces · d), where positive. phase_ps: [1 .. world / 2]. */
+ * (pieces · d), where positive; nothing at a boundary with an empty
+ * phase (phase_ps 0). phase_ps: [1 .. world / 2]. */
 int kb__ab_a2a_bounds_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer,
                          uint64_t pieces, uint64_t per, uint64_t window, const double *phase_ps,
                          double *out, kb__err *err);

@@ -304,6 +304,15 @@ Test(ccl_alphabeta, all_to_all_phase_boundaries_pay_the_cubes_burst)
         cr_assert(fabs(out - want) <= 1e-6 * burst,
                   "%llu pieces, paces growing: %.1f ps, want %.1f",
                   (unsigned long long)rows[r].pieces, out, want);
+        /* an empty phase (an all_to_all_v's): its two boundaries cost nothing */
+        for (uint32_t d = 1; d <= 8; d++)
+            phase[d] = d == 4 ? 0 : burst / 2 * (double)rows[r].pieces * d;
+        cr_assert_eq(kb__ab_a2a_bounds_ps(t, pl, 16128, rows[r].pieces, 32, 64, phase, &out, &err),
+                     0, "%s", err.msg);
+        want = 5 * rows[r].k * burst / 2;
+        cr_assert(fabs(out - want) <= 1e-6 * burst,
+                  "%llu pieces, phase 4 empty: %.1f ps, want %.1f",
+                  (unsigned long long)rows[r].pieces, out, want);
     }
     kb__ccl_plan_destroy(pl);
     kb__ccl_config_destroy(c);
