@@ -22,10 +22,10 @@
  * keeps is loaded and stored in phase 1. A prediction only.
  * Cost: O(p²) per phase for the traffic (p/2 phases: O(p³) in all, p the
  * world size), and O(links + nodes + p × route length × 64) per phase (the
- * chain: 2p legs, two routes each); the boundaries O(links + nodes + p ×
- * route length) each; the issue order O(p × route length) per iteration of the kernel's loop
- * (m·p²/8 iterations per round of m pieces), with a schedule of at most 6
- * ops repeated 5 times per rank.
+ * chain: 2p legs, two routes each); the boundaries at most three bursts
+ * of O(links + nodes + p × route length); the issue order O(p × route length) per iteration of the
+ * kernel's loop (m·p²/8 iterations per round of m pieces), with a schedule of at most 6 ops
+ * repeated 5 times per rank.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -416,49 +416,63 @@ static int a2a_phase(const kb__topo *t, const kb__ccl_plan *plan, const a2a_load
  * the loads fall in iterations of their own they run ahead of their
  * sends while the rank forwards, and cost nothing. */
 
+/* The burst of one boundary iteration, ps: every rank's `lds` loads and
+ * `sts` stores of `xfer` bytes at once, the busiest link or memory of
+ * their routes. */
+static int a2a_bound_burst_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer,
+                              double lds, double sts, double *out, kb__err *err)
+{
+    kb__ab_phase_acc a;
+    kb__ccl_route lr = {0}, sr = {0};
+    int rc = kb__ab_acc_init(t, &a, err);
+    for (uint32_t k = 0; !rc && k < plan->world_size; k++) {
+        if ((rc = kb__ab_data_path(t, plan->loc[k], false, &lr, err)) ||
+            (rc = kb__ab_data_path(t, plan->loc[k], true, &sr, err)))
+            break;
+        kb__ab_pe_nodes nd = kb__ab_nodes_of(t, plan->loc[k]);
+        kb__ab_add_route(t, &a, &lr, lds * (double)xfer);
+        kb__ab_add_route(t, &a, &sr, sts * (double)xfer);
+        kb__ab_add_mem(t, &a, nd.tcm, (lds + sts) * (double)xfer);
+        kb__ab_add_mem(t, &a, nd.hbm, (lds + sts) * (double)xfer);
+    }
+    if (!rc) kb__ab_acc_links(t, &a);
+    *out = a.worst_ps;
+    kb__ccl_route_fini(&lr);
+    kb__ccl_route_fini(&sr);
+    kb__ab_acc_fini(&a);
+    return rc;
+}
+
 int kb__ab_a2a_bounds_ps(const kb__topo *t, const kb__ccl_plan *plan, uint64_t xfer,
                          uint64_t pieces, uint64_t per, uint64_t window, const double *phase_ps,
                          double *out, kb__err *err)
 {
     uint32_t p = plan->world_size;
     *out = 0;
-    kb__ab_phase_acc a;
-    kb__ccl_route lr = {0}, sr = {0};
-    int rc = kb__ab_acc_init(t, &a, err);
-    for (uint32_t d = 1; !rc && d < p / 2; d++) {
+    /* the iterations about a boundary that hold both, over the rounds */
+    double K = 0;
+    for (uint64_t first = 0; first < pieces; first += per) {
+        int64_t m = (int64_t)(pieces - first < per ? pieces - first : per),
+                lag = kb__ccl_ring_lag(m, (int64_t)window);
+        int64_t lo = lag - m > -lag - 1 ? lag - m : -lag - 1,
+                hi = m - lag - 1 < lag ? m - lag - 1 : lag;
+        if (hi > lo) K += (double)(hi - lo);
+    }
+    /* the burst of 1 or 2 ways' loads beside 1 or 2 ways' stores (< 0: not
+     * yet found) */
+    double burst[2][2] = {{-1, -1}, {-1, -1}};
+    int rc = 0;
+    for (uint32_t d = 1; !rc && K > 0 && d < p / 2; d++) {
         /* a phase with no chunks (an all_to_all_v's) loads or stores none */
         if (!(phase_ps[d] > 0) || !(phase_ps[d + 1] > 0)) continue;
         /* the ways that load phase d + 1's own pieces and store phase d's */
-        double lds = 1 + (d + 1 <= (p - 1) / 2), sts = 1 + (d <= (p - 1) / 2);
-        memset(a.link_ps, 0, t->n_links * sizeof *a.link_ps);
-        memset(a.mem_ps, 0, t->n_nodes * sizeof *a.mem_ps);
-        a.worst_ps = 0;
-        for (uint32_t k = 0; !rc && k < p; k++) {
-            if ((rc = kb__ab_data_path(t, plan->loc[k], false, &lr, err)) ||
-                (rc = kb__ab_data_path(t, plan->loc[k], true, &sr, err)))
-                break;
-            kb__ab_pe_nodes nd = kb__ab_nodes_of(t, plan->loc[k]);
-            kb__ab_add_route(t, &a, &lr, lds * (double)xfer);
-            kb__ab_add_route(t, &a, &sr, sts * (double)xfer);
-            kb__ab_add_mem(t, &a, nd.tcm, (lds + sts) * (double)xfer);
-            kb__ab_add_mem(t, &a, nd.hbm, (lds + sts) * (double)xfer);
-        }
-        if (rc) break;
-        kb__ab_acc_links(t, &a);
+        int lds = 1 + (d + 1 <= (p - 1) / 2), sts = 1 + (d <= (p - 1) / 2);
+        double *b = &burst[lds - 1][sts - 1];
+        if (*b < 0 && (rc = a2a_bound_burst_ps(t, plan, xfer, lds, sts, b, err))) break;
         double pace =
             fmax(phase_ps[d] / ((double)pieces * d), phase_ps[d + 1] / ((double)pieces * (d + 1)));
-        if (a.worst_ps <= pace) continue;
-        for (uint64_t first = 0; first < pieces; first += per) {
-            int64_t m = (int64_t)(pieces - first < per ? pieces - first : per),
-                    lag = kb__ccl_ring_lag(m, (int64_t)window);
-            int64_t lo = lag - m > -lag - 1 ? lag - m : -lag - 1,
-                    hi = m - lag - 1 < lag ? m - lag - 1 : lag;
-            if (hi > lo) *out += (double)(hi - lo) * (a.worst_ps - pace);
-        }
+        if (*b > pace) *out += K * (*b - pace);
     }
-    kb__ccl_route_fini(&lr);
-    kb__ccl_route_fini(&sr);
-    kb__ab_acc_fini(&a);
     return rc;
 }
 
