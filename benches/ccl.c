@@ -409,6 +409,11 @@ static void report(kb_bench_result *r, const spec *s, int64_t world, int64_t byt
         kb_bench_figure(r, "ratio", run_ps / (double)c.predicted_ps, "");
         if (c.phase_ps[0]) kb_bench_note(r, chain ? "bound" : "rs_bound", "%s", c.bottleneck[0]);
         if (c.phase_ps[1]) kb_bench_note(r, "ag_bound", "%s", c.bottleneck[1]);
+        if (c.off_fit[0])
+            kb_bench_note(r, "off_fit",
+                          "the prediction may stray beyond 10 %% (docs/ccl.md, \"Other queue "
+                          "geometries\"): %s",
+                          c.off_fit);
     }
 }
 
@@ -423,25 +428,7 @@ static int send_recv(kb_machine *m, kb_tensor t, kb_ccl_report *rep, kb_bench_re
     memset(&info, 0, sizeof info);
     int rc = kb__ccl_run(m, &q, &info, &err);
     if (rc) return kb_bench_fail(r, rc, "hello_send: %s", err.msg);
-    memset(rep, 0, sizeof *rep);
-    snprintf(rep->algorithm, sizeof rep->algorithm, "%s", info.algorithm);
-    rep->world = (int)info.world;
-    rep->bytes_per_rank = info.bytes_per_rank;
-    rep->install_ps = info.installed ? info.install.t_end - info.install.t_start : 0;
-    rep->start_ps = info.t_start, rep->end_ps = info.t_end;
-    rep->run_start_ps = info.t_run_start, rep->run_end_ps = info.t_run_end;
-    rep->predicted_ps = info.predicted_ps;
-    rep->alpha_ps = info.alpha_ps;
-    rep->beta_ps_per_byte = info.beta_ps_per_byte;
-    rep->link_bw_gbs = info.link_bw_gbs;
-    memcpy(rep->phase_ps, info.phase_ps, sizeof rep->phase_ps);
-    memcpy(rep->bottleneck, info.bottleneck, sizeof rep->bottleneck);
-    snprintf(rep->buffer_kind, sizeof rep->buffer_kind, "%s",
-             kb__ccl_buffer_name(info.queues.buffer_kind));
-    rep->n_slots = (int)info.queues.n_slots;
-    rep->slot_size = info.queues.slot_size;
-    rep->piece_bytes = info.piece_bytes;
-    rep->ends_ps = info.ends_ps;
+    kb__ccl_report_of(&info, rep);
     return 0;
 }
 

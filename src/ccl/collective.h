@@ -114,7 +114,12 @@ typedef struct kb__coll_info {
     uint64_t piece_bytes;            /* the largest message a kernel may send */
     uint32_t calibrated;             /* ring streams run calibrated (ccl/board.h), 0: every
                                         step ran message by message */
+    char off_fit[256];               /* with a prediction: the queue settings off those its
+                                        credit rules were measured on (kb_ccl_report) */
 } kb__coll_info;
+
+/* out := the public report of the call info describes (kb_ccl_last). */
+void kb__ccl_report_of(const kb__coll_info *info, kb_ccl_report *out);
 
 /* Runs r on m; info (may be NULL) describes it. Errors (message in err,
  * machine still usable): KB_EINVAL (mismatched buffers, a PE holding two,

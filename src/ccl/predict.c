@@ -262,6 +262,90 @@ static void fill_model(const kb_machine *m, const kb__ccl_call *c, uint64_t piec
     }
 }
 
+/* Appends ", ITEM" (the first without its comma) to buf of n bytes. */
+static void add_item(char *buf, size_t n, const char *item)
+{
+    size_t len = strlen(buf);
+    if (len < n) snprintf(buf + len, n - len, "%s%s", len ? ", " : "", item);
+}
+
+/* Which of the queues' settings q (messages of up to `piece` bytes) and
+ * the senders' wait lie off what the credit rules were measured on
+ * (docs/ccl.md, "Other queue geometries" and "Other wakes": rows within 10 %
+ * there): at least 4 slots of at least 4 KiB, a message taking the whole
+ * ring or at most a quarter of it, vc chunks of at least 4 KiB, credits of
+ * at most 64 B, senders asleep 0 or 200 ns, or polling at most every 100
+ * ns; hello_send (`send_recv`, its own pacing) on its own queues, 2 slots
+ * of 4 KiB. buf ("" when none) names each and what was measured. */
+static void off_fit(const kb__topo_params *tp, const kb__ccl_settings *q, uint64_t piece,
+                    bool send_recv, char *buf, size_t n)
+{
+    char item[160];
+    uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
+    uint64_t msg = piece > payload ? (piece + payload - 1) / payload : 1;
+    buf[0] = 0;
+    if (send_recv && (q->n_slots != 2 || q->slot_size != 4096)) {
+        snprintf(item, sizeof item, "%u slots of %llu B (measured: hello_send's 2 of 4 KiB)",
+                 q->n_slots, (unsigned long long)q->slot_size);
+        add_item(buf, n, item);
+    }
+    if (!send_recv &&
+        (q->n_slots < 4 || q->slot_size < 4096 || (q->n_slots != msg && q->n_slots < 4 * msg))) {
+        snprintf(item, sizeof item,
+                 "%u slots of %llu B, messages of %llu slots (measured: 4 slots or more of "
+                 "4 KiB or more, a message the whole ring or a quarter of it at most)",
+                 q->n_slots, (unsigned long long)q->slot_size, (unsigned long long)msg);
+        add_item(buf, n, item);
+    }
+    if (q->vc_chunk_size < 4096) {
+        snprintf(item, sizeof item, "vc chunks of %llu B (measured: 4 KiB or more)",
+                 (unsigned long long)q->vc_chunk_size);
+        add_item(buf, n, item);
+    }
+    if (q->credit_size > 64) {
+        snprintf(item, sizeof item, "credits of %llu B (measured: 64 B)",
+                 (unsigned long long)q->credit_size);
+        add_item(buf, n, item);
+    }
+    double wake = tp->pe.ipcq_wake_ns, poll = tp->pe.ipcq_poll_interval_ns;
+    if (q->backpressure == KB__CCL_BP_SLEEP && wake != 0 && wake != 200) {
+        snprintf(item, sizeof item, "senders asleep %g ns (measured: 0 or 200 ns)", wake);
+        add_item(buf, n, item);
+    }
+    if (q->backpressure == KB__CCL_BP_POLL && poll > 100) {
+        snprintf(item, sizeof item, "senders polling every %g ns (measured: up to 100 ns)", poll);
+        add_item(buf, n, item);
+    }
+}
+
+void kb__ccl_report_of(const kb__coll_info *info, kb_ccl_report *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->algorithm, sizeof o->algorithm, "%s", info->algorithm);
+    o->world = (int)info->world;
+    o->bytes_per_rank = info->bytes_per_rank;
+    o->installed = info->installed;
+    o->install_ps = info->installed ? info->install.t_end - info->install.t_start : 0;
+    o->start_ps = info->t_start;
+    o->end_ps = info->t_end;
+    o->run_start_ps = info->t_run_start;
+    o->run_end_ps = info->t_run_end;
+    o->predicted_ps = info->predicted_ps;
+    o->alpha_ps = info->alpha_ps;
+    o->beta_ps_per_byte = info->beta_ps_per_byte;
+    o->link_bw_gbs = info->link_bw_gbs;
+    memcpy(o->phase_ps, info->phase_ps, sizeof o->phase_ps);
+    o->ends_ps = info->ends_ps;
+    o->calibrated = (int)info->calibrated;
+    memcpy(o->bottleneck, info->bottleneck, sizeof o->bottleneck);
+    snprintf(o->buffer_kind, sizeof o->buffer_kind, "%s",
+             kb__ccl_buffer_name(info->queues.buffer_kind));
+    o->n_slots = (int)info->queues.n_slots;
+    o->slot_size = info->queues.slot_size;
+    o->piece_bytes = info->piece_bytes;
+    memcpy(o->off_fit, info->off_fit, sizeof o->off_fit);
+}
+
 void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_launch_times *t,
                        uint64_t piece, kb__coll_info *info)
 {
@@ -281,5 +365,7 @@ void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_
         uint64_t start = kb__ps_from_ns(m->dev->topo->params.pe.cpu_dispatch_ns);
         info->predicted_ps += start;
         info->ends_ps += start;
+        off_fit(&m->dev->topo->params, &info->queues, piece, c->r->kind == KB__CCL_SEND_RECV,
+                info->off_fit, sizeof info->off_fit);
     }
 }

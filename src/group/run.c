@@ -17,30 +17,7 @@
 
 static void keep_report(grp_machine *x, const kb__coll_info *info)
 {
-    kb_ccl_report *o = &x->last;
-    memset(o, 0, sizeof *o);
-    snprintf(o->algorithm, sizeof o->algorithm, "%s", info->algorithm);
-    o->world = (int)info->world;
-    o->bytes_per_rank = info->bytes_per_rank;
-    o->installed = info->installed;
-    o->install_ps = info->installed ? info->install.t_end - info->install.t_start : 0;
-    o->start_ps = info->t_start;
-    o->end_ps = info->t_end;
-    o->run_start_ps = info->t_run_start;
-    o->run_end_ps = info->t_run_end;
-    o->predicted_ps = info->predicted_ps;
-    o->alpha_ps = info->alpha_ps;
-    o->beta_ps_per_byte = info->beta_ps_per_byte;
-    o->link_bw_gbs = info->link_bw_gbs;
-    memcpy(o->phase_ps, info->phase_ps, sizeof o->phase_ps);
-    o->ends_ps = info->ends_ps;
-    o->calibrated = (int)info->calibrated;
-    memcpy(o->bottleneck, info->bottleneck, sizeof o->bottleneck);
-    snprintf(o->buffer_kind, sizeof o->buffer_kind, "%s",
-             kb__ccl_buffer_name(info->queues.buffer_kind));
-    o->n_slots = (int)info->queues.n_slots;
-    o->slot_size = info->queues.slot_size;
-    o->piece_bytes = info->piece_bytes;
+    kb__ccl_report_of(info, &x->last);
     x->has_last = 1;
 }
 

@@ -265,3 +265,99 @@ Test(predictions, mesh_and_tree_report_their_model)
                            kb_test_bench_figure(&r, "kernel_span") / pred, 1e-9);
     }
 }
+
+/* kb_ccl_last's off_fit after a 4-rank ring all-reduce of 64 KiB per rank
+ * (timing only) on a machine opened with sets[0..n), into out. */
+static void off_fit_of(const char *const *sets, size_t n, char *out, size_t cap)
+{
+    kb_open_options o = {NULL, sets, n, 1, NULL, 0};
+    kb_machine *m = NULL;
+    char eb[512];
+    cr_assert_eq(kb_open(&m, &o, eb, sizeof eb), 0, "%s", eb);
+    cr_assert_eq(kb_init_process_group(m, "ahbm"), 0, "%s", kb_last_error(m));
+    int64_t shape = 4 * 16384;
+    kb_policy pol = {KB_REPLICATE, KB_REPLICATE, KB_COLUMN_WISE, 1, 1, 4, 0, 0};
+    kb_tensor t;
+    cr_assert_eq(kb_empty(m, "t", 1, &shape, KB_F32, &pol, &t), 0, "%s", kb_last_error(m));
+    cr_assert_eq(kb_all_reduce(m, t, KB_SUM), 0, "%s", kb_last_error(m));
+    kb_ccl_report r;
+    cr_assert_eq(kb_ccl_last(m, &r), 0);
+    cr_assert_gt(r.predicted_ps, 0u);
+    snprintf(out, cap, "%s", r.off_fit);
+    kb_close(m);
+}
+
+/* The report names the queue settings and senders' waits off those the
+ * credit rules were measured on (docs/ccl.md, "Other queue geometries"):
+ * at least 4 slots of at least 4 KiB with a message taking the whole ring
+ * (16128 B, 4 slots of 4 KiB, in 4) or at most a quarter of it, vc chunks
+ * of 4 KiB or more, 64-byte credits, senders asleep 0 or 200 ns or polling
+ * every 100 ns at most. */
+Test(predictions, the_report_names_the_settings_off_the_measured_queues)
+{
+    static const struct {
+        const char *set[2];
+        const char *names; /* NULL: inside */
+    } rows[] = {
+        {{NULL}, NULL},
+        {{"ccl.defaults.n_slots=16"}, NULL},
+        {{"ccl.defaults.n_slots=64"}, NULL},
+        {{"ccl.defaults.slot_size=16KiB"}, NULL}, /* messages of one slot, 4 a ring */
+        {{"pe.ipcq.wake_ns=0"}, NULL},
+        {{"pe.ipcq.vc_chunk_bytes=8192"}, NULL},
+        {{"ccl.defaults.backpressure=poll", "pe.ipcq.poll_interval_ns=100"}, NULL},
+        {{"ccl.defaults.backpressure=poll", "pe.ipcq.wake_ns=100"}, NULL}, /* no sleep */
+        {{"ccl.defaults.n_slots=8"}, "8 slots of 4096 B, messages of 4 slots"},
+        {{"ccl.defaults.n_slots=12"}, "12 slots of 4096 B"}, /* 3 messages a ring */
+        {{"ccl.defaults.n_slots=2"}, "2 slots of 4096 B"},
+        {{"ccl.defaults.slot_size=8KiB"}, "4 slots of 8192 B, messages of 2 slots"},
+        /* 8 slots of 1984 B a message, 8 messages a ring: the slots are small */
+        {{"ccl.defaults.slot_size=2KiB", "ccl.defaults.n_slots=64"}, "64 slots of 2048 B"},
+        {{"pe.ipcq.wake_ns=100"}, "senders asleep 100 ns"},
+        {{"ccl.defaults.backpressure=poll", "pe.ipcq.poll_interval_ns=200"},
+         "senders polling every 200 ns"},
+        {{"pe.ipcq.credit_bytes=256"}, "credits of 256 B"},
+        {{"pe.ipcq.vc_chunk_bytes=1024"}, "vc chunks of 1024 B"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        size_t n = rows[i].set[1] ? 2 : rows[i].set[0] ? 1 : 0;
+        char got[256];
+        off_fit_of(rows[i].set, n, got, sizeof got);
+        const char *what = rows[i].set[0] ? rows[i].set[0] : "the built-in queues";
+        if (!rows[i].names)
+            cr_expect_str_empty(got, "%s: off_fit '%s'", what, got);
+        else
+            cr_expect(strstr(got, rows[i].names) != NULL, "%s: off_fit '%s', not naming '%s'", what,
+                      got, rows[i].names);
+    }
+}
+
+/* The note `off_fit` of a bench run (NULL when it has none). */
+static const char *note_of(const kb_bench_result *r, const char *name)
+{
+    for (int i = 0; i < r->n_notes && i < KB_BENCH_MAX_NOTES; i++)
+        if (!strcmp(r->notes[i].name, name)) return r->notes[i].text;
+    return NULL;
+}
+
+/* hello_send was measured on its own queues (2 slots of 4 KiB, a message
+ * two windows): the ccl benches note off_fit only off them. */
+Test(predictions, hello_send_is_measured_on_its_own_two_slots)
+{
+    static const char *const kv[] = {"bytes=1048576", NULL};
+    static const char *const own[] = {NULL}, *const four[] = {"ccl.algorithms.hello_send.n_slots=4",
+                                                              NULL};
+    kb_bench_result r;
+    cr_assert_eq(kb_test_bench_run("hello_send", own, 1, &r, kv), 0, "%s", r.error);
+    cr_expect_null(note_of(&r, "off_fit"), "hello_send on its 2 slots: '%s'",
+                   note_of(&r, "off_fit"));
+    cr_assert_eq(kb_test_bench_run("hello_send", four, 1, &r, kv), 0, "%s", r.error);
+    const char *n = note_of(&r, "off_fit");
+    cr_expect(n && strstr(n, "4 slots of 4096 B"), "hello_send on 4 slots: '%s'", n ? n : "(none)");
+    static const char *const eight[] = {"ccl.defaults.n_slots=8", NULL};
+    static const char *const ring[] = {"bytes=1048576", "world=4", NULL};
+    cr_assert_eq(kb_test_bench_run("ccl_allreduce", eight, 1, &r, ring), 0, "%s", r.error);
+    n = note_of(&r, "off_fit");
+    cr_expect(n && strstr(n, "may stray beyond 10 %") && strstr(n, "8 slots of 4096 B"),
+              "ccl_allreduce on 8 slots: '%s'", n ? n : "(none)");
+}
