@@ -488,7 +488,7 @@
     });
     var rows = [['ratio simulated / model', f.ratio]];
     ['alpha', 'beta_bw', 'link_bw', 'world', 'bytes_per_rank', 'alg_bw', 'bus_bw'].forEach(function (k) { if (k in f) rows.push([k, f[k]]); });
-    ['rs_bound', 'ag_bound', 'algorithm'].forEach(function (k) { if (R.notes && k in R.notes) rows.push([k, R.notes[k]]); });
+    ['bound', 'rs_bound', 'ag_bound', 'algorithm', 'off_fit'].forEach(function (k) { if (R.notes && k in R.notes) rows.push([k, R.notes[k]]); });
     section('kb-alphabeta', 'alpha-beta model against the simulation', [svg, table(['', ''], rows, 'kv')]);
   }
 
