@@ -280,7 +280,7 @@ Test(ccl_plan, install_message_has_a_header_and_one_entry_per_used_port)
         cr_assert_eq(kb__ccl_install_encode(pl, r, buf, want - 1), 0);
         uint32_t magic = buf[0] | buf[1] << 8 | buf[2] << 16 | (uint32_t)buf[3] << 24;
         cr_assert_eq(magic, KB__CCL_INSTALL_MAGIC);
-        cr_assert_eq(buf[8] | buf[9] << 8, r);
+        cr_assert_eq((uint32_t)(buf[8] | buf[9] << 8), r);
         cr_assert_eq(buf[12] | buf[13] << 8, 16);
         cr_assert_eq(buf[33], used);
         if (r > 0) { /* the first entry is the parent on port N */

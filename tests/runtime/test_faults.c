@@ -191,8 +191,8 @@ Test(faults, runs_with_faults_are_deterministic)
     run_late(f, 1, &b);
     cr_assert_eq(memcmp(a.ended, b.ended, sizeof a.ended), 0);
     const char *sets[] = {"faults.slow_pes=[{sip: 0, cube: 0, pe: 0, factor: 0.3}]",
-                          "faults.slow_links=[{from: sip0.cube0.noc, to: sip0.cube0.pe0.dma, "
-                          "factor: 0.7}]",
+                          ("faults.slow_links=[{from: sip0.cube0.noc, to: sip0.cube0.pe0.dma, "
+                           "factor: 0.7}]"),
                           "faults.slow_hbm=[{sip: 0, cube: 0, slice: 0, factor: 0.6}]",
                           "faults.down_links=[{from: sip0.cube0.router, to: sip0.cube1.router}]"};
     uint64_t end[2], g[2], x[2];

@@ -17,8 +17,8 @@ static int load(kb__topo_params *p, const char *const *sets, size_t n, kb__err *
 }
 
 static const char *const ALL[] = {
-    "faults.slow_pes=[{sip: 0, cube: 3, pe: 5, factor: 0.5}, {sip: 1, cube: 0, pe: 0, factor: "
-    "0.25}]",
+    ("faults.slow_pes=[{sip: 0, cube: 3, pe: 5, factor: 0.5}, {sip: 1, cube: 0, pe: 0, factor: "
+     "0.25}]"),
     "faults.slow_hbm=[{sip: 1, cube: 15, slice: 7, factor: 0.125}]",
     "faults.slow_links=[{from: sip0.cube0.router, to: sip0.cube1.router, factor: 0.3}]",
     "faults.down_links=[{from: sip0.cube6.router, to: sip0.cube5.router}]",

@@ -51,7 +51,7 @@ static int rank_fn(kb_machine *m, int rank, int nprocs, void *arg)
     xrun *u = arg;
     int parts = u->tp * u->pes;
     int64_t Vp = (u->V + parts - 1) / parts * parts, nr = Vp / u->tp, col0 = rank * nr;
-    kb_policy rep, col;
+    kb_policy rep = {0}, col;
     kb_tensor lg = {0}, tg = {0}, loss = {0};
     int rc = kb_init_process_group(m, "ahbm");
     if (!rc) rc = kb_tp_initialize_model_parallel(m, u->tp);
@@ -250,8 +250,8 @@ Test(tp_xent, gradient_matches_central_differences_of_the_loss)
 static int bad_targets_fn(kb_machine *m, int rank, int nprocs, void *arg)
 {
     (void)rank, (void)nprocs, (void)arg;
-    kb_policy rep, col;
-    kb_tensor lg, tg, loss;
+    kb_policy rep = {0}, col;
+    kb_tensor lg = {0}, tg = {0}, loss = {0};
     int rc = kb_init_process_group(m, "ahbm");
     if (!rc) rc = kb_tp_initialize_model_parallel(m, 1);
     if (!rc) rc = kb_tp_set_pes_per_rank(m, 2);
