@@ -332,14 +332,6 @@ Test(predictions, the_report_names_the_settings_off_the_measured_queues)
     }
 }
 
-/* The note `off_fit` of a bench run (NULL when it has none). */
-static const char *note_of(const kb_bench_result *r, const char *name)
-{
-    for (int i = 0; i < r->n_notes && i < KB_BENCH_MAX_NOTES; i++)
-        if (!strcmp(r->notes[i].name, name)) return r->notes[i].text;
-    return NULL;
-}
-
 /* hello_send was measured on its own queues (2 slots of 4 KiB, a message
  * two windows): the ccl benches note off_fit only off them. */
 Test(predictions, hello_send_is_measured_on_its_own_two_slots)
@@ -349,15 +341,15 @@ Test(predictions, hello_send_is_measured_on_its_own_two_slots)
                                                               NULL};
     kb_bench_result r;
     cr_assert_eq(kb_test_bench_run("hello_send", own, 1, &r, kv), 0, "%s", r.error);
-    cr_expect_null(note_of(&r, "off_fit"), "hello_send on its 2 slots: '%s'",
-                   note_of(&r, "off_fit"));
+    cr_expect_null(kb_test_bench_note(&r, "off_fit"), "hello_send on its 2 slots: '%s'",
+                   kb_test_bench_note(&r, "off_fit"));
     cr_assert_eq(kb_test_bench_run("hello_send", four, 1, &r, kv), 0, "%s", r.error);
-    const char *n = note_of(&r, "off_fit");
+    const char *n = kb_test_bench_note(&r, "off_fit");
     cr_expect(n && strstr(n, "4 slots of 4096 B"), "hello_send on 4 slots: '%s'", n ? n : "(none)");
     static const char *const eight[] = {"ccl.defaults.n_slots=8", NULL};
     static const char *const ring[] = {"bytes=1048576", "world=4", NULL};
     cr_assert_eq(kb_test_bench_run("ccl_allreduce", eight, 1, &r, ring), 0, "%s", r.error);
-    n = note_of(&r, "off_fit");
+    n = kb_test_bench_note(&r, "off_fit");
     cr_expect(n && strstr(n, "may stray beyond 10 %") && strstr(n, "8 slots of 4096 B"),
               "ccl_allreduce on 8 slots: '%s'", n ? n : "(none)");
 }

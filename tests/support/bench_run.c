@@ -34,3 +34,10 @@ double kb_test_bench_figure(const kb_bench_result *r, const char *name)
     cr_assert_fail("figure %s missing", name);
     return 0;
 }
+
+const char *kb_test_bench_note(const kb_bench_result *r, const char *name)
+{
+    for (int i = 0; i < r->n_notes && i < KB_BENCH_MAX_NOTES; i++)
+        if (!strcmp(r->notes[i].name, name)) return r->notes[i].text;
+    return NULL;
+}

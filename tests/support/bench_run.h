@@ -16,5 +16,7 @@ int kb_test_bench_run(const char *name, const char *const *sets, int no_data, kb
                       const char *const *kv);
 /* The value of figure `name` of r; fails the test when r has none. */
 double kb_test_bench_figure(const kb_bench_result *r, const char *name);
+/* The text of note `name` of r; NULL when r has none. */
+const char *kb_test_bench_note(const kb_bench_result *r, const char *name);
 
 #endif
