@@ -185,13 +185,16 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
     /* a broadcast's root whose credits do not pace it loads back to back,
      * each load's request behind the receivers' stores of a piece before
      * (kb__ab_bcast_request_wait_ps; with every credit taken by a message
-     * the root waits for them and its requests meet no store: measured,
-     * docs/ccl.md "A broadcast root's load requests") */
+     * the root waits for them and its requests meet no store; with a
+     * message of one slot, copied out of the ring only once the whole slot
+     * is in, a relay's hop outlasts the root's period and the receivers'
+     * stores come one after another, not together: measured, docs/ccl.md
+     * "A broadcast root's load requests") */
     int rc = 0;
     uint64_t xfer = bytes < piece ? bytes : piece,
              payload = plan->r.s.slot_size - KB__IPCQ_META_BYTES;
     uint64_t msg_slots = (xfer + payload - 1) / payload;
-    if (kind == KB__CCL_CHAIN_BROADCAST && msg_slots < plan->r.s.n_slots) {
+    if (kind == KB__CCL_CHAIN_BROADCAST && msg_slots > 1 && msg_slots < plan->r.s.n_slots) {
         kb__ccl_route ld = {0};
         uint64_t alone = 0; /* the root's program alone: a load, a piece's slots */
         if (!(rc = kb__ab_data_path(t, plan->loc[root], false, &ld, err)) &&
