@@ -184,17 +184,29 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
     kb__ccl_ring_bw bw;
     /* a broadcast's root whose credits do not pace it loads back to back,
      * each load's request behind the receivers' stores of a piece before
-     * (kb__ab_bcast_request_wait_ps; with every credit taken by a message
-     * the root waits for them and its requests meet no store; with a
-     * message of one slot, copied out of the ring only once the whole slot
-     * is in, a relay's hop outlasts the root's period and the receivers'
-     * stores come one after another, not together: measured, docs/ccl.md
-     * "A broadcast root's load requests") */
+     * (kb__ab_bcast_request_wait_ps). Its credits do not pace it when a
+     * message leaves some free (fewer slots than the ring), or when the
+     * phase is not credit-paced (a message takes every credit, but the
+     * root resumes at once: wake 0, or polling); when they pace it, the
+     * root waits for them and its requests meet no store. With a message
+     * of one slot, copied out of the ring only once the whole slot is in,
+     * a relay's hop outlasts the root's period and the receivers' stores
+     * come one after another, not together. Measured: docs/ccl.md "A
+     * broadcast root's load requests". */
     int rc = 0;
     uint64_t xfer = bytes < piece ? bytes : piece,
              payload = plan->r.s.slot_size - KB__IPCQ_META_BYTES;
     uint64_t msg_slots = (xfer + payload - 1) / payload;
-    if (kind == KB__CCL_CHAIN_BROADCAST && msg_slots > 1 && msg_slots < plan->r.s.n_slots) {
+    bool whole = msg_slots >= plan->r.s.n_slots, judged = false, requests = false;
+    if (kind == KB__CCL_CHAIN_BROADCAST && msg_slots > 1) {
+        if (whole) {
+            rc = kb__ab_ring_bw_w(t, plan, KB__CCL_E, 2, bytes, piece, want, none, none, w, &bw,
+                                  err);
+            judged = !rc;
+        }
+        requests = !rc && (!whole || !kb__ccl_ring_credit_paced(&bw, 0));
+    }
+    if (requests) {
         kb__ccl_route ld = {0};
         uint64_t alone = 0; /* the root's program alone: a load, a piece's slots */
         if (!(rc = kb__ab_data_path(t, plan->loc[root], false, &ld, err)) &&
@@ -206,7 +218,8 @@ int kb__ccl_chain_model_get(const kb__topo *t, const kb__ccl_plan *plan, kb__ccl
                 &w[KB__AB_W_N * root + KB__AB_W_FIXED], err);
         kb__ccl_route_fini(&ld);
     }
-    if (!rc)
+    /* the phase (again, with the requests' wait, when it was judged) */
+    if (!rc && (!judged || requests))
         rc = kb__ab_ring_bw_w(t, plan, KB__CCL_E, 2, bytes, piece, want, none, none, w, &bw, err);
     free(w);
     if (!rc) {
