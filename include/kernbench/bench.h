@@ -41,7 +41,7 @@ extern "C" {
  * shares with kernbench by value (kb_bench_opts, kb_bench_result,
  * kb_stats). Raised whenever one of them changes; `kernbench run` refuses
  * a plug-in built against another version, naming both. */
-#define KB_BENCH_ABI_VERSION 2
+#define KB_BENCH_ABI_VERSION 3
 #define KB_BENCH_ABI_SYMBOL  "kb_bench_plugin_abi"
 
 /* Marks the descriptor a plug-in exports (visible from the shared object),
@@ -56,7 +56,7 @@ extern "C" {
 #define KB_BENCH_MAX_CHECKS  32
 #define KB_BENCH_MAX_FIGURES 64
 #define KB_BENCH_MAX_NOTES   8
-#define KB_BENCH_NOTE_MAX    256
+#define KB_BENCH_NOTE_MAX    512
 #define KB_BENCH_KEY_MAX     32
 #define KB_BENCH_VALUE_MAX   128
 #define KB_BENCH_NAME_MAX    64

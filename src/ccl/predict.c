@@ -274,12 +274,13 @@ static void add_item(char *buf, size_t n, const char *item)
  * (docs/ccl.md, "Other queue geometries" and "Other wakes": rows within 10 %
  * there): at least 4 slots of at least 4 KiB, a message taking the whole
  * ring or at most a quarter of it, vc chunks of at least 4 KiB, credits of
- * at most 64 B, senders asleep 200 ns, or, for the ring all-reduce in TCM
- * (`ring_tcm`) only, asleep 0 ns or polling at most every 100 ns;
- * hello_send (`send_recv`, its own pacing) on its own queues, 2 slots of
- * 4 KiB. buf ("" when none) names each and what was measured. */
+ * at most 64 B, senders asleep 200 ns; for the ring all-reduce (`ring_ar`)
+ * only, rings in SRAM or HBM too, and with its rings in TCM senders asleep
+ * 0 ns or polling at most every 100 ns; hello_send (`send_recv`, its own
+ * pacing) on its own queues, 2 slots of 4 KiB. buf ("" when none) names
+ * each and what was measured. */
 static void off_fit(const kb__topo_params *tp, const kb__ccl_settings *q, uint64_t piece,
-                    bool send_recv, bool ring_tcm, char *buf, size_t n)
+                    bool send_recv, bool ring_ar, char *buf, size_t n)
 {
     char item[160];
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
@@ -293,8 +294,8 @@ static void off_fit(const kb__topo_params *tp, const kb__ccl_settings *q, uint64
     if (!send_recv &&
         (q->n_slots < 4 || q->slot_size < 4096 || (q->n_slots != msg && q->n_slots < 4 * msg))) {
         snprintf(item, sizeof item,
-                 "%u slots of %llu B, messages of %llu slots (measured: 4 slots or more of "
-                 "4 KiB or more, a message the whole ring or a quarter of it at most)",
+                 "%u slots of %llu B, messages of %llu slots (measured: >= 4 slots of >= 4 KiB, "
+                 "a message the whole ring or <= a quarter of it)",
                  q->n_slots, (unsigned long long)q->slot_size, (unsigned long long)msg);
         add_item(buf, n, item);
     }
@@ -308,6 +309,15 @@ static void off_fit(const kb__topo_params *tp, const kb__ccl_settings *q, uint64
                  (unsigned long long)q->credit_size);
         add_item(buf, n, item);
     }
+    if (!ring_ar && q->buffer_kind != KB__CCL_BUF_TCM) {
+        /* docs/ccl.md, "Rings in SRAM and HBM, over every algorithm" */
+        bool sram = q->buffer_kind == KB__CCL_BUF_SRAM;
+        snprintf(item, sizeof item,
+                 "rings in %s (measured: the ring all-reduce; the others at 2-16 ranks: %s of "
+                 "172 rows outside 10 %%)",
+                 sram ? "SRAM" : "HBM", sram ? "28" : "50");
+        add_item(buf, n, item);
+    }
     double wake = tp->pe.ipcq_wake_ns, poll = tp->pe.ipcq_poll_interval_ns;
     bool poll_q = q->backpressure == KB__CCL_BP_POLL;
     if (!poll_q && wake != 0 && wake != 200) {
@@ -317,11 +327,11 @@ static void off_fit(const kb__topo_params *tp, const kb__ccl_settings *q, uint64
     if (poll_q && poll > 100) {
         snprintf(item, sizeof item, "senders polling every %g ns (measured: up to 100 ns)", poll);
         add_item(buf, n, item);
-    } else if (!ring_tcm && (poll_q || wake == 0)) {
+    } else if (!(ring_ar && q->buffer_kind == KB__CCL_BUF_TCM) && (poll_q || wake == 0)) {
         /* docs/ccl.md, "Senders that never sleep, over every algorithm" */
         snprintf(item, sizeof item,
-                 "senders that %s (measured on the ring all-reduce in TCM; over every "
-                 "algorithm at 2-16 ranks %s of 236 rows outside 10 %%)",
+                 "senders that %s (measured: the TCM ring all-reduce; all at 2-16 ranks: "
+                 "%s of 236 rows outside 10 %%)",
                  poll_q ? "poll" : "never sleep", poll_q ? "9" : "8");
         add_item(buf, n, item);
     }
@@ -374,9 +384,8 @@ void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_
         uint64_t start = kb__ps_from_ns(m->dev->topo->params.pe.cpu_dispatch_ns);
         info->predicted_ps += start;
         info->ends_ps += start;
-        bool ring_tcm = c->r->kind == KB__CCL_ALL_REDUCE && c->algo->topology == KB__CCL_RING_1D &&
-                        info->queues.buffer_kind == KB__CCL_BUF_TCM;
+        bool ring_ar = c->r->kind == KB__CCL_ALL_REDUCE && c->algo->topology == KB__CCL_RING_1D;
         off_fit(&m->dev->topo->params, &info->queues, piece, c->r->kind == KB__CCL_SEND_RECV,
-                ring_tcm, info->off_fit, sizeof info->off_fit);
+                ring_ar, info->off_fit, sizeof info->off_fit);
     }
 }

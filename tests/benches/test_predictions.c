@@ -337,7 +337,7 @@ Test(predictions, the_report_names_the_settings_off_the_measured_queues)
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         size_t n = rows[i].set[1] ? 2 : rows[i].set[0] ? 1 : 0;
-        char got[256];
+        char got[sizeof((kb_ccl_report *)0)->off_fit];
         off_fit_of(rows[i].set, n, got, sizeof got);
         const char *what = rows[i].set[0] ? rows[i].set[0] : "the built-in queues";
         if (!rows[i].names)
@@ -381,6 +381,31 @@ Test(predictions, senders_that_never_sleep_are_measured_on_the_tcm_ring)
             cr_expect(n && strstr(n, rows[i].names), "%s with %s: off_fit '%s', not naming '%s'",
                       rows[i].algorithm, rows[i].set, n ? n : "(none)", rows[i].names);
     }
+}
+
+/* A report off the measured range in every way at once names every
+ * setting, whole: the note ends with the last one's closing bracket. */
+Test(predictions, a_note_off_the_range_in_every_way_is_not_cut)
+{
+    static const char *const sets[] = {"ccl.defaults.n_slots=2",
+                                       "ccl.defaults.slot_size=2KiB",
+                                       "pe.ipcq.vc_chunk_bytes=1024",
+                                       "pe.ipcq.credit_bytes=256",
+                                       "ccl.defaults.buffer_kind=sram",
+                                       "pe.ipcq.wake_ns=0",
+                                       NULL};
+    static const char *const kv[] = {"bytes=65536", "world=4", "algorithm=ring_broadcast", NULL};
+    static const char *const names[] = {"2 slots of 2048 B", "vc chunks of 1024 B",
+                                        "credits of 256 B", "rings in SRAM",
+                                        "senders that never sleep"};
+    kb_bench_result r;
+    cr_assert_eq(kb_test_bench_run("ccl_broadcast", sets, 1, &r, kv), 0, "%s", r.error);
+    const char *n = kb_test_bench_note(&r, "off_fit");
+    cr_assert_not_null(n);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        cr_expect(strstr(n, names[i]) != NULL, "off_fit '%s' leaves out '%s'", n, names[i]);
+    size_t len = strlen(n);
+    cr_expect(len > 0 && n[len - 1] == ')', "off_fit cut short (%zu bytes): '%s'", len, n);
 }
 
 /* hello_send was measured on its own queues (2 slots of 4 KiB, a message
