@@ -56,7 +56,7 @@ extern "C" {
 #define KB_BENCH_MAX_CHECKS  32
 #define KB_BENCH_MAX_FIGURES 64
 #define KB_BENCH_MAX_NOTES   8
-#define KB_BENCH_NOTE_MAX    512
+#define KB_BENCH_NOTE_MAX    1024
 #define KB_BENCH_KEY_MAX     32
 #define KB_BENCH_VALUE_MAX   128
 #define KB_BENCH_NAME_MAX    64

@@ -209,7 +209,7 @@ typedef struct kb_ccl_report {
                                 model (docs/timing-model.md, "Calibrated rings"): their
                                 first fabric.ring_warmup steps message by message, the rest
                                 from them; 0: every step message by message */
-    char off_fit[512];       /* "" when the queues and the senders' wait are those the
+    char off_fit[1024];       /* "" when the queues and the senders' wait are those the
                                 prediction's credit rules were measured on; else which
                                 settings lie off them and what was measured
                                 (docs/ccl.md, "Other queue geometries") */

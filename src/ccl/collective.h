@@ -114,7 +114,7 @@ typedef struct kb__coll_info {
     uint64_t piece_bytes;            /* the largest message a kernel may send */
     uint32_t calibrated;             /* ring streams run calibrated (ccl/board.h), 0: every
                                         step ran message by message */
-    char off_fit[512];               /* with a prediction: the queue settings off those its
+    char off_fit[1024];               /* with a prediction: the queue settings off those its
                                         credit rules were measured on (kb_ccl_report) */
 } kb__coll_info;
 

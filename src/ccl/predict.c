@@ -269,6 +269,22 @@ static void add_item(char *buf, size_t n, const char *item)
     if (len < n) snprintf(buf + len, n - len, "%s%s", len ? ", " : "", item);
 }
 
+/* Ring neighbours (rank k and k + 1, the last and the first) on different
+ * cubes of plan, into *pairs, and the cubes its ranks span, into *cubes. */
+static void cube_crossings(const kb__ccl_plan *plan, uint32_t *pairs, uint32_t *cubes)
+{
+    uint32_t p = plan->world_size;
+    *pairs = *cubes = 0;
+    for (uint32_t k = 0; k < p; k++) {
+        const kb__ccl_loc *a = &plan->loc[k], *b = &plan->loc[(k + 1) % p];
+        if (a->sip != b->sip || a->cube != b->cube) ++*pairs;
+        bool first = true; /* the first rank on its cube */
+        for (uint32_t j = 0; first && j < k; j++)
+            first = plan->loc[j].sip != a->sip || plan->loc[j].cube != a->cube;
+        *cubes += first;
+    }
+}
+
 /* Which of the queues' settings q (messages of up to `piece` bytes) and
  * the senders' wait lie off what the credit rules were measured on
  * (docs/ccl.md, "Other queue geometries" and "Other wakes": rows within 10 %
@@ -277,12 +293,13 @@ static void add_item(char *buf, size_t n, const char *item)
  * at most 64 B, senders asleep 200 ns; for the ring all-reduce (`ring_ar`)
  * only, rings in SRAM or HBM too, and with its rings in TCM senders asleep
  * 0 ns or polling at most every 100 ns; hello_send (`send_recv`, its own
- * pacing) on its own queues, 2 slots of 4 KiB. buf ("" when none) names
- * each and what was measured. */
-static void off_fit(const kb__topo_params *tp, const kb__ccl_settings *q, uint64_t piece,
-                    bool send_recv, bool ring_ar, char *buf, size_t n)
+ * pacing) on its own queues, 2 slots of 4 KiB; ranks of plan placed in
+ * order, a pair of ring neighbours on different cubes per cube spanned at
+ * most. buf ("" when none) names each and what was measured. */
+static void off_fit(const kb__topo_params *tp, const kb__ccl_settings *q, const kb__ccl_plan *plan,
+                    uint64_t piece, bool send_recv, bool ring_ar, char *buf, size_t n)
 {
-    char item[160];
+    char item[192];
     uint64_t payload = q->slot_size - KB__IPCQ_META_BYTES;
     uint64_t msg = piece > payload ? (piece + payload - 1) / payload : 1;
     buf[0] = 0;
@@ -307,6 +324,16 @@ static void off_fit(const kb__topo_params *tp, const kb__ccl_settings *q, uint64
     if (q->credit_size > 64) {
         snprintf(item, sizeof item, "credits of %llu B (measured: 64 B)",
                  (unsigned long long)q->credit_size);
+        add_item(buf, n, item);
+    }
+    uint32_t pairs, cubes;
+    cube_crossings(plan, &pairs, &cubes);
+    if (cubes > 1 && pairs > cubes) {
+        /* docs/ccl.md, "Placing ranks yourself" */
+        snprintf(item, sizeof item,
+                 "%u ring neighbours on different cubes of %u (measured: one pair a cube, "
+                 "ranks in order or reversed; placement=stride:3: 9 of 78 rows outside 10 %%)",
+                 pairs, cubes);
         add_item(buf, n, item);
     }
     if (!ring_ar && q->buffer_kind != KB__CCL_BUF_TCM) {
@@ -385,7 +412,7 @@ void kb__ccl_call_info(const kb_machine *m, const kb__ccl_call *c, const kb__rt_
         info->predicted_ps += start;
         info->ends_ps += start;
         bool ring_ar = c->r->kind == KB__CCL_ALL_REDUCE && c->algo->topology == KB__CCL_RING_1D;
-        off_fit(&m->dev->topo->params, &info->queues, piece, c->r->kind == KB__CCL_SEND_RECV,
-                ring_ar, info->off_fit, sizeof info->off_fit);
+        off_fit(&m->dev->topo->params, &info->queues, c->inst[0]->plan, piece,
+                c->r->kind == KB__CCL_SEND_RECV, ring_ar, info->off_fit, sizeof info->off_fit);
     }
 }
