@@ -209,10 +209,11 @@ typedef struct kb_ccl_report {
                                 model (docs/timing-model.md, "Calibrated rings"): their
                                 first fabric.ring_warmup steps message by message, the rest
                                 from them; 0: every step message by message */
-    char off_fit[1024];       /* "" when the queues and the senders' wait are those the
-                                prediction's credit rules were measured on; else which
-                                settings lie off them and what was measured
-                                (docs/ccl.md, "Other queue geometries") */
+    char off_fit[1024];      /* "" when the queues (their geometry and memory), the ranks'
+                                placement and the senders' wait are those the
+                                prediction's rules were measured on; else which settings
+                                lie off them and what was measured (docs/ccl.md, "Other
+                                queue geometries") */
 } kb_ccl_report;
 KB_API int kb_ccl_last(const kb_machine *m, kb_ccl_report *out);
 

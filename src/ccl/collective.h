@@ -114,8 +114,8 @@ typedef struct kb__coll_info {
     uint64_t piece_bytes;            /* the largest message a kernel may send */
     uint32_t calibrated;             /* ring streams run calibrated (ccl/board.h), 0: every
                                         step ran message by message */
-    char off_fit[1024];               /* with a prediction: the queue settings off those its
-                                        credit rules were measured on (kb_ccl_report) */
+    char off_fit[1024];              /* with a prediction: the settings off those its rules
+                                        were measured on (kb_ccl_report) */
 } kb__coll_info;
 
 /* out := the public report of the call info describes (kb_ccl_last). */

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ccl/alphabeta.h"
@@ -270,19 +271,25 @@ static void add_item(char *buf, size_t n, const char *item)
 }
 
 /* Ring neighbours (rank k and k + 1, the last and the first) on different
- * cubes of plan, into *pairs, and the cubes its ranks span, into *cubes. */
+ * cubes of plan, into *pairs, and the cubes its ranks span, into *cubes
+ * (0 when out of memory: then nothing is named). */
 static void cube_crossings(const kb__ccl_plan *plan, uint32_t *pairs, uint32_t *cubes)
 {
-    uint32_t p = plan->world_size;
+    uint32_t p = plan->world_size, sips = 0, per_sip = 0;
     *pairs = *cubes = 0;
     for (uint32_t k = 0; k < p; k++) {
         const kb__ccl_loc *a = &plan->loc[k], *b = &plan->loc[(k + 1) % p];
         if (a->sip != b->sip || a->cube != b->cube) ++*pairs;
-        bool first = true; /* the first rank on its cube */
-        for (uint32_t j = 0; first && j < k; j++)
-            first = plan->loc[j].sip != a->sip || plan->loc[j].cube != a->cube;
-        *cubes += first;
+        if (a->sip >= sips) sips = a->sip + 1;
+        if (a->cube >= per_sip) per_sip = a->cube + 1;
     }
+    unsigned char *seen = calloc((size_t)sips * per_sip, 1);
+    for (uint32_t k = 0; seen && k < p; k++) {
+        size_t i = (size_t)plan->loc[k].sip * per_sip + plan->loc[k].cube;
+        *cubes += !seen[i];
+        seen[i] = 1;
+    }
+    free(seen);
 }
 
 /* Which of the queues' settings q (messages of up to `piece` bytes) and
