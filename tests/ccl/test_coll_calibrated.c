@@ -181,7 +181,7 @@ static double span_128(const char *const *sets, size_t n_sets, uint64_t *bytes,
     return (double)(info.t_run_end - info.t_run_start);
 }
 
-Test(coll_calibrated, span_and_link_bytes_stay_within_the_bounds, .timeout = 120)
+Test(coll_calibrated, span_and_link_bytes_stay_within_the_bounds, .timeout = 300)
 {
     const char *cal[] = {"fabric.model=flow"};
     const char *msg[] = {"fabric.model=flow", "fabric.ring_warmup=0"};
@@ -267,8 +267,9 @@ Test(coll_calibrated, hierarchical_all_reduce_numbers_are_the_message_by_message
 }
 
 /* The built-in hierarchical all-reduce (256 ranks, 1 MiB each): the span
- * within 5 % of the message-by-message run. */
-Test(coll_calibrated, hierarchical_span_stays_within_the_bound, .timeout = 120)
+ * within 5 % of the message-by-message run. About 2 s optimised, 85 s alone
+ * under UBSan, and past 120 s beside another test there. */
+Test(coll_calibrated, hierarchical_span_stays_within_the_bound, .timeout = 300)
 {
     double span[2];
     for (int i = 0; i < 2; i++) {
