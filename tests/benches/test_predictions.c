@@ -348,6 +348,21 @@ Test(predictions, the_report_names_the_settings_off_the_measured_queues)
     }
 }
 
+/* Runs bench with sets and kv (timing only) and expects its note off_fit
+ * to name `names`, or, names NULL, to be absent; `what` says which row. */
+static void expect_off_fit(const char *bench, const char *const *sets, const char *const *kv,
+                           const char *names, const char *what)
+{
+    kb_bench_result r;
+    cr_assert_eq(kb_test_bench_run(bench, sets, 1, &r, kv), 0, "%s", r.error);
+    const char *n = kb_test_bench_note(&r, "off_fit");
+    if (!names)
+        cr_expect_null(n, "%s: off_fit '%s'", what, n);
+    else
+        cr_expect(n && strstr(n, names), "%s: off_fit '%s', not naming '%s'", what,
+                  n ? n : "(none)", names);
+}
+
 /* Senders that never sleep (pe.ipcq.wake_ns 0) or that poll were measured
  * on the ring all-reduce in TCM (every set of docs/ccl.md holds it); over
  * every algorithm at 2-16 ranks 8 and 9 of 236 rows strayed beyond 10 %
@@ -372,14 +387,9 @@ Test(predictions, senders_that_never_sleep_are_measured_on_the_tcm_ring)
         snprintf(algo, sizeof algo, "algorithm=%s", rows[i].algorithm);
         const char *const sets[] = {rows[i].set, NULL};
         const char *const kv[] = {"bytes=65536", "world=4", algo, NULL};
-        kb_bench_result r;
-        cr_assert_eq(kb_test_bench_run(rows[i].bench, sets, 1, &r, kv), 0, "%s", r.error);
-        const char *n = kb_test_bench_note(&r, "off_fit");
-        if (!rows[i].names)
-            cr_expect_null(n, "%s with %s: off_fit '%s'", rows[i].algorithm, rows[i].set, n);
-        else
-            cr_expect(n && strstr(n, rows[i].names), "%s with %s: off_fit '%s', not naming '%s'",
-                      rows[i].algorithm, rows[i].set, n ? n : "(none)", rows[i].names);
+        char what[128];
+        snprintf(what, sizeof what, "%s with %s", rows[i].algorithm, rows[i].set);
+        expect_off_fit(rows[i].bench, sets, kv, rows[i].names, what);
     }
 }
 
@@ -399,14 +409,7 @@ Test(predictions, ranks_placed_out_of_order_are_named)
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const char *const kv[] = {"bytes=65536", "world=16", rows[i].placement, NULL};
-        kb_bench_result r;
-        cr_assert_eq(kb_test_bench_run("ccl_allreduce", NULL, 1, &r, kv), 0, "%s", r.error);
-        const char *n = kb_test_bench_note(&r, "off_fit");
-        if (!rows[i].names)
-            cr_expect_null(n, "%s: off_fit '%s'", rows[i].placement, n);
-        else
-            cr_expect(n && strstr(n, rows[i].names), "%s: off_fit '%s', not naming '%s'",
-                      rows[i].placement, n ? n : "(none)", rows[i].names);
+        expect_off_fit("ccl_allreduce", NULL, kv, rows[i].names, rows[i].placement);
     }
 }
 
@@ -444,17 +447,13 @@ Test(predictions, hello_send_is_measured_on_its_own_two_slots)
     static const char *const kv[] = {"bytes=1048576", NULL};
     static const char *const own[] = {NULL}, *const four[] = {"ccl.algorithms.hello_send.n_slots=4",
                                                               NULL};
-    kb_bench_result r;
-    cr_assert_eq(kb_test_bench_run("hello_send", own, 1, &r, kv), 0, "%s", r.error);
-    cr_expect_null(kb_test_bench_note(&r, "off_fit"), "hello_send on its 2 slots: '%s'",
-                   kb_test_bench_note(&r, "off_fit"));
-    cr_assert_eq(kb_test_bench_run("hello_send", four, 1, &r, kv), 0, "%s", r.error);
-    const char *n = kb_test_bench_note(&r, "off_fit");
-    cr_expect(n && strstr(n, "4 slots of 4096 B"), "hello_send on 4 slots: '%s'", n ? n : "(none)");
+    expect_off_fit("hello_send", own, kv, NULL, "hello_send on its 2 slots");
+    expect_off_fit("hello_send", four, kv, "4 slots of 4096 B", "hello_send on 4 slots");
     static const char *const eight[] = {"ccl.defaults.n_slots=8", NULL};
     static const char *const ring[] = {"bytes=1048576", "world=4", NULL};
+    kb_bench_result r;
     cr_assert_eq(kb_test_bench_run("ccl_allreduce", eight, 1, &r, ring), 0, "%s", r.error);
-    n = kb_test_bench_note(&r, "off_fit");
+    const char *n = kb_test_bench_note(&r, "off_fit");
     cr_expect(n && strstr(n, "may stray beyond 10 %") && strstr(n, "8 slots of 4096 B"),
               "ccl_allreduce on 8 slots: '%s'", n ? n : "(none)");
 }
